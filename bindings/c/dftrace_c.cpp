@@ -1,0 +1,384 @@
+// dftrace_c.cpp: the exported C ABI (include/dftrace/dftrace.h) over the runtime in src/.
+// Every entry point catches everything: no C++ exception ever reaches the caller.
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <type_traits>
+
+#include "config/config.hpp"
+#include "core/format.hpp"
+#include "core/log.hpp"
+#include "core/runtime.hpp"
+#include "dftrace/dftrace.h"
+
+using dftrace::detail::json_quote;
+using dftrace::detail::node;
+using dftrace::detail::runtime;
+
+// The opaque C handle is the address of the core's node; its first byte is the node's
+// `active` flag, which dftrace_node_active_fast() in the header reads (an ABI promise).
+static_assert(std::is_standard_layout_v<std::atomic<bool>> && sizeof(std::atomic<bool>) == 1,
+              "the active flag is one byte");
+
+namespace {
+
+inline node *N(dftrace_node_t *n) { return reinterpret_cast<node *>(n); }
+inline const node *N(const dftrace_node_t *n) { return reinterpret_cast<const node *>(n); }
+inline dftrace_node_t *H(node *n) { return reinterpret_cast<dftrace_node_t *>(n); }
+inline runtime &rt() { return runtime::get(); }
+
+const char *thread_copy(const std::string &s) {
+  static thread_local std::string buf;
+  buf = s;
+  return buf.c_str();
+}
+
+template <typename Fn>
+auto guarded(Fn fn, decltype(fn()) fallback) noexcept -> decltype(fn()) {
+  try {
+    return fn();
+  } catch (const std::exception &e) {
+    dftrace::detail::log_once(dftrace::detail::log_level::error, e.what(), "internal error: %s",
+                              e.what());
+  } catch (...) {
+    dftrace::detail::log_once(dftrace::detail::log_level::error, "unknown", "internal error");
+  }
+  return fallback;
+}
+
+std::string number(int64_t v) {
+  char buf[32];
+  return std::string(buf, dftrace::detail::write_i64(buf, v));
+}
+std::string number(double v) {
+  char buf[40];
+  return std::string(buf, dftrace::detail::write_double(buf, v));
+}
+
+// Load time: when the environment enables tracing, the first use of a node initialises it.
+__attribute__((constructor)) void dftrace_on_load() {
+  guarded(
+      [] {
+        const char *v = std::getenv("DFTRACE_ENABLE");
+        if (!v || !*v) v = std::getenv("DFTRACER_ENABLE");
+        bool on = false;
+        if (v && dftrace::detail::parse_bool(v, &on) && on) rt().preload_enable();
+        return 0;
+      },
+      0);
+}
+
+}  // namespace
+
+extern "C" {
+
+const char *dftrace_status_string(int status) {
+  switch (status) {
+    case DFTRACE_OK: return "ok";
+    case DFTRACE_ERR_INVALID_ARGUMENT: return "invalid argument";
+    case DFTRACE_ERR_CONFIG: return "configuration error";
+    case DFTRACE_ERR_IO: return "I/O error";
+    case DFTRACE_ERR_STATE: return "wrong state for this call";
+    case DFTRACE_ERR_NOT_FOUND: return "not found";
+    case DFTRACE_ERR_DISABLED: return "tracing is disabled";
+    default: return "unknown status";
+  }
+}
+
+const char *dftrace_version(void) { return DFTRACE_VERSION_STRING; }
+
+void dftrace_options_init(dftrace_options_t *o) {
+  if (!o) return;
+  std::memset(o, 0, sizeof *o);
+  o->struct_size = sizeof *o;
+  o->enable = -1;
+  o->compression = -1;
+  o->level = -1;
+  o->metadata = -1;
+  o->install_signal_handlers = -1;
+  o->bind_atexit = -1;
+}
+
+int dftrace_init(const dftrace_options_t *options) {
+  if (options && options->struct_size < sizeof(size_t)) return DFTRACE_ERR_INVALID_ARGUMENT;
+  return guarded([&] { return rt().init(options); }, DFTRACE_ERR_CONFIG);
+}
+
+int dftrace_finalize(void) {
+  return guarded([] { return rt().finalize(); }, DFTRACE_ERR_STATE);
+}
+
+int dftrace_flush(void) {
+  return guarded([] { return rt().flush(); }, DFTRACE_ERR_IO);
+}
+
+bool dftrace_is_enabled(void) { return rt().recording(); }
+
+void dftrace_set_enabled(bool enabled) {
+  guarded([&] { rt().set_recording(enabled); return 0; }, 0);
+}
+
+const char *dftrace_status(void) {
+  return guarded([] { return thread_copy(rt().status()); }, "internal error");
+}
+
+const char *dftrace_output_path(void) {
+  return guarded(
+      [] {
+        std::string p = rt().output_path();
+        return p.empty() ? static_cast<const char *>(nullptr) : thread_copy(p);
+      },
+      static_cast<const char *>(nullptr));
+}
+
+const char *dftrace_config_describe(void) {
+  return guarded([] { return thread_copy(rt().config_text()); }, "");
+}
+
+dftrace_node_t *dftrace_node_root(void) { return H(rt().nodes().root()); }
+
+dftrace_node_t *dftrace_node_find(const char *path) {
+  if (!path) return nullptr;
+  return guarded([&] { return H(rt().nodes().find(path)); }, static_cast<dftrace_node_t *>(nullptr));
+}
+
+dftrace_node_t *dftrace_category(const char *name) {
+  if (!name) return nullptr;
+  return guarded([&] { return H(rt().nodes().category(name)); }, static_cast<dftrace_node_t *>(nullptr));
+}
+
+dftrace_node_t *dftrace_node_child(dftrace_node_t *parent, const char *name) {
+  if (!parent || !name) return nullptr;
+  return guarded([&] { return H(rt().nodes().child(N(parent), name)); },
+                 static_cast<dftrace_node_t *>(nullptr));
+}
+
+dftrace_node_t *dftrace_node_derive(dftrace_node_t *parent, const char *name) {
+  if (!parent || !name) return nullptr;
+  return guarded([&] { return H(rt().nodes().derive(N(parent), name)); },
+                 static_cast<dftrace_node_t *>(nullptr));
+}
+
+const char *dftrace_node_name(const dftrace_node_t *n) { return n ? N(n)->name.c_str() : ""; }
+const char *dftrace_node_category(const dftrace_node_t *n) { return n ? N(n)->cat.c_str() : ""; }
+const char *dftrace_node_path(const dftrace_node_t *n) { return n ? N(n)->path.c_str() : ""; }
+
+void dftrace_node_enable(dftrace_node_t *n) {
+  guarded([&] { rt().nodes().set_enabled(N(n), true); return 0; }, 0);
+}
+void dftrace_node_disable(dftrace_node_t *n) {
+  guarded([&] { rt().nodes().set_enabled(N(n), false); return 0; }, 0);
+}
+bool dftrace_node_is_enabled(const dftrace_node_t *n) {
+  return n && N(n)->active.load(std::memory_order_relaxed);
+}
+
+void dftrace_node_update_int(dftrace_node_t *n, const char *key, int64_t value) {
+  if (!n || !key) return;
+  guarded([&] { rt().nodes().update(N(n), key, number(value)); return 0; }, 0);
+}
+void dftrace_node_update_double(dftrace_node_t *n, const char *key, double value) {
+  if (!n || !key) return;
+  guarded([&] { rt().nodes().update(N(n), key, number(value)); return 0; }, 0);
+}
+void dftrace_node_update_string(dftrace_node_t *n, const char *key, const char *value) {
+  if (!n || !key) return;
+  guarded(
+      [&] {
+        if (value) rt().nodes().update(N(n), key, json_quote(value));
+        else rt().nodes().update(N(n), key, std::nullopt);
+        return 0;
+      },
+      0);
+}
+void dftrace_node_update_bool(dftrace_node_t *n, const char *key, bool value) {
+  if (!n || !key) return;
+  guarded([&] { rt().nodes().update(N(n), key, value ? "true" : "false"); return 0; }, 0);
+}
+void dftrace_node_update_remove(dftrace_node_t *n, const char *key) {
+  if (!n || !key) return;
+  guarded([&] { rt().nodes().update(N(n), key, std::nullopt); return 0; }, 0);
+}
+
+dftrace_region_t dftrace_region_begin(dftrace_node_t *n) {
+  if (!n || !N(n)->active.load(std::memory_order_relaxed)) return 0;
+  return guarded([&] { return rt().begin(N(n), DFTRACE_USE_NODE_STATE, nullptr, 0); }, dftrace_region_t{0});
+}
+
+dftrace_region_t dftrace_region_begin_ex(dftrace_node_t *n, int enable, const dftrace_arg_t *args,
+                                         size_t nargs) {
+  if (!n) return 0;
+  return guarded([&] { return rt().begin(N(n), enable, args, nargs); }, dftrace_region_t{0});
+}
+
+void dftrace_region_arg_int(dftrace_region_t r, const char *key, int64_t value) {
+  if (!r || !key) return;
+  guarded([&] { rt().region_arg(r, key, number(value)); return 0; }, 0);
+}
+void dftrace_region_arg_double(dftrace_region_t r, const char *key, double value) {
+  if (!r || !key) return;
+  guarded([&] { rt().region_arg(r, key, number(value)); return 0; }, 0);
+}
+void dftrace_region_arg_string(dftrace_region_t r, const char *key, const char *value) {
+  if (!r || !key) return;
+  guarded([&] { rt().region_arg(r, key, value ? json_quote(value) : std::string("null")); return 0; }, 0);
+}
+void dftrace_region_arg_bool(dftrace_region_t r, const char *key, bool value) {
+  if (!r || !key) return;
+  guarded([&] { rt().region_arg(r, key, value ? "true" : "false"); return 0; }, 0);
+}
+
+void dftrace_region_end(dftrace_region_t r) {
+  if (!r) return;
+  guarded([&] { rt().end(r, nullptr, 0); return 0; }, 0);
+}
+
+void dftrace_region_end_ex(dftrace_region_t r, const dftrace_arg_t *args, size_t nargs) {
+  if (!r) return;
+  guarded([&] { rt().end(r, args, nargs); return 0; }, 0);
+}
+
+void dftrace_region_cancel(dftrace_region_t r) {
+  if (!r) return;
+  guarded([&] { rt().cancel(r); return 0; }, 0);
+}
+
+void dftrace_iter_begin(dftrace_iter_t *it, dftrace_node_t *n, uint32_t flags, const char *iter_name,
+                        const char *block_name, int enable) {
+  if (!it) return;
+  std::memset(it, 0, sizeof *it);
+  it->struct_size = sizeof *it;
+  it->flags = flags;
+  it->enable = enable;
+  if (!n) {
+    it->flags |= DFTRACE_ITER_NO_ITER | DFTRACE_ITER_NO_BLOCK;
+    return;
+  }
+  guarded(
+      [&] {
+        auto &t = rt().nodes();
+        it->iter_node = H(iter_name ? t.verbatim(N(n), iter_name) : t.iter_of(N(n)));
+        it->block_node = H(block_name ? t.verbatim(N(n), block_name) : t.block_of(N(n)));
+        return 0;
+      },
+      0);
+}
+
+void dftrace_iter_fetch(dftrace_iter_t *it) {
+  if (!it) return;
+  if (it->open_block) {
+    dftrace_region_end(it->open_block);
+    it->open_block = 0;
+  }
+  if (it->open_iter) dftrace_region_cancel(it->open_iter);
+  it->open_iter = 0;
+  ++it->count;
+  if (!(it->flags & DFTRACE_ITER_NO_ITER) && it->iter_node) {
+    const dftrace_arg_t count = DFTRACE_ARG_I("count", it->count);
+    it->open_iter = dftrace_region_begin_ex(it->iter_node, it->enable, &count, 1);
+  }
+}
+
+void dftrace_iter_body(dftrace_iter_t *it) {
+  if (!it) return;
+  if (it->open_iter) {
+    dftrace_region_end(it->open_iter);
+    it->open_iter = 0;
+  }
+  if (!(it->flags & DFTRACE_ITER_NO_BLOCK) && it->block_node) {
+    const dftrace_arg_t count = DFTRACE_ARG_I("count", it->count);
+    it->open_block = dftrace_region_begin_ex(it->block_node, it->enable, &count, 1);
+  }
+}
+
+void dftrace_iter_end(dftrace_iter_t *it) {
+  if (!it) return;
+  if (it->open_block) dftrace_region_end(it->open_block);
+  if (it->open_iter) dftrace_region_cancel(it->open_iter);
+  it->open_block = it->open_iter = 0;
+}
+
+dftrace_region_t dftrace_region_current(void) {
+  return guarded([] { return rt().current_region(); }, dftrace_region_t{0});
+}
+
+uint64_t dftrace_now_ns(void) { return dftrace::detail::mono_ns(); }
+
+void dftrace_event_complete(dftrace_node_t *n, uint64_t start_ns, uint64_t end_ns, int64_t track,
+                            const dftrace_arg_t *args, size_t nargs) {
+  if (!n || !N(n)->active.load(std::memory_order_relaxed)) return;
+  guarded([&] { rt().complete_on_track(N(n), start_ns, end_ns, track, args, nargs); return 0; }, 0);
+}
+
+void dftrace_track_name(int64_t track, const char *name) {
+  if (!name) return;
+  guarded([&] { rt().track_name(track, name); return 0; }, 0);
+}
+
+void dftrace_instant(dftrace_node_t *n, const dftrace_arg_t *args, size_t nargs) {
+  if (!n || !N(n)->active.load(std::memory_order_relaxed)) return;
+  guarded([&] { rt().instant(N(n), args, nargs); return 0; }, 0);
+}
+
+void dftrace_counter_int(dftrace_node_t *n, const char *series, int64_t value) {
+  if (!n || !series || !N(n)->active.load(std::memory_order_relaxed)) return;
+  guarded([&] { rt().counter(N(n), series, number(value)); return 0; }, 0);
+}
+
+void dftrace_counter_double(dftrace_node_t *n, const char *series, double value) {
+  if (!n || !series || !N(n)->active.load(std::memory_order_relaxed)) return;
+  guarded([&] { rt().counter(N(n), series, number(value)); return 0; }, 0);
+}
+
+void dftrace_node_mark_start(dftrace_node_t *n) {
+  guarded([&] { rt().mark(N(n), true); return 0; }, 0);
+}
+void dftrace_node_mark_end(dftrace_node_t *n) {
+  guarded([&] { rt().mark(N(n), false); return 0; }, 0);
+}
+
+void dftrace_metadata(const char *key, const char *value) {
+  if (!key) return;
+  guarded([&] { rt().metadata_line("CM", key, json_quote(value ? value : ""), true); return 0; }, 0);
+}
+
+void dftrace_process_property_string(const char *key, const char *value) {
+  if (!key) return;
+  guarded([&] { rt().metadata_line("PR", key, json_quote(value ? value : ""), true); return 0; }, 0);
+}
+
+void dftrace_process_property_int(const char *key, int64_t value) {
+  if (!key) return;
+  guarded([&] { rt().metadata_line("PR", key, number(value), true); return 0; }, 0);
+}
+
+void dftrace_process_property_json(const char *key, const char *json) {
+  if (!key) return;
+  guarded(
+      [&] {
+        const std::string v = json ? json : "null";
+        rt().metadata_line("PR", key,
+                           dftrace::detail::is_valid_json_value(v) ? v : json_quote(v), true);
+        return 0;
+      },
+      0);
+}
+
+uint64_t dftrace_hash_define(int kind, const char *value) {
+  if (!value) return 0;
+  return guarded([&] { return rt().define_hash(kind, value); }, uint64_t{0});
+}
+
+int dftrace_set_rank(int rank, int size) {
+  return guarded([&] { return rt().set_rank(rank, size); }, DFTRACE_ERR_STATE);
+}
+
+void dftrace_thread_name(const char *name) {
+  if (!name) return;
+  guarded([&] { rt().thread_name(name); return 0; }, 0);
+}
+
+uint64_t dftrace_events_written(void) { return rt().events_written(); }
+uint64_t dftrace_events_dropped(void) { return rt().events_dropped(); }
+
+}  // extern "C"

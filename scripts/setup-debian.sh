@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# setup-debian.sh: installs the Debian 12 packages dftrace needs, only those missing.
+# Usage: scripts/setup-debian.sh [core|test]   (core: build and demo; test: everything the
+# test suite runs: MPI, hwloc, Fortran, Python, PyTorch).
+set -euo pipefail
+set_name=${1:-core}
+
+core=(build-essential cmake pkg-config zlib1g-dev libyaml-cpp-dev libisal-dev libdeflate-dev
+      libgtest-dev libbenchmark-dev python3)
+test=("${core[@]}" python3-dev python3-pytest python3-numpy pybind11-dev python3-pybind11
+      gfortran libopenmpi-dev openmpi-bin python3-mpi4py libhwloc-dev hwloc libsimdjson-dev
+      jq python3-torch)
+case "$set_name" in
+  core) want=("${core[@]}") ;;
+  test) want=("${test[@]}") ;;
+  *) echo "usage: $0 [core|test]" >&2; exit 2 ;;
+esac
+
+missing=()
+for p in "${want[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "dftrace setup: installing ${missing[*]}"
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

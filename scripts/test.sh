@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# test.sh: the whole test suite on a fresh Debian 12 machine: installs what is missing,
+# builds everything (Release with debug info) and runs every test through ctest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup-debian.sh test
+build=${DFTRACE_BUILD_DIR:-build}
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDFTRACE_BUILD_BENCH=ON >/dev/null
+cmake --build "$build" -j"$(nproc)"
+cd "$build"
+ctest --output-on-failure -j"$(nproc)" --timeout 600 "$@"

@@ -1,0 +1,550 @@
+// config.cpp: the key table, and the YAML, environment and init-argument layers over it.
+#include "config/config.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <functional>
+#include <sstream>
+
+#include "core/log.hpp"
+#include "dftrace/dftrace.h"
+
+namespace dftrace::detail {
+
+namespace {
+
+std::string lower(std::string s) {
+  for (auto &c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string trim(const std::string &s) {
+  size_t b = 0, e = s.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+  return s.substr(b, e - b);
+}
+
+const char *const k_level_names[] = {"error", "warn", "info", "debug"};
+
+// One configuration key: how to set it from text, how to print it.
+struct entry {
+  key_info info;
+  bool dftracer_inverted;  // DFTRACER_DISABLE_* mean the opposite of the key
+  std::function<bool(config &, const std::string &, std::string &why)> set;
+  std::function<std::string(const config &)> get;
+};
+
+template <typename T>
+std::string to_text(const T &v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+entry bool_key(const char *key, const char *env, const char *denv, const char *def,
+               bool config::*field, bool inverted = false) {
+  return {{key, env, denv, def},
+          inverted,
+          [field](config &c, const std::string &v, std::string &why) {
+            if (!parse_bool(v, &(c.*field))) {
+              why = "is not a boolean (1/0, true/false, yes/no, on/off)";
+              return false;
+            }
+            return true;
+          },
+          [field](const config &c) { return std::string(c.*field ? "true" : "false"); }};
+}
+
+entry string_key(const char *key, const char *env, const char *denv, const char *def,
+                 std::string config::*field) {
+  return {{key, env, denv, def},
+          false,
+          [field](config &c, const std::string &v, std::string &) {
+            c.*field = v;
+            return true;
+          },
+          [field](const config &c) { return c.*field; }};
+}
+
+entry size_key(const char *key, const char *env, const char *denv, const char *def,
+               size_t config::*field, size_t min_value) {
+  return {{key, env, denv, def},
+          false,
+          [field, min_value](config &c, const std::string &v, std::string &why) {
+            size_t n = 0;
+            if (!parse_size(v, &n)) {
+              why = "is not a size (bytes, or with KiB/MiB/GiB)";
+              return false;
+            }
+            if (n < min_value) {
+              why = "is below the minimum of " + std::to_string(min_value) + " bytes";
+              return false;
+            }
+            c.*field = n;
+            return true;
+          },
+          [field](const config &c) { return std::to_string(c.*field); }};
+}
+
+const std::vector<entry> &table() {
+  static const std::vector<entry> t = [] {
+    std::vector<entry> v;
+    v.push_back(bool_key("enable", "DFTRACE_ENABLE", "DFTRACER_ENABLE", "false", &config::enable));
+    v.push_back(string_key("config", "DFTRACE_CONFIG", "DFTRACER_CONFIGURATION", "",
+                           &config::config_file));
+    v.push_back({{"init", "DFTRACE_INIT", "DFTRACER_INIT", "function"},
+                 false,
+                 [](config &c, const std::string &s, std::string &why) {
+                   std::string m = lower(trim(s));
+                   if (m != "function" && m != "preload") {
+                     why = "is not 'function' or 'preload'";
+                     return false;
+                   }
+                   c.init_mode = m;
+                   return true;
+                 },
+                 [](const config &c) { return c.init_mode; }});
+    v.push_back(string_key("output.prefix", "DFTRACE_LOG_FILE", "DFTRACER_LOG_FILE", "./trace",
+                           &config::prefix));
+    v.push_back(string_key("output.file", "DFTRACE_OUTPUT_FILE", nullptr, "",
+                           &config::output_file));
+    v.push_back({{"output.compression", "DFTRACE_OUTPUT_COMPRESSION", "DFTRACER_TRACE_COMPRESSION",
+                  "gzip"},
+                 false,
+                 [](config &c, const std::string &s, std::string &why) {
+                   std::string m = lower(trim(s));
+                   bool b;
+                   if (m == "gzip") c.compression = true;
+                   else if (m == "none") c.compression = false;
+                   else if (parse_bool(m, &b)) c.compression = b;
+                   else {
+                     why = "is not 'gzip' or 'none'";
+                     return false;
+                   }
+                   return true;
+                 },
+                 [](const config &c) { return std::string(c.compression ? "gzip" : "none"); }});
+    v.push_back({{"output.compressor", "DFTRACE_OUTPUT_COMPRESSOR", nullptr, "auto"},
+                 false,
+                 [](config &c, const std::string &s, std::string &why) {
+                   std::string m = lower(trim(s));
+                   if (m != "auto" && m != "isal" && m != "libdeflate" && m != "zlib") {
+                     why = "is not auto, isal, libdeflate or zlib";
+                     return false;
+                   }
+                   c.compressor = m;
+                   return true;
+                 },
+                 [](const config &c) { return c.compressor; }});
+    v.push_back({{"output.level", "DFTRACE_OUTPUT_LEVEL", nullptr, "-1"},
+                 false,
+                 [](config &c, const std::string &s, std::string &why) {
+                   char *end = nullptr;
+                   std::string t = trim(s);
+                   long n = std::strtol(t.c_str(), &end, 10);
+                   if (t.empty() || *end || n < -1 || n > 12) {
+                     why = "is not a deflate level (-1 for the default, 0 to 12)";
+                     return false;
+                   }
+                   c.level = static_cast<int>(n);
+                   return true;
+                 },
+                 [](const config &c) { return std::to_string(c.level); }});
+    v.push_back(size_key("output.member_bytes", "DFTRACE_OUTPUT_MEMBER_BYTES", nullptr, "1048576",
+                         &config::member_bytes, 4096));
+    v.push_back({{"output.flush_interval", "DFTRACE_OUTPUT_FLUSH_INTERVAL", nullptr, "2s"},
+                 false,
+                 [](config &c, const std::string &s, std::string &why) {
+                   double d;
+                   if (!parse_duration(s, &d) || d <= 0) {
+                     why = "is not a positive duration (2, 2s, 500ms)";
+                     return false;
+                   }
+                   c.flush_interval = d;
+                   return true;
+                 },
+                 [](const config &c) { return to_text(c.flush_interval) + "s"; }});
+    v.push_back(size_key("output.buffer_bytes", "DFTRACE_OUTPUT_BUFFER_BYTES",
+                         "DFTRACER_WRITE_BUFFER_SIZE", "65536", &config::buffer_bytes, 4096));
+    v.push_back(size_key("output.queue_bytes", "DFTRACE_OUTPUT_QUEUE_BYTES", nullptr, "67108864",
+                         &config::queue_bytes, 65536));
+    v.push_back({{"output.on_full", "DFTRACE_OUTPUT_ON_FULL", nullptr, "block"},
+                 false,
+                 [](config &c, const std::string &s, std::string &why) {
+                   std::string m = lower(trim(s));
+                   if (m != "block" && m != "drop") {
+                     why = "is not 'block' or 'drop'";
+                     return false;
+                   }
+                   c.on_full_drop = m == "drop";
+                   return true;
+                 },
+                 [](const config &c) { return std::string(c.on_full_drop ? "drop" : "block"); }});
+    v.push_back(bool_key("metadata", "DFTRACE_METADATA", "DFTRACER_INC_METADATA", "true",
+                         &config::metadata));
+    v.push_back({{"timer.precision", "DFTRACE_TIMER_PRECISION", nullptr, "us"},
+                 false,
+                 [](config &c, const std::string &s, std::string &why) {
+                   std::string m = lower(trim(s));
+                   if (m != "us" && m != "ns") {
+                     why = "is not 'us' or 'ns'";
+                     return false;
+                   }
+                   c.ns_precision = m == "ns";
+                   return true;
+                 },
+                 [](const config &c) { return std::string(c.ns_precision ? "ns" : "us"); }});
+    v.push_back({{"categories", "DFTRACE_CATEGORIES", nullptr, ""},
+                 false,
+                 [](config &c, const std::string &s, std::string &why) {
+                   std::vector<std::pair<std::string, bool>> rules;
+                   if (!parse_category_rules(s, &rules, &why)) return false;
+                   c.categories.insert(c.categories.end(), rules.begin(), rules.end());
+                   return true;
+                 },
+                 [](const config &c) {
+                   std::string out;
+                   for (auto &r : c.categories) {
+                     if (!out.empty()) out += ',';
+                     out += (r.second ? "+" : "-") + r.first;
+                   }
+                   return out;
+                 }});
+    v.push_back(bool_key("signals", "DFTRACE_SIGNALS", "DFTRACER_BIND_SIGNALS", "true",
+                         &config::signals));
+    v.push_back(bool_key("atexit", "DFTRACE_ATEXIT", nullptr, "true", &config::atexit));
+    v.push_back(bool_key("core_affinity", "DFTRACE_CORE_AFFINITY", "DFTRACER_SET_CORE_AFFINITY",
+                         "true", &config::core_affinity));
+    v.push_back({{"log_level", "DFTRACE_LOG_LEVEL", "DFTRACER_LOG_LEVEL", "warn"},
+                 false,
+                 [](config &c, const std::string &s, std::string &why) {
+                   int l = parse_log_level(s);
+                   if (l < 0) {
+                     why = "is not error, warn, info or debug";
+                     return false;
+                   }
+                   c.log_level = l;
+                   return true;
+                 },
+                 [](const config &c) { return std::string(k_level_names[c.log_level]); }});
+    v.push_back(bool_key("tids", "DFTRACE_TIDS", "DFTRACER_DISABLE_TIDS", "true", &config::tids,
+                         true));
+    v.push_back(string_key("io.data_dir", "DFTRACE_IO_DATA_DIR", "DFTRACER_DATA_DIR", "",
+                           &config::data_dir));
+    v.push_back(bool_key("io.enable", "DFTRACE_IO_ENABLE", "DFTRACER_DISABLE_IO", "true",
+                         &config::io, true));
+    v.push_back(bool_key("io.posix", "DFTRACE_IO_POSIX", "DFTRACER_DISABLE_POSIX", "true",
+                         &config::posix, true));
+    v.push_back(bool_key("io.stdio", "DFTRACE_IO_STDIO", "DFTRACER_DISABLE_STDIO", "true",
+                         &config::stdio, true));
+    return v;
+  }();
+  return t;
+}
+
+const entry *find_entry(const std::string &key) {
+  for (const auto &e : table())
+    if (key == e.info.key) return &e;
+  return nullptr;
+}
+
+size_t edit_distance(const std::string &a, const std::string &b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+std::string suggestion(const std::string &key) {
+  const char *best = nullptr;
+  size_t best_d = 4;
+  for (const auto &e : table()) {
+    size_t d = edit_distance(key, e.info.key);
+    // also compare with the last component ("prefix" for "output.prefix")
+    std::string k = e.info.key;
+    auto dot = k.rfind('.');
+    if (dot != std::string::npos) d = std::min(d, edit_distance(key, k.substr(dot + 1)) + 1);
+    if (d < best_d) {
+      best_d = d;
+      best = e.info.key;
+    }
+  }
+  return best ? std::string("; did you mean '") + best + "'?" : std::string();
+}
+
+// Applies one value; reports and keeps the earlier value on a bad one.
+void apply(config &c, const entry &e, const std::string &value, const std::string &source,
+           const std::string &where) {
+  config trial = c;
+  std::string why;
+  if (e.set(trial, value, why)) {
+    c = std::move(trial);
+    c.source[e.info.key] = source;
+  } else {
+    log(log_level::warn, "%s: key '%s': value '%s' %s; keeping %s", where.c_str(), e.info.key,
+        value.c_str(), why.c_str(), e.get(c).c_str());
+  }
+}
+
+std::string scalar_text(const YAML::Node &n) {
+  if (n.IsScalar()) return n.Scalar();
+  if (n.IsNull()) return "";
+  YAML::Emitter em;
+  em << YAML::Flow << n;
+  return em.c_str();
+}
+
+void apply_yaml_node(config &c, const YAML::Node &node, const std::string &prefix,
+                     const std::string &file) {
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    const std::string key = (prefix.empty() ? "" : prefix + ".") + it->first.as<std::string>("");
+    const YAML::Node &value = it->second;
+    if (key == "categories") {
+      // A map {path: bool}, a list ["-comm", "+comm.all_reduce"], or a string.
+      std::string rules;
+      if (value.IsMap()) {
+        for (auto r = value.begin(); r != value.end(); ++r) {
+          bool b;
+          const std::string path = r->first.as<std::string>("");
+          if (!r->second.IsScalar() || !parse_bool(r->second.Scalar(), &b)) {
+            log(log_level::warn, "%s: key 'categories.%s': value '%s' is not a boolean; ignored",
+                file.c_str(), path.c_str(), scalar_text(r->second).c_str());
+            continue;
+          }
+          rules += (rules.empty() ? "" : ",") + std::string(b ? "+" : "-") + path;
+        }
+      } else if (value.IsSequence()) {
+        for (const auto &r : value) rules += (rules.empty() ? "" : ",") + scalar_text(r);
+      } else {
+        rules = scalar_text(value);
+      }
+      if (const entry *e = find_entry("categories")) apply(c, *e, rules, "yaml " + file, file);
+      continue;
+    }
+    if (value.IsMap()) {
+      apply_yaml_node(c, value, key, file);
+      continue;
+    }
+    const entry *e = find_entry(key);
+    if (!e || key == "config") {
+      log(log_level::warn, "%s: unknown key '%s'%s; ignored", file.c_str(), key.c_str(),
+          key == "config" ? " (the file can not name another file)" : suggestion(key).c_str());
+      continue;
+    }
+    if (!value.IsScalar() && !value.IsNull()) {
+      log(log_level::warn, "%s: key '%s': value '%s' is not a single value; keeping %s",
+          file.c_str(), key.c_str(), scalar_text(value).c_str(), e->get(c).c_str());
+      continue;
+    }
+    apply(c, *e, scalar_text(value), "yaml " + file, file);
+  }
+}
+
+void apply_yaml_file(config &c, const std::string &file) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(file);
+  } catch (const YAML::BadFile &) {
+    log(log_level::warn, "%s: configuration file can not be read; using the other layers",
+        file.c_str());
+    return;
+  } catch (const YAML::Exception &e) {
+    log(log_level::warn, "%s: not valid YAML (line %d, column %d: %s); ignoring this file",
+        file.c_str(), e.mark.line + 1, e.mark.column + 1, e.msg.c_str());
+    return;
+  }
+  if (root.IsNull()) return;
+  if (!root.IsMap()) {
+    log(log_level::warn, "%s: the top level is not a mapping of keys; ignoring this file",
+        file.c_str());
+    return;
+  }
+  try {
+    apply_yaml_node(c, root, "", file);
+  } catch (const std::exception &e) {
+    log(log_level::warn, "%s: could not be applied (%s); ignoring the rest of this file",
+        file.c_str(), e.what());
+  }
+}
+
+const char *getenv_nonempty(const char *name) {
+  if (!name) return nullptr;
+  const char *v = std::getenv(name);
+  return (v && *v) ? v : nullptr;
+}
+
+}  // namespace
+
+bool parse_bool(const std::string &text, bool *out) {
+  const std::string t = lower(trim(text));
+  if (t == "1" || t == "true" || t == "yes" || t == "on") {
+    *out = true;
+    return true;
+  }
+  if (t == "0" || t == "false" || t == "no" || t == "off") {
+    *out = false;
+    return true;
+  }
+  return false;
+}
+
+bool parse_size(const std::string &text, size_t *out) {
+  const std::string t = trim(text);
+  if (t.empty() || !std::isdigit(static_cast<unsigned char>(t[0]))) return false;
+  char *end = nullptr;
+  double v = std::strtod(t.c_str(), &end);
+  std::string unit = lower(trim(end));
+  double mult = 1;
+  if (unit.empty() || unit == "b") mult = 1;
+  else if (unit == "k" || unit == "kib" || unit == "kb") mult = unit == "kb" ? 1e3 : 1024.0;
+  else if (unit == "m" || unit == "mib" || unit == "mb") mult = unit == "mb" ? 1e6 : 1048576.0;
+  else if (unit == "g" || unit == "gib" || unit == "gb") mult = unit == "gb" ? 1e9 : 1073741824.0;
+  else return false;
+  const double bytes = v * mult;
+  if (!(bytes >= 0) || bytes > 1e15) return false;
+  *out = static_cast<size_t>(bytes);
+  return true;
+}
+
+bool parse_duration(const std::string &text, double *out) {
+  const std::string t = trim(text);
+  if (t.empty()) return false;
+  char *end = nullptr;
+  double v = std::strtod(t.c_str(), &end);
+  if (end == t.c_str()) return false;
+  std::string unit = lower(trim(end));
+  if (unit.empty() || unit == "s") *out = v;
+  else if (unit == "ms") *out = v / 1e3;
+  else if (unit == "us") *out = v / 1e6;
+  else if (unit == "m" || unit == "min") *out = v * 60;
+  else return false;
+  return std::isfinite(*out);
+}
+
+int parse_log_level(const std::string &text) {
+  const std::string t = lower(trim(text));
+  if (t == "error" || t == "0") return 0;
+  if (t == "warn" || t == "warning" || t == "1") return 1;
+  if (t == "info" || t == "2") return 2;
+  if (t == "debug" || t == "trace" || t == "3") return 3;
+  return -1;
+}
+
+bool parse_category_rules(const std::string &text,
+                          std::vector<std::pair<std::string, bool>> *rules, std::string *error) {
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    item = trim(item);
+    if (item.empty()) continue;
+    bool on = true;
+    std::string path = item;
+    auto colon = item.find(':');
+    if (colon == std::string::npos) colon = item.find('=');
+    if (colon != std::string::npos) {
+      path = trim(item.substr(0, colon));
+      if (!parse_bool(item.substr(colon + 1), &on)) {
+        *error = "has '" + item + "', whose value is not a boolean";
+        return false;
+      }
+    } else if (item[0] == '-' || item[0] == '+') {
+      on = item[0] == '+';
+      path = trim(item.substr(1));
+    }
+    if (path.empty()) {
+      *error = "has an empty category path";
+      return false;
+    }
+    for (char ch : path) {
+      if (std::isspace(static_cast<unsigned char>(ch)) || ch == '"') {
+        *error = "has '" + path + "', which is not a category path";
+        return false;
+      }
+    }
+    rules->emplace_back(path, on);
+  }
+  return true;
+}
+
+config load_config(const dftrace_options *options) {
+  config c;
+  for (const auto &e : table()) c.source[e.info.key] = "default";
+  const bool have_opts =
+      options && options->struct_size >= offsetof(dftrace_options_t, bind_atexit) + sizeof(int);
+
+  // The file: init argument, else environment.
+  std::string file;
+  if (have_opts && options->config_file) file = options->config_file;
+  else if (const char *v = getenv_nonempty("DFTRACE_CONFIG")) file = v;
+  else if (const char *v2 = getenv_nonempty("DFTRACER_CONFIGURATION")) file = v2;
+  if (!file.empty()) {
+    c.config_file = file;
+    c.source["config"] = have_opts && options->config_file ? "init" : "env";
+    apply_yaml_file(c, file);
+  }
+
+  // Environment: the DFTRACE_* name, else the DFTracer name.
+  for (const auto &e : table()) {
+    if (std::string(e.info.key) == "config") continue;
+    if (const char *v = getenv_nonempty(e.info.env)) {
+      apply(c, e, v, std::string("env ") + e.info.env, std::string("environment ") + e.info.env);
+    } else if (const char *d = getenv_nonempty(e.info.dftracer_env)) {
+      std::string value = d;
+      if (e.dftracer_inverted) {
+        bool b;
+        if (parse_bool(value, &b)) value = b ? "false" : "true";
+      }
+      apply(c, e, value, std::string("env ") + e.info.dftracer_env,
+            std::string("environment ") + e.info.dftracer_env);
+    }
+  }
+
+  // Init arguments.
+  if (have_opts) {
+    auto set = [&](const char *key, const std::string &v) {
+      if (const entry *e = find_entry(key)) apply(c, *e, v, "init", "dftrace_init");
+    };
+    if (options->enable >= 0) set("enable", options->enable ? "true" : "false");
+    if (options->output_prefix) set("output.prefix", options->output_prefix);
+    if (options->output_file) set("output.file", options->output_file);
+    if (options->compression >= 0) set("output.compression", options->compression ? "gzip" : "none");
+    if (options->level >= 0) set("output.level", std::to_string(options->level));
+    if (options->metadata >= 0) set("metadata", options->metadata ? "true" : "false");
+    if (options->install_signal_handlers >= 0)
+      set("signals", options->install_signal_handlers ? "true" : "false");
+    if (options->bind_atexit >= 0) set("atexit", options->bind_atexit ? "true" : "false");
+    if (options->exec_name) c.exec_name = options->exec_name;
+  }
+  return c;
+}
+
+std::string describe(const config &cfg) {
+  std::string out;
+  for (const auto &e : table()) {
+    auto it = cfg.source.find(e.info.key);
+    out += std::string(e.info.key) + " = " + e.get(cfg) + "  (" +
+           (it == cfg.source.end() ? "default" : it->second) + ")\n";
+  }
+  return out;
+}
+
+const std::vector<key_info> &config_keys() {
+  static const std::vector<key_info> keys = [] {
+    std::vector<key_info> k;
+    for (const auto &e : table()) k.push_back(e.info);
+    return k;
+  }();
+  return keys;
+}
+
+}  // namespace dftrace::detail

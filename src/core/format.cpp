@@ -1,0 +1,225 @@
+// format.cpp: JSON string escaping with UTF-8 validation, and a small JSON value checker.
+#include "core/format.hpp"
+
+#include <cctype>
+
+namespace dftrace::detail {
+
+namespace {
+
+// Length of the valid UTF-8 sequence starting at s (0 if invalid), per RFC 3629.
+size_t utf8_sequence(const unsigned char *s, size_t n) {
+  const unsigned char c = s[0];
+  if (c < 0xC2 || c > 0xF4) return 0;
+  size_t len = c < 0xE0 ? 2 : (c < 0xF0 ? 3 : 4);
+  if (n < len) return 0;
+  for (size_t i = 1; i < len; ++i)
+    if ((s[i] & 0xC0) != 0x80) return 0;
+  if (c == 0xE0 && s[1] < 0xA0) return 0;  // overlong
+  if (c == 0xED && s[1] > 0x9F) return 0;  // surrogates
+  if (c == 0xF0 && s[1] < 0x90) return 0;  // overlong
+  if (c == 0xF4 && s[1] > 0x8F) return 0;  // above U+10FFFF
+  return len;
+}
+
+}  // namespace
+
+char *escape_json(char *out, const char *in, size_t n) {
+  static constexpr char hex[] = "0123456789abcdef";
+  const auto *s = reinterpret_cast<const unsigned char *>(in);
+  size_t i = 0;
+  while (i < n) {
+    const unsigned char c = s[i];
+    if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
+      *out++ = static_cast<char>(c);
+      ++i;
+      continue;
+    }
+    if (c < 0x80) {
+      *out++ = '\\';
+      switch (c) {
+        case '"': *out++ = '"'; break;
+        case '\\': *out++ = '\\'; break;
+        case '\n': *out++ = 'n'; break;
+        case '\r': *out++ = 'r'; break;
+        case '\t': *out++ = 't'; break;
+        case '\b': *out++ = 'b'; break;
+        case '\f': *out++ = 'f'; break;
+        default:
+          *out++ = 'u';
+          *out++ = '0';
+          *out++ = '0';
+          *out++ = hex[c >> 4];
+          *out++ = hex[c & 15];
+      }
+      ++i;
+      continue;
+    }
+    const size_t len = utf8_sequence(s + i, n - i);
+    if (len == 0) {  // invalid byte: U+FFFD
+      *out++ = static_cast<char>(0xEF);
+      *out++ = static_cast<char>(0xBF);
+      *out++ = static_cast<char>(0xBD);
+      ++i;
+      continue;
+    }
+    std::memcpy(out, s + i, len);
+    out += len;
+    i += len;
+  }
+  return out;
+}
+
+std::string json_quote(std::string_view s) {
+  std::string out;
+  out.resize(escaped_bound(s.size()) + 2);
+  char *p = out.data();
+  *p++ = '"';
+  p = escape_json(p, s.data(), s.size());
+  *p++ = '"';
+  out.resize(static_cast<size_t>(p - out.data()));
+  return out;
+}
+
+namespace {
+
+struct json_checker {
+  const char *p;
+  const char *end;
+  int depth = 0;
+
+  void ws() {
+    while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')) ++p;
+  }
+  bool lit(const char *w) {
+    size_t n = std::strlen(w);
+    if (static_cast<size_t>(end - p) < n || std::memcmp(p, w, n) != 0) return false;
+    p += n;
+    return true;
+  }
+  bool string() {
+    if (p >= end || *p != '"') return false;
+    ++p;
+    while (p < end) {
+      unsigned char c = static_cast<unsigned char>(*p);
+      if (c == '"') {
+        ++p;
+        return true;
+      }
+      if (c < 0x20) return false;
+      if (c == '\\') {
+        ++p;
+        if (p >= end) return false;
+        if (*p == 'u') {
+          for (int i = 0; i < 4; ++i) {
+            ++p;
+            if (p >= end || !std::isxdigit(static_cast<unsigned char>(*p))) return false;
+          }
+        } else if (!std::strchr("\"\\/bfnrt", *p)) {
+          return false;
+        }
+      }
+      ++p;
+    }
+    return false;
+  }
+  bool number() {
+    const char *s = p;
+    if (p < end && *p == '-') ++p;
+    if (p >= end || !std::isdigit(static_cast<unsigned char>(*p))) return false;
+    if (*p == '0') ++p;
+    else
+      while (p < end && std::isdigit(static_cast<unsigned char>(*p))) ++p;
+    if (p < end && *p == '.') {
+      ++p;
+      if (p >= end || !std::isdigit(static_cast<unsigned char>(*p))) return false;
+      while (p < end && std::isdigit(static_cast<unsigned char>(*p))) ++p;
+    }
+    if (p < end && (*p == 'e' || *p == 'E')) {
+      ++p;
+      if (p < end && (*p == '+' || *p == '-')) ++p;
+      if (p >= end || !std::isdigit(static_cast<unsigned char>(*p))) return false;
+      while (p < end && std::isdigit(static_cast<unsigned char>(*p))) ++p;
+    }
+    return p > s;
+  }
+  bool value() {
+    if (++depth > 64) return false;
+    ws();
+    if (p >= end) return false;
+    bool ok;
+    switch (*p) {
+      case '{': {
+        ++p;
+        ws();
+        if (p < end && *p == '}') {
+          ++p;
+          ok = true;
+          break;
+        }
+        ok = false;
+        while (true) {
+          ws();
+          if (!string()) break;
+          ws();
+          if (p >= end || *p != ':') break;
+          ++p;
+          if (!value()) break;
+          ws();
+          if (p < end && *p == ',') {
+            ++p;
+            continue;
+          }
+          if (p < end && *p == '}') {
+            ++p;
+            ok = true;
+          }
+          break;
+        }
+        break;
+      }
+      case '[': {
+        ++p;
+        ws();
+        if (p < end && *p == ']') {
+          ++p;
+          ok = true;
+          break;
+        }
+        ok = false;
+        while (true) {
+          if (!value()) break;
+          ws();
+          if (p < end && *p == ',') {
+            ++p;
+            continue;
+          }
+          if (p < end && *p == ']') {
+            ++p;
+            ok = true;
+          }
+          break;
+        }
+        break;
+      }
+      case '"': ok = string(); break;
+      case 't': ok = lit("true"); break;
+      case 'f': ok = lit("false"); break;
+      case 'n': ok = lit("null"); break;
+      default: ok = number();
+    }
+    --depth;
+    return ok;
+  }
+};
+
+}  // namespace
+
+bool is_valid_json_value(std::string_view s) {
+  json_checker c{s.data(), s.data() + s.size()};
+  if (!c.value()) return false;
+  c.ws();
+  return c.p == c.end;
+}
+
+}  // namespace dftrace::detail

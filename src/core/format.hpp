@@ -1,0 +1,82 @@
+// format.hpp: the byte-level JSON writing used on the event path (escaping, integers, doubles).
+#pragma once
+
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+namespace dftrace::detail {
+
+// Writes the decimal form of v at p; returns the end. p needs room for 20 bytes.
+inline char *write_u64(char *p, uint64_t v) {
+  static constexpr char digits[201] =
+      "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+      "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+      "8081828384858687888990919293949596979899";
+  char tmp[20];
+  char *t = tmp + 20;
+  while (v >= 100) {
+    const unsigned r = static_cast<unsigned>(v % 100) * 2;
+    v /= 100;
+    *--t = digits[r + 1];
+    *--t = digits[r];
+  }
+  if (v >= 10) {
+    const unsigned r = static_cast<unsigned>(v) * 2;
+    *--t = digits[r + 1];
+    *--t = digits[r];
+  } else {
+    *--t = static_cast<char>('0' + v);
+  }
+  const size_t n = static_cast<size_t>(tmp + 20 - t);
+  std::memcpy(p, t, n);
+  return p + n;
+}
+
+inline char *write_i64(char *p, int64_t v) {
+  if (v < 0) {
+    *p++ = '-';
+    return write_u64(p, ~static_cast<uint64_t>(v) + 1);
+  }
+  return write_u64(p, static_cast<uint64_t>(v));
+}
+
+// Shortest round-trip decimal; NaN and infinities (not JSON) become null. Needs 32 bytes.
+inline char *write_double(char *p, double v) {
+  if (!std::isfinite(v)) {
+    std::memcpy(p, "null", 4);
+    return p + 4;
+  }
+  auto r = std::to_chars(p, p + 32, v);
+  // "1e+20" is valid JSON; a bare integer-looking "3" is valid too, keep what to_chars gives.
+  return r.ptr;
+}
+
+// Microseconds with a three-digit fraction: 1795262848109106.250
+inline char *write_us_fraction(char *p, uint64_t ns) {
+  p = write_u64(p, ns / 1000);
+  const unsigned f = static_cast<unsigned>(ns % 1000);
+  p[0] = '.';
+  p[1] = static_cast<char>('0' + f / 100);
+  p[2] = static_cast<char>('0' + (f / 10) % 10);
+  p[3] = static_cast<char>('0' + f % 10);
+  return p + 4;
+}
+
+// Upper bound of the escaped size of n input bytes (each byte may become \u00XX or U+FFFD).
+constexpr size_t escaped_bound(size_t n) { return n * 6; }
+
+// Appends s to out as the inside of a JSON string: quotes, backslashes and control
+// characters escaped, invalid UTF-8 replaced by U+FFFD. Returns the end.
+char *escape_json(char *out, const char *s, size_t n);
+
+// Convenience for slow paths: the escaped, quoted form of s.
+std::string json_quote(std::string_view s);
+
+// True if s is one complete JSON value (used to validate raw JSON handed in by callers).
+bool is_valid_json_value(std::string_view s);
+
+}  // namespace dftrace::detail

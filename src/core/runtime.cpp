@@ -1,0 +1,948 @@
+// runtime.cpp: process set-up and tear-down, the per-thread event path, header and footer,
+// fork, exit and fatal signals.
+#include "core/runtime.hpp"
+
+#include <pthread.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+
+#include "core/format.hpp"
+#include "core/hash.hpp"
+#include "core/log.hpp"
+#include "dftrace/dftrace.h"
+
+namespace dftrace::detail {
+
+namespace {
+
+thread_local thread_state *t_state __attribute__((tls_model("initial-exec"))) = nullptr;
+pthread_key_t g_thread_key;
+pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+constexpr uint64_t k_id_block = 1024;
+
+template <size_t N>
+inline char *put(char *p, const char (&lit)[N]) {
+  std::memcpy(p, lit, N - 1);
+  return p + N - 1;
+}
+inline char *put(char *p, const std::string &s) {
+  std::memcpy(p, s.data(), s.size());
+  return p + s.size();
+}
+
+pid_t current_tid() { return static_cast<pid_t>(::syscall(SYS_gettid)); }
+
+void thread_exit(void *p) {
+  auto *ts = static_cast<thread_state *>(p);
+  if (ts && ts->w) ts->w->unregister_buffer(&ts->buf);
+  if (t_state == ts) t_state = nullptr;
+  delete ts;
+}
+
+void at_exit() { runtime::get().finalize(); }
+void fork_prepare() { runtime::get().on_fork_prepare(); }
+void fork_parent() { runtime::get().on_fork_parent(); }
+void fork_child() { runtime::get().on_fork_child(); }
+
+struct sigaction g_old_actions[65];
+bool g_installed[65];
+const int k_fatal_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT};
+
+void fatal_signal(int sig, siginfo_t *info, void *uctx) {
+  const int saved_errno = errno;
+  runtime::get().on_fatal_signal(sig);
+  const struct sigaction &old = g_old_actions[sig];
+  if (old.sa_flags & SA_SIGINFO) {
+    if (old.sa_sigaction) {
+      old.sa_sigaction(sig, info, uctx);
+      errno = saved_errno;
+      return;
+    }
+  } else if (old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN) {
+    old.sa_handler(sig);
+    errno = saved_errno;
+    return;
+  }
+  // The default action: put it back and let the signal kill the process as it would have.
+  ::sigaction(sig, &old, nullptr);
+  g_installed[sig] = false;
+  ::raise(sig);
+  errno = saved_errno;
+}
+
+std::string read_file(const char *path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+std::string base_name(const std::string &p) {
+  auto slash = p.rfind('/');
+  return slash == std::string::npos ? p : p.substr(slash + 1);
+}
+
+// Walks the entries of a fragment "k":v,"k2":v2. fn(key, entry_begin, entry_end).
+template <typename Fn>
+void for_each_entry(std::string_view frag, Fn fn) {
+  size_t i = 0;
+  while (i < frag.size()) {
+    const size_t begin = i;
+    if (frag[i] != '"') return;
+    size_t k = i + 1;
+    while (k < frag.size() && frag[k] != '"') k += frag[k] == '\\' ? 2 : 1;
+    const std::string_view key = frag.substr(i + 1, k - i - 1);
+    size_t v = k + 2;  // past '":'
+    if (v < frag.size() && frag[v] == '"') {
+      ++v;
+      while (v < frag.size() && frag[v] != '"') v += frag[v] == '\\' ? 2 : 1;
+      ++v;
+    } else {
+      while (v < frag.size() && frag[v] != ',') ++v;
+    }
+    fn(key, begin, std::min(v, frag.size()));
+    i = v + 1;
+  }
+}
+
+}  // namespace
+
+runtime &runtime::get() {
+  // Never destroyed: threads and exit handlers may use it during process teardown.
+  static runtime *r = new runtime;
+  return *r;
+}
+
+// ---------------------------------------------------------------- set-up
+
+void runtime::reset_process_info() {
+  pid_ = ::getpid();
+  ppid_ = ::getppid();
+  timespec rt, mono;
+  clock_gettime(CLOCK_REALTIME, &rt);
+  clock_gettime(CLOCK_MONOTONIC, &mono);
+  const uint64_t rt_ns = static_cast<uint64_t>(rt.tv_sec) * 1000000000u + static_cast<uint64_t>(rt.tv_nsec);
+  const uint64_t mono_now = static_cast<uint64_t>(mono.tv_sec) * 1000000000u + static_cast<uint64_t>(mono.tv_nsec);
+  if (epoch_offset_ns_ == 0) epoch_offset_ns_ = rt_ns - mono_now;  // kept across fork: one clock
+  start_mono_ = mono_now;
+}
+
+int runtime::init(const dftrace_options *options) {
+  std::lock_guard<std::mutex> lock(init_mutex_);
+  if (initialized_.load()) return recording() ? DFTRACE_OK : DFTRACE_ERR_DISABLED;
+  try {
+    cfg_ = load_config(options);
+    set_log_level(static_cast<log_level>(cfg_.log_level));
+    reset_process_info();
+
+    char host[256] = {};
+    if (::gethostname(host, sizeof host - 1) != 0) std::strcpy(host, "unknown");
+    host_ = host;
+    host_hash_ = dftracer_hash(host_);
+    hhash_field_ = cfg_.metadata ? "\"hhash\":" + std::to_string(host_hash_) : std::string();
+    args_head_ = ",\"ph\":\"X\",\"args\":{" + hhash_field_;
+
+    // The command line, and the program's name (for Python, the script's).
+    std::string raw = read_file("/proc/self/cmdline");
+    std::vector<std::string> argv;
+    for (size_t s = 0; s < raw.size();) {
+      size_t e = raw.find('\0', s);
+      if (e == std::string::npos) e = raw.size();
+      argv.push_back(raw.substr(s, e - s));
+      s = e + 1;
+    }
+    cmdline_.clear();
+    for (size_t i = 0; i < argv.size(); ++i) cmdline_ += (i ? ";" : "") + argv[i];
+    exec_ = cfg_.exec_name;
+    if (exec_.empty() && !argv.empty()) {
+      exec_ = base_name(argv[0]);
+      if (exec_.rfind("python", 0) == 0) {
+        for (size_t i = 1; i < argv.size(); ++i) {
+          if (argv[i].empty() || argv[i][0] == '-') {
+            if (argv[i] == "-m" || argv[i] == "-c") break;
+            continue;
+          }
+          exec_ = base_name(argv[i]);
+          break;
+        }
+      }
+    }
+    if (exec_.size() > 3 && exec_.compare(exec_.size() - 3, 3, ".py") == 0) exec_.resize(exec_.size() - 3);
+    for (char &c : exec_)
+      if (c == '/' || c == ' ' || static_cast<unsigned char>(c) < 0x20) c = '_';
+    if (exec_.empty()) exec_ = "unknown";
+
+    {
+      std::lock_guard<std::mutex> hl(hash_mutex_);
+      for (auto &m : defined_) m.clear();
+      defined_[DFTRACE_HASH_HOST][host_] = host_hash_;
+      defined_[DFTRACE_HASH_STRING][cmdline_] = dftracer_hash(cmdline_);
+      defined_[DFTRACE_HASH_STRING][exec_] = dftracer_hash(exec_);
+    }
+
+    pthread_once(&g_once, [] {
+      pthread_key_create(&g_thread_key, thread_exit);
+      pthread_atfork(fork_prepare, fork_parent, fork_child);
+    });
+    static bool exit_bound = false;
+    if (cfg_.atexit && !exit_bound) {
+      exit_bound = true;
+      std::atexit(at_exit);
+    }
+    if (cfg_.signals) install_signal_handlers();
+    // A trace must never kill the application: with SIGXFSZ ignored, a file-size limit
+    // turns into a write error that the writer reports once.
+    struct sigaction xfsz {};
+    if (::sigaction(SIGXFSZ, nullptr, &xfsz) == 0 && xfsz.sa_handler == SIG_DFL) {
+      xfsz.sa_handler = SIG_IGN;
+      ::sigaction(SIGXFSZ, &xfsz, nullptr);
+    }
+
+    tree_.set_rules(cfg_.categories);
+    start_id_ = 0;
+    initialized_.store(true, std::memory_order_release);
+    if (!cfg_.enable) {
+      recording_.store(false);
+      tree_.set_recording(false);
+      disabled_reason_ = "disabled by configuration (enable it with DFTRACE_ENABLE=1, `enable: true` "
+                         "in the YAML file, or the init options)";
+      return DFTRACE_ERR_DISABLED;
+    }
+    create_writer_locked();
+    recording_.store(true);
+    tree_.set_recording(true);
+    return DFTRACE_OK;
+  } catch (const std::exception &e) {
+    log(log_level::error, "initialisation failed (%s); tracing is off", e.what());
+    disabled_reason_ = std::string("initialisation failed: ") + e.what();
+    return DFTRACE_ERR_CONFIG;
+  }
+}
+
+void runtime::create_writer_locked() {
+  if (writer_) return;
+  writer_settings ws;
+  ws.compress = cfg_.compression;
+  codec c = codec_auto();
+  if (cfg_.compressor != "auto" && !codec_from_name(cfg_.compressor, &c)) c = codec_auto();
+  if (!codec_available(c)) {
+    log(log_level::warn, "compressor '%s' is not available in this build; using %s",
+        cfg_.compressor.c_str(), codec_name(codec_auto()));
+    c = codec_auto();
+  }
+  ws.kind = c;
+  ws.level = cfg_.level >= 0 ? cfg_.level : codec_default_level(c);
+  if (ws.level < codec_min_level(c) || ws.level > codec_max_level(c)) {
+    log(log_level::warn, "output.level %d is outside %s's range %d..%d; using %d", ws.level,
+        codec_name(c), codec_min_level(c), codec_max_level(c), codec_default_level(c));
+    ws.level = codec_default_level(c);
+  }
+  ws.member_bytes = cfg_.member_bytes;
+  ws.flush_interval = cfg_.flush_interval;
+  ws.chunk_bytes = std::min(cfg_.buffer_bytes, cfg_.member_bytes);
+  ws.queue_bytes = std::max(cfg_.queue_bytes, 4 * cfg_.member_bytes);
+  ws.drop_when_full = cfg_.on_full_drop;
+  ws.path = [this] { return file_path(); };
+  ws.header = [this] { return header_text(); };
+  writer_ = std::make_unique<writer>(std::move(ws));
+  generation_.fetch_add(1, std::memory_order_release);
+  disabled_reason_.clear();
+}
+
+void runtime::set_recording(bool on) {
+  if (on && !initialized_.load()) init(nullptr);
+  std::lock_guard<std::mutex> lock(init_mutex_);
+  if (on && initialized_.load()) create_writer_locked();
+  if (!on && writer_) disabled_reason_ = "switched off by dftrace_set_enabled(false)";
+  recording_.store(on && writer_ != nullptr, std::memory_order_relaxed);
+  tree_.set_recording(recording_.load());
+}
+
+void runtime::preload_enable() {
+  // Called at load time when the environment enables tracing: nodes become active so that
+  // their first use initialises the runtime (with whatever init options came first).
+  tree_.set_recording(true);
+}
+
+int runtime::finalize() {
+  std::lock_guard<std::mutex> lock(init_mutex_);
+  if (!initialized_.load()) return DFTRACE_OK;
+  recording_.store(false);
+  tree_.set_recording(false);
+  if (writer_) {
+    writer_->finish([this] { return footer_text(); });
+    const bool failed = writer_->failed();
+    if (!failed)
+      log(log_level::info, "wrote %llu events to %s", static_cast<unsigned long long>(writer_->events_written()),
+          writer_->path().c_str());
+    old_writers_.push_back(std::move(writer_));
+    generation_.fetch_add(1, std::memory_order_release);
+  }
+  initialized_.store(false);
+  disabled_reason_ = "finalized";
+  return DFTRACE_OK;
+}
+
+int runtime::flush() {
+  if (!writer_) return recording() ? DFTRACE_OK : DFTRACE_ERR_STATE;
+  return writer_->flush() ? DFTRACE_OK : DFTRACE_ERR_IO;
+}
+
+std::string runtime::status() const {
+  std::lock_guard<std::mutex> lock(init_mutex_);
+  std::string s;
+  if (writer_ && recording()) {
+    s = "recording";
+  } else {
+    s = "not recording: " + disabled_reason_;
+  }
+  const writer *w = writer_ ? writer_.get() : (old_writers_.empty() ? nullptr : old_writers_.back().get());
+  if (w) {
+    const std::string p = w->path();
+    s += "; file " + (p.empty() ? std::string("(not opened yet)") : p);
+    s += "; " + std::to_string(w->events_written()) + " events written, " +
+         std::to_string(w->events_dropped()) + " dropped";
+    s += std::string("; ") + (w->settings().compress ? codec_name(w->settings().kind) : "uncompressed");
+    if (w->settings().compress) s += " level " + std::to_string(w->settings().level);
+    if (w->failed()) s += "; writing failed";
+  }
+  return s;
+}
+
+std::string runtime::output_path() const {
+  std::lock_guard<std::mutex> lock(init_mutex_);
+  const writer *w = writer_ ? writer_.get() : (old_writers_.empty() ? nullptr : old_writers_.back().get());
+  return w ? w->path() : std::string();
+}
+
+std::string runtime::config_text() const {
+  std::lock_guard<std::mutex> lock(init_mutex_);
+  return describe(cfg_);
+}
+
+uint64_t runtime::events_written() const {
+  std::lock_guard<std::mutex> lock(init_mutex_);
+  const writer *w = writer_ ? writer_.get() : (old_writers_.empty() ? nullptr : old_writers_.back().get());
+  return w ? w->events_written() : 0;
+}
+
+uint64_t runtime::events_dropped() const {
+  std::lock_guard<std::mutex> lock(init_mutex_);
+  const writer *w = writer_ ? writer_.get() : (old_writers_.empty() ? nullptr : old_writers_.back().get());
+  return w ? w->events_dropped() : 0;
+}
+
+void runtime::install_signal_handlers() {
+  for (int sig : k_fatal_signals) {
+    if (g_installed[sig]) continue;
+    struct sigaction old {};
+    if (::sigaction(sig, nullptr, &old) != 0) continue;
+    if (!(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_IGN) continue;  // leave ignored ones
+    struct sigaction sa {};
+    sa.sa_sigaction = fatal_signal;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    if (::sigaction(sig, &sa, &g_old_actions[sig]) == 0) g_installed[sig] = true;
+  }
+}
+
+void runtime::on_fatal_signal(int) {
+  if (writer_) writer_->crash_flush();
+}
+
+// ---------------------------------------------------------------- header and footer
+
+std::string runtime::file_path() {
+  if (!cfg_.output_file.empty()) return cfg_.output_file;
+  std::string p = cfg_.prefix.empty() ? std::string("./trace") : cfg_.prefix;
+  if (p.back() == '/') p += "trace";
+  p += "-" + exec_;
+  if (rank_ >= 0) p += "-" + std::to_string(rank_);
+  p += "-" + std::to_string(pid_) + "-app.pfw";
+  if (cfg_.compression) p += ".gz";
+  return p;
+}
+
+std::string runtime::meta_prefix(std::string_view type, pid_t tid, uint64_t id) const {
+  std::string s = "{\"id\":" + std::to_string(id) + ",\"name\":" + json_quote(type) +
+                  ",\"cat\":\"dftracer\",\"pid\":" + std::to_string(pid_) +
+                  ",\"tid\":" + std::to_string(tid) + ",\"ph\":\"M\",\"args\":{";
+  return s;
+}
+
+std::string runtime::header_text() {
+  // The header takes ids from its own range so that it reads 1, 2, 3, ... as in DFTracer.
+  header_id_ = 1;
+  auto header_id = [this] {
+    return header_id_ < k_first_event_id ? header_id_++ : alloc_global_id();
+  };
+  std::string h = "[\n";
+  const std::string hh = hhash_field_.empty() ? std::string() : hhash_field_ + ",";
+  auto meta = [&](std::string_view type, const std::string &name, const std::string &value) {
+    h += meta_prefix(type, pid_, header_id()) + hh + "\"name\":" + json_quote(name) +
+         ",\"value\":" + value + "}}\n";
+  };
+  meta("HH", host_, std::to_string(host_hash_));
+  const uint64_t cmd_hash = dftracer_hash(cmdline_);
+  const uint64_t exec_hash = dftracer_hash(exec_);
+  meta("SH", cmdline_, std::to_string(cmd_hash));
+  meta("SH", exec_, std::to_string(exec_hash));
+  meta("PR", "hostname", json_quote(host_));
+  meta("PR", "exec", json_quote(exec_));
+  if (rank_ >= 0) {
+    meta("PR", "rank", std::to_string(rank_));
+    meta("PR", "size", std::to_string(size_));
+  }
+  h += meta_prefix("process_name", pid_, header_id()) + "\"name\":" +
+       json_quote(rank_ >= 0 ? "rank " + std::to_string(rank_) : exec_) + "}}\n";
+  // The start event: version, date, parent, hashes and the clock mapping.
+  char date[64];
+  const time_t now = static_cast<time_t>((start_mono_ + epoch_offset_ns_) / 1000000000u);
+  struct tm tmv;
+  localtime_r(&now, &tmv);
+  std::strftime(date, sizeof date, "%a %b %d %H:%M:%S %Y", &tmv);
+  char tsbuf[48];
+  char *e = put_time(tsbuf, start_mono_);
+  start_id_ = header_id();
+  h += "{\"id\":" + std::to_string(start_id_) +
+       ",\"name\":\"start\",\"cat\":\"dftracer\",\"pid\":" + std::to_string(pid_) +
+       ",\"tid\":" + std::to_string(pid_) + ",\"ts\":" + std::string(tsbuf, e) +
+       ",\"dur\":0,\"ph\":\"X\",\"args\":{" + hh + "\"version\":" + json_quote(DFTRACE_VERSION_STRING) +
+       ",\"date\":" + json_quote(date) + ",\"ppid\":" + std::to_string(ppid_) +
+       ",\"exec_hash\":" + std::to_string(exec_hash) + ",\"cmd_hash\":" + std::to_string(cmd_hash) +
+       ",\"clock\":\"monotonic\",\"clock_offset_ns\":" + std::to_string(epoch_offset_ns_) +
+       ",\"timer_precision\":" + std::string(cfg_.ns_precision ? "\"ns\"" : "\"us\"");
+  if (cfg_.metadata) h += ",\"level\":1,\"p_idx\":-1";
+  h += "}}\n";
+  return h;
+}
+
+std::string runtime::footer_text() {
+  char tsbuf[48];
+  char *e = put_time(tsbuf, mono_ns());
+  const writer *w = writer_.get();
+  const std::string hh = hhash_field_.empty() ? std::string() : hhash_field_ + ",";
+  std::string f = "{\"id\":" + std::to_string(alloc_global_id()) +
+                  ",\"name\":\"end\",\"cat\":\"dftracer\",\"pid\":" + std::to_string(pid_) +
+                  ",\"tid\":" + std::to_string(pid_) + ",\"ts\":" + std::string(tsbuf, e) +
+                  ",\"dur\":0,\"ph\":\"X\",\"args\":{" + hh +
+                  "\"num_events\":" + std::to_string(w ? w->events_written() : 0) +
+                  ",\"dropped_events\":" + std::to_string(w ? w->events_dropped() : 0);
+  if (cfg_.metadata) f += ",\"level\":1,\"p_idx\":-1";
+  f += "}}\n]\n";
+  return f;
+}
+
+// ---------------------------------------------------------------- threads
+
+void runtime::refresh_thread_ids(thread_state &ts) {
+  ts.tid = cfg_.tids ? current_tid() : pid_;
+  ts.pid_tid = ",\"pid\":" + std::to_string(pid_) + ",\"tid\":" + std::to_string(ts.tid) + ",\"ts\":";
+  ts.pid_tid_c = ",\"pid\":" + std::to_string(pid_) + ",\"tid\":" + std::to_string(ts.tid);
+}
+
+thread_state *runtime::bind_thread() {
+  if (!initialized_.load(std::memory_order_acquire)) init(nullptr);
+  thread_state *ts = t_state;
+  if (!ts) {
+    ts = new thread_state;
+    ts->stack.reserve(64);
+    ts->scratch.reserve(1024);
+    t_state = ts;
+    pthread_setspecific(g_thread_key, ts);
+  }
+  std::lock_guard<std::mutex> lock(init_mutex_);
+  writer *w = writer_.get();
+  if (ts->w && ts->w != w) ts->w->unregister_buffer(&ts->buf);
+  ts->w = w;
+  ts->generation = generation_.load(std::memory_order_acquire);
+  ts->stack.clear();
+  ts->scratch.clear();
+  ts->next_id = ts->id_end = 0;
+  refresh_thread_ids(*ts);
+  if (w) {
+    ts->cur = w->new_chunk(0);
+    ts->buf.pos = 0;
+    ts->buf.current.store(ts->cur, std::memory_order_release);
+    w->register_buffer(&ts->buf);
+    char name[64] = {};
+    if (ts->tid == pid_ || pthread_getname_np(pthread_self(), name, sizeof name) != 0 || !name[0])
+      std::snprintf(name, sizeof name, "%s", ts->tid == pid_ ? exec_.c_str() : std::to_string(ts->tid).c_str());
+    emit_thread_name(*ts, name);
+  }
+  return ts;
+}
+
+inline thread_state &runtime::thread() {
+  thread_state *ts = t_state;
+  if (__builtin_expect(ts != nullptr && ts->generation == generation_.load(std::memory_order_relaxed), 1))
+    return *ts;
+  return *bind_thread();
+}
+
+void runtime::emit_thread_name(thread_state &ts, std::string_view name) {
+  if (!ts.w) return;
+  ts.w->push_meta("{\"id\":" + std::to_string(alloc_global_id()) +
+                  ",\"name\":\"thread_name\",\"cat\":\"dftracer\"" + ts.pid_tid_c +
+                  ",\"ph\":\"M\",\"args\":{\"name\":" + json_quote(name) + "}}\n");
+}
+
+void runtime::thread_name(std::string_view name) {
+  if (!recording()) return;
+  thread_state &ts = thread();
+  emit_thread_name(ts, name);
+}
+
+inline uint64_t runtime::next_id(thread_state &ts) {
+  if (__builtin_expect(ts.next_id == ts.id_end, 0)) {
+    ts.next_id = id_counter_.fetch_add(k_id_block, std::memory_order_relaxed);
+    ts.id_end = ts.next_id + k_id_block;
+  }
+  return ts.next_id++;
+}
+
+inline char *runtime::reserve(thread_state &ts, size_t n) {
+  chunk *c = ts.cur;
+  if (__builtin_expect(c->cap - ts.buf.pos >= n, 1)) return c->data + ts.buf.pos;
+  chunk *fresh = ts.w->new_chunk(n);
+  // Publish the new chunk before handing the old one over: the writer must never see a
+  // recycled chunk as a thread's current one.
+  ts.buf.current.store(fresh, std::memory_order_release);
+  ts.cur = fresh;
+  ts.buf.pos = 0;
+  ts.w->submit(c);
+  return fresh->data;
+}
+
+inline void runtime::commit(thread_state &ts, char *end, uint64_t ts_us) {
+  chunk *c = ts.cur;
+  const auto pos = static_cast<uint32_t>(end - c->data);
+  ++c->stats.lines;
+  if (__builtin_expect(c->has_ts, 1)) {
+    if (ts_us < c->stats.ts_min) c->stats.ts_min = ts_us;
+    if (ts_us > c->stats.ts_max) c->stats.ts_max = ts_us;
+  } else {
+    c->stats.ts_min = c->stats.ts_max = ts_us;
+    c->has_ts = true;
+  }
+  ts.buf.pos = pos;
+  c->committed.store(pos, std::memory_order_release);
+}
+
+inline char *runtime::put_time(char *p, uint64_t mono) {
+  if (__builtin_expect(!cfg_.ns_precision, 1)) return write_u64(p, to_us(mono));
+  return write_us_fraction(p, mono + epoch_offset_ns_);
+}
+
+// ---------------------------------------------------------------- arguments
+
+void runtime::set_fragment_arg(std::string &frag, size_t from, std::string_view key,
+                               std::string_view json_value) {
+  // key arrives escaped, without quotes
+  size_t cut_b = std::string::npos, cut_e = 0;
+  for_each_entry(std::string_view(frag).substr(from), [&](std::string_view k, size_t b, size_t e) {
+    if (k == key && cut_b == std::string::npos) {
+      cut_b = from + b;
+      cut_e = from + e;
+    }
+  });
+  if (cut_b != std::string::npos) {
+    // remove the entry and one adjacent comma
+    if (cut_e < frag.size() && frag[cut_e] == ',') ++cut_e;
+    else if (cut_b > from && frag[cut_b - 1] == ',') --cut_b;
+    frag.erase(cut_b, cut_e - cut_b);
+  }
+  if (frag.size() > from) frag += ',';
+  frag += '"';
+  frag.append(key.data(), key.size());
+  frag += "\":";
+  frag.append(json_value.data(), json_value.size());
+}
+
+void runtime::append_args(std::string &out, size_t from, const dftrace_arg *args, size_t nargs) {
+  char num[48];
+  for (size_t i = 0; i < nargs; ++i) {
+    const dftrace_arg &a = args[i];
+    if (!a.key || !*a.key) continue;
+    std::string key = json_quote(safe_arg_key(a.key));
+    key = key.substr(1, key.size() - 2);
+    std::string value;
+    switch (a.type) {
+      case DFTRACE_ARG_INT: value.assign(num, write_i64(num, a.value.i)); break;
+      case DFTRACE_ARG_DOUBLE: value.assign(num, write_double(num, a.value.d)); break;
+      case DFTRACE_ARG_STRING: value = a.value.s ? json_quote(a.value.s) : "null"; break;
+      case DFTRACE_ARG_BOOL: value = a.value.b ? "true" : "false"; break;
+      default: continue;
+    }
+    set_fragment_arg(out, from, key, value);
+  }
+}
+
+// ---------------------------------------------------------------- events
+
+uint64_t runtime::begin(node *n, int enable, const dftrace_arg *args, size_t nargs) {
+  if (!n) return 0;
+  const bool on = enable < 0 ? n->active.load(std::memory_order_relaxed)
+                             : (enable > 0 && recording_.load(std::memory_order_relaxed));
+  if (!on) return 0;
+  thread_state &ts = thread();
+  if (!ts.w) return 0;
+  activation a;
+  a.id = next_id(ts);
+  a.n = n;
+  a.ended = false;
+  if (ts.stack.empty()) {
+    a.parent_id = -1;
+    a.level = 1;
+  } else {
+    a.parent_id = static_cast<int64_t>(ts.stack.back().id);
+    a.level = static_cast<uint32_t>(ts.stack.size() + 1);
+  }
+  a.args_off = static_cast<uint32_t>(ts.scratch.size());
+  a.args_len = 0;
+  if (nargs && args) {
+    append_args(ts.scratch, a.args_off, args, nargs);
+    a.args_len = static_cast<uint32_t>(ts.scratch.size() - a.args_off);
+  }
+  a.start_ns = mono_ns();
+  ts.stack.push_back(a);
+  return a.id;
+}
+
+void runtime::write_complete(thread_state &ts, const activation &a, uint64_t end_ns) {
+  node *n = a.n;
+  const std::string_view own(ts.scratch.data() + a.args_off, a.args_len);
+  size_t need = 200 + n->name_cat.size() + ts.pid_tid.size() + args_head_.size() +
+                n->args.size_hint() + a.args_len;
+  for (;;) {
+    char *const p0 = reserve(ts, need);
+    char *p = put(p0, "{\"id\":");
+    p = write_u64(p, a.id);
+    p = put(p, n->name_cat);
+    p = put(p, ts.pid_tid);
+    p = put_time(p, a.start_ns);
+    p = put(p, ",\"dur\":");
+    if (__builtin_expect(!cfg_.ns_precision, 1)) {
+      p = write_u64(p, to_us(end_ns) - to_us(a.start_ns));
+    } else {
+      p = write_us_fraction(p, end_ns - a.start_ns);
+    }
+    p = put(p, args_head_);
+    bool comma = !hhash_field_.empty();
+    const size_t room = need - static_cast<size_t>(p - p0) - 64 - a.args_len;
+    if (own.empty()) {
+      char *q = comma ? p + 1 : p;
+      const long got = n->args.copy_to(q, room);
+      if (got < 0) {
+        need += static_cast<size_t>(-got);
+        continue;
+      }
+      if (got > 0) {
+        if (comma) *p = ',';
+        p = q + got;
+        comma = true;
+      }
+    } else {
+      // Per-use arguments win over the node's: drop the node's entries they replace.
+      ts.tmp.resize(room);
+      const long got = n->args.copy_to(ts.tmp.data(), room);
+      if (got < 0) {
+        need += static_cast<size_t>(-got);
+        continue;
+      }
+      const std::string_view frag(ts.tmp.data(), static_cast<size_t>(got));
+      for_each_entry(frag, [&](std::string_view key, size_t b, size_t e) {
+        bool replaced = false;
+        for_each_entry(own, [&](std::string_view k2, size_t, size_t) { replaced |= k2 == key; });
+        if (replaced) return;
+        if (comma) *p++ = ',';
+        std::memcpy(p, frag.data() + b, e - b);
+        p += e - b;
+        comma = true;
+      });
+      if (comma) *p++ = ',';
+      std::memcpy(p, own.data(), own.size());
+      p += own.size();
+      comma = true;
+    }
+    if (cfg_.metadata) {
+      p = put(p, ",\"level\":");
+      p = write_u64(p, a.level);
+      p = put(p, ",\"p_idx\":");
+      p = write_i64(p, a.parent_id);
+    }
+    p = put(p, "}}\n");
+    commit(ts, p, to_us(a.start_ns));
+    return;
+  }
+}
+
+void runtime::end(uint64_t region, const dftrace_arg *args, size_t nargs) {
+  if (!region) return;
+  thread_state *tsp = t_state;
+  if (!tsp || tsp->stack.empty()) return;
+  const uint64_t now = mono_ns();
+  thread_state &ts = *tsp;
+  size_t i = ts.stack.size();
+  while (i > 0 && (ts.stack[i - 1].id != region || ts.stack[i - 1].ended)) --i;
+  if (i == 0) return;  // begun on another thread, or already ended
+  activation &a = ts.stack[i - 1];
+  const bool top = i == ts.stack.size();
+  if (nargs && args && top) {
+    append_args(ts.scratch, a.args_off, args, nargs);
+    a.args_len = static_cast<uint32_t>(ts.scratch.size() - a.args_off);
+  }
+  if (ts.generation == generation_.load(std::memory_order_relaxed) && ts.w)
+    write_complete(ts, a, now);
+  if (!top) {
+    a.ended = true;
+    return;
+  }
+  ts.stack.pop_back();
+  while (!ts.stack.empty() && ts.stack.back().ended) ts.stack.pop_back();
+  ts.scratch.resize(ts.stack.empty() ? 0 : ts.stack.back().args_off + ts.stack.back().args_len);
+}
+
+void runtime::cancel(uint64_t region) {
+  if (!region) return;
+  thread_state *tsp = t_state;
+  if (!tsp) return;
+  thread_state &ts = *tsp;
+  for (size_t i = ts.stack.size(); i > 0; --i) {
+    if (ts.stack[i - 1].id == region && !ts.stack[i - 1].ended) {
+      if (i == ts.stack.size()) {
+        ts.stack.pop_back();
+        while (!ts.stack.empty() && ts.stack.back().ended) ts.stack.pop_back();
+        ts.scratch.resize(ts.stack.empty() ? 0 : ts.stack.back().args_off + ts.stack.back().args_len);
+      } else {
+        ts.stack[i - 1].ended = true;
+      }
+      return;
+    }
+  }
+}
+
+void runtime::region_arg(uint64_t region, std::string_view key, std::string_view json_value) {
+  if (!region) return;
+  thread_state *tsp = t_state;
+  if (!tsp || tsp->stack.empty()) return;
+  activation &a = tsp->stack.back();
+  if (a.id != region) return;  // only the innermost open region can grow its arguments
+  std::string k = json_quote(safe_arg_key(key));
+  k = k.substr(1, k.size() - 2);
+  set_fragment_arg(tsp->scratch, a.args_off, k, json_value);
+  a.args_len = static_cast<uint32_t>(tsp->scratch.size() - a.args_off);
+}
+
+void runtime::instant(node *n, const dftrace_arg *args, size_t nargs) {
+  if (!n || !n->active.load(std::memory_order_relaxed)) return;
+  thread_state &ts = thread();
+  if (!ts.w) return;
+  std::string own;
+  if (nargs && args) append_args(own, 0, args, nargs);
+  const uint64_t now = mono_ns();
+  char *const p0 = reserve(ts, 256 + n->name_cat.size() + n->args.size_hint() + own.size() + args_head_.size());
+  char *p = put(p0, "{\"id\":");
+  p = write_u64(p, next_id(ts));
+  p = put(p, n->name_cat);
+  p = put(p, ts.pid_tid);
+  p = put_time(p, now);
+  p = put(p, ",\"ph\":\"i\",\"s\":\"t\",\"args\":{");
+  p = put(p, hhash_field_);
+  bool comma = !hhash_field_.empty();
+  if (!own.empty()) {
+    if (comma) *p++ = ',';
+    p = put(p, own);
+    comma = true;
+  }
+  if (cfg_.metadata) {
+    p = put(p, ",\"level\":");
+    p = write_u64(p, ts.stack.size() + 1);
+    p = put(p, ",\"p_idx\":");
+    p = write_i64(p, ts.stack.empty() ? -1 : static_cast<int64_t>(ts.stack.back().id));
+  }
+  p = put(p, "}}\n");
+  commit(ts, p, to_us(now));
+}
+
+uint64_t runtime::current_region() {
+  thread_state *ts = t_state;
+  if (!ts) return 0;
+  for (size_t i = ts->stack.size(); i > 0; --i)
+    if (!ts->stack[i - 1].ended) return ts->stack[i - 1].id;
+  return 0;
+}
+
+void runtime::complete_on_track(node *n, uint64_t start_ns, uint64_t end_ns, int64_t track,
+                                const dftrace_arg *args, size_t nargs) {
+  if (!n || !n->active.load(std::memory_order_relaxed)) return;
+  thread_state &ts = thread();
+  if (!ts.w) return;
+  if (end_ns < start_ns) end_ns = start_ns;
+  std::string own;
+  if (nargs && args) append_args(own, 0, args, nargs);
+  std::string node_args(n->args.size_hint() + 64, '\0');
+  long got;
+  while ((got = n->args.copy_to(node_args.data(), node_args.size())) < 0) node_args.resize(static_cast<size_t>(-got));
+  node_args.resize(static_cast<size_t>(got));
+  const std::string pid_track = ",\"pid\":" + std::to_string(pid_) + ",\"tid\":" + std::to_string(track) + ",\"ts\":";
+  char *const p0 = reserve(ts, 256 + n->name_cat.size() + node_args.size() + own.size() + args_head_.size());
+  char *p = put(p0, "{\"id\":");
+  p = write_u64(p, next_id(ts));
+  p = put(p, n->name_cat);
+  p = put(p, pid_track);
+  p = put_time(p, start_ns);
+  p = put(p, ",\"dur\":");
+  if (!cfg_.ns_precision) p = write_u64(p, to_us(end_ns) - to_us(start_ns));
+  else p = write_us_fraction(p, end_ns - start_ns);
+  p = put(p, args_head_);
+  bool comma = !hhash_field_.empty();
+  // per-use arguments replace node arguments of the same key
+  std::string merged = node_args;
+  if (!own.empty()) {
+    for_each_entry(own, [&](std::string_view k, size_t b, size_t e) {
+      set_fragment_arg(merged, 0, k, std::string_view(own).substr(b + k.size() + 3, e - b - k.size() - 3));
+    });
+  }
+  if (!merged.empty()) {
+    if (comma) *p++ = ',';
+    p = put(p, merged);
+    comma = true;
+  }
+  if (cfg_.metadata) p = put(p, ",\"level\":1,\"p_idx\":-1");
+  p = put(p, "}}\n");
+  commit(ts, p, to_us(start_ns));
+}
+
+void runtime::track_name(int64_t track, std::string_view name) {
+  if (!recording()) return;
+  thread_state &ts = thread();
+  if (!ts.w) return;
+  ts.w->push_meta("{\"id\":" + std::to_string(alloc_global_id()) +
+                  ",\"name\":\"thread_name\",\"cat\":\"dftracer\",\"pid\":" + std::to_string(pid_) +
+                  ",\"tid\":" + std::to_string(track) + ",\"ph\":\"M\",\"args\":{\"name\":" +
+                  json_quote(name) + "}}\n");
+}
+
+void runtime::counter(node *n, std::string_view series, std::string_view json_value) {
+  if (!n || !n->active.load(std::memory_order_relaxed) || series.empty()) return;
+  thread_state &ts = thread();
+  if (!ts.w) return;
+  const uint64_t now = mono_ns();
+  const std::string key = json_quote(series);
+  char *const p0 = reserve(ts, 128 + n->name_cat.size() + key.size() + json_value.size());
+  char *p = p0;
+  *p++ = '{';
+  std::memcpy(p, n->name_cat.data() + 1, n->name_cat.size() - 1);  // no id: Perfetto
+  p += n->name_cat.size() - 1;
+  p = put(p, ts.pid_tid);
+  p = put_time(p, now);
+  p = put(p, ",\"ph\":\"C\",\"args\":{");
+  p = put(p, key);
+  *p++ = ':';
+  std::memcpy(p, json_value.data(), json_value.size());
+  p += json_value.size();
+  p = put(p, "}}\n");
+  commit(ts, p, to_us(now));
+}
+
+void runtime::metadata_line(std::string_view type, std::string_view name,
+                            std::string_view json_value, bool with_hhash) {
+  if (!recording()) return;
+  thread_state &ts = thread();
+  if (!ts.w) return;
+  std::string line = "{\"id\":" + std::to_string(alloc_global_id()) + ",\"name\":" + json_quote(type) +
+                     ",\"cat\":\"dftracer\"" + ts.pid_tid_c + ",\"ph\":\"M\",\"args\":{";
+  if (with_hhash && !hhash_field_.empty()) line += hhash_field_ + ",";
+  line += "\"name\":" + json_quote(name) + ",\"value\":" + std::string(json_value) + "}}\n";
+  ts.w->push_meta(std::move(line));
+}
+
+void runtime::mark(node *n, bool start) {
+  if (!n || !n->active.load(std::memory_order_relaxed)) return;
+  const uint64_t now = mono_ns();
+  char buf[48];
+  char *e = put_time(buf, now);
+  metadata_line("CM", n->name + (start ? ".start" : ".end"), json_quote(std::string_view(buf, e - buf)), true);
+}
+
+uint64_t runtime::define_hash(int kind, std::string_view value) {
+  if (kind < DFTRACE_HASH_HOST || kind > DFTRACE_HASH_FILE) return 0;
+  const std::string v(value);
+  {
+    std::lock_guard<std::mutex> lock(hash_mutex_);
+    auto it = defined_[kind].find(v);
+    if (it != defined_[kind].end()) return it->second;
+  }
+  const uint64_t h = dftracer_hash(v);
+  if (recording()) {
+    static const char *const types[] = {"", "HH", "SH", "FH"};
+    metadata_line(types[kind], v, std::to_string(h), true);
+  }
+  std::lock_guard<std::mutex> lock(hash_mutex_);
+  defined_[kind].emplace(v, h);
+  return h;
+}
+
+int runtime::set_rank(int rank, int size) {
+  if (rank < 0 || size <= rank) return DFTRACE_ERR_INVALID_ARGUMENT;
+  rank_ = rank;
+  size_ = size;
+  if (recording()) {
+    metadata_line("PR", "rank", std::to_string(rank), true);
+    metadata_line("PR", "size", std::to_string(size), true);
+    thread_state &ts = thread();
+    if (ts.w)
+      ts.w->push_meta(meta_prefix("process_name", pid_, alloc_global_id()) + "\"name\":\"rank " +
+                      std::to_string(rank) + "\"}}\n");
+  }
+  if (writer_) writer_->relocate(file_path());
+  return DFTRACE_OK;
+}
+
+// ---------------------------------------------------------------- fork
+
+void runtime::on_fork_prepare() {
+  init_mutex_.lock();
+  tree_.mutex().lock();
+  hash_mutex_.lock();
+  if (writer_) writer_->fork_prepare();
+}
+
+void runtime::on_fork_parent() {
+  if (writer_) writer_->fork_parent();
+  hash_mutex_.unlock();
+  tree_.mutex().unlock();
+  init_mutex_.unlock();
+}
+
+void runtime::on_fork_child() {
+  thread_state *ts = t_state;
+  reset_process_info();
+  rank_ = -1;  // a forked child is not the rank's main process
+  if (ts) {
+    ts->stack.clear();  // regions open in the parent end in the parent
+    ts->scratch.clear();
+    refresh_thread_ids(*ts);
+  }
+  if (writer_) writer_->fork_child(ts && ts->w == writer_.get() ? &ts->buf : nullptr);
+  for (auto &m : defined_) m.clear();
+  defined_[DFTRACE_HASH_HOST][host_] = host_hash_;
+  defined_[DFTRACE_HASH_STRING][cmdline_] = dftracer_hash(cmdline_);
+  defined_[DFTRACE_HASH_STRING][exec_] = dftracer_hash(exec_);
+  hash_mutex_.unlock();
+  tree_.mutex().unlock();
+  init_mutex_.unlock();
+  if (ts && writer_ && ts->w == writer_.get()) {
+    ts->cur = ts->buf.current.load(std::memory_order_relaxed);
+    emit_thread_name(*ts, exec_);
+  }
+}
+
+}  // namespace dftrace::detail

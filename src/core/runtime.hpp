@@ -1,0 +1,162 @@
+// runtime.hpp: the process's tracing state and the per-thread event path. Everything the C
+// ABI does goes through here; nothing here knows about the C ABI's types beyond args.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <ctime>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "config/config.hpp"
+#include "core/tree.hpp"
+#include "writer/writer.hpp"
+
+struct dftrace_arg;
+struct dftrace_options;
+
+namespace dftrace::detail {
+
+inline uint64_t mono_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// One open region on a thread.
+struct activation {
+  uint64_t id;
+  node *n;
+  uint64_t start_ns;
+  int64_t parent_id;
+  uint32_t level;
+  uint32_t args_off;  // per-use arguments: scratch[args_off, args_off + args_len)
+  uint32_t args_len;
+  bool ended;
+};
+
+struct thread_state {
+  thread_buffer buf;
+  chunk *cur = nullptr;
+  writer *w = nullptr;      // the writer this state is registered with
+  std::string tmp;          // scratch for argument de-duplication
+  uint64_t generation = 0;  // the runtime generation this state is registered with
+  pid_t tid = 0;
+  std::string pid_tid;      // ,"pid":P,"tid":T,"ts":
+  std::string pid_tid_c;    // ,"pid":P,"tid":T  (for M lines)
+  uint64_t next_id = 0, id_end = 0;
+  std::vector<activation> stack;
+  std::string scratch;
+  bool named = false;
+};
+
+class runtime {
+ public:
+  static runtime &get();
+
+  // ---- set-up
+  int init(const dftrace_options *options);
+  int finalize();
+  int flush();
+  bool initialized() const { return initialized_.load(std::memory_order_acquire); }
+  bool recording() const { return recording_.load(std::memory_order_relaxed); }
+  void set_recording(bool on);
+  void preload_enable();
+  std::string status() const;
+  std::string output_path() const;
+  std::string config_text() const;
+  uint64_t events_written() const;
+  uint64_t events_dropped() const;
+  tree &nodes() { return tree_; }
+  const config &cfg() const { return cfg_; }
+
+  // ---- the event path (calling thread)
+  uint64_t begin(node *n, int enable, const dftrace_arg *args, size_t nargs);
+  void end(uint64_t region, const dftrace_arg *args, size_t nargs);
+  void cancel(uint64_t region);
+  void region_arg(uint64_t region, std::string_view key, std::string_view json_value);
+  void instant(node *n, const dftrace_arg *args, size_t nargs);
+  uint64_t current_region();
+  void complete_on_track(node *n, uint64_t start_ns, uint64_t end_ns, int64_t track,
+                         const dftrace_arg *args, size_t nargs);
+  void track_name(int64_t track, std::string_view name);
+  void counter(node *n, std::string_view series, std::string_view json_value);
+  void mark(node *n, bool start);
+  void metadata_line(std::string_view type, std::string_view name, std::string_view json_value,
+                     bool with_hhash);
+  uint64_t define_hash(int kind, std::string_view value);
+  int set_rank(int rank, int size);
+  void thread_name(std::string_view name);
+
+  // ---- process events
+  void on_fork_prepare();
+  void on_fork_parent();
+  void on_fork_child();
+  void on_fatal_signal(int sig);
+
+  // Appends the JSON form of an argument list ("k":v,...) to out, replacing keys already
+  // present in out's fragment starting at `from`.
+  static void append_args(std::string &out, size_t from, const dftrace_arg *args, size_t nargs);
+  static void set_fragment_arg(std::string &frag, size_t from, std::string_view key,
+                               std::string_view json_value);
+
+ private:
+  runtime() = default;
+  thread_state &thread();
+  void create_writer_locked();
+  thread_state *bind_thread();
+  uint64_t next_id(thread_state &ts);
+  uint64_t alloc_global_id() { return id_counter_.fetch_add(1, std::memory_order_relaxed); }
+  char *reserve(thread_state &ts, size_t n);
+  void commit(thread_state &ts, char *end, uint64_t ts_us);
+  void write_complete(thread_state &ts, const activation &a, uint64_t end_ns);
+  char *put_time(char *p, uint64_t mono);
+  uint64_t to_us(uint64_t mono) const { return (mono + epoch_offset_ns_) / 1000; }
+  std::string header_text();
+  std::string footer_text();
+  std::string file_path();
+  std::string meta_prefix(std::string_view type, pid_t tid, uint64_t id) const;
+  void refresh_thread_ids(thread_state &ts);
+  void emit_thread_name(thread_state &ts, std::string_view name);
+  void install_signal_handlers();
+  void reset_process_info();
+
+  std::atomic<bool> initialized_{false};
+  std::atomic<bool> recording_{false};
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<uint64_t> id_counter_{k_first_event_id};
+  uint64_t header_id_ = 1;  // ids 1..k_first_event_id-1 belong to the header
+  static constexpr uint64_t k_first_event_id = 33;
+  mutable std::mutex init_mutex_;
+  config cfg_;
+  std::string disabled_reason_ = "not initialised";
+  tree tree_;
+  std::unique_ptr<writer> writer_;
+  std::vector<std::unique_ptr<writer>> old_writers_;  // finished; kept for late threads
+
+  // process information
+  pid_t pid_ = 0;
+  pid_t ppid_ = 0;
+  uint64_t epoch_offset_ns_ = 0;  // realtime - monotonic, at init
+  uint64_t start_mono_ = 0;
+  std::string host_;
+  uint64_t host_hash_ = 0;
+  std::string exec_;
+  std::string cmdline_;
+  std::string args_head_;   // ,"ph":"X","args":{"hhash":H   (or without hhash)
+  std::string hhash_field_; // "hhash":H  (empty when metadata is off)
+  int rank_ = -1;
+  int size_ = -1;
+  uint64_t start_id_ = 0;
+
+  std::mutex hash_mutex_;
+  std::unordered_map<std::string, uint64_t> defined_[4];
+};
+
+}  // namespace dftrace::detail

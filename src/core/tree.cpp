@@ -1,0 +1,304 @@
+// tree.cpp: node creation, lookup, enable state and argument propagation.
+#include "core/tree.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/format.hpp"
+
+namespace dftrace::detail {
+
+// ---------------------------------------------------------------- arg_store
+
+arg_store::arg_store() {
+  auto b = std::make_unique<block>();
+  b->words = 8;
+  b->data.reset(new std::atomic<uint64_t>[b->words]);
+  for (size_t i = 0; i < b->words; ++i) b->data[i].store(0, std::memory_order_relaxed);
+  block_.store(b.get(), std::memory_order_relaxed);
+  blocks_.push_back(std::move(b));
+}
+
+long arg_store::copy_to(char *dst, size_t room) const {
+  for (;;) {
+    const uint32_t s1 = seq_.load(std::memory_order_acquire);
+    if (s1 & 1u) continue;
+    const block *b = block_.load(std::memory_order_acquire);
+    const uint32_t n = len_.load(std::memory_order_relaxed);
+    if (n > room) {
+      if (seq_.load(std::memory_order_acquire) == s1) return -static_cast<long>(n);
+      continue;
+    }
+    const size_t words = std::min<size_t>((n + 7) / 8, b->words);
+    size_t done = 0;
+    for (size_t i = 0; i < words; ++i) {
+      const uint64_t w = b->data[i].load(std::memory_order_relaxed);
+      const size_t take = std::min<size_t>(8, n - done);
+      std::memcpy(dst + done, &w, take);
+      done += take;
+    }
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (seq_.load(std::memory_order_relaxed) == s1) return static_cast<long>(n);
+  }
+}
+
+void arg_store::store(std::string_view fragment) {
+  const size_t need = (fragment.size() + 7) / 8;
+  block *b = block_.load(std::memory_order_relaxed);
+  const uint32_t s = seq_.load(std::memory_order_relaxed);
+  seq_.store(s + 1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  if (need > b->words) {
+    auto nb = std::make_unique<block>();
+    nb->words = std::max(need, b->words * 2);
+    nb->data.reset(new std::atomic<uint64_t>[nb->words]);
+    for (size_t i = 0; i < nb->words; ++i) nb->data[i].store(0, std::memory_order_relaxed);
+    b = nb.get();
+    blocks_.push_back(std::move(nb));
+    block_.store(b, std::memory_order_release);
+  }
+  for (size_t i = 0; i < need; ++i) {
+    uint64_t w = 0;
+    std::memcpy(&w, fragment.data() + i * 8, std::min<size_t>(8, fragment.size() - i * 8));
+    b->data[i].store(w, std::memory_order_relaxed);
+  }
+  len_.store(static_cast<uint32_t>(fragment.size()), std::memory_order_relaxed);
+  seq_.store(s + 2, std::memory_order_release);
+}
+
+// ---------------------------------------------------------------- tree
+
+std::string safe_arg_key(std::string_view key) {
+  if (key == "hhash" || key == "level" || key == "p_idx") return "user_" + std::string(key);
+  return std::string(key);
+}
+
+namespace {
+
+std::string make_name_cat(const std::string &name, const std::string &cat) {
+  return ",\"name\":" + json_quote(name) + ",\"cat\":" + json_quote(cat);
+}
+
+// Splits "a.b.c" into segments; empty segments make the path invalid.
+bool split_path(std::string_view path, std::vector<std::string_view> *out) {
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t dot = path.find('.', start);
+    if (dot == std::string_view::npos) dot = path.size();
+    if (dot == start) return false;
+    out->push_back(path.substr(start, dot - start));
+    start = dot + 1;
+  }
+  return true;
+}
+
+}  // namespace
+
+tree::tree() {
+  root_ = std::make_unique<node>();
+  root_->name = "ai_root";
+  root_->cat = "ai_root";
+  root_->name_cat = make_name_cat(root_->name, root_->cat);
+  // The built-in tree of ai-tree.md section 1.
+  const std::pair<const char *, std::vector<const char *>> builtin[] = {
+      {"compute", {"forward", "backward", "step"}},
+      {"data", {"preprocess", "item"}},
+      {"dataloader", {"fetch"}},
+      {"comm",
+       {"send", "receive", "barrier", "bcast", "reduce", "all_reduce", "gather", "all_gather",
+        "scatter", "reduce_scatter", "all_to_all"}},
+      {"device", {"transfer"}},
+      {"checkpoint", {"capture", "restart"}},
+      {"pipeline", {"epoch", "train", "evaluate", "test"}},
+  };
+  for (const auto &cat : builtin) {
+    node *c = make_child(root_.get(), cat.first, cat.first, false);
+    c->cat = cat.first;
+    c->name_cat = make_name_cat(c->name, c->cat);
+    for (const char *ch : cat.second) make_child(c, ch, ch, false);
+  }
+}
+
+node *tree::make_child(node *parent, std::string_view key, std::string event_name, bool hidden) {
+  auto n = std::make_unique<node>();
+  n->parent = parent;
+  n->key = std::string(key);
+  n->name = std::move(event_name);
+  n->cat = parent == root_.get() ? std::string(key) : parent->cat;
+  n->path = parent == root_.get() ? std::string(key) : parent->path + "." + std::string(key);
+  n->hidden = hidden;
+  n->name_cat = make_name_cat(n->name, n->cat);
+  n->user_enabled = parent->user_enabled;
+  for (const auto &r : rules_)
+    if (r.first == n->path) n->user_enabled = r.second;
+  n->arg_list = parent->arg_list;
+  rebuild_args(n.get());
+  n->active.store(n->user_enabled && recording_, std::memory_order_relaxed);
+  node *raw = n.get();
+  parent->children.push_back(std::move(n));
+  return raw;
+}
+
+node *tree::find_locked(std::string_view path) {
+  if (path.empty() || path == "ai") return root_.get();
+  if (path.size() > 3 && path.substr(0, 3) == "ai.") path.remove_prefix(3);
+  std::vector<std::string_view> parts;
+  if (!split_path(path, &parts)) return nullptr;
+  node *n = root_.get();
+  for (auto part : parts) {
+    node *next = nullptr;
+    for (auto &c : n->children) {
+      if (!c->hidden && c->key == part) {
+        next = c.get();
+        break;
+      }
+    }
+    if (!next) return nullptr;
+    n = next;
+  }
+  return n;
+}
+
+node *tree::find(std::string_view path) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return find_locked(path);
+}
+
+node *tree::category(std::string_view name) {
+  if (name.empty()) return nullptr;
+  return child(root_.get(), name);
+}
+
+node *tree::child(node *parent, std::string_view name) {
+  if (!parent || name.empty()) return nullptr;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto &c : parent->children)
+    if (!c->hidden && c->key == name) return c.get();
+  return make_child(parent, name, std::string(name), false);
+}
+
+node *tree::derive(node *parent, std::string_view name) {
+  if (!parent || name.empty()) return nullptr;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto &c : parent->children)
+    if (!c->hidden && c->key == name) return c.get();
+  std::string event = parent == root_.get() ? std::string(name) : parent->name + "." + std::string(name);
+  return make_child(parent, name, std::move(event), false);
+}
+
+node *tree::verbatim(node *parent, std::string_view event_name) {
+  if (!parent || event_name.empty()) return nullptr;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto &c : parent->children)
+    if (c->hidden && c->name == event_name) return c.get();
+  return make_child(parent, "#" + std::string(event_name), std::string(event_name), true);
+}
+
+node *tree::iter_of(node *n) {
+  node *it = n->iter_node.load(std::memory_order_acquire);
+  if (!it) {
+    it = derive(n, "iter");
+    n->iter_node.store(it, std::memory_order_release);
+  }
+  return it;
+}
+
+node *tree::block_of(node *n) {
+  node *b = n->block_node.load(std::memory_order_acquire);
+  if (!b) {
+    b = derive(n, "block");
+    n->block_node.store(b, std::memory_order_release);
+  }
+  return b;
+}
+
+void tree::refresh_active(node *n) {
+  n->active.store(n->user_enabled && recording_, std::memory_order_relaxed);
+  for (auto &c : n->children) refresh_active(c.get());
+}
+
+void tree::set_enabled_locked(node *n, bool on) {
+  n->user_enabled = on;
+  n->active.store(on && recording_, std::memory_order_relaxed);
+  for (auto &c : n->children) set_enabled_locked(c.get(), on);
+}
+
+void tree::set_enabled(node *n, bool on) {
+  if (!n) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  set_enabled_locked(n, on);
+}
+
+void tree::set_recording(bool on) {
+  std::lock_guard<std::mutex> lock(mu_);
+  recording_ = on;
+  refresh_active(root_.get());
+}
+
+void tree::set_rules(std::vector<std::pair<std::string, bool>> rules) {
+  // Most specific last, so that "-comm,+comm.all_reduce" leaves all_reduce on whatever the
+  // order in the file; rules of equal depth keep their order (later wins).
+  std::stable_sort(rules.begin(), rules.end(), [](const auto &a, const auto &b) {
+    return std::count(a.first.begin(), a.first.end(), '.') <
+           std::count(b.first.begin(), b.first.end(), '.');
+  });
+  std::lock_guard<std::mutex> lock(mu_);
+  rules_ = rules;
+  for (const auto &r : rules_) {
+    node *n = find_locked(r.first);
+    if (!n) {
+      // A category or node the application has not created yet: create it, so that the
+      // rule holds when the application reaches it.
+      std::vector<std::string_view> parts;
+      std::string_view p = r.first;
+      if (p.size() > 3 && p.substr(0, 3) == "ai.") p.remove_prefix(3);
+      if (!split_path(p, &parts)) continue;
+      n = root_.get();
+      for (auto part : parts) {
+        node *next = nullptr;
+        for (auto &c : n->children)
+          if (!c->hidden && c->key == part) next = c.get();
+        if (!next) next = make_child(n, part, std::string(part), false);
+        n = next;
+      }
+    }
+    set_enabled_locked(n, r.second);
+  }
+}
+
+void tree::rebuild_args(node *n) {
+  std::string frag;
+  for (const auto &kv : n->arg_list) {
+    if (!frag.empty()) frag += ',';
+    frag += '"';
+    frag += kv.first;
+    frag += "\":";
+    frag += kv.second;
+  }
+  n->args.store(frag);
+}
+
+void tree::update_locked(node *n, const std::string &key, const std::optional<std::string> &value) {
+  auto it = std::find_if(n->arg_list.begin(), n->arg_list.end(),
+                         [&](const auto &kv) { return kv.first == key; });
+  if (value) {
+    if (it != n->arg_list.end()) it->second = *value;
+    else n->arg_list.emplace_back(key, *value);
+  } else if (it != n->arg_list.end()) {
+    n->arg_list.erase(it);
+  }
+  rebuild_args(n);
+  for (auto &c : n->children) update_locked(c.get(), key, value);
+}
+
+void tree::update(node *n, std::string_view key, std::optional<std::string_view> json_value) {
+  if (!n || key.empty()) return;
+  std::string k = json_quote(safe_arg_key(key));
+  k = k.substr(1, k.size() - 2);  // stored escaped, without quotes
+  std::optional<std::string> v;
+  if (json_value) v = std::string(*json_value);
+  std::lock_guard<std::mutex> lock(mu_);
+  update_locked(n, k, v);
+}
+
+}  // namespace dftrace::detail

@@ -1,0 +1,101 @@
+// tree.hpp: the process-wide tree of named nodes (ai-tree.md): names, categories, enable
+// state and inherited arguments. Lookups and changes take one mutex; the event path reads a
+// node only through its atomic `active` flag and its lock-free argument store.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace dftrace::detail {
+
+// A node's arguments as one pre-formatted JSON fragment ("epoch":1,"step":40), readable
+// without a lock: a sequence lock over a word array, replaced (never freed before exit) when
+// it must grow.
+class arg_store {
+ public:
+  arg_store();
+  // Readers: copies the fragment into dst if it fits in room; returns its length, or
+  // -(needed length) when room is too small. Never blocks for long.
+  long copy_to(char *dst, size_t room) const;
+  size_t size_hint() const { return len_.load(std::memory_order_relaxed); }
+  // Writer (holding the tree mutex).
+  void store(std::string_view fragment);
+
+ private:
+  struct block {
+    size_t words;
+    std::unique_ptr<std::atomic<uint64_t>[]> data;
+  };
+  std::atomic<uint32_t> seq_{0};
+  std::atomic<uint32_t> len_{0};
+  std::atomic<block *> block_;
+  std::vector<std::unique_ptr<block>> blocks_;  // all ever used: readers may still hold one
+};
+
+struct node {
+  std::atomic<bool> active{false};  // user_enabled && the process is recording
+  bool user_enabled = true;
+  node *parent = nullptr;
+  std::string key;   // path segment under the parent
+  std::string name;  // event name
+  std::string cat;
+  std::string path;
+  bool hidden = false;               // custom iter/block names: not found by path
+  std::string name_cat;              // ,"name":"<name>","cat":"<cat>"  (escaped)
+  arg_store args;                    // the fragment written into events
+  // Ordered arguments (escaped key, JSON value), the source of `args`. Tree mutex.
+  std::vector<std::pair<std::string, std::string>> arg_list;
+  std::vector<std::unique_ptr<node>> children;
+  std::atomic<node *> iter_node{nullptr};
+  std::atomic<node *> block_node{nullptr};
+};
+
+class tree {
+ public:
+  tree();
+  node *root() { return root_.get(); }
+  node *find(std::string_view path);
+  node *category(std::string_view name);
+  node *child(node *parent, std::string_view name);
+  node *derive(node *parent, std::string_view name);
+  // A hidden child whose event name is `event_name` verbatim (custom iter/block names).
+  node *verbatim(node *parent, std::string_view event_name);
+  // "<n>.iter" / "<n>.block" nodes of an iter loop, cached on the node.
+  node *iter_of(node *n);
+  node *block_of(node *n);
+
+  void set_enabled(node *n, bool on);
+  // Sets (value = JSON text) or removes (nullopt) an argument on n and its subtree.
+  void update(node *n, std::string_view key, std::optional<std::string_view> json_value);
+  // The process starts or stops recording: recomputes every node's `active`.
+  void set_recording(bool on);
+  // Category rules from the configuration, most specific path last.
+  void set_rules(std::vector<std::pair<std::string, bool>> rules);
+
+  std::mutex &mutex() { return mu_; }
+
+ private:
+  node *make_child(node *parent, std::string_view key, std::string event_name, bool hidden);
+  node *find_locked(std::string_view path);
+  void refresh_active(node *n);
+  void set_enabled_locked(node *n, bool on);
+  void update_locked(node *n, const std::string &key, const std::optional<std::string> &value);
+  static void rebuild_args(node *n);
+
+  std::mutex mu_;
+  std::unique_ptr<node> root_;
+  bool recording_ = false;
+  std::vector<std::pair<std::string, bool>> rules_;
+};
+
+// Reserved argument keys that the core writes itself are renamed "user_<key>".
+std::string safe_arg_key(std::string_view key);
+
+}  // namespace dftrace::detail

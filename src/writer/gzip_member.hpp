@@ -1,0 +1,78 @@
+// gzip_member.hpp: one self-describing gzip member (RFC 1952 with the DT extra field) per call.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace dftrace::detail {
+
+// Layout of the DT subfield (format.md section 3), all little-endian.
+inline constexpr uint8_t k_dt_version = 1;
+inline constexpr size_t k_dt_payload = 1 + 4 + 4 + 4 + 8 + 8;               // 29
+inline constexpr size_t k_member_header = 10 + 2 + 4 + k_dt_payload;        // 45
+inline constexpr size_t k_member_trailer = 8;
+
+// What the DT field says about a member's text.
+struct member_stats {
+  uint32_t lines = 0;
+  uint64_t ts_min = 0;  // 0/0 when no line has a ts
+  uint64_t ts_max = 0;
+};
+
+// Parsed DT field of a member header, for readers.
+struct dt_field {
+  uint8_t version = 0;
+  uint32_t compressed_len = 0;
+  uint32_t uncompressed_len = 0;
+  uint32_t lines = 0;
+  uint64_t ts_min = 0;
+  uint64_t ts_max = 0;
+};
+
+enum class codec { zlib = 0, isal = 1, libdeflate = 2 };
+
+// The codecs this build can use, and the one "auto" picks (the fastest available).
+bool codec_available(codec c);
+codec codec_auto();
+const char *codec_name(codec c);
+bool codec_from_name(const std::string &name, codec *out);  // "zlib", "isal", "libdeflate"
+// Levels each codec accepts, and its default (chosen by bench/compression_bench).
+int codec_min_level(codec c);
+int codec_max_level(codec c);
+int codec_default_level(codec c);
+
+// Compresses whole lines into gzip members. Holds its compressor state, so one encoder is
+// used by one thread at a time. Allocation happens only when the output grows.
+class member_encoder {
+ public:
+  member_encoder(codec c, int level);
+  ~member_encoder();
+  member_encoder(const member_encoder &) = delete;
+  member_encoder &operator=(const member_encoder &) = delete;
+
+  // Appends one member holding text[0..len) to out. Returns false if compression failed
+  // (out is left as it was).
+  bool encode(const char *text, size_t len, const member_stats &stats, std::vector<char> &out);
+
+  codec kind() const { return codec_; }
+  int level() const { return level_; }
+
+ private:
+  struct state;
+  codec codec_;
+  int level_;
+  std::unique_ptr<state> state_;
+};
+
+// Reads the DT field from a member header at p (n bytes available). Returns false when the
+// header is not a gzip header with a DT subfield.
+bool parse_dt_field(const uint8_t *p, size_t n, dt_field *out);
+
+// Scans text for lines and their "ts" values (slow path: used when a block's statistics
+// are not known from the producer).
+member_stats scan_member_stats(const char *text, size_t len);
+
+}  // namespace dftrace::detail

@@ -1,0 +1,446 @@
+// writer.cpp: the background writer: gathering chunks into members, compressing, writing.
+#include "writer/writer.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <chrono>
+#include <cstring>
+
+#include "core/log.hpp"
+
+namespace dftrace::detail {
+
+namespace {
+
+// try_lock with a deadline, for the signal path: never wait forever on a lock that the
+// interrupted code may hold.
+bool lock_within(std::mutex &m, std::chrono::milliseconds limit) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (!m.try_lock()) {
+    if (std::chrono::steady_clock::now() > end) return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
+
+// Creates every missing directory of the file's parent.
+bool make_parent_dirs(const std::string &path) {
+  auto slash = path.rfind('/');
+  if (slash == std::string::npos || slash == 0) return true;
+  std::string dir = path.substr(0, slash);
+  size_t pos = 0;
+  while (pos != std::string::npos) {
+    pos = dir.find('/', pos + 1);
+    std::string part = dir.substr(0, pos);
+    if (part.empty()) continue;
+    if (::mkdir(part.c_str(), 0755) != 0 && errno != EEXIST) return false;
+  }
+  return true;
+}
+
+thread_local bool t_is_writer = false;
+
+}  // namespace
+
+writer::writer(writer_settings settings)
+    : settings_(std::move(settings)), encoder_(settings_.kind, settings_.level) {
+  text_.reserve(settings_.member_bytes + settings_.chunk_bytes);
+  out_.reserve(settings_.member_bytes / 2);
+}
+
+writer::~writer() {
+  {
+    std::lock_guard<std::mutex> lock(queue_mutex_);
+    stop_ = true;
+  }
+  queue_cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+chunk *writer::new_chunk(size_t min_bytes) {
+  if (min_bytes <= settings_.chunk_bytes) {
+    std::lock_guard<std::mutex> lock(pool_mutex_);
+    if (!pool_.empty()) {
+      chunk *c = pool_.back();
+      pool_.pop_back();
+      return c;
+    }
+  }
+  auto *c = new chunk;
+  c->cap = static_cast<uint32_t>(std::max(min_bytes, settings_.chunk_bytes));
+  c->data = static_cast<char *>(::operator new(c->cap));
+  return c;
+}
+
+void writer::recycle(chunk *c) {
+  if (c->cap != settings_.chunk_bytes) {  // an oversized chunk for one huge line
+    ::operator delete(c->data);
+    delete c;
+    return;
+  }
+  c->reset();
+  std::lock_guard<std::mutex> lock(pool_mutex_);
+  pool_.push_back(c);
+}
+
+void writer::start_thread() {
+  // queue_mutex_ held by the caller
+  if (thread_started_ || stop_) return;
+  thread_started_ = true;
+  thread_ = std::thread([this] { run(); });
+}
+
+void writer::submit(chunk *c) {
+  const size_t bytes = c->committed.load(std::memory_order_relaxed);
+  std::unique_lock<std::mutex> lock(queue_mutex_);
+  start_thread();
+  if (queued_bytes_ + bytes > settings_.queue_bytes && !stop_) {
+    if (settings_.drop_when_full) {
+      lock.unlock();
+      dropped_.fetch_add(c->stats.lines, std::memory_order_relaxed);
+      recycle(c);
+      return;
+    }
+    queue_cv_.notify_one();
+    space_cv_.wait(lock, [&] { return queued_bytes_ + bytes <= settings_.queue_bytes || stop_; });
+  }
+  queue_.push_back(c);
+  queued_bytes_ += bytes;
+  if (queued_bytes_ >= settings_.member_bytes) queue_cv_.notify_one();
+}
+
+void writer::register_buffer(thread_buffer *tb) {
+  {
+    std::lock_guard<std::mutex> lock(registry_mutex_);
+    buffers_.push_back(tb);
+  }
+  std::lock_guard<std::mutex> lock(queue_mutex_);
+  start_thread();
+}
+
+void writer::unregister_buffer(thread_buffer *tb) {
+  chunk *c;
+  {
+    std::lock_guard<std::mutex> lock(registry_mutex_);
+    for (size_t i = 0; i < buffers_.size(); ++i) {
+      if (buffers_[i] == tb) {
+        buffers_.erase(buffers_.begin() + static_cast<long>(i));
+        break;
+      }
+    }
+    // Under the registry lock, so that no steal is looking at it while it moves.
+    c = tb->current.exchange(nullptr);
+  }
+  if (c) submit(c);
+}
+
+void writer::push_meta(std::string line) {
+  std::lock_guard<std::mutex> lock(meta_mutex_);
+  meta_.push_back(std::move(line));
+}
+
+std::string writer::path() const {
+  std::lock_guard<std::mutex> lock(path_mutex_);
+  return path_;
+}
+
+void writer::run() {
+  t_is_writer = true;
+  using clock = std::chrono::steady_clock;
+  const auto interval = std::chrono::duration_cast<clock::duration>(
+      std::chrono::duration<double>(settings_.flush_interval));
+  auto next_steal = clock::now() + interval;
+  std::unique_lock<std::mutex> lock(queue_mutex_);
+  while (!stop_) {
+    queue_cv_.wait_until(lock, next_steal, [&] {
+      return stop_ || queued_bytes_ >= settings_.member_bytes || flush_wanted_;
+    });
+    if (stop_) break;
+    const bool steal = clock::now() >= next_steal;
+    lock.unlock();
+    {
+      std::lock_guard<std::mutex> io(io_mutex_);
+      cycle(steal, false);
+    }
+    if (steal) next_steal = clock::now() + interval;
+    lock.lock();
+  }
+}
+
+void writer::append_lines(const char *p, size_t n, const member_stats &st, bool has_ts,
+                          bool events) {
+  if (n == 0) return;
+  if (!text_.empty() && text_.size() + n > settings_.member_bytes) emit_member();
+  text_.insert(text_.end(), p, p + n);
+  text_stats_.lines += st.lines;
+  if (events) text_events_ += st.lines;
+  if (has_ts) {
+    if (!text_has_ts_ || st.ts_min < text_stats_.ts_min) text_stats_.ts_min = st.ts_min;
+    if (!text_has_ts_ || st.ts_max > text_stats_.ts_max) text_stats_.ts_max = st.ts_max;
+    text_has_ts_ = true;
+  }
+}
+
+void writer::cycle(bool steal, bool crash) {
+  const auto limit = std::chrono::milliseconds(200);
+  // 1. chunks handed over, in order
+  local_queue_.clear();
+  if (crash ? lock_within(queue_mutex_, limit) : (queue_mutex_.lock(), true)) {
+    local_queue_.swap(queue_);
+    queued_bytes_ = 0;
+    flush_wanted_ = false;
+    queue_mutex_.unlock();
+    space_cv_.notify_all();
+  }
+  // 2. the committed part of each thread's current chunk
+  snaps_.clear();
+  if (steal && (crash ? lock_within(registry_mutex_, limit) : (registry_mutex_.lock(), true))) {
+    for (thread_buffer *tb : buffers_) {
+      chunk *c = tb->current.load(std::memory_order_acquire);
+      if (!c) continue;
+      const uint32_t end = c->committed.load(std::memory_order_acquire);
+      if (end > c->drained) {
+        snaps_.push_back({c, c->drained, end});
+        c->drained = end;
+        c->partial = true;
+      }
+    }
+    registry_mutex_.unlock();
+  }
+  // 3. metadata: taken after the event lines were observed, so every definition that an
+  //    observed event uses is in this batch or an earlier one.
+  local_meta_.clear();
+  if (crash ? lock_within(meta_mutex_, limit) : (meta_mutex_.lock(), true)) {
+    local_meta_.swap(meta_);
+    meta_mutex_.unlock();
+  }
+  for (const std::string &line : local_meta_) {
+    member_stats st;
+    st.lines = 1;
+    append_lines(line.data(), line.size(), st, false, false);
+  }
+  for (chunk *c : local_queue_) {
+    const uint32_t end = c->committed.load(std::memory_order_acquire);
+    if (end > c->drained) {
+      const char *p = c->data + c->drained;
+      const size_t n = end - c->drained;
+      if (c->partial) {
+        member_stats st = scan_member_stats(p, n);
+        append_lines(p, n, st, st.lines > 0 && (st.ts_min | st.ts_max) != 0, true);
+      } else {
+        append_lines(p, n, c->stats, c->has_ts, true);
+      }
+    }
+    if (!crash) recycle(c);
+  }
+  for (const snap &s : snaps_) {
+    const char *p = s.c->data + s.from;
+    const size_t n = s.to - s.from;
+    member_stats st = scan_member_stats(p, n);
+    append_lines(p, n, st, (st.ts_min | st.ts_max) != 0, true);
+  }
+  if (!text_.empty()) emit_member();
+}
+
+bool writer::open_file() {
+  if (opened_) return fd_ >= 0;
+  opened_ = true;
+  std::string p = settings_.path ? settings_.path() : std::string("./trace.pfw");
+  {
+    std::lock_guard<std::mutex> lock(path_mutex_);
+    path_ = p;
+  }
+  if (!make_parent_dirs(p)) {
+    log(log_level::error, "can not create the directory of '%s': %s; tracing continues without a file",
+        p.c_str(), std::strerror(errno));
+    failed_ = true;
+    return false;
+  }
+  fd_ = ::open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) {
+    log(log_level::error, "can not open '%s' for writing: %s; tracing continues without a file",
+        p.c_str(), std::strerror(errno));
+    failed_ = true;
+    return false;
+  }
+  return true;
+}
+
+bool writer::write_all(const char *p, size_t n) {
+  while (n > 0) {
+    ssize_t w = ::write(fd_, p, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      log(log_level::error,
+          "writing '%s' failed: %s; later events are counted as dropped, the file keeps every "
+          "member written before",
+          path().c_str(), std::strerror(errno));
+      failed_ = true;
+      return false;
+    }
+    p += w;
+    n -= static_cast<size_t>(w);
+    bytes_written_.fetch_add(static_cast<uint64_t>(w), std::memory_order_relaxed);
+  }
+  return true;
+}
+
+void writer::emit_member() {
+  if (!opened_ && !failed_) {
+    if (open_file()) {
+      // The header is its own first member.
+      std::string header = settings_.header ? settings_.header() : std::string("[\n");
+      member_stats hs = scan_member_stats(header.data(), header.size());
+      if (settings_.compress) {
+        out_.clear();
+        if (encoder_.encode(header.data(), header.size(), hs, out_)) write_all(out_.data(), out_.size());
+      } else {
+        write_all(header.data(), header.size());
+      }
+    }
+  }
+  bool ok = false;
+  if (fd_ >= 0 && !failed_) {
+    if (settings_.compress) {
+      out_.clear();
+      ok = encoder_.encode(text_.data(), text_.size(), text_stats_, out_) &&
+           write_all(out_.data(), out_.size());
+    } else {
+      ok = write_all(text_.data(), text_.size());
+    }
+  }
+  if (ok) {
+    events_written_.fetch_add(text_events_, std::memory_order_relaxed);
+    members_written_.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    dropped_.fetch_add(text_events_, std::memory_order_relaxed);
+  }
+  text_.clear();
+  text_stats_ = member_stats{};
+  text_has_ts_ = false;
+  text_events_ = 0;
+}
+
+bool writer::flush() {
+  if (t_is_writer) return false;
+  std::lock_guard<std::mutex> io(io_mutex_);
+  if (finished_) return false;
+  cycle(true, false);
+  return !failed_;
+}
+
+void writer::finish(const std::function<std::string()> &tail_fn) {
+  {
+    std::lock_guard<std::mutex> io(io_mutex_);
+    if (finished_) return;
+    cycle(true, false);
+    const std::string tail = tail_fn();
+    const member_stats ts = scan_member_stats(tail.data(), tail.size());
+    append_lines(tail.data(), tail.size(), ts, (ts.ts_min | ts.ts_max) != 0, false);
+    emit_member();
+    finished_ = true;
+    if (fd_ >= 0) {
+      ::close(fd_);
+      fd_ = -1;
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(queue_mutex_);
+    stop_ = true;
+  }
+  queue_cv_.notify_all();
+  space_cv_.notify_all();
+  if (thread_.joinable() && std::this_thread::get_id() != thread_.get_id()) thread_.join();
+}
+
+void writer::relocate(const std::string &new_path) {
+  std::lock_guard<std::mutex> io(io_mutex_);
+  std::lock_guard<std::mutex> lock(path_mutex_);
+  if (!opened_ || fd_ < 0 || new_path == path_) return;
+  if (::rename(path_.c_str(), new_path.c_str()) == 0) {
+    path_ = new_path;
+  } else {
+    log(log_level::warn, "can not rename '%s' to '%s': %s; keeping the first name", path_.c_str(),
+        new_path.c_str(), std::strerror(errno));
+  }
+}
+
+void writer::crash_flush() {
+  if (t_is_writer) return;
+  if (!lock_within(io_mutex_, std::chrono::milliseconds(1000))) return;
+  if (!finished_) {
+    cycle(true, true);
+    if (fd_ >= 0) ::fsync(fd_);
+  }
+  io_mutex_.unlock();
+}
+
+void writer::fork_prepare() {
+  io_mutex_.lock();
+  queue_mutex_.lock();
+  meta_mutex_.lock();
+  registry_mutex_.lock();
+  pool_mutex_.lock();
+  path_mutex_.lock();
+}
+
+void writer::fork_parent() {
+  path_mutex_.unlock();
+  pool_mutex_.unlock();
+  registry_mutex_.unlock();
+  meta_mutex_.unlock();
+  queue_mutex_.unlock();
+  io_mutex_.unlock();
+}
+
+void writer::fork_child(thread_buffer *survivor) {
+  // Only the forking thread exists here, holding every lock (fork_prepare). The parent
+  // writes its own buffered data; the child forgets it and its file, and starts afresh.
+  for (chunk *c : queue_) {
+    c->reset();
+    if (c->cap == settings_.chunk_bytes) pool_.push_back(c);
+  }
+  queue_.clear();
+  queued_bytes_ = 0;
+  meta_.clear();
+  buffers_.clear();
+  if (survivor) {
+    buffers_.push_back(survivor);
+    if (chunk *c = survivor->current.load(std::memory_order_relaxed)) c->reset();
+    survivor->pos = 0;
+  }
+  text_.clear();
+  text_stats_ = member_stats{};
+  text_has_ts_ = false;
+  text_events_ = 0;
+  // The parent's writer thread does not exist here: forget its handle without joining.
+  new (&thread_) std::thread();
+  thread_started_ = false;
+  stop_ = false;
+  flush_wanted_ = false;
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  opened_ = false;
+  failed_ = false;
+  path_.clear();
+  events_written_ = 0;
+  dropped_ = 0;
+  bytes_written_ = 0;
+  members_written_ = 0;
+  path_mutex_.unlock();
+  pool_mutex_.unlock();
+  registry_mutex_.unlock();
+  meta_mutex_.unlock();
+  queue_mutex_.unlock();
+  io_mutex_.unlock();
+  if (!finished_) {
+    std::lock_guard<std::mutex> lock(queue_mutex_);
+    start_thread();
+  }
+}
+
+}  // namespace dftrace::detail

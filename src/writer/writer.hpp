@@ -1,0 +1,171 @@
+// writer.hpp: thread buffers -> background writer -> file. Producers format whole lines into
+// their own chunk and never lock per event; the writer thread gathers chunks into members of
+// about member_bytes, compresses them and appends them to the file.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "writer/gzip_member.hpp"
+
+namespace dftrace::detail {
+
+// A block of whole lines written by one thread. Bytes below `committed` never change until
+// the writer recycles the chunk.
+struct chunk {
+  char *data = nullptr;
+  uint32_t cap = 0;
+  std::atomic<uint32_t> committed{0};
+  // Producer-owned statistics of everything written into the chunk; read by the writer only
+  // after the chunk was handed over, and only if no part of it was taken earlier.
+  member_stats stats;
+  bool has_ts = false;
+  // Writer-owned: how far the writer has taken lines out (time-based flushes take partial
+  // chunks), and whether it ever did.
+  uint32_t drained = 0;
+  bool partial = false;
+
+  void reset() {
+    committed.store(0, std::memory_order_relaxed);
+    stats = member_stats{};
+    has_ts = false;
+    drained = 0;
+    partial = false;
+  }
+};
+
+// What one thread writes into. Owned by the thread's state; registered with the writer so
+// that time-based flushes can take what it has committed.
+struct thread_buffer {
+  std::atomic<chunk *> current{nullptr};
+  uint32_t pos = 0;  // producer's write position in current (== committed between events)
+};
+
+struct writer_settings {
+  bool compress = true;
+  codec kind = codec::zlib;
+  int level = 1;
+  size_t member_bytes = 1u << 20;
+  double flush_interval = 2.0;
+  size_t chunk_bytes = 64u << 10;
+  size_t queue_bytes = 64u << 20;
+  bool drop_when_full = false;
+  // Called once when the file is first needed: its path, and the header text ("[\n" and
+  // the header lines) that must come first.
+  std::function<std::string()> path;
+  std::function<std::string()> header;
+};
+
+class writer {
+ public:
+  explicit writer(writer_settings settings);
+  ~writer();
+
+  // ---- producer side (any thread)
+  // A fresh chunk of at least min_bytes.
+  chunk *new_chunk(size_t min_bytes);
+  // Hands over a chunk the producer will not touch again. May wait (block mode) or drop
+  // the chunk's lines (drop mode) when more than queue_bytes are waiting.
+  void submit(chunk *c);
+  void register_buffer(thread_buffer *tb);
+  // Hands over the buffer's current chunk and forgets the buffer.
+  void unregister_buffer(thread_buffer *tb);
+  // A metadata line (with its '\n'); it reaches the file before any event line that was
+  // committed after this call returned.
+  void push_meta(std::string line);
+  void count_dropped(uint64_t n) { dropped_.fetch_add(n, std::memory_order_relaxed); }
+
+  // ---- control
+  // Everything committed before the call is compressed and written when it returns.
+  bool flush();
+  // Final flush, then the text `tail()` returns (the end event and "]", which may use the
+  // final counts), then close. Later calls do nothing.
+  void finish(const std::function<std::string()> &tail);
+  // Moves the file to a new path (the rank became known after it was opened).
+  void relocate(const std::string &new_path);
+  // From a fatal signal handler: write what can be written within about a second.
+  void crash_flush();
+  // fork() support: prepare locks everything, parent unlocks, child unlocks and forgets the
+  // parent's data, file and thread (keeping `survivor`, the forking thread's buffer).
+  void fork_prepare();
+  void fork_parent();
+  void fork_child(thread_buffer *survivor);
+
+  uint64_t events_written() const { return events_written_.load(std::memory_order_relaxed); }
+  uint64_t events_dropped() const { return dropped_.load(std::memory_order_relaxed); }
+  uint64_t bytes_written() const { return bytes_written_.load(std::memory_order_relaxed); }
+  uint64_t members_written() const { return members_written_.load(std::memory_order_relaxed); }
+  std::string path() const;
+  bool failed() const { return failed_.load(std::memory_order_relaxed); }
+  const writer_settings &settings() const { return settings_; }
+
+ private:
+  struct snap {
+    chunk *c;
+    uint32_t from, to;
+  };
+  void start_thread();
+  void run();
+  // One pass: metadata, handed-over chunks and (when steal) the committed part of every
+  // thread's current chunk, into members. Caller holds io_mutex_.
+  void cycle(bool steal, bool crash);
+  void append_lines(const char *p, size_t n, const member_stats &st, bool has_ts, bool events);
+  void emit_member();
+  bool open_file();
+  bool write_all(const char *p, size_t n);
+  void recycle(chunk *c);
+
+  writer_settings settings_;
+  member_encoder encoder_;
+
+  std::mutex io_mutex_;  // one cycle at a time; guards the file and the member buffer
+  std::mutex queue_mutex_;
+  std::condition_variable queue_cv_;  // wakes the writer
+  std::condition_variable space_cv_;  // wakes blocked producers
+  std::vector<chunk *> queue_;
+  size_t queued_bytes_ = 0;
+  bool stop_ = false;
+  bool flush_wanted_ = false;
+
+  std::mutex meta_mutex_;
+  std::vector<std::string> meta_;
+
+  std::mutex registry_mutex_;
+  std::vector<thread_buffer *> buffers_;
+
+  std::mutex pool_mutex_;
+  std::vector<chunk *> pool_;
+
+  std::thread thread_;
+  bool thread_started_ = false;  // guarded by queue_mutex_
+
+  // member being assembled (io_mutex_)
+  std::vector<char> text_;
+  member_stats text_stats_;
+  bool text_has_ts_ = false;
+  uint64_t text_events_ = 0;
+  std::vector<char> out_;
+  std::vector<snap> snaps_;
+  std::vector<chunk *> local_queue_;
+  std::vector<std::string> local_meta_;
+
+  int fd_ = -1;
+  bool opened_ = false;
+  bool finished_ = false;
+  std::string path_;
+  mutable std::mutex path_mutex_;
+  std::atomic<bool> failed_{false};
+  std::atomic<uint64_t> events_written_{0};
+  std::atomic<uint64_t> dropped_{0};
+  std::atomic<uint64_t> bytes_written_{0};
+  std::atomic<uint64_t> members_written_{0};
+};
+
+}  // namespace dftrace::detail
