@@ -454,7 +454,7 @@ bool parse_category_rules(const std::string &text,
     if (colon != std::string::npos) {
       path = trim(item.substr(0, colon));
       if (!parse_bool(item.substr(colon + 1), &on)) {
-        *error = "has '" + item + "', whose value is not a boolean";
+        *error = "is not a list of [+|-]path or path:bool (bad entry '" + item + "')";
         return false;
       }
     } else if (item[0] == '-' || item[0] == '+') {

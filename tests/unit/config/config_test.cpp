@@ -1,0 +1,283 @@
+// config_test.cpp: the layers (defaults < YAML < environment < init) and every bad input.
+#include "config/config.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "dftrace/dftrace.h"
+
+using namespace dftrace::detail;
+
+namespace {
+
+// What dftrace_options_init() does (that lives in the shared library, not in the core).
+dftrace_options_t options_unset() {
+  dftrace_options_t o{};
+  o.struct_size = sizeof o;
+  o.enable = o.compression = o.level = o.metadata = o.install_signal_handlers = o.bind_atexit = -1;
+  return o;
+}
+
+class Config : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (const auto &k : config_keys()) {
+      unsetenv(k.env);
+      if (k.dftracer_env) unsetenv(k.dftracer_env);
+    }
+    unsetenv("DFTRACE_CONFIG");
+    unsetenv("DFTRACER_CONFIGURATION");
+    dir_ = testing::TempDir() + "cfg-" + std::to_string(getpid());
+    (void)system(("mkdir -p " + dir_).c_str());
+  }
+  void TearDown() override { (void)system(("rm -rf " + dir_).c_str()); }
+  std::string yaml(const std::string &text) {
+    std::string p = dir_ + "/c" + std::to_string(n_++) + ".yaml";
+    std::ofstream(p) << text;
+    return p;
+  }
+  // Loads with the given file, returns the config and what was printed on stderr.
+  config load(const std::string &file, std::string *err, const dftrace_options_t *opts = nullptr) {
+    if (!file.empty()) setenv("DFTRACE_CONFIG", file.c_str(), 1);
+    testing::internal::CaptureStderr();
+    config c = load_config(opts);
+    *err = testing::internal::GetCapturedStderr();
+    unsetenv("DFTRACE_CONFIG");
+    return c;
+  }
+  static int lines(const std::string &s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
+  std::string dir_;
+  int n_ = 0;
+};
+
+}  // namespace
+
+TEST_F(Config, Defaults) {
+  std::string err;
+  config c = load("", &err);
+  EXPECT_EQ(err, "");
+  EXPECT_FALSE(c.enable);
+  EXPECT_EQ(c.prefix, "./trace");
+  EXPECT_TRUE(c.compression);
+  EXPECT_EQ(c.member_bytes, 1u << 20);
+  EXPECT_DOUBLE_EQ(c.flush_interval, 2.0);
+  EXPECT_TRUE(c.metadata);
+  EXPECT_FALSE(c.on_full_drop);
+  EXPECT_EQ(c.source.at("enable"), "default");
+}
+
+TEST_F(Config, LayersLaterWins) {
+  std::string err;
+  const std::string f = yaml("enable: true\noutput:\n  prefix: /from/yaml\n  member_bytes: 2MiB\nmetadata: off\n");
+  setenv("DFTRACE_LOG_FILE", "/from/env", 1);
+  config c = load(f, &err);
+  EXPECT_EQ(err, "");
+  EXPECT_TRUE(c.enable);
+  EXPECT_EQ(c.prefix, "/from/env");
+  EXPECT_EQ(c.source.at("output.prefix"), "env DFTRACE_LOG_FILE");
+  EXPECT_EQ(c.member_bytes, 2u << 20);
+  EXPECT_EQ(c.source.at("output.member_bytes"), "yaml " + f);
+  EXPECT_FALSE(c.metadata);
+  dftrace_options_t o = options_unset();
+  o.output_prefix = "/from/init";
+  o.enable = 0;
+  c = load(f, &err, &o);
+  EXPECT_EQ(c.prefix, "/from/init");
+  EXPECT_FALSE(c.enable);
+  EXPECT_EQ(c.source.at("output.prefix"), "init");
+  unsetenv("DFTRACE_LOG_FILE");
+}
+
+TEST_F(Config, DftracerNamesAreReadWhenOursAreUnset) {
+  std::string err;
+  setenv("DFTRACER_ENABLE", "1", 1);
+  setenv("DFTRACER_LOG_FILE", "/dft/prefix", 1);
+  setenv("DFTRACER_INC_METADATA", "0", 1);
+  setenv("DFTRACER_TRACE_COMPRESSION", "0", 1);
+  setenv("DFTRACER_DISABLE_TIDS", "1", 1);
+  setenv("DFTRACER_WRITE_BUFFER_SIZE", "131072", 1);
+  setenv("DFTRACER_LOG_LEVEL", "ERROR", 1);
+  config c = load("", &err);
+  EXPECT_EQ(err, "");
+  EXPECT_TRUE(c.enable);
+  EXPECT_EQ(c.prefix, "/dft/prefix");
+  EXPECT_FALSE(c.metadata);
+  EXPECT_FALSE(c.compression);
+  EXPECT_FALSE(c.tids);  // DISABLE_TIDS=1 means tids off
+  EXPECT_EQ(c.buffer_bytes, 131072u);
+  EXPECT_EQ(c.log_level, 0);
+  setenv("DFTRACE_ENABLE", "off", 1);  // ours wins when set, in both directions
+  c = load("", &err);
+  EXPECT_FALSE(c.enable);
+  for (const char *v : {"DFTRACE_ENABLE", "DFTRACER_ENABLE", "DFTRACER_LOG_FILE", "DFTRACER_INC_METADATA",
+                        "DFTRACER_TRACE_COMPRESSION", "DFTRACER_DISABLE_TIDS", "DFTRACER_WRITE_BUFFER_SIZE",
+                        "DFTRACER_LOG_LEVEL"})
+    unsetenv(v);
+}
+
+TEST_F(Config, BooleansInEveryForm) {
+  for (const char *t : {"1", "true", "TRUE", "yes", "On", " on "}) {
+    bool b = false;
+    EXPECT_TRUE(parse_bool(t, &b)) << t;
+    EXPECT_TRUE(b) << t;
+  }
+  for (const char *f : {"0", "false", "No", "OFF"}) {
+    bool b = true;
+    EXPECT_TRUE(parse_bool(f, &b)) << f;
+    EXPECT_FALSE(b) << f;
+  }
+  bool b;
+  EXPECT_FALSE(parse_bool("maybe", &b));
+  EXPECT_FALSE(parse_bool("", &b));
+}
+
+TEST_F(Config, SizesAndDurations) {
+  size_t n;
+  EXPECT_TRUE(parse_size("1048576", &n));
+  EXPECT_EQ(n, 1048576u);
+  EXPECT_TRUE(parse_size("64KiB", &n));
+  EXPECT_EQ(n, 65536u);
+  EXPECT_TRUE(parse_size("1.5 MiB", &n));
+  EXPECT_EQ(n, 1572864u);
+  EXPECT_FALSE(parse_size("-1", &n));
+  EXPECT_FALSE(parse_size("12 bananas", &n));
+  double d;
+  EXPECT_TRUE(parse_duration("500ms", &d));
+  EXPECT_DOUBLE_EQ(d, 0.5);
+  EXPECT_TRUE(parse_duration("3", &d));
+  EXPECT_DOUBLE_EQ(d, 3.0);
+  EXPECT_FALSE(parse_duration("soon", &d));
+}
+
+TEST_F(Config, YamlThatDoesNotParseIsReportedOnceAndIgnored) {
+  std::string err;
+  const std::string f = yaml("enable: [true\noutput: {prefix: x\n");
+  config c = load(f, &err);
+  EXPECT_EQ(lines(err), 1) << err;
+  EXPECT_NE(err.find(f), std::string::npos);
+  EXPECT_NE(err.find("not valid YAML"), std::string::npos);
+  EXPECT_FALSE(c.enable);
+  EXPECT_EQ(c.prefix, "./trace");
+}
+
+TEST_F(Config, MissingFileIsReported) {
+  std::string err;
+  config c = load(dir_ + "/nope.yaml", &err);
+  EXPECT_EQ(lines(err), 1) << err;
+  EXPECT_NE(err.find("can not be read"), std::string::npos);
+  EXPECT_EQ(c.prefix, "./trace");
+}
+
+TEST_F(Config, TopLevelNotAMapping) {
+  std::string err;
+  load(yaml("- a\n- b\n"), &err);
+  EXPECT_EQ(lines(err), 1) << err;
+  EXPECT_NE(err.find("not a mapping"), std::string::npos);
+}
+
+TEST_F(Config, UnknownKeyIsNamedWithASuggestion) {
+  std::string err;
+  const std::string f = yaml("enable: true\noutput:\n  prefx: /x\n");
+  config c = load(f, &err);
+  EXPECT_EQ(lines(err), 1) << err;
+  EXPECT_NE(err.find("unknown key 'output.prefx'"), std::string::npos) << err;
+  EXPECT_NE(err.find("did you mean 'output.prefix'"), std::string::npos) << err;
+  EXPECT_NE(err.find(f), std::string::npos);
+  EXPECT_TRUE(c.enable);  // the rest of the file still applies
+  EXPECT_EQ(c.prefix, "./trace");
+}
+
+TEST_F(Config, WrongTypeKeepsTheEarlierValueAndNamesKeyAndValue) {
+  std::string err;
+  const std::string f = yaml("enable: sometimes\noutput:\n  member_bytes: lots\n  level: high\n  on_full: explode\n"
+                             "timer:\n  precision: fs\nlog_level: loud\n");
+  config c = load(f, &err);
+  EXPECT_EQ(lines(err), 6) << err;
+  for (const char *k : {"'enable': value 'sometimes'", "'output.member_bytes': value 'lots'",
+                        "'output.level': value 'high'", "'output.on_full': value 'explode'",
+                        "'timer.precision': value 'fs'", "'log_level': value 'loud'"})
+    EXPECT_NE(err.find(k), std::string::npos) << k << "\n" << err;
+  EXPECT_FALSE(c.enable);
+  EXPECT_EQ(c.member_bytes, 1u << 20);
+  EXPECT_EQ(c.level, -1);
+}
+
+TEST_F(Config, WrongTypeInEnvironmentToo) {
+  std::string err;
+  setenv("DFTRACE_OUTPUT_MEMBER_BYTES", "12", 1);  // below the minimum
+  config c = load("", &err);
+  EXPECT_EQ(lines(err), 1) << err;
+  EXPECT_NE(err.find("DFTRACE_OUTPUT_MEMBER_BYTES"), std::string::npos);
+  EXPECT_EQ(c.member_bytes, 1u << 20);
+  unsetenv("DFTRACE_OUTPUT_MEMBER_BYTES");
+}
+
+TEST_F(Config, NonScalarValue) {
+  std::string err;
+  load(yaml("output:\n  prefix: [a, b]\n"), &err);
+  EXPECT_EQ(lines(err), 1) << err;
+  EXPECT_NE(err.find("not a single value"), std::string::npos);
+}
+
+TEST_F(Config, CategoriesFromYamlMapListAndEnvironment) {
+  std::string err;
+  config c = load(yaml("categories:\n  comm: false\n  comm.all_reduce: true\n"), &err);
+  EXPECT_EQ(err, "");
+  ASSERT_EQ(c.categories.size(), 2u);
+  EXPECT_EQ(c.categories[0], (std::pair<std::string, bool>{"comm", false}));
+  EXPECT_EQ(c.categories[1], (std::pair<std::string, bool>{"comm.all_reduce", true}));
+  c = load(yaml("categories: [\"-compute\", \"+compute.forward\"]\n"), &err);
+  ASSERT_EQ(c.categories.size(), 2u);
+  EXPECT_FALSE(c.categories[0].second);
+  setenv("DFTRACE_CATEGORIES", "-comm,+comm.all_reduce, data.item:off", 1);
+  c = load("", &err);
+  EXPECT_EQ(err, "");
+  ASSERT_EQ(c.categories.size(), 3u);
+  EXPECT_EQ(c.categories[2], (std::pair<std::string, bool>{"data.item", false}));
+  setenv("DFTRACE_CATEGORIES", "comm:perhaps", 1);
+  c = load("", &err);
+  EXPECT_EQ(lines(err), 1) << err;
+  EXPECT_TRUE(c.categories.empty());
+  unsetenv("DFTRACE_CATEGORIES");
+  c = load(yaml("categories:\n  comm: maybe\n"), &err);
+  EXPECT_EQ(lines(err), 1) << err;
+}
+
+TEST_F(Config, DescribeNamesEveryKeyAndItsSource) {
+  std::string err;
+  setenv("DFTRACE_ENABLE", "1", 1);
+  config c = load("", &err);
+  const std::string d = describe(c);
+  for (const auto &k : config_keys()) EXPECT_NE(d.find(std::string(k.key) + " = "), std::string::npos) << k.key;
+  EXPECT_NE(d.find("enable = true  (env DFTRACE_ENABLE)"), std::string::npos) << d;
+  unsetenv("DFTRACE_ENABLE");
+}
+
+TEST_F(Config, ShippedYamlDocumentsEveryKeyWithItsDefault) {
+  // conf/dftrace.yaml is the documentation: loading it must give exactly the defaults, with
+  // no unknown key, and every key of the table must appear in it.
+  const std::string path = std::string(DFTRACE_SOURCE_DIR) + "/conf/dftrace.yaml";
+  std::string err;
+  config c = load(path, &err);
+  EXPECT_EQ(err, "");
+  config d;
+  for (const auto &k : config_keys()) {
+    if (std::string(k.key) == "config") continue;
+    EXPECT_EQ(c.source.at(k.key), "yaml " + path) << k.key << " is not in conf/dftrace.yaml";
+  }
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (const auto &k : config_keys()) {
+    EXPECT_NE(text.find(k.env), std::string::npos) << k.env << " undocumented";
+    if (k.dftracer_env) {
+      EXPECT_NE(text.find(k.dftracer_env), std::string::npos) << k.dftracer_env;
+    }
+  }
+  EXPECT_EQ(c.prefix, d.prefix);
+  EXPECT_EQ(c.member_bytes, d.member_bytes);
+  EXPECT_EQ(c.enable, d.enable);
+}

@@ -1,0 +1,100 @@
+// format_test.cpp: JSON escaping, number formatting and the JSON value checker.
+#include "core/format.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+using namespace dftrace::detail;
+
+namespace {
+std::string esc(const std::string &s) {
+  std::string out(escaped_bound(s.size()), '\0');
+  out.resize(static_cast<size_t>(escape_json(out.data(), s.data(), s.size()) - out.data()));
+  return out;
+}
+std::string u64(uint64_t v) {
+  char b[32];
+  return std::string(b, write_u64(b, v));
+}
+std::string i64(int64_t v) {
+  char b[32];
+  return std::string(b, write_i64(b, v));
+}
+std::string dbl(double v) {
+  char b[40];
+  return std::string(b, write_double(b, v));
+}
+}  // namespace
+
+TEST(Format, EscapesQuotesBackslashesAndControlCharacters) {
+  EXPECT_EQ(esc("plain"), "plain");
+  EXPECT_EQ(esc("a\"b"), "a\\\"b");
+  EXPECT_EQ(esc("back\\slash"), "back\\\\slash");
+  EXPECT_EQ(esc("line\nbreak\ttab\rcr"), "line\\nbreak\\ttab\\rcr");
+  EXPECT_EQ(esc(std::string("\x01\x1f\b\f", 4)), "\\u0001\\u001f\\b\\f");
+  EXPECT_EQ(esc(std::string("nul\0in", 6)), "nul\\u0000in");
+}
+
+TEST(Format, KeepsValidUtf8AndReplacesInvalidBytes) {
+  EXPECT_EQ(esc("h\xc3\xa9llo \xe2\x82\xac \xf0\x9f\x98\x80"), "h\xc3\xa9llo \xe2\x82\xac \xf0\x9f\x98\x80");
+  const std::string fffd = "\xef\xbf\xbd";
+  EXPECT_EQ(esc("\xff"), fffd);
+  EXPECT_EQ(esc("a\xc3"), "a" + fffd);                      // truncated sequence
+  EXPECT_EQ(esc("\xc0\xaf"), fffd + fffd);                   // overlong
+  EXPECT_EQ(esc("\xed\xa0\x80"), fffd + fffd + fffd);        // surrogate
+  EXPECT_EQ(esc("\xf4\x90\x80\x80"), fffd + fffd + fffd + fffd);  // above U+10FFFF
+}
+
+TEST(Format, EscapedOutputIsAlwaysValidJson) {
+  std::string all;
+  for (int c = 0; c < 256; ++c) all += static_cast<char>(c);
+  EXPECT_TRUE(is_valid_json_value("\"" + esc(all) + "\""));
+  EXPECT_TRUE(is_valid_json_value(json_quote(all)));
+}
+
+TEST(Format, VeryLongStrings) {
+  std::string big(1 << 20, 'x');
+  big[1000] = '"';
+  const std::string q = json_quote(big);
+  EXPECT_EQ(q.size(), big.size() + 3);  // quotes + one backslash
+  EXPECT_TRUE(is_valid_json_value(q));
+}
+
+TEST(Format, Integers) {
+  EXPECT_EQ(u64(0), "0");
+  EXPECT_EQ(u64(9), "9");
+  EXPECT_EQ(u64(10), "10");
+  EXPECT_EQ(u64(1795262848109106ull), "1795262848109106");
+  EXPECT_EQ(u64(std::numeric_limits<uint64_t>::max()), "18446744073709551615");
+  EXPECT_EQ(i64(-1), "-1");
+  EXPECT_EQ(i64(std::numeric_limits<int64_t>::min()), "-9223372036854775808");
+}
+
+TEST(Format, DoublesAreShortestRoundTripAndNeverNanOrInf) {
+  EXPECT_EQ(dbl(0.1), "0.1");
+  EXPECT_EQ(dbl(1.5), "1.5");
+  EXPECT_EQ(std::stod(dbl(1.0 / 3.0)), 1.0 / 3.0);
+  EXPECT_EQ(dbl(std::nan("")), "null");
+  EXPECT_EQ(dbl(std::numeric_limits<double>::infinity()), "null");
+  EXPECT_TRUE(is_valid_json_value(dbl(1e300)));
+  EXPECT_TRUE(is_valid_json_value(dbl(-2.5e-300)));
+}
+
+TEST(Format, FractionalMicroseconds) {
+  char b[40];
+  EXPECT_EQ(std::string(b, write_us_fraction(b, 1795262848109106250ull)), "1795262848109106.250");
+  EXPECT_EQ(std::string(b, write_us_fraction(b, 7)), "0.007");
+}
+
+TEST(Format, JsonChecker) {
+  EXPECT_TRUE(is_valid_json_value("[1,2,{\"a\":[true,false,null]}]"));
+  EXPECT_TRUE(is_valid_json_value(" -1.5e+3 "));
+  EXPECT_FALSE(is_valid_json_value("[1,2,]"));
+  EXPECT_FALSE(is_valid_json_value("{\"a\":1"));
+  EXPECT_FALSE(is_valid_json_value("NaN"));
+  EXPECT_FALSE(is_valid_json_value("\"a\"b"));
+  EXPECT_FALSE(is_valid_json_value(std::string(100, '[') + std::string(100, ']')));  // too deep
+}
