@@ -228,6 +228,17 @@ void dftrace_region_arg_bool(dftrace_region_t r, const char *key, bool value) {
   guarded([&] { rt().region_arg(r, key, value ? "true" : "false"); return 0; }, 0);
 }
 
+void dftrace_region_arg_uint(dftrace_region_t r, const char *key, uint64_t value) {
+  if (!r || !key) return;
+  guarded(
+      [&] {
+        char buf[24];
+        rt().region_arg(r, key, std::string(buf, dftrace::detail::write_u64(buf, value)));
+        return 0;
+      },
+      0);
+}
+
 void dftrace_region_end(dftrace_region_t r) {
   if (!r) return;
   guarded([&] { rt().end(r, nullptr, 0); return 0; }, 0);

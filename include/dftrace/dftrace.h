@@ -175,7 +175,8 @@ typedef enum dftrace_arg_type {
   DFTRACE_ARG_INT = 1,
   DFTRACE_ARG_DOUBLE = 2,
   DFTRACE_ARG_STRING = 3,
-  DFTRACE_ARG_BOOL = 4
+  DFTRACE_ARG_BOOL = 4,
+  DFTRACE_ARG_UINT = 5 /* unsigned 64-bit, e.g. a hash from dftrace_hash_define */
 } dftrace_arg_type_t;
 
 /* One typed key/value pair. Build it with the DFTRACE_ARG_* macros below. */
@@ -187,6 +188,7 @@ typedef struct dftrace_arg {
     double d;
     const char *s;
     bool b;
+    uint64_t u;
   } value;
 } dftrace_arg_t;
 
@@ -213,6 +215,7 @@ DFTRACE_API void dftrace_region_arg_double(dftrace_region_t region, const char *
 DFTRACE_API void dftrace_region_arg_string(dftrace_region_t region, const char *key,
                                            const char *value);
 DFTRACE_API void dftrace_region_arg_bool(dftrace_region_t region, const char *key, bool value);
+DFTRACE_API void dftrace_region_arg_uint(dftrace_region_t region, const char *key, uint64_t value);
 
 /* Ends a region begun on the calling thread and writes its event. Regions normally end in
  * the reverse order they began; ending an outer one first is allowed (each event keeps the
@@ -327,6 +330,8 @@ DFTRACE_API uint64_t dftrace_events_dropped(void);
   { (k), DFTRACE_ARG_STRING, { .s = (v) } }
 #define DFTRACE_ARG_B(k, v) \
   { (k), DFTRACE_ARG_BOOL, { .b = (bool)(v) } }
+#define DFTRACE_ARG_U(k, v) \
+  { (k), DFTRACE_ARG_UINT, { .u = (uint64_t)(v) } }
 
 #ifdef __cplusplus
 } /* extern "C" */

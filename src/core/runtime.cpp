@@ -578,6 +578,7 @@ void runtime::append_args(std::string &out, size_t from, const dftrace_arg *args
       case DFTRACE_ARG_DOUBLE: value.assign(num, write_double(num, a.value.d)); break;
       case DFTRACE_ARG_STRING: value = a.value.s ? json_quote(a.value.s) : "null"; break;
       case DFTRACE_ARG_BOOL: value = a.value.b ? "true" : "false"; break;
+      case DFTRACE_ARG_UINT: value.assign(num, write_u64(num, a.value.u)); break;
       default: continue;
     }
     set_fragment_arg(out, from, key, value);

@@ -1,0 +1,238 @@
+"""test_writer.py: real programs write traces; an independent reader checks them."""
+import os
+import resource
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+import tracecheck as tc  # noqa: E402
+
+BIN = os.environ["DFTRACE_TEST_BIN"]
+
+
+def run(mode, *args, env=None, tmp=None, check=True, **kw):
+    e = dict(os.environ)
+    e.update({"DFTRACE_ENABLE": "1", "DFTRACE_LOG_FILE": str(tmp / "trace")})
+    e.update(env or {})
+    p = subprocess.run([os.path.join(BIN, "writer_prog"), mode, *map(str, args)], env=e,
+                       capture_output=True, text=True, timeout=120, **kw)
+    if check:
+        assert p.returncode == 0, (p.returncode, p.stderr)
+    return p
+
+
+def test_basic_every_line_kind_and_hostile_strings(tmp_path):
+    p = run("basic", tmp=tmp_path)
+    assert p.stderr == "", p.stderr
+    path = tc.only_file(tmp_path)
+    assert os.path.basename(path).startswith("trace-writer_prog-")
+    assert path.endswith("-app.pfw.gz")
+    tc.check_members(path)
+    ev = tc.load(path)
+    tc.check_format(ev)
+    end = tc.check_footer(ev)
+    assert end["args"]["dropped_events"] == 0
+    hostile = "quote\" backslash\\ newline\n tab\t nul-free ctrl\x01 bad-utf8\ufffd\ufffd end"
+    fwd = [e for e in ev if e["name"] == "forward"][0]
+    a = fwd["args"]
+    # node args first (in the order set), then per-use ones; per-use epoch replaces the node's;
+    # a reserved key is renamed, never duplicated.
+    assert list(a.keys()) == ["hhash", "run", "lr", "warm", "layer", "ratio", hostile, "ok", "epoch",
+                              "user_level", "level", "p_idx"], list(a.keys())
+    assert a["run"] == hostile and a[hostile] == hostile
+    assert a["epoch"] == 9 and a["layer"] == -3 and a["ratio"] == 1.5 and a["ok"] is False
+    assert a["lr"] == 0.25 and a["warm"] is True and a["user_level"] == 77
+    back = [e for e in ev if e["name"] == "backward"][0]
+    assert back["args"]["big"] == "v" * 100000 and back["args"]["epoch"] == 2
+    fh = [e for e in ev if e["name"] == "FH"][0]
+    assert fh["args"]["name"] == "/data/file\"1.npy"
+    item = [e for e in ev if e["name"] == "item"][0]
+    assert item["args"]["fhash"] == fh["args"]["value"]
+    inst = [e for e in ev if e["ph"] == "i"][0]
+    assert inst["s"] == "t" and inst["name"] == "capture" and inst["args"]["layer"] == -3
+    ctr = [e for e in ev if e["ph"] == "C"]
+    assert [(c["name"], c["args"]) for c in ctr] == [("memory", {"bytes": 1048576}), ("memory", {"util": 0.5})]
+    cm = [e for e in ev if e["name"] == "CM"][0]
+    assert cm["args"]["name"] == "note" and cm["args"]["value"] == hostile
+    pr = {e["args"]["name"]: e["args"]["value"] for e in ev if e["name"] == "PR"}
+    assert pr["core_affinity"] == [0, 1] and pr["bad_json"] == "[0,1" and pr["exec"] == "writer_prog"
+    names = [e["args"]["name"] for e in ev if e["name"] == "thread_name"]
+    assert "main \"thread\"" in names
+    pn = [e for e in ev if e["name"] == "process_name"]
+    assert pn and pn[0]["args"] == {"name": "writer_prog"}
+
+
+def test_c_program_exact_file_and_events(tmp_path):
+    out = tmp_path / "exact" / "c.pfw.gz"
+    p = subprocess.run([os.path.join(BIN, "c_program"), str(out)], capture_output=True, text=True,
+                       env={k: v for k, v in os.environ.items() if not k.startswith("DFTRACE")})
+    assert p.returncode == 0, p.stderr
+    assert sorted(os.listdir(tmp_path / "exact")) == ["c.pfw.gz"]
+    tc.check_members(str(out))
+    ev = tc.load(str(out))
+    tc.check_format(ev)
+    tc.check_footer(ev)
+    tc.check_nesting(ev)
+    got = [(e["name"], e["cat"], e["args"].get("count"), e["args"].get("epoch"), e["args"]["level"])
+           for e in tc.user_events(ev)]
+    expect = []
+    for k in range(3):
+        expect += [("epoch.iter", "pipeline", k + 1, k - 1 if k else None, 1),
+                   ("forward", "compute", None, k, 2), ("iterate", "solver", None, k, 2),
+                   ("epoch.block", "pipeline", k + 1, k, 1)]
+    assert got == expect, got
+    solver = [e for e in ev if e["name"] == "iterate"]
+    assert [e["args"]["iterations"] for e in solver] == [42, 43, 44]
+
+
+def test_four_threads_nest_concurrently(tmp_path):
+    run("threads", 2000, tmp=tmp_path)
+    path = tc.only_file(tmp_path)
+    tc.check_members(path)
+    ev = tc.load(path)
+    tc.check_format(ev)
+    tc.check_footer(ev)
+    tc.check_nesting(ev)
+    x = tc.user_events(ev)
+    assert len(x) == 4 * 3 * 2000
+    tids = {e["tid"] for e in x}
+    assert len(tids) == 4
+    for t in tids:
+        mine = [e for e in x if e["tid"] == t]
+        assert sorted(e["args"]["level"] for e in mine) == [1] * 2000 + [2] * 2000 + [3] * 2000
+        names = [e["args"]["name"] for e in ev if e["name"] == "thread_name" and e["tid"] == t]
+        assert len(names) == 1, "one thread_name line per thread"
+
+
+def test_several_members_and_dt_fields(tmp_path):
+    run("many", 200000, tmp=tmp_path, env={"DFTRACE_OUTPUT_MEMBER_BYTES": "65536"})
+    path = tc.only_file(tmp_path)
+    ms = tc.check_members(path)
+    assert len(ms) > 20, len(ms)
+    ev = tc.load(path)
+    tc.check_format(ev)
+    assert len(tc.user_events(ev)) == 200000
+    assert tc.check_footer(ev)["args"]["num_events"] == 200000
+
+
+def test_uncompressed_metadata_off_and_ns_precision(tmp_path):
+    run("basic", tmp=tmp_path, env={"DFTRACE_OUTPUT_COMPRESSION": "none", "DFTRACE_METADATA": "0",
+                                    "DFTRACE_TIMER_PRECISION": "ns"})
+    path = tc.only_file(tmp_path)
+    assert path.endswith("-app.pfw")
+    lines = tc.read_lines(path)
+    fwd = [l for l in lines if '"name":"forward"' in l][0]
+    assert '"hhash"' not in fwd and '"level"' not in fwd
+    import re
+    assert re.search(r'"ts":\d+\.\d{3},"dur":\d+\.\d{3},', fwd), fwd
+
+
+def test_sigkill_leaves_every_flushed_event(tmp_path):
+    e = dict(os.environ, DFTRACE_ENABLE="1", DFTRACE_LOG_FILE=str(tmp_path / "trace"),
+             DFTRACE_OUTPUT_FLUSH_INTERVAL="1000s")
+    p = subprocess.Popen([os.path.join(BIN, "writer_prog"), "flushed", "5", "3000"], env=e,
+                         stdout=subprocess.PIPE, text=True)
+    flushed = 0
+    for line in p.stdout:
+        if line.startswith("flushed"):
+            flushed = int(line.split()[1])
+        if line.strip() == "done":
+            break
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    assert p.returncode == -signal.SIGKILL
+    path = tc.only_file(tmp_path)
+    ms = tc.check_members(path)  # every member complete
+    assert len(ms) >= 5
+    ev = tc.load(path, complete=False)
+    assert tc.read_lines(path)[-1] != "]"  # a killed process never writes ]
+    tc.check_format(ev)
+    assert len(tc.user_events(ev)) == flushed == 30000
+
+
+@pytest.mark.parametrize("how,sig", [("segv", signal.SIGSEGV), ("abort", signal.SIGABRT)])
+def test_fatal_signal_flushes_and_still_dies(tmp_path, how, sig):
+    p = run(how, 500, tmp=tmp_path, check=False, env={"DFTRACE_OUTPUT_FLUSH_INTERVAL": "1000s"})
+    assert p.returncode == -sig, (p.returncode, p.stderr)
+    path = tc.only_file(tmp_path)
+    tc.check_members(path)
+    ev = tc.load(path, complete=False)
+    tc.check_format(ev)
+    assert len(tc.user_events(ev)) == 1000
+
+
+def test_sigterm_flushes_and_still_dies(tmp_path):
+    e = dict(os.environ, DFTRACE_ENABLE="1", DFTRACE_LOG_FILE=str(tmp_path / "trace"),
+             DFTRACE_OUTPUT_FLUSH_INTERVAL="1000s")
+    p = subprocess.Popen([os.path.join(BIN, "writer_prog"), "term", "700"], env=e, stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "ready"
+    p.send_signal(signal.SIGTERM)
+    p.wait(timeout=30)
+    assert p.returncode == -signal.SIGTERM
+    ev = tc.load(tc.only_file(tmp_path), complete=False)
+    assert len(tc.user_events(ev)) == 1400
+
+
+def test_fork_parent_and_child_write_separate_complete_files(tmp_path):
+    p = run("fork", 300, tmp=tmp_path)
+    words = p.stdout.split()
+    child = int(words[words.index("child") + 1])
+    parent = int(words[words.index("parent") + 1])
+    files = sorted(os.listdir(tmp_path))
+    assert len(files) == 2, files
+    by_pid = {}
+    for f in files:
+        path = str(tmp_path / f)
+        tc.check_members(path)
+        ev = tc.load(path)
+        tc.check_format(ev)
+        tc.check_footer(ev)
+        tc.check_nesting(ev)
+        pids = {e["pid"] for e in ev}
+        assert len(pids) == 1
+        by_pid[pids.pop()] = (f, ev)
+    assert set(by_pid) == {parent, child}
+    assert "-%d-app" % child in by_pid[child][0]
+    cnames = {e["name"] for e in tc.user_events(by_pid[child][1])}
+    pnames = {e["name"] for e in tc.user_events(by_pid[parent][1])}
+    assert cnames == {"fetch", "item"}, cnames  # nothing of the parent's, not the open region
+    assert pnames == {"epoch", "forward", "train"}, pnames
+    assert len(tc.user_events(by_pid[child][1])) == 600
+    assert len(tc.user_events(by_pid[parent][1])) == 1201
+    start = [e for e in by_pid[child][1] if e["name"] == "start"][0]
+    assert start["args"]["ppid"] == parent
+
+
+def test_unwritable_directory_one_message_app_unharmed(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    p = run("many", 20000, tmp=tmp_path, env={"DFTRACE_LOG_FILE": str(blocker / "sub" / "trace")})
+    assert p.returncode == 0 and "application finished normally" in p.stdout
+    lines = [l for l in p.stderr.splitlines() if l.startswith("dftrace:")]
+    assert len(lines) == 1, p.stderr
+    assert str(blocker) in lines[0]
+
+
+def test_full_disk_one_message_app_unharmed_members_kept(tmp_path):
+    limit = 256 * 1024
+
+    def small_files():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    p = run("many", 400000, tmp=tmp_path, env={"DFTRACE_OUTPUT_MEMBER_BYTES": "65536"}, preexec_fn=small_files)
+    assert p.returncode == 0, (p.returncode, p.stderr)
+    assert "application finished normally" in p.stdout
+    lines = [l for l in p.stderr.splitlines() if l.startswith("dftrace:")]
+    assert len(lines) == 1, p.stderr
+    assert "File too large" in lines[0]
+    path = tc.only_file(tmp_path)
+    assert os.path.getsize(path) <= limit
+    ms = tc.members(path)
+    complete = [m for m in ms if m[2] is not None]
+    assert len(complete) >= 2
+    for dt, raw, text in complete:  # what reached the disk is intact
+        assert dt["compressed_len"] == len(raw) and dt["lines"] == len(text.splitlines())

@@ -1,0 +1,162 @@
+// writer_prog.cpp: one test program, several modes, each exercising the writer for real
+// (threads, crashes, signals, fork, full disks). Usage: writer_prog MODE [N] [M]
+#include <dftrace/dftrace.h>
+#include <dftrace/dftrace.hpp>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+void spin(int n) {
+  volatile double x = 0;
+  for (int i = 0; i < n; ++i) x = x + i * 0.5;
+}
+
+dftrace_node_t *node(const char *path) { return dftrace_node_find(path); }
+
+void events(int n, dftrace_node_t *outer, dftrace_node_t *inner) {
+  for (int i = 0; i < n; ++i) {
+    dftrace_region_t a = dftrace_region_begin(outer);
+    dftrace_region_t b = dftrace_region_begin(inner);
+    dftrace_region_arg_int(b, "i", i);
+    spin(50);
+    dftrace_region_end(b);
+    dftrace_region_end(a);
+  }
+}
+
+int mode_basic() {
+  // Every kind of line, with hostile strings.
+  dftrace_node_t *fwd = node("compute.forward");
+  const char *hostile = "quote\" backslash\\ newline\n tab\t nul-free ctrl\x01 bad-utf8\xff\xfe end";
+  dftrace_node_update_string(dftrace_node_root(), "run", hostile);
+  dftrace_node_update_int(dftrace_node_root(), "epoch", 2);
+  dftrace_node_update_double(node("compute"), "lr", 0.25);
+  dftrace_node_update_bool(node("compute"), "warm", true);
+  dftrace_arg_t args[] = {DFTRACE_ARG_I("layer", -3), DFTRACE_ARG_D("ratio", 1.5), DFTRACE_ARG_S(hostile, hostile),
+                          DFTRACE_ARG_B("ok", false), DFTRACE_ARG_I("epoch", 9), DFTRACE_ARG_I("level", 77)};
+  dftrace_region_t r = dftrace_region_begin_ex(fwd, DFTRACE_USE_NODE_STATE, args, 6);
+  dftrace_region_end(r);
+  std::string long_value(100000, 'v');
+  dftrace_region_t r2 = dftrace_region_begin(node("compute.backward"));
+  dftrace_region_arg_string(r2, "big", long_value.c_str());
+  dftrace_region_end(r2);
+  uint64_t fh = dftrace_hash_define(DFTRACE_HASH_FILE, "/data/file\"1.npy");
+  dftrace_region_t r3 = dftrace_region_begin(node("data.item"));
+  dftrace_region_arg_uint(r3, "fhash", fh);
+  dftrace_region_end(r3);
+  dftrace_instant(node("checkpoint.capture"), args, 2);
+  dftrace_counter_int(dftrace_category("memory"), "bytes", 1048576);
+  dftrace_counter_double(dftrace_category("memory"), "util", 0.5);
+  dftrace_metadata("note", hostile);
+  dftrace_process_property_json("core_affinity", "[0,1]");
+  dftrace_process_property_json("bad_json", "[0,1");
+  dftrace_thread_name("main \"thread\"");
+  return 0;
+}
+
+int mode_threads(int n) {
+  dftrace_node_t *outer = node("pipeline.epoch"), *mid = node("compute.forward"), *inner = node("comm.all_reduce");
+  std::atomic<int> ready{0};
+  std::vector<std::thread> ts;
+  for (int t = 0; t < 4; ++t) {
+    ts.emplace_back([&] {
+      ++ready;
+      while (ready.load() < 4) {
+      }
+      for (int i = 0; i < n; ++i) {
+        dftrace_region_t a = dftrace_region_begin(outer);  // the same nodes on every thread
+        dftrace_region_t b = dftrace_region_begin(mid);
+        dftrace_region_t c = dftrace_region_begin(inner);
+        spin(20);
+        dftrace_region_end(c);
+        dftrace_region_end(b);
+        dftrace_region_end(a);
+      }
+    });
+  }
+  for (auto &t : ts) t.join();
+  return 0;
+}
+
+int mode_flushed(int batches, int per_batch) {
+  dftrace_node_t *a = node("compute.forward"), *b = node("compute.backward");
+  int total = 0;
+  for (int i = 0; i < batches; ++i) {
+    events(per_batch, a, b);
+    total += 2 * per_batch;
+    dftrace_flush();
+    std::printf("flushed %d\n", total);
+    std::fflush(stdout);
+  }
+  std::printf("done\n");
+  std::fflush(stdout);
+  for (;;) pause();
+}
+
+int mode_signal(const char *how, int n) {
+  events(n, node("compute.forward"), node("compute.backward"));
+  if (!std::strcmp(how, "segv")) {
+    volatile int *p = nullptr;
+    *p = 1;
+  } else if (!std::strcmp(how, "abort")) {
+    std::abort();
+  } else {
+    std::printf("ready\n");
+    std::fflush(stdout);
+    for (;;) pause();
+  }
+  return 0;
+}
+
+int mode_fork(int n) {
+  events(n, node("pipeline.epoch"), node("compute.forward"));
+  dftrace_region_t open = dftrace_region_begin(node("pipeline.train"));  // open across fork
+  std::fflush(stdout);
+  pid_t child = fork();
+  if (child == 0) {
+    events(n, node("dataloader.fetch"), node("data.item"));
+    dftrace_region_end(open);  // begun in the parent: not the child's to write
+    std::printf("child %d %s\n", getpid(), dftrace_output_path() ? "" : "");
+    std::fflush(stdout);
+    std::exit(0);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  events(n, node("pipeline.epoch"), node("compute.forward"));
+  dftrace_region_end(open);
+  std::printf("parent %d child %d status %d\n", getpid(), child, status);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+}
+
+int mode_many(int n) {
+  events(n / 2, node("compute.forward"), node("compute.backward"));
+  std::printf("application finished normally\n");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  if (argc < 2) return 2;
+  const std::string mode = argv[1];
+  const int n = argc > 2 ? std::atoi(argv[2]) : 1000;
+  const int m = argc > 3 ? std::atoi(argv[3]) : 1000;
+  // Tracing is enabled by the environment (DFTRACE_ENABLE=1) as users do.
+  if (mode == "basic") return mode_basic();
+  if (mode == "threads") return mode_threads(n);
+  if (mode == "flushed") return mode_flushed(n, m);
+  if (mode == "segv" || mode == "abort" || mode == "term") return mode_signal(mode.c_str(), n);
+  if (mode == "fork") return mode_fork(n);
+  if (mode == "many") return mode_many(n);
+  return 2;
+}

@@ -1,0 +1,195 @@
+"""tracecheck.py: an independent reader of dftrace traces for the integration tests.
+
+It uses only Python's gzip, zlib and json (a real JSON parser), never dftrace's own code, so
+that a bug in the writer can not hide behind the same bug in the reader.
+"""
+import gzip
+import json
+import os
+import struct
+import subprocess
+import zlib
+
+X_KEYS = ["id", "name", "cat", "pid", "tid", "ts", "dur", "ph", "args"]
+M_KEYS = ["id", "name", "cat", "pid", "tid", "ph", "args"]
+C_KEYS = ["name", "cat", "pid", "tid", "ts", "ph", "args"]
+I_KEYS = ["id", "name", "cat", "pid", "tid", "ts", "ph", "s", "args"]
+
+
+def members(path):
+    """Splits a .pfw.gz file into its gzip members: [(dt or None, raw bytes, text)].
+    A final member cut short is returned with text=None."""
+    data = open(path, "rb").read()
+    out = []
+    off = 0
+    while off < len(data):
+        dt = parse_dt(data[off:off + 64])
+        d = zlib.decompressobj(16 + 15)
+        try:
+            text = d.decompress(data[off:])
+        except zlib.error:
+            out.append((dt, data[off:], None))
+            break
+        if not d.eof:
+            out.append((dt, data[off:], None))
+            break
+        used = len(data) - off - len(d.unused_data)
+        out.append((dt, data[off:off + used], text.decode("utf-8")))
+        off += used
+    return out
+
+
+def parse_dt(head):
+    """The DT extra field of a gzip member header, as a dict, or None."""
+    if len(head) < 12 or head[0:3] != b"\x1f\x8b\x08" or not head[3] & 4:
+        return None
+    xlen = struct.unpack_from("<H", head, 10)[0]
+    pos, end = 12, 12 + xlen
+    while pos + 4 <= end and pos + 4 <= len(head):
+        sid, slen = head[pos:pos + 2], struct.unpack_from("<H", head, pos + 2)[0]
+        if sid == b"DT" and slen >= 29:
+            v, clen, ulen, lines, tmin, tmax = struct.unpack_from("<BIIIQQ", head, pos + 4)
+            return {"version": v, "compressed_len": clen, "uncompressed_len": ulen,
+                    "lines": lines, "ts_min": tmin, "ts_max": tmax}
+        pos += 4 + slen
+    return None
+
+
+def check_members(path):
+    """Every member's DT field matches the member; returns the members."""
+    ms = members(path)
+    assert ms, "no gzip member in " + path
+    for i, (dt, raw, text) in enumerate(ms):
+        assert text is not None, "member %d of %s is cut short" % (i, path)
+        assert dt is not None, "member %d has no DT field" % i
+        lines = text.splitlines()
+        assert dt["compressed_len"] == len(raw), (i, dt, len(raw))
+        assert dt["uncompressed_len"] == len(text.encode()), (i, dt)
+        assert dt["lines"] == len(lines), (i, dt, len(lines))
+        tss = [json.loads(l)["ts"] for l in lines if l not in ("[", "]") and '"ts":' in l]
+        if tss:
+            assert dt["ts_min"] == min(tss) and dt["ts_max"] == max(tss), (i, dt, min(tss), max(tss))
+        else:
+            assert dt["ts_min"] == 0 and dt["ts_max"] == 0, (i, dt)
+        assert text.endswith("\n"), "member %d does not end on a whole line" % i
+    return ms
+
+
+def read_lines(path):
+    """The decompressed lines, read with Python's gzip (and checked equal to zcat's)."""
+    if path.endswith(".gz"):
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            text = f.read()
+        z = subprocess.run(["zcat", path], capture_output=True, check=True).stdout.decode()
+        assert z == text, "zcat and Python's gzip disagree on " + path
+    else:
+        text = open(path, encoding="utf-8").read()
+    return text.splitlines()
+
+
+def load(path, complete=True):
+    """Parses every line; checks the bracket lines. Returns the list of event dicts."""
+    lines = read_lines(path)
+    assert lines and lines[0] == "[", "first line is not '['"
+    if complete:
+        assert lines[-1] == "]", "last line is not ']'"
+        body = lines[1:-1]
+    else:
+        body = lines[1:-1] if lines[-1] == "]" else lines[1:]
+    events = []
+    for n, line in enumerate(body, start=2):
+        assert line and line.strip() == line and " " not in line.split('"')[0], "whitespace at line %d" % n
+        try:
+            ev = json.loads(line, object_pairs_hook=_no_duplicates)
+        except ValueError as e:
+            raise AssertionError("line %d is not valid JSON (%s): %r" % (n, e, line[:200]))
+        events.append(ev)
+    return events
+
+
+def _no_duplicates(pairs):
+    keys = [k for k, _ in pairs]
+    assert len(keys) == len(set(keys)), "duplicate JSON key in %r" % keys
+    return dict(pairs)
+
+
+def check_format(events, metadata=True):
+    """Key order, types, unique ids, hashes defined before use, header and footer."""
+    ids = set()
+    defined = set()
+    start = end = None
+    for ev in events:
+        ph = ev["ph"]
+        keys = list(ev.keys())
+        expect = {"X": X_KEYS, "M": M_KEYS, "C": C_KEYS, "i": I_KEYS}[ph]
+        assert keys == expect, "key order %r for %r" % (keys, ev)
+        for k in ("pid", "tid"):
+            assert isinstance(ev[k], int), ev
+        if ph != "C":
+            assert isinstance(ev["id"], int) and ev["id"] not in ids, "id %r not unique" % ev.get("id")
+            ids.add(ev["id"])
+        args = ev["args"]
+        if ph == "M":
+            if ev["name"] in ("HH", "SH", "FH"):
+                assert isinstance(args["value"], int)
+                defined.add(args["value"])
+            continue
+        assert isinstance(ev["ts"], int) and ev["ts"] > 10**15, ev
+        if ph == "X":
+            assert isinstance(ev["dur"], int) and ev["dur"] >= 0, ev
+        if ph == "C":
+            continue
+        keys = list(args.keys())
+        if metadata:
+            assert keys[0] == "hhash", ev
+            assert args["hhash"] in defined, "hhash used before its HH line: %r" % ev
+            assert keys[-2:] == ["level", "p_idx"], ev
+        for k in ("fhash", "exec_hash", "cmd_hash"):
+            if k in args:
+                assert args[k] in defined, "%s used before its definition: %r" % (k, ev)
+        if ev["name"] == "start" and ev["cat"] == "dftracer":
+            start = ev
+        if ev["name"] == "end" and ev["cat"] == "dftracer":
+            end = ev
+    head = [e["name"] for e in events[:3]]
+    assert head == ["HH", "SH", "SH"], head
+    assert start is not None, "no start event"
+    for k in ("version", "date", "ppid", "exec_hash", "cmd_hash", "clock_offset_ns"):
+        assert k in start["args"], "start lacks " + k
+    return start, end
+
+
+def check_footer(events):
+    end = events[-1]
+    assert end["name"] == "end" and end["cat"] == "dftracer", end
+    n = sum(1 for e in events if e["ph"] in ("X", "i", "C") and e["cat"] != "dftracer")
+    assert end["args"]["num_events"] == n, (end, n)
+    return end
+
+
+def user_events(events, ph="X"):
+    return [e for e in events if e["ph"] == ph and e["cat"] != "dftracer"]
+
+
+def check_nesting(events):
+    """level/p_idx per thread: the parent exists, is on the same thread, one level up, and
+    encloses the child in time."""
+    by_id = {e["id"]: e for e in events if e["ph"] == "X"}
+    for e in by_id.values():
+        a = e["args"]
+        if e["cat"] == "dftracer":
+            continue
+        if a["p_idx"] == -1:
+            assert a["level"] == 1, e
+            continue
+        p = by_id.get(a["p_idx"])
+        assert p is not None, "parent %d missing for %r" % (a["p_idx"], e)
+        assert p["tid"] == e["tid"], ("parent on another thread", p, e)
+        assert p["args"]["level"] == a["level"] - 1, (p, e)
+        assert p["ts"] <= e["ts"] and e["ts"] + e["dur"] <= p["ts"] + p["dur"], ("not enclosed", p, e)
+
+
+def only_file(directory, pattern=".pfw"):
+    files = [os.path.join(directory, f) for f in os.listdir(directory) if pattern in f]
+    assert len(files) == 1, files
+    return files[0]
