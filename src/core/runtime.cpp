@@ -594,6 +594,9 @@ uint64_t runtime::begin(node *n, int enable, const dftrace_arg *args, size_t nar
   if (!on) return 0;
   thread_state &ts = thread();
   if (!ts.w) return 0;
+  // The first use may have initialised the runtime just now (enabled by the environment),
+  // which applies the configuration's category switches: look again.
+  if (enable < 0 && !n->active.load(std::memory_order_relaxed)) return 0;
   activation a;
   a.id = next_id(ts);
   a.n = n;
@@ -855,9 +858,10 @@ void runtime::counter(node *n, std::string_view series, std::string_view json_va
 
 void runtime::metadata_line(std::string_view type, std::string_view name,
                             std::string_view json_value, bool with_hhash) {
-  if (!recording()) return;
+  // Not recording: nothing, unless the environment enabled tracing and this is the first use.
+  if (!recording() && !tree_.root()->active.load(std::memory_order_relaxed)) return;
   thread_state &ts = thread();
-  if (!ts.w) return;
+  if (!ts.w || !recording()) return;
   std::string line = "{\"id\":" + std::to_string(alloc_global_id()) + ",\"name\":" + json_quote(type) +
                      ",\"cat\":\"dftracer\"" + ts.pid_tid_c + ",\"ph\":\"M\",\"args\":{";
   if (with_hhash && !hhash_field_.empty()) line += hhash_field_ + ",";
@@ -867,6 +871,8 @@ void runtime::metadata_line(std::string_view type, std::string_view name,
 
 void runtime::mark(node *n, bool start) {
   if (!n || !n->active.load(std::memory_order_relaxed)) return;
+  thread();  // the first use may initialise (and switch this node off)
+  if (!n->active.load(std::memory_order_relaxed)) return;
   const uint64_t now = mono_ns();
   char buf[48];
   char *e = put_time(buf, now);
