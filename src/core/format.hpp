@@ -10,14 +10,29 @@
 
 namespace dftrace::detail {
 
+// Number of decimal digits of v (1..20), without divisions: log10 estimated from the bit
+// length (1233/4096 ~ log10(2)), then corrected by one comparison (pow10[0] is 0 so that
+// 0..9 come out as one digit).
+inline int decimal_digits(uint64_t v) {
+  static constexpr uint64_t pow10[20] = {0ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull,
+                                         10000000ull, 100000000ull, 1000000000ull, 10000000000ull,
+                                         100000000000ull, 1000000000000ull, 10000000000000ull,
+                                         100000000000000ull, 1000000000000000ull, 10000000000000000ull,
+                                         100000000000000000ull, 1000000000000000000ull,
+                                         10000000000000000000ull};
+  const int bits = 64 - __builtin_clzll(v | 1);
+  const int t = (bits * 1233) >> 12;  // floor(log10(2^bits)) approximation, 0..19
+  return t + 1 - (v < pow10[t]);
+}
+
 // Writes the decimal form of v at p; returns the end. p needs room for 20 bytes.
 inline char *write_u64(char *p, uint64_t v) {
   static constexpr char digits[201] =
       "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
       "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
       "8081828384858687888990919293949596979899";
-  char tmp[20];
-  char *t = tmp + 20;
+  char *const end = p + decimal_digits(v);
+  char *t = end;
   while (v >= 100) {
     const unsigned r = static_cast<unsigned>(v % 100) * 2;
     v /= 100;
@@ -31,9 +46,7 @@ inline char *write_u64(char *p, uint64_t v) {
   } else {
     *--t = static_cast<char>('0' + v);
   }
-  const size_t n = static_cast<size_t>(tmp + 20 - t);
-  std::memcpy(p, t, n);
-  return p + n;
+  return end;
 }
 
 inline char *write_i64(char *p, int64_t v) {

@@ -111,6 +111,19 @@ void for_each_entry(std::string_view frag, Fn fn) {
   }
 }
 
+// True if some key of `own` may also be a key of `frag` (a quick substring probe; an exact
+// check follows when it says yes).
+bool shares_a_key(std::string_view frag, std::string_view own) {
+  bool found = false;
+  for_each_entry(own, [&](std::string_view key, size_t b, size_t) {
+    if (found) return;
+    // the entry starts with "key": in both fragments
+    const std::string_view pattern = own.substr(b, key.size() + 3);
+    found = frag.find(pattern) != std::string_view::npos;
+  });
+  return found;
+}
+
 }  // namespace
 
 runtime &runtime::get() {
@@ -566,22 +579,66 @@ void runtime::set_fragment_arg(std::string &frag, size_t from, std::string_view 
 }
 
 void runtime::append_args(std::string &out, size_t from, const dftrace_arg *args, size_t nargs) {
-  char num[48];
+  // Written straight into `out` (the thread's scratch): no temporary strings on this path.
+  char key_buf[256];
   for (size_t i = 0; i < nargs; ++i) {
     const dftrace_arg &a = args[i];
     if (!a.key || !*a.key) continue;
-    std::string key = json_quote(safe_arg_key(a.key));
-    key = key.substr(1, key.size() - 2);
-    std::string value;
-    switch (a.type) {
-      case DFTRACE_ARG_INT: value.assign(num, write_i64(num, a.value.i)); break;
-      case DFTRACE_ARG_DOUBLE: value.assign(num, write_double(num, a.value.d)); break;
-      case DFTRACE_ARG_STRING: value = a.value.s ? json_quote(a.value.s) : "null"; break;
-      case DFTRACE_ARG_BOOL: value = a.value.b ? "true" : "false"; break;
-      case DFTRACE_ARG_UINT: value.assign(num, write_u64(num, a.value.u)); break;
-      default: continue;
+    const size_t klen = std::strlen(a.key);
+    std::string big_key;
+    std::string_view key;
+    const bool reserved = (klen == 5 && !std::memcmp(a.key, "hhash", 5)) ||
+                          (klen == 5 && !std::memcmp(a.key, "level", 5)) ||
+                          (klen == 5 && !std::memcmp(a.key, "p_idx", 5));
+    if (escaped_bound(klen) + 5 <= sizeof key_buf) {
+      char *k = key_buf;
+      if (reserved) k = static_cast<char *>(std::memcpy(k, "user_", 5)) + 5;
+      key = std::string_view(key_buf, static_cast<size_t>(escape_json(k, a.key, klen) - key_buf));
+    } else {
+      big_key = json_quote(a.key);
+      key = std::string_view(big_key).substr(1, big_key.size() - 2);
     }
-    set_fragment_arg(out, from, key, value);
+    // A key given twice: the later value wins (rare; only scans this region's own args).
+    if (out.size() > from) {
+      size_t cut_b = std::string::npos, cut_e = 0;
+      for_each_entry(std::string_view(out).substr(from), [&](std::string_view k, size_t b, size_t e) {
+        if (k == key && cut_b == std::string::npos) {
+          cut_b = from + b;
+          cut_e = from + e;
+        }
+      });
+      if (cut_b != std::string::npos) {
+        if (cut_e < out.size() && out[cut_e] == ',') ++cut_e;
+        else if (cut_b > from && out[cut_b - 1] == ',') --cut_b;
+        out.erase(cut_b, cut_e - cut_b);
+      }
+    }
+    if (out.size() > from) out += ',';
+    out += '"';
+    out.append(key.data(), key.size());
+    out += "\":";
+    char num[48];
+    switch (a.type) {
+      case DFTRACE_ARG_INT: out.append(num, write_i64(num, a.value.i)); break;
+      case DFTRACE_ARG_DOUBLE: out.append(num, write_double(num, a.value.d)); break;
+      case DFTRACE_ARG_BOOL: out += a.value.b ? "true" : "false"; break;
+      case DFTRACE_ARG_UINT: out.append(num, write_u64(num, a.value.u)); break;
+      case DFTRACE_ARG_STRING:
+        if (!a.value.s) {
+          out += "null";
+        } else {
+          const size_t n = std::strlen(a.value.s);
+          const size_t at = out.size();
+          out.resize(at + escaped_bound(n) + 2);
+          char *p = out.data() + at;
+          *p++ = '"';
+          p = escape_json(p, a.value.s, n);
+          *p++ = '"';
+          out.resize(static_cast<size_t>(p - out.data()));
+        }
+        break;
+      default: out += "null"; break;  // an unknown type from a newer header: keep JSON valid
+    }
   }
 }
 
@@ -640,36 +697,41 @@ void runtime::write_complete(thread_state &ts, const activation &a, uint64_t end
     p = put(p, args_head_);
     bool comma = !hhash_field_.empty();
     const size_t room = need - static_cast<size_t>(p - p0) - 64 - a.args_len;
-    if (own.empty()) {
-      char *q = comma ? p + 1 : p;
-      const long got = n->args.copy_to(q, room);
-      if (got < 0) {
-        need += static_cast<size_t>(-got);
-        continue;
-      }
-      if (got > 0) {
+    char *q = comma ? p + 1 : p;
+    const long got = n->args.copy_to(q, room);
+    if (got < 0) {
+      need += static_cast<size_t>(-got);
+      continue;
+    }
+    if (got > 0) {
+      std::string_view frag(q, static_cast<size_t>(got));
+      if (!own.empty() && shares_a_key(frag, own)) {
+        // Per-use arguments win over the node's: drop the node's entries they replace.
+        ts.tmp.assign(frag.data(), frag.size());
+        frag = ts.tmp;
+        char *w = q;
+        bool first = true;
+        for_each_entry(frag, [&](std::string_view key, size_t b, size_t e) {
+          bool replaced = false;
+          for_each_entry(own, [&](std::string_view k2, size_t, size_t) { replaced |= k2 == key; });
+          if (replaced) return;
+          if (!first) *w++ = ',';
+          std::memcpy(w, frag.data() + b, e - b);
+          w += e - b;
+          first = false;
+        });
+        if (w > q) {
+          if (comma) *p = ',';
+          p = w;
+          comma = true;
+        }
+      } else {
         if (comma) *p = ',';
         p = q + got;
         comma = true;
       }
-    } else {
-      // Per-use arguments win over the node's: drop the node's entries they replace.
-      ts.tmp.resize(room);
-      const long got = n->args.copy_to(ts.tmp.data(), room);
-      if (got < 0) {
-        need += static_cast<size_t>(-got);
-        continue;
-      }
-      const std::string_view frag(ts.tmp.data(), static_cast<size_t>(got));
-      for_each_entry(frag, [&](std::string_view key, size_t b, size_t e) {
-        bool replaced = false;
-        for_each_entry(own, [&](std::string_view k2, size_t, size_t) { replaced |= k2 == key; });
-        if (replaced) return;
-        if (comma) *p++ = ',';
-        std::memcpy(p, frag.data() + b, e - b);
-        p += e - b;
-        comma = true;
-      });
+    }
+    if (!own.empty()) {
       if (comma) *p++ = ',';
       std::memcpy(p, own.data(), own.size());
       p += own.size();

@@ -25,17 +25,14 @@ long arg_store::copy_to(char *dst, size_t room) const {
     if (s1 & 1u) continue;
     const block *b = block_.load(std::memory_order_acquire);
     const uint32_t n = len_.load(std::memory_order_relaxed);
-    if (n > room) {
-      if (seq_.load(std::memory_order_acquire) == s1) return -static_cast<long>(n);
+    if ((n + 7u) / 8u * 8u > room) {  // whole words are stored: room for the rounding too
+      if (seq_.load(std::memory_order_acquire) == s1) return -static_cast<long>((n + 7u) / 8u * 8u);
       continue;
     }
     const size_t words = std::min<size_t>((n + 7) / 8, b->words);
-    size_t done = 0;
     for (size_t i = 0; i < words; ++i) {
       const uint64_t w = b->data[i].load(std::memory_order_relaxed);
-      const size_t take = std::min<size_t>(8, n - done);
-      std::memcpy(dst + done, &w, take);
-      done += take;
+      std::memcpy(dst + 8 * i, &w, 8);  // fixed size: a store, not a call
     }
     std::atomic_thread_fence(std::memory_order_acquire);
     if (seq_.load(std::memory_order_relaxed) == s1) return static_cast<long>(n);

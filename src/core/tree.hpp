@@ -21,8 +21,9 @@ namespace dftrace::detail {
 class arg_store {
  public:
   arg_store();
-  // Readers: copies the fragment into dst if it fits in room; returns its length, or
-  // -(needed length) when room is too small. Never blocks for long.
+  // Readers: copies the fragment into dst if it fits in room (whole 8-byte words are stored,
+  // so up to 7 bytes past the fragment may be overwritten); returns its length, or -(room
+  // needed) when room is too small. Never blocks for long.
   long copy_to(char *dst, size_t room) const;
   size_t size_hint() const { return len_.load(std::memory_order_relaxed); }
   // Writer (holding the tree mutex).

@@ -42,6 +42,10 @@ uint64_t get_u64(const uint8_t *p) {
 }  // namespace
 
 struct member_encoder::state {
+  // Output scratch, grown on demand and never zero-filled (a vector::resize would memset the
+  // whole bound on every member).
+  std::unique_ptr<uint8_t[]> buf;
+  size_t cap = 0;
   z_stream zs{};
   bool zs_ready = false;
 #ifdef DFTRACE_HAVE_ISAL
@@ -153,11 +157,14 @@ member_encoder::~member_encoder() {
 bool member_encoder::encode(const char *text, size_t len, const member_stats &stats,
                             std::vector<char> &out) {
   if (len > 0xFFFFFFFFu - 1024) return false;  // the DT lengths are 32-bit
-  const size_t start = out.size();
   // Worst case of deflate is a little over the input; stored blocks add 5 bytes per 64 KiB.
   const size_t bound = len + len / 8 + 1024;
-  out.resize(start + k_member_header + bound + k_member_trailer);
-  auto *base = reinterpret_cast<uint8_t *>(out.data() + start);
+  const size_t need = k_member_header + bound + k_member_trailer;
+  if (state_->cap < need) {
+    state_->buf.reset(new uint8_t[need]);
+    state_->cap = need;
+  }
+  uint8_t *base = state_->buf.get();
   uint8_t *body = base + k_member_header;
   size_t body_len = 0;
   bool ok = false;
@@ -207,10 +214,7 @@ bool member_encoder::encode(const char *text, size_t len, const member_stats &st
       break;
     }
   }
-  if (!ok) {
-    out.resize(start);
-    return false;
-  }
+  if (!ok) return false;
   uint32_t crc;
 #ifdef DFTRACE_HAVE_ISAL
   crc = crc32_gzip_refl(0, reinterpret_cast<const unsigned char *>(text), len);
@@ -242,7 +246,7 @@ bool member_encoder::encode(const char *text, size_t len, const member_stats &st
   uint8_t *trailer = body + body_len;
   put_u32(trailer, crc);
   put_u32(trailer + 4, static_cast<uint32_t>(len));
-  out.resize(start + total);
+  out.insert(out.end(), reinterpret_cast<const char *>(base), reinterpret_cast<const char *>(base) + total);
   return true;
 }
 
