@@ -528,6 +528,32 @@ config load_config(const dftrace_options *options) {
   return c;
 }
 
+bool parse_gpu_kinds(const std::string &text, std::string *out, std::string *error) {
+  // Kept in step with src/gpu/README.md, which says what each kind records.
+  static const char *const known[] = {"kernel", "memcpy", "memset", "sync",
+                                      "runtime", "driver", "api_all", "all"};
+  std::string norm, item;
+  std::string t = text;
+  for (char &ch : t)
+    if (ch == '[' || ch == ']') ch = ' ';
+  std::istringstream in(t);
+  while (std::getline(in, item, ',')) {
+    item = lower(trim(item));
+    if (item.empty()) continue;
+    bool ok = false;
+    for (const char *k : known) ok |= item == k;
+    if (!ok) {
+      if (error)
+        *error = "has unknown kind '" + item +
+                 "' (known: kernel, memcpy, memset, sync, runtime, driver, api_all, all)";
+      return false;
+    }
+    norm += (norm.empty() ? "" : ",") + item;
+  }
+  if (out) *out = norm;
+  return true;
+}
+
 std::string describe(const config &cfg) {
   std::string out;
   for (const auto &e : table()) {
