@@ -291,9 +291,11 @@ bool translator::sync(const CUpti_ActivitySynchronization2 &r) {
   a.push_back(arg_s("type", sync_type_name(r.type)));
   if (device != k_no_stream) a.push_back(arg_i("device", device));
   if (r.streamId != CUPTI_SYNCHRONIZATION_INVALID_VALUE) a.push_back(arg_i("stream", r.streamId));
-  // A device never seen (no kernel, copy or context record yet) gets track slot 1023.
+  // The wait is the host's, and overlaps the work it waits for: on the stream's track it
+  // would cross that work's slices, so every sync goes on the device's own sync track. A
+  // device never seen (no kernel, copy or context record yet) gets device slot 1023.
   const uint32_t track_device = device == k_no_stream ? 1023u : device;
-  return emit(sync_node_, r.start, r.end, track_for(track_device, r.streamId), a, r.correlationId);
+  return emit(sync_node_, r.start, r.end, track_for(track_device, k_no_stream), a, r.correlationId);
 }
 
 bool translator::api(const CUpti_ActivityAPI &r, CUpti_CallbackDomain domain) {

@@ -100,6 +100,11 @@ def check(trace):
         f"{len(launches)} launch calls"
     syncs = [e for e in gpu if e["name"] == "sync" and e["args"]["type"] == "stream_synchronize"]
     assert len(syncs) == ITERATIONS, f"{len(syncs)} stream synchronisations"
+    for i, e in enumerate(sorted(syncs, key=lambda e: e["ts"])):
+        region = forward[i]
+        assert e["args"].get("host_region") == region["id"], f"sync {i} not tied to its region"
+        assert e["tid"] != track, "a sync shares the stream's track"
+        assert region["ts"] - SLACK_US <= e["ts"] <= region["ts"] + region["dur"] + SLACK_US
 
 
 if __name__ == "__main__":

@@ -358,7 +358,7 @@ TEST_F(GpuTranslate, PeerCopyMemsetAndSync) {
   EXPECT_EQ(get_str(syncs[0], "args", "type"), "stream_synchronize");
   EXPECT_EQ(get_int(syncs[0], "args", "device"), 2);
   EXPECT_EQ(get_int(syncs[0], "args", "stream"), 9);
-  EXPECT_EQ(get_int(syncs[0], "tid"), stream_track(2, 9));
+  EXPECT_EQ(get_int(syncs[0], "tid"), stream_track(2, k_no_stream));
   EXPECT_EQ(get_int(syncs[0], "dur"), 3);
   EXPECT_EQ(get_str(syncs[1], "args", "type"), "context_synchronize");
   EXPECT_FALSE(has(syncs[1], "args", "stream"));
