@@ -71,6 +71,35 @@ void BM_translate_kernel(benchmark::State &state) {
 }
 BENCHMARK(BM_translate_kernel);
 
+// The same with device.kernel switched off: the translator's own cost, without the core's
+// formatting and writing of the event.
+void BM_translate_kernel_node_off(benchmark::State &state) {
+  start_tracing();
+  dftrace_node_t *node = dftrace_node_find("device.kernel");
+  correlation_ring ring;
+  kinds k;
+  k.kernel = true;
+  translator tr(&ring, nullptr, k);
+  CUpti_ActivityKernel10 r;
+  std::memset(&r, 0, sizeof r);
+  r.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  r.name = "_Z10vector_addPKfS0_Pfi";
+  r.gridX = r.gridY = r.gridZ = r.blockX = r.blockY = r.blockZ = 1;
+  tr.translate(reinterpret_cast<const CUpti_Activity *>(&r));  // creates the nodes
+  dftrace_node_disable(dftrace_category("device"));
+  uint64_t t = dftrace_now_ns();
+  for (auto _ : state) {
+    r.start = t;
+    r.end = t + 5000;
+    t += 10000;
+    benchmark::DoNotOptimize(tr.translate(reinterpret_cast<const CUpti_Activity *>(&r)));
+  }
+  dftrace_node_enable(dftrace_category("device"));
+  (void)node;
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_translate_kernel_node_off);
+
 void BM_translate_memcpy(benchmark::State &state) {
   start_tracing();
   kinds k;
