@@ -12,9 +12,10 @@ namespace dftrace::detail {
 
 namespace {
 
-// The plugin interface of libdftrace_cupti (src/gpu/README.md): start with the kinds list,
-// stop (flush and drain). Both are safe to call more than once.
-using start_fn = int (*)(const char *kinds);
+// The plugin interface of libdftrace_cupti (src/gpu/README.md): start with the kinds list
+// and the log level (0 error .. 3 debug), stop (flush and drain). Both are safe to call more
+// than once.
+using start_fn = int (*)(const char *kinds, int log_level);
 using stop_fn = void (*)(void);
 
 std::atomic<stop_fn> g_stop{nullptr};
@@ -53,7 +54,7 @@ void start_extensions(const config &cfg) {
     return;
   }
   // The component reports its own failure (no GPU, no CUPTI) in one line.
-  if (start(cfg.gpu_kinds.c_str()) == 0) g_stop.store(stop);
+  if (start(cfg.gpu_kinds.c_str(), cfg.log_level) == 0) g_stop.store(stop);
 }
 
 void stop_extensions() noexcept {

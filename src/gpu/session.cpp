@@ -27,8 +27,12 @@ constexpr size_t k_buffer_bytes = 4u << 20;
 constexpr auto k_flush_every = std::chrono::seconds(2);
 constexpr auto k_stop_wait = std::chrono::seconds(20);
 
+std::atomic<int> g_log_level{1};  // 0 error, 1 warn (the default), 2 info, 3 debug
+
+// One warning line on stderr, unless log_level is "error".
 void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void say(const char *fmt, ...) {
+  if (g_log_level.load(std::memory_order_relaxed) < 1) return;
   char line[1024];
   va_list ap;
   va_start(ap, fmt);
@@ -206,11 +210,14 @@ using namespace dftrace::gpu;
 extern "C" {
 
 // Plugin entry point (src/gpu/README.md): start recording the kinds listed in `kinds_text`
-// (gpu.kinds). Called by the core each time tracing starts; later calls only update the
-// kinds and name the tracks again in the new file. 0 when recording, -1 otherwise (after
-// one line on stderr, once per process).
-__attribute__((visibility("default"))) int dftrace_cupti_start(const char *kinds_text) {
+// (gpu.kinds); `log_level` is the core's (0 error .. 3 debug). Called by the core each time
+// tracing starts, while it holds its initialisation lock: nothing here may call back into
+// dftrace (the worker thread does that later). Later calls only update the kinds and name
+// the tracks again in the new file. 0 when recording, -1 otherwise (after one line on
+// stderr, once per process).
+__attribute__((visibility("default"))) int dftrace_cupti_start(const char *kinds_text, int log_level) {
   try {
+    g_log_level.store(log_level);
     kinds k;
     std::string error;
     if (!parse_kinds(kinds_text && *kinds_text ? kinds_text : "kernel,memcpy,memset,sync,runtime",
