@@ -69,6 +69,9 @@ def main():
             p = run(prog, trace, env)
             assert p.returncode == 0, f"{label}: exit {p.returncode}: {p.stderr}"
             assert "done traced" in p.stdout, p.stdout
+            assert "gpu.cupti = true" in p.stdout, p.stdout
+            if label == "yaml":  # a YAML list reaches the component as a comma list
+                assert "gpu.kinds = kernel,memcpy  (yaml" in p.stdout, p.stdout
             lines = gpu_lines(p.stderr)
             if have_gpu and component:
                 assert not lines, f"{label}: unexpected GPU message with a GPU present: {lines}"

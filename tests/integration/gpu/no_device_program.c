@@ -2,6 +2,7 @@
  * where no GPU (or no CUPTI) is present: its regions must all reach the trace. */
 #include <dftrace/dftrace.h>
 #include <stdio.h>
+#include <string.h>
 
 int main(void) {
   dftrace_node_t *epoch = dftrace_node_find("pipeline.epoch");
@@ -16,5 +17,13 @@ int main(void) {
   }
   dftrace_region_end(e);
   printf("done %s\n", dftrace_is_enabled() ? "traced" : "untraced");
+  /* The effective gpu.* keys, for the checker: which layer set them, and to what. */
+  const char *config = dftrace_config_describe();
+  for (const char *p = config; p && *p;) {
+    const char *e = strchr(p, '\n');
+    const size_t len = e ? (size_t)(e - p) : strlen(p);
+    if (strncmp(p, "gpu.", 4) == 0) printf("%.*s\n", (int)len, p);
+    p = e ? e + 1 : p + len;
+  }
   return 0;
 }
