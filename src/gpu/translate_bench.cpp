@@ -4,6 +4,7 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <cstring>
 #include <string>
 #include <unistd.h>
@@ -20,7 +21,8 @@ void start_tracing() {
   static bool done = false;
   if (done) return;
   done = true;
-  static std::string path = "/tmp/dftrace-gpu-bench-" + std::to_string(::getpid()) + ".pfw.gz";
+  static std::string path = std::filesystem::temp_directory_path() /
+                            ("dftrace-gpu-bench-" + std::to_string(::getpid()) + ".pfw.gz");
   dftrace_options_t o;
   dftrace_options_init(&o);
   o.enable = 1;

@@ -6,6 +6,7 @@
 #include <zlib.h>
 
 #include <atomic>
+#include <filesystem>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -22,9 +23,9 @@ std::string g_path;
 
 void start_tracing() {
   if (!g_path.empty()) return;
-  char dir[] = "/tmp/dftrace-gpu-test-XXXXXX";
-  ASSERT_NE(::mkdtemp(dir), nullptr);
-  g_path = std::string(dir) + "/trace.pfw.gz";
+  std::string dir = std::filesystem::temp_directory_path() / "dftrace-gpu-test-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir.data()), nullptr);
+  g_path = dir + "/trace.pfw.gz";
   dftrace_options_t o;
   dftrace_options_init(&o);
   o.enable = 1;
