@@ -242,6 +242,13 @@ const std::vector<entry> &table() {
                          &config::posix, true));
     v.push_back(bool_key("io.stdio", "DFTRACE_IO_STDIO", "DFTRACER_DISABLE_STDIO", "true",
                          &config::stdio, true));
+    v.push_back(bool_key("gpu.cupti", "DFTRACE_GPU_CUPTI", nullptr, "false", &config::gpu_cupti));
+    v.push_back({{"gpu.kinds", "DFTRACE_GPU_KINDS", nullptr, "kernel,memcpy,memset,sync,runtime"},
+                 false,
+                 [](config &c, const std::string &s, std::string &why) {
+                   return parse_gpu_kinds(s, &c.gpu_kinds, &why);
+                 },
+                 [](const config &c) { return c.gpu_kinds; }});
     return v;
   }();
   return t;
@@ -339,6 +346,12 @@ void apply_yaml_node(config &c, const YAML::Node &node, const std::string &prefi
     if (!e || key == "config") {
       log(log_level::warn, "%s: unknown key '%s'%s; ignored", file.c_str(), key.c_str(),
           key == "config" ? " (the file can not name another file)" : suggestion(key).c_str());
+      continue;
+    }
+    if (key == "gpu.kinds" && value.IsSequence()) {  // [kernel, memcpy] as well as "kernel,memcpy"
+      std::string list;
+      for (const auto &item : value) list += (list.empty() ? "" : ",") + scalar_text(item);
+      apply(c, *e, list, "yaml " + file, file);
       continue;
     }
     if (!value.IsScalar() && !value.IsNull()) {
@@ -526,6 +539,32 @@ config load_config(const dftrace_options *options) {
     if (options->exec_name) c.exec_name = options->exec_name;
   }
   return c;
+}
+
+bool parse_gpu_kinds(const std::string &text, std::string *out, std::string *error) {
+  // Kept in step with src/gpu/README.md, which says what each kind records.
+  static const char *const known[] = {"kernel", "memcpy", "memset", "sync",
+                                      "runtime", "driver", "api_all", "all"};
+  std::string norm, item;
+  std::string t = text;
+  for (char &ch : t)
+    if (ch == '[' || ch == ']') ch = ' ';
+  std::istringstream in(t);
+  while (std::getline(in, item, ',')) {
+    item = lower(trim(item));
+    if (item.empty()) continue;
+    bool ok = false;
+    for (const char *k : known) ok |= item == k;
+    if (!ok) {
+      if (error)
+        *error = "has unknown kind '" + item +
+                 "' (known: kernel, memcpy, memset, sync, runtime, driver, api_all, all)";
+      return false;
+    }
+    norm += (norm.empty() ? "" : ",") + item;
+  }
+  if (out) *out = norm;
+  return true;
 }
 
 std::string describe(const config &cfg) {

@@ -40,6 +40,8 @@ struct config {
   bool posix = true;
   bool stdio = true;
   std::string exec_name;                // set by init arguments (e.g. the Python script)
+  bool gpu_cupti = false;               // load libdftrace_cupti and record GPU activity
+  std::string gpu_kinds = "kernel,memcpy,memset,sync,runtime";  // which GPU activity
 
   // Where each key's value came from: "default", "yaml <file>", "env <NAME>", "init".
   std::map<std::string, std::string> source;
@@ -59,6 +61,10 @@ bool parse_bool(const std::string &text, bool *out);
 bool parse_size(const std::string &text, size_t *out);      // 1048576, 64KiB, 1MiB, 1MB
 bool parse_duration(const std::string &text, double *out);  // 2, 2s, 500ms, 1.5
 int parse_log_level(const std::string &text);               // -1 if unknown
+
+// Checks a gpu.kinds list ("kernel,memcpy", "[kernel, memcpy]", "all"); on success the
+// normalised comma-separated list goes to *out.
+bool parse_gpu_kinds(const std::string &text, std::string *out, std::string *error);
 
 // One line per key: "key = value  (source)".
 std::string describe(const config &cfg);

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "core/extensions.hpp"
 #include "core/format.hpp"
 #include "core/hash.hpp"
 #include "core/log.hpp"
@@ -230,6 +231,7 @@ int runtime::init(const dftrace_options *options) {
     create_writer_locked();
     recording_.store(true);
     tree_.set_recording(true);
+    start_extensions(cfg_);
     return DFTRACE_OK;
   } catch (const std::exception &e) {
     log(log_level::error, "initialisation failed (%s); tracing is off", e.what());
@@ -284,6 +286,9 @@ void runtime::preload_enable() {
 }
 
 int runtime::finalize() {
+  // Components write what they still hold (GPU activity) while the trace is open; they call
+  // back into the runtime, so this runs before the lock is taken.
+  if (initialized_.load()) stop_extensions();
   std::lock_guard<std::mutex> lock(init_mutex_);
   if (!initialized_.load()) return DFTRACE_OK;
   recording_.store(false);
