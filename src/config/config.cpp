@@ -173,6 +173,20 @@ const std::vector<entry> &table() {
                          "DFTRACER_WRITE_BUFFER_SIZE", "65536", &config::buffer_bytes, 4096));
     v.push_back(size_key("output.queue_bytes", "DFTRACE_OUTPUT_QUEUE_BYTES", nullptr, "67108864",
                          &config::queue_bytes, 65536));
+    v.push_back({{"output.compress_threads", "DFTRACE_OUTPUT_COMPRESS_THREADS", nullptr, "2"},
+                 false,
+                 [](config &c, const std::string &s, std::string &why) {
+                   char *end = nullptr;
+                   const std::string t = trim(s);
+                   const long n = std::strtol(t.c_str(), &end, 10);
+                   if (t.empty() || *end || n < 1 || n > 64) {
+                     why = "is not a thread count (1 to 64)";
+                     return false;
+                   }
+                   c.compress_threads = static_cast<int>(n);
+                   return true;
+                 },
+                 [](const config &c) { return std::to_string(c.compress_threads); }});
     v.push_back({{"output.on_full", "DFTRACE_OUTPUT_ON_FULL", nullptr, "block"},
                  false,
                  [](config &c, const std::string &s, std::string &why) {

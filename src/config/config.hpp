@@ -27,6 +27,7 @@ struct config {
   size_t buffer_bytes = 64u << 10;      // per-thread chunk
   size_t queue_bytes = 64u << 20;       // most buffered text before on_full applies
   bool on_full_drop = false;            // false: block
+  int compress_threads = 2;             // members compressed at once when there is a backlog
   bool metadata = true;
   bool ns_precision = false;
   std::vector<std::pair<std::string, bool>> categories;  // in order; later wins

@@ -263,6 +263,7 @@ void runtime::create_writer_locked() {
   ws.chunk_bytes = std::min(cfg_.buffer_bytes, cfg_.member_bytes);
   ws.queue_bytes = std::max(cfg_.queue_bytes, 4 * cfg_.member_bytes);
   ws.drop_when_full = cfg_.on_full_drop;
+  ws.compress_threads = cfg_.compress_threads;
   ws.path = [this] { return file_path(); };
   ws.header = [this] { return header_text(); };
   writer_ = std::make_unique<writer>(std::move(ws));

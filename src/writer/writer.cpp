@@ -48,7 +48,6 @@ thread_local bool t_is_writer = false;
 
 writer::writer(writer_settings settings)
     : settings_(std::move(settings)), encoder_(settings_.kind, settings_.level) {
-  text_.reserve(settings_.member_bytes + settings_.chunk_bytes);
   out_.reserve(settings_.member_bytes / 2);
 }
 
@@ -59,6 +58,30 @@ writer::~writer() {
   }
   queue_cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  {
+    std::lock_guard<std::mutex> lock(helper_mutex_);
+    helper_stop_ = true;
+  }
+  helper_cv_.notify_all();
+  for (auto &h : helpers_)
+    if (h.joinable()) h.join();
+}
+
+writer::member &writer::assembling() {
+  if (!has_open_) {
+    if (open_ == members_.size()) {
+      members_.push_back(std::make_unique<member>());
+      members_.back()->text.reserve(settings_.member_bytes + settings_.chunk_bytes);
+    }
+    member &m = *members_[open_];
+    m.text.clear();
+    m.stats = member_stats{};
+    m.has_ts = false;
+    m.events = 0;
+    m.ok = false;
+    has_open_ = true;
+  }
+  return *members_[open_];
 }
 
 chunk *writer::new_chunk(size_t min_bytes) {
@@ -174,14 +197,16 @@ void writer::run() {
 void writer::append_lines(const char *p, size_t n, const member_stats &st, bool has_ts,
                           bool events) {
   if (n == 0) return;
-  if (!text_.empty() && text_.size() + n > settings_.member_bytes) emit_member();
-  text_.insert(text_.end(), p, p + n);
-  text_stats_.lines += st.lines;
-  if (events) text_events_ += st.lines;
+  if (has_open_ && !members_[open_]->text.empty() && members_[open_]->text.size() + n > settings_.member_bytes)
+    emit_member();
+  member &m = assembling();
+  m.text.insert(m.text.end(), p, p + n);
+  m.stats.lines += st.lines;
+  if (events) m.events += st.lines;
   if (has_ts) {
-    if (!text_has_ts_ || st.ts_min < text_stats_.ts_min) text_stats_.ts_min = st.ts_min;
-    if (!text_has_ts_ || st.ts_max > text_stats_.ts_max) text_stats_.ts_max = st.ts_max;
-    text_has_ts_ = true;
+    if (!m.has_ts || st.ts_min < m.stats.ts_min) m.stats.ts_min = st.ts_min;
+    if (!m.has_ts || st.ts_max > m.stats.ts_max) m.stats.ts_max = st.ts_max;
+    m.has_ts = true;
   }
 }
 
@@ -243,7 +268,8 @@ void writer::cycle(bool steal, bool crash) {
     member_stats st = scan_member_stats(p, n);
     append_lines(p, n, st, (st.ts_min | st.ts_max) != 0, true);
   }
-  if (!text_.empty()) emit_member();
+  if (has_open_) emit_member();
+  write_members(!crash);
 }
 
 bool writer::open_file() {
@@ -290,6 +316,40 @@ bool writer::write_all(const char *p, size_t n) {
 }
 
 void writer::emit_member() {
+  if (!has_open_) return;
+  has_open_ = false;
+  ++open_;
+}
+
+void writer::helper_run(size_t k) {
+  // Helper k of n compresses members k+1, k+1+(n+1), ... of each pass.
+  uint64_t seen = 0;
+  for (;;) {
+    size_t count;
+    {
+      std::unique_lock<std::mutex> lock(helper_mutex_);
+      helper_cv_.wait(lock, [&] { return helper_stop_ || helper_pass_ != seen; });
+      if (helper_stop_) return;
+      seen = helper_pass_;
+      count = helper_count_;
+    }
+    const size_t stride = helpers_.size() + 1;
+    for (size_t i = k + 1; i < count; i += stride) {
+      member &m = *members_[i];
+      m.out.clear();
+      m.ok = helper_encoders_[k]->encode(m.text.data(), m.text.size(), m.stats, m.out);
+    }
+    {
+      std::lock_guard<std::mutex> lock(helper_mutex_);
+      --helper_pending_;
+    }
+    helper_done_cv_.notify_all();
+  }
+}
+
+void writer::write_members(bool parallel) {
+  const size_t count = open_;
+  if (count == 0) return;
   if (!opened_ && !failed_) {
     if (open_file()) {
       // The header is its own first member.
@@ -303,26 +363,50 @@ void writer::emit_member() {
       }
     }
   }
-  bool ok = false;
-  if (fd_ >= 0 && !failed_) {
-    if (settings_.compress) {
-      out_.clear();
-      ok = encoder_.encode(text_.data(), text_.size(), text_stats_, out_) &&
-           write_all(out_.data(), out_.size());
-    } else {
-      ok = write_all(text_.data(), text_.size());
+  const bool writing = fd_ >= 0 && !failed_;
+  if (writing && settings_.compress) {
+    const int want_helpers = std::max(0, settings_.compress_threads - 1);
+    size_t stride = 1;
+    if (parallel && count > 1 && want_helpers > 0) {
+      if (helpers_.empty()) {
+        std::lock_guard<std::mutex> lock(helper_mutex_);
+        for (int h = 0; h < want_helpers; ++h)
+          helper_encoders_.push_back(std::make_unique<member_encoder>(settings_.kind, settings_.level));
+        for (int h = 0; h < want_helpers; ++h)
+          helpers_.emplace_back([this, h] { helper_run(static_cast<size_t>(h)); });
+      }
+      stride = helpers_.size() + 1;
+      std::lock_guard<std::mutex> lock(helper_mutex_);
+      helper_count_ = count;
+      helper_pending_ = static_cast<int>(helpers_.size());
+      ++helper_pass_;
+    }
+    if (stride > 1) helper_cv_.notify_all();
+    for (size_t i = 0; i < count; i += stride) {
+      member &m = *members_[i];
+      m.out.clear();
+      m.ok = encoder_.encode(m.text.data(), m.text.size(), m.stats, m.out);
+    }
+    if (stride > 1) {
+      std::unique_lock<std::mutex> lock(helper_mutex_);
+      helper_done_cv_.wait(lock, [&] { return helper_pending_ == 0; });
     }
   }
-  if (ok) {
-    events_written_.fetch_add(text_events_, std::memory_order_relaxed);
-    members_written_.fetch_add(1, std::memory_order_relaxed);
-  } else {
-    dropped_.fetch_add(text_events_, std::memory_order_relaxed);
+  for (size_t i = 0; i < count; ++i) {
+    member &m = *members_[i];
+    bool ok = false;
+    if (fd_ >= 0 && !failed_) {
+      if (settings_.compress) ok = m.ok && write_all(m.out.data(), m.out.size());
+      else ok = write_all(m.text.data(), m.text.size());
+    }
+    if (ok) {
+      events_written_.fetch_add(m.events, std::memory_order_relaxed);
+      members_written_.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      dropped_.fetch_add(m.events, std::memory_order_relaxed);
+    }
   }
-  text_.clear();
-  text_stats_ = member_stats{};
-  text_has_ts_ = false;
-  text_events_ = 0;
+  open_ = 0;
 }
 
 bool writer::flush() {
@@ -342,6 +426,7 @@ void writer::finish(const std::function<std::string()> &tail_fn) {
     const member_stats ts = scan_member_stats(tail.data(), tail.size());
     append_lines(tail.data(), tail.size(), ts, (ts.ts_min | ts.ts_max) != 0, false);
     emit_member();
+    write_members(true);
     finished_ = true;
     if (fd_ >= 0) {
       ::close(fd_);
@@ -381,6 +466,7 @@ void writer::crash_flush() {
 
 void writer::fork_prepare() {
   io_mutex_.lock();
+  helper_mutex_.lock();
   queue_mutex_.lock();
   meta_mutex_.lock();
   registry_mutex_.lock();
@@ -394,6 +480,7 @@ void writer::fork_parent() {
   registry_mutex_.unlock();
   meta_mutex_.unlock();
   queue_mutex_.unlock();
+  helper_mutex_.unlock();
   io_mutex_.unlock();
 }
 
@@ -413,12 +500,16 @@ void writer::fork_child(thread_buffer *survivor) {
     if (chunk *c = survivor->current.load(std::memory_order_relaxed)) c->reset();
     survivor->pos = 0;
   }
-  text_.clear();
-  text_stats_ = member_stats{};
-  text_has_ts_ = false;
-  text_events_ = 0;
-  // The parent's writer thread does not exist here: forget its handle without joining.
+  open_ = 0;
+  has_open_ = false;
+  // The parent's writer and helper threads do not exist here: forget their handles without
+  // joining (a joinable std::thread must not be destroyed).
   new (&thread_) std::thread();
+  for (auto &h : helpers_) new (&h) std::thread();
+  helpers_.clear();
+  helper_encoders_.clear();
+  helper_pending_ = 0;
+  helper_pass_ = 0;
   thread_started_ = false;
   stop_ = false;
   flush_wanted_ = false;
@@ -436,6 +527,7 @@ void writer::fork_child(thread_buffer *survivor) {
   registry_mutex_.unlock();
   meta_mutex_.unlock();
   queue_mutex_.unlock();
+  helper_mutex_.unlock();
   io_mutex_.unlock();
   if (!finished_) {
     std::lock_guard<std::mutex> lock(queue_mutex_);

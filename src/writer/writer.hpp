@@ -57,6 +57,9 @@ struct writer_settings {
   size_t chunk_bytes = 64u << 10;
   size_t queue_bytes = 64u << 20;
   bool drop_when_full = false;
+  // Members compressed at once when a pass has several (the writer thread plus helpers);
+  // helpers only run when there is a backlog.
+  int compress_threads = 2;
   // Called once when the file is first needed: its path, and the header text ("[\n" and
   // the header lines) that must come first.
   std::function<std::string()> path;
@@ -117,7 +120,12 @@ class writer {
   // thread's current chunk, into members. Caller holds io_mutex_.
   void cycle(bool steal, bool crash);
   void append_lines(const char *p, size_t n, const member_stats &st, bool has_ts, bool events);
+  // Closes the member being assembled; it is compressed and written by write_members().
   void emit_member();
+  // Compresses the closed members (in parallel when there are several) and writes them in
+  // order. `parallel` is false on the signal path.
+  void write_members(bool parallel);
+  void helper_run(size_t k);
   bool open_file();
   bool write_all(const char *p, size_t n);
   void recycle(chunk *c);
@@ -146,11 +154,29 @@ class writer {
   std::thread thread_;
   bool thread_started_ = false;  // guarded by queue_mutex_
 
-  // member being assembled (io_mutex_)
-  std::vector<char> text_;
-  member_stats text_stats_;
-  bool text_has_ts_ = false;
-  uint64_t text_events_ = 0;
+  // Members of the current pass (io_mutex_): [0, closed_) are closed, the last one may be
+  // being assembled. Buffers are reused from pass to pass.
+  struct member {
+    std::vector<char> text;
+    member_stats stats;
+    bool has_ts = false;
+    uint64_t events = 0;
+    std::vector<char> out;
+    bool ok = false;
+  };
+  std::vector<std::unique_ptr<member>> members_;
+  size_t open_ = 0;     // index of the member being assembled
+  bool has_open_ = false;
+  member &assembling();
+  // Helper compressors: they take members with an index of the pass's stride.
+  std::vector<std::thread> helpers_;
+  std::vector<std::unique_ptr<member_encoder>> helper_encoders_;
+  std::mutex helper_mutex_;
+  std::condition_variable helper_cv_, helper_done_cv_;
+  uint64_t helper_pass_ = 0;
+  size_t helper_count_ = 0;  // members in the pass
+  int helper_pending_ = 0;
+  bool helper_stop_ = false;
   std::vector<char> out_;
   std::vector<snap> snaps_;
   std::vector<chunk *> local_queue_;
