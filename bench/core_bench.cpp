@@ -94,8 +94,9 @@ void BM_update_two_args_10_descendants(benchmark::State &state) {
   }();
   int64_t step = 0;
   for (auto _ : state) {
-    dftrace_node_update_int(n, "epoch", step / 100);
-    dftrace_node_update_int(n, "step", step++);
+    const dftrace_arg_t args[] = {DFTRACE_ARG_I("epoch", step / 100), DFTRACE_ARG_I("step", step)};
+    dftrace_node_update_args(n, args, 2);
+    ++step;
   }
 }
 BENCHMARK(BM_update_two_args_10_descendants);

@@ -30,7 +30,7 @@ void produce(long events) {
     for (int k = 0; k < 64 && written < events; ++k) {
       dftrace_iter_fetch(&it);
       dftrace_iter_body(&it);
-      ai.compute.update("step", step++);
+      ai.update({{"step", step++}});
       { auto s = ai.data.item.scope({{"index", k}}); }
       { auto s = collate.scope(); }
       { auto s = ai.device.transfer.scope({{"bytes", 4194304}}); }

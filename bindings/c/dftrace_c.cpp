@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "config/config.hpp"
 #include "core/format.hpp"
@@ -195,6 +196,38 @@ void dftrace_node_update_bool(dftrace_node_t *n, const char *key, bool value) {
   if (!n || !key) return;
   guarded([&] { rt().nodes().update(N(n), key, value ? "true" : "false"); return 0; }, 0);
 }
+void dftrace_node_update_args(dftrace_node_t *n, const dftrace_arg_t *args, size_t nargs) {
+  if (!n || !args || !nargs) return;
+  guarded(
+      [&] {
+        std::vector<dftrace::detail::tree::change> changes;
+        changes.reserve(nargs);
+        for (size_t i = 0; i < nargs; ++i) {
+          const dftrace_arg_t &a = args[i];
+          if (!a.key) continue;
+          std::optional<std::string> v;
+          switch (a.type) {
+            case DFTRACE_ARG_INT: v = number(a.value.i); break;
+            case DFTRACE_ARG_DOUBLE: v = number(a.value.d); break;
+            case DFTRACE_ARG_BOOL: v = a.value.b ? "true" : "false"; break;
+            case DFTRACE_ARG_UINT: {
+              char buf[24];
+              v = std::string(buf, dftrace::detail::write_u64(buf, a.value.u));
+              break;
+            }
+            case DFTRACE_ARG_STRING:
+              if (a.value.s) v = json_quote(a.value.s);
+              break;
+            default: continue;
+          }
+          changes.emplace_back(a.key, std::move(v));
+        }
+        rt().nodes().update_many(N(n), changes);
+        return 0;
+      },
+      0);
+}
+
 void dftrace_node_update_remove(dftrace_node_t *n, const char *key) {
   if (!n || !key) return;
   guarded([&] { rt().nodes().update(N(n), key, std::nullopt); return 0; }, 0);

@@ -192,6 +192,10 @@ typedef struct dftrace_arg {
   } value;
 } dftrace_arg_t;
 
+/* Sets several arguments on a node and its whole subtree in one pass (pydftracer's
+ * update(epoch=, step=)). A DFTRACE_ARG_STRING whose value is NULL removes that key. */
+DFTRACE_API void dftrace_node_update_args(dftrace_node_t *node, const dftrace_arg_t *args, size_t nargs);
+
 /* ---------------------------------------------------------------- regions */
 
 /* A region in progress: returned by begin, passed to end. 0 means "not recorded" (node

@@ -351,6 +351,15 @@ class node {
 #endif
     return *this;
   }
+  // Several arguments in one pass: ai.update({{"epoch", e}, {"step", s}}).
+  const node &update(std::initializer_list<arg> args) const {
+#ifndef DFTRACE_DISABLE
+    dftrace_node_update_args(handle(), args.size() ? &args.begin()->value : nullptr, args.size());
+#else
+    (void)args;
+#endif
+    return *this;
+  }
   const node &remove(const char *key) const {
 #ifndef DFTRACE_DISABLE
     dftrace_node_update_remove(handle(), key);

@@ -54,16 +54,31 @@ void arg_store::store(std::string_view fragment) {
     blocks_.push_back(std::move(nb));
     block_.store(b, std::memory_order_release);
   }
-  for (size_t i = 0; i < need; ++i) {
-    uint64_t w = 0;
-    std::memcpy(&w, fragment.data() + i * 8, std::min<size_t>(8, fragment.size() - i * 8));
+  const size_t full = fragment.size() / 8;
+  for (size_t i = 0; i < full; ++i) {
+    uint64_t w;
+    std::memcpy(&w, fragment.data() + i * 8, 8);  // fixed size: a load, not a call
     b->data[i].store(w, std::memory_order_relaxed);
+  }
+  if (full < need) {
+    uint64_t w = 0;
+    std::memcpy(&w, fragment.data() + full * 8, fragment.size() - full * 8);
+    b->data[full].store(w, std::memory_order_relaxed);
   }
   len_.store(static_cast<uint32_t>(fragment.size()), std::memory_order_relaxed);
   seq_.store(s + 2, std::memory_order_release);
 }
 
 // ---------------------------------------------------------------- tree
+
+std::string escape_key(std::string_view key) {
+  for (unsigned char c : key)
+    if (c < 0x20 || c >= 0x80 || c == '"' || c == '\\') {
+      const std::string q = json_quote(key);
+      return q.substr(1, q.size() - 2);
+    }
+  return std::string(key);  // the common case: nothing to escape
+}
 
 std::string safe_arg_key(std::string_view key) {
   if (key == "hhash" || key == "level" || key == "p_idx") return "user_" + std::string(key);
@@ -128,8 +143,10 @@ node *tree::make_child(node *parent, std::string_view key, std::string event_nam
   n->user_enabled = parent->user_enabled;
   for (const auto &r : rules_)
     if (r.first == n->path) n->user_enabled = r.second;
-  n->arg_list = parent->arg_list;
-  rebuild_args(n.get());
+  n->same_args_as_parent = true;  // children start with exactly their parent's arguments
+  if (frags_.empty()) frags_.resize(1);
+  rebuild_args_into(effective_args(parent), frags_[0]);  // the parent's fragment
+  n->args.store(frags_[0]);
   n->active.store(n->user_enabled && recording_, std::memory_order_relaxed);
   node *raw = n.get();
   parent->children.push_back(std::move(n));
@@ -263,39 +280,73 @@ void tree::set_rules(std::vector<std::pair<std::string, bool>> rules) {
   }
 }
 
-void tree::rebuild_args(node *n) {
-  std::string frag;
-  for (const auto &kv : n->arg_list) {
+void tree::rebuild_args_into(const std::vector<std::pair<std::string, std::string>> &list, std::string &frag) {
+  frag.clear();  // capacity kept: no allocation once warm
+  for (const auto &kv : list) {
     if (!frag.empty()) frag += ',';
     frag += '"';
     frag += kv.first;
     frag += "\":";
     frag += kv.second;
   }
+}
+
+void tree::rebuild_args(node *n, std::string &frag) {
+  rebuild_args_into(n->arg_list, frag);
   n->args.store(frag);
 }
 
-void tree::update_locked(node *n, const std::string &key, const std::optional<std::string> &value) {
-  auto it = std::find_if(n->arg_list.begin(), n->arg_list.end(),
-                         [&](const auto &kv) { return kv.first == key; });
-  if (value) {
-    if (it != n->arg_list.end()) it->second = *value;
-    else n->arg_list.emplace_back(key, *value);
-  } else if (it != n->arg_list.end()) {
-    n->arg_list.erase(it);
+const std::vector<std::pair<std::string, std::string>> &tree::effective_args(const node *n) {
+  while (n->same_args_as_parent && n->parent) n = n->parent;
+  return n->arg_list;
+}
+
+void tree::update_locked(node *n, const std::vector<change> &changes, size_t depth,
+                         const std::string *parent_frag) {
+  if (frags_.size() <= depth + 1) frags_.resize(depth + 2);
+  if (parent_frag && n->same_args_as_parent) {
+    // Same arguments as the parent, which was just updated: take its fragment.
+    n->args.store(*parent_frag);
+    for (auto &c : n->children) update_locked(c.get(), changes, depth + 1, parent_frag);
+    return;
   }
-  rebuild_args(n);
-  for (auto &c : n->children) update_locked(c.get(), key, value);
+  for (const auto &[key, value] : changes) {
+    auto it = std::find_if(n->arg_list.begin(), n->arg_list.end(),
+                           [&](const auto &kv) { return kv.first == key; });
+    if (value) {
+      if (it != n->arg_list.end()) it->second.assign(*value);  // reuses the capacity
+      else n->arg_list.emplace_back(key, *value);
+    } else if (it != n->arg_list.end()) {
+      n->arg_list.erase(it);
+    }
+  }
+  rebuild_args(n, frags_[depth]);
+  for (auto &c : n->children) update_locked(c.get(), changes, depth + 1, &frags_[depth]);
+}
+
+void tree::update_many(node *n, const std::vector<change> &changes) {
+  if (!n || changes.empty()) return;
+  std::vector<change> escaped;
+  escaped.reserve(changes.size());
+  for (const auto &c : changes) {
+    if (c.first.empty()) continue;
+    escaped.emplace_back(escape_key(safe_arg_key(c.first)), c.second);  // stored escaped, unquoted
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  // The updated node now differs from its parent (unless it is the root); its descendants
+  // keep their relation to their own parents, since all of them get the same changes.
+  if (n->same_args_as_parent && n->parent) {
+    n->arg_list = effective_args(n->parent);  // it gets a list of its own now
+    n->same_args_as_parent = false;
+  }
+  update_locked(n, escaped, 0, nullptr);
 }
 
 void tree::update(node *n, std::string_view key, std::optional<std::string_view> json_value) {
   if (!n || key.empty()) return;
-  std::string k = json_quote(safe_arg_key(key));
-  k = k.substr(1, k.size() - 2);  // stored escaped, without quotes
-  std::optional<std::string> v;
-  if (json_value) v = std::string(*json_value);
-  std::lock_guard<std::mutex> lock(mu_);
-  update_locked(n, k, v);
+  std::vector<change> one;
+  one.emplace_back(std::string(key), json_value ? std::optional<std::string>(std::string(*json_value)) : std::nullopt);
+  update_many(n, one);
 }
 
 }  // namespace dftrace::detail

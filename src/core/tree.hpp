@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <deque>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -52,7 +53,11 @@ struct node {
   std::string name_cat;              // ,"name":"<name>","cat":"<cat>"  (escaped)
   arg_store args;                    // the fragment written into events
   // Ordered arguments (escaped key, JSON value), the source of `args`. Tree mutex.
+  // Only meaningful when !same_args_as_parent: a node that holds exactly its parent's
+  // arguments (inherited, and every later update reached both) keeps no list of its own and
+  // takes its parent's fragment on update; it gets a list when it is updated on its own.
   std::vector<std::pair<std::string, std::string>> arg_list;
+  bool same_args_as_parent = true;
   std::vector<std::unique_ptr<node>> children;
   std::atomic<node *> iter_node{nullptr};
   std::atomic<node *> block_node{nullptr};
@@ -75,6 +80,9 @@ class tree {
   void set_enabled(node *n, bool on);
   // Sets (value = JSON text) or removes (nullopt) an argument on n and its subtree.
   void update(node *n, std::string_view key, std::optional<std::string_view> json_value);
+  // Several at once, one pass over the subtree. Keys are raw (escaped here).
+  using change = std::pair<std::string, std::optional<std::string>>;
+  void update_many(node *n, const std::vector<change> &changes);
   // The process starts or stops recording: recomputes every node's `active`.
   void set_recording(bool on);
   // Category rules from the configuration, most specific path last.
@@ -87,8 +95,15 @@ class tree {
   node *find_locked(std::string_view path);
   void refresh_active(node *n);
   void set_enabled_locked(node *n, bool on);
-  void update_locked(node *n, const std::string &key, const std::optional<std::string> &value);
-  static void rebuild_args(node *n);
+  // parent_frag: the fragment just stored in n's parent (for nodes sharing its arguments).
+  void update_locked(node *n, const std::vector<change> &changes, size_t depth, const std::string *parent_frag);
+  // The arguments n holds (its own list, or the nearest ancestor's that it shares).
+  static const std::vector<std::pair<std::string, std::string>> &effective_args(const node *n);
+  void rebuild_args(node *n, std::string &frag);
+  static void rebuild_args_into(const std::vector<std::pair<std::string, std::string>> &list, std::string &frag);
+  // One reused buffer per depth (tree mutex); a deque, so that growing it keeps the
+  // references handed down the recursion valid.
+  std::deque<std::string> frags_;
 
   std::mutex mu_;
   std::unique_ptr<node> root_;
@@ -98,5 +113,7 @@ class tree {
 
 // Reserved argument keys that the core writes itself are renamed "user_<key>".
 std::string safe_arg_key(std::string_view key);
+// The escaped form of a key, without quotes.
+std::string escape_key(std::string_view key);
 
 }  // namespace dftrace::detail
