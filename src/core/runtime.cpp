@@ -601,18 +601,47 @@ void runtime::set_fragment_arg(std::string &frag, size_t from, std::string_view 
   frag.append(json_value.data(), json_value.size());
 }
 
+namespace {
+
+// A key that needs neither escaping nor renaming (the usual case: "bytes", "epoch"), so that
+// the hot path can use it as it is, without allocating.
+bool plain_key(const char *k, size_t *len) {
+  size_t n = 0;
+  for (; k[n]; ++n) {
+    const char c = k[n];
+    if (n >= 64 || !((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'))
+      return false;
+  }
+  *len = n;
+  const std::string_view v(k, n);
+  return n > 0 && v != "hhash" && v != "level" && v != "p_idx";
+}
+
+}  // namespace
+
 void runtime::append_args(std::string &out, size_t from, const dftrace_arg *args, size_t nargs) {
   char num[48];
   for (size_t i = 0; i < nargs; ++i) {
     const dftrace_arg &a = args[i];
     if (!a.key || !*a.key) continue;
-    std::string key = json_quote(safe_arg_key(a.key));
-    key = key.substr(1, key.size() - 2);
-    std::string value;
+    std::string key_storage;
+    std::string_view key;
+    size_t len = 0;
+    if (plain_key(a.key, &len)) {
+      key = std::string_view(a.key, len);
+    } else {
+      key_storage = json_quote(safe_arg_key(a.key));
+      key = std::string_view(key_storage).substr(1, key_storage.size() - 2);
+    }
+    std::string value_storage;
+    std::string_view value;
     switch (a.type) {
-      case DFTRACE_ARG_INT: value.assign(num, write_i64(num, a.value.i)); break;
-      case DFTRACE_ARG_DOUBLE: value.assign(num, write_double(num, a.value.d)); break;
-      case DFTRACE_ARG_STRING: value = a.value.s ? json_quote(a.value.s) : "null"; break;
+      case DFTRACE_ARG_INT: value = std::string_view(num, static_cast<size_t>(write_i64(num, a.value.i) - num)); break;
+      case DFTRACE_ARG_DOUBLE: value = std::string_view(num, static_cast<size_t>(write_double(num, a.value.d) - num)); break;
+      case DFTRACE_ARG_STRING:
+        value_storage = a.value.s ? json_quote(a.value.s) : "null";
+        value = value_storage;
+        break;
       case DFTRACE_ARG_BOOL: value = a.value.b ? "true" : "false"; break;
       default: continue;
     }
@@ -686,7 +715,7 @@ void runtime::write_complete(thread_state &ts, const activation &a, uint64_t end
       }
     } else {
       // Per-use arguments win over the node's: drop the node's entries they replace.
-      ts.tmp.resize(room);
+      if (ts.tmp.size() < room) ts.tmp.resize(room);  // no need to clear: copy_to overwrites
       const long got = n->args.copy_to(ts.tmp.data(), room);
       if (got < 0) {
         need += static_cast<size_t>(-got);
