@@ -98,7 +98,8 @@ void add_hwloc_properties(const std::vector<int> &cpus, std::vector<std::pair<st
   out->emplace_back("host_pus", std::to_string(hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU)));
   out->emplace_back("host_numa_nodes", std::to_string(hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE)));
   out->emplace_back("host_packages", std::to_string(hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PACKAGE)));
-  const bool bound = static_cast<int>(cpus.size()) < online_cpus();
+  // Bound: allowed fewer CPUs than the machine has (as hwloc sees it).
+  const bool bound = static_cast<int>(cpus.size()) < hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU);
   if (bound && numa.size() > 1) {
     std::string numa_text;
     for (size_t i = 0; i < numa.size(); ++i) numa_text += (i ? "," : "") + std::to_string(numa[i]);

@@ -11,6 +11,9 @@ Scenarios (first argument):
              sees, one core each, different cores, no affinity_warning.
   overlap    mpirun -np 2 --bind-to none taskset -c 0: both ranks on CPU 0, each writes an
              affinity_warning naming the other.
+  fake_host  hwloc reads two_numa_gpu.xml (HWLOC_XMLFILE) instead of this machine: 4 CPUs on 2
+             NUMA nodes and a GPU on node 1; the probe, run on CPUs 0-1, spans both nodes: PR
+             numa_node/package/host counts from that host, affinity_warning, gpu_numa.
 """
 import argparse
 import glob
@@ -99,15 +102,16 @@ def single_file(outdir):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("scenario", choices=["taskset", "unbound", "mpi_bind", "overlap"])
+    ap.add_argument("scenario", choices=["taskset", "unbound", "mpi_bind", "overlap", "fake_host"])
     ap.add_argument("--probe", required=True)
     ap.add_argument("--hwloc", type=int, default=1, help="1 when the build has hwloc")
+    ap.add_argument("--xml", help="two_numa_gpu.xml (fake_host)")
     a = ap.parse_args()
     outdir = tempfile.mkdtemp(prefix="dftrace-topo-")
     env = {"DFTRACE_ENABLE": "1", "DFTRACE_LOG_FILE": os.path.join(outdir, "t")}
     ncpu = os.cpu_count()
     allowed = sorted(os.sched_getaffinity(0))
-    if a.scenario in ("taskset", "mpi_bind") and len(allowed) < 2:
+    if a.scenario in ("taskset", "mpi_bind", "fake_host") and len(allowed) < 2:
         print("SKIPPED: needs at least 2 CPUs this process may use (has %s)" % allowed)
         sys.exit(SKIP)
     if a.scenario == "taskset":
@@ -138,6 +142,21 @@ def main():
             pkg = int(open("/sys/devices/system/cpu/cpu%d/topology/physical_package_id" % main_cpu).read())
             check(pr.get("package") == [pkg], "package %r, CPU %d is in package %d" % (pr.get("package"), main_cpu, pkg))
             check(not warnings, "unexpected affinity_warning %s" % warnings)
+    elif a.scenario == "fake_host":
+        if not a.hwloc:
+            print("SKIPPED: built without hwloc")
+            sys.exit(SKIP)
+        env["HWLOC_XMLFILE"] = a.xml
+        run(["taskset", "-c", "0,1", a.probe, "-1"], env)
+        ev = single_file(outdir)
+        pr, warnings = pr_lines(ev)
+        check(pr.get("core_affinity") == [0, 1], "core_affinity %r" % pr.get("core_affinity"))
+        for k, v in (("numa_node", [0, 1]), ("package", [0, 1]), ("host_cores", 4), ("host_pus", 4),
+                     ("host_numa_nodes", 2), ("host_packages", 2)):
+            check(pr.get(k) == v, "%s %r, the fake host gives %r" % (k, pr.get(k), v))
+        check(len(warnings) == 1 and "span NUMA nodes 0,1" in warnings[0], "affinity_warning %r" % warnings)
+        check(pr.get("gpu_numa") == [{"name": "cuda0", "pci": "0000:81:00.0", "numa_node": [1]}],
+              "gpu_numa %r" % pr.get("gpu_numa"))
     elif a.scenario == "unbound":
         if len(allowed) != ncpu:
             print("SKIPPED: this process is already bound to %s" % allowed)
