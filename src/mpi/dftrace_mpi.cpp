@@ -127,8 +127,7 @@ int env_int(const char *name, int fallback, int lo, int hi) {
 
 // Estimates this rank's offset to rank 0's trace clock: rank 0 answers each other rank's
 // pings in turn with its trace time; the round with the shortest round trip wins.
-void align_clocks(MPI_Comm world, int rank, int size) {
-  const int rounds = env_int("DFTRACE_MPI_CLOCK_ROUNDS", 10, 1, 1000);
+void align_clocks(MPI_Comm world, int rank, int size, int rounds) {
   MPI_Comm c;
   if (PMPI_Comm_dup(world, &c) != MPI_SUCCESS) return;
   const int tag = 7001;
@@ -219,11 +218,15 @@ void after_init() {
   if (PMPI_Comm_rank(MPI_COMM_WORLD, &rank) != MPI_SUCCESS || PMPI_Comm_size(MPI_COMM_WORLD, &size) != MPI_SUCCESS)
     return;
   dftrace_set_rank(rank, size);
-  // The exchanges below are collective: every rank takes part if any rank traces.
-  int want = dftrace_is_enabled() ? 1 : 0, any = 0;
-  if (PMPI_Allreduce(&want, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD) != MPI_SUCCESS || !any) return;
-  if (size > 1 && env_flag("DFTRACE_MPI_CLOCK_SYNC", true)) {
-    align_clocks(MPI_COMM_WORLD, rank, size);
+  // The exchanges below are collective, so the ranks agree first: every rank takes part if
+  // any rank traces; any rank switching the clock exchange off switches it off for all; the
+  // largest number of rounds asked for wins.
+  int mine[3] = {dftrace_is_enabled() ? 1 : 0, env_flag("DFTRACE_MPI_CLOCK_SYNC", true) ? 0 : 1,
+                 env_int("DFTRACE_MPI_CLOCK_ROUNDS", 10, 1, 1000)};
+  int all[3] = {0, 0, 0};
+  if (PMPI_Allreduce(mine, all, 3, MPI_INT, MPI_MAX, MPI_COMM_WORLD) != MPI_SUCCESS || !all[0]) return;
+  if (size > 1 && !all[1]) {
+    align_clocks(MPI_COMM_WORLD, rank, size, all[2]);
   } else {
     dftrace_process_property_int("clock_offset_ns", 0);
     dftrace_process_property_int("clock_offset_uncertainty_ns", 0);
