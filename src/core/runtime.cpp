@@ -582,7 +582,19 @@ void runtime::set_fragment_arg(std::string &frag, size_t from, std::string_view 
                                std::string_view json_value) {
   // key arrives escaped, without quotes
   size_t cut_b = std::string::npos, cut_e = 0;
-  for_each_entry(std::string_view(frag).substr(from), [&](std::string_view k, size_t b, size_t e) {
+  // An entry for key starts with "key": so, without that text, there is nothing to replace
+  // and the fragment need not be parsed (the usual case on the hot path).
+  char pattern[72];
+  bool maybe_present = true;
+  if (key.size() + 3 <= sizeof pattern) {
+    pattern[0] = '"';
+    std::memcpy(pattern + 1, key.data(), key.size());
+    pattern[key.size() + 1] = '"';
+    pattern[key.size() + 2] = ':';
+    maybe_present = std::string_view(frag).substr(from).find(std::string_view(pattern, key.size() + 3)) !=
+                    std::string_view::npos;
+  }
+  if (maybe_present) for_each_entry(std::string_view(frag).substr(from), [&](std::string_view k, size_t b, size_t e) {
     if (k == key && cut_b == std::string::npos) {
       cut_b = from + b;
       cut_e = from + e;
