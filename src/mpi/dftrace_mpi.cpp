@@ -238,6 +238,11 @@ void after_init() {
 // so that the PR lines written after MPI_Init land in the trace.
 dftrace_region_t begin_init() {
   dftrace_region_t r = dftrace_region_begin(g.mpi_init);
+  if (r && !dftrace_node_is_enabled(g.mpi_init)) {
+    // That first use read the configuration, which switches this node off (e.g. "-comm").
+    dftrace_region_cancel(r);
+    r = 0;
+  }
   if (!r && !dftrace_is_enabled() && dftrace_node_active_fast(g.root)) {
     // comm.mpi_init is switched off but tracing is on: start it through the root.
     dftrace_region_cancel(dftrace_region_begin(g.root));

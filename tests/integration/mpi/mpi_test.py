@@ -10,6 +10,8 @@ Scenarios (first argument):
            measured uncertainty, barriers line up after alignment and do not before.
   switch   DFTRACE_CATEGORIES=-comm.barrier,-comm.all_reduce.post: those events vanish, the
            others stay.
+  comm_off DFTRACE_CATEGORIES=-comm: no comm event at all (not even MPI_Init's), the compute
+           events and the rank/clock PR lines stay.
   python   2 ranks of Debian's mpi4py, libdftrace_mpi preloaded.
 With --cli PATH, also runs `dftrace merge` and `dftrace stat` over the per-rank files.
 """
@@ -227,7 +229,7 @@ def check_cli(cli, ranks, outdir, offsets):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("scenario", choices=["train", "skew", "switch", "python"])
+    ap.add_argument("scenario", choices=["train", "skew", "switch", "comm_off", "python"])
     ap.add_argument("--exe", help="mpi_train")
     ap.add_argument("--lib", help="libdftrace_mpi.so (python scenario)")
     ap.add_argument("--script", help="mpi4py program (python scenario)")
@@ -237,14 +239,25 @@ def main():
     outdir = tempfile.mkdtemp(prefix="dftrace-mpi-")
     env = {"DFTRACE_ENABLE": "1", "DFTRACE_LOG_FILE": os.path.join(outdir, "t")}
     epochs, steps = 2, 3
-    if a.scenario in ("train", "switch"):
+    if a.scenario in ("train", "switch", "comm_off"):
         np_ = 4
+        off = ()
         if a.scenario == "switch":
             env["DFTRACE_CATEGORIES"] = "-comm.barrier,-comm.all_reduce.post"
+            off = ("barrier", "all_reduce.post")
+        elif a.scenario == "comm_off":
+            env["DFTRACE_CATEGORIES"] = "-comm"
         run(MPIRUN + ["-np", str(np_), a.exe, str(epochs), str(steps)], env, outdir)
         ranks = load_ranks(outdir, "mpi_train", np_)
-        off = ("barrier", "all_reduce.post") if a.scenario == "switch" else ()
-        check_train(ranks, np_, epochs, steps, off)
+        if a.scenario == "comm_off":
+            for rank, r in ranks.items():
+                comm = [e for e in r["events"] if e.get("cat") == "comm"]
+                check(not comm, "rank %d: comm is off but %d comm events were written" % (rank, len(comm)))
+                fwd = [e for e in r["events"] if e.get("cat") == "compute" and e["name"] == "forward"]
+                check(len(fwd) == epochs * steps, "rank %d: %d forward events" % (rank, len(fwd)))
+                check("clock_offset_ns" in r["pr"], "rank %d: no clock_offset_ns with comm off" % rank)
+        else:
+            check_train(ranks, np_, epochs, steps, off)
         if a.scenario == "train":
             offsets = check_clock(ranks, -1, 0)
             if a.cli:
