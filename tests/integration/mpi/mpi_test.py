@@ -12,6 +12,7 @@ Scenarios (first argument):
            others stay.
   comm_off DFTRACE_CATEGORIES=-comm: no comm event at all (not even MPI_Init's), the compute
            events and the rank/clock PR lines stay.
+  disabled no DFTRACE_ENABLE: the program runs as without dftrace and no file is written.
   python   2 ranks of Debian's mpi4py, libdftrace_mpi preloaded.
 With --cli PATH, also runs `dftrace merge` and `dftrace stat` over the per-rank files.
 """
@@ -229,7 +230,7 @@ def check_cli(cli, ranks, outdir, offsets):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("scenario", choices=["train", "skew", "switch", "comm_off", "python"])
+    ap.add_argument("scenario", choices=["train", "skew", "switch", "comm_off", "disabled", "python"])
     ap.add_argument("--exe", help="mpi_train")
     ap.add_argument("--lib", help="libdftrace_mpi.so (python scenario)")
     ap.add_argument("--script", help="mpi4py program (python scenario)")
@@ -262,6 +263,13 @@ def main():
             offsets = check_clock(ranks, -1, 0)
             if a.cli:
                 check_cli(a.cli, ranks, outdir, offsets)
+    elif a.scenario == "disabled":
+        env["DFTRACE_ENABLE"] = "0"  # also overrides an enabling environment around ctest
+        out = run(MPIRUN + ["-np", "4", a.exe, str(epochs), str(steps)], env, outdir)
+        check(out.count(" done (checksum ") == 4, "the program's output changed:\n" + out)
+        check("dftrace" not in out, "dftrace printed something while disabled:\n" + out)
+        left = os.listdir(outdir)
+        check(not left, "tracing is off but files were written: %s" % left)
     elif a.scenario == "skew":
         np_, skew = 4, 5 * 10**9  # rank 1's clock runs 5 s ahead
         cmd = MPIRUN + ["-np", "1", a.exe, str(epochs), str(steps), ":",
