@@ -348,6 +348,10 @@ dftrace_region_t dftrace_region_current(void) {
 
 uint64_t dftrace_now_ns(void) { return dftrace::detail::mono_ns(); }
 
+uint64_t dftrace_trace_time_ns(void) {
+  return guarded([] { return dftrace::detail::mono_ns() + rt().epoch_offset_ns(); }, uint64_t{0});
+}
+
 void dftrace_event_complete(dftrace_node_t *n, uint64_t start_ns, uint64_t end_ns, int64_t track,
                             const dftrace_arg_t *args, size_t nargs) {
   if (!n || !N(n)->active.load(std::memory_order_relaxed)) return;

@@ -324,6 +324,12 @@ DFTRACE_API void dftrace_thread_name(const char *name);
 DFTRACE_API uint64_t dftrace_events_written(void);
 DFTRACE_API uint64_t dftrace_events_dropped(void);
 
+/* The current time in the trace's time base, in nanoseconds since the Unix epoch: what `ts`
+ * is written from (dftrace_now_ns() plus the epoch offset of the "start" event). Callable
+ * before initialisation (the offset is then fixed by this first call). For comparing clocks
+ * across processes (libdftrace_mpi's clock alignment). */
+DFTRACE_API uint64_t dftrace_trace_time_ns(void);
+
 /* ---------------------------------------------------------------- argument helpers */
 
 #define DFTRACE_ARG_I(k, v) \

@@ -18,6 +18,7 @@
 #include "core/hash.hpp"
 #include "core/log.hpp"
 #include "dftrace/dftrace.h"
+#include "topology/topology.hpp"
 
 namespace dftrace::detail {
 
@@ -143,8 +144,38 @@ void runtime::reset_process_info() {
   clock_gettime(CLOCK_MONOTONIC, &mono);
   const uint64_t rt_ns = static_cast<uint64_t>(rt.tv_sec) * 1000000000u + static_cast<uint64_t>(rt.tv_nsec);
   const uint64_t mono_now = static_cast<uint64_t>(mono.tv_sec) * 1000000000u + static_cast<uint64_t>(mono.tv_nsec);
-  if (epoch_offset_ns_ == 0) epoch_offset_ns_ = rt_ns - mono_now;  // kept across fork: one clock
+  if (epoch_offset_ns_ == 0) epoch_offset_ns_ = rt_ns - mono_now + test_clock_skew_ns();  // kept across fork: one clock
   start_mono_ = mono_now;
+}
+
+int64_t runtime::test_clock_skew_ns() {
+  // Test only: shifts this process's trace clock by a known amount, so that the MPI clock
+  // alignment can be checked against a known skew (src/mpi/README.md).
+  const char *v = std::getenv("DFTRACE_TEST_CLOCK_SKEW_NS");
+  if (!v || !*v) return 0;
+  char *end = nullptr;
+  const long long skew = std::strtoll(v, &end, 10);
+  if (*end) {
+    log(log_level::warn, "DFTRACE_TEST_CLOCK_SKEW_NS=%s is not an integer; ignored", v);
+    return 0;
+  }
+  return skew;
+}
+
+uint64_t runtime::epoch_offset_ns() {
+  // Before initialisation (MPI_Init may come first), fix the offset now: init keeps it.
+  if (__builtin_expect(epoch_offset_ns_ == 0, 0)) {
+    std::lock_guard<std::mutex> lock(init_mutex_);
+    if (epoch_offset_ns_ == 0) {
+      timespec rt, mono;
+      clock_gettime(CLOCK_REALTIME, &rt);
+      clock_gettime(CLOCK_MONOTONIC, &mono);
+      epoch_offset_ns_ = (static_cast<uint64_t>(rt.tv_sec) * 1000000000u + static_cast<uint64_t>(rt.tv_nsec)) -
+                         (static_cast<uint64_t>(mono.tv_sec) * 1000000000u + static_cast<uint64_t>(mono.tv_nsec)) +
+                         test_clock_skew_ns();
+    }
+  }
+  return epoch_offset_ns_;
 }
 
 int runtime::init(const dftrace_options *options) {
@@ -418,6 +449,8 @@ std::string runtime::header_text() {
     meta("PR", "rank", std::to_string(rank_));
     meta("PR", "size", std::to_string(size_));
   }
+  if (cfg_.core_affinity)
+    for (const auto &kv : topology_properties(pid_)) meta("PR", kv.first, kv.second);
   h += meta_prefix("process_name", pid_, header_id()) + "\"name\":" +
        json_quote(rank_ >= 0 ? "rank " + std::to_string(rank_) : exec_) + "}}\n";
   // The start event: version, date, parent, hashes and the clock mapping.
@@ -507,9 +540,12 @@ inline thread_state &runtime::thread() {
 
 void runtime::emit_thread_name(thread_state &ts, std::string_view name) {
   if (!ts.w) return;
+  // A thread bound to some CPUs says which (only the thread itself can ask cheaply).
+  const std::string cpus = cfg_.core_affinity ? thread_affinity_json() : std::string();
   ts.w->push_meta("{\"id\":" + std::to_string(alloc_global_id()) +
                   ",\"name\":\"thread_name\",\"cat\":\"dftracer\"" + ts.pid_tid_c +
-                  ",\"ph\":\"M\",\"args\":{\"name\":" + json_quote(name) + "}}\n");
+                  ",\"ph\":\"M\",\"args\":{\"name\":" + json_quote(name) +
+                  (cpus.empty() ? std::string() : ",\"core_affinity\":" + cpus) + "}}\n");
 }
 
 void runtime::thread_name(std::string_view name) {
@@ -565,7 +601,19 @@ void runtime::set_fragment_arg(std::string &frag, size_t from, std::string_view 
                                std::string_view json_value) {
   // key arrives escaped, without quotes
   size_t cut_b = std::string::npos, cut_e = 0;
-  for_each_entry(std::string_view(frag).substr(from), [&](std::string_view k, size_t b, size_t e) {
+  // An entry for key starts with "key": so, without that text, there is nothing to replace
+  // and the fragment need not be parsed (the usual case on the hot path).
+  char pattern[72];
+  bool maybe_present = true;
+  if (key.size() + 3 <= sizeof pattern) {
+    pattern[0] = '"';
+    std::memcpy(pattern + 1, key.data(), key.size());
+    pattern[key.size() + 1] = '"';
+    pattern[key.size() + 2] = ':';
+    maybe_present = std::string_view(frag).substr(from).find(std::string_view(pattern, key.size() + 3)) !=
+                    std::string_view::npos;
+  }
+  if (maybe_present) for_each_entry(std::string_view(frag).substr(from), [&](std::string_view k, size_t b, size_t e) {
     if (k == key && cut_b == std::string::npos) {
       cut_b = from + b;
       cut_e = from + e;
@@ -583,6 +631,10 @@ void runtime::set_fragment_arg(std::string &frag, size_t from, std::string_view 
   frag += "\":";
   frag.append(json_value.data(), json_value.size());
 }
+
+namespace {
+
+}  // namespace
 
 void runtime::append_args(std::string &out, size_t from, const dftrace_arg *args, size_t nargs) {
   // Written straight into `out` (the thread's scratch): no temporary strings on this path.

@@ -93,6 +93,10 @@ class runtime {
   uint64_t define_hash(int kind, std::string_view value);
   int set_rank(int rank, int size);
   void thread_name(std::string_view name);
+  // Realtime minus monotonic (plus the test skew): trace time = mono_ns() + this. Fixed at
+  // the first call or at init, whichever comes first.
+  uint64_t epoch_offset_ns();
+  static int64_t test_clock_skew_ns();
 
   // ---- process events
   void on_fork_prepare();

@@ -1,0 +1,611 @@
+// dftrace_mpi.cpp: the PMPI wrappers of libdftrace_mpi: rank and size at MPI_Init, clock
+// alignment to rank 0, the affinity check across ranks, and one comm event per MPI call.
+// Written only against dftrace.h (the C ABI) and MPI; see README.md for the event table.
+#include <mpi.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "dftrace/dftrace.h"
+
+namespace dftrace::mpi {
+
+namespace {
+
+// Node handles, looked up once when the library loads (libdftrace is loaded first: it is a
+// dependency). Handles live until exit, so the wrappers read them without locking.
+struct comm_nodes {
+  dftrace_node_t *root = nullptr, *mpi_init = nullptr, *mpi_finalize = nullptr;
+  dftrace_node_t *send = nullptr, *receive = nullptr, *barrier = nullptr, *bcast = nullptr;
+  dftrace_node_t *reduce = nullptr, *all_reduce = nullptr, *gather = nullptr, *all_gather = nullptr;
+  dftrace_node_t *scatter = nullptr, *reduce_scatter = nullptr, *all_to_all = nullptr;
+  dftrace_node_t *wait = nullptr;
+  // non-blocking: derived "<op>.post" nodes, so that switching an operation off covers both
+  dftrace_node_t *send_post = nullptr, *receive_post = nullptr, *barrier_post = nullptr;
+  dftrace_node_t *bcast_post = nullptr, *reduce_post = nullptr, *all_reduce_post = nullptr;
+  dftrace_node_t *gather_post = nullptr, *all_gather_post = nullptr, *scatter_post = nullptr;
+  dftrace_node_t *reduce_scatter_post = nullptr, *all_to_all_post = nullptr;
+};
+comm_nodes g;
+
+dftrace_node_t *op_node(dftrace_node_t *comm, const char *name, dftrace_node_t **post) {
+  dftrace_node_t *n = dftrace_node_child(comm, name);
+  if (post) *post = n ? dftrace_node_derive(n, "post") : nullptr;
+  return n;
+}
+
+__attribute__((constructor)) void on_load() {
+  g.root = dftrace_node_root();
+  dftrace_node_t *comm = dftrace_category("comm");
+  if (!comm) return;
+  g.mpi_init = dftrace_node_child(comm, "mpi_init");
+  g.mpi_finalize = dftrace_node_child(comm, "mpi_finalize");
+  g.wait = dftrace_node_child(comm, "wait");
+  g.send = op_node(comm, "send", &g.send_post);
+  g.receive = op_node(comm, "receive", &g.receive_post);
+  g.barrier = op_node(comm, "barrier", &g.barrier_post);
+  g.bcast = op_node(comm, "bcast", &g.bcast_post);
+  g.reduce = op_node(comm, "reduce", &g.reduce_post);
+  g.all_reduce = op_node(comm, "all_reduce", &g.all_reduce_post);
+  g.gather = op_node(comm, "gather", &g.gather_post);
+  g.all_gather = op_node(comm, "all_gather", &g.all_gather_post);
+  g.scatter = op_node(comm, "scatter", &g.scatter_post);
+  g.reduce_scatter = op_node(comm, "reduce_scatter", &g.reduce_scatter_post);
+  g.all_to_all = op_node(comm, "all_to_all", &g.all_to_all_post);
+}
+
+inline dftrace_arg_t arg(const char *key, int64_t v) {
+  dftrace_arg_t a;
+  a.key = key;
+  a.type = DFTRACE_ARG_INT;
+  a.value.i = v;
+  return a;
+}
+
+inline int64_t bytes_of(int64_t count, MPI_Datatype t) {
+  int size = 0;
+  if (count <= 0 || t == MPI_DATATYPE_NULL || PMPI_Type_size(t, &size) != MPI_SUCCESS) return 0;
+  return count * size;
+}
+
+inline int size_of(MPI_Comm c) {
+  int n = 0;
+  if (c == MPI_COMM_NULL || PMPI_Comm_size(c, &n) != MPI_SUCCESS) return 0;
+  return n;
+}
+
+inline int rank_in(MPI_Comm c) {
+  int r = 0;
+  if (c == MPI_COMM_NULL || PMPI_Comm_rank(c, &r) != MPI_SUCCESS) return 0;
+  return r;
+}
+
+inline int64_t sum_of(const int *counts, int n) {
+  int64_t s = 0;
+  if (counts)
+    for (int i = 0; i < n; ++i) s += counts[i];
+  return s;
+}
+
+// One event around one PMPI call. The arguments are built only when the node records.
+template <typename Args, typename Call>
+inline int traced(dftrace_node_t *node, Args make_args, Call call) {
+  if (!dftrace_node_active_fast(node)) return call();
+  const auto args = make_args();
+  const dftrace_region_t r = dftrace_region_begin_ex(node, DFTRACE_USE_NODE_STATE, args.data(), args.size());
+  const int rc = call();
+  dftrace_region_end(r);
+  return rc;
+}
+
+bool env_flag(const char *name, bool fallback) {
+  const char *v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  const std::string s(v);
+  if (s == "0" || s == "false" || s == "False" || s == "FALSE" || s == "no" || s == "off") return false;
+  return true;
+}
+
+int env_int(const char *name, int fallback, int lo, int hi) {
+  const char *v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  char *end = nullptr;
+  const long x = std::strtol(v, &end, 10);
+  if (*end || x < lo || x > hi) {
+    std::fprintf(stderr, "dftrace: %s=%s is not an integer in %d..%d; using %d\n", name, v, lo, hi, fallback);
+    return fallback;
+  }
+  return static_cast<int>(x);
+}
+
+// Estimates this rank's offset to rank 0's trace clock: rank 0 answers each other rank's
+// pings in turn with its trace time; the round with the shortest round trip wins.
+void align_clocks(MPI_Comm world, int rank, int size, int rounds) {
+  MPI_Comm c;
+  if (PMPI_Comm_dup(world, &c) != MPI_SUCCESS) return;
+  const int tag = 7001;
+  int64_t best_offset = 0, best_rtt = -1;
+  if (rank == 0) {
+    for (int r = 1; r < size; ++r) {
+      for (int k = 0; k < rounds; ++k) {
+        int64_t ping = 0;
+        PMPI_Recv(&ping, 1, MPI_INT64_T, r, tag, c, MPI_STATUS_IGNORE);
+        const int64_t now = static_cast<int64_t>(dftrace_trace_time_ns());
+        PMPI_Send(&now, 1, MPI_INT64_T, r, tag, c);
+      }
+    }
+    best_rtt = 0;
+  } else {
+    for (int k = 0; k < rounds; ++k) {
+      const int64_t t0 = static_cast<int64_t>(dftrace_trace_time_ns());
+      PMPI_Send(&t0, 1, MPI_INT64_T, 0, tag, c);
+      int64_t remote = 0;
+      PMPI_Recv(&remote, 1, MPI_INT64_T, 0, tag, c, MPI_STATUS_IGNORE);
+      const int64_t t1 = static_cast<int64_t>(dftrace_trace_time_ns());
+      const int64_t rtt = t1 - t0;
+      if (best_rtt < 0 || rtt < best_rtt) {
+        best_rtt = rtt;
+        best_offset = remote - (t0 + rtt / 2);
+      }
+    }
+  }
+  PMPI_Comm_free(&c);
+  dftrace_process_property_int("clock_offset_ns", best_offset);
+  dftrace_process_property_int("clock_offset_uncertainty_ns", (best_rtt + 1) / 2);
+  dftrace_process_property_int("clock_sync_rounds", rank == 0 ? 0 : rounds);
+}
+
+std::string cpu_text(const cpu_set_t &s) {
+  std::string t;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &s)) t += (t.empty() ? "" : ",") + std::to_string(c);
+  return t;
+}
+
+// Ranks on this host exchange their CPU masks; a bound rank that shares CPUs with another
+// bound rank says so in a PR affinity_warning line.
+void check_affinity(MPI_Comm world, int rank) {
+  MPI_Comm local;
+  if (PMPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local) != MPI_SUCCESS) return;
+  int lrank = 0, lsize = 1;
+  PMPI_Comm_rank(local, &lrank);
+  PMPI_Comm_size(local, &lsize);
+  dftrace_process_property_int("local_rank", lrank);
+  dftrace_process_property_int("local_size", lsize);
+  struct entry {
+    int world_rank;
+    cpu_set_t cpus;
+  } mine{};
+  mine.world_rank = rank;
+  CPU_ZERO(&mine.cpus);
+  const bool known = ::sched_getaffinity(0, sizeof mine.cpus, &mine.cpus) == 0;
+  std::vector<entry> all(static_cast<size_t>(lsize));
+  if (PMPI_Allgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, local) == MPI_SUCCESS && known) {
+    long online = ::sysconf(_SC_NPROCESSORS_ONLN);
+    auto bound = [online](const cpu_set_t &s) { return CPU_COUNT(&s) > 0 && CPU_COUNT(&s) < online; };
+    if (bound(mine.cpus)) {
+      std::string others;
+      cpu_set_t shared;
+      CPU_ZERO(&shared);
+      for (int i = 0; i < lsize; ++i) {
+        if (i == lrank || !bound(all[i].cpus)) continue;
+        cpu_set_t both;
+        CPU_AND(&both, &mine.cpus, &all[i].cpus);
+        if (CPU_COUNT(&both) == 0) continue;
+        CPU_OR(&shared, &shared, &both);
+        others += (others.empty() ? "" : ",") + std::to_string(all[i].world_rank);
+      }
+      if (!others.empty())
+        dftrace_process_property_string(
+            "affinity_warning", ("rank " + std::to_string(rank) + " shares CPUs " + cpu_text(shared) +
+                                 " with rank(s) " + others + " on this host")
+                                    .c_str());
+    }
+  }
+  PMPI_Comm_free(&local);
+}
+
+// After a successful MPI_Init: rank, size, clock offset, affinity.
+void after_init() {
+  int rank = 0, size = 1;
+  if (PMPI_Comm_rank(MPI_COMM_WORLD, &rank) != MPI_SUCCESS || PMPI_Comm_size(MPI_COMM_WORLD, &size) != MPI_SUCCESS)
+    return;
+  dftrace_set_rank(rank, size);
+  // The exchanges below are collective, so the ranks agree first: every rank takes part if
+  // any rank traces; any rank switching the clock exchange off switches it off for all; the
+  // largest number of rounds asked for wins.
+  int mine[3] = {dftrace_is_enabled() ? 1 : 0, env_flag("DFTRACE_MPI_CLOCK_SYNC", true) ? 0 : 1,
+                 env_int("DFTRACE_MPI_CLOCK_ROUNDS", 10, 1, 1000)};
+  int all[3] = {0, 0, 0};
+  if (PMPI_Allreduce(mine, all, 3, MPI_INT, MPI_MAX, MPI_COMM_WORLD) != MPI_SUCCESS || !all[0]) return;
+  if (size > 1 && !all[1]) {
+    align_clocks(MPI_COMM_WORLD, rank, size, all[2]);
+  } else {
+    dftrace_process_property_int("clock_offset_ns", 0);
+    dftrace_process_property_int("clock_offset_uncertainty_ns", 0);
+  }
+  check_affinity(MPI_COMM_WORLD, rank);
+}
+
+// The MPI_Init event. Its first use also initialises tracing when the environment enables it,
+// so that the PR lines written after MPI_Init land in the trace.
+dftrace_region_t begin_init() {
+  dftrace_region_t r = dftrace_region_begin(g.mpi_init);
+  if (r && !dftrace_node_is_enabled(g.mpi_init)) {
+    // That first use read the configuration, which switches this node off (e.g. "-comm").
+    dftrace_region_cancel(r);
+    r = 0;
+  }
+  if (!r && !dftrace_is_enabled() && dftrace_node_active_fast(g.root)) {
+    // comm.mpi_init is switched off but tracing is on: start it through the root.
+    dftrace_region_cancel(dftrace_region_begin(g.root));
+  }
+  return r;
+}
+
+}  // namespace
+
+}  // namespace dftrace::mpi
+
+using namespace dftrace::mpi;
+
+extern "C" {
+
+// ---------------------------------------------------------------- set-up
+
+int MPI_Init(int *argc, char ***argv) {
+  const dftrace_region_t r = begin_init();
+  const int rc = PMPI_Init(argc, argv);
+  dftrace_region_end(r);
+  if (rc == MPI_SUCCESS) after_init();
+  return rc;
+}
+
+int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
+  const dftrace_region_t r = begin_init();
+  if (r) dftrace_region_arg_int(r, "required", required);
+  const int rc = PMPI_Init_thread(argc, argv, required, provided);
+  if (r && provided) dftrace_region_arg_int(r, "provided", *provided);
+  dftrace_region_end(r);
+  if (rc == MPI_SUCCESS) after_init();
+  return rc;
+}
+
+int MPI_Finalize(void) {
+  const dftrace_region_t r = dftrace_region_begin(g.mpi_finalize);
+  const int rc = PMPI_Finalize();
+  dftrace_region_end(r);
+  // What is buffered reaches the file before the launcher may tear the process down.
+  if (dftrace_is_enabled()) dftrace_flush();
+  return rc;
+}
+
+// ---------------------------------------------------------------- point to point
+
+int MPI_Send(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm) {
+  return traced(
+      g.send,
+      [&] {
+        return std::array<dftrace_arg_t, 4>{arg("bytes", bytes_of(count, dt)), arg("peer", dest),
+                                            arg("tag", tag), arg("comm_size", size_of(comm))};
+      },
+      [&] { return PMPI_Send(buf, count, dt, dest, tag, comm); });
+}
+
+int MPI_Ssend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm) {
+  return traced(
+      g.send,
+      [&] {
+        return std::array<dftrace_arg_t, 4>{arg("bytes", bytes_of(count, dt)), arg("peer", dest),
+                                            arg("tag", tag), arg("comm_size", size_of(comm))};
+      },
+      [&] { return PMPI_Ssend(buf, count, dt, dest, tag, comm); });
+}
+
+int MPI_Recv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Comm comm, MPI_Status *status) {
+  if (!dftrace_node_active_fast(g.receive)) return PMPI_Recv(buf, count, dt, source, tag, comm, status);
+  // What arrived is known only afterwards: bytes, source and tag come from the status.
+  MPI_Status local;
+  MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
+  const dftrace_arg_t in[] = {arg("comm_size", size_of(comm))};
+  const dftrace_region_t r = dftrace_region_begin_ex(g.receive, DFTRACE_USE_NODE_STATE, in, 1);
+  const int rc = PMPI_Recv(buf, count, dt, source, tag, comm, st);
+  if (r) {
+    int got = 0;
+    if (rc != MPI_SUCCESS || PMPI_Get_count(st, MPI_BYTE, &got) != MPI_SUCCESS || got == MPI_UNDEFINED) got = 0;
+    const dftrace_arg_t out[] = {arg("bytes", got), arg("peer", rc == MPI_SUCCESS ? st->MPI_SOURCE : source),
+                                 arg("tag", rc == MPI_SUCCESS ? st->MPI_TAG : tag)};
+    dftrace_region_end_ex(r, out, 3);
+  }
+  return rc;
+}
+
+int MPI_Isend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm, MPI_Request *req) {
+  return traced(
+      g.send_post,
+      [&] {
+        return std::array<dftrace_arg_t, 4>{arg("bytes", bytes_of(count, dt)), arg("peer", dest),
+                                            arg("tag", tag), arg("comm_size", size_of(comm))};
+      },
+      [&] { return PMPI_Isend(buf, count, dt, dest, tag, comm, req); });
+}
+
+int MPI_Irecv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Comm comm, MPI_Request *req) {
+  return traced(
+      g.receive_post,
+      [&] {
+        return std::array<dftrace_arg_t, 4>{arg("bytes", bytes_of(count, dt)), arg("peer", source),
+                                            arg("tag", tag), arg("comm_size", size_of(comm))};
+      },
+      [&] { return PMPI_Irecv(buf, count, dt, source, tag, comm, req); });
+}
+
+// ---------------------------------------------------------------- completion
+
+int MPI_Wait(MPI_Request *req, MPI_Status *status) {
+  return traced(
+      g.wait, [&] { return std::array<dftrace_arg_t, 1>{arg("requests", 1)}; },
+      [&] { return PMPI_Wait(req, status); });
+}
+
+int MPI_Waitall(int count, MPI_Request reqs[], MPI_Status *statuses) {
+  return traced(
+      g.wait, [&] { return std::array<dftrace_arg_t, 1>{arg("requests", count)}; },
+      [&] { return PMPI_Waitall(count, reqs, statuses); });
+}
+
+int MPI_Waitany(int count, MPI_Request reqs[], int *index, MPI_Status *status) {
+  return traced(
+      g.wait, [&] { return std::array<dftrace_arg_t, 1>{arg("requests", count)}; },
+      [&] { return PMPI_Waitany(count, reqs, index, status); });
+}
+
+int MPI_Waitsome(int incount, MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[]) {
+  return traced(
+      g.wait, [&] { return std::array<dftrace_arg_t, 1>{arg("requests", incount)}; },
+      [&] { return PMPI_Waitsome(incount, reqs, outcount, indices, statuses); });
+}
+
+// ---------------------------------------------------------------- collectives
+
+int MPI_Barrier(MPI_Comm comm) {
+  return traced(
+      g.barrier, [&] { return std::array<dftrace_arg_t, 1>{arg("comm_size", size_of(comm))}; },
+      [&] { return PMPI_Barrier(comm); });
+}
+
+int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm) {
+  return traced(
+      g.bcast,
+      [&] {
+        return std::array<dftrace_arg_t, 3>{arg("bytes", bytes_of(count, dt)), arg("root", root),
+                                            arg("comm_size", size_of(comm))};
+      },
+      [&] { return PMPI_Bcast(buf, count, dt, root, comm); });
+}
+
+int MPI_Reduce(const void *sb, void *rb, int count, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm) {
+  return traced(
+      g.reduce,
+      [&] {
+        return std::array<dftrace_arg_t, 3>{arg("bytes", bytes_of(count, dt)), arg("root", root),
+                                            arg("comm_size", size_of(comm))};
+      },
+      [&] { return PMPI_Reduce(sb, rb, count, dt, op, root, comm); });
+}
+
+int MPI_Allreduce(const void *sb, void *rb, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
+  return traced(
+      g.all_reduce,
+      [&] { return std::array<dftrace_arg_t, 2>{arg("bytes", bytes_of(count, dt)), arg("comm_size", size_of(comm))}; },
+      [&] { return PMPI_Allreduce(sb, rb, count, dt, op, comm); });
+}
+
+int MPI_Gather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, int root, MPI_Comm comm) {
+  return traced(
+      g.gather,
+      [&] {
+        const int64_t b = sb == MPI_IN_PLACE ? bytes_of(rc, rt) : bytes_of(sc, st);
+        return std::array<dftrace_arg_t, 3>{arg("bytes", b), arg("root", root), arg("comm_size", size_of(comm))};
+      },
+      [&] { return PMPI_Gather(sb, sc, st, rb, rc, rt, root, comm); });
+}
+
+int MPI_Gatherv(const void *sb, int sc, MPI_Datatype st, void *rb, const int rcs[], const int displs[],
+                MPI_Datatype rt, int root, MPI_Comm comm) {
+  return traced(
+      g.gather,
+      [&] {
+        const int64_t b = sb == MPI_IN_PLACE ? bytes_of(rcs ? rcs[rank_in(comm)] : 0, rt) : bytes_of(sc, st);
+        return std::array<dftrace_arg_t, 3>{arg("bytes", b), arg("root", root), arg("comm_size", size_of(comm))};
+      },
+      [&] { return PMPI_Gatherv(sb, sc, st, rb, rcs, displs, rt, root, comm); });
+}
+
+int MPI_Allgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, MPI_Comm comm) {
+  return traced(
+      g.all_gather,
+      [&] {
+        const int64_t b = sb == MPI_IN_PLACE ? bytes_of(rc, rt) : bytes_of(sc, st);
+        return std::array<dftrace_arg_t, 2>{arg("bytes", b), arg("comm_size", size_of(comm))};
+      },
+      [&] { return PMPI_Allgather(sb, sc, st, rb, rc, rt, comm); });
+}
+
+int MPI_Allgatherv(const void *sb, int sc, MPI_Datatype st, void *rb, const int rcs[], const int displs[],
+                   MPI_Datatype rt, MPI_Comm comm) {
+  return traced(
+      g.all_gather,
+      [&] {
+        const int64_t b = sb == MPI_IN_PLACE ? bytes_of(rcs ? rcs[rank_in(comm)] : 0, rt) : bytes_of(sc, st);
+        return std::array<dftrace_arg_t, 2>{arg("bytes", b), arg("comm_size", size_of(comm))};
+      },
+      [&] { return PMPI_Allgatherv(sb, sc, st, rb, rcs, displs, rt, comm); });
+}
+
+int MPI_Scatter(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, int root, MPI_Comm comm) {
+  return traced(
+      g.scatter,
+      [&] {
+        const int64_t b = rb == MPI_IN_PLACE ? bytes_of(sc, st) : bytes_of(rc, rt);
+        return std::array<dftrace_arg_t, 3>{arg("bytes", b), arg("root", root), arg("comm_size", size_of(comm))};
+      },
+      [&] { return PMPI_Scatter(sb, sc, st, rb, rc, rt, root, comm); });
+}
+
+int MPI_Scatterv(const void *sb, const int scs[], const int displs[], MPI_Datatype st, void *rb, int rc,
+                 MPI_Datatype rt, int root, MPI_Comm comm) {
+  return traced(
+      g.scatter,
+      [&] {
+        const int64_t b = rb == MPI_IN_PLACE ? bytes_of(scs ? scs[rank_in(comm)] : 0, st) : bytes_of(rc, rt);
+        return std::array<dftrace_arg_t, 3>{arg("bytes", b), arg("root", root), arg("comm_size", size_of(comm))};
+      },
+      [&] { return PMPI_Scatterv(sb, scs, displs, st, rb, rc, rt, root, comm); });
+}
+
+int MPI_Reduce_scatter(const void *sb, void *rb, const int rcs[], MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
+  return traced(
+      g.reduce_scatter,
+      [&] {
+        const int n = size_of(comm);
+        return std::array<dftrace_arg_t, 2>{arg("bytes", bytes_of(sum_of(rcs, n), dt)), arg("comm_size", n)};
+      },
+      [&] { return PMPI_Reduce_scatter(sb, rb, rcs, dt, op, comm); });
+}
+
+int MPI_Reduce_scatter_block(const void *sb, void *rb, int rc, MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
+  return traced(
+      g.reduce_scatter,
+      [&] {
+        const int n = size_of(comm);
+        return std::array<dftrace_arg_t, 2>{arg("bytes", bytes_of(static_cast<int64_t>(rc) * n, dt)), arg("comm_size", n)};
+      },
+      [&] { return PMPI_Reduce_scatter_block(sb, rb, rc, dt, op, comm); });
+}
+
+int MPI_Alltoall(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, MPI_Comm comm) {
+  return traced(
+      g.all_to_all,
+      [&] {
+        const int n = size_of(comm);
+        const int64_t b = sb == MPI_IN_PLACE ? bytes_of(static_cast<int64_t>(rc) * n, rt)
+                                             : bytes_of(static_cast<int64_t>(sc) * n, st);
+        return std::array<dftrace_arg_t, 2>{arg("bytes", b), arg("comm_size", n)};
+      },
+      [&] { return PMPI_Alltoall(sb, sc, st, rb, rc, rt, comm); });
+}
+
+int MPI_Alltoallv(const void *sb, const int scs[], const int sdispls[], MPI_Datatype st, void *rb,
+                  const int rcs[], const int rdispls[], MPI_Datatype rt, MPI_Comm comm) {
+  return traced(
+      g.all_to_all,
+      [&] {
+        const int n = size_of(comm);
+        const int64_t b = sb == MPI_IN_PLACE ? bytes_of(sum_of(rcs, n), rt) : bytes_of(sum_of(scs, n), st);
+        return std::array<dftrace_arg_t, 2>{arg("bytes", b), arg("comm_size", n)};
+      },
+      [&] { return PMPI_Alltoallv(sb, scs, sdispls, st, rb, rcs, rdispls, rt, comm); });
+}
+
+// ---------------------------------------------------------------- non-blocking collectives
+
+int MPI_Ibarrier(MPI_Comm comm, MPI_Request *req) {
+  return traced(
+      g.barrier_post, [&] { return std::array<dftrace_arg_t, 1>{arg("comm_size", size_of(comm))}; },
+      [&] { return PMPI_Ibarrier(comm, req); });
+}
+
+int MPI_Ibcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm, MPI_Request *req) {
+  return traced(
+      g.bcast_post,
+      [&] {
+        return std::array<dftrace_arg_t, 3>{arg("bytes", bytes_of(count, dt)), arg("root", root),
+                                            arg("comm_size", size_of(comm))};
+      },
+      [&] { return PMPI_Ibcast(buf, count, dt, root, comm, req); });
+}
+
+int MPI_Ireduce(const void *sb, void *rb, int count, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm,
+                MPI_Request *req) {
+  return traced(
+      g.reduce_post,
+      [&] {
+        return std::array<dftrace_arg_t, 3>{arg("bytes", bytes_of(count, dt)), arg("root", root),
+                                            arg("comm_size", size_of(comm))};
+      },
+      [&] { return PMPI_Ireduce(sb, rb, count, dt, op, root, comm, req); });
+}
+
+int MPI_Iallreduce(const void *sb, void *rb, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm, MPI_Request *req) {
+  return traced(
+      g.all_reduce_post,
+      [&] { return std::array<dftrace_arg_t, 2>{arg("bytes", bytes_of(count, dt)), arg("comm_size", size_of(comm))}; },
+      [&] { return PMPI_Iallreduce(sb, rb, count, dt, op, comm, req); });
+}
+
+int MPI_Igather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, int root, MPI_Comm comm,
+                MPI_Request *req) {
+  return traced(
+      g.gather_post,
+      [&] {
+        const int64_t b = sb == MPI_IN_PLACE ? bytes_of(rc, rt) : bytes_of(sc, st);
+        return std::array<dftrace_arg_t, 3>{arg("bytes", b), arg("root", root), arg("comm_size", size_of(comm))};
+      },
+      [&] { return PMPI_Igather(sb, sc, st, rb, rc, rt, root, comm, req); });
+}
+
+int MPI_Iallgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, MPI_Comm comm,
+                   MPI_Request *req) {
+  return traced(
+      g.all_gather_post,
+      [&] {
+        const int64_t b = sb == MPI_IN_PLACE ? bytes_of(rc, rt) : bytes_of(sc, st);
+        return std::array<dftrace_arg_t, 2>{arg("bytes", b), arg("comm_size", size_of(comm))};
+      },
+      [&] { return PMPI_Iallgather(sb, sc, st, rb, rc, rt, comm, req); });
+}
+
+int MPI_Iscatter(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, int root, MPI_Comm comm,
+                 MPI_Request *req) {
+  return traced(
+      g.scatter_post,
+      [&] {
+        const int64_t b = rb == MPI_IN_PLACE ? bytes_of(sc, st) : bytes_of(rc, rt);
+        return std::array<dftrace_arg_t, 3>{arg("bytes", b), arg("root", root), arg("comm_size", size_of(comm))};
+      },
+      [&] { return PMPI_Iscatter(sb, sc, st, rb, rc, rt, root, comm, req); });
+}
+
+int MPI_Ireduce_scatter_block(const void *sb, void *rb, int rc, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
+                              MPI_Request *req) {
+  return traced(
+      g.reduce_scatter_post,
+      [&] {
+        const int n = size_of(comm);
+        return std::array<dftrace_arg_t, 2>{arg("bytes", bytes_of(static_cast<int64_t>(rc) * n, dt)), arg("comm_size", n)};
+      },
+      [&] { return PMPI_Ireduce_scatter_block(sb, rb, rc, dt, op, comm, req); });
+}
+
+int MPI_Ialltoall(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, MPI_Comm comm,
+                  MPI_Request *req) {
+  return traced(
+      g.all_to_all_post,
+      [&] {
+        const int n = size_of(comm);
+        const int64_t b = sb == MPI_IN_PLACE ? bytes_of(static_cast<int64_t>(rc) * n, rt)
+                                             : bytes_of(static_cast<int64_t>(sc) * n, st);
+        return std::array<dftrace_arg_t, 2>{arg("bytes", b), arg("comm_size", n)};
+      },
+      [&] { return PMPI_Ialltoall(sb, sc, st, rb, rc, rt, comm, req); });
+}
+
+}  // extern "C"

@@ -1,0 +1,310 @@
+#!/usr/bin/python3
+"""mpi_test.py: runs real MPI programs under mpirun with libdftrace_mpi and checks their traces.
+
+Scenarios (first argument):
+  train    4 ranks of mpi_train: one file per rank, rank/size/process_name, every MPI call's
+           event with the bytes, peers, roots and tags the program used (recomputed here from
+           the program's pattern), sends matching receives across ranks, nesting in the tree.
+  skew     the same with rank 1's trace clock skewed by a known amount
+           (DFTRACE_TEST_CLOCK_SKEW_NS): the estimated offset recovers the skew within the
+           measured uncertainty, barriers line up after alignment and do not before.
+  switch   DFTRACE_CATEGORIES=-comm.barrier,-comm.all_reduce.post: those events vanish, the
+           others stay.
+  comm_off DFTRACE_CATEGORIES=-comm: no comm event at all (not even MPI_Init's), the compute
+           events and the rank/clock PR lines stay.
+  disabled no DFTRACE_ENABLE: the program runs as without dftrace and no file is written.
+  python   2 ranks of Debian's mpi4py, libdftrace_mpi preloaded.
+With --cli PATH, also runs `dftrace merge` and `dftrace stat` over the per-rank files.
+"""
+import argparse
+import glob
+import gzip
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+MPIRUN = ["mpirun", "--oversubscribe", "--allow-run-as-root"]
+
+
+def fail(msg):
+    print("FAIL: " + msg)
+    sys.exit(1)
+
+
+def check(cond, msg):
+    if not cond:
+        fail(msg)
+
+
+def read_trace(path):
+    """Returns the JSON objects of a .pfw.gz file (every line but the brackets)."""
+    out = []
+    with gzip.open(path, "rt") as f:
+        for line in f:
+            line = line.strip()
+            if line in ("[", "]", ""):
+                continue
+            out.append(json.loads(line))
+    return out
+
+
+def props(events):
+    """PR lines as {name: value} (a repeated key keeps its last value) and all affinity warnings."""
+    pr, warnings = {}, []
+    for e in events:
+        if e.get("ph") == "M" and e["name"] == "PR":
+            pr[e["args"]["name"]] = e["args"]["value"]
+            if e["args"]["name"] == "affinity_warning":
+                warnings.append(e["args"]["value"])
+    return pr, warnings
+
+
+def run(cmd, env_extra, cwd):
+    env = dict(os.environ)
+    env.update(env_extra)
+    env.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")
+    p = subprocess.run(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True, timeout=120)
+    if p.returncode != 0:
+        print(p.stdout)
+        fail("command failed (%d): %s" % (p.returncode, " ".join(cmd)))
+    return p.stdout
+
+
+def load_ranks(outdir, exe, np_):
+    files = sorted(glob.glob(os.path.join(outdir, "t-%s-*-app.pfw.gz" % exe)))
+    check(len(files) == np_, "expected %d trace files, found %s" % (np_, files))
+    ranks = {}
+    for f in files:
+        m = re.search(r"-%s-(\d+)-(\d+)-app\.pfw\.gz$" % re.escape(exe), f)
+        check(m is not None, "file name has no rank: " + f)
+        ev = read_trace(f)
+        pr, _ = props(ev)
+        r = int(m.group(1))
+        check(pr.get("rank") == r, "%s: PR rank %r, file name says %d" % (f, pr.get("rank"), r))
+        check(pr.get("size") == np_, "%s: PR size %r, expected %d" % (f, pr.get("size"), np_))
+        names = [e["args"]["name"] for e in ev if e.get("name") == "process_name"]
+        check(("rank %d" % r) in names, "%s: no process_name 'rank %d' (%s)" % (f, r, names))
+        check(r not in ranks, "two files for rank %d" % r)
+        ranks[r] = {"file": f, "events": ev, "pr": pr}
+    check(sorted(ranks) == list(range(np_)), "ranks %s" % sorted(ranks))
+    return ranks
+
+
+def comm_events(ev, name):
+    return [e for e in ev if e.get("ph") == "X" and e.get("cat") == "comm" and e["name"] == name]
+
+
+def expect_calls(r, rank, name, n, **want):
+    got = comm_events(r["events"], name)
+    check(len(got) == n, "rank %d: %d '%s' events, expected %d" % (rank, len(got), name, n))
+    for e in got:
+        for k, v in want.items():
+            check(e["args"].get(k) == v, "rank %d: '%s' has %s=%r, expected %r" % (rank, name, k, e["args"].get(k), v))
+    return got
+
+
+def check_train(ranks, np_, epochs, steps, switched_off=()):
+    """Recomputes from mpi_train.cpp's pattern what each rank must have recorded."""
+    es = epochs * steps
+    sent = {}  # (src, dst, tag) -> bytes, from send events; matched against receives
+    for rank, r in ranks.items():
+        ev = r["events"]
+        partner = rank ^ 1
+        calls = {
+            "mpi_init": (1, {}),
+            "mpi_finalize": (1, {}),
+            "bcast": (epochs, dict(bytes=16, root=0, comm_size=np_)),
+            "all_reduce": (es, dict(bytes=4096, comm_size=np_)),
+            "send": (es, dict(bytes=8 * (64 + rank), peer=partner, comm_size=np_)),
+            "receive": (es, dict(bytes=8 * (64 + partner), peer=partner, comm_size=np_)),
+            "receive.post": (es, dict(bytes=4 * (100 + np_), peer=(rank + np_ - 1) % np_, tag=20)),
+            "send.post": (es, dict(bytes=4 * (100 + rank), peer=(rank + 1) % np_, tag=20)),
+            "all_reduce.post": (es, dict(bytes=1024, comm_size=np_)),
+            "wait": (2 * es, {}),
+            "gather": (epochs, dict(bytes=16, root=0, comm_size=np_)),
+            "all_gather": (epochs, dict(bytes=16, comm_size=np_)),
+            "scatter": (epochs, dict(bytes=40, root=np_ - 1, comm_size=np_)),
+            "reduce": (epochs, dict(bytes=8, root=1 % np_, comm_size=np_)),
+            "reduce_scatter": (epochs, dict(bytes=28 * np_, comm_size=np_)),
+            "all_to_all": (epochs, dict(bytes=12 * np_, comm_size=np_)),
+            "barrier": (epochs, dict(comm_size=np_)),
+        }
+        for name, (n, want) in calls.items():
+            expect_calls(r, rank, name, 0 if name in switched_off else n, **want)
+        waits = sorted(e["args"]["requests"] for e in comm_events(ev, "wait"))
+        check(waits == sorted([1] * es + [2] * es), "rank %d: wait request counts %s" % (rank, waits))
+        # tags of the blocking exchange: 1000 + step, once per epoch
+        tags = sorted(e["args"]["tag"] for e in comm_events(ev, "send"))
+        check(tags == sorted([1000 + s for s in range(steps)] * epochs), "rank %d: send tags %s" % (rank, tags))
+        for e in comm_events(ev, "send"):
+            key = (rank, e["args"]["peer"], e["args"]["tag"])
+            sent[key] = sent.get(key, 0) + e["args"]["bytes"]
+        # The tree: compute events and the epoch scope around the MPI calls.
+        for name, n in (("forward", es), ("backward", es), ("step", es)):
+            got = [e for e in ev if e.get("cat") == "compute" and e["name"] == name]
+            check(len(got) == n, "rank %d: %d '%s' events, expected %d" % (rank, len(got), name, n))
+        epochs_ev = [e for e in ev if e.get("cat") == "pipeline" and e["name"] == "epoch"]
+        check(len(epochs_ev) == epochs, "rank %d: %d epoch events" % (rank, len(epochs_ev)))
+        epoch_ids = {e["id"] for e in epochs_ev}
+        for e in comm_events(ev, "all_reduce"):
+            check(e["args"]["p_idx"] in epoch_ids and e["args"]["level"] == 2,
+                  "rank %d: all_reduce not nested in an epoch: %s" % (rank, e))
+            check("step" in e["args"] and "epoch" in e["args"], "rank %d: all_reduce lacks step/epoch" % rank)
+    # Every byte sent shows up as received by the peer, under the same tag.
+    for rank, r in ranks.items():
+        for e in comm_events(r["events"], "receive"):
+            key = (e["args"]["peer"], rank, e["args"]["tag"])
+            sent[key] = sent.get(key, 0) - e["args"]["bytes"]
+    bad = {k: v for k, v in sent.items() if v != 0}
+    check(not bad, "sent and received bytes differ: %s" % bad)
+
+
+def barrier_spread_us(ranks, offsets):
+    """For each barrier (in order), max(start) - min(end) over the ranks after adding offsets;
+    a barrier's intervals must overlap, so this is <= 0 up to clock error."""
+    per_rank = {r: sorted(comm_events(v["events"], "barrier"), key=lambda e: e["ts"]) for r, v in ranks.items()}
+    n = min(len(v) for v in per_rank.values())
+    spreads = []
+    for k in range(n):
+        starts = [per_rank[r][k]["ts"] + offsets[r] / 1000.0 for r in ranks]
+        ends = [per_rank[r][k]["ts"] + per_rank[r][k]["dur"] + offsets[r] / 1000.0 for r in ranks]
+        spreads.append(max(starts) - min(ends))
+    return spreads
+
+
+def check_clock(ranks, skew_rank, skew_ns):
+    tol_ns = 50000  # reading the two clocks that make the epoch offset, per process
+    offsets, unc = {}, {}
+    for rank, r in ranks.items():
+        pr = r["pr"]
+        check("clock_offset_ns" in pr and "clock_offset_uncertainty_ns" in pr, "rank %d: no clock PR lines" % rank)
+        offsets[rank], unc[rank] = pr["clock_offset_ns"], pr["clock_offset_uncertainty_ns"]
+        check(unc[rank] >= 0, "rank %d: negative uncertainty" % rank)
+    check(offsets[0] == 0 and unc[0] == 0, "rank 0's offset must be 0 (%d, %d)" % (offsets[0], unc[0]))
+    for rank in ranks:
+        true = -skew_ns if rank == skew_rank else 0
+        err = abs(offsets[rank] - true)
+        print("rank %d: offset %d ns (skew %d), uncertainty %d ns, error %d ns" %
+              (rank, offsets[rank], -true, unc[rank], err))
+        check(err <= unc[rank] + tol_ns, "rank %d: offset %d is %d ns away from %d, uncertainty %d" %
+              (rank, offsets[rank], err, true, unc[rank]))
+    worst = sorted(unc.values())[-2:]
+    slack_us = sum(worst) / 1000.0 + tol_ns / 1000.0 + 2  # two clocks' errors plus us rounding
+    aligned = barrier_spread_us(ranks, offsets)
+    check(aligned, "no barrier events")
+    check(max(aligned) <= slack_us, "barriers do not overlap after alignment: spreads %s us (slack %.1f)" %
+          (aligned, slack_us))
+    if skew_ns:
+        raw = barrier_spread_us(ranks, {r: 0 for r in ranks})
+        check(max(raw) > slack_us, "barriers overlap even without alignment: the skew did not apply (%s)" % raw)
+    return offsets
+
+
+def check_cli(cli, ranks, outdir, offsets):
+    merged = os.path.join(outdir, "merged.pfw.gz")
+    files = [ranks[r]["file"] for r in sorted(ranks)]
+    run([cli, "merge", "-o", merged] + files, {}, outdir)
+    ev = [e for e in read_trace(merged) if e.get("ph") == "X"]
+    ts = [e["ts"] for e in ev]
+    check(ts == sorted(ts), "dftrace merge: events not ordered by ts")
+    pids = {e["pid"] for e in ev}
+    check(len(pids) == len(ranks), "dftrace merge: events of %d pids, expected %d" % (len(pids), len(ranks)))
+    # merge applies clock_offset_ns: barriers of the merged trace line up
+    by_pid = {}
+    for e in ev:
+        if e.get("cat") == "comm" and e["name"] == "barrier":
+            by_pid.setdefault(e["pid"], []).append(e)
+    pid_rank = {ranks[r]["events"][0]["pid"]: r for r in ranks}
+    fake = {pid_rank[p]: {"events": v} for p, v in by_pid.items()}
+    spreads = barrier_spread_us(fake, {r: 0 for r in fake})
+    unc = sorted(ranks[r]["pr"]["clock_offset_uncertainty_ns"] for r in ranks)[-2:]
+    check(max(spreads) <= sum(unc) / 1000.0 + 52, "dftrace merge did not align clocks: %s" % spreads)
+    out = run([cli, "stat"] + files, {}, outdir)
+    for r in ranks:
+        check(re.search(r"rank\W*%d\b" % r, out) is not None, "dftrace stat does not report rank %d:\n%s" % (r, out))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("scenario", choices=["train", "skew", "switch", "comm_off", "disabled", "python"])
+    ap.add_argument("--exe", help="mpi_train")
+    ap.add_argument("--lib", help="libdftrace_mpi.so (python scenario)")
+    ap.add_argument("--script", help="mpi4py program (python scenario)")
+    ap.add_argument("--cli", help="the dftrace command, when built")
+    ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--skip", help="report SKIPPED with this reason (exit code 77)")
+    a = ap.parse_args()
+    if a.skip:
+        print("SKIPPED: " + a.skip)
+        sys.exit(77)
+    outdir = tempfile.mkdtemp(prefix="dftrace-mpi-")
+    env = {"DFTRACE_ENABLE": "1", "DFTRACE_LOG_FILE": os.path.join(outdir, "t")}
+    epochs, steps = 2, 3
+    if a.scenario in ("train", "switch", "comm_off"):
+        np_ = 4
+        off = ()
+        if a.scenario == "switch":
+            env["DFTRACE_CATEGORIES"] = "-comm.barrier,-comm.all_reduce.post"
+            off = ("barrier", "all_reduce.post")
+        elif a.scenario == "comm_off":
+            env["DFTRACE_CATEGORIES"] = "-comm"
+        run(MPIRUN + ["-np", str(np_), a.exe, str(epochs), str(steps)], env, outdir)
+        ranks = load_ranks(outdir, "mpi_train", np_)
+        if a.scenario == "comm_off":
+            for rank, r in ranks.items():
+                comm = [e for e in r["events"] if e.get("cat") == "comm"]
+                check(not comm, "rank %d: comm is off but %d comm events were written" % (rank, len(comm)))
+                fwd = [e for e in r["events"] if e.get("cat") == "compute" and e["name"] == "forward"]
+                check(len(fwd) == epochs * steps, "rank %d: %d forward events" % (rank, len(fwd)))
+                check("clock_offset_ns" in r["pr"], "rank %d: no clock_offset_ns with comm off" % rank)
+        else:
+            check_train(ranks, np_, epochs, steps, off)
+        if a.scenario == "train":
+            offsets = check_clock(ranks, -1, 0)
+            if a.cli:
+                check_cli(a.cli, ranks, outdir, offsets)
+    elif a.scenario == "disabled":
+        env["DFTRACE_ENABLE"] = "0"  # also overrides an enabling environment around ctest
+        out = run(MPIRUN + ["-np", "4", a.exe, str(epochs), str(steps)], env, outdir)
+        check(out.count(" done (checksum ") == 4, "the program's output changed:\n" + out)
+        check("dftrace" not in out, "dftrace printed something while disabled:\n" + out)
+        left = os.listdir(outdir)
+        check(not left, "tracing is off but files were written: %s" % left)
+    elif a.scenario == "skew":
+        np_, skew = 4, 5 * 10**9  # rank 1's clock runs 5 s ahead
+        cmd = MPIRUN + ["-np", "1", a.exe, str(epochs), str(steps), ":",
+                        "-np", "1", "env", "DFTRACE_TEST_CLOCK_SKEW_NS=%d" % skew, a.exe, str(epochs), str(steps), ":",
+                        "-np", str(np_ - 2), a.exe, str(epochs), str(steps)]
+        run(cmd, env, outdir)
+        ranks = load_ranks(outdir, "mpi_train", np_)
+        check_train(ranks, np_, epochs, steps)
+        offsets = check_clock(ranks, 1, skew)
+        if a.cli:
+            check_cli(a.cli, ranks, outdir, offsets)
+    elif a.scenario == "python":
+        np_ = 2
+        cmd = MPIRUN + ["-np", str(np_), "-x", "LD_PRELOAD=" + a.lib, "/usr/bin/python3", a.script]
+        run(cmd, env, outdir)
+        exe = os.path.splitext(os.path.basename(a.script))[0]
+        ranks = load_ranks(outdir, exe, np_)
+        steps = 5
+        for rank, r in ranks.items():
+            expect_calls(r, rank, "all_reduce", steps, bytes=8 * 1000, comm_size=2)
+            expect_calls(r, rank, "bcast", 1, bytes=4 * 16, root=0, comm_size=2)
+            expect_calls(r, rank, "barrier", 1, comm_size=2)
+            expect_calls(r, rank, "send", steps, bytes=8 * (10 + rank), peer=1 - rank, tag=7)
+            expect_calls(r, rank, "receive", steps, bytes=8 * (11 - rank), peer=1 - rank, tag=7)
+            mi = comm_events(r["events"], "mpi_init")
+            check(len(mi) == 1 and "provided" in mi[0]["args"], "rank %d: mpi4py's MPI_Init_thread not traced" % rank)
+        check_clock(ranks, -1, 0)
+    print("ok: %s (%s)" % (a.scenario, outdir if a.keep else "cleaned"))
+    if not a.keep:
+        subprocess.run(["rm", "-rf", outdir])
+
+
+if __name__ == "__main__":
+    main()
