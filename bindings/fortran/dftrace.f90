@@ -346,6 +346,11 @@ module dftrace
     end function c_events_dropped
   end interface
 
+  ! Names and string values up to this length are passed through a buffer on the stack; longer
+  ! ones through a heap copy. Keeps the hot path (region arguments, updates, counters, path
+  ! lookups) free of heap allocation.
+  integer, parameter :: small_len = 127
+
   ! One diagnostic per kind of misuse, so that a bad call in a loop does not flood stderr.
   ! A race between threads can at worst print the line twice.
   logical, save :: warned_path = .false., warned_type = .false.
@@ -367,6 +372,20 @@ contains
     character(kind=c_char, len=len(s) + 1) :: c
     c = s//c_null_char
   end function c_value
+
+  ! A null-terminated copy of s in buf (trailing blanks dropped when `name`), or ok = .false.
+  ! when s does not fit (the caller then uses c_name/c_value).
+  subroutine to_c(s, buf, name, ok)
+    character(*), intent(in) :: s
+    character(kind=c_char, len=small_len + 1), intent(inout) :: buf
+    logical, intent(in) :: name
+    logical, intent(out) :: ok
+    integer :: n
+    n = len(s)
+    if (name) n = len_trim(s)
+    ok = n <= small_len
+    if (ok) buf(1:n + 1) = s(1:n)//c_null_char
+  end subroutine to_c
 
   ! A C string owned by dftrace, copied into a Fortran string ('' for NULL).
   function f_string(p) result(s)
@@ -496,7 +515,14 @@ contains
     character(*), intent(in) :: path
     type(c_ptr) :: p
     integer :: first, last, dot, seg_end
-    p = c_node_find(c_name(path))
+    character(kind=c_char, len=small_len + 1) :: buf
+    logical :: ok
+    call to_c(path, buf, .true., ok)
+    if (ok) then
+      p = c_node_find(buf)
+    else
+      p = c_node_find(c_name(path))
+    end if
     if (c_associated(p)) return
     last = len_trim(path)
     first = 1
@@ -606,32 +632,53 @@ contains
     type(dftrace_node), intent(in) :: node
     character(*), intent(in) :: key
     class(*), intent(in) :: value
-    type(c_ptr) :: p
-    p = node%ptr
-    if (.not. c_associated(p)) return
+    character(kind=c_char, len=small_len + 1) :: kbuf
+    logical :: ok
+    if (.not. c_associated(node%ptr)) return
+    call to_c(key, kbuf, .true., ok)
+    if (ok) then
+      call update_c(node%ptr, kbuf, key, value)
+    else
+      call update_c(node%ptr, c_name(key), key, value)
+    end if
+  end subroutine update_node
+
+  ! update_node with the key already null-terminated in ckey.
+  subroutine update_c(p, ckey, key, value)
+    type(c_ptr), intent(in) :: p
+    character(kind=c_char, len=*), intent(in) :: ckey
+    character(*), intent(in) :: key
+    class(*), intent(in) :: value
+    character(kind=c_char, len=small_len + 1) :: vbuf
+    logical :: ok
     select type (value)
     type is (integer(int8))
-      call c_node_update_int(p, c_name(key), int(value, c_int64_t))
+      call c_node_update_int(p, ckey, int(value, c_int64_t))
     type is (integer(int16))
-      call c_node_update_int(p, c_name(key), int(value, c_int64_t))
+      call c_node_update_int(p, ckey, int(value, c_int64_t))
     type is (integer(int32))
-      call c_node_update_int(p, c_name(key), int(value, c_int64_t))
+      call c_node_update_int(p, ckey, int(value, c_int64_t))
     type is (integer(int64))
-      call c_node_update_int(p, c_name(key), int(value, c_int64_t))
+      call c_node_update_int(p, ckey, int(value, c_int64_t))
     type is (real(real32))
-      call c_node_update_double(p, c_name(key), real(value, c_double))
+      call c_node_update_double(p, ckey, real(value, c_double))
     type is (real(real64))
-      call c_node_update_double(p, c_name(key), real(value, c_double))
+      call c_node_update_double(p, ckey, real(value, c_double))
     type is (logical)
-      call c_node_update_bool(p, c_name(key), logical(value, c_bool))
+      call c_node_update_bool(p, ckey, logical(value, c_bool))
     type is (logical(c_bool))
-      call c_node_update_bool(p, c_name(key), value)
+      call c_node_update_bool(p, ckey, value)
     type is (character(*))
-      call c_node_update_string(p, c_name(key), c_value(value))
+      call to_c(value, vbuf, .false., ok)
+      if (ok) then
+        call c_node_update_string(p, ckey, vbuf)
+      else
+        call c_node_update_string(p, ckey, c_value(value))
+      end if
     class default
       call warn_type('dftrace_update', key)
     end select
-  end subroutine update_node
+  end subroutine update_c
 
   subroutine update_path(path, key, value)
     character(*), intent(in) :: path
@@ -691,30 +738,53 @@ contains
     integer(dftrace_region_kind), intent(in) :: region
     character(*), intent(in) :: key
     class(*), intent(in) :: value
+    character(kind=c_char, len=small_len + 1) :: kbuf
+    logical :: ok
     if (region == 0) return
+    call to_c(key, kbuf, .true., ok)
+    if (ok) then
+      call region_arg_c(region, kbuf, key, value)
+    else
+      call region_arg_c(region, c_name(key), key, value)
+    end if
+  end subroutine dftrace_region_arg
+
+  ! dftrace_region_arg with the key already null-terminated in ckey.
+  subroutine region_arg_c(region, ckey, key, value)
+    integer(dftrace_region_kind), intent(in) :: region
+    character(kind=c_char, len=*), intent(in) :: ckey
+    character(*), intent(in) :: key
+    class(*), intent(in) :: value
+    character(kind=c_char, len=small_len + 1) :: vbuf
+    logical :: ok
     select type (value)
     type is (integer(int8))
-      call c_region_arg_int(region, c_name(key), int(value, c_int64_t))
+      call c_region_arg_int(region, ckey, int(value, c_int64_t))
     type is (integer(int16))
-      call c_region_arg_int(region, c_name(key), int(value, c_int64_t))
+      call c_region_arg_int(region, ckey, int(value, c_int64_t))
     type is (integer(int32))
-      call c_region_arg_int(region, c_name(key), int(value, c_int64_t))
+      call c_region_arg_int(region, ckey, int(value, c_int64_t))
     type is (integer(int64))
-      call c_region_arg_int(region, c_name(key), int(value, c_int64_t))
+      call c_region_arg_int(region, ckey, int(value, c_int64_t))
     type is (real(real32))
-      call c_region_arg_double(region, c_name(key), real(value, c_double))
+      call c_region_arg_double(region, ckey, real(value, c_double))
     type is (real(real64))
-      call c_region_arg_double(region, c_name(key), real(value, c_double))
+      call c_region_arg_double(region, ckey, real(value, c_double))
     type is (logical)
-      call c_region_arg_bool(region, c_name(key), logical(value, c_bool))
+      call c_region_arg_bool(region, ckey, logical(value, c_bool))
     type is (logical(c_bool))
-      call c_region_arg_bool(region, c_name(key), value)
+      call c_region_arg_bool(region, ckey, value)
     type is (character(*))
-      call c_region_arg_string(region, c_name(key), c_value(value))
+      call to_c(value, vbuf, .false., ok)
+      if (ok) then
+        call c_region_arg_string(region, ckey, vbuf)
+      else
+        call c_region_arg_string(region, ckey, c_value(value))
+      end if
     class default
       call warn_type('dftrace_region_arg', key)
     end select
-  end subroutine dftrace_region_arg
+  end subroutine region_arg_c
 
   ! ------------------------------------------------------------------ other events
 
@@ -722,26 +792,40 @@ contains
     type(dftrace_node), intent(in) :: node
     character(*), intent(in) :: series
     class(*), intent(in) :: value
-    type(c_ptr) :: p
-    p = node%ptr
-    if (.not. c_associated(p)) return
+    character(kind=c_char, len=small_len + 1) :: sbuf
+    logical :: ok
+    if (.not. c_associated(node%ptr)) return
+    call to_c(series, sbuf, .true., ok)
+    if (ok) then
+      call counter_c(node%ptr, sbuf, series, value)
+    else
+      call counter_c(node%ptr, c_name(series), series, value)
+    end if
+  end subroutine counter_node
+
+  ! counter_node with the series name already null-terminated in cseries.
+  subroutine counter_c(p, cseries, series, value)
+    type(c_ptr), intent(in) :: p
+    character(kind=c_char, len=*), intent(in) :: cseries
+    character(*), intent(in) :: series
+    class(*), intent(in) :: value
     select type (value)
     type is (integer(int8))
-      call c_counter_int(p, c_name(series), int(value, c_int64_t))
+      call c_counter_int(p, cseries, int(value, c_int64_t))
     type is (integer(int16))
-      call c_counter_int(p, c_name(series), int(value, c_int64_t))
+      call c_counter_int(p, cseries, int(value, c_int64_t))
     type is (integer(int32))
-      call c_counter_int(p, c_name(series), int(value, c_int64_t))
+      call c_counter_int(p, cseries, int(value, c_int64_t))
     type is (integer(int64))
-      call c_counter_int(p, c_name(series), int(value, c_int64_t))
+      call c_counter_int(p, cseries, int(value, c_int64_t))
     type is (real(real32))
-      call c_counter_double(p, c_name(series), real(value, c_double))
+      call c_counter_double(p, cseries, real(value, c_double))
     type is (real(real64))
-      call c_counter_double(p, c_name(series), real(value, c_double))
+      call c_counter_double(p, cseries, real(value, c_double))
     class default
       call warn_type('dftrace_counter', series)
     end select
-  end subroutine counter_node
+  end subroutine counter_c
 
   subroutine counter_path(path, series, value)
     character(*), intent(in) :: path

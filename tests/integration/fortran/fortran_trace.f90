@@ -38,6 +38,7 @@ program fortran_trace
   call expect(dftrace_node_category(collate), 'data')
   call expect(dftrace_node_path(dftrace_node('ai.compute.forward')), 'compute.forward')
   call expect(dftrace_node_name(dftrace_node('ai')), 'ai_root')
+  call expect(dftrace_node_path(dftrace_node('solver.'//repeat('x', 150))), 'solver.'//repeat('x', 150))
   call expect(dftrace_status_string(dftrace_err_io), 'I/O error')
   if (len(dftrace_version()) < 5) call fail('version')
   if (on) then
@@ -61,6 +62,7 @@ program fortran_trace
   call dftrace_region_arg(fwd_r, 'bias', .false.)
   padded_key = 'padded'
   call dftrace_region_arg(fwd_r, padded_key, 'x  ')
+  call dftrace_region_arg(fwd_r, repeat('k', 200), repeat('v', 300))  ! longer than the stack buffers
   r = dftrace_region_begin(jacobi)
   call dftrace_region_end(r)
   call dftrace_region_end(fwd_r)
