@@ -32,6 +32,20 @@ module dftrace
     type(c_ptr) :: ptr = c_null_ptr
   end type dftrace_node
 
+  !> State of one iter loop (dftrace_iter_t, field for field); owned by the caller, usually a
+  !> local variable. Per item: one "<n>.iter" event (obtaining it) and one "<n>.block" event
+  !> (the loop body), both with arg count = 1, 2, ...
+  type, bind(c), public :: dftrace_iter
+    integer(c_size_t) :: struct_size = 0
+    type(c_ptr) :: iter_node = c_null_ptr
+    type(c_ptr) :: block_node = c_null_ptr
+    integer(c_int64_t) :: open_iter = 0
+    integer(c_int64_t) :: open_block = 0
+    integer(c_int64_t) :: count = 0
+    integer(c_int32_t) :: flags = 0
+    integer(c_int32_t) :: enable = -1
+  end type dftrace_iter
+
   ! ------------------------------------------------------------------ public procedures
 
   public :: dftrace_init, dftrace_finalize, dftrace_flush
@@ -44,6 +58,7 @@ module dftrace
   public :: dftrace_counter, dftrace_instant
   public :: dftrace_metadata, dftrace_process_property, dftrace_mark_start, dftrace_mark_end
   public :: dftrace_thread_name, dftrace_set_rank, dftrace_hash_define
+  public :: dftrace_iter_fetch, dftrace_iter_body, dftrace_iter_end
   public :: dftrace_events_written, dftrace_events_dropped
 
   !> h = dftrace_node(path): the node at a dotted path ('compute.forward'; '' or 'ai' is the
@@ -82,6 +97,13 @@ module dftrace
   interface dftrace_node_derive
     module procedure derive_path, derive_node
   end interface dftrace_node_derive
+
+  !> call dftrace_iter_begin(it, path_or_node [, include_iter] [, include_block] [, iter_name]
+  !> [, block_name] [, enable]): prepares an iter loop; no event yet.
+  interface dftrace_iter_begin
+    module procedure iter_begin_path, iter_begin_node
+  end interface dftrace_iter_begin
+  public :: dftrace_iter_begin
 
   interface dftrace_counter
     module procedure counter_path, counter_node
@@ -282,6 +304,26 @@ module dftrace
       import :: c_int64_t
       integer(c_int64_t), value :: r
     end subroutine c_region_cancel
+    subroutine c_iter_begin(it, n, flags, iter_name, block_name, enable) bind(c, name='dftrace_iter_begin')
+      import :: dftrace_iter, c_ptr, c_int32_t, c_int
+      type(dftrace_iter), intent(inout) :: it
+      type(c_ptr), value :: n
+      integer(c_int32_t), value :: flags
+      type(c_ptr), value :: iter_name, block_name
+      integer(c_int), value :: enable
+    end subroutine c_iter_begin
+    subroutine c_iter_fetch(it) bind(c, name='dftrace_iter_fetch')
+      import :: dftrace_iter
+      type(dftrace_iter), intent(inout) :: it
+    end subroutine c_iter_fetch
+    subroutine c_iter_body(it) bind(c, name='dftrace_iter_body')
+      import :: dftrace_iter
+      type(dftrace_iter), intent(inout) :: it
+    end subroutine c_iter_body
+    subroutine c_iter_end(it) bind(c, name='dftrace_iter_end')
+      import :: dftrace_iter
+      type(dftrace_iter), intent(inout) :: it
+    end subroutine c_iter_end
     subroutine c_instant(n, args, nargs) bind(c, name='dftrace_instant')
       import :: c_ptr, c_size_t
       type(c_ptr), value :: n
@@ -785,6 +827,69 @@ contains
       call warn_type('dftrace_region_arg', key)
     end select
   end subroutine region_arg_c
+
+  ! ------------------------------------------------------------------ iter loops
+
+  subroutine iter_begin_node(it, node, include_iter, include_block, iter_name, block_name, enable)
+    type(dftrace_iter), intent(inout) :: it
+    type(dftrace_node), intent(in) :: node
+    logical, intent(in), optional :: include_iter, include_block
+    character(*), intent(in), optional :: iter_name, block_name
+    logical, intent(in), optional :: enable
+    character(kind=c_char), allocatable, target :: iname(:), bname(:)
+    integer(c_int32_t) :: flags
+    integer(c_int) :: on
+    type(c_ptr) :: ip, bp
+    flags = 0
+    if (present(include_iter)) then
+      if (.not. include_iter) flags = ior(flags, 1_c_int32_t)  ! DFTRACE_ITER_NO_ITER
+    end if
+    if (present(include_block)) then
+      if (.not. include_block) flags = ior(flags, 2_c_int32_t) ! DFTRACE_ITER_NO_BLOCK
+    end if
+    ip = c_null_ptr
+    bp = c_null_ptr
+    if (present(iter_name)) then
+      call c_array(iter_name, iname)
+      ip = c_loc(iname)
+    end if
+    if (present(block_name)) then
+      call c_array(block_name, bname)
+      bp = c_loc(bname)
+    end if
+    on = -1_c_int
+    if (present(enable)) on = merge(1_c_int, 0_c_int, enable)
+    call c_iter_begin(it, node%ptr, flags, ip, bp, on)
+  end subroutine iter_begin_node
+
+  subroutine iter_begin_path(it, path, include_iter, include_block, iter_name, block_name, enable)
+    type(dftrace_iter), intent(inout) :: it
+    character(*), intent(in) :: path
+    logical, intent(in), optional :: include_iter, include_block
+    character(*), intent(in), optional :: iter_name, block_name
+    logical, intent(in), optional :: enable
+    call iter_begin_node(it, node_from_path(path), include_iter, include_block, iter_name, &
+                         block_name, enable)
+  end subroutine iter_begin_path
+
+  !> Call before obtaining the next item: ends the previous block, begins an iter event.
+  subroutine dftrace_iter_fetch(it)
+    type(dftrace_iter), intent(inout) :: it
+    call c_iter_fetch(it)
+  end subroutine dftrace_iter_fetch
+
+  !> Call once the item is obtained, before the body: ends the iter event, begins the block.
+  subroutine dftrace_iter_body(it)
+    type(dftrace_iter), intent(inout) :: it
+    call c_iter_body(it)
+  end subroutine dftrace_iter_body
+
+  !> Call when the loop ends for any reason (also after exit): ends the open block, drops an
+  !> iter event that produced no item. Idempotent.
+  subroutine dftrace_iter_end(it)
+    type(dftrace_iter), intent(inout) :: it
+    call c_iter_end(it)
+  end subroutine dftrace_iter_end
 
   ! ------------------------------------------------------------------ other events
 

@@ -135,28 +135,34 @@ def main():
     check(len(marks) == 2 and marks[0] <= marks[1], f"epoch.start/end times {marks}")
 
     # ------------------------------------------------------------ events, in the order they end
+    E = {"epoch": 2, "step": 8}
     want = [
-        # (ph, name, cat, user args in order, level, parent name)
-        ("X", "jacobi", "solver", {"epoch": 2, "lr": 0.5}, 3, "forward"),
+        # (ph, name, cat, user args in order, level, index of the parent in this table or None)
+        ("X", "jacobi", "solver", {"epoch": 2, "lr": 0.5}, 3, 1),
         ("X", "forward", "compute",
          {"epoch": 2, "lr": 0.5, "phase": "train", "warm": True, "layer": 3, "flops": 1234567890123,
           "scale": 0.25, "half": 1.5, "name": 'conv "1" \\ end', "bias": False, "padded": "x  ",
-          "k" * 200: "v" * 300}, 2, "train"),
-        ("X", "backward", "compute", {"epoch": 2, "lr": 0.5, "phase": "train", "step": 8}, 2, "train"),
-        ("X", "preprocess.collate", "data", {"epoch": 2, "step": 8}, 2, "train"),
-        ("X", "forward", "compute", {"epoch": 2, "phase": "train", "warm": True, "step": 8}, 2, "train"),
+          "k" * 200: "v" * 300}, 2, 15),
+        ("X", "backward", "compute", {"epoch": 2, "lr": 0.5, "phase": "train", "step": 8}, 2, 15),
+        ("X", "preprocess.collate", "data", E, 2, 15),
+        ("X", "forward", "compute", {"epoch": 2, "phase": "train", "warm": True, "step": 8}, 2, 15),
         ("C", "compute", "compute", {"residual": 0.125}, None, None),
         ("C", "jacobi", "solver", {"iters": 42}, None, None),
         ("C", "solver", "solver", {"bytes": 4096}, None, None),
-        ("i", "capture", "checkpoint", {}, 2, "train"),
-        ("X", "train", "pipeline", {"epoch": 2, "step": 8}, 1, None),
+        ("i", "capture", "checkpoint", {}, 2, 15),
+        ("X", "fetch.iter", "dataloader", {**E, "count": 1}, 2, 15),
+        ("X", "item", "data", {**E, "item": 1}, 3, 11),
+        ("X", "fetch.block", "dataloader", {**E, "count": 1}, 2, 15),
+        ("X", "fetch.iter", "dataloader", {**E, "count": 2}, 2, 15),
+        ("X", "item", "data", {**E, "item": 2}, 3, 14),
+        ("X", "fetch.block", "dataloader", {**E, "count": 2}, 2, 15),
+        ("X", "train", "pipeline", E, 1, None),
         ("X", "end", "dftracer", None, 1, None),
     ]
     got = [(o["ph"], o["name"], o["cat"]) for o in events]
     check(got == [w[:3] for w in want], f"event sequence\n  got  {got}\n  want {[w[:3] for w in want]}")
     if got != [w[:3] for w in want]:
         return
-    train, first_forward = events[9], events[1]
     for o, (ph, name, cat, uargs, level, parent) in zip(events, want):
         if uargs is not None:
             ua = user_args(o)
@@ -180,14 +186,15 @@ def main():
         if parent is None:
             check(a["p_idx"] == -1, f"{name}: p_idx {a['p_idx']}, want -1")
         else:
-            pev = first_forward if name == "jacobi" else train
-            check(pev["name"] == parent, "test table: wrong parent")
-            check(a["p_idx"] == pev["id"], f"{name}: p_idx {a['p_idx']}, want {parent}'s id {pev['id']}")
+            pev = events[parent]
+            check(a["p_idx"] == pev["id"], f"{name}: p_idx {a['p_idx']}, want {pev['name']}'s id {pev['id']}")
             if ph == "X":
                 check(pev["ts"] <= o["ts"] and o["ts"] + o["dur"] <= pev["ts"] + pev["dur"],
-                      f"{name} is not inside {parent} in time")
+                      f"{name} is not inside {pev['name']} in time")
+    user_events = len(want) - 1
     end = events[-1]["args"]
-    check(end.get("num_events") == 10, f"end: num_events {end.get('num_events')}, want 10 user events")
+    check(end.get("num_events") == user_events,
+          f"end: num_events {end.get('num_events')}, want {user_events} user events")
     check(end.get("dropped_events") == 0, f"end: dropped_events {end.get('dropped_events')}")
     check(written == [end.get("num_events")],
           f"dftrace_events_written() said {written}, the end event {end.get('num_events')}")

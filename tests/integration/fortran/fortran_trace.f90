@@ -10,9 +10,10 @@ program fortran_trace
   character(len=4096) :: out
   character(len=8) :: mode
   character(len=16) :: padded_key
-  integer :: st
+  integer :: st, item
   integer(dftrace_region_kind) :: train, fwd_r, r
   type(dftrace_node) :: fwd, jacobi, collate
+  type(dftrace_iter) :: batches
   logical :: on
 
   call get_command_argument(1, out)
@@ -102,6 +103,18 @@ program fortran_trace
   call dftrace_process_property('ranks_per_node', 4)
   call dftrace_mark_start('pipeline.epoch')
   call dftrace_mark_end('pipeline.epoch')
+
+  ! An iter loop: per item one fetch.iter and one fetch.block event (count 1, 2); what the
+  ! body does nests under the block.
+  call dftrace_iter_begin(batches, 'dataloader.fetch')
+  do item = 1, 2
+    call dftrace_iter_fetch(batches)
+    call dftrace_iter_body(batches)
+    r = dftrace_region_begin('data.item')
+    call dftrace_region_arg(r, 'item', item)
+    call dftrace_region_end(r)
+  end do
+  call dftrace_iter_end(batches)
 
   ! Bad input: one "dftrace:" line each on stderr, nothing written, the program goes on.
   r = dftrace_region_begin('bad..path')
