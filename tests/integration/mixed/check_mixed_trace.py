@@ -13,7 +13,9 @@ when given). Checks, from spec/ai-tree.md and spec/format.md:
     enclosing event's id, level rises by one per language, and the times nest;
   - the driver's event is inside fetch.block < epoch.block < train (the loops of the driver);
   - step and epoch set by the driver's update (ai.update(step=..., epoch=...)) appear on the
-    C++ and Fortran events with the driver event's values, which run 0, 1, 2, ... step after step.
+    C++ and Fortran events with the driver event's values, which run 0, 1, 2, ... step after step;
+  - with --stat-tool: `dftrace stat` lists the three languages' events in category compute, each
+    with its count.
 """
 import argparse
 import glob
@@ -68,6 +70,7 @@ def main():
     ap.add_argument("--layers", type=int, required=True)
     ap.add_argument("--width", type=int, required=True)
     ap.add_argument("--pythonpath")
+    ap.add_argument("--stat-tool", help="the dftrace command: also check what `dftrace stat` shows")
     ap.add_argument("command", nargs="+")
     opts = ap.parse_args()
     E, S, L, W = opts.epochs, opts.steps, opts.layers, opts.width
@@ -154,6 +157,25 @@ def main():
             check(chain == ["fetch.block", "epoch.block", "train"],
                   f"driver {top_name} #{i}: enclosing events {chain}, want fetch.block, epoch.block, train")
             check(top["args"].get("level") == 4, f"driver {top_name} #{i}: level {top['args'].get('level')}")
+
+    if opts.stat_tool:
+        check_stat(opts.stat_tool, files[0], E * S, L)
+
+
+def check_stat(tool, trace, driver_events, layers):
+    """`dftrace stat` rows: category, name, count first; one per event name of each language."""
+    p = subprocess.run([tool, "stat", trace], capture_output=True, text=True, timeout=120)
+    if not check(p.returncode == 0, f"dftrace stat: exit {p.returncode}: {p.stderr}"):
+        return
+    rows = {}
+    for line in p.stdout.splitlines():
+        f = line.split()
+        if len(f) >= 3 and f[2].isdigit():
+            rows[(f[0], f[1])] = int(f[2])
+    for chain in CHAINS:
+        for name, count in zip(chain, (driver_events, driver_events * layers, driver_events * layers)):
+            check(rows.get(("compute", name)) == count,
+                  f"dftrace stat: compute/{name} count {rows.get(('compute', name))}, want {count}\n{p.stdout}")
 
 
 if __name__ == "__main__":
