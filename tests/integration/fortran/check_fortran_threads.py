@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """check_fortran_threads.py: runs fortran_threads and checks per-thread nesting of its Fortran regions (gzip + json).
 
 Usage: check_fortran_threads.py <fortran_threads executable> <work dir>

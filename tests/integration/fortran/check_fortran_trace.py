@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """check_fortran_trace.py: runs fortran_trace and checks its trace line by line with gzip + json.
 
 Usage: check_fortran_trace.py <fortran_trace executable> <work dir>

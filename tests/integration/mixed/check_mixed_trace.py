@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """check_mixed_trace.py: runs a driver of the mixed example (Python or C) and checks the one trace it writes.
 
 Usage: check_mixed_trace.py --work DIR --epochs E --steps S --layers L --width W
