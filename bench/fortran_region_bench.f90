@@ -1,8 +1,8 @@
 ! fortran_region_bench.f90: cost of a region through the Fortran module against the same calls made to the C ABI directly.
 !
-! Usage: fortran_region_bench <trace file> [iterations]. Prints one line per case: the median
-! over 5 repetitions of nanoseconds per region (begin + end), tracing on and writing to the
-! file. The raw-C cases call dftrace_region_begin/_end through bind(c) interfaces declared
+! Usage: fortran_region_bench <trace file> [iterations]. Prints one line per case: nanoseconds
+! per region (begin + end), the best of 9 rounds (the cases take turns in each round, so that
+! load from other processes spreads over all of them), tracing on and writing to the file. The raw-C cases call dftrace_region_begin/_end through bind(c) interfaces declared
 ! here, so the difference is what the module adds (lookup by path, generic dispatch, the
 ! terminating null of strings).
 program fortran_region_bench
@@ -32,7 +32,12 @@ program fortran_region_bench
       integer(c_int64_t), value :: v
     end subroutine raw_arg_int
   end interface
-  integer, parameter :: reps = 5
+  integer, parameter :: reps = 9, ncases = 7
+  character(len=40), parameter :: names(ncases) = [character(len=40) :: &
+    'C ABI direct (handle)', 'Fortran, handle', 'Fortran, path', 'C ABI direct + 1 int arg', &
+    'Fortran, handle + 1 int arg', 'Fortran, handle, node disabled', 'Fortran, path, tracing off']
+  real(real64) :: t(ncases, reps)
+  integer :: k, c
   character(len=4096) :: out, arg
   integer :: n, st
   type(dftrace_node) :: fwd, off_node
@@ -54,96 +59,69 @@ program fortran_region_bench
   off_node = dftrace_node('bench.disabled')
   call dftrace_disable(off_node)
 
-  print '(a,i0,a)', 'ns per region (begin+end), median of 5 x ', n, ' regions'
-  call report('C ABI direct (handle)', run(1))
-  call report('Fortran, handle', run(2))
-  call report('Fortran, path', run(3))
-  call report('C ABI direct + 1 int arg', run(4))
-  call report('Fortran, handle + 1 int arg', run(5))
-  call report('Fortran, handle, node disabled', run(6))
-  call dftrace_set_enabled(.false.)
-  call report('Fortran, path, tracing off', run(7))
-  call dftrace_set_enabled(.true.)
+  print '(a,i0,a)', 'ns per region (begin+end), best of 9 rounds of ', n, ' regions'
+  do k = 1, reps
+    do c = 1, ncases
+      if (c == 7) call dftrace_set_enabled(.false.)
+      t(c, k) = run(c)
+      if (c == 7) call dftrace_set_enabled(.true.)
+    end do
+  end do
+  do c = 1, ncases
+    print '(a40,f10.1)', names(c), minval(t(c, :))
+  end do
   call dftrace_finalize()
 
 contains
 
   function run(kind) result(ns)
     integer, intent(in) :: kind
-    real(real64) :: ns, t(reps)
+    real(real64) :: ns
     integer(int64) :: c0, c1, rate, i
     integer(dftrace_region_kind) :: r
-    integer :: k
-    do k = 1, reps
-      call dftrace_flush()  ! start each repetition with empty buffers
-      call system_clock(c0, rate)
-      select case (kind)
-      case (1)
-        do i = 1, n
-          r = raw_begin(raw_fwd)
-          call raw_end(r)
-        end do
-      case (2)
-        do i = 1, n
-          r = dftrace_region_begin(fwd)
-          call dftrace_region_end(r)
-        end do
-      case (3)
-        do i = 1, n
-          r = dftrace_region_begin('compute.forward')
-          call dftrace_region_end(r)
-        end do
-      case (4)
-        do i = 1, n
-          r = raw_begin(raw_fwd)
-          call raw_arg_int(r, 'layer'//c_null_char, i)
-          call raw_end(r)
-        end do
-      case (5)
-        do i = 1, n
-          r = dftrace_region_begin(fwd)
-          call dftrace_region_arg(r, 'layer', i)
-          call dftrace_region_end(r)
-        end do
-      case (6)
-        do i = 1, n
-          r = dftrace_region_begin(off_node)
-          call dftrace_region_end(r)
-        end do
-      case (7)
-        do i = 1, n
-          r = dftrace_region_begin('compute.forward')
-          call dftrace_region_end(r)
-        end do
-      end select
-      call system_clock(c1)
-      t(k) = real(c1 - c0, real64) / real(rate, real64) * 1.0d9 / real(n, real64)
-    end do
-    ns = median(t)
-  end function run
-
-  function median(x) result(m)
-    real(real64), intent(in) :: x(:)
-    real(real64) :: m, y(size(x)), tmp
-    integer :: i, j
-    y = x
-    do i = 2, size(y)
-      tmp = y(i)
-      j = i - 1
-      do while (j >= 1)
-        if (y(j) <= tmp) exit
-        y(j + 1) = y(j)
-        j = j - 1
+    call dftrace_flush()  ! start with empty buffers
+    call system_clock(c0, rate)
+    select case (kind)
+    case (1)
+      do i = 1, n
+        r = raw_begin(raw_fwd)
+        call raw_end(r)
       end do
-      y(j + 1) = tmp
-    end do
-    m = y((size(y) + 1) / 2)
-  end function median
-
-  subroutine report(what, ns)
-    character(*), intent(in) :: what
-    real(real64), intent(in) :: ns
-    print '(a40,f10.1)', what, ns
-  end subroutine report
+    case (2)
+      do i = 1, n
+        r = dftrace_region_begin(fwd)
+        call dftrace_region_end(r)
+      end do
+    case (3)
+      do i = 1, n
+        r = dftrace_region_begin('compute.forward')
+        call dftrace_region_end(r)
+      end do
+    case (4)
+      do i = 1, n
+        r = raw_begin(raw_fwd)
+        call raw_arg_int(r, 'layer'//c_null_char, i)
+        call raw_end(r)
+      end do
+    case (5)
+      do i = 1, n
+        r = dftrace_region_begin(fwd)
+        call dftrace_region_arg(r, 'layer', i)
+        call dftrace_region_end(r)
+      end do
+    case (6)
+      do i = 1, n
+        r = dftrace_region_begin(off_node)
+        call dftrace_region_end(r)
+      end do
+    case (7)
+      do i = 1, n
+        r = dftrace_region_begin('compute.forward')
+        call dftrace_region_end(r)
+      end do
+    end select
+    call system_clock(c1)
+    ns = real(c1 - c0, real64) / real(rate, real64) * 1.0d9 / real(n, real64)
+  end function run
 
 end program fortran_region_bench
