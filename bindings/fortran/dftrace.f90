@@ -426,7 +426,10 @@ contains
     n = len(s)
     if (name) n = len_trim(s)
     ok = n <= small_len
-    if (ok) buf(1:n + 1) = s(1:n)//c_null_char
+    if (.not. ok) return
+    ! Two assignments, not a concatenation: gfortran builds a concatenation on the heap.
+    buf(1:n) = s(1:n)
+    buf(n + 1:n + 1) = c_null_char
   end subroutine to_c
 
   ! A C string owned by dftrace, copied into a Fortran string ('' for NULL).
