@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """check_install.py: installs the Fortran module (component fortran) and builds a program against it with pkg-config.
 
-Usage: check_install.py <build dir> <Fortran compiler> <work dir>
+Usage: check_install.py <build dir> <Fortran compiler> <work dir> [compiler flags...]
+(flags: e.g. -fsanitize=address in a sanitizer build, whose libraries need it)
 
 The core's own files (libdftrace, dftrace.pc) are copied from the build tree, as the core's
 install rules would put them; the Fortran component is installed with `cmake --install`.
@@ -18,7 +19,7 @@ import sys
 
 
 def main():
-    build, fc, work = sys.argv[1], sys.argv[2], sys.argv[3]
+    build, fc, work, flags = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
     here = os.path.dirname(os.path.abspath(__file__))
     shutil.rmtree(work, ignore_errors=True)
     prefix = os.path.join(work, "prefix")
@@ -40,7 +41,7 @@ def main():
     pc = subprocess.run(["pkg-config", f"--define-variable=prefix={prefix}", "--cflags", "--libs",
                          "dftrace-fortran"], env=env, capture_output=True, text=True, check=True)
     exe = os.path.join(work, "consumer")
-    cmd = [fc, os.path.join(here, "consumer.f90"), *pc.stdout.split(), f"-Wl,-rpath,{libdir}",
+    cmd = [fc, *flags, os.path.join(here, "consumer.f90"), *pc.stdout.split(), f"-Wl,-rpath,{libdir}",
            "-o", exe]
     p = subprocess.run(cmd, cwd=work, capture_output=True, text=True)
     if p.returncode != 0:
