@@ -94,10 +94,13 @@ def main():
             failures.append(f"line {n}: not JSON ({e}): {line!r}")
             return
 
-    # Header: HH, SH (command line), SH (exec name), PR hostname, PR exec, process_name, start.
-    head = objs[:7]
-    check([o["name"] for o in head] == ["HH", "SH", "SH", "PR", "PR", "process_name", "start"],
-          f"header names {[o['name'] for o in head]}")
+    # Header: HH, SH (command line), SH (exec name), the PR lines known at start (hostname,
+    # exec, then whatever the build adds: topology when hwloc is present), process_name, start.
+    start_at = next(i for i, o in enumerate(objs) if o["name"] == "start")
+    head = objs[:start_at + 1]
+    names = [o["name"] for o in head]
+    check(names[:5] == ["HH", "SH", "SH", "PR", "PR"] and names[-2:] == ["process_name", "start"]
+          and set(names[5:-2]) <= {"PR"}, f"header names {names}")
     check(head[2]["args"]["name"] == "fortran_trace", f"exec name from dftrace_init: {head[2]}")
     check(head[4]["args"] == {"hhash": head[0]["args"]["value"], "name": "exec", "value": "fortran_trace"},
           f"PR exec line: {head[4]}")
@@ -107,7 +110,7 @@ def main():
     ids = [o["id"] for o in objs if "id" in o]
     check(len(ids) == len(set(ids)), "duplicate ids")
 
-    body = objs[7:]
+    body = objs[start_at + 1:]
     meta = [o for o in body if o["ph"] == "M" and o["name"] != "thread_name"]
     events = [o for o in body if o["ph"] != "M"]
     for o in events:
