@@ -25,6 +25,23 @@ def run(mode, *args, env=None, tmp=None, check=True, **kw):
     return p
 
 
+def test_clock_maps_monotonic_time_to_epoch_microseconds(tmp_path):
+    before = time.time()
+    run("many", 2000, tmp=tmp_path)
+    after = time.time()
+    ev = tc.load(tc.only_file(tmp_path))
+    start = [e for e in ev if e["name"] == "start"][0]
+    end = ev[-1]
+    # the start event and every event lie in the wall-clock window of the run (epoch us)
+    assert before * 1e6 - 1000 <= start["ts"] <= end["ts"] <= after * 1e6 + 1000, (before, start["ts"], after)
+    for e in tc.user_events(ev):
+        assert start["ts"] <= e["ts"] and e["ts"] + e["dur"] <= end["ts"]
+    # the offset recorded in start maps the monotonic clock to the epoch
+    mono_now_ns = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+    real_now_ns = time.time_ns()
+    assert abs(mono_now_ns + start["args"]["clock_offset_ns"] - real_now_ns) < 50_000_000
+
+
 def test_basic_every_line_kind_and_hostile_strings(tmp_path):
     p = run("basic", tmp=tmp_path)
     assert p.stderr == "", p.stderr
