@@ -735,26 +735,30 @@ uint64_t runtime::begin(node *n, int enable, const dftrace_arg *args, size_t nar
 }
 
 void runtime::write_complete(thread_state &ts, const activation &a, uint64_t end_ns) {
-  node *n = a.n;
-  const std::string_view own(ts.scratch.data() + a.args_off, a.args_len);
-  size_t need = 200 + n->name_cat.size() + ts.pid_tid.size() + args_head_.size() +
-                n->args.size_hint() + a.args_len;
+  write_x(ts, a.n, a.id, a.start_ns, end_ns, ts.pid_tid, a.level, a.parent_id,
+          std::string_view(ts.scratch.data() + a.args_off, a.args_len));
+}
+
+void runtime::write_x(thread_state &ts, node *n, uint64_t id, uint64_t start_ns, uint64_t end_ns,
+                      std::string_view pid_tid, uint32_t level, int64_t parent_id, std::string_view own) {
+  size_t need = 200 + n->name_cat.size() + pid_tid.size() + args_head_.size() + n->args.size_hint() + own.size();
   for (;;) {
     char *const p0 = reserve(ts, need);
     char *p = put(p0, "{\"id\":");
-    p = write_u64(p, a.id);
+    p = write_u64(p, id);
     p = put(p, n->name_cat);
-    p = put(p, ts.pid_tid);
-    p = put_time(p, a.start_ns);
+    std::memcpy(p, pid_tid.data(), pid_tid.size());
+    p += pid_tid.size();
+    p = put_time(p, start_ns);
     p = put(p, ",\"dur\":");
     if (__builtin_expect(!cfg_.ns_precision, 1)) {
-      p = write_u64(p, to_us(end_ns) - to_us(a.start_ns));
+      p = write_u64(p, to_us(end_ns) - to_us(start_ns));
     } else {
-      p = write_us_fraction(p, end_ns - a.start_ns);
+      p = write_us_fraction(p, end_ns - start_ns);
     }
     p = put(p, args_head_);
     bool comma = !hhash_field_.empty();
-    const size_t room = need - static_cast<size_t>(p - p0) - 64 - a.args_len;
+    const size_t room = need - static_cast<size_t>(p - p0) - 64 - own.size();
     char *q = comma ? p + 1 : p;
     const long got = n->args.copy_to(q, room);
     if (got < 0) {
@@ -797,12 +801,12 @@ void runtime::write_complete(thread_state &ts, const activation &a, uint64_t end
     }
     if (cfg_.metadata) {
       p = put(p, ",\"level\":");
-      p = write_u64(p, a.level);
+      p = write_u64(p, level);
       p = put(p, ",\"p_idx\":");
-      p = write_i64(p, a.parent_id);
+      p = write_i64(p, parent_id);
     }
     p = put(p, "}}\n");
-    commit(ts, p, to_us(a.start_ns));
+    commit(ts, p, to_us(start_ns));
     return;
   }
 }
@@ -909,39 +913,16 @@ void runtime::complete_on_track(node *n, uint64_t start_ns, uint64_t end_ns, int
   thread_state &ts = thread();
   if (!ts.w) return;
   if (end_ns < start_ns) end_ns = start_ns;
-  std::string own;
-  if (nargs && args) append_args(own, 0, args, nargs);
-  std::string node_args(n->args.size_hint() + 64, '\0');
-  long got;
-  while ((got = n->args.copy_to(node_args.data(), node_args.size())) < 0) node_args.resize(static_cast<size_t>(-got));
-  node_args.resize(static_cast<size_t>(got));
-  const std::string pid_track = ",\"pid\":" + std::to_string(pid_) + ",\"tid\":" + std::to_string(track) + ",\"ts\":";
-  char *const p0 = reserve(ts, 256 + n->name_cat.size() + node_args.size() + own.size() + args_head_.size());
-  char *p = put(p0, "{\"id\":");
-  p = write_u64(p, next_id(ts));
-  p = put(p, n->name_cat);
-  p = put(p, pid_track);
-  p = put_time(p, start_ns);
-  p = put(p, ",\"dur\":");
-  if (!cfg_.ns_precision) p = write_u64(p, to_us(end_ns) - to_us(start_ns));
-  else p = write_us_fraction(p, end_ns - start_ns);
-  p = put(p, args_head_);
-  bool comma = !hhash_field_.empty();
-  // per-use arguments replace node arguments of the same key
-  std::string merged = node_args;
-  if (!own.empty()) {
-    for_each_entry(own, [&](std::string_view k, size_t b, size_t e) {
-      set_fragment_arg(merged, 0, k, std::string_view(own).substr(b + k.size() + 3, e - b - k.size() - 3));
-    });
-  }
-  if (!merged.empty()) {
-    if (comma) *p++ = ',';
-    p = put(p, merged);
-    comma = true;
-  }
-  if (cfg_.metadata) p = put(p, ",\"level\":1,\"p_idx\":-1");
-  p = put(p, "}}\n");
-  commit(ts, p, to_us(start_ns));
+  ts.own.clear();  // reused: no allocation once warm
+  if (nargs && args) append_args(ts.own, 0, args, nargs);
+  char pid_track[64];
+  char *q = put(pid_track, ",\"pid\":");
+  q = write_u64(q, static_cast<uint64_t>(pid_));
+  q = put(q, ",\"tid\":");
+  q = write_i64(q, track);
+  q = put(q, ",\"ts\":");
+  write_x(ts, n, next_id(ts), start_ns, end_ns, std::string_view(pid_track, static_cast<size_t>(q - pid_track)), 1,
+          -1, ts.own);
 }
 
 void runtime::track_name(int64_t track, std::string_view name) {

@@ -46,6 +46,7 @@ struct thread_state {
   chunk *cur = nullptr;
   writer *w = nullptr;      // the writer this state is registered with
   std::string tmp;          // scratch for argument de-duplication
+  std::string own;          // per-use arguments of explicit-time events
   uint64_t generation = 0;  // the runtime generation this state is registered with
   pid_t tid = 0;
   std::string pid_tid;      // ,"pid":P,"tid":T,"ts":
@@ -120,6 +121,9 @@ class runtime {
   char *reserve(thread_state &ts, size_t n);
   void commit(thread_state &ts, char *end, uint64_t ts_us);
   void write_complete(thread_state &ts, const activation &a, uint64_t end_ns);
+  // One complete event line into the thread's chunk (the event path's only formatter).
+  void write_x(thread_state &ts, node *n, uint64_t id, uint64_t start_ns, uint64_t end_ns,
+               std::string_view pid_tid, uint32_t level, int64_t parent_id, std::string_view own);
   char *put_time(char *p, uint64_t mono);
   uint64_t to_us(uint64_t mono) const { return (mono + epoch_offset_ns_) / 1000; }
   std::string header_text();
