@@ -208,6 +208,10 @@ enum { DFTRACE_USE_NODE_STATE = -1, DFTRACE_FORCE_OFF = 0, DFTRACE_FORCE_ON = 1 
 /* Begins a region on `node` on the calling thread. */
 DFTRACE_API dftrace_region_t dftrace_region_begin(dftrace_node_t *node);
 
+/* The same, with the disabled check inlined at the call site (no call when the node is off). */
+#define DFTRACE_REGION_BEGIN(node) \
+  (dftrace_node_active_fast(node) ? dftrace_region_begin(node) : (dftrace_region_t)0)
+
 /* Begins a region with a per-use enable override and per-use arguments (copied now,
  * written after the node's arguments). `args` may be NULL when `nargs` is 0. */
 DFTRACE_API dftrace_region_t dftrace_region_begin_ex(dftrace_node_t *node, int enable,

@@ -13,6 +13,7 @@ int main(void) {
   if (dftrace_init(&o) != DFTRACE_ERR_DISABLED) return 1;
   n = dftrace_node_find("compute.forward");
   if (n == NULL || dftrace_node_active_fast(n)) return 2;
+  if (DFTRACE_REGION_BEGIN(n) != 0) return 6;
   r = dftrace_region_begin_ex(n, DFTRACE_USE_NODE_STATE, args, 4);
   if (r != 0) return 3;
   dftrace_region_arg_int(r, "k", 1);
