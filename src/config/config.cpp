@@ -328,18 +328,22 @@ std::string scalar_text(const YAML::Node &n) {
 void apply_yaml_node(config &c, const YAML::Node &node, const std::string &prefix,
                      const std::string &file) {
   for (auto it = node.begin(); it != node.end(); ++it) {
-    const std::string key = (prefix.empty() ? "" : prefix + ".") + it->first.as<std::string>("");
-    const YAML::Node &value = it->second;
+    // Copies: yaml-cpp's iterator hands out a temporary pair, so a reference would dangle.
+    const YAML::Node key_node = it->first;
+    const YAML::Node value = it->second;
+    const std::string key = (prefix.empty() ? "" : prefix + ".") + key_node.as<std::string>("");
     if (key == "categories") {
       // A map {path: bool}, a list ["-comm", "+comm.all_reduce"], or a string.
       std::string rules;
       if (value.IsMap()) {
         for (auto r = value.begin(); r != value.end(); ++r) {
           bool b;
-          const std::string path = r->first.as<std::string>("");
-          if (!r->second.IsScalar() || !parse_bool(r->second.Scalar(), &b)) {
+          const YAML::Node rule_key = r->first;
+          const YAML::Node rule_value = r->second;
+          const std::string path = rule_key.as<std::string>("");
+          if (!rule_value.IsScalar() || !parse_bool(rule_value.Scalar(), &b)) {
             log(log_level::warn, "%s: key 'categories.%s': value '%s' is not a boolean; ignored",
-                file.c_str(), path.c_str(), scalar_text(r->second).c_str());
+                file.c_str(), path.c_str(), scalar_text(rule_value).c_str());
             continue;
           }
           rules += (rules.empty() ? "" : ",") + std::string(b ? "+" : "-") + path;
