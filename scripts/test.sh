@@ -7,5 +7,8 @@ scripts/setup-debian.sh test
 build=${DFTRACE_BUILD_DIR:-build}
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDFTRACE_BUILD_BENCH=ON >/dev/null
 cmake --build "$build" -j"$(nproc)"
-cd "$build"
-ctest --output-on-failure -j"$(nproc)" --timeout 600 "$@"
+(cd "$build" && ctest --output-on-failure -j"$(nproc)" --timeout 600 "$@")
+# The core under AddressSanitizer+UBSan and ThreadSanitizer (set DFTRACE_SKIP_SANITIZERS=1 to skip locally).
+if [ "${DFTRACE_SKIP_SANITIZERS:-0}" != 1 ]; then
+  scripts/sanitize.sh
+fi

@@ -154,8 +154,25 @@ member_encoder::~member_encoder() {
 #endif
 }
 
+void member_encoder::reserve(size_t text_bytes) {
+  const size_t need = k_member_header + text_bytes + text_bytes / 8 + 1024 + k_member_trailer;
+  if (state_->cap < need) {
+    state_->buf.reset(new uint8_t[need]);
+    state_->cap = need;
+  }
+}
+
 bool member_encoder::encode(const char *text, size_t len, const member_stats &stats,
                             std::vector<char> &out) {
+  const char *m;
+  size_t n;
+  if (!encode_in_place(text, len, stats, &m, &n)) return false;
+  out.insert(out.end(), m, m + n);
+  return true;
+}
+
+bool member_encoder::encode_in_place(const char *text, size_t len, const member_stats &stats,
+                                     const char **member, size_t *member_len) {
   if (len > 0xFFFFFFFFu - 1024) return false;  // the DT lengths are 32-bit
   // Worst case of deflate is a little over the input; stored blocks add 5 bytes per 64 KiB.
   const size_t bound = len + len / 8 + 1024;
@@ -246,7 +263,8 @@ bool member_encoder::encode(const char *text, size_t len, const member_stats &st
   uint8_t *trailer = body + body_len;
   put_u32(trailer, crc);
   put_u32(trailer + 4, static_cast<uint32_t>(len));
-  out.insert(out.end(), reinterpret_cast<const char *>(base), reinterpret_cast<const char *>(base) + total);
+  *member = reinterpret_cast<const char *>(base);
+  *member_len = total;
   return true;
 }
 

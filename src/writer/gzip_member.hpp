@@ -56,6 +56,12 @@ class member_encoder {
   // Appends one member holding text[0..len) to out. Returns false if compression failed
   // (out is left as it was).
   bool encode(const char *text, size_t len, const member_stats &stats, std::vector<char> &out);
+  // The same into the encoder's own buffer (valid until the next call): no allocation once
+  // reserve() covered the size. For the fatal-signal path.
+  bool encode_in_place(const char *text, size_t len, const member_stats &stats, const char **member,
+                       size_t *member_len);
+  // Makes room so that members of up to text_bytes of text need no allocation.
+  void reserve(size_t text_bytes);
 
   codec kind() const { return codec_; }
   int level() const { return level_; }

@@ -47,8 +47,13 @@ thread_local bool t_is_writer = false;
 }  // namespace
 
 writer::writer(writer_settings settings)
-    : settings_(std::move(settings)), encoder_(settings_.kind, settings_.level) {
+    : settings_(std::move(settings)),
+      encoder_(settings_.kind, settings_.level),
+      crash_encoder_(settings_.kind, settings_.level) {
   out_.reserve(settings_.member_bytes / 2);
+  crash_encoder_.reserve(std::max(settings_.chunk_bytes, settings_.member_bytes));
+  snaps_.reserve(64);
+  local_queue_.reserve(256);
 }
 
 writer::~writer() {
@@ -114,6 +119,15 @@ void writer::start_thread() {
   // queue_mutex_ held by the caller
   if (thread_started_ || stop_) return;
   thread_started_ = true;
+  {
+    // Render the file's path and header now, so that a crash can open the file without
+    // allocating. (io_mutex_ before queue_mutex_ is the usual order; here queue_mutex_ is
+    // held, so only try.)
+    if (io_mutex_.try_lock()) {
+      if (planned_path_.empty() && !opened_) render_header();
+      io_mutex_.unlock();
+    }
+  }
   thread_ = std::thread([this] { run(); });
 }
 
@@ -140,6 +154,11 @@ void writer::register_buffer(thread_buffer *tb) {
   {
     std::lock_guard<std::mutex> lock(registry_mutex_);
     buffers_.push_back(tb);
+    // Room for one snapshot per thread, so that the signal path never grows it.
+    if (snaps_.capacity() < buffers_.size() + 8) {
+      std::lock_guard<std::mutex> io(io_mutex_);
+      snaps_.reserve(2 * buffers_.size() + 8);
+    }
   }
   std::lock_guard<std::mutex> lock(queue_mutex_);
   start_thread();
@@ -187,7 +206,7 @@ void writer::run() {
     lock.unlock();
     {
       std::lock_guard<std::mutex> io(io_mutex_);
-      cycle(steal, false);
+      cycle(steal);
     }
     if (steal) next_steal = clock::now() + interval;
     lock.lock();
@@ -210,20 +229,20 @@ void writer::append_lines(const char *p, size_t n, const member_stats &st, bool 
   }
 }
 
-void writer::cycle(bool steal, bool crash) {
-  const auto limit = std::chrono::milliseconds(200);
+void writer::cycle(bool steal) {
   // 1. chunks handed over, in order
   local_queue_.clear();
-  if (crash ? lock_within(queue_mutex_, limit) : (queue_mutex_.lock(), true)) {
+  {
+    std::lock_guard<std::mutex> lock(queue_mutex_);
     local_queue_.swap(queue_);
     queued_bytes_ = 0;
     flush_wanted_ = false;
-    queue_mutex_.unlock();
-    space_cv_.notify_all();
   }
+  space_cv_.notify_all();
   // 2. the committed part of each thread's current chunk
   snaps_.clear();
-  if (steal && (crash ? lock_within(registry_mutex_, limit) : (registry_mutex_.lock(), true))) {
+  if (steal) {
+    std::lock_guard<std::mutex> lock(registry_mutex_);
     for (thread_buffer *tb : buffers_) {
       chunk *c = tb->current.load(std::memory_order_acquire);
       if (!c) continue;
@@ -234,14 +253,13 @@ void writer::cycle(bool steal, bool crash) {
         c->partial = true;
       }
     }
-    registry_mutex_.unlock();
   }
   // 3. metadata: taken after the event lines were observed, so every definition that an
   //    observed event uses is in this batch or an earlier one.
   local_meta_.clear();
-  if (crash ? lock_within(meta_mutex_, limit) : (meta_mutex_.lock(), true)) {
+  {
+    std::lock_guard<std::mutex> lock(meta_mutex_);
     local_meta_.swap(meta_);
-    meta_mutex_.unlock();
   }
   for (const std::string &line : local_meta_) {
     member_stats st;
@@ -260,7 +278,7 @@ void writer::cycle(bool steal, bool crash) {
         append_lines(p, n, c->stats, c->has_ts, true);
       }
     }
-    if (!crash) recycle(c);
+    recycle(c);
   }
   for (const snap &s : snaps_) {
     const char *p = s.c->data + s.from;
@@ -269,16 +287,88 @@ void writer::cycle(bool steal, bool crash) {
     append_lines(p, n, st, (st.ts_min | st.ts_max) != 0, true);
   }
   if (has_open_) emit_member();
-  write_members(!crash);
+  write_members(true);
+}
+
+void writer::crash_write(const char *p, size_t n, const member_stats &st) {
+  if (n == 0 || fd_ < 0 || failed_) return;
+  const char *m;
+  size_t len;
+  if (settings_.compress) {
+    if (crash_encoder_.encode_in_place(p, n, st, &m, &len)) write_all(m, len);
+  } else {
+    write_all(p, n);
+  }
+}
+
+void writer::crash_cycle() {
+  const auto limit = std::chrono::milliseconds(200);
+  if (!opened_ && !failed_ && open_file()) crash_write(header_text_.data(), header_text_.size(),
+                                                       scan_member_stats(header_text_.data(), header_text_.size()));
+  // The same order as a regular pass: events observed first, then the metadata they need,
+  // which is written before them.
+  snaps_.clear();
+  bool have_queue = false, have_snaps = false;
+  if (lock_within(queue_mutex_, limit)) {
+    local_queue_.swap(queue_);
+    have_queue = true;
+    queue_mutex_.unlock();
+  }
+  if (lock_within(registry_mutex_, limit)) {
+    for (thread_buffer *tb : buffers_) {
+      if (snaps_.size() == snaps_.capacity()) break;  // never grow here
+      chunk *c = tb->current.load(std::memory_order_acquire);
+      if (!c) continue;
+      const uint32_t end = c->committed.load(std::memory_order_acquire);
+      if (end > c->drained) {
+        snaps_.push_back({c, c->drained, end});
+        c->drained = end;
+        c->partial = true;
+      }
+    }
+    have_snaps = true;
+    registry_mutex_.unlock();
+  }
+  if (lock_within(meta_mutex_, limit)) {
+    for (const std::string &line : meta_) crash_write(line.data(), line.size(), member_stats{1, 0, 0});
+    meta_.clear();
+    meta_mutex_.unlock();
+  }
+  if (have_queue) {
+    for (chunk *c : local_queue_) {
+      const uint32_t end = c->committed.load(std::memory_order_acquire);
+      if (end > c->drained) {
+        const char *p = c->data + c->drained;
+        crash_write(p, end - c->drained, c->partial ? scan_member_stats(p, end - c->drained) : c->stats);
+      }
+    }
+    local_queue_.clear();
+  }
+  if (have_snaps)
+    for (const snap &sn : snaps_) {
+      const char *p = sn.c->data + sn.from;
+      crash_write(p, sn.to - sn.from, scan_member_stats(p, sn.to - sn.from));
+    }
+}
+
+void writer::render_header() {
+  // io_mutex_ held
+  if (opened_) return;
+  planned_path_ = settings_.path ? settings_.path() : std::string("./trace.pfw");
+  header_text_ = settings_.header ? settings_.header() : std::string("[\n");
+  std::lock_guard<std::mutex> lock(path_mutex_);
+  path_.reserve(planned_path_.size());
 }
 
 bool writer::open_file() {
   if (opened_) return fd_ >= 0;
   opened_ = true;
-  std::string p = settings_.path ? settings_.path() : std::string("./trace.pfw");
+  if (planned_path_.empty()) render_header();
+  const std::string &p = planned_path_;
   {
     std::lock_guard<std::mutex> lock(path_mutex_);
-    path_ = p;
+    path_.reserve(p.size());
+    path_.assign(p);  // (allocation-free when reserved; only the signal path cares)
   }
   if (!make_parent_dirs(p)) {
     log(log_level::error, "can not create the directory of '%s': %s; tracing continues without a file",
@@ -351,9 +441,10 @@ void writer::write_members(bool parallel) {
   const size_t count = open_;
   if (count == 0) return;
   if (!opened_ && !failed_) {
+    if (planned_path_.empty()) render_header();
     if (open_file()) {
       // The header is its own first member.
-      std::string header = settings_.header ? settings_.header() : std::string("[\n");
+      const std::string &header = header_text_;
       member_stats hs = scan_member_stats(header.data(), header.size());
       if (settings_.compress) {
         out_.clear();
@@ -413,7 +504,7 @@ bool writer::flush() {
   if (t_is_writer) return false;
   std::lock_guard<std::mutex> io(io_mutex_);
   if (finished_) return false;
-  cycle(true, false);
+  cycle(true);
   return !failed_;
 }
 
@@ -421,7 +512,7 @@ void writer::finish(const std::function<std::string()> &tail_fn) {
   {
     std::lock_guard<std::mutex> io(io_mutex_);
     if (finished_) return;
-    cycle(true, false);
+    cycle(true);
     const std::string tail = tail_fn();
     const member_stats ts = scan_member_stats(tail.data(), tail.size());
     append_lines(tail.data(), tail.size(), ts, (ts.ts_min | ts.ts_max) != 0, false);
@@ -444,8 +535,12 @@ void writer::finish(const std::function<std::string()> &tail_fn) {
 
 void writer::relocate(const std::string &new_path) {
   std::lock_guard<std::mutex> io(io_mutex_);
+  if (!opened_) {  // not opened yet: plan the new name and header
+    if (!planned_path_.empty()) render_header();
+    return;
+  }
   std::lock_guard<std::mutex> lock(path_mutex_);
-  if (!opened_ || fd_ < 0 || new_path == path_) return;
+  if (fd_ < 0 || new_path == path_) return;
   if (::rename(path_.c_str(), new_path.c_str()) == 0) {
     path_ = new_path;
   } else {
@@ -458,7 +553,7 @@ void writer::crash_flush() {
   if (t_is_writer) return;
   if (!lock_within(io_mutex_, std::chrono::milliseconds(1000))) return;
   if (!finished_) {
-    cycle(true, true);
+    crash_cycle();
     if (fd_ >= 0) ::fsync(fd_);
   }
   io_mutex_.unlock();
@@ -518,6 +613,8 @@ void writer::fork_child(thread_buffer *survivor) {
   opened_ = false;
   failed_ = false;
   path_.clear();
+  planned_path_.clear();  // a new pid: a new name and header, rendered when the thread starts
+  header_text_.clear();
   events_written_ = 0;
   dropped_ = 0;
   bytes_written_ = 0;

@@ -118,7 +118,16 @@ class writer {
   void run();
   // One pass: metadata, handed-over chunks and (when steal) the committed part of every
   // thread's current chunk, into members. Caller holds io_mutex_.
-  void cycle(bool steal, bool crash);
+  void cycle(bool steal);
+  // The fatal-signal pass: no allocation, only tried locks; each piece of text becomes its
+  // own member straight from where it lies. Caller holds io_mutex_.
+  void crash_cycle();
+  void crash_write(const char *p, size_t n, const member_stats &st);
+  // The file's path and header, rendered ahead of time so that opening the file needs no
+  // allocation (re-rendered when the rank becomes known before the file is opened).
+  void render_header();
+  std::string header_text_;
+  std::string planned_path_;
   void append_lines(const char *p, size_t n, const member_stats &st, bool has_ts, bool events);
   // Closes the member being assembled; it is compressed and written by write_members().
   void emit_member();
@@ -132,6 +141,7 @@ class writer {
 
   writer_settings settings_;
   member_encoder encoder_;
+  member_encoder crash_encoder_;  // the signal path's own, with its buffer reserved
 
   std::mutex io_mutex_;  // one cycle at a time; guards the file and the member buffer
   std::mutex queue_mutex_;

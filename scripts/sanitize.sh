@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# sanitize.sh: the core's tests under AddressSanitizer+UndefinedBehaviorSanitizer and under
+# ThreadSanitizer (unit tests, the writer and tree integration tests, the DFTracer drop-in).
+# Called by scripts/test.sh; usable alone: scripts/sanitize.sh [address,undefined|thread]...
+set -euo pipefail
+cd "$(dirname "$0")/.."
+src=$PWD
+py=/usr/bin/python3
+kinds=("$@")
+[ ${#kinds[@]} -gt 0 ] || kinds=("address,undefined" "thread")
+for kind in "${kinds[@]}"; do
+  dir=build-sanitize-${kind//,/-}
+  echo "== sanitizer build: $kind ($dir)"
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Debug -DDFTRACE_SANITIZE="$kind" -DDFTRACE_BUILD_BENCH=OFF >/dev/null
+  cmake --build "$dir" -j"$(nproc)" --target unit_tests writer_prog tree_prog c_program dftracer_app_c \
+    dftracer_app_cpp >/dev/null
+  # A fatal-signal test needs the signal to reach dftrace's handler, not the sanitizer's.
+  export ASAN_OPTIONS=handle_segv=0:handle_abort=0:detect_leaks=1:abort_on_error=0
+  export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+  export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+  "$dir/tests/unit/unit_tests" --gtest_brief=1
+  for t in core dftracer_compat; do
+    DFTRACE_TEST_BIN="$PWD/$dir/tests/integration/$t" $py -m pytest -q -p no:cacheprovider "$src/tests/integration/$t"
+  done
+done
+echo "sanitizers: all passed"
