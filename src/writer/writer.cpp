@@ -27,17 +27,24 @@ bool lock_within(std::mutex &m, std::chrono::milliseconds limit) {
   return true;
 }
 
-// Creates every missing directory of the file's parent.
+// Creates every missing directory of the file's parent. Works in a stack buffer: it may run
+// in a fatal-signal handler, where allocating is not safe.
 bool make_parent_dirs(const std::string &path) {
-  auto slash = path.rfind('/');
+  char buf[4096];
+  const size_t slash = path.rfind('/');
   if (slash == std::string::npos || slash == 0) return true;
-  std::string dir = path.substr(0, slash);
-  size_t pos = 0;
-  while (pos != std::string::npos) {
-    pos = dir.find('/', pos + 1);
-    std::string part = dir.substr(0, pos);
-    if (part.empty()) continue;
-    if (::mkdir(part.c_str(), 0755) != 0 && errno != EEXIST) return false;
+  if (slash >= sizeof buf) {
+    errno = ENAMETOOLONG;
+    return false;
+  }
+  std::memcpy(buf, path.data(), slash);
+  buf[slash] = '\0';
+  for (size_t i = 1; i <= slash; ++i) {
+    if (buf[i] != '/' && buf[i] != '\0') continue;
+    const char saved = buf[i];
+    buf[i] = '\0';
+    if (::mkdir(buf, 0755) != 0 && errno != EEXIST) return false;
+    buf[i] = saved;
   }
   return true;
 }
@@ -260,6 +267,9 @@ void writer::cycle(bool steal) {
   {
     std::lock_guard<std::mutex> lock(meta_mutex_);
     local_meta_.swap(meta_);
+    // lines already written by a fatal-signal flush that the process survived
+    local_meta_.erase(local_meta_.begin(), local_meta_.begin() + static_cast<long>(crash_meta_written_));
+    crash_meta_written_ = 0;
   }
   for (const std::string &line : local_meta_) {
     member_stats st;
@@ -330,8 +340,10 @@ void writer::crash_cycle() {
     registry_mutex_.unlock();
   }
   if (lock_within(meta_mutex_, limit)) {
-    for (const std::string &line : meta_) crash_write(line.data(), line.size(), member_stats{1, 0, 0});
-    meta_.clear();
+    // Freeing the lines here would call the allocator: leave them, remember they are written.
+    for (size_t i = crash_meta_written_; i < meta_.size(); ++i)
+      crash_write(meta_[i].data(), meta_[i].size(), member_stats{1, 0, 0});
+    crash_meta_written_ = meta_.size();
     meta_mutex_.unlock();
   }
   if (have_queue) {

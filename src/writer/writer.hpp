@@ -154,6 +154,7 @@ class writer {
 
   std::mutex meta_mutex_;
   std::vector<std::string> meta_;
+  size_t crash_meta_written_ = 0;  // meta_ lines a fatal-signal flush already wrote
 
   std::mutex registry_mutex_;
   std::vector<thread_buffer *> buffers_;
