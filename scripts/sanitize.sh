@@ -20,8 +20,16 @@ for kind in "${kinds[@]}"; do
   # (TSan: the fork test starts the child's writer thread after fork, which TSan refuses by default.)
   export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:handle_segv=0:handle_abort=0:die_after_fork=0
   "$dir/tests/unit/unit_tests" --gtest_brief=1
+  deselect=()
+  if [ "$kind" = thread ]; then
+    # ThreadSanitizer does not support starting threads in the child of a multi-threaded
+    # fork (it reports "dup thread with used id"); the fork test runs in the other builds.
+    echo "   (thread: test_fork_* skipped: ThreadSanitizer can not follow threads started after fork)"
+    deselect=(-k "not fork")
+  fi
   for t in core dftracer_compat; do
-    DFTRACE_TEST_BIN="$PWD/$dir/tests/integration/$t" $py -m pytest -q -p no:cacheprovider "$src/tests/integration/$t"
+    DFTRACE_TEST_BIN="$PWD/$dir/tests/integration/$t" $py -m pytest -q -p no:cacheprovider "${deselect[@]}" \
+      "$src/tests/integration/$t"
   done
 done
 echo "sanitizers: all passed"
