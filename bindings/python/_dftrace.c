@@ -425,9 +425,10 @@ typedef struct {
   dftrace_node_t *node;
   int enable; /* per-use override: -1 node state, 0 off, 1 on */
   arg_list args;
-  PyObject *dict;
   PyObject *weakrefs;
 } NodeObject;
+/* No instance dict here: a Python subclass then gets CPython's managed dict, whose attribute
+ * look-ups the interpreter specialises (`ai.compute.forward` is two of them per use). */
 
 static PyTypeObject Node_Type;
 static PyObject *g_async_wrapper; /* set by the package: wraps `async def` functions */
@@ -471,13 +472,15 @@ static int node_init(NodeObject *self, PyObject *args, PyObject *kw) {
 }
 
 static int node_traverse(NodeObject *self, visitproc visit, void *arg) {
-  /* a Python subclass's type is visited by the subclass's own traverse */
-  Py_VISIT(self->dict);
+  /* a Python subclass's type and dict are visited by the subclass's own traverse */
+  (void)self;
+  (void)visit;
+  (void)arg;
   return 0;
 }
 
 static int node_clear(NodeObject *self) {
-  Py_CLEAR(self->dict);
+  (void)self;
   return 0;
 }
 
@@ -490,8 +493,8 @@ static void node_dealloc(NodeObject *self) {
   Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* A use of the same node with its own override and arguments; shares the node object's
- * attributes (children, methods) so that it behaves like the node. */
+/* A use of the same node with its own override and arguments: an object of the node's
+ * class (so its methods work) without the node's attributes (children stay on the node). */
 static NodeObject *node_use(NodeObject *base, int enable, arg_list *args) {
   PyTypeObject *tp = Py_TYPE(base);
   NodeObject *u = (NodeObject *)tp->tp_alloc(tp, 0);
@@ -504,7 +507,6 @@ static NodeObject *node_use(NodeObject *base, int enable, arg_list *args) {
   u->args = *args;
   args->v = NULL;
   args->n = 0;
-  u->dict = Py_XNewRef(base->dict);
   return u;
 }
 
@@ -875,7 +877,6 @@ static PyMethodDef node_methods[] = {
     {NULL, NULL, 0, NULL}};
 
 static PyGetSetDef node_getset[] = {
-    {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
     {"name", (getter)node_get_name, NULL, "event name", NULL},
     {"cat", (getter)node_get_cat, NULL, "category", NULL},
     {"path", (getter)node_get_path, NULL, "dotted path from the root", NULL},
@@ -897,7 +898,6 @@ static PyTypeObject Node_Type = {
     .tp_weaklistoffset = offsetof(NodeObject, weakrefs),
     .tp_methods = node_methods,
     .tp_getset = node_getset,
-    .tp_dictoffset = offsetof(NodeObject, dict),
     .tp_init = (initproc)node_init,
     .tp_new = PyType_GenericNew,
 };

@@ -91,10 +91,11 @@ class Profiler(_dftrace.Node):
     def derive(self, name: str) -> "Profiler":
         """The node `<name of this node>.<name>` in the same category (created once)."""
         path = self._derive_path(str(name))
-        child = self._children.get(path)
+        children = self.__dict__.setdefault("_children", {})  # a use has none of its own
+        child = children.get(path)
         if child is None:
             child = Profiler(path)
-            self._children[path] = child
+            children[path] = child
         return child
 
     @property
