@@ -61,16 +61,6 @@ def version() -> str:
     return _dftrace.version()
 
 
-def _script_name() -> Optional[str]:
-    argv0 = sys.argv[0] if sys.argv else ""
-    if not argv0 or argv0 in ("-c", "-m", "-"):
-        return None
-    base = os.path.basename(argv0)
-    if base == "__main__.py":  # `python -m package`: name it after the package
-        base = os.path.basename(os.path.dirname(os.path.abspath(argv0))) or base
-    return base[:-3] if base.endswith(".py") else base
-
-
 class Session:
     """What initialize() returns: the status, the file, and finalize()."""
 
@@ -121,7 +111,7 @@ def initialize(log_file: Optional[str] = None, *, output_file: Optional[str] = N
         enable=enable, output_prefix=log_file,
         output_file=os.fspath(output_file) if output_file is not None else None,
         config_file=os.fspath(config_file) if config_file is not None else None,
-        exec_name=exec_name or _script_name(), metadata=metadata, compression=compression,
+        exec_name=exec_name or _process._main_script(), metadata=metadata, compression=compression,
         level=-1 if level is None else int(level))
     if rc == _dftrace.OK and export_environment:
         if not os.environ.get("DFTRACE_ENABLE") and not os.environ.get("DFTRACER_ENABLE"):
