@@ -1,13 +1,14 @@
 """setup.py: the compiled part of the pip build (the extension over libdftrace's C ABI).
 
 DFTRACE_PREFIX names where include/dftrace/dftrace.h and lib/libdftrace.so are (an install
-prefix); without it, the repository's include/ and build/ (a CMake build tree) are used."""
+prefix); without it, the repository's include/ and build/ (a CMake build tree) are used
+(DFTRACE_SOURCE_DIR and DFTRACE_BUILD_DIR name them when this folder is copied elsewhere)."""
 import os
 
 from setuptools import Extension, setup
 
 here = os.path.dirname(os.path.abspath(__file__))
-repo = os.path.normpath(os.path.join(here, "..", ".."))
+repo = os.environ.get("DFTRACE_SOURCE_DIR") or os.path.normpath(os.path.join(here, "..", ".."))
 prefix = os.environ.get("DFTRACE_PREFIX")
 if prefix:
     include_dir = os.path.join(prefix, "include")
