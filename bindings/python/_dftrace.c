@@ -426,11 +426,23 @@ typedef struct {
   int enable; /* per-use override: -1 node state, 0 off, 1 on */
   arg_list args;
   PyObject *weakrefs;
+  PyObject *bound_enter; /* cached bound __enter__ / __exit__ (see Slot below) */
+  PyObject *bound_exit;
+  int is_use; /* a temporary use (node(args=...)): its slots are not cached */
 } NodeObject;
 /* No instance dict here: a Python subclass then gets CPython's managed dict, whose attribute
  * look-ups the interpreter specialises (`ai.compute.forward` is two of them per use). */
 
 static PyTypeObject Node_Type;
+
+/* The bound __enter__/__exit__ a node caches (see the Slot descriptor below). */
+typedef struct {
+  PyObject_HEAD
+  vectorcallfunc vectorcall;
+  NodeObject *node; /* strong, like a bound method's self: `with` keeps only this alive */
+  int is_exit;
+} BoundObject;
+
 static PyObject *g_async_wrapper; /* set by the package: wraps `async def` functions */
 
 static dftrace_node_t *resolve_path(const char *path) {
@@ -473,14 +485,14 @@ static int node_init(NodeObject *self, PyObject *args, PyObject *kw) {
 
 static int node_traverse(NodeObject *self, visitproc visit, void *arg) {
   /* a Python subclass's type and dict are visited by the subclass's own traverse */
-  (void)self;
-  (void)visit;
-  (void)arg;
+  Py_VISIT(self->bound_enter);
+  Py_VISIT(self->bound_exit);
   return 0;
 }
 
 static int node_clear(NodeObject *self) {
-  (void)self;
+  Py_CLEAR(self->bound_enter);
+  Py_CLEAR(self->bound_exit);
   return 0;
 }
 
@@ -503,6 +515,7 @@ static NodeObject *node_use(NodeObject *base, int enable, arg_list *args) {
     return NULL;
   }
   u->node = base->node;
+  u->is_use = 1;
   u->enable = enable;
   u->args = *args;
   args->v = NULL;
@@ -855,9 +868,6 @@ static PyObject *node_repr(NodeObject *self) {
 }
 
 static PyMethodDef node_methods[] = {
-    {"__enter__", (PyCFunction)node_enter, METH_NOARGS, "Begins a region on this thread."},
-    {"__exit__", (PyCFunction)(void (*)(void))node_exit, METH_FASTCALL,
-     "Ends this thread's innermost open region of this node."},
     {"start", (PyCFunction)(void (*)(void))node_start, METH_FASTCALL | METH_KEYWORDS,
      "start(metadata=False): begins a region (or writes a <n>.start metadata line)."},
     {"stop", (PyCFunction)(void (*)(void))node_stop, METH_FASTCALL | METH_KEYWORDS,
@@ -901,6 +911,108 @@ static PyTypeObject Node_Type = {
     .tp_init = (initproc)node_init,
     .tp_new = PyType_GenericNew,
 };
+
+/* ---------------------------------------------------------------- __enter__ / __exit__ */
+
+/* `with node:` looks up __enter__ and __exit__ on every use; a method descriptor would
+ * allocate a bound method each time. These descriptors hand out a bound callable cached on
+ * the node instead (one allocation per node, not per use). */
+
+static PyTypeObject Bound_Type;
+
+static PyObject *bound_vectorcall(PyObject *self_, PyObject *const *argv, size_t nargsf,
+                                  PyObject *kwnames) {
+  (void)argv;
+  (void)nargsf;
+  (void)kwnames;
+  BoundObject *self = (BoundObject *)self_;
+  if (self->is_exit) return node_exit(self->node, NULL, 0);
+  return node_enter(self->node, NULL);
+}
+
+static int bound_traverse(BoundObject *self, visitproc visit, void *arg) {
+  Py_VISIT(self->node);
+  return 0;
+}
+
+static int bound_clear(BoundObject *self) {
+  Py_CLEAR(self->node);
+  return 0;
+}
+
+static void bound_dealloc(BoundObject *self) {
+  PyObject_GC_UnTrack(self);
+  bound_clear(self);
+  PyObject_GC_Del(self);
+}
+
+static PyTypeObject Bound_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "dftrace._dftrace.BoundSlot",
+    .tp_basicsize = sizeof(BoundObject),
+    .tp_dealloc = (destructor)bound_dealloc,
+    .tp_vectorcall_offset = offsetof(BoundObject, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_traverse = (traverseproc)bound_traverse,
+    .tp_clear = (inquiry)bound_clear,
+};
+
+typedef struct {
+  PyObject_HEAD
+  int is_exit;
+} SlotObject;
+
+static PyObject *bound_new(NodeObject *n, int is_exit) {
+  BoundObject *b = PyObject_GC_New(BoundObject, &Bound_Type);
+  if (!b) return NULL;
+  b->vectorcall = bound_vectorcall;
+  b->node = (NodeObject *)Py_NewRef(n);
+  b->is_exit = is_exit;
+  PyObject_GC_Track(b);
+  return (PyObject *)b;
+}
+
+/* The tree's nodes live for the whole run: they keep their bound slots (a reference cycle
+ * the collector can break when a user-made node goes). Temporary uses get fresh ones. */
+static PyObject *slot_descr_get(PyObject *self, PyObject *obj, PyObject *type) {
+  (void)type;
+  if (obj == NULL || obj == Py_None || !PyObject_TypeCheck(obj, &Node_Type)) return Py_NewRef(self);
+  NodeObject *n = (NodeObject *)obj;
+  const int is_exit = ((SlotObject *)self)->is_exit;
+  if (n->is_use) return bound_new(n, is_exit);
+  PyObject **cache = is_exit ? &n->bound_exit : &n->bound_enter;
+  if (!*cache && !(*cache = bound_new(n, is_exit))) return NULL;
+  return Py_NewRef(*cache);
+}
+
+/* Called through the class (contextlib.ExitStack does `type(cm).__exit__(cm, ...)`). */
+static PyObject *slot_call(PyObject *self, PyObject *args, PyObject *kw) {
+  (void)kw;
+  if (PyTuple_GET_SIZE(args) < 1 || !PyObject_TypeCheck(PyTuple_GET_ITEM(args, 0), &Node_Type)) {
+    PyErr_SetString(PyExc_TypeError, "dftrace: __enter__/__exit__ need a node");
+    return NULL;
+  }
+  NodeObject *n = (NodeObject *)PyTuple_GET_ITEM(args, 0);
+  if (((SlotObject *)self)->is_exit) return node_exit(n, NULL, 0);
+  return node_enter(n, NULL);
+}
+
+static PyTypeObject Slot_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "dftrace._dftrace.Slot",
+    .tp_basicsize = sizeof(SlotObject),
+    .tp_call = slot_call,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_descr_get = slot_descr_get,
+};
+
+static int add_slot(const char *name, int is_exit) {
+  SlotObject *d = PyObject_New(SlotObject, &Slot_Type);
+  if (!d) return -1;
+  d->is_exit = is_exit;
+  const int rc = PyDict_SetItemString(Node_Type.tp_dict, name, (PyObject *)d);
+  Py_DECREF(d);
+  return rc;
+}
 
 /* ---------------------------------------------------------------- module functions */
 
@@ -1112,8 +1224,11 @@ static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_dftrace",
 
 PyMODINIT_FUNC PyInit__dftrace(void) {
   if (PyType_Ready(&Node_Type) < 0 || PyType_Ready(&Traced_Type) < 0 ||
-      PyType_Ready(&Iter_Type) < 0)
+      PyType_Ready(&Iter_Type) < 0 || PyType_Ready(&Bound_Type) < 0 ||
+      PyType_Ready(&Slot_Type) < 0)
     return NULL;
+  if (add_slot("__enter__", 0) < 0 || add_slot("__exit__", 1) < 0) return NULL;
+  PyType_Modified(&Node_Type);
   PyObject *m = PyModule_Create(&module_def);
   if (!m) return NULL;
   PyObject *functools = PyImport_ImportModule("functools");

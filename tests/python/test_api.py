@@ -379,3 +379,32 @@ def test_import_has_types():
     pkg = os.path.dirname(dftrace.__file__)
     assert os.path.exists(os.path.join(pkg, "py.typed"))
     assert os.path.exists(os.path.join(pkg, "_dftrace.pyi"))
+
+
+def test_context_manager_protocol_details(runner):
+    """`with` on temporary uses, ExitStack (class-level __enter__/__exit__), nesting of one
+    node with itself, and uses kept in variables."""
+    runner.run('''
+        import contextlib
+        from dftrace import ai, _dftrace
+
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(ai.compute.step)
+            stack.enter_context(ai.compute.step(args={"inner": 1}))
+        prof = ai.compute.forward(args={"kept": True})
+        with prof:
+            with prof:
+                pass
+        for i in range(1000):                 # temporaries: nothing kept, nothing leaked
+            with ai.comm.barrier(args={"i": i}):
+                pass
+        assert _dftrace._open_depth() == 0
+    ''')
+    t = runner.trace()
+    assert t.counts() == {"step": 2, "forward": 2, "barrier": 1000}
+    outer, inner = sorted(t.named("step"), key=lambda e: e["args"]["level"])
+    assert inner["args"]["p_idx"] == outer["id"] and inner["args"]["inner"] == 1
+    assert "inner" not in outer["args"]
+    f_outer, f_inner = sorted(t.named("forward"), key=lambda e: e["args"]["level"])
+    assert f_inner["args"]["p_idx"] == f_outer["id"] and f_inner["args"]["kept"] is True
+    assert sorted(e["args"]["i"] for e in t.named("barrier")) == list(range(1000))
