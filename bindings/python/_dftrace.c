@@ -687,18 +687,21 @@ static PyObject *node_iter(NodeObject *self, PyObject *args, PyObject *kw) {
 
 static PyObject *node_enable(NodeObject *self, PyObject *unused) {
   (void)unused;
+  if (!self->node) Py_RETURN_NONE;
   dftrace_node_enable(self->node);
   Py_RETURN_NONE;
 }
 
 static PyObject *node_disable(NodeObject *self, PyObject *unused) {
   (void)unused;
+  if (!self->node) Py_RETURN_NONE;
   dftrace_node_disable(self->node);
   Py_RETURN_NONE;
 }
 
 /* _update(key, value): sets (or with None removes) an argument on the node's subtree. */
 static PyObject *node_update_one(NodeObject *self, PyObject *const *argv, Py_ssize_t n) {
+  if (!self->node) Py_RETURN_NONE; /* a Node made without __init__ */
   if (n != 2) {
     warn("update needs a key and a value (ignored)");
     Py_RETURN_NONE;
@@ -734,6 +737,10 @@ static PyObject *node_update_one(NodeObject *self, PyObject *const *argv, Py_ssi
 }
 
 static PyObject *node_derive_path(NodeObject *self, PyObject *name) {
+  if (!self->node) {
+    PyErr_SetString(PyExc_ValueError, "dftrace: this node was not initialised");
+    return NULL;
+  }
   const char *s = PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
   if (!s || !*s) {
     PyErr_Clear();
@@ -749,6 +756,10 @@ static PyObject *node_derive_path(NodeObject *self, PyObject *name) {
 }
 
 static PyObject *node_child_path(NodeObject *self, PyObject *name) {
+  if (!self->node) {
+    PyErr_SetString(PyExc_ValueError, "dftrace: this node was not initialised");
+    return NULL;
+  }
   const char *s = PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
   if (!s || !*s) {
     PyErr_Clear();
