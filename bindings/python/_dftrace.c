@@ -221,9 +221,7 @@ typedef struct {
 static _Thread_local open_use t_open[OPEN_MAX];
 static _Thread_local int t_depth;
 
-static void use_push(dftrace_node_t *n, int enable, const arg_list *a) {
-  dftrace_region_t r = 0;
-  if (use_wanted(n, enable)) r = dftrace_region_begin_ex(n, enable, a->v, (size_t)a->n);
+static void use_push(dftrace_node_t *n, dftrace_region_t r) {
   if (t_depth < OPEN_MAX) {
     t_open[t_depth].node = n;
     t_open[t_depth].region = r;
@@ -429,6 +427,9 @@ typedef struct {
   PyObject *bound_enter; /* cached bound __enter__ / __exit__ (see Slot below) */
   PyObject *bound_exit;
   int is_use; /* a temporary use (node(args=...)): its slots are not cached */
+  /* The call's keyword arguments whose values are not converted yet: a use converts its
+   * arguments when it first records, so `with node(args=...)` costs little when off. */
+  PyObject *pending_kw;
 } NodeObject;
 /* No instance dict here: a Python subclass then gets CPython's managed dict, whose attribute
  * look-ups the interpreter specialises (`ai.compute.forward` is two of them per use). */
@@ -487,13 +488,49 @@ static int node_traverse(NodeObject *self, visitproc visit, void *arg) {
   /* a Python subclass's type and dict are visited by the subclass's own traverse */
   Py_VISIT(self->bound_enter);
   Py_VISIT(self->bound_exit);
+  Py_VISIT(self->pending_kw);
   return 0;
 }
 
 static int node_clear(NodeObject *self) {
   Py_CLEAR(self->bound_enter);
   Py_CLEAR(self->bound_exit);
+  Py_CLEAR(self->pending_kw);
   return 0;
+}
+
+static int is_arg_keyword(const char *key) {
+  return strcmp(key, "epoch") == 0 || strcmp(key, "step") == 0 ||
+         strcmp(key, "image_idx") == 0 || strcmp(key, "image_size") == 0;
+}
+
+/* Converts the pending per-use arguments (once). */
+static void materialize_slow(NodeObject *self) {
+  PyObject *kw = self->pending_kw;
+  self->pending_kw = NULL;
+  PyObject *k, *v;
+  Py_ssize_t pos = 0;
+  while (PyDict_Next(kw, &pos, &k, &v)) {
+    const char *key = PyUnicode_AsUTF8(k);
+    if (!key) {
+      PyErr_Clear();
+      continue;
+    }
+    if (strcmp(key, "args") == 0) args_add_dict(&self->args, v);
+    else if (is_arg_keyword(key)) args_add(&self->args, k, v);
+  }
+  Py_DECREF(kw);
+}
+
+static inline void materialize(NodeObject *self) {
+  if (self->pending_kw) materialize_slow(self);
+}
+
+/* Begins a region for this use when it records now (the cheap check first). */
+static inline dftrace_region_t node_region_begin(NodeObject *self) {
+  if (!use_wanted(self->node, self->enable)) return 0;
+  materialize(self);
+  return dftrace_region_begin_ex(self->node, self->enable, self->args.v, (size_t)self->args.n);
 }
 
 /* For a Python subclass, subtype_dealloc calls this and then drops the type's reference. */
@@ -536,6 +573,7 @@ static PyObject *g_update_wrapper; /* functools.update_wrapper */
 static PyObject *node_decorate(NodeObject *self, PyObject *fn) {
   if (g_async_wrapper && is_coroutine_function(fn))
     return PyObject_CallFunctionObjArgs(g_async_wrapper, (PyObject *)self, fn, NULL);
+  materialize(self); /* a decorated call must not convert anything */
   TracedObject *t = PyObject_GC_New(TracedObject, &Traced_Type);
   if (!t) return NULL;
   t->vectorcall = traced_vectorcall;
@@ -570,8 +608,7 @@ static PyObject *node_call(NodeObject *self, PyObject *args, PyObject *kw) {
   }
   if (npos == 1) fn = PyTuple_GET_ITEM(args, 0);
   int enable = self->enable;
-  arg_list extra = {NULL, 0};
-  if (args_copy(&extra, &self->args) < 0) return PyErr_NoMemory();
+  int has_args = 0;
   if (kw) {
     PyObject *k, *v;
     Py_ssize_t pos = 0;
@@ -585,25 +622,26 @@ static PyObject *node_call(NodeObject *self, PyObject *args, PyObject *kw) {
         if (v != Py_None) fn = v;
       } else if (strcmp(key, "enable") == 0) {
         if (v != Py_None) enable = enable_of(v);
-      } else if (strcmp(key, "args") == 0) {
-        args_add_dict(&extra, v);
-      } else if (strcmp(key, "epoch") == 0 || strcmp(key, "step") == 0 ||
-                 strcmp(key, "image_idx") == 0 || strcmp(key, "image_size") == 0) {
-        args_add(&extra, k, v);
+      } else if (strcmp(key, "args") == 0 || is_arg_keyword(key)) {
+        has_args |= v != Py_None;
       } else {
         warn("unknown keyword '%s' for a node (ignored)", key);
       }
     }
   }
+  materialize(self);
+  arg_list extra = {NULL, 0};
+  if (args_copy(&extra, &self->args) < 0) return PyErr_NoMemory();
   if (fn && !PyCallable_Check(fn)) {
     warn("cannot trace a %s: it is not callable (ignored)", Py_TYPE(fn)->tp_name);
     fn = NULL;
   }
-  if (fn && enable == self->enable && extra.n == self->args.n && extra.n == 0) {
+  if (fn && enable == self->enable && !has_args && extra.n == 0) {
     args_free(&extra);
     return node_decorate(self, fn);
   }
   NodeObject *u = node_use(self, enable, &extra);
+  if (u && has_args) u->pending_kw = Py_NewRef(kw);
   if (!u || !fn) return (PyObject *)u;
   PyObject *res = node_decorate(u, fn);
   Py_DECREF(u);
@@ -612,7 +650,7 @@ static PyObject *node_call(NodeObject *self, PyObject *args, PyObject *kw) {
 
 static PyObject *node_enter(NodeObject *self, PyObject *unused) {
   (void)unused;
-  use_push(self->node, self->enable, &self->args);
+  use_push(self->node, node_region_begin(self));
   return Py_NewRef(self);
 }
 
@@ -641,7 +679,7 @@ static PyObject *node_start(NodeObject *self, PyObject *const *argv, Py_ssize_t 
   if (metadata_flag(argv, nargs, kwnames)) {
     if (use_wanted(self->node, self->enable)) dftrace_node_mark_start(self->node);
   } else {
-    use_push(self->node, self->enable, &self->args);
+    use_push(self->node, node_region_begin(self));
   }
   Py_RETURN_NONE;
 }
@@ -777,10 +815,7 @@ static PyObject *node_child_path(NodeObject *self, PyObject *name) {
 /* _begin() -> region, _end(region): explicit regions for the async wrapper. */
 static PyObject *node_begin(NodeObject *self, PyObject *unused) {
   (void)unused;
-  dftrace_region_t r = 0;
-  if (use_wanted(self->node, self->enable))
-    r = dftrace_region_begin_ex(self->node, self->enable, self->args.v, (size_t)self->args.n);
-  return PyLong_FromUnsignedLongLong(r);
+  return PyLong_FromUnsignedLongLong(node_region_begin(self));
 }
 
 static PyObject *node_end(NodeObject *self, PyObject *region) {
@@ -797,6 +832,7 @@ static PyObject *node_end(NodeObject *self, PyObject *region) {
 /* _instant(args): an instant event named after the node. */
 static PyObject *node_instant(NodeObject *self, PyObject *const *argv, Py_ssize_t n) {
   if (!use_wanted(self->node, self->enable)) Py_RETURN_NONE;
+  materialize(self);
   arg_list a = {NULL, 0};
   if (args_copy(&a, &self->args) < 0) return PyErr_NoMemory();
   if (n > 0) args_add_dict(&a, argv[0]);
@@ -852,6 +888,7 @@ static PyObject *node_get_enabled(NodeObject *self, void *c) {
 }
 static PyObject *node_get_use_args(NodeObject *self, void *c) {
   (void)c;
+  materialize(self);
   PyObject *d = PyDict_New();
   for (Py_ssize_t i = 0; d && i < self->args.n; ++i) {
     const dftrace_arg_t *a = &self->args.v[i];
