@@ -1234,6 +1234,14 @@ static PyObject *mod_set_async_wrapper(PyObject *m, PyObject *fn) {
   Py_RETURN_NONE;
 }
 
+/* In a forked child: the parent's open uses end in the parent (the core drops them too). */
+static PyObject *mod_after_fork_child(PyObject *m, PyObject *u) {
+  (void)m;
+  (void)u;
+  t_depth = 0;
+  Py_RETURN_NONE;
+}
+
 static PyObject *mod_open_depth(PyObject *m, PyObject *u) {
   (void)m;
   (void)u;
@@ -1264,6 +1272,7 @@ static PyMethodDef module_methods[] = {
     {"set_rank", (PyCFunction)(void (*)(void))mod_set_rank, METH_FASTCALL, NULL},
     {"_set_async_wrapper", mod_set_async_wrapper, METH_O, NULL},
     {"_open_depth", mod_open_depth, METH_NOARGS, NULL},
+    {"_after_fork_child", mod_after_fork_child, METH_NOARGS, NULL},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_dftrace",

@@ -100,6 +100,8 @@ def test_plain_fork_child(runner):
         with ai.pipeline.train:
             pid = os.fork()
             if pid == 0:
+                from dftrace import _dftrace
+                assert _dftrace._open_depth() == 0  # the parent's open use is not the child's
                 with ai.compute.forward:
                     pass
                 os._exit(0)  # skips atexit: the child's file must still be complete
@@ -110,3 +112,5 @@ def test_plain_fork_child(runner):
     assert len(traces) == 2
     child = [t for t in traces if t.named("forward") and not t.named("train")]
     assert len(child) == 1
+    fw = child[0].named("forward")[0]
+    assert fw["args"]["level"] == 1 and fw["args"]["p_idx"] == -1

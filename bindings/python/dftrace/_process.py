@@ -37,7 +37,8 @@ def _exit_finalizing(status: int) -> None:
         _real_exit(status)
 
 
-def _finalize_on_exit_in_child() -> None:
+def _after_fork_in_child() -> None:
+    _dftrace._after_fork_child()
     # A forked child often leaves with os._exit() (multiprocessing does, so do servers and
     # hand-written fork code): in the child only, make that finalize the child's file first.
     os._exit = _exit_finalizing
@@ -56,7 +57,7 @@ def install() -> None:
     if _installed:
         return
     _installed = True
-    os.register_at_fork(after_in_child=_finalize_on_exit_in_child)
+    os.register_at_fork(after_in_child=_after_fork_in_child)
     try:
         from multiprocessing import process
     except ImportError:  # pragma: no cover - multiprocessing is part of the standard library
