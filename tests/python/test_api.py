@@ -408,3 +408,22 @@ def test_context_manager_protocol_details(runner):
     f_outer, f_inner = sorted(t.named("forward"), key=lambda e: e["args"]["level"])
     assert f_inner["args"]["p_idx"] == f_outer["id"] and f_inner["args"]["kept"] is True
     assert sorted(e["args"]["i"] for e in t.named("barrier")) == list(range(1000))
+
+
+def test_extension_uses_only_the_c_abi():
+    """The compiled module links libdftrace and calls nothing but functions of dftrace.h."""
+    import re
+    import shutil
+
+    from dftrace import _dftrace
+
+    if not shutil.which("nm"):
+        pytest.skip("nm (binutils) is not installed")
+    header = os.path.join(os.path.dirname(__file__), "..", "..", "include", "dftrace", "dftrace.h")
+    declared = set(re.findall(r"\b(dftrace_[a-z_0-9]+)\s*\(", open(header).read()))
+    out = subprocess.run(["nm", "-D", "--undefined-only", _dftrace.__file__], check=True,
+                         capture_output=True, text=True).stdout
+    used = {line.split()[-1].split("@")[0] for line in out.splitlines() if line.strip()}
+    ours = {s for s in used if "dftrace" in s}
+    assert ours and ours <= declared, ours - declared
+    assert not [s for s in used if s.startswith("_Z")]  # no C++ symbol of the core
