@@ -1,7 +1,6 @@
 """test_api.py: the pydftracer surface of `from dftrace import ai` and the `dftrace` functions."""
 import os
 import subprocess
-import sys
 
 import pytest
 
