@@ -70,3 +70,21 @@ def test_passthrough_is_the_function(runner):
             frames = [f.name for f in traceback.extract_tb(e.__traceback__)]
             assert frames == ["<module>", "boom"], frames
     ''', enable=False)
+
+
+def test_unwritable_trace_path_does_not_harm_the_program(runner):
+    p = runner.run('''
+        import dftrace
+        from dftrace import ai
+
+        @ai.compute.forward
+        def f(x):
+            return x + 1
+
+        assert sum(f(i) for i in range(1000)) == 500500
+        with ai.compute.backward(args={"a": 1}):
+            pass
+        print("done")
+    ''', enable=True, env={"DFTRACE_LOG_FILE": "/nonexistent-dftrace-dir/sub/trace"})
+    assert p.returncode == 0 and p.stdout.strip() == "done"
+    assert all(line.startswith("dftrace: ") for line in p.stderr.splitlines() if line)
