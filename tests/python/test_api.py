@@ -277,7 +277,7 @@ def test_guide_examples_run_with_the_import_changed(runner):
         import numpy as np
         import os
 
-        df_logger = dftracer.initialize_log("traces/ai_trace.pfw", "/tmp/data", -1)
+        df_logger = dftracer.initialize_log("traces/ai_trace.pfw", "data", -1)
         os.makedirs("data", exist_ok=True)
         np.save("data/0.npy", np.arange(4))
 

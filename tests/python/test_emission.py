@@ -100,7 +100,7 @@ elif DISABLE == "ckpt":
 elif DISABLE:
     getattr(ai, DISABLE).disable()
 
-df_logger = dftracer.initialize_log("traces/training.pfw", "/tmp/data", -1)
+df_logger = dftracer.initialize_log("traces/training.pfw", "data", -1)
 train(Hook())
 df_logger.finalize()
 '''
