@@ -15,6 +15,7 @@ from torch.utils.data import DataLoader, Dataset
 from dftrace import ai
 
 WORKERS = int(sys.argv[1])
+PERSISTENT = len(sys.argv) > 2 and sys.argv[2] == "persistent"
 SAMPLES, BATCH, EPOCHS = 64, 8, 2
 
 
@@ -43,7 +44,8 @@ def train():
     torch.manual_seed(0)
     model = torch.nn.Linear(4, 1)
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
-    loader = DataLoader(Points(), batch_size=BATCH, num_workers=WORKERS, collate_fn=collate)
+    loader = DataLoader(Points(), batch_size=BATCH, num_workers=WORKERS, collate_fn=collate,
+                        persistent_workers=PERSISTENT)
     losses = []
     for epoch in ai.pipeline.epoch.iter(range(EPOCHS)):
         for step, (x, y) in ai.dataloader.fetch.iter(enumerate(loader)):
@@ -69,10 +71,10 @@ STEPS = 64 // 8 * 2  # batches per epoch x epochs
 
 
 @pytest.mark.skipif(not torch_available, reason="python3-torch is not installed")
-@pytest.mark.parametrize("workers", [0, 2])
-def test_torch_training_loop(runner, workers):
-    runner.run("import sys\nsys.argv[1:] = ['%d']\n" % workers + TRAIN, script="train.py",
-               timeout=600)
+@pytest.mark.parametrize("workers,persistent", [(0, False), (2, False), (2, True)])
+def test_torch_training_loop(runner, workers, persistent):
+    argv = [str(workers)] + (["persistent"] if persistent else [])
+    runner.run("import sys\nsys.argv[1:] = %r\n" % argv + TRAIN, script="train.py", timeout=600)
     traces = runner.traces()
     main = [t for t in traces if t.named("train")]
     assert len(main) == 1
@@ -96,9 +98,9 @@ def test_torch_training_loop(runner, workers):
         for e in m.named("item"):  # fetched in the main process: under fetch.iter
             assert ids[e["args"]["p_idx"]]["name"] == "fetch.iter"
     else:
-        # one worker set per epoch (not persistent): 2 x 2 worker processes, each its own
+        # one worker set per epoch (or one for the run when persistent), each worker its own
         # complete file with its own pid
-        assert len(workers_files) == 2 * workers
+        assert len(workers_files) == (1 if persistent else 2) * workers
         assert len({t.records[0]["pid"] for t in traces}) == len(traces)
         assert m.named("item") == []
         for t in workers_files:
