@@ -603,8 +603,8 @@ static PyObject *node_call(NodeObject *self, PyObject *args, PyObject *kw) {
   const Py_ssize_t npos = PyTuple_GET_SIZE(args);
   if (npos > 1) {
     warn("a node takes at most one positional argument (the function to trace); "
-         "the call is ignored");
-    Py_RETURN_NONE;
+         "the extra ones are ignored");
+    return Py_NewRef(self); /* still usable as a decorator or context manager */
   }
   if (npos == 1) fn = PyTuple_GET_ITEM(args, 0);
   int enable = self->enable;
