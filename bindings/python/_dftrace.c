@@ -231,9 +231,10 @@ static void use_push(dftrace_node_t *n, dftrace_region_t r) {
   static int warned;
   if (!warned) {
     warned = 1;
-    warn("more than %d regions open at once on a thread (start() without stop()?); "
-         "the excess is not recorded",
-         OPEN_MAX);
+    warn(
+        "more than %d regions open at once on a thread (start() without stop()?); "
+        "the excess is not recorded",
+        OPEN_MAX);
   }
   if (r) dftrace_region_cancel(r);
 }
@@ -252,8 +253,7 @@ static void use_pop(dftrace_node_t *n) {
 /* ---------------------------------------------------------------- Traced: the decorator */
 
 typedef struct {
-  PyObject_HEAD
-  vectorcallfunc vectorcall;
+  PyObject_HEAD vectorcallfunc vectorcall;
   PyObject *func;
   dftrace_node_t *node;
   int enable;
@@ -304,15 +304,18 @@ static PyObject *traced_descr_get(PyObject *self, PyObject *obj, PyObject *type)
 }
 
 static PyObject *traced_repr(TracedObject *self) {
-  return PyUnicode_FromFormat("<dftrace traced %R on %s>", self->func, dftrace_node_path(self->node));
+  return PyUnicode_FromFormat("<dftrace traced %R on %s>", self->func,
+                              dftrace_node_path(self->node));
 }
 
 /* Pickled by reference like the function it replaces (multiprocessing spawn targets). */
 static PyObject *traced_reduce(TracedObject *self, PyObject *unused) {
   (void)unused;
   PyObject *q = self->dict ? PyDict_GetItemString(self->dict, "__qualname__") : NULL;
-  if (!q) q = PyObject_GetAttrString(self->func, "__qualname__");
-  else Py_INCREF(q);
+  if (!q)
+    q = PyObject_GetAttrString(self->func, "__qualname__");
+  else
+    Py_INCREF(q);
   return q;
 }
 
@@ -322,8 +325,7 @@ static PyObject *traced_get_node_path(TracedObject *self, void *closure) {
 }
 
 static PyMethodDef traced_methods[] = {
-    {"__reduce__", (PyCFunction)traced_reduce, METH_NOARGS, NULL},
-    {NULL, NULL, 0, NULL}};
+    {"__reduce__", (PyCFunction)traced_reduce, METH_NOARGS, NULL}, {NULL, NULL, 0, NULL}};
 
 static PyGetSetDef traced_getset[] = {
     {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
@@ -352,8 +354,7 @@ static PyTypeObject Traced_Type = {
 /* ---------------------------------------------------------------- Iter: node.iter() */
 
 typedef struct {
-  PyObject_HEAD
-  PyObject *it;
+  PyObject_HEAD PyObject *it;
   dftrace_iter_t st;
   int done;
 } IterObject;
@@ -419,8 +420,7 @@ static PyTypeObject Iter_Type = {
 /* ---------------------------------------------------------------- Node */
 
 typedef struct {
-  PyObject_HEAD
-  dftrace_node_t *node;
+  PyObject_HEAD dftrace_node_t *node;
   int enable; /* per-use override: -1 node state, 0 off, 1 on */
   arg_list args;
   PyObject *weakrefs;
@@ -438,8 +438,7 @@ static PyTypeObject Node_Type;
 
 /* The bound __enter__/__exit__ a node caches (see the Slot descriptor below). */
 typedef struct {
-  PyObject_HEAD
-  vectorcallfunc vectorcall;
+  PyObject_HEAD vectorcallfunc vectorcall;
   NodeObject *node; /* strong, like a bound method's self: `with` keeps only this alive */
   int is_exit;
 } BoundObject;
@@ -500,8 +499,8 @@ static int node_clear(NodeObject *self) {
 }
 
 static int is_arg_keyword(const char *key) {
-  return strcmp(key, "epoch") == 0 || strcmp(key, "step") == 0 ||
-         strcmp(key, "image_idx") == 0 || strcmp(key, "image_size") == 0;
+  return strcmp(key, "epoch") == 0 || strcmp(key, "step") == 0 || strcmp(key, "image_idx") == 0 ||
+         strcmp(key, "image_size") == 0;
 }
 
 /* Converts the pending per-use arguments (once). */
@@ -516,8 +515,10 @@ static void materialize_slow(NodeObject *self) {
       PyErr_Clear();
       continue;
     }
-    if (strcmp(key, "args") == 0) args_add_dict(&self->args, v);
-    else if (is_arg_keyword(key)) args_add(&self->args, k, v);
+    if (strcmp(key, "args") == 0)
+      args_add_dict(&self->args, v);
+    else if (is_arg_keyword(key))
+      args_add(&self->args, k, v);
   }
   Py_DECREF(kw);
 }
@@ -602,8 +603,9 @@ static PyObject *node_call(NodeObject *self, PyObject *args, PyObject *kw) {
   PyObject *fn = NULL;
   const Py_ssize_t npos = PyTuple_GET_SIZE(args);
   if (npos > 1) {
-    warn("a node takes at most one positional argument (the function to trace); "
-         "the extra ones are ignored");
+    warn(
+        "a node takes at most one positional argument (the function to trace); "
+        "the extra ones are ignored");
     return Py_NewRef(self); /* still usable as a decorator or context manager */
   }
   if (npos == 1) fn = PyTuple_GET_ITEM(args, 0);
@@ -666,8 +668,10 @@ static int metadata_flag(PyObject *const *argv, Py_ssize_t nargs, PyObject *kwna
   if (kwnames) {
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); ++i) {
       const char *k = PyUnicode_AsUTF8(PyTuple_GET_ITEM(kwnames, i));
-      if (k && strcmp(k, "metadata") == 0) m = argv[nargs + i];
-      else if (!k) PyErr_Clear();
+      if (k && strcmp(k, "metadata") == 0)
+        m = argv[nargs + i];
+      else if (!k)
+        PyErr_Clear();
     }
   }
   return m ? PyObject_IsTrue(m) > 0 : 0;
@@ -696,8 +700,8 @@ static PyObject *node_stop(NodeObject *self, PyObject *const *argv, Py_ssize_t n
 }
 
 static PyObject *node_iter(NodeObject *self, PyObject *args, PyObject *kw) {
-  static char *kwlist[] = {"iterator", "include_block", "include_iter", "iter_name",
-                           "block_name", "enable", NULL};
+  static char *kwlist[] = {
+      "iterator", "include_block", "include_iter", "iter_name", "block_name", "enable", NULL};
   PyObject *iterable, *enable = Py_None;
   int include_block = 1, include_iter = 1;
   const char *iter_name = NULL, *block_name = NULL;
@@ -759,14 +763,21 @@ static PyObject *node_update_one(NodeObject *self, PyObject *const *argv, Py_ssi
       warn_and_clear("update value could not be converted");
     } else {
       switch (a.type) {
-        case DFTRACE_ARG_INT: dftrace_node_update_int(self->node, key, a.value.i); break;
-        case DFTRACE_ARG_DOUBLE: dftrace_node_update_double(self->node, key, a.value.d); break;
-        case DFTRACE_ARG_BOOL: dftrace_node_update_bool(self->node, key, a.value.b); break;
+        case DFTRACE_ARG_INT:
+          dftrace_node_update_int(self->node, key, a.value.i);
+          break;
+        case DFTRACE_ARG_DOUBLE:
+          dftrace_node_update_double(self->node, key, a.value.d);
+          break;
+        case DFTRACE_ARG_BOOL:
+          dftrace_node_update_bool(self->node, key, a.value.b);
+          break;
         case DFTRACE_ARG_STRING:
           dftrace_node_update_string(self->node, key, a.value.s);
           PyMem_RawFree((void *)a.value.s);
           break;
-        default: break;
+        default:
+          break;
       }
     }
   }
@@ -860,9 +871,12 @@ static PyObject *node_counter(NodeObject *self, PyObject *const *argv, Py_ssize_
     warn_and_clear("counter value");
     Py_RETURN_NONE;
   }
-  if (a.type == DFTRACE_ARG_INT) dftrace_counter_int(self->node, series, a.value.i);
-  else if (a.type == DFTRACE_ARG_DOUBLE) dftrace_counter_double(self->node, series, a.value.d);
-  else if (a.type == DFTRACE_ARG_BOOL) dftrace_counter_int(self->node, series, a.value.b);
+  if (a.type == DFTRACE_ARG_INT)
+    dftrace_counter_int(self->node, series, a.value.i);
+  else if (a.type == DFTRACE_ARG_DOUBLE)
+    dftrace_counter_double(self->node, series, a.value.d);
+  else if (a.type == DFTRACE_ARG_BOOL)
+    dftrace_counter_int(self->node, series, a.value.b);
   else {
     PyMem_RawFree((void *)a.value.s);
     warn("counter value must be a number (ignored)");
@@ -894,10 +908,18 @@ static PyObject *node_get_use_args(NodeObject *self, void *c) {
     const dftrace_arg_t *a = &self->args.v[i];
     PyObject *v = NULL;
     switch (a->type) {
-      case DFTRACE_ARG_INT: v = PyLong_FromLongLong(a->value.i); break;
-      case DFTRACE_ARG_DOUBLE: v = PyFloat_FromDouble(a->value.d); break;
-      case DFTRACE_ARG_BOOL: v = PyBool_FromLong(a->value.b); break;
-      default: v = PyUnicode_FromString(a->value.s); break;
+      case DFTRACE_ARG_INT:
+        v = PyLong_FromLongLong(a->value.i);
+        break;
+      case DFTRACE_ARG_DOUBLE:
+        v = PyFloat_FromDouble(a->value.d);
+        break;
+      case DFTRACE_ARG_BOOL:
+        v = PyBool_FromLong(a->value.b);
+        break;
+      default:
+        v = PyUnicode_FromString(a->value.s);
+        break;
     }
     if (!v || PyDict_SetItemString(d, a->key, v) < 0) Py_CLEAR(d);
     Py_XDECREF(v);
@@ -1006,8 +1028,7 @@ static PyTypeObject Bound_Type = {
 };
 
 typedef struct {
-  PyObject_HEAD
-  int is_exit;
+  PyObject_HEAD int is_exit;
 } SlotObject;
 
 static PyObject *bound_new(NodeObject *n, int is_exit) {
@@ -1064,13 +1085,14 @@ static int add_slot(const char *name, int is_exit) {
 
 /* ---------------------------------------------------------------- module functions */
 
-static int tri(PyObject *o) { return (!o || o == Py_None) ? -1 : PyObject_IsTrue(o) > 0; }
+static int tri(PyObject *o) {
+  return (!o || o == Py_None) ? -1 : PyObject_IsTrue(o) > 0;
+}
 
 static PyObject *mod_init(PyObject *m, PyObject *args, PyObject *kw) {
   (void)m;
-  static char *kwlist[] = {"enable",   "output_prefix", "output_file", "config_file",
-                           "exec_name", "metadata",     "compression", "level",
-                           "bind_atexit", NULL};
+  static char *kwlist[] = {"enable",   "output_prefix", "output_file", "config_file", "exec_name",
+                           "metadata", "compression",   "level",       "bind_atexit", NULL};
   PyObject *enable = Py_None, *metadata = Py_None, *compression = Py_None, *atexit_ = Py_None;
   const char *prefix = NULL, *file = NULL, *config = NULL, *exec = NULL;
   int level = -1;
@@ -1169,8 +1191,8 @@ static PyObject *mod_events_dropped(PyObject *m, PyObject *u) {
 }
 
 /* metadata(key, value): a CM line; process_property(key, value): a PR line. */
-static PyObject *two_strings(PyObject *const *argv, Py_ssize_t n, void (*fn)(const char *, const char *),
-                             const char *what) {
+static PyObject *two_strings(PyObject *const *argv, Py_ssize_t n,
+                             void (*fn)(const char *, const char *), const char *what) {
   if (n != 2) {
     warn("%s needs a key and a value (ignored)", what);
     Py_RETURN_NONE;
@@ -1178,8 +1200,10 @@ static PyObject *two_strings(PyObject *const *argv, Py_ssize_t n, void (*fn)(con
   PyObject *kh = NULL, *vh = NULL;
   const char *k = key_utf8(argv[0], &kh);
   const char *v = k ? key_utf8(argv[1], &vh) : NULL;
-  if (!k || !v) warn_and_clear(what);
-  else fn(k, v);
+  if (!k || !v)
+    warn_and_clear(what);
+  else
+    fn(k, v);
   Py_XDECREF(kh);
   Py_XDECREF(vh);
   Py_RETURN_NONE;
@@ -1196,8 +1220,10 @@ static PyObject *mod_process_property(PyObject *m, PyObject *const *argv, Py_ssi
     PyObject *kh = NULL;
     const char *k = key_utf8(argv[0], &kh);
     long long v = PyLong_AsLongLong(argv[1]);
-    if (!k || (v == -1 && PyErr_Occurred())) warn_and_clear("process_property");
-    else dftrace_process_property_int(k, v);
+    if (!k || (v == -1 && PyErr_Occurred()))
+      warn_and_clear("process_property");
+    else
+      dftrace_process_property_int(k, v);
     Py_XDECREF(kh);
     Py_RETURN_NONE;
   }
@@ -1208,8 +1234,10 @@ static PyObject *mod_thread_name(PyObject *m, PyObject *name) {
   (void)m;
   PyObject *h = NULL;
   const char *s = key_utf8(name, &h);
-  if (!s) warn_and_clear("thread_name");
-  else dftrace_thread_name(s);
+  if (!s)
+    warn_and_clear("thread_name");
+  else
+    dftrace_thread_name(s);
   Py_XDECREF(h);
   Py_RETURN_NONE;
 }
@@ -1275,14 +1303,19 @@ static PyMethodDef module_methods[] = {
     {"_after_fork_child", mod_after_fork_child, METH_NOARGS, NULL},
     {NULL, NULL, 0, NULL}};
 
-static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_dftrace",
-                                        "dftrace's compiled core binding (C ABI).", -1,
-                                        module_methods, NULL, NULL, NULL, NULL};
+static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT,
+                                        "_dftrace",
+                                        "dftrace's compiled core binding (C ABI).",
+                                        -1,
+                                        module_methods,
+                                        NULL,
+                                        NULL,
+                                        NULL,
+                                        NULL};
 
 PyMODINIT_FUNC PyInit__dftrace(void) {
   if (PyType_Ready(&Node_Type) < 0 || PyType_Ready(&Traced_Type) < 0 ||
-      PyType_Ready(&Iter_Type) < 0 || PyType_Ready(&Bound_Type) < 0 ||
-      PyType_Ready(&Slot_Type) < 0)
+      PyType_Ready(&Iter_Type) < 0 || PyType_Ready(&Bound_Type) < 0 || PyType_Ready(&Slot_Type) < 0)
     return NULL;
   if (add_slot("__enter__", 0) < 0 || add_slot("__exit__", 1) < 0) return NULL;
   PyType_Modified(&Node_Type);

@@ -71,7 +71,8 @@ class Runner:
             e["DFTRACE_ENABLE"] = "1"
             e["DFTRACE_LOG_FILE"] = os.path.join(self.trace_dir, "trace")
         if e.get("PYTHONPATH"):  # the child runs elsewhere: make the build tree's path absolute
-            e["PYTHONPATH"] = os.pathsep.join(os.path.abspath(x) for x in e["PYTHONPATH"].split(os.pathsep))
+            e["PYTHONPATH"] = os.pathsep.join(
+                os.path.abspath(x) for x in e["PYTHONPATH"].split(os.pathsep))
         e.update(env or {})
         p = subprocess.run([PYTHON, path], cwd=self.dir, env=e, capture_output=True, text=True,
                            timeout=timeout)

@@ -1,4 +1,4 @@
-"""_process.py: child processes write complete trace files (multiprocessing fork, spawn, workers)."""
+"""_process.py: child processes (multiprocessing fork/spawn, workers) write complete files."""
 from __future__ import annotations
 
 import os

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import functools
 from enum import StrEnum, auto
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, Optional, TypeVar, overload
+from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, Optional, TypeVar,
+                    overload)
 
 from . import _dftrace
 
