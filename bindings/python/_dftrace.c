@@ -1,0 +1,1339 @@
+/* _dftrace.c: the compiled part of dftrace's Python face: node handles, the decorator wrapper
+ * and the iter wrapper, written with the CPython C API over the C ABI (dftrace.h) only.
+ *
+ * Why C and not pybind11: a traced call must cost a few hundred nanoseconds when recording
+ * and a few tens when switched off; pybind11's dispatch alone costs more than that. The set-up
+ * surface (building the tree, update, initialize) stays small and lives in Python. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "dftrace/dftrace.h"
+
+/* ---------------------------------------------------------------- diagnostics */
+
+/* One clear line for the user; never an exception into traced code. */
+static void warn(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("dftrace: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+}
+
+/* Reports the pending Python error as a warning and clears it. */
+static void warn_and_clear(const char *what) {
+  PyObject *type, *value, *tb;
+  PyErr_Fetch(&type, &value, &tb);
+  const char *msg = "?";
+  PyObject *s = value ? PyObject_Str(value) : NULL;
+  if (s) msg = PyUnicode_AsUTF8(s);
+  if (!msg) {
+    PyErr_Clear();
+    msg = "?";
+  }
+  warn("%s: %s (ignored)", what, msg);
+  Py_XDECREF(s);
+  Py_XDECREF(type);
+  Py_XDECREF(value);
+  Py_XDECREF(tb);
+}
+
+/* ---------------------------------------------------------------- argument lists */
+
+/* Per-use arguments in the ABI's form; keys and string values are owned copies. */
+typedef struct {
+  dftrace_arg_t *v;
+  Py_ssize_t n;
+} arg_list;
+
+static char *dup_str(const char *s, Py_ssize_t len) {
+  char *d = PyMem_RawMalloc((size_t)len + 1);
+  if (d) {
+    memcpy(d, s, (size_t)len);
+    d[len] = '\0';
+  }
+  return d;
+}
+
+static void args_free(arg_list *a) {
+  for (Py_ssize_t i = 0; i < a->n; ++i) {
+    PyMem_RawFree((void *)a->v[i].key);
+    if (a->v[i].type == DFTRACE_ARG_STRING) PyMem_RawFree((void *)a->v[i].value.s);
+  }
+  PyMem_RawFree(a->v);
+  a->v = NULL;
+  a->n = 0;
+}
+
+static int args_copy(arg_list *dst, const arg_list *src) {
+  dst->v = NULL;
+  dst->n = 0;
+  if (src->n == 0) return 0;
+  dst->v = PyMem_RawCalloc((size_t)src->n, sizeof(dftrace_arg_t));
+  if (!dst->v) return -1;
+  for (Py_ssize_t i = 0; i < src->n; ++i) {
+    dftrace_arg_t a = src->v[i];
+    a.key = dup_str(src->v[i].key, (Py_ssize_t)strlen(src->v[i].key));
+    if (a.type == DFTRACE_ARG_STRING) a.value.s = dup_str(a.value.s, (Py_ssize_t)strlen(a.value.s));
+    dst->v[i] = a;
+    dst->n = i + 1;
+  }
+  return 0;
+}
+
+static int is_numpy_scalar(PyObject *v) {
+  return strncmp(Py_TYPE(v)->tp_name, "numpy.", 6) == 0;
+}
+
+/* Converts a Python value to an ABI argument (key not set). numpy scalars become numbers,
+ * other objects their str(). Returns 0, or -1 with a Python error set. */
+static int convert_value(PyObject *v, dftrace_arg_t *out) {
+  PyObject *item = NULL;
+  if (is_numpy_scalar(v) && PyObject_HasAttrString(v, "item")) {
+    item = PyObject_CallMethod(v, "item", NULL);
+    if (!item) return -1;
+    v = item;
+  }
+  int rc = 0;
+  if (PyBool_Check(v)) {
+    out->type = DFTRACE_ARG_BOOL;
+    out->value.b = v == Py_True;
+  } else if (PyLong_Check(v)) {
+    int overflow = 0;
+    long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (overflow) {
+      out->type = DFTRACE_ARG_DOUBLE;
+      out->value.d = PyLong_AsDouble(v);
+      if (out->value.d == -1.0 && PyErr_Occurred()) rc = -1;
+    } else if (x == -1 && PyErr_Occurred()) {
+      rc = -1;
+    } else {
+      out->type = DFTRACE_ARG_INT;
+      out->value.i = (int64_t)x;
+    }
+  } else if (PyFloat_Check(v)) {
+    out->type = DFTRACE_ARG_DOUBLE;
+    out->value.d = PyFloat_AS_DOUBLE(v);
+  } else {
+    PyObject *s = PyUnicode_Check(v) ? (Py_INCREF(v), v) : PyObject_Str(v);
+    if (!s) {
+      rc = -1;
+    } else {
+      Py_ssize_t len = 0;
+      const char *u = PyUnicode_AsUTF8AndSize(s, &len);
+      if (!u) {
+        rc = -1;
+      } else {
+        out->type = DFTRACE_ARG_STRING;
+        out->value.s = dup_str(u, len);
+        if (!out->value.s) {
+          PyErr_NoMemory();
+          rc = -1;
+        }
+      }
+      Py_DECREF(s);
+    }
+  }
+  Py_XDECREF(item);
+  return rc;
+}
+
+static const char *key_utf8(PyObject *key, PyObject **holder) {
+  *holder = PyUnicode_Check(key) ? (Py_INCREF(key), key) : PyObject_Str(key);
+  return *holder ? PyUnicode_AsUTF8(*holder) : NULL;
+}
+
+/* Appends key=value to a list (replacing an earlier entry of the same key). A value that
+ * can not be converted is reported and skipped. */
+static void args_add(arg_list *a, PyObject *key, PyObject *value) {
+  if (value == Py_None) return;
+  PyObject *kh = NULL;
+  const char *k = key_utf8(key, &kh);
+  dftrace_arg_t arg;
+  memset(&arg, 0, sizeof arg);
+  if (!k || convert_value(value, &arg) < 0) {
+    Py_XDECREF(kh);
+    warn_and_clear("an argument could not be converted");
+    return;
+  }
+  for (Py_ssize_t i = 0; i < a->n; ++i) {
+    if (strcmp(a->v[i].key, k) == 0) {
+      if (a->v[i].type == DFTRACE_ARG_STRING) PyMem_RawFree((void *)a->v[i].value.s);
+      arg.key = a->v[i].key;
+      a->v[i] = arg;
+      Py_DECREF(kh);
+      return;
+    }
+  }
+  dftrace_arg_t *nv = PyMem_RawRealloc(a->v, (size_t)(a->n + 1) * sizeof(dftrace_arg_t));
+  if (!nv) {
+    if (arg.type == DFTRACE_ARG_STRING) PyMem_RawFree((void *)arg.value.s);
+    Py_DECREF(kh);
+    return;
+  }
+  a->v = nv;
+  arg.key = dup_str(k, (Py_ssize_t)strlen(k));
+  a->v[a->n++] = arg;
+  Py_DECREF(kh);
+}
+
+/* Adds every entry of a mapping; anything but a dict (or None) is reported and ignored. */
+static void args_add_dict(arg_list *a, PyObject *dict) {
+  if (!dict || dict == Py_None) return;
+  if (!PyDict_Check(dict)) {
+    warn("args must be a dict, not %s (ignored)", Py_TYPE(dict)->tp_name);
+    return;
+  }
+  PyObject *k, *v;
+  Py_ssize_t pos = 0;
+  while (PyDict_Next(dict, &pos, &k, &v)) args_add(a, k, v);
+}
+
+/* None -> use the node's state, otherwise the truth of the value. */
+static int enable_of(PyObject *o) {
+  if (!o || o == Py_None) return DFTRACE_USE_NODE_STATE;
+  int t = PyObject_IsTrue(o);
+  if (t < 0) {
+    PyErr_Clear();
+    return DFTRACE_USE_NODE_STATE;
+  }
+  return t ? DFTRACE_FORCE_ON : DFTRACE_FORCE_OFF;
+}
+
+/* Whether a use with this override would begin a region now (the cheap check first). */
+static inline int use_wanted(const dftrace_node_t *n, int enable) {
+  return enable < 0 ? dftrace_node_active_fast(n) : enable > 0;
+}
+
+/* ---------------------------------------------------------------- per-thread open uses */
+
+/* `with node:` and start()/stop() are called on shared objects: the region of each use is
+ * kept per thread, and __exit__/stop() ends the innermost open use of the same node. */
+#define OPEN_MAX 256
+typedef struct {
+  dftrace_node_t *node;
+  dftrace_region_t region;
+} open_use;
+static _Thread_local open_use t_open[OPEN_MAX];
+static _Thread_local int t_depth;
+
+static void use_push(dftrace_node_t *n, dftrace_region_t r) {
+  if (t_depth < OPEN_MAX) {
+    t_open[t_depth].node = n;
+    t_open[t_depth].region = r;
+    ++t_depth;
+    return;
+  }
+  static int warned;
+  if (!warned) {
+    warned = 1;
+    warn(
+        "more than %d regions open at once on a thread (start() without stop()?); "
+        "the excess is not recorded",
+        OPEN_MAX);
+  }
+  if (r) dftrace_region_cancel(r);
+}
+
+static void use_pop(dftrace_node_t *n) {
+  for (int i = t_depth - 1; i >= 0; --i) {
+    if (t_open[i].node != n) continue;
+    const dftrace_region_t r = t_open[i].region;
+    memmove(&t_open[i], &t_open[i + 1], (size_t)(t_depth - i - 1) * sizeof(open_use));
+    --t_depth;
+    if (r) dftrace_region_end(r);
+    return;
+  }
+}
+
+/* ---------------------------------------------------------------- Traced: the decorator */
+
+typedef struct {
+  PyObject_HEAD vectorcallfunc vectorcall;
+  PyObject *func;
+  dftrace_node_t *node;
+  int enable;
+  arg_list args;
+  PyObject *dict;
+  PyObject *weakrefs;
+} TracedObject;
+
+static PyTypeObject Traced_Type;
+
+static PyObject *traced_vectorcall(PyObject *self_, PyObject *const *argv, size_t nargsf,
+                                   PyObject *kwnames) {
+  TracedObject *self = (TracedObject *)self_;
+  if (!use_wanted(self->node, self->enable))
+    return PyObject_Vectorcall(self->func, argv, nargsf, kwnames);
+  const dftrace_region_t r =
+      dftrace_region_begin_ex(self->node, self->enable, self->args.v, (size_t)self->args.n);
+  PyObject *res = PyObject_Vectorcall(self->func, argv, nargsf, kwnames);
+  dftrace_region_end(r);
+  return res;
+}
+
+static int traced_traverse(TracedObject *self, visitproc visit, void *arg) {
+  Py_VISIT(self->func);
+  Py_VISIT(self->dict);
+  return 0;
+}
+
+static int traced_clear(TracedObject *self) {
+  Py_CLEAR(self->func);
+  Py_CLEAR(self->dict);
+  return 0;
+}
+
+static void traced_dealloc(TracedObject *self) {
+  PyObject_GC_UnTrack(self);
+  if (self->weakrefs) PyObject_ClearWeakRefs((PyObject *)self);
+  traced_clear(self);
+  args_free(&self->args);
+  Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* Functions are descriptors: a decorated method binds like the function it wraps. */
+static PyObject *traced_descr_get(PyObject *self, PyObject *obj, PyObject *type) {
+  (void)type;
+  if (obj == NULL || obj == Py_None) return Py_NewRef(self);
+  return PyMethod_New(self, obj);
+}
+
+static PyObject *traced_repr(TracedObject *self) {
+  return PyUnicode_FromFormat("<dftrace traced %R on %s>", self->func,
+                              dftrace_node_path(self->node));
+}
+
+/* Pickled by reference like the function it replaces (multiprocessing spawn targets). */
+static PyObject *traced_reduce(TracedObject *self, PyObject *unused) {
+  (void)unused;
+  PyObject *q = self->dict ? PyDict_GetItemString(self->dict, "__qualname__") : NULL;
+  if (!q)
+    q = PyObject_GetAttrString(self->func, "__qualname__");
+  else
+    Py_INCREF(q);
+  return q;
+}
+
+static PyObject *traced_get_node_path(TracedObject *self, void *closure) {
+  (void)closure;
+  return PyUnicode_FromString(dftrace_node_path(self->node));
+}
+
+static PyMethodDef traced_methods[] = {
+    {"__reduce__", (PyCFunction)traced_reduce, METH_NOARGS, NULL}, {NULL, NULL, 0, NULL}};
+
+static PyGetSetDef traced_getset[] = {
+    {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
+    {"_dftrace_node", (getter)traced_get_node_path, NULL, "path of the node this traces", NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
+
+static PyTypeObject Traced_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "dftrace._dftrace.Traced",
+    .tp_basicsize = sizeof(TracedObject),
+    .tp_dealloc = (destructor)traced_dealloc,
+    .tp_vectorcall_offset = offsetof(TracedObject, vectorcall),
+    .tp_repr = (reprfunc)traced_repr,
+    .tp_call = PyVectorcall_Call,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |
+                Py_TPFLAGS_METHOD_DESCRIPTOR,
+    .tp_doc = "A function traced by a dftrace node: one event per call.",
+    .tp_traverse = (traverseproc)traced_traverse,
+    .tp_clear = (inquiry)traced_clear,
+    .tp_weaklistoffset = offsetof(TracedObject, weakrefs),
+    .tp_methods = traced_methods,
+    .tp_getset = traced_getset,
+    .tp_descr_get = traced_descr_get,
+    .tp_dictoffset = offsetof(TracedObject, dict),
+};
+
+/* ---------------------------------------------------------------- Iter: node.iter() */
+
+typedef struct {
+  PyObject_HEAD PyObject *it;
+  dftrace_iter_t st;
+  int done;
+} IterObject;
+
+static PyTypeObject Iter_Type;
+
+static PyObject *iter_next(IterObject *self) {
+  if (self->done) return NULL;
+  dftrace_iter_fetch(&self->st);
+  PyObject *item = Py_TYPE(self->it)->tp_iternext(self->it);
+  if (!item) {
+    /* exhausted or failed: close what is open; an error propagates unchanged */
+    dftrace_iter_end(&self->st);
+    self->done = 1;
+    return NULL;
+  }
+  dftrace_iter_body(&self->st);
+  return item;
+}
+
+static int iter_traverse(IterObject *self, visitproc visit, void *arg) {
+  Py_VISIT(self->it);
+  return 0;
+}
+
+static int iter_clear(IterObject *self) {
+  Py_CLEAR(self->it);
+  return 0;
+}
+
+/* A loop left by break/return/exception drops the wrapper: its open block ends here. */
+static void iter_dealloc(IterObject *self) {
+  PyObject_GC_UnTrack(self);
+  if (!self->done) dftrace_iter_end(&self->st);
+  iter_clear(self);
+  Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *iter_close(IterObject *self, PyObject *unused) {
+  (void)unused;
+  if (!self->done) dftrace_iter_end(&self->st);
+  self->done = 1;
+  Py_RETURN_NONE;
+}
+
+static PyMethodDef iter_methods[] = {
+    {"close", (PyCFunction)iter_close, METH_NOARGS, "Ends the loop's open events now."},
+    {NULL, NULL, 0, NULL}};
+
+static PyTypeObject Iter_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "dftrace._dftrace.Iter",
+    .tp_basicsize = sizeof(IterObject),
+    .tp_dealloc = (destructor)iter_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "An iterable traced item by item: <n>.iter and <n>.block events.",
+    .tp_traverse = (traverseproc)iter_traverse,
+    .tp_clear = (inquiry)iter_clear,
+    .tp_iter = PyObject_SelfIter,
+    .tp_iternext = (iternextfunc)iter_next,
+    .tp_methods = iter_methods,
+};
+
+/* ---------------------------------------------------------------- Node */
+
+typedef struct {
+  PyObject_HEAD dftrace_node_t *node;
+  int enable; /* per-use override: -1 node state, 0 off, 1 on */
+  arg_list args;
+  PyObject *weakrefs;
+  PyObject *bound_enter; /* cached bound __enter__ / __exit__ (see Slot below) */
+  PyObject *bound_exit;
+  int is_use; /* a temporary use (node(args=...)): its slots are not cached */
+  /* The call's keyword arguments whose values are not converted yet: a use converts its
+   * arguments when it first records, so `with node(args=...)` costs little when off. */
+  PyObject *pending_kw;
+} NodeObject;
+/* No instance dict here: a Python subclass then gets CPython's managed dict, whose attribute
+ * look-ups the interpreter specialises (`ai.compute.forward` is two of them per use). */
+
+static PyTypeObject Node_Type;
+
+/* The bound __enter__/__exit__ a node caches (see the Slot descriptor below). */
+typedef struct {
+  PyObject_HEAD vectorcallfunc vectorcall;
+  NodeObject *node; /* strong, like a bound method's self: `with` keeps only this alive */
+  int is_exit;
+} BoundObject;
+
+static PyObject *g_async_wrapper; /* set by the package: wraps `async def` functions */
+
+static dftrace_node_t *resolve_path(const char *path) {
+  dftrace_node_t *n = dftrace_node_find(path);
+  if (n) return n;
+  /* missing: create it segment by segment (category, then children) */
+  char buf[1024];
+  const size_t len = strlen(path);
+  if (len == 0 || len >= sizeof buf) return NULL;
+  memcpy(buf, path, len + 1);
+  char *save = NULL;
+  char *seg = strtok_r(buf, ".", &save);
+  if (!seg) return NULL;
+  n = dftrace_category(seg);
+  while (n && (seg = strtok_r(NULL, ".", &save)) != NULL) n = dftrace_node_child(n, seg);
+  return n;
+}
+
+static int node_init(NodeObject *self, PyObject *args, PyObject *kw) {
+  static char *kwlist[] = {"path", "cat", "name", NULL};
+  const char *path = NULL, *cat = NULL, *name = NULL;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "|z$zz", kwlist, &path, &cat, &name)) return -1;
+  dftrace_node_t *n = NULL;
+  if (cat && *cat) {
+    n = dftrace_category(cat);
+    if (n && name && *name && strcmp(name, cat) != 0) n = dftrace_node_child(n, name);
+  } else if (path) {
+    n = resolve_path(path);
+  } else {
+    n = dftrace_node_root();
+  }
+  if (!n) {
+    PyErr_Format(PyExc_ValueError, "dftrace: no such node: %s", path ? path : (name ? name : "?"));
+    return -1;
+  }
+  self->node = n;
+  self->enable = DFTRACE_USE_NODE_STATE;
+  return 0;
+}
+
+static int node_traverse(NodeObject *self, visitproc visit, void *arg) {
+  /* a Python subclass's type and dict are visited by the subclass's own traverse */
+  Py_VISIT(self->bound_enter);
+  Py_VISIT(self->bound_exit);
+  Py_VISIT(self->pending_kw);
+  return 0;
+}
+
+static int node_clear(NodeObject *self) {
+  Py_CLEAR(self->bound_enter);
+  Py_CLEAR(self->bound_exit);
+  Py_CLEAR(self->pending_kw);
+  return 0;
+}
+
+static int is_arg_keyword(const char *key) {
+  return strcmp(key, "epoch") == 0 || strcmp(key, "step") == 0 || strcmp(key, "image_idx") == 0 ||
+         strcmp(key, "image_size") == 0;
+}
+
+/* Converts the pending per-use arguments (once). */
+static void materialize_slow(NodeObject *self) {
+  PyObject *kw = self->pending_kw;
+  self->pending_kw = NULL;
+  PyObject *k, *v;
+  Py_ssize_t pos = 0;
+  while (PyDict_Next(kw, &pos, &k, &v)) {
+    const char *key = PyUnicode_AsUTF8(k);
+    if (!key) {
+      PyErr_Clear();
+      continue;
+    }
+    if (strcmp(key, "args") == 0)
+      args_add_dict(&self->args, v);
+    else if (is_arg_keyword(key))
+      args_add(&self->args, k, v);
+  }
+  Py_DECREF(kw);
+}
+
+static inline void materialize(NodeObject *self) {
+  if (self->pending_kw) materialize_slow(self);
+}
+
+/* Begins a region for this use when it records now (the cheap check first). */
+static inline dftrace_region_t node_region_begin(NodeObject *self) {
+  if (!use_wanted(self->node, self->enable)) return 0;
+  materialize(self);
+  return dftrace_region_begin_ex(self->node, self->enable, self->args.v, (size_t)self->args.n);
+}
+
+/* For a Python subclass, subtype_dealloc calls this and then drops the type's reference. */
+static void node_dealloc(NodeObject *self) {
+  PyObject_GC_UnTrack(self);
+  if (self->weakrefs) PyObject_ClearWeakRefs((PyObject *)self);
+  node_clear(self);
+  args_free(&self->args);
+  Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* A use of the same node with its own override and arguments: an object of the node's
+ * class (so its methods work) without the node's attributes (children stay on the node). */
+static NodeObject *node_use(NodeObject *base, int enable, arg_list *args) {
+  PyTypeObject *tp = Py_TYPE(base);
+  NodeObject *u = (NodeObject *)tp->tp_alloc(tp, 0);
+  if (!u) {
+    args_free(args);
+    return NULL;
+  }
+  u->node = base->node;
+  u->is_use = 1;
+  u->enable = enable;
+  u->args = *args;
+  args->v = NULL;
+  args->n = 0;
+  return u;
+}
+
+static int is_coroutine_function(PyObject *fn) {
+  if (PyFunction_Check(fn)) {
+    PyCodeObject *code = (PyCodeObject *)PyFunction_GET_CODE(fn);
+    return (code->co_flags & CO_COROUTINE) != 0;
+  }
+  return 0;
+}
+
+static PyObject *g_update_wrapper; /* functools.update_wrapper */
+
+static PyObject *node_decorate(NodeObject *self, PyObject *fn) {
+  if (g_async_wrapper && is_coroutine_function(fn))
+    return PyObject_CallFunctionObjArgs(g_async_wrapper, (PyObject *)self, fn, NULL);
+  materialize(self); /* a decorated call must not convert anything */
+  TracedObject *t = PyObject_GC_New(TracedObject, &Traced_Type);
+  if (!t) return NULL;
+  t->vectorcall = traced_vectorcall;
+  t->func = Py_NewRef(fn);
+  t->node = self->node;
+  t->enable = self->enable;
+  t->dict = NULL;
+  t->weakrefs = NULL;
+  if (args_copy(&t->args, &self->args) < 0) {
+    t->args.v = NULL;
+    t->args.n = 0;
+  }
+  PyObject_GC_Track(t);
+  /* __name__, __doc__, __wrapped__, ... as functools.wraps gives them */
+  if (g_update_wrapper) {
+    PyObject *r = PyObject_CallFunctionObjArgs(g_update_wrapper, (PyObject *)t, fn, NULL);
+    if (!r) warn_and_clear("copying the function's attributes failed");
+    Py_XDECREF(r);
+  }
+  return (PyObject *)t;
+}
+
+/* node(fn) decorates; node(enable=, args=, epoch=, step=, image_idx=, image_size=) returns a
+ * use of the node with its own override and per-use arguments (never written into the node). */
+static PyObject *node_call(NodeObject *self, PyObject *args, PyObject *kw) {
+  PyObject *fn = NULL;
+  const Py_ssize_t npos = PyTuple_GET_SIZE(args);
+  if (npos > 1) {
+    warn(
+        "a node takes at most one positional argument (the function to trace); "
+        "the extra ones are ignored");
+    return Py_NewRef(self); /* still usable as a decorator or context manager */
+  }
+  if (npos == 1) fn = PyTuple_GET_ITEM(args, 0);
+  int enable = self->enable;
+  int has_args = 0;
+  if (kw) {
+    PyObject *k, *v;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(kw, &pos, &k, &v)) {
+      const char *key = PyUnicode_AsUTF8(k);
+      if (!key) {
+        PyErr_Clear();
+        continue;
+      }
+      if (strcmp(key, "fn") == 0) {
+        if (v != Py_None) fn = v;
+      } else if (strcmp(key, "enable") == 0) {
+        if (v != Py_None) enable = enable_of(v);
+      } else if (strcmp(key, "args") == 0 || is_arg_keyword(key)) {
+        has_args |= v != Py_None;
+      } else {
+        warn("unknown keyword '%s' for a node (ignored)", key);
+      }
+    }
+  }
+  materialize(self);
+  arg_list extra = {NULL, 0};
+  if (args_copy(&extra, &self->args) < 0) return PyErr_NoMemory();
+  if (fn && !PyCallable_Check(fn)) {
+    warn("cannot trace a %s: it is not callable (ignored)", Py_TYPE(fn)->tp_name);
+    fn = NULL;
+  }
+  if (fn && enable == self->enable && !has_args && extra.n == 0) {
+    args_free(&extra);
+    return node_decorate(self, fn);
+  }
+  NodeObject *u = node_use(self, enable, &extra);
+  if (u && has_args) u->pending_kw = Py_NewRef(kw);
+  if (!u || !fn) return (PyObject *)u;
+  PyObject *res = node_decorate(u, fn);
+  Py_DECREF(u);
+  return res;
+}
+
+static PyObject *node_enter(NodeObject *self, PyObject *unused) {
+  (void)unused;
+  use_push(self->node, node_region_begin(self));
+  return Py_NewRef(self);
+}
+
+static PyObject *node_exit(NodeObject *self, PyObject *const *argv, Py_ssize_t n) {
+  (void)argv;
+  (void)n;
+  use_pop(self->node);
+  Py_RETURN_FALSE;
+}
+
+static int metadata_flag(PyObject *const *argv, Py_ssize_t nargs, PyObject *kwnames) {
+  PyObject *m = nargs > 0 ? argv[0] : NULL;
+  if (kwnames) {
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); ++i) {
+      const char *k = PyUnicode_AsUTF8(PyTuple_GET_ITEM(kwnames, i));
+      if (k && strcmp(k, "metadata") == 0)
+        m = argv[nargs + i];
+      else if (!k)
+        PyErr_Clear();
+    }
+  }
+  return m ? PyObject_IsTrue(m) > 0 : 0;
+}
+
+static PyObject *node_start(NodeObject *self, PyObject *const *argv, Py_ssize_t nargsf,
+                            PyObject *kwnames) {
+  const Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+  if (metadata_flag(argv, nargs, kwnames)) {
+    if (use_wanted(self->node, self->enable)) dftrace_node_mark_start(self->node);
+  } else {
+    use_push(self->node, node_region_begin(self));
+  }
+  Py_RETURN_NONE;
+}
+
+static PyObject *node_stop(NodeObject *self, PyObject *const *argv, Py_ssize_t nargsf,
+                           PyObject *kwnames) {
+  const Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+  if (metadata_flag(argv, nargs, kwnames)) {
+    if (use_wanted(self->node, self->enable)) dftrace_node_mark_end(self->node);
+  } else {
+    use_pop(self->node);
+  }
+  Py_RETURN_NONE;
+}
+
+static PyObject *node_iter(NodeObject *self, PyObject *args, PyObject *kw) {
+  static char *kwlist[] = {
+      "iterator", "include_block", "include_iter", "iter_name", "block_name", "enable", NULL};
+  PyObject *iterable, *enable = Py_None;
+  int include_block = 1, include_iter = 1;
+  const char *iter_name = NULL, *block_name = NULL;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$ppzzO", kwlist, &iterable, &include_block,
+                                   &include_iter, &iter_name, &block_name, &enable))
+    return NULL;
+  PyObject *it = PyObject_GetIter(iterable);
+  if (!it) return NULL; /* not iterable: the same TypeError the plain loop would raise */
+  IterObject *w = PyObject_GC_New(IterObject, &Iter_Type);
+  if (!w) {
+    Py_DECREF(it);
+    return NULL;
+  }
+  w->it = it;
+  w->done = 0;
+  const int en = enable == Py_None ? self->enable : enable_of(enable);
+  uint32_t flags = 0;
+  if (!include_iter) flags |= DFTRACE_ITER_NO_ITER;
+  if (!include_block) flags |= DFTRACE_ITER_NO_BLOCK;
+  dftrace_iter_begin(&w->st, self->node, flags, iter_name && *iter_name ? iter_name : NULL,
+                     block_name && *block_name ? block_name : NULL, en);
+  PyObject_GC_Track(w);
+  return (PyObject *)w;
+}
+
+static PyObject *node_enable(NodeObject *self, PyObject *unused) {
+  (void)unused;
+  if (!self->node) Py_RETURN_NONE;
+  dftrace_node_enable(self->node);
+  Py_RETURN_NONE;
+}
+
+static PyObject *node_disable(NodeObject *self, PyObject *unused) {
+  (void)unused;
+  if (!self->node) Py_RETURN_NONE;
+  dftrace_node_disable(self->node);
+  Py_RETURN_NONE;
+}
+
+/* _update(key, value): sets (or with None removes) an argument on the node's subtree. */
+static PyObject *node_update_one(NodeObject *self, PyObject *const *argv, Py_ssize_t n) {
+  if (!self->node) Py_RETURN_NONE; /* a Node made without __init__ */
+  if (n != 2) {
+    warn("update needs a key and a value (ignored)");
+    Py_RETURN_NONE;
+  }
+  PyObject *kh = NULL;
+  const char *key = key_utf8(argv[0], &kh);
+  if (!key) {
+    warn_and_clear("update key");
+    Py_RETURN_NONE;
+  }
+  if (argv[1] == Py_None) {
+    dftrace_node_update_remove(self->node, key);
+  } else {
+    dftrace_arg_t a;
+    memset(&a, 0, sizeof a);
+    if (convert_value(argv[1], &a) < 0) {
+      warn_and_clear("update value could not be converted");
+    } else {
+      switch (a.type) {
+        case DFTRACE_ARG_INT:
+          dftrace_node_update_int(self->node, key, a.value.i);
+          break;
+        case DFTRACE_ARG_DOUBLE:
+          dftrace_node_update_double(self->node, key, a.value.d);
+          break;
+        case DFTRACE_ARG_BOOL:
+          dftrace_node_update_bool(self->node, key, a.value.b);
+          break;
+        case DFTRACE_ARG_STRING:
+          dftrace_node_update_string(self->node, key, a.value.s);
+          PyMem_RawFree((void *)a.value.s);
+          break;
+        default:
+          break;
+      }
+    }
+  }
+  Py_XDECREF(kh);
+  Py_RETURN_NONE;
+}
+
+static PyObject *node_derive_path(NodeObject *self, PyObject *name) {
+  if (!self->node) {
+    PyErr_SetString(PyExc_ValueError, "dftrace: this node was not initialised");
+    return NULL;
+  }
+  const char *s = PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
+  if (!s || !*s) {
+    PyErr_Clear();
+    PyErr_SetString(PyExc_ValueError, "dftrace: derive needs a non-empty name");
+    return NULL;
+  }
+  dftrace_node_t *d = dftrace_node_derive(self->node, s);
+  if (!d) {
+    PyErr_SetString(PyExc_ValueError, "dftrace: derive failed");
+    return NULL;
+  }
+  return PyUnicode_FromString(dftrace_node_path(d));
+}
+
+static PyObject *node_child_path(NodeObject *self, PyObject *name) {
+  if (!self->node) {
+    PyErr_SetString(PyExc_ValueError, "dftrace: this node was not initialised");
+    return NULL;
+  }
+  const char *s = PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
+  if (!s || !*s) {
+    PyErr_Clear();
+    PyErr_SetString(PyExc_ValueError, "dftrace: a child needs a non-empty name");
+    return NULL;
+  }
+  dftrace_node_t *c = dftrace_node_child(self->node, s);
+  if (!c) {
+    PyErr_SetString(PyExc_ValueError, "dftrace: child failed");
+    return NULL;
+  }
+  return PyUnicode_FromString(dftrace_node_path(c));
+}
+
+/* _begin() -> region, _end(region): explicit regions for the async wrapper. */
+static PyObject *node_begin(NodeObject *self, PyObject *unused) {
+  (void)unused;
+  return PyLong_FromUnsignedLongLong(node_region_begin(self));
+}
+
+static PyObject *node_end(NodeObject *self, PyObject *region) {
+  (void)self;
+  const unsigned long long r = PyLong_AsUnsignedLongLong(region);
+  if (r == (unsigned long long)-1 && PyErr_Occurred()) {
+    PyErr_Clear();
+    Py_RETURN_NONE;
+  }
+  if (r) dftrace_region_end((dftrace_region_t)r);
+  Py_RETURN_NONE;
+}
+
+/* _instant(args): an instant event named after the node. */
+static PyObject *node_instant(NodeObject *self, PyObject *const *argv, Py_ssize_t n) {
+  if (!use_wanted(self->node, self->enable)) Py_RETURN_NONE;
+  materialize(self);
+  arg_list a = {NULL, 0};
+  if (args_copy(&a, &self->args) < 0) return PyErr_NoMemory();
+  if (n > 0) args_add_dict(&a, argv[0]);
+  dftrace_instant(self->node, a.v, (size_t)a.n);
+  args_free(&a);
+  Py_RETURN_NONE;
+}
+
+/* _counter(series, value): a counter sample named after the node. */
+static PyObject *node_counter(NodeObject *self, PyObject *const *argv, Py_ssize_t n) {
+  if (n != 2) {
+    warn("counter needs a series name and a value (ignored)");
+    Py_RETURN_NONE;
+  }
+  if (!use_wanted(self->node, self->enable)) Py_RETURN_NONE;
+  const char *series = PyUnicode_Check(argv[0]) ? PyUnicode_AsUTF8(argv[0]) : NULL;
+  if (!series) {
+    PyErr_Clear();
+    warn("counter series must be a str (ignored)");
+    Py_RETURN_NONE;
+  }
+  dftrace_arg_t a;
+  memset(&a, 0, sizeof a);
+  if (convert_value(argv[1], &a) < 0) {
+    warn_and_clear("counter value");
+    Py_RETURN_NONE;
+  }
+  if (a.type == DFTRACE_ARG_INT)
+    dftrace_counter_int(self->node, series, a.value.i);
+  else if (a.type == DFTRACE_ARG_DOUBLE)
+    dftrace_counter_double(self->node, series, a.value.d);
+  else if (a.type == DFTRACE_ARG_BOOL)
+    dftrace_counter_int(self->node, series, a.value.b);
+  else {
+    PyMem_RawFree((void *)a.value.s);
+    warn("counter value must be a number (ignored)");
+  }
+  Py_RETURN_NONE;
+}
+
+static PyObject *node_get_name(NodeObject *self, void *c) {
+  (void)c;
+  return PyUnicode_FromString(dftrace_node_name(self->node));
+}
+static PyObject *node_get_cat(NodeObject *self, void *c) {
+  (void)c;
+  return PyUnicode_FromString(dftrace_node_category(self->node));
+}
+static PyObject *node_get_path(NodeObject *self, void *c) {
+  (void)c;
+  return PyUnicode_FromString(dftrace_node_path(self->node));
+}
+static PyObject *node_get_enabled(NodeObject *self, void *c) {
+  (void)c;
+  return PyBool_FromLong(dftrace_node_is_enabled(self->node));
+}
+static PyObject *node_get_use_args(NodeObject *self, void *c) {
+  (void)c;
+  materialize(self);
+  PyObject *d = PyDict_New();
+  for (Py_ssize_t i = 0; d && i < self->args.n; ++i) {
+    const dftrace_arg_t *a = &self->args.v[i];
+    PyObject *v = NULL;
+    switch (a->type) {
+      case DFTRACE_ARG_INT:
+        v = PyLong_FromLongLong(a->value.i);
+        break;
+      case DFTRACE_ARG_DOUBLE:
+        v = PyFloat_FromDouble(a->value.d);
+        break;
+      case DFTRACE_ARG_BOOL:
+        v = PyBool_FromLong(a->value.b);
+        break;
+      default:
+        v = PyUnicode_FromString(a->value.s);
+        break;
+    }
+    if (!v || PyDict_SetItemString(d, a->key, v) < 0) Py_CLEAR(d);
+    Py_XDECREF(v);
+  }
+  return d;
+}
+static PyObject *node_get_use_enable(NodeObject *self, void *c) {
+  (void)c;
+  if (self->enable < 0) Py_RETURN_NONE;
+  return PyBool_FromLong(self->enable);
+}
+
+static PyObject *node_repr(NodeObject *self) {
+  return PyUnicode_FromFormat("<dftrace node %s (name=%s, cat=%s)>", dftrace_node_path(self->node),
+                              dftrace_node_name(self->node), dftrace_node_category(self->node));
+}
+
+static PyMethodDef node_methods[] = {
+    {"start", (PyCFunction)(void (*)(void))node_start, METH_FASTCALL | METH_KEYWORDS,
+     "start(metadata=False): begins a region (or writes a <n>.start metadata line)."},
+    {"stop", (PyCFunction)(void (*)(void))node_stop, METH_FASTCALL | METH_KEYWORDS,
+     "stop(metadata=False): ends the region start() began (or writes <n>.end)."},
+    {"iter", (PyCFunction)(void (*)(void))node_iter, METH_VARARGS | METH_KEYWORDS,
+     "iter(iterable, *, include_block=True, include_iter=True, iter_name=None, "
+     "block_name=None, enable=None): traces each item."},
+    {"enable", (PyCFunction)node_enable, METH_NOARGS, "Enables this node and its subtree."},
+    {"disable", (PyCFunction)node_disable, METH_NOARGS, "Disables this node and its subtree."},
+    {"_update", (PyCFunction)(void (*)(void))node_update_one, METH_FASTCALL, NULL},
+    {"_derive_path", (PyCFunction)node_derive_path, METH_O, NULL},
+    {"_child_path", (PyCFunction)node_child_path, METH_O, NULL},
+    {"_begin", (PyCFunction)node_begin, METH_NOARGS, NULL},
+    {"_end", (PyCFunction)node_end, METH_O, NULL},
+    {"_instant", (PyCFunction)(void (*)(void))node_instant, METH_FASTCALL, NULL},
+    {"_counter", (PyCFunction)(void (*)(void))node_counter, METH_FASTCALL, NULL},
+    {NULL, NULL, 0, NULL}};
+
+static PyGetSetDef node_getset[] = {
+    {"name", (getter)node_get_name, NULL, "event name", NULL},
+    {"cat", (getter)node_get_cat, NULL, "category", NULL},
+    {"path", (getter)node_get_path, NULL, "dotted path from the root", NULL},
+    {"enabled", (getter)node_get_enabled, NULL, "whether a region would be recorded now", NULL},
+    {"use_args", (getter)node_get_use_args, NULL, "this use's own arguments", NULL},
+    {"use_enable", (getter)node_get_use_enable, NULL, "this use's enable override", NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
+
+static PyTypeObject Node_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "dftrace._dftrace.Node",
+    .tp_basicsize = sizeof(NodeObject),
+    .tp_dealloc = (destructor)node_dealloc,
+    .tp_repr = (reprfunc)node_repr,
+    .tp_call = (ternaryfunc)node_call,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "Node(path=None, *, cat=None, name=None): a handle on one node of the tree.",
+    .tp_traverse = (traverseproc)node_traverse,
+    .tp_clear = (inquiry)node_clear,
+    .tp_weaklistoffset = offsetof(NodeObject, weakrefs),
+    .tp_methods = node_methods,
+    .tp_getset = node_getset,
+    .tp_init = (initproc)node_init,
+    .tp_new = PyType_GenericNew,
+};
+
+/* ---------------------------------------------------------------- __enter__ / __exit__ */
+
+/* `with node:` looks up __enter__ and __exit__ on every use; a method descriptor would
+ * allocate a bound method each time. These descriptors hand out a bound callable cached on
+ * the node instead (one allocation per node, not per use). */
+
+static PyTypeObject Bound_Type;
+
+static PyObject *bound_vectorcall(PyObject *self_, PyObject *const *argv, size_t nargsf,
+                                  PyObject *kwnames) {
+  (void)argv;
+  (void)nargsf;
+  (void)kwnames;
+  BoundObject *self = (BoundObject *)self_;
+  if (self->is_exit) return node_exit(self->node, NULL, 0);
+  return node_enter(self->node, NULL);
+}
+
+static int bound_traverse(BoundObject *self, visitproc visit, void *arg) {
+  Py_VISIT(self->node);
+  return 0;
+}
+
+static int bound_clear(BoundObject *self) {
+  Py_CLEAR(self->node);
+  return 0;
+}
+
+static void bound_dealloc(BoundObject *self) {
+  PyObject_GC_UnTrack(self);
+  bound_clear(self);
+  PyObject_GC_Del(self);
+}
+
+static PyTypeObject Bound_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "dftrace._dftrace.BoundSlot",
+    .tp_basicsize = sizeof(BoundObject),
+    .tp_dealloc = (destructor)bound_dealloc,
+    .tp_vectorcall_offset = offsetof(BoundObject, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_traverse = (traverseproc)bound_traverse,
+    .tp_clear = (inquiry)bound_clear,
+};
+
+typedef struct {
+  PyObject_HEAD int is_exit;
+} SlotObject;
+
+static PyObject *bound_new(NodeObject *n, int is_exit) {
+  BoundObject *b = PyObject_GC_New(BoundObject, &Bound_Type);
+  if (!b) return NULL;
+  b->vectorcall = bound_vectorcall;
+  b->node = (NodeObject *)Py_NewRef(n);
+  b->is_exit = is_exit;
+  PyObject_GC_Track(b);
+  return (PyObject *)b;
+}
+
+/* The tree's nodes live for the whole run: they keep their bound slots (a reference cycle
+ * the collector can break when a user-made node goes). Temporary uses get fresh ones. */
+static PyObject *slot_descr_get(PyObject *self, PyObject *obj, PyObject *type) {
+  (void)type;
+  if (obj == NULL || obj == Py_None || !PyObject_TypeCheck(obj, &Node_Type)) return Py_NewRef(self);
+  NodeObject *n = (NodeObject *)obj;
+  const int is_exit = ((SlotObject *)self)->is_exit;
+  if (n->is_use) return bound_new(n, is_exit);
+  PyObject **cache = is_exit ? &n->bound_exit : &n->bound_enter;
+  if (!*cache && !(*cache = bound_new(n, is_exit))) return NULL;
+  return Py_NewRef(*cache);
+}
+
+/* Called through the class (contextlib.ExitStack does `type(cm).__exit__(cm, ...)`). */
+static PyObject *slot_call(PyObject *self, PyObject *args, PyObject *kw) {
+  (void)kw;
+  if (PyTuple_GET_SIZE(args) < 1 || !PyObject_TypeCheck(PyTuple_GET_ITEM(args, 0), &Node_Type)) {
+    PyErr_SetString(PyExc_TypeError, "dftrace: __enter__/__exit__ need a node");
+    return NULL;
+  }
+  NodeObject *n = (NodeObject *)PyTuple_GET_ITEM(args, 0);
+  if (((SlotObject *)self)->is_exit) return node_exit(n, NULL, 0);
+  return node_enter(n, NULL);
+}
+
+static PyTypeObject Slot_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "dftrace._dftrace.Slot",
+    .tp_basicsize = sizeof(SlotObject),
+    .tp_call = slot_call,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_descr_get = slot_descr_get,
+};
+
+static int add_slot(const char *name, int is_exit) {
+  SlotObject *d = PyObject_New(SlotObject, &Slot_Type);
+  if (!d) return -1;
+  d->is_exit = is_exit;
+  const int rc = PyDict_SetItemString(Node_Type.tp_dict, name, (PyObject *)d);
+  Py_DECREF(d);
+  return rc;
+}
+
+/* ---------------------------------------------------------------- module functions */
+
+static int tri(PyObject *o) {
+  return (!o || o == Py_None) ? -1 : PyObject_IsTrue(o) > 0;
+}
+
+static PyObject *mod_init(PyObject *m, PyObject *args, PyObject *kw) {
+  (void)m;
+  static char *kwlist[] = {"enable",   "output_prefix", "output_file", "config_file", "exec_name",
+                           "metadata", "compression",   "level",       "bind_atexit", NULL};
+  PyObject *enable = Py_None, *metadata = Py_None, *compression = Py_None, *atexit_ = Py_None;
+  const char *prefix = NULL, *file = NULL, *config = NULL, *exec = NULL;
+  int level = -1;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "|$OzzzzOOiO", kwlist, &enable, &prefix, &file,
+                                   &config, &exec, &metadata, &compression, &level, &atexit_))
+    return NULL;
+  dftrace_options_t o;
+  dftrace_options_init(&o);
+  o.enable = tri(enable);
+  o.output_prefix = prefix;
+  o.output_file = file;
+  o.config_file = config;
+  o.exec_name = exec;
+  o.metadata = tri(metadata);
+  o.compression = tri(compression);
+  o.level = level;
+  o.bind_atexit = tri(atexit_);
+  int rc;
+  Py_BEGIN_ALLOW_THREADS rc = dftrace_init(&o);
+  Py_END_ALLOW_THREADS return PyLong_FromLong(rc);
+}
+
+static PyObject *mod_finalize(PyObject *m, PyObject *unused) {
+  (void)m;
+  (void)unused;
+  int rc;
+  Py_BEGIN_ALLOW_THREADS rc = dftrace_finalize();
+  Py_END_ALLOW_THREADS return PyLong_FromLong(rc);
+}
+
+static PyObject *mod_flush(PyObject *m, PyObject *unused) {
+  (void)m;
+  (void)unused;
+  int rc;
+  Py_BEGIN_ALLOW_THREADS rc = dftrace_flush();
+  Py_END_ALLOW_THREADS return PyLong_FromLong(rc);
+}
+
+static PyObject *mod_is_enabled(PyObject *m, PyObject *unused) {
+  (void)m;
+  (void)unused;
+  return PyBool_FromLong(dftrace_is_enabled());
+}
+
+static PyObject *mod_set_enabled(PyObject *m, PyObject *on) {
+  (void)m;
+  dftrace_set_enabled(PyObject_IsTrue(on) > 0);
+  Py_RETURN_NONE;
+}
+
+static PyObject *str_or_none(const char *s) {
+  if (!s) Py_RETURN_NONE;
+  return PyUnicode_DecodeUTF8(s, (Py_ssize_t)strlen(s), "replace");
+}
+
+static PyObject *mod_status(PyObject *m, PyObject *u) {
+  (void)m;
+  (void)u;
+  return str_or_none(dftrace_status());
+}
+static PyObject *mod_output_path(PyObject *m, PyObject *u) {
+  (void)m;
+  (void)u;
+  return str_or_none(dftrace_output_path());
+}
+static PyObject *mod_config_describe(PyObject *m, PyObject *u) {
+  (void)m;
+  (void)u;
+  return str_or_none(dftrace_config_describe());
+}
+static PyObject *mod_version(PyObject *m, PyObject *u) {
+  (void)m;
+  (void)u;
+  return str_or_none(dftrace_version());
+}
+static PyObject *mod_status_string(PyObject *m, PyObject *code) {
+  (void)m;
+  long c = PyLong_AsLong(code);
+  if (c == -1 && PyErr_Occurred()) return NULL;
+  return str_or_none(dftrace_status_string((int)c));
+}
+static PyObject *mod_now_ns(PyObject *m, PyObject *u) {
+  (void)m;
+  (void)u;
+  return PyLong_FromUnsignedLongLong(dftrace_now_ns());
+}
+static PyObject *mod_events_written(PyObject *m, PyObject *u) {
+  (void)m;
+  (void)u;
+  return PyLong_FromUnsignedLongLong(dftrace_events_written());
+}
+static PyObject *mod_events_dropped(PyObject *m, PyObject *u) {
+  (void)m;
+  (void)u;
+  return PyLong_FromUnsignedLongLong(dftrace_events_dropped());
+}
+
+/* metadata(key, value): a CM line; process_property(key, value): a PR line. */
+static PyObject *two_strings(PyObject *const *argv, Py_ssize_t n,
+                             void (*fn)(const char *, const char *), const char *what) {
+  if (n != 2) {
+    warn("%s needs a key and a value (ignored)", what);
+    Py_RETURN_NONE;
+  }
+  PyObject *kh = NULL, *vh = NULL;
+  const char *k = key_utf8(argv[0], &kh);
+  const char *v = k ? key_utf8(argv[1], &vh) : NULL;
+  if (!k || !v)
+    warn_and_clear(what);
+  else
+    fn(k, v);
+  Py_XDECREF(kh);
+  Py_XDECREF(vh);
+  Py_RETURN_NONE;
+}
+
+static PyObject *mod_metadata(PyObject *m, PyObject *const *argv, Py_ssize_t n) {
+  (void)m;
+  return two_strings(argv, n, dftrace_metadata, "metadata");
+}
+
+static PyObject *mod_process_property(PyObject *m, PyObject *const *argv, Py_ssize_t n) {
+  (void)m;
+  if (n == 2 && PyLong_Check(argv[1]) && !PyBool_Check(argv[1])) {
+    PyObject *kh = NULL;
+    const char *k = key_utf8(argv[0], &kh);
+    long long v = PyLong_AsLongLong(argv[1]);
+    if (!k || (v == -1 && PyErr_Occurred()))
+      warn_and_clear("process_property");
+    else
+      dftrace_process_property_int(k, v);
+    Py_XDECREF(kh);
+    Py_RETURN_NONE;
+  }
+  return two_strings(argv, n, dftrace_process_property_string, "process_property");
+}
+
+static PyObject *mod_thread_name(PyObject *m, PyObject *name) {
+  (void)m;
+  PyObject *h = NULL;
+  const char *s = key_utf8(name, &h);
+  if (!s)
+    warn_and_clear("thread_name");
+  else
+    dftrace_thread_name(s);
+  Py_XDECREF(h);
+  Py_RETURN_NONE;
+}
+
+static PyObject *mod_set_rank(PyObject *m, PyObject *const *argv, Py_ssize_t n) {
+  (void)m;
+  if (n != 2) {
+    warn("set_rank needs a rank and a size (ignored)");
+    Py_RETURN_NONE;
+  }
+  long r = PyLong_AsLong(argv[0]), s = PyLong_AsLong(argv[1]);
+  if (PyErr_Occurred()) {
+    warn_and_clear("set_rank");
+    Py_RETURN_NONE;
+  }
+  return PyLong_FromLong(dftrace_set_rank((int)r, (int)s));
+}
+
+static PyObject *mod_set_async_wrapper(PyObject *m, PyObject *fn) {
+  (void)m;
+  Py_XSETREF(g_async_wrapper, fn == Py_None ? NULL : Py_NewRef(fn));
+  Py_RETURN_NONE;
+}
+
+/* In a forked child: the parent's open uses end in the parent (the core drops them too). */
+static PyObject *mod_after_fork_child(PyObject *m, PyObject *u) {
+  (void)m;
+  (void)u;
+  t_depth = 0;
+  Py_RETURN_NONE;
+}
+
+static PyObject *mod_open_depth(PyObject *m, PyObject *u) {
+  (void)m;
+  (void)u;
+  return PyLong_FromLong(t_depth);
+}
+
+static PyMethodDef module_methods[] = {
+    {"init", (PyCFunction)(void (*)(void))mod_init, METH_VARARGS | METH_KEYWORDS,
+     "init(*, enable, output_prefix, output_file, config_file, exec_name, metadata, "
+     "compression, level, bind_atexit) -> status"},
+    {"finalize", mod_finalize, METH_NOARGS, "Writes the rest of the trace and closes it."},
+    {"flush", mod_flush, METH_NOARGS, "Writes what is buffered."},
+    {"is_enabled", mod_is_enabled, METH_NOARGS, "True while events are recorded."},
+    {"set_enabled", mod_set_enabled, METH_O, "Switches recording for the whole process."},
+    {"status", mod_status, METH_NOARGS, "One line describing the state."},
+    {"output_path", mod_output_path, METH_NOARGS, "This process's trace file, or None."},
+    {"config_describe", mod_config_describe, METH_NOARGS, "The effective configuration."},
+    {"version", mod_version, METH_NOARGS, "The library's version."},
+    {"status_string", mod_status_string, METH_O, "Name of a status code."},
+    {"now_ns", mod_now_ns, METH_NOARGS, "The tracer's clock (monotonic ns)."},
+    {"events_written", mod_events_written, METH_NOARGS, NULL},
+    {"events_dropped", mod_events_dropped, METH_NOARGS, NULL},
+    {"metadata", (PyCFunction)(void (*)(void))mod_metadata, METH_FASTCALL,
+     "metadata(key, value): a custom metadata line."},
+    {"process_property", (PyCFunction)(void (*)(void))mod_process_property, METH_FASTCALL,
+     "process_property(key, value): a process property line."},
+    {"thread_name", mod_thread_name, METH_O, "Names the calling thread in the trace."},
+    {"set_rank", (PyCFunction)(void (*)(void))mod_set_rank, METH_FASTCALL, NULL},
+    {"_set_async_wrapper", mod_set_async_wrapper, METH_O, NULL},
+    {"_open_depth", mod_open_depth, METH_NOARGS, NULL},
+    {"_after_fork_child", mod_after_fork_child, METH_NOARGS, NULL},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT,
+                                        "_dftrace",
+                                        "dftrace's compiled core binding (C ABI).",
+                                        -1,
+                                        module_methods,
+                                        NULL,
+                                        NULL,
+                                        NULL,
+                                        NULL};
+
+PyMODINIT_FUNC PyInit__dftrace(void) {
+  if (PyType_Ready(&Node_Type) < 0 || PyType_Ready(&Traced_Type) < 0 ||
+      PyType_Ready(&Iter_Type) < 0 || PyType_Ready(&Bound_Type) < 0 || PyType_Ready(&Slot_Type) < 0)
+    return NULL;
+  if (add_slot("__enter__", 0) < 0 || add_slot("__exit__", 1) < 0) return NULL;
+  PyType_Modified(&Node_Type);
+  PyObject *m = PyModule_Create(&module_def);
+  if (!m) return NULL;
+  PyObject *functools = PyImport_ImportModule("functools");
+  if (functools) {
+    g_update_wrapper = PyObject_GetAttrString(functools, "update_wrapper");
+    Py_DECREF(functools);
+  }
+  if (!g_update_wrapper) PyErr_Clear();
+  if (PyModule_AddObjectRef(m, "Node", (PyObject *)&Node_Type) < 0 ||
+      PyModule_AddObjectRef(m, "Traced", (PyObject *)&Traced_Type) < 0 ||
+      PyModule_AddObjectRef(m, "Iter", (PyObject *)&Iter_Type) < 0 ||
+      PyModule_AddIntConstant(m, "OK", DFTRACE_OK) < 0 ||
+      PyModule_AddIntConstant(m, "ERR_DISABLED", DFTRACE_ERR_DISABLED) < 0) {
+    Py_DECREF(m);
+    return NULL;
+  }
+  return m;
+}

@@ -1,0 +1,215 @@
+"""dftrace: DFTracer-compatible tracing for Python; `from dftrace import ai` is pydftracer's API.
+
+Tracing is switched on by the environment (DFTRACE_ENABLE=1, or DFTRACER_ENABLE=1) or by
+initialize(enable=True). Switched off, every decorator is a near-free passthrough.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any, Callable, Dict, Optional, Tuple, TypeVar, Union, overload
+
+from . import _dftrace, _process
+from ._dftrace import (
+    Node,
+    config_describe,
+    events_dropped,
+    events_written,
+    flush,
+    is_enabled,
+    metadata,
+    now_ns,
+    output_path,
+    process_property,
+    set_enabled,
+    status,
+    thread_name,
+)
+from ._tree import (
+    CheckpointEvent,
+    CommunicationEvent,
+    ComputeEvent,
+    DataEvent,
+    DataLoaderEvent,
+    DeviceEvent,
+    DFTracerAI,
+    PipelineEvent,
+    ProfileCategory,
+    Profiler,
+    ai,
+)
+
+__all__ = [
+    "ai", "initialize", "finalize", "region", "trace", "instant", "counter", "metadata",
+    "process_property", "thread_name", "flush", "is_enabled", "set_enabled", "status",
+    "output_path", "config_describe", "events_written", "events_dropped", "now_ns", "version",
+    "Node", "Profiler", "DFTracerAI", "ProfileCategory", "ComputeEvent", "DataEvent",
+    "DataLoaderEvent", "CommunicationEvent", "DeviceEvent", "CheckpointEvent", "PipelineEvent",
+    "dftracer", "Session",
+]
+
+__version__: str = _dftrace.version()
+F = TypeVar("F", bound=Callable[..., Any])
+
+DEFAULT_CATEGORY = "python"
+
+_process.install()
+
+
+def version() -> str:
+    """The version of the dftrace library this module uses."""
+    return _dftrace.version()
+
+
+class Session:
+    """What initialize() returns: the status, the file, and finalize()."""
+
+    def __init__(self, status: int) -> None:
+        self.status = status
+
+    @property
+    def enabled(self) -> bool:
+        return _dftrace.is_enabled()
+
+    @property
+    def output_path(self) -> Optional[str]:
+        return _dftrace.output_path()
+
+    def finalize(self) -> int:
+        return finalize()
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        finalize()
+
+    def __repr__(self) -> str:
+        return f"<dftrace session: {_dftrace.status()}>"
+
+
+def initialize(log_file: Optional[str] = None, *, output_file: Optional[str] = None,
+               enable: Optional[bool] = None, config_file: Optional[str] = None,
+               exec_name: Optional[str] = None, metadata: Optional[bool] = None,
+               compression: Optional[bool] = None, level: Optional[int] = None,
+               export_environment: bool = True) -> Session:
+    """Starts tracing for this process.
+
+    log_file: file-name prefix (files are <prefix>-<script>-<pid>-app.pfw.gz); output_file: an
+    exact file. Options left None come from the configuration and the environment. When this
+    call enables tracing and the environment does not, it exports DFTRACE_ENABLE=1 (and the
+    prefix) so that spawned children trace too (export_environment=False keeps it unchanged).
+    Calling it again while initialised changes nothing.
+    """
+    if log_file is not None:
+        log_file = os.fspath(log_file)
+        for suffix in (".pfw.gz", ".pfw"):
+            if log_file.endswith(suffix):
+                log_file = log_file[: -len(suffix)]
+                break
+    rc = _dftrace.init(
+        enable=enable, output_prefix=log_file,
+        output_file=os.fspath(output_file) if output_file is not None else None,
+        config_file=os.fspath(config_file) if config_file is not None else None,
+        exec_name=exec_name or _process._main_script(), metadata=metadata, compression=compression,
+        level=-1 if level is None else int(level))
+    if rc == _dftrace.OK and export_environment:
+        if not os.environ.get("DFTRACE_ENABLE") and not os.environ.get("DFTRACER_ENABLE"):
+            os.environ["DFTRACE_ENABLE"] = "1"
+        if log_file and not os.environ.get("DFTRACE_LOG_FILE") \
+                and not os.environ.get("DFTRACER_LOG_FILE"):
+            os.environ["DFTRACE_LOG_FILE"] = os.path.abspath(log_file)
+    elif rc not in (_dftrace.OK, _dftrace.ERR_DISABLED):
+        print(f"dftrace: initialize: {_dftrace.status_string(rc)}", file=sys.stderr)
+    return Session(rc)
+
+
+def finalize() -> int:
+    """Writes everything and closes the trace file (also done at exit)."""
+    return _dftrace.finalize()
+
+
+_nodes: Dict[Tuple[str, str], Profiler] = {}
+
+
+def _node(name: str, cat: str) -> Profiler:
+    key = (cat, name)
+    node = _nodes.get(key)
+    if node is None:
+        node = Profiler(cat=str(cat), name=str(name))
+        _nodes[key] = node
+    return node
+
+
+def region(name: str, cat: str = DEFAULT_CATEGORY, *, args: Optional[Dict[str, Any]] = None,
+           enable: Optional[bool] = None) -> Profiler:
+    """A context manager: one complete event `name` in category `cat` around the block."""
+    node = _node(name, cat)
+    if args is None and enable is None:
+        return node
+    return node(args=args, enable=enable)
+
+
+@overload
+def trace(fn: F) -> F: ...
+@overload
+def trace(name: Optional[str] = None, cat: str = DEFAULT_CATEGORY, *,
+          args: Optional[Dict[str, Any]] = None,
+          enable: Optional[bool] = None) -> Callable[[F], F]: ...
+
+
+def trace(name: Union[str, Callable[..., Any], None] = None, cat: str = DEFAULT_CATEGORY, *,
+          args: Optional[Dict[str, Any]] = None, enable: Optional[bool] = None) -> Any:
+    """A decorator: one complete event per call, named `name` (default: the function's
+    qualified name) in category `cat`. Usable bare (@trace) or called (@trace(cat="io"))."""
+    if callable(name):
+        fn = name
+        return _node(fn.__qualname__, cat)(fn)
+
+    def decorate(fn: F) -> F:
+        node = _node(name or getattr(fn, "__qualname__", repr(fn)), cat)
+        use = node if args is None and enable is None else node(args=args, enable=enable)
+        return use(fn)  # type: ignore[return-value]
+
+    return decorate
+
+
+def instant(name: str, cat: str = DEFAULT_CATEGORY, args: Optional[Dict[str, Any]] = None) -> None:
+    """An instant event."""
+    _node(name, cat)._instant(args)
+
+
+def counter(name: str, value: Union[int, float], series: Optional[str] = None,
+            cat: str = DEFAULT_CATEGORY) -> None:
+    """A counter sample: event `name`, args {series (default: name): value}."""
+    _node(name, cat)._counter(series or name, value)
+
+
+class _Logger:
+    def finalize(self) -> None:
+        finalize()
+
+
+class _DFTracerCompat:
+    """pydftracer's `dftracer` object: dftracer.initialize_log(logfile, data_dir, process_id)."""
+
+    @staticmethod
+    def initialize_log(logfile: Optional[str] = None, data_dir: Optional[str] = None,
+                       process_id: int = -1) -> _Logger:
+        initialize(log_file=logfile)
+        return _Logger()
+
+    @staticmethod
+    def get_instance() -> "_DFTracerCompat":
+        return dftracer
+
+    @staticmethod
+    def get_time() -> int:
+        return _dftrace.now_ns() // 1000
+
+    @staticmethod
+    def finalize() -> None:
+        finalize()
+
+
+dftracer = _DFTracerCompat()

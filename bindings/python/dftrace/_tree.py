@@ -1,0 +1,216 @@
+"""_tree.py: the `ai` profiler tree with pydftracer's surface, one Profiler per core node."""
+from __future__ import annotations
+
+import functools
+from enum import StrEnum, auto
+from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, Optional, TypeVar,
+                    overload)
+
+from . import _dftrace
+
+F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
+
+# "not passed", as opposed to None, which removes an argument (ai-tree.md section 3)
+_UNSET: Any = object()
+
+
+class ProfileCategory(StrEnum):
+    COMPUTE = auto()
+    DATA = auto()
+    DATALOADER = auto()
+    COMM = auto()
+    DEVICE = auto()
+    CHECKPOINT = auto()
+    PIPELINE = auto()
+
+
+class ComputeEvent(StrEnum):
+    FORWARD = auto()
+    BACKWARD = auto()
+    STEP = auto()
+
+
+class DataEvent(StrEnum):
+    PREPROCESS = auto()
+    ITEM = auto()
+
+
+class DataLoaderEvent(StrEnum):
+    FETCH = auto()
+
+
+class CommunicationEvent(StrEnum):
+    SEND = auto()
+    RECEIVE = auto()
+    BARRIER = auto()
+    BCAST = auto()
+    REDUCE = auto()
+    ALL_REDUCE = auto()
+    GATHER = auto()
+    ALL_GATHER = auto()
+    SCATTER = auto()
+    REDUCE_SCATTER = auto()
+    ALL_TO_ALL = auto()
+
+
+class DeviceEvent(StrEnum):
+    TRANSFER = auto()
+
+
+class CheckpointEvent(StrEnum):
+    CAPTURE = auto()
+    RESTART = auto()
+
+
+class PipelineEvent(StrEnum):
+    EPOCH = auto()
+    TRAIN = auto()
+    EVALUATE = auto()
+    TEST = auto()
+
+
+class Profiler(_dftrace.Node):
+    """One node of the tree: a decorator, a context manager, start()/stop(), iter().
+
+    The hot methods (__call__ on a function, __enter__/__exit__, start/stop, iter) are in C;
+    this class adds the tree's shape (children as attributes), update, derive and init.
+    """
+
+    def __init__(self, path: Optional[str] = None, *, cat: Optional[str] = None,
+                 name: Optional[str] = None) -> None:
+        super().__init__(path, cat=cat, name=name)
+        self._children: Dict[str, Profiler] = {}
+
+    def create_children(self, names: Dict[str, str]) -> None:
+        """Adds children as attributes: {attribute: event name}."""
+        for attr, name in names.items():
+            child = Profiler(self._child_path(str(name)))
+            setattr(self, attr, child)
+            self._children[attr] = child
+
+    def derive(self, name: str) -> "Profiler":
+        """The node `<name of this node>.<name>` in the same category (created once)."""
+        path = self._derive_path(str(name))
+        children = self.__dict__.setdefault("_children", {})  # a use has none of its own
+        child = children.get(path)
+        if child is None:
+            child = Profiler(path)
+            children[path] = child
+        return child
+
+    @property
+    def init(self) -> "Profiler":
+        """The node `<name>.init`: a node like any other (decorator, context manager,
+        start/stop), created on first use. A property rather than __getattr__, which would
+        slow every attribute look-up on the tree."""
+        return self.derive("init")
+
+    def update(self, epoch: Any = _UNSET, step: Any = _UNSET, image_idx: Any = _UNSET,
+               image_size: Any = _UNSET, args: Optional[Dict[str, Any]] = None,
+               **kwargs: Any) -> "Profiler":
+        """Sets arguments on this node and its whole subtree; None removes one."""
+        if epoch is not _UNSET:
+            self._update("epoch", epoch)
+        if step is not _UNSET:
+            self._update("step", step)
+        if image_idx is not _UNSET:
+            self._update("image_idx", image_idx)
+        if image_size is not _UNSET:
+            self._update("image_size", image_size)
+        if args:
+            if isinstance(args, dict):
+                for key, value in args.items():
+                    self._update(str(key), value)
+            else:
+                _warn(f"update(args=...) needs a dict, not {type(args).__name__} (ignored)")
+        for key, value in kwargs.items():
+            self._update(key, value)
+        return self
+
+    def reset(self) -> None:
+        """pydftracer compatibility: nothing is kept per node, so nothing to reset."""
+
+    def get_time(self) -> int:
+        """The tracer's clock in microseconds."""
+        return _dftrace.now_ns() // 1000
+
+    # typing of the C methods (the implementations are in _dftrace.Node)
+    if TYPE_CHECKING:
+
+        @overload
+        def __call__(self, fn: F) -> F: ...
+
+        @overload
+        def __call__(self, *, enable: Optional[bool] = None, args: Optional[Dict[str, Any]] = None,
+                     epoch: Optional[int] = None, step: Optional[int] = None,
+                     image_idx: Optional[int] = None,
+                     image_size: Optional[float] = None) -> "Profiler": ...
+
+        def __call__(self, fn: Any = None, **kw: Any) -> Any: ...
+
+        def iter(self, iterator: Iterable[T], *, include_block: bool = True,
+                 include_iter: bool = True, iter_name: Optional[str] = None,
+                 block_name: Optional[str] = None,
+                 enable: Optional[bool] = None) -> Iterator[T]: ...
+
+
+class DFTracerAI(Profiler):
+    """pydftracer's custom tracer: DFTracerAI(cat=..., name=..., epoch=, step=, enable=)."""
+
+    def __init__(self, cat: str, name: Optional[str] = None, epoch: Optional[int] = None,
+                 step: Optional[int] = None, image_idx: Optional[int] = None,
+                 image_size: Optional[float] = None, enable: bool = True) -> None:
+        super().__init__(cat=str(cat), name=str(name) if name else None)
+        self.update(**{k: v for k, v in (("epoch", epoch), ("step", step),
+                                           ("image_idx", image_idx), ("image_size", image_size))
+                       if v is not None})
+        if not enable:
+            self.disable()
+
+
+def _warn(message: str) -> None:
+    import sys
+
+    print(f"dftrace: {message}", file=sys.stderr)
+
+
+# The tree of ai-tree.md section 1: category -> {attribute: event name}.
+_TREE: Dict[str, Dict[str, str]] = {
+    ProfileCategory.COMPUTE: {e.name.lower(): e.value for e in ComputeEvent},
+    ProfileCategory.DATA: {e.name.lower(): e.value for e in DataEvent},
+    ProfileCategory.DATALOADER: {e.name.lower(): e.value for e in DataLoaderEvent},
+    ProfileCategory.COMM: {e.name.lower(): e.value for e in CommunicationEvent},
+    ProfileCategory.DEVICE: {e.name.lower(): e.value for e in DeviceEvent},
+    ProfileCategory.CHECKPOINT: {e.name.lower(): e.value for e in CheckpointEvent},
+    ProfileCategory.PIPELINE: {e.name.lower(): e.value for e in PipelineEvent},
+}
+
+
+def _build_root() -> Profiler:
+    root = Profiler("")
+    for cat, events in _TREE.items():
+        node = Profiler(cat=str(cat))
+        node.create_children(events)
+        setattr(root, str(cat), node)
+        root._children[str(cat)] = node
+    return root
+
+
+def _wrap_async(use: _dftrace.Node, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """An `async def` is timed over its awaited execution, not its coroutine creation."""
+
+    @functools.wraps(fn)
+    async def traced(*args: Any, **kwargs: Any) -> Any:
+        region = use._begin()
+        try:
+            return await fn(*args, **kwargs)
+        finally:
+            use._end(region)
+
+    return traced
+
+
+_dftrace._set_async_wrapper(_wrap_async)
+
+ai = _build_root()
