@@ -428,9 +428,6 @@ def test_extension_uses_only_the_c_abi():
     assert not [s for s in used if s.startswith("_Z")]  # no C++ symbol of the core
 
 
-@pytest.mark.xfail(reason="core: the region that initialises the runtime (DFTRACE_ENABLE, no "
-                   "initialize()) is checked before the category rules apply "
-                   "(runtime::begin decides before thread() initialises)", strict=False)
 def test_categories_switched_by_the_environment(runner):
     runner.run('''
         from dftrace import ai

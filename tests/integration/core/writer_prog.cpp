@@ -105,7 +105,7 @@ int mode_flushed(int batches, int per_batch) {
 
 // A real invalid store (not raise()): exempt from UBSan, which would report it first.
 __attribute__((no_sanitize("undefined"), noinline)) void crash_by_segv() {
-  volatile int *p = nullptr;
+  volatile int *volatile p = nullptr;  // both volatile: the optimiser keeps the store
   *p = 1;
 }
 
