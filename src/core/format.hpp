@@ -1,6 +1,7 @@
 // format.hpp: the byte-level JSON writing used on the event path (escaping, integers, doubles).
 #pragma once
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -85,6 +86,29 @@ constexpr size_t escaped_bound(size_t n) { return n * 6; }
 // Appends s to out as the inside of a JSON string: quotes, backslashes and control
 // characters escaped, invalid UTF-8 replaced by U+FFFD. Returns the end.
 char *escape_json(char *out, const char *s, size_t n);
+
+// Walks the entries of a fragment "k":v,"k2":v2. fn(key, entry_begin, entry_end).
+template <typename Fn>
+inline void for_each_entry(std::string_view frag, Fn fn) {
+  size_t i = 0;
+  while (i < frag.size()) {
+    const size_t begin = i;
+    if (frag[i] != '"') return;
+    size_t k = i + 1;
+    while (k < frag.size() && frag[k] != '"') k += frag[k] == '\\' ? 2 : 1;
+    const std::string_view key = frag.substr(i + 1, k - i - 1);
+    size_t v = k + 2;  // past '":'
+    if (v < frag.size() && frag[v] == '"') {
+      ++v;
+      while (v < frag.size() && frag[v] != '"') v += frag[v] == '\\' ? 2 : 1;
+      ++v;
+    } else {
+      while (v < frag.size() && frag[v] != ',') ++v;
+    }
+    fn(key, begin, std::min(v, frag.size()));
+    i = v + 1;
+  }
+}
 
 // Convenience for slow paths: the escaped, quoted form of s.
 std::string json_quote(std::string_view s);

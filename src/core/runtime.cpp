@@ -90,42 +90,6 @@ std::string base_name(const std::string &p) {
   return slash == std::string::npos ? p : p.substr(slash + 1);
 }
 
-// Walks the entries of a fragment "k":v,"k2":v2. fn(key, entry_begin, entry_end).
-template <typename Fn>
-void for_each_entry(std::string_view frag, Fn fn) {
-  size_t i = 0;
-  while (i < frag.size()) {
-    const size_t begin = i;
-    if (frag[i] != '"') return;
-    size_t k = i + 1;
-    while (k < frag.size() && frag[k] != '"') k += frag[k] == '\\' ? 2 : 1;
-    const std::string_view key = frag.substr(i + 1, k - i - 1);
-    size_t v = k + 2;  // past '":'
-    if (v < frag.size() && frag[v] == '"') {
-      ++v;
-      while (v < frag.size() && frag[v] != '"') v += frag[v] == '\\' ? 2 : 1;
-      ++v;
-    } else {
-      while (v < frag.size() && frag[v] != ',') ++v;
-    }
-    fn(key, begin, std::min(v, frag.size()));
-    i = v + 1;
-  }
-}
-
-// True if some key of `own` may also be a key of `frag` (a quick substring probe; an exact
-// check follows when it says yes).
-bool shares_a_key(std::string_view frag, std::string_view own) {
-  bool found = false;
-  for_each_entry(own, [&](std::string_view key, size_t b, size_t) {
-    if (found) return;
-    // the entry starts with "key": in both fragments
-    const std::string_view pattern = own.substr(b, key.size() + 3);
-    found = frag.find(pattern) != std::string_view::npos;
-  });
-  return found;
-}
-
 }  // namespace
 
 runtime &runtime::get() {
@@ -295,6 +259,11 @@ void runtime::create_writer_locked() {
   ws.queue_bytes = std::max(cfg_.queue_bytes, 4 * cfg_.member_bytes);
   ws.drop_when_full = cfg_.on_full_drop;
   ws.compress_threads = cfg_.compress_threads;
+  ws.format.pid = pid_;
+  ws.format.epoch_offset_ns = epoch_offset_ns_;
+  ws.format.ns_precision = cfg_.ns_precision;
+  ws.format.metadata = cfg_.metadata;
+  ws.format.hhash_field = hhash_field_;
   ws.path = [this] { return file_path(); };
   ws.header = [this] { return header_text(); };
   writer_ = std::make_unique<writer>(std::move(ws));
@@ -575,17 +544,9 @@ inline char *runtime::reserve(thread_state &ts, size_t n) {
   return fresh->data;
 }
 
-inline void runtime::commit(thread_state &ts, char *end, uint64_t ts_us) {
+inline void runtime::commit(thread_state &ts, char *end) {
   chunk *c = ts.cur;
   const auto pos = static_cast<uint32_t>(end - c->data);
-  ++c->stats.lines;
-  if (__builtin_expect(c->has_ts, 1)) {
-    if (ts_us < c->stats.ts_min) c->stats.ts_min = ts_us;
-    if (ts_us > c->stats.ts_max) c->stats.ts_max = ts_us;
-  } else {
-    c->stats.ts_min = c->stats.ts_max = ts_us;
-    c->has_ts = true;
-  }
   ts.buf.pos = pos;
   c->committed.store(pos, std::memory_order_release);
 }
@@ -735,78 +696,43 @@ uint64_t runtime::begin(node *n, int enable, const dftrace_arg *args, size_t nar
 }
 
 void runtime::write_complete(thread_state &ts, const activation &a, uint64_t end_ns) {
-  write_x(ts, a.n, a.id, a.start_ns, end_ns, ts.pid_tid, a.level, a.parent_id,
+  write_x(ts, a.n, a.id, a.start_ns, end_ns, ts.tid, a.level, a.parent_id,
           std::string_view(ts.scratch.data() + a.args_off, a.args_len));
 }
 
 void runtime::write_x(thread_state &ts, node *n, uint64_t id, uint64_t start_ns, uint64_t end_ns,
-                      std::string_view pid_tid, uint32_t level, int64_t parent_id, std::string_view own) {
-  size_t need = 200 + n->name_cat.size() + pid_tid.size() + args_head_.size() + n->args.size_hint() + own.size();
+                      int64_t tid, uint32_t level, int64_t parent_id, std::string_view own) {
+  write_record(ts, rec_type::complete, n, id, start_ns, end_ns, tid, level, parent_id, own);
+}
+
+void runtime::write_record(thread_state &ts, rec_type type, node *n, uint64_t id, uint64_t start_ns,
+                           uint64_t end_ns, int64_t tid, uint32_t level, int64_t parent_id,
+                           std::string_view own) {
+  // A binary record; the writer thread formats the line. The node's arguments are copied as
+  // they are now (the event's end), lock-free.
+  size_t room = n->args.size_hint() + 16;
   for (;;) {
-    char *const p0 = reserve(ts, need);
-    char *p = put(p0, "{\"id\":");
-    p = write_u64(p, id);
-    p = put(p, n->name_cat);
-    std::memcpy(p, pid_tid.data(), pid_tid.size());
-    p += pid_tid.size();
-    p = put_time(p, start_ns);
-    p = put(p, ",\"dur\":");
-    if (__builtin_expect(!cfg_.ns_precision, 1)) {
-      p = write_u64(p, to_us(end_ns) - to_us(start_ns));
-    } else {
-      p = write_us_fraction(p, end_ns - start_ns);
-    }
-    p = put(p, args_head_);
-    bool comma = !hhash_field_.empty();
-    const size_t room = need - static_cast<size_t>(p - p0) - 64 - own.size();
-    char *q = comma ? p + 1 : p;
-    const long got = n->args.copy_to(q, room);
+    char *const p0 = reserve(ts, rec_size(room + own.size()));
+    rec &r = *reinterpret_cast<rec *>(p0);
+    char *const payload = p0 + sizeof(rec);
+    const long got = type == rec_type::counter ? 0 : n->args.copy_to(payload, room);
     if (got < 0) {
-      need += static_cast<size_t>(-got);
+      room = static_cast<size_t>(-got);
       continue;
     }
-    if (got > 0) {
-      std::string_view frag(q, static_cast<size_t>(got));
-      if (!own.empty() && shares_a_key(frag, own)) {
-        // Per-use arguments win over the node's: drop the node's entries they replace.
-        ts.tmp.assign(frag.data(), frag.size());
-        frag = ts.tmp;
-        char *w = q;
-        bool first = true;
-        for_each_entry(frag, [&](std::string_view key, size_t b, size_t e) {
-          bool replaced = false;
-          for_each_entry(own, [&](std::string_view k2, size_t, size_t) { replaced |= k2 == key; });
-          if (replaced) return;
-          if (!first) *w++ = ',';
-          std::memcpy(w, frag.data() + b, e - b);
-          w += e - b;
-          first = false;
-        });
-        if (w > q) {
-          if (comma) *p = ',';
-          p = w;
-          comma = true;
-        }
-      } else {
-        if (comma) *p = ',';
-        p = q + got;
-        comma = true;
-      }
-    }
-    if (!own.empty()) {
-      if (comma) *p++ = ',';
-      std::memcpy(p, own.data(), own.size());
-      p += own.size();
-      comma = true;
-    }
-    if (cfg_.metadata) {
-      p = put(p, ",\"level\":");
-      p = write_u64(p, level);
-      p = put(p, ",\"p_idx\":");
-      p = write_i64(p, parent_id);
-    }
-    p = put(p, "}}\n");
-    commit(ts, p, to_us(start_ns));
+    std::memcpy(payload + got, own.data(), own.size());
+    r.type = type;
+    r.name_cat = &n->name_cat;
+    r.id = id;
+    r.start_ns = start_ns;
+    r.end_ns = end_ns;
+    r.parent_id = parent_id;
+    r.tid = tid;
+    r.level = level;
+    r.node_args_len = static_cast<uint32_t>(got);
+    r.own_len = static_cast<uint32_t>(own.size());
+    r.size = static_cast<uint32_t>(rec_size(static_cast<size_t>(got) + own.size()));
+    commit(ts, p0 + r.size);
     return;
   }
 }
@@ -872,31 +798,12 @@ void runtime::instant(node *n, const dftrace_arg *args, size_t nargs) {
   if (!n || !n->active.load(std::memory_order_relaxed)) return;
   thread_state &ts = thread();
   if (!ts.w) return;
-  std::string own;
-  if (nargs && args) append_args(own, 0, args, nargs);
+  ts.own.clear();
+  if (nargs && args) append_args(ts.own, 0, args, nargs);
   const uint64_t now = mono_ns();
-  char *const p0 = reserve(ts, 256 + n->name_cat.size() + n->args.size_hint() + own.size() + args_head_.size());
-  char *p = put(p0, "{\"id\":");
-  p = write_u64(p, next_id(ts));
-  p = put(p, n->name_cat);
-  p = put(p, ts.pid_tid);
-  p = put_time(p, now);
-  p = put(p, ",\"ph\":\"i\",\"s\":\"t\",\"args\":{");
-  p = put(p, hhash_field_);
-  bool comma = !hhash_field_.empty();
-  if (!own.empty()) {
-    if (comma) *p++ = ',';
-    p = put(p, own);
-    comma = true;
-  }
-  if (cfg_.metadata) {
-    p = put(p, ",\"level\":");
-    p = write_u64(p, ts.stack.size() + 1);
-    p = put(p, ",\"p_idx\":");
-    p = write_i64(p, ts.stack.empty() ? -1 : static_cast<int64_t>(ts.stack.back().id));
-  }
-  p = put(p, "}}\n");
-  commit(ts, p, to_us(now));
+  write_record(ts, rec_type::instant, n, next_id(ts), now, now, ts.tid,
+               static_cast<uint32_t>(ts.stack.size() + 1),
+               ts.stack.empty() ? -1 : static_cast<int64_t>(ts.stack.back().id), ts.own);
 }
 
 uint64_t runtime::current_region() {
@@ -915,14 +822,7 @@ void runtime::complete_on_track(node *n, uint64_t start_ns, uint64_t end_ns, int
   if (end_ns < start_ns) end_ns = start_ns;
   ts.own.clear();  // reused: no allocation once warm
   if (nargs && args) append_args(ts.own, 0, args, nargs);
-  char pid_track[64];
-  char *q = put(pid_track, ",\"pid\":");
-  q = write_u64(q, static_cast<uint64_t>(pid_));
-  q = put(q, ",\"tid\":");
-  q = write_i64(q, track);
-  q = put(q, ",\"ts\":");
-  write_x(ts, n, next_id(ts), start_ns, end_ns, std::string_view(pid_track, static_cast<size_t>(q - pid_track)), 1,
-          -1, ts.own);
+  write_x(ts, n, next_id(ts), start_ns, end_ns, track, 1, -1, ts.own);
 }
 
 void runtime::track_name(int64_t track, std::string_view name) {
@@ -940,21 +840,11 @@ void runtime::counter(node *n, std::string_view series, std::string_view json_va
   thread_state &ts = thread();
   if (!ts.w) return;
   const uint64_t now = mono_ns();
-  const std::string key = json_quote(series);
-  char *const p0 = reserve(ts, 128 + n->name_cat.size() + key.size() + json_value.size());
-  char *p = p0;
-  *p++ = '{';
-  std::memcpy(p, n->name_cat.data() + 1, n->name_cat.size() - 1);  // no id: Perfetto
-  p += n->name_cat.size() - 1;
-  p = put(p, ts.pid_tid);
-  p = put_time(p, now);
-  p = put(p, ",\"ph\":\"C\",\"args\":{");
-  p = put(p, key);
-  *p++ = ':';
-  std::memcpy(p, json_value.data(), json_value.size());
-  p += json_value.size();
-  p = put(p, "}}\n");
-  commit(ts, p, to_us(now));
+  ts.own.clear();
+  ts.own += json_quote(series);
+  ts.own += ':';
+  ts.own.append(json_value.data(), json_value.size());
+  write_record(ts, rec_type::counter, n, 0, now, now, ts.tid, 0, -1, ts.own);
 }
 
 void runtime::metadata_line(std::string_view type, std::string_view name,
@@ -1039,7 +929,7 @@ void runtime::on_fork_child() {
     ts->scratch.clear();
     refresh_thread_ids(*ts);
   }
-  if (writer_) writer_->fork_child(ts && ts->w == writer_.get() ? &ts->buf : nullptr);
+  if (writer_) writer_->fork_child(ts && ts->w == writer_.get() ? &ts->buf : nullptr, pid_);
   for (auto &m : defined_) m.clear();
   defined_[DFTRACE_HASH_HOST][host_] = host_hash_;
   defined_[DFTRACE_HASH_STRING][cmdline_] = dftracer_hash(cmdline_);

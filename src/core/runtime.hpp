@@ -119,11 +119,13 @@ class runtime {
   uint64_t next_id(thread_state &ts);
   uint64_t alloc_global_id() { return id_counter_.fetch_add(1, std::memory_order_relaxed); }
   char *reserve(thread_state &ts, size_t n);
-  void commit(thread_state &ts, char *end, uint64_t ts_us);
+  void commit(thread_state &ts, char *end);
   void write_complete(thread_state &ts, const activation &a, uint64_t end_ns);
-  // One complete event line into the thread's chunk (the event path's only formatter).
-  void write_x(thread_state &ts, node *n, uint64_t id, uint64_t start_ns, uint64_t end_ns,
-               std::string_view pid_tid, uint32_t level, int64_t parent_id, std::string_view own);
+  // One complete event into the thread's chunk, as a binary record (record.hpp).
+  void write_x(thread_state &ts, node *n, uint64_t id, uint64_t start_ns, uint64_t end_ns, int64_t tid,
+               uint32_t level, int64_t parent_id, std::string_view own);
+  void write_record(thread_state &ts, rec_type type, node *n, uint64_t id, uint64_t start_ns,
+                    uint64_t end_ns, int64_t tid, uint32_t level, int64_t parent_id, std::string_view own);
   char *put_time(char *p, uint64_t mono);
   uint64_t to_us(uint64_t mono) const { return (mono + epoch_offset_ns_) / 1000; }
   std::string header_text();

@@ -58,7 +58,8 @@ writer::writer(writer_settings settings)
       encoder_(settings_.kind, settings_.level),
       crash_encoder_(settings_.kind, settings_.level) {
   out_.reserve(settings_.member_bytes / 2);
-  crash_encoder_.reserve(std::max(settings_.chunk_bytes, settings_.member_bytes));
+  crash_encoder_.reserve(settings_.member_bytes + 4096);
+  crash_text_.reserve(settings_.member_bytes + 4096);
   snaps_.reserve(64);
   local_queue_.reserve(256);
 }
@@ -83,7 +84,7 @@ writer::member &writer::assembling() {
   if (!has_open_) {
     if (open_ == members_.size()) {
       members_.push_back(std::make_unique<member>());
-      members_.back()->text.reserve(settings_.member_bytes + settings_.chunk_bytes);
+      members_.back()->text.reserve(settings_.member_bytes + 4096);
     }
     member &m = *members_[open_];
     m.text.clear();
@@ -107,7 +108,7 @@ chunk *writer::new_chunk(size_t min_bytes) {
   }
   auto *c = new chunk;
   c->cap = static_cast<uint32_t>(std::max(min_bytes, settings_.chunk_bytes));
-  c->data = static_cast<char *>(::operator new(c->cap));
+  c->data = static_cast<char *>(::operator new(c->cap));  // new's alignment is at least 16
   return c;
 }
 
@@ -145,7 +146,11 @@ void writer::submit(chunk *c) {
   if (queued_bytes_ + bytes > settings_.queue_bytes && !stop_) {
     if (settings_.drop_when_full) {
       lock.unlock();
-      dropped_.fetch_add(c->stats.lines, std::memory_order_relaxed);
+      uint64_t n = 0;  // the records not written yet
+      for (uint32_t off = c->drained.load(std::memory_order_relaxed); off < bytes;
+           off += reinterpret_cast<const rec *>(c->data + off)->size)
+        ++n;
+      dropped_.fetch_add(n, std::memory_order_relaxed);
       recycle(c);
       return;
     }
@@ -154,7 +159,8 @@ void writer::submit(chunk *c) {
   }
   queue_.push_back(c);
   queued_bytes_ += bytes;
-  if (queued_bytes_ >= settings_.member_bytes) queue_cv_.notify_one();
+  // Records are about half the size of their lines: wake the writer at half a member.
+  if (queued_bytes_ >= settings_.member_bytes / 2) queue_cv_.notify_one();
 }
 
 void writer::register_buffer(thread_buffer *tb) {
@@ -206,7 +212,7 @@ void writer::run() {
   std::unique_lock<std::mutex> lock(queue_mutex_);
   while (!stop_) {
     queue_cv_.wait_until(lock, next_steal, [&] {
-      return stop_ || queued_bytes_ >= settings_.member_bytes || flush_wanted_;
+      return stop_ || queued_bytes_ >= settings_.member_bytes / 2 || flush_wanted_;
     });
     if (stop_) break;
     const bool steal = clock::now() >= next_steal;
@@ -226,12 +232,33 @@ void writer::append_lines(const char *p, size_t n, const member_stats &st, bool 
   if (has_open_ && !members_[open_]->text.empty() && members_[open_]->text.size() + n > settings_.member_bytes)
     emit_member();
   member &m = assembling();
-  m.text.insert(m.text.end(), p, p + n);
+  m.text.append(p, n);
   m.stats.lines += st.lines;
   if (events) m.events += st.lines;
   if (has_ts) {
     if (!m.has_ts || st.ts_min < m.stats.ts_min) m.stats.ts_min = st.ts_min;
     if (!m.has_ts || st.ts_max > m.stats.ts_max) m.stats.ts_max = st.ts_max;
+    m.has_ts = true;
+  }
+}
+
+void writer::append_records(const chunk *c, uint32_t from, uint32_t to) {
+  const line_format &f = settings_.format;
+  uint32_t off = from;
+  while (off < to) {
+    const rec &r = *reinterpret_cast<const rec *>(c->data + off);
+    off += r.size;
+    const size_t bound = line_bound(r);
+    if (has_open_ && !members_[open_]->text.empty() &&
+        members_[open_]->text.size() + bound > settings_.member_bytes)
+      emit_member();
+    member &m = assembling();
+    uint64_t ts;
+    m.text.set_end(format_record(f, r, m.text.room(bound), &ts));
+    ++m.stats.lines;
+    ++m.events;
+    if (!m.has_ts || ts < m.stats.ts_min) m.stats.ts_min = ts;
+    if (!m.has_ts || ts > m.stats.ts_max) m.stats.ts_max = ts;
     m.has_ts = true;
   }
 }
@@ -257,7 +284,6 @@ void writer::cycle(bool steal) {
       if (end > c->drained) {
         snaps_.push_back({c, c->drained, end});
         c->drained = end;
-        c->partial = true;
       }
     }
   }
@@ -278,24 +304,10 @@ void writer::cycle(bool steal) {
   }
   for (chunk *c : local_queue_) {
     const uint32_t end = c->committed.load(std::memory_order_acquire);
-    if (end > c->drained) {
-      const char *p = c->data + c->drained;
-      const size_t n = end - c->drained;
-      if (c->partial) {
-        member_stats st = scan_member_stats(p, n);
-        append_lines(p, n, st, st.lines > 0 && (st.ts_min | st.ts_max) != 0, true);
-      } else {
-        append_lines(p, n, c->stats, c->has_ts, true);
-      }
-    }
+    if (end > c->drained) append_records(c, c->drained, end);
     recycle(c);
   }
-  for (const snap &s : snaps_) {
-    const char *p = s.c->data + s.from;
-    const size_t n = s.to - s.from;
-    member_stats st = scan_member_stats(p, n);
-    append_lines(p, n, st, (st.ts_min | st.ts_max) != 0, true);
-  }
+  for (const snap &sn : snaps_) append_records(sn.c, sn.from, sn.to);
   if (has_open_) emit_member();
   write_members(true);
 }
@@ -309,6 +321,32 @@ void writer::crash_write(const char *p, size_t n, const member_stats &st) {
   } else {
     write_all(p, n);
   }
+}
+
+void writer::crash_records(const chunk *c, uint32_t from, uint32_t to) {
+  const line_format &f = settings_.format;
+  member_stats st;
+  bool has_ts = false;
+  auto flush_text = [&] {
+    if (!crash_text_.empty()) crash_write(crash_text_.data(), crash_text_.size(), st);
+    crash_text_.clear();
+    st = member_stats{};
+    has_ts = false;
+  };
+  uint32_t off = from;
+  while (off < to) {
+    const rec &r = *reinterpret_cast<const rec *>(c->data + off);
+    off += r.size;
+    const size_t bound = line_bound(r);
+    if (!crash_text_.empty() && crash_text_.size() + bound > settings_.member_bytes) flush_text();
+    uint64_t ts;
+    crash_text_.set_end(format_record(f, r, crash_text_.room(bound), &ts));
+    ++st.lines;
+    if (!has_ts || ts < st.ts_min) st.ts_min = ts;
+    if (!has_ts || ts > st.ts_max) st.ts_max = ts;
+    has_ts = true;
+  }
+  flush_text();
 }
 
 void writer::crash_cycle() {
@@ -333,7 +371,6 @@ void writer::crash_cycle() {
       if (end > c->drained) {
         snaps_.push_back({c, c->drained, end});
         c->drained = end;
-        c->partial = true;
       }
     }
     have_snaps = true;
@@ -349,18 +386,12 @@ void writer::crash_cycle() {
   if (have_queue) {
     for (chunk *c : local_queue_) {
       const uint32_t end = c->committed.load(std::memory_order_acquire);
-      if (end > c->drained) {
-        const char *p = c->data + c->drained;
-        crash_write(p, end - c->drained, c->partial ? scan_member_stats(p, end - c->drained) : c->stats);
-      }
+      if (end > c->drained) crash_records(c, c->drained, end);
     }
     local_queue_.clear();
   }
   if (have_snaps)
-    for (const snap &sn : snaps_) {
-      const char *p = sn.c->data + sn.from;
-      crash_write(p, sn.to - sn.from, scan_member_stats(p, sn.to - sn.from));
-    }
+    for (const snap &sn : snaps_) crash_records(sn.c, sn.from, sn.to);
 }
 
 void writer::render_header() {
@@ -591,7 +622,8 @@ void writer::fork_parent() {
   io_mutex_.unlock();
 }
 
-void writer::fork_child(thread_buffer *survivor) {
+void writer::fork_child(thread_buffer *survivor, int64_t new_pid) {
+  settings_.format.pid = new_pid;
   // Only the forking thread exists here, holding every lock (fork_prepare). The parent
   // writes its own buffered data; the child forgets it and its file, and starts afresh.
   for (chunk *c : queue_) {

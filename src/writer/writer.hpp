@@ -3,7 +3,9 @@
 // about member_bytes, compresses them and appends them to the file.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -14,31 +16,56 @@
 #include <vector>
 
 #include "writer/gzip_member.hpp"
+#include "writer/record.hpp"
 
 namespace dftrace::detail {
 
-// A block of whole lines written by one thread. Bytes below `committed` never change until
-// the writer recycles the chunk.
+// A block of whole binary records (record.hpp) written by one thread. Bytes below
+// `committed` never change until the writer recycles the chunk.
 struct chunk {
-  char *data = nullptr;
+  char *data = nullptr;  // 8-byte aligned
   uint32_t cap = 0;
   std::atomic<uint32_t> committed{0};
-  // Producer-owned statistics of everything written into the chunk; read by the writer only
-  // after the chunk was handed over, and only if no part of it was taken earlier.
-  member_stats stats;
-  bool has_ts = false;
-  // Writer-owned: how far the writer has taken lines out (time-based flushes take partial
-  // chunks), and whether it ever did.
-  uint32_t drained = 0;
-  bool partial = false;
+  // How far the writer has taken records out (time-based flushes take partial chunks).
+  // Written by the writer; read by a producer that drops the chunk.
+  std::atomic<uint32_t> drained{0};
 
   void reset() {
     committed.store(0, std::memory_order_relaxed);
-    stats = member_stats{};
-    has_ts = false;
     drained = 0;
-    partial = false;
   }
+};
+
+// A growable text buffer that formatting writes into directly (no zero-filling).
+class text_buffer {
+ public:
+  char *room(size_t n) {
+    if (size_ + n > cap_) grow(size_ + n);
+    return data_.get() + size_;
+  }
+  void set_end(const char *end) { size_ = static_cast<size_t>(end - data_.get()); }
+  void append(const char *p, size_t n) {
+    std::memcpy(room(n), p, n);
+    size_ += n;
+  }
+  void reserve(size_t n) {
+    if (n > cap_) grow(n);
+  }
+  void clear() { size_ = 0; }
+  const char *data() const { return data_.get(); }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+
+ private:
+  void grow(size_t need) {
+    const size_t cap = std::max(need, cap_ * 2);
+    std::unique_ptr<char[]> d(new char[cap]);
+    if (size_) std::memcpy(d.get(), data_.get(), size_);
+    data_ = std::move(d);
+    cap_ = cap;
+  }
+  std::unique_ptr<char[]> data_;
+  size_t size_ = 0, cap_ = 0;
 };
 
 // What one thread writes into. Owned by the thread's state; registered with the writer so
@@ -60,6 +87,8 @@ struct writer_settings {
   // Members compressed at once when a pass has several (the writer thread plus helpers);
   // helpers only run when there is a backlog.
   int compress_threads = 2;
+  // How records become lines.
+  line_format format;
   // Called once when the file is first needed: its path, and the header text ("[\n" and
   // the header lines) that must come first.
   std::function<std::string()> path;
@@ -99,7 +128,7 @@ class writer {
   // parent's data, file and thread (keeping `survivor`, the forking thread's buffer).
   void fork_prepare();
   void fork_parent();
-  void fork_child(thread_buffer *survivor);
+  void fork_child(thread_buffer *survivor, int64_t new_pid);
 
   uint64_t events_written() const { return events_written_.load(std::memory_order_relaxed); }
   uint64_t events_dropped() const { return dropped_.load(std::memory_order_relaxed); }
@@ -129,6 +158,11 @@ class writer {
   std::string header_text_;
   std::string planned_path_;
   void append_lines(const char *p, size_t n, const member_stats &st, bool has_ts, bool events);
+  // Formats the records in c->data[from, to) into the members being assembled.
+  void append_records(const chunk *c, uint32_t from, uint32_t to);
+  // The signal path's version: formats into crash_text_ and writes members as it fills.
+  void crash_records(const chunk *c, uint32_t from, uint32_t to);
+  text_buffer crash_text_;
   // Closes the member being assembled; it is compressed and written by write_members().
   void emit_member();
   // Compresses the closed members (in parallel when there are several) and writes them in
@@ -168,7 +202,7 @@ class writer {
   // Members of the current pass (io_mutex_): [0, closed_) are closed, the last one may be
   // being assembled. Buffers are reused from pass to pass.
   struct member {
-    std::vector<char> text;
+    text_buffer text;
     member_stats stats;
     bool has_ts = false;
     uint64_t events = 0;

@@ -152,7 +152,7 @@ def main():
         ("C", "compute", "compute", {"residual": 0.125}, None, None),
         ("C", "jacobi", "solver", {"iters": 42}, None, None),
         ("C", "solver", "solver", {"bytes": 4096}, None, None),
-        ("i", "capture", "checkpoint", {}, 2, 15),
+        ("i", "capture", "checkpoint", E, 2, 15),  # instants carry their node's arguments too
         ("X", "fetch.iter", "dataloader", {**E, "count": 1}, 2, 15),
         ("X", "item", "data", {**E, "item": 1}, 3, 11),
         ("X", "fetch.block", "dataloader", {**E, "count": 1}, 2, 15),

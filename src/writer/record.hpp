@@ -1,0 +1,58 @@
+// record.hpp: the binary event record that application threads write into their chunks; the
+// writer thread turns each into one JSON line (format.md section 2), so that formatting costs
+// the application nothing.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace dftrace::detail {
+
+enum class rec_type : uint8_t { complete = 1, instant = 2, counter = 3 };
+
+// Header of one record; payload follows: the node's argument fragment, then the per-use one
+// (for counters: "series":value). Records are 8-byte aligned.
+struct rec {
+  uint32_t size;             // header + payload, rounded up to 8
+  rec_type type;
+  uint8_t pad_[3];
+  const std::string *name_cat;  // the node's pre-escaped ,"name":..,"cat":.. (nodes live forever)
+  uint64_t id;
+  uint64_t start_ns;         // tracer clock (monotonic)
+  uint64_t end_ns;
+  int64_t parent_id;
+  int64_t tid;
+  uint32_t level;
+  uint32_t node_args_len;
+  uint32_t own_len;
+  uint32_t pad2_;
+
+  const char *node_args() const { return reinterpret_cast<const char *>(this + 1); }
+  const char *own() const { return node_args() + node_args_len; }
+};
+static_assert(sizeof(rec) % 8 == 0, "records stay aligned");
+
+inline constexpr size_t rec_size(size_t payload) { return (sizeof(rec) + payload + 7) & ~size_t(7); }
+
+// What the writer needs to turn records into lines; fixed when tracing starts (pid changes
+// after fork).
+struct line_format {
+  int64_t pid = 0;
+  uint64_t epoch_offset_ns = 0;
+  bool ns_precision = false;
+  bool metadata = true;
+  std::string hhash_field;  // "hhash":N, or empty when metadata is off
+};
+
+// Upper bound of the line's length.
+inline size_t line_bound(const rec &r) {
+  return 256 + r.name_cat->size() + r.node_args_len + r.own_len;
+}
+
+// Writes the record's line (with its '\n') at out (room: line_bound(r)); returns the end. Sets
+// *ts_us to the line's "ts". No allocation: safe in the fatal-signal path.
+char *format_record(const line_format &f, const rec &r, char *out, uint64_t *ts_us);
+
+}  // namespace dftrace::detail
