@@ -171,7 +171,7 @@ const std::vector<entry> &table() {
                  [](const config &c) { return to_text(c.flush_interval) + "s"; }});
     v.push_back(size_key("output.buffer_bytes", "DFTRACE_OUTPUT_BUFFER_BYTES",
                          "DFTRACER_WRITE_BUFFER_SIZE", "65536", &config::buffer_bytes, 4096));
-    v.push_back(size_key("output.queue_bytes", "DFTRACE_OUTPUT_QUEUE_BYTES", nullptr, "67108864",
+    v.push_back(size_key("output.queue_bytes", "DFTRACE_OUTPUT_QUEUE_BYTES", nullptr, "16777216",
                          &config::queue_bytes, 65536));
     v.push_back({{"output.compress_threads", "DFTRACE_OUTPUT_COMPRESS_THREADS", nullptr, "2"},
                  false,

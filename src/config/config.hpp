@@ -25,7 +25,7 @@ struct config {
   size_t member_bytes = 1u << 20;
   double flush_interval = 2.0;          // seconds
   size_t buffer_bytes = 64u << 10;      // per-thread chunk
-  size_t queue_bytes = 64u << 20;       // most buffered text before on_full applies
+  size_t queue_bytes = 16u << 20;       // most buffered records before on_full applies
   bool on_full_drop = false;            // false: block
   int compress_threads = 2;             // members compressed at once when there is a backlog
   bool metadata = true;
