@@ -223,9 +223,12 @@ def check_cli(cli, ranks, outdir, offsets):
     spreads = barrier_spread_us(fake, {r: 0 for r in fake})
     unc = sorted(ranks[r]["pr"]["clock_offset_uncertainty_ns"] for r in ranks)[-2:]
     check(max(spreads) <= sum(unc) / 1000.0 + 52, "dftrace merge did not align clocks: %s" % spreads)
-    out = run([cli, "stat"] + files, {}, outdir)
-    for r in ranks:
-        check(re.search(r"rank\W*%d\b" % r, out) is not None, "dftrace stat does not report rank %d:\n%s" % (r, out))
+    out = run([cli, "stat", "--json"] + files, {}, outdir)
+    per_rank = {p["rank"]: p["events"] for p in json.loads(out)["by_pid"]}
+    check(sorted(per_rank) == sorted(ranks), "dftrace stat ranks %s, expected %s" % (sorted(per_rank), sorted(ranks)))
+    for r in ranks:  # counted independently: the complete events of that rank's own file
+        want = sum(1 for e in read_trace(ranks[r]["file"]) if e.get("ph") == "X")
+        check(per_rank.get(r) == want, "dftrace stat: rank %d has %s events, its file %d" % (r, per_rank.get(r), want))
 
 
 def main():
