@@ -148,6 +148,30 @@ def test_uncompressed_metadata_off_and_ns_precision(tmp_path):
     assert re.search(r'"ts":\d+\.\d{3},"dur":\d+\.\d{3},', fwd), fwd
 
 
+def test_time_based_flush_writes_an_idle_threads_events(tmp_path):
+    e = dict(os.environ, DFTRACE_ENABLE="1", DFTRACE_LOG_FILE=str(tmp_path / "trace"),
+             DFTRACE_OUTPUT_FLUSH_INTERVAL="200ms")
+    p = subprocess.Popen([os.path.join(BIN, "writer_prog"), "idle", "600"], env=e, stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().strip() == "ready"
+        deadline = time.time() + 10
+        got = -1
+        while time.time() < deadline:  # well before exit, within a few flush intervals
+            time.sleep(0.2)
+            files = os.listdir(tmp_path)
+            if files:
+                complete = [m for m in tc.members(str(tmp_path / files[0])) if m[2] is not None]
+                got = sum(1 for _, _, text in complete for l in text.splitlines() if '"ph":"X"' in l
+                          and '"cat":"dftracer"' not in l)
+                if got == 600:
+                    break
+        assert got == 600, got
+        assert p.poll() is None  # still running: the flush came from the timer, not from exit
+    finally:
+        p.kill()
+        p.wait()
+
+
 def test_sigkill_leaves_every_flushed_event(tmp_path):
     e = dict(os.environ, DFTRACE_ENABLE="1", DFTRACE_LOG_FILE=str(tmp_path / "trace"),
              DFTRACE_OUTPUT_FLUSH_INTERVAL="1000s")

@@ -143,6 +143,14 @@ int mode_fork(int n) {
   return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
 }
 
+int mode_idle(int n) {
+  // Events, then silence: only the time-based flush can put them in the file.
+  events(n / 2, node("compute.forward"), node("compute.backward"));
+  std::printf("ready\n");
+  std::fflush(stdout);
+  for (;;) pause();
+}
+
 int mode_many(int n) {
   events(n / 2, node("compute.forward"), node("compute.backward"));
   std::printf("application finished normally\n");
@@ -163,5 +171,6 @@ int main(int argc, char **argv) {
   if (mode == "segv" || mode == "abort" || mode == "term") return mode_signal(mode.c_str(), n);
   if (mode == "fork") return mode_fork(n);
   if (mode == "many") return mode_many(n);
+  if (mode == "idle") return mode_idle(n);
   return 2;
 }
