@@ -598,26 +598,55 @@ namespace {
 }  // namespace
 
 void runtime::append_args(std::string &out, size_t from, const dftrace_arg *args, size_t nargs) {
-  // Written straight into `out` (the thread's scratch): no temporary strings on this path.
-  char key_buf[256];
+  // Each entry is formatted in a stack buffer and appended once: no temporary strings, one
+  // capacity check per argument.
+  char buf[512];
   for (size_t i = 0; i < nargs; ++i) {
     const dftrace_arg &a = args[i];
     if (!a.key || !*a.key) continue;
     const size_t klen = std::strlen(a.key);
-    std::string big_key;
-    std::string_view key;
-    const bool reserved = (klen == 5 && !std::memcmp(a.key, "hhash", 5)) ||
-                          (klen == 5 && !std::memcmp(a.key, "level", 5)) ||
-                          (klen == 5 && !std::memcmp(a.key, "p_idx", 5));
-    if (escaped_bound(klen) + 5 <= sizeof key_buf) {
-      char *k = key_buf;
-      if (reserved) k = static_cast<char *>(std::memcpy(k, "user_", 5)) + 5;
-      key = std::string_view(key_buf, static_cast<size_t>(escape_json(k, a.key, klen) - key_buf));
-    } else {
-      big_key = json_quote(a.key);
-      key = std::string_view(big_key).substr(1, big_key.size() - 2);
+    const size_t vlen = a.type == DFTRACE_ARG_STRING && a.value.s ? std::strlen(a.value.s) : 0;
+    if (escaped_bound(klen + vlen) + 64 > sizeof buf) {  // a huge key or value: the slow way
+      std::string big;
+      const std::string key = escape_key(safe_arg_key(a.key));
+      std::string value = "null";
+      switch (a.type) {
+        case DFTRACE_ARG_STRING: value = a.value.s ? json_quote(a.value.s) : "null"; break;
+        default: break;  // only strings can be this long
+      }
+      set_fragment_arg(out, from, key, value);
+      continue;
     }
-    // A key given twice: the later value wins (rare; only scans this region's own args).
+    char *p = buf;
+    *p++ = '"';
+    const bool reserved = klen == 5 && (!std::memcmp(a.key, "hhash", 5) || !std::memcmp(a.key, "level", 5) ||
+                                        !std::memcmp(a.key, "p_idx", 5));
+    if (reserved) p = static_cast<char *>(std::memcpy(p, "user_", 5)) + 5;
+    char *const key_begin = p;
+    p = escape_json(p, a.key, klen);
+    const std::string_view key(key_begin, static_cast<size_t>(p - key_begin));
+    *p++ = '"';
+    *p++ = ':';
+    switch (a.type) {
+      case DFTRACE_ARG_INT: p = write_i64(p, a.value.i); break;
+      case DFTRACE_ARG_DOUBLE: p = write_double(p, a.value.d); break;
+      case DFTRACE_ARG_UINT: p = write_u64(p, a.value.u); break;
+      case DFTRACE_ARG_BOOL:
+        p = a.value.b ? static_cast<char *>(std::memcpy(p, "true", 4)) + 4
+                      : static_cast<char *>(std::memcpy(p, "false", 5)) + 5;
+        break;
+      case DFTRACE_ARG_STRING:
+        if (!a.value.s) {
+          p = static_cast<char *>(std::memcpy(p, "null", 4)) + 4;
+        } else {
+          *p++ = '"';
+          p = escape_json(p, a.value.s, vlen);
+          *p++ = '"';
+        }
+        break;
+      default: p = static_cast<char *>(std::memcpy(p, "null", 4)) + 4; break;  // a newer type
+    }
+    // A key given twice: the later value wins (rare; scans only this region's own arguments).
     if (out.size() > from) {
       size_t cut_b = std::string::npos, cut_e = 0;
       for_each_entry(std::string_view(out).substr(from), [&](std::string_view k, size_t b, size_t e) {
@@ -631,33 +660,9 @@ void runtime::append_args(std::string &out, size_t from, const dftrace_arg *args
         else if (cut_b > from && out[cut_b - 1] == ',') --cut_b;
         out.erase(cut_b, cut_e - cut_b);
       }
+      if (out.size() > from) out += ',';
     }
-    if (out.size() > from) out += ',';
-    out += '"';
-    out.append(key.data(), key.size());
-    out += "\":";
-    char num[48];
-    switch (a.type) {
-      case DFTRACE_ARG_INT: out.append(num, write_i64(num, a.value.i)); break;
-      case DFTRACE_ARG_DOUBLE: out.append(num, write_double(num, a.value.d)); break;
-      case DFTRACE_ARG_BOOL: out += a.value.b ? "true" : "false"; break;
-      case DFTRACE_ARG_UINT: out.append(num, write_u64(num, a.value.u)); break;
-      case DFTRACE_ARG_STRING:
-        if (!a.value.s) {
-          out += "null";
-        } else {
-          const size_t n = std::strlen(a.value.s);
-          const size_t at = out.size();
-          out.resize(at + escaped_bound(n) + 2);
-          char *p = out.data() + at;
-          *p++ = '"';
-          p = escape_json(p, a.value.s, n);
-          *p++ = '"';
-          out.resize(static_cast<size_t>(p - out.data()));
-        }
-        break;
-      default: out += "null"; break;  // an unknown type from a newer header: keep JSON valid
-    }
+    out.append(buf, static_cast<size_t>(p - buf));
   }
 }
 
