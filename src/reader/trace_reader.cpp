@@ -1,0 +1,495 @@
+// trace_reader.cpp: mapping, member planning through DT fields, inflating, and the ordered
+// worker pool that the tools run their per-block work on.
+#include "reader/trace_reader.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#ifdef DFTRACE_HAVE_LIBDEFLATE
+#include <libdeflate.h>
+#endif
+
+namespace dftrace::detail {
+
+namespace {
+
+constexpr size_t k_plain_slice = 4u << 20;
+
+std::string errno_text(int e) { return std::string(std::strerror(e)); }
+
+// Inflates with zlib, appending to out until the end of the first gzip member or damage.
+// Returns true on a clean end; *used is the compressed bytes consumed.
+bool zlib_inflate_member(const uint8_t *p, size_t n, std::string &out, size_t *used,
+                         std::string *why) {
+  z_stream zs{};
+  if (inflateInit2(&zs, 15 + 16) != Z_OK) {
+    *why = "zlib initialisation failed";
+    return false;
+  }
+  zs.next_in = const_cast<Bytef *>(p);
+  zs.avail_in = static_cast<uInt>(std::min<size_t>(n, 0xFFFFFFFFu));
+  size_t have = out.size();
+  if (out.size() < have + 65536) out.resize(have + 65536);
+  bool ok = false;
+  for (;;) {
+    if (have == out.size()) out.resize(out.size() * 2);
+    zs.next_out = reinterpret_cast<Bytef *>(&out[have]);
+    zs.avail_out = static_cast<uInt>(std::min<size_t>(out.size() - have, 0xFFFFFFFFu));
+    const uInt before = zs.avail_out;
+    const int r = inflate(&zs, Z_NO_FLUSH);
+    have += before - zs.avail_out;
+    if (r == Z_STREAM_END) {
+      ok = true;
+      break;
+    }
+    if (r == Z_OK) continue;
+    if (r == Z_BUF_ERROR && zs.avail_in == 0) {
+      *why = "the member is cut short (the file ends inside it)";
+      break;
+    }
+    if (r == Z_BUF_ERROR) continue;
+    *why = std::string("corrupt deflate data (") + (zs.msg ? zs.msg : "zlib error") + ")";
+    break;
+  }
+  *used = static_cast<size_t>(zs.next_in - p);
+  out.resize(have);
+  inflateEnd(&zs);
+  return ok;
+}
+
+#ifdef DFTRACE_HAVE_LIBDEFLATE
+struct decompressor_holder {
+  libdeflate_decompressor *d = libdeflate_alloc_decompressor();
+  ~decompressor_holder() {
+    if (d) libdeflate_free_decompressor(d);
+  }
+};
+#endif
+
+}  // namespace
+
+bool inflate_member(const uint8_t *p, size_t n, const dt_field &dt, std::string &out,
+                    std::vector<read_issue> &issues, uint64_t offset) {
+  out.clear();
+#ifdef DFTRACE_HAVE_LIBDEFLATE
+  thread_local decompressor_holder holder;
+  if (holder.d) {
+    out.resize(dt.uncompressed_len);
+    size_t in_used = 0, out_used = 0;
+    const libdeflate_result r = libdeflate_gzip_decompress_ex(
+        holder.d, p, n, out.empty() ? nullptr : &out[0], out.size(), &in_used, &out_used);
+    if (r == LIBDEFLATE_SUCCESS) {
+      out.resize(out_used);
+      if (out_used != dt.uncompressed_len)
+        issues.push_back({true, offset,
+                          "DT field says " + std::to_string(dt.uncompressed_len) +
+                              " uncompressed bytes, the member holds " +
+                              std::to_string(out_used)});
+      if (in_used != n)
+        issues.push_back({true, offset,
+                          "DT field says the member is " + std::to_string(n) +
+                              " bytes long, its deflate data ends after " +
+                              std::to_string(in_used)});
+      return true;
+    }
+    out.clear();  // damaged or longer than DT says: let zlib say what and salvage lines
+  }
+#endif
+  size_t used = 0;
+  std::string why;
+  const bool ok = zlib_inflate_member(p, n, out, &used, &why);
+  if (!ok) {
+    issues.push_back({true, offset, "damaged gzip member: " + why + "; kept " +
+                                        std::to_string(out.size()) + " bytes before it"});
+    return false;
+  }
+  if (out.size() != dt.uncompressed_len)
+    issues.push_back({true, offset,
+                      "DT field says " + std::to_string(dt.uncompressed_len) +
+                          " uncompressed bytes, the member holds " + std::to_string(out.size())});
+  if (used != n)
+    issues.push_back({true, offset,
+                      "DT field says the member is " + std::to_string(n) +
+                          " bytes long, its deflate data ends after " + std::to_string(used)});
+  return true;
+}
+
+trace_file::~trace_file() {
+  if (mapped_ && data_) munmap(const_cast<uint8_t *>(data_), size_);
+}
+
+bool trace_file::open(const std::string &path, std::string *why) {
+  path_ = path;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    *why = errno_text(errno);
+    return false;
+  }
+  struct stat st {};
+  if (fstat(fd, &st) != 0) {
+    *why = errno_text(errno);
+    ::close(fd);
+    return false;
+  }
+  if (S_ISDIR(st.st_mode)) {
+    *why = "is a directory";
+    ::close(fd);
+    return false;
+  }
+  if (S_ISREG(st.st_mode) && st.st_size > 0) {
+    void *m = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+    if (m != MAP_FAILED) {
+      data_ = static_cast<const uint8_t *>(m);
+      size_ = static_cast<uint64_t>(st.st_size);
+      mapped_ = true;
+      madvise(m, size_, MADV_SEQUENTIAL);
+    }
+  }
+  if (!mapped_) {  // a pipe or something that does not map: read it whole
+    char buf[1 << 16];
+    for (;;) {
+      const ssize_t r = ::read(fd, buf, sizeof buf);
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0) {
+        *why = errno_text(errno);
+        ::close(fd);
+        return false;
+      }
+      if (r == 0) break;
+      heap_.insert(heap_.end(), buf, buf + r);
+    }
+    data_ = reinterpret_cast<const uint8_t *>(heap_.data());
+    size_ = heap_.size();
+  }
+  ::close(fd);
+  if (size_ == 0) {
+    *why = "empty file, not a trace";
+    return false;
+  }
+  gzip_ = size_ >= 2 && data_[0] == 0x1f && data_[1] == 0x8b;
+  if (!gzip_) {
+    size_t i = 0;
+    while (i < size_ && i < 4096 && (data_[i] == ' ' || data_[i] == '\n' || data_[i] == '\r' ||
+                                     data_[i] == '\t'))
+      ++i;
+    if (i >= size_ || (data_[i] != '[' && data_[i] != '{')) {
+      *why = "not a trace (neither gzip data nor JSON lines)";
+      return false;
+    }
+  }
+  plan();
+  return true;
+}
+
+void trace_file::plan() {
+  parts_.clear();
+  dt_members_ = 0;
+  if (!gzip_) {
+    uint64_t pos = 0;
+    while (pos < size_) {
+      uint64_t end = std::min<uint64_t>(size_, pos + k_plain_slice);
+      if (end < size_) {
+        const void *nl = std::memchr(data_ + end, '\n', size_ - end);
+        end = nl ? static_cast<uint64_t>(static_cast<const uint8_t *>(nl) - data_) + 1 : size_;
+      }
+      planned_part part;
+      part.kind = planned_part::plain;
+      part.offset = pos;
+      part.length = end - pos;
+      parts_.push_back(part);
+      pos = end;
+    }
+    return;
+  }
+  uint64_t pos = 0;
+  while (pos < size_) {
+    dt_field dt;
+    if (!parse_dt_field(data_ + pos, static_cast<size_t>(std::min<uint64_t>(size_ - pos, 1u << 17)),
+                        &dt))
+      break;
+    const uint64_t len = dt.compressed_len;
+    if (len < 18 + 4 || pos + len > size_) break;  // cut short: the stream reports it
+    const uint64_t next = pos + len;
+    if (next != size_ && !(next + 1 < size_ && data_[next] == 0x1f && data_[next + 1] == 0x8b)) {
+      plan_issues_.push_back({true, pos,
+                              "DT field says the member is " + std::to_string(len) +
+                                  " bytes long, but no gzip member follows it"});
+      break;
+    }
+    planned_part part;
+    part.kind = planned_part::member;
+    part.offset = pos;
+    part.length = len;
+    part.dt = dt;
+    parts_.push_back(part);
+    ++dt_members_;
+    pos = next;
+  }
+  if (pos < size_) {
+    planned_part part;
+    part.kind = planned_part::stream;
+    part.offset = pos;
+    part.length = size_ - pos;
+    parts_.push_back(part);
+  }
+}
+
+namespace {
+
+// Inflates the stream part sequentially and hands out blocks of whole lines.
+void run_stream(const trace_file &f, const planned_part &part, size_t block_bytes,
+                size_t first_seq, const std::function<void(std::unique_ptr<text_block>)> &emit) {
+  const uint8_t *data = f.data();
+  const uint64_t size = f.size();
+  size_t seq = first_seq;
+  uint64_t mark = part.offset;
+  std::string buf(block_bytes, '\0');
+  size_t used = 0;
+  std::vector<read_issue> issues;
+  bool damaged = false;
+
+  auto flush = [&](size_t n, uint64_t in_pos, bool last) {
+    auto b = std::make_unique<text_block>();
+    b->seq = seq++;
+    b->in_offset = mark;
+    b->in_bytes = in_pos - mark;
+    mark = in_pos;
+    b->storage.assign(buf.data(), n);
+    b->text = b->storage;
+    if (last) {
+      b->issues = std::move(issues);
+      b->partial_tail = damaged && n > 0 && buf[n - 1] != '\n';
+    }
+    std::memmove(&buf[0], buf.data() + n, used - n);
+    used -= n;
+    emit(std::move(b));
+  };
+
+  z_stream zs{};
+  if (inflateInit2(&zs, 15 + 16) != Z_OK) {
+    issues.push_back({true, part.offset, "zlib initialisation failed"});
+    flush(0, part.offset, true);
+    return;
+  }
+  const uint8_t *in = data + part.offset;
+  uint64_t in_left = part.length;
+  auto in_pos = [&]() { return static_cast<uint64_t>(zs.next_in - data); };
+  zs.next_in = const_cast<Bytef *>(in);
+  zs.avail_in = 0;
+  for (;;) {
+    if (zs.avail_in == 0 && in_left > 0) {
+      const uint64_t n = std::min<uint64_t>(in_left, 1u << 30);
+      zs.next_in = const_cast<Bytef *>(in);
+      zs.avail_in = static_cast<uInt>(n);
+      in += n;
+      in_left -= n;
+    }
+    if (used == buf.size()) {
+      const void *nl = nullptr;
+      for (size_t i = used; i > 0; --i)
+        if (buf[i - 1] == '\n') {
+          nl = &buf[i - 1];
+          break;
+        }
+      if (!nl) {
+        buf.resize(buf.size() * 2);  // a line longer than a block: grow
+      } else {
+        flush(static_cast<size_t>(static_cast<const char *>(nl) - buf.data()) + 1, in_pos(),
+              false);
+      }
+    }
+    zs.next_out = reinterpret_cast<Bytef *>(&buf[used]);
+    zs.avail_out = static_cast<uInt>(buf.size() - used);
+    const uInt out_before = zs.avail_out;
+    const uInt in_before = zs.avail_in;
+    const int r = inflate(&zs, Z_NO_FLUSH);
+    used = buf.size() - zs.avail_out;
+    if (r == Z_STREAM_END) {
+      const uint64_t pos = in_pos();
+      if (pos >= size) break;
+      if (pos + 1 < size && data[pos] == 0x1f && data[pos + 1] == 0x8b) {
+        inflateReset(&zs);
+        continue;
+      }
+      bool zeros = true;
+      for (uint64_t i = pos; i < size && zeros; ++i) zeros = data[i] == 0;
+      issues.push_back({!zeros, pos,
+                        std::to_string(size - pos) + (zeros ? " zero bytes" : " bytes") +
+                            " after the end of the gzip data"});
+      break;
+    }
+    if (r == Z_OK) continue;
+    if (r == Z_BUF_ERROR) {
+      if (zs.avail_in == 0 && in_left == 0) {
+        issues.push_back({true, in_pos(),
+                          "truncated final gzip member (the file ends inside it); the lines "
+                          "before it are kept"});
+        damaged = true;
+        break;
+      }
+      if (zs.avail_out != out_before || zs.avail_in != in_before) continue;
+      if (zs.avail_out == 0) continue;  // output full: the loop above makes room
+    }
+    issues.push_back({true, in_pos(),
+                      std::string("corrupt gzip data (") + (zs.msg ? zs.msg : "zlib error") +
+                          "); the lines before it are kept"});
+    damaged = true;
+    break;
+  }
+  const uint64_t end_pos = std::min<uint64_t>(in_pos(), size);
+  inflateEnd(&zs);
+  flush(used, damaged ? size : end_pos, true);
+}
+
+// Builds the block of a member or plain slice (on a worker thread).
+std::unique_ptr<text_block> make_part_block(const trace_file &f, const planned_part &part,
+                                            size_t seq) {
+  auto b = std::make_unique<text_block>();
+  b->seq = seq;
+  b->part = &part;
+  b->in_offset = part.offset;
+  b->in_bytes = part.length;
+  if (part.kind == planned_part::plain) {
+    b->text = std::string_view(reinterpret_cast<const char *>(f.data() + part.offset),
+                               static_cast<size_t>(part.length));
+    return b;
+  }
+  const bool ok = inflate_member(f.data() + part.offset, static_cast<size_t>(part.length),
+                                 part.dt, b->storage, b->issues, part.offset);
+  b->text = b->storage;
+  if (!ok) {
+    b->partial_tail = !b->storage.empty() && b->storage.back() != '\n';
+  }
+  return b;
+}
+
+}  // namespace
+
+void for_each_block(const trace_file &f, const read_options &opt,
+                    const std::function<void(text_block &)> &work,
+                    const std::function<void(text_block &)> &consume) {
+  // The parts to deliver: members/slices first, then at most one stream (always last).
+  std::vector<const planned_part *> tasks;
+  const planned_part *stream = nullptr;
+  for (const planned_part &p : f.parts()) {
+    if (p.kind == planned_part::stream) {
+      stream = &p;
+    } else if (!opt.keep_part || opt.keep_part(p)) {
+      tasks.push_back(&p);
+    }
+  }
+  const size_t block_bytes = std::max<size_t>(opt.block_bytes, 4096);
+
+  if (opt.threads <= 1) {
+    size_t seq = 0;
+    for (const planned_part *p : tasks) {
+      auto b = make_part_block(f, *p, seq++);
+      if (work) work(*b);
+      if (consume) consume(*b);
+    }
+    if (stream) {
+      run_stream(f, *stream, block_bytes, seq, [&](std::unique_ptr<text_block> b) {
+        if (work) work(*b);
+        if (consume) consume(*b);
+      });
+    }
+    return;
+  }
+
+  std::mutex mu;
+  std::condition_variable cv;
+  size_t next_task = 0;
+  bool stream_claimed = stream == nullptr;
+  bool stream_done = stream == nullptr;
+  size_t produced = tasks.size();  // stream blocks get seq numbers from here
+  size_t consumed = 0;
+  std::deque<std::unique_ptr<text_block>> pending;  // stream blocks waiting for work
+  std::map<size_t, std::unique_ptr<text_block>> done;
+  const size_t window = std::max<size_t>(opt.window, 2);
+
+  auto finish = [&](std::unique_ptr<text_block> b) {
+    std::lock_guard<std::mutex> lk(mu);
+    done.emplace(b->seq, std::move(b));
+    cv.notify_all();
+  };
+
+  auto worker = [&]() {
+    std::unique_lock<std::mutex> lk(mu);
+    for (;;) {
+      if (!pending.empty()) {
+        auto b = std::move(pending.front());
+        pending.pop_front();
+        lk.unlock();
+        if (work) work(*b);
+        finish(std::move(b));
+        lk.lock();
+        continue;
+      }
+      if (next_task < tasks.size()) {
+        if (next_task < consumed + window) {
+          const size_t t = next_task++;
+          lk.unlock();
+          auto b = make_part_block(f, *tasks[t], t);
+          if (work) work(*b);
+          finish(std::move(b));
+          lk.lock();
+          continue;
+        }
+      } else if (!stream_claimed) {
+        stream_claimed = true;
+        lk.unlock();
+        run_stream(f, *stream, block_bytes, tasks.size(), [&](std::unique_ptr<text_block> b) {
+          std::unique_lock<std::mutex> l2(mu);
+          cv.wait(l2, [&] { return b->seq < consumed + window; });
+          produced = b->seq + 1;
+          pending.push_back(std::move(b));
+          cv.notify_all();
+        });
+        lk.lock();
+        stream_done = true;
+        cv.notify_all();
+        continue;
+      } else if (stream_done && pending.empty()) {
+        return;
+      }
+      cv.wait(lk);
+    }
+  };
+
+  const int n = std::max(1, opt.threads);
+  std::vector<std::thread> pool;
+  pool.reserve(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) pool.emplace_back(worker);
+
+  for (;;) {
+    std::unique_ptr<text_block> b;
+    {
+      std::unique_lock<std::mutex> lk(mu);
+      cv.wait(lk, [&] {
+        return done.count(consumed) || (stream_done && pending.empty() && consumed >= produced &&
+                                        next_task >= tasks.size());
+      });
+      auto it = done.find(consumed);
+      if (it == done.end()) break;
+      b = std::move(it->second);
+      done.erase(it);
+      ++consumed;
+      cv.notify_all();
+    }
+    if (consume) consume(*b);
+  }
+  for (auto &t : pool) t.join();
+}
+
+}  // namespace dftrace::detail
