@@ -128,18 +128,6 @@ int cmd_merge(const args_t &a) {
     for (auto &rec : traces[i]->lines) rec.file = i;
   const uint64_t nfiles = traces.size();
 
-  // Ids stay as they are unless two inputs share one; then every id (and p_idx) becomes
-  // id * nfiles + file index, which keeps them unique and the parent links intact.
-  bool remap = false;
-  {
-    std::vector<std::pair<uint64_t, uint32_t>> ids;
-    for (auto &t : traces)
-      for (auto &rec : t->lines)
-        if (rec.has_id) ids.emplace_back(rec.id, rec.file);
-    std::sort(ids.begin(), ids.end());
-    for (size_t i = 1; i < ids.size() && !remap; ++i)
-      if (ids[i].first == ids[i - 1].first && ids[i].second != ids[i - 1].second) remap = true;
-  }
   std::vector<int64_t> shift(nfiles, 0);
   if (align) {
     for (uint32_t i = 0; i < nfiles; ++i) {
@@ -148,18 +136,12 @@ int cmd_merge(const args_t &a) {
     }
   }
 
-  trace_writer w(out_path, tool_threads());
-  if (!w.ok()) {
-    error_line(w.error());
-    return 1;
-  }
-  w.line("[", false, 0);
-  std::string buf;
   parsed_line pl;
   // Metadata first: hash definitions (one per distinct type/string/value), then the other
   // metadata lines, without exact duplicates. Every hash is thus defined before any use.
   std::unordered_set<std::string> seen;
-  uint64_t meta_out = 0, meta_dups = 0;
+  std::vector<const line_rec *> meta;
+  uint64_t meta_dups = 0;
   for (int pass = 0; pass < 2; ++pass) {
     for (auto &t : traces) {
       for (const auto &rec : t->lines) {
@@ -184,12 +166,37 @@ int cmd_merge(const args_t &a) {
           ++meta_dups;
           continue;
         }
-        rewrite(rec, remap, nfiles, 0, buf);
-        w.line(buf, false, 0);
-        ++meta_out;
+        meta.push_back(&rec);
       }
     }
   }
+  // Ids stay as they are unless two inputs share one among the lines written; then every
+  // id (and p_idx) becomes id * nfiles + file index, which keeps them unique and the parent
+  // links intact.
+  bool remap = false;
+  {
+    std::vector<std::pair<uint64_t, uint32_t>> ids;
+    for (const line_rec *rec : meta)
+      if (rec->has_id) ids.emplace_back(rec->id, rec->file);
+    for (auto &t : traces)
+      for (auto &rec : t->lines)
+        if (rec.has_id && !rec.is_meta && rec.has_ts) ids.emplace_back(rec.id, rec.file);
+    std::sort(ids.begin(), ids.end());
+    for (size_t i = 1; i < ids.size() && !remap; ++i)
+      if (ids[i].first == ids[i - 1].first && ids[i].second != ids[i - 1].second) remap = true;
+  }
+  trace_writer w(out_path, tool_threads());
+  if (!w.ok()) {
+    error_line(w.error());
+    return 1;
+  }
+  w.line("[", false, 0);
+  std::string buf;
+  for (const line_rec *rec : meta) {
+    rewrite(*rec, remap, nfiles, 0, buf);
+    w.line(buf, false, 0);
+  }
+  const uint64_t meta_out = meta.size();
   // Lines with a ts: each file sorted (stable: it is nearly sorted already), then a k-way
   // merge on (ts, file, position).
   std::vector<std::vector<const line_rec *>> runs(nfiles);
