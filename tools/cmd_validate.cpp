@@ -34,7 +34,7 @@ struct check_result : detail::block_result {
   std::string_view last_nonblank_text;
   // Hashes: definitions and first uses within the block.
   std::vector<std::pair<std::string, uint32_t>> defs;
-  std::unordered_map<std::string, uint32_t> uses;
+  std::unordered_map<std::string_view, uint32_t> uses;  // views into the block's text
   std::vector<std::pair<uint64_t, uint32_t>> ids;  // (id, line in block)
   // Statistics to compare with the member's DT field.
   uint64_t ts_min = 0, ts_max = 0;
@@ -95,6 +95,8 @@ void check_block(detail::text_block &b) {
   auto r = std::make_unique<check_result>();
   parsed_line pl;
   std::vector<std::string_view> refs;
+  std::string_view recent_refs[8];
+  unsigned recent_next = 0;
   uint32_t ln = 0;
   detail::for_each_line(b.text, [&](std::string_view line) {
     const uint32_t cur = ln++;
@@ -178,7 +180,14 @@ void check_block(detail::text_block &b) {
     }
     refs.clear();
     hash_refs(pl, &refs);
-    for (auto v : refs) r->uses.emplace(std::string(v), cur);
+    for (auto v : refs) {
+      // Most lines repeat the hashes of the line before (hhash always): skip the map then.
+      bool recent = false;
+      for (auto &c : recent_refs) recent = recent || c == v;
+      if (recent) continue;
+      r->uses.emplace(v, cur);
+      recent_refs[recent_next++ & 7] = v;
+    }
     int64_t id = 0;
     if (pl.id.present() && ph != 'C') {
       if (detail::value_i64(pl.id, &id)) {
@@ -317,14 +326,15 @@ int cmd_validate(const args_t &a) {
       for (const auto &lf : r->findings) rep.add(base + lf.line + 1, lf.error, lf.kind, lf.message);
       // Hashes: defined before first use, counting definitions earlier in this block.
       for (const auto &u : r->uses) {
-        if (defined.count(u.first) || reported_hash.count(u.first)) continue;
+        const std::string key(u.first);
+        if (defined.count(key) || reported_hash.count(key)) continue;
         bool earlier = false;
         for (const auto &d : r->defs)
           if (d.first == u.first && d.second <= u.second) earlier = true;
         if (!earlier) {
-          reported_hash.insert(u.first);
+          reported_hash.insert(key);
           rep.add(base + u.second + 1, true, "hash",
-                  "hash " + u.first + " is used without an earlier HH/SH/FH definition");
+                  "hash " + key + " is used without an earlier HH/SH/FH definition");
         }
       }
       for (const auto &d : r->defs) defined.insert(d.first);

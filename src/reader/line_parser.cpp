@@ -1,4 +1,6 @@
 // line_parser.cpp: strict JSON grammar for one line, recording the keys the tools need.
+// One iterative pass with an explicit stack and local pointers (no recursion, no per-line
+// allocation): parsing is most of the cost of stat and validate.
 #include "reader/line_parser.hpp"
 
 #include <cstring>
@@ -7,37 +9,25 @@ namespace dftrace::detail {
 
 namespace {
 
-// Recursion depth of nested values that a trace line may reasonably hold.
+// Nesting that a trace line may reasonably hold.
 constexpr int k_max_depth = 64;
 
-struct cursor {
-  const char *p;
-  const char *end;
-  const char *begin;
-  const char *err = nullptr;
-  size_t err_at = 0;
-
-  bool fail(const char *why) {
-    if (!err) {
-      err = why;
-      err_at = static_cast<size_t>(p - begin);
-    }
-    return false;
-  }
-  void ws() {
-    while (p < end && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')) ++p;
+// Characters that a string may hold without a closer look: printable ASCII except '"', '\'.
+struct char_table {
+  bool plain[256];
+  constexpr char_table() : plain() {
+    for (int c = 0; c < 256; ++c) plain[c] = c >= 0x20 && c < 0x80 && c != '"' && c != '\\';
   }
 };
+constexpr char_table k_chars{};
 
-inline bool is_digit(char c) { return c >= '0' && c <= '9'; }
-inline int hex_val(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
+inline bool is_digit(char c) { return static_cast<unsigned char>(c - '0') < 10; }
+inline bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+inline bool is_hex(char c) {
+  return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 }
 
-// Length of the valid UTF-8 sequence starting at p (0 if invalid).
+// Length of the valid UTF-8 sequence at p (0 if invalid).
 size_t utf8_len(const unsigned char *p, const unsigned char *end) {
   const unsigned c = p[0];
   size_t n;
@@ -64,208 +54,109 @@ size_t utf8_len(const unsigned char *p, const unsigned char *end) {
   return n;
 }
 
-// At an opening quote; leaves p after the closing quote, s = the escaped inside.
-bool parse_string(cursor &c, std::string_view *s) {
-  ++c.p;
-  const char *start = c.p;
+// p at the opening quote. Returns the position after the closing quote, or nullptr with
+// *why set. The inside is [p + 1, result - 1).
+inline const char *scan_string(const char *p, const char *end, const char **why) {
+  ++p;
   for (;;) {
-    // Fast path: plain printable ASCII.
-    while (c.p < c.end) {
-      const unsigned char ch = static_cast<unsigned char>(*c.p);
-      if (ch == '"' || ch == '\\' || ch < 0x20 || ch >= 0x80) break;
-      ++c.p;
+    while (p + 4 <= end && k_chars.plain[static_cast<unsigned char>(p[0])] &&
+           k_chars.plain[static_cast<unsigned char>(p[1])] &&
+           k_chars.plain[static_cast<unsigned char>(p[2])] &&
+           k_chars.plain[static_cast<unsigned char>(p[3])])
+      p += 4;
+    while (p < end && k_chars.plain[static_cast<unsigned char>(*p)]) ++p;
+    if (p >= end) {
+      *why = "unterminated string";
+      return nullptr;
     }
-    if (c.p >= c.end) return c.fail("unterminated string");
-    const unsigned char ch = static_cast<unsigned char>(*c.p);
-    if (ch == '"') {
-      if (s) *s = std::string_view(start, static_cast<size_t>(c.p - start));
-      ++c.p;
-      return true;
-    }
-    if (ch < 0x20) return c.fail("control character in string");
-    if (ch >= 0x80) {
-      const size_t n = utf8_len(reinterpret_cast<const unsigned char *>(c.p),
-                                reinterpret_cast<const unsigned char *>(c.end));
-      if (!n) return c.fail("invalid UTF-8 in string");
-      c.p += n;
-      continue;
-    }
-    // Backslash escape.
-    if (c.p + 1 >= c.end) return c.fail("unterminated string");
-    const char e = c.p[1];
-    if (e == 'u') {
-      if (c.end - c.p < 6) return c.fail("bad \\u escape");
-      for (int i = 2; i < 6; ++i)
-        if (hex_val(c.p[i]) < 0) return c.fail("bad \\u escape");
-      c.p += 6;
-    } else if (e == '"' || e == '\\' || e == '/' || e == 'b' || e == 'f' || e == 'n' ||
-               e == 'r' || e == 't') {
-      c.p += 2;
-    } else {
-      return c.fail("bad escape in string");
-    }
-  }
-}
-
-bool parse_number(cursor &c) {
-  const char *q = c.p;
-  if (q < c.end && *q == '-') ++q;
-  if (q >= c.end || !is_digit(*q)) return c.fail("bad number");
-  if (*q == '0') {
-    ++q;
-  } else {
-    while (q < c.end && is_digit(*q)) ++q;
-  }
-  if (q < c.end && *q == '.') {
-    ++q;
-    if (q >= c.end || !is_digit(*q)) return c.fail("bad number");
-    while (q < c.end && is_digit(*q)) ++q;
-  }
-  if (q < c.end && (*q == 'e' || *q == 'E')) {
-    ++q;
-    if (q < c.end && (*q == '+' || *q == '-')) ++q;
-    if (q >= c.end || !is_digit(*q)) return c.fail("bad number");
-    while (q < c.end && is_digit(*q)) ++q;
-  }
-  c.p = q;
-  return true;
-}
-
-bool parse_value(cursor &c, jvalue *v, int depth, parsed_line *args_out);
-
-bool parse_object(cursor &c, int depth, parsed_line *args_out) {
-  if (depth > k_max_depth) return c.fail("nesting too deep");
-  ++c.p;  // '{'
-  c.ws();
-  if (c.p < c.end && *c.p == '}') {
-    ++c.p;
-    return true;
-  }
-  for (;;) {
-    c.ws();
-    if (c.p >= c.end || *c.p != '"') return c.fail("expected a key");
-    std::string_view key;
-    if (!parse_string(c, &key)) return false;
-    c.ws();
-    if (c.p >= c.end || *c.p != ':') return c.fail("expected ':'");
-    ++c.p;
-    c.ws();
-    jvalue v;
-    if (!parse_value(c, &v, depth + 1, nullptr)) return false;
-    if (args_out) {
-      if (args_out->nargs < parsed_line::k_max_args) {
-        args_out->args_kv[args_out->nargs++] = {key, v};
-      } else {
-        args_out->args_overflow = true;
+    const unsigned char ch = static_cast<unsigned char>(*p);
+    if (ch == '"') return p + 1;
+    if (ch == '\\') {
+      if (p + 1 >= end) {
+        *why = "unterminated string";
+        return nullptr;
       }
-    }
-    c.ws();
-    if (c.p >= c.end) return c.fail("unterminated object");
-    if (*c.p == ',') {
-      ++c.p;
+      const char e = p[1];
+      if (e == 'u') {
+        if (end - p < 6 || !is_hex(p[2]) || !is_hex(p[3]) || !is_hex(p[4]) || !is_hex(p[5])) {
+          *why = "bad \\u escape";
+          return nullptr;
+        }
+        p += 6;
+      } else if (e == '"' || e == '\\' || e == '/' || e == 'b' || e == 'f' || e == 'n' ||
+                 e == 'r' || e == 't') {
+        p += 2;
+      } else {
+        *why = "bad escape in string";
+        return nullptr;
+      }
       continue;
     }
-    if (*c.p == '}') {
-      ++c.p;
-      return true;
+    if (ch < 0x20) {
+      *why = "control character in string";
+      return nullptr;
     }
-    return c.fail("expected ',' or '}'");
+    const size_t n = utf8_len(reinterpret_cast<const unsigned char *>(p),
+                              reinterpret_cast<const unsigned char *>(end));
+    if (!n) {
+      *why = "invalid UTF-8 in string";
+      return nullptr;
+    }
+    p += n;
   }
 }
 
-bool parse_array(cursor &c, int depth) {
-  if (depth > k_max_depth) return c.fail("nesting too deep");
-  ++c.p;  // '['
-  c.ws();
-  if (c.p < c.end && *c.p == ']') {
-    ++c.p;
-    return true;
+inline const char *scan_number(const char *p, const char *end, const char **why) {
+  if (p < end && *p == '-') ++p;
+  if (p >= end || !is_digit(*p)) {
+    *why = "bad number";
+    return nullptr;
   }
-  for (;;) {
-    c.ws();
-    jvalue v;
-    if (!parse_value(c, &v, depth + 1, nullptr)) return false;
-    c.ws();
-    if (c.p >= c.end) return c.fail("unterminated array");
-    if (*c.p == ',') {
-      ++c.p;
-      continue;
-    }
-    if (*c.p == ']') {
-      ++c.p;
-      return true;
-    }
-    return c.fail("expected ',' or ']'");
+  if (*p == '0') {
+    ++p;
+  } else {
+    while (p < end && is_digit(*p)) ++p;
   }
-}
-
-bool literal(cursor &c, const char *word, size_t n) {
-  if (static_cast<size_t>(c.end - c.p) < n || std::memcmp(c.p, word, n) != 0)
-    return c.fail("invalid value");
-  c.p += n;
-  return true;
-}
-
-bool parse_value(cursor &c, jvalue *v, int depth, parsed_line *args_out) {
-  if (c.p >= c.end) return c.fail("missing value");
-  const char *start = c.p;
-  switch (*c.p) {
-    case '"': {
-      std::string_view s;
-      if (!parse_string(c, &s)) return false;
-      v->type = jtype::string;
-      v->text = s;
-      return true;
+  if (p < end && *p == '.') {
+    ++p;
+    if (p >= end || !is_digit(*p)) {
+      *why = "bad number";
+      return nullptr;
     }
-    case '{':
-      if (!parse_object(c, depth, args_out)) return false;
-      v->type = jtype::object;
-      break;
-    case '[':
-      if (!parse_array(c, depth)) return false;
-      v->type = jtype::array;
-      break;
-    case 't':
-      if (!literal(c, "true", 4)) return false;
-      v->type = jtype::boolean;
-      break;
-    case 'f':
-      if (!literal(c, "false", 5)) return false;
-      v->type = jtype::boolean;
-      break;
-    case 'n':
-      if (!literal(c, "null", 4)) return false;
-      v->type = jtype::null;
-      break;
-    default:
-      if (!parse_number(c)) return false;
-      v->type = jtype::number;
-      break;
+    while (p < end && is_digit(*p)) ++p;
   }
-  v->text = std::string_view(start, static_cast<size_t>(c.p - start));
-  return true;
+  if (p < end && (*p == 'e' || *p == 'E')) {
+    ++p;
+    if (p < end && (*p == '+' || *p == '-')) ++p;
+    if (p >= end || !is_digit(*p)) {
+      *why = "bad number";
+      return nullptr;
+    }
+    while (p < end && is_digit(*p)) ++p;
+  }
+  return p;
 }
 
 // Which known top-level key a key is; nullptr for others.
-jvalue *known_slot(parsed_line &out, std::string_view k) {
-  switch (k.size()) {
+inline jvalue *known_slot(parsed_line &out, const char *k, size_t n) {
+  switch (n) {
     case 1:
       if (k[0] == 's') return &out.s;
       break;
     case 2:
-      if (k == "id") return &out.id;
-      if (k == "ts") return &out.ts;
-      if (k == "ph") return &out.ph;
+      if (k[0] == 'i' && k[1] == 'd') return &out.id;
+      if (k[0] == 't' && k[1] == 's') return &out.ts;
+      if (k[0] == 'p' && k[1] == 'h') return &out.ph;
       break;
     case 3:
-      if (k == "cat") return &out.cat;
-      if (k == "pid") return &out.pid;
-      if (k == "tid") return &out.tid;
-      if (k == "dur") return &out.dur;
+      if (!std::memcmp(k, "cat", 3)) return &out.cat;
+      if (!std::memcmp(k, "pid", 3)) return &out.pid;
+      if (!std::memcmp(k, "tid", 3)) return &out.tid;
+      if (!std::memcmp(k, "dur", 3)) return &out.dur;
       break;
     case 4:
-      if (k == "name") return &out.name;
-      if (k == "args") return &out.args;
+      if (!std::memcmp(k, "name", 4)) return &out.name;
+      if (!std::memcmp(k, "args", 4)) return &out.args;
       break;
     default:
       break;
@@ -296,77 +187,206 @@ bool digits_u64(std::string_view t, uint64_t *out) {
 }  // namespace
 
 bool parse_line(std::string_view line, parsed_line &out) {
-  out = parsed_line{};
-  cursor c{line.data(), line.data() + line.size(), line.data()};
-  c.ws();
-  if (c.p >= c.end || *c.p != '{') {
-    c.fail("not a JSON object");
-    out.error = c.err;
-    out.error_at = c.err_at;
-    return false;
+  // Reset only what a line sets (the args array is bounded by nargs).
+  out.id = out.name = out.cat = out.pid = out.tid = out.ts = out.dur = out.ph = out.args =
+      out.s = jvalue{};
+  out.nargs = 0;
+  out.args_overflow = false;
+  out.duplicate_key = false;
+  out.error = nullptr;
+  out.error_at = 0;
+
+  const char *const begin = line.data();
+  const char *const end = begin + line.size();
+  const char *p = begin;
+  const char *why = nullptr;
+
+  // The stack of open containers: '{' or '[', where each started, and where its value is
+  // recorded (a top-level slot at depth 1, an args entry at depth 2).
+  char kind[k_max_depth + 1];
+  const char *cstart[k_max_depth + 1];
+  jvalue *target[k_max_depth + 1];
+  int depth = 0;
+  bool args_open = false;     // the container at depth 2 is the top-level "args" object
+  jvalue *pending = nullptr;  // where the next value goes
+
+  while (p < end && is_ws(*p)) ++p;
+  if (p >= end || *p != '{') {
+    why = "not a JSON object";
+    goto fail;
   }
-  ++c.p;
-  c.ws();
-  bool ok = true;
-  if (c.p < c.end && *c.p == '}') {
-    ++c.p;
-  } else {
-    for (;;) {
-      c.ws();
-      if (c.p >= c.end || *c.p != '"') {
-        ok = c.fail("expected a key");
-        break;
-      }
-      std::string_view key;
-      if (!parse_string(c, &key)) {
-        ok = false;
-        break;
-      }
-      c.ws();
-      if (c.p >= c.end || *c.p != ':') {
-        ok = c.fail("expected ':'");
-        break;
-      }
-      ++c.p;
-      c.ws();
-      jvalue *slot = known_slot(out, key);
-      jvalue v;
-      const bool is_args = slot == &out.args && c.p < c.end && *c.p == '{';
-      if (is_args) out.nargs = 0;
-      if (!parse_value(c, &v, 1, is_args ? &out : nullptr)) {
-        ok = false;
-        break;
-      }
-      if (slot) {
-        if (slot->present()) out.duplicate_key = true;
-        *slot = v;
-      }
-      c.ws();
-      if (c.p >= c.end) {
-        ok = c.fail("unterminated object");
-        break;
-      }
-      if (*c.p == ',') {
-        ++c.p;
-        continue;
-      }
-      if (*c.p == '}') {
-        ++c.p;
-        break;
-      }
-      ok = c.fail("expected ',' or '}'");
-      break;
+  kind[0] = '{';
+  cstart[0] = p;
+  target[0] = nullptr;
+  depth = 1;
+  ++p;
+  goto object_first;
+
+object_first:
+  while (p < end && is_ws(*p)) ++p;
+  if (p < end && *p == '}') {
+    ++p;
+    goto close;
+  }
+  // fall through
+object_key : {
+  while (p < end && is_ws(*p)) ++p;
+  if (p >= end || *p != '"') {
+    why = "expected a key";
+    goto fail;
+  }
+  const char *ks = p + 1;
+  const char *q = scan_string(p, end, &why);
+  if (!q) goto fail;
+  p = q;
+  const size_t kn = static_cast<size_t>(p - 1 - ks);
+  while (p < end && is_ws(*p)) ++p;
+  if (p >= end || *p != ':') {
+    why = "expected ':'";
+    goto fail;
+  }
+  ++p;
+  while (p < end && is_ws(*p)) ++p;
+  pending = nullptr;
+  if (depth == 1) {
+    pending = known_slot(out, ks, kn);
+    if (pending && pending->present()) out.duplicate_key = true;
+  } else if (depth == 2 && args_open) {
+    if (out.nargs < parsed_line::k_max_args) {
+      parsed_line::arg &a = out.args_kv[out.nargs++];
+      a.key = std::string_view(ks, kn);
+      a.value = jvalue{};
+      pending = &a.value;
+    } else {
+      out.args_overflow = true;
     }
   }
-  if (ok) {
-    c.ws();
-    if (c.p != c.end) ok = c.fail("data after the object");
+  goto value;
+}
+
+array_first:
+  while (p < end && is_ws(*p)) ++p;
+  if (p < end && *p == ']') {
+    ++p;
+    goto close;
   }
-  if (!ok) {
-    out.error = c.err;
-    out.error_at = c.err_at;
+  pending = nullptr;
+  goto value;
+
+value:
+  if (p >= end) {
+    why = "missing value";
+    goto fail;
   }
-  return ok;
+  {
+    const char *vs = p;
+    jtype t;
+    switch (*p) {
+      case '"': {
+        const char *q = scan_string(p, end, &why);
+        if (!q) goto fail;
+        p = q;
+        if (pending) {
+          pending->type = jtype::string;
+          pending->text = std::string_view(vs + 1, static_cast<size_t>(p - 1 - (vs + 1)));
+        }
+        goto after_value;
+      }
+      case '{':
+      case '[':
+        if (depth >= k_max_depth) {
+          why = "nesting too deep";
+          goto fail;
+        }
+        kind[depth] = *p;
+        cstart[depth] = p;
+        target[depth] = pending;
+        if (depth == 1) args_open = pending == &out.args && *p == '{';
+        ++depth;
+        ++p;
+        if (kind[depth - 1] == '{') goto object_first;
+        goto array_first;
+      case 't':
+        if (end - p < 4 || std::memcmp(p, "true", 4)) {
+          why = "invalid value";
+          goto fail;
+        }
+        p += 4;
+        t = jtype::boolean;
+        break;
+      case 'f':
+        if (end - p < 5 || std::memcmp(p, "false", 5)) {
+          why = "invalid value";
+          goto fail;
+        }
+        p += 5;
+        t = jtype::boolean;
+        break;
+      case 'n':
+        if (end - p < 4 || std::memcmp(p, "null", 4)) {
+          why = "invalid value";
+          goto fail;
+        }
+        p += 4;
+        t = jtype::null;
+        break;
+      default:
+        p = scan_number(p, end, &why);
+        if (!p) {
+          p = vs;
+          goto fail;
+        }
+        t = jtype::number;
+        break;
+    }
+    if (pending) {
+      pending->type = t;
+      pending->text = std::string_view(vs, static_cast<size_t>(p - vs));
+    }
+  }
+  // fall through
+after_value:
+  while (p < end && is_ws(*p)) ++p;
+  if (p >= end) {
+    why = kind[depth - 1] == '{' ? "unterminated object" : "unterminated array";
+    goto fail;
+  }
+  if (*p == ',') {
+    ++p;
+    if (kind[depth - 1] == '{') goto object_key;
+    while (p < end && is_ws(*p)) ++p;
+    pending = nullptr;
+    goto value;
+  }
+  if ((kind[depth - 1] == '{' && *p == '}') || (kind[depth - 1] == '[' && *p == ']')) {
+    ++p;
+    goto close;
+  }
+  why = kind[depth - 1] == '{' ? "expected ',' or '}'" : "expected ',' or ']'";
+  goto fail;
+
+close:
+  --depth;
+  if (depth == 0) {
+    while (p < end && is_ws(*p)) ++p;
+    if (p != end) {
+      why = "data after the object";
+      goto fail;
+    }
+    return true;
+  }
+  if (jvalue *tv = target[depth]) {
+    tv->type = kind[depth] == '{' ? jtype::object : jtype::array;
+    tv->text = std::string_view(cstart[depth], static_cast<size_t>(p - cstart[depth]));
+  }
+  if (depth == 1) args_open = false;
+  pending = nullptr;
+  goto after_value;
+
+fail:
+  out.error = why ? why : "invalid JSON";
+  out.error_at = static_cast<size_t>(p - begin);
+  return false;
 }
 
 bool value_u64(const jvalue &v, uint64_t *out, bool *quoted) {
@@ -412,8 +432,8 @@ bool value_is_integer(const jvalue &v) {
 }
 
 bool is_hash_ref_key(std::string_view key) {
-  if (key == "hhash" || key == "fhash") return true;
-  return key.size() > 5 && key.substr(key.size() - 5) == "_hash";
+  if (key.size() == 5 && (key == "hhash" || key == "fhash")) return true;
+  return key.size() > 5 && key.compare(key.size() - 5, 5, "_hash") == 0;
 }
 
 }  // namespace dftrace::detail
