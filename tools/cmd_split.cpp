@@ -130,16 +130,17 @@ int cmd_split(const args_t &a) {
     std::unordered_set<std::string> pids;
     std::set<std::pair<std::string, std::string>> threads;
     std::unordered_set<std::string> hashes;
-    auto note_refs = [&](const line_rec *r) {
+    auto note_refs = [&](const line_rec *r, bool names) {
       if (!detail::parse_line(r->view(), pl)) return;
       refs.clear();
       hash_refs(pl, &refs);
       for (auto v : refs) hashes.insert(std::string(v));
+      if (!names) return;
       if (pl.pid.present()) pids.insert(std::string(pl.pid.text));
       if (pl.pid.present() && pl.tid.present())
         threads.insert({std::string(pl.pid.text), std::string(pl.tid.text)});
     };
-    for (const line_rec *r : pieces[k]) note_refs(r);
+    for (const line_rec *r : pieces[k]) note_refs(r, true);
     auto take = [&](const line_rec *r) {
       if (chosen.insert(r).second) meta.push_back(r);
     };
@@ -155,13 +156,27 @@ int cmd_split(const args_t &a) {
         for (const line_rec *r : it->second) take(r);
     }
     // Metadata lines carry hashes too (hhash).
-    for (const line_rec *r : std::vector<const line_rec *>(meta)) note_refs(r);
+    for (const line_rec *r : meta) note_refs(r, false);
+    // Definitions carry hashes themselves (the hhash of the host that defined them): take
+    // definitions until nothing new is needed.
     std::vector<const line_rec *> defs;
-    for (const auto &h : hashes) {
-      auto it = mi.defs.find(h);
-      if (it != mi.defs.end())
+    std::unordered_set<std::string> resolved;
+    for (bool more = true; more;) {
+      more = false;
+      std::vector<std::string> todo;
+      for (const auto &h : hashes)
+        if (!resolved.count(h)) todo.push_back(h);
+      for (const auto &h : todo) {
+        resolved.insert(h);
+        auto it = mi.defs.find(h);
+        if (it == mi.defs.end()) continue;
         for (const line_rec *r : it->second)
-          if (chosen.insert(r).second) defs.push_back(r);
+          if (chosen.insert(r).second) {
+            defs.push_back(r);
+            note_refs(r, false);
+            more = true;
+          }
+      }
     }
     // Original file order inside each group keeps the piece looking like its source.
     auto by_seq = [](const line_rec *x, const line_rec *y) { return x->seq < y->seq; };
