@@ -66,6 +66,7 @@ class progress {
   bool shown_ = false;
   double start_;
   double last_ = 0;
+  double delay_ = 0.5;
 };
 
 double now_seconds();

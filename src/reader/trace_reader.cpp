@@ -9,6 +9,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <condition_variable>
 #include <deque>
@@ -374,6 +375,21 @@ std::unique_ptr<text_block> make_part_block(const trace_file &f, const planned_p
   return b;
 }
 
+// The first block of a file must start (after blanks) with '[' or '{'; inflated data that
+// does not is some other gzip file. Marks the block (text dropped, one issue) and says so.
+bool looks_like_trace(text_block &b) {
+  for (char c : b.text) {
+    if (c == ' ' || c == '\n' || c == '\r' || c == '\t') continue;
+    if (c == '[' || c == '{') return true;
+    break;
+  }
+  if (b.text.empty()) return true;  // nothing readable: the issues already say why
+  b.issues.insert(b.issues.begin(), {true, b.in_offset, "not a trace (the data inside is not JSON lines)"});
+  b.text = std::string_view();
+  b.partial_tail = false;
+  return false;
+}
+
 }  // namespace
 
 void for_each_block(const trace_file &f, const read_options &opt,
@@ -393,22 +409,28 @@ void for_each_block(const trace_file &f, const read_options &opt,
 
   if (opt.threads <= 1) {
     size_t seq = 0;
+    bool abandoned = false;
+    auto deliver = [&](text_block &b) {
+      if (b.seq == 0 && !looks_like_trace(b)) abandoned = true;
+      if (abandoned && b.seq != 0) return;
+      if (work) work(b);
+      if (consume) consume(b);
+    };
     for (const planned_part *p : tasks) {
       auto b = make_part_block(f, *p, seq++);
-      if (work) work(*b);
-      if (consume) consume(*b);
+      deliver(*b);
     }
-    if (stream) {
-      run_stream(f, *stream, block_bytes, seq, [&](std::unique_ptr<text_block> b) {
-        if (work) work(*b);
-        if (consume) consume(*b);
-      });
-    }
+    if (stream) run_stream(f, *stream, block_bytes, seq, [&](std::unique_ptr<text_block> b) { deliver(*b); });
     return;
   }
 
   std::mutex mu;
   std::condition_variable cv;
+  std::atomic<bool> abandoned{false};
+  auto run_work = [&](text_block &b) {
+    if (b.seq == 0 && !looks_like_trace(b)) abandoned = true;
+    if (work) work(b);
+  };
   size_t next_task = 0;
   bool stream_claimed = stream == nullptr;
   bool stream_done = stream == nullptr;
@@ -431,7 +453,7 @@ void for_each_block(const trace_file &f, const read_options &opt,
         auto b = std::move(pending.front());
         pending.pop_front();
         lk.unlock();
-        if (work) work(*b);
+        run_work(*b);
         finish(std::move(b));
         lk.lock();
         continue;
@@ -441,7 +463,7 @@ void for_each_block(const trace_file &f, const read_options &opt,
           const size_t t = next_task++;
           lk.unlock();
           auto b = make_part_block(f, *tasks[t], t);
-          if (work) work(*b);
+          run_work(*b);
           finish(std::move(b));
           lk.lock();
           continue;
@@ -487,6 +509,7 @@ void for_each_block(const trace_file &f, const read_options &opt,
       ++consumed;
       cv.notify_all();
     }
+    if (abandoned.load() && b->seq != 0) continue;  // not a trace: drop the rest
     if (consume) consume(*b);
   }
   for (auto &t : pool) t.join();
