@@ -1,9 +1,11 @@
 // cmd_merge.cpp: dftrace merge: one trace from many per-process files, ordered by ts, with
 // metadata de-duplicated, hashes defined up front, ids unique and clocks aligned.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <queue>
+#include <thread>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -200,22 +202,35 @@ int cmd_merge(const args_t &a) {
   // Lines with a ts: each file sorted (stable: it is nearly sorted already), then a k-way
   // merge on (ts, file, position).
   std::vector<std::vector<const line_rec *>> runs(nfiles);
-  uint64_t others = 0;
-  for (uint32_t i = 0; i < nfiles; ++i) {
+  std::vector<uint64_t> others_of(nfiles, 0);
+  auto sort_run = [&](uint32_t i) {
     auto &run = runs[i];
+    run.reserve(traces[i]->lines.size());
     for (const auto &rec : traces[i]->lines) {
       if (rec.is_meta) continue;
       if (!rec.has_ts) {
-        ++others;
+        ++others_of[i];
         continue;
       }
       run.push_back(&rec);
     }
-    if (!std::is_sorted(run.begin(), run.end(),
-                        [](const line_rec *x, const line_rec *y) { return x->ts < y->ts; }))
-      std::stable_sort(run.begin(), run.end(),
-                       [](const line_rec *x, const line_rec *y) { return x->ts < y->ts; });
+    auto by_ts = [](const line_rec *x, const line_rec *y) { return x->ts < y->ts; };
+    if (!std::is_sorted(run.begin(), run.end(), by_ts))
+      std::stable_sort(run.begin(), run.end(), by_ts);
+  };
+  {
+    // Files are sorted on all cores at once.
+    std::atomic<uint32_t> next{0};
+    std::vector<std::thread> pool;
+    const int n = std::min<int>(tool_threads(), static_cast<int>(nfiles));
+    for (int k = 0; k < n; ++k)
+      pool.emplace_back([&] {
+        for (uint32_t i; (i = next.fetch_add(1)) < nfiles;) sort_run(i);
+      });
+    for (auto &t : pool) t.join();
   }
+  uint64_t others = 0;
+  for (auto v : others_of) others += v;
   struct head {
     uint64_t ts;
     uint32_t file;

@@ -75,6 +75,12 @@ void scan_block(detail::text_block &b) {
   auto r = std::make_unique<partial>();
   parsed_line pl;
   std::string key;
+  span_stats *pid_stats = nullptr, *thread_stats = nullptr;
+  std::string_view last_pid, last_tid;
+  struct name_cache_entry {
+    std::string_view cat, name;
+    name_stats *stats = nullptr;
+  } cache[16];
   std::string_view text = b.text;
   if (b.partial_tail) {
     const size_t nl = text.rfind('\n');
@@ -97,11 +103,22 @@ void scan_block(detail::text_block &b) {
     const uint64_t end = f.ts + (f.has_dur ? f.dur : 0);
     r->ts_min = std::min(r->ts_min, f.ts);
     r->end_max = std::max(r->end_max, end);
-    key.assign(pl.pid.text);
-    r->pids[key].add(f.ts, end);
-    key.push_back('\x1f');
-    key.append(pl.tid.text);
-    r->threads[key].add(f.ts, end);
+    // Consecutive lines mostly share pid and tid: look the maps up only when they change.
+    if (!pid_stats || pl.pid.text != last_pid) {
+      key.assign(pl.pid.text);
+      pid_stats = &r->pids[key];
+      last_pid = pl.pid.text;
+      thread_stats = nullptr;
+    }
+    pid_stats->add(f.ts, end);
+    if (!thread_stats || pl.tid.text != last_tid) {
+      key.assign(pl.pid.text);
+      key.push_back('\x1f');
+      key.append(pl.tid.text);
+      thread_stats = &r->threads[key];
+      last_tid = pl.tid.text;
+    }
+    thread_stats->add(f.ts, end);
     if (f.ph != 'X') return true;
     if (pl.name.text == "end" && pl.cat.text == "dftracer") {
       if (const jvalue *d = pl.arg_value("dropped_events")) {
@@ -109,10 +126,19 @@ void scan_block(detail::text_block &b) {
         if (detail::value_u64(*d, &v)) r->dropped += v;
       }
     }
-    key.assign(pl.cat.text);
-    key.push_back('\x1f');
-    key.append(pl.name.text);
-    name_stats &ns = r->names[key];
+    // A few names make most of a trace: a small direct-mapped cache in front of the map.
+    const size_t slot = (pl.name.text.size() * 31 + (pl.name.text.empty() ? 0 : pl.name.text[0]) +
+                         (pl.cat.text.empty() ? 0 : pl.cat.text[0]) * 7) & 15;
+    name_cache_entry &ce = cache[slot];
+    if (!ce.stats || ce.name != pl.name.text || ce.cat != pl.cat.text) {
+      key.assign(pl.cat.text);
+      key.push_back('\x1f');
+      key.append(pl.name.text);
+      ce.stats = &r->names[key];
+      ce.name = pl.name.text;
+      ce.cat = pl.cat.text;
+    }
+    name_stats &ns = *ce.stats;
     ++ns.count;
     ns.total += f.dur;
     ns.durs.push_back(f.dur);

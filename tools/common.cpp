@@ -358,9 +358,14 @@ bool load_trace(const std::string &path, uint32_t file_index, loaded_trace *out,
     b.result.reset();
     // Keep the block's text alive: the line records point into it.
     auto keep = std::make_unique<detail::text_block>();
-    keep->storage = std::move(b.storage);
+    keep->buffer = std::move(b.buffer);
     out->blocks.push_back(std::move(keep));
   };
+  if (out->file->fully_described()) {  // the DT fields know how many lines are coming
+    uint64_t n = 0;
+    for (const auto &part : out->file->parts()) n += part.dt.lines;
+    out->lines.reserve(static_cast<size_t>(n));
+  }
   detail::for_each_block(*out->file, opt, work, consume);
   if (out->invalid_lines)
     error_line(path + ": skipped " + std::to_string(out->invalid_lines) +

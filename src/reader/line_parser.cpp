@@ -5,6 +5,10 @@
 
 #include <cstring>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace dftrace::detail {
 
 namespace {
@@ -59,11 +63,26 @@ size_t utf8_len(const unsigned char *p, const unsigned char *end) {
 inline const char *scan_string(const char *p, const char *end, const char **why) {
   ++p;
   for (;;) {
-    while (p + 4 <= end && k_chars.plain[static_cast<unsigned char>(p[0])] &&
-           k_chars.plain[static_cast<unsigned char>(p[1])] &&
-           k_chars.plain[static_cast<unsigned char>(p[2])] &&
-           k_chars.plain[static_cast<unsigned char>(p[3])])
-      p += 4;
+#if defined(__SSE2__)
+    // 16 bytes at a time: a quote, a backslash, or (signed compare) a byte below 0x20 or
+    // above 0x7f stops the fast path.
+    {
+      const __m128i quote = _mm_set1_epi8('"');
+      const __m128i slash = _mm_set1_epi8('\\');
+      const __m128i space = _mm_set1_epi8(0x20);
+      while (p + 16 <= end) {
+        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i *>(p));
+        const __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, slash)),
+                                         _mm_cmplt_epi8(v, space));
+        const int mask = _mm_movemask_epi8(hit);
+        if (mask) {
+          p += __builtin_ctz(static_cast<unsigned>(mask));
+          break;
+        }
+        p += 16;
+      }
+    }
+#endif
     while (p < end && k_chars.plain[static_cast<unsigned char>(*p)]) ++p;
     if (p >= end) {
       *why = "unterminated string";

@@ -80,18 +80,18 @@ struct decompressor_holder {
 
 }  // namespace
 
-bool inflate_member(const uint8_t *p, size_t n, const dt_field &dt, std::string &out,
-                    std::vector<read_issue> &issues, uint64_t offset) {
-  out.clear();
+bool inflate_member(const uint8_t *p, size_t n, const dt_field &dt, std::unique_ptr<char[]> &out,
+                    size_t *len, std::vector<read_issue> &issues, uint64_t offset) {
+  *len = 0;
 #ifdef DFTRACE_HAVE_LIBDEFLATE
   thread_local decompressor_holder holder;
   if (holder.d) {
-    out.resize(dt.uncompressed_len);
+    out.reset(new char[dt.uncompressed_len + 1]);
     size_t in_used = 0, out_used = 0;
     const libdeflate_result r = libdeflate_gzip_decompress_ex(
-        holder.d, p, n, out.empty() ? nullptr : &out[0], out.size(), &in_used, &out_used);
+        holder.d, p, n, out.get(), dt.uncompressed_len, &in_used, &out_used);
     if (r == LIBDEFLATE_SUCCESS) {
-      out.resize(out_used);
+      *len = out_used;
       if (out_used != dt.uncompressed_len)
         issues.push_back({true, offset,
                           "DT field says " + std::to_string(dt.uncompressed_len) +
@@ -104,21 +104,25 @@ bool inflate_member(const uint8_t *p, size_t n, const dt_field &dt, std::string 
                               std::to_string(in_used)});
       return true;
     }
-    out.clear();  // damaged or longer than DT says: let zlib say what and salvage lines
+    // Damaged, or longer than the DT field says: let zlib say what and salvage the lines.
   }
 #endif
+  std::string text;
   size_t used = 0;
   std::string why;
-  const bool ok = zlib_inflate_member(p, n, out, &used, &why);
+  const bool ok = zlib_inflate_member(p, n, text, &used, &why);
+  out.reset(new char[text.size() + 1]);
+  std::memcpy(out.get(), text.data(), text.size());
+  *len = text.size();
   if (!ok) {
     issues.push_back({true, offset, "damaged gzip member: " + why + "; kept " +
-                                        std::to_string(out.size()) + " bytes before it"});
+                                        std::to_string(text.size()) + " bytes before it"});
     return false;
   }
-  if (out.size() != dt.uncompressed_len)
+  if (text.size() != dt.uncompressed_len)
     issues.push_back({true, offset,
                       "DT field says " + std::to_string(dt.uncompressed_len) +
-                          " uncompressed bytes, the member holds " + std::to_string(out.size())});
+                          " uncompressed bytes, the member holds " + std::to_string(text.size())});
   if (used != n)
     issues.push_back({true, offset,
                       "DT field says the member is " + std::to_string(n) +
@@ -266,8 +270,9 @@ void run_stream(const trace_file &f, const planned_part &part, size_t block_byte
     b->in_offset = mark;
     b->in_bytes = in_pos - mark;
     mark = in_pos;
-    b->storage.assign(buf.data(), n);
-    b->text = b->storage;
+    b->buffer.reset(new char[n + 1]);
+    std::memcpy(b->buffer.get(), buf.data(), n);
+    b->text = std::string_view(b->buffer.get(), n);
     if (last) {
       b->issues = std::move(issues);
       b->partial_tail = damaged && n > 0 && buf[n - 1] != '\n';
@@ -366,12 +371,11 @@ std::unique_ptr<text_block> make_part_block(const trace_file &f, const planned_p
                                static_cast<size_t>(part.length));
     return b;
   }
+  size_t len = 0;
   const bool ok = inflate_member(f.data() + part.offset, static_cast<size_t>(part.length),
-                                 part.dt, b->storage, b->issues, part.offset);
-  b->text = b->storage;
-  if (!ok) {
-    b->partial_tail = !b->storage.empty() && b->storage.back() != '\n';
-  }
+                                 part.dt, b->buffer, &len, b->issues, part.offset);
+  b->text = std::string_view(b->buffer.get(), len);
+  if (!ok) b->partial_tail = len > 0 && b->text.back() != '\n';
   return b;
 }
 

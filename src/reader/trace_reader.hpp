@@ -38,14 +38,15 @@ struct block_result {
 };
 
 // A block of whole lines. The text is either a view into the mapped file (plain files) or
-// into storage (inflated). Only the last block of a file may end without '\n'.
+// into buffer (inflated); moving the buffer keeps views valid. Only the last block of a file
+// may end without '\n'.
 struct text_block {
   size_t seq = 0;                   // position in the file's sequence of blocks
   const planned_part *part = nullptr;  // the member it came from (nullptr: a stream block)
   uint64_t in_offset = 0;           // first byte of the file it came from
   uint64_t in_bytes = 0;            // bytes of the file it consumed (progress)
   std::string_view text;
-  std::string storage;
+  std::unique_ptr<char[]> buffer;   // inflated text (not zero-filled first)
   bool partial_tail = false;        // the last line was cut short by damage, not by design
   std::vector<read_issue> issues;   // problems found while producing this block
   std::unique_ptr<block_result> result;  // set by the worker function
@@ -102,10 +103,11 @@ void for_each_block(const trace_file &f, const read_options &opt,
                     const std::function<void(text_block &)> &work,
                     const std::function<void(text_block &)> &consume);
 
-// Inflates one DT member into out (exactly its uncompressed length when the DT field is
-// right). Returns false with an issue when the member is damaged.
-bool inflate_member(const uint8_t *p, size_t n, const dt_field &dt, std::string &out,
-                    std::vector<read_issue> &issues, uint64_t offset);
+// Inflates one DT member into a new buffer (*len bytes: exactly its uncompressed length when
+// the DT field is right). Returns false with an issue when the member is damaged; what could
+// be inflated before the damage is still in the buffer.
+bool inflate_member(const uint8_t *p, size_t n, const dt_field &dt, std::unique_ptr<char[]> &out,
+                    size_t *len, std::vector<read_issue> &issues, uint64_t offset);
 
 // Calls fn(line) for each line of text, without the '\n'. fn returns false to stop.
 template <typename Fn>
