@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <queue>
 #include <thread>
 #include <string>
@@ -110,6 +111,15 @@ int cmd_merge(const args_t &a) {
     }
   }
   progress bar("merge", total_in);
+  // DFTRACE_TOOL_TIMING=1: seconds per phase on stderr (for benchmarks).
+  const bool timing = std::getenv("DFTRACE_TOOL_TIMING") != nullptr;
+  double t_phase = now_seconds();
+  auto phase = [&](const char *what) {
+    if (!timing) return;
+    const double t = now_seconds();
+    fprintf(stderr, "merge: %s %.2f s\n", what, t - t_phase);
+    t_phase = t;
+  };
   std::vector<std::unique_ptr<loaded_trace>> traces;
   for (const auto &f : files) {
     auto t = std::make_unique<loaded_trace>();
@@ -125,6 +135,7 @@ int cmd_merge(const args_t &a) {
     error_line("merge: nothing to merge");
     return 1;
   }
+  phase("load");
   // Fix file indexes after skipped inputs.
   for (uint32_t i = 0; i < traces.size(); ++i)
     for (auto &rec : traces[i]->lines) rec.file = i;
@@ -177,16 +188,38 @@ int cmd_merge(const args_t &a) {
   // links intact.
   bool remap = false;
   {
-    std::vector<std::pair<uint64_t, uint32_t>> ids;
-    for (const line_rec *rec : meta)
-      if (rec->has_id) ids.emplace_back(rec->id, rec->file);
-    for (auto &t : traces)
-      for (auto &rec : t->lines)
-        if (rec.has_id && !rec.is_meta && rec.has_ts) ids.emplace_back(rec.id, rec.file);
-    std::sort(ids.begin(), ids.end());
-    for (size_t i = 1; i < ids.size() && !remap; ++i)
-      if (ids[i].first == ids[i - 1].first && ids[i].second != ids[i - 1].second) remap = true;
+    // Ids are dense integers: an owner table over their range finds a shared id in one
+    // linear pass. Very sparse ids fall back to sorting.
+    uint64_t lo = UINT64_MAX, hi = 0, count = 0;
+    auto each_id = [&](auto &&fn) {
+      for (const line_rec *rec : meta)
+        if (rec->has_id) fn(rec->id, rec->file);
+      for (auto &t : traces)
+        for (const auto &rec : t->lines)
+          if (rec.has_id && !rec.is_meta && rec.has_ts) fn(rec.id, rec.file);
+    };
+    each_id([&](uint64_t id, uint32_t) {
+      lo = std::min(lo, id);
+      hi = std::max(hi, id);
+      ++count;
+    });
+    if (count && hi - lo < std::max<uint64_t>(count * 8, 1u << 20)) {
+      std::vector<uint32_t> owner(static_cast<size_t>(hi - lo + 1), UINT32_MAX);
+      each_id([&](uint64_t id, uint32_t file) {
+        uint32_t &o = owner[static_cast<size_t>(id - lo)];
+        if (o != UINT32_MAX && o != file) remap = true;
+        o = file;
+      });
+    } else if (count) {
+      std::vector<std::pair<uint64_t, uint32_t>> ids;
+      ids.reserve(static_cast<size_t>(count));
+      each_id([&](uint64_t id, uint32_t file) { ids.emplace_back(id, file); });
+      std::sort(ids.begin(), ids.end());
+      for (size_t i = 1; i < ids.size() && !remap; ++i)
+        if (ids[i].first == ids[i - 1].first && ids[i].second != ids[i - 1].second) remap = true;
+    }
   }
+  phase("metadata and ids");
   trace_writer w(out_path, tool_threads());
   if (!w.ok()) {
     error_line(w.error());
@@ -231,6 +264,7 @@ int cmd_merge(const args_t &a) {
   }
   uint64_t others = 0;
   for (auto v : others_of) others += v;
+  phase("sort");
   struct head {
     uint64_t ts;
     uint32_t file;
@@ -267,6 +301,7 @@ int cmd_merge(const args_t &a) {
     error_line(w.error());
     return 1;
   }
+  phase("merge and write");
   bar.done();
   if (others)
     error_line("merge: dropped " + std::to_string(others) +
