@@ -233,8 +233,12 @@ int cmd_stat(const args_t &a) {
     if (fast) {
       work = [](detail::text_block &b) {
         auto r = std::make_unique<partial>();
-        r->lines = static_cast<uint64_t>(std::count(b.text.begin(), b.text.end(), '\n'));
-        if (!b.text.empty() && b.text.back() != '\n') ++r->lines;
+        uint64_t n = 0;
+        detail::for_each_line(b.text, [&n](std::string_view) {
+          ++n;
+          return true;
+        });
+        r->lines = n;
         b.result = std::move(r);
       };
     } else {

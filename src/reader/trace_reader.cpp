@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -19,6 +20,9 @@
 
 #ifdef DFTRACE_HAVE_LIBDEFLATE
 #include <libdeflate.h>
+#endif
+#ifdef DFTRACE_HAVE_ISAL
+#include <isa-l/igzip_lib.h>
 #endif
 
 namespace dftrace::detail {
@@ -252,6 +256,84 @@ void trace_file::plan() {
 
 namespace {
 
+// One gzip stream, inflated step by step: ISA-L's inflate when present (about twice as
+// fast as zlib's), zlib otherwise.
+class stream_inflater {
+ public:
+  enum result { progress, member_end, stalled, failed };
+
+  stream_inflater() {
+#ifdef DFTRACE_HAVE_ISAL
+    if (!std::getenv("DFTRACE_READER_ZLIB")) {
+      use_isal_ = true;
+      reset();
+      return;
+    }
+#endif
+    zlib_ok_ = inflateInit2(&zs_, 15 + 16) == Z_OK;
+  }
+  ~stream_inflater() {
+    if (zlib_ok_) inflateEnd(&zs_);
+  }
+  bool ok() const { return use_isal_ || zlib_ok_; }
+
+  // Begins a new gzip member.
+  void reset() {
+#ifdef DFTRACE_HAVE_ISAL
+    if (use_isal_) {
+      isal_inflate_init(&st_);
+      st_.crc_flag = ISAL_GZIP;
+      return;
+    }
+#endif
+    inflateReset(&zs_);
+  }
+
+  // Inflates from in[0..n_in) into out[0..n_out); says how much it took and gave.
+  result run(const uint8_t *in, size_t n_in, char *out, size_t n_out, size_t *consumed,
+             size_t *produced, std::string *why) {
+    const uint32_t ni = static_cast<uint32_t>(std::min<size_t>(n_in, 1u << 30));
+    const uint32_t no = static_cast<uint32_t>(std::min<size_t>(n_out, 1u << 30));
+#ifdef DFTRACE_HAVE_ISAL
+    if (use_isal_) {
+      st_.next_in = const_cast<uint8_t *>(in);
+      st_.avail_in = ni;
+      st_.next_out = reinterpret_cast<uint8_t *>(out);
+      st_.avail_out = no;
+      const int r = isal_inflate(&st_);
+      *consumed = ni - st_.avail_in;
+      *produced = no - st_.avail_out;
+      if (r < 0) {
+        *why = r == ISAL_INCORRECT_CHECKSUM ? "wrong checksum" : "invalid deflate data";
+        return failed;
+      }
+      if (st_.block_state == ISAL_BLOCK_FINISH) return member_end;
+      return (*consumed || *produced) ? progress : stalled;
+    }
+#endif
+    zs_.next_in = const_cast<Bytef *>(in);
+    zs_.avail_in = ni;
+    zs_.next_out = reinterpret_cast<Bytef *>(out);
+    zs_.avail_out = no;
+    const int r = inflate(&zs_, Z_NO_FLUSH);
+    *consumed = ni - zs_.avail_in;
+    *produced = no - zs_.avail_out;
+    if (r == Z_STREAM_END) return member_end;
+    if (r == Z_OK) return progress;
+    if (r == Z_BUF_ERROR) return (*consumed || *produced) ? progress : stalled;
+    *why = zs_.msg ? zs_.msg : "zlib error";
+    return failed;
+  }
+
+ private:
+  bool use_isal_ = false;
+  bool zlib_ok_ = false;
+  z_stream zs_{};
+#ifdef DFTRACE_HAVE_ISAL
+  inflate_state st_{};
+#endif
+};
+
 // Inflates the stream part sequentially and hands out blocks of whole lines.
 void run_stream(const trace_file &f, const planned_part &part, size_t block_bytes,
                 size_t first_seq, const std::function<void(std::unique_ptr<text_block>)> &emit) {
@@ -259,10 +341,12 @@ void run_stream(const trace_file &f, const planned_part &part, size_t block_byte
   const uint64_t size = f.size();
   size_t seq = first_seq;
   uint64_t mark = part.offset;
-  std::string buf(block_bytes, '\0');
+  std::unique_ptr<char[]> buf(new char[block_bytes]);
+  size_t cap = block_bytes;
   size_t used = 0;
   std::vector<read_issue> issues;
   bool damaged = false;
+  uint64_t pos = part.offset;
 
   auto flush = [&](size_t n, uint64_t in_pos, bool last) {
     auto b = std::make_unique<text_block>();
@@ -271,61 +355,45 @@ void run_stream(const trace_file &f, const planned_part &part, size_t block_byte
     b->in_bytes = in_pos - mark;
     mark = in_pos;
     b->buffer.reset(new char[n + 1]);
-    std::memcpy(b->buffer.get(), buf.data(), n);
+    std::memcpy(b->buffer.get(), buf.get(), n);
     b->text = std::string_view(b->buffer.get(), n);
     if (last) {
       b->issues = std::move(issues);
       b->partial_tail = damaged && n > 0 && buf[n - 1] != '\n';
     }
-    std::memmove(&buf[0], buf.data() + n, used - n);
+    std::memmove(buf.get(), buf.get() + n, used - n);
     used -= n;
     emit(std::move(b));
   };
 
-  z_stream zs{};
-  if (inflateInit2(&zs, 15 + 16) != Z_OK) {
-    issues.push_back({true, part.offset, "zlib initialisation failed"});
+  stream_inflater inf;
+  if (!inf.ok()) {
+    issues.push_back({true, part.offset, "inflate initialisation failed"});
     flush(0, part.offset, true);
     return;
   }
-  const uint8_t *in = data + part.offset;
-  uint64_t in_left = part.length;
-  auto in_pos = [&]() { return static_cast<uint64_t>(zs.next_in - data); };
-  zs.next_in = const_cast<Bytef *>(in);
-  zs.avail_in = 0;
   for (;;) {
-    if (zs.avail_in == 0 && in_left > 0) {
-      const uint64_t n = std::min<uint64_t>(in_left, 1u << 30);
-      zs.next_in = const_cast<Bytef *>(in);
-      zs.avail_in = static_cast<uInt>(n);
-      in += n;
-      in_left -= n;
-    }
-    if (used == buf.size()) {
-      const void *nl = nullptr;
-      for (size_t i = used; i > 0; --i)
-        if (buf[i - 1] == '\n') {
-          nl = &buf[i - 1];
-          break;
-        }
-      if (!nl) {
-        buf.resize(buf.size() * 2);  // a line longer than a block: grow
+    if (used == cap) {
+      const void *nl = memrchr(buf.get(), '\n', used);
+      if (!nl) {  // a line longer than a block: grow
+        std::unique_ptr<char[]> bigger(new char[cap * 2]);
+        std::memcpy(bigger.get(), buf.get(), used);
+        buf = std::move(bigger);
+        cap *= 2;
       } else {
-        flush(static_cast<size_t>(static_cast<const char *>(nl) - buf.data()) + 1, in_pos(),
-              false);
+        flush(static_cast<size_t>(static_cast<const char *>(nl) - buf.get()) + 1, pos, false);
       }
     }
-    zs.next_out = reinterpret_cast<Bytef *>(&buf[used]);
-    zs.avail_out = static_cast<uInt>(buf.size() - used);
-    const uInt out_before = zs.avail_out;
-    const uInt in_before = zs.avail_in;
-    const int r = inflate(&zs, Z_NO_FLUSH);
-    used = buf.size() - zs.avail_out;
-    if (r == Z_STREAM_END) {
-      const uint64_t pos = in_pos();
+    size_t consumed = 0, produced = 0;
+    std::string why;
+    const auto r = inf.run(data + pos, static_cast<size_t>(size - pos), buf.get() + used,
+                           cap - used, &consumed, &produced, &why);
+    pos += consumed;
+    used += produced;
+    if (r == stream_inflater::member_end) {
       if (pos >= size) break;
       if (pos + 1 < size && data[pos] == 0x1f && data[pos + 1] == 0x8b) {
-        inflateReset(&zs);
+        inf.reset();
         continue;
       }
       bool zeros = true;
@@ -335,27 +403,23 @@ void run_stream(const trace_file &f, const planned_part &part, size_t block_byte
                             " after the end of the gzip data"});
       break;
     }
-    if (r == Z_OK) continue;
-    if (r == Z_BUF_ERROR) {
-      if (zs.avail_in == 0 && in_left == 0) {
-        issues.push_back({true, in_pos(),
+    if (r == stream_inflater::progress) continue;
+    if (r == stream_inflater::stalled) {
+      if (used == cap) continue;  // output full: the top of the loop makes room
+      if (pos >= size) {
+        issues.push_back({true, pos,
                           "truncated final gzip member (the file ends inside it); the lines "
                           "before it are kept"});
         damaged = true;
         break;
       }
-      if (zs.avail_out != out_before || zs.avail_in != in_before) continue;
-      if (zs.avail_out == 0) continue;  // output full: the loop above makes room
+      why = "no progress";
     }
-    issues.push_back({true, in_pos(),
-                      std::string("corrupt gzip data (") + (zs.msg ? zs.msg : "zlib error") +
-                          "); the lines before it are kept"});
+    issues.push_back({true, pos, "corrupt gzip data (" + why + "); the lines before it are kept"});
     damaged = true;
     break;
   }
-  const uint64_t end_pos = std::min<uint64_t>(in_pos(), size);
-  inflateEnd(&zs);
-  flush(used, damaged ? size : end_pos, true);
+  flush(used, damaged ? size : std::min<uint64_t>(pos, size), true);
 }
 
 // Builds the block of a member or plain slice (on a worker thread).
