@@ -227,6 +227,7 @@ void trace_file::plan() {
     if (!parse_dt_field(data_ + pos, static_cast<size_t>(std::min<uint64_t>(size_ - pos, 1u << 17)),
                         &dt))
       break;
+    if (dt.version != k_dt_version) break;  // a layout this reader does not know: stream it
     const uint64_t len = dt.compressed_len;
     if (len < 18 + 4 || pos + len > size_) break;  // cut short: the stream reports it
     const uint64_t next = pos + len;
