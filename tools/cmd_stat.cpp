@@ -47,6 +47,7 @@ struct partial : detail::block_result {
   std::unordered_map<std::string, name_stats> names;  // cat '\x1f' name
   std::unordered_map<std::string, span_stats> pids;
   std::unordered_map<std::string, span_stats> threads;  // pid '\x1f' tid
+  std::unordered_map<std::string, std::string> ranks;   // pid -> rank
 
   void merge(partial &o) {
     lines += o.lines;
@@ -68,6 +69,7 @@ struct partial : detail::block_result {
     }
     for (auto &kv : o.pids) pids[kv.first].merge(kv.second);
     for (auto &kv : o.threads) threads[kv.first].merge(kv.second);
+    for (auto &kv : o.ranks) ranks[kv.first] = kv.second;
   }
 };
 
@@ -99,6 +101,12 @@ void scan_block(detail::text_block &b) {
     ++r->objects;
     const event_fields f = fields_of(pl);
     r->by_ph[static_cast<unsigned char>(f.ph) & 127]++;
+    if (f.ph == 'M' && pl.name.text == "PR") {  // the MPI rank of a pid, when it is known
+      const jvalue *n = pl.arg_value("name");
+      const jvalue *v = pl.arg_value("value");
+      if (n && v && n->text == "rank" && v->type == jtype::number)
+        r->ranks[std::string(pl.pid.text)] = std::string(v->text);
+    }
     if (!f.has_ts || f.ph == 'M') return true;
     const uint64_t end = f.ts + (f.has_dur ? f.dur : 0);
     r->ts_min = std::min(r->ts_min, f.ts);
@@ -325,10 +333,12 @@ int cmd_stat(const args_t &a) {
     out += "],\"by_pid\":[";
     bool first = true;
     for (auto &kv : pids) {
-      snprintf(buf, sizeof buf, "%s{\"pid\":%s,\"events\":%" PRIu64 ",\"ts_min\":%" PRIu64
-               ",\"ts_end\":%" PRIu64 "}",
-               first ? "" : ",", jnum(kv.first).c_str(), kv.second.events, kv.second.ts_min,
-               kv.second.end_max);
+      auto rk = all.ranks.find(kv.first);
+      snprintf(buf, sizeof buf, "%s{\"pid\":%s,\"rank\":%s,\"events\":%" PRIu64
+               ",\"ts_min\":%" PRIu64 ",\"ts_end\":%" PRIu64 "}",
+               first ? "" : ",", jnum(kv.first).c_str(),
+               rk == all.ranks.end() ? "null" : rk->second.c_str(), kv.second.events,
+               kv.second.ts_min, kv.second.end_max);
       out += buf;
       first = false;
     }
@@ -382,16 +392,19 @@ int cmd_stat(const args_t &a) {
       }
     }
     if (!pids.empty()) {
-      snprintf(buf, sizeof buf, "\n%-12s %-12s %10s %14s\n", "pid", "tid", "events", "span_s");
+      snprintf(buf, sizeof buf, "\n%-12s %-6s %-12s %10s %14s\n", "pid", "rank", "tid", "events",
+               "span_s");
       out += buf;
       for (auto &kv : pids) {
-        snprintf(buf, sizeof buf, "%-12s %-12s %10" PRIu64 " %14.6f\n", kv.first.c_str(), "*",
-                 kv.second.events, (kv.second.end_max - kv.second.ts_min) / 1e6);
+        auto rk = all.ranks.find(kv.first);
+        snprintf(buf, sizeof buf, "%-12s %-6s %-12s %10" PRIu64 " %14.6f\n", kv.first.c_str(),
+                 rk == all.ranks.end() ? "-" : rk->second.c_str(), "*", kv.second.events,
+                 (kv.second.end_max - kv.second.ts_min) / 1e6);
         out += buf;
         const std::string prefix = kv.first + '\x1f';
         for (auto it = threads.lower_bound(prefix);
              it != threads.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
-          snprintf(buf, sizeof buf, "%-12s %-12s %10" PRIu64 " %14.6f\n", "",
+          snprintf(buf, sizeof buf, "%-12s %-6s %-12s %10" PRIu64 " %14.6f\n", "", "",
                    it->first.substr(prefix.size()).c_str(), it->second.events,
                    (it->second.end_max - it->second.ts_min) / 1e6);
           out += buf;

@@ -49,6 +49,12 @@ bool is_uint_text(std::string_view t) {
   return true;
 }
 
+bool has_exponent(std::string_view t) {
+  for (char c : t)
+    if (c == 'e' || c == 'E') return true;
+  return false;
+}
+
 // Checks that a required field is a number (bare; quoted numbers are a legacy warning).
 void need_number(check_result &r, uint32_t ln, const jvalue &v, const char *key, bool integer,
                  bool allow_negative) {
@@ -79,7 +85,7 @@ void need_number(check_result &r, uint32_t ln, const jvalue &v, const char *key,
   }
   if (integer && !detail::value_is_integer(v))
     r.findings.push_back({ln, true, "type", std::string("\"") + key + "\" is not an integer"});
-  else if (!integer && v.text.find_first_of("eE") != std::string_view::npos)
+  else if (!integer && has_exponent(v.text))
     r.findings.push_back({ln, false, "type", std::string("\"") + key + "\" uses an exponent"});
 }
 
@@ -347,12 +353,33 @@ int cmd_validate(const args_t &a) {
       rep.add(base, false, "structure",
               "no closing ']' (the process did not finish; readers accept this)");
     if (!seen_first) rep.add(0, true, "structure", "no lines at all");
-    std::sort(ids.begin(), ids.end());
-    for (size_t i = 1; i < ids.size(); ++i)
-      if (ids[i].first == ids[i - 1].first)
-        rep.add(ids[i].second, true, "id",
-                "duplicate id " + std::to_string(ids[i].first) + " (first on line " +
-                    std::to_string(ids[i - 1].second) + ")");
+    // Ids are dense integers: a table of first lines over their range finds duplicates in
+    // one pass; very sparse ids are sorted instead.
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (const auto &i : ids) {
+      lo = std::min(lo, i.first);
+      hi = std::max(hi, i.first);
+    }
+    if (!ids.empty() && hi - lo < std::max<uint64_t>(ids.size() * 8, 1u << 20)) {
+      std::vector<uint64_t> first(static_cast<size_t>(hi - lo + 1), 0);
+      for (const auto &i : ids) {
+        uint64_t &f = first[static_cast<size_t>(i.first - lo)];
+        if (f)
+          rep.add(i.second, true, "id",
+                  "duplicate id " + std::to_string(i.first) + " (first on line " +
+                      std::to_string(f) + ")");
+        else
+          f = i.second;
+      }
+    } else {
+      std::stable_sort(ids.begin(), ids.end(),
+                       [](const auto &x, const auto &y) { return x.first < y.first; });
+      for (size_t i = 1; i < ids.size(); ++i)
+        if (ids[i].first == ids[i - 1].first)
+          rep.add(ids[i].second, true, "id",
+                  "duplicate id " + std::to_string(ids[i].first) + " (first on line " +
+                      std::to_string(ids[i - 1].second) + ")");
+    }
     rep.finish();
     total_errors += rep.errors;
     total_warnings += rep.warnings;

@@ -3,7 +3,7 @@
 // appearing as files are first used, counters, thread names, DT gzip members.
 //
 // usage: gen_trace OUT --events N [--pid P] [--seed S] [--threads T] [--member-bytes B]
-//                  [--clock-offset-ns X] [--no-dt] [--plain] [--no-close]
+//                  [--clock-offset-ns X] [--rank R] [--no-dt] [--plain] [--no-close]
 #include <zlib.h>
 
 #include <cinttypes>
@@ -34,6 +34,7 @@ struct options {
   bool dt = true;
   bool plain = false;
   bool close = true;
+  int64_t rank = -1;
 };
 
 class sink {
@@ -137,6 +138,7 @@ int main(int argc, char **argv) {
     } else if (a == "--no-dt") o.dt = false;
     else if (a == "--plain") o.plain = true;
     else if (a == "--no-close") o.close = false;
+    else if (a == "--rank") o.rank = std::strtoll(next(), nullptr, 10);
     else {
       fprintf(stderr, "gen_trace: unknown option %s\n", a.c_str());
       return 2;
@@ -161,6 +163,7 @@ int main(int argc, char **argv) {
   meta("SH", o.pid, "\"hhash\":" + hhs + ",\"name\":\"" + cmd + "\",\"value\":" + num(dftracer_hash(cmd)));
   meta("SH", o.pid, "\"hhash\":" + hhs + ",\"name\":\"" + exec + "\",\"value\":" + num(dftracer_hash(exec)));
   meta("PR", o.pid, "\"hhash\":" + hhs + ",\"name\":\"hostname\",\"value\":\"" + host + "\"");
+  if (o.rank >= 0) meta("PR", o.pid, "\"hhash\":" + hhs + ",\"name\":\"rank\",\"value\":" + num(o.rank));
   if (o.has_clock) {
     meta("PR", o.pid, "\"hhash\":" + hhs + ",\"name\":\"clock_offset_ns\",\"value\":" +
                           std::to_string(o.clock_offset_ns));

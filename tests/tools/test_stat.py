@@ -115,3 +115,13 @@ def test_table_output_names_every_category(ref_files):
     assert "lines" in out and "time span" in out
     for cat, name in [("POSIX", "open"), ("STDIO", "fopen64"), ("dftracer", "start")]:
         assert any(l.split()[:2] == [cat, name] for l in out.splitlines()), (cat, name)
+
+
+def test_ranks_from_pr_metadata(tmp_path):
+    a = gen(tmp_path / "a.pfw.gz", 1000, pid=41, rank=0)
+    b = gen(tmp_path / "b.pfw.gz", 1000, pid=42, rank=1)
+    c = gen(tmp_path / "c.pfw.gz", 1000, pid=43)
+    got = json.loads(run("stat", "--json", a, b, c).stdout)
+    assert {r["pid"]: r["rank"] for r in got["by_pid"]} == {41: 0, 42: 1, 43: None}
+    table = run("stat", a, b).stdout
+    assert any(l.split()[:3] == ["42", "1", "*"] for l in table.splitlines())
