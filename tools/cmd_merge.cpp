@@ -1,5 +1,7 @@
 // cmd_merge.cpp: dftrace merge: one trace from many per-process files, ordered by ts, with
 // metadata de-duplicated, hashes defined up front, ids unique and clocks aligned.
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -101,6 +103,20 @@ int cmd_merge(const args_t &a) {
     return 2;
   }
   const bool align = !a.has("--no-clock-align");
+  {
+    // Writing over an input would pull the mapped text away under the merge.
+    struct stat out_st {};
+    if (stat(out_path.c_str(), &out_st) == 0) {
+      for (const auto &f : files) {
+        struct stat in_st {};
+        if (stat(f.c_str(), &in_st) == 0 && in_st.st_dev == out_st.st_dev &&
+            in_st.st_ino == out_st.st_ino) {
+          error_line("merge: the output " + out_path + " is also an input");
+          return 2;
+        }
+      }
+    }
+  }
   uint64_t total_in = 0;
   for (const auto &f : files) {
     FILE *fp = fopen(f.c_str(), "rb");

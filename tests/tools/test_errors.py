@@ -116,3 +116,11 @@ def test_progress_bar_only_on_a_terminal(tmp_path):
     env["DFTRACE_NO_PROGRESS"] = "1"
     rc, tty = run_on_pty(["stat", f], env)
     assert "stat [" not in tty
+
+
+def test_merge_refuses_to_overwrite_an_input(tmp_path):
+    f = gen(tmp_path / "in.pfw", 1000, plain=True)
+    before = f.read_bytes()
+    p = run("merge", f, "-o", f, check=False)
+    assert p.returncode == 2 and "is also an input" in p.stderr
+    assert f.read_bytes() == before
