@@ -26,6 +26,14 @@ text_bytes=$(DFTRACE_NO_PROGRESS=1 "$cli" stat --fast --json "${inputs[@]}" | jq
 comp_bytes=$(cat "${inputs[@]}" | wc -c)
 echo "# $(date -u +%F) $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# ${#inputs[@]} files, $((comp_bytes / 1000000)) MB compressed, $((text_bytes / 1000000)) MB of text"
+# How much of the machine this run gets: one gzip -1 alone, then two at once (on a shared VM
+# the second core is often partly taken; 1.0 = two free cores, 2.0 = one core in effect).
+sample=$work/calibrate.bin
+[ -f "$sample" ] || head -c 100000000 "${inputs[0]}" > "$sample"
+t0=$(date +%s.%N); gzip -1 -c "$sample" > /dev/null; t1=$(date +%s.%N)
+gzip -1 -c "$sample" > /dev/null & gzip -1 -c "$sample" > /dev/null & wait
+t2=$(date +%s.%N)
+echo "# two gzip -1 at once take $(echo "($t2 - $t1) / ($t1 - $t0)" | bc -l | cut -c1-4) x the time of one"
 echo
 echo "| command | wall s | CPU s | MB/s (text) |"
 echo "| --- | ---: | ---: | ---: |"

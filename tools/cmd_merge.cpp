@@ -49,9 +49,8 @@ bool is_hash_def(const parsed_line &pl) {
   return pl.ph.text == "M" && (pl.name.text == "HH" || pl.name.text == "SH" || pl.name.text == "FH");
 }
 
-// Writes line with the id, p_idx and ts values replaced as needed.
+// Appends line with the id, p_idx and ts values replaced as needed to out.
 void rewrite(const line_rec &rec, bool remap, uint64_t nfiles, int64_t shift, std::string &out) {
-  out.clear();
   struct edit {
     uint32_t off, len;
     int kind;  // 0 id, 1 p_idx, 2 ts
@@ -242,10 +241,9 @@ int cmd_merge(const args_t &a) {
     return 1;
   }
   w.line("[", false, 0);
-  std::string buf;
   for (const line_rec *rec : meta) {
-    rewrite(*rec, remap, nfiles, 0, buf);
-    w.line(buf, false, 0);
+    rewrite(*rec, remap, nfiles, 0, w.open_line());
+    w.close_line(false, 0);
   }
   const uint64_t meta_out = meta.size();
   // Lines with a ts: each file sorted (stable: it is nearly sorted already), then a k-way
@@ -305,8 +303,8 @@ int cmd_merge(const args_t &a) {
     if (!remap && shift[h.file] == 0) {
       w.line(rec->view(), true, h.ts);
     } else {
-      rewrite(*rec, remap, nfiles, shift[h.file], buf);
-      w.line(buf, true, h.ts);
+      rewrite(*rec, remap, nfiles, shift[h.file], w.open_line());
+      w.close_line(true, h.ts);
     }
     ++events;
     if (h.idx + 1 < runs[h.file].size())

@@ -343,10 +343,8 @@ bool load_trace(const std::string &path, uint32_t file_index, loaded_trace *out,
   uint64_t seq = 0;
   auto consume = [&](detail::text_block &b) {
     auto *r = static_cast<load_result *>(b.result.get());
-    for (auto &rec : r->lines) {
-      rec.seq = seq++;
-      out->lines.push_back(rec);
-    }
+    for (auto &rec : r->lines) rec.seq = seq++;
+    out->lines.insert(out->lines.end(), r->lines.begin(), r->lines.end());
     out->invalid_lines += r->invalid;
     out->closed = out->closed || r->closed;
     out->text_bytes += b.text.size();
@@ -397,8 +395,12 @@ trace_writer::~trace_writer() {
 }
 
 void trace_writer::line(std::string_view text, bool has_ts, uint64_t ts) {
+  cur_->text.append(text.data(), text.size());
+  close_line(has_ts, ts);
+}
+
+void trace_writer::close_line(bool has_ts, uint64_t ts) {
   job &j = *cur_;
-  j.text.append(text.data(), text.size());
   j.text.push_back('\n');
   ++j.stats.lines;
   if (has_ts) {
@@ -426,8 +428,13 @@ thread_local std::unique_ptr<detail::member_encoder> t_encoder;
 
 void compress_job_text(const std::string &text, const detail::member_stats &st,
                        std::vector<char> &out, bool *failed) {
-  if (!t_encoder) t_encoder = std::make_unique<detail::member_encoder>(
-                      detail::codec_auto(), detail::codec_default_level(detail::codec_auto()));
+  if (!t_encoder) {
+    // DFTRACE_TOOL_LEVEL: the deflate level of written traces (default: the codec's default).
+    const detail::codec c = detail::codec_auto();
+    int level = detail::codec_default_level(c);
+    if (const char *e = std::getenv("DFTRACE_TOOL_LEVEL")) level = std::atoi(e);
+    t_encoder = std::make_unique<detail::member_encoder>(c, level);
+  }
   out.clear();
   *failed = !t_encoder->encode(text.data(), text.size(), st, out);
 }

@@ -140,6 +140,10 @@ class trace_writer {
   const std::string &error() const { return error_; }
   // Appends one line (without '\n'); ts is used for the member's DT range when has_ts.
   void line(std::string_view text, bool has_ts, uint64_t ts);
+  // The same in two steps, for callers that build the line in place: append its text to
+  // open_line(), then call close_line().
+  std::string &open_line() { return cur_->text; }
+  void close_line(bool has_ts, uint64_t ts);
   // Flushes and closes; returns false (error() says why) if anything failed.
   bool finish();
 
