@@ -28,8 +28,8 @@ echo "# $(date -u +%F) $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/load
 echo "# ${#inputs[@]} files, $((comp_bytes / 1000000)) MB compressed, $((text_bytes / 1000000)) MB of text"
 # How much of the machine this run gets: one gzip -1 alone, then two at once (on a shared VM
 # the second core is often partly taken; 1.0 = two free cores, 2.0 = one core in effect).
-sample=$work/calibrate.bin
-[ -f "$sample" ] || head -c 100000000 "${inputs[0]}" > "$sample"
+sample=$work/calibrate.txt
+[ -f "$sample" ] || zcat "${inputs[0]}" > "$sample"
 t0=$(date +%s.%N); gzip -1 -c "$sample" > /dev/null; t1=$(date +%s.%N)
 gzip -1 -c "$sample" > /dev/null & gzip -1 -c "$sample" > /dev/null & wait
 t2=$(date +%s.%N)
