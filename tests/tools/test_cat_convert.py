@@ -111,3 +111,23 @@ def test_convert_legacy_quoted_numbers(tmp_path, ref_files):
 
 def test_convert_rejects_unknown_format(tmp_path, real_trace):
     assert run("convert", real_trace, "--to", "svg", "-o", tmp_path / "x", check=False).returncode == 2
+
+
+def test_cat_time_window_does_not_inflate_members_outside_it(tmp_path):
+    # Damage a member that lies entirely before the window: a time-window cat never reads
+    # it (so reports nothing), while a plain cat trips over it.
+    f = gen(tmp_path / "w.pfw.gz", 40000, member_bytes=64 * 1024)
+    ms = gzip_members(f)
+    dts = [dt_field(m[2]) for m in ms]
+    k = len(ms) // 4
+    off, _, _, n = ms[k]
+    data = bytearray(open(f, "rb").read())
+    for i in range(off + 60, off + n - 20, 7):
+        data[i] ^= 0x5A
+    bad = tmp_path / "damaged.pfw.gz"
+    bad.write_bytes(bytes(data))
+    lo = dts[len(ms) // 2]["ts_min"]
+    p = run("cat", "--from", lo, bad)
+    assert p.stderr == "" and p.stdout
+    p = run("cat", bad, check=False)
+    assert p.returncode == 1 and f"byte {off}" in p.stderr
