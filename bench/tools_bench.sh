@@ -22,6 +22,7 @@ if [ ! -f "$work/r$((files - 1)).pfw.gz" ]; then
   done
 fi
 inputs=("$work"/r*.pfw.gz)
+calc() { awk "BEGIN { print $1 }"; }
 text_bytes=$(DFTRACE_NO_PROGRESS=1 "$cli" stat --fast --json "${inputs[@]}" | jq '.text_bytes')
 comp_bytes=$(cat "${inputs[@]}" | wc -c)
 echo "# $(date -u +%F) $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -33,7 +34,7 @@ sample=$work/calibrate.txt
 t0=$(date +%s.%N); gzip -1 -c "$sample" > /dev/null; t1=$(date +%s.%N)
 gzip -1 -c "$sample" > /dev/null & gzip -1 -c "$sample" > /dev/null & wait
 t2=$(date +%s.%N)
-echo "# two gzip -1 at once take $(echo "($t2 - $t1) / ($t1 - $t0)" | bc -l | cut -c1-4) x the time of one"
+echo "# two gzip -1 at once take $(calc "($t2 - $t1) / ($t1 - $t0)") x the time of one"
 echo
 echo "| command | wall s | CPU s | MB/s (text) |"
 echo "| --- | ---: | ---: | ---: |"
@@ -46,13 +47,13 @@ measure() {
     ( export DFTRACE_NO_PROGRESS=1; eval "$cmd" ) > /dev/null 2>&1 || echo "failed: $cmd" >&2
     t1=$(date +%s.%N)
     local wall cpus
-    wall=$(echo "$t1 - $t0" | bc -l)
+    wall=$(calc "$t1 - $t0")
     # CPU time of the children of this shell (user + system), from /proc/self/stat.
     c1=$(awk '{print $14+$15+$16+$17}' /proc/$$/stat)
-    cpus=$(echo "($c1 - $c0) / $(getconf CLK_TCK)" | bc -l)
-    if [ -z "$best" ] || (( $(echo "$wall < $best" | bc -l) )); then best=$wall; cpu=$cpus; fi
+    cpus=$(calc "($c1 - $c0) / $(getconf CLK_TCK)")
+    if [ -z "$best" ] || [ "$(calc "$wall < $best")" = 1 ]; then best=$wall; cpu=$cpus; fi
   done
-  printf "| %s | %.2f | %.2f | %.0f |\n" "$label" "$best" "$cpu" "$(echo "$text_bytes / $best / 1000000" | bc -l)"
+  printf "| %s | %.2f | %.2f | %.0f |\n" "$label" "$best" "$cpu" "$(calc "$text_bytes / $best / 1000000")"
 }
 in="${inputs[*]}"
 measure '`zcat | wc -l`' "zcat $in | wc -l"
