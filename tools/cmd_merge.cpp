@@ -60,7 +60,8 @@ void rewrite(const line_rec &rec, bool remap, uint64_t nfiles, int64_t shift, st
   if (remap && rec.id_len) e[n++] = {rec.id_off, rec.id_len, 0};
   if (remap && rec.pidx_len) e[n++] = {rec.pidx_off, rec.pidx_len, 1};
   if (shift && rec.ts_len) e[n++] = {rec.ts_off, rec.ts_len, 2};
-  std::sort(e, e + n, [](const edit &a, const edit &b) { return a.off < b.off; });
+  for (int i = 1; i < n; ++i)  // at most three edits: insertion sort by position
+    for (int j = i; j > 0 && e[j].off < e[j - 1].off; --j) std::swap(e[j], e[j - 1]);
   uint32_t pos = 0;
   char num[32];
   for (int i = 0; i < n; ++i) {

@@ -19,7 +19,7 @@ const char *k_usage =
     "      stand-alone pieces, each with the definitions and names it uses\n"
     "  stat FILES... [--json] [--fast]\n"
     "      counts and durations per category/name, pid and thread (--fast: DT fields only)\n"
-    "  validate FILES... [--max-findings N]\n"
+    "  validate FILES... [--max-findings N] [--quiet]\n"
     "      line-numbered findings; exit status 1 when there are errors\n"
     "  convert FILE --to perfetto -o OUT.json[.gz]\n"
     "      one JSON array for the Perfetto UI and chrome://tracing\n"
