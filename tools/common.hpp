@@ -82,12 +82,7 @@ struct event_fields {
 };
 event_fields fields_of(const parsed_line &pl);
 
-// Kind of line outside the JSON objects.
-inline bool is_blank(std::string_view line) {
-  for (char c : line)
-    if (c != ' ' && c != '\t' && c != '\r') return false;
-  return true;
-}
+// s without surrounding blanks (spaces, tabs, carriage returns).
 std::string_view trim(std::string_view s);
 
 // ---- whole traces in memory (merge, split)

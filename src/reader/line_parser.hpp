@@ -53,10 +53,6 @@ bool value_u64(const jvalue &v, uint64_t *out, bool *quoted = nullptr);  // inte
 bool value_i64(const jvalue &v, int64_t *out, bool *quoted = nullptr);   // integers only
 bool value_is_integer(const jvalue &v);                                  // bare, no fraction
 
-// The raw token of a hash value, normalised so that definitions and uses compare equal:
-// bare numbers and strings are both returned without quotes.
-inline std::string_view hash_token(const jvalue &v) { return v.text; }
-
 // True for the args keys that refer to a hash definition (hhash, fhash, *_hash).
 bool is_hash_ref_key(std::string_view key);
 
