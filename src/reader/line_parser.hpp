@@ -1,0 +1,59 @@
+// line_parser.hpp: a one-pass, copy-free scanner for one trace line (a JSON object).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace dftrace::detail {
+
+enum class jtype : uint8_t { none = 0, string, number, object, array, boolean, null };
+
+// A value as it stands in the line. For strings, text is the inside of the quotes, still
+// escaped; for everything else it is the whole token.
+struct jvalue {
+  jtype type = jtype::none;
+  std::string_view text;
+  bool present() const { return type != jtype::none; }
+};
+
+// Top-level keys the tools care about, and the direct children of "args".
+struct parsed_line {
+  static constexpr int k_max_args = 48;
+  struct arg {
+    std::string_view key;  // escaped, without quotes
+    jvalue value;
+  };
+
+  jvalue id, name, cat, pid, tid, ts, dur, ph, args, s;
+  arg args_kv[k_max_args];
+  int nargs = 0;
+  bool args_overflow = false;  // more children than k_max_args (the rest were validated only)
+  bool duplicate_key = false;  // one of the known top-level keys appeared twice
+
+  // Set when the line is not valid JSON: a short reason and the 0-based byte offset.
+  const char *error = nullptr;
+  size_t error_at = 0;
+
+  const jvalue *arg_value(std::string_view key) const {
+    for (int i = 0; i < nargs; ++i)
+      if (args_kv[i].key == key) return &args_kv[i].value;
+    return nullptr;
+  }
+};
+
+// Parses line (no trailing newline) into out. Returns false if it is not exactly one JSON
+// object (surrounding whitespace allowed); out.error says why. Thread-safe (no state).
+bool parse_line(std::string_view line, parsed_line &out);
+
+// Numbers as the tools read them. A number may be bare or, as older DFTracer wrote, a string
+// holding a number (*quoted is set then). Fractions are allowed for ts/dur ("12.250").
+// Return false when the value is no such number (or does not fit).
+bool value_u64(const jvalue &v, uint64_t *out, bool *quoted = nullptr);  // integer part
+bool value_i64(const jvalue &v, int64_t *out, bool *quoted = nullptr);   // integers only
+bool value_is_integer(const jvalue &v);                                  // bare, no fraction
+
+// True for the args keys that refer to a hash definition (hhash, fhash, *_hash).
+bool is_hash_ref_key(std::string_view key);
+
+}  // namespace dftrace::detail

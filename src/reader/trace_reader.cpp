@@ -1,0 +1,587 @@
+// trace_reader.cpp: mapping, member planning through DT fields, inflating, and the ordered
+// worker pool that the tools run their per-block work on.
+#include "reader/trace_reader.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#ifdef DFTRACE_HAVE_LIBDEFLATE
+#include <libdeflate.h>
+#endif
+#ifdef DFTRACE_HAVE_ISAL
+#include <isa-l/igzip_lib.h>
+#endif
+
+namespace dftrace::detail {
+
+namespace {
+
+constexpr size_t k_plain_slice = 4u << 20;
+
+std::string errno_text(int e) { return std::string(std::strerror(e)); }
+
+// Inflates with zlib, appending to out until the end of the first gzip member or damage.
+// Returns true on a clean end; *used is the compressed bytes consumed.
+bool zlib_inflate_member(const uint8_t *p, size_t n, std::string &out, size_t *used,
+                         std::string *why) {
+  z_stream zs{};
+  if (inflateInit2(&zs, 15 + 16) != Z_OK) {
+    *why = "zlib initialisation failed";
+    return false;
+  }
+  zs.next_in = const_cast<Bytef *>(p);
+  zs.avail_in = static_cast<uInt>(std::min<size_t>(n, 0xFFFFFFFFu));
+  size_t have = out.size();
+  if (out.size() < have + 65536) out.resize(have + 65536);
+  bool ok = false;
+  for (;;) {
+    if (have == out.size()) out.resize(out.size() * 2);
+    zs.next_out = reinterpret_cast<Bytef *>(&out[have]);
+    zs.avail_out = static_cast<uInt>(std::min<size_t>(out.size() - have, 0xFFFFFFFFu));
+    const uInt before = zs.avail_out;
+    const int r = inflate(&zs, Z_NO_FLUSH);
+    have += before - zs.avail_out;
+    if (r == Z_STREAM_END) {
+      ok = true;
+      break;
+    }
+    if (r == Z_OK) continue;
+    if (r == Z_BUF_ERROR && zs.avail_in == 0) {
+      *why = "the member is cut short (the file ends inside it)";
+      break;
+    }
+    if (r == Z_BUF_ERROR) continue;
+    *why = std::string("corrupt deflate data (") + (zs.msg ? zs.msg : "zlib error") + ")";
+    break;
+  }
+  *used = static_cast<size_t>(zs.next_in - p);
+  out.resize(have);
+  inflateEnd(&zs);
+  return ok;
+}
+
+#ifdef DFTRACE_HAVE_LIBDEFLATE
+struct decompressor_holder {
+  libdeflate_decompressor *d = libdeflate_alloc_decompressor();
+  ~decompressor_holder() {
+    if (d) libdeflate_free_decompressor(d);
+  }
+};
+#endif
+
+}  // namespace
+
+bool inflate_member(const uint8_t *p, size_t n, const dt_field &dt, std::unique_ptr<char[]> &out,
+                    size_t *len, std::vector<read_issue> &issues, uint64_t offset) {
+  *len = 0;
+#ifdef DFTRACE_HAVE_LIBDEFLATE
+  thread_local decompressor_holder holder;
+  if (holder.d) {
+    out.reset(new char[dt.uncompressed_len + 1]);
+    size_t in_used = 0, out_used = 0;
+    const libdeflate_result r = libdeflate_gzip_decompress_ex(
+        holder.d, p, n, out.get(), dt.uncompressed_len, &in_used, &out_used);
+    if (r == LIBDEFLATE_SUCCESS) {
+      *len = out_used;
+      if (out_used != dt.uncompressed_len)
+        issues.push_back({true, offset,
+                          "DT field says " + std::to_string(dt.uncompressed_len) +
+                              " uncompressed bytes, the member holds " +
+                              std::to_string(out_used)});
+      if (in_used != n)
+        issues.push_back({true, offset,
+                          "DT field says the member is " + std::to_string(n) +
+                              " bytes long, its deflate data ends after " +
+                              std::to_string(in_used)});
+      return true;
+    }
+    // Damaged, or longer than the DT field says: let zlib say what and salvage the lines.
+  }
+#endif
+  std::string text;
+  size_t used = 0;
+  std::string why;
+  const bool ok = zlib_inflate_member(p, n, text, &used, &why);
+  out.reset(new char[text.size() + 1]);
+  std::memcpy(out.get(), text.data(), text.size());
+  *len = text.size();
+  if (!ok) {
+    issues.push_back({true, offset, "damaged gzip member: " + why + "; kept " +
+                                        std::to_string(text.size()) + " bytes before it"});
+    return false;
+  }
+  if (text.size() != dt.uncompressed_len)
+    issues.push_back({true, offset,
+                      "DT field says " + std::to_string(dt.uncompressed_len) +
+                          " uncompressed bytes, the member holds " + std::to_string(text.size())});
+  if (used != n)
+    issues.push_back({true, offset,
+                      "DT field says the member is " + std::to_string(n) +
+                          " bytes long, its deflate data ends after " + std::to_string(used)});
+  return true;
+}
+
+trace_file::~trace_file() {
+  if (mapped_ && data_) munmap(const_cast<uint8_t *>(data_), size_);
+}
+
+bool trace_file::open(const std::string &path, std::string *why) {
+  path_ = path;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    *why = errno_text(errno);
+    return false;
+  }
+  struct stat st {};
+  if (fstat(fd, &st) != 0) {
+    *why = errno_text(errno);
+    ::close(fd);
+    return false;
+  }
+  if (S_ISDIR(st.st_mode)) {
+    *why = "is a directory";
+    ::close(fd);
+    return false;
+  }
+  if (S_ISREG(st.st_mode) && st.st_size > 0) {
+    void *m = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+    if (m != MAP_FAILED) {
+      data_ = static_cast<const uint8_t *>(m);
+      size_ = static_cast<uint64_t>(st.st_size);
+      mapped_ = true;
+      madvise(m, size_, MADV_SEQUENTIAL);
+    }
+  }
+  if (!mapped_) {  // a pipe or something that does not map: read it whole
+    char buf[1 << 16];
+    for (;;) {
+      const ssize_t r = ::read(fd, buf, sizeof buf);
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0) {
+        *why = errno_text(errno);
+        ::close(fd);
+        return false;
+      }
+      if (r == 0) break;
+      heap_.insert(heap_.end(), buf, buf + r);
+    }
+    data_ = reinterpret_cast<const uint8_t *>(heap_.data());
+    size_ = heap_.size();
+  }
+  ::close(fd);
+  if (size_ == 0) {
+    *why = "empty file, not a trace";
+    return false;
+  }
+  gzip_ = size_ >= 2 && data_[0] == 0x1f && data_[1] == 0x8b;
+  if (!gzip_) {
+    size_t i = 0;
+    while (i < size_ && i < 4096 && (data_[i] == ' ' || data_[i] == '\n' || data_[i] == '\r' ||
+                                     data_[i] == '\t'))
+      ++i;
+    if (i >= size_ || (data_[i] != '[' && data_[i] != '{')) {
+      *why = "not a trace (neither gzip data nor JSON lines)";
+      return false;
+    }
+  }
+  plan();
+  return true;
+}
+
+void trace_file::plan() {
+  parts_.clear();
+  dt_members_ = 0;
+  if (!gzip_) {
+    uint64_t pos = 0;
+    while (pos < size_) {
+      uint64_t end = std::min<uint64_t>(size_, pos + k_plain_slice);
+      if (end < size_) {
+        const void *nl = std::memchr(data_ + end, '\n', size_ - end);
+        end = nl ? static_cast<uint64_t>(static_cast<const uint8_t *>(nl) - data_) + 1 : size_;
+      }
+      planned_part part;
+      part.kind = planned_part::plain;
+      part.offset = pos;
+      part.length = end - pos;
+      parts_.push_back(part);
+      pos = end;
+    }
+    return;
+  }
+  uint64_t pos = 0;
+  while (pos < size_) {
+    dt_field dt;
+    if (!parse_dt_field(data_ + pos, static_cast<size_t>(std::min<uint64_t>(size_ - pos, 1u << 17)),
+                        &dt))
+      break;
+    if (dt.version != k_dt_version) break;  // a layout this reader does not know: stream it
+    const uint64_t len = dt.compressed_len;
+    if (len < 18 + 4 || pos + len > size_) break;  // cut short: the stream reports it
+    const uint64_t next = pos + len;
+    if (next != size_ && !(next + 1 < size_ && data_[next] == 0x1f && data_[next + 1] == 0x8b)) {
+      plan_issues_.push_back({true, pos,
+                              "DT field says the member is " + std::to_string(len) +
+                                  " bytes long, but no gzip member follows it"});
+      break;
+    }
+    planned_part part;
+    part.kind = planned_part::member;
+    part.offset = pos;
+    part.length = len;
+    part.dt = dt;
+    parts_.push_back(part);
+    ++dt_members_;
+    pos = next;
+  }
+  if (pos < size_) {
+    planned_part part;
+    part.kind = planned_part::stream;
+    part.offset = pos;
+    part.length = size_ - pos;
+    parts_.push_back(part);
+  }
+}
+
+namespace {
+
+// One gzip stream, inflated step by step: ISA-L's inflate when present (about twice as
+// fast as zlib's), zlib otherwise.
+class stream_inflater {
+ public:
+  enum result { progress, member_end, stalled, failed };
+
+  stream_inflater() {
+#ifdef DFTRACE_HAVE_ISAL
+    if (!std::getenv("DFTRACE_READER_ZLIB")) {
+      use_isal_ = true;
+      reset();
+      return;
+    }
+#endif
+    zlib_ok_ = inflateInit2(&zs_, 15 + 16) == Z_OK;
+  }
+  ~stream_inflater() {
+    if (zlib_ok_) inflateEnd(&zs_);
+  }
+  bool ok() const { return use_isal_ || zlib_ok_; }
+
+  // Begins a new gzip member.
+  void reset() {
+#ifdef DFTRACE_HAVE_ISAL
+    if (use_isal_) {
+      isal_inflate_init(&st_);
+      st_.crc_flag = ISAL_GZIP;
+      return;
+    }
+#endif
+    inflateReset(&zs_);
+  }
+
+  // Inflates from in[0..n_in) into out[0..n_out); says how much it took and gave.
+  result run(const uint8_t *in, size_t n_in, char *out, size_t n_out, size_t *consumed,
+             size_t *produced, std::string *why) {
+    const uint32_t ni = static_cast<uint32_t>(std::min<size_t>(n_in, 1u << 30));
+    const uint32_t no = static_cast<uint32_t>(std::min<size_t>(n_out, 1u << 30));
+#ifdef DFTRACE_HAVE_ISAL
+    if (use_isal_) {
+      st_.next_in = const_cast<uint8_t *>(in);
+      st_.avail_in = ni;
+      st_.next_out = reinterpret_cast<uint8_t *>(out);
+      st_.avail_out = no;
+      const int r = isal_inflate(&st_);
+      *consumed = ni - st_.avail_in;
+      *produced = no - st_.avail_out;
+      if (r < 0) {
+        *why = r == ISAL_INCORRECT_CHECKSUM ? "wrong checksum" : "invalid deflate data";
+        return failed;
+      }
+      if (st_.block_state == ISAL_BLOCK_FINISH) return member_end;
+      return (*consumed || *produced) ? progress : stalled;
+    }
+#endif
+    zs_.next_in = const_cast<Bytef *>(in);
+    zs_.avail_in = ni;
+    zs_.next_out = reinterpret_cast<Bytef *>(out);
+    zs_.avail_out = no;
+    const int r = inflate(&zs_, Z_NO_FLUSH);
+    *consumed = ni - zs_.avail_in;
+    *produced = no - zs_.avail_out;
+    if (r == Z_STREAM_END) return member_end;
+    if (r == Z_OK) return progress;
+    if (r == Z_BUF_ERROR) return (*consumed || *produced) ? progress : stalled;
+    *why = zs_.msg ? zs_.msg : "zlib error";
+    return failed;
+  }
+
+ private:
+  bool use_isal_ = false;
+  bool zlib_ok_ = false;
+  z_stream zs_{};
+#ifdef DFTRACE_HAVE_ISAL
+  inflate_state st_{};
+#endif
+};
+
+// Inflates the stream part sequentially and hands out blocks of whole lines.
+void run_stream(const trace_file &f, const planned_part &part, size_t block_bytes,
+                size_t first_seq, const std::function<void(std::unique_ptr<text_block>)> &emit) {
+  const uint8_t *data = f.data();
+  const uint64_t size = f.size();
+  size_t seq = first_seq;
+  uint64_t mark = part.offset;
+  std::unique_ptr<char[]> buf(new char[block_bytes]);
+  size_t cap = block_bytes;
+  size_t used = 0;
+  std::vector<read_issue> issues;
+  bool damaged = false;
+  uint64_t pos = part.offset;
+
+  auto flush = [&](size_t n, uint64_t in_pos, bool last) {
+    auto b = std::make_unique<text_block>();
+    b->seq = seq++;
+    b->in_offset = mark;
+    b->in_bytes = in_pos - mark;
+    mark = in_pos;
+    b->buffer.reset(new char[n + 1]);
+    std::memcpy(b->buffer.get(), buf.get(), n);
+    b->text = std::string_view(b->buffer.get(), n);
+    if (last) {
+      b->issues = std::move(issues);
+      b->partial_tail = damaged && n > 0 && buf[n - 1] != '\n';
+    }
+    std::memmove(buf.get(), buf.get() + n, used - n);
+    used -= n;
+    emit(std::move(b));
+  };
+
+  stream_inflater inf;
+  if (!inf.ok()) {
+    issues.push_back({true, part.offset, "inflate initialisation failed"});
+    flush(0, part.offset, true);
+    return;
+  }
+  for (;;) {
+    if (used == cap) {
+      const void *nl = memrchr(buf.get(), '\n', used);
+      if (!nl) {  // a line longer than a block: grow
+        std::unique_ptr<char[]> bigger(new char[cap * 2]);
+        std::memcpy(bigger.get(), buf.get(), used);
+        buf = std::move(bigger);
+        cap *= 2;
+      } else {
+        flush(static_cast<size_t>(static_cast<const char *>(nl) - buf.get()) + 1, pos, false);
+      }
+    }
+    size_t consumed = 0, produced = 0;
+    std::string why;
+    const auto r = inf.run(data + pos, static_cast<size_t>(size - pos), buf.get() + used,
+                           cap - used, &consumed, &produced, &why);
+    pos += consumed;
+    used += produced;
+    if (r == stream_inflater::member_end) {
+      if (pos >= size) break;
+      if (pos + 1 < size && data[pos] == 0x1f && data[pos + 1] == 0x8b) {
+        inf.reset();
+        continue;
+      }
+      bool zeros = true;
+      for (uint64_t i = pos; i < size && zeros; ++i) zeros = data[i] == 0;
+      issues.push_back({!zeros, pos,
+                        std::to_string(size - pos) + (zeros ? " zero bytes" : " bytes") +
+                            " after the end of the gzip data"});
+      break;
+    }
+    if (r == stream_inflater::progress) continue;
+    if (r == stream_inflater::stalled) {
+      if (used == cap) continue;  // output full: the top of the loop makes room
+      if (pos >= size) {
+        issues.push_back({true, pos,
+                          "truncated final gzip member (the file ends inside it); the lines "
+                          "before it are kept"});
+        damaged = true;
+        break;
+      }
+      why = "no progress";
+    }
+    issues.push_back({true, pos, "corrupt gzip data (" + why + "); the lines before it are kept"});
+    damaged = true;
+    break;
+  }
+  flush(used, damaged ? size : std::min<uint64_t>(pos, size), true);
+}
+
+// Builds the block of a member or plain slice (on a worker thread).
+std::unique_ptr<text_block> make_part_block(const trace_file &f, const planned_part &part,
+                                            size_t seq) {
+  auto b = std::make_unique<text_block>();
+  b->seq = seq;
+  b->part = &part;
+  b->in_offset = part.offset;
+  b->in_bytes = part.length;
+  if (part.kind == planned_part::plain) {
+    b->text = std::string_view(reinterpret_cast<const char *>(f.data() + part.offset),
+                               static_cast<size_t>(part.length));
+    return b;
+  }
+  size_t len = 0;
+  const bool ok = inflate_member(f.data() + part.offset, static_cast<size_t>(part.length),
+                                 part.dt, b->buffer, &len, b->issues, part.offset);
+  b->text = std::string_view(b->buffer.get(), len);
+  if (!ok) b->partial_tail = len > 0 && b->text.back() != '\n';
+  return b;
+}
+
+// The first block of a file must start (after blanks) with '[' or '{'; inflated data that
+// does not is some other gzip file. Marks the block (text dropped, one issue) and says so.
+bool looks_like_trace(text_block &b) {
+  for (char c : b.text) {
+    if (c == ' ' || c == '\n' || c == '\r' || c == '\t') continue;
+    if (c == '[' || c == '{') return true;
+    break;
+  }
+  if (b.text.empty()) return true;  // nothing readable: the issues already say why
+  b.issues.insert(b.issues.begin(), {true, b.in_offset, "not a trace (the data inside is not JSON lines)"});
+  b.text = std::string_view();
+  b.partial_tail = false;
+  return false;
+}
+
+}  // namespace
+
+void for_each_block(const trace_file &f, const read_options &opt,
+                    const std::function<void(text_block &)> &work,
+                    const std::function<void(text_block &)> &consume) {
+  // The parts to deliver: members/slices first, then at most one stream (always last).
+  std::vector<const planned_part *> tasks;
+  const planned_part *stream = nullptr;
+  for (const planned_part &p : f.parts()) {
+    if (p.kind == planned_part::stream) {
+      stream = &p;
+    } else if (!opt.keep_part || opt.keep_part(p)) {
+      tasks.push_back(&p);
+    }
+  }
+  const size_t block_bytes = std::max<size_t>(opt.block_bytes, 4096);
+
+  if (opt.threads <= 1) {
+    size_t seq = 0;
+    bool abandoned = false;
+    auto deliver = [&](text_block &b) {
+      if (b.seq == 0 && !looks_like_trace(b)) abandoned = true;
+      if (abandoned && b.seq != 0) return;
+      if (work) work(b);
+      if (consume) consume(b);
+    };
+    for (const planned_part *p : tasks) {
+      auto b = make_part_block(f, *p, seq++);
+      deliver(*b);
+    }
+    if (stream) run_stream(f, *stream, block_bytes, seq, [&](std::unique_ptr<text_block> b) { deliver(*b); });
+    return;
+  }
+
+  std::mutex mu;
+  std::condition_variable cv;
+  std::atomic<bool> abandoned{false};
+  auto run_work = [&](text_block &b) {
+    if (b.seq == 0 && !looks_like_trace(b)) abandoned = true;
+    if (work) work(b);
+  };
+  size_t next_task = 0;
+  bool stream_claimed = stream == nullptr;
+  bool stream_done = stream == nullptr;
+  size_t produced = tasks.size();  // stream blocks get seq numbers from here
+  size_t consumed = 0;
+  std::deque<std::unique_ptr<text_block>> pending;  // stream blocks waiting for work
+  std::map<size_t, std::unique_ptr<text_block>> done;
+  const size_t window = std::max<size_t>(opt.window, 2);
+
+  auto finish = [&](std::unique_ptr<text_block> b) {
+    std::lock_guard<std::mutex> lk(mu);
+    done.emplace(b->seq, std::move(b));
+    cv.notify_all();
+  };
+
+  auto worker = [&]() {
+    std::unique_lock<std::mutex> lk(mu);
+    for (;;) {
+      if (!pending.empty()) {
+        auto b = std::move(pending.front());
+        pending.pop_front();
+        lk.unlock();
+        run_work(*b);
+        finish(std::move(b));
+        lk.lock();
+        continue;
+      }
+      if (next_task < tasks.size()) {
+        if (next_task < consumed + window) {
+          const size_t t = next_task++;
+          lk.unlock();
+          auto b = make_part_block(f, *tasks[t], t);
+          run_work(*b);
+          finish(std::move(b));
+          lk.lock();
+          continue;
+        }
+      } else if (!stream_claimed) {
+        stream_claimed = true;
+        lk.unlock();
+        run_stream(f, *stream, block_bytes, tasks.size(), [&](std::unique_ptr<text_block> b) {
+          std::unique_lock<std::mutex> l2(mu);
+          cv.wait(l2, [&] { return b->seq < consumed + window; });
+          produced = b->seq + 1;
+          pending.push_back(std::move(b));
+          cv.notify_all();
+        });
+        lk.lock();
+        stream_done = true;
+        cv.notify_all();
+        continue;
+      } else if (stream_done && pending.empty()) {
+        return;
+      }
+      cv.wait(lk);
+    }
+  };
+
+  const int n = std::max(1, opt.threads);
+  std::vector<std::thread> pool;
+  pool.reserve(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) pool.emplace_back(worker);
+
+  for (;;) {
+    std::unique_ptr<text_block> b;
+    {
+      std::unique_lock<std::mutex> lk(mu);
+      cv.wait(lk, [&] {
+        return done.count(consumed) || (stream_done && pending.empty() && consumed >= produced &&
+                                        next_task >= tasks.size());
+      });
+      auto it = done.find(consumed);
+      if (it == done.end()) break;
+      b = std::move(it->second);
+      done.erase(it);
+      ++consumed;
+      cv.notify_all();
+    }
+    if (abandoned.load() && b->seq != 0) continue;  // not a trace: drop the rest
+    if (consume) consume(*b);
+  }
+  for (auto &t : pool) t.join();
+}
+
+}  // namespace dftrace::detail

@@ -1,0 +1,154 @@
+# conftest.py: shared helpers for the dftrace command's tests: running the real command and
+# reading traces back by an independent route (Python's gzip, zlib and json modules).
+import gzip
+import json
+import os
+import subprocess
+import zlib
+
+import pytest
+
+CLI = os.environ.get("DFTRACE_CLI", "")
+GEN = os.environ.get("DFTRACE_GEN_TRACE", "")
+TRAIN_LOOP = os.environ.get("DFTRACE_TRAIN_LOOP", "")
+REF = os.environ.get("DFTRACE_REFERENCE_TRACES", "")
+
+
+def pytest_configure(config):
+    if not CLI or not os.path.exists(CLI):
+        raise pytest.UsageError("DFTRACE_CLI must name the built dftrace command (run through ctest)")
+
+
+def run(*args, check=True, env=None, stdin=None):
+    """Runs the dftrace command; returns the CompletedProcess (text mode)."""
+    e = dict(os.environ)
+    e.setdefault("DFTRACE_NO_PROGRESS", "1")
+    if env:
+        e.update(env)
+    p = subprocess.run([CLI, *map(str, args)], capture_output=True, text=True, env=e,
+                       stdin=stdin, timeout=600)
+    if check and p.returncode != 0:
+        raise AssertionError(f"dftrace {' '.join(map(str, args))} exited {p.returncode}:\n"
+                             f"{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
+    return p
+
+
+def gen(path, events, **opts):
+    """Writes a synthetic trace with the test generator (tests/tools/gen_trace.cpp)."""
+    cmd = [GEN, str(path), "--events", str(events)]
+    for k, v in opts.items():
+        flag = "--" + k.replace("_", "-")
+        if v is True:
+            cmd.append(flag)
+        elif v is not False and v is not None:
+            cmd += [flag, str(v)]
+    subprocess.run(cmd, check=True, timeout=600)
+    return path
+
+
+def raw_text(path):
+    """The decompressed text of a trace; a damaged gzip tail is dropped (what zlib salvages)."""
+    data = open(path, "rb").read()
+    if data[:2] != b"\x1f\x8b":
+        return data.decode("utf-8")
+    out = []
+    while data:
+        d = zlib.decompressobj(31)
+        try:
+            out.append(d.decompress(data))
+        except zlib.error:
+            break
+        if not d.eof:
+            break
+        data = d.unused_data
+        if data[:2] != b"\x1f\x8b":
+            break
+    return b"".join(out).decode("utf-8", errors="replace")
+
+
+def lines(path):
+    """All lines of a trace (decompressed), as str, without the newline."""
+    t = raw_text(path)
+    ls = t.split("\n")
+    if ls and ls[-1] == "":
+        ls.pop()
+    return ls
+
+
+def events(path):
+    """The JSON objects of a trace, parsed with Python's json module."""
+    out = []
+    for l in lines(path):
+        s = l.strip()
+        if not s or s in ("[", "]"):
+            continue
+        out.append(json.loads(s))
+    return out
+
+
+def gzip_members(path):
+    """(offset, header flags, extra field bytes, compressed length) of each member."""
+    data = open(path, "rb").read()
+    pos, out = 0, []
+    while pos < len(data):
+        assert data[pos:pos + 2] == b"\x1f\x8b", f"no gzip member at {pos}"
+        flg = data[pos + 3]
+        extra = b""
+        if flg & 4:
+            xlen = int.from_bytes(data[pos + 10:pos + 12], "little")
+            extra = data[pos + 12:pos + 12 + xlen]
+        d = zlib.decompressobj(31)
+        d.decompress(data[pos:])
+        assert d.eof
+        n = len(data) - pos - len(d.unused_data)
+        out.append((pos, flg, extra, n))
+        pos += n
+    return out
+
+
+def dt_field(extra):
+    """The DT subfield of a gzip extra field, as a dict, or None."""
+    i = 0
+    while i + 4 <= len(extra):
+        sid, ln = extra[i:i + 2], int.from_bytes(extra[i + 2:i + 4], "little")
+        body = extra[i + 4:i + 4 + ln]
+        if sid == b"DT" and ln >= 29:
+            return {
+                "version": body[0],
+                "compressed": int.from_bytes(body[1:5], "little"),
+                "uncompressed": int.from_bytes(body[5:9], "little"),
+                "lines": int.from_bytes(body[9:13], "little"),
+                "ts_min": int.from_bytes(body[13:21], "little"),
+                "ts_max": int.from_bytes(body[21:29], "little"),
+            }
+        i += 4 + ln
+    return None
+
+
+def num(v):
+    """A number that older DFTracer may have quoted."""
+    return int(v) if isinstance(v, str) else v
+
+
+@pytest.fixture(scope="session")
+def ref_dir():
+    if not REF or not os.path.isdir(REF):
+        pytest.skip("reference traces (../shared/reference/traces) are not present")
+    return REF
+
+
+@pytest.fixture(scope="session")
+def ref_files(ref_dir):
+    return sorted(os.path.join(ref_dir, f) for f in os.listdir(ref_dir)
+                  if f.endswith(".pfw") or f.endswith(".pfw.gz"))
+
+
+@pytest.fixture(scope="session")
+def real_trace(tmp_path_factory):
+    """A trace written by the real dftrace library (examples/cpp/train_loop)."""
+    d = tmp_path_factory.mktemp("real")
+    env = dict(os.environ, DFTRACE_ENABLE="1", DFTRACE_LOG_FILE=str(d / "trace"))
+    subprocess.run([TRAIN_LOOP], check=True, env=env, timeout=120, capture_output=True)
+    files = sorted(d.glob("*.pfw.gz"))
+    assert len(files) == 1
+    return files[0]

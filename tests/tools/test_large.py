@@ -1,0 +1,80 @@
+# test_large.py: millions of events: merge ordering and de-duplication, split/merge round
+# trip and stat counts on synthetic traces written by tests/tools/gen_trace.cpp.
+import collections
+import re
+
+from conftest import gen, gzip_members, dt_field, run
+
+TS = re.compile(r'"ts":(\d+)')
+PH = re.compile(r'"ph":"(.)"')
+
+
+def scan(path):
+    """Streams a trace with Python's gzip module: (ordered?, #events, #meta, meta lines)."""
+    import gzip
+    last, ordered, n_ev, meta = -1, True, 0, collections.Counter()
+    hashdefs = collections.Counter()
+    with gzip.open(path, "rt") as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if line in ("[", "]"):
+                continue
+            ph = PH.search(line).group(1)
+            if ph == "M":
+                meta[line] += 1
+                if '"name":"HH"' in line or '"name":"SH"' in line or '"name":"FH"' in line:
+                    args = line[line.index('"args":'):]
+                    args = re.sub(r'"hhash":\d+,', "", args)
+                    hashdefs[re.sub(r'"(pid|tid|id)":\d+,', "", line[:line.index('"args":')]) + args] += 1
+                continue
+            ts = int(TS.search(line).group(1))
+            ordered = ordered and ts >= last
+            last = ts
+            n_ev += 1
+    return ordered, n_ev, meta, hashdefs
+
+
+def test_merge_millions_of_events(tmp_path):
+    files = [gen(tmp_path / f"r{i}.pfw.gz", 700_000, pid=1000 + i, seed=i, threads=2)
+             for i in range(3)]
+    out = tmp_path / "merged.pfw.gz"
+    run("merge", *files, "-o", out)
+    ordered, n_ev, meta, hashdefs = scan(out)
+    assert ordered
+    # Every X event (+ start/end) and every counter of the inputs.
+    expect = 0
+    for f in files:
+        o, n, _, _ = scan(f)
+        assert not o  # the inputs are only nearly sorted (parents after children)
+        expect += n
+    assert n_ev == expect > 2_100_000
+    # De-duplicated: the 3 ranks share the command line, exec name and 64 file names.
+    assert all(c == 1 for c in meta.values())
+    assert all(c == 1 for c in hashdefs.values())
+    fh = sum(1 for l in meta if '"name":"FH"' in l)
+    assert fh == 64
+    # Members of about 1 MiB, each with a DT field.
+    ms = gzip_members(out)
+    assert len(ms) > 100 and all(dt_field(m[2]) for m in ms)
+    v = run("validate", out)
+    assert " 0 errors, 0 warnings" in v.stdout
+
+
+def test_split_merge_round_trip_large(tmp_path):
+    src = gen(tmp_path / "big.pfw.gz", 1_000_000, pid=77, threads=4)
+    d = tmp_path / "pieces"
+    run("split", src, "-o", d, "--size", "32MiB")
+    pieces = sorted(d.iterdir())
+    assert len(pieces) >= 5
+    back = tmp_path / "back.pfw.gz"
+    run("merge", *pieces, "-o", back)
+    import gzip
+
+    def multiset(p):
+        c = collections.Counter()
+        with gzip.open(p, "rt") as f:
+            for line in f:
+                if '"ph":"M"' not in line and line.strip() not in ("[", "]"):
+                    c[line] += 1
+        return c
+    assert multiset(src) == multiset(back)

@@ -1,0 +1,179 @@
+// trace_reader_test.cpp: member planning through DT fields, streaming without them, damage,
+// and the ordered delivery of blocks from the worker pool.
+#include <gtest/gtest.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "reader/trace_reader.hpp"
+
+using namespace dftrace::detail;
+
+namespace {
+
+std::string temp_path(const char *name) {
+  return ::testing::TempDir() + "/reader_test_" + std::to_string(getpid()) + "_" + name;
+}
+
+void write_bytes(const std::string &path, const std::vector<char> &b) {
+  FILE *f = fopen(path.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  fwrite(b.data(), 1, b.size(), f);
+  fclose(f);
+}
+
+// n members of `per` lines each; line k is {"id":k,"ts":1000+k}.
+std::vector<char> dt_file(int n, int per, std::string *text) {
+  member_encoder enc(codec::zlib, 1);
+  std::vector<char> out;
+  int k = 0;
+  for (int m = 0; m < n; ++m) {
+    std::string t;
+    for (int i = 0; i < per; ++i, ++k)
+      t += "{\"id\":" + std::to_string(k) + ",\"ts\":" + std::to_string(1000 + k) + "}\n";
+    *text += t;
+    EXPECT_TRUE(enc.encode(t.data(), t.size(), scan_member_stats(t.data(), t.size()), out));
+  }
+  return out;
+}
+
+std::string read_all(const trace_file &f, int threads, std::vector<read_issue> *issues,
+                     size_t block = 4096) {
+  read_options opt;
+  opt.threads = threads;
+  opt.block_bytes = block;
+  opt.window = 3;
+  std::string got;
+  size_t expect_seq = 0;
+  for_each_block(f, opt, nullptr, [&](text_block &b) {
+    EXPECT_EQ(b.seq, expect_seq++);
+    got.append(b.text);
+    for (auto &i : b.issues) issues->push_back(i);
+  });
+  return got;
+}
+
+}  // namespace
+
+TEST(TraceReader, PlansMembersFromDtFieldsAndReadsThemInOrder) {
+  std::string text;
+  const auto bytes = dt_file(40, 50, &text);
+  const std::string path = temp_path("dt.pfw.gz");
+  write_bytes(path, bytes);
+  trace_file f;
+  std::string why;
+  ASSERT_TRUE(f.open(path, &why)) << why;
+  EXPECT_TRUE(f.fully_described());
+  EXPECT_EQ(f.dt_members(), 40u);
+  EXPECT_EQ(f.parts()[3].dt.lines, 50u);
+  EXPECT_EQ(f.parts()[1].dt.ts_min, 1050u);
+  for (int threads : {1, 2, 4}) {
+    std::vector<read_issue> issues;
+    EXPECT_EQ(read_all(f, threads, &issues), text) << threads;
+    EXPECT_TRUE(issues.empty());
+  }
+  unlink(path.c_str());
+}
+
+TEST(TraceReader, StreamsASingleMemberWithoutDtInBlocksOfWholeLines) {
+  std::string text = "[\n";
+  for (int i = 0; i < 20000; ++i) text += "{\"id\":" + std::to_string(i) + ",\"ts\":" + std::to_string(i) + "}\n";
+  text += "]";
+  uLongf n = compressBound(text.size());
+  std::vector<char> raw(n + 64);
+  // gzip framing through deflateInit2 (windowBits 31).
+  z_stream zs{};
+  deflateInit2(&zs, 1, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY);
+  zs.next_in = reinterpret_cast<Bytef *>(text.data());
+  zs.avail_in = static_cast<uInt>(text.size());
+  zs.next_out = reinterpret_cast<Bytef *>(raw.data());
+  zs.avail_out = static_cast<uInt>(raw.size());
+  ASSERT_EQ(deflate(&zs, Z_FINISH), Z_STREAM_END);
+  raw.resize(zs.total_out);
+  deflateEnd(&zs);
+  const std::string path = temp_path("stream.pfw.gz");
+  write_bytes(path, raw);
+  trace_file f;
+  std::string why;
+  ASSERT_TRUE(f.open(path, &why));
+  EXPECT_EQ(f.dt_members(), 0u);
+  ASSERT_EQ(f.parts().size(), 1u);
+  EXPECT_EQ(f.parts()[0].kind, planned_part::stream);
+  read_options opt;
+  opt.threads = 2;
+  opt.block_bytes = 4096;
+  std::string got;
+  int blocks = 0;
+  for_each_block(f, opt, nullptr, [&](text_block &b) {
+    ++blocks;
+    if (b.text.size() && got.size() + b.text.size() < text.size()) {
+      EXPECT_EQ(b.text.back(), '\n');
+    }
+    got.append(b.text);
+  });
+  EXPECT_EQ(got, text);
+  EXPECT_GT(blocks, 10);
+
+  // Cut the file inside the deflate data: what came before is kept, the damage reported.
+  raw.resize(raw.size() * 2 / 3);
+  write_bytes(path, raw);
+  trace_file g;
+  ASSERT_TRUE(g.open(path, &why));
+  std::vector<read_issue> issues;
+  const std::string part = read_all(g, 2, &issues);
+  ASSERT_EQ(issues.size(), 1u);
+  EXPECT_NE(issues[0].message.find("truncated"), std::string::npos);
+  EXPECT_GT(part.size(), text.size() / 3);
+  EXPECT_EQ(text.compare(0, part.size(), part), 0);
+  unlink(path.c_str());
+}
+
+TEST(TraceReader, TruncatedFinalDtMemberFallsBackToStreaming) {
+  std::string text;
+  auto bytes = dt_file(5, 2000, &text);
+  bytes.resize(bytes.size() - 300);
+  const std::string path = temp_path("cut.pfw.gz");
+  write_bytes(path, bytes);
+  trace_file f;
+  std::string why;
+  ASSERT_TRUE(f.open(path, &why));
+  EXPECT_EQ(f.dt_members(), 4u);
+  EXPECT_EQ(f.parts().back().kind, planned_part::stream);
+  std::vector<read_issue> issues;
+  const std::string got = read_all(f, 2, &issues);
+  ASSERT_FALSE(issues.empty());
+  EXPECT_GT(got.size(), text.size() * 4 / 5);
+  EXPECT_EQ(text.compare(0, got.size(), got), 0);
+  unlink(path.c_str());
+}
+
+TEST(TraceReader, RejectsWhatIsNotATrace) {
+  const std::string path = temp_path("junk.bin");
+  write_bytes(path, {'\x89', 'P', 'N', 'G', '\r', '\n'});
+  trace_file f;
+  std::string why;
+  EXPECT_FALSE(f.open(path, &why));
+  EXPECT_NE(why.find("not a trace"), std::string::npos);
+  trace_file g;
+  EXPECT_FALSE(g.open(temp_path("missing"), &why));
+  unlink(path.c_str());
+}
+
+TEST(TraceReader, PlainFilesAreSlicedAtLineBoundaries) {
+  std::string text = "[\n";
+  for (int i = 0; i < 600000; ++i) text += "{\"id\":" + std::to_string(i) + "}\n";
+  const std::string path = temp_path("plain.pfw");
+  write_bytes(path, std::vector<char>(text.begin(), text.end()));
+  trace_file f;
+  std::string why;
+  ASSERT_TRUE(f.open(path, &why));
+  EXPECT_GT(f.parts().size(), 1u);
+  for (const auto &p : f.parts())
+    EXPECT_EQ(f.data()[p.offset + p.length - 1], '\n');
+  std::vector<read_issue> issues;
+  EXPECT_EQ(read_all(f, 2, &issues), text);
+  unlink(path.c_str());
+}

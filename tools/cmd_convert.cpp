@@ -1,0 +1,242 @@
+// cmd_convert.cpp: dftrace convert --to perfetto: one Chrome JSON array (the format the
+// Perfetto UI and chrome://tracing import), gzip in a single member when asked.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <set>
+#include <string>
+
+#include "common.hpp"
+#include "core/format.hpp"
+
+namespace dftrace::tools {
+
+namespace {
+
+// A number field as a bare JSON number (older DFTracer quoted them; Perfetto drops those).
+bool put_number(std::string &out, const char *key, const jvalue &v) {
+  uint64_t tmp;
+  if (!v.present() || (v.type != jtype::number && v.type != jtype::string)) return false;
+  if (v.type == jtype::string) {
+    jvalue bare{jtype::number, v.text};
+    if (!detail::value_u64(bare, &tmp)) return false;
+  }
+  out += ",\"";
+  out += key;
+  out += "\":";
+  out.append(v.text);
+  return true;
+}
+
+struct convert_result : detail::block_result {
+  std::string out;
+  uint64_t events = 0, skipped = 0;
+  std::set<std::string> named_pids;
+  std::map<std::string, std::string> pid_label;  // from PR rank / exec
+  std::set<std::string> pids;
+};
+
+void convert_block(detail::text_block &b) {
+  auto r = std::make_unique<convert_result>();
+  parsed_line pl;
+  std::string_view text = b.text;
+  if (b.partial_tail) {
+    const size_t nl = text.rfind('\n');
+    text = nl == std::string_view::npos ? std::string_view() : text.substr(0, nl + 1);
+  }
+  detail::for_each_line(text, [&](std::string_view line) {
+    const std::string_view t = trim(line);
+    if (t.empty() || t == "[" || t == "]") return true;
+    if (!detail::parse_line(line, pl) || pl.ph.type != jtype::string || pl.ph.text.empty() ||
+        pl.name.type != jtype::string) {
+      ++r->skipped;
+      return true;
+    }
+    const char ph = pl.ph.text[0];
+    std::string &o = r->out;
+    if (ph == 'M') {
+      const bool proc = pl.name.text == "process_name";
+      if (proc || pl.name.text == "thread_name") {
+        const jvalue *n = pl.arg_value("name");
+        if (!n || n->type != jtype::string) return true;
+        o += "{\"name\":\"";
+        o.append(pl.name.text);
+        o += "\",\"ph\":\"M\"";
+        if (!put_number(o, "pid", pl.pid)) o += ",\"pid\":0";
+        if (!put_number(o, "tid", pl.tid)) o += ",\"tid\":0";
+        o += ",\"args\":{\"name\":\"";
+        o.append(n->text);
+        o += "\"}},\n";
+        if (proc) r->named_pids.insert(std::string(pl.pid.text));
+      } else if (pl.name.text == "PR") {
+        const jvalue *n = pl.arg_value("name");
+        const jvalue *v = pl.arg_value("value");
+        if (n && v && (n->text == "rank" || n->text == "exec")) {
+          std::string &label = r->pid_label[std::string(pl.pid.text)];
+          if (n->text == "rank") label = "rank " + std::string(v->text) + (label.empty() ? "" : " " + label);
+          else label += (label.empty() ? "" : " ") + std::string(v->text);
+        }
+      }
+      return true;  // other metadata (hash definitions, properties) has no Chrome meaning
+    }
+    uint64_t tmp;
+    if (!pl.ts.present() || !detail::value_u64(pl.ts, &tmp)) {
+      ++r->skipped;
+      return true;
+    }
+    o += "{\"name\":\"";
+    o.append(pl.name.text);
+    o += "\",\"cat\":\"";
+    if (pl.cat.type == jtype::string) o.append(pl.cat.text);
+    o += "\",\"ph\":\"";
+    o.append(pl.ph.text);
+    o += "\"";
+    if (!put_number(o, "pid", pl.pid)) o += ",\"pid\":0";
+    if (!put_number(o, "tid", pl.tid)) o += ",\"tid\":0";
+    put_number(o, "ts", pl.ts);
+    if (ph == 'X' && !put_number(o, "dur", pl.dur)) o += ",\"dur\":0";
+    if (ph != 'C' && pl.id.present()) {  // counters with an id become one track per sample
+      o += ",\"id\":";
+      if (pl.id.type == jtype::string) o += "\"";
+      o.append(pl.id.text);
+      if (pl.id.type == jtype::string) o += "\"";
+    }
+    if (pl.s.type == jtype::string) {
+      o += ",\"s\":\"";
+      o.append(pl.s.text);
+      o += "\"";
+    }
+    if (pl.args.type == jtype::object) {
+      o += ",\"args\":";
+      o.append(pl.args.text);
+    }
+    o += "},\n";
+    ++r->events;
+    r->pids.insert(std::string(pl.pid.text));
+    return true;
+  });
+  b.result = std::move(r);
+}
+
+bool write_file(const std::string &path, const char *p, size_t n, std::string *why) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    *why = std::strerror(errno);
+    return false;
+  }
+  while (n > 0) {
+    const ssize_t w = ::write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      *why = std::strerror(errno);
+      ::close(fd);
+      return false;
+    }
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  if (::close(fd) != 0) {
+    *why = std::strerror(errno);
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int cmd_convert(const args_t &a) {
+  const std::string to = a.get("--to", "perfetto");
+  if (to != "perfetto" && to != "chrome") {
+    error_line("convert: --to must be perfetto (Chrome JSON)");
+    return 2;
+  }
+  const std::string out_path = a.has("-o") ? a.get("-o") : a.get("--output");
+  if (out_path.empty()) {
+    error_line("convert: -o OUT.json[.gz] is required");
+    return 2;
+  }
+  bool ok = true;
+  const std::vector<std::string> files = expand_inputs(a.positional, &ok);
+  if (files.empty()) {
+    error_line("convert: no input file");
+    return 2;
+  }
+  std::string out = "[\n";
+  uint64_t events = 0, skipped = 0;
+  std::set<std::string> named, pids;
+  std::map<std::string, std::string> labels;
+  detail::read_options opt;
+  opt.threads = tool_threads();
+  for (const auto &path : files) {
+    detail::trace_file f;
+    std::string why;
+    if (!f.open(path, &why)) {
+      error_line(path + ": " + why);
+      ok = false;
+      continue;
+    }
+    progress bar("convert", f.size());
+    detail::for_each_block(f, opt, convert_block, [&](detail::text_block &b) {
+      auto *r = static_cast<convert_result *>(b.result.get());
+      out += r->out;
+      events += r->events;
+      skipped += r->skipped;
+      named.insert(r->named_pids.begin(), r->named_pids.end());
+      pids.insert(r->pids.begin(), r->pids.end());
+      for (auto &kv : r->pid_label) labels[kv.first] = kv.second;
+      for (const auto &i : b.issues) {
+        error_line(path + ": byte " + std::to_string(i.offset) + ": " + i.message);
+        if (i.error) ok = false;
+      }
+      bar.add(b.in_bytes);
+    });
+  }
+  // Processes without a process_name get one from their rank or exec, so that the UI shows
+  // more than a number.
+  for (const auto &p : pids) {
+    if (named.count(p)) continue;
+    bool digits = !p.empty();
+    for (char c : p) digits = digits && c >= '0' && c <= '9';
+    if (!digits) continue;
+    auto it = labels.find(p);
+    const std::string label = it != labels.end() ? it->second : "pid " + p;
+    out += "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":" + p + ",\"tid\":0,\"args\":{\"name\":" +
+           detail::json_quote(label) + "}},\n";
+  }
+  if (out.size() > 2) out.resize(out.size() - 2);  // the last ",\n"
+  out += "\n]\n";
+  std::string why;
+  const bool gz = out_path.size() >= 3 && out_path.compare(out_path.size() - 3, 3, ".gz") == 0;
+  if (gz) {
+    // One gzip member: some viewers read only the first member of a gzip file.
+    detail::member_encoder enc(detail::codec_auto(), detail::codec_default_level(detail::codec_auto()));
+    std::vector<char> z;
+    if (out.size() > 0xFFFFFF00u) {
+      error_line("convert: output over 4 GiB; write it uncompressed (-o OUT.json)");
+      return 1;
+    }
+    if (!enc.encode(out.data(), out.size(), detail::scan_member_stats(out.data(), out.size()), z)) {
+      error_line("convert: compression failed");
+      return 1;
+    }
+    if (!write_file(out_path, z.data(), z.size(), &why)) {
+      error_line(out_path + ": " + why);
+      return 1;
+    }
+  } else if (!write_file(out_path, out.data(), out.size(), &why)) {
+    error_line(out_path + ": " + why);
+    return 1;
+  }
+  if (skipped)
+    error_line("convert: skipped " + std::to_string(skipped) +
+               " lines that are not valid events (run dftrace validate for details)");
+  fprintf(stderr, "converted %llu events -> %s\n", static_cast<unsigned long long>(events),
+          out_path.c_str());
+  return ok ? 0 : 1;
+}
+
+}  // namespace dftrace::tools

@@ -1,0 +1,420 @@
+// cmd_stat.cpp: dftrace stat: counts and durations per category/name, pid and thread.
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <unordered_map>
+
+#include "common.hpp"
+#include "core/format.hpp"
+
+namespace dftrace::tools {
+
+namespace {
+
+struct name_stats {
+  uint64_t count = 0;
+  uint64_t total = 0;
+  std::vector<uint64_t> durs;
+};
+
+struct span_stats {
+  uint64_t events = 0;
+  uint64_t ts_min = UINT64_MAX;
+  uint64_t end_max = 0;
+  void add(uint64_t ts, uint64_t end) {
+    ++events;
+    ts_min = std::min(ts_min, ts);
+    end_max = std::max(end_max, end);
+  }
+  void merge(const span_stats &o) {
+    events += o.events;
+    ts_min = std::min(ts_min, o.ts_min);
+    end_max = std::max(end_max, o.end_max);
+  }
+};
+
+// What one block (or the whole run) adds up to. Keys are the escaped JSON text of the values.
+struct partial : detail::block_result {
+  uint64_t lines = 0;
+  uint64_t objects = 0;
+  uint64_t invalid = 0;
+  uint64_t by_ph[128] = {};
+  uint64_t dropped = 0;
+  uint64_t ts_min = UINT64_MAX;
+  uint64_t end_max = 0;
+  std::unordered_map<std::string, name_stats> names;  // cat '\x1f' name
+  std::unordered_map<std::string, span_stats> pids;
+  std::unordered_map<std::string, span_stats> threads;  // pid '\x1f' tid
+  std::unordered_map<std::string, std::string> ranks;   // pid -> rank
+
+  void merge(partial &o) {
+    lines += o.lines;
+    objects += o.objects;
+    invalid += o.invalid;
+    for (int i = 0; i < 128; ++i) by_ph[i] += o.by_ph[i];
+    dropped += o.dropped;
+    ts_min = std::min(ts_min, o.ts_min);
+    end_max = std::max(end_max, o.end_max);
+    for (auto &kv : o.names) {
+      auto &d = names[kv.first];
+      d.count += kv.second.count;
+      d.total += kv.second.total;
+      if (d.durs.empty()) {
+        d.durs = std::move(kv.second.durs);
+      } else {
+        d.durs.insert(d.durs.end(), kv.second.durs.begin(), kv.second.durs.end());
+      }
+    }
+    for (auto &kv : o.pids) pids[kv.first].merge(kv.second);
+    for (auto &kv : o.threads) threads[kv.first].merge(kv.second);
+    for (auto &kv : o.ranks) ranks[kv.first] = kv.second;
+  }
+};
+
+void scan_block(detail::text_block &b) {
+  auto r = std::make_unique<partial>();
+  parsed_line pl;
+  std::string key;
+  span_stats *pid_stats = nullptr, *thread_stats = nullptr;
+  std::string_view last_pid, last_tid;
+  struct name_cache_entry {
+    std::string_view cat, name;
+    name_stats *stats = nullptr;
+  } cache[16];
+  std::string_view text = b.text;
+  if (b.partial_tail) {
+    const size_t nl = text.rfind('\n');
+    text = nl == std::string_view::npos ? std::string_view() : text.substr(0, nl + 1);
+  }
+  detail::for_each_line(text, [&](std::string_view line) {
+    ++r->lines;
+    if (line.empty() || line[0] != '{') {
+      const std::string_view t = trim(line);
+      if (t.empty() || t == "[" || t == "]") return true;
+    }
+    if (!detail::parse_line(line, pl)) {
+      ++r->invalid;
+      return true;
+    }
+    ++r->objects;
+    const event_fields f = fields_of(pl);
+    r->by_ph[static_cast<unsigned char>(f.ph) & 127]++;
+    if (f.ph == 'M' && pl.name.text == "PR") {  // the MPI rank of a pid, when it is known
+      const jvalue *n = pl.arg_value("name");
+      const jvalue *v = pl.arg_value("value");
+      if (n && v && n->text == "rank" && v->type == jtype::number)
+        r->ranks[std::string(pl.pid.text)] = std::string(v->text);
+    }
+    if (!f.has_ts || f.ph == 'M') return true;
+    const uint64_t end = f.ts + (f.has_dur ? f.dur : 0);
+    r->ts_min = std::min(r->ts_min, f.ts);
+    r->end_max = std::max(r->end_max, end);
+    // Consecutive lines mostly share pid and tid: look the maps up only when they change.
+    if (!pid_stats || pl.pid.text != last_pid) {
+      key.assign(pl.pid.text);
+      pid_stats = &r->pids[key];
+      last_pid = pl.pid.text;
+      thread_stats = nullptr;
+    }
+    pid_stats->add(f.ts, end);
+    if (!thread_stats || pl.tid.text != last_tid) {
+      key.assign(pl.pid.text);
+      key.push_back('\x1f');
+      key.append(pl.tid.text);
+      thread_stats = &r->threads[key];
+      last_tid = pl.tid.text;
+    }
+    thread_stats->add(f.ts, end);
+    if (f.ph != 'X') return true;
+    if (pl.name.text == "end" && pl.cat.text == "dftracer") {
+      if (const jvalue *d = pl.arg_value("dropped_events")) {
+        uint64_t v = 0;
+        if (detail::value_u64(*d, &v)) r->dropped += v;
+      }
+    }
+    // A few names make most of a trace: a small direct-mapped cache in front of the map.
+    const size_t slot = (pl.name.text.size() * 31 + (pl.name.text.empty() ? 0 : pl.name.text[0]) +
+                         (pl.cat.text.empty() ? 0 : pl.cat.text[0]) * 7) & 15;
+    name_cache_entry &ce = cache[slot];
+    if (!ce.stats || ce.name != pl.name.text || ce.cat != pl.cat.text) {
+      key.assign(pl.cat.text);
+      key.push_back('\x1f');
+      key.append(pl.name.text);
+      ce.stats = &r->names[key];
+      ce.name = pl.name.text;
+      ce.cat = pl.cat.text;
+    }
+    name_stats &ns = *ce.stats;
+    ++ns.count;
+    ns.total += f.dur;
+    ns.durs.push_back(f.dur);
+    return true;
+  });
+  b.result = std::move(r);
+}
+
+uint64_t percentile(std::vector<uint64_t> &v, double q) {
+  if (v.empty()) return 0;
+  size_t k = static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5);
+  if (k >= v.size()) k = v.size() - 1;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
+  return v[k];
+}
+
+struct file_summary {
+  std::string path;
+  uint64_t compressed = 0;
+  uint64_t text = 0;
+  uint64_t lines = 0;
+  size_t members = 0;
+  size_t dt_members = 0;
+  bool lines_from_dt = false;
+};
+
+std::string jstr(std::string_view s) { return "\"" + std::string(s) + "\""; }
+
+// A pid/tid as JSON: bare when it is a number (also when it was quoted), else a string.
+std::string jnum(std::string_view s) {
+  bool digits = !s.empty();
+  for (char c : s) digits = digits && c >= '0' && c <= '9';
+  return digits ? std::string(s) : jstr(s);
+}
+
+}  // namespace
+
+int cmd_stat(const args_t &a) {
+  bool ok = true;
+  const std::vector<std::string> files = expand_inputs(a.positional, &ok);
+  if (files.empty()) {
+    error_line("stat: no input files");
+    return 2;
+  }
+  const bool json = a.has("--json");
+  const bool fast = a.has("--fast");
+  uint64_t total_bytes = 0;
+  partial all;
+  std::vector<file_summary> summaries;
+  std::vector<std::unique_ptr<detail::trace_file>> opened;
+  for (const auto &p : files) {
+    auto f = std::make_unique<detail::trace_file>();
+    std::string why;
+    if (!f->open(p, &why)) {
+      error_line(p + ": " + why);
+      ok = false;
+      continue;
+    }
+    total_bytes += f->size();
+    opened.push_back(std::move(f));
+  }
+  progress bar("stat", total_bytes);
+  detail::read_options opt;
+  opt.threads = tool_threads();
+  for (auto &f : opened) {
+    file_summary s;
+    s.path = f->path();
+    s.compressed = f->size();
+    s.members = f->parts().size();
+    s.dt_members = f->dt_members();
+    for (const auto &i : f->plan_issues()) {
+      error_line(f->path() + ": byte " + std::to_string(i.offset) + ": " + i.message);
+      ok = false;
+    }
+    if (fast && f->fully_described()) {
+      // O(members): the DT fields know the line counts, sizes and time ranges.
+      s.lines_from_dt = true;
+      for (const auto &part : f->parts()) {
+        s.lines += part.dt.lines;
+        s.text += part.dt.uncompressed_len;
+        if (part.dt.ts_min || part.dt.ts_max) {
+          all.ts_min = std::min(all.ts_min, part.dt.ts_min);
+          all.end_max = std::max(all.end_max, part.dt.ts_max);
+        }
+      }
+      all.lines += s.lines;
+      bar.add(f->size());
+      summaries.push_back(s);
+      continue;
+    }
+    std::function<void(detail::text_block &)> work;
+    if (fast) {
+      work = [](detail::text_block &b) {
+        auto r = std::make_unique<partial>();
+        uint64_t n = 0;
+        detail::for_each_line(b.text, [&n](std::string_view) {
+          ++n;
+          return true;
+        });
+        r->lines = n;
+        b.result = std::move(r);
+      };
+    } else {
+      work = scan_block;
+    }
+    detail::for_each_block(*f, opt, work, [&](detail::text_block &b) {
+      auto *r = static_cast<partial *>(b.result.get());
+      s.lines += r->lines;
+      s.text += b.text.size();
+      all.merge(*r);
+      for (const auto &i : b.issues) {
+        error_line(f->path() + ": byte " + std::to_string(i.offset) + ": " + i.message);
+        if (i.error) ok = false;
+      }
+      bar.add(b.in_bytes);
+    });
+    summaries.push_back(s);
+  }
+  bar.done();
+
+  // Sorted views.
+  struct name_row {
+    std::string cat, name;
+    uint64_t count, total, p50, p99;
+  };
+  std::vector<name_row> rows;
+  for (auto &kv : all.names) {
+    const size_t sep = kv.first.find('\x1f');
+    name_row r{kv.first.substr(0, sep), kv.first.substr(sep + 1), kv.second.count,
+               kv.second.total, percentile(kv.second.durs, 0.50),
+               percentile(kv.second.durs, 0.99)};
+    rows.push_back(r);
+  }
+  std::sort(rows.begin(), rows.end(), [](const name_row &x, const name_row &y) {
+    if (x.total != y.total) return x.total > y.total;
+    if (x.cat != y.cat) return x.cat < y.cat;
+    return x.name < y.name;
+  });
+  std::map<std::string, span_stats> pids(all.pids.begin(), all.pids.end());
+  std::map<std::string, span_stats> threads(all.threads.begin(), all.threads.end());
+  uint64_t lines = 0, text = 0;
+  for (auto &s : summaries) {
+    lines += s.lines;
+    text += s.text;
+  }
+  const bool have_span = all.ts_min != UINT64_MAX;
+  const uint64_t span = have_span && all.end_max > all.ts_min ? all.end_max - all.ts_min : 0;
+
+  std::string out;
+  char buf[512];
+  if (json) {
+    out += "{\"files\":[";
+    for (size_t i = 0; i < summaries.size(); ++i) {
+      const auto &s = summaries[i];
+      snprintf(buf, sizeof buf,
+               "%s{\"path\":%s,\"compressed_bytes\":%" PRIu64 ",\"text_bytes\":%" PRIu64
+               ",\"lines\":%" PRIu64 ",\"members\":%zu,\"dt_members\":%zu,\"lines_from_dt\":%s}",
+               i ? "," : "", detail::json_quote(s.path).c_str(), s.compressed, s.text, s.lines,
+               s.members, s.dt_members, s.lines_from_dt ? "true" : "false");
+      out += buf;
+    }
+    snprintf(buf, sizeof buf,
+             "],\"lines\":%" PRIu64 ",\"text_bytes\":%" PRIu64 ",\"events\":%" PRIu64
+             ",\"complete_events\":%" PRIu64 ",\"metadata\":%" PRIu64 ",\"counters\":%" PRIu64
+             ",\"instants\":%" PRIu64 ",\"invalid_lines\":%" PRIu64 ",\"dropped_events\":%" PRIu64,
+             lines, text, all.objects, all.by_ph['X'], all.by_ph['M'], all.by_ph['C'],
+             all.by_ph['i'] + all.by_ph['I'], all.invalid, all.dropped);
+    out += buf;
+    if (have_span) {
+      snprintf(buf, sizeof buf, ",\"ts_min\":%" PRIu64 ",\"ts_end\":%" PRIu64 ",\"span_us\":%" PRIu64,
+               all.ts_min, all.end_max, span);
+      out += buf;
+    }
+    out += ",\"by_name\":[";
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const auto &r = rows[i];
+      snprintf(buf, sizeof buf,
+               "%s{\"cat\":%s,\"name\":%s,\"count\":%" PRIu64 ",\"total_us\":%" PRIu64
+               ",\"mean_us\":%.3f,\"p50_us\":%" PRIu64 ",\"p99_us\":%" PRIu64 "}",
+               i ? "," : "", jstr(r.cat).c_str(), jstr(r.name).c_str(), r.count, r.total,
+               r.count ? static_cast<double>(r.total) / r.count : 0.0, r.p50, r.p99);
+      out += buf;
+    }
+    out += "],\"by_pid\":[";
+    bool first = true;
+    for (auto &kv : pids) {
+      auto rk = all.ranks.find(kv.first);
+      snprintf(buf, sizeof buf, "%s{\"pid\":%s,\"rank\":%s,\"events\":%" PRIu64
+               ",\"ts_min\":%" PRIu64 ",\"ts_end\":%" PRIu64 "}",
+               first ? "" : ",", jnum(kv.first).c_str(),
+               rk == all.ranks.end() ? "null" : rk->second.c_str(), kv.second.events,
+               kv.second.ts_min, kv.second.end_max);
+      out += buf;
+      first = false;
+    }
+    out += "],\"by_thread\":[";
+    first = true;
+    for (auto &kv : threads) {
+      const size_t sep = kv.first.find('\x1f');
+      snprintf(buf, sizeof buf,
+               "%s{\"pid\":%s,\"tid\":%s,\"events\":%" PRIu64 ",\"ts_min\":%" PRIu64
+               ",\"ts_end\":%" PRIu64 "}",
+               first ? "" : ",", jnum(kv.first.substr(0, sep)).c_str(),
+               jnum(kv.first.substr(sep + 1)).c_str(),
+               kv.second.events, kv.second.ts_min, kv.second.end_max);
+      out += buf;
+      first = false;
+    }
+    out += "]}\n";
+  } else {
+    snprintf(buf, sizeof buf, "%zu file(s), %" PRIu64 " lines, %.1f MB of text", summaries.size(),
+             lines, text / 1e6);
+    out += buf;
+    size_t from_dt = 0;
+    for (auto &s : summaries) from_dt += s.lines_from_dt;
+    if (from_dt) {
+      snprintf(buf, sizeof buf, " (%zu counted from DT fields)", from_dt);
+      out += buf;
+    }
+    out += "\n";
+    if (!fast) {
+      snprintf(buf, sizeof buf,
+               "events: %" PRIu64 " complete, %" PRIu64 " counters, %" PRIu64 " instants, %" PRIu64
+               " metadata; %" PRIu64 " invalid lines; %" PRIu64 " dropped events\n",
+               all.by_ph['X'], all.by_ph['C'], all.by_ph['i'] + all.by_ph['I'], all.by_ph['M'],
+               all.invalid, all.dropped);
+      out += buf;
+    }
+    if (have_span) {
+      snprintf(buf, sizeof buf, "time span: %.6f s (ts %" PRIu64 " .. %" PRIu64 ")\n", span / 1e6,
+               all.ts_min, all.end_max);
+      out += buf;
+    }
+    if (!rows.empty()) {
+      snprintf(buf, sizeof buf, "\n%-14s %-28s %10s %14s %12s %10s %10s\n", "cat", "name",
+               "count", "total_ms", "mean_us", "p50_us", "p99_us");
+      out += buf;
+      for (const auto &r : rows) {
+        snprintf(buf, sizeof buf, "%-14s %-28s %10" PRIu64 " %14.3f %12.2f %10" PRIu64 " %10" PRIu64 "\n",
+                 r.cat.c_str(), r.name.c_str(), r.count, r.total / 1e3,
+                 r.count ? static_cast<double>(r.total) / r.count : 0.0, r.p50, r.p99);
+        out += buf;
+      }
+    }
+    if (!pids.empty()) {
+      snprintf(buf, sizeof buf, "\n%-12s %-6s %-12s %10s %14s\n", "pid", "rank", "tid", "events",
+               "span_s");
+      out += buf;
+      for (auto &kv : pids) {
+        auto rk = all.ranks.find(kv.first);
+        snprintf(buf, sizeof buf, "%-12s %-6s %-12s %10" PRIu64 " %14.6f\n", kv.first.c_str(),
+                 rk == all.ranks.end() ? "-" : rk->second.c_str(), "*", kv.second.events,
+                 (kv.second.end_max - kv.second.ts_min) / 1e6);
+        out += buf;
+        const std::string prefix = kv.first + '\x1f';
+        for (auto it = threads.lower_bound(prefix);
+             it != threads.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
+          snprintf(buf, sizeof buf, "%-12s %-6s %-12s %10" PRIu64 " %14.6f\n", "", "",
+                   it->first.substr(prefix.size()).c_str(), it->second.events,
+                   (it->second.end_max - it->second.ts_min) / 1e6);
+          out += buf;
+        }
+      }
+    }
+  }
+  fwrite(out.data(), 1, out.size(), stdout);
+  fflush(stdout);
+  return ok ? 0 : 1;
+}
+
+}  // namespace dftrace::tools

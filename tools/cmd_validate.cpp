@@ -1,0 +1,403 @@
+// cmd_validate.cpp: dftrace validate: line-numbered findings on what breaks DFAnalyzer or
+// makes Perfetto drop events; exit status 1 when any error is found.
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "common.hpp"
+
+namespace dftrace::tools {
+
+namespace {
+
+// One finding inside a block, before line numbers are known.
+struct local_finding {
+  uint32_t line;  // 0-based line within the block
+  bool error;
+  const char *kind;  // groups findings for the per-kind cap
+  std::string message;
+};
+
+struct check_result : detail::block_result {
+  uint32_t lines = 0;
+  std::vector<local_finding> findings;
+  // Structure: the first non-blank line, the first ']' and the first non-blank line after it.
+  int64_t first_nonblank = -1;
+  std::string_view first_nonblank_text;
+  int64_t close_line = -1;
+  int64_t after_close = -1;
+  int64_t last_nonblank = -1;
+  std::string_view last_nonblank_text;
+  // Hashes: definitions and first uses within the block.
+  std::vector<std::pair<std::string, uint32_t>> defs;
+  std::unordered_map<std::string_view, uint32_t> uses;  // views into the block's text
+  std::vector<std::pair<uint64_t, uint32_t>> ids;  // (id, line in block)
+  // Statistics to compare with the member's DT field.
+  uint64_t ts_min = 0, ts_max = 0;
+  bool any_ts = false;
+  std::string quoted_keys;  // of the line being checked
+};
+
+bool is_uint_text(std::string_view t) {
+  if (t.empty()) return false;
+  for (char c : t)
+    if (c < '0' || c > '9') return false;
+  return true;
+}
+
+bool has_exponent(std::string_view t) {
+  for (char c : t)
+    if (c == 'e' || c == 'E') return true;
+  return false;
+}
+
+// Checks that a required field is a number (bare; quoted numbers are a legacy warning).
+void need_number(check_result &r, uint32_t ln, const jvalue &v, const char *key, bool integer,
+                 bool allow_negative) {
+  if (!v.present()) {
+    r.findings.push_back({ln, true, "missing", std::string("missing \"") + key + "\""});
+    return;
+  }
+  if (v.type == jtype::string) {
+    std::string_view t = v.text;
+    if (allow_negative && !t.empty() && t[0] == '-') t.remove_prefix(1);
+    uint64_t tmp;
+    jvalue bare{jtype::number, t};
+    if (is_uint_text(t) || (!integer && detail::value_u64(bare, &tmp))) {
+      if (!r.quoted_keys.empty()) r.quoted_keys += ", ";
+      r.quoted_keys += key;
+    } else {
+      r.findings.push_back({ln, true, "type", std::string("\"") + key + "\" is not a number"});
+    }
+    return;
+  }
+  if (v.type != jtype::number) {
+    r.findings.push_back({ln, true, "type", std::string("\"") + key + "\" is not a number"});
+    return;
+  }
+  if (!allow_negative && v.text[0] == '-') {
+    r.findings.push_back({ln, true, "type", std::string("\"") + key + "\" is negative"});
+    return;
+  }
+  if (integer && !detail::value_is_integer(v))
+    r.findings.push_back({ln, true, "type", std::string("\"") + key + "\" is not an integer"});
+  else if (!integer && has_exponent(v.text))
+    r.findings.push_back({ln, false, "type", std::string("\"") + key + "\" uses an exponent"});
+}
+
+void need_string(check_result &r, uint32_t ln, const jvalue &v, const char *key) {
+  if (!v.present()) {
+    r.findings.push_back({ln, true, "missing", std::string("missing \"") + key + "\""});
+  } else if (v.type != jtype::string) {
+    r.findings.push_back({ln, true, "type", std::string("\"") + key + "\" is not a string"});
+  }
+}
+
+void check_block(detail::text_block &b) {
+  auto r = std::make_unique<check_result>();
+  parsed_line pl;
+  std::vector<std::string_view> refs;
+  std::string_view recent_refs[8];
+  unsigned recent_next = 0;
+  uint32_t ln = 0;
+  detail::for_each_line(b.text, [&](std::string_view line) {
+    const uint32_t cur = ln++;
+    const std::string_view t = trim(line);
+    if (t.empty()) return true;
+    if (r->first_nonblank < 0) {
+      r->first_nonblank = cur;
+      r->first_nonblank_text = t;
+    }
+    if (r->close_line >= 0 && r->after_close < 0) r->after_close = cur;
+    r->last_nonblank = cur;
+    r->last_nonblank_text = t;
+    if (t == "[") return true;
+    if (t == "]") {
+      if (r->close_line < 0) r->close_line = cur;
+      return true;
+    }
+    if (!detail::parse_line(line, pl)) {
+      r->findings.push_back({cur, true, "json",
+                             std::string("invalid JSON: ") + pl.error + " at column " +
+                                 std::to_string(pl.error_at + 1)});
+      return true;
+    }
+    if (pl.duplicate_key)
+      r->findings.push_back({cur, true, "json", "a top-level key appears twice"});
+    need_string(*r, cur, pl.ph, "ph");
+    need_string(*r, cur, pl.name, "name");
+    const char ph = pl.ph.type == jtype::string && !pl.ph.text.empty() ? pl.ph.text[0] : 0;
+    const bool meta = ph == 'M';
+    if (!meta) need_string(*r, cur, pl.cat, "cat");
+    need_number(*r, cur, pl.pid, "pid", true, false);
+    need_number(*r, cur, pl.tid, "tid", true, false);
+    if (pl.args.present() && pl.args.type != jtype::object)
+      r->findings.push_back({cur, true, "type", "\"args\" is not an object"});
+    if (ph && pl.ph.text.size() != 1)
+      r->findings.push_back({cur, true, "type", "\"ph\" is not one character"});
+    switch (ph) {
+      case 'X':
+        need_number(*r, cur, pl.ts, "ts", false, false);
+        need_number(*r, cur, pl.dur, "dur", false, false);
+        break;
+      case 'C':
+        need_number(*r, cur, pl.ts, "ts", false, false);
+        if (pl.id.present())
+          r->findings.push_back({cur, true, "counter-id",
+                                 "counter with an \"id\" (Perfetto makes one track per sample)"});
+        if (!pl.args.present())
+          r->findings.push_back({cur, true, "missing", "counter without \"args\""});
+        break;
+      case 'i':
+      case 'I':
+      case 'B':
+      case 'E':
+      case 'b':
+      case 'e':
+      case 'n':
+        need_number(*r, cur, pl.ts, "ts", false, false);
+        break;
+      case 'M':
+        break;
+      case 0:
+        break;
+      default:
+        r->findings.push_back({cur, false, "ph", "unknown \"ph\" " + std::string(pl.ph.text)});
+        break;
+    }
+    if (!r->quoted_keys.empty()) {
+      r->findings.push_back({cur, false, "quoted",
+                             "numbers in quotes (" + r->quoted_keys +
+                                 "): older DFTracer; Perfetto drops such events"});
+      r->quoted_keys.clear();
+    }
+    if (meta && (pl.name.text == "HH" || pl.name.text == "SH" || pl.name.text == "FH")) {
+      const jvalue *v = pl.arg_value("value");
+      if (!v || (v->type != jtype::number && v->type != jtype::string)) {
+        r->findings.push_back({cur, true, "hash", std::string(pl.name.text) +
+                                                      " line without a hash \"value\""});
+      } else {
+        r->defs.emplace_back(std::string(v->text), cur);
+      }
+    }
+    refs.clear();
+    hash_refs(pl, &refs);
+    for (auto v : refs) {
+      // Most lines repeat the hashes of the line before (hhash always): skip the map then.
+      bool recent = false;
+      for (auto &c : recent_refs) recent = recent || c == v;
+      if (recent) continue;
+      r->uses.emplace(v, cur);
+      recent_refs[recent_next++ & 7] = v;
+    }
+    int64_t id = 0;
+    if (pl.id.present() && ph != 'C') {
+      if (detail::value_i64(pl.id, &id)) {
+        r->ids.emplace_back(static_cast<uint64_t>(id), cur);
+      }
+    }
+    uint64_t ts = 0;
+    if (pl.ts.present() && detail::value_u64(pl.ts, &ts)) {
+      if (!r->any_ts || ts < r->ts_min) r->ts_min = ts;
+      if (!r->any_ts || ts > r->ts_max) r->ts_max = ts;
+      r->any_ts = true;
+    }
+    return true;
+  });
+  r->lines = ln;
+  b.result = std::move(r);
+}
+
+struct reporter {
+  std::string path;
+  size_t max_per_kind = 20;
+  uint64_t errors = 0, warnings = 0;
+  std::map<std::string, uint64_t> per_kind;
+  std::map<std::string, uint64_t> suppressed;
+
+  void add(uint64_t line, bool error, const std::string &kind, const std::string &msg) {
+    (error ? errors : warnings)++;
+    if (++per_kind[kind] > max_per_kind) {
+      ++suppressed[kind];
+      return;
+    }
+    std::string s = path;
+    if (line) s += ":" + std::to_string(line);
+    s += error ? ": error: " : ": warning: ";
+    s += msg;
+    s += "\n";
+    fwrite(s.data(), 1, s.size(), stdout);
+  }
+  void finish() {
+    for (auto &kv : suppressed) {
+      std::string s = path + ": " + std::to_string(kv.second) + " more " + kv.first +
+                      " findings not shown\n";
+      fwrite(s.data(), 1, s.size(), stdout);
+    }
+  }
+};
+
+}  // namespace
+
+int cmd_validate(const args_t &a) {
+  bool ok = true;
+  const std::vector<std::string> files = expand_inputs(a.positional, &ok);
+  if (files.empty()) {
+    error_line("validate: no input files");
+    return 2;
+  }
+  size_t max_per_kind = 20;
+  if (a.has("--max-findings")) {
+    uint64_t v = 0;
+    if (!parse_size(a.get("--max-findings"), &v)) {
+      error_line("validate: --max-findings needs a number");
+      return 2;
+    }
+    max_per_kind = static_cast<size_t>(v);
+  }
+  const bool quiet = a.has("--quiet");
+  uint64_t total_errors = 0, total_warnings = 0;
+  detail::read_options opt;
+  opt.threads = tool_threads();
+  for (const auto &path : files) {
+    detail::trace_file f;
+    std::string why;
+    if (!f.open(path, &why)) {
+      error_line(path + ": " + why);
+      ok = false;
+      continue;
+    }
+    progress bar("validate", f.size());
+    reporter rep;
+    rep.path = path;
+    rep.max_per_kind = max_per_kind;
+    for (const auto &i : f.plan_issues())
+      rep.add(0, i.error, "gzip", "byte " + std::to_string(i.offset) + ": " + i.message);
+
+    uint64_t base = 0;  // lines before the current block
+    bool seen_first = false, closed = false, reported_after_close = false;
+    uint64_t close_at = 0;
+    std::string last_text;
+    std::unordered_set<std::string> defined;
+    std::unordered_set<std::string> reported_hash;
+    std::vector<std::pair<uint64_t, uint64_t>> ids;  // (id, absolute line)
+    detail::for_each_block(f, opt, check_block, [&](detail::text_block &b) {
+      auto *r = static_cast<check_result *>(b.result.get());
+      for (const auto &i : b.issues)
+        rep.add(base + r->lines, i.error, "gzip",
+                "byte " + std::to_string(i.offset) + ": " + i.message);
+      if (b.part && b.part->kind == detail::planned_part::member) {
+        const auto &dt = b.part->dt;
+        if (dt.lines != r->lines)
+          rep.add(base + 1, true, "dt",
+                  "member at byte " + std::to_string(b.in_offset) + ": DT field says " +
+                      std::to_string(dt.lines) + " lines, the member holds " +
+                      std::to_string(r->lines));
+        const uint64_t mn = r->any_ts ? r->ts_min : 0, mx = r->any_ts ? r->ts_max : 0;
+        if (dt.ts_min != mn || dt.ts_max != mx)
+          rep.add(base + 1, true, "dt",
+                  "member at byte " + std::to_string(b.in_offset) + ": DT field says ts " +
+                      std::to_string(dt.ts_min) + ".." + std::to_string(dt.ts_max) +
+                      ", its lines have " + std::to_string(mn) + ".." + std::to_string(mx));
+      }
+      if (b.partial_tail)
+        rep.add(base + r->lines, true, "truncated",
+                "the last line is cut short by the damage above");
+      // Structure.
+      if (!seen_first && r->first_nonblank >= 0) {
+        seen_first = true;
+        if (r->first_nonblank_text != "[")
+          rep.add(base + static_cast<uint64_t>(r->first_nonblank) + 1, true, "structure",
+                  "the first line is not '[' (the file is not a JSON array)");
+      }
+      if (closed && !reported_after_close && r->first_nonblank >= 0) {
+        reported_after_close = true;
+        rep.add(base + static_cast<uint64_t>(r->first_nonblank) + 1, true, "structure",
+                "data after the closing ']' on line " + std::to_string(close_at));
+      }
+      if (!closed && r->close_line >= 0) {
+        closed = true;
+        close_at = base + static_cast<uint64_t>(r->close_line) + 1;
+        if (r->after_close >= 0 && !reported_after_close) {
+          reported_after_close = true;
+          rep.add(base + static_cast<uint64_t>(r->after_close) + 1, true, "structure",
+                  "data after the closing ']' on line " + std::to_string(close_at));
+        }
+      }
+      // Findings of the lines.
+      for (const auto &lf : r->findings) rep.add(base + lf.line + 1, lf.error, lf.kind, lf.message);
+      // Hashes: defined before first use, counting definitions earlier in this block.
+      for (const auto &u : r->uses) {
+        const std::string key(u.first);
+        if (defined.count(key) || reported_hash.count(key)) continue;
+        bool earlier = false;
+        for (const auto &d : r->defs)
+          if (d.first == u.first && d.second <= u.second) earlier = true;
+        if (!earlier) {
+          reported_hash.insert(key);
+          rep.add(base + u.second + 1, true, "hash",
+                  "hash " + key + " is used without an earlier HH/SH/FH definition");
+        }
+      }
+      for (const auto &d : r->defs) defined.insert(d.first);
+      for (const auto &i : r->ids) ids.emplace_back(i.first, base + i.second + 1);
+      base += r->lines;
+      bar.add(b.in_bytes);
+    });
+    bar.done();
+    if (!closed && seen_first)
+      rep.add(base, false, "structure",
+              "no closing ']' (the process did not finish; readers accept this)");
+    if (!seen_first) rep.add(0, true, "structure", "no lines at all");
+    // Ids are dense integers: a table of first lines over their range finds duplicates in
+    // one pass; very sparse ids are sorted instead.
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (const auto &i : ids) {
+      lo = std::min(lo, i.first);
+      hi = std::max(hi, i.first);
+    }
+    if (!ids.empty() && hi - lo < std::max<uint64_t>(ids.size() * 8, 1u << 20)) {
+      std::vector<uint64_t> first(static_cast<size_t>(hi - lo + 1), 0);
+      for (const auto &i : ids) {
+        uint64_t &f = first[static_cast<size_t>(i.first - lo)];
+        if (f)
+          rep.add(i.second, true, "id",
+                  "duplicate id " + std::to_string(i.first) + " (first on line " +
+                      std::to_string(f) + ")");
+        else
+          f = i.second;
+      }
+    } else {
+      std::stable_sort(ids.begin(), ids.end(),
+                       [](const auto &x, const auto &y) { return x.first < y.first; });
+      for (size_t i = 1; i < ids.size(); ++i)
+        if (ids[i].first == ids[i - 1].first)
+          rep.add(ids[i].second, true, "id",
+                  "duplicate id " + std::to_string(ids[i].first) + " (first on line " +
+                      std::to_string(ids[i - 1].second) + ")");
+    }
+    rep.finish();
+    total_errors += rep.errors;
+    total_warnings += rep.warnings;
+    if (!quiet || rep.errors) {
+      std::string s = path + ": " + std::to_string(base) + " lines, " +
+                      std::to_string(rep.errors) + " errors, " + std::to_string(rep.warnings) +
+                      " warnings\n";
+      fwrite(s.data(), 1, s.size(), stdout);
+    }
+  }
+  fflush(stdout);
+  if (files.size() > 1) {
+    std::string s = "total: " + std::to_string(total_errors) + " errors, " +
+                    std::to_string(total_warnings) + " warnings in " +
+                    std::to_string(files.size()) + " files\n";
+    fwrite(s.data(), 1, s.size(), stdout);
+  }
+  return (ok && total_errors == 0) ? 0 : 1;
+}
+
+}  // namespace dftrace::tools

@@ -1,0 +1,544 @@
+// common.cpp: argument parsing, input expansion, progress, trace loading and the parallel
+// member writer shared by the subcommands.
+#include "common.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace dftrace::tools {
+
+bool args_t::has(std::string_view name) const {
+  for (auto &o : options)
+    if (o.first == name) return true;
+  return false;
+}
+
+std::string args_t::get(std::string_view name, const std::string &def) const {
+  for (auto it = options.rbegin(); it != options.rend(); ++it)
+    if (it->first == name) return it->second;
+  return def;
+}
+
+std::vector<std::string> args_t::get_all(std::string_view name) const {
+  std::vector<std::string> out;
+  for (auto &o : options) {
+    if (o.first != name) continue;
+    size_t pos = 0;
+    while (pos <= o.second.size()) {
+      const size_t c = o.second.find(',', pos);
+      const size_t end = c == std::string::npos ? o.second.size() : c;
+      if (end > pos) out.push_back(o.second.substr(pos, end - pos));
+      pos = end + 1;
+    }
+  }
+  return out;
+}
+
+bool parse_args(int argc, char **argv, int first, const std::vector<std::string> &with_value,
+                const std::vector<std::string> &flags, args_t *out) {
+  bool only_positional = false;
+  for (int i = first; i < argc; ++i) {
+    std::string s = argv[i];
+    if (only_positional || s.size() < 2 || s[0] != '-') {
+      out->positional.push_back(s);
+      continue;
+    }
+    if (s == "--") {
+      only_positional = true;
+      continue;
+    }
+    std::string value;
+    bool inline_value = false;
+    const size_t eq = s.find('=');
+    if (s.rfind("--", 0) == 0 && eq != std::string::npos) {
+      value = s.substr(eq + 1);
+      s = s.substr(0, eq);
+      inline_value = true;
+    }
+    if (std::find(with_value.begin(), with_value.end(), s) != with_value.end()) {
+      if (!inline_value) {
+        if (i + 1 >= argc) {
+          error_line("option " + s + " needs a value");
+          return false;
+        }
+        value = argv[++i];
+      }
+      out->options.emplace_back(s, value);
+    } else if (std::find(flags.begin(), flags.end(), s) != flags.end() && !inline_value) {
+      out->options.emplace_back(s, "");
+    } else {
+      error_line("unknown option " + s + " (see dftrace --help)");
+      return false;
+    }
+  }
+  return true;
+}
+
+void error_line(const std::string &msg) {
+  std::string line = "dftrace: " + msg + "\n";
+  fwrite(line.data(), 1, line.size(), stderr);
+  fflush(stderr);
+}
+
+namespace {
+
+bool is_trace_name(const std::string &name) {
+  auto ends = [&](const char *suf) {
+    const size_t n = std::strlen(suf);
+    return name.size() >= n && name.compare(name.size() - n, n, suf) == 0;
+  };
+  return ends(".pfw") || ends(".pfw.gz");
+}
+
+void walk(const std::string &dir, std::vector<std::string> *out) {
+  DIR *d = opendir(dir.c_str());
+  if (!d) return;
+  std::vector<std::string> names;
+  while (dirent *e = readdir(d)) {
+    const std::string n = e->d_name;
+    if (n == "." || n == "..") continue;
+    names.push_back(n);
+  }
+  closedir(d);
+  std::sort(names.begin(), names.end());
+  for (const auto &n : names) {
+    const std::string p = dir + "/" + n;
+    struct stat st {};
+    if (stat(p.c_str(), &st) != 0) continue;
+    if (S_ISDIR(st.st_mode)) {
+      walk(p, out);
+    } else if (is_trace_name(n)) {
+      out->push_back(p);
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> expand_inputs(const std::vector<std::string> &in, bool *ok) {
+  std::vector<std::string> out;
+  for (const auto &p : in) {
+    struct stat st {};
+    if (stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+      const size_t before = out.size();
+      walk(p, &out);
+      if (out.size() == before) {
+        error_line(p + ": no trace files (*.pfw, *.pfw.gz) in this directory");
+        *ok = false;
+      }
+    } else {
+      out.push_back(p);  // missing files are reported when opened, with the others going on
+    }
+  }
+  return out;
+}
+
+bool parse_size(const std::string &s, uint64_t *out) {
+  if (s.empty()) return false;
+  size_t i = 0;
+  double v = 0;
+  bool digits = false;
+  while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) {
+    v = v * 10 + (s[i] - '0');
+    ++i;
+    digits = true;
+  }
+  if (i < s.size() && s[i] == '.') {
+    double scale = 0.1;
+    ++i;
+    while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) {
+      v += (s[i] - '0') * scale;
+      scale /= 10;
+      ++i;
+      digits = true;
+    }
+  }
+  if (!digits) return false;
+  std::string unit = s.substr(i);
+  for (auto &c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  double mul = 1;
+  if (unit.empty() || unit == "b") {
+    mul = 1;
+  } else if (unit == "k" || unit == "kb" || unit == "kib") {
+    mul = 1024.0;
+  } else if (unit == "m" || unit == "mb" || unit == "mib") {
+    mul = 1024.0 * 1024;
+  } else if (unit == "g" || unit == "gb" || unit == "gib") {
+    mul = 1024.0 * 1024 * 1024;
+  } else {
+    return false;
+  }
+  const double r = v * mul;
+  if (r < 1 || r > 1e18) return false;
+  *out = static_cast<uint64_t>(r);
+  return true;
+}
+
+int tool_threads() {
+  if (const char *e = std::getenv("DFTRACE_TOOL_THREADS")) {
+    const int n = std::atoi(e);
+    if (n >= 1 && n <= 256) return n;
+  }
+  const unsigned h = std::thread::hardware_concurrency();
+  return h == 0 ? 1 : static_cast<int>(std::min(h, 64u));
+}
+
+double now_seconds() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+progress::progress(const char *what, uint64_t total)
+    : what_(what), total_(total), enabled_(isatty(2) && total > 0), start_(now_seconds()) {
+  if (std::getenv("DFTRACE_NO_PROGRESS")) enabled_ = false;
+  // Runs shorter than this get no bar (tests set 0 to see it on small inputs).
+  if (const char *d = std::getenv("DFTRACE_PROGRESS_DELAY")) delay_ = std::atof(d);
+}
+
+progress::~progress() { done(); }
+
+void progress::add(uint64_t n) {
+  seen_ += n;
+  if (!enabled_) return;
+  const double t = now_seconds();
+  // Only runs longer than half a second get a bar, redrawn ten times a second.
+  if (t - start_ < delay_ || t - last_ < 0.1) return;
+  last_ = t;
+  draw(false);
+}
+
+void progress::done() {
+  if (!enabled_ || !shown_) return;
+  draw(true);
+  shown_ = false;
+  enabled_ = false;
+}
+
+void progress::draw(bool final) {
+  shown_ = true;
+  const double frac = total_ ? std::min(1.0, static_cast<double>(seen_) / total_) : 1.0;
+  const int width = 30;
+  const int fill = static_cast<int>(frac * width);
+  char bar[width + 1];
+  for (int i = 0; i < width; ++i) bar[i] = i < fill ? '#' : '.';
+  bar[width] = 0;
+  const double el = now_seconds() - start_;
+  const double mbs = el > 0 ? seen_ / el / 1e6 : 0;
+  fprintf(stderr, "\r%s [%s] %3.0f%% %.0f MB in, %.0f MB/s%s", what_, bar, frac * 100,
+          seen_ / 1e6, mbs, final ? "\n" : "");
+  fflush(stderr);
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r'))
+    s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+    s.remove_suffix(1);
+  return s;
+}
+
+event_fields fields_of(const parsed_line &pl) {
+  event_fields f;
+  f.ok = pl.error == nullptr;
+  if (pl.ph.type == jtype::string && !pl.ph.text.empty()) f.ph = pl.ph.text[0];
+  if (pl.ts.present() && detail::value_u64(pl.ts, &f.ts)) f.has_ts = true;
+  if (pl.dur.present() && detail::value_u64(pl.dur, &f.dur)) f.has_dur = true;
+  return f;
+}
+
+void hash_refs(const parsed_line &pl, std::vector<std::string_view> *out) {
+  for (int i = 0; i < pl.nargs; ++i) {
+    const auto &kv = pl.args_kv[i];
+    if (!detail::is_hash_ref_key(kv.key)) continue;
+    if (kv.value.type == jtype::number || kv.value.type == jtype::string)
+      out->push_back(kv.value.text);
+  }
+}
+
+// ---- loading
+
+namespace {
+
+struct load_result : detail::block_result {
+  std::vector<line_rec> lines;
+  uint64_t invalid = 0;
+  bool closed = false;
+};
+
+}  // namespace
+
+bool load_trace(const std::string &path, uint32_t file_index, loaded_trace *out,
+                progress *bar) {
+  out->path = path;
+  out->file = std::make_unique<detail::trace_file>();
+  std::string why;
+  if (!out->file->open(path, &why)) {
+    error_line(path + ": " + why);
+    return false;
+  }
+  for (const auto &i : out->file->plan_issues())
+    error_line(path + ": byte " + std::to_string(i.offset) + ": " + i.message);
+  detail::read_options opt;
+  opt.threads = tool_threads();
+  auto work = [&](detail::text_block &b) {
+    auto r = std::make_unique<load_result>();
+    parsed_line pl;
+    std::string_view text = b.text;
+    if (b.partial_tail) {  // the cut line is not a line: drop it
+      const size_t nl = text.rfind('\n');
+      text = nl == std::string_view::npos ? std::string_view() : text.substr(0, nl + 1);
+    }
+    detail::for_each_line(text, [&](std::string_view line) {
+      const std::string_view t = trim(line);
+      if (t.empty() || t == "[") return true;
+      if (t == "]") {
+        r->closed = true;
+        return true;
+      }
+      if (!detail::parse_line(line, pl)) {
+        ++r->invalid;
+        return true;
+      }
+      line_rec rec;
+      rec.p = line.data();
+      rec.len = static_cast<uint32_t>(line.size());
+      rec.file = file_index;
+      const event_fields f = fields_of(pl);
+      rec.is_meta = f.ph == 'M';
+      if (f.has_ts && !rec.is_meta) {
+        rec.has_ts = true;
+        rec.ts = f.ts;
+        rec.ts_off = static_cast<uint32_t>(pl.ts.text.data() - line.data());
+        rec.ts_len = static_cast<uint32_t>(pl.ts.text.size());
+      }
+      int64_t id = 0;
+      if (pl.id.present() && detail::value_i64(pl.id, &id) && id >= 0) {
+        rec.has_id = true;
+        rec.id = static_cast<uint64_t>(id);
+        rec.id_off = static_cast<uint32_t>(pl.id.text.data() - line.data());
+        rec.id_len = static_cast<uint32_t>(pl.id.text.size());
+      }
+      if (const jvalue *pi = pl.arg_value("p_idx")) {
+        int64_t v = 0;
+        if (detail::value_i64(*pi, &v) && v >= 0) {
+          rec.pidx_off = static_cast<uint32_t>(pi->text.data() - line.data());
+          rec.pidx_len = static_cast<uint32_t>(pi->text.size());
+        }
+      }
+      r->lines.push_back(rec);
+      return true;
+    });
+    b.result = std::move(r);
+  };
+  uint64_t seq = 0;
+  auto consume = [&](detail::text_block &b) {
+    auto *r = static_cast<load_result *>(b.result.get());
+    for (auto &rec : r->lines) rec.seq = seq++;
+    out->lines.insert(out->lines.end(), r->lines.begin(), r->lines.end());
+    out->invalid_lines += r->invalid;
+    out->closed = out->closed || r->closed;
+    out->text_bytes += b.text.size();
+    for (auto &i : b.issues) {
+      error_line(path + ": byte " + std::to_string(i.offset) + ": " + i.message);
+      out->issues.push_back(i);
+    }
+    if (bar) bar->add(b.in_bytes);
+    b.result.reset();
+    // Keep the block's text alive: the line records point into it.
+    auto keep = std::make_unique<detail::text_block>();
+    keep->buffer = std::move(b.buffer);
+    out->blocks.push_back(std::move(keep));
+  };
+  if (out->file->fully_described()) {  // the DT fields know how many lines are coming
+    uint64_t n = 0;
+    for (const auto &part : out->file->parts()) n += part.dt.lines;
+    out->lines.reserve(static_cast<size_t>(n));
+  }
+  detail::for_each_block(*out->file, opt, work, consume);
+  if (out->invalid_lines)
+    error_line(path + ": skipped " + std::to_string(out->invalid_lines) +
+               " lines that are not valid JSON (run dftrace validate for details)");
+  return true;
+}
+
+// ---- writer
+
+trace_writer::trace_writer(const std::string &path, int threads, size_t member_bytes)
+    : path_(path), member_bytes_(member_bytes) {
+  gz_ = path.size() >= 3 && path.compare(path.size() - 3, 3, ".gz") == 0;
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) {
+    ok_ = false;
+    error_ = path + ": " + std::strerror(errno);
+    return;
+  }
+  threads = std::max(1, threads);
+  max_in_flight_ = static_cast<size_t>(threads) * 4;
+  if (gz_ && threads > 1)
+    for (int i = 0; i < threads; ++i) pool_.emplace_back([this] { compress_loop(); });
+  cur_ = std::make_unique<job>();
+  cur_->text.reserve(member_bytes_ + 4096);
+}
+
+trace_writer::~trace_writer() {
+  if (fd_ >= 0) finish();
+}
+
+void trace_writer::line(std::string_view text, bool has_ts, uint64_t ts) {
+  cur_->text.append(text.data(), text.size());
+  close_line(has_ts, ts);
+}
+
+void trace_writer::close_line(bool has_ts, uint64_t ts) {
+  job &j = *cur_;
+  j.text.push_back('\n');
+  ++j.stats.lines;
+  if (has_ts) {
+    if (!j.any_ts || ts < j.stats.ts_min) j.stats.ts_min = ts;
+    if (!j.any_ts || ts > j.stats.ts_max) j.stats.ts_max = ts;
+    j.any_ts = true;
+  }
+  if (j.text.size() >= member_bytes_) submit();
+}
+
+namespace {
+
+bool write_all(int fd, const char *p, size_t n) {
+  while (n > 0) {
+    const ssize_t w = ::write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+thread_local std::unique_ptr<detail::member_encoder> t_encoder;
+
+void compress_job_text(const std::string &text, const detail::member_stats &st,
+                       std::vector<char> &out, bool *failed) {
+  if (!t_encoder) {
+    // DFTRACE_TOOL_LEVEL: the deflate level of written traces (default: the codec's default).
+    const detail::codec c = detail::codec_auto();
+    int level = detail::codec_default_level(c);
+    if (const char *e = std::getenv("DFTRACE_TOOL_LEVEL")) level = std::atoi(e);
+    t_encoder = std::make_unique<detail::member_encoder>(c, level);
+  }
+  out.clear();
+  *failed = !t_encoder->encode(text.data(), text.size(), st, out);
+}
+
+}  // namespace
+
+void trace_writer::submit() {
+  if (cur_->text.empty()) return;
+  std::unique_ptr<job> j = std::move(cur_);
+  cur_ = std::make_unique<job>();
+  cur_->text.reserve(member_bytes_ + 4096);
+  if (!gz_) {
+    if (ok_ && !write_all(fd_, j->text.data(), j->text.size())) {
+      ok_ = false;
+      error_ = path_ + ": write failed: " + std::strerror(errno);
+    }
+    return;
+  }
+  if (pool_.empty()) {
+    compress_job_text(j->text, j->stats, j->out, &j->failed);
+    j->claimed = true;
+    j->done = true;
+    std::lock_guard<std::mutex> lk(mu_);
+    queue_.push_back(std::move(j));
+  } else {
+    std::unique_lock<std::mutex> lk(mu_);
+    cv_.wait(lk, [&] { return queue_.size() < max_in_flight_ || queue_.front()->done; });
+    queue_.push_back(std::move(j));
+    cv_.notify_all();
+  }
+  write_ready(false);
+}
+
+void trace_writer::compress_loop() {
+  std::unique_lock<std::mutex> lk(mu_);
+  for (;;) {
+    job *mine = nullptr;
+    for (auto &j : queue_) {
+      if (!j->claimed) {
+        mine = j.get();
+        mine->claimed = true;
+        break;
+      }
+    }
+    if (mine) {
+      std::string text = std::move(mine->text);
+      const detail::member_stats st = mine->stats;
+      lk.unlock();
+      std::vector<char> out;
+      bool failed = false;
+      compress_job_text(text, st, out, &failed);
+      lk.lock();
+      mine->out = std::move(out);
+      mine->failed = failed;
+      mine->done = true;
+      cv_.notify_all();
+      continue;
+    }
+    if (stop_) return;
+    cv_.wait(lk);
+  }
+}
+
+void trace_writer::write_ready(bool all) {
+  for (;;) {
+    std::unique_ptr<job> j;
+    {
+      std::unique_lock<std::mutex> lk(mu_);
+      if (queue_.empty()) return;
+      if (!queue_.front()->done) {
+        if (!all) return;
+        cv_.wait(lk, [&] { return queue_.front()->done; });
+      }
+      j = std::move(queue_.front());
+      queue_.pop_front();
+      cv_.notify_all();
+    }
+    if (j->failed) {
+      ok_ = false;
+      error_ = path_ + ": compression failed";
+    } else if (ok_ && !write_all(fd_, j->out.data(), j->out.size())) {
+      ok_ = false;
+      error_ = path_ + ": write failed: " + std::strerror(errno);
+    }
+  }
+}
+
+bool trace_writer::finish() {
+  if (fd_ < 0) return ok_;
+  submit();
+  write_ready(true);
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    stop_ = true;
+    cv_.notify_all();
+  }
+  for (auto &t : pool_) t.join();
+  pool_.clear();
+  if (::close(fd_) != 0 && ok_) {
+    ok_ = false;
+    error_ = path_ + ": " + std::strerror(errno);
+  }
+  fd_ = -1;
+  return ok_;
+}
+
+}  // namespace dftrace::tools

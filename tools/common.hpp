@@ -1,0 +1,182 @@
+// common.hpp: what every subcommand of the dftrace command shares: arguments, error lines,
+// input expansion, the progress bar, loading whole traces, and the parallel member writer.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "reader/line_parser.hpp"
+#include "reader/trace_reader.hpp"
+#include "writer/gzip_member.hpp"
+
+namespace dftrace::tools {
+
+using detail::jtype;
+using detail::jvalue;
+using detail::parsed_line;
+
+// The arguments after the subcommand, with the helpers each command uses to read them.
+struct args_t {
+  std::vector<std::string> positional;
+  std::vector<std::pair<std::string, std::string>> options;  // "--name" -> value ("" = flag)
+  bool has(std::string_view name) const;
+  std::string get(std::string_view name, const std::string &def = "") const;
+  std::vector<std::string> get_all(std::string_view name) const;  // repeated or comma lists
+};
+
+// Parses argv; options listed in with_value take the next argument (or --opt=value).
+// Returns false (after printing one line) on an unknown option.
+bool parse_args(int argc, char **argv, int first, const std::vector<std::string> &with_value,
+                const std::vector<std::string> &flags, args_t *out);
+
+// One "dftrace: ..." line on stderr.
+void error_line(const std::string &msg);
+
+// Expands directories into the trace files they hold (*.pfw, *.pfw.gz, sorted by name).
+std::vector<std::string> expand_inputs(const std::vector<std::string> &in, bool *ok);
+
+// Sizes like 64MiB, 1G, 500k, 1048576.
+bool parse_size(const std::string &s, uint64_t *out);
+
+// Threads to use: DFTRACE_TOOL_THREADS, else the hardware concurrency (at least 1).
+int tool_threads();
+
+// A progress bar on stderr, shown only when stderr is a terminal and the run is long.
+class progress {
+ public:
+  progress(const char *what, uint64_t total);
+  ~progress();
+  void add(uint64_t n);
+  void done();
+
+ private:
+  void draw(bool final);
+  const char *what_;
+  uint64_t total_;
+  uint64_t seen_ = 0;
+  bool enabled_;
+  bool shown_ = false;
+  double start_;
+  double last_ = 0;
+  double delay_ = 0.5;
+};
+
+double now_seconds();
+
+// The typed view of the fields every command needs, from a parsed line.
+struct event_fields {
+  bool ok = false;  // valid JSON object
+  bool has_ts = false;
+  uint64_t ts = 0;  // integer microseconds
+  uint64_t dur = 0;
+  bool has_dur = false;
+  char ph = 0;  // first character of ph ('X', 'M', 'C', 'i', ...), 0 if missing
+};
+event_fields fields_of(const parsed_line &pl);
+
+// s without surrounding blanks (spaces, tabs, carriage returns).
+std::string_view trim(std::string_view s);
+
+// ---- whole traces in memory (merge, split)
+
+// One line of a loaded trace, with the positions a rewrite needs (offsets into the line;
+// 0-length when absent).
+struct line_rec {
+  const char *p = nullptr;
+  uint32_t len = 0;
+  uint32_t file = 0;
+  uint64_t ts = 0;
+  uint64_t seq = 0;  // position in its file
+  uint32_t id_off = 0, id_len = 0;
+  uint32_t ts_off = 0, ts_len = 0;
+  uint32_t pidx_off = 0, pidx_len = 0;
+  bool has_ts = false;
+  bool is_meta = false;
+  bool has_id = false;
+  uint64_t id = 0;
+  std::string_view view() const { return {p, len}; }
+};
+
+struct loaded_trace {
+  std::string path;
+  std::unique_ptr<detail::trace_file> file;  // keeps plain-file views alive
+  std::vector<std::unique_ptr<detail::text_block>> blocks;  // keeps inflated text alive
+  std::vector<line_rec> lines;                               // every JSON object line
+  uint64_t invalid_lines = 0;
+  uint64_t text_bytes = 0;
+  bool closed = false;  // had a ']'
+  std::vector<detail::read_issue> issues;
+};
+
+// Loads every line of a trace (parallel inflate and parse). Returns false after printing
+// one line when the file cannot be read at all; damage inside is printed as warnings.
+bool load_trace(const std::string &path, uint32_t file_index, loaded_trace *out,
+                progress *bar);
+
+// Hash-reference values (hhash, fhash, *_hash) in a line's args.
+void hash_refs(const parsed_line &pl, std::vector<std::string_view> *out);
+
+// ---- writing: whole lines into self-describing gzip members, compressed on worker threads
+
+class trace_writer {
+ public:
+  // path ending in .gz: DT members (member_bytes of text each); otherwise plain text.
+  trace_writer(const std::string &path, int threads, size_t member_bytes = 1u << 20);
+  ~trace_writer();
+  bool ok() const { return ok_; }
+  const std::string &error() const { return error_; }
+  // Appends one line (without '\n'); ts is used for the member's DT range when has_ts.
+  void line(std::string_view text, bool has_ts, uint64_t ts);
+  // The same in two steps, for callers that build the line in place: append its text to
+  // open_line(), then call close_line().
+  std::string &open_line() { return cur_->text; }
+  void close_line(bool has_ts, uint64_t ts);
+  // Flushes and closes; returns false (error() says why) if anything failed.
+  bool finish();
+
+ private:
+  struct job {
+    std::string text;
+    detail::member_stats stats;
+    bool any_ts = false;
+    std::vector<char> out;
+    bool claimed = false;  // a compressor thread took it
+    bool done = false;
+    bool failed = false;
+  };
+  void submit();
+  void compress_loop();
+  void write_ready(bool all);
+
+  std::string path_;
+  int fd_ = -1;
+  bool gz_ = true;
+  bool ok_ = true;
+  std::string error_;
+  size_t member_bytes_;
+  std::unique_ptr<job> cur_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::unique_ptr<job>> queue_;  // in file order
+  bool stop_ = false;
+  std::vector<std::thread> pool_;
+  size_t max_in_flight_;
+};
+
+// Subcommands.
+int cmd_cat(const args_t &a);
+int cmd_stat(const args_t &a);
+int cmd_validate(const args_t &a);
+int cmd_merge(const args_t &a);
+int cmd_split(const args_t &a);
+int cmd_convert(const args_t &a);
+
+}  // namespace dftrace::tools

@@ -1,0 +1,66 @@
+// main.cpp: the dftrace command: dispatches to its subcommands.
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "common.hpp"
+
+namespace {
+
+const char *k_usage =
+    "usage: dftrace <command> [options]\n"
+    "\n"
+    "  cat FILES... [--cat C] [--name N] [--pid P] [--from T] [--to T]\n"
+    "      print the JSON lines that match (T: epoch microseconds); members outside the\n"
+    "      time window are skipped without inflating them\n"
+    "  merge FILES|DIRS... -o OUT.pfw.gz [--no-clock-align]\n"
+    "      one trace ordered by ts; metadata de-duplicated; ids kept unique\n"
+    "  split FILE -o DIR [--size 64MiB] [--by size|pid|time]\n"
+    "      stand-alone pieces, each with the definitions and names it uses\n"
+    "  stat FILES... [--json] [--fast]\n"
+    "      counts and durations per category/name, pid and thread (--fast: DT fields only)\n"
+    "  validate FILES... [--max-findings N] [--quiet]\n"
+    "      line-numbered findings; exit status 1 when there are errors\n"
+    "  convert FILE --to perfetto -o OUT.json[.gz]\n"
+    "      one JSON array for the Perfetto UI and chrome://tracing\n"
+    "\n"
+    "Environment: DFTRACE_TOOL_THREADS (worker threads), DFTRACE_NO_PROGRESS (no bar).\n";
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  using namespace dftrace::tools;
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") ||
+      !std::strcmp(argv[1], "help")) {
+    fputs(k_usage, argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  const std::string cmd = argv[1];
+  args_t a;
+  bool parsed = false;
+  int (*fn)(const args_t &) = nullptr;
+  if (cmd == "cat") {
+    parsed = parse_args(argc, argv, 2, {"--cat", "--name", "--pid", "--from", "--to"}, {}, &a);
+    fn = cmd_cat;
+  } else if (cmd == "merge") {
+    parsed = parse_args(argc, argv, 2, {"-o", "--output"}, {"--no-clock-align"}, &a);
+    fn = cmd_merge;
+  } else if (cmd == "split") {
+    parsed = parse_args(argc, argv, 2, {"-o", "--output", "--size", "--by"}, {}, &a);
+    fn = cmd_split;
+  } else if (cmd == "stat") {
+    parsed = parse_args(argc, argv, 2, {}, {"--json", "--fast"}, &a);
+    fn = cmd_stat;
+  } else if (cmd == "validate") {
+    parsed = parse_args(argc, argv, 2, {"--max-findings"}, {"--quiet"}, &a);
+    fn = cmd_validate;
+  } else if (cmd == "convert") {
+    parsed = parse_args(argc, argv, 2, {"-o", "--output", "--to"}, {}, &a);
+    fn = cmd_convert;
+  } else {
+    error_line("unknown command '" + cmd + "' (see dftrace --help)");
+    return 2;
+  }
+  if (!parsed) return 2;
+  return fn(a);
+}
