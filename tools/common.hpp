@@ -178,5 +178,6 @@ int cmd_validate(const args_t &a);
 int cmd_merge(const args_t &a);
 int cmd_split(const args_t &a);
 int cmd_convert(const args_t &a);
+int cmd_config(const args_t &a);
 
 }  // namespace dftrace::tools

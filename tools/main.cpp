@@ -23,6 +23,9 @@ const char *k_usage =
     "      line-numbered findings; exit status 1 when there are errors\n"
     "  convert FILE --to perfetto -o OUT.json[.gz]\n"
     "      one JSON array for the Perfetto UI and chrome://tracing\n"
+    "  config [--keys]\n"
+    "      the effective configuration (defaults < DFTRACE_CONFIG file < environment) and\n"
+    "      where each value comes from; --keys: every key, its default and variables\n"
     "\n"
     "Environment: DFTRACE_TOOL_THREADS (worker threads), DFTRACE_NO_PROGRESS (no bar).\n";
 
@@ -57,6 +60,9 @@ int main(int argc, char **argv) {
   } else if (cmd == "convert") {
     parsed = parse_args(argc, argv, 2, {"-o", "--output", "--to"}, {}, &a);
     fn = cmd_convert;
+  } else if (cmd == "config") {
+    parsed = parse_args(argc, argv, 2, {}, {"--keys"}, &a);
+    fn = cmd_config;
   } else {
     error_line("unknown command '" + cmd + "' (see dftrace --help)");
     return 2;
