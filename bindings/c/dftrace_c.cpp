@@ -310,29 +310,27 @@ void dftrace_iter_begin(dftrace_iter_t *it, dftrace_node_t *n, uint32_t flags, c
 
 void dftrace_iter_fetch(dftrace_iter_t *it) {
   if (!it) return;
-  if (it->open_block) {
-    dftrace_region_end(it->open_block);
-    it->open_block = 0;
-  }
   if (it->open_iter) dftrace_region_cancel(it->open_iter);
   it->open_iter = 0;
   ++it->count;
-  if (!(it->flags & DFTRACE_ITER_NO_ITER) && it->iter_node) {
-    const dftrace_arg_t count = DFTRACE_ARG_I("count", it->count);
-    it->open_iter = dftrace_region_begin_ex(it->iter_node, it->enable, &count, 1);
-  }
+  node *n = (it->flags & DFTRACE_ITER_NO_ITER) ? nullptr : N(it->iter_node);
+  const uint64_t previous = it->open_block;
+  it->open_block = 0;
+  if (!previous && (!n || (it->enable < 0 && !n->active.load(std::memory_order_relaxed)))) return;
+  it->open_iter = guarded(
+      [&] { return rt().iter_step(previous, n, it->enable, static_cast<uint32_t>(it->count)); },
+      dftrace_region_t{0});
 }
 
 void dftrace_iter_body(dftrace_iter_t *it) {
   if (!it) return;
-  if (it->open_iter) {
-    dftrace_region_end(it->open_iter);
-    it->open_iter = 0;
-  }
-  if (!(it->flags & DFTRACE_ITER_NO_BLOCK) && it->block_node) {
-    const dftrace_arg_t count = DFTRACE_ARG_I("count", it->count);
-    it->open_block = dftrace_region_begin_ex(it->block_node, it->enable, &count, 1);
-  }
+  node *n = (it->flags & DFTRACE_ITER_NO_BLOCK) ? nullptr : N(it->block_node);
+  const uint64_t previous = it->open_iter;
+  it->open_iter = 0;
+  if (!previous && (!n || (it->enable < 0 && !n->active.load(std::memory_order_relaxed)))) return;
+  it->open_block = guarded(
+      [&] { return rt().iter_step(previous, n, it->enable, static_cast<uint32_t>(it->count)); },
+      dftrace_region_t{0});
 }
 
 void dftrace_iter_end(dftrace_iter_t *it) {

@@ -669,6 +669,17 @@ void runtime::append_args(std::string &out, size_t from, const dftrace_arg *args
 // ---------------------------------------------------------------- events
 
 uint64_t runtime::begin(node *n, int enable, const dftrace_arg *args, size_t nargs) {
+  return begin_at(n, enable, args, nargs, 0, 0);
+}
+
+uint64_t runtime::iter_step(uint64_t previous, node *n, int enable, uint32_t count) {
+  const uint64_t now = mono_ns();
+  if (previous) end_at(previous, nullptr, 0, now);
+  return n ? begin_at(n, enable, nullptr, 0, count, now) : 0;
+}
+
+uint64_t runtime::begin_at(node *n, int enable, const dftrace_arg *args, size_t nargs, uint32_t count,
+                           uint64_t now) {
   if (!n) return 0;
   const bool on = enable < 0 ? n->active.load(std::memory_order_relaxed)
                              : (enable > 0 && recording_.load(std::memory_order_relaxed));
@@ -691,28 +702,29 @@ uint64_t runtime::begin(node *n, int enable, const dftrace_arg *args, size_t nar
   }
   a.args_off = static_cast<uint32_t>(ts.scratch.size());
   a.args_len = 0;
+  a.count = count;
   if (nargs && args) {
     append_args(ts.scratch, a.args_off, args, nargs);
     a.args_len = static_cast<uint32_t>(ts.scratch.size() - a.args_off);
   }
-  a.start_ns = mono_ns();
+  a.start_ns = now ? now : mono_ns();
   ts.stack.push_back(a);
   return a.id;
 }
 
 void runtime::write_complete(thread_state &ts, const activation &a, uint64_t end_ns) {
   write_x(ts, a.n, a.id, a.start_ns, end_ns, ts.tid, a.level, a.parent_id,
-          std::string_view(ts.scratch.data() + a.args_off, a.args_len));
+          std::string_view(ts.scratch.data() + a.args_off, a.args_len), a.count);
 }
 
 void runtime::write_x(thread_state &ts, node *n, uint64_t id, uint64_t start_ns, uint64_t end_ns,
-                      int64_t tid, uint32_t level, int64_t parent_id, std::string_view own) {
-  write_record(ts, rec_type::complete, n, id, start_ns, end_ns, tid, level, parent_id, own);
+                      int64_t tid, uint32_t level, int64_t parent_id, std::string_view own, uint32_t count) {
+  write_record(ts, rec_type::complete, n, id, start_ns, end_ns, tid, level, parent_id, own, count);
 }
 
 void runtime::write_record(thread_state &ts, rec_type type, node *n, uint64_t id, uint64_t start_ns,
                            uint64_t end_ns, int64_t tid, uint32_t level, int64_t parent_id,
-                           std::string_view own) {
+                           std::string_view own, uint32_t count) {
   // A binary record; the writer thread formats the line. The node's arguments are copied as
   // they are now (the event's end), lock-free.
   size_t room = n->args.size_hint() + 16;
@@ -736,6 +748,7 @@ void runtime::write_record(thread_state &ts, rec_type type, node *n, uint64_t id
     r.level = level;
     r.node_args_len = static_cast<uint32_t>(got);
     r.own_len = static_cast<uint32_t>(own.size());
+    r.count = count;
     r.size = static_cast<uint32_t>(rec_size(static_cast<size_t>(got) + own.size()));
     commit(ts, p0 + r.size);
     return;
@@ -743,10 +756,13 @@ void runtime::write_record(thread_state &ts, rec_type type, node *n, uint64_t id
 }
 
 void runtime::end(uint64_t region, const dftrace_arg *args, size_t nargs) {
+  if (region) end_at(region, args, nargs, mono_ns());
+}
+
+void runtime::end_at(uint64_t region, const dftrace_arg *args, size_t nargs, uint64_t now) {
   if (!region) return;
   thread_state *tsp = t_state;
   if (!tsp || tsp->stack.empty()) return;
-  const uint64_t now = mono_ns();
   thread_state &ts = *tsp;
   size_t i = ts.stack.size();
   while (i > 0 && (ts.stack[i - 1].id != region || ts.stack[i - 1].ended)) --i;
@@ -765,7 +781,8 @@ void runtime::end(uint64_t region, const dftrace_arg *args, size_t nargs) {
   }
   ts.stack.pop_back();
   while (!ts.stack.empty() && ts.stack.back().ended) ts.stack.pop_back();
-  ts.scratch.resize(ts.stack.empty() ? 0 : ts.stack.back().args_off + ts.stack.back().args_len);
+  const size_t keep = ts.stack.empty() ? 0 : ts.stack.back().args_off + ts.stack.back().args_len;
+  if (ts.scratch.size() != keep) ts.scratch.resize(keep);
 }
 
 void runtime::cancel(uint64_t region) {

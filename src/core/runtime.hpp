@@ -38,6 +38,7 @@ struct activation {
   uint32_t level;
   uint32_t args_off;  // per-use arguments: scratch[args_off, args_off + args_len)
   uint32_t args_len;
+  uint32_t count;  // iter item number (1, 2, ...), 0 when none
   bool ended;
 };
 
@@ -80,6 +81,9 @@ class runtime {
   // ---- the event path (calling thread)
   uint64_t begin(node *n, int enable, const dftrace_arg *args, size_t nargs);
   void end(uint64_t region, const dftrace_arg *args, size_t nargs);
+  // Iter loops: ends `previous` (if any) and begins the next event on `n` with its item
+  // `count`, at one clock read (the two events are back to back).
+  uint64_t iter_step(uint64_t previous, node *n, int enable, uint32_t count);
   void cancel(uint64_t region);
   void region_arg(uint64_t region, std::string_view key, std::string_view json_value);
   void instant(node *n, const dftrace_arg *args, size_t nargs);
@@ -123,9 +127,12 @@ class runtime {
   void write_complete(thread_state &ts, const activation &a, uint64_t end_ns);
   // One complete event into the thread's chunk, as a binary record (record.hpp).
   void write_x(thread_state &ts, node *n, uint64_t id, uint64_t start_ns, uint64_t end_ns, int64_t tid,
-               uint32_t level, int64_t parent_id, std::string_view own);
+               uint32_t level, int64_t parent_id, std::string_view own, uint32_t count = 0);
+  uint64_t begin_at(node *n, int enable, const dftrace_arg *args, size_t nargs, uint32_t count, uint64_t now);
+  void end_at(uint64_t region, const dftrace_arg *args, size_t nargs, uint64_t now);
   void write_record(thread_state &ts, rec_type type, node *n, uint64_t id, uint64_t start_ns,
-                    uint64_t end_ns, int64_t tid, uint32_t level, int64_t parent_id, std::string_view own);
+                    uint64_t end_ns, int64_t tid, uint32_t level, int64_t parent_id, std::string_view own,
+                    uint32_t count = 0);
   char *put_time(char *p, uint64_t mono);
   uint64_t to_us(uint64_t mono) const { return (mono + epoch_offset_ns_) / 1000; }
   std::string header_text();

@@ -27,7 +27,7 @@ struct rec {
   uint32_t level;
   uint32_t node_args_len;
   uint32_t own_len;
-  uint32_t pad2_;
+  uint32_t count;            // iter item number, written as "count" after the own args; 0: none
 
   const char *node_args() const { return reinterpret_cast<const char *>(this + 1); }
   const char *own() const { return node_args() + node_args_len; }

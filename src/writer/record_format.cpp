@@ -99,6 +99,11 @@ char *format_record(const line_format &f, const rec &r, char *p, uint64_t *ts_us
   }
   p = put(p, f.hhash_field);
   p = put_args(p, !f.hhash_field.empty(), node_args, own);
+  if (r.count) {
+    if (!f.hhash_field.empty() || !node_args.empty() || !own.empty()) *p++ = ',';
+    p = put(p, "\"count\":");
+    p = write_u64(p, r.count);
+  }
   if (f.metadata) {
     p = put(p, ",\"level\":");
     p = write_u64(p, r.level);
