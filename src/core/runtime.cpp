@@ -558,10 +558,24 @@ inline char *runtime::put_time(char *p, uint64_t mono) {
 
 // ---------------------------------------------------------------- arguments
 
+// Removes the entry `key` (escaped, unquoted) and one adjacent comma from frag[from, end).
+void runtime::erase_entry(std::string &frag, size_t from, std::string_view key) {
+  size_t cut_b = std::string::npos, cut_e = 0;
+  for_each_entry(std::string_view(frag).substr(from), [&](std::string_view k, size_t b, size_t e) {
+    if (k == key && cut_b == std::string::npos) {
+      cut_b = from + b;
+      cut_e = from + e;
+    }
+  });
+  if (cut_b == std::string::npos) return;
+  if (cut_e < frag.size() && frag[cut_e] == ',') ++cut_e;
+  else if (cut_b > from && frag[cut_b - 1] == ',') --cut_b;
+  frag.erase(cut_b, cut_e - cut_b);
+}
+
 void runtime::set_fragment_arg(std::string &frag, size_t from, std::string_view key,
                                std::string_view json_value) {
   // key arrives escaped, without quotes
-  size_t cut_b = std::string::npos, cut_e = 0;
   // An entry for key starts with "key": so, without that text, there is nothing to replace
   // and the fragment need not be parsed (the usual case on the hot path).
   char pattern[72];
@@ -574,18 +588,7 @@ void runtime::set_fragment_arg(std::string &frag, size_t from, std::string_view 
     maybe_present = std::string_view(frag).substr(from).find(std::string_view(pattern, key.size() + 3)) !=
                     std::string_view::npos;
   }
-  if (maybe_present) for_each_entry(std::string_view(frag).substr(from), [&](std::string_view k, size_t b, size_t e) {
-    if (k == key && cut_b == std::string::npos) {
-      cut_b = from + b;
-      cut_e = from + e;
-    }
-  });
-  if (cut_b != std::string::npos) {
-    // remove the entry and one adjacent comma
-    if (cut_e < frag.size() && frag[cut_e] == ',') ++cut_e;
-    else if (cut_b > from && frag[cut_b - 1] == ',') --cut_b;
-    frag.erase(cut_b, cut_e - cut_b);
-  }
+  if (maybe_present) erase_entry(frag, from, key);
   if (frag.size() > from) frag += ',';
   frag += '"';
   frag.append(key.data(), key.size());
@@ -648,18 +651,7 @@ void runtime::append_args(std::string &out, size_t from, const dftrace_arg *args
     }
     // A key given twice: the later value wins (rare; scans only this region's own arguments).
     if (out.size() > from) {
-      size_t cut_b = std::string::npos, cut_e = 0;
-      for_each_entry(std::string_view(out).substr(from), [&](std::string_view k, size_t b, size_t e) {
-        if (k == key && cut_b == std::string::npos) {
-          cut_b = from + b;
-          cut_e = from + e;
-        }
-      });
-      if (cut_b != std::string::npos) {
-        if (cut_e < out.size() && out[cut_e] == ',') ++cut_e;
-        else if (cut_b > from && out[cut_b - 1] == ',') --cut_b;
-        out.erase(cut_b, cut_e - cut_b);
-      }
+      erase_entry(out, from, key);
       if (out.size() > from) out += ',';
     }
     out.append(buf, static_cast<size_t>(p - buf));

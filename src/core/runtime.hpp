@@ -112,6 +112,7 @@ class runtime {
   // Appends the JSON form of an argument list ("k":v,...) to out, replacing keys already
   // present in out's fragment starting at `from`.
   static void append_args(std::string &out, size_t from, const dftrace_arg *args, size_t nargs);
+  static void erase_entry(std::string &frag, size_t from, std::string_view key);
   static void set_fragment_arg(std::string &frag, size_t from, std::string_view key,
                                std::string_view json_value);
 

@@ -663,13 +663,7 @@ void writer::fork_child(thread_buffer *survivor, int64_t new_pid) {
   dropped_ = 0;
   bytes_written_ = 0;
   members_written_ = 0;
-  path_mutex_.unlock();
-  pool_mutex_.unlock();
-  registry_mutex_.unlock();
-  meta_mutex_.unlock();
-  queue_mutex_.unlock();
-  helper_mutex_.unlock();
-  io_mutex_.unlock();
+  fork_parent();  // the same unlocking
   if (!finished_) {
     std::lock_guard<std::mutex> lock(queue_mutex_);
     start_thread();
