@@ -5,7 +5,7 @@ set -euo pipefail
 build=$1 src=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
+cmake --install "$build" --prefix "$tmp/prefix" >"$tmp/install.log" 2>&1 || { cat "$tmp/install.log"; exit 1; }
 libdir=$(ls -d "$tmp"/prefix/lib*/ | head -1)
 test -f "$tmp/prefix/include/dftrace/dftrace.h"
 test -f "$tmp/prefix/include/dftracer/dftracer.h"
