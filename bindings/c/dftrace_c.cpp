@@ -246,30 +246,28 @@ dftrace_region_t dftrace_region_begin_ex(dftrace_node_t *n, int enable, const df
 
 void dftrace_region_arg_int(dftrace_region_t r, const char *key, int64_t value) {
   if (!r || !key) return;
-  guarded([&] { rt().region_arg(r, key, number(value)); return 0; }, 0);
+  const dftrace_arg_t a = DFTRACE_ARG_I(key, value);
+  guarded([&] { rt().region_arg(r, a); return 0; }, 0);
 }
 void dftrace_region_arg_double(dftrace_region_t r, const char *key, double value) {
   if (!r || !key) return;
-  guarded([&] { rt().region_arg(r, key, number(value)); return 0; }, 0);
+  const dftrace_arg_t a = DFTRACE_ARG_D(key, value);
+  guarded([&] { rt().region_arg(r, a); return 0; }, 0);
 }
 void dftrace_region_arg_string(dftrace_region_t r, const char *key, const char *value) {
   if (!r || !key) return;
-  guarded([&] { rt().region_arg(r, key, value ? json_quote(value) : std::string("null")); return 0; }, 0);
+  const dftrace_arg_t a = DFTRACE_ARG_S(key, value);
+  guarded([&] { rt().region_arg(r, a); return 0; }, 0);
 }
 void dftrace_region_arg_bool(dftrace_region_t r, const char *key, bool value) {
   if (!r || !key) return;
-  guarded([&] { rt().region_arg(r, key, value ? "true" : "false"); return 0; }, 0);
+  const dftrace_arg_t a = DFTRACE_ARG_B(key, value);
+  guarded([&] { rt().region_arg(r, a); return 0; }, 0);
 }
-
 void dftrace_region_arg_uint(dftrace_region_t r, const char *key, uint64_t value) {
   if (!r || !key) return;
-  guarded(
-      [&] {
-        char buf[24];
-        rt().region_arg(r, key, std::string(buf, dftrace::detail::write_u64(buf, value)));
-        return 0;
-      },
-      0);
+  const dftrace_arg_t a = DFTRACE_ARG_U(key, value);
+  guarded([&] { rt().region_arg(r, a); return 0; }, 0);
 }
 
 void dftrace_region_end(dftrace_region_t r) {

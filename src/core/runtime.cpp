@@ -601,60 +601,47 @@ namespace {
 }  // namespace
 
 void runtime::append_args(std::string &out, size_t from, const dftrace_arg *args, size_t nargs) {
-  // Each entry is formatted in a stack buffer and appended once: no temporary strings, one
-  // capacity check per argument.
-  char buf[512];
+  // Stored raw (key bytes, value bytes): the writer thread escapes and formats them, and
+  // resolves a key given twice (the later value wins).
+  (void)from;
   for (size_t i = 0; i < nargs; ++i) {
     const dftrace_arg &a = args[i];
     if (!a.key || !*a.key) continue;
-    const size_t klen = std::strlen(a.key);
-    const size_t vlen = a.type == DFTRACE_ARG_STRING && a.value.s ? std::strlen(a.value.s) : 0;
-    if (escaped_bound(klen + vlen) + 64 > sizeof buf) {  // a huge key or value: the slow way
-      std::string big;
-      const std::string key = escape_key(safe_arg_key(a.key));
-      std::string value = "null";
-      switch (a.type) {
-        case DFTRACE_ARG_STRING: value = a.value.s ? json_quote(a.value.s) : "null"; break;
-        default: break;  // only strings can be this long
-      }
-      set_fragment_arg(out, from, key, value);
-      continue;
-    }
-    char *p = buf;
-    *p++ = '"';
-    const bool reserved = klen == 5 && (!std::memcmp(a.key, "hhash", 5) || !std::memcmp(a.key, "level", 5) ||
-                                        !std::memcmp(a.key, "p_idx", 5));
-    if (reserved) p = static_cast<char *>(std::memcpy(p, "user_", 5)) + 5;
-    char *const key_begin = p;
-    p = escape_json(p, a.key, klen);
-    const std::string_view key(key_begin, static_cast<size_t>(p - key_begin));
-    *p++ = '"';
-    *p++ = ':';
+    raw_arg h{};
+    const size_t klen = std::min(std::strlen(a.key), k_max_arg_key);
+    h.key_len = static_cast<uint16_t>(klen);
+    const char *value = nullptr;
+    uint8_t b;
     switch (a.type) {
-      case DFTRACE_ARG_INT: p = write_i64(p, a.value.i); break;
-      case DFTRACE_ARG_DOUBLE: p = write_double(p, a.value.d); break;
-      case DFTRACE_ARG_UINT: p = write_u64(p, a.value.u); break;
+      case DFTRACE_ARG_INT:
+      case DFTRACE_ARG_DOUBLE:
+      case DFTRACE_ARG_UINT:
+        h.type = static_cast<uint8_t>(a.type);
+        h.value_len = 8;
+        value = reinterpret_cast<const char *>(&a.value);  // the union's first 8 bytes
+        break;
       case DFTRACE_ARG_BOOL:
-        p = a.value.b ? static_cast<char *>(std::memcpy(p, "true", 4)) + 4
-                      : static_cast<char *>(std::memcpy(p, "false", 5)) + 5;
+        h.type = DFTRACE_ARG_BOOL;
+        b = a.value.b ? 1 : 0;
+        h.value_len = 1;
+        value = reinterpret_cast<const char *>(&b);
         break;
       case DFTRACE_ARG_STRING:
-        if (!a.value.s) {
-          p = static_cast<char *>(std::memcpy(p, "null", 4)) + 4;
-        } else {
-          *p++ = '"';
-          p = escape_json(p, a.value.s, vlen);
-          *p++ = '"';
-        }
+        h.type = a.value.s ? DFTRACE_ARG_STRING : 0;
+        h.value_len = a.value.s ? static_cast<uint32_t>(std::strlen(a.value.s)) : 0;
+        value = a.value.s;
         break;
-      default: p = static_cast<char *>(std::memcpy(p, "null", 4)) + 4; break;  // a newer type
+      default:
+        h.type = 0;  // a type from a newer header: written as null
+        h.value_len = 0;
+        break;
     }
-    // A key given twice: the later value wins (rare; scans only this region's own arguments).
-    if (out.size() > from) {
-      erase_entry(out, from, key);
-      if (out.size() > from) out += ',';
-    }
-    out.append(buf, static_cast<size_t>(p - buf));
+    const size_t at = out.size();
+    out.resize(at + sizeof h + klen + h.value_len);
+    char *p = out.data() + at;
+    std::memcpy(p, &h, sizeof h);
+    std::memcpy(p + sizeof h, a.key, klen);
+    if (h.value_len) std::memcpy(p + sizeof h + klen, value, h.value_len);
   }
 }
 
@@ -716,7 +703,7 @@ void runtime::write_x(thread_state &ts, node *n, uint64_t id, uint64_t start_ns,
 
 void runtime::write_record(thread_state &ts, rec_type type, node *n, uint64_t id, uint64_t start_ns,
                            uint64_t end_ns, int64_t tid, uint32_t level, int64_t parent_id,
-                           std::string_view own, uint32_t count) {
+                           std::string_view own, uint32_t count, bool own_json) {
   // A binary record; the writer thread formats the line. The node's arguments are copied as
   // they are now (the event's end), lock-free.
   size_t room = n->args.size_hint() + 16;
@@ -731,6 +718,7 @@ void runtime::write_record(thread_state &ts, rec_type type, node *n, uint64_t id
     }
     std::memcpy(payload + got, own.data(), own.size());
     r.type = type;
+    r.own_json = own_json ? 1 : 0;
     r.name_cat = &n->name_cat;
     r.id = id;
     r.start_ns = start_ns;
@@ -796,15 +784,13 @@ void runtime::cancel(uint64_t region) {
   }
 }
 
-void runtime::region_arg(uint64_t region, std::string_view key, std::string_view json_value) {
+void runtime::region_arg(uint64_t region, const dftrace_arg &arg) {
   if (!region) return;
   thread_state *tsp = t_state;
   if (!tsp || tsp->stack.empty()) return;
   activation &a = tsp->stack.back();
   if (a.id != region) return;  // only the innermost open region can grow its arguments
-  std::string k = json_quote(safe_arg_key(key));
-  k = k.substr(1, k.size() - 2);
-  set_fragment_arg(tsp->scratch, a.args_off, k, json_value);
+  append_args(tsp->scratch, a.args_off, &arg, 1);
   a.args_len = static_cast<uint32_t>(tsp->scratch.size() - a.args_off);
 }
 
@@ -858,7 +844,7 @@ void runtime::counter(node *n, std::string_view series, std::string_view json_va
   ts.own += json_quote(series);
   ts.own += ':';
   ts.own.append(json_value.data(), json_value.size());
-  write_record(ts, rec_type::counter, n, 0, now, now, ts.tid, 0, -1, ts.own);
+  write_record(ts, rec_type::counter, n, 0, now, now, ts.tid, 0, -1, ts.own, 0, true);
 }
 
 void runtime::metadata_line(std::string_view type, std::string_view name,

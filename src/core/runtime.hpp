@@ -14,6 +14,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "dftrace/dftrace.h"
+
 #include "config/config.hpp"
 #include "core/tree.hpp"
 #include "writer/writer.hpp"
@@ -85,7 +87,7 @@ class runtime {
   // `count`, at one clock read (the two events are back to back).
   uint64_t iter_step(uint64_t previous, node *n, int enable, uint32_t count);
   void cancel(uint64_t region);
-  void region_arg(uint64_t region, std::string_view key, std::string_view json_value);
+  void region_arg(uint64_t region, const dftrace_arg &arg);
   void instant(node *n, const dftrace_arg *args, size_t nargs);
   uint64_t current_region();
   void complete_on_track(node *n, uint64_t start_ns, uint64_t end_ns, int64_t track,
@@ -133,7 +135,7 @@ class runtime {
   void end_at(uint64_t region, const dftrace_arg *args, size_t nargs, uint64_t now);
   void write_record(thread_state &ts, rec_type type, node *n, uint64_t id, uint64_t start_ns,
                     uint64_t end_ns, int64_t tid, uint32_t level, int64_t parent_id, std::string_view own,
-                    uint32_t count = 0);
+                    uint32_t count = 0, bool own_json = false);
   char *put_time(char *p, uint64_t mono);
   uint64_t to_us(uint64_t mono) const { return (mono + epoch_offset_ns_) / 1000; }
   std::string header_text();

@@ -17,7 +17,8 @@ enum class rec_type : uint8_t { complete = 1, instant = 2, counter = 3 };
 struct rec {
   uint32_t size;             // header + payload, rounded up to 8
   rec_type type;
-  uint8_t pad_[3];
+  uint8_t own_json;          // 1: own is JSON text ("k":v,...); 0: raw entries (raw_arg below)
+  uint8_t pad_[2];
   const std::string *name_cat;  // the node's pre-escaped ,"name":..,"cat":.. (nodes live forever)
   uint64_t id;
   uint64_t start_ns;         // tracer clock (monotonic)
@@ -46,9 +47,20 @@ struct line_format {
   std::string hhash_field;  // "hhash":N, or empty when metadata is off
 };
 
-// Upper bound of the line's length.
+// A per-use argument as the application thread stores it: no escaping, no formatting (the
+// writer does both). Layout: raw_arg header, key bytes, value bytes (8 raw bytes for
+// int/uint/double, 1 for bool, the string's bytes for strings; a NULL string has type 0).
+struct raw_arg {
+  uint8_t type;   // dftrace_arg_type_t, or 0 for a NULL string
+  uint8_t pad;
+  uint16_t key_len;
+  uint32_t value_len;
+};
+inline constexpr size_t k_max_arg_key = 1024;  // longer keys are cut (documented)
+
+// Upper bound of the line's length (raw arguments expand at most 8 times: escaping).
 inline size_t line_bound(const rec &r) {
-  return 256 + r.name_cat->size() + r.node_args_len + r.own_len;
+  return 256 + r.name_cat->size() + r.node_args_len + 8 * static_cast<size_t>(r.own_len);
 }
 
 // Writes the record's line (with its '\n') at out (room: line_bound(r)); returns the end. Sets

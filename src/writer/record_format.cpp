@@ -23,39 +23,128 @@ inline char *put_time(const line_format &f, char *p, uint64_t mono) {
   return write_us_fraction(p, mono + f.epoch_offset_ns);
 }
 
-// True if some key of `own` may also be a key of `frag` (a substring probe; the exact check
-// follows when it says yes).
-bool shares_a_key(std::string_view frag, std::string_view own) {
-  bool found = false;
-  for_each_entry(own, [&](std::string_view key, size_t b, size_t) {
-    if (!found) found = frag.find(own.substr(b, key.size() + 3)) != std::string_view::npos;
+// Walks raw per-use entries: fn(type, key, value).
+template <typename Fn>
+void for_each_raw(std::string_view own, Fn fn) {
+  size_t off = 0;
+  while (off + sizeof(raw_arg) <= own.size()) {
+    raw_arg h;
+    std::memcpy(&h, own.data() + off, sizeof h);
+    const size_t k = off + sizeof h;
+    if (k + h.key_len + h.value_len > own.size()) return;
+    fn(h.type, own.substr(k, h.key_len), own.substr(k + h.key_len, h.value_len));
+    off = k + h.key_len + h.value_len;
+  }
+}
+
+// The escaped key (reserved keys renamed user_<key>) into buf (room: 6 * key + 8).
+size_t escaped_key(std::string_view key, char *buf) {
+  char *p = buf;
+  if (key == "hhash" || key == "level" || key == "p_idx") p = static_cast<char *>(std::memcpy(p, "user_", 5)) + 5;
+  return static_cast<size_t>(escape_json(p, key.data(), key.size()) - buf);
+}
+
+// True if a later entry of `own` has the same key as the one at `self` (later wins).
+bool superseded(std::string_view own, const char *self, std::string_view key) {
+  bool after = false, found = false;
+  for_each_raw(own, [&](uint8_t, std::string_view k, std::string_view) {
+    if (found) return;
+    if (k.data() == key.data()) {
+      after = true;
+      return;
+    }
+    if (after && k == key) found = true;
   });
+  (void)self;
   return found;
 }
 
+// True if the node fragment has an entry whose key is `escaped`.
+bool node_has_key(std::string_view node_args, std::string_view escaped) {
+  bool found = false;
+  for_each_entry(node_args, [&](std::string_view k, size_t, size_t) { found |= k == escaped; });
+  return found;
+}
+
+// True if some per-use key is also a node key.
+bool own_overrides_node(std::string_view node_args, std::string_view own) {
+  char kbuf[6 * k_max_arg_key + 8];
+  bool any = false;
+  for_each_raw(own, [&](uint8_t, std::string_view key, std::string_view) {
+    if (any) return;
+    const size_t n = escaped_key(key, kbuf + 1);
+    kbuf[0] = '"';
+    kbuf[n + 1] = '"';
+    kbuf[n + 2] = ':';
+    if (node_args.find(std::string_view(kbuf, n + 3)) != std::string_view::npos)
+      any = node_has_key(node_args, std::string_view(kbuf + 1, n));
+  });
+  return any;
+}
+
+// True if the escaped node key `k` is replaced by a per-use argument.
+bool replaced_by_own(std::string_view k, std::string_view own) {
+  char kbuf[6 * k_max_arg_key + 8];
+  bool hit = false;
+  for_each_raw(own, [&](uint8_t, std::string_view key, std::string_view) {
+    if (!hit) hit = std::string_view(kbuf, escaped_key(key, kbuf)) == k;
+  });
+  return hit;
+}
+
+// Writes the per-use entries as JSON (a later entry with the same key wins).
+char *put_raw_args(char *p, bool comma, std::string_view own) {
+  for_each_raw(own, [&](uint8_t type, std::string_view key, std::string_view value) {
+    if (superseded(own, nullptr, key)) return;
+    if (comma) *p++ = ',';
+    comma = true;
+    *p++ = '"';
+    p += escaped_key(key, p);
+    *p++ = '"';
+    *p++ = ':';
+    int64_t i;
+    uint64_t u;
+    double d;
+    switch (type) {
+      case 1: std::memcpy(&i, value.data(), 8); p = write_i64(p, i); break;          // INT
+      case 2: std::memcpy(&d, value.data(), 8); p = write_double(p, d); break;       // DOUBLE
+      case 3:                                                                        // STRING
+        *p++ = '"';
+        p = escape_json(p, value.data(), value.size());
+        *p++ = '"';
+        break;
+      case 4: p = put(p, value[0] ? std::string_view("true") : std::string_view("false")); break;  // BOOL
+      case 5: std::memcpy(&u, value.data(), 8); p = write_u64(p, u); break;          // UINT
+      default: p = put(p, "null"); break;
+    }
+  });
+  return p;
+}
+
 // The node's arguments, then the per-use ones, which replace node arguments of the same key.
-char *put_args(char *p, bool comma, std::string_view node_args, std::string_view own) {
+char *put_args(char *p, bool comma, std::string_view node_args, std::string_view own, bool own_json) {
+  if (own_json) {  // counters: own is already JSON, and nodes add nothing
+    if (!own.empty()) {
+      if (comma) *p++ = ',';
+      p = put(p, own);
+    }
+    return p;
+  }
   if (!node_args.empty()) {
-    if (own.empty() || !shares_a_key(node_args, own)) {
+    if (own.empty() || !own_overrides_node(node_args, own)) {
       if (comma) *p++ = ',';
       p = put(p, node_args);
       comma = true;
     } else {
       for_each_entry(node_args, [&](std::string_view key, size_t b, size_t e) {
-        bool replaced = false;
-        for_each_entry(own, [&](std::string_view k2, size_t, size_t) { replaced |= k2 == key; });
-        if (replaced) return;
+        if (replaced_by_own(key, own)) return;
         if (comma) *p++ = ',';
         p = put(p, node_args.substr(b, e - b));
         comma = true;
       });
     }
   }
-  if (!own.empty()) {
-    if (comma) *p++ = ',';
-    p = put(p, own);
-  }
-  return p;
+  return put_raw_args(p, comma, own);
 }
 
 }  // namespace
@@ -74,7 +163,7 @@ char *format_record(const line_format &f, const rec &r, char *p, uint64_t *ts_us
     p = put(p, ",\"ts\":");
     p = put_time(f, p, r.start_ns);
     p = put(p, ",\"ph\":\"C\",\"args\":{");
-    p = put(p, own);
+    p = put(p, own);  // counters store their series as JSON
     return put(p, "}}\n");
   }
   p = put(p, "{\"id\":");
@@ -98,7 +187,7 @@ char *format_record(const line_format &f, const rec &r, char *p, uint64_t *ts_us
     p = put(p, ",\"ph\":\"i\",\"s\":\"t\",\"args\":{");
   }
   p = put(p, f.hhash_field);
-  p = put_args(p, !f.hhash_field.empty(), node_args, own);
+  p = put_args(p, !f.hhash_field.empty(), node_args, own, r.own_json != 0);
   if (r.count) {
     if (!f.hhash_field.empty() || !node_args.empty() || !own.empty()) *p++ = ',';
     p = put(p, "\"count\":");

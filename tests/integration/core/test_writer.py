@@ -64,7 +64,8 @@ def test_basic_every_line_kind_and_hostile_strings(tmp_path):
     assert a["epoch"] == 9 and a["layer"] == -3 and a["ratio"] == 1.5 and a["ok"] is False
     assert a["lr"] == 0.25 and a["warm"] is True and a["user_level"] == 77
     back = [e for e in ev if e["name"] == "backward"][0]
-    assert back["args"]["big"] == "v" * 100000 and back["args"]["epoch"] == 2
+    assert back["args"]["big"] == "v" * 100000 and back["args"]["epoch"] == 2  # later value won
+    assert [l for l in tc.read_lines(path) if '"name":"backward"' in l][0].count('"big":') == 1
     fh = [e for e in ev if e["name"] == "FH"][0]
     assert fh["args"]["name"] == "/data/file\"1.npy"
     item = [e for e in ev if e["name"] == "item"][0]
