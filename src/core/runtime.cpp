@@ -155,7 +155,6 @@ int runtime::init(const dftrace_options *options) {
     host_ = host;
     host_hash_ = dftracer_hash(host_);
     hhash_field_ = cfg_.metadata ? "\"hhash\":" + std::to_string(host_hash_) : std::string();
-    args_head_ = ",\"ph\":\"X\",\"args\":{" + hhash_field_;
 
     // The command line, and the program's name (for Python, the script's).
     std::string raw = read_file("/proc/self/cmdline");
@@ -464,7 +463,6 @@ std::string runtime::footer_text() {
 
 void runtime::refresh_thread_ids(thread_state &ts) {
   ts.tid = cfg_.tids ? current_tid() : pid_;
-  ts.pid_tid = ",\"pid\":" + std::to_string(pid_) + ",\"tid\":" + std::to_string(ts.tid) + ",\"ts\":";
   ts.pid_tid_c = ",\"pid\":" + std::to_string(pid_) + ",\"tid\":" + std::to_string(ts.tid);
 }
 
@@ -558,52 +556,9 @@ inline char *runtime::put_time(char *p, uint64_t mono) {
 
 // ---------------------------------------------------------------- arguments
 
-// Removes the entry `key` (escaped, unquoted) and one adjacent comma from frag[from, end).
-void runtime::erase_entry(std::string &frag, size_t from, std::string_view key) {
-  size_t cut_b = std::string::npos, cut_e = 0;
-  for_each_entry(std::string_view(frag).substr(from), [&](std::string_view k, size_t b, size_t e) {
-    if (k == key && cut_b == std::string::npos) {
-      cut_b = from + b;
-      cut_e = from + e;
-    }
-  });
-  if (cut_b == std::string::npos) return;
-  if (cut_e < frag.size() && frag[cut_e] == ',') ++cut_e;
-  else if (cut_b > from && frag[cut_b - 1] == ',') --cut_b;
-  frag.erase(cut_b, cut_e - cut_b);
-}
-
-void runtime::set_fragment_arg(std::string &frag, size_t from, std::string_view key,
-                               std::string_view json_value) {
-  // key arrives escaped, without quotes
-  // An entry for key starts with "key": so, without that text, there is nothing to replace
-  // and the fragment need not be parsed (the usual case on the hot path).
-  char pattern[72];
-  bool maybe_present = true;
-  if (key.size() + 3 <= sizeof pattern) {
-    pattern[0] = '"';
-    std::memcpy(pattern + 1, key.data(), key.size());
-    pattern[key.size() + 1] = '"';
-    pattern[key.size() + 2] = ':';
-    maybe_present = std::string_view(frag).substr(from).find(std::string_view(pattern, key.size() + 3)) !=
-                    std::string_view::npos;
-  }
-  if (maybe_present) erase_entry(frag, from, key);
-  if (frag.size() > from) frag += ',';
-  frag += '"';
-  frag.append(key.data(), key.size());
-  frag += "\":";
-  frag.append(json_value.data(), json_value.size());
-}
-
-namespace {
-
-}  // namespace
-
-void runtime::append_args(std::string &out, size_t from, const dftrace_arg *args, size_t nargs) {
+void runtime::append_args(std::string &out, const dftrace_arg *args, size_t nargs) {
   // Stored raw (key bytes, value bytes): the writer thread escapes and formats them, and
   // resolves a key given twice (the later value wins).
-  (void)from;
   for (size_t i = 0; i < nargs; ++i) {
     const dftrace_arg &a = args[i];
     if (!a.key || !*a.key) continue;
@@ -683,7 +638,7 @@ uint64_t runtime::begin_at(node *n, int enable, const dftrace_arg *args, size_t 
   a.args_len = 0;
   a.count = count;
   if (nargs && args) {
-    append_args(ts.scratch, a.args_off, args, nargs);
+    append_args(ts.scratch, args, nargs);
     a.args_len = static_cast<uint32_t>(ts.scratch.size() - a.args_off);
   }
   a.start_ns = now ? now : mono_ns();
@@ -750,7 +705,7 @@ void runtime::end_at(uint64_t region, const dftrace_arg *args, size_t nargs, uin
   activation &a = ts.stack[i - 1];
   const bool top = i == ts.stack.size();
   if (nargs && args && top) {
-    append_args(ts.scratch, a.args_off, args, nargs);
+    append_args(ts.scratch, args, nargs);
     a.args_len = static_cast<uint32_t>(ts.scratch.size() - a.args_off);
   }
   if (ts.generation == generation_.load(std::memory_order_relaxed) && ts.w)
@@ -790,7 +745,7 @@ void runtime::region_arg(uint64_t region, const dftrace_arg &arg) {
   if (!tsp || tsp->stack.empty()) return;
   activation &a = tsp->stack.back();
   if (a.id != region) return;  // only the innermost open region can grow its arguments
-  append_args(tsp->scratch, a.args_off, &arg, 1);
+  append_args(tsp->scratch, &arg, 1);
   a.args_len = static_cast<uint32_t>(tsp->scratch.size() - a.args_off);
 }
 
@@ -799,7 +754,7 @@ void runtime::instant(node *n, const dftrace_arg *args, size_t nargs) {
   thread_state &ts = thread();
   if (!ts.w) return;
   ts.own.clear();
-  if (nargs && args) append_args(ts.own, 0, args, nargs);
+  if (nargs && args) append_args(ts.own, args, nargs);
   const uint64_t now = mono_ns();
   write_record(ts, rec_type::instant, n, next_id(ts), now, now, ts.tid,
                static_cast<uint32_t>(ts.stack.size() + 1),
@@ -821,7 +776,7 @@ void runtime::complete_on_track(node *n, uint64_t start_ns, uint64_t end_ns, int
   if (!ts.w) return;
   if (end_ns < start_ns) end_ns = start_ns;
   ts.own.clear();  // reused: no allocation once warm
-  if (nargs && args) append_args(ts.own, 0, args, nargs);
+  if (nargs && args) append_args(ts.own, args, nargs);
   write_x(ts, n, next_id(ts), start_ns, end_ns, track, 1, -1, ts.own);
 }
 

@@ -48,11 +48,9 @@ struct thread_state {
   thread_buffer buf;
   chunk *cur = nullptr;
   writer *w = nullptr;      // the writer this state is registered with
-  std::string tmp;          // scratch for argument de-duplication
   std::string own;          // per-use arguments of explicit-time events
   uint64_t generation = 0;  // the runtime generation this state is registered with
   pid_t tid = 0;
-  std::string pid_tid;      // ,"pid":P,"tid":T,"ts":
   std::string pid_tid_c;    // ,"pid":P,"tid":T  (for M lines)
   uint64_t next_id = 0, id_end = 0;
   std::vector<activation> stack;
@@ -111,12 +109,8 @@ class runtime {
   void on_fork_child();
   void on_fatal_signal(int sig);
 
-  // Appends the JSON form of an argument list ("k":v,...) to out, replacing keys already
-  // present in out's fragment starting at `from`.
-  static void append_args(std::string &out, size_t from, const dftrace_arg *args, size_t nargs);
-  static void erase_entry(std::string &frag, size_t from, std::string_view key);
-  static void set_fragment_arg(std::string &frag, size_t from, std::string_view key,
-                               std::string_view json_value);
+  // Appends per-use arguments to out in their raw form (writer/record.hpp: raw_arg).
+  static void append_args(std::string &out, const dftrace_arg *args, size_t nargs);
 
  private:
   runtime() = default;
@@ -169,7 +163,6 @@ class runtime {
   uint64_t host_hash_ = 0;
   std::string exec_;
   std::string cmdline_;
-  std::string args_head_;   // ,"ph":"X","args":{"hhash":H   (or without hhash)
   std::string hhash_field_; // "hhash":H  (empty when metadata is off)
   int rank_ = -1;
   int size_ = -1;

@@ -45,7 +45,7 @@ size_t escaped_key(std::string_view key, char *buf) {
 }
 
 // True if a later entry of `own` has the same key as the one at `self` (later wins).
-bool superseded(std::string_view own, const char *self, std::string_view key) {
+bool superseded(std::string_view own, std::string_view key) {
   bool after = false, found = false;
   for_each_raw(own, [&](uint8_t, std::string_view k, std::string_view) {
     if (found) return;
@@ -55,7 +55,6 @@ bool superseded(std::string_view own, const char *self, std::string_view key) {
     }
     if (after && k == key) found = true;
   });
-  (void)self;
   return found;
 }
 
@@ -95,7 +94,7 @@ bool replaced_by_own(std::string_view k, std::string_view own) {
 // Writes the per-use entries as JSON (a later entry with the same key wins).
 char *put_raw_args(char *p, bool comma, std::string_view own) {
   for_each_raw(own, [&](uint8_t type, std::string_view key, std::string_view value) {
-    if (superseded(own, nullptr, key)) return;
+    if (superseded(own, key)) return;
     if (comma) *p++ = ',';
     comma = true;
     *p++ = '"';
