@@ -179,7 +179,9 @@ typedef enum dftrace_arg_type {
   DFTRACE_ARG_UINT = 5 /* unsigned 64-bit, e.g. a hash from dftrace_hash_define */
 } dftrace_arg_type_t;
 
-/* One typed key/value pair. Build it with the DFTRACE_ARG_* macros below. */
+/* One typed key/value pair. Build it with the DFTRACE_ARG_* macros below. Keys longer than
+ * 1024 bytes are cut to 1024; values of any length are kept. Reserved keys (hhash, level,
+ * p_idx) are written as user_<key>. */
 typedef struct dftrace_arg {
   const char *key;
   int32_t type; /* dftrace_arg_type_t */

@@ -66,6 +66,7 @@ def test_basic_every_line_kind_and_hostile_strings(tmp_path):
     back = [e for e in ev if e["name"] == "backward"][0]
     assert back["args"]["big"] == "v" * 100000 and back["args"]["epoch"] == 2  # later value won
     assert [l for l in tc.read_lines(path) if '"name":"backward"' in l][0].count('"big":') == 1
+    assert back["args"]["k" * 1024] == 5 and "k" * 1025 not in back["args"]  # long keys are cut
     fh = [e for e in ev if e["name"] == "FH"][0]
     assert fh["args"]["name"] == "/data/file\"1.npy"
     item = [e for e in ev if e["name"] == "item"][0]

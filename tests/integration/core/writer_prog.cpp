@@ -50,6 +50,7 @@ int mode_basic() {
   dftrace_region_t r2 = dftrace_region_begin(node("compute.backward"));
   dftrace_region_arg_int(r2, "big", 7);  // replaced below: the later value wins, written once
   dftrace_region_arg_string(r2, "big", long_value.c_str());
+  dftrace_region_arg_int(r2, std::string(3000, 'k').c_str(), 5);  // a key over the 1024-byte limit
   dftrace_region_end(r2);
   uint64_t fh = dftrace_hash_define(DFTRACE_HASH_FILE, "/data/file\"1.npy");
   dftrace_region_t r3 = dftrace_region_begin(node("data.item"));
