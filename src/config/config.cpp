@@ -213,6 +213,18 @@ const std::vector<entry> &table() {
                    return true;
                  },
                  [](const config &c) { return std::string(c.ns_precision ? "ns" : "us"); }});
+    v.push_back({{"timer.source", "DFTRACE_TIMER_SOURCE", nullptr, "auto"},
+                 false,
+                 [](config &c, const std::string &s, std::string &why) {
+                   std::string m = lower(trim(s));
+                   if (m != "auto" && m != "tsc" && m != "monotonic") {
+                     why = "is not 'auto', 'tsc' or 'monotonic'";
+                     return false;
+                   }
+                   c.timer_source = m;
+                   return true;
+                 },
+                 [](const config &c) { return c.timer_source; }});
     v.push_back({{"categories", "DFTRACE_CATEGORIES", nullptr, ""},
                  false,
                  [](config &c, const std::string &s, std::string &why) {

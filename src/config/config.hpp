@@ -30,6 +30,7 @@ struct config {
   int compress_threads = 2;             // members compressed at once when there is a backlog
   bool metadata = true;
   bool ns_precision = false;
+  std::string timer_source = "auto";  // auto | tsc | monotonic
   std::vector<std::pair<std::string, bool>> categories;  // in order; later wins
   bool signals = true;
   bool atexit = true;

@@ -92,9 +92,12 @@ std::string base_name(const std::string &p) {
 
 }  // namespace
 
-runtime &runtime::get() {
+std::atomic<runtime *> runtime::s_instance{nullptr};
+
+runtime &runtime::create() {
   // Never destroyed: threads and exit handlers may use it during process teardown.
   static runtime *r = new runtime;
+  s_instance.store(r, std::memory_order_release);
   return *r;
 }
 
@@ -146,6 +149,7 @@ int runtime::init(const dftrace_options *options) {
   std::lock_guard<std::mutex> lock(init_mutex_);
   if (initialized_.load()) return recording() ? DFTRACE_OK : DFTRACE_ERR_DISABLED;
   try {
+    ticks().prepare();  // the first tick slope spans initialisation
     cfg_ = load_config(options);
     set_log_level(static_cast<log_level>(cfg_.log_level));
     reset_process_info();
@@ -213,6 +217,13 @@ int runtime::init(const dftrace_options *options) {
     }
 
     tree_.set_rules(cfg_.categories);
+    // The event path's clock, fixed before any event reads it (core/clock.hpp).
+    if (cfg_.timer_source != "monotonic" && !ticks().start(true) && cfg_.timer_source == "tsc") {
+      const char *why = "";
+      tsc_usable(&why);
+      log(log_level::warn, "timer.source is tsc but the TSC can not be used (%s); using CLOCK_MONOTONIC", why);
+    }
+    if (cfg_.timer_source == "monotonic") ticks().start(false);
     start_id_ = 0;
     initialized_.store(true, std::memory_order_release);
     if (!cfg_.enable) {
@@ -258,6 +269,7 @@ void runtime::create_writer_locked() {
   ws.queue_bytes = std::max(cfg_.queue_bytes, 4 * cfg_.member_bytes);
   ws.drop_when_full = cfg_.on_full_drop;
   ws.compress_threads = cfg_.compress_threads;
+  ws.format.ticks = &ticks();
   ws.format.pid = pid_;
   ws.format.epoch_offset_ns = epoch_offset_ns_;
   ws.format.ns_precision = cfg_.ns_precision;
@@ -436,7 +448,8 @@ std::string runtime::header_text() {
        ",\"dur\":0,\"ph\":\"X\",\"args\":{" + hh + "\"version\":" + json_quote(DFTRACE_VERSION_STRING) +
        ",\"date\":" + json_quote(date) + ",\"ppid\":" + std::to_string(ppid_) +
        ",\"exec_hash\":" + std::to_string(exec_hash) + ",\"cmd_hash\":" + std::to_string(cmd_hash) +
-       ",\"clock\":\"monotonic\",\"clock_offset_ns\":" + std::to_string(epoch_offset_ns_) +
+       ",\"clock\":\"monotonic\",\"timer_source\":" +
+       std::string(ticks().tsc() ? "\"tsc\"" : "\"monotonic\"") + ",\"clock_offset_ns\":" + std::to_string(epoch_offset_ns_) +
        ",\"timer_precision\":" + std::string(cfg_.ns_precision ? "\"ns\"" : "\"us\"");
   if (cfg_.metadata) h += ",\"level\":1,\"p_idx\":-1";
   h += "}}\n";
@@ -607,7 +620,7 @@ uint64_t runtime::begin(node *n, int enable, const dftrace_arg *args, size_t nar
 }
 
 uint64_t runtime::iter_step(uint64_t previous, node *n, int enable, uint32_t count) {
-  const uint64_t now = mono_ns();
+  const uint64_t now = tick_now();
   if (previous) end_at(previous, nullptr, 0, now);
   return n ? begin_at(n, enable, nullptr, 0, count, now) : 0;
 }
@@ -641,24 +654,27 @@ uint64_t runtime::begin_at(node *n, int enable, const dftrace_arg *args, size_t 
     append_args(ts.scratch, args, nargs);
     a.args_len = static_cast<uint32_t>(ts.scratch.size() - a.args_off);
   }
-  a.start_ns = now ? now : mono_ns();
+  a.start_tick = now ? now : tick_now();
   ts.stack.push_back(a);
   return a.id;
 }
 
-void runtime::write_complete(thread_state &ts, const activation &a, uint64_t end_ns) {
-  write_x(ts, a.n, a.id, a.start_ns, end_ns, ts.tid, a.level, a.parent_id,
-          std::string_view(ts.scratch.data() + a.args_off, a.args_len), a.count);
+__attribute__((always_inline)) inline void runtime::write_complete(thread_state &ts, const activation &a,
+                                                                   uint64_t end_tick) {
+  write_record(ts, rec_type::complete, a.n, a.id, a.start_tick, end_tick, ts.tid, a.level, a.parent_id,
+               std::string_view(ts.scratch.data() + a.args_off, a.args_len), a.count);
 }
 
 void runtime::write_x(thread_state &ts, node *n, uint64_t id, uint64_t start_ns, uint64_t end_ns,
-                      int64_t tid, uint32_t level, int64_t parent_id, std::string_view own, uint32_t count) {
-  write_record(ts, rec_type::complete, n, id, start_ns, end_ns, tid, level, parent_id, own, count);
+                      int64_t tid, uint32_t level, int64_t parent_id, std::string_view own, uint32_t count,
+                      bool ticked) {
+  write_record(ts, rec_type::complete, n, id, start_ns, end_ns, tid, level, parent_id, own, count, false,
+               ticked);
 }
 
-void runtime::write_record(thread_state &ts, rec_type type, node *n, uint64_t id, uint64_t start_ns,
+__attribute__((always_inline)) inline void runtime::write_record(thread_state &ts, rec_type type, node *n, uint64_t id, uint64_t start_ns,
                            uint64_t end_ns, int64_t tid, uint32_t level, int64_t parent_id,
-                           std::string_view own, uint32_t count, bool own_json) {
+                           std::string_view own, uint32_t count, bool own_json, bool ticked) {
   // A binary record; the writer thread formats the line. The node's arguments are copied as
   // they are now (the event's end), lock-free.
   size_t room = n->args.size_hint() + 16;
@@ -671,9 +687,10 @@ void runtime::write_record(thread_state &ts, rec_type type, node *n, uint64_t id
       room = static_cast<size_t>(-got);
       continue;
     }
-    std::memcpy(payload + got, own.data(), own.size());
+    if (!own.empty()) std::memcpy(payload + got, own.data(), own.size());
     r.type = type;
     r.own_json = own_json ? 1 : 0;
+    r.ticked = ticked ? 1 : 0;
     r.name_cat = &n->name_cat;
     r.id = id;
     r.start_ns = start_ns;
@@ -691,7 +708,7 @@ void runtime::write_record(thread_state &ts, rec_type type, node *n, uint64_t id
 }
 
 void runtime::end(uint64_t region, const dftrace_arg *args, size_t nargs) {
-  if (region) end_at(region, args, nargs, mono_ns());
+  if (region) end_at(region, args, nargs, tick_now());
 }
 
 void runtime::end_at(uint64_t region, const dftrace_arg *args, size_t nargs, uint64_t now) {
@@ -755,7 +772,7 @@ void runtime::instant(node *n, const dftrace_arg *args, size_t nargs) {
   if (!ts.w) return;
   ts.own.clear();
   if (nargs && args) append_args(ts.own, args, nargs);
-  const uint64_t now = mono_ns();
+  const uint64_t now = tick_now();
   write_record(ts, rec_type::instant, n, next_id(ts), now, now, ts.tid,
                static_cast<uint32_t>(ts.stack.size() + 1),
                ts.stack.empty() ? -1 : static_cast<int64_t>(ts.stack.back().id), ts.own);
@@ -777,7 +794,7 @@ void runtime::complete_on_track(node *n, uint64_t start_ns, uint64_t end_ns, int
   if (end_ns < start_ns) end_ns = start_ns;
   ts.own.clear();  // reused: no allocation once warm
   if (nargs && args) append_args(ts.own, args, nargs);
-  write_x(ts, n, next_id(ts), start_ns, end_ns, track, 1, -1, ts.own);
+  write_x(ts, n, next_id(ts), start_ns, end_ns, track, 1, -1, ts.own, 0, false);  // already ns
 }
 
 void runtime::track_name(int64_t track, std::string_view name) {
@@ -794,7 +811,7 @@ void runtime::counter(node *n, std::string_view series, std::string_view json_va
   if (!n || !n->active.load(std::memory_order_relaxed) || series.empty()) return;
   thread_state &ts = thread();
   if (!ts.w) return;
-  const uint64_t now = mono_ns();
+  const uint64_t now = tick_now();
   ts.own.clear();
   ts.own += json_quote(series);
   ts.own += ':';

@@ -17,6 +17,7 @@
 #include "dftrace/dftrace.h"
 
 #include "config/config.hpp"
+#include "core/clock.hpp"
 #include "core/tree.hpp"
 #include "writer/writer.hpp"
 
@@ -25,17 +26,11 @@ struct dftrace_options;
 
 namespace dftrace::detail {
 
-inline uint64_t mono_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
-}
-
 // One open region on a thread.
 struct activation {
   uint64_t id;
   node *n;
-  uint64_t start_ns;
+  uint64_t start_tick;  // clock.hpp: tick_now()
   int64_t parent_id;
   uint32_t level;
   uint32_t args_off;  // per-use arguments: scratch[args_off, args_off + args_len)
@@ -60,7 +55,10 @@ struct thread_state {
 
 class runtime {
  public:
-  static runtime &get();
+  static runtime &get() {
+    runtime *r = s_instance.load(std::memory_order_acquire);
+    return __builtin_expect(r != nullptr, 1) ? *r : create();
+  }
 
   // ---- set-up
   int init(const dftrace_options *options);
@@ -114,6 +112,8 @@ class runtime {
 
  private:
   runtime() = default;
+  static runtime &create();
+  static std::atomic<runtime *> s_instance;
   thread_state &thread();
   void create_writer_locked();
   thread_state *bind_thread();
@@ -124,12 +124,13 @@ class runtime {
   void write_complete(thread_state &ts, const activation &a, uint64_t end_ns);
   // One complete event into the thread's chunk, as a binary record (record.hpp).
   void write_x(thread_state &ts, node *n, uint64_t id, uint64_t start_ns, uint64_t end_ns, int64_t tid,
-               uint32_t level, int64_t parent_id, std::string_view own, uint32_t count = 0);
+               uint32_t level, int64_t parent_id, std::string_view own, uint32_t count = 0,
+               bool ticked = true);
   uint64_t begin_at(node *n, int enable, const dftrace_arg *args, size_t nargs, uint32_t count, uint64_t now);
   void end_at(uint64_t region, const dftrace_arg *args, size_t nargs, uint64_t now);
   void write_record(thread_state &ts, rec_type type, node *n, uint64_t id, uint64_t start_ns,
                     uint64_t end_ns, int64_t tid, uint32_t level, int64_t parent_id, std::string_view own,
-                    uint32_t count = 0, bool own_json = false);
+                    uint32_t count = 0, bool own_json = false, bool ticked = true);
   char *put_time(char *p, uint64_t mono);
   uint64_t to_us(uint64_t mono) const { return (mono + epoch_offset_ns_) / 1000; }
   std::string header_text();

@@ -19,26 +19,6 @@ arg_store::arg_store() {
   blocks_.push_back(std::move(b));
 }
 
-long arg_store::copy_to(char *dst, size_t room) const {
-  for (;;) {
-    const uint32_t s1 = seq_.load(std::memory_order_acquire);
-    if (s1 & 1u) continue;
-    const block *b = block_.load(std::memory_order_acquire);
-    const uint32_t n = len_.load(std::memory_order_relaxed);
-    if ((n + 7u) / 8u * 8u > room) {  // whole words are stored: room for the rounding too
-      if (seq_.load(std::memory_order_acquire) == s1) return -static_cast<long>((n + 7u) / 8u * 8u);
-      continue;
-    }
-    const size_t words = std::min<size_t>((n + 7) / 8, b->words);
-    for (size_t i = 0; i < words; ++i) {
-      const uint64_t w = b->data[i].load(std::memory_order_relaxed);
-      std::memcpy(dst + 8 * i, &w, 8);  // fixed size: a store, not a call
-    }
-    std::atomic_thread_fence(std::memory_order_acquire);
-    if (seq_.load(std::memory_order_relaxed) == s1) return static_cast<long>(n);
-  }
-}
-
 void arg_store::store(std::string_view fragment) {
   const size_t need = (fragment.size() + 7) / 8;
   block *b = block_.load(std::memory_order_relaxed);

@@ -5,7 +5,9 @@
 
 #include <atomic>
 #include <deque>
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -25,7 +27,7 @@ class arg_store {
   // Readers: copies the fragment into dst if it fits in room (whole 8-byte words are stored,
   // so up to 7 bytes past the fragment may be overwritten); returns its length, or -(room
   // needed) when room is too small. Never blocks for long.
-  long copy_to(char *dst, size_t room) const;
+  inline long copy_to(char *dst, size_t room) const;
   size_t size_hint() const { return len_.load(std::memory_order_relaxed); }
   // Writer (holding the tree mutex).
   void store(std::string_view fragment);
@@ -40,6 +42,27 @@ class arg_store {
   std::atomic<block *> block_;
   std::vector<std::unique_ptr<block>> blocks_;  // all ever used: readers may still hold one
 };
+
+// Inline: on every event's path.
+inline long arg_store::copy_to(char *dst, size_t room) const {
+  for (;;) {
+    const uint32_t s1 = seq_.load(std::memory_order_acquire);
+    if (s1 & 1u) continue;
+    const block *b = block_.load(std::memory_order_acquire);
+    const uint32_t n = len_.load(std::memory_order_relaxed);
+    if ((n + 7u) / 8u * 8u > room) {  // whole words are stored: room for the rounding too
+      if (seq_.load(std::memory_order_acquire) == s1) return -static_cast<long>((n + 7u) / 8u * 8u);
+      continue;
+    }
+    const size_t words = std::min<size_t>((n + 7) / 8, b->words);
+    for (size_t i = 0; i < words; ++i) {
+      const uint64_t w = b->data[i].load(std::memory_order_relaxed);
+      std::memcpy(dst + 8 * i, &w, 8);  // fixed size: a store, not a call
+    }
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (seq_.load(std::memory_order_relaxed) == s1) return static_cast<long>(n);
+  }
+}
 
 struct node {
   std::atomic<bool> active{false};  // user_enabled && the process is recording

@@ -10,6 +10,8 @@
 
 namespace dftrace::detail {
 
+class tick_map;
+
 enum class rec_type : uint8_t { complete = 1, instant = 2, counter = 3 };
 
 // Header of one record; payload follows: the node's argument fragment, then the per-use one
@@ -18,10 +20,11 @@ struct rec {
   uint32_t size;             // header + payload, rounded up to 8
   rec_type type;
   uint8_t own_json;          // 1: own is JSON text ("k":v,...); 0: raw entries (raw_arg below)
-  uint8_t pad_[2];
+  uint8_t ticked;            // 1: start/end are ticks (core/clock.hpp); 0: monotonic ns
+  uint8_t pad_;
   const std::string *name_cat;  // the node's pre-escaped ,"name":..,"cat":.. (nodes live forever)
   uint64_t id;
-  uint64_t start_ns;         // tracer clock (monotonic)
+  uint64_t start_ns;         // tick or monotonic ns (ticked)
   uint64_t end_ns;
   int64_t parent_id;
   int64_t tid;
@@ -40,6 +43,7 @@ inline constexpr size_t rec_size(size_t payload) { return (sizeof(rec) + payload
 // What the writer needs to turn records into lines; fixed when tracing starts (pid changes
 // after fork).
 struct line_format {
+  tick_map *ticks = nullptr;  // ticks -> monotonic ns (the writer adds anchors); null: ns already
   int64_t pid = 0;
   uint64_t epoch_offset_ns = 0;
   bool ns_precision = false;

@@ -1,6 +1,7 @@
 // record_format.cpp: one binary record -> one JSON line, on the writer thread.
 #include <cstring>
 
+#include "core/clock.hpp"
 #include "core/format.hpp"
 #include "writer/record.hpp"
 
@@ -151,7 +152,12 @@ char *put_args(char *p, bool comma, std::string_view node_args, std::string_view
 char *format_record(const line_format &f, const rec &r, char *p, uint64_t *ts_us) {
   const std::string_view node_args(r.node_args(), r.node_args_len);
   const std::string_view own(r.own(), r.own_len);
-  *ts_us = (r.start_ns + f.epoch_offset_ns) / 1000;
+  uint64_t start = r.start_ns, end = r.end_ns;
+  if (r.ticked && f.ticks) {
+    start = f.ticks->to_ns(start);
+    end = r.end_ns == r.start_ns ? start : f.ticks->to_ns(end);
+  }
+  *ts_us = (start + f.epoch_offset_ns) / 1000;
   if (r.type == rec_type::counter) {  // no id: Perfetto would make one track per sample
     *p++ = '{';
     p = put(p, std::string_view(*r.name_cat).substr(1));
@@ -160,7 +166,7 @@ char *format_record(const line_format &f, const rec &r, char *p, uint64_t *ts_us
     p = put(p, ",\"tid\":");
     p = write_i64(p, r.tid);
     p = put(p, ",\"ts\":");
-    p = put_time(f, p, r.start_ns);
+    p = put_time(f, p, start);
     p = put(p, ",\"ph\":\"C\",\"args\":{");
     p = put(p, own);  // counters store their series as JSON
     return put(p, "}}\n");
@@ -173,13 +179,13 @@ char *format_record(const line_format &f, const rec &r, char *p, uint64_t *ts_us
   p = put(p, ",\"tid\":");
   p = write_i64(p, r.tid);
   p = put(p, ",\"ts\":");
-  p = put_time(f, p, r.start_ns);
+  p = put_time(f, p, start);
   if (r.type == rec_type::complete) {
     p = put(p, ",\"dur\":");
     if (!f.ns_precision) {
-      p = write_u64(p, (r.end_ns + f.epoch_offset_ns) / 1000 - *ts_us);
+      p = write_u64(p, (end + f.epoch_offset_ns) / 1000 - *ts_us);
     } else {
-      p = write_us_fraction(p, r.end_ns - r.start_ns);
+      p = write_us_fraction(p, end - start);
     }
     p = put(p, ",\"ph\":\"X\",\"args\":{");
   } else {

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "core/clock.hpp"
 #include "core/log.hpp"
 
 namespace dftrace::detail {
@@ -209,12 +210,29 @@ void writer::run() {
   const auto interval = std::chrono::duration_cast<clock::duration>(
       std::chrono::duration<double>(settings_.flush_interval));
   auto next_steal = clock::now() + interval;
+  tick_map *const tm = settings_.format.ticks && settings_.format.ticks->tsc() ? settings_.format.ticks : nullptr;
   std::unique_lock<std::mutex> lock(queue_mutex_);
   while (!stop_) {
-    queue_cv_.wait_until(lock, next_steal, [&] {
+    // Tick anchors keep their schedule (1 ms, 2 ms, ... 1 s apart) even when no event comes,
+    // so that the tick map's slope is measured over short spans first (core/clock.hpp).
+    auto wake = next_steal;
+    if (tm) {
+      const auto due = clock::now() + std::chrono::nanoseconds(tm->ns_until_due());
+      if (due < wake) wake = due;
+    }
+    const bool woken = queue_cv_.wait_until(lock, wake, [&] {
       return stop_ || queued_bytes_ >= settings_.member_bytes / 2 || flush_wanted_;
     });
     if (stop_) break;
+    if (!woken && clock::now() < next_steal) {  // only an anchor is due
+      lock.unlock();
+      {
+        std::lock_guard<std::mutex> io(io_mutex_);
+        if (!finished_) tm->anchor();
+      }
+      lock.lock();
+      continue;
+    }
     const bool steal = clock::now() >= next_steal;
     lock.unlock();
     {
@@ -287,6 +305,9 @@ void writer::cycle(bool steal) {
       }
     }
   }
+  // 2b. a tick anchor read after every record taken above was committed: the tick map never
+  //     changes where those records' ticks fall (core/clock.hpp)
+  if (settings_.format.ticks) settings_.format.ticks->anchor();
   // 3. metadata: taken after the event lines were observed, so every definition that an
   //    observed event uses is in this batch or an earlier one.
   local_meta_.clear();

@@ -159,6 +159,27 @@ int mode_many(int n) {
   return 0;
 }
 
+// Regions stamped by the event path's clock (the TSC where used), each bracketed by
+// dftrace_now_ns() (CLOCK_MONOTONIC) readings written as explicit-time events on track 7:
+// the test checks that every region lies inside its bracket. Sleeps spread the n regions
+// over about n milliseconds, so that the writer adds tick anchors in between.
+int mode_bracket(int n) {
+  dftrace_node_t *inner = node("compute.forward");
+  dftrace_node_t *outer = node("compute.backward");
+  for (int i = 0; i < n; ++i) {
+    const uint64_t t0 = dftrace_now_ns();
+    dftrace_region_t r = dftrace_region_begin(inner);
+    spin(200 + (i % 7) * 100);
+    dftrace_region_end(r);
+    const uint64_t t1 = dftrace_now_ns();
+    dftrace_arg_t a = DFTRACE_ARG_I("i", i);
+    dftrace_event_complete(outer, t0, t1, 7, &a, 1);
+    if (i % 10 == 0) usleep(10000);
+  }
+  std::printf("application finished normally\n");
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -174,5 +195,6 @@ int main(int argc, char **argv) {
   if (mode == "fork") return mode_fork(n);
   if (mode == "many") return mode_many(n);
   if (mode == "idle") return mode_idle(n);
+  if (mode == "bracket") return mode_bracket(n);
   return 2;
 }
