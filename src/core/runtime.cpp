@@ -569,48 +569,70 @@ inline char *runtime::put_time(char *p, uint64_t mono) {
 
 // ---------------------------------------------------------------- arguments
 
-void runtime::append_args(std::string &out, const dftrace_arg *args, size_t nargs) {
-  // Stored raw (key bytes, value bytes): the writer thread escapes and formats them, and
-  // resolves a key given twice (the later value wins).
+namespace {
+
+inline char *extend(std::string &out, size_t k) {
+  const size_t at = out.size();
+  out.resize(at + k);
+  return out.data() + at;
+}
+inline char *extend(byte_buf &out, size_t k) { return out.extend(k); }
+
+// Stored raw (key bytes, value bytes): the writer thread escapes and formats them, and
+// resolves a key given twice (the later value wins).
+template <typename Buf>
+inline void append_raw_args(Buf &out, const dftrace_arg *args, size_t nargs) {
   for (size_t i = 0; i < nargs; ++i) {
     const dftrace_arg &a = args[i];
     if (!a.key || !*a.key) continue;
     raw_arg h{};
     const size_t klen = std::min(std::strlen(a.key), k_max_arg_key);
     h.key_len = static_cast<uint16_t>(klen);
-    const char *value = nullptr;
-    uint8_t b;
     switch (a.type) {
       case DFTRACE_ARG_INT:
       case DFTRACE_ARG_DOUBLE:
-      case DFTRACE_ARG_UINT:
+      case DFTRACE_ARG_UINT: {
         h.type = static_cast<uint8_t>(a.type);
         h.value_len = 8;
-        value = reinterpret_cast<const char *>(&a.value);  // the union's first 8 bytes
-        break;
-      case DFTRACE_ARG_BOOL:
+        char *p = extend(out, sizeof h + klen + 8);
+        std::memcpy(p, &h, sizeof h);
+        std::memcpy(p + sizeof h, a.key, klen);
+        std::memcpy(p + sizeof h + klen, &a.value, 8);  // the union's first 8 bytes
+        continue;
+      }
+      case DFTRACE_ARG_BOOL: {
         h.type = DFTRACE_ARG_BOOL;
-        b = a.value.b ? 1 : 0;
         h.value_len = 1;
-        value = reinterpret_cast<const char *>(&b);
-        break;
+        char *p = extend(out, sizeof h + klen + 1);
+        std::memcpy(p, &h, sizeof h);
+        std::memcpy(p + sizeof h, a.key, klen);
+        p[sizeof h + klen] = a.value.b ? 1 : 0;
+        continue;
+      }
       case DFTRACE_ARG_STRING:
         h.type = a.value.s ? DFTRACE_ARG_STRING : 0;
         h.value_len = a.value.s ? static_cast<uint32_t>(std::strlen(a.value.s)) : 0;
-        value = a.value.s;
         break;
       default:
         h.type = 0;  // a type from a newer header: written as null
         h.value_len = 0;
         break;
     }
-    const size_t at = out.size();
-    out.resize(at + sizeof h + klen + h.value_len);
-    char *p = out.data() + at;
+    char *p = extend(out, sizeof h + klen + h.value_len);
     std::memcpy(p, &h, sizeof h);
     std::memcpy(p + sizeof h, a.key, klen);
-    if (h.value_len) std::memcpy(p + sizeof h + klen, value, h.value_len);
+    if (h.value_len) std::memcpy(p + sizeof h + klen, a.value.s, h.value_len);
   }
+}
+
+}  // namespace
+
+void runtime::append_args(std::string &out, const dftrace_arg *args, size_t nargs) {
+  append_raw_args(out, args, nargs);
+}
+
+void runtime::append_args(byte_buf &out, const dftrace_arg *args, size_t nargs) {
+  append_raw_args(out, args, nargs);
 }
 
 // ---------------------------------------------------------------- events
