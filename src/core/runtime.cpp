@@ -699,12 +699,13 @@ __attribute__((always_inline)) inline void runtime::write_record(thread_state &t
                            std::string_view own, uint32_t count, bool own_json, bool ticked) {
   // A binary record; the writer thread formats the line. The node's arguments are copied as
   // they are now (the event's end), lock-free.
-  size_t room = n->args.size_hint() + 16;
+  const arg_store &args = *n->args_src.load(std::memory_order_acquire);
+  size_t room = args.size_hint() + 16;
   for (;;) {
     char *const p0 = reserve(ts, rec_size(room + own.size()));
     rec &r = *reinterpret_cast<rec *>(p0);
     char *const payload = p0 + sizeof(rec);
-    const long got = type == rec_type::counter ? 0 : n->args.copy_to(payload, room);
+    const long got = type == rec_type::counter ? 0 : args.copy_to(payload, room);
     if (got < 0) {
       room = static_cast<size_t>(-got);
       continue;

@@ -88,6 +88,7 @@ bool split_path(std::string_view path, std::vector<std::string_view> *out) {
 
 tree::tree() {
   root_ = std::make_unique<node>();
+  root_->args_src.store(&root_->args, std::memory_order_release);
   root_->name = "ai_root";
   root_->cat = "ai_root";
   root_->name_cat = make_name_cat(root_->name, root_->cat);
@@ -124,9 +125,7 @@ node *tree::make_child(node *parent, std::string_view key, std::string event_nam
   for (const auto &r : rules_)
     if (r.first == n->path) n->user_enabled = r.second;
   n->same_args_as_parent = true;  // children start with exactly their parent's arguments
-  if (frags_.empty()) frags_.resize(1);
-  rebuild_args_into(effective_args(parent), frags_[0]);  // the parent's fragment
-  n->args.store(frags_[0]);
+  n->args_src.store(parent->args_src.load(std::memory_order_relaxed), std::memory_order_release);
   n->active.store(n->user_enabled && recording_, std::memory_order_relaxed);
   node *raw = n.get();
   parent->children.push_back(std::move(n));
@@ -283,13 +282,14 @@ const std::vector<std::pair<std::string, std::string>> &tree::effective_args(con
 
 void tree::update_locked(node *n, const std::vector<change> &changes, size_t depth,
                          const std::string *parent_frag) {
-  if (frags_.size() <= depth + 1) frags_.resize(depth + 2);
   if (parent_frag && n->same_args_as_parent) {
-    // Same arguments as the parent, which was just updated: take its fragment.
-    n->args.store(*parent_frag);
-    for (auto &c : n->children) update_locked(c.get(), changes, depth + 1, parent_frag);
+    // Same arguments as the parent, which was just updated: its events read the parent's
+    // source; only descendants with lists of their own need work.
+    for (auto &c : n->children)
+      if (c->lists_in_subtree) update_locked(c.get(), changes, depth + 1, parent_frag);
     return;
   }
+  if (frags_.size() <= depth + 1) frags_.resize(depth + 2);
   for (const auto &[key, value] : changes) {
     auto it = std::find_if(n->arg_list.begin(), n->arg_list.end(),
                            [&](const auto &kv) { return kv.first == key; });
@@ -301,7 +301,8 @@ void tree::update_locked(node *n, const std::vector<change> &changes, size_t dep
     }
   }
   rebuild_args(n, frags_[depth]);
-  for (auto &c : n->children) update_locked(c.get(), changes, depth + 1, &frags_[depth]);
+  for (auto &c : n->children)
+    if (c->lists_in_subtree) update_locked(c.get(), changes, depth + 1, &frags_[depth]);
 }
 
 void tree::update_many(node *n, const std::vector<change> &changes) {
@@ -315,11 +316,26 @@ void tree::update_many(node *n, const std::vector<change> &changes) {
   std::lock_guard<std::mutex> lock(mu_);
   // The updated node now differs from its parent (unless it is the root); its descendants
   // keep their relation to their own parents, since all of them get the same changes.
-  if (n->same_args_as_parent && n->parent) {
+  const bool becomes_own = n->same_args_as_parent && n->parent;
+  if (becomes_own) {
     n->arg_list = effective_args(n->parent);  // it gets a list of its own now
     n->same_args_as_parent = false;
+    for (node *x = n; x; x = x->parent) ++x->lists_in_subtree;
   }
   update_locked(n, escaped, 0, nullptr);
+  if (becomes_own) {  // its fragment is complete: events of n and its sharers now read it
+    n->args_src.store(&n->args, std::memory_order_release);
+    repoint_sharing(n);
+  }
+}
+
+void tree::repoint_sharing(node *n) {
+  const arg_store *src = n->args_src.load(std::memory_order_relaxed);
+  for (auto &c : n->children) {
+    if (!c->same_args_as_parent) continue;
+    c->args_src.store(src, std::memory_order_release);
+    repoint_sharing(c.get());
+  }
 }
 
 void tree::update(node *n, std::string_view key, std::optional<std::string_view> json_value) {

@@ -74,13 +74,18 @@ struct node {
   std::string path;
   bool hidden = false;               // custom iter/block names: not found by path
   std::string name_cat;              // ,"name":"<name>","cat":"<cat>"  (escaped)
-  arg_store args;                    // the fragment written into events
+  arg_store args;                    // this node's fragment (when it has its own list)
+  // Where events of this node read their arguments: &args, or for a node that shares its
+  // parent's arguments, the parent's source (so that update() of a subtree stores one fragment
+  // per node that holds a list, not one per node). Changed under the tree mutex.
+  std::atomic<const arg_store *> args_src{nullptr};
   // Ordered arguments (escaped key, JSON value), the source of `args`. Tree mutex.
   // Only meaningful when !same_args_as_parent: a node that holds exactly its parent's
   // arguments (inherited, and every later update reached both) keeps no list of its own and
   // takes its parent's fragment on update; it gets a list when it is updated on its own.
   std::vector<std::pair<std::string, std::string>> arg_list;
   bool same_args_as_parent = true;
+  uint32_t lists_in_subtree = 0;  // nodes with a list of their own here and below (tree mutex)
   std::vector<std::unique_ptr<node>> children;
   std::atomic<node *> iter_node{nullptr};
   std::atomic<node *> block_node{nullptr};
@@ -123,6 +128,8 @@ class tree {
   // The arguments n holds (its own list, or the nearest ancestor's that it shares).
   static const std::vector<std::pair<std::string, std::string>> &effective_args(const node *n);
   void rebuild_args(node *n, std::string &frag);
+  // Points n's sharing descendants at n's source (after n's source changed).
+  static void repoint_sharing(node *n);
   static void rebuild_args_into(const std::vector<std::pair<std::string, std::string>> &list, std::string &frag);
   // One reused buffer per depth (tree mutex); a deque, so that growing it keeps the
   // references handed down the recursion valid.

@@ -12,7 +12,7 @@ using namespace dftrace::detail;
 namespace {
 std::string args_of(node *n) {
   std::string s(4096, '\0');
-  long got = n->args.copy_to(s.data(), s.size());
+  long got = n->args_src.load()->copy_to(s.data(), s.size());
   s.resize(static_cast<size_t>(got));
   return s;
 }
@@ -92,6 +92,30 @@ TEST(Tree, UpdateReachesTheSubtreeOnly) {
   EXPECT_EQ(args_of(late), "\"step\":7");
 }
 
+TEST(Tree, SharersReadTheNearestListAfterAMiddleNodeGetsItsOwn) {
+  // Nodes that share their parent's arguments read the nearest ancestor's fragment; when a
+  // middle node gets a list of its own, the sharers below it (created before or after) follow it,
+  // and the sharers elsewhere do not.
+  tree t;
+  node *deep = t.derive(t.derive(t.find("compute.forward"), "a"), "b");  // before
+  t.update(t.root(), "epoch", std::string_view("1"));
+  EXPECT_EQ(args_of(deep), "\"epoch\":1");
+  t.update(t.find("compute.forward"), "x", std::string_view("2"));
+  node *later = t.derive(t.find("compute.forward"), "c");  // after
+  EXPECT_EQ(args_of(deep), "\"epoch\":1,\"x\":2");
+  EXPECT_EQ(args_of(later), "\"epoch\":1,\"x\":2");
+  EXPECT_EQ(args_of(t.find("compute.backward")), "\"epoch\":1");
+  EXPECT_EQ(args_of(t.find("compute")), "\"epoch\":1");
+  // A root update reaches the list holders and, through them, every sharer.
+  t.update(t.root(), "epoch", std::string_view("5"));
+  EXPECT_EQ(args_of(deep), "\"epoch\":5,\"x\":2");
+  EXPECT_EQ(args_of(later), "\"epoch\":5,\"x\":2");
+  EXPECT_EQ(args_of(t.find("compute.backward")), "\"epoch\":5");
+  // Only list holders store a fragment: sharers read through their source pointer.
+  EXPECT_EQ(deep->args_src.load(), &t.find("compute.forward")->args);
+  EXPECT_EQ(t.find("compute.backward")->args_src.load(), &t.root()->args);
+}
+
 TEST(Tree, ReservedKeysAreRenamed) {
   tree t;
   t.update(t.find("compute"), "level", std::string_view("9"));
@@ -145,7 +169,7 @@ TEST(Tree, ArgumentReadsAreConsistentUnderConcurrentUpdates) {
   });
   char buf[256];
   while (!stop) {
-    long got = n->args.copy_to(buf, sizeof buf);
+    long got = n->args_src.load()->copy_to(buf, sizeof buf);
     ASSERT_GT(got, 0);
     std::string s(buf, static_cast<size_t>(got));
     ASSERT_TRUE(s == "\"k\":1" || s == "\"k\":\"a-long-string-value-that-grows-the-block\"") << s;
