@@ -39,6 +39,19 @@ void BM_region_disabled_node(benchmark::State &state) {
 }
 BENCHMARK(BM_region_disabled_node);
 
+void BM_region_disabled_handle(benchmark::State &state) {
+  // The C face on a node handle held by the caller: DFTRACE_REGION_BEGIN's inline check.
+  dftrace_node_t *h = dftrace_node_find("compute.step");
+  dftrace_node_disable(h);
+  for (auto _ : state) {
+    dftrace_region_t r = DFTRACE_REGION_BEGIN(h);
+    benchmark::DoNotOptimize(r);
+    if (r) dftrace_region_end(r);
+  }
+  dftrace_node_enable(h);
+}
+BENCHMARK(BM_region_disabled_handle);
+
 void BM_loop_yardstick(benchmark::State &state) {
   // The benchmark loop with an 8-byte value kept in memory, as the disabled case keeps its
   // scope (a region id of 0): what the loop costs without any tracing.
