@@ -126,6 +126,7 @@ void tick_map::start_for_test(uint64_t tick0, uint64_t ns0, uint64_t slope_q32) 
   tsc_ = push({tick0, ns0, slope_q32});
   raw_tick_ = tick0;
   raw_ns_ = ns0;
+  next_due_ns_.store(ns0 + spacing(1), std::memory_order_relaxed);
 }
 
 void tick_map::anchor(bool force) {
@@ -163,13 +164,15 @@ void tick_map::anchor_at(uint64_t tick, uint64_t ns, bool force) {
   if (push(p)) {
     raw_tick_ = tick;
     raw_ns_ = ns;
+    next_due_ns_.store(ns + spacing(n + 1), std::memory_order_relaxed);
   }
 }
 
 uint64_t tick_map::ns_until_due() const {
-  const size_t n = count_.load(std::memory_order_relaxed);
-  if (!tsc_ || n == 0) return ~uint64_t{0} >> 2;
-  const uint64_t due = raw_ns_ + spacing(n), now = mono_ns();
+  // Read by the writer thread outside the I/O lock, while an anchor may be added under it
+  // (by flush or finalize on another thread): only this atomic is shared.
+  if (!tsc_) return ~uint64_t{0} >> 2;
+  const uint64_t due = next_due_ns_.load(std::memory_order_relaxed), now = mono_ns();
   return due > now ? due - now : 0;
 }
 

@@ -75,7 +75,7 @@ class tick_map {
   }
 
   size_t anchors() const { return count_.load(std::memory_order_acquire); }
-  // Nanoseconds until the next anchor is due (0: now). Writer only.
+  // Nanoseconds until the next anchor is due (0: now). Any thread.
   uint64_t ns_until_due() const;
 
   // For tests: anchor from a given sample (tick, ns) instead of reading the clocks.
@@ -105,6 +105,7 @@ class tick_map {
   // The last raw sample (measured, not adjusted): the next slope is measured from it.
   uint64_t raw_tick_ = 0, raw_ns_ = 0;
   uint64_t prep_tick_ = 0, prep_ns_ = 0;
+  std::atomic<uint64_t> next_due_ns_{0};  // when the next anchor is due (read without the lock)
 };
 
 tick_map &ticks();
