@@ -26,7 +26,7 @@ struct comm_nodes {
   dftrace_node_t *send = nullptr, *receive = nullptr, *barrier = nullptr, *bcast = nullptr;
   dftrace_node_t *reduce = nullptr, *all_reduce = nullptr, *gather = nullptr, *all_gather = nullptr;
   dftrace_node_t *scatter = nullptr, *reduce_scatter = nullptr, *all_to_all = nullptr;
-  dftrace_node_t *wait = nullptr;
+  dftrace_node_t *wait = nullptr, *test = nullptr, *sendrecv = nullptr;
   // non-blocking: derived "<op>.post" nodes, so that switching an operation off covers both
   dftrace_node_t *send_post = nullptr, *receive_post = nullptr, *barrier_post = nullptr;
   dftrace_node_t *bcast_post = nullptr, *reduce_post = nullptr, *all_reduce_post = nullptr;
@@ -48,6 +48,8 @@ __attribute__((constructor)) void on_load() {
   g.mpi_init = dftrace_node_child(comm, "mpi_init");
   g.mpi_finalize = dftrace_node_child(comm, "mpi_finalize");
   g.wait = dftrace_node_child(comm, "wait");
+  g.test = dftrace_node_child(comm, "test");
+  g.sendrecv = dftrace_node_child(comm, "sendrecv");
   g.send = op_node(comm, "send", &g.send_post);
   g.receive = op_node(comm, "receive", &g.receive_post);
   g.barrier = op_node(comm, "barrier", &g.barrier_post);
@@ -102,6 +104,43 @@ inline int traced(dftrace_node_t *node, Args make_args, Call call) {
   const dftrace_region_t r = dftrace_region_begin_ex(node, DFTRACE_USE_NODE_STATE, args.data(), args.size());
   const int rc = call();
   dftrace_region_end(r);
+  return rc;
+}
+
+// Test calls: one event per call (they are often polled: `comm.test: false` switches them
+// off), with how many requests were asked about and how many completed.
+template <typename Call>
+inline int traced_test(int requests, Call call, int *completed) {
+  if (!dftrace_node_active_fast(g.test)) return call();
+  const dftrace_arg_t in[] = {arg("requests", requests)};
+  const dftrace_region_t r = dftrace_region_begin_ex(g.test, DFTRACE_USE_NODE_STATE, in, 1);
+  const int rc = call();
+  if (r) {
+    const dftrace_arg_t out[] = {arg("completed", rc == MPI_SUCCESS ? *completed : 0)};
+    dftrace_region_end_ex(r, out, 1);
+  }
+  return rc;
+}
+
+// Sendrecv(_replace): what is sent is known before, what arrived only after (from the status).
+template <typename Call>
+int traced_sendrecv(int64_t bytes, int dest, int sendtag, int source, int recvtag, MPI_Comm comm,
+                    MPI_Status *status, Call call) {
+  if (!dftrace_node_active_fast(g.sendrecv)) return call(status);
+  MPI_Status local;
+  MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
+  const dftrace_arg_t in[] = {arg("bytes", bytes), arg("peer", dest), arg("tag", sendtag),
+                              arg("comm_size", size_of(comm))};
+  const dftrace_region_t r = dftrace_region_begin_ex(g.sendrecv, DFTRACE_USE_NODE_STATE, in, 4);
+  const int rc = call(st);
+  if (r) {
+    int got = 0;
+    if (rc != MPI_SUCCESS || PMPI_Get_count(st, MPI_BYTE, &got) != MPI_SUCCESS || got == MPI_UNDEFINED) got = 0;
+    const dftrace_arg_t out[] = {arg("recv_bytes", got),
+                                 arg("source", rc == MPI_SUCCESS ? st->MPI_SOURCE : source),
+                                 arg("recv_tag", rc == MPI_SUCCESS ? st->MPI_TAG : recvtag)};
+    dftrace_region_end_ex(r, out, 3);
+  }
   return rc;
 }
 
@@ -371,6 +410,59 @@ int MPI_Waitsome(int incount, MPI_Request reqs[], int *outcount, int indices[], 
   return traced(
       g.wait, [&] { return std::array<dftrace_arg_t, 1>{arg("requests", incount)}; },
       [&] { return PMPI_Waitsome(incount, reqs, outcount, indices, statuses); });
+}
+
+int MPI_Test(MPI_Request *req, int *flag, MPI_Status *status) {
+  int done = 0;
+  return traced_test(
+      1, [&] { const int rc = PMPI_Test(req, flag, status); done = *flag ? 1 : 0; return rc; }, &done);
+}
+
+int MPI_Testall(int count, MPI_Request reqs[], int *flag, MPI_Status statuses[]) {
+  int done = 0;
+  return traced_test(
+      count, [&] { const int rc = PMPI_Testall(count, reqs, flag, statuses); done = *flag ? count : 0; return rc; },
+      &done);
+}
+
+int MPI_Testany(int count, MPI_Request reqs[], int *index, int *flag, MPI_Status *status) {
+  int done = 0;
+  return traced_test(
+      count,
+      [&] {
+        const int rc = PMPI_Testany(count, reqs, index, flag, status);
+        done = *flag && *index != MPI_UNDEFINED ? 1 : 0;
+        return rc;
+      },
+      &done);
+}
+
+int MPI_Testsome(int incount, MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[]) {
+  int done = 0;
+  return traced_test(
+      incount,
+      [&] {
+        const int rc = PMPI_Testsome(incount, reqs, outcount, indices, statuses);
+        done = *outcount == MPI_UNDEFINED ? 0 : *outcount;
+        return rc;
+      },
+      &done);
+}
+
+// ---------------------------------------------------------------- send and receive in one
+
+int MPI_Sendrecv(const void *sb, int sc, MPI_Datatype st, int dest, int sendtag, void *rb, int rc,
+                 MPI_Datatype rt, int source, int recvtag, MPI_Comm comm, MPI_Status *status) {
+  return traced_sendrecv(bytes_of(sc, st), dest, sendtag, source, recvtag, comm, status, [&](MPI_Status *s) {
+    return PMPI_Sendrecv(sb, sc, st, dest, sendtag, rb, rc, rt, source, recvtag, comm, s);
+  });
+}
+
+int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype dt, int dest, int sendtag, int source,
+                         int recvtag, MPI_Comm comm, MPI_Status *status) {
+  return traced_sendrecv(bytes_of(count, dt), dest, sendtag, source, recvtag, comm, status, [&](MPI_Status *s) {
+    return PMPI_Sendrecv_replace(buf, count, dt, dest, sendtag, source, recvtag, comm, s);
+  });
 }
 
 // ---------------------------------------------------------------- collectives

@@ -132,9 +132,21 @@ def check_train(ranks, np_, epochs, steps, switched_off=()):
             "reduce_scatter": (epochs, dict(bytes=28 * np_, comm_size=np_)),
             "all_to_all": (epochs, dict(bytes=12 * np_, comm_size=np_)),
             "barrier": (epochs, dict(comm_size=np_)),
+            "barrier.post": (epochs, dict(comm_size=np_)),
+            "sendrecv": (epochs, dict(bytes=24, peer=(rank + 1) % np_, tag=30, comm_size=np_, recv_bytes=24,
+                                      source=(rank + np_ - 1) % np_, recv_tag=30)),
         }
         for name, (n, want) in calls.items():
             expect_calls(r, rank, name, 0 if name in switched_off else n, **want)
+        # the polled barrier: one test per MPI_Test call, the last of each epoch completed
+        tests = comm_events(ev, "test")
+        if "test" not in switched_off:
+            check(len(tests) >= epochs and all(e["args"]["requests"] == 1 for e in tests),
+                  "rank %d: %d test events (%s)" % (rank, len(tests), tests[:2]))
+            check(sum(e["args"]["completed"] for e in tests) == epochs,
+                  "rank %d: completed tests %s" % (rank, [e["args"]["completed"] for e in tests]))
+        else:
+            check(not tests, "rank %d: comm.test is off but %d test events were written" % (rank, len(tests)))
         waits = sorted(e["args"]["requests"] for e in comm_events(ev, "wait"))
         check(waits == sorted([1] * es + [2] * es), "rank %d: wait request counts %s" % (rank, waits))
         # tags of the blocking exchange: 1000 + step, once per epoch
@@ -251,8 +263,8 @@ def main():
         np_ = 4
         off = ()
         if a.scenario == "switch":
-            env["DFTRACE_CATEGORIES"] = "-comm.barrier,-comm.all_reduce.post"
-            off = ("barrier", "all_reduce.post")
+            env["DFTRACE_CATEGORIES"] = "-comm.barrier,-comm.all_reduce.post,-comm.test"
+            off = ("barrier", "barrier.post", "all_reduce.post", "test")
         elif a.scenario == "comm_off":
             env["DFTRACE_CATEGORIES"] = "-comm"
         run(MPIRUN + ["-np", str(np_), a.exe, str(epochs), str(steps)], env, outdir)

@@ -100,6 +100,16 @@ int main(int argc, char **argv) {
                              MPI_COMM_WORLD);                                           // 28*size
     MPI_Alltoall(a2a_out.data(), 3, MPI_INT, a2a_in.data(), 3, MPI_INT, MPI_COMM_WORLD);  // 12*size
     MPI_Barrier(MPI_COMM_WORLD);
+    // Send and receive in one call around the ring (24 bytes each way), then a polled
+    // non-blocking barrier: MPI_Test until it completes.
+    int sr_out[6] = {rank, e, 1, 2, 3, 4}, sr_in[6] = {0};
+    MPI_Sendrecv(sr_out, 6, MPI_INT, (rank + 1) % size, 30, sr_in, 6, MPI_INT, (rank + size - 1) % size, 30,
+                 MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    checksum += sr_in[0];
+    MPI_Request ib;
+    MPI_Ibarrier(MPI_COMM_WORLD, &ib);
+    int flag = 0;
+    while (!flag) MPI_Test(&ib, &flag, MPI_STATUS_IGNORE);
   }
   std::printf("rank %d of %d done (checksum %.0f)\n", rank, size, checksum);
   MPI_Finalize();
