@@ -37,7 +37,10 @@ inline dftrace_node_t *find(const char *path) { return dftrace_node_find(path); 
 inline dftrace_node_t *category(const char *name) { return dftrace_category(name); }
 inline dftrace_node_t *child(dftrace_node_t *p, const char *name) { return dftrace_node_child(p, name); }
 inline dftrace_node_t *derive(dftrace_node_t *p, const char *name) { return dftrace_node_derive(p, name); }
-inline dftrace_region_t begin(dftrace_node_t *n) { return active(n) ? dftrace_region_begin(n) : 0; }
+// The disabled path is the one laid out straight (the enabled one makes a call anyway).
+inline dftrace_region_t begin(dftrace_node_t *n) {
+  return __builtin_expect(active(n), 0) ? dftrace_region_begin(n) : 0;
+}
 inline dftrace_region_t begin_ex(dftrace_node_t *n, int enable, const dftrace_arg_t *a, size_t k) {
   return dftrace_region_begin_ex(n, enable, a, k);
 }
@@ -257,12 +260,8 @@ class node {
 
   dftrace_node_t *handle() const {
     dftrace_node_t *h = handle_.load(std::memory_order_acquire);
-    if (!h && path_) {
-      h = detail::find(path_);
-      if (!h) h = make(path_);
-      handle_.store(h, std::memory_order_release);
-    }
-    return h;
+    if (__builtin_expect(h != nullptr, 1)) return h;
+    return resolve();
   }
 
   // A region on this node: `auto s = node.scope();` or with per-use arguments and override.
@@ -372,6 +371,13 @@ class node {
   const char *path() const { return path_; }
 
  private:
+  // First use: look the path up (or create it), out of line so that the use site stays short.
+  __attribute__((noinline, cold)) dftrace_node_t *resolve() const {
+    dftrace_node_t *h = path_ ? detail::find(path_) : nullptr;
+    if (!h && path_) h = make(path_);
+    if (h) handle_.store(h, std::memory_order_release);
+    return h;
+  }
   // A path not in the built-in tree: create its category and children on first use.
   static dftrace_node_t *make(const char *path) {
 #ifndef DFTRACE_DISABLE
