@@ -14,26 +14,13 @@
 #include <vector>
 
 #include "dftrace/dftrace.h"
+#include "wrap.hpp"
 
 namespace dftrace::mpi {
 
-namespace {
-
-// Node handles, looked up once when the library loads (libdftrace is loaded first: it is a
-// dependency). Handles live until exit, so the wrappers read them without locking.
-struct comm_nodes {
-  dftrace_node_t *root = nullptr, *mpi_init = nullptr, *mpi_finalize = nullptr;
-  dftrace_node_t *send = nullptr, *receive = nullptr, *barrier = nullptr, *bcast = nullptr;
-  dftrace_node_t *reduce = nullptr, *all_reduce = nullptr, *gather = nullptr, *all_gather = nullptr;
-  dftrace_node_t *scatter = nullptr, *reduce_scatter = nullptr, *all_to_all = nullptr;
-  dftrace_node_t *wait = nullptr, *test = nullptr, *sendrecv = nullptr;
-  // non-blocking: derived "<op>.post" nodes, so that switching an operation off covers both
-  dftrace_node_t *send_post = nullptr, *receive_post = nullptr, *barrier_post = nullptr;
-  dftrace_node_t *bcast_post = nullptr, *reduce_post = nullptr, *all_reduce_post = nullptr;
-  dftrace_node_t *gather_post = nullptr, *all_gather_post = nullptr, *scatter_post = nullptr;
-  dftrace_node_t *reduce_scatter_post = nullptr, *all_to_all_post = nullptr;
-};
 comm_nodes g;
+
+namespace {
 
 dftrace_node_t *op_node(dftrace_node_t *comm, const char *name, dftrace_node_t **post) {
   dftrace_node_t *n = dftrace_node_child(comm, name);
@@ -61,87 +48,6 @@ __attribute__((constructor)) void on_load() {
   g.scatter = op_node(comm, "scatter", &g.scatter_post);
   g.reduce_scatter = op_node(comm, "reduce_scatter", &g.reduce_scatter_post);
   g.all_to_all = op_node(comm, "all_to_all", &g.all_to_all_post);
-}
-
-inline dftrace_arg_t arg(const char *key, int64_t v) {
-  dftrace_arg_t a;
-  a.key = key;
-  a.type = DFTRACE_ARG_INT;
-  a.value.i = v;
-  return a;
-}
-
-inline int64_t bytes_of(int64_t count, MPI_Datatype t) {
-  int size = 0;
-  if (count <= 0 || t == MPI_DATATYPE_NULL || PMPI_Type_size(t, &size) != MPI_SUCCESS) return 0;
-  return count * size;
-}
-
-inline int size_of(MPI_Comm c) {
-  int n = 0;
-  if (c == MPI_COMM_NULL || PMPI_Comm_size(c, &n) != MPI_SUCCESS) return 0;
-  return n;
-}
-
-inline int rank_in(MPI_Comm c) {
-  int r = 0;
-  if (c == MPI_COMM_NULL || PMPI_Comm_rank(c, &r) != MPI_SUCCESS) return 0;
-  return r;
-}
-
-inline int64_t sum_of(const int *counts, int n) {
-  int64_t s = 0;
-  if (counts)
-    for (int i = 0; i < n; ++i) s += counts[i];
-  return s;
-}
-
-// One event around one PMPI call. The arguments are built only when the node records.
-template <typename Args, typename Call>
-inline int traced(dftrace_node_t *node, Args make_args, Call call) {
-  if (!dftrace_node_active_fast(node)) return call();
-  const auto args = make_args();
-  const dftrace_region_t r = dftrace_region_begin_ex(node, DFTRACE_USE_NODE_STATE, args.data(), args.size());
-  const int rc = call();
-  dftrace_region_end(r);
-  return rc;
-}
-
-// Test calls: one event per call (they are often polled: `comm.test: false` switches them
-// off), with how many requests were asked about and how many completed.
-template <typename Call>
-inline int traced_test(int requests, Call call, int *completed) {
-  if (!dftrace_node_active_fast(g.test)) return call();
-  const dftrace_arg_t in[] = {arg("requests", requests)};
-  const dftrace_region_t r = dftrace_region_begin_ex(g.test, DFTRACE_USE_NODE_STATE, in, 1);
-  const int rc = call();
-  if (r) {
-    const dftrace_arg_t out[] = {arg("completed", rc == MPI_SUCCESS ? *completed : 0)};
-    dftrace_region_end_ex(r, out, 1);
-  }
-  return rc;
-}
-
-// Sendrecv(_replace): what is sent is known before, what arrived only after (from the status).
-template <typename Call>
-int traced_sendrecv(int64_t bytes, int dest, int sendtag, int source, int recvtag, MPI_Comm comm,
-                    MPI_Status *status, Call call) {
-  if (!dftrace_node_active_fast(g.sendrecv)) return call(status);
-  MPI_Status local;
-  MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
-  const dftrace_arg_t in[] = {arg("bytes", bytes), arg("peer", dest), arg("tag", sendtag),
-                              arg("comm_size", size_of(comm))};
-  const dftrace_region_t r = dftrace_region_begin_ex(g.sendrecv, DFTRACE_USE_NODE_STATE, in, 4);
-  const int rc = call(st);
-  if (r) {
-    int got = 0;
-    if (rc != MPI_SUCCESS || PMPI_Get_count(st, MPI_BYTE, &got) != MPI_SUCCESS || got == MPI_UNDEFINED) got = 0;
-    const dftrace_arg_t out[] = {arg("recv_bytes", got),
-                                 arg("source", rc == MPI_SUCCESS ? st->MPI_SOURCE : source),
-                                 arg("recv_tag", rc == MPI_SUCCESS ? st->MPI_TAG : recvtag)};
-    dftrace_region_end_ex(r, out, 3);
-  }
-  return rc;
 }
 
 bool env_flag(const char *name, bool fallback) {
@@ -251,6 +157,8 @@ void check_affinity(MPI_Comm world, int rank) {
   PMPI_Comm_free(&local);
 }
 
+}  // namespace
+
 // After a successful MPI_Init: rank, size, clock offset, affinity.
 void after_init() {
   int rank = 0, size = 1;
@@ -289,7 +197,6 @@ dftrace_region_t begin_init() {
   return r;
 }
 
-}  // namespace
 
 }  // namespace dftrace::mpi
 

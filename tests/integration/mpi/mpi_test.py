@@ -245,7 +245,7 @@ def check_cli(cli, ranks, outdir, offsets):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("scenario", choices=["train", "skew", "switch", "comm_off", "disabled", "python"])
+    ap.add_argument("scenario", choices=["train", "skew", "switch", "comm_off", "disabled", "python", "fortran"])
     ap.add_argument("--exe", help="mpi_train")
     ap.add_argument("--lib", help="libdftrace_mpi.so (python scenario)")
     ap.add_argument("--script", help="mpi4py program (python scenario)")
@@ -315,6 +315,31 @@ def main():
             expect_calls(r, rank, "receive", steps, bytes=8 * (11 - rank), peer=1 - rank, tag=7)
             mi = comm_events(r["events"], "mpi_init")
             check(len(mi) == 1 and "provided" in mi[0]["args"], "rank %d: mpi4py's MPI_Init_thread not traced" % rank)
+        check_clock(ranks, -1, 0)
+    elif a.scenario == "fortran":
+        # mpi_fortran.f90: every MPI call goes through the Fortran bindings (mpi_*_).
+        np_, steps = 2, 5
+        run(MPIRUN + ["-np", str(np_), a.exe], env, outdir)
+        ranks = load_ranks(outdir, "mpi_fortran", np_)  # rank and size from Fortran's MPI_Init
+        for rank, r in ranks.items():
+            partner = rank ^ 1
+            expect_calls(r, rank, "mpi_init", 1)
+            mi = comm_events(r["events"], "mpi_init")
+            check("provided" in mi[0]["args"] and "required" in mi[0]["args"],
+                  "rank %d: MPI_Init_thread's levels missing: %s" % (rank, mi[0]["args"]))
+            expect_calls(r, rank, "mpi_finalize", 1)
+            expect_calls(r, rank, "bcast", 1, bytes=16, root=0, comm_size=np_)
+            expect_calls(r, rank, "all_reduce", steps + 1, bytes=800, comm_size=np_)  # one in place
+            sends = expect_calls(r, rank, "send", steps, bytes=4 * (10 + rank), peer=partner, comm_size=np_)
+            recvs = expect_calls(r, rank, "receive", steps, bytes=4 * (10 + partner), peer=partner, comm_size=np_)
+            for evs in (sends, recvs):
+                check(sorted(e["args"]["tag"] for e in evs) == [100 + s for s in range(1, steps + 1)],
+                      "rank %d: tags %s" % (rank, [e["args"]["tag"] for e in evs]))
+            expect_calls(r, rank, "sendrecv", 1, bytes=12, peer=(rank + 1) % np_, tag=7, comm_size=np_,
+                         recv_bytes=12, source=(rank + np_ - 1) % np_, recv_tag=7)
+            expect_calls(r, rank, "barrier", 1, comm_size=np_)
+            fwd = [e for e in r["events"] if e.get("cat") == "compute" and e["name"] == "forward"]
+            check(len(fwd) == steps, "rank %d: %d forward regions from Fortran" % (rank, len(fwd)))
         check_clock(ranks, -1, 0)
     print("ok: %s (%s)" % (a.scenario, outdir if a.keep else "cleaned"))
     if not a.keep:

@@ -1,0 +1,116 @@
+// wrap.hpp: what the C and Fortran wrappers of libdftrace_mpi share: the comm nodes, the
+// argument helpers and the traced-call templates. Only the C ABI (dftrace.h) and MPI.
+#pragma once
+
+#include <mpi.h>
+
+#include <array>
+#include <cstdint>
+
+#include "dftrace/dftrace.h"
+
+namespace dftrace::mpi {
+
+// Node handles, looked up once when the library loads (libdftrace is loaded first: it is a
+// dependency). Handles live until exit, so the wrappers read them without locking.
+struct comm_nodes {
+  dftrace_node_t *root = nullptr, *mpi_init = nullptr, *mpi_finalize = nullptr;
+  dftrace_node_t *send = nullptr, *receive = nullptr, *barrier = nullptr, *bcast = nullptr;
+  dftrace_node_t *reduce = nullptr, *all_reduce = nullptr, *gather = nullptr, *all_gather = nullptr;
+  dftrace_node_t *scatter = nullptr, *reduce_scatter = nullptr, *all_to_all = nullptr;
+  dftrace_node_t *wait = nullptr, *test = nullptr, *sendrecv = nullptr;
+  // non-blocking: derived "<op>.post" nodes, so that switching an operation off covers both
+  dftrace_node_t *send_post = nullptr, *receive_post = nullptr, *barrier_post = nullptr;
+  dftrace_node_t *bcast_post = nullptr, *reduce_post = nullptr, *all_reduce_post = nullptr;
+  dftrace_node_t *gather_post = nullptr, *all_gather_post = nullptr, *scatter_post = nullptr;
+  dftrace_node_t *reduce_scatter_post = nullptr, *all_to_all_post = nullptr;
+};
+extern comm_nodes g;
+
+inline dftrace_arg_t arg(const char *key, int64_t v) {
+  dftrace_arg_t a;
+  a.key = key;
+  a.type = DFTRACE_ARG_INT;
+  a.value.i = v;
+  return a;
+}
+
+inline int64_t bytes_of(int64_t count, MPI_Datatype t) {
+  int size = 0;
+  if (count <= 0 || t == MPI_DATATYPE_NULL || PMPI_Type_size(t, &size) != MPI_SUCCESS) return 0;
+  return count * size;
+}
+
+inline int size_of(MPI_Comm c) {
+  int n = 0;
+  if (c == MPI_COMM_NULL || PMPI_Comm_size(c, &n) != MPI_SUCCESS) return 0;
+  return n;
+}
+
+inline int rank_in(MPI_Comm c) {
+  int r = 0;
+  if (c == MPI_COMM_NULL || PMPI_Comm_rank(c, &r) != MPI_SUCCESS) return 0;
+  return r;
+}
+
+inline int64_t sum_of(const int *counts, int n) {
+  int64_t s = 0;
+  if (counts)
+    for (int i = 0; i < n; ++i) s += counts[i];
+  return s;
+}
+
+// One event around one PMPI call. The arguments are built only when the node records.
+template <typename Args, typename Call>
+inline int traced(dftrace_node_t *node, Args make_args, Call call) {
+  if (!dftrace_node_active_fast(node)) return call();
+  const auto args = make_args();
+  const dftrace_region_t r = dftrace_region_begin_ex(node, DFTRACE_USE_NODE_STATE, args.data(), args.size());
+  const int rc = call();
+  dftrace_region_end(r);
+  return rc;
+}
+
+// Test calls: one event per call (they are often polled: `comm.test: false` switches them
+// off), with how many requests were asked about and how many completed.
+template <typename Call>
+inline int traced_test(int requests, Call call, int *completed) {
+  if (!dftrace_node_active_fast(g.test)) return call();
+  const dftrace_arg_t in[] = {arg("requests", requests)};
+  const dftrace_region_t r = dftrace_region_begin_ex(g.test, DFTRACE_USE_NODE_STATE, in, 1);
+  const int rc = call();
+  if (r) {
+    const dftrace_arg_t out[] = {arg("completed", rc == MPI_SUCCESS ? *completed : 0)};
+    dftrace_region_end_ex(r, out, 1);
+  }
+  return rc;
+}
+
+// Sendrecv(_replace): what is sent is known before, what arrived only after (from the status).
+template <typename Call>
+int traced_sendrecv(int64_t bytes, int dest, int sendtag, int source, int recvtag, MPI_Comm comm,
+                    MPI_Status *status, Call call) {
+  if (!dftrace_node_active_fast(g.sendrecv)) return call(status);
+  MPI_Status local;
+  MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
+  const dftrace_arg_t in[] = {arg("bytes", bytes), arg("peer", dest), arg("tag", sendtag),
+                              arg("comm_size", size_of(comm))};
+  const dftrace_region_t r = dftrace_region_begin_ex(g.sendrecv, DFTRACE_USE_NODE_STATE, in, 4);
+  const int rc = call(st);
+  if (r) {
+    int got = 0;
+    if (rc != MPI_SUCCESS || PMPI_Get_count(st, MPI_BYTE, &got) != MPI_SUCCESS || got == MPI_UNDEFINED) got = 0;
+    const dftrace_arg_t out[] = {arg("recv_bytes", got),
+                                 arg("source", rc == MPI_SUCCESS ? st->MPI_SOURCE : source),
+                                 arg("recv_tag", rc == MPI_SUCCESS ? st->MPI_TAG : recvtag)};
+    dftrace_region_end_ex(r, out, 3);
+  }
+  return rc;
+}
+
+// After a successful MPI_Init (from C or Fortran): rank, size, clock offset, affinity.
+void after_init();
+// The MPI_Init event (also starts tracing when the environment enables it).
+dftrace_region_t begin_init();
+
+}  // namespace dftrace::mpi
