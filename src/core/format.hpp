@@ -26,28 +26,55 @@ inline int decimal_digits(uint64_t v) {
   return t + 1 - (v < pow10[t]);
 }
 
-// Writes the decimal form of v at p; returns the end. p needs room for 20 bytes.
-inline char *write_u64(char *p, uint64_t v) {
-  static constexpr char digits[201] =
-      "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
-      "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
-      "8081828384858687888990919293949596979899";
+namespace fmt_detail {
+inline constexpr char k_digit_pairs[201] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+// Exactly 4 / 8 digits of x (leading zeros kept), with 32-bit arithmetic.
+inline void put4(char *p, uint32_t x) {
+  std::memcpy(p, k_digit_pairs + 2 * (x / 100), 2);
+  std::memcpy(p + 2, k_digit_pairs + 2 * (x % 100), 2);
+}
+inline void put8(char *p, uint32_t x) {
+  put4(p, x / 10000);
+  put4(p + 4, x % 10000);
+}
+// 1 to 8 digits, no leading zeros.
+inline char *put_small(char *p, uint32_t v) {
   char *const end = p + decimal_digits(v);
   char *t = end;
   while (v >= 100) {
-    const unsigned r = static_cast<unsigned>(v % 100) * 2;
+    const uint32_t r = (v % 100) * 2;
     v /= 100;
-    *--t = digits[r + 1];
-    *--t = digits[r];
+    t -= 2;
+    std::memcpy(t, k_digit_pairs + r, 2);
   }
   if (v >= 10) {
-    const unsigned r = static_cast<unsigned>(v) * 2;
-    *--t = digits[r + 1];
-    *--t = digits[r];
+    std::memcpy(t - 2, k_digit_pairs + v * 2, 2);
   } else {
-    *--t = static_cast<char>('0' + v);
+    t[-1] = static_cast<char>('0' + v);
   }
   return end;
+}
+}  // namespace fmt_detail
+
+// Writes the decimal form of v at p; returns the end. p needs room for 20 bytes. Eight digits
+// at a time in 32-bit arithmetic (a timestamp in microseconds has 16).
+inline char *write_u64(char *p, uint64_t v) {
+  using namespace fmt_detail;
+  if (v < 100000000u) return put_small(p, static_cast<uint32_t>(v));
+  const uint64_t hi = v / 100000000u;
+  const uint32_t lo = static_cast<uint32_t>(v % 100000000u);
+  if (hi < 100000000u) {
+    p = put_small(p, static_cast<uint32_t>(hi));
+  } else {  // 17 to 20 digits
+    p = put_small(p, static_cast<uint32_t>(hi / 100000000u));
+    put8(p, static_cast<uint32_t>(hi % 100000000u));
+    p += 8;
+  }
+  put8(p, lo);
+  return p + 8;
 }
 
 inline char *write_i64(char *p, int64_t v) {

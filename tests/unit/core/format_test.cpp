@@ -69,6 +69,19 @@ TEST(Format, Integers) {
   EXPECT_EQ(u64(10), "10");
   EXPECT_EQ(u64(1795262848109106ull), "1795262848109106");
   EXPECT_EQ(u64(std::numeric_limits<uint64_t>::max()), "18446744073709551615");
+  // Every power of ten and its neighbours, and a sweep over all magnitudes, against to_string.
+  for (uint64_t p10 = 1;; p10 *= 10) {
+    for (uint64_t v : {p10 - 1, p10, p10 + 1, p10 * 2 - 1, p10 * 9 + (p10 - 1)}) EXPECT_EQ(u64(v), std::to_string(v));
+    if (p10 > std::numeric_limits<uint64_t>::max() / 10) break;
+  }
+  uint64_t x = 0x9e3779b97f4a7c15ull;
+  for (int i = 0; i < 200000; ++i) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    const uint64_t v = x >> (i % 64);
+    ASSERT_EQ(u64(v), std::to_string(v)) << v;
+  }
   EXPECT_EQ(i64(-1), "-1");
   EXPECT_EQ(i64(std::numeric_limits<int64_t>::min()), "-9223372036854775808");
 }
