@@ -86,13 +86,12 @@ bool tick_map::push(const point &p) {
   return true;
 }
 
-bool tick_map::start(bool want_tsc) {
-  const char *why = nullptr;
+bool tick_map::start(bool want_tsc, const char **why) {
   tsc_ = false;
   g_ticks_are_tsc.store(false, std::memory_order_relaxed);
   count_.store(0, std::memory_order_release);
+  if (!want_tsc || !tsc_usable(why)) return false;
 #ifdef DFTRACE_HAVE_TSC
-  if (!want_tsc || !tsc_usable(&why)) return false;
   // First slope: from the sample prepare() took when initialisation began (its work is the
   // span) or from now, to a sample at least 100 us later (within ~300 ppm); the anchors that
   // follow measure it over ever longer spans, from 1 ms on.
@@ -101,16 +100,11 @@ bool tick_map::start(bool want_tsc) {
   if (t0 == 0 || mono_ns() - n0 > 1000000000u) sample(&t0, &n0);
   do sample(&t1, &n1);
   while (n1 - n0 < 100000 || t1 <= t0);
-  const uint64_t slope =
-      static_cast<uint64_t>((static_cast<unsigned __int128>(n1 - n0) << 32) / (t1 - t0));
-  start_for_test(t1, n1, slope);
+  reset(t1, n1, static_cast<uint64_t>((static_cast<unsigned __int128>(n1 - n0) << 32) / (t1 - t0)));
+  if (!tsc_) *why = "out of memory";
   g_ticks_are_tsc.store(tsc_, std::memory_order_relaxed);
-  return tsc_;
-#else
-  (void)want_tsc;
-  (void)why;
-  return false;
 #endif
+  return tsc_;
 }
 
 void tick_map::prepare() {
@@ -120,23 +114,20 @@ void tick_map::prepare() {
 #endif
 }
 
-void tick_map::start_for_test(uint64_t tick0, uint64_t ns0, uint64_t slope_q32) {
+void tick_map::reset(uint64_t tick0, uint64_t ns0, uint64_t slope_q32) {
   count_.store(0, std::memory_order_release);
-  tsc_ = true;
   tsc_ = push({tick0, ns0, slope_q32});
   raw_tick_ = tick0;
   raw_ns_ = ns0;
   next_due_ns_.store(ns0 + spacing(1), std::memory_order_relaxed);
 }
 
-void tick_map::anchor(bool force) {
+void tick_map::anchor() {
 #ifdef DFTRACE_HAVE_TSC
   if (!tsc_) return;
   uint64_t t, n;
   sample(&t, &n);
-  anchor_at(t, n, force);
-#else
-  (void)force;
+  anchor_at(t, n, false);
 #endif
 }
 

@@ -56,14 +56,15 @@ class tick_map {
     for (point *b : blocks_) delete[] b;
   }
   // Chooses the tick source (TSC if wanted and usable) and places the first anchor. Call before
-  // any tick is read for recording. Returns true when the TSC is used.
-  bool start(bool want_tsc);
+  // any tick is read for recording. Returns true when the TSC is used; else *why says why not
+  // (when the TSC was wanted).
+  bool start(bool want_tsc, const char **why);
   // Optional, when initialisation begins: the first slope is then measured over its span.
   void prepare();
   bool tsc() const { return tsc_; }
 
-  // Appends an anchor if the spacing since the last one has passed (or `force`). Writer only.
-  void anchor(bool force = false);
+  // Appends an anchor if the spacing since the last one has passed. Writer only.
+  void anchor();
 
   // Monotonic ns of a tick. Identity when ticks are already ns.
   uint64_t to_ns(uint64_t tick) const {
@@ -78,9 +79,12 @@ class tick_map {
   // Nanoseconds until the next anchor is due (0: now). Any thread.
   uint64_t ns_until_due() const;
 
-  // For tests: anchor from a given sample (tick, ns) instead of reading the clocks.
+  // A map of one anchor (tick0, ns0, slope in 32.32 ns per tick): start() measures these; tests
+  // give them.
+  void reset(uint64_t tick0, uint64_t ns0, uint64_t slope_q32);
+  // An anchor from the sample (tick, ns) (anchor() reads the clocks; tests give it); `force`
+  // ignores the spacing.
   void anchor_at(uint64_t tick, uint64_t ns, bool force);
-  void start_for_test(uint64_t tick0, uint64_t ns0, uint64_t slope_q32);
 
  private:
   struct point {

@@ -218,12 +218,9 @@ int runtime::init(const dftrace_options *options) {
 
     tree_.set_rules(cfg_.categories);
     // The event path's clock, fixed before any event reads it (core/clock.hpp).
-    if (cfg_.timer_source != "monotonic" && !ticks().start(true) && cfg_.timer_source == "tsc") {
-      const char *why = "";
-      tsc_usable(&why);
+    const char *why = "";
+    if (!ticks().start(cfg_.timer_source != "monotonic", &why) && cfg_.timer_source == "tsc")
       log(log_level::warn, "timer.source is tsc but the TSC can not be used (%s); using CLOCK_MONOTONIC", why);
-    }
-    if (cfg_.timer_source == "monotonic") ticks().start(false);
     start_id_ = 0;
     initialized_.store(true, std::memory_order_release);
     if (!cfg_.enable) {
@@ -687,13 +684,6 @@ __attribute__((always_inline)) inline void runtime::write_complete(thread_state 
                std::string_view(ts.scratch.data() + a.args_off, a.args_len), a.count);
 }
 
-void runtime::write_x(thread_state &ts, node *n, uint64_t id, uint64_t start_ns, uint64_t end_ns,
-                      int64_t tid, uint32_t level, int64_t parent_id, std::string_view own, uint32_t count,
-                      bool ticked) {
-  write_record(ts, rec_type::complete, n, id, start_ns, end_ns, tid, level, parent_id, own, count, false,
-               ticked);
-}
-
 __attribute__((always_inline)) inline void runtime::write_record(thread_state &ts, rec_type type, node *n, uint64_t id, uint64_t start_ns,
                            uint64_t end_ns, int64_t tid, uint32_t level, int64_t parent_id,
                            std::string_view own, uint32_t count, bool own_json, bool ticked) {
@@ -817,7 +807,8 @@ void runtime::complete_on_track(node *n, uint64_t start_ns, uint64_t end_ns, int
   if (end_ns < start_ns) end_ns = start_ns;
   ts.own.clear();  // reused: no allocation once warm
   if (nargs && args) append_args(ts.own, args, nargs);
-  write_x(ts, n, next_id(ts), start_ns, end_ns, track, 1, -1, ts.own, 0, false);  // already ns
+  write_record(ts, rec_type::complete, n, next_id(ts), start_ns, end_ns, track, 1, -1, ts.own, 0, false,
+               false);  // times already in ns, not ticks
 }
 
 void runtime::track_name(int64_t track, std::string_view name) {

@@ -159,12 +159,9 @@ class runtime {
   char *reserve(thread_state &ts, size_t n);
   void commit(thread_state &ts, char *end);
   void write_complete(thread_state &ts, const activation &a, uint64_t end_ns);
-  // One complete event into the thread's chunk, as a binary record (record.hpp).
-  void write_x(thread_state &ts, node *n, uint64_t id, uint64_t start_ns, uint64_t end_ns, int64_t tid,
-               uint32_t level, int64_t parent_id, std::string_view own, uint32_t count = 0,
-               bool ticked = true);
   uint64_t begin_at(node *n, int enable, const dftrace_arg *args, size_t nargs, uint32_t count, uint64_t now);
   void end_at(uint64_t region, const dftrace_arg *args, size_t nargs, uint64_t now);
+  // One event into the thread's chunk, as a binary record (record.hpp).
   void write_record(thread_state &ts, rec_type type, node *n, uint64_t id, uint64_t start_ns,
                     uint64_t end_ns, int64_t tid, uint32_t level, int64_t parent_id, std::string_view own,
                     uint32_t count = 0, bool own_json = false, bool ticked = true);

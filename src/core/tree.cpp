@@ -280,16 +280,14 @@ const std::vector<std::pair<std::string, std::string>> &tree::effective_args(con
   return n->arg_list;
 }
 
-void tree::update_locked(node *n, const std::vector<change> &changes, size_t depth,
-                         const std::string *parent_frag) {
-  if (parent_frag && n->same_args_as_parent) {
+void tree::update_locked(node *n, const std::vector<change> &changes, bool top) {
+  if (!top && n->same_args_as_parent) {
     // Same arguments as the parent, which was just updated: its events read the parent's
     // source; only descendants with lists of their own need work.
     for (auto &c : n->children)
-      if (c->lists_in_subtree) update_locked(c.get(), changes, depth + 1, parent_frag);
+      if (c->lists_in_subtree) update_locked(c.get(), changes, false);
     return;
   }
-  if (frags_.size() <= depth + 1) frags_.resize(depth + 2);
   for (const auto &[key, value] : changes) {
     auto it = std::find_if(n->arg_list.begin(), n->arg_list.end(),
                            [&](const auto &kv) { return kv.first == key; });
@@ -300,9 +298,9 @@ void tree::update_locked(node *n, const std::vector<change> &changes, size_t dep
       n->arg_list.erase(it);
     }
   }
-  rebuild_args(n, frags_[depth]);
+  rebuild_args(n, frag_);
   for (auto &c : n->children)
-    if (c->lists_in_subtree) update_locked(c.get(), changes, depth + 1, &frags_[depth]);
+    if (c->lists_in_subtree) update_locked(c.get(), changes, false);
 }
 
 void tree::update_many(node *n, const std::vector<change> &changes) {
@@ -322,7 +320,7 @@ void tree::update_many(node *n, const std::vector<change> &changes) {
     n->same_args_as_parent = false;
     for (node *x = n; x; x = x->parent) ++x->lists_in_subtree;
   }
-  update_locked(n, escaped, 0, nullptr);
+  update_locked(n, escaped, true);
   if (becomes_own) {  // its fragment is complete: events of n and its sharers now read it
     n->args_src.store(&n->args, std::memory_order_release);
     repoint_sharing(n);

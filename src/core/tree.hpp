@@ -4,7 +4,6 @@
 #pragma once
 
 #include <atomic>
-#include <deque>
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -123,17 +122,15 @@ class tree {
   node *find_locked(std::string_view path);
   void refresh_active(node *n);
   void set_enabled_locked(node *n, bool on);
-  // parent_frag: the fragment just stored in n's parent (for nodes sharing its arguments).
-  void update_locked(node *n, const std::vector<change> &changes, size_t depth, const std::string *parent_frag);
+  // top: n is the node update() was called on (the others are its descendants).
+  void update_locked(node *n, const std::vector<change> &changes, bool top);
   // The arguments n holds (its own list, or the nearest ancestor's that it shares).
   static const std::vector<std::pair<std::string, std::string>> &effective_args(const node *n);
   void rebuild_args(node *n, std::string &frag);
   // Points n's sharing descendants at n's source (after n's source changed).
   static void repoint_sharing(node *n);
   static void rebuild_args_into(const std::vector<std::pair<std::string, std::string>> &list, std::string &frag);
-  // One reused buffer per depth (tree mutex); a deque, so that growing it keeps the
-  // references handed down the recursion valid.
-  std::deque<std::string> frags_;
+  std::string frag_;  // reused by rebuild_args (tree mutex)
 
   std::mutex mu_;
   std::unique_ptr<node> root_;

@@ -224,7 +224,7 @@ void writer::run() {
       return stop_ || queued_bytes_ >= settings_.member_bytes / 2 || flush_wanted_;
     });
     if (stop_) break;
-    if (!woken && clock::now() < next_steal) {  // only an anchor is due
+    if (tm && !woken && clock::now() < next_steal) {  // only an anchor is due
       lock.unlock();
       {
         std::lock_guard<std::mutex> io(io_mutex_);

@@ -194,16 +194,18 @@ TEST_F(Config, UnknownKeyIsNamedWithASuggestion) {
 TEST_F(Config, WrongTypeKeepsTheEarlierValueAndNamesKeyAndValue) {
   std::string err;
   const std::string f = yaml("enable: sometimes\noutput:\n  member_bytes: lots\n  level: high\n  on_full: explode\n"
-                             "timer:\n  precision: fs\nlog_level: loud\n");
+                             "timer:\n  precision: fs\n  source: sundial\nlog_level: loud\n");
   config c = load(f, &err);
-  EXPECT_EQ(lines(err), 6) << err;
+  EXPECT_EQ(lines(err), 7) << err;
   for (const char *k : {"'enable': value 'sometimes'", "'output.member_bytes': value 'lots'",
                         "'output.level': value 'high'", "'output.on_full': value 'explode'",
-                        "'timer.precision': value 'fs'", "'log_level': value 'loud'"})
+                        "'timer.precision': value 'fs'", "'timer.source': value 'sundial'",
+                        "'log_level': value 'loud'"})
     EXPECT_NE(err.find(k), std::string::npos) << k << "\n" << err;
   EXPECT_FALSE(c.enable);
   EXPECT_EQ(c.member_bytes, 1u << 20);
   EXPECT_EQ(c.level, -1);
+  EXPECT_EQ(c.timer_source, "auto");
 }
 
 TEST_F(Config, WrongTypeInEnvironmentToo) {

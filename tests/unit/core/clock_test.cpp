@@ -19,7 +19,7 @@ TEST(TickMap, IncreasingAndUnchangedWhereUsedAcrossAnchors) {
   tick_map m;
   // A TSC 2.5 times as fast as ns, with a start slope 0.1% wrong.
   const auto ns_of = [](uint64_t t) { return 1000000 + t * 2 / 5; };
-  m.start_for_test(0, ns_of(0), static_cast<uint64_t>(k_one * 0.4 * 1.001));
+  m.reset(0, ns_of(0), static_cast<uint64_t>(k_one * 0.4 * 1.001));
   std::vector<std::pair<uint64_t, uint64_t>> seen;  // (tick, ns) as converted
   uint64_t t = 0;
   for (int step = 0; step < 30000; ++step) {
@@ -49,7 +49,7 @@ TEST(TickMap, IncreasingAndUnchangedWhereUsedAcrossAnchors) {
 
 TEST(TickMap, AheadOfTheClockStaysContinuousAndSlowsDown) {
   tick_map m;
-  m.start_for_test(1000, 5000, k_one * 2);  // thinks 2 ns per tick; truly 1
+  m.reset(1000, 5000, k_one * 2);  // thinks 2 ns per tick; truly 1
   const uint64_t before = m.to_ns(2000999);  // used: 5000 + 2 * 1999999
   m.anchor_at(2001000, 5000 + 2000000, true);  // the clock says 2,005,000; the map says 4,003,000
   EXPECT_EQ(m.to_ns(2000999), before) << "no step back at a used tick";
@@ -62,7 +62,7 @@ TEST(TickMap, AheadOfTheClockStaysContinuousAndSlowsDown) {
 
 TEST(TickMap, BehindTheClockStepsForwardToIt) {
   tick_map m;
-  m.start_for_test(0, 0, k_one / 2);  // thinks 0.5 ns per tick; truly 1
+  m.reset(0, 0, k_one / 2);  // thinks 0.5 ns per tick; truly 1
   const uint64_t before = m.to_ns(1999999);
   m.anchor_at(2000000, 2000000, true);
   EXPECT_EQ(m.to_ns(1999999), before);
@@ -72,7 +72,7 @@ TEST(TickMap, BehindTheClockStepsForwardToIt) {
 
 TEST(TickMap, TicksBeforeTheFirstAnchorAndNoProgress) {
   tick_map m;
-  m.start_for_test(1000000, 10000000, k_one);
+  m.reset(1000000, 10000000, k_one);
   EXPECT_EQ(m.to_ns(999000), 9999000u);
   EXPECT_EQ(m.to_ns(0), 9000000u);
   m.anchor_at(999999, 20000000, true);  // a tick before the last anchor: ignored
@@ -86,7 +86,7 @@ TEST(TickMap, RealTscTracksClockMonotonic) {
   const char *why = "";
   if (!dftrace::detail::tsc_usable(&why)) GTEST_SKIP() << "TSC not usable here: " << why;
   tick_map m;
-  ASSERT_TRUE(m.start(true));
+  ASSERT_TRUE(m.start(true, &why)) << why;
   // Anchored the way the writer does (1 ms, 2 ms, ...) for about 300 ms.
   const uint64_t until = mono_ns() + 300000000u;
   long long worst = 0;
