@@ -785,7 +785,9 @@ static PyObject *node_update_one(NodeObject *self, PyObject *const *argv, Py_ssi
   Py_RETURN_NONE;
 }
 
-static PyObject *node_derive_path(NodeObject *self, PyObject *name) {
+/* A new node under this one (dftrace_node_derive or dftrace_node_child), returned by path. */
+static PyObject *node_make_path(NodeObject *self, PyObject *name,
+                                dftrace_node_t *(*make)(dftrace_node_t *, const char *), const char *what) {
   if (!self->node) {
     PyErr_SetString(PyExc_ValueError, "dftrace: this node was not initialised");
     return NULL;
@@ -793,34 +795,23 @@ static PyObject *node_derive_path(NodeObject *self, PyObject *name) {
   const char *s = PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
   if (!s || !*s) {
     PyErr_Clear();
-    PyErr_SetString(PyExc_ValueError, "dftrace: derive needs a non-empty name");
+    PyErr_Format(PyExc_ValueError, "dftrace: %s needs a non-empty name", what);
     return NULL;
   }
-  dftrace_node_t *d = dftrace_node_derive(self->node, s);
-  if (!d) {
-    PyErr_SetString(PyExc_ValueError, "dftrace: derive failed");
+  dftrace_node_t *n = make(self->node, s);
+  if (!n) {
+    PyErr_Format(PyExc_ValueError, "dftrace: %s failed", what);
     return NULL;
   }
-  return PyUnicode_FromString(dftrace_node_path(d));
+  return PyUnicode_FromString(dftrace_node_path(n));
+}
+
+static PyObject *node_derive_path(NodeObject *self, PyObject *name) {
+  return node_make_path(self, name, dftrace_node_derive, "derive");
 }
 
 static PyObject *node_child_path(NodeObject *self, PyObject *name) {
-  if (!self->node) {
-    PyErr_SetString(PyExc_ValueError, "dftrace: this node was not initialised");
-    return NULL;
-  }
-  const char *s = PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
-  if (!s || !*s) {
-    PyErr_Clear();
-    PyErr_SetString(PyExc_ValueError, "dftrace: a child needs a non-empty name");
-    return NULL;
-  }
-  dftrace_node_t *c = dftrace_node_child(self->node, s);
-  if (!c) {
-    PyErr_SetString(PyExc_ValueError, "dftrace: child failed");
-    return NULL;
-  }
-  return PyUnicode_FromString(dftrace_node_path(c));
+  return node_make_path(self, name, dftrace_node_child, "child");
 }
 
 /* _begin() -> region, _end(region): explicit regions for the async wrapper. */
