@@ -243,8 +243,10 @@ bool translator::kernel(const CUpti_ActivityKernel10 &r) {
   return emit(kernel_node_, r.start, r.end, track_for(r.deviceId, r.streamId), a, r.correlationId);
 }
 
-bool translator::memcpy(const CUpti_ActivityMemcpy6 &r) {
-  context_device_[r.contextId] = r.deviceId;
+namespace {
+// What every copy carries (device-local and peer copies alike).
+template <typename Copy>
+std::vector<dftrace_arg_t> copy_args(const Copy &r) {
   std::vector<dftrace_arg_t> a;
   a.reserve(10);
   a.push_back(arg_i("bytes", static_cast<int64_t>(r.bytes)));
@@ -253,6 +255,13 @@ bool translator::memcpy(const CUpti_ActivityMemcpy6 &r) {
   a.push_back(arg_s("dst_kind", memory_kind_name(r.dstKind)));
   a.push_back(arg_i("device", r.deviceId));
   a.push_back(arg_i("stream", r.streamId));
+  return a;
+}
+}  // namespace
+
+bool translator::memcpy(const CUpti_ActivityMemcpy6 &r) {
+  context_device_[r.contextId] = r.deviceId;
+  std::vector<dftrace_arg_t> a = copy_args(r);
   // The copy carries the driver call's correlation id; the runtime call (cudaMemcpy) that
   // made that driver call has its own, given here so that both API events can be found.
   if (r.runtimeCorrelationId != 0 && r.runtimeCorrelationId != r.correlationId)
@@ -261,14 +270,7 @@ bool translator::memcpy(const CUpti_ActivityMemcpy6 &r) {
 }
 
 bool translator::peer_copy(const CUpti_ActivityMemcpyPtoP4 &r) {
-  std::vector<dftrace_arg_t> a;
-  a.reserve(10);
-  a.push_back(arg_i("bytes", static_cast<int64_t>(r.bytes)));
-  a.push_back(arg_s("kind", copy_kind_name(r.copyKind)));
-  a.push_back(arg_s("src_kind", memory_kind_name(r.srcKind)));
-  a.push_back(arg_s("dst_kind", memory_kind_name(r.dstKind)));
-  a.push_back(arg_i("device", r.deviceId));
-  a.push_back(arg_i("stream", r.streamId));
+  std::vector<dftrace_arg_t> a = copy_args(r);
   a.push_back(arg_i("src_device", r.srcDeviceId));
   a.push_back(arg_i("dst_device", r.dstDeviceId));
   return emit(transfer_node_, r.start, r.end, track_for(r.deviceId, r.streamId), a, r.correlationId);

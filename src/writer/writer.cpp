@@ -281,6 +281,19 @@ void writer::append_records(const chunk *c, uint32_t from, uint32_t to) {
   }
 }
 
+void writer::take_snapshots(bool bounded) {
+  for (thread_buffer *tb : buffers_) {
+    if (bounded && snaps_.size() == snaps_.capacity()) break;
+    chunk *c = tb->current.load(std::memory_order_acquire);
+    if (!c) continue;
+    const uint32_t end = c->committed.load(std::memory_order_acquire);
+    if (end > c->drained) {
+      snaps_.push_back({c, c->drained, end});
+      c->drained = end;
+    }
+  }
+}
+
 void writer::cycle(bool steal) {
   // 1. chunks handed over, in order
   local_queue_.clear();
@@ -295,15 +308,7 @@ void writer::cycle(bool steal) {
   snaps_.clear();
   if (steal) {
     std::lock_guard<std::mutex> lock(registry_mutex_);
-    for (thread_buffer *tb : buffers_) {
-      chunk *c = tb->current.load(std::memory_order_acquire);
-      if (!c) continue;
-      const uint32_t end = c->committed.load(std::memory_order_acquire);
-      if (end > c->drained) {
-        snaps_.push_back({c, c->drained, end});
-        c->drained = end;
-      }
-    }
+    take_snapshots(false);
   }
   // 2b. a tick anchor read after every record taken above was committed: the tick map never
   //     changes where those records' ticks fall (core/clock.hpp)
@@ -384,16 +389,7 @@ void writer::crash_cycle() {
     queue_mutex_.unlock();
   }
   if (lock_within(registry_mutex_, limit)) {
-    for (thread_buffer *tb : buffers_) {
-      if (snaps_.size() == snaps_.capacity()) break;  // never grow here
-      chunk *c = tb->current.load(std::memory_order_acquire);
-      if (!c) continue;
-      const uint32_t end = c->committed.load(std::memory_order_acquire);
-      if (end > c->drained) {
-        snaps_.push_back({c, c->drained, end});
-        c->drained = end;
-      }
-    }
+    take_snapshots(true);  // never grow here
     have_snaps = true;
     registry_mutex_.unlock();
   }

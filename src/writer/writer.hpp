@@ -148,6 +148,9 @@ class writer {
   // One pass: metadata, handed-over chunks and (when steal) the committed part of every
   // thread's current chunk, into members. Caller holds io_mutex_.
   void cycle(bool steal);
+  // The committed, not yet drained part of each thread's current chunk into snaps_ (registry
+  // mutex held). `bounded` (the fatal-signal path): stop at snaps_'s capacity, never allocate.
+  void take_snapshots(bool bounded);
   // The fatal-signal pass: no allocation, only tried locks; each piece of text becomes its
   // own member straight from where it lies. Caller holds io_mutex_.
   void crash_cycle();
