@@ -90,11 +90,7 @@ int cmd_cat(const args_t &a) {
     auto r = std::make_unique<cat_result>();
     r->out.reserve(any_filter ? b.text.size() / 4 : b.text.size());
     parsed_line pl;
-    std::string_view text = b.text;
-    if (b.partial_tail) {
-      const size_t nl = text.rfind('\n');
-      text = nl == std::string_view::npos ? std::string_view() : text.substr(0, nl + 1);
-    }
+    const std::string_view text = b.whole_lines();
     detail::for_each_line(text, [&](std::string_view line) {
       const std::string_view t = trim(line);
       if (t.empty() || t == "[" || t == "]") return true;

@@ -43,11 +43,7 @@ struct convert_result : detail::block_result {
 void convert_block(detail::text_block &b) {
   auto r = std::make_unique<convert_result>();
   parsed_line pl;
-  std::string_view text = b.text;
-  if (b.partial_tail) {
-    const size_t nl = text.rfind('\n');
-    text = nl == std::string_view::npos ? std::string_view() : text.substr(0, nl + 1);
-  }
+  const std::string_view text = b.whole_lines();
   detail::for_each_line(text, [&](std::string_view line) {
     const std::string_view t = trim(line);
     if (t.empty() || t == "[" || t == "]") return true;

@@ -83,11 +83,7 @@ void scan_block(detail::text_block &b) {
     std::string_view cat, name;
     name_stats *stats = nullptr;
   } cache[16];
-  std::string_view text = b.text;
-  if (b.partial_tail) {
-    const size_t nl = text.rfind('\n');
-    text = nl == std::string_view::npos ? std::string_view() : text.substr(0, nl + 1);
-  }
+  const std::string_view text = b.whole_lines();
   detail::for_each_line(text, [&](std::string_view line) {
     ++r->lines;
     if (line.empty() || line[0] != '{') {

@@ -293,11 +293,7 @@ bool load_trace(const std::string &path, uint32_t file_index, loaded_trace *out,
   auto work = [&](detail::text_block &b) {
     auto r = std::make_unique<load_result>();
     parsed_line pl;
-    std::string_view text = b.text;
-    if (b.partial_tail) {  // the cut line is not a line: drop it
-      const size_t nl = text.rfind('\n');
-      text = nl == std::string_view::npos ? std::string_view() : text.substr(0, nl + 1);
-    }
+    const std::string_view text = b.whole_lines();
     detail::for_each_line(text, [&](std::string_view line) {
       const std::string_view t = trim(line);
       if (t.empty() || t == "[") return true;

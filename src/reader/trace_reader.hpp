@@ -50,6 +50,13 @@ struct text_block {
   bool partial_tail = false;        // the last line was cut short by damage, not by design
   std::vector<read_issue> issues;   // problems found while producing this block
   std::unique_ptr<block_result> result;  // set by the worker function
+
+  // The text without a last line that damage cut short (that one is not a line).
+  std::string_view whole_lines() const {
+    if (!partial_tail) return text;
+    const size_t nl = text.rfind('\n');
+    return nl == std::string_view::npos ? std::string_view() : text.substr(0, nl + 1);
+  }
 };
 
 // A mapped trace file and its plan. Not thread-safe to open; read-only afterwards, so any
