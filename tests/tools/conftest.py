@@ -11,7 +11,9 @@ import pytest
 CLI = os.environ.get("DFTRACE_CLI", "")
 GEN = os.environ.get("DFTRACE_GEN_TRACE", "")
 TRAIN_LOOP = os.environ.get("DFTRACE_TRAIN_LOOP", "")
-REF = os.environ.get("DFTRACE_REFERENCE_TRACES", "")
+# Traces written by DFTracer itself, kept in the repository (tests/data/dftracer/README.md).
+REF = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data",
+                                   "dftracer"))
 
 
 def pytest_configure(config):
@@ -130,17 +132,23 @@ def num(v):
     return int(v) if isinstance(v, str) else v
 
 
+def is_trace(name):
+    """A trace file name (*.pfw, *.pfw.gz); the data directory also holds a README and a licence."""
+    return name.endswith(".pfw") or name.endswith(".pfw.gz")
+
+
 @pytest.fixture(scope="session")
 def ref_dir():
-    if not REF or not os.path.isdir(REF):
-        pytest.skip("reference traces (../shared/reference/traces) are not present")
+    """The directory of DFTracer's traces; it is part of the repository, so missing is an error."""
+    assert os.path.isdir(REF), f"the DFTracer sample traces are missing: {REF}"
     return REF
 
 
 @pytest.fixture(scope="session")
 def ref_files(ref_dir):
-    return sorted(os.path.join(ref_dir, f) for f in os.listdir(ref_dir)
-                  if f.endswith(".pfw") or f.endswith(".pfw.gz"))
+    files = sorted(os.path.join(ref_dir, f) for f in os.listdir(ref_dir) if is_trace(f))
+    assert files, f"no trace files in {ref_dir}"
+    return files
 
 
 @pytest.fixture(scope="session")

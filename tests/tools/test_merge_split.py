@@ -84,11 +84,13 @@ def test_merge_reference_ranks(ref_dir, tmp_path):
     assert len(hh) == 1  # one host, defined once for all ranks
 
 
-def test_merge_accepts_directories_and_mixed_inputs(ref_dir, tmp_path, real_trace):
+def test_merge_accepts_directories_and_mixed_inputs(ref_dir, ref_files, tmp_path, real_trace):
+    # The directory also holds a README and a licence: merge takes only its trace files.
+    assert sorted(os.listdir(ref_dir)) != sorted(os.path.basename(f) for f in ref_files)
     out = tmp_path / "all.pfw.gz"
     run("merge", ref_dir, real_trace, "-o", out)
     objs = check_merged(out)
-    n_in = sum(1 for f in os.listdir(ref_dir) for o in events(os.path.join(ref_dir, f))
+    n_in = sum(1 for f in ref_files for o in events(f)
                if o["ph"] != "M") + sum(1 for o in events(real_trace) if o["ph"] != "M")
     assert sum(1 for o in objs if o["ph"] != "M") == n_in
 

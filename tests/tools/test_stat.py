@@ -1,5 +1,5 @@
 # test_stat.py: dftrace stat against counts computed independently in Python, on the real
-# DFTracer traces of ../shared/reference/traces, a real dftrace trace and synthetic ones.
+# DFTracer traces of tests/data/dftracer, a real dftrace trace and synthetic ones.
 import collections
 import json
 import os
