@@ -32,7 +32,8 @@ def main():
         sys.stdout.write(p.stdout)
         sys.stderr.write(p.stderr)
         if p.returncode == 77:
-            print("skipped: " + p.stdout.strip())
+            why = (p.stdout.strip().splitlines() or ["no usable GPU"])[-1]
+            print("SKIPPED: " + (why[len("SKIP: "):] if why.startswith("SKIP: ") else why))
             return 77
         assert p.returncode == 0, f"program failed with {p.returncode}"
         assert not [l for l in p.stderr.splitlines() if l.startswith("dftrace:")], "dftrace complained"
