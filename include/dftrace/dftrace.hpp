@@ -4,6 +4,7 @@
 //   { auto s = dftrace::ai.compute.forward.scope(); }  // one "forward" event (cat compute)
 //   dftrace::ai.update("epoch", 3);                     // every node's events carry epoch=3
 //   for (auto &batch : dftrace::ai.dataloader.fetch.iter(loader)) { ... }  // fetch.iter/.block
+//   for (int epoch : dftrace::ai.pipeline.epoch.iter(3)) { ... }             // 0, 1, 2 (range)
 //   auto fwd = dftrace::ai.compute.forward.wrap(my_forward);                // decorator-like
 //   DFTRACE_REGION("compute.forward");                  // macro form; compiled out below
 //   DFTRACE_FUNCTION("APP");                            // an event named after the function
@@ -243,6 +244,38 @@ class iter_range {
 #endif
 };
 
+// Python's range(count) for node.iter(count): 0, 1, ..., count - 1; nothing when count <= 0.
+template <typename Int>
+class count_range {
+ public:
+  class iterator {
+   public:
+    constexpr explicit iterator(Int i) : i_(i) {}
+    constexpr Int operator*() const { return i_; }
+    constexpr iterator &operator++() {
+      ++i_;
+      return *this;
+    }
+    constexpr bool operator!=(const iterator &o) const { return i_ != o.i_; }
+    constexpr bool operator==(const iterator &o) const { return i_ == o.i_; }
+
+   private:
+    Int i_;
+  };
+  constexpr explicit count_range(Int count) : count_(count > Int(0) ? count : Int(0)) {}
+  constexpr iterator begin() const { return iterator(Int(0)); }
+  constexpr iterator end() const { return iterator(count_); }
+
+ private:
+  Int count_;
+};
+
+namespace detail {
+template <typename T>
+constexpr bool is_count_v = std::is_integral_v<std::decay_t<T>> &&
+                            !std::is_same_v<std::decay_t<T>, bool>;
+}  // namespace detail
+
 // ---------------------------------------------------------------- nodes
 
 // A node of the tree, named by its dotted path and looked up on first use (so that static
@@ -272,9 +305,15 @@ class node {
   [[nodiscard]] dftrace::scope scope(use enable) const { return dftrace::scope(handle(), {}, enable); }
 
   // Range adaptor: for (auto &x : node.iter(range)) ...
-  template <typename Range>
+  template <typename Range, typename = std::enable_if_t<!detail::is_count_v<Range>>>
   iter_range<Range> iter(Range &&r, iter_options o = {}) const {
     return iter_range<Range>(handle(), std::forward<Range>(r), o);
+  }
+  // A count, as Python's range(count): for (int epoch : node.iter(3)) gives 0, 1, 2.
+  template <typename Int, typename = std::enable_if_t<detail::is_count_v<Int>>, typename = void>
+  iter_range<count_range<std::decay_t<Int>>> iter(Int count, iter_options o = {}) const {
+    return iter_range<count_range<std::decay_t<Int>>>(
+        handle(), count_range<std::decay_t<Int>>(count), o);
   }
 
   // Decorator-like wrapper: returns a callable that runs f inside a region on this node.

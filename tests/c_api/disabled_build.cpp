@@ -25,6 +25,7 @@ int main() {
     ai.pipeline.epoch.mark_start();
     sum += ai.compute.forward.wrap(work)(v);
   }
+  for (int epoch : ai.pipeline.epoch.iter(3)) sum += epoch;  // 0 + 1 + 2
   dftrace::finalize();
-  return sum == 12 ? 0 : 1;
+  return sum == 15 ? 0 : 1;
 }

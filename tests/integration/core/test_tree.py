@@ -1,4 +1,4 @@
-"""test_tree.py: the AI tree (ai-tree.md) through the C++ face, checked event by event."""
+"""test_tree.py: the AI tree (docs/ai-tree.md) through the C++ face, checked event by event."""
 import os
 import subprocess
 import sys
@@ -82,6 +82,19 @@ def test_training_loop_line_by_line(tmp_path):
         assert g["args"]["p_idx"] == want_parent, (n, g, w)
         assert own_args(g) == w["args"], (n, g, w)
         assert list(own_args(g)) == list(w["args"]), ("argument order", n, g, w)
+
+
+def test_iter_over_a_count_is_pythons_range(tmp_path):
+    ev = trace(tmp_path, "count")
+    got = [(e["name"], own_args(e)) for e in tc.user_events(ev)]
+    want = []
+    for i in range(3):
+        want += [("epoch.iter", {"count": i + 1}), ("forward", {"epoch_item": i}),
+                 ("epoch.block", {"count": i + 1})]
+    # iter(0) and iter(-4) yield nothing; iter(2u) yields 0 and 1.
+    for i in range(2):
+        want += [("fetch.iter", {"count": i + 1}), ("fetch.block", {"count": i + 1})]
+    assert got == want
 
 
 def test_update_subtree_root_removal_end_value_and_no_leak(tmp_path):

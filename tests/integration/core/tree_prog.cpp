@@ -1,4 +1,4 @@
-// tree_prog.cpp: the AI tree through its C++ face, one mode per behaviour of ai-tree.md.
+// tree_prog.cpp: the AI tree through its C++ face, one mode per behaviour of docs/ai-tree.md.
 // Usage: tree_prog MODE. Tracing is enabled by the environment.
 #include <dftrace/dftrace.hpp>
 
@@ -138,6 +138,20 @@ int mode_defects() {
   return 0;
 }
 
+// iter(count), as Python's range(count): the items 0..count-1, none for 0 or a negative count.
+int mode_count() {
+  int sum = 0;
+  for (int epoch : ai.pipeline.epoch.iter(3)) {
+    { auto s = ai.compute.forward.scope({{"epoch_item", epoch}}); }
+    sum += epoch;
+  }
+  for (long x : ai.pipeline.train.iter(0L)) sum += 100 + static_cast<int>(x);
+  for (int x : ai.pipeline.test.iter(-4)) sum += 1000 + x;
+  for (unsigned x : ai.dataloader.fetch.iter(2u)) sum += 10 * static_cast<int>(x);
+  std::printf("sum %d\n", sum);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -149,6 +163,7 @@ int main(int argc, char **argv) {
   else if (m == "enable") rc = mode_enable();
   else if (m == "metadata") rc = mode_metadata();
   else if (m == "defects") rc = mode_defects();
+  else if (m == "count") rc = mode_count();
   dftrace::finalize();
   return rc;
 }
