@@ -1,5 +1,5 @@
 // config.hpp: the effective configuration and the layers it comes from
-// (defaults < YAML file < environment < init arguments), per spec/config.md.
+// (defaults < YAML file < environment < init arguments), per docs/configuration.md.
 #pragma once
 
 #include <cstddef>

@@ -92,7 +92,7 @@ tree::tree() {
   root_->name = "ai_root";
   root_->cat = "ai_root";
   root_->name_cat = make_name_cat(root_->name, root_->cat);
-  // The built-in tree of ai-tree.md section 1.
+  // The built-in tree of docs/ai-tree.md section 1.
   const std::pair<const char *, std::vector<const char *>> builtin[] = {
       {"compute", {"forward", "backward", "step"}},
       {"data", {"preprocess", "item"}},

@@ -1,4 +1,4 @@
-// tree.hpp: the process-wide tree of named nodes (ai-tree.md): names, categories, enable
+// tree.hpp: the process-wide tree of named nodes (docs/ai-tree.md): names, categories, enable
 // state and inherited arguments. Lookups and changes take one mutex; the event path reads a
 // node only through its atomic `active` flag and its lock-free argument store.
 #pragma once

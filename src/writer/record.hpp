@@ -1,5 +1,5 @@
 // record.hpp: the binary event record that application threads write into their chunks; the
-// writer thread turns each into one JSON line (format.md section 2), so that formatting costs
+// writer thread turns each into one JSON line (docs/format.md section 2), so that formatting costs
 // the application nothing.
 #pragma once
 

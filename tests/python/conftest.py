@@ -18,7 +18,7 @@ PYTHON = sys.executable
 
 
 class Trace:
-    """One trace file, parsed and checked for the shape format.md gives it."""
+    """One trace file, parsed and checked for the shape docs/format.md gives it."""
 
     def __init__(self, path: str) -> None:
         self.path = path

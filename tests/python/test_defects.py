@@ -1,4 +1,4 @@
-"""test_defects.py: each pydftracer defect of ai-tree.md section 8, shown not to happen here."""
+"""test_defects.py: each pydftracer defect of docs/ai-tree.md section 8, shown not to happen here."""
 
 
 def test_threads_in_one_node(runner):

@@ -1,4 +1,4 @@
-"""test_emission.py: pydftracer's emission rules (ai-tree.md section 2) for a training loop
+"""test_emission.py: pydftracer's emission rules (docs/ai-tree.md section 2) for a training loop
 like the guide's complete example, per style, per disabled category and in metadata mode."""
 import pytest
 
@@ -132,7 +132,7 @@ def test_training_loop_counts(runner, disable):
     if not disable:
         assert sum(expected.values()) == 67
     assert not [e for e in t.events if e["name"] == "all_reduce"]
-    # names and categories as ai-tree.md section 1 gives them
+    # names and categories as docs/ai-tree.md section 1 gives them
     cats = {e["name"]: e["cat"] for e in t.events}
     want_cats = {"train": "pipeline", "epoch.block": "pipeline", "fetch.iter": "dataloader",
                  "item": "data", "preprocess.collate": "data", "transfer": "device",

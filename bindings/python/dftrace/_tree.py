@@ -11,7 +11,7 @@ from . import _dftrace
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
 
-# "not passed", as opposed to None, which removes an argument (ai-tree.md section 3)
+# "not passed", as opposed to None, which removes an argument (docs/ai-tree.md section 3)
 _UNSET: Any = object()
 
 
@@ -175,7 +175,7 @@ def _warn(message: str) -> None:
     print(f"dftrace: {message}", file=sys.stderr)
 
 
-# The tree of ai-tree.md section 1: category -> {attribute: event name}.
+# The tree of docs/ai-tree.md section 1: category -> {attribute: event name}.
 _TREE: Dict[str, Dict[str, str]] = {
     ProfileCategory.COMPUTE: {e.name.lower(): e.value for e in ComputeEvent},
     ProfileCategory.DATA: {e.name.lower(): e.value for e in DataEvent},

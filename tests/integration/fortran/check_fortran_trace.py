@@ -3,7 +3,7 @@
 
 Usage: check_fortran_trace.py <fortran_trace executable> <work dir>
 
-Expectations come from spec/format.md and spec/ai-tree.md, not from an earlier run: names and
+Expectations come from docs/format.md and docs/ai-tree.md, not from an earlier run: names and
 categories of the tree, argument inheritance and order, nesting, forced and disabled uses,
 counters, instants, metadata lines, the header and footer. Events of one thread are written in
 the order they end, so the event lines are checked in sequence; metadata lines (M) may be
@@ -15,7 +15,7 @@ import os
 import subprocess
 import sys
 
-HOST_HASH_VM = 7386335834152862147  # format.md's check value of hash("vm")
+HOST_HASH_VM = 7386335834152862147  # docs/format.md's check value of hash("vm")
 X_KEYS = ["id", "name", "cat", "pid", "tid", "ts", "dur", "ph", "args"]
 
 failures = []

@@ -26,7 +26,7 @@ program fortran_trace
   if (.not. on .and. st /= dftrace_err_disabled) call fail('init off: '//dftrace_status_string(st))
   if (dftrace_is_enabled() .neqv. on) call fail('dftrace_is_enabled')
 
-  ! The tree by path and by handle; names as ai-tree.md section 1 and 2 give them.
+  ! The tree by path and by handle; names as docs/ai-tree.md section 1 and 2 give them.
   fwd = dftrace_node('compute.forward')
   call expect(dftrace_node_name(fwd), 'forward')
   call expect(dftrace_node_category(fwd), 'compute')

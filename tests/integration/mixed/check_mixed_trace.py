@@ -5,7 +5,7 @@ Usage: check_mixed_trace.py --work DIR --epochs E --steps S --layers L --width W
                             [--pythonpath P] -- COMMAND...
 
 The driver runs with DFTRACE_ENABLE=1 and DFTRACE_LOG_FILE=DIR/trace (and PYTHONPATH=P first
-when given). Checks, from spec/ai-tree.md and spec/format.md:
+when given). Checks, from docs/ai-tree.md and docs/format.md:
   - the process wrote exactly one trace file, and every event in it has one pid and one tid;
   - for each of forward/backward/step: the driver's event (cat compute) encloses one C++ event
     per layer ("<n>.layer" / "step.update", arg layer = 0..L-1), each of which encloses exactly
