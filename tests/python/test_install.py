@@ -25,11 +25,22 @@ def _traces_after_running(tmp_path, pythonpath):
     return glob.glob(str(tmp_path / "t-*.pfw.gz"))
 
 
+def manifest_state():
+    """Name, size and time of the build tree's install manifests (the user's record)."""
+    return [(m, os.stat(m).st_size, os.stat(m).st_mtime_ns)
+            for m in sorted(glob.glob(os.path.join(BUILD, "install_manifest*.txt")))]
+
+
 @needs_build
 def test_cmake_install(tmp_path):
     prefix = tmp_path / "prefix"
-    subprocess.run(["cmake", "--install", BUILD, "--prefix", str(prefix), "--component", "python"],
+    before = manifest_state()
+    # As `cmake --install --component python`, without touching the build tree's manifests.
+    subprocess.run(["cmake", f"-DBUILD_DIR={BUILD}", f"-DPREFIX={prefix}",
+                    f"-DWORK={tmp_path / 'install'}", "-DCOMPONENT=python", "-P",
+                    os.path.join(SOURCE, "tests", "cmake", "install_tree.cmake")],
                    check=True, capture_output=True)
+    assert manifest_state() == before
     # the library itself, as the library's own install rule puts it
     (prefix / "lib").mkdir(exist_ok=True)
     for lib in glob.glob(os.path.join(BUILD, "libdftrace.so*")):

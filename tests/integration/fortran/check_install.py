@@ -5,7 +5,8 @@ Usage: check_install.py <build dir> <Fortran compiler> <work dir> [compiler flag
 (flags: e.g. -fsanitize=address in a sanitizer build, whose libraries need it)
 
 The core's own files (libdftrace, dftrace.pc) are copied from the build tree, as the core's
-install rules would put them; the Fortran component is installed with `cmake --install`.
+install rules would put them; the Fortran component is installed as `cmake --install` does
+(tests/cmake/install_tree.cmake: the build tree's install manifests are left alone).
 The program is compiled with `$(pkg-config --cflags --libs dftrace-fortran)` only, run, and
 its trace read with gzip + json.
 """
@@ -18,13 +19,28 @@ import subprocess
 import sys
 
 
+def manifest_state(build):
+    """Name, size and time of the build tree's install manifests."""
+    out = []
+    for m in sorted(glob.glob(os.path.join(build, "install_manifest*.txt"))):
+        st = os.stat(m)
+        out.append((m, st.st_size, st.st_mtime_ns))
+    return out
+
+
 def main():
     build, fc, work, flags = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
     here = os.path.dirname(os.path.abspath(__file__))
     shutil.rmtree(work, ignore_errors=True)
     prefix = os.path.join(work, "prefix")
-    subprocess.run(["cmake", "--install", build, "--prefix", prefix, "--component", "fortran"],
+    manifests = manifest_state(build)
+    # As `cmake --install --component fortran`, without touching the build tree's manifests.
+    subprocess.run(["cmake", f"-DBUILD_DIR={build}", f"-DPREFIX={prefix}",
+                    f"-DWORK={os.path.join(work, 'install')}", "-DCOMPONENT=fortran", "-P",
+                    os.path.join(here, "..", "..", "cmake", "install_tree.cmake")],
                    check=True, capture_output=True, text=True)
+    if manifest_state(build) != manifests:
+        return ["the build tree's install_manifest*.txt changed"]
     libdir = os.path.dirname(glob.glob(os.path.join(prefix, "*", "libdftrace_fortran.so"))[0])
     mods = glob.glob(os.path.join(prefix, "include", "dftrace", "fortran", "dftrace.mod"))
     if len(mods) != 1:

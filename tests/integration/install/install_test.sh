@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# install_test.sh: cmake --install, then a CMake consumer (find_package) and a C program built
-# with pkg-config alone; both run and write a trace with their event.
+# install_test.sh: cmake --install (into a temporary prefix), then a CMake consumer
+# (find_package) and a C program built with pkg-config alone; both run and write a trace with
+# their event. Usage: install_test.sh BUILD_DIR SOURCE_DIR (this folder).
 set -euo pipefail
 trap 'echo "install_test.sh: failed at line $LINENO" >&2' ERR
 build=$1 src=$2
@@ -9,7 +10,12 @@ build=$1 src=$2
 has_line() { [ "$(zcat "$1" | grep -c "$2")" -ge 1 ]; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-cmake --install "$build" --prefix "$tmp/prefix" >"$tmp/install.log" 2>&1 || { cat "$tmp/install.log"; exit 1; }
+# The build tree's install manifests are the user's record of what they installed: this
+# install (tests/cmake/install_tree.cmake) leaves them alone, which is checked at the end.
+manifests() { { ls -l --time-style=+%s.%N "$build"/install_manifest*.txt 2>/dev/null || true; } | md5sum; }
+before=$(manifests)
+cmake -DBUILD_DIR="$build" -DPREFIX="$tmp/prefix" -DWORK="$tmp/work" \
+  -P "$src/../../cmake/install_tree.cmake" >"$tmp/install.log" 2>&1 || { cat "$tmp/install.log"; exit 1; }
 libdir=$(ls -d "$tmp"/prefix/lib*/ | head -1)
 test -f "$tmp/prefix/include/dftrace/dftrace.h"
 test -f "$tmp/prefix/include/dftracer/dftracer.h"
@@ -23,4 +29,5 @@ export PKG_CONFIG_PATH="$libdir/pkgconfig"
 cc -std=c99 "$src/consumer/consumer.c" $(pkg-config --cflags --libs dftrace) -o "$tmp/cc"
 LD_LIBRARY_PATH="$libdir" DFTRACE_ENABLE=1 DFTRACE_LOG_FILE="$tmp/out/b" "$tmp/cc"
 has_line "$(ls "$tmp"/out/b-cc-*-app.pfw.gz)" '"name":"backward","cat":"compute"'
+[ "$(manifests)" = "$before" ] || { echo "the build tree's install_manifest*.txt changed" >&2; exit 1; }
 echo "install, find_package and pkg-config consumers: ok"
