@@ -34,11 +34,13 @@ std::string own_directory() {
 void start_extensions(const config &cfg) {
   if (!cfg.gpu_cupti) return;
   const char *name = "libdftrace_cupti.so";
-  void *lib = nullptr;
-  std::string why;
+  // The component of THIS libdftrace: the one installed (or built) beside it. Never another
+  // copy found on the loader's path (an older install in /usr/local/lib, say): the interface
+  // between the two is private and changes with them. Only where libdftrace can not tell
+  // where it is does the loader's path decide.
   const std::string beside = own_directory();
-  if (!beside.empty()) lib = ::dlopen((beside + name).c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!lib) lib = ::dlopen(name, RTLD_NOW | RTLD_LOCAL);
+  const std::string path = beside.empty() ? std::string(name) : beside + name;
+  void *lib = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
     const char *e = ::dlerror();
     log_once(log_level::warn, "gpu.cupti load",
