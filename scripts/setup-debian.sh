@@ -22,9 +22,16 @@ for p in "${want[@]}"; do
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
 
-echo "dftrace setup: installing ${missing[*]}"
+# One line says what is installed; apt's own output goes to a log, shown only if it fails.
+echo "dftrace setup: installing ${#missing[@]} Debian package(s) with apt-get: ${missing[*]}"
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq
-$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+log=$(mktemp -t dftrace-apt.XXXXXX)
+if ! { $sudo apt-get update -qq && \
+       $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"; } >"$log" 2>&1; then
+  cat "$log" >&2
+  echo "dftrace setup: apt-get failed (log above, also in $log)" >&2
+  exit 1
+fi
+rm -f "$log"
