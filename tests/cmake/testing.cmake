@@ -46,3 +46,12 @@ function(dftrace_add_pytest)
     set_tests_properties(${T_NAME} PROPERTIES RESOURCE_LOCK "${T_RESOURCE_LOCK}")
   endif()
 endfunction()
+
+# dftrace_missing_test(<test> <reason>): a test that can not be built here (a dependency is
+# missing) is still registered, and reports itself Skipped with the reason, instead of being
+# silently absent from ctest's list.
+function(dftrace_missing_test name reason)
+  message(STATUS "dftrace: ${name} is skipped: ${reason}")
+  add_test(NAME ${name} COMMAND sh -c "echo 'SKIPPED: ${reason}'; exit ${DFTRACE_SKIP_STATUS}")
+  set_tests_properties(${name} PROPERTIES SKIP_RETURN_CODE ${DFTRACE_SKIP_STATUS})
+endfunction()
