@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # sanitize.sh: the core's tests under AddressSanitizer+UndefinedBehaviorSanitizer and under
-# ThreadSanitizer (unit tests, the writer and tree integration tests, the DFTracer drop-in).
+# ThreadSanitizer (unit tests, the writer and tree integration tests, the DFTracer drop-in),
+# and the dftrace tools on hostile trace files under AddressSanitizer+UBSan.
 # Called by scripts/test.sh; usable alone: scripts/sanitize.sh [address,undefined|thread]...
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,8 +13,10 @@ for kind in "${kinds[@]}"; do
   dir=build-sanitize-${kind//,/-}
   echo "== sanitizer build: $kind ($dir)"
   cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Debug -DDFTRACE_SANITIZE="$kind" -DDFTRACE_BUILD_BENCH=OFF >/dev/null
+  extra=()
+  [ "$kind" = thread ] || extra=(dftrace_cli gen_trace)  # the tools on hostile inputs (ASan+UBSan)
   cmake --build "$dir" -j"$(nproc)" --target unit_tests writer_prog tree_prog c_program dftracer_app_c \
-    dftracer_app_cpp >/dev/null
+    dftracer_app_cpp "${extra[@]}" >/dev/null
   # A fatal-signal test needs the signal to reach dftrace's handler, not the sanitizer's.
   export ASAN_OPTIONS=handle_segv=0:handle_abort=0:detect_leaks=1:abort_on_error=0
   export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
@@ -31,5 +34,12 @@ for kind in "${kinds[@]}"; do
     DFTRACE_TEST_BIN="$PWD/$dir/tests/integration/$t" $py -m pytest -q -p no:cacheprovider "${deselect[@]}" \
       "$src/tests/integration/$t"
   done
+  if [ "$kind" != thread ]; then
+    # Hostile trace files (forged DT fields, a deflate bomb, odd numbers, absurd clock
+    # offsets) through every tool built with the sanitizers.
+    DFTRACE_CLI="$PWD/$dir/tools/dftrace" DFTRACE_GEN_TRACE="$PWD/$dir/tests/tools/gen_trace" \
+      DFTRACE_NO_PROGRESS=1 $py -m pytest -q -p no:cacheprovider "$src/tests/tools/test_hostile.py" \
+      "$src/tests/tools/test_validate_span.py"
+  fi
 done
 echo "sanitizers: all passed"

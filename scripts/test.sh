@@ -12,3 +12,10 @@ cmake --build "$build" -j"$(nproc)"
 if [ "${DFTRACE_SKIP_SANITIZERS:-0}" != 1 ]; then
   scripts/sanitize.sh
 fi
+# The readers' fuzz targets, each for a bounded time (DFTRACE_FUZZ_SECONDS, default 60);
+# DFTRACE_SKIP_FUZZ=1 skips them, and says so.
+if [ "${DFTRACE_SKIP_FUZZ:-0}" != 1 ]; then
+  scripts/fuzz.sh
+else
+  echo "fuzz: SKIPPED (DFTRACE_SKIP_FUZZ=1): the fuzz targets did not run"
+fi

@@ -17,19 +17,38 @@ namespace dftrace::tools {
 
 namespace {
 
-// A number field as a bare JSON number (older DFTracer quoted them; Perfetto drops those).
-bool put_number(std::string &out, const char *key, const jvalue &v) {
-  uint64_t tmp;
-  if (!v.present() || (v.type != jtype::number && v.type != jtype::string)) return false;
-  if (v.type == jtype::string) {
-    jvalue bare{jtype::number, v.text};
-    if (!detail::value_u64(bare, &tmp)) return false;
+// A value as Chrome JSON wants it: a bare number. Older DFTracer quoted numbers (Perfetto
+// drops those); a quoted decimal ("0677792", "+5", "1e5") becomes the same number in valid
+// JSON, anything else stays a string ("0x10" is not guessed at). Returns false for a missing
+// value or one that is neither a number nor a string.
+bool value_json(const jvalue &v, std::string *out, bool *is_number) {
+  *is_number = false;
+  if (v.type == jtype::number) {  // the parser checked the JSON grammar
+    out->assign(v.text);
+    *is_number = true;
+    return true;
   }
+  if (v.type != jtype::string) return false;
+  if (detail::canonical_number(v.text, out)) {
+    *is_number = true;
+    return true;
+  }
+  out->assign("\"");
+  out->append(v.text);  // still escaped: a valid JSON string
+  out->push_back('"');
+  return true;
+}
+
+// ,"key":<value>; a missing value becomes 0 (pid and tid of metadata from older writers).
+void put_id(std::string &out, const char *key, const jvalue &v, std::string *written = nullptr) {
+  std::string text;
+  bool number;
+  if (!value_json(v, &text, &number)) text = "0";
   out += ",\"";
   out += key;
   out += "\":";
-  out.append(v.text);
-  return true;
+  out += text;
+  if (written) *written = std::move(text);
 }
 
 struct convert_result : detail::block_result {
@@ -62,25 +81,33 @@ void convert_block(detail::text_block &b) {
         o += "{\"name\":\"";
         o.append(pl.name.text);
         o += "\",\"ph\":\"M\"";
-        if (!put_number(o, "pid", pl.pid)) o += ",\"pid\":0";
-        if (!put_number(o, "tid", pl.tid)) o += ",\"tid\":0";
+        std::string pid;
+        put_id(o, "pid", pl.pid, &pid);
+        put_id(o, "tid", pl.tid);
         o += ",\"args\":{\"name\":\"";
         o.append(n->text);
         o += "\"}},\n";
-        if (proc) r->named_pids.insert(std::string(pl.pid.text));
+        if (proc) r->named_pids.insert(pid);
       } else if (pl.name.text == "PR") {
         const jvalue *n = pl.arg_value("name");
         const jvalue *v = pl.arg_value("value");
         if (n && v && (n->text == "rank" || n->text == "exec")) {
-          std::string &label = r->pid_label[std::string(pl.pid.text)];
+          std::string pid;
+          bool number;
+          if (!value_json(pl.pid, &pid, &number)) pid = "0";
+          std::string &label = r->pid_label[pid];
           if (n->text == "rank") label = "rank " + std::string(v->text) + (label.empty() ? "" : " " + label);
           else label += (label.empty() ? "" : " ") + std::string(v->text);
         }
       }
       return true;  // other metadata (hash definitions, properties) has no Chrome meaning
     }
-    uint64_t tmp;
-    if (!pl.ts.present() || !detail::value_u64(pl.ts, &tmp)) {
+    // ts (and dur of a complete event) must be numbers: an event without is skipped and
+    // counted, never written with a made-up 0.
+    std::string ts, dur;
+    bool ts_num = false, dur_num = false;
+    if (!value_json(pl.ts, &ts, &ts_num) || !ts_num ||
+        (ph == 'X' && pl.dur.present() && (!value_json(pl.dur, &dur, &dur_num) || !dur_num))) {
       ++r->skipped;
       return true;
     }
@@ -91,10 +118,15 @@ void convert_block(detail::text_block &b) {
     o += "\",\"ph\":\"";
     o.append(pl.ph.text);
     o += "\"";
-    if (!put_number(o, "pid", pl.pid)) o += ",\"pid\":0";
-    if (!put_number(o, "tid", pl.tid)) o += ",\"tid\":0";
-    put_number(o, "ts", pl.ts);
-    if (ph == 'X' && !put_number(o, "dur", pl.dur)) o += ",\"dur\":0";
+    std::string pid;
+    put_id(o, "pid", pl.pid, &pid);
+    put_id(o, "tid", pl.tid);
+    o += ",\"ts\":";
+    o += ts;
+    if (ph == 'X') {
+      o += ",\"dur\":";
+      o += dur_num ? dur : std::string("0");  // a complete event written without dur
+    }
     if (ph != 'C' && pl.id.present()) {  // counters with an id become one track per sample
       o += ",\"id\":";
       if (pl.id.type == jtype::string) o += "\"";
@@ -112,7 +144,7 @@ void convert_block(detail::text_block &b) {
     }
     o += "},\n";
     ++r->events;
-    r->pids.insert(std::string(pl.pid.text));
+    r->pids.insert(pid);
     return true;
   });
   b.result = std::move(r);
@@ -195,9 +227,7 @@ int cmd_convert(const args_t &a) {
   // more than a number.
   for (const auto &p : pids) {
     if (named.count(p)) continue;
-    bool digits = !p.empty();
-    for (char c : p) digits = digits && c >= '0' && c <= '9';
-    if (!digits) continue;
+    if (p.empty() || p[0] == '"') continue;  // a pid that is no number has no made-up name
     auto it = labels.find(p);
     const std::string label = it != labels.end() ? it->second : "pid " + p;
     out += "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":" + p + ",\"tid\":0,\"args\":{\"name\":" +

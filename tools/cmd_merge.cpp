@@ -42,8 +42,28 @@ bool clock_offset_of(const loaded_trace &t, int64_t *ns) {
   return false;
 }
 
-// Microseconds from nanoseconds, rounded half away from zero.
-int64_t ns_to_us(int64_t ns) { return ns >= 0 ? (ns + 500) / 1000 : -((-ns + 500) / 1000); }
+// The largest clock offset merge applies: 10^18 ns, about 31 years between two nodes'
+// monotonic clocks. Offsets are input; anything beyond is reported and not applied.
+constexpr int64_t k_max_offset_ns = 1000000000000000000;
+
+// Microseconds from nanoseconds, rounded half away from zero (no overflow for any int64).
+int64_t ns_to_us(int64_t ns) {
+  int64_t q = ns / 1000;
+  const int64_t r = ns % 1000;
+  if (r >= 500) ++q;
+  if (r <= -500) --q;
+  return q;
+}
+
+// ts + shift, clamped to [0, UINT64_MAX].
+uint64_t shift_ts(uint64_t ts, int64_t shift) {
+  if (shift >= 0) {
+    const uint64_t s = static_cast<uint64_t>(shift);
+    return ts > UINT64_MAX - s ? UINT64_MAX : ts + s;
+  }
+  const uint64_t s = static_cast<uint64_t>(-(shift + 1)) + 1;
+  return ts < s ? 0 : ts - s;
+}
 
 bool is_hash_def(const parsed_line &pl) {
   return pl.ph.text == "M" && (pl.name.text == "HH" || pl.name.text == "SH" || pl.name.text == "FH");
@@ -68,14 +88,9 @@ void rewrite(const line_rec &rec, bool remap, uint64_t nfiles, int64_t shift, st
     out.append(rec.p + pos, e[i].off - pos);
     const std::string_view old(rec.p + e[i].off, e[i].len);
     if (e[i].kind == 2) {
-      // Shift the integer part, keep any fraction.
+      // Shift the integer part (rec.ts, already range-checked by the parser), keep any fraction.
       const size_t dot = old.find('.');
-      int64_t v = 0;
-      for (size_t k = 0; k < (dot == std::string_view::npos ? old.size() : dot); ++k)
-        v = v * 10 + (old[k] - '0');
-      v += shift;
-      if (v < 0) v = 0;
-      out.append(num, static_cast<size_t>(detail::write_i64(num, v) - num));
+      out.append(num, static_cast<size_t>(detail::write_u64(num, shift_ts(rec.ts, shift)) - num));
       if (dot != std::string_view::npos) out.append(old.substr(dot));
     } else {
       uint64_t v = 0;
@@ -161,7 +176,14 @@ int cmd_merge(const args_t &a) {
   if (align) {
     for (uint32_t i = 0; i < nfiles; ++i) {
       int64_t ns = 0;
-      if (clock_offset_of(*traces[i], &ns)) shift[i] = ns_to_us(ns);
+      if (!clock_offset_of(*traces[i], &ns)) continue;
+      if (ns > k_max_offset_ns || ns < -k_max_offset_ns) {
+        error_line(traces[i]->path + ": clock_offset_ns " + std::to_string(ns) +
+                   " is out of range (more than 10^18 ns); this file is not clock-aligned");
+        ok = false;
+        continue;
+      }
+      shift[i] = ns_to_us(ns);
     }
   }
 
@@ -290,10 +312,7 @@ int cmd_merge(const args_t &a) {
     return x.file > y.file;
   };
   std::priority_queue<head, std::vector<head>, decltype(later)> heap(later);
-  auto shifted = [&](const line_rec *r) {
-    const int64_t v = static_cast<int64_t>(r->ts) + shift[r->file];
-    return static_cast<uint64_t>(v < 0 ? 0 : v);
-  };
+  auto shifted = [&](const line_rec *r) { return shift_ts(r->ts, shift[r->file]); };
   for (uint32_t i = 0; i < nfiles; ++i)
     if (!runs[i].empty()) heap.push({shifted(runs[i][0]), i, 0});
   uint64_t events = 0;

@@ -169,13 +169,19 @@ struct file_summary {
   bool lines_from_dt = false;
 };
 
-std::string jstr(std::string_view s) { return "\"" + std::string(s) + "\""; }
+// Keys hold the text of a value as it stood in the line: the escaped inside of a string,
+// or the raw text of another value (an object or array in a hostile trace), which is quoted
+// anew when it is not valid inside quotes.
+std::string jstr(std::string_view s) {
+  std::string q = "\"" + std::string(s) + "\"";
+  return detail::is_valid_json_value(q) ? q : detail::json_quote(s);
+}
 
-// A pid/tid as JSON: bare when it is a number (also when it was quoted), else a string.
+// A pid/tid as JSON: a number when it is one (also when it was quoted, leading zeros and
+// '+' dropped: "0677792" is 677792), else a string.
 std::string jnum(std::string_view s) {
-  bool digits = !s.empty();
-  for (char c : s) digits = digits && c >= '0' && c <= '9';
-  return digits ? std::string(s) : jstr(s);
+  std::string n;
+  return detail::canonical_number(s, &n) ? n : jstr(s);
 }
 
 }  // namespace
@@ -319,22 +325,25 @@ int cmd_stat(const args_t &a) {
     out += ",\"by_name\":[";
     for (size_t i = 0; i < rows.size(); ++i) {
       const auto &r = rows[i];
+      // Names and ids are appended, not formatted: a long one must not be cut (invalid JSON).
+      out += i ? ",{\"cat\":" : "{\"cat\":";
+      out += jstr(r.cat) + ",\"name\":" + jstr(r.name);
       snprintf(buf, sizeof buf,
-               "%s{\"cat\":%s,\"name\":%s,\"count\":%" PRIu64 ",\"total_us\":%" PRIu64
+               ",\"count\":%" PRIu64 ",\"total_us\":%" PRIu64
                ",\"mean_us\":%.3f,\"p50_us\":%" PRIu64 ",\"p99_us\":%" PRIu64 "}",
-               i ? "," : "", jstr(r.cat).c_str(), jstr(r.name).c_str(), r.count, r.total,
-               r.count ? static_cast<double>(r.total) / r.count : 0.0, r.p50, r.p99);
+               r.count, r.total, r.count ? static_cast<double>(r.total) / r.count : 0.0, r.p50,
+               r.p99);
       out += buf;
     }
     out += "],\"by_pid\":[";
     bool first = true;
     for (auto &kv : pids) {
       auto rk = all.ranks.find(kv.first);
-      snprintf(buf, sizeof buf, "%s{\"pid\":%s,\"rank\":%s,\"events\":%" PRIu64
-               ",\"ts_min\":%" PRIu64 ",\"ts_end\":%" PRIu64 "}",
-               first ? "" : ",", jnum(kv.first).c_str(),
-               rk == all.ranks.end() ? "null" : rk->second.c_str(), kv.second.events,
-               kv.second.ts_min, kv.second.end_max);
+      out += first ? "{\"pid\":" : ",{\"pid\":";
+      out += jnum(kv.first) + ",\"rank\":" + (rk == all.ranks.end() ? "null" : rk->second);
+      snprintf(buf, sizeof buf, ",\"events\":%" PRIu64 ",\"ts_min\":%" PRIu64
+               ",\"ts_end\":%" PRIu64 "}",
+               kv.second.events, kv.second.ts_min, kv.second.end_max);
       out += buf;
       first = false;
     }
@@ -342,11 +351,10 @@ int cmd_stat(const args_t &a) {
     first = true;
     for (auto &kv : threads) {
       const size_t sep = kv.first.find('\x1f');
-      snprintf(buf, sizeof buf,
-               "%s{\"pid\":%s,\"tid\":%s,\"events\":%" PRIu64 ",\"ts_min\":%" PRIu64
+      out += first ? "{\"pid\":" : ",{\"pid\":";
+      out += jnum(kv.first.substr(0, sep)) + ",\"tid\":" + jnum(kv.first.substr(sep + 1));
+      snprintf(buf, sizeof buf, ",\"events\":%" PRIu64 ",\"ts_min\":%" PRIu64
                ",\"ts_end\":%" PRIu64 "}",
-               first ? "" : ",", jnum(kv.first.substr(0, sep)).c_str(),
-               jnum(kv.first.substr(sep + 1)).c_str(),
                kv.second.events, kv.second.ts_min, kv.second.end_max);
       out += buf;
       first = false;

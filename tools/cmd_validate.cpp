@@ -22,7 +22,41 @@ struct local_finding {
   std::string message;
 };
 
+// What a block (then the file) knows about one process's time span: its "start" and "end"
+// events (cat dftracer) and its earliest-starting and latest-ending other events. Lines are
+// block-relative in a block's result and absolute in the file's.
+struct pid_span {
+  bool has_start = false, has_end = false, any = false;
+  uint64_t start_ts = 0, end_ts = 0, first_ts = 0, last_end = 0;
+  uint64_t start_line = 0, end_line = 0, first_line = 0, last_line = 0;
+
+  void merge(const pid_span &o, uint64_t base) {
+    if (o.has_start && (!has_start || o.start_ts < start_ts)) {
+      has_start = true;
+      start_ts = o.start_ts;
+      start_line = base + o.start_line;
+    }
+    if (o.has_end && (!has_end || o.end_ts > end_ts)) {
+      has_end = true;
+      end_ts = o.end_ts;
+      end_line = base + o.end_line;
+    }
+    if (o.any) {
+      if (!any || o.first_ts < first_ts) {
+        first_ts = o.first_ts;
+        first_line = base + o.first_line;
+      }
+      if (!any || o.last_end > last_end) {
+        last_end = o.last_end;
+        last_line = base + o.last_line;
+      }
+      any = true;
+    }
+  }
+};
+
 struct check_result : detail::block_result {
+  std::unordered_map<std::string, pid_span> spans;  // by the pid's text
   uint32_t lines = 0;
   std::vector<local_finding> findings;
   // Structure: the first non-blank line, the first ']' and the first non-blank line after it.
@@ -104,6 +138,8 @@ void check_block(detail::text_block &b) {
   std::string_view recent_refs[8];
   unsigned recent_next = 0;
   uint32_t ln = 0;
+  pid_span *span = nullptr;  // of span_pid (map nodes do not move)
+  std::string_view span_pid;
   detail::for_each_line(b.text, [&](std::string_view line) {
     const uint32_t cur = ln++;
     const std::string_view t = trim(line);
@@ -205,6 +241,30 @@ void check_block(detail::text_block &b) {
       if (!r->any_ts || ts < r->ts_min) r->ts_min = ts;
       if (!r->any_ts || ts > r->ts_max) r->ts_max = ts;
       r->any_ts = true;
+      if (!meta && ph) {  // the process's span: its start/end events and everything else
+        pid_span one;
+        if (ph == 'X' && pl.cat.text == "dftracer" && pl.name.text == "start") {
+          one.has_start = true;
+          one.start_ts = ts;
+          one.start_line = cur + 1;
+        } else if (ph == 'X' && pl.cat.text == "dftracer" && pl.name.text == "end") {
+          one.has_end = true;
+          one.end_ts = ts;
+          one.end_line = cur + 1;
+        } else {
+          uint64_t dur = 0;
+          if (ph == 'X' && pl.dur.present()) detail::value_u64(pl.dur, &dur);
+          one.any = true;
+          one.first_ts = ts;
+          one.last_end = ts + std::min<uint64_t>(dur, UINT64_MAX - ts);
+          one.first_line = one.last_line = cur + 1;
+        }
+        if (!span || pl.pid.text != span_pid) {  // consecutive lines mostly share the pid
+          span = &r->spans[std::string(pl.pid.text)];
+          span_pid = pl.pid.text;
+        }
+        span->merge(one, 0);
+      }
     }
     return true;
   });
@@ -285,6 +345,7 @@ int cmd_validate(const args_t &a) {
     std::unordered_set<std::string> defined;
     std::unordered_set<std::string> reported_hash;
     std::vector<std::pair<uint64_t, uint64_t>> ids;  // (id, absolute line)
+    std::map<std::string, pid_span> spans;
     detail::for_each_block(f, opt, check_block, [&](detail::text_block &b) {
       auto *r = static_cast<check_result *>(b.result.get());
       for (const auto &i : b.issues)
@@ -345,6 +406,7 @@ int cmd_validate(const args_t &a) {
       }
       for (const auto &d : r->defs) defined.insert(d.first);
       for (const auto &i : r->ids) ids.emplace_back(i.first, base + i.second + 1);
+      for (const auto &kv : r->spans) spans[kv.first].merge(kv.second, base);
       base += r->lines;
       bar.add(b.in_bytes);
     });
@@ -353,6 +415,23 @@ int cmd_validate(const args_t &a) {
       rep.add(base, false, "structure",
               "no closing ']' (the process did not finish; readers accept this)");
     if (!seen_first) rep.add(0, true, "structure", "no lines at all");
+    // Every event of a process lies inside its start..end events (one finding per side).
+    for (const auto &kv : spans) {
+      const pid_span &sp = kv.second;
+      if (!sp.any) continue;
+      if (sp.has_start && sp.first_ts < sp.start_ts)
+        rep.add(sp.first_line, true, "span",
+                "pid " + kv.first + ": an event starts at ts " + std::to_string(sp.first_ts) +
+                    ", " + std::to_string(sp.start_ts - sp.first_ts) +
+                    " us before its process's start event (line " +
+                    std::to_string(sp.start_line) + ")");
+      if (sp.has_end && sp.last_end > sp.end_ts)
+        rep.add(sp.last_line, true, "span",
+                "pid " + kv.first + ": an event ends at ts " + std::to_string(sp.last_end) +
+                    ", " + std::to_string(sp.last_end - sp.end_ts) +
+                    " us after its process's end event (line " + std::to_string(sp.end_line) +
+                    ")");
+    }
     // Ids are dense integers: a table of first lines over their range finds duplicates in
     // one pass; very sparse ids are sorted instead.
     uint64_t lo = UINT64_MAX, hi = 0;

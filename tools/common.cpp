@@ -355,10 +355,12 @@ bool load_trace(const std::string &path, uint32_t file_index, loaded_trace *out,
     keep->buffer = std::move(b.buffer);
     out->blocks.push_back(std::move(keep));
   };
-  if (out->file->fully_described()) {  // the DT fields know how many lines are coming
+  if (out->file->fully_described()) {
+    // The DT fields say how many lines are coming, but they are input: the reservation is
+    // capped by the file's size (real traces take well over 8 compressed bytes a line).
     uint64_t n = 0;
     for (const auto &part : out->file->parts()) n += part.dt.lines;
-    out->lines.reserve(static_cast<size_t>(n));
+    out->lines.reserve(static_cast<size_t>(std::min<uint64_t>(n, out->file->size() / 8 + 1024)));
   }
   detail::for_each_block(*out->file, opt, work, consume);
   if (out->invalid_lines)

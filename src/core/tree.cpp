@@ -288,7 +288,10 @@ void tree::update_locked(node *n, const std::vector<change> &changes, bool top) 
       if (c->lists_in_subtree) update_locked(c.get(), changes, false);
     return;
   }
-  for (const auto &[key, value] : changes) {
+  for (const auto &change : changes) {
+    // (Not a structured binding: clang 14, which builds the fuzz targets, can not capture one.)
+    const auto &key = change.first;
+    const auto &value = change.second;
     auto it = std::find_if(n->arg_list.begin(), n->arg_list.end(),
                            [&](const auto &kv) { return kv.first == key; });
     if (value) {

@@ -450,6 +450,48 @@ bool value_is_integer(const jvalue &v) {
   return true;
 }
 
+bool canonical_number(std::string_view t, std::string *out) {
+  size_t i = 0;
+  const bool neg = i < t.size() && t[i] == '-';
+  if (i < t.size() && (t[i] == '-' || t[i] == '+')) ++i;
+  const size_t int_begin = i;
+  while (i < t.size() && is_digit(t[i])) ++i;
+  std::string_view ipart = t.substr(int_begin, i - int_begin);
+  std::string_view fpart;
+  if (i < t.size() && t[i] == '.') {
+    const size_t f = ++i;
+    while (i < t.size() && is_digit(t[i])) ++i;
+    fpart = t.substr(f, i - f);
+  }
+  if (ipart.empty() && fpart.empty()) return false;
+  std::string_view epart;
+  bool eneg = false;
+  if (i < t.size() && (t[i] == 'e' || t[i] == 'E')) {
+    ++i;
+    if (i < t.size() && (t[i] == '+' || t[i] == '-')) eneg = t[i++] == '-';
+    const size_t e = i;
+    while (i < t.size() && is_digit(t[i])) ++i;
+    epart = t.substr(e, i - e);
+    if (epart.empty()) return false;
+  }
+  if (i != t.size()) return false;
+  while (ipart.size() > 1 && ipart[0] == '0') ipart.remove_prefix(1);
+  out->clear();
+  if (neg) out->push_back('-');
+  if (ipart.empty()) out->push_back('0');
+  out->append(ipart);
+  if (!fpart.empty()) {
+    out->push_back('.');
+    out->append(fpart);
+  }
+  if (!epart.empty()) {
+    out->push_back('e');
+    if (eneg) out->push_back('-');
+    out->append(epart);
+  }
+  return true;
+}
+
 bool is_hash_ref_key(std::string_view key) {
   if (key.size() == 5 && (key == "hhash" || key == "fhash")) return true;
   return key.size() > 5 && key.compare(key.size() - 5, 5, "_hash") == 0;

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace dftrace::detail {
@@ -52,6 +53,13 @@ bool parse_line(std::string_view line, parsed_line &out);
 bool value_u64(const jvalue &v, uint64_t *out, bool *quoted = nullptr);  // integer part
 bool value_i64(const jvalue &v, int64_t *out, bool *quoted = nullptr);   // integers only
 bool value_is_integer(const jvalue &v);                                  // bare, no fraction
+
+// Older DFTracer quoted numbers ("pid":"0677792"). For text holding a decimal number,
+// possibly with a '+' sign, leading zeros, a fraction or an exponent ("+5", "007", "1e5",
+// ".5", "5."), writes the same number as valid JSON to *out ("5", "7", "1e5", "0.5", "5") and
+// returns true. Anything else (hex "0x10", "inf", names, blanks, escapes) returns false: the
+// caller keeps it as a string.
+bool canonical_number(std::string_view text, std::string *out);
 
 // True for the args keys that refer to a hash definition (hhash, fhash, *_hash).
 bool is_hash_ref_key(std::string_view key);

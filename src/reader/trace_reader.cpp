@@ -33,10 +33,21 @@ constexpr size_t k_plain_slice = 4u << 20;
 
 std::string errno_text(int e) { return std::string(std::strerror(e)); }
 
-// Inflates with zlib, appending to out until the end of the first gzip member or damage.
-// Returns true on a clean end; *used is the compressed bytes consumed.
+std::atomic<size_t> g_max_text{size_t{1} << 30};
+
+// Deflate cannot expand its input by more than about 1032 to 1 (a 258-byte match per two
+// bits): what a member of n bytes can hold at most.
+uint64_t deflate_bound(size_t n) { return static_cast<uint64_t>(n) * 1032 + 1024; }
+
+uint32_t le32(const uint8_t *p) {
+  return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 |
+         static_cast<uint32_t>(p[2]) << 16 | static_cast<uint32_t>(p[3]) << 24;
+}
+
+// Inflates with zlib, appending to out until the end of the first gzip member, damage, or
+// limit bytes of output. Returns true on a clean end; *used is the compressed bytes consumed.
 bool zlib_inflate_member(const uint8_t *p, size_t n, std::string &out, size_t *used,
-                         std::string *why) {
+                         std::string *why, size_t limit) {
   z_stream zs{};
   if (inflateInit2(&zs, 15 + 16) != Z_OK) {
     *why = "zlib initialisation failed";
@@ -45,10 +56,18 @@ bool zlib_inflate_member(const uint8_t *p, size_t n, std::string &out, size_t *u
   zs.next_in = const_cast<Bytef *>(p);
   zs.avail_in = static_cast<uInt>(std::min<size_t>(n, 0xFFFFFFFFu));
   size_t have = out.size();
-  if (out.size() < have + 65536) out.resize(have + 65536);
+  limit = std::max(limit, have);
+  if (out.size() < have + 65536) out.resize(std::min(have + 65536, limit));
   bool ok = false;
   for (;;) {
-    if (have == out.size()) out.resize(out.size() * 2);
+    if (have == out.size()) {
+      if (out.size() >= limit) {
+        *why = "it inflates to more than " + std::to_string(limit) +
+               " bytes (the reader's limit for one member)";
+        break;
+      }
+      out.resize(std::min(out.size() * 2, limit));
+    }
     zs.next_out = reinterpret_cast<Bytef *>(&out[have]);
     zs.avail_out = static_cast<uInt>(std::min<size_t>(out.size() - have, 0xFFFFFFFFu));
     const uInt before = zs.avail_out;
@@ -84,23 +103,46 @@ struct decompressor_holder {
 
 }  // namespace
 
+size_t max_text_bytes() {
+  // DFTRACE_READER_MAX_TEXT (bytes) changes the default once, for the whole process.
+  static const bool from_env = [] {
+    if (const char *e = std::getenv("DFTRACE_READER_MAX_TEXT")) {
+      char *end = nullptr;
+      const unsigned long long v = std::strtoull(e, &end, 10);
+      if (end != e && *end == 0 && v > 0) set_max_text_bytes(static_cast<size_t>(v));
+    }
+    return true;
+  }();
+  (void)from_env;
+  return g_max_text.load(std::memory_order_relaxed);
+}
+
+void set_max_text_bytes(size_t n) {
+  g_max_text.store(std::max<size_t>(n, 4096), std::memory_order_relaxed);
+}
+
 bool inflate_member(const uint8_t *p, size_t n, const dt_field &dt, std::unique_ptr<char[]> &out,
                     size_t *len, std::vector<read_issue> &issues, uint64_t offset) {
   *len = 0;
+  // The DT field's length is a hint: it sizes the buffer only when the member could hold
+  // that much, it is under the limit, and the gzip trailer (ISIZE) says the same. Otherwise
+  // the member is inflated the slow way, into a buffer that grows up to what it can hold.
+  const uint64_t limit = std::min<uint64_t>(deflate_bound(n), max_text_bytes());
+  const uint64_t hint = dt.uncompressed_len;
+  const bool hint_ok = hint <= limit && n >= 18 && le32(p + n - 4) == dt.uncompressed_len;
 #ifdef DFTRACE_HAVE_LIBDEFLATE
   thread_local decompressor_holder holder;
-  if (holder.d) {
-    out.reset(new char[dt.uncompressed_len + 1]);
+  if (hint_ok && holder.d) {
+    out.reset(new char[static_cast<size_t>(hint) + 1]);
     size_t in_used = 0, out_used = 0;
     const libdeflate_result r = libdeflate_gzip_decompress_ex(
-        holder.d, p, n, out.get(), dt.uncompressed_len, &in_used, &out_used);
+        holder.d, p, n, out.get(), static_cast<size_t>(hint), &in_used, &out_used);
     if (r == LIBDEFLATE_SUCCESS) {
       *len = out_used;
-      if (out_used != dt.uncompressed_len)
+      if (out_used != hint)
         issues.push_back({true, offset,
-                          "DT field says " + std::to_string(dt.uncompressed_len) +
-                              " uncompressed bytes, the member holds " +
-                              std::to_string(out_used)});
+                          "DT field says " + std::to_string(hint) +
+                              " uncompressed bytes, the member holds " + std::to_string(out_used)});
       if (in_used != n)
         issues.push_back({true, offset,
                           "DT field says the member is " + std::to_string(n) +
@@ -112,9 +154,10 @@ bool inflate_member(const uint8_t *p, size_t n, const dt_field &dt, std::unique_
   }
 #endif
   std::string text;
+  if (hint_ok) text.reserve(static_cast<size_t>(hint));
   size_t used = 0;
   std::string why;
-  const bool ok = zlib_inflate_member(p, n, text, &used, &why);
+  const bool ok = zlib_inflate_member(p, n, text, &used, &why, static_cast<size_t>(limit));
   out.reset(new char[text.size() + 1]);
   std::memcpy(out.get(), text.data(), text.size());
   *len = text.size();
@@ -123,9 +166,9 @@ bool inflate_member(const uint8_t *p, size_t n, const dt_field &dt, std::unique_
                                         std::to_string(text.size()) + " bytes before it"});
     return false;
   }
-  if (text.size() != dt.uncompressed_len)
+  if (text.size() != hint)
     issues.push_back({true, offset,
-                      "DT field says " + std::to_string(dt.uncompressed_len) +
+                      "DT field says " + std::to_string(hint) +
                           " uncompressed bytes, the member holds " + std::to_string(text.size())});
   if (used != n)
     issues.push_back({true, offset,
@@ -376,7 +419,14 @@ void run_stream(const trace_file &f, const planned_part &part, size_t block_byte
   for (;;) {
     if (used == cap) {
       const void *nl = memrchr(buf.get(), '\n', used);
-      if (!nl) {  // a line longer than a block: grow
+      if (!nl) {  // a line longer than a block: grow, up to the limit
+        if (cap >= max_text_bytes()) {
+          issues.push_back({true, pos, "a line longer than " + std::to_string(max_text_bytes()) +
+                                           " bytes (the reader's limit); the rest of the file "
+                                           "is not read"});
+          damaged = true;
+          break;
+        }
         std::unique_ptr<char[]> bigger(new char[cap * 2]);
         std::memcpy(bigger.get(), buf.get(), used);
         buf = std::move(bigger);

@@ -110,9 +110,17 @@ void for_each_block(const trace_file &f, const read_options &opt,
                     const std::function<void(text_block &)> &work,
                     const std::function<void(text_block &)> &consume);
 
-// Inflates one DT member into a new buffer (*len bytes: exactly its uncompressed length when
-// the DT field is right). Returns false with an issue when the member is damaged; what could
-// be inflated before the damage is still in the buffer.
+// The most text that one gzip member, or one line of a stream, may inflate to (default
+// 1 GiB). Beyond it the member (or the rest of the stream) is reported as damaged: a small
+// hostile file cannot take unbounded memory. Settable for tests and fuzz targets.
+size_t max_text_bytes();
+void set_max_text_bytes(size_t n);
+
+// Inflates one DT member into a new buffer. The DT field's uncompressed length is only a
+// hint: it sizes the buffer when it is possible for the member's size, under the limit and
+// equal to the gzip trailer's length; otherwise the member is inflated the slow way into a
+// growing buffer, and a mismatch is reported as an issue. Returns false with an issue when
+// the member is damaged; what could be inflated before the damage is still in the buffer.
 bool inflate_member(const uint8_t *p, size_t n, const dt_field &dt, std::unique_ptr<char[]> &out,
                     size_t *len, std::vector<read_issue> &issues, uint64_t offset);
 

@@ -1,0 +1,62 @@
+// fuzz_line_parser.cpp: the one-line JSON scanner and the number readers built on it.
+// Input: any bytes, cut into lines at '\n'; every line is parsed, and every value it finds is
+// read as the tools read it. Checks what must hold for any input: views stay inside the line,
+// and a number canonical_number accepts is valid JSON.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+#include "core/format.hpp"
+#include "reader/line_parser.hpp"
+#include "reader/trace_reader.hpp"
+
+using namespace dftrace::detail;
+
+namespace {
+
+void check_inside(std::string_view line, std::string_view part) {
+  if (part.empty()) return;
+  if (part.data() < line.data() || part.data() + part.size() > line.data() + line.size()) abort();
+}
+
+void read_value(std::string_view line, const jvalue &v) {
+  check_inside(line, v.text);
+  uint64_t u;
+  int64_t i;
+  bool quoted;
+  value_u64(v, &u, &quoted);
+  value_i64(v, &i, &quoted);
+  value_is_integer(v);
+  std::string n;
+  if (v.present() && canonical_number(v.text, &n) && !is_valid_json_value(n)) abort();
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  const std::string_view text(reinterpret_cast<const char *>(data), size);
+  parsed_line pl;
+  for_each_line(text, [&](std::string_view line) {
+    const bool ok = parse_line(line, pl);
+    if (!ok) {
+      if (!pl.error || pl.error_at > line.size()) abort();
+      return true;
+    }
+    for (const jvalue *v : {&pl.id, &pl.name, &pl.cat, &pl.pid, &pl.tid, &pl.ts, &pl.dur, &pl.ph,
+                            &pl.args, &pl.s})
+      read_value(line, *v);
+    if (pl.nargs < 0 || pl.nargs > parsed_line::k_max_args) abort();
+    for (int k = 0; k < pl.nargs; ++k) {
+      check_inside(line, pl.args_kv[k].key);
+      read_value(line, pl.args_kv[k].value);
+      is_hash_ref_key(pl.args_kv[k].key);
+    }
+    return true;
+  });
+  // The whole input as one number, too (canonical_number is fed quoted texts).
+  std::string n;
+  if (canonical_number(text, &n) && !is_valid_json_value(n)) abort();
+  return 0;
+}
