@@ -274,6 +274,7 @@ void writer::append_records(const chunk *c, uint32_t from, uint32_t to) {
     uint64_t ts;
     m.text.set_end(format_record(f, r, m.text.room(bound), &ts));
     ++m.stats.lines;
+    if (r.type == rec_type::mark) continue;  // a metadata line: no event, no "ts"
     ++m.events;
     if (!m.has_ts || ts < m.stats.ts_min) m.stats.ts_min = ts;
     if (!m.has_ts || ts > m.stats.ts_max) m.stats.ts_max = ts;
@@ -368,6 +369,7 @@ void writer::crash_records(const chunk *c, uint32_t from, uint32_t to) {
     uint64_t ts;
     crash_text_.set_end(format_record(f, r, crash_text_.room(bound), &ts));
     ++st.lines;
+    if (r.type == rec_type::mark) continue;  // a metadata line: no "ts"
     if (!has_ts || ts < st.ts_min) st.ts_min = ts;
     if (!has_ts || ts > st.ts_max) st.ts_max = ts;
     has_ts = true;
