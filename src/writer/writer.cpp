@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <chrono>
 #include <cstring>
+#include <new>
 
 #include "core/clock.hpp"
 #include "core/log.hpp"
@@ -682,7 +683,22 @@ void writer::fork_child(thread_buffer *survivor, int64_t new_pid) {
   dropped_ = 0;
   bytes_written_ = 0;
   members_written_ = 0;
-  fork_parent();  // the same unlocking
+  // Every synchronisation object is made anew rather than unlocked: a condition variable keeps
+  // the parent's waiters in its state (the parent's writer thread was waiting on queue_cv_ at
+  // fork time), and the child's new writer thread would wait behind ghosts that never leave,
+  // so that a broadcast at exit could wait for them forever. Only this thread exists: nothing
+  // is waiting on or holding these objects, and their old state is dropped, not destroyed.
+  new (&io_mutex_) std::mutex();
+  new (&helper_mutex_) std::mutex();
+  new (&queue_mutex_) std::mutex();
+  new (&meta_mutex_) std::mutex();
+  new (&registry_mutex_) std::mutex();
+  new (&pool_mutex_) std::mutex();
+  new (&path_mutex_) std::mutex();
+  new (&queue_cv_) std::condition_variable();
+  new (&space_cv_) std::condition_variable();
+  new (&helper_cv_) std::condition_variable();
+  new (&helper_done_cv_) std::condition_variable();
   if (!finished_) {
     std::lock_guard<std::mutex> lock(queue_mutex_);
     start_thread();

@@ -16,12 +16,12 @@ import tracecheck as tc  # noqa: E402
 BIN = os.environ["DFTRACE_TEST_BIN"]
 
 
-def run(mode, *args, env=None, tmp=None, check=True, **kw):
+def run(mode, *args, env=None, tmp=None, check=True, timeout=120, **kw):
     e = dict(os.environ)
     e.update({"DFTRACE_ENABLE": "1", "DFTRACE_LOG_FILE": str(tmp / "trace")})
     e.update(env or {})
     p = subprocess.run([os.path.join(BIN, "writer_prog"), mode, *map(str, args)], env=e,
-                       capture_output=True, text=True, timeout=120, **kw)
+                       capture_output=True, text=True, timeout=timeout, **kw)
     if check:
         assert p.returncode == 0, (p.returncode, p.stderr)
     return p
@@ -306,6 +306,21 @@ def test_fork_parent_and_child_write_separate_complete_files(tmp_path):
     assert len(tc.user_events(by_pid[parent][1])) == 1201
     start = [e for e in by_pid[child][1] if e["name"] == "start"][0]
     assert start["args"]["ppid"] == parent
+
+
+def test_fork_from_16_threads_200_rounds_never_hangs(tmp_path):
+    # Issue 17: a child forked while the parent's writer thread waited on its condition variable
+    # inherited the waiter and hung at exit (12 of 40 runs). 200 rounds of 16 threads that each
+    # fork while the others trace; a child that has not exited after 30 s counts as a hang.
+    p = run("fork_threads", 200, 16, tmp=tmp_path, check=False, timeout=900)
+    assert p.returncode == 0, (p.stdout, p.stderr)
+    assert p.stdout.split() == ["forks", "3200", "hangs", "0", "bad", "0"], p.stdout
+    files = sorted(os.listdir(tmp_path))
+    assert len(files) == 3201  # the parent's and one per child
+    for f in files[::160]:  # a sample: each child's file is complete and its own
+        ev = tc.load(str(tmp_path / f))
+        tc.check_footer(ev)
+        assert len({e["pid"] for e in ev}) == 1
 
 
 def test_unwritable_directory_one_message_app_unharmed(tmp_path):
