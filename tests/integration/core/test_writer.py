@@ -323,6 +323,55 @@ def test_fork_from_16_threads_200_rounds_never_hangs(tmp_path):
         assert len({e["pid"] for e in ev}) == 1
 
 
+@pytest.mark.parametrize("what", ["symlink", "dangling_symlink", "file"])
+def test_existing_trace_path_is_never_followed_or_clobbered(tmp_path, what):
+    # Issue 17: the file was opened O_CREAT|O_TRUNC, so a link planted at the trace path made
+    # dftrace overwrite the link's target. Now: one message, the thing left alone, a fresh name.
+    out = tmp_path / "out"
+    out.mkdir()
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    planted = out / "t.pfw.gz"
+    if what == "symlink":
+        planted.symlink_to(victim)
+    elif what == "dangling_symlink":
+        planted.symlink_to(tmp_path / "created-through-the-link")
+    else:
+        planted.write_text("someone else's file\n")
+    p = run("many", 200, tmp=tmp_path, env={"DFTRACE_OUTPUT_FILE": str(planted)})
+    assert victim.read_text() == "precious\n"
+    assert not (tmp_path / "created-through-the-link").exists()
+    if what == "file":
+        assert planted.read_text() == "someone else's file\n"
+    else:
+        assert planted.is_symlink()
+    msgs = [l for l in p.stderr.splitlines() if "already exists" in l]
+    assert len(msgs) == 1 and str(planted) in msgs[0], p.stderr
+    fresh = out / "t.1.pfw.gz"
+    assert fresh.exists() and not fresh.is_symlink()
+    ev = tc.load(str(fresh))
+    tc.check_footer(ev)
+    assert len(tc.user_events(ev)) == 200
+
+
+def test_rename_when_the_rank_is_known_never_replaces_a_planted_link(tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    p = run("rank_clash", str(victim), env={"DFTRACE_LOG_FILE": str(out / "trace")}, tmp=tmp_path)
+    words = dict(line.split(" ", 1) for line in p.stdout.splitlines())
+    link, final = words["link"], words["final"]
+    assert os.path.islink(link) and os.readlink(link) == str(victim)
+    assert victim.read_text() == "precious\n"
+    assert final != link and os.path.exists(final) and not os.path.islink(final)
+    assert [l for l in p.stderr.splitlines() if "already exists" in l], p.stderr
+    ev = tc.load(final)
+    tc.check_footer(ev)
+    assert len(tc.user_events(ev)) == 40
+    assert sorted(os.listdir(out)) == sorted([os.path.basename(link), os.path.basename(final)])
+
+
 def test_unwritable_directory_one_message_app_unharmed(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")

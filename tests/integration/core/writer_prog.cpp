@@ -194,6 +194,24 @@ int mode_fork_threads(int rounds, int t) {
   return hangs.load() == 0 && bad.load() == 0 ? 0 : 1;
 }
 
+// The file is opened, then a symbolic link is planted at the name the rank will give it
+// (argv: the link's target), then the rank becomes known: the rename must not replace the link.
+// Prints the link's path and the final path.
+int mode_rank_clash(const char *target) {
+  events(10, node("compute.forward"), node("compute.backward"));
+  dftrace_flush();  // the file exists now, under its rank-less name
+  std::string path = dftrace_output_path();
+  const std::string tail = "-" + std::to_string(getpid()) + "-app";
+  const size_t at = path.rfind(tail);
+  if (at == std::string::npos) return 3;
+  const std::string ranked = path.substr(0, at) + "-0" + path.substr(at);
+  if (symlink(target, ranked.c_str()) != 0) return 4;
+  dftrace_set_rank(0, 1);
+  events(10, node("compute.forward"), node("compute.backward"));
+  std::printf("link %s\nfinal %s\n", ranked.c_str(), dftrace_output_path());
+  return 0;
+}
+
 int mode_idle(int n) {
   // Events, then silence: only the time-based flush can put them in the file.
   events(n / 2, node("compute.forward"), node("compute.backward"));
@@ -243,6 +261,7 @@ int main(int argc, char **argv) {
   if (mode == "flushed") return mode_flushed(n, m);
   if (mode == "segv" || mode == "abort" || mode == "term") return mode_signal(mode.c_str(), n);
   if (mode == "fork") return mode_fork(n);
+  if (mode == "rank_clash") return mode_rank_clash(argc > 2 ? argv[2] : "/nonexistent");
   if (mode == "fork_threads") return mode_fork_threads(n, m);
   if (mode == "many") return mode_many(n);
   if (mode == "idle") return mode_idle(n);
