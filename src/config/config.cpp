@@ -71,18 +71,21 @@ entry string_key(const char *key, const char *env, const char *denv, const char 
           [field](const config &c) { return c.*field; }};
 }
 
+// A size in [min_value, max_value] bytes (each key's range is documented in conf/dftrace.yaml).
+// Out of range: one message, and the key keeps its earlier value (the default unless a file set it).
 entry size_key(const char *key, const char *env, const char *denv, const char *def,
-               size_t config::*field, size_t min_value) {
+               size_t config::*field, size_t min_value, size_t max_value) {
   return {{key, env, denv, def},
           false,
-          [field, min_value](config &c, const std::string &v, std::string &why) {
+          [field, min_value, max_value](config &c, const std::string &v, std::string &why) {
             size_t n = 0;
             if (!parse_size(v, &n)) {
               why = "is not a size (bytes, or with KiB/MiB/GiB)";
               return false;
             }
-            if (n < min_value) {
-              why = "is below the minimum of " + std::to_string(min_value) + " bytes";
+            if (n < min_value || n > max_value) {
+              why = "is outside the range " + std::to_string(min_value) + " to " + std::to_string(max_value) +
+                    " bytes";
               return false;
             }
             c.*field = n;
@@ -156,13 +159,13 @@ const std::vector<entry> &table() {
                  },
                  [](const config &c) { return std::to_string(c.level); }});
     v.push_back(size_key("output.member_bytes", "DFTRACE_OUTPUT_MEMBER_BYTES", nullptr, "1048576",
-                         &config::member_bytes, 4096));
+                         &config::member_bytes, 4096, size_t{256} << 20));
     v.push_back({{"output.flush_interval", "DFTRACE_OUTPUT_FLUSH_INTERVAL", nullptr, "2s"},
                  false,
                  [](config &c, const std::string &s, std::string &why) {
                    double d;
-                   if (!parse_duration(s, &d) || d <= 0) {
-                     why = "is not a positive duration (2, 2s, 500ms)";
+                   if (!parse_duration(s, &d) || d < 0.001 || d > 86400) {
+                     why = "is not a duration from 1ms to 1 day (2, 2s, 500ms)";
                      return false;
                    }
                    c.flush_interval = d;
@@ -170,9 +173,9 @@ const std::vector<entry> &table() {
                  },
                  [](const config &c) { return to_text(c.flush_interval) + "s"; }});
     v.push_back(size_key("output.buffer_bytes", "DFTRACE_OUTPUT_BUFFER_BYTES",
-                         "DFTRACER_WRITE_BUFFER_SIZE", "65536", &config::buffer_bytes, 4096));
+                         "DFTRACER_WRITE_BUFFER_SIZE", "65536", &config::buffer_bytes, 4096, size_t{64} << 20));
     v.push_back(size_key("output.queue_bytes", "DFTRACE_OUTPUT_QUEUE_BYTES", nullptr, "16777216",
-                         &config::queue_bytes, 65536));
+                         &config::queue_bytes, 65536, size_t{64} << 30));
     v.push_back({{"output.compress_threads", "DFTRACE_OUTPUT_COMPRESS_THREADS", nullptr, "2"},
                  false,
                  [](config &c, const std::string &s, std::string &why) {
