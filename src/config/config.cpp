@@ -1,6 +1,7 @@
 // config.cpp: the key table, and the YAML, environment and init-argument layers over it.
 #include "config/config.hpp"
 
+#include <sys/stat.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -397,6 +398,15 @@ void apply_yaml_node(config &c, const YAML::Node &node, const std::string &prefi
 }
 
 void apply_yaml_file(config &c, const std::string &file) {
+  // A path that is there but is not a file (a directory, a device): the user meant something
+  // else entirely, so tracing stays off rather than run with settings nobody chose.
+  struct stat st {};
+  if (::stat(file.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    log(log_level::error, "%s: the configuration file is %s, not a file; tracing is off", file.c_str(),
+        S_ISDIR(st.st_mode) ? "a directory" : "not a regular file");
+    c.config_unusable = true;
+    return;
+  }
   YAML::Node root;
   try {
     root = YAML::LoadFile(file);
@@ -407,6 +417,10 @@ void apply_yaml_file(config &c, const std::string &file) {
   } catch (const YAML::Exception &e) {
     log(log_level::warn, "%s: not valid YAML (line %d, column %d: %s); ignoring this file",
         file.c_str(), e.mark.line + 1, e.mark.column + 1, e.msg.c_str());
+    return;
+  } catch (const std::exception &e) {  // a read error below the YAML parser
+    log(log_level::warn, "%s: configuration file can not be read (%s); using the other layers",
+        file.c_str(), e.what());
     return;
   }
   if (root.IsNull()) return;

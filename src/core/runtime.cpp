@@ -148,6 +148,11 @@ uint64_t runtime::epoch_offset_ns() {
 int runtime::init(const dftrace_options *options) {
   std::lock_guard<std::mutex> lock(init_mutex_);
   if (initialized_.load()) return recording() ? DFTRACE_OK : DFTRACE_ERR_DISABLED;
+  // Before anything can fail: every later thread binding needs the key, failed init or not.
+  pthread_once(&g_once, [] {
+    pthread_key_create(&g_thread_key, thread_exit);
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+  });
   try {
     ticks().prepare();  // the first tick slope spans initialisation
     cfg_ = load_config(options);
@@ -198,10 +203,6 @@ int runtime::init(const dftrace_options *options) {
       defined_[DFTRACE_HASH_STRING][exec_] = dftracer_hash(exec_);
     }
 
-    pthread_once(&g_once, [] {
-      pthread_key_create(&g_thread_key, thread_exit);
-      pthread_atfork(fork_prepare, fork_parent, fork_child);
-    });
     static bool exit_bound = false;
     if (cfg_.atexit && !exit_bound) {
       exit_bound = true;
@@ -230,6 +231,12 @@ int runtime::init(const dftrace_options *options) {
     start_mono_ = ticks().to_ns(tick_now());
     start_id_ = 0;
     initialized_.store(true, std::memory_order_release);
+    if (cfg_.config_unusable) {
+      recording_.store(false);
+      tree_.set_recording(false);
+      disabled_reason_ = "the configuration file " + cfg_.config_file + " is not a file";
+      return DFTRACE_ERR_CONFIG;
+    }
     if (!cfg_.enable) {
       recording_.store(false);
       tree_.set_recording(false);
@@ -243,8 +250,13 @@ int runtime::init(const dftrace_options *options) {
     start_extensions(cfg_);
     return DFTRACE_OK;
   } catch (const std::exception &e) {
+    // Off for good: said once, and no later call tries again (each first use on a thread
+    // would otherwise initialise, and fail, anew).
     log(log_level::error, "initialisation failed (%s); tracing is off", e.what());
     disabled_reason_ = std::string("initialisation failed: ") + e.what();
+    recording_.store(false);
+    tree_.set_recording(false);
+    initialized_.store(true, std::memory_order_release);
     return DFTRACE_ERR_CONFIG;
   }
 }

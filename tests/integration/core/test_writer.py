@@ -372,6 +372,18 @@ def test_rename_when_the_rank_is_known_never_replaces_a_planted_link(tmp_path):
     assert sorted(os.listdir(out)) == sorted([os.path.basename(link), os.path.basename(final)])
 
 
+@pytest.mark.parametrize("mode", ["many", "threads"])
+def test_config_naming_a_directory_one_message_tracing_off(tmp_path, mode):
+    # Issue 17: the error was printed twice, initialisation was retried on the first region, and
+    # under ASan bind_thread died. Now: one line, tracing off, no retry on any thread.
+    out = tmp_path / "out"
+    out.mkdir()
+    p = run(mode, 200, tmp=out, env={"DFTRACE_CONFIG": str(tmp_path)})
+    lines = [l for l in p.stderr.splitlines() if l.strip()]
+    assert len(lines) == 1 and "directory" in lines[0] and "tracing is off" in lines[0], p.stderr
+    assert os.listdir(out) == []
+
+
 def test_unwritable_directory_one_message_app_unharmed(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")

@@ -325,3 +325,11 @@ TEST_F(Config, SizesCountsAndDurationsOutsideTheirRangeKeepTheDefault) {
   EXPECT_EQ(c.buffer_bytes, size_t{64} << 20);
   EXPECT_EQ(c.member_bytes, size_t{256} << 20);
 }
+
+TEST_F(Config, ConfigNamingADirectoryIsOneLineAndUnusable) {
+  std::string err;
+  const config c = load(dir_, &err);  // does not throw
+  EXPECT_EQ(lines(err), 1) << err;
+  EXPECT_NE(err.find("directory"), std::string::npos) << err;
+  EXPECT_TRUE(c.config_unusable);
+}
