@@ -342,10 +342,12 @@ dftrace_region_t dftrace_region_current(void) {
   return guarded([] { return rt().current_region(); }, dftrace_region_t{0});
 }
 
-uint64_t dftrace_now_ns(void) { return dftrace::detail::mono_ns(); }
+// The event path's clock (a tick through the map); the first call initialises the runtime when
+// the environment enabled tracing (init catches what it throws).
+uint64_t dftrace_now_ns(void) { return rt().now_ns(); }
 
 uint64_t dftrace_trace_time_ns(void) {
-  return guarded([] { return dftrace::detail::mono_ns() + rt().epoch_offset_ns(); }, uint64_t{0});
+  return guarded([] { return rt().now_ns() + rt().epoch_offset_ns(); }, uint64_t{0});
 }
 
 void dftrace_event_complete(dftrace_node_t *n, uint64_t start_ns, uint64_t end_ns, int64_t track,

@@ -1,6 +1,7 @@
 // config.cpp: the key table, and the YAML, environment and init-argument layers over it.
 #include "config/config.hpp"
 
+#include <sys/stat.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -71,18 +72,21 @@ entry string_key(const char *key, const char *env, const char *denv, const char 
           [field](const config &c) { return c.*field; }};
 }
 
+// A size in [min_value, max_value] bytes (each key's range is documented in conf/dftrace.yaml).
+// Out of range: one message, and the key keeps its earlier value (the default unless a file set it).
 entry size_key(const char *key, const char *env, const char *denv, const char *def,
-               size_t config::*field, size_t min_value) {
+               size_t config::*field, size_t min_value, size_t max_value) {
   return {{key, env, denv, def},
           false,
-          [field, min_value](config &c, const std::string &v, std::string &why) {
+          [field, min_value, max_value](config &c, const std::string &v, std::string &why) {
             size_t n = 0;
             if (!parse_size(v, &n)) {
               why = "is not a size (bytes, or with KiB/MiB/GiB)";
               return false;
             }
-            if (n < min_value) {
-              why = "is below the minimum of " + std::to_string(min_value) + " bytes";
+            if (n < min_value || n > max_value) {
+              why = "is outside the range " + std::to_string(min_value) + " to " + std::to_string(max_value) +
+                    " bytes";
               return false;
             }
             c.*field = n;
@@ -156,13 +160,13 @@ const std::vector<entry> &table() {
                  },
                  [](const config &c) { return std::to_string(c.level); }});
     v.push_back(size_key("output.member_bytes", "DFTRACE_OUTPUT_MEMBER_BYTES", nullptr, "1048576",
-                         &config::member_bytes, 4096));
+                         &config::member_bytes, 4096, size_t{256} << 20));
     v.push_back({{"output.flush_interval", "DFTRACE_OUTPUT_FLUSH_INTERVAL", nullptr, "2s"},
                  false,
                  [](config &c, const std::string &s, std::string &why) {
                    double d;
-                   if (!parse_duration(s, &d) || d <= 0) {
-                     why = "is not a positive duration (2, 2s, 500ms)";
+                   if (!parse_duration(s, &d) || d < 0.001 || d > 86400) {
+                     why = "is not a duration from 1ms to 1 day (2, 2s, 500ms)";
                      return false;
                    }
                    c.flush_interval = d;
@@ -170,9 +174,9 @@ const std::vector<entry> &table() {
                  },
                  [](const config &c) { return to_text(c.flush_interval) + "s"; }});
     v.push_back(size_key("output.buffer_bytes", "DFTRACE_OUTPUT_BUFFER_BYTES",
-                         "DFTRACER_WRITE_BUFFER_SIZE", "65536", &config::buffer_bytes, 4096));
+                         "DFTRACER_WRITE_BUFFER_SIZE", "65536", &config::buffer_bytes, 4096, size_t{64} << 20));
     v.push_back(size_key("output.queue_bytes", "DFTRACE_OUTPUT_QUEUE_BYTES", nullptr, "16777216",
-                         &config::queue_bytes, 65536));
+                         &config::queue_bytes, 65536, size_t{64} << 30));
     v.push_back({{"output.compress_threads", "DFTRACE_OUTPUT_COMPRESS_THREADS", nullptr, "2"},
                  false,
                  [](config &c, const std::string &s, std::string &why) {
@@ -394,6 +398,15 @@ void apply_yaml_node(config &c, const YAML::Node &node, const std::string &prefi
 }
 
 void apply_yaml_file(config &c, const std::string &file) {
+  // A path that is there but is not a file (a directory, a device): the user meant something
+  // else entirely, so tracing stays off rather than run with settings nobody chose.
+  struct stat st {};
+  if (::stat(file.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    log(log_level::error, "%s: the configuration file is %s, not a file; tracing is off", file.c_str(),
+        S_ISDIR(st.st_mode) ? "a directory" : "not a regular file");
+    c.config_unusable = true;
+    return;
+  }
   YAML::Node root;
   try {
     root = YAML::LoadFile(file);
@@ -404,6 +417,10 @@ void apply_yaml_file(config &c, const std::string &file) {
   } catch (const YAML::Exception &e) {
     log(log_level::warn, "%s: not valid YAML (line %d, column %d: %s); ignoring this file",
         file.c_str(), e.mark.line + 1, e.mark.column + 1, e.msg.c_str());
+    return;
+  } catch (const std::exception &e) {  // a read error below the YAML parser
+    log(log_level::warn, "%s: configuration file can not be read (%s); using the other layers",
+        file.c_str(), e.what());
     return;
   }
   if (root.IsNull()) return;

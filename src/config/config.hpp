@@ -45,6 +45,10 @@ struct config {
   bool gpu_cupti = false;               // load libdftrace_cupti and record GPU activity
   std::string gpu_kinds = "kernel,memcpy,memset,sync,runtime";  // which GPU activity
 
+  // The configuration file named is not a file (a directory): tracing stays off, whatever the
+  // other layers say (reported once by load_config).
+  bool config_unusable = false;
+
   // Where each key's value came from: "default", "yaml <file>", "env <NAME>", "init".
   std::map<std::string, std::string> source;
 };

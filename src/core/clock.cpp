@@ -41,16 +41,45 @@ void sample(uint64_t *tick, uint64_t *ns) {
 
 }  // namespace
 
-bool tsc_usable(const char **why) {
+namespace {
+
+// The CPU's TSC runs at a constant rate in every power state: CPUID 0x80000007 EDX bit 8, which
+// Linux shows as the flags constant_tsc and nonstop_tsc (a hypervisor may pass the flags on
+// without the CPUID bit: either will do).
+bool tsc_invariant() {
 #ifndef DFTRACE_HAVE_TSC
-  *why = "not an x86 CPU";
   return false;
 #else
   unsigned a = 0, b = 0, c = 0, d = 0;
-  if (!__get_cpuid(0x80000007, &a, &b, &c, &d) || !(d & (1u << 8))) {
+  if (__get_cpuid(0x80000007, &a, &b, &c, &d) && (d & (1u << 8))) return true;
+  FILE *f = std::fopen("/proc/cpuinfo", "r");
+  if (!f) return false;
+  char line[4096];
+  bool constant = false, nonstop = false;
+  while (std::fgets(line, sizeof line, f)) {
+    if (std::strncmp(line, "flags", 5) != 0) continue;
+    constant = std::strstr(line, " constant_tsc") != nullptr;
+    nonstop = std::strstr(line, " nonstop_tsc") != nullptr;
+    break;
+  }
+  std::fclose(f);
+  return constant && nonstop;
+#endif
+}
+
+}  // namespace
+
+bool tsc_usable(const char **why, bool forced) {
+#ifndef DFTRACE_HAVE_TSC
+  (void)forced;
+  *why = "not an x86 CPU";
+  return false;
+#else
+  if (!tsc_invariant()) {
     *why = "the CPU's TSC is not invariant";
     return false;
   }
+  if (forced) return true;  // timer.source: tsc: the invariant TSC, whatever the kernel uses
   FILE *f = std::fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "r");
   if (!f) {
     *why = "the kernel's clocksource is unknown";
@@ -66,6 +95,11 @@ bool tsc_usable(const char **why) {
   }
   return true;
 #endif
+}
+
+bool kernel_uses_tsc() {
+  const char *why;
+  return tsc_usable(&why, false);
 }
 
 tick_map &ticks() {
@@ -86,11 +120,11 @@ bool tick_map::push(const point &p) {
   return true;
 }
 
-bool tick_map::start(bool want_tsc, const char **why) {
+bool tick_map::start(bool want_tsc, bool forced, const char **why) {
   tsc_ = false;
   g_ticks_are_tsc.store(false, std::memory_order_relaxed);
   count_.store(0, std::memory_order_release);
-  if (!want_tsc || !tsc_usable(why)) return false;
+  if (!want_tsc || !tsc_usable(why, forced)) return false;
 #ifdef DFTRACE_HAVE_TSC
   // First slope: from the sample prepare() took when initialisation began (its work is the
   // span) or from now, to a sample at least 100 us later (within ~300 ppm); the anchors that
@@ -110,7 +144,7 @@ bool tick_map::start(bool want_tsc, const char **why) {
 void tick_map::prepare() {
 #ifdef DFTRACE_HAVE_TSC
   const char *why;
-  if (tsc_usable(&why)) sample(&prep_tick_, &prep_ns_);
+  if (tsc_usable(&why, true)) sample(&prep_tick_, &prep_ns_);
 #endif
 }
 

@@ -35,8 +35,11 @@ inline uint64_t tick_now() {
 
 // Whether this machine's TSC may stand in for CLOCK_MONOTONIC: an x86 CPU with an invariant
 // TSC and a kernel that keeps time with it (its clocksource is "tsc": the kernel checked that
-// the TSC is stable and synchronised across CPUs). `why` says why not.
-bool tsc_usable(const char **why);
+// the TSC is stable and synchronised across CPUs). `forced` (timer.source: tsc): the invariant
+// TSC is enough, whatever clocksource the kernel uses. `why` says why not.
+bool tsc_usable(const char **why, bool forced);
+// Whether the kernel itself keeps time with the TSC (what timer.source: auto needs).
+bool kernel_uses_tsc();
 
 // Ticks -> CLOCK_MONOTONIC ns. A continuous, increasing, piecewise-linear function made of
 // anchors (tick, ns, slope). The function is never changed where it has been used: a new anchor
@@ -58,7 +61,7 @@ class tick_map {
   // Chooses the tick source (TSC if wanted and usable) and places the first anchor. Call before
   // any tick is read for recording. Returns true when the TSC is used; else *why says why not
   // (when the TSC was wanted).
-  bool start(bool want_tsc, const char **why);
+  bool start(bool want_tsc, bool forced, const char **why);
   // Optional, when initialisation begins: the first slope is then measured over its span.
   void prepare();
   bool tsc() const { return tsc_; }

@@ -148,6 +148,11 @@ uint64_t runtime::epoch_offset_ns() {
 int runtime::init(const dftrace_options *options) {
   std::lock_guard<std::mutex> lock(init_mutex_);
   if (initialized_.load()) return recording() ? DFTRACE_OK : DFTRACE_ERR_DISABLED;
+  // Before anything can fail: every later thread binding needs the key, failed init or not.
+  pthread_once(&g_once, [] {
+    pthread_key_create(&g_thread_key, thread_exit);
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+  });
   try {
     ticks().prepare();  // the first tick slope spans initialisation
     cfg_ = load_config(options);
@@ -198,10 +203,6 @@ int runtime::init(const dftrace_options *options) {
       defined_[DFTRACE_HASH_STRING][exec_] = dftracer_hash(exec_);
     }
 
-    pthread_once(&g_once, [] {
-      pthread_key_create(&g_thread_key, thread_exit);
-      pthread_atfork(fork_prepare, fork_parent, fork_child);
-    });
     static bool exit_bound = false;
     if (cfg_.atexit && !exit_bound) {
       exit_bound = true;
@@ -219,10 +220,23 @@ int runtime::init(const dftrace_options *options) {
     tree_.set_rules(cfg_.categories);
     // The event path's clock, fixed before any event reads it (core/clock.hpp).
     const char *why = "";
-    if (!ticks().start(cfg_.timer_source != "monotonic", &why) && cfg_.timer_source == "tsc")
-      log(log_level::warn, "timer.source is tsc but the TSC can not be used (%s); using CLOCK_MONOTONIC", why);
+    const bool forced = cfg_.timer_source == "tsc";
+    if (!ticks().start(cfg_.timer_source != "monotonic", forced, &why)) {
+      if (forced) log(log_level::warn, "timer.source is tsc but the TSC can not be used (%s); using CLOCK_MONOTONIC", why);
+    } else if (forced && !kernel_uses_tsc()) {
+      log_once(log_level::info, "tsc-forced",
+               "timer.source is tsc: using the invariant TSC although the kernel keeps time with another clocksource");
+    }
+    // Every time in the trace comes from ticks through the map, the start line's too.
+    start_mono_ = ticks().to_ns(tick_now());
     start_id_ = 0;
     initialized_.store(true, std::memory_order_release);
+    if (cfg_.config_unusable) {
+      recording_.store(false);
+      tree_.set_recording(false);
+      disabled_reason_ = "the configuration file " + cfg_.config_file + " is not a file";
+      return DFTRACE_ERR_CONFIG;
+    }
     if (!cfg_.enable) {
       recording_.store(false);
       tree_.set_recording(false);
@@ -236,8 +250,13 @@ int runtime::init(const dftrace_options *options) {
     start_extensions(cfg_);
     return DFTRACE_OK;
   } catch (const std::exception &e) {
+    // Off for good: said once, and no later call tries again (each first use on a thread
+    // would otherwise initialise, and fail, anew).
     log(log_level::error, "initialisation failed (%s); tracing is off", e.what());
     disabled_reason_ = std::string("initialisation failed: ") + e.what();
+    recording_.store(false);
+    tree_.set_recording(false);
+    initialized_.store(true, std::memory_order_release);
     return DFTRACE_ERR_CONFIG;
   }
 }
@@ -454,8 +473,10 @@ std::string runtime::header_text() {
 }
 
 std::string runtime::footer_text() {
+  // Called by the writer under its I/O lock after its last pass: a tick after every event's,
+  // through the same map.
   char tsbuf[48];
-  char *e = put_time(tsbuf, mono_ns());
+  char *e = put_time(tsbuf, ticks().to_ns(tick_now()));
   const writer *w = writer_.get();
   const std::string hh = hhash_field_.empty() ? std::string() : hhash_field_ + ",";
   std::string f = "{\"id\":" + std::to_string(alloc_global_id()) +
@@ -639,6 +660,15 @@ uint64_t runtime::begin(node *n, int enable, const dftrace_arg *args, size_t nar
 }
 
 uint64_t runtime::iter_step(uint64_t previous, node *n, int enable, uint32_t count) {
+  // A loop's first step may be the process's first call: bind the thread (which initialises
+  // the runtime and chooses the tick source) before the tick is read, or a CLOCK_MONOTONIC
+  // reading would be converted as a TSC tick.
+  if (!previous && n) {
+    const bool on = enable < 0 ? n->active.load(std::memory_order_relaxed)
+                               : (enable > 0 && recording_.load(std::memory_order_relaxed));
+    if (!on) return 0;
+    thread();
+  }
   const uint64_t now = tick_now();
   if (previous) end_at(previous, nullptr, 0, now);
   return n ? begin_at(n, enable, nullptr, 0, count, now) : 0;
@@ -695,7 +725,7 @@ __attribute__((always_inline)) inline void runtime::write_record(thread_state &t
     char *const p0 = reserve(ts, rec_size(room + own.size()));
     rec &r = *reinterpret_cast<rec *>(p0);
     char *const payload = p0 + sizeof(rec);
-    const long got = type == rec_type::counter ? 0 : args.copy_to(payload, room);
+    const long got = type == rec_type::counter || type == rec_type::mark ? 0 : args.copy_to(payload, room);
     if (got < 0) {
       room = static_cast<size_t>(-got);
       continue;
@@ -848,12 +878,14 @@ void runtime::metadata_line(std::string_view type, std::string_view name,
 
 void runtime::mark(node *n, bool start) {
   if (!n || !n->active.load(std::memory_order_relaxed)) return;
-  thread();  // the first use may initialise (and switch this node off)
-  if (!n->active.load(std::memory_order_relaxed)) return;
-  const uint64_t now = mono_ns();
-  char buf[48];
-  char *e = put_time(buf, now);
-  metadata_line("CM", n->name + (start ? ".start" : ".end"), json_quote(std::string_view(buf, e - buf)), true);
+  thread_state &ts = thread();  // the first use may initialise (and switch this node off)
+  if (!ts.w || !n->active.load(std::memory_order_relaxed)) return;
+  // A record stamped with a tick, as events are: the writer converts both with one map, so a
+  // mark brackets the events it closes (core/README.md, "Clock").
+  ts.own.clear();
+  ts.own += json_quote(n->name + (start ? ".start" : ".end"));
+  const uint64_t now = tick_now();
+  write_record(ts, rec_type::mark, n, next_id(ts), now, now, ts.tid, 0, -1, ts.own, 0, true);
 }
 
 uint64_t runtime::define_hash(int kind, std::string_view value) {
@@ -909,6 +941,7 @@ void runtime::on_fork_parent() {
 void runtime::on_fork_child() {
   thread_state *ts = t_state;
   reset_process_info();
+  start_mono_ = ticks().to_ns(tick_now());  // the parent's map: the same TSC
   rank_ = -1;  // a forked child is not the rank's main process
   if (ts) {
     ts->stack.clear();  // regions open in the parent end in the parent

@@ -132,6 +132,17 @@ class runtime {
   uint64_t define_hash(int kind, std::string_view value);
   int set_rank(int rank, int size);
   void thread_name(std::string_view name);
+  // CLOCK_MONOTONIC ns through the event path's clock (a tick and the map), as events are
+  // stamped: what dftrace_now_ns() returns, so explicit-time events and marks agree with them.
+  // Tracing enabled by the environment: the first call initialises (then chooses the tick source).
+  uint64_t now_ns() {
+    if (__builtin_expect(!initialized(), 0)) {
+      if (!tree_.root()->active.load(std::memory_order_relaxed)) return mono_ns();
+      init(nullptr);
+      if (!initialized()) return mono_ns();
+    }
+    return ticks().to_ns(tick_now());
+  }
   // Realtime minus monotonic (plus the test skew): trace time = mono_ns() + this. Fixed at
   // the first call or at init, whichever comes first.
   uint64_t epoch_offset_ns();

@@ -12,7 +12,9 @@ namespace dftrace::detail {
 
 class tick_map;
 
-enum class rec_type : uint8_t { complete = 1, instant = 2, counter = 3 };
+// mark: a metadata-mode CM line (`<node>.start`/`.end`): stamped with a tick like every event,
+// so that marks and events are converted by the same map (own: the JSON-quoted mark name).
+enum class rec_type : uint8_t { complete = 1, instant = 2, counter = 3, mark = 4 };
 
 // Header of one record; payload follows: the node's argument fragment, then the per-use one
 // (for counters: "series":value). Records are 8-byte aligned.

@@ -158,6 +158,24 @@ char *format_record(const line_format &f, const rec &r, char *p, uint64_t *ts_us
     end = r.end_ns == r.start_ns ? start : f.ticks->to_ns(end);
   }
   *ts_us = (start + f.epoch_offset_ns) / 1000;
+  if (r.type == rec_type::mark) {  // {"id":..,"name":"CM",..,"ph":"M","args":{"name":"x.start","value":"<ts>"}}
+    p = put(p, "{\"id\":");
+    p = write_u64(p, r.id);
+    p = put(p, ",\"name\":\"CM\",\"cat\":\"dftracer\",\"pid\":");
+    p = write_i64(p, f.pid);
+    p = put(p, ",\"tid\":");
+    p = write_i64(p, r.tid);
+    p = put(p, ",\"ph\":\"M\",\"args\":{");
+    if (!f.hhash_field.empty()) {
+      p = put(p, f.hhash_field);
+      *p++ = ',';
+    }
+    p = put(p, "\"name\":");
+    p = put(p, own);
+    p = put(p, ",\"value\":\"");
+    p = put_time(f, p, start);
+    return put(p, "\"}}\n");
+  }
   if (r.type == rec_type::counter) {  // no id: Perfetto would make one track per sample
     *p++ = '{';
     p = put(p, std::string_view(*r.name_cat).substr(1));

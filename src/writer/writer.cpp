@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <chrono>
 #include <cstring>
+#include <new>
 
 #include "core/clock.hpp"
 #include "core/log.hpp"
@@ -51,6 +52,44 @@ bool make_parent_dirs(const std::string &path) {
 }
 
 thread_local bool t_is_writer = false;
+
+// Creates the file only if nothing is at `path`: no symbolic link is followed and no file this
+// process did not create is truncated (a link planted in a shared /tmp must not make the trace
+// overwrite its target).
+int create_new(const char *path) {
+  return ::open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+}
+
+// `path` with ".k" before its ".pfw" (or at its end) into buf; false when it does not fit. No
+// allocation (the fatal-signal path may open the file).
+bool fresh_name(const std::string &path, int k, char *buf, size_t cap) {
+  const size_t slash = path.rfind('/');
+  size_t cut = path.rfind(".pfw");
+  if (cut == std::string::npos || (slash != std::string::npos && cut < slash)) cut = path.size();
+  char num[16];
+  int len = 0;
+  char tmp[16];
+  for (unsigned v = static_cast<unsigned>(k); v; v /= 10) tmp[len++] = static_cast<char>('0' + v % 10);
+  for (int i = 0; i < len; ++i) num[i] = tmp[len - 1 - i];
+  const size_t need = path.size() + 1 + static_cast<size_t>(len) + 1;
+  if (need > cap) return false;
+  std::memcpy(buf, path.data(), cut);
+  buf[cut] = '.';
+  std::memcpy(buf + cut + 1, num, static_cast<size_t>(len));
+  std::memcpy(buf + cut + 1 + len, path.data() + cut, path.size() - cut);
+  buf[need - 1] = '\0';
+  return true;
+}
+
+// Renames without replacing anything at `to`; false with errno EEXIST when something is there.
+bool rename_new(const char *from, const char *to) {
+  if (::renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) == 0) return true;
+  if (errno != EINVAL && errno != ENOSYS) return false;
+  // A file system without RENAME_NOREPLACE: link (fails on EEXIST) then unlink.
+  if (::link(from, to) != 0) return false;
+  ::unlink(from);
+  return true;
+}
 
 }  // namespace
 
@@ -274,6 +313,7 @@ void writer::append_records(const chunk *c, uint32_t from, uint32_t to) {
     uint64_t ts;
     m.text.set_end(format_record(f, r, m.text.room(bound), &ts));
     ++m.stats.lines;
+    if (r.type == rec_type::mark) continue;  // a metadata line: no event, no "ts"
     ++m.events;
     if (!m.has_ts || ts < m.stats.ts_min) m.stats.ts_min = ts;
     if (!m.has_ts || ts > m.stats.ts_max) m.stats.ts_max = ts;
@@ -368,6 +408,7 @@ void writer::crash_records(const chunk *c, uint32_t from, uint32_t to) {
     uint64_t ts;
     crash_text_.set_end(format_record(f, r, crash_text_.room(bound), &ts));
     ++st.lines;
+    if (r.type == rec_type::mark) continue;  // a metadata line: no "ts"
     if (!has_ts || ts < st.ts_min) st.ts_min = ts;
     if (!has_ts || ts > st.ts_max) st.ts_max = ts;
     has_ts = true;
@@ -417,7 +458,7 @@ void writer::render_header() {
   planned_path_ = settings_.path ? settings_.path() : std::string("./trace.pfw");
   header_text_ = settings_.header ? settings_.header() : std::string("[\n");
   std::lock_guard<std::mutex> lock(path_mutex_);
-  path_.reserve(planned_path_.size());
+  path_.reserve(planned_path_.size() + 16);  // room for a fresh name (open_file)
 }
 
 bool writer::open_file() {
@@ -427,7 +468,7 @@ bool writer::open_file() {
   const std::string &p = planned_path_;
   {
     std::lock_guard<std::mutex> lock(path_mutex_);
-    path_.reserve(p.size());
+    path_.reserve(p.size() + 16);
     path_.assign(p);  // (allocation-free when reserved; only the signal path cares)
   }
   if (!make_parent_dirs(p)) {
@@ -436,7 +477,24 @@ bool writer::open_file() {
     failed_ = true;
     return false;
   }
-  fd_ = ::open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  fd_ = create_new(p.c_str());
+  if (fd_ < 0 && errno == EEXIST) {
+    // Something is already there (a file from elsewhere, or a symbolic link): leave it alone and
+    // take the first free name "<name>.1.pfw.gz", "<name>.2.pfw.gz", ...
+    char fresh[4096];
+    for (int k = 1; k < 1000; ++k) {
+      if (!fresh_name(p, k, fresh, sizeof fresh)) break;
+      fd_ = create_new(fresh);
+      if (fd_ >= 0) {
+        log(log_level::warn, "'%s' already exists (a file or symbolic link this process did not create); "
+            "leaving it untouched and writing '%s'", p.c_str(), fresh);
+        std::lock_guard<std::mutex> lock(path_mutex_);
+        path_.assign(fresh);
+        break;
+      }
+      if (errno != EEXIST) break;
+    }
+  }
   if (fd_ < 0) {
     log(log_level::error, "can not open '%s' for writing: %s; tracing continues without a file",
         p.c_str(), std::strerror(errno));
@@ -601,8 +659,22 @@ void writer::relocate(const std::string &new_path) {
   }
   std::lock_guard<std::mutex> lock(path_mutex_);
   if (fd_ < 0 || new_path == path_) return;
-  if (::rename(path_.c_str(), new_path.c_str()) == 0) {
+  if (rename_new(path_.c_str(), new_path.c_str())) {
     path_ = new_path;
+  } else if (errno == EEXIST) {
+    char fresh[4096];
+    for (int k = 1; k < 1000; ++k) {
+      if (!fresh_name(new_path, k, fresh, sizeof fresh)) break;
+      if (rename_new(path_.c_str(), fresh)) {
+        log(log_level::warn, "'%s' already exists (a file or symbolic link this process did not create); "
+            "leaving it untouched and renaming the trace to '%s'", new_path.c_str(), fresh);
+        path_ = fresh;
+        return;
+      }
+      if (errno != EEXIST) break;
+    }
+    log(log_level::warn, "can not rename '%s' to '%s' or a free name near it; keeping the first name",
+        path_.c_str(), new_path.c_str());
   } else {
     log(log_level::warn, "can not rename '%s' to '%s': %s; keeping the first name", path_.c_str(),
         new_path.c_str(), std::strerror(errno));
@@ -680,7 +752,22 @@ void writer::fork_child(thread_buffer *survivor, int64_t new_pid) {
   dropped_ = 0;
   bytes_written_ = 0;
   members_written_ = 0;
-  fork_parent();  // the same unlocking
+  // Every synchronisation object is made anew rather than unlocked: a condition variable keeps
+  // the parent's waiters in its state (the parent's writer thread was waiting on queue_cv_ at
+  // fork time), and the child's new writer thread would wait behind ghosts that never leave,
+  // so that a broadcast at exit could wait for them forever. Only this thread exists: nothing
+  // is waiting on or holding these objects, and their old state is dropped, not destroyed.
+  new (&io_mutex_) std::mutex();
+  new (&helper_mutex_) std::mutex();
+  new (&queue_mutex_) std::mutex();
+  new (&meta_mutex_) std::mutex();
+  new (&registry_mutex_) std::mutex();
+  new (&pool_mutex_) std::mutex();
+  new (&path_mutex_) std::mutex();
+  new (&queue_cv_) std::condition_variable();
+  new (&space_cv_) std::condition_variable();
+  new (&helper_cv_) std::condition_variable();
+  new (&helper_done_cv_) std::condition_variable();
   if (!finished_) {
     std::lock_guard<std::mutex> lock(queue_mutex_);
     start_thread();

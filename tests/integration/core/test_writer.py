@@ -16,12 +16,12 @@ import tracecheck as tc  # noqa: E402
 BIN = os.environ["DFTRACE_TEST_BIN"]
 
 
-def run(mode, *args, env=None, tmp=None, check=True, **kw):
+def run(mode, *args, env=None, tmp=None, check=True, timeout=120, **kw):
     e = dict(os.environ)
     e.update({"DFTRACE_ENABLE": "1", "DFTRACE_LOG_FILE": str(tmp / "trace")})
     e.update(env or {})
     p = subprocess.run([os.path.join(BIN, "writer_prog"), mode, *map(str, args)], env=e,
-                       capture_output=True, text=True, timeout=120, **kw)
+                       capture_output=True, text=True, timeout=timeout, **kw)
     if check:
         assert p.returncode == 0, (p.returncode, p.stderr)
     return p
@@ -41,7 +41,19 @@ def tsc_expected():
     return "tsc" if usable else "monotonic"
 
 
-@pytest.mark.parametrize("source", ["auto", "monotonic"])
+def source_expected(source):
+    """What the start line must name for a timer.source: tsc takes the invariant TSC whatever
+    the kernel's clocksource (so the TSC path is exercised in VMs on kvm-clock too)."""
+    if source == "monotonic":
+        return "monotonic"
+    if source == "auto":
+        return tsc_expected()
+    with open("/proc/cpuinfo") as f:
+        flags = f.read()
+    return "tsc" if " constant_tsc" in flags and " nonstop_tsc" in flags else "monotonic"
+
+
+@pytest.mark.parametrize("source", ["auto", "tsc", "monotonic"])
 def test_event_times_agree_with_clock_monotonic(tmp_path, source):
     # Each region (event-path clock: TSC ticks mapped by the writer, or clock_gettime) lies
     # inside the CLOCK_MONOTONIC readings taken just before and after it, over ~2 s in which the
@@ -53,7 +65,7 @@ def test_event_times_agree_with_clock_monotonic(tmp_path, source):
     tc.load(path)  # format checks; times below are parsed exactly (a double has ~0.25 us here)
     ev = [json.loads(line, parse_float=decimal.Decimal) for line in tc.read_lines(path)[1:-1]]
     start = [e for e in ev if e["name"] == "start"][0]
-    assert start["args"]["timer_source"] == ("monotonic" if source == "monotonic" else tsc_expected())
+    assert start["args"]["timer_source"] == source_expected(source)
     regions = [e for e in tc.user_events(ev) if e["name"] == "forward"]
     brackets = {e["args"]["i"]: e for e in tc.user_events(ev) if e["name"] == "backward"}
     assert len(regions) == len(brackets) == 2000
@@ -151,7 +163,7 @@ def test_c_program_exact_file_and_events(tmp_path):
     assert [e["args"]["iterations"] for e in solver] == [42, 43, 44]
 
 
-@pytest.mark.parametrize("source", ["auto", "monotonic"])
+@pytest.mark.parametrize("source", ["auto", "tsc", "monotonic"])
 def test_four_threads_nest_concurrently(tmp_path, source):
     run("threads", 2000, tmp=tmp_path, env={"DFTRACE_TIMER_SOURCE": source})
     path = tc.only_file(tmp_path)
@@ -161,7 +173,7 @@ def test_four_threads_nest_concurrently(tmp_path, source):
     tc.check_footer(ev)
     tc.check_nesting(ev)
     start = [e for e in ev if e["name"] == "start"][0]
-    assert start["args"]["timer_source"] == ("monotonic" if source == "monotonic" else tsc_expected())
+    assert start["args"]["timer_source"] == source_expected(source)
     x = tc.user_events(ev)
     assert len(x) == 4 * 3 * 2000
     tids = {e["tid"] for e in x}
@@ -294,6 +306,82 @@ def test_fork_parent_and_child_write_separate_complete_files(tmp_path):
     assert len(tc.user_events(by_pid[parent][1])) == 1201
     start = [e for e in by_pid[child][1] if e["name"] == "start"][0]
     assert start["args"]["ppid"] == parent
+
+
+def test_fork_from_16_threads_200_rounds_never_hangs(tmp_path):
+    # Issue 17: a child forked while the parent's writer thread waited on its condition variable
+    # inherited the waiter and hung at exit (12 of 40 runs). 200 rounds of 16 threads that each
+    # fork while the others trace; a child that has not exited after 30 s counts as a hang.
+    p = run("fork_threads", 200, 16, tmp=tmp_path, check=False, timeout=900)
+    assert p.returncode == 0, (p.stdout, p.stderr)
+    assert p.stdout.split() == ["forks", "3200", "hangs", "0", "bad", "0"], p.stdout
+    files = sorted(os.listdir(tmp_path))
+    assert len(files) == 3201  # the parent's and one per child
+    for f in files[::160]:  # a sample: each child's file is complete and its own
+        ev = tc.load(str(tmp_path / f))
+        tc.check_footer(ev)
+        assert len({e["pid"] for e in ev}) == 1
+
+
+@pytest.mark.parametrize("what", ["symlink", "dangling_symlink", "file"])
+def test_existing_trace_path_is_never_followed_or_clobbered(tmp_path, what):
+    # Issue 17: the file was opened O_CREAT|O_TRUNC, so a link planted at the trace path made
+    # dftrace overwrite the link's target. Now: one message, the thing left alone, a fresh name.
+    out = tmp_path / "out"
+    out.mkdir()
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    planted = out / "t.pfw.gz"
+    if what == "symlink":
+        planted.symlink_to(victim)
+    elif what == "dangling_symlink":
+        planted.symlink_to(tmp_path / "created-through-the-link")
+    else:
+        planted.write_text("someone else's file\n")
+    p = run("many", 200, tmp=tmp_path, env={"DFTRACE_OUTPUT_FILE": str(planted)})
+    assert victim.read_text() == "precious\n"
+    assert not (tmp_path / "created-through-the-link").exists()
+    if what == "file":
+        assert planted.read_text() == "someone else's file\n"
+    else:
+        assert planted.is_symlink()
+    msgs = [l for l in p.stderr.splitlines() if "already exists" in l]
+    assert len(msgs) == 1 and str(planted) in msgs[0], p.stderr
+    fresh = out / "t.1.pfw.gz"
+    assert fresh.exists() and not fresh.is_symlink()
+    ev = tc.load(str(fresh))
+    tc.check_footer(ev)
+    assert len(tc.user_events(ev)) == 200
+
+
+def test_rename_when_the_rank_is_known_never_replaces_a_planted_link(tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    p = run("rank_clash", str(victim), env={"DFTRACE_LOG_FILE": str(out / "trace")}, tmp=tmp_path)
+    words = dict(line.split(" ", 1) for line in p.stdout.splitlines())
+    link, final = words["link"], words["final"]
+    assert os.path.islink(link) and os.readlink(link) == str(victim)
+    assert victim.read_text() == "precious\n"
+    assert final != link and os.path.exists(final) and not os.path.islink(final)
+    assert [l for l in p.stderr.splitlines() if "already exists" in l], p.stderr
+    ev = tc.load(final)
+    tc.check_footer(ev)
+    assert len(tc.user_events(ev)) == 40
+    assert sorted(os.listdir(out)) == sorted([os.path.basename(link), os.path.basename(final)])
+
+
+@pytest.mark.parametrize("mode", ["many", "threads"])
+def test_config_naming_a_directory_one_message_tracing_off(tmp_path, mode):
+    # Issue 17: the error was printed twice, initialisation was retried on the first region, and
+    # under ASan bind_thread died. Now: one line, tracing off, no retry on any thread.
+    out = tmp_path / "out"
+    out.mkdir()
+    p = run(mode, 200, tmp=out, env={"DFTRACE_CONFIG": str(tmp_path)})
+    lines = [l for l in p.stderr.splitlines() if l.strip()]
+    assert len(lines) == 1 and "directory" in lines[0] and "tracing is off" in lines[0], p.stderr
+    assert os.listdir(out) == []
 
 
 def test_unwritable_directory_one_message_app_unharmed(tmp_path):

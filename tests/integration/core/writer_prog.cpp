@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <string>
 #include <thread>
 #include <vector>
@@ -22,6 +23,12 @@ void spin(int n) {
 }
 
 dftrace_node_t *node(const char *path) { return dftrace_node_find(path); }
+
+uint64_t mono_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+}
 
 void events(int n, dftrace_node_t *outer, dftrace_node_t *inner) {
   for (int i = 0; i < n; ++i) {
@@ -145,6 +152,66 @@ int mode_fork(int n) {
   return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
 }
 
+// Rounds of t threads that trace while each of them forks once; every child traces a little and
+// exits normally (finalize at exit). A child that has not exited within 30 s hangs: it is
+// killed and counted. Prints "forks F hangs H".
+int mode_fork_threads(int rounds, int t) {
+  std::atomic<int> forks{0}, hangs{0}, bad{0};
+  for (int r = 0; r < rounds; ++r) {
+    std::vector<std::thread> threads;
+    for (int k = 0; k < t; ++k) {
+      threads.emplace_back([&, k] {
+        events(20 + k, node("pipeline.epoch"), node("compute.forward"));
+        pid_t child = fork();
+        if (child == 0) {
+          events(10, node("dataloader.fetch"), node("data.item"));
+          std::exit(0);
+        }
+        if (child < 0) {
+          bad.fetch_add(1);
+          return;
+        }
+        forks.fetch_add(1);
+        events(20, node("pipeline.epoch"), node("compute.forward"));
+        int status = 0;
+        for (int waited = 0;; ++waited) {
+          const pid_t w = waitpid(child, &status, WNOHANG);
+          if (w == child) break;
+          if (waited == 30000) {  // 30 s in 1 ms steps
+            kill(child, SIGKILL);
+            waitpid(child, &status, 0);
+            hangs.fetch_add(1);
+            return;
+          }
+          usleep(1000);
+        }
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) bad.fetch_add(1);
+      });
+    }
+    for (auto &th : threads) th.join();
+  }
+  std::printf("forks %d hangs %d bad %d\n", forks.load(), hangs.load(), bad.load());
+  return hangs.load() == 0 && bad.load() == 0 ? 0 : 1;
+}
+
+// The file is opened, then a symbolic link is planted at the name the rank will give it
+// (argv: the link's target), then the rank becomes known: the rename must not replace the link.
+// Prints the link's path and the final path.
+int mode_rank_clash(const char *target) {
+  events(10, node("compute.forward"), node("compute.backward"));
+  dftrace_flush();  // the file exists now, under its rank-less name
+  std::string path = dftrace_output_path();
+  const std::string tail = "-" + std::to_string(getpid()) + "-app";
+  const size_t at = path.rfind(tail);
+  if (at == std::string::npos) return 3;
+  const std::string ranked = path.substr(0, at) + "-0" + path.substr(at);
+  if (symlink(target, ranked.c_str()) != 0) return 4;
+  dftrace_set_rank(0, 1);
+  events(10, node("compute.forward"), node("compute.backward"));
+  std::printf("link %s\nfinal %s\n", ranked.c_str(), dftrace_output_path());
+  return 0;
+}
+
 int mode_idle(int n) {
   // Events, then silence: only the time-based flush can put them in the file.
   events(n / 2, node("compute.forward"), node("compute.backward"));
@@ -160,18 +227,19 @@ int mode_many(int n) {
 }
 
 // Regions stamped by the event path's clock (the TSC where used), each bracketed by
-// dftrace_now_ns() (CLOCK_MONOTONIC) readings written as explicit-time events on track 7:
+// clock_gettime(CLOCK_MONOTONIC) readings (not dftrace_now_ns(), which is the event path's own
+// clock) written as explicit-time events on track 7:
 // the test checks that every region lies inside its bracket. Sleeps spread the n regions
 // over about n milliseconds, so that the writer adds tick anchors in between.
 int mode_bracket(int n) {
   dftrace_node_t *inner = node("compute.forward");
   dftrace_node_t *outer = node("compute.backward");
   for (int i = 0; i < n; ++i) {
-    const uint64_t t0 = dftrace_now_ns();
+    const uint64_t t0 = mono_ns();
     dftrace_region_t r = dftrace_region_begin(inner);
     spin(200 + (i % 7) * 100);
     dftrace_region_end(r);
-    const uint64_t t1 = dftrace_now_ns();
+    const uint64_t t1 = mono_ns();
     dftrace_arg_t a = DFTRACE_ARG_I("i", i);
     dftrace_event_complete(outer, t0, t1, 7, &a, 1);
     if (i % 10 == 0) usleep(10000);
@@ -193,6 +261,8 @@ int main(int argc, char **argv) {
   if (mode == "flushed") return mode_flushed(n, m);
   if (mode == "segv" || mode == "abort" || mode == "term") return mode_signal(mode.c_str(), n);
   if (mode == "fork") return mode_fork(n);
+  if (mode == "rank_clash") return mode_rank_clash(argc > 2 ? argv[2] : "/nonexistent");
+  if (mode == "fork_threads") return mode_fork_threads(n, m);
   if (mode == "many") return mode_many(n);
   if (mode == "idle") return mode_idle(n);
   if (mode == "bracket") return mode_bracket(n);

@@ -283,3 +283,53 @@ TEST_F(Config, ShippedYamlDocumentsEveryKeyWithItsDefault) {
   EXPECT_EQ(c.member_bytes, d.member_bytes);
   EXPECT_EQ(c.enable, d.enable);
 }
+
+// Issue 17: 4 GiB buffer_bytes/member_bytes wrapped to 0 in the 32-bit chunk size and the
+// event path wrote past the heap buffer. Every size, count and duration has a range; a value
+// outside it gets one line and the default.
+TEST_F(Config, SizesCountsAndDurationsOutsideTheirRangeKeepTheDefault) {
+  const config def;
+  struct bad {
+    const char *env, *value;
+  };
+  const bad cases[] = {
+      {"DFTRACE_OUTPUT_BUFFER_BYTES", "4GiB"},   {"DFTRACE_OUTPUT_MEMBER_BYTES", "4GiB"},
+      {"DFTRACE_OUTPUT_BUFFER_BYTES", "4294967296"}, {"DFTRACE_OUTPUT_MEMBER_BYTES", "1024"},
+      {"DFTRACE_OUTPUT_QUEUE_BYTES", "100GiB"},  {"DFTRACE_OUTPUT_QUEUE_BYTES", "1KiB"},
+      {"DFTRACE_OUTPUT_COMPRESS_THREADS", "0"},  {"DFTRACE_OUTPUT_COMPRESS_THREADS", "65"},
+      {"DFTRACE_OUTPUT_FLUSH_INTERVAL", "0"},    {"DFTRACE_OUTPUT_FLUSH_INTERVAL", "2days"},
+      {"DFTRACE_OUTPUT_FLUSH_INTERVAL", "100000"}, {"DFTRACE_OUTPUT_LEVEL", "13"},
+  };
+  for (const bad &b : cases) {
+    setenv(b.env, b.value, 1);
+    std::string err;
+    const config c = load("", &err);
+    unsetenv(b.env);
+    EXPECT_EQ(lines(err), 1) << b.env << "=" << b.value << ": " << err;
+    EXPECT_NE(err.find(b.env), std::string::npos) << err;
+    EXPECT_EQ(c.buffer_bytes, def.buffer_bytes);
+    EXPECT_EQ(c.member_bytes, def.member_bytes);
+    EXPECT_EQ(c.queue_bytes, def.queue_bytes);
+    EXPECT_EQ(c.compress_threads, def.compress_threads);
+    EXPECT_EQ(c.flush_interval, def.flush_interval);
+    EXPECT_EQ(c.level, def.level);
+  }
+  // The ends of each range are accepted.
+  setenv("DFTRACE_OUTPUT_BUFFER_BYTES", "64MiB", 1);
+  setenv("DFTRACE_OUTPUT_MEMBER_BYTES", "256MiB", 1);
+  std::string err;
+  const config c = load("", &err);
+  unsetenv("DFTRACE_OUTPUT_BUFFER_BYTES");
+  unsetenv("DFTRACE_OUTPUT_MEMBER_BYTES");
+  EXPECT_EQ(err, "");
+  EXPECT_EQ(c.buffer_bytes, size_t{64} << 20);
+  EXPECT_EQ(c.member_bytes, size_t{256} << 20);
+}
+
+TEST_F(Config, ConfigNamingADirectoryIsOneLineAndUnusable) {
+  std::string err;
+  const config c = load(dir_, &err);  // does not throw
+  EXPECT_EQ(lines(err), 1) << err;
+  EXPECT_NE(err.find("directory"), std::string::npos) << err;
+  EXPECT_TRUE(c.config_unusable);
+}

@@ -84,9 +84,9 @@ TEST(TickMap, TicksBeforeTheFirstAnchorAndNoProgress) {
 #ifdef DFTRACE_HAVE_TSC
 TEST(TickMap, RealTscTracksClockMonotonic) {
   const char *why = "";
-  if (!dftrace::detail::tsc_usable(&why)) GTEST_SKIP() << "TSC not usable here: " << why;
+  if (!dftrace::detail::tsc_usable(&why, true)) GTEST_SKIP() << "TSC not usable here: " << why;
   tick_map m;
-  ASSERT_TRUE(m.start(true, &why)) << why;
+  ASSERT_TRUE(m.start(true, true, &why)) << why;
   // Anchored the way the writer does (1 ms, 2 ms, ...) for about 300 ms.
   const uint64_t until = mono_ns() + 300000000u;
   long long worst = 0;
