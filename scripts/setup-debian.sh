@@ -24,11 +24,11 @@ done
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 # One line says what is installed; apt's own output goes to a log, shown only if it fails.
-echo "dftrace setup: installing ${#missing[@]} Debian package(s) with apt-get: ${missing[*]}"
+log=$(mktemp -t dftrace-apt.XXXXXX)
+echo "dftrace setup: installing ${#missing[@]} Debian package(s) with apt-get (may take minutes; log $log): ${missing[*]}"
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 export DEBIAN_FRONTEND=noninteractive
-log=$(mktemp -t dftrace-apt.XXXXXX)
 if ! { $sudo apt-get update -qq && \
        $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"; } >"$log" 2>&1; then
   cat "$log" >&2

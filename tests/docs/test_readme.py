@@ -1,4 +1,5 @@
-"""test_readme.py: the README's C++, C and Python examples, taken from README.md itself,
+"""test_readme.py: the README's C++, C and Python examples and the shell commands that build and
+run them, taken from README.md itself,
 compiled and run exactly as written; the traces they write are checked line by line with an
 independent reader (tests/integration/tracecheck.py) and with `dftrace validate`.
 
@@ -23,6 +24,7 @@ CXX = os.environ.get("DFTRACE_TEST_CXX", "c++")
 LIB_DIR = os.environ.get("DFTRACE_LIB_DIR", "")
 PYTHONPATH = os.environ.get("DFTRACE_TEST_PYTHONPATH", "")
 PYTHON = os.environ.get("DFTRACE_TEST_INTERPRETER") or sys.executable
+BUILD = os.environ.get("DFTRACE_BUILD_DIR", "")
 
 
 
@@ -121,6 +123,42 @@ def test_python_example(tmp_path):
     assert forward == [{"epoch": s // 4, "step": s % 4} for s in range(8)]
     backward = [own(e) for e in tc.user_events(events) if e["name"] == "backward"]
     assert backward == forward
+
+
+def test_build_and_run_commands_as_written(tmp_path):
+    """The README's shell block that builds and runs the three examples, run as it is, against
+    this build installed into a private prefix (standing for /usr/local: pkg-config, PATH and
+    the Python package found there; LD_LIBRARY_PATH stands for ldconfig)."""
+    block = [b for b in code_blocks("sh") if "pkg-config --cflags --libs dftrace" in b]
+    assert len(block) == 1, "README.md: no (or more than one) sh block that builds the examples"
+    prefix, work = tmp_path / "prefix", tmp_path / "work"
+    p = subprocess.run(["cmake", f"-DBUILD_DIR={BUILD}", f"-DPREFIX={prefix}",
+                        f"-DWORK={tmp_path / 'install'}", "-P",
+                        os.path.join(SOURCE, "tests", "cmake", "install_tree.cmake")],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    work.mkdir()
+    (work / "train.cpp").write_text(only_block("cpp"))
+    (work / "regions.c").write_text(only_block("c"))
+    (work / "train.py").write_text(only_block("python"))
+    shims = tmp_path / "shims"  # `python3` is the interpreter the Python face was built for
+    shims.mkdir()
+    os.symlink(PYTHON, shims / "python3")
+    site = [str(d) for d in (prefix / "lib").glob("python3*/dist-packages")]
+    assert len(site) == 1, site
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("DFTRACE", "DFTRACER", "PYTHONPATH", "PKG_CONFIG", "LD_LIBRARY"))}
+    env.update(PATH=f"{shims}:{prefix / 'bin'}:{env.get('PATH', '/usr/bin:/bin')}",
+               PKG_CONFIG_PATH=str(prefix / "lib" / "pkgconfig"),
+               LD_LIBRARY_PATH=str(prefix / "lib"), PYTHONPATH=site[0])
+    p = subprocess.run(["bash", "-euo", "pipefail", "-c", block[0]], cwd=str(work), env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, f"README's commands failed:\n{block[0]}\n{p.stdout}\n{p.stderr}"
+    traces = sorted(f.name for f in work.glob("trace-*-app.pfw.gz"))
+    assert len(traces) == 3 and sum(t.startswith("trace-train-") for t in traces) == 2, traces
+    assert sum(t.startswith("trace-regions-") for t in traces) == 1, traces
+    # dftrace stat (from PATH) on the two train traces: C++ (all_reduce) and Python (backward).
+    assert "all_reduce" in p.stdout and "backward" in p.stdout, p.stdout
 
 
 def test_readme_names_the_commands_a_new_user_needs():
