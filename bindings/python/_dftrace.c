@@ -1294,6 +1294,41 @@ static PyMethodDef module_methods[] = {
     {"_after_fork_child", mod_after_fork_child, METH_NOARGS, NULL},
     {NULL, NULL, 0, NULL}};
 
+/* The built-in AI tree of dftrace/ai_tree.def as ((category, enum name, (event, ...)), ...):
+ * _tree.py builds `ai` and the event enums from it, so Python holds no copy of the table. */
+static PyObject *ai_tree_table(void) {
+  static const struct {
+    const char *cat, *py_enum, *event; /* a category row has py_enum, an event row event */
+  } rows[] = {
+#define DFTRACE_AI_CATEGORY(c, e) {#c, #e, NULL},
+#define DFTRACE_AI_EVENT(c, e) {#c, NULL, #e},
+#include "dftrace/ai_tree.def"
+  };
+  const size_t n = sizeof rows / sizeof rows[0];
+  PyObject *out = PyList_New(0);
+  for (size_t i = 0; out && i < n;) {
+    size_t end = i + 1;
+    while (end < n && !rows[end].py_enum) ++end;
+    PyObject *events = PyTuple_New((Py_ssize_t)(end - i - 1));
+    for (size_t j = i + 1; events && j < end; ++j) {
+      PyObject *s = PyUnicode_FromString(rows[j].event);
+      if (!s) {
+        Py_CLEAR(events);
+        break;
+      }
+      PyTuple_SET_ITEM(events, (Py_ssize_t)(j - i - 1), s);
+    }
+    PyObject *row = events ? Py_BuildValue("(ssN)", rows[i].cat, rows[i].py_enum, events) : NULL;
+    if (!row || PyList_Append(out, row) < 0) Py_CLEAR(out);
+    Py_XDECREF(row);
+    i = end;
+  }
+  if (!out) return NULL;
+  PyObject *table = PyList_AsTuple(out);
+  Py_DECREF(out);
+  return table;
+}
+
 static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT,
                                         "_dftrace",
                                         "dftrace's compiled core binding (C ABI).",
@@ -1326,5 +1361,12 @@ PyMODINIT_FUNC PyInit__dftrace(void) {
     Py_DECREF(m);
     return NULL;
   }
+  PyObject *table = ai_tree_table();
+  if (!table || PyModule_AddObjectRef(m, "AI_TREE", table) < 0) {
+    Py_XDECREF(table);
+    Py_DECREF(m);
+    return NULL;
+  }
+  Py_DECREF(table);
   return m;
 }

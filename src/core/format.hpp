@@ -143,4 +143,16 @@ std::string json_quote(std::string_view s);
 // True if s is one complete JSON value (used to validate raw JSON handed in by callers).
 bool is_valid_json_value(std::string_view s);
 
+// The argument keys the core writes into an event line itself (next to the user's arguments):
+// a user's argument of one of these names is written as "user_<key>", never as a second key of
+// the same name. The one definition, read by the tree (node arguments) and the line formatter
+// (per-use arguments).
+inline constexpr std::string_view k_reserved_arg_keys[] = {"hhash", "level", "p_idx"};
+inline constexpr std::string_view k_reserved_arg_prefix = "user_";
+inline bool is_reserved_arg_key(std::string_view key) {
+  for (std::string_view reserved : k_reserved_arg_keys)
+    if (key == reserved) return true;
+  return false;
+}
+
 }  // namespace dftrace::detail
