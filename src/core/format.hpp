@@ -8,6 +8,7 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace dftrace::detail {
 
@@ -149,10 +150,19 @@ bool is_valid_json_value(std::string_view s);
 // (per-use arguments).
 inline constexpr std::string_view k_reserved_arg_keys[] = {"hhash", "level", "p_idx"};
 inline constexpr std::string_view k_reserved_arg_prefix = "user_";
+namespace fmt_detail {
+// Unrolled at compile time: each comparison is against a constant of known length, which the
+// compiler turns into a length test and an inline word compare (a loop over the array calls
+// memcmp per key, and the line formatter asks this for every per-use argument).
+template <size_t... I>
+inline bool is_reserved_arg_key(std::string_view key, std::index_sequence<I...>) {
+  return ((key.size() == k_reserved_arg_keys[I].size() &&
+           std::memcmp(key.data(), k_reserved_arg_keys[I].data(), k_reserved_arg_keys[I].size()) == 0) ||
+          ...);
+}
+}  // namespace fmt_detail
 inline bool is_reserved_arg_key(std::string_view key) {
-  for (std::string_view reserved : k_reserved_arg_keys)
-    if (key == reserved) return true;
-  return false;
+  return fmt_detail::is_reserved_arg_key(key, std::make_index_sequence<std::size(k_reserved_arg_keys)>());
 }
 
 }  // namespace dftrace::detail
