@@ -147,7 +147,9 @@ bool is_valid_json_value(std::string_view s);
 // The argument keys the core writes into an event line itself (next to the user's arguments):
 // a user's argument of one of these names is written as "user_<key>", never as a second key of
 // the same name. The one definition, read by the tree (node arguments) and the line formatter
-// (per-use arguments).
+// (per-use arguments). Not among them: `count`, which the formatter adds to iter events; a node
+// or per-use argument named count is then written a second time (a known gap, not yet decided:
+// rename it on iter events only, or let the iteration's count replace it).
 inline constexpr std::string_view k_reserved_arg_keys[] = {"hhash", "level", "p_idx"};
 inline constexpr std::string_view k_reserved_arg_prefix = "user_";
 namespace fmt_detail {

@@ -75,6 +75,7 @@ std::vector<std::string> sorted(std::vector<std::string> v) {
 
 }  // namespace
 
+// (count = 0: iter events' `count` is not reserved, see core/format.hpp.)
 TEST(ReservedArgKeys, AreTheKeysTheFormatterWritesItself) {
   std::vector<std::string> reserved(std::begin(k_reserved_arg_keys), std::end(k_reserved_arg_keys));
   EXPECT_EQ(sorted(arg_keys(line_of({}, true))), sorted(reserved));
