@@ -2,6 +2,7 @@
 (include/dftrace/ai_tree.def): same names, categories, paths and order, nothing more."""
 from __future__ import annotations
 
+import ast
 import os
 import re
 import subprocess
@@ -42,7 +43,7 @@ def test_extension_exposes_the_table():
         print(repr(_dftrace.AI_TREE))
     """)
     want = tuple((c, e, tuple(ev)) for c, e, ev in read_table())
-    assert eval(got) == want
+    assert ast.literal_eval(got) == want
 
 
 def test_ai_is_the_table():
