@@ -22,6 +22,14 @@ comm_nodes g;
 
 namespace {
 
+// One member per built-in event of the tree's one table (dftrace/ai_tree.def), so that
+// BUILTIN_COMM(send) names "send" only if the table has comm.send, and fails to compile otherwise.
+struct builtin_events {
+#define DFTRACE_AI_EVENT(c, e) char c##_##e;
+#include "dftrace/ai_tree.def"
+};
+#define BUILTIN_COMM(e) (static_cast<void>(sizeof(builtin_events::comm_##e)), #e)
+
 dftrace_node_t *op_node(dftrace_node_t *comm, const char *name, dftrace_node_t **post) {
   dftrace_node_t *n = dftrace_node_child(comm, name);
   if (post) *post = n ? dftrace_node_derive(n, "post") : nullptr;
@@ -37,17 +45,17 @@ __attribute__((constructor)) void on_load() {
   g.wait = dftrace_node_child(comm, "wait");
   g.test = dftrace_node_child(comm, "test");
   g.sendrecv = dftrace_node_child(comm, "sendrecv");
-  g.send = op_node(comm, "send", &g.send_post);
-  g.receive = op_node(comm, "receive", &g.receive_post);
-  g.barrier = op_node(comm, "barrier", &g.barrier_post);
-  g.bcast = op_node(comm, "bcast", &g.bcast_post);
-  g.reduce = op_node(comm, "reduce", &g.reduce_post);
-  g.all_reduce = op_node(comm, "all_reduce", &g.all_reduce_post);
-  g.gather = op_node(comm, "gather", &g.gather_post);
-  g.all_gather = op_node(comm, "all_gather", &g.all_gather_post);
-  g.scatter = op_node(comm, "scatter", &g.scatter_post);
-  g.reduce_scatter = op_node(comm, "reduce_scatter", &g.reduce_scatter_post);
-  g.all_to_all = op_node(comm, "all_to_all", &g.all_to_all_post);
+  g.send = op_node(comm, BUILTIN_COMM(send), &g.send_post);
+  g.receive = op_node(comm, BUILTIN_COMM(receive), &g.receive_post);
+  g.barrier = op_node(comm, BUILTIN_COMM(barrier), &g.barrier_post);
+  g.bcast = op_node(comm, BUILTIN_COMM(bcast), &g.bcast_post);
+  g.reduce = op_node(comm, BUILTIN_COMM(reduce), &g.reduce_post);
+  g.all_reduce = op_node(comm, BUILTIN_COMM(all_reduce), &g.all_reduce_post);
+  g.gather = op_node(comm, BUILTIN_COMM(gather), &g.gather_post);
+  g.all_gather = op_node(comm, BUILTIN_COMM(all_gather), &g.all_gather_post);
+  g.scatter = op_node(comm, BUILTIN_COMM(scatter), &g.scatter_post);
+  g.reduce_scatter = op_node(comm, BUILTIN_COMM(reduce_scatter), &g.reduce_scatter_post);
+  g.all_to_all = op_node(comm, BUILTIN_COMM(all_to_all), &g.all_to_all_post);
 }
 
 bool env_flag(const char *name, bool fallback) {
