@@ -25,7 +25,8 @@ struct comm_nodes {
   dftrace_node_t *gather_post = nullptr, *all_gather_post = nullptr, *scatter_post = nullptr;
   dftrace_node_t *reduce_scatter_post = nullptr, *all_to_all_post = nullptr;
 };
-extern comm_nodes g;
+// The comm nodes every wrapper records on, filled once when the library loads (dftrace_mpi.cpp).
+extern comm_nodes nodes;
 
 inline dftrace_arg_t arg(const char *key, int64_t v) {
   dftrace_arg_t a;
@@ -60,6 +61,33 @@ inline int64_t sum_of(const int *counts, int n) {
   return s;
 }
 
+// The per-use arguments of each shape of call, shared by the blocking and non-blocking C
+// wrappers and the Fortran ones, so that one operation writes the same keys from each.
+inline std::array<dftrace_arg_t, 4> peer_args(int64_t bytes, int peer, int tag, int comm_size) {
+  return {arg("bytes", bytes), arg("peer", peer), arg("tag", tag), arg("comm_size", comm_size)};
+}
+
+// bcast, reduce, gather and scatter: one rank is the root.
+inline std::array<dftrace_arg_t, 3> rooted_args(int64_t bytes, int root, int comm_size) {
+  return {arg("bytes", bytes), arg("root", root), arg("comm_size", comm_size)};
+}
+
+// all_reduce, all_gather, reduce_scatter and all_to_all.
+inline std::array<dftrace_arg_t, 2> collective_args(int64_t bytes, int comm_size) {
+  return {arg("bytes", bytes), arg("comm_size", comm_size)};
+}
+
+inline std::array<dftrace_arg_t, 1> comm_size_args(int comm_size) { return {arg("comm_size", comm_size)}; }
+
+inline std::array<dftrace_arg_t, 1> requests_args(int requests) { return {arg("requests", requests)}; }
+
+// What a rank contributes to a gather: its send buffer, or in place its own block of the
+// receive buffer (the same rule for scatter with send and receive exchanged).
+inline int64_t contributed_bytes(bool in_place, int64_t send_count, MPI_Datatype send_type, int64_t recv_count,
+                                 MPI_Datatype recv_type) {
+  return in_place ? bytes_of(recv_count, recv_type) : bytes_of(send_count, send_type);
+}
+
 // One event around one PMPI call. The arguments are built only when the node records.
 template <typename Args, typename Call>
 inline int traced(dftrace_node_t *node, Args make_args, Call call) {
@@ -75,9 +103,9 @@ inline int traced(dftrace_node_t *node, Args make_args, Call call) {
 // off), with how many requests were asked about and how many completed.
 template <typename Call>
 inline int traced_test(int requests, Call call, int *completed) {
-  if (!dftrace_node_active_fast(g.test)) return call();
+  if (!dftrace_node_active_fast(nodes.test)) return call();
   const dftrace_arg_t in[] = {arg("requests", requests)};
-  const dftrace_region_t r = dftrace_region_begin_ex(g.test, DFTRACE_USE_NODE_STATE, in, 1);
+  const dftrace_region_t r = dftrace_region_begin_ex(nodes.test, DFTRACE_USE_NODE_STATE, in, 1);
   const int rc = call();
   if (r) {
     const dftrace_arg_t out[] = {arg("completed", rc == MPI_SUCCESS ? *completed : 0)};
@@ -90,12 +118,12 @@ inline int traced_test(int requests, Call call, int *completed) {
 template <typename Call>
 int traced_sendrecv(int64_t bytes, int dest, int sendtag, int source, int recvtag, MPI_Comm comm,
                     MPI_Status *status, Call call) {
-  if (!dftrace_node_active_fast(g.sendrecv)) return call(status);
+  if (!dftrace_node_active_fast(nodes.sendrecv)) return call(status);
   MPI_Status local;
   MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
   const dftrace_arg_t in[] = {arg("bytes", bytes), arg("peer", dest), arg("tag", sendtag),
                               arg("comm_size", size_of(comm))};
-  const dftrace_region_t r = dftrace_region_begin_ex(g.sendrecv, DFTRACE_USE_NODE_STATE, in, 4);
+  const dftrace_region_t r = dftrace_region_begin_ex(nodes.sendrecv, DFTRACE_USE_NODE_STATE, in, 4);
   const int rc = call(st);
   if (r) {
     int got = 0;
