@@ -397,6 +397,10 @@ module dftrace
   ! A race between threads can at worst print the line twice.
   logical, save :: warned_path = .false., warned_type = .false.
 
+  ! Destinations of put_value: a node's subtree (dftrace_update), an open region
+  ! (dftrace_region_arg), a counter sample (dftrace_counter).
+  integer, parameter :: to_node = 1, to_region = 2, to_counter = 3
+
 contains
 
   ! ------------------------------------------------------------------ strings
@@ -471,6 +475,147 @@ contains
       "' is not an integer, real, logical or character; ignored (further ones are not reported)"
     flush (error_unit)
   end subroutine warn_type
+
+  ! ------------------------------------------------------------------ typed values
+
+  ! put_value sends one key and class(*) value to the C function of its destination and type:
+  ! the module's one `select type`, so that updates, region arguments and counters accept the
+  ! same types the same way. `p` is the node (to_node, to_counter), `region` the region
+  ! (to_region). Keys up to small_len go through a stack buffer (no heap on the hot path).
+  subroutine put_value(dest, p, region, key, value)
+    integer, intent(in) :: dest
+    type(c_ptr), intent(in) :: p
+    integer(dftrace_region_kind), intent(in) :: region
+    character(*), intent(in) :: key
+    class(*), intent(in) :: value
+    character(kind=c_char, len=small_len + 1) :: kbuf
+    logical :: ok
+    call to_c(key, kbuf, .true., ok)
+    if (ok) then
+      call put_keyed(dest, p, region, kbuf, key, value)
+    else
+      call put_keyed(dest, p, region, c_name(key), key, value)
+    end if
+  end subroutine put_value
+
+  ! put_value with the key already null-terminated in ckey.
+  subroutine put_keyed(dest, p, region, ckey, key, value)
+    integer, intent(in) :: dest
+    type(c_ptr), intent(in) :: p
+    integer(dftrace_region_kind), intent(in) :: region
+    character(kind=c_char, len=*), intent(in) :: ckey
+    character(*), intent(in) :: key
+    class(*), intent(in) :: value
+    character(kind=c_char, len=small_len + 1) :: vbuf
+    logical :: ok
+    select type (value)
+    type is (integer(int8))
+      call put_int(dest, p, region, ckey, int(value, c_int64_t))
+    type is (integer(int16))
+      call put_int(dest, p, region, ckey, int(value, c_int64_t))
+    type is (integer(int32))
+      call put_int(dest, p, region, ckey, int(value, c_int64_t))
+    type is (integer(int64))
+      call put_int(dest, p, region, ckey, int(value, c_int64_t))
+    type is (real(real32))
+      call put_double(dest, p, region, ckey, real(value, c_double))
+    type is (real(real64))
+      call put_double(dest, p, region, ckey, real(value, c_double))
+    type is (logical)
+      call put_bool(dest, p, region, ckey, key, logical(value, c_bool))
+    type is (logical(c_bool))
+      call put_bool(dest, p, region, ckey, key, value)
+    type is (character(*))
+      call to_c(value, vbuf, .false., ok)
+      if (ok) then
+        call put_string(dest, p, region, ckey, key, vbuf)
+      else
+        call put_string(dest, p, region, ckey, key, c_value(value))
+      end if
+    class default
+      call warn_type(put_where(dest), key)
+    end select
+  end subroutine put_keyed
+
+  ! The public procedure a destination belongs to, for diagnostics.
+  function put_where(dest) result(where)
+    integer, intent(in) :: dest
+    character(len=:), allocatable :: where
+    select case (dest)
+    case (to_node)
+      where = 'dftrace_update'
+    case (to_region)
+      where = 'dftrace_region_arg'
+    case default
+      where = 'dftrace_counter'
+    end select
+  end function put_where
+
+  subroutine put_int(dest, p, region, ckey, v)
+    integer, intent(in) :: dest
+    type(c_ptr), intent(in) :: p
+    integer(dftrace_region_kind), intent(in) :: region
+    character(kind=c_char, len=*), intent(in) :: ckey
+    integer(c_int64_t), intent(in) :: v
+    select case (dest)
+    case (to_node)
+      call c_node_update_int(p, ckey, v)
+    case (to_region)
+      call c_region_arg_int(region, ckey, v)
+    case default
+      call c_counter_int(p, ckey, v)
+    end select
+  end subroutine put_int
+
+  subroutine put_double(dest, p, region, ckey, v)
+    integer, intent(in) :: dest
+    type(c_ptr), intent(in) :: p
+    integer(dftrace_region_kind), intent(in) :: region
+    character(kind=c_char, len=*), intent(in) :: ckey
+    real(c_double), intent(in) :: v
+    select case (dest)
+    case (to_node)
+      call c_node_update_double(p, ckey, v)
+    case (to_region)
+      call c_region_arg_double(region, ckey, v)
+    case default
+      call c_counter_double(p, ckey, v)
+    end select
+  end subroutine put_double
+
+  ! A counter takes numbers only: a logical or character value is reported and ignored.
+  subroutine put_bool(dest, p, region, ckey, key, v)
+    integer, intent(in) :: dest
+    type(c_ptr), intent(in) :: p
+    integer(dftrace_region_kind), intent(in) :: region
+    character(kind=c_char, len=*), intent(in) :: ckey
+    character(*), intent(in) :: key
+    logical(c_bool), intent(in) :: v
+    select case (dest)
+    case (to_node)
+      call c_node_update_bool(p, ckey, v)
+    case (to_region)
+      call c_region_arg_bool(region, ckey, v)
+    case default
+      call warn_type('dftrace_counter', key)
+    end select
+  end subroutine put_bool
+
+  subroutine put_string(dest, p, region, ckey, key, cvalue)
+    integer, intent(in) :: dest
+    type(c_ptr), intent(in) :: p
+    integer(dftrace_region_kind), intent(in) :: region
+    character(kind=c_char, len=*), intent(in) :: ckey, cvalue
+    character(*), intent(in) :: key
+    select case (dest)
+    case (to_node)
+      call c_node_update_string(p, ckey, cvalue)
+    case (to_region)
+      call c_region_arg_string(region, ckey, cvalue)
+    case default
+      call warn_type('dftrace_counter', key)
+    end select
+  end subroutine put_string
 
   ! ------------------------------------------------------------------ set-up
 
@@ -677,53 +822,8 @@ contains
     type(dftrace_node), intent(in) :: node
     character(*), intent(in) :: key
     class(*), intent(in) :: value
-    character(kind=c_char, len=small_len + 1) :: kbuf
-    logical :: ok
-    if (.not. c_associated(node%ptr)) return
-    call to_c(key, kbuf, .true., ok)
-    if (ok) then
-      call update_c(node%ptr, kbuf, key, value)
-    else
-      call update_c(node%ptr, c_name(key), key, value)
-    end if
+    if (c_associated(node%ptr)) call put_value(to_node, node%ptr, 0_dftrace_region_kind, key, value)
   end subroutine update_node
-
-  ! update_node with the key already null-terminated in ckey.
-  subroutine update_c(p, ckey, key, value)
-    type(c_ptr), intent(in) :: p
-    character(kind=c_char, len=*), intent(in) :: ckey
-    character(*), intent(in) :: key
-    class(*), intent(in) :: value
-    character(kind=c_char, len=small_len + 1) :: vbuf
-    logical :: ok
-    select type (value)
-    type is (integer(int8))
-      call c_node_update_int(p, ckey, int(value, c_int64_t))
-    type is (integer(int16))
-      call c_node_update_int(p, ckey, int(value, c_int64_t))
-    type is (integer(int32))
-      call c_node_update_int(p, ckey, int(value, c_int64_t))
-    type is (integer(int64))
-      call c_node_update_int(p, ckey, int(value, c_int64_t))
-    type is (real(real32))
-      call c_node_update_double(p, ckey, real(value, c_double))
-    type is (real(real64))
-      call c_node_update_double(p, ckey, real(value, c_double))
-    type is (logical)
-      call c_node_update_bool(p, ckey, logical(value, c_bool))
-    type is (logical(c_bool))
-      call c_node_update_bool(p, ckey, value)
-    type is (character(*))
-      call to_c(value, vbuf, .false., ok)
-      if (ok) then
-        call c_node_update_string(p, ckey, vbuf)
-      else
-        call c_node_update_string(p, ckey, c_value(value))
-      end if
-    class default
-      call warn_type('dftrace_update', key)
-    end select
-  end subroutine update_c
 
   subroutine update_path(path, key, value)
     character(*), intent(in) :: path
@@ -787,53 +887,8 @@ contains
     integer(dftrace_region_kind), intent(in) :: region
     character(*), intent(in) :: key
     class(*), intent(in) :: value
-    character(kind=c_char, len=small_len + 1) :: kbuf
-    logical :: ok
-    if (region == 0) return
-    call to_c(key, kbuf, .true., ok)
-    if (ok) then
-      call region_arg_c(region, kbuf, key, value)
-    else
-      call region_arg_c(region, c_name(key), key, value)
-    end if
+    if (region /= 0) call put_value(to_region, c_null_ptr, region, key, value)
   end subroutine dftrace_region_arg
-
-  ! dftrace_region_arg with the key already null-terminated in ckey.
-  subroutine region_arg_c(region, ckey, key, value)
-    integer(dftrace_region_kind), intent(in) :: region
-    character(kind=c_char, len=*), intent(in) :: ckey
-    character(*), intent(in) :: key
-    class(*), intent(in) :: value
-    character(kind=c_char, len=small_len + 1) :: vbuf
-    logical :: ok
-    select type (value)
-    type is (integer(int8))
-      call c_region_arg_int(region, ckey, int(value, c_int64_t))
-    type is (integer(int16))
-      call c_region_arg_int(region, ckey, int(value, c_int64_t))
-    type is (integer(int32))
-      call c_region_arg_int(region, ckey, int(value, c_int64_t))
-    type is (integer(int64))
-      call c_region_arg_int(region, ckey, int(value, c_int64_t))
-    type is (real(real32))
-      call c_region_arg_double(region, ckey, real(value, c_double))
-    type is (real(real64))
-      call c_region_arg_double(region, ckey, real(value, c_double))
-    type is (logical)
-      call c_region_arg_bool(region, ckey, logical(value, c_bool))
-    type is (logical(c_bool))
-      call c_region_arg_bool(region, ckey, value)
-    type is (character(*))
-      call to_c(value, vbuf, .false., ok)
-      if (ok) then
-        call c_region_arg_string(region, ckey, vbuf)
-      else
-        call c_region_arg_string(region, ckey, c_value(value))
-      end if
-    class default
-      call warn_type('dftrace_region_arg', key)
-    end select
-  end subroutine region_arg_c
 
   ! ------------------------------------------------------------------ iter loops
 
@@ -904,40 +959,8 @@ contains
     type(dftrace_node), intent(in) :: node
     character(*), intent(in) :: series
     class(*), intent(in) :: value
-    character(kind=c_char, len=small_len + 1) :: sbuf
-    logical :: ok
-    if (.not. c_associated(node%ptr)) return
-    call to_c(series, sbuf, .true., ok)
-    if (ok) then
-      call counter_c(node%ptr, sbuf, series, value)
-    else
-      call counter_c(node%ptr, c_name(series), series, value)
-    end if
+    if (c_associated(node%ptr)) call put_value(to_counter, node%ptr, 0_dftrace_region_kind, series, value)
   end subroutine counter_node
-
-  ! counter_node with the series name already null-terminated in cseries.
-  subroutine counter_c(p, cseries, series, value)
-    type(c_ptr), intent(in) :: p
-    character(kind=c_char, len=*), intent(in) :: cseries
-    character(*), intent(in) :: series
-    class(*), intent(in) :: value
-    select type (value)
-    type is (integer(int8))
-      call c_counter_int(p, cseries, int(value, c_int64_t))
-    type is (integer(int16))
-      call c_counter_int(p, cseries, int(value, c_int64_t))
-    type is (integer(int32))
-      call c_counter_int(p, cseries, int(value, c_int64_t))
-    type is (integer(int64))
-      call c_counter_int(p, cseries, int(value, c_int64_t))
-    type is (real(real32))
-      call c_counter_double(p, cseries, real(value, c_double))
-    type is (real(real64))
-      call c_counter_double(p, cseries, real(value, c_double))
-    class default
-      call warn_type('dftrace_counter', series)
-    end select
-  end subroutine counter_c
 
   subroutine counter_path(path, series, value)
     character(*), intent(in) :: path
