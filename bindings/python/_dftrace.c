@@ -1106,28 +1106,6 @@ static PyObject *mod_init(PyObject *m, PyObject *args, PyObject *kw) {
   Py_END_ALLOW_THREADS return PyLong_FromLong(rc);
 }
 
-static PyObject *mod_finalize(PyObject *m, PyObject *unused) {
-  (void)m;
-  (void)unused;
-  int rc;
-  Py_BEGIN_ALLOW_THREADS rc = dftrace_finalize();
-  Py_END_ALLOW_THREADS return PyLong_FromLong(rc);
-}
-
-static PyObject *mod_flush(PyObject *m, PyObject *unused) {
-  (void)m;
-  (void)unused;
-  int rc;
-  Py_BEGIN_ALLOW_THREADS rc = dftrace_flush();
-  Py_END_ALLOW_THREADS return PyLong_FromLong(rc);
-}
-
-static PyObject *mod_is_enabled(PyObject *m, PyObject *unused) {
-  (void)m;
-  (void)unused;
-  return PyBool_FromLong(dftrace_is_enabled());
-}
-
 static PyObject *mod_set_enabled(PyObject *m, PyObject *on) {
   (void)m;
   dftrace_set_enabled(PyObject_IsTrue(on) > 0);
@@ -1139,48 +1117,39 @@ static PyObject *str_or_none(const char *s) {
   return PyUnicode_DecodeUTF8(s, (Py_ssize_t)strlen(s), "replace");
 }
 
-static PyObject *mod_status(PyObject *m, PyObject *u) {
-  (void)m;
-  (void)u;
-  return str_or_none(dftrace_status());
+/* A set-up call that may wait on file I/O, run without the GIL; its status as an int. */
+static PyObject *status_without_gil(int (*call)(void)) {
+  int rc;
+  Py_BEGIN_ALLOW_THREADS rc = call();
+  Py_END_ALLOW_THREADS return PyLong_FromLong(rc);
 }
-static PyObject *mod_output_path(PyObject *m, PyObject *u) {
-  (void)m;
-  (void)u;
-  return str_or_none(dftrace_output_path());
-}
-static PyObject *mod_config_describe(PyObject *m, PyObject *u) {
-  (void)m;
-  (void)u;
-  return str_or_none(dftrace_config_describe());
-}
-static PyObject *mod_version(PyObject *m, PyObject *u) {
-  (void)m;
-  (void)u;
-  return str_or_none(dftrace_version());
-}
+
+/* The module's functions without arguments (METH_NOARGS): mod_<name> returns <result>. */
+#define NOARGS_FUNCTION(name, result)                   \
+  static PyObject *mod_##name(PyObject *m, PyObject *u) { \
+    (void)m;                                            \
+    (void)u;                                            \
+    return result;                                      \
+  }
+NOARGS_FUNCTION(finalize, status_without_gil(dftrace_finalize))
+NOARGS_FUNCTION(flush, status_without_gil(dftrace_flush))
+NOARGS_FUNCTION(is_enabled, PyBool_FromLong(dftrace_is_enabled()))
+NOARGS_FUNCTION(status, str_or_none(dftrace_status()))
+NOARGS_FUNCTION(output_path, str_or_none(dftrace_output_path()))
+NOARGS_FUNCTION(config_describe, str_or_none(dftrace_config_describe()))
+NOARGS_FUNCTION(version, str_or_none(dftrace_version()))
+NOARGS_FUNCTION(now_ns, PyLong_FromUnsignedLongLong(dftrace_now_ns()))
+NOARGS_FUNCTION(events_written, PyLong_FromUnsignedLongLong(dftrace_events_written()))
+NOARGS_FUNCTION(events_dropped, PyLong_FromUnsignedLongLong(dftrace_events_dropped()))
+NOARGS_FUNCTION(open_depth, PyLong_FromLong(t_depth))
+#undef NOARGS_FUNCTION
+
 static PyObject *mod_status_string(PyObject *m, PyObject *code) {
   (void)m;
   long c = PyLong_AsLong(code);
   if (c == -1 && PyErr_Occurred()) return NULL;
   return str_or_none(dftrace_status_string((int)c));
 }
-static PyObject *mod_now_ns(PyObject *m, PyObject *u) {
-  (void)m;
-  (void)u;
-  return PyLong_FromUnsignedLongLong(dftrace_now_ns());
-}
-static PyObject *mod_events_written(PyObject *m, PyObject *u) {
-  (void)m;
-  (void)u;
-  return PyLong_FromUnsignedLongLong(dftrace_events_written());
-}
-static PyObject *mod_events_dropped(PyObject *m, PyObject *u) {
-  (void)m;
-  (void)u;
-  return PyLong_FromUnsignedLongLong(dftrace_events_dropped());
-}
-
 /* metadata(key, value): a CM line; process_property(key, value): a PR line. */
 static PyObject *two_strings(PyObject *const *argv, Py_ssize_t n,
                              void (*fn)(const char *, const char *), const char *what) {
@@ -1259,12 +1228,6 @@ static PyObject *mod_after_fork_child(PyObject *m, PyObject *u) {
   (void)u;
   t_depth = 0;
   Py_RETURN_NONE;
-}
-
-static PyObject *mod_open_depth(PyObject *m, PyObject *u) {
-  (void)m;
-  (void)u;
-  return PyLong_FromLong(t_depth);
 }
 
 static PyMethodDef module_methods[] = {
