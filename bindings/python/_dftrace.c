@@ -42,6 +42,19 @@ static void warn_and_clear(const char *what) {
   Py_XDECREF(tb);
 }
 
+/* tp_traverse and tp_clear of a type from one list of the object references it holds, so
+ * that the two never disagree: REFS(X) applies X to each field, e.g.
+ * #define ITER_REFS(X) X(self->it);  GC_SLOTS(iter, IterObject, ITER_REFS) */
+#define GC_SLOTS(prefix, Type, REFS)                                      \
+  static int prefix##_traverse(Type *self, visitproc visit, void *arg) { \
+    REFS(Py_VISIT)                                                       \
+    return 0;                                                            \
+  }                                                                      \
+  static int prefix##_clear(Type *self) {                                \
+    REFS(Py_CLEAR)                                                       \
+    return 0;                                                            \
+  }
+
 /* ---------------------------------------------------------------- argument lists */
 
 /* Per-use arguments in the ABI's form; keys and string values are owned copies. */
@@ -276,17 +289,10 @@ static PyObject *traced_vectorcall(PyObject *self_, PyObject *const *argv, size_
   return res;
 }
 
-static int traced_traverse(TracedObject *self, visitproc visit, void *arg) {
-  Py_VISIT(self->func);
-  Py_VISIT(self->dict);
-  return 0;
-}
-
-static int traced_clear(TracedObject *self) {
-  Py_CLEAR(self->func);
-  Py_CLEAR(self->dict);
-  return 0;
-}
+#define TRACED_REFS(X) \
+  X(self->func);       \
+  X(self->dict);
+GC_SLOTS(traced, TracedObject, TRACED_REFS)
 
 static void traced_dealloc(TracedObject *self) {
   PyObject_GC_UnTrack(self);
@@ -375,15 +381,8 @@ static PyObject *iter_next(IterObject *self) {
   return item;
 }
 
-static int iter_traverse(IterObject *self, visitproc visit, void *arg) {
-  Py_VISIT(self->it);
-  return 0;
-}
-
-static int iter_clear(IterObject *self) {
-  Py_CLEAR(self->it);
-  return 0;
-}
+#define ITER_REFS(X) X(self->it);
+GC_SLOTS(iter, IterObject, ITER_REFS)
 
 /* A loop left by break/return/exception drops the wrapper: its open block ends here. */
 static void iter_dealloc(IterObject *self) {
@@ -483,20 +482,12 @@ static int node_init(NodeObject *self, PyObject *args, PyObject *kw) {
   return 0;
 }
 
-static int node_traverse(NodeObject *self, visitproc visit, void *arg) {
-  /* a Python subclass's type and dict are visited by the subclass's own traverse */
-  Py_VISIT(self->bound_enter);
-  Py_VISIT(self->bound_exit);
-  Py_VISIT(self->pending_kw);
-  return 0;
-}
-
-static int node_clear(NodeObject *self) {
-  Py_CLEAR(self->bound_enter);
-  Py_CLEAR(self->bound_exit);
-  Py_CLEAR(self->pending_kw);
-  return 0;
-}
+/* A Python subclass's type and dict are visited by the subclass's own traverse. */
+#define NODE_REFS(X)      \
+  X(self->bound_enter); \
+  X(self->bound_exit);  \
+  X(self->pending_kw);
+GC_SLOTS(node, NodeObject, NODE_REFS)
 
 static int is_arg_keyword(const char *key) {
   return strcmp(key, "epoch") == 0 || strcmp(key, "step") == 0 || strcmp(key, "image_idx") == 0 ||
@@ -991,15 +982,8 @@ static PyObject *bound_vectorcall(PyObject *self_, PyObject *const *argv, size_t
   return node_enter(self->node, NULL);
 }
 
-static int bound_traverse(BoundObject *self, visitproc visit, void *arg) {
-  Py_VISIT(self->node);
-  return 0;
-}
-
-static int bound_clear(BoundObject *self) {
-  Py_CLEAR(self->node);
-  return 0;
-}
+#define BOUND_REFS(X) X(self->node);
+GC_SLOTS(bound, BoundObject, BOUND_REFS)
 
 static void bound_dealloc(BoundObject *self) {
   PyObject_GC_UnTrack(self);
