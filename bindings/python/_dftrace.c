@@ -866,22 +866,17 @@ static PyObject *node_counter(NodeObject *self, PyObject *const *argv, Py_ssize_
   Py_RETURN_NONE;
 }
 
-static PyObject *node_get_name(NodeObject *self, void *c) {
-  (void)c;
-  return PyUnicode_FromString(dftrace_node_name(self->node));
-}
-static PyObject *node_get_cat(NodeObject *self, void *c) {
-  (void)c;
-  return PyUnicode_FromString(dftrace_node_category(self->node));
-}
-static PyObject *node_get_path(NodeObject *self, void *c) {
-  (void)c;
-  return PyUnicode_FromString(dftrace_node_path(self->node));
-}
-static PyObject *node_get_enabled(NodeObject *self, void *c) {
-  (void)c;
-  return PyBool_FromLong(dftrace_node_is_enabled(self->node));
-}
+/* The node's read-only properties that are one C call: node_get_<name> returns <result>. */
+#define NODE_GETTER(name, result)                                  \
+  static PyObject *node_get_##name(NodeObject *self, void *c) { \
+    (void)c;                                                     \
+    return result;                                               \
+  }
+NODE_GETTER(name, PyUnicode_FromString(dftrace_node_name(self->node)))
+NODE_GETTER(cat, PyUnicode_FromString(dftrace_node_category(self->node)))
+NODE_GETTER(path, PyUnicode_FromString(dftrace_node_path(self->node)))
+NODE_GETTER(enabled, PyBool_FromLong(dftrace_node_is_enabled(self->node)))
+#undef NODE_GETTER
 static PyObject *node_get_use_args(NodeObject *self, void *c) {
   (void)c;
   materialize(self);
