@@ -261,15 +261,13 @@ int MPI_Recv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Com
   if (!dftrace_node_active_fast(nodes.receive)) return PMPI_Recv(buf, count, dt, source, tag, comm, status);
   // What arrived is known only afterwards: bytes, source and tag come from the status.
   MPI_Status local;
-  MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
+  MPI_Status *filled = status == MPI_STATUS_IGNORE ? &local : status;
   const dftrace_arg_t in[] = {arg("comm_size", size_of(comm))};
   const dftrace_region_t r = dftrace_region_begin_ex(nodes.receive, DFTRACE_USE_NODE_STATE, in, 1);
-  const int rc = PMPI_Recv(buf, count, dt, source, tag, comm, st);
+  const int rc = PMPI_Recv(buf, count, dt, source, tag, comm, filled);
   if (r) {
-    int got = 0;
-    if (rc != MPI_SUCCESS || PMPI_Get_count(st, MPI_BYTE, &got) != MPI_SUCCESS || got == MPI_UNDEFINED) got = 0;
-    const dftrace_arg_t out[] = {arg("bytes", got), arg("peer", rc == MPI_SUCCESS ? st->MPI_SOURCE : source),
-                                 arg("tag", rc == MPI_SUCCESS ? st->MPI_TAG : tag)};
+    const receipt got = received(rc, filled, source, tag);
+    const dftrace_arg_t out[] = {arg("bytes", got.bytes), arg("peer", got.source), arg("tag", got.tag)};
     dftrace_region_end_ex(r, out, 3);
   }
   return rc;

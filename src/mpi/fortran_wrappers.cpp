@@ -58,19 +58,11 @@ void traced_f(dftrace_node_t *node, Args make_args, Call call, fint *ierr) {
   });
 }
 
-// What a receive got, from a Fortran status (the caller's, or ours when it passed
-// MPI_STATUS_IGNORE).
-void received(const fint *fstatus, fint rc, int source, int tag, int64_t *bytes, int *peer, int *got_tag) {
-  *bytes = 0;
-  *peer = source;
-  *got_tag = tag;
-  if (rc != MPI_SUCCESS) return;
-  MPI_Status st;
-  if (PMPI_Status_f2c(fstatus, &st) != MPI_SUCCESS) return;
-  int n = 0;
-  if (PMPI_Get_count(&st, MPI_BYTE, &n) == MPI_SUCCESS && n != MPI_UNDEFINED) *bytes = n;
-  *peer = st.MPI_SOURCE;
-  *got_tag = st.MPI_TAG;
+// received() from a Fortran status (converted to C first).
+receipt received_f(const fint *filled, fint rc, int posted_source, int posted_tag) {
+  MPI_Status c_status;
+  if (rc != MPI_SUCCESS || PMPI_Status_f2c(filled, &c_status) != MPI_SUCCESS) return {0, posted_source, posted_tag};
+  return received(MPI_SUCCESS, &c_status, posted_source, posted_tag);
 }
 
 }  // namespace
@@ -114,15 +106,13 @@ void mpi_send_(const void *buf, fint *count, fint *dt, fint *dest, fint *tag, fi
 void mpi_recv_(void *buf, fint *count, fint *dt, fint *source, fint *tag, fint *comm, fint *status, fint *ierr) {
   if (!dftrace_node_active_fast(nodes.receive)) return pmpi_recv_(buf, count, dt, source, tag, comm, status, ierr);
   fint local[k_status_room];
-  fint *st = status == MPI_F_STATUS_IGNORE ? local : status;
+  fint *filled = status == MPI_F_STATUS_IGNORE ? local : status;
   const dftrace_arg_t in[] = {arg("comm_size", size_of(comm_of(comm)))};
   const dftrace_region_t r = dftrace_region_begin_ex(nodes.receive, DFTRACE_USE_NODE_STATE, in, 1);
-  pmpi_recv_(buf, count, dt, source, tag, comm, st, ierr);
+  pmpi_recv_(buf, count, dt, source, tag, comm, filled, ierr);
   if (r) {
-    int64_t bytes;
-    int peer, got_tag;
-    received(st, *ierr, *source, *tag, &bytes, &peer, &got_tag);
-    const dftrace_arg_t out[] = {arg("bytes", bytes), arg("peer", peer), arg("tag", got_tag)};
+    const receipt got = received_f(filled, *ierr, *source, *tag);
+    const dftrace_arg_t out[] = {arg("bytes", got.bytes), arg("peer", got.source), arg("tag", got.tag)};
     dftrace_region_end_ex(r, out, 3);
   }
 }
@@ -158,16 +148,14 @@ void mpi_sendrecv_(const void *sb, fint *sc, fint *st, fint *dest, fint *stag, v
   if (!dftrace_node_active_fast(nodes.sendrecv))
     return pmpi_sendrecv_(sb, sc, st, dest, stag, rb, rc, rt, source, rtag, comm, status, ierr);
   fint local[k_status_room];
-  fint *fs = status == MPI_F_STATUS_IGNORE ? local : status;
+  fint *filled = status == MPI_F_STATUS_IGNORE ? local : status;
   const dftrace_arg_t in[] = {arg("bytes", bytes_f(sc, st)), arg("peer", *dest), arg("tag", *stag),
                               arg("comm_size", size_of(comm_of(comm)))};
   const dftrace_region_t r = dftrace_region_begin_ex(nodes.sendrecv, DFTRACE_USE_NODE_STATE, in, 4);
-  pmpi_sendrecv_(sb, sc, st, dest, stag, rb, rc, rt, source, rtag, comm, fs, ierr);
+  pmpi_sendrecv_(sb, sc, st, dest, stag, rb, rc, rt, source, rtag, comm, filled, ierr);
   if (r) {
-    int64_t bytes;
-    int peer, got_tag;
-    received(fs, *ierr, *source, *rtag, &bytes, &peer, &got_tag);
-    const dftrace_arg_t out[] = {arg("recv_bytes", bytes), arg("source", peer), arg("recv_tag", got_tag)};
+    const receipt got = received_f(filled, *ierr, *source, *rtag);
+    const dftrace_arg_t out[] = {arg("recv_bytes", got.bytes), arg("source", got.source), arg("recv_tag", got.tag)};
     dftrace_region_end_ex(r, out, 3);
   }
 }

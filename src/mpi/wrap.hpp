@@ -88,6 +88,22 @@ inline int64_t contributed_bytes(bool in_place, int64_t send_count, MPI_Datatype
   return in_place ? bytes_of(recv_count, recv_type) : bytes_of(send_count, send_type);
 }
 
+// What a receive got, from the status MPI filled (`filled`: the caller's, or the wrapper's own
+// when the caller passed MPI_STATUS_IGNORE): bytes, source and tag; 0 bytes and the posted
+// source and tag when the call failed.
+struct receipt {
+  int64_t bytes;
+  int source;
+  int tag;
+};
+
+inline receipt received(int rc, const MPI_Status *filled, int posted_source, int posted_tag) {
+  if (rc != MPI_SUCCESS) return {0, posted_source, posted_tag};
+  int got = 0;
+  if (PMPI_Get_count(filled, MPI_BYTE, &got) != MPI_SUCCESS || got == MPI_UNDEFINED) got = 0;
+  return {got, filled->MPI_SOURCE, filled->MPI_TAG};
+}
+
 // One event around one PMPI call. The arguments are built only when the node records.
 template <typename Args, typename Call>
 inline int traced(dftrace_node_t *node, Args make_args, Call call) {
@@ -120,17 +136,14 @@ int traced_sendrecv(int64_t bytes, int dest, int sendtag, int source, int recvta
                     MPI_Status *status, Call call) {
   if (!dftrace_node_active_fast(nodes.sendrecv)) return call(status);
   MPI_Status local;
-  MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
+  MPI_Status *filled = status == MPI_STATUS_IGNORE ? &local : status;
   const dftrace_arg_t in[] = {arg("bytes", bytes), arg("peer", dest), arg("tag", sendtag),
                               arg("comm_size", size_of(comm))};
   const dftrace_region_t r = dftrace_region_begin_ex(nodes.sendrecv, DFTRACE_USE_NODE_STATE, in, 4);
-  const int rc = call(st);
+  const int rc = call(filled);
   if (r) {
-    int got = 0;
-    if (rc != MPI_SUCCESS || PMPI_Get_count(st, MPI_BYTE, &got) != MPI_SUCCESS || got == MPI_UNDEFINED) got = 0;
-    const dftrace_arg_t out[] = {arg("recv_bytes", got),
-                                 arg("source", rc == MPI_SUCCESS ? st->MPI_SOURCE : source),
-                                 arg("recv_tag", rc == MPI_SUCCESS ? st->MPI_TAG : recvtag)};
+    const receipt got = received(rc, filled, source, recvtag);
+    const dftrace_arg_t out[] = {arg("recv_bytes", got.bytes), arg("source", got.source), arg("recv_tag", got.tag)};
     dftrace_region_end_ex(r, out, 3);
   }
   return rc;
