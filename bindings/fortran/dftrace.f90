@@ -480,11 +480,11 @@ contains
 
   ! put_value sends one key and class(*) value to the C function of its destination and type:
   ! the module's one `select type`, so that updates, region arguments and counters accept the
-  ! same types the same way. `p` is the node (to_node, to_counter), `region` the region
+  ! same types the same way. `node_ptr` is the node (to_node, to_counter), `region` the region
   ! (to_region). Keys up to small_len go through a stack buffer (no heap on the hot path).
-  subroutine put_value(dest, p, region, key, value)
+  subroutine put_value(dest, node_ptr, region, key, value)
     integer, intent(in) :: dest
-    type(c_ptr), intent(in) :: p
+    type(c_ptr), intent(in) :: node_ptr
     integer(dftrace_region_kind), intent(in) :: region
     character(*), intent(in) :: key
     class(*), intent(in) :: value
@@ -492,79 +492,79 @@ contains
     logical :: ok
     call to_c(key, kbuf, .true., ok)
     if (ok) then
-      call put_keyed(dest, p, region, kbuf, key, value)
+      call put_keyed(dest, node_ptr, region, kbuf, key, value)
     else
-      call put_keyed(dest, p, region, c_name(key), key, value)
+      call put_keyed(dest, node_ptr, region, c_name(key), key, value)
     end if
   end subroutine put_value
 
   ! put_value with the key already null-terminated in ckey: the value is converted to the C
-  ! type it goes as, then passed to the destination's C function of that type (all in one
+  ! type it is passed as (c_type), then passed to the destination's C function of that type (all in one
   ! procedure: region arguments are on the hot path).
-  subroutine put_keyed(dest, p, region, ckey, key, value)
+  subroutine put_keyed(dest, node_ptr, region, ckey, key, value)
     integer, intent(in) :: dest
-    type(c_ptr), intent(in) :: p
+    type(c_ptr), intent(in) :: node_ptr
     integer(dftrace_region_kind), intent(in) :: region
     character(kind=c_char, len=*), intent(in) :: ckey
     character(*), intent(in) :: key
     class(*), intent(in) :: value
-    integer, parameter :: as_int = 1, as_double = 2, as_bool = 3
-    integer :: as
-    integer(c_int64_t) :: i
-    real(c_double) :: d
-    logical(c_bool) :: b
+    integer, parameter :: type_int = 1, type_double = 2, type_bool = 3
+    integer :: c_type
+    integer(c_int64_t) :: int_value
+    real(c_double) :: double_value
+    logical(c_bool) :: bool_value
     select type (value)
     type is (integer(int8))
-      i = int(value, c_int64_t)
-      as = as_int
+      int_value = int(value, c_int64_t)
+      c_type = type_int
     type is (integer(int16))
-      i = int(value, c_int64_t)
-      as = as_int
+      int_value = int(value, c_int64_t)
+      c_type = type_int
     type is (integer(int32))
-      i = int(value, c_int64_t)
-      as = as_int
+      int_value = int(value, c_int64_t)
+      c_type = type_int
     type is (integer(int64))
-      i = int(value, c_int64_t)
-      as = as_int
+      int_value = int(value, c_int64_t)
+      c_type = type_int
     type is (real(real32))
-      d = real(value, c_double)
-      as = as_double
+      double_value = real(value, c_double)
+      c_type = type_double
     type is (real(real64))
-      d = real(value, c_double)
-      as = as_double
+      double_value = real(value, c_double)
+      c_type = type_double
     type is (logical)
-      b = logical(value, c_bool)
-      as = as_bool
+      bool_value = logical(value, c_bool)
+      c_type = type_bool
     type is (logical(c_bool))
-      b = value
-      as = as_bool
+      bool_value = value
+      c_type = type_bool
     type is (character(*))
-      call put_string(dest, p, region, ckey, key, value)
+      call put_string(dest, node_ptr, region, ckey, key, value)
       return
     class default
       call warn_type(put_where(dest), key)
       return
     end select
     if (dest == to_region) then
-      if (as == as_int) call c_region_arg_int(region, ckey, i)
-      if (as == as_double) call c_region_arg_double(region, ckey, d)
-      if (as == as_bool) call c_region_arg_bool(region, ckey, b)
+      if (c_type == type_int) call c_region_arg_int(region, ckey, int_value)
+      if (c_type == type_double) call c_region_arg_double(region, ckey, double_value)
+      if (c_type == type_bool) call c_region_arg_bool(region, ckey, bool_value)
     else if (dest == to_node) then
-      if (as == as_int) call c_node_update_int(p, ckey, i)
-      if (as == as_double) call c_node_update_double(p, ckey, d)
-      if (as == as_bool) call c_node_update_bool(p, ckey, b)
+      if (c_type == type_int) call c_node_update_int(node_ptr, ckey, int_value)
+      if (c_type == type_double) call c_node_update_double(node_ptr, ckey, double_value)
+      if (c_type == type_bool) call c_node_update_bool(node_ptr, ckey, bool_value)
     else
       ! A counter takes numbers only.
-      if (as == as_int) call c_counter_int(p, ckey, i)
-      if (as == as_double) call c_counter_double(p, ckey, d)
-      if (as == as_bool) call warn_type(put_where(dest), key)
+      if (c_type == type_int) call c_counter_int(node_ptr, ckey, int_value)
+      if (c_type == type_double) call c_counter_double(node_ptr, ckey, double_value)
+      if (c_type == type_bool) call warn_type(put_where(dest), key)
     end if
   end subroutine put_keyed
 
   ! A character value: null-terminated on the stack when short (heap copy otherwise).
-  subroutine put_string(dest, p, region, ckey, key, value)
+  subroutine put_string(dest, node_ptr, region, ckey, key, value)
     integer, intent(in) :: dest
-    type(c_ptr), intent(in) :: p
+    type(c_ptr), intent(in) :: node_ptr
     integer(dftrace_region_kind), intent(in) :: region
     character(kind=c_char, len=*), intent(in) :: ckey
     character(*), intent(in) :: key, value
@@ -577,8 +577,8 @@ contains
     call to_c(value, vbuf, .false., ok)
     if (dest == to_region .and. ok) call c_region_arg_string(region, ckey, vbuf)
     if (dest == to_region .and. .not. ok) call c_region_arg_string(region, ckey, c_value(value))
-    if (dest == to_node .and. ok) call c_node_update_string(p, ckey, vbuf)
-    if (dest == to_node .and. .not. ok) call c_node_update_string(p, ckey, c_value(value))
+    if (dest == to_node .and. ok) call c_node_update_string(node_ptr, ckey, vbuf)
+    if (dest == to_node .and. .not. ok) call c_node_update_string(node_ptr, ckey, c_value(value))
   end subroutine put_string
 
   ! The public procedure a destination belongs to, for diagnostics.
