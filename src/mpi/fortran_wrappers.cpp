@@ -43,7 +43,6 @@ namespace {
 
 inline MPI_Comm comm_of(const fint *c) { return PMPI_Comm_f2c(*c); }
 inline MPI_Datatype type_of(const fint *t) { return PMPI_Type_f2c(*t); }
-inline int64_t bytes_f(const fint *count, const fint *t) { return bytes_of(*count, type_of(t)); }
 inline bool in_place(const void *p) { return &mpi_fortran_in_place_ != nullptr && p == &mpi_fortran_in_place_; }
 
 // Room for any MPI implementation's Fortran status (OpenMPI: 6 integers).
@@ -99,7 +98,7 @@ void mpi_finalize_(fint *ierr) {
 void mpi_send_(const void *buf, fint *count, fint *dt, fint *dest, fint *tag, fint *comm, fint *ierr) {
   traced_f(
       nodes.send,
-      [&] { return peer_args(bytes_f(count, dt), *dest, *tag, size_of(comm_of(comm))); },
+      [&] { return peer_args(bytes_of(count, dt), *dest, *tag, size_of(comm_of(comm))); },
       [&] { pmpi_send_(buf, count, dt, dest, tag, comm, ierr); }, ierr);
 }
 
@@ -120,14 +119,14 @@ void mpi_recv_(void *buf, fint *count, fint *dt, fint *source, fint *tag, fint *
 void mpi_isend_(const void *buf, fint *count, fint *dt, fint *dest, fint *tag, fint *comm, fint *req, fint *ierr) {
   traced_f(
       nodes.send_post,
-      [&] { return peer_args(bytes_f(count, dt), *dest, *tag, size_of(comm_of(comm))); },
+      [&] { return peer_args(bytes_of(count, dt), *dest, *tag, size_of(comm_of(comm))); },
       [&] { pmpi_isend_(buf, count, dt, dest, tag, comm, req, ierr); }, ierr);
 }
 
 void mpi_irecv_(void *buf, fint *count, fint *dt, fint *source, fint *tag, fint *comm, fint *req, fint *ierr) {
   traced_f(
       nodes.receive_post,
-      [&] { return peer_args(bytes_f(count, dt), *source, *tag, size_of(comm_of(comm))); },
+      [&] { return peer_args(bytes_of(count, dt), *source, *tag, size_of(comm_of(comm))); },
       [&] { pmpi_irecv_(buf, count, dt, source, tag, comm, req, ierr); }, ierr);
 }
 
@@ -149,7 +148,7 @@ void mpi_sendrecv_(const void *sb, fint *sc, fint *st, fint *dest, fint *stag, v
     return pmpi_sendrecv_(sb, sc, st, dest, stag, rb, rc, rt, source, rtag, comm, status, ierr);
   fint local[k_status_room];
   fint *filled = status == MPI_F_STATUS_IGNORE ? local : status;
-  const dftrace_arg_t in[] = {arg("bytes", bytes_f(sc, st)), arg("peer", *dest), arg("tag", *stag),
+  const dftrace_arg_t in[] = {arg("bytes", bytes_of(sc, st)), arg("peer", *dest), arg("tag", *stag),
                               arg("comm_size", size_of(comm_of(comm)))};
   const dftrace_region_t r = dftrace_region_begin_ex(nodes.sendrecv, DFTRACE_USE_NODE_STATE, in, 4);
   pmpi_sendrecv_(sb, sc, st, dest, stag, rb, rc, rt, source, rtag, comm, filled, ierr);
@@ -171,21 +170,21 @@ void mpi_barrier_(fint *comm, fint *ierr) {
 void mpi_bcast_(void *buf, fint *count, fint *dt, fint *root, fint *comm, fint *ierr) {
   traced_f(
       nodes.bcast,
-      [&] { return rooted_args(bytes_f(count, dt), *root, size_of(comm_of(comm))); },
+      [&] { return rooted_args(bytes_of(count, dt), *root, size_of(comm_of(comm))); },
       [&] { pmpi_bcast_(buf, count, dt, root, comm, ierr); }, ierr);
 }
 
 void mpi_reduce_(const void *sb, void *rb, fint *count, fint *dt, fint *op, fint *root, fint *comm, fint *ierr) {
   traced_f(
       nodes.reduce,
-      [&] { return rooted_args(bytes_f(count, dt), *root, size_of(comm_of(comm))); },
+      [&] { return rooted_args(bytes_of(count, dt), *root, size_of(comm_of(comm))); },
       [&] { pmpi_reduce_(sb, rb, count, dt, op, root, comm, ierr); }, ierr);
 }
 
 void mpi_allreduce_(const void *sb, void *rb, fint *count, fint *dt, fint *op, fint *comm, fint *ierr) {
   traced_f(
       nodes.all_reduce,
-      [&] { return collective_args(bytes_f(count, dt), size_of(comm_of(comm))); },
+      [&] { return collective_args(bytes_of(count, dt), size_of(comm_of(comm))); },
       [&] { pmpi_allreduce_(sb, rb, count, dt, op, comm, ierr); }, ierr);
 }
 
@@ -193,7 +192,7 @@ void mpi_gather_(const void *sb, fint *sc, fint *st, void *rb, fint *rc, fint *r
   traced_f(
       nodes.gather,
       [&] {
-        const int64_t bytes = contributed_bytes(in_place(sb), *sc, type_of(st), *rc, type_of(rt));
+        const int64_t bytes = contributed_bytes(in_place(sb), sc, st, rc, rt);
         return rooted_args(bytes, *root, size_of(comm_of(comm)));
       },
       [&] { pmpi_gather_(sb, sc, st, rb, rc, rt, root, comm, ierr); }, ierr);
@@ -203,7 +202,7 @@ void mpi_allgather_(const void *sb, fint *sc, fint *st, void *rb, fint *rc, fint
   traced_f(
       nodes.all_gather,
       [&] {
-        const int64_t bytes = contributed_bytes(in_place(sb), *sc, type_of(st), *rc, type_of(rt));
+        const int64_t bytes = contributed_bytes(in_place(sb), sc, st, rc, rt);
         return collective_args(bytes, size_of(comm_of(comm)));
       },
       [&] { pmpi_allgather_(sb, sc, st, rb, rc, rt, comm, ierr); }, ierr);
@@ -213,7 +212,7 @@ void mpi_scatter_(const void *sb, fint *sc, fint *st, void *rb, fint *rc, fint *
   traced_f(
       nodes.scatter,
       [&] {
-        const int64_t bytes = contributed_bytes(in_place(rb), *rc, type_of(rt), *sc, type_of(st));
+        const int64_t bytes = contributed_bytes(in_place(rb), rc, rt, sc, st);
         return rooted_args(bytes, *root, size_of(comm_of(comm)));
       },
       [&] { pmpi_scatter_(sb, sc, st, rb, rc, rt, root, comm, ierr); }, ierr);

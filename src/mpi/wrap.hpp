@@ -81,10 +81,14 @@ inline std::array<dftrace_arg_t, 1> comm_size_args(int comm_size) { return {arg(
 
 inline std::array<dftrace_arg_t, 1> requests_args(int requests) { return {arg("requests", requests)}; }
 
+// The bytes of a Fortran count of a Fortran datatype handle (converted only here, when needed).
+inline int64_t bytes_of(const MPI_Fint *count, const MPI_Fint *type) { return bytes_of(*count, PMPI_Type_f2c(*type)); }
+
 // What a rank contributes to a gather: its send buffer, or in place its own block of the
-// receive buffer (the same rule for scatter with send and receive exchanged).
-inline int64_t contributed_bytes(bool in_place, int64_t send_count, MPI_Datatype send_type, int64_t recv_count,
-                                 MPI_Datatype recv_type) {
+// receive buffer (the same rule for scatter with send and receive exchanged). C counts and
+// datatypes, or Fortran ones (MPI_Fint pointers).
+template <typename Count, typename Type>
+inline int64_t contributed_bytes(bool in_place, Count send_count, Type send_type, Count recv_count, Type recv_type) {
   return in_place ? bytes_of(recv_count, recv_type) : bytes_of(send_count, send_type);
 }
 
