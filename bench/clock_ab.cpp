@@ -15,23 +15,17 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.hpp"
+
 namespace {
 
-double thread_ns() {
-  timespec t;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return t.tv_sec * 1e9 + t.tv_nsec;
-}
+using dftrace::bench::median;
+using dftrace::bench::thread_cpu_ns;
 
 struct bench_case {
   const char *name;
   std::function<void(int)> run;  // n regions (events)
 };
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 }  // namespace
 
@@ -81,9 +75,9 @@ int main(int argc, char **argv) {
       if (dftrace_init(&o) != DFTRACE_OK) return 1;
       cases[0].run(300000);  // warm-up
       for (size_t c = 0; c < cases.size(); ++c) {
-        const double t0 = thread_ns();
+        const double t0 = thread_cpu_ns();
         cases[c].run(n);
-        ns[c * 2 + s].push_back((thread_ns() - t0) / n);
+        ns[c * 2 + s].push_back((thread_cpu_ns() - t0) / n);
       }
       dftrace_finalize();
       unlink(path.c_str());

@@ -8,21 +8,11 @@
 ! terminating null of strings).
 program fortran_region_bench
   use dftrace
+  use bench_clock, only: thread_cpu_ns
   use, intrinsic :: iso_c_binding
   use, intrinsic :: iso_fortran_env, only: int64, real64
   implicit none
-  ! struct timespec of Linux x86_64/aarch64 (64-bit time_t and long).
-  type, bind(c) :: timespec
-    integer(c_int64_t) :: tv_sec, tv_nsec
-  end type timespec
-  integer(c_int), parameter :: clock_thread_cputime_id = 3  ! Linux
   interface
-    function clock_gettime(clk, ts) bind(c, name='clock_gettime') result(rc)
-      import :: c_int, timespec
-      integer(c_int), value :: clk
-      type(timespec), intent(out) :: ts
-      integer(c_int) :: rc
-    end function clock_gettime
     function raw_find(path) bind(c, name='dftrace_node_find') result(n)
       import :: c_char, c_ptr
       character(kind=c_char), dimension(*), intent(in) :: path
@@ -92,10 +82,10 @@ contains
     real(real64), intent(out) :: ns, cpu_ns
     integer(int64) :: c0, c1, rate, i
     integer(dftrace_region_kind) :: r
-    type(timespec) :: p0, p1
+    real(real64) :: cpu0
     call dftrace_flush()  ! start with empty buffers
     call system_clock(c0, rate)
-    if (clock_gettime(clock_thread_cputime_id, p0) /= 0) p0 = timespec(0, 0)
+    cpu0 = thread_cpu_ns()
     select case (kind)
     case (1)
       do i = 1, n
@@ -136,10 +126,8 @@ contains
       end do
     end select
     call system_clock(c1)
-    if (clock_gettime(clock_thread_cputime_id, p1) /= 0) p1 = timespec(0, 0)
     ns = real(c1 - c0, real64) / real(rate, real64) * 1.0d9 / real(n, real64)
-    cpu_ns = (real(p1%tv_sec - p0%tv_sec, real64) * 1.0d9 + real(p1%tv_nsec - p0%tv_nsec, real64)) &
-             / real(n, real64)
+    cpu_ns = (thread_cpu_ns() - cpu0) / real(n, real64)
   end subroutine run
 
 end program fortran_region_bench

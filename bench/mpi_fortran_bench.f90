@@ -6,19 +6,8 @@
 program mpi_fortran_bench
   use mpi
   use dftrace
-  use, intrinsic :: iso_c_binding
+  use bench_clock, only: thread_cpu_ns
   implicit none
-  type, bind(c) :: timespec
-    integer(c_int64_t) :: tv_sec, tv_nsec
-  end type timespec
-  interface
-    function clock_gettime(clk, ts) bind(c, name='clock_gettime') result(rc)
-      import :: c_int, timespec
-      integer(c_int), value :: clk
-      type(timespec), intent(out) :: ts
-      integer(c_int) :: rc
-    end function clock_gettime
-  end interface
   integer, parameter :: rounds = 5
   integer :: ierr, n, i, k, x, y
   character(len=32) :: arg
@@ -46,20 +35,13 @@ program mpi_fortran_bench
 
 contains
 
-  double precision function now_ns()
-    type(timespec) :: ts
-    integer(c_int) :: rc
-    rc = clock_gettime(3_c_int, ts)  ! CLOCK_THREAD_CPUTIME_ID (Linux)
-    now_ns = dble(ts%tv_sec) * 1d9 + dble(ts%tv_nsec)
-  end function now_ns
-
   double precision function timed()
     double precision :: t0
-    t0 = now_ns()
+    t0 = thread_cpu_ns()
     do i = 1, n
       call MPI_Allreduce(x, y, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_SELF, ierr)
     end do
-    timed = (now_ns() - t0) / n
+    timed = (thread_cpu_ns() - t0) / n
   end function timed
 
   double precision function median(v)

@@ -14,16 +14,12 @@
 #include <vector>
 
 #include "dftrace/dftrace.h"
+#include "bench_util.hpp"
 
 namespace {
 
-// CPU time of the calling thread: on a shared machine, time spent descheduled is not the
-// wrapper's cost (the writer thread's compression runs elsewhere and is not counted either).
-double thread_cpu_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
-}
+using dftrace::bench::median;
+using dftrace::bench::thread_cpu_ns;
 
 // Nanoseconds of this thread's CPU time per call for `n` calls of `fn`.
 template <typename Fn>
@@ -31,11 +27,6 @@ double per_call(long n, Fn fn) {
   const double t0 = thread_cpu_ns();
   for (long i = 0; i < n; ++i) fn();
   return (thread_cpu_ns() - t0) / static_cast<double>(n);
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 }  // namespace

@@ -397,6 +397,10 @@ module dftrace
   ! A race between threads can at worst print the line twice.
   logical, save :: warned_path = .false., warned_type = .false.
 
+  ! Destinations of put_value: a node's subtree (dftrace_update), an open region
+  ! (dftrace_region_arg), a counter sample (dftrace_counter).
+  integer, parameter :: to_node = 1, to_region = 2, to_counter = 3
+
 contains
 
   ! ------------------------------------------------------------------ strings
@@ -471,6 +475,125 @@ contains
       "' is not an integer, real, logical or character; ignored (further ones are not reported)"
     flush (error_unit)
   end subroutine warn_type
+
+  ! ------------------------------------------------------------------ typed values
+
+  ! put_value sends one key and class(*) value to the C function of its destination and type:
+  ! the module's one `select type`, so that updates, region arguments and counters accept the
+  ! same types the same way. `node_ptr` is the node (to_node, to_counter), `region` the region
+  ! (to_region). Keys up to small_len go through a stack buffer (no heap on the hot path).
+  subroutine put_value(dest, node_ptr, region, key, value)
+    integer, intent(in) :: dest
+    type(c_ptr), intent(in) :: node_ptr
+    integer(dftrace_region_kind), intent(in) :: region
+    character(*), intent(in) :: key
+    class(*), intent(in) :: value
+    character(kind=c_char, len=small_len + 1) :: kbuf
+    logical :: ok
+    call to_c(key, kbuf, .true., ok)
+    if (ok) then
+      call put_keyed(dest, node_ptr, region, kbuf, key, value)
+    else
+      call put_keyed(dest, node_ptr, region, c_name(key), key, value)
+    end if
+  end subroutine put_value
+
+  ! put_value with the key already null-terminated in ckey: the value is converted to the C
+  ! type it is passed as (c_type), then passed to the destination's C function of that type (all in one
+  ! procedure: region arguments are on the hot path).
+  subroutine put_keyed(dest, node_ptr, region, ckey, key, value)
+    integer, intent(in) :: dest
+    type(c_ptr), intent(in) :: node_ptr
+    integer(dftrace_region_kind), intent(in) :: region
+    character(kind=c_char, len=*), intent(in) :: ckey
+    character(*), intent(in) :: key
+    class(*), intent(in) :: value
+    integer, parameter :: type_int = 1, type_double = 2, type_bool = 3
+    integer :: c_type
+    integer(c_int64_t) :: int_value
+    real(c_double) :: double_value
+    logical(c_bool) :: bool_value
+    select type (value)
+    type is (integer(int8))
+      int_value = int(value, c_int64_t)
+      c_type = type_int
+    type is (integer(int16))
+      int_value = int(value, c_int64_t)
+      c_type = type_int
+    type is (integer(int32))
+      int_value = int(value, c_int64_t)
+      c_type = type_int
+    type is (integer(int64))
+      int_value = int(value, c_int64_t)
+      c_type = type_int
+    type is (real(real32))
+      double_value = real(value, c_double)
+      c_type = type_double
+    type is (real(real64))
+      double_value = real(value, c_double)
+      c_type = type_double
+    type is (logical)
+      bool_value = logical(value, c_bool)
+      c_type = type_bool
+    type is (logical(c_bool))
+      bool_value = value
+      c_type = type_bool
+    type is (character(*))
+      call put_string(dest, node_ptr, region, ckey, key, value)
+      return
+    class default
+      call warn_type(put_where(dest), key)
+      return
+    end select
+    if (dest == to_region) then
+      if (c_type == type_int) call c_region_arg_int(region, ckey, int_value)
+      if (c_type == type_double) call c_region_arg_double(region, ckey, double_value)
+      if (c_type == type_bool) call c_region_arg_bool(region, ckey, bool_value)
+    else if (dest == to_node) then
+      if (c_type == type_int) call c_node_update_int(node_ptr, ckey, int_value)
+      if (c_type == type_double) call c_node_update_double(node_ptr, ckey, double_value)
+      if (c_type == type_bool) call c_node_update_bool(node_ptr, ckey, bool_value)
+    else
+      ! A counter takes numbers only.
+      if (c_type == type_int) call c_counter_int(node_ptr, ckey, int_value)
+      if (c_type == type_double) call c_counter_double(node_ptr, ckey, double_value)
+      if (c_type == type_bool) call warn_type(put_where(dest), key)
+    end if
+  end subroutine put_keyed
+
+  ! A character value: null-terminated on the stack when short (heap copy otherwise).
+  subroutine put_string(dest, node_ptr, region, ckey, key, value)
+    integer, intent(in) :: dest
+    type(c_ptr), intent(in) :: node_ptr
+    integer(dftrace_region_kind), intent(in) :: region
+    character(kind=c_char, len=*), intent(in) :: ckey
+    character(*), intent(in) :: key, value
+    character(kind=c_char, len=small_len + 1) :: vbuf
+    logical :: ok
+    if (dest == to_counter) then
+      call warn_type(put_where(dest), key)
+      return
+    end if
+    call to_c(value, vbuf, .false., ok)
+    if (dest == to_region .and. ok) call c_region_arg_string(region, ckey, vbuf)
+    if (dest == to_region .and. .not. ok) call c_region_arg_string(region, ckey, c_value(value))
+    if (dest == to_node .and. ok) call c_node_update_string(node_ptr, ckey, vbuf)
+    if (dest == to_node .and. .not. ok) call c_node_update_string(node_ptr, ckey, c_value(value))
+  end subroutine put_string
+
+  ! The public procedure a destination belongs to, for diagnostics.
+  function put_where(dest) result(where)
+    integer, intent(in) :: dest
+    character(len=:), allocatable :: where
+    select case (dest)
+    case (to_node)
+      where = 'dftrace_update'
+    case (to_region)
+      where = 'dftrace_region_arg'
+    case default
+      where = 'dftrace_counter'
+    end select
+  end function put_where
 
   ! ------------------------------------------------------------------ set-up
 
@@ -677,53 +800,8 @@ contains
     type(dftrace_node), intent(in) :: node
     character(*), intent(in) :: key
     class(*), intent(in) :: value
-    character(kind=c_char, len=small_len + 1) :: kbuf
-    logical :: ok
-    if (.not. c_associated(node%ptr)) return
-    call to_c(key, kbuf, .true., ok)
-    if (ok) then
-      call update_c(node%ptr, kbuf, key, value)
-    else
-      call update_c(node%ptr, c_name(key), key, value)
-    end if
+    if (c_associated(node%ptr)) call put_value(to_node, node%ptr, 0_dftrace_region_kind, key, value)
   end subroutine update_node
-
-  ! update_node with the key already null-terminated in ckey.
-  subroutine update_c(p, ckey, key, value)
-    type(c_ptr), intent(in) :: p
-    character(kind=c_char, len=*), intent(in) :: ckey
-    character(*), intent(in) :: key
-    class(*), intent(in) :: value
-    character(kind=c_char, len=small_len + 1) :: vbuf
-    logical :: ok
-    select type (value)
-    type is (integer(int8))
-      call c_node_update_int(p, ckey, int(value, c_int64_t))
-    type is (integer(int16))
-      call c_node_update_int(p, ckey, int(value, c_int64_t))
-    type is (integer(int32))
-      call c_node_update_int(p, ckey, int(value, c_int64_t))
-    type is (integer(int64))
-      call c_node_update_int(p, ckey, int(value, c_int64_t))
-    type is (real(real32))
-      call c_node_update_double(p, ckey, real(value, c_double))
-    type is (real(real64))
-      call c_node_update_double(p, ckey, real(value, c_double))
-    type is (logical)
-      call c_node_update_bool(p, ckey, logical(value, c_bool))
-    type is (logical(c_bool))
-      call c_node_update_bool(p, ckey, value)
-    type is (character(*))
-      call to_c(value, vbuf, .false., ok)
-      if (ok) then
-        call c_node_update_string(p, ckey, vbuf)
-      else
-        call c_node_update_string(p, ckey, c_value(value))
-      end if
-    class default
-      call warn_type('dftrace_update', key)
-    end select
-  end subroutine update_c
 
   subroutine update_path(path, key, value)
     character(*), intent(in) :: path
@@ -790,50 +868,14 @@ contains
     character(kind=c_char, len=small_len + 1) :: kbuf
     logical :: ok
     if (region == 0) return
+    ! put_value's key buffering, inlined: one call less on the hot path (about 20 instructions).
     call to_c(key, kbuf, .true., ok)
     if (ok) then
-      call region_arg_c(region, kbuf, key, value)
+      call put_keyed(to_region, c_null_ptr, region, kbuf, key, value)
     else
-      call region_arg_c(region, c_name(key), key, value)
+      call put_keyed(to_region, c_null_ptr, region, c_name(key), key, value)
     end if
   end subroutine dftrace_region_arg
-
-  ! dftrace_region_arg with the key already null-terminated in ckey.
-  subroutine region_arg_c(region, ckey, key, value)
-    integer(dftrace_region_kind), intent(in) :: region
-    character(kind=c_char, len=*), intent(in) :: ckey
-    character(*), intent(in) :: key
-    class(*), intent(in) :: value
-    character(kind=c_char, len=small_len + 1) :: vbuf
-    logical :: ok
-    select type (value)
-    type is (integer(int8))
-      call c_region_arg_int(region, ckey, int(value, c_int64_t))
-    type is (integer(int16))
-      call c_region_arg_int(region, ckey, int(value, c_int64_t))
-    type is (integer(int32))
-      call c_region_arg_int(region, ckey, int(value, c_int64_t))
-    type is (integer(int64))
-      call c_region_arg_int(region, ckey, int(value, c_int64_t))
-    type is (real(real32))
-      call c_region_arg_double(region, ckey, real(value, c_double))
-    type is (real(real64))
-      call c_region_arg_double(region, ckey, real(value, c_double))
-    type is (logical)
-      call c_region_arg_bool(region, ckey, logical(value, c_bool))
-    type is (logical(c_bool))
-      call c_region_arg_bool(region, ckey, value)
-    type is (character(*))
-      call to_c(value, vbuf, .false., ok)
-      if (ok) then
-        call c_region_arg_string(region, ckey, vbuf)
-      else
-        call c_region_arg_string(region, ckey, c_value(value))
-      end if
-    class default
-      call warn_type('dftrace_region_arg', key)
-    end select
-  end subroutine region_arg_c
 
   ! ------------------------------------------------------------------ iter loops
 
@@ -904,40 +946,8 @@ contains
     type(dftrace_node), intent(in) :: node
     character(*), intent(in) :: series
     class(*), intent(in) :: value
-    character(kind=c_char, len=small_len + 1) :: sbuf
-    logical :: ok
-    if (.not. c_associated(node%ptr)) return
-    call to_c(series, sbuf, .true., ok)
-    if (ok) then
-      call counter_c(node%ptr, sbuf, series, value)
-    else
-      call counter_c(node%ptr, c_name(series), series, value)
-    end if
+    if (c_associated(node%ptr)) call put_value(to_counter, node%ptr, 0_dftrace_region_kind, series, value)
   end subroutine counter_node
-
-  ! counter_node with the series name already null-terminated in cseries.
-  subroutine counter_c(p, cseries, series, value)
-    type(c_ptr), intent(in) :: p
-    character(kind=c_char, len=*), intent(in) :: cseries
-    character(*), intent(in) :: series
-    class(*), intent(in) :: value
-    select type (value)
-    type is (integer(int8))
-      call c_counter_int(p, cseries, int(value, c_int64_t))
-    type is (integer(int16))
-      call c_counter_int(p, cseries, int(value, c_int64_t))
-    type is (integer(int32))
-      call c_counter_int(p, cseries, int(value, c_int64_t))
-    type is (integer(int64))
-      call c_counter_int(p, cseries, int(value, c_int64_t))
-    type is (real(real32))
-      call c_counter_double(p, cseries, real(value, c_double))
-    type is (real(real64))
-      call c_counter_double(p, cseries, real(value, c_double))
-    class default
-      call warn_type('dftrace_counter', series)
-    end select
-  end subroutine counter_c
 
   subroutine counter_path(path, series, value)
     character(*), intent(in) :: path

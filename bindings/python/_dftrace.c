@@ -42,6 +42,19 @@ static void warn_and_clear(const char *what) {
   Py_XDECREF(tb);
 }
 
+/* tp_traverse and tp_clear of a type from one list of the object references it holds, so
+ * that the two never disagree: REFS(X) applies X to each field, e.g.
+ * #define ITER_REFS(X) X(self->it);  GC_SLOTS(iter, IterObject, ITER_REFS) */
+#define GC_SLOTS(prefix, Type, REFS)                                      \
+  static int prefix##_traverse(Type *self, visitproc visit, void *arg) { \
+    REFS(Py_VISIT)                                                       \
+    return 0;                                                            \
+  }                                                                      \
+  static int prefix##_clear(Type *self) {                                \
+    REFS(Py_CLEAR)                                                       \
+    return 0;                                                            \
+  }
+
 /* ---------------------------------------------------------------- argument lists */
 
 /* Per-use arguments in the ABI's form; keys and string values are owned copies. */
@@ -276,17 +289,10 @@ static PyObject *traced_vectorcall(PyObject *self_, PyObject *const *argv, size_
   return res;
 }
 
-static int traced_traverse(TracedObject *self, visitproc visit, void *arg) {
-  Py_VISIT(self->func);
-  Py_VISIT(self->dict);
-  return 0;
-}
-
-static int traced_clear(TracedObject *self) {
-  Py_CLEAR(self->func);
-  Py_CLEAR(self->dict);
-  return 0;
-}
+#define TRACED_REFS(X) \
+  X(self->func);       \
+  X(self->dict);
+GC_SLOTS(traced, TracedObject, TRACED_REFS)
 
 static void traced_dealloc(TracedObject *self) {
   PyObject_GC_UnTrack(self);
@@ -375,15 +381,8 @@ static PyObject *iter_next(IterObject *self) {
   return item;
 }
 
-static int iter_traverse(IterObject *self, visitproc visit, void *arg) {
-  Py_VISIT(self->it);
-  return 0;
-}
-
-static int iter_clear(IterObject *self) {
-  Py_CLEAR(self->it);
-  return 0;
-}
+#define ITER_REFS(X) X(self->it);
+GC_SLOTS(iter, IterObject, ITER_REFS)
 
 /* A loop left by break/return/exception drops the wrapper: its open block ends here. */
 static void iter_dealloc(IterObject *self) {
@@ -483,20 +482,12 @@ static int node_init(NodeObject *self, PyObject *args, PyObject *kw) {
   return 0;
 }
 
-static int node_traverse(NodeObject *self, visitproc visit, void *arg) {
-  /* a Python subclass's type and dict are visited by the subclass's own traverse */
-  Py_VISIT(self->bound_enter);
-  Py_VISIT(self->bound_exit);
-  Py_VISIT(self->pending_kw);
-  return 0;
-}
-
-static int node_clear(NodeObject *self) {
-  Py_CLEAR(self->bound_enter);
-  Py_CLEAR(self->bound_exit);
-  Py_CLEAR(self->pending_kw);
-  return 0;
-}
+/* A Python subclass's type and dict are visited by the subclass's own traverse. */
+#define NODE_REFS(X)      \
+  X(self->bound_enter); \
+  X(self->bound_exit);  \
+  X(self->pending_kw);
+GC_SLOTS(node, NodeObject, NODE_REFS)
 
 static int is_arg_keyword(const char *key) {
   return strcmp(key, "epoch") == 0 || strcmp(key, "step") == 0 || strcmp(key, "image_idx") == 0 ||
@@ -875,22 +866,17 @@ static PyObject *node_counter(NodeObject *self, PyObject *const *argv, Py_ssize_
   Py_RETURN_NONE;
 }
 
-static PyObject *node_get_name(NodeObject *self, void *c) {
-  (void)c;
-  return PyUnicode_FromString(dftrace_node_name(self->node));
-}
-static PyObject *node_get_cat(NodeObject *self, void *c) {
-  (void)c;
-  return PyUnicode_FromString(dftrace_node_category(self->node));
-}
-static PyObject *node_get_path(NodeObject *self, void *c) {
-  (void)c;
-  return PyUnicode_FromString(dftrace_node_path(self->node));
-}
-static PyObject *node_get_enabled(NodeObject *self, void *c) {
-  (void)c;
-  return PyBool_FromLong(dftrace_node_is_enabled(self->node));
-}
+/* The node's read-only properties that are one C call: node_get_<name> returns <result>. */
+#define NODE_GETTER(name, result)                                  \
+  static PyObject *node_get_##name(NodeObject *self, void *c) { \
+    (void)c;                                                     \
+    return result;                                               \
+  }
+NODE_GETTER(name, PyUnicode_FromString(dftrace_node_name(self->node)))
+NODE_GETTER(cat, PyUnicode_FromString(dftrace_node_category(self->node)))
+NODE_GETTER(path, PyUnicode_FromString(dftrace_node_path(self->node)))
+NODE_GETTER(enabled, PyBool_FromLong(dftrace_node_is_enabled(self->node)))
+#undef NODE_GETTER
 static PyObject *node_get_use_args(NodeObject *self, void *c) {
   (void)c;
   materialize(self);
@@ -991,15 +977,8 @@ static PyObject *bound_vectorcall(PyObject *self_, PyObject *const *argv, size_t
   return node_enter(self->node, NULL);
 }
 
-static int bound_traverse(BoundObject *self, visitproc visit, void *arg) {
-  Py_VISIT(self->node);
-  return 0;
-}
-
-static int bound_clear(BoundObject *self) {
-  Py_CLEAR(self->node);
-  return 0;
-}
+#define BOUND_REFS(X) X(self->node);
+GC_SLOTS(bound, BoundObject, BOUND_REFS)
 
 static void bound_dealloc(BoundObject *self) {
   PyObject_GC_UnTrack(self);
@@ -1106,28 +1085,6 @@ static PyObject *mod_init(PyObject *m, PyObject *args, PyObject *kw) {
   Py_END_ALLOW_THREADS return PyLong_FromLong(rc);
 }
 
-static PyObject *mod_finalize(PyObject *m, PyObject *unused) {
-  (void)m;
-  (void)unused;
-  int rc;
-  Py_BEGIN_ALLOW_THREADS rc = dftrace_finalize();
-  Py_END_ALLOW_THREADS return PyLong_FromLong(rc);
-}
-
-static PyObject *mod_flush(PyObject *m, PyObject *unused) {
-  (void)m;
-  (void)unused;
-  int rc;
-  Py_BEGIN_ALLOW_THREADS rc = dftrace_flush();
-  Py_END_ALLOW_THREADS return PyLong_FromLong(rc);
-}
-
-static PyObject *mod_is_enabled(PyObject *m, PyObject *unused) {
-  (void)m;
-  (void)unused;
-  return PyBool_FromLong(dftrace_is_enabled());
-}
-
 static PyObject *mod_set_enabled(PyObject *m, PyObject *on) {
   (void)m;
   dftrace_set_enabled(PyObject_IsTrue(on) > 0);
@@ -1139,48 +1096,39 @@ static PyObject *str_or_none(const char *s) {
   return PyUnicode_DecodeUTF8(s, (Py_ssize_t)strlen(s), "replace");
 }
 
-static PyObject *mod_status(PyObject *m, PyObject *u) {
-  (void)m;
-  (void)u;
-  return str_or_none(dftrace_status());
+/* A set-up call that may wait on file I/O, run without the GIL; its status as an int. */
+static PyObject *status_without_gil(int (*call)(void)) {
+  int rc;
+  Py_BEGIN_ALLOW_THREADS rc = call();
+  Py_END_ALLOW_THREADS return PyLong_FromLong(rc);
 }
-static PyObject *mod_output_path(PyObject *m, PyObject *u) {
-  (void)m;
-  (void)u;
-  return str_or_none(dftrace_output_path());
-}
-static PyObject *mod_config_describe(PyObject *m, PyObject *u) {
-  (void)m;
-  (void)u;
-  return str_or_none(dftrace_config_describe());
-}
-static PyObject *mod_version(PyObject *m, PyObject *u) {
-  (void)m;
-  (void)u;
-  return str_or_none(dftrace_version());
-}
+
+/* The module's functions without arguments (METH_NOARGS): mod_<name> returns <result>. */
+#define NOARGS_FUNCTION(name, result)                   \
+  static PyObject *mod_##name(PyObject *m, PyObject *u) { \
+    (void)m;                                            \
+    (void)u;                                            \
+    return result;                                      \
+  }
+NOARGS_FUNCTION(finalize, status_without_gil(dftrace_finalize))
+NOARGS_FUNCTION(flush, status_without_gil(dftrace_flush))
+NOARGS_FUNCTION(is_enabled, PyBool_FromLong(dftrace_is_enabled()))
+NOARGS_FUNCTION(status, str_or_none(dftrace_status()))
+NOARGS_FUNCTION(output_path, str_or_none(dftrace_output_path()))
+NOARGS_FUNCTION(config_describe, str_or_none(dftrace_config_describe()))
+NOARGS_FUNCTION(version, str_or_none(dftrace_version()))
+NOARGS_FUNCTION(now_ns, PyLong_FromUnsignedLongLong(dftrace_now_ns()))
+NOARGS_FUNCTION(events_written, PyLong_FromUnsignedLongLong(dftrace_events_written()))
+NOARGS_FUNCTION(events_dropped, PyLong_FromUnsignedLongLong(dftrace_events_dropped()))
+NOARGS_FUNCTION(open_depth, PyLong_FromLong(t_depth))
+#undef NOARGS_FUNCTION
+
 static PyObject *mod_status_string(PyObject *m, PyObject *code) {
   (void)m;
   long c = PyLong_AsLong(code);
   if (c == -1 && PyErr_Occurred()) return NULL;
   return str_or_none(dftrace_status_string((int)c));
 }
-static PyObject *mod_now_ns(PyObject *m, PyObject *u) {
-  (void)m;
-  (void)u;
-  return PyLong_FromUnsignedLongLong(dftrace_now_ns());
-}
-static PyObject *mod_events_written(PyObject *m, PyObject *u) {
-  (void)m;
-  (void)u;
-  return PyLong_FromUnsignedLongLong(dftrace_events_written());
-}
-static PyObject *mod_events_dropped(PyObject *m, PyObject *u) {
-  (void)m;
-  (void)u;
-  return PyLong_FromUnsignedLongLong(dftrace_events_dropped());
-}
-
 /* metadata(key, value): a CM line; process_property(key, value): a PR line. */
 static PyObject *two_strings(PyObject *const *argv, Py_ssize_t n,
                              void (*fn)(const char *, const char *), const char *what) {
@@ -1261,12 +1209,6 @@ static PyObject *mod_after_fork_child(PyObject *m, PyObject *u) {
   Py_RETURN_NONE;
 }
 
-static PyObject *mod_open_depth(PyObject *m, PyObject *u) {
-  (void)m;
-  (void)u;
-  return PyLong_FromLong(t_depth);
-}
-
 static PyMethodDef module_methods[] = {
     {"init", (PyCFunction)(void (*)(void))mod_init, METH_VARARGS | METH_KEYWORDS,
      "init(*, enable, output_prefix, output_file, config_file, exec_name, metadata, "
@@ -1293,6 +1235,41 @@ static PyMethodDef module_methods[] = {
     {"_open_depth", mod_open_depth, METH_NOARGS, NULL},
     {"_after_fork_child", mod_after_fork_child, METH_NOARGS, NULL},
     {NULL, NULL, 0, NULL}};
+
+/* The built-in AI tree of dftrace/ai_tree.def as ((category, enum name, (event, ...)), ...):
+ * _tree.py builds `ai` and the event enums from it, so Python holds no copy of the table. */
+static PyObject *ai_tree_table(void) {
+  static const struct {
+    const char *cat, *py_enum, *event; /* a category row has py_enum, an event row event */
+  } rows[] = {
+#define DFTRACE_AI_CATEGORY(c, e) {#c, #e, NULL},
+#define DFTRACE_AI_EVENT(c, e) {#c, NULL, #e},
+#include "dftrace/ai_tree.def"
+  };
+  const size_t n = sizeof rows / sizeof rows[0];
+  PyObject *out = PyList_New(0);
+  for (size_t i = 0; out && i < n;) {
+    size_t end = i + 1;
+    while (end < n && !rows[end].py_enum) ++end;
+    PyObject *events = PyTuple_New((Py_ssize_t)(end - i - 1));
+    for (size_t j = i + 1; events && j < end; ++j) {
+      PyObject *s = PyUnicode_FromString(rows[j].event);
+      if (!s) {
+        Py_CLEAR(events);
+        break;
+      }
+      PyTuple_SET_ITEM(events, (Py_ssize_t)(j - i - 1), s);
+    }
+    PyObject *row = events ? Py_BuildValue("(ssN)", rows[i].cat, rows[i].py_enum, events) : NULL;
+    if (!row || PyList_Append(out, row) < 0) Py_CLEAR(out);
+    Py_XDECREF(row);
+    i = end;
+  }
+  if (!out) return NULL;
+  PyObject *table = PyList_AsTuple(out);
+  Py_DECREF(out);
+  return table;
+}
 
 static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT,
                                         "_dftrace",
@@ -1326,5 +1303,12 @@ PyMODINIT_FUNC PyInit__dftrace(void) {
     Py_DECREF(m);
     return NULL;
   }
+  PyObject *table = ai_tree_table();
+  if (!table || PyModule_AddObjectRef(m, "AI_TREE", table) < 0) {
+    Py_XDECREF(table);
+    Py_DECREF(m);
+    return NULL;
+  }
+  Py_DECREF(table);
   return m;
 }

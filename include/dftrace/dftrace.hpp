@@ -447,39 +447,18 @@ class node {
 // ---------------------------------------------------------------- the AI tree
 
 // Mirrors pydftracer's `ai`: dftrace::ai.compute.forward, dftrace::ai.comm.all_reduce, ...
-// Each member is a node; categories are nodes too (dftrace::ai.compute.scope()).
+// Each member is a node; categories are nodes too (dftrace::ai.compute.scope()). One struct
+// `<cat>_t` per category with one member per built-in event, expanded from the tree's one table
+// (dftrace/ai_tree.def, which lists every name).
 struct ai_tree : node {
-  struct compute_t : node {
-    node forward{"compute.forward"}, backward{"compute.backward"}, step{"compute.step"};
-    constexpr compute_t() : node("compute") {}
-  } compute;
-  struct data_t : node {
-    node preprocess{"data.preprocess"}, item{"data.item"};
-    constexpr data_t() : node("data") {}
-  } data;
-  struct dataloader_t : node {
-    node fetch{"dataloader.fetch"};
-    constexpr dataloader_t() : node("dataloader") {}
-  } dataloader;
-  struct comm_t : node {
-    node send{"comm.send"}, receive{"comm.receive"}, barrier{"comm.barrier"}, bcast{"comm.bcast"},
-        reduce{"comm.reduce"}, all_reduce{"comm.all_reduce"}, gather{"comm.gather"},
-        all_gather{"comm.all_gather"}, scatter{"comm.scatter"}, reduce_scatter{"comm.reduce_scatter"},
-        all_to_all{"comm.all_to_all"};
-    constexpr comm_t() : node("comm") {}
-  } comm;
-  struct device_t : node {
-    node transfer{"device.transfer"};
-    constexpr device_t() : node("device") {}
-  } device;
-  struct checkpoint_t : node {
-    node capture{"checkpoint.capture"}, restart{"checkpoint.restart"};
-    constexpr checkpoint_t() : node("checkpoint") {}
-  } checkpoint;
-  struct pipeline_t : node {
-    node epoch{"pipeline.epoch"}, train{"pipeline.train"}, evaluate{"pipeline.evaluate"}, test{"pipeline.test"};
-    constexpr pipeline_t() : node("pipeline") {}
-  } pipeline;
+#define DFTRACE_AI_CATEGORY(c, py_enum) \
+  struct c##_t : node {                 \
+    constexpr c##_t() : node(#c) {}
+#define DFTRACE_AI_EVENT(c, e) node e{#c "." #e};
+#define DFTRACE_AI_CATEGORY_END(c) \
+  }                                \
+  c;
+#include "dftrace/ai_tree.def"
   constexpr ai_tree() : node("ai") {}
 };
 

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace dftrace::detail {
 
@@ -142,5 +143,28 @@ std::string json_quote(std::string_view s);
 
 // True if s is one complete JSON value (used to validate raw JSON handed in by callers).
 bool is_valid_json_value(std::string_view s);
+
+// The argument keys the core writes into an event line itself (next to the user's arguments):
+// a user's argument of one of these names is written as "user_<key>", never as a second key of
+// the same name. The one definition, read by the tree (node arguments) and the line formatter
+// (per-use arguments). Not among them: `count`, which the formatter adds to iter events; a node
+// or per-use argument named count is then written a second time (a known gap, not yet decided:
+// rename it on iter events only, or let the iteration's count replace it).
+inline constexpr std::string_view k_reserved_arg_keys[] = {"hhash", "level", "p_idx"};
+inline constexpr std::string_view k_reserved_arg_prefix = "user_";
+namespace fmt_detail {
+// Unrolled at compile time: each comparison is against a constant of known length, which the
+// compiler turns into a length test and an inline word compare (a loop over the array calls
+// memcmp per key, and the line formatter asks this for every per-use argument).
+template <size_t... I>
+inline bool is_reserved_arg_key(std::string_view key, std::index_sequence<I...>) {
+  return ((key.size() == k_reserved_arg_keys[I].size() &&
+           std::memcmp(key.data(), k_reserved_arg_keys[I].data(), k_reserved_arg_keys[I].size()) == 0) ||
+          ...);
+}
+}  // namespace fmt_detail
+inline bool is_reserved_arg_key(std::string_view key) {
+  return fmt_detail::is_reserved_arg_key(key, std::make_index_sequence<std::size(k_reserved_arg_keys)>());
+}
 
 }  // namespace dftrace::detail

@@ -61,7 +61,7 @@ std::string escape_key(std::string_view key) {
 }
 
 std::string safe_arg_key(std::string_view key) {
-  if (key == "hhash" || key == "level" || key == "p_idx") return "user_" + std::string(key);
+  if (is_reserved_arg_key(key)) return std::string(k_reserved_arg_prefix) + std::string(key);
   return std::string(key);
 }
 
@@ -92,24 +92,11 @@ tree::tree() {
   root_->name = "ai_root";
   root_->cat = "ai_root";
   root_->name_cat = make_name_cat(root_->name, root_->cat);
-  // The built-in tree of docs/ai-tree.md section 1.
-  const std::pair<const char *, std::vector<const char *>> builtin[] = {
-      {"compute", {"forward", "backward", "step"}},
-      {"data", {"preprocess", "item"}},
-      {"dataloader", {"fetch"}},
-      {"comm",
-       {"send", "receive", "barrier", "bcast", "reduce", "all_reduce", "gather", "all_gather",
-        "scatter", "reduce_scatter", "all_to_all"}},
-      {"device", {"transfer"}},
-      {"checkpoint", {"capture", "restart"}},
-      {"pipeline", {"epoch", "train", "evaluate", "test"}},
-  };
-  for (const auto &cat : builtin) {
-    node *c = make_child(root_.get(), cat.first, cat.first, false);
-    c->cat = cat.first;
-    c->name_cat = make_name_cat(c->name, c->cat);
-    for (const char *ch : cat.second) make_child(c, ch, ch, false);
-  }
+  // The built-in tree, from its one table (include/dftrace/ai_tree.def), in the table's order.
+  node *cat = nullptr;
+#define DFTRACE_AI_CATEGORY(c, py_enum) cat = make_child(root_.get(), #c, #c, false);
+#define DFTRACE_AI_EVENT(c, e) make_child(cat, #e, #e, false);
+#include "dftrace/ai_tree.def"
 }
 
 node *tree::make_child(node *parent, std::string_view key, std::string event_name, bool hidden) {

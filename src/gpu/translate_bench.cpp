@@ -34,6 +34,34 @@ void start_tracing() {
   });
 }
 
+// A kernel record as CUPTI hands it over (times and correlation id are set per iteration).
+CUpti_ActivityKernel10 kernel_record(uint32_t grid_x, uint32_t block_x) {
+  CUpti_ActivityKernel10 r;
+  std::memset(&r, 0, sizeof r);
+  r.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  r.name = "_Z10vector_addPKfS0_Pfi";
+  r.gridX = grid_x;
+  r.gridY = r.gridZ = 1;
+  r.blockX = block_x;
+  r.blockY = r.blockZ = 1;
+  return r;
+}
+
+kinds kernels_only() {
+  kinds k;
+  k.kernel = true;
+  return k;
+}
+
+// Places the record 5 us long, 10 us after the previous one (t), and translates it.
+template <typename Record>
+inline void translate_next(translator &tr, Record &r, uint64_t &t) {
+  r.start = t;
+  r.end = t + 5000;
+  t += 10000;
+  benchmark::DoNotOptimize(tr.translate(reinterpret_cast<const CUpti_Activity *>(&r)));
+}
+
 void BM_ring_remember(benchmark::State &state) {
   correlation_ring ring;
   uint32_t id = 1;
@@ -47,27 +75,15 @@ BENCHMARK(BM_ring_remember);
 void BM_translate_kernel(benchmark::State &state) {
   start_tracing();
   correlation_ring ring;
-  kinds k;
-  k.kernel = true;
-  translator tr(&ring, nullptr, k);
-  CUpti_ActivityKernel10 r;
-  std::memset(&r, 0, sizeof r);
-  r.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-  r.name = "_Z10vector_addPKfS0_Pfi";
-  r.gridX = 4096;
-  r.gridY = r.gridZ = 1;
-  r.blockX = 256;
-  r.blockY = r.blockZ = 1;
+  translator tr(&ring, nullptr, kernels_only());
+  CUpti_ActivityKernel10 r = kernel_record(4096, 256);
   r.streamId = 7;
   uint64_t t = dftrace_now_ns();
   uint32_t id = 1;
   for (auto _ : state) {
-    r.start = t;
-    r.end = t + 5000;
     r.correlationId = id;
     ring.remember(id++, 7);
-    t += 10000;
-    benchmark::DoNotOptimize(tr.translate(reinterpret_cast<const CUpti_Activity *>(&r)));
+    translate_next(tr, r, t);
   }
   state.SetItemsProcessed(state.iterations());
 }
@@ -77,27 +93,14 @@ BENCHMARK(BM_translate_kernel);
 // formatting and writing of the event.
 void BM_translate_kernel_node_off(benchmark::State &state) {
   start_tracing();
-  dftrace_node_t *node = dftrace_node_find("device.kernel");
   correlation_ring ring;
-  kinds k;
-  k.kernel = true;
-  translator tr(&ring, nullptr, k);
-  CUpti_ActivityKernel10 r;
-  std::memset(&r, 0, sizeof r);
-  r.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-  r.name = "_Z10vector_addPKfS0_Pfi";
-  r.gridX = r.gridY = r.gridZ = r.blockX = r.blockY = r.blockZ = 1;
+  translator tr(&ring, nullptr, kernels_only());
+  CUpti_ActivityKernel10 r = kernel_record(1, 1);
   tr.translate(reinterpret_cast<const CUpti_Activity *>(&r));  // creates the nodes
   dftrace_node_disable(dftrace_category("device"));
   uint64_t t = dftrace_now_ns();
-  for (auto _ : state) {
-    r.start = t;
-    r.end = t + 5000;
-    t += 10000;
-    benchmark::DoNotOptimize(tr.translate(reinterpret_cast<const CUpti_Activity *>(&r)));
-  }
+  for (auto _ : state) translate_next(tr, r, t);
   dftrace_node_enable(dftrace_category("device"));
-  (void)node;
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_translate_kernel_node_off);
@@ -115,12 +118,7 @@ void BM_translate_memcpy(benchmark::State &state) {
   r.dstKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
   r.bytes = 1 << 20;
   uint64_t t = dftrace_now_ns();
-  for (auto _ : state) {
-    r.start = t;
-    r.end = t + 5000;
-    t += 10000;
-    benchmark::DoNotOptimize(tr.translate(reinterpret_cast<const CUpti_Activity *>(&r)));
-  }
+  for (auto _ : state) translate_next(tr, r, t);
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_translate_memcpy);

@@ -18,9 +18,17 @@
 
 namespace dftrace::mpi {
 
-comm_nodes g;
+comm_nodes nodes;
 
 namespace {
+
+// One member per built-in event of the tree's one table (dftrace/ai_tree.def), so that
+// BUILTIN_COMM(send) names "send" only if the table has comm.send, and fails to compile otherwise.
+struct builtin_events {
+#define DFTRACE_AI_EVENT(c, e) char c##_##e;
+#include "dftrace/ai_tree.def"
+};
+#define BUILTIN_COMM(e) (static_cast<void>(sizeof(builtin_events::comm_##e)), #e)
 
 dftrace_node_t *op_node(dftrace_node_t *comm, const char *name, dftrace_node_t **post) {
   dftrace_node_t *n = dftrace_node_child(comm, name);
@@ -29,25 +37,25 @@ dftrace_node_t *op_node(dftrace_node_t *comm, const char *name, dftrace_node_t *
 }
 
 __attribute__((constructor)) void on_load() {
-  g.root = dftrace_node_root();
+  nodes.root = dftrace_node_root();
   dftrace_node_t *comm = dftrace_category("comm");
   if (!comm) return;
-  g.mpi_init = dftrace_node_child(comm, "mpi_init");
-  g.mpi_finalize = dftrace_node_child(comm, "mpi_finalize");
-  g.wait = dftrace_node_child(comm, "wait");
-  g.test = dftrace_node_child(comm, "test");
-  g.sendrecv = dftrace_node_child(comm, "sendrecv");
-  g.send = op_node(comm, "send", &g.send_post);
-  g.receive = op_node(comm, "receive", &g.receive_post);
-  g.barrier = op_node(comm, "barrier", &g.barrier_post);
-  g.bcast = op_node(comm, "bcast", &g.bcast_post);
-  g.reduce = op_node(comm, "reduce", &g.reduce_post);
-  g.all_reduce = op_node(comm, "all_reduce", &g.all_reduce_post);
-  g.gather = op_node(comm, "gather", &g.gather_post);
-  g.all_gather = op_node(comm, "all_gather", &g.all_gather_post);
-  g.scatter = op_node(comm, "scatter", &g.scatter_post);
-  g.reduce_scatter = op_node(comm, "reduce_scatter", &g.reduce_scatter_post);
-  g.all_to_all = op_node(comm, "all_to_all", &g.all_to_all_post);
+  nodes.mpi_init = dftrace_node_child(comm, "mpi_init");
+  nodes.mpi_finalize = dftrace_node_child(comm, "mpi_finalize");
+  nodes.wait = dftrace_node_child(comm, "wait");
+  nodes.test = dftrace_node_child(comm, "test");
+  nodes.sendrecv = dftrace_node_child(comm, "sendrecv");
+  nodes.send = op_node(comm, BUILTIN_COMM(send), &nodes.send_post);
+  nodes.receive = op_node(comm, BUILTIN_COMM(receive), &nodes.receive_post);
+  nodes.barrier = op_node(comm, BUILTIN_COMM(barrier), &nodes.barrier_post);
+  nodes.bcast = op_node(comm, BUILTIN_COMM(bcast), &nodes.bcast_post);
+  nodes.reduce = op_node(comm, BUILTIN_COMM(reduce), &nodes.reduce_post);
+  nodes.all_reduce = op_node(comm, BUILTIN_COMM(all_reduce), &nodes.all_reduce_post);
+  nodes.gather = op_node(comm, BUILTIN_COMM(gather), &nodes.gather_post);
+  nodes.all_gather = op_node(comm, BUILTIN_COMM(all_gather), &nodes.all_gather_post);
+  nodes.scatter = op_node(comm, BUILTIN_COMM(scatter), &nodes.scatter_post);
+  nodes.reduce_scatter = op_node(comm, BUILTIN_COMM(reduce_scatter), &nodes.reduce_scatter_post);
+  nodes.all_to_all = op_node(comm, BUILTIN_COMM(all_to_all), &nodes.all_to_all_post);
 }
 
 bool env_flag(const char *name, bool fallback) {
@@ -73,26 +81,26 @@ int env_int(const char *name, int fallback, int lo, int hi) {
 // Estimates this rank's offset to rank 0's trace clock: rank 0 answers each other rank's
 // pings in turn with its trace time; the round with the shortest round trip wins.
 void align_clocks(MPI_Comm world, int rank, int size, int rounds) {
-  MPI_Comm c;
-  if (PMPI_Comm_dup(world, &c) != MPI_SUCCESS) return;
+  MPI_Comm sync;
+  if (PMPI_Comm_dup(world, &sync) != MPI_SUCCESS) return;
   const int tag = 7001;
   int64_t best_offset = 0, best_rtt = -1;
   if (rank == 0) {
     for (int r = 1; r < size; ++r) {
       for (int k = 0; k < rounds; ++k) {
         int64_t ping = 0;
-        PMPI_Recv(&ping, 1, MPI_INT64_T, r, tag, c, MPI_STATUS_IGNORE);
+        PMPI_Recv(&ping, 1, MPI_INT64_T, r, tag, sync, MPI_STATUS_IGNORE);
         const int64_t now = static_cast<int64_t>(dftrace_trace_time_ns());
-        PMPI_Send(&now, 1, MPI_INT64_T, r, tag, c);
+        PMPI_Send(&now, 1, MPI_INT64_T, r, tag, sync);
       }
     }
     best_rtt = 0;
   } else {
     for (int k = 0; k < rounds; ++k) {
       const int64_t t0 = static_cast<int64_t>(dftrace_trace_time_ns());
-      PMPI_Send(&t0, 1, MPI_INT64_T, 0, tag, c);
+      PMPI_Send(&t0, 1, MPI_INT64_T, 0, tag, sync);
       int64_t remote = 0;
-      PMPI_Recv(&remote, 1, MPI_INT64_T, 0, tag, c, MPI_STATUS_IGNORE);
+      PMPI_Recv(&remote, 1, MPI_INT64_T, 0, tag, sync, MPI_STATUS_IGNORE);
       const int64_t t1 = static_cast<int64_t>(dftrace_trace_time_ns());
       const int64_t rtt = t1 - t0;
       if (best_rtt < 0 || rtt < best_rtt) {
@@ -101,7 +109,7 @@ void align_clocks(MPI_Comm world, int rank, int size, int rounds) {
       }
     }
   }
-  PMPI_Comm_free(&c);
+  PMPI_Comm_free(&sync);
   dftrace_process_property_int("clock_offset_ns", best_offset);
   dftrace_process_property_int("clock_offset_uncertainty_ns", (best_rtt + 1) / 2);
   dftrace_process_property_int("clock_sync_rounds", rank == 0 ? 0 : rounds);
@@ -184,15 +192,15 @@ void after_init() {
 // The MPI_Init event. Its first use also initialises tracing when the environment enables it,
 // so that the PR lines written after MPI_Init land in the trace.
 dftrace_region_t begin_init() {
-  dftrace_region_t r = dftrace_region_begin(g.mpi_init);
-  if (r && !dftrace_node_is_enabled(g.mpi_init)) {
+  dftrace_region_t r = dftrace_region_begin(nodes.mpi_init);
+  if (r && !dftrace_node_is_enabled(nodes.mpi_init)) {
     // That first use read the configuration, which switches this node off (e.g. "-comm").
     dftrace_region_cancel(r);
     r = 0;
   }
-  if (!r && !dftrace_is_enabled() && dftrace_node_active_fast(g.root)) {
+  if (!r && !dftrace_is_enabled() && dftrace_node_active_fast(nodes.root)) {
     // comm.mpi_init is switched off but tracing is on: start it through the root.
-    dftrace_region_cancel(dftrace_region_begin(g.root));
+    dftrace_region_cancel(dftrace_region_begin(nodes.root));
   }
   return r;
 }
@@ -225,7 +233,7 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
 }
 
 int MPI_Finalize(void) {
-  const dftrace_region_t r = dftrace_region_begin(g.mpi_finalize);
+  const dftrace_region_t r = dftrace_region_begin(nodes.mpi_finalize);
   const int rc = PMPI_Finalize();
   dftrace_region_end(r);
   // What is buffered reaches the file before the launcher may tear the process down.
@@ -237,37 +245,29 @@ int MPI_Finalize(void) {
 
 int MPI_Send(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm) {
   return traced(
-      g.send,
-      [&] {
-        return std::array<dftrace_arg_t, 4>{arg("bytes", bytes_of(count, dt)), arg("peer", dest),
-                                            arg("tag", tag), arg("comm_size", size_of(comm))};
-      },
+      nodes.send,
+      [&] { return peer_args(bytes_of(count, dt), dest, tag, size_of(comm)); },
       [&] { return PMPI_Send(buf, count, dt, dest, tag, comm); });
 }
 
 int MPI_Ssend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm) {
   return traced(
-      g.send,
-      [&] {
-        return std::array<dftrace_arg_t, 4>{arg("bytes", bytes_of(count, dt)), arg("peer", dest),
-                                            arg("tag", tag), arg("comm_size", size_of(comm))};
-      },
+      nodes.send,
+      [&] { return peer_args(bytes_of(count, dt), dest, tag, size_of(comm)); },
       [&] { return PMPI_Ssend(buf, count, dt, dest, tag, comm); });
 }
 
 int MPI_Recv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Comm comm, MPI_Status *status) {
-  if (!dftrace_node_active_fast(g.receive)) return PMPI_Recv(buf, count, dt, source, tag, comm, status);
+  if (!dftrace_node_active_fast(nodes.receive)) return PMPI_Recv(buf, count, dt, source, tag, comm, status);
   // What arrived is known only afterwards: bytes, source and tag come from the status.
   MPI_Status local;
-  MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
+  MPI_Status *filled = status == MPI_STATUS_IGNORE ? &local : status;
   const dftrace_arg_t in[] = {arg("comm_size", size_of(comm))};
-  const dftrace_region_t r = dftrace_region_begin_ex(g.receive, DFTRACE_USE_NODE_STATE, in, 1);
-  const int rc = PMPI_Recv(buf, count, dt, source, tag, comm, st);
+  const dftrace_region_t r = dftrace_region_begin_ex(nodes.receive, DFTRACE_USE_NODE_STATE, in, 1);
+  const int rc = PMPI_Recv(buf, count, dt, source, tag, comm, filled);
   if (r) {
-    int got = 0;
-    if (rc != MPI_SUCCESS || PMPI_Get_count(st, MPI_BYTE, &got) != MPI_SUCCESS || got == MPI_UNDEFINED) got = 0;
-    const dftrace_arg_t out[] = {arg("bytes", got), arg("peer", rc == MPI_SUCCESS ? st->MPI_SOURCE : source),
-                                 arg("tag", rc == MPI_SUCCESS ? st->MPI_TAG : tag)};
+    const receipt got = received(rc, filled, source, tag);
+    const dftrace_arg_t out[] = {arg("bytes", got.bytes), arg("peer", got.source), arg("tag", got.tag)};
     dftrace_region_end_ex(r, out, 3);
   }
   return rc;
@@ -275,21 +275,15 @@ int MPI_Recv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Com
 
 int MPI_Isend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm, MPI_Request *req) {
   return traced(
-      g.send_post,
-      [&] {
-        return std::array<dftrace_arg_t, 4>{arg("bytes", bytes_of(count, dt)), arg("peer", dest),
-                                            arg("tag", tag), arg("comm_size", size_of(comm))};
-      },
+      nodes.send_post,
+      [&] { return peer_args(bytes_of(count, dt), dest, tag, size_of(comm)); },
       [&] { return PMPI_Isend(buf, count, dt, dest, tag, comm, req); });
 }
 
 int MPI_Irecv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Comm comm, MPI_Request *req) {
   return traced(
-      g.receive_post,
-      [&] {
-        return std::array<dftrace_arg_t, 4>{arg("bytes", bytes_of(count, dt)), arg("peer", source),
-                                            arg("tag", tag), arg("comm_size", size_of(comm))};
-      },
+      nodes.receive_post,
+      [&] { return peer_args(bytes_of(count, dt), source, tag, size_of(comm)); },
       [&] { return PMPI_Irecv(buf, count, dt, source, tag, comm, req); });
 }
 
@@ -297,25 +291,25 @@ int MPI_Irecv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Co
 
 int MPI_Wait(MPI_Request *req, MPI_Status *status) {
   return traced(
-      g.wait, [&] { return std::array<dftrace_arg_t, 1>{arg("requests", 1)}; },
+      nodes.wait, [&] { return requests_args(1); },
       [&] { return PMPI_Wait(req, status); });
 }
 
 int MPI_Waitall(int count, MPI_Request reqs[], MPI_Status *statuses) {
   return traced(
-      g.wait, [&] { return std::array<dftrace_arg_t, 1>{arg("requests", count)}; },
+      nodes.wait, [&] { return requests_args(count); },
       [&] { return PMPI_Waitall(count, reqs, statuses); });
 }
 
 int MPI_Waitany(int count, MPI_Request reqs[], int *index, MPI_Status *status) {
   return traced(
-      g.wait, [&] { return std::array<dftrace_arg_t, 1>{arg("requests", count)}; },
+      nodes.wait, [&] { return requests_args(count); },
       [&] { return PMPI_Waitany(count, reqs, index, status); });
 }
 
 int MPI_Waitsome(int incount, MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[]) {
   return traced(
-      g.wait, [&] { return std::array<dftrace_arg_t, 1>{arg("requests", incount)}; },
+      nodes.wait, [&] { return requests_args(incount); },
       [&] { return PMPI_Waitsome(incount, reqs, outcount, indices, statuses); });
 }
 
@@ -376,43 +370,37 @@ int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype dt, int dest, int se
 
 int MPI_Barrier(MPI_Comm comm) {
   return traced(
-      g.barrier, [&] { return std::array<dftrace_arg_t, 1>{arg("comm_size", size_of(comm))}; },
+      nodes.barrier, [&] { return comm_size_args(size_of(comm)); },
       [&] { return PMPI_Barrier(comm); });
 }
 
 int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm) {
   return traced(
-      g.bcast,
-      [&] {
-        return std::array<dftrace_arg_t, 3>{arg("bytes", bytes_of(count, dt)), arg("root", root),
-                                            arg("comm_size", size_of(comm))};
-      },
+      nodes.bcast,
+      [&] { return rooted_args(bytes_of(count, dt), root, size_of(comm)); },
       [&] { return PMPI_Bcast(buf, count, dt, root, comm); });
 }
 
 int MPI_Reduce(const void *sb, void *rb, int count, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm) {
   return traced(
-      g.reduce,
-      [&] {
-        return std::array<dftrace_arg_t, 3>{arg("bytes", bytes_of(count, dt)), arg("root", root),
-                                            arg("comm_size", size_of(comm))};
-      },
+      nodes.reduce,
+      [&] { return rooted_args(bytes_of(count, dt), root, size_of(comm)); },
       [&] { return PMPI_Reduce(sb, rb, count, dt, op, root, comm); });
 }
 
 int MPI_Allreduce(const void *sb, void *rb, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
   return traced(
-      g.all_reduce,
-      [&] { return std::array<dftrace_arg_t, 2>{arg("bytes", bytes_of(count, dt)), arg("comm_size", size_of(comm))}; },
+      nodes.all_reduce,
+      [&] { return collective_args(bytes_of(count, dt), size_of(comm)); },
       [&] { return PMPI_Allreduce(sb, rb, count, dt, op, comm); });
 }
 
 int MPI_Gather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, int root, MPI_Comm comm) {
   return traced(
-      g.gather,
+      nodes.gather,
       [&] {
-        const int64_t b = sb == MPI_IN_PLACE ? bytes_of(rc, rt) : bytes_of(sc, st);
-        return std::array<dftrace_arg_t, 3>{arg("bytes", b), arg("root", root), arg("comm_size", size_of(comm))};
+        const int64_t bytes = contributed_bytes(sb == MPI_IN_PLACE, sc, st, rc, rt);
+        return rooted_args(bytes, root, size_of(comm));
       },
       [&] { return PMPI_Gather(sb, sc, st, rb, rc, rt, root, comm); });
 }
@@ -420,20 +408,20 @@ int MPI_Gather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Da
 int MPI_Gatherv(const void *sb, int sc, MPI_Datatype st, void *rb, const int rcs[], const int displs[],
                 MPI_Datatype rt, int root, MPI_Comm comm) {
   return traced(
-      g.gather,
+      nodes.gather,
       [&] {
-        const int64_t b = sb == MPI_IN_PLACE ? bytes_of(rcs ? rcs[rank_in(comm)] : 0, rt) : bytes_of(sc, st);
-        return std::array<dftrace_arg_t, 3>{arg("bytes", b), arg("root", root), arg("comm_size", size_of(comm))};
+        const int64_t bytes = sb == MPI_IN_PLACE ? bytes_of(rcs ? rcs[rank_in(comm)] : 0, rt) : bytes_of(sc, st);
+        return rooted_args(bytes, root, size_of(comm));
       },
       [&] { return PMPI_Gatherv(sb, sc, st, rb, rcs, displs, rt, root, comm); });
 }
 
 int MPI_Allgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, MPI_Comm comm) {
   return traced(
-      g.all_gather,
+      nodes.all_gather,
       [&] {
-        const int64_t b = sb == MPI_IN_PLACE ? bytes_of(rc, rt) : bytes_of(sc, st);
-        return std::array<dftrace_arg_t, 2>{arg("bytes", b), arg("comm_size", size_of(comm))};
+        const int64_t bytes = contributed_bytes(sb == MPI_IN_PLACE, sc, st, rc, rt);
+        return collective_args(bytes, size_of(comm));
       },
       [&] { return PMPI_Allgather(sb, sc, st, rb, rc, rt, comm); });
 }
@@ -441,20 +429,20 @@ int MPI_Allgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI
 int MPI_Allgatherv(const void *sb, int sc, MPI_Datatype st, void *rb, const int rcs[], const int displs[],
                    MPI_Datatype rt, MPI_Comm comm) {
   return traced(
-      g.all_gather,
+      nodes.all_gather,
       [&] {
-        const int64_t b = sb == MPI_IN_PLACE ? bytes_of(rcs ? rcs[rank_in(comm)] : 0, rt) : bytes_of(sc, st);
-        return std::array<dftrace_arg_t, 2>{arg("bytes", b), arg("comm_size", size_of(comm))};
+        const int64_t bytes = sb == MPI_IN_PLACE ? bytes_of(rcs ? rcs[rank_in(comm)] : 0, rt) : bytes_of(sc, st);
+        return collective_args(bytes, size_of(comm));
       },
       [&] { return PMPI_Allgatherv(sb, sc, st, rb, rcs, displs, rt, comm); });
 }
 
 int MPI_Scatter(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, int root, MPI_Comm comm) {
   return traced(
-      g.scatter,
+      nodes.scatter,
       [&] {
-        const int64_t b = rb == MPI_IN_PLACE ? bytes_of(sc, st) : bytes_of(rc, rt);
-        return std::array<dftrace_arg_t, 3>{arg("bytes", b), arg("root", root), arg("comm_size", size_of(comm))};
+        const int64_t bytes = contributed_bytes(rb == MPI_IN_PLACE, rc, rt, sc, st);
+        return rooted_args(bytes, root, size_of(comm));
       },
       [&] { return PMPI_Scatter(sb, sc, st, rb, rc, rt, root, comm); });
 }
@@ -462,42 +450,42 @@ int MPI_Scatter(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_D
 int MPI_Scatterv(const void *sb, const int scs[], const int displs[], MPI_Datatype st, void *rb, int rc,
                  MPI_Datatype rt, int root, MPI_Comm comm) {
   return traced(
-      g.scatter,
+      nodes.scatter,
       [&] {
-        const int64_t b = rb == MPI_IN_PLACE ? bytes_of(scs ? scs[rank_in(comm)] : 0, st) : bytes_of(rc, rt);
-        return std::array<dftrace_arg_t, 3>{arg("bytes", b), arg("root", root), arg("comm_size", size_of(comm))};
+        const int64_t bytes = rb == MPI_IN_PLACE ? bytes_of(scs ? scs[rank_in(comm)] : 0, st) : bytes_of(rc, rt);
+        return rooted_args(bytes, root, size_of(comm));
       },
       [&] { return PMPI_Scatterv(sb, scs, displs, st, rb, rc, rt, root, comm); });
 }
 
 int MPI_Reduce_scatter(const void *sb, void *rb, const int rcs[], MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
   return traced(
-      g.reduce_scatter,
+      nodes.reduce_scatter,
       [&] {
-        const int n = size_of(comm);
-        return std::array<dftrace_arg_t, 2>{arg("bytes", bytes_of(sum_of(rcs, n), dt)), arg("comm_size", n)};
+        const int comm_size = size_of(comm);
+        return collective_args(bytes_of(sum_of(rcs, comm_size), dt), comm_size);
       },
       [&] { return PMPI_Reduce_scatter(sb, rb, rcs, dt, op, comm); });
 }
 
 int MPI_Reduce_scatter_block(const void *sb, void *rb, int rc, MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
   return traced(
-      g.reduce_scatter,
+      nodes.reduce_scatter,
       [&] {
-        const int n = size_of(comm);
-        return std::array<dftrace_arg_t, 2>{arg("bytes", bytes_of(static_cast<int64_t>(rc) * n, dt)), arg("comm_size", n)};
+        const int comm_size = size_of(comm);
+        return collective_args(bytes_of(static_cast<int64_t>(rc) * comm_size, dt), comm_size);
       },
       [&] { return PMPI_Reduce_scatter_block(sb, rb, rc, dt, op, comm); });
 }
 
 int MPI_Alltoall(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, MPI_Comm comm) {
   return traced(
-      g.all_to_all,
+      nodes.all_to_all,
       [&] {
-        const int n = size_of(comm);
-        const int64_t b = sb == MPI_IN_PLACE ? bytes_of(static_cast<int64_t>(rc) * n, rt)
-                                             : bytes_of(static_cast<int64_t>(sc) * n, st);
-        return std::array<dftrace_arg_t, 2>{arg("bytes", b), arg("comm_size", n)};
+        const int comm_size = size_of(comm);
+        const int64_t bytes = sb == MPI_IN_PLACE ? bytes_of(static_cast<int64_t>(rc) * comm_size, rt)
+                                             : bytes_of(static_cast<int64_t>(sc) * comm_size, st);
+        return collective_args(bytes, comm_size);
       },
       [&] { return PMPI_Alltoall(sb, sc, st, rb, rc, rt, comm); });
 }
@@ -505,11 +493,11 @@ int MPI_Alltoall(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_
 int MPI_Alltoallv(const void *sb, const int scs[], const int sdispls[], MPI_Datatype st, void *rb,
                   const int rcs[], const int rdispls[], MPI_Datatype rt, MPI_Comm comm) {
   return traced(
-      g.all_to_all,
+      nodes.all_to_all,
       [&] {
-        const int n = size_of(comm);
-        const int64_t b = sb == MPI_IN_PLACE ? bytes_of(sum_of(rcs, n), rt) : bytes_of(sum_of(scs, n), st);
-        return std::array<dftrace_arg_t, 2>{arg("bytes", b), arg("comm_size", n)};
+        const int comm_size = size_of(comm);
+        const int64_t bytes = sb == MPI_IN_PLACE ? bytes_of(sum_of(rcs, comm_size), rt) : bytes_of(sum_of(scs, comm_size), st);
+        return collective_args(bytes, comm_size);
       },
       [&] { return PMPI_Alltoallv(sb, scs, sdispls, st, rb, rcs, rdispls, rt, comm); });
 }
@@ -518,45 +506,39 @@ int MPI_Alltoallv(const void *sb, const int scs[], const int sdispls[], MPI_Data
 
 int MPI_Ibarrier(MPI_Comm comm, MPI_Request *req) {
   return traced(
-      g.barrier_post, [&] { return std::array<dftrace_arg_t, 1>{arg("comm_size", size_of(comm))}; },
+      nodes.barrier_post, [&] { return comm_size_args(size_of(comm)); },
       [&] { return PMPI_Ibarrier(comm, req); });
 }
 
 int MPI_Ibcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm, MPI_Request *req) {
   return traced(
-      g.bcast_post,
-      [&] {
-        return std::array<dftrace_arg_t, 3>{arg("bytes", bytes_of(count, dt)), arg("root", root),
-                                            arg("comm_size", size_of(comm))};
-      },
+      nodes.bcast_post,
+      [&] { return rooted_args(bytes_of(count, dt), root, size_of(comm)); },
       [&] { return PMPI_Ibcast(buf, count, dt, root, comm, req); });
 }
 
 int MPI_Ireduce(const void *sb, void *rb, int count, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm,
                 MPI_Request *req) {
   return traced(
-      g.reduce_post,
-      [&] {
-        return std::array<dftrace_arg_t, 3>{arg("bytes", bytes_of(count, dt)), arg("root", root),
-                                            arg("comm_size", size_of(comm))};
-      },
+      nodes.reduce_post,
+      [&] { return rooted_args(bytes_of(count, dt), root, size_of(comm)); },
       [&] { return PMPI_Ireduce(sb, rb, count, dt, op, root, comm, req); });
 }
 
 int MPI_Iallreduce(const void *sb, void *rb, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm, MPI_Request *req) {
   return traced(
-      g.all_reduce_post,
-      [&] { return std::array<dftrace_arg_t, 2>{arg("bytes", bytes_of(count, dt)), arg("comm_size", size_of(comm))}; },
+      nodes.all_reduce_post,
+      [&] { return collective_args(bytes_of(count, dt), size_of(comm)); },
       [&] { return PMPI_Iallreduce(sb, rb, count, dt, op, comm, req); });
 }
 
 int MPI_Igather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, int root, MPI_Comm comm,
                 MPI_Request *req) {
   return traced(
-      g.gather_post,
+      nodes.gather_post,
       [&] {
-        const int64_t b = sb == MPI_IN_PLACE ? bytes_of(rc, rt) : bytes_of(sc, st);
-        return std::array<dftrace_arg_t, 3>{arg("bytes", b), arg("root", root), arg("comm_size", size_of(comm))};
+        const int64_t bytes = contributed_bytes(sb == MPI_IN_PLACE, sc, st, rc, rt);
+        return rooted_args(bytes, root, size_of(comm));
       },
       [&] { return PMPI_Igather(sb, sc, st, rb, rc, rt, root, comm, req); });
 }
@@ -564,10 +546,10 @@ int MPI_Igather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_D
 int MPI_Iallgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, MPI_Comm comm,
                    MPI_Request *req) {
   return traced(
-      g.all_gather_post,
+      nodes.all_gather_post,
       [&] {
-        const int64_t b = sb == MPI_IN_PLACE ? bytes_of(rc, rt) : bytes_of(sc, st);
-        return std::array<dftrace_arg_t, 2>{arg("bytes", b), arg("comm_size", size_of(comm))};
+        const int64_t bytes = contributed_bytes(sb == MPI_IN_PLACE, sc, st, rc, rt);
+        return collective_args(bytes, size_of(comm));
       },
       [&] { return PMPI_Iallgather(sb, sc, st, rb, rc, rt, comm, req); });
 }
@@ -575,10 +557,10 @@ int MPI_Iallgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MP
 int MPI_Iscatter(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, int root, MPI_Comm comm,
                  MPI_Request *req) {
   return traced(
-      g.scatter_post,
+      nodes.scatter_post,
       [&] {
-        const int64_t b = rb == MPI_IN_PLACE ? bytes_of(sc, st) : bytes_of(rc, rt);
-        return std::array<dftrace_arg_t, 3>{arg("bytes", b), arg("root", root), arg("comm_size", size_of(comm))};
+        const int64_t bytes = contributed_bytes(rb == MPI_IN_PLACE, rc, rt, sc, st);
+        return rooted_args(bytes, root, size_of(comm));
       },
       [&] { return PMPI_Iscatter(sb, sc, st, rb, rc, rt, root, comm, req); });
 }
@@ -586,10 +568,10 @@ int MPI_Iscatter(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_
 int MPI_Ireduce_scatter_block(const void *sb, void *rb, int rc, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
                               MPI_Request *req) {
   return traced(
-      g.reduce_scatter_post,
+      nodes.reduce_scatter_post,
       [&] {
-        const int n = size_of(comm);
-        return std::array<dftrace_arg_t, 2>{arg("bytes", bytes_of(static_cast<int64_t>(rc) * n, dt)), arg("comm_size", n)};
+        const int comm_size = size_of(comm);
+        return collective_args(bytes_of(static_cast<int64_t>(rc) * comm_size, dt), comm_size);
       },
       [&] { return PMPI_Ireduce_scatter_block(sb, rb, rc, dt, op, comm, req); });
 }
@@ -597,12 +579,12 @@ int MPI_Ireduce_scatter_block(const void *sb, void *rb, int rc, MPI_Datatype dt,
 int MPI_Ialltoall(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, MPI_Comm comm,
                   MPI_Request *req) {
   return traced(
-      g.all_to_all_post,
+      nodes.all_to_all_post,
       [&] {
-        const int n = size_of(comm);
-        const int64_t b = sb == MPI_IN_PLACE ? bytes_of(static_cast<int64_t>(rc) * n, rt)
-                                             : bytes_of(static_cast<int64_t>(sc) * n, st);
-        return std::array<dftrace_arg_t, 2>{arg("bytes", b), arg("comm_size", n)};
+        const int comm_size = size_of(comm);
+        const int64_t bytes = sb == MPI_IN_PLACE ? bytes_of(static_cast<int64_t>(rc) * comm_size, rt)
+                                             : bytes_of(static_cast<int64_t>(sc) * comm_size, st);
+        return collective_args(bytes, comm_size);
       },
       [&] { return PMPI_Ialltoall(sb, sc, st, rb, rc, rt, comm, req); });
 }

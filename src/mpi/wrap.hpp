@@ -25,7 +25,8 @@ struct comm_nodes {
   dftrace_node_t *gather_post = nullptr, *all_gather_post = nullptr, *scatter_post = nullptr;
   dftrace_node_t *reduce_scatter_post = nullptr, *all_to_all_post = nullptr;
 };
-extern comm_nodes g;
+// The comm nodes every wrapper records on, filled once when the library loads (dftrace_mpi.cpp).
+extern comm_nodes nodes;
 
 inline dftrace_arg_t arg(const char *key, int64_t v) {
   dftrace_arg_t a;
@@ -60,6 +61,53 @@ inline int64_t sum_of(const int *counts, int n) {
   return s;
 }
 
+// The per-use arguments of each shape of call, shared by the blocking and non-blocking C
+// wrappers and the Fortran ones, so that one operation writes the same keys from each.
+inline std::array<dftrace_arg_t, 4> peer_args(int64_t bytes, int peer, int tag, int comm_size) {
+  return {arg("bytes", bytes), arg("peer", peer), arg("tag", tag), arg("comm_size", comm_size)};
+}
+
+// bcast, reduce, gather and scatter: one rank is the root.
+inline std::array<dftrace_arg_t, 3> rooted_args(int64_t bytes, int root, int comm_size) {
+  return {arg("bytes", bytes), arg("root", root), arg("comm_size", comm_size)};
+}
+
+// all_reduce, all_gather, reduce_scatter and all_to_all.
+inline std::array<dftrace_arg_t, 2> collective_args(int64_t bytes, int comm_size) {
+  return {arg("bytes", bytes), arg("comm_size", comm_size)};
+}
+
+inline std::array<dftrace_arg_t, 1> comm_size_args(int comm_size) { return {arg("comm_size", comm_size)}; }
+
+inline std::array<dftrace_arg_t, 1> requests_args(int requests) { return {arg("requests", requests)}; }
+
+// The bytes of a Fortran count of a Fortran datatype handle (converted only here, when needed).
+inline int64_t bytes_of(const MPI_Fint *count, const MPI_Fint *type) { return bytes_of(*count, PMPI_Type_f2c(*type)); }
+
+// What a rank contributes to a gather: its send buffer, or in place its own block of the
+// receive buffer (the same rule for scatter with send and receive exchanged). C counts and
+// datatypes, or Fortran ones (MPI_Fint pointers).
+template <typename Count, typename Type>
+inline int64_t contributed_bytes(bool in_place, Count send_count, Type send_type, Count recv_count, Type recv_type) {
+  return in_place ? bytes_of(recv_count, recv_type) : bytes_of(send_count, send_type);
+}
+
+// What a receive got, from the status MPI filled (`filled`: the caller's, or the wrapper's own
+// when the caller passed MPI_STATUS_IGNORE): bytes, source and tag; 0 bytes and the posted
+// source and tag when the call failed.
+struct receipt {
+  int64_t bytes;
+  int source;
+  int tag;
+};
+
+inline receipt received(int rc, const MPI_Status *filled, int posted_source, int posted_tag) {
+  if (rc != MPI_SUCCESS) return {0, posted_source, posted_tag};
+  int got = 0;
+  if (PMPI_Get_count(filled, MPI_BYTE, &got) != MPI_SUCCESS || got == MPI_UNDEFINED) got = 0;
+  return {got, filled->MPI_SOURCE, filled->MPI_TAG};
+}
+
 // One event around one PMPI call. The arguments are built only when the node records.
 template <typename Args, typename Call>
 inline int traced(dftrace_node_t *node, Args make_args, Call call) {
@@ -75,9 +123,9 @@ inline int traced(dftrace_node_t *node, Args make_args, Call call) {
 // off), with how many requests were asked about and how many completed.
 template <typename Call>
 inline int traced_test(int requests, Call call, int *completed) {
-  if (!dftrace_node_active_fast(g.test)) return call();
+  if (!dftrace_node_active_fast(nodes.test)) return call();
   const dftrace_arg_t in[] = {arg("requests", requests)};
-  const dftrace_region_t r = dftrace_region_begin_ex(g.test, DFTRACE_USE_NODE_STATE, in, 1);
+  const dftrace_region_t r = dftrace_region_begin_ex(nodes.test, DFTRACE_USE_NODE_STATE, in, 1);
   const int rc = call();
   if (r) {
     const dftrace_arg_t out[] = {arg("completed", rc == MPI_SUCCESS ? *completed : 0)};
@@ -90,19 +138,16 @@ inline int traced_test(int requests, Call call, int *completed) {
 template <typename Call>
 int traced_sendrecv(int64_t bytes, int dest, int sendtag, int source, int recvtag, MPI_Comm comm,
                     MPI_Status *status, Call call) {
-  if (!dftrace_node_active_fast(g.sendrecv)) return call(status);
+  if (!dftrace_node_active_fast(nodes.sendrecv)) return call(status);
   MPI_Status local;
-  MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
+  MPI_Status *filled = status == MPI_STATUS_IGNORE ? &local : status;
   const dftrace_arg_t in[] = {arg("bytes", bytes), arg("peer", dest), arg("tag", sendtag),
                               arg("comm_size", size_of(comm))};
-  const dftrace_region_t r = dftrace_region_begin_ex(g.sendrecv, DFTRACE_USE_NODE_STATE, in, 4);
-  const int rc = call(st);
+  const dftrace_region_t r = dftrace_region_begin_ex(nodes.sendrecv, DFTRACE_USE_NODE_STATE, in, 4);
+  const int rc = call(filled);
   if (r) {
-    int got = 0;
-    if (rc != MPI_SUCCESS || PMPI_Get_count(st, MPI_BYTE, &got) != MPI_SUCCESS || got == MPI_UNDEFINED) got = 0;
-    const dftrace_arg_t out[] = {arg("recv_bytes", got),
-                                 arg("source", rc == MPI_SUCCESS ? st->MPI_SOURCE : source),
-                                 arg("recv_tag", rc == MPI_SUCCESS ? st->MPI_TAG : recvtag)};
+    const receipt got = received(rc, filled, source, recvtag);
+    const dftrace_arg_t out[] = {arg("recv_bytes", got.bytes), arg("source", got.source), arg("recv_tag", got.tag)};
     dftrace_region_end_ex(r, out, 3);
   }
   return rc;

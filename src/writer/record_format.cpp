@@ -39,9 +39,12 @@ void for_each_raw(std::string_view own, Fn fn) {
 }
 
 // The escaped key (reserved keys renamed user_<key>) into buf (room: 6 * key + 8).
+static_assert(k_reserved_arg_prefix.size() <= 8, "the room callers give escaped_key");
 size_t escaped_key(std::string_view key, char *buf) {
   char *p = buf;
-  if (key == "hhash" || key == "level" || key == "p_idx") p = static_cast<char *>(std::memcpy(p, "user_", 5)) + 5;
+  if (is_reserved_arg_key(key))
+    p = static_cast<char *>(std::memcpy(p, k_reserved_arg_prefix.data(), k_reserved_arg_prefix.size())) +
+        k_reserved_arg_prefix.size();
   return static_cast<size_t>(escape_json(p, key.data(), key.size()) - buf);
 }
 

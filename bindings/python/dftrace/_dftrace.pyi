@@ -1,11 +1,13 @@
 # _dftrace.pyi: types of the compiled extension (bindings/python/_dftrace.c).
-from typing import Any, Callable, Dict, Iterable, Iterator, Optional, TypeVar, overload
+from typing import Any, Callable, Dict, Iterable, Iterator, Optional, Tuple, TypeVar, overload
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 _T = TypeVar("_T")
 
 OK: int
 ERR_DISABLED: int
+# The built-in AI tree (dftrace/ai_tree.def): ((category, enum name, (event, ...)), ...).
+AI_TREE: Tuple[Tuple[str, str, Tuple[str, ...]], ...]
 
 class Node:
     def __init__(self, path: Optional[str] = ..., *, cat: Optional[str] = ...,

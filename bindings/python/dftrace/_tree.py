@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import functools
-from enum import StrEnum, auto
+from enum import StrEnum
 from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, Optional, TypeVar,
                     overload)
 
@@ -15,59 +15,21 @@ T = TypeVar("T")
 _UNSET: Any = object()
 
 
-class ProfileCategory(StrEnum):
-    COMPUTE = auto()
-    DATA = auto()
-    DATALOADER = auto()
-    COMM = auto()
-    DEVICE = auto()
-    CHECKPOINT = auto()
-    PIPELINE = auto()
+# The built-in tree comes from its one table (include/dftrace/ai_tree.def), which the extension
+# exposes as ((category, enum name, (event, ...)), ...). pydftracer's enums are made from it:
+# ProfileCategory.COMPUTE == "compute", and per category an enum of its events
+# (ComputeEvent.FORWARD == "forward"), members in the table's order.
+_TABLE = _dftrace.AI_TREE
 
+ProfileCategory = StrEnum("ProfileCategory", [(cat.upper(), cat) for cat, _, _ in _TABLE],
+                          module=__name__)
 
-class ComputeEvent(StrEnum):
-    FORWARD = auto()
-    BACKWARD = auto()
-    STEP = auto()
-
-
-class DataEvent(StrEnum):
-    PREPROCESS = auto()
-    ITEM = auto()
-
-
-class DataLoaderEvent(StrEnum):
-    FETCH = auto()
-
-
-class CommunicationEvent(StrEnum):
-    SEND = auto()
-    RECEIVE = auto()
-    BARRIER = auto()
-    BCAST = auto()
-    REDUCE = auto()
-    ALL_REDUCE = auto()
-    GATHER = auto()
-    ALL_GATHER = auto()
-    SCATTER = auto()
-    REDUCE_SCATTER = auto()
-    ALL_TO_ALL = auto()
-
-
-class DeviceEvent(StrEnum):
-    TRANSFER = auto()
-
-
-class CheckpointEvent(StrEnum):
-    CAPTURE = auto()
-    RESTART = auto()
-
-
-class PipelineEvent(StrEnum):
-    EPOCH = auto()
-    TRAIN = auto()
-    EVALUATE = auto()
-    TEST = auto()
+# category -> its event enum; each is also a module attribute under its pydftracer name.
+EVENT_ENUMS: Dict[str, type] = {
+    cat: StrEnum(enum_name, [(event.upper(), event) for event in events], module=__name__)
+    for cat, enum_name, events in _TABLE
+}
+globals().update({e.__name__: e for e in EVENT_ENUMS.values()})
 
 
 class Profiler(_dftrace.Node):
@@ -175,25 +137,14 @@ def _warn(message: str) -> None:
     print(f"dftrace: {message}", file=sys.stderr)
 
 
-# The tree of docs/ai-tree.md section 1: category -> {attribute: event name}.
-_TREE: Dict[str, Dict[str, str]] = {
-    ProfileCategory.COMPUTE: {e.name.lower(): e.value for e in ComputeEvent},
-    ProfileCategory.DATA: {e.name.lower(): e.value for e in DataEvent},
-    ProfileCategory.DATALOADER: {e.name.lower(): e.value for e in DataLoaderEvent},
-    ProfileCategory.COMM: {e.name.lower(): e.value for e in CommunicationEvent},
-    ProfileCategory.DEVICE: {e.name.lower(): e.value for e in DeviceEvent},
-    ProfileCategory.CHECKPOINT: {e.name.lower(): e.value for e in CheckpointEvent},
-    ProfileCategory.PIPELINE: {e.name.lower(): e.value for e in PipelineEvent},
-}
-
-
 def _build_root() -> Profiler:
+    """The root and the built-in tree: attributes ai.<category>.<event>, in the table's order."""
     root = Profiler("")
-    for cat, events in _TREE.items():
-        node = Profiler(cat=str(cat))
-        node.create_children(events)
-        setattr(root, str(cat), node)
-        root._children[str(cat)] = node
+    for cat, _, events in _TABLE:
+        node = Profiler(cat=cat)
+        node.create_children({event: event for event in events})
+        setattr(root, cat, node)
+        root._children[cat] = node
     return root
 
 

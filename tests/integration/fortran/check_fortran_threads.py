@@ -5,20 +5,18 @@ Usage: check_fortran_threads.py <fortran_threads executable> <work dir>
 """
 import gzip
 import json
-import os
 import subprocess
 import sys
+
+from fortran_check import fresh_trace, program_env, report
 
 THREADS, ITERS = 4, 50
 
 
 def main():
     exe, work = sys.argv[1], sys.argv[2]
-    os.makedirs(work, exist_ok=True)
-    out = os.path.join(work, "threads.pfw.gz")
-    if os.path.exists(out):
-        os.remove(out)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DFTRACE_", "DFTRACER_", "OMP_"))}
+    out = fresh_trace(work, "threads.pfw.gz")
+    env = program_env("OMP_")
     p = subprocess.run([exe, out], capture_output=True, text=True, timeout=120, env=env)
     fails = []
     if p.returncode != 0 or p.stderr.strip():
@@ -74,12 +72,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        failures = main()
-    except Exception as e:  # a reader crash is a failure, reported as one
-        failures = [f"checker error: {type(e).__name__}: {e}"]
-    for f in failures[:40]:
-        print("FAIL:", f)
-    if failures:
-        sys.exit(1)
-    print("fortran threads: all checks passed")
+    report(main, "fortran threads")

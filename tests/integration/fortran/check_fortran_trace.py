@@ -15,6 +15,8 @@ import os
 import subprocess
 import sys
 
+from fortran_check import fresh_trace, program_env, report
+
 HOST_HASH_VM = 7386335834152862147  # docs/format.md's check value of hash("vm")
 X_KEYS = ["id", "name", "cat", "pid", "tid", "ts", "dur", "ph", "args"]
 
@@ -29,7 +31,7 @@ def check(cond, what):
 
 def run(exe, out, mode):
     # The program decides itself whether and where to trace; the caller's environment may not.
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DFTRACE_", "DFTRACER_"))}
+    env = program_env()
     p = subprocess.run([exe, out, mode], capture_output=True, text=True, timeout=120, env=env)
     return p.returncode, p.stdout, p.stderr
 
@@ -60,21 +62,16 @@ def user_args(ev):
 
 def main():
     exe, work = sys.argv[1], sys.argv[2]
-    os.makedirs(work, exist_ok=True)
 
     # ------------------------------------------------------------ tracing off: harmless
-    off_out = os.path.join(work, "off.pfw.gz")
-    if os.path.exists(off_out):
-        os.remove(off_out)
+    off_out = fresh_trace(work, "off.pfw.gz")
     rc, stdout, stderr = run(exe, off_out, "off")
     check(rc == 0, f"off: exit code {rc}; stdout {stdout!r} stderr {stderr!r}")
     check(not os.path.exists(off_out), "off: a trace file was written while tracing was disabled")
     check_stderr(stderr, "off")
 
     # ------------------------------------------------------------ tracing on
-    out = os.path.join(work, "fortran.pfw.gz")
-    if os.path.exists(out):
-        os.remove(out)
+    out = fresh_trace(work, "fortran.pfw.gz")
     rc, stdout, stderr = run(exe, out, "on")
     if not check(rc == 0, f"on: exit code {rc}; stdout {stdout!r} stderr {stderr!r}"):
         return
@@ -205,12 +202,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except Exception as e:  # a reader crash is a failure, reported as one
-        failures.append(f"checker error: {type(e).__name__}: {e}")
-    for f in failures:
-        print("FAIL:", f)
-    if failures:
-        sys.exit(1)
-    print("fortran trace: all checks passed")
+    report(lambda: main() or failures, "fortran trace")

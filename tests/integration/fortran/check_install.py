@@ -18,6 +18,8 @@ import shutil
 import subprocess
 import sys
 
+from fortran_check import program_env, report
+
 
 def manifest_state(build):
     """Name, size and time of the build tree's install manifests."""
@@ -63,7 +65,7 @@ def main():
     if p.returncode != 0:
         return [f"compile failed: {' '.join(cmd)}\n{p.stderr}"]
     trace = os.path.join(work, "consumer.pfw.gz")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DFTRACE_", "DFTRACER_"))}
+    env = program_env()
     p = subprocess.run([exe, trace], capture_output=True, text=True, env=env, timeout=60)
     if p.returncode != 0 or p.stderr.strip():
         return [f"consumer: exit {p.returncode}, stderr {p.stderr!r}"]
@@ -81,13 +83,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        failures = main()
-    except Exception as e:  # a failed step is a failure, reported as one
-        detail = getattr(e, "stderr", "") or ""
-        failures = [f"{type(e).__name__}: {e} {detail}"]
-    for f in failures:
-        print("FAIL:", f)
-    if failures:
-        sys.exit(1)
-    print("fortran install: all checks passed")
+    report(main, "fortran install")

@@ -1,0 +1,233 @@
+// fortran_wrappers.cpp: libdftrace_mpi's wrappers of the Fortran MPI bindings (mpif.h and `use mpi`,
+// gfortran's names: mpi_allreduce_ ...). The Fortran bindings of OpenMPI call PMPI_* in C
+// directly, so the C wrappers never see Fortran calls: these record the same events around the
+// PMPI Fortran entry points (pmpi_allreduce_ ...), which convert the handles and sentinels
+// themselves. Handles are converted here only to compute the arguments. See README.md.
+#include <mpi.h>
+
+#include <array>
+#include <cstdint>
+
+#include "dftrace/dftrace.h"
+#include "wrap.hpp"
+
+using namespace dftrace::mpi;
+using fint = MPI_Fint;  // a Fortran INTEGER as the MPI bindings pass it (by reference)
+
+extern "C" {
+// The PMPI Fortran entry points (libmpi_mpifh).
+void pmpi_init_(fint *ierr);
+void pmpi_init_thread_(fint *required, fint *provided, fint *ierr);
+void pmpi_finalize_(fint *ierr);
+void pmpi_send_(const void *buf, fint *count, fint *dt, fint *dest, fint *tag, fint *comm, fint *ierr);
+void pmpi_recv_(void *buf, fint *count, fint *dt, fint *source, fint *tag, fint *comm, fint *status, fint *ierr);
+void pmpi_isend_(const void *buf, fint *count, fint *dt, fint *dest, fint *tag, fint *comm, fint *req, fint *ierr);
+void pmpi_irecv_(void *buf, fint *count, fint *dt, fint *source, fint *tag, fint *comm, fint *req, fint *ierr);
+void pmpi_wait_(fint *req, fint *status, fint *ierr);
+void pmpi_waitall_(fint *count, fint *reqs, fint *statuses, fint *ierr);
+void pmpi_barrier_(fint *comm, fint *ierr);
+void pmpi_bcast_(void *buf, fint *count, fint *dt, fint *root, fint *comm, fint *ierr);
+void pmpi_reduce_(const void *sb, void *rb, fint *count, fint *dt, fint *op, fint *root, fint *comm, fint *ierr);
+void pmpi_allreduce_(const void *sb, void *rb, fint *count, fint *dt, fint *op, fint *comm, fint *ierr);
+void pmpi_gather_(const void *sb, fint *sc, fint *st, void *rb, fint *rc, fint *rt, fint *root, fint *comm, fint *ierr);
+void pmpi_allgather_(const void *sb, fint *sc, fint *st, void *rb, fint *rc, fint *rt, fint *comm, fint *ierr);
+void pmpi_scatter_(const void *sb, fint *sc, fint *st, void *rb, fint *rc, fint *rt, fint *root, fint *comm, fint *ierr);
+void pmpi_alltoall_(const void *sb, fint *sc, fint *st, void *rb, fint *rc, fint *rt, fint *comm, fint *ierr);
+void pmpi_sendrecv_(const void *sb, fint *sc, fint *st, fint *dest, fint *stag, void *rb, fint *rc, fint *rt, fint *source, fint *rtag,
+                    fint *comm, fint *status, fint *ierr);
+// OpenMPI's Fortran MPI_IN_PLACE sentinel (weak: absent elsewhere, then never matched).
+extern int mpi_fortran_in_place_ __attribute__((weak));
+}
+
+namespace {
+
+inline MPI_Comm comm_of(const fint *c) { return PMPI_Comm_f2c(*c); }
+inline MPI_Datatype type_of(const fint *t) { return PMPI_Type_f2c(*t); }
+inline bool in_place(const void *p) { return &mpi_fortran_in_place_ != nullptr && p == &mpi_fortran_in_place_; }
+
+// Room for any MPI implementation's Fortran status (OpenMPI: 6 integers).
+constexpr int k_status_room = 32;
+
+// A Fortran call has no return value: ierr carries it.
+template <typename Args, typename Call>
+void traced_f(dftrace_node_t *node, Args make_args, Call call, fint *ierr) {
+  traced(node, make_args, [&] {
+    call();
+    return static_cast<int>(*ierr);
+  });
+}
+
+// received() from a Fortran status (converted to C first).
+receipt received_f(const fint *filled, fint rc, int posted_source, int posted_tag) {
+  MPI_Status c_status;
+  if (rc != MPI_SUCCESS || PMPI_Status_f2c(filled, &c_status) != MPI_SUCCESS) return {0, posted_source, posted_tag};
+  return received(MPI_SUCCESS, &c_status, posted_source, posted_tag);
+}
+
+}  // namespace
+
+extern "C" {
+
+// ---------------------------------------------------------------- set-up
+
+void mpi_init_(fint *ierr) {
+  const dftrace_region_t r = begin_init();
+  pmpi_init_(ierr);
+  dftrace_region_end(r);
+  if (*ierr == MPI_SUCCESS) after_init();
+}
+
+void mpi_init_thread_(fint *required, fint *provided, fint *ierr) {
+  const dftrace_region_t r = begin_init();
+  if (r) dftrace_region_arg_int(r, "required", *required);
+  pmpi_init_thread_(required, provided, ierr);
+  if (r) dftrace_region_arg_int(r, "provided", *provided);
+  dftrace_region_end(r);
+  if (*ierr == MPI_SUCCESS) after_init();
+}
+
+void mpi_finalize_(fint *ierr) {
+  const dftrace_region_t r = dftrace_region_begin(nodes.mpi_finalize);
+  pmpi_finalize_(ierr);
+  dftrace_region_end(r);
+  if (dftrace_is_enabled()) dftrace_flush();
+}
+
+// ---------------------------------------------------------------- point to point
+
+void mpi_send_(const void *buf, fint *count, fint *dt, fint *dest, fint *tag, fint *comm, fint *ierr) {
+  traced_f(
+      nodes.send,
+      [&] { return peer_args(bytes_of(count, dt), *dest, *tag, size_of(comm_of(comm))); },
+      [&] { pmpi_send_(buf, count, dt, dest, tag, comm, ierr); }, ierr);
+}
+
+void mpi_recv_(void *buf, fint *count, fint *dt, fint *source, fint *tag, fint *comm, fint *status, fint *ierr) {
+  if (!dftrace_node_active_fast(nodes.receive)) return pmpi_recv_(buf, count, dt, source, tag, comm, status, ierr);
+  fint local[k_status_room];
+  fint *filled = status == MPI_F_STATUS_IGNORE ? local : status;
+  const dftrace_arg_t in[] = {arg("comm_size", size_of(comm_of(comm)))};
+  const dftrace_region_t r = dftrace_region_begin_ex(nodes.receive, DFTRACE_USE_NODE_STATE, in, 1);
+  pmpi_recv_(buf, count, dt, source, tag, comm, filled, ierr);
+  if (r) {
+    const receipt got = received_f(filled, *ierr, *source, *tag);
+    const dftrace_arg_t out[] = {arg("bytes", got.bytes), arg("peer", got.source), arg("tag", got.tag)};
+    dftrace_region_end_ex(r, out, 3);
+  }
+}
+
+void mpi_isend_(const void *buf, fint *count, fint *dt, fint *dest, fint *tag, fint *comm, fint *req, fint *ierr) {
+  traced_f(
+      nodes.send_post,
+      [&] { return peer_args(bytes_of(count, dt), *dest, *tag, size_of(comm_of(comm))); },
+      [&] { pmpi_isend_(buf, count, dt, dest, tag, comm, req, ierr); }, ierr);
+}
+
+void mpi_irecv_(void *buf, fint *count, fint *dt, fint *source, fint *tag, fint *comm, fint *req, fint *ierr) {
+  traced_f(
+      nodes.receive_post,
+      [&] { return peer_args(bytes_of(count, dt), *source, *tag, size_of(comm_of(comm))); },
+      [&] { pmpi_irecv_(buf, count, dt, source, tag, comm, req, ierr); }, ierr);
+}
+
+void mpi_wait_(fint *req, fint *status, fint *ierr) {
+  traced_f(
+      nodes.wait, [&] { return requests_args(1); },
+      [&] { pmpi_wait_(req, status, ierr); }, ierr);
+}
+
+void mpi_waitall_(fint *count, fint *reqs, fint *statuses, fint *ierr) {
+  traced_f(
+      nodes.wait, [&] { return requests_args(*count); },
+      [&] { pmpi_waitall_(count, reqs, statuses, ierr); }, ierr);
+}
+
+void mpi_sendrecv_(const void *sb, fint *sc, fint *st, fint *dest, fint *stag, void *rb, fint *rc, fint *rt, fint *source, fint *rtag,
+                   fint *comm, fint *status, fint *ierr) {
+  if (!dftrace_node_active_fast(nodes.sendrecv))
+    return pmpi_sendrecv_(sb, sc, st, dest, stag, rb, rc, rt, source, rtag, comm, status, ierr);
+  fint local[k_status_room];
+  fint *filled = status == MPI_F_STATUS_IGNORE ? local : status;
+  const dftrace_arg_t in[] = {arg("bytes", bytes_of(sc, st)), arg("peer", *dest), arg("tag", *stag),
+                              arg("comm_size", size_of(comm_of(comm)))};
+  const dftrace_region_t r = dftrace_region_begin_ex(nodes.sendrecv, DFTRACE_USE_NODE_STATE, in, 4);
+  pmpi_sendrecv_(sb, sc, st, dest, stag, rb, rc, rt, source, rtag, comm, filled, ierr);
+  if (r) {
+    const receipt got = received_f(filled, *ierr, *source, *rtag);
+    const dftrace_arg_t out[] = {arg("recv_bytes", got.bytes), arg("source", got.source), arg("recv_tag", got.tag)};
+    dftrace_region_end_ex(r, out, 3);
+  }
+}
+
+// ---------------------------------------------------------------- collectives
+
+void mpi_barrier_(fint *comm, fint *ierr) {
+  traced_f(
+      nodes.barrier, [&] { return comm_size_args(size_of(comm_of(comm))); },
+      [&] { pmpi_barrier_(comm, ierr); }, ierr);
+}
+
+void mpi_bcast_(void *buf, fint *count, fint *dt, fint *root, fint *comm, fint *ierr) {
+  traced_f(
+      nodes.bcast,
+      [&] { return rooted_args(bytes_of(count, dt), *root, size_of(comm_of(comm))); },
+      [&] { pmpi_bcast_(buf, count, dt, root, comm, ierr); }, ierr);
+}
+
+void mpi_reduce_(const void *sb, void *rb, fint *count, fint *dt, fint *op, fint *root, fint *comm, fint *ierr) {
+  traced_f(
+      nodes.reduce,
+      [&] { return rooted_args(bytes_of(count, dt), *root, size_of(comm_of(comm))); },
+      [&] { pmpi_reduce_(sb, rb, count, dt, op, root, comm, ierr); }, ierr);
+}
+
+void mpi_allreduce_(const void *sb, void *rb, fint *count, fint *dt, fint *op, fint *comm, fint *ierr) {
+  traced_f(
+      nodes.all_reduce,
+      [&] { return collective_args(bytes_of(count, dt), size_of(comm_of(comm))); },
+      [&] { pmpi_allreduce_(sb, rb, count, dt, op, comm, ierr); }, ierr);
+}
+
+void mpi_gather_(const void *sb, fint *sc, fint *st, void *rb, fint *rc, fint *rt, fint *root, fint *comm, fint *ierr) {
+  traced_f(
+      nodes.gather,
+      [&] {
+        const int64_t bytes = contributed_bytes(in_place(sb), sc, st, rc, rt);
+        return rooted_args(bytes, *root, size_of(comm_of(comm)));
+      },
+      [&] { pmpi_gather_(sb, sc, st, rb, rc, rt, root, comm, ierr); }, ierr);
+}
+
+void mpi_allgather_(const void *sb, fint *sc, fint *st, void *rb, fint *rc, fint *rt, fint *comm, fint *ierr) {
+  traced_f(
+      nodes.all_gather,
+      [&] {
+        const int64_t bytes = contributed_bytes(in_place(sb), sc, st, rc, rt);
+        return collective_args(bytes, size_of(comm_of(comm)));
+      },
+      [&] { pmpi_allgather_(sb, sc, st, rb, rc, rt, comm, ierr); }, ierr);
+}
+
+void mpi_scatter_(const void *sb, fint *sc, fint *st, void *rb, fint *rc, fint *rt, fint *root, fint *comm, fint *ierr) {
+  traced_f(
+      nodes.scatter,
+      [&] {
+        const int64_t bytes = contributed_bytes(in_place(rb), rc, rt, sc, st);
+        return rooted_args(bytes, *root, size_of(comm_of(comm)));
+      },
+      [&] { pmpi_scatter_(sb, sc, st, rb, rc, rt, root, comm, ierr); }, ierr);
+}
+
+void mpi_alltoall_(const void *sb, fint *sc, fint *st, void *rb, fint *rc, fint *rt, fint *comm, fint *ierr) {
+  traced_f(
+      nodes.all_to_all,
+      [&] {
+        const int comm_size = size_of(comm_of(comm));
+        const int64_t bytes = in_place(sb) ? bytes_of(static_cast<int64_t>(*rc) * comm_size, type_of(rt))
+                                       : bytes_of(static_cast<int64_t>(*sc) * comm_size, type_of(st));
+        return collective_args(bytes, comm_size);
+      },
+      [&] { pmpi_alltoall_(sb, sc, st, rb, rc, rt, comm, ierr); }, ierr);
+}
+
+}  // extern "C"
