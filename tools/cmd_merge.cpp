@@ -69,6 +69,10 @@ bool is_hash_def(const parsed_line &pl) {
   return pl.ph.text == "M" && (pl.name.text == "HH" || pl.name.text == "SH" || pl.name.text == "FH");
 }
 
+// Lines whose id or p_idx was too large to remap (id * nfiles + file passes 2^64 - 1): they
+// keep their value, and merge says so.
+uint64_t g_unmappable = 0;
+
 // Appends line with the id, p_idx and ts values replaced as needed to out.
 void rewrite(const line_rec &rec, bool remap, uint64_t nfiles, int64_t shift, std::string &out) {
   struct edit {
@@ -93,10 +97,16 @@ void rewrite(const line_rec &rec, bool remap, uint64_t nfiles, int64_t shift, st
       out.append(num, static_cast<size_t>(detail::write_u64(num, shift_ts(rec.ts, shift)) - num));
       if (dot != std::string_view::npos) out.append(old.substr(dot));
     } else {
+      // The text was read by value_i64 (digits, at most INT64_MAX); ids are input, so the
+      // product is checked.
       uint64_t v = 0;
       for (char c : old) v = v * 10 + static_cast<uint64_t>(c - '0');
-      v = v * nfiles + rec.file;
-      out.append(num, static_cast<size_t>(detail::write_u64(num, v) - num));
+      if (__builtin_mul_overflow(v, nfiles, &v) || __builtin_add_overflow(v, rec.file, &v)) {
+        ++g_unmappable;
+        out.append(old);
+      } else {
+        out.append(num, static_cast<size_t>(detail::write_u64(num, v) - num));
+      }
     }
     pos = e[i].off + e[i].len;
   }
@@ -337,6 +347,12 @@ int cmd_merge(const args_t &a) {
   }
   phase("merge and write");
   bar.done();
+  if (g_unmappable) {
+    error_line("merge: " + std::to_string(g_unmappable) +
+               " ids or p_idx values are too large to remap (id * " + std::to_string(nfiles) +
+               " + file index passes 2^64 - 1): they are kept as they were and may repeat");
+    ok = false;
+  }
   if (others)
     error_line("merge: dropped " + std::to_string(others) +
                " lines that are neither metadata nor carry a ts");

@@ -83,3 +83,18 @@ TEST(LineParser, IntegerLimits) {
   ASSERT_TRUE(value_i64(pl.tid, &i));
   EXPECT_EQ(i, INT64_MAX);
 }
+
+TEST(LineParser, CanonicalNumberGivesValidJsonOrRefuses) {
+  std::string out;
+  const std::pair<const char *, const char *> good[] = {
+      {"0677792", "677792"}, {"+5", "5"}, {"1e5", "1e5"}, {"1E+05", "1e05"}, {".5", "0.5"},
+      {"5.", "5"}, {"-007.250", "-7.250"}, {"0", "0"}, {"000", "0"}, {"-0", "-0"},
+      {"12e-3", "12e-3"}};
+  for (const auto &g : good) {
+    ASSERT_TRUE(canonical_number(g.first, &out)) << g.first;
+    EXPECT_EQ(out, g.second) << g.first;
+  }
+  for (const char *bad : {"0x10", "", "+", "-", ".", "1e", "1e+", "inf", "nan", " 5", "5 ",
+                          "1.2.3", "--5", "+-5", "5a", "\\u0035"})
+    EXPECT_FALSE(canonical_number(bad, &out)) << bad;
+}

@@ -280,3 +280,22 @@ def test_committed_hostile_files(tmp_path):
         for tool in TOOLS:
             p, out = run_tool(tool, f, tmp_path)
             check_sane(tool, p, out)
+
+
+def test_merge_ids_too_large_to_remap_are_kept_and_reported(tmp_path):
+    # Three inputs share id 9223372036854775807: remapping (id * 3 + file) would pass 2^64.
+    big = 9223372036854775807
+    names = ["a.pfw", "b.pfw", "c.pfw"]
+    for pid, name in enumerate(names, 1):
+        (tmp_path / name).write_text("[\n" + json.dumps(
+            {"id": big, "name": "x", "cat": "c", "pid": pid, "tid": pid, "ts": 10 + pid,
+             "dur": 1, "ph": "X", "args": {"p_idx": big}}) + "\n" + json.dumps(
+            {"id": 5, "name": "y", "cat": "c", "pid": pid, "tid": pid, "ts": 20, "dur": 1,
+             "ph": "X"}) + "\n]\n")
+    out = tmp_path / "m.pfw.gz"
+    p = run("merge", *[tmp_path / n for n in names], "-o", out, check=False)
+    check_sane("merge", p, out)
+    assert p.returncode == 1
+    assert "6 ids or p_idx values are too large to remap" in p.stderr
+    ids = sorted(e["id"] for e in events(out) if e.get("ph") == "X")
+    assert ids == [15, 16, 17, big, big, big]  # 5 * 3 + file index; the big ones kept

@@ -177,3 +177,47 @@ TEST(TraceReader, PlainFilesAreSlicedAtLineBoundaries) {
   EXPECT_EQ(read_all(f, 2, &issues), text);
   unlink(path.c_str());
 }
+
+TEST(TraceReader, DtUncompressedLengthIsOnlyAHint) {
+  // One member; its DT uncompressed length forged to values that once sized the buffer.
+  const std::string text = "{\"a\":1}\n{\"b\":2}\n";
+  member_encoder enc(codec::zlib, 1);
+  std::vector<char> m;
+  ASSERT_TRUE(enc.encode(text.data(), text.size(), scan_member_stats(text.data(), text.size()), m));
+  dt_field dt;
+  ASSERT_TRUE(parse_dt_field(reinterpret_cast<const uint8_t *>(m.data()), m.size(), &dt));
+  ASSERT_EQ(dt.uncompressed_len, text.size());
+  for (uint32_t forged : {0xFFFFFFFFu, 0xFFFFFFFEu, 0u, 1u, static_cast<uint32_t>(text.size() + 1)}) {
+    dt_field f = dt;
+    f.uncompressed_len = forged;
+    std::unique_ptr<char[]> out;
+    size_t len = 0;
+    std::vector<read_issue> issues;
+    EXPECT_TRUE(inflate_member(reinterpret_cast<const uint8_t *>(m.data()), m.size(), f, out, &len,
+                               issues, 0));
+    ASSERT_EQ(std::string(out.get(), len), text) << forged;
+    ASSERT_EQ(issues.size(), 1u) << forged;
+    EXPECT_NE(issues[0].message.find("DT field says " + std::to_string(forged)), std::string::npos);
+  }
+}
+
+TEST(TraceReader, AMemberCannotInflatePastTheLimit) {
+  const std::string text(3u << 20, 'a');  // 3 MiB, about 3 KiB compressed
+  member_encoder enc(codec::zlib, 6);
+  std::vector<char> m;
+  ASSERT_TRUE(enc.encode(text.data(), text.size(), member_stats{}, m));
+  dt_field dt;
+  ASSERT_TRUE(parse_dt_field(reinterpret_cast<const uint8_t *>(m.data()), m.size(), &dt));
+  const size_t before = max_text_bytes();
+  set_max_text_bytes(1u << 20);
+  std::unique_ptr<char[]> out;
+  size_t len = 0;
+  std::vector<read_issue> issues;
+  const bool ok = inflate_member(reinterpret_cast<const uint8_t *>(m.data()), m.size(), dt, out,
+                                 &len, issues, 0);
+  set_max_text_bytes(before);
+  EXPECT_FALSE(ok);
+  EXPECT_EQ(len, 1u << 20);
+  ASSERT_FALSE(issues.empty());
+  EXPECT_NE(issues[0].message.find("the reader's limit"), std::string::npos);
+}
