@@ -102,6 +102,7 @@ writer::writer(writer_settings settings)
   crash_text_.reserve(settings_.member_bytes + 4096);
   snaps_.reserve(64);
   local_queue_.reserve(256);
+  settings_.format.index = &arg_index_;
 }
 
 writer::~writer() {
@@ -310,6 +311,8 @@ void writer::append_records(const chunk *c, uint32_t from, uint32_t to) {
         members_[open_]->text.size() + bound > settings_.member_bytes)
       emit_member();
     member &m = assembling();
+    if (r.own_len > arg_index::k_small * sizeof(raw_arg) && !r.own_json)
+      arg_index_.fit(std::string_view(r.own(), r.own_len), true);  // linear time for many arguments
     uint64_t ts;
     m.text.set_end(format_record(f, r, m.text.room(bound), &ts));
     ++m.stats.lines;
@@ -376,6 +379,7 @@ void writer::cycle(bool steal) {
   for (const snap &sn : snaps_) append_records(sn.c, sn.from, sn.to);
   if (has_open_) emit_member();
   write_members(true);
+  if (arg_index_.slots.size() > (size_t{1} << 16)) arg_index_ = arg_index{};  // after a huge event
 }
 
 void writer::crash_write(const char *p, size_t n, const member_stats &st) {

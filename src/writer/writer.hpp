@@ -226,6 +226,7 @@ class writer {
   int helper_pending_ = 0;
   bool helper_stop_ = false;
   std::vector<char> out_;
+  arg_index arg_index_;  // formatting scratch for events with many arguments (io_mutex_)
   std::vector<snap> snaps_;
   std::vector<chunk *> local_queue_;
   std::vector<std::string> local_meta_;

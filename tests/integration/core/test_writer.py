@@ -384,6 +384,22 @@ def test_config_naming_a_directory_one_message_tracing_off(tmp_path, mode):
     assert os.listdir(out) == []
 
 
+@pytest.mark.parametrize("n", [3, 16, 17, 1000, 200000])
+def test_many_arguments_on_one_event_later_key_wins(tmp_path, n):
+    # Issue 17: formatting was quadratic in the number of arguments (5.4 s for 40,000, so
+    # minutes for 200,000: the generous timeout below is what fails then; nothing is timed).
+    # Both formatting paths (a direct scan up to 16 per-use arguments, the key table above)
+    # must give the same line: later per-use key wins, per-use replaces node, reserved renamed.
+    p = run("args", n, tmp=tmp_path, timeout=60)
+    ev = tc.load(tc.only_file(tmp_path))  # rejects a duplicate key
+    (e,) = [x for x in tc.user_events(ev) if x["name"] == "forward"]
+    a = e["args"]
+    assert a["epoch"] == 99 and a["user_hhash"] == "mine" and a["k3"] == -3
+    assert a["k5"] == (5 if n > 5 else "node")
+    keys = [k for k in a if k.startswith("k")]
+    assert sorted(keys) == sorted(set(["k%d" % i for i in range(n)] + ["k3", "k5"]))
+
+
 def test_unwritable_directory_one_message_app_unharmed(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
