@@ -397,11 +397,16 @@ void writer::crash_records(const chunk *c, uint32_t from, uint32_t to) {
   const line_format &f = settings_.format;
   member_stats st;
   bool has_ts = false;
+  uint64_t events = 0;
   auto flush_text = [&] {
-    if (!crash_text_.empty()) crash_write(crash_text_.data(), crash_text_.size(), st);
+    if (!crash_text_.empty()) {
+      crash_write(crash_text_.data(), crash_text_.size(), st);
+      if (!failed_) events_written_.fetch_add(events, std::memory_order_relaxed);  // the end line's count
+    }
     crash_text_.clear();
     st = member_stats{};
     has_ts = false;
+    events = 0;
   };
   uint32_t off = from;
   while (off < to) {
@@ -413,6 +418,7 @@ void writer::crash_records(const chunk *c, uint32_t from, uint32_t to) {
     crash_text_.set_end(format_record(f, r, crash_text_.room(bound), &ts));
     ++st.lines;
     if (r.type == rec_type::mark) continue;  // a metadata line: no "ts"
+    ++events;
     if (!has_ts || ts < st.ts_min) st.ts_min = ts;
     if (!has_ts || ts > st.ts_max) st.ts_max = ts;
     has_ts = true;
@@ -685,11 +691,19 @@ void writer::relocate(const std::string &new_path) {
   }
 }
 
-void writer::crash_flush() {
+void writer::crash_flush(size_t (*tail)(char *buf, size_t cap)) {
   if (t_is_writer) return;
   if (!lock_within(io_mutex_, std::chrono::milliseconds(1000))) return;
   if (!finished_) {
     crash_cycle();
+    if (tail && fd_ >= 0 && !failed_) {
+      char buf[2048];
+      const size_t n = tail(buf, sizeof buf);
+      if (n) {
+        crash_write(buf, n, scan_member_stats(buf, n));
+        finished_ = true;  // the process is ending: nothing may follow "]"
+      }
+    }
     if (fd_ >= 0) ::fsync(fd_);
   }
   io_mutex_.unlock();

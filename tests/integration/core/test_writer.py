@@ -261,9 +261,11 @@ def test_fatal_signal_flushes_and_still_dies(tmp_path, how, sig):
     assert p.returncode == -sig, (p.returncode, p.stderr)
     path = tc.only_file(tmp_path)
     tc.check_members(path)
-    ev = tc.load(path, complete=False)
+    ev = tc.load(path)  # complete: the signal path writes the end line and "]"
     tc.check_format(ev)
     assert len(tc.user_events(ev)) == 1000
+    end = tc.check_footer(ev)
+    assert end["args"]["signal"] == {signal.SIGSEGV: "SIGSEGV", signal.SIGABRT: "SIGABRT"}[sig]
 
 
 def test_sigterm_flushes_and_still_dies(tmp_path):
@@ -274,8 +276,11 @@ def test_sigterm_flushes_and_still_dies(tmp_path):
     p.send_signal(signal.SIGTERM)
     p.wait(timeout=30)
     assert p.returncode == -signal.SIGTERM
-    ev = tc.load(tc.only_file(tmp_path), complete=False)
+    # Issue 17: the signal path writes the end line too, marked with the signal, with the count.
+    ev = tc.load(tc.only_file(tmp_path))
     assert len(tc.user_events(ev)) == 1400
+    end = tc.check_footer(ev)
+    assert end["args"]["signal"] == "SIGTERM" and end["args"]["dropped_events"] == 0
 
 
 def test_fork_parent_and_child_write_separate_complete_files(tmp_path):
