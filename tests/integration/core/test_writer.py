@@ -77,7 +77,11 @@ def test_event_times_agree_with_clock_monotonic(tmp_path, source):
         worst = max(worst, early, late)
     # Measured here: every region inside its bracket (worst -0.02 us), once 0.35 us outside with
     # the machine 4x overloaded. A map that is not anchored drifts by tens of us in this run.
-    assert worst <= 1, f"a region lies {worst} us outside its CLOCK_MONOTONIC bracket"
+    # With the TSC forced on a kernel that keeps time with another clocksource (kvm-clock here),
+    # CLOCK_MONOTONIC is not linear in the TSC: once 6.6 us outside in 25 runs under load
+    # (issue 17), so 20 us there. Times within the trace stay mutually ordered either way.
+    limit = 20 if source_expected(source) == "tsc" and tsc_expected() != "tsc" else 1
+    assert worst <= limit, f"a region lies {worst} us outside its CLOCK_MONOTONIC bracket"
 
 
 def test_clock_maps_monotonic_time_to_epoch_microseconds(tmp_path):
