@@ -60,8 +60,11 @@ const int k_fatal_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM
 
 void fatal_signal(int sig, siginfo_t *info, void *uctx) {
   const int saved_errno = errno;
-  runtime::get().on_fatal_signal(sig);
   const struct sigaction &old = g_old_actions[sig];
+  // With no handler of the application's (or Python's) to run, the default action ends the
+  // process right after this: the trace gets its end line, marked with the signal.
+  const bool dies = (old.sa_flags & SA_SIGINFO) ? old.sa_sigaction == nullptr : old.sa_handler == SIG_DFL;
+  runtime::get().on_fatal_signal(sig, dies);
   if (old.sa_flags & SA_SIGINFO) {
     if (old.sa_sigaction) {
       old.sa_sigaction(sig, info, uctx);
@@ -398,8 +401,10 @@ void runtime::install_signal_handlers() {
   }
 }
 
-void runtime::on_fatal_signal(int) {
-  if (writer_) writer_->crash_flush();
+void runtime::on_fatal_signal(int sig, bool dies) {
+  last_signal_.store(sig, std::memory_order_relaxed);
+  size_t (*tail)(char *, size_t) = [](char *buf, size_t cap) { return runtime::get().footer_into(buf, cap); };
+  if (writer_) writer_->crash_flush(dies ? tail : nullptr);
 }
 
 // ---------------------------------------------------------------- header and footer
@@ -473,21 +478,50 @@ std::string runtime::header_text() {
 }
 
 std::string runtime::footer_text() {
-  // Called by the writer under its I/O lock after its last pass: a tick after every event's,
-  // through the same map.
-  char tsbuf[48];
-  char *e = put_time(tsbuf, ticks().to_ns(tick_now()));
-  const writer *w = writer_.get();
-  const std::string hh = hhash_field_.empty() ? std::string() : hhash_field_ + ",";
-  std::string f = "{\"id\":" + std::to_string(alloc_global_id()) +
-                  ",\"name\":\"end\",\"cat\":\"dftracer\",\"pid\":" + std::to_string(pid_) +
-                  ",\"tid\":" + std::to_string(pid_) + ",\"ts\":" + std::string(tsbuf, e) +
-                  ",\"dur\":0,\"ph\":\"X\",\"args\":{" + hh +
-                  "\"num_events\":" + std::to_string(w ? w->events_written() : 0) +
-                  ",\"dropped_events\":" + std::to_string(w ? w->events_dropped() : 0);
-  if (cfg_.metadata) f += ",\"level\":1,\"p_idx\":-1";
-  f += "}}\n]\n";
+  std::string f(1024 + hhash_field_.size(), '\0');
+  f.resize(footer_into(f.data(), f.size()));
   return f;
+}
+
+size_t runtime::footer_into(char *buf, size_t cap) {
+  // No allocation: the fatal-signal path writes it too. Called by the writer under its I/O
+  // lock after its last pass: a tick after every event's, through the same map.
+  if (cap < 512 + hhash_field_.size()) return 0;
+  const writer *w = writer_.get();
+  char *p = buf;
+  auto lit = [&p](const char *s) {
+    const size_t n = std::strlen(s);
+    std::memcpy(p, s, n);
+    p += n;
+  };
+  lit("{\"id\":");
+  p = write_u64(p, alloc_global_id());
+  lit(",\"name\":\"end\",\"cat\":\"dftracer\",\"pid\":");
+  p = write_i64(p, pid_);
+  lit(",\"tid\":");
+  p = write_i64(p, pid_);
+  lit(",\"ts\":");
+  p = put_time(p, ticks().to_ns(tick_now()));
+  lit(",\"dur\":0,\"ph\":\"X\",\"args\":{");
+  if (!hhash_field_.empty()) {
+    std::memcpy(p, hhash_field_.data(), hhash_field_.size());
+    p += hhash_field_.size();
+    *p++ = ',';
+  }
+  lit("\"num_events\":");
+  p = write_u64(p, w ? w->events_written() : 0);
+  lit(",\"dropped_events\":");
+  p = write_u64(p, w ? w->events_dropped() : 0);
+  // The process ends by (or after) this signal: SIGTERM, SIGINT (KeyboardInterrupt), ...
+  if (const int sig = last_signal_.load(std::memory_order_relaxed)) {
+    lit(",\"signal\":\"SIG");
+    const char *abbrev = sigabbrev_np(sig);
+    lit(abbrev ? abbrev : "UNKNOWN");
+    *p++ = '"';
+  }
+  if (cfg_.metadata) lit(",\"level\":1,\"p_idx\":-1");
+  lit("}}\n]\n");
+  return static_cast<size_t>(p - buf);
 }
 
 // ---------------------------------------------------------------- threads

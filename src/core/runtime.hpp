@@ -152,7 +152,10 @@ class runtime {
   void on_fork_prepare();
   void on_fork_parent();
   void on_fork_child();
-  void on_fatal_signal(int sig);
+  // `dies`: the default action follows (no handler of the application's to run).
+  void on_fatal_signal(int sig, bool dies);
+  // The end line and "]" into buf (no allocation); its length, 0 when cap is too small.
+  size_t footer_into(char *buf, size_t cap);
 
   // Appends per-use arguments to out in their raw form (writer/record.hpp: raw_arg).
   static void append_args(std::string &out, const dftrace_arg *args, size_t nargs);
@@ -213,6 +216,7 @@ class runtime {
   int rank_ = -1;
   int size_ = -1;
   uint64_t start_id_ = 0;
+  std::atomic<int> last_signal_{0};  // the last fatal signal received (footer: "signal")
 
   std::mutex hash_mutex_;
   std::unordered_map<std::string, uint64_t> defined_[4];

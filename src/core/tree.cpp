@@ -24,7 +24,9 @@ void arg_store::store(std::string_view fragment) {
   block *b = block_.load(std::memory_order_relaxed);
   const uint32_t s = seq_.load(std::memory_order_relaxed);
   seq_.store(s + 1, std::memory_order_relaxed);
+#ifndef DFTRACE_TSAN
   std::atomic_thread_fence(std::memory_order_release);
+#endif
   if (need > b->words) {
     auto nb = std::make_unique<block>();
     nb->words = std::max(need, b->words * 2);
@@ -38,14 +40,14 @@ void arg_store::store(std::string_view fragment) {
   for (size_t i = 0; i < full; ++i) {
     uint64_t w;
     std::memcpy(&w, fragment.data() + i * 8, 8);  // fixed size: a load, not a call
-    b->data[i].store(w, std::memory_order_relaxed);
+    b->data[i].store(w, k_seq_data_store);
   }
   if (full < need) {
     uint64_t w = 0;
     std::memcpy(&w, fragment.data() + full * 8, fragment.size() - full * 8);
-    b->data[full].store(w, std::memory_order_relaxed);
+    b->data[full].store(w, k_seq_data_store);
   }
-  len_.store(static_cast<uint32_t>(fragment.size()), std::memory_order_relaxed);
+  len_.store(static_cast<uint32_t>(fragment.size()), k_seq_data_store);
   seq_.store(s + 2, std::memory_order_release);
 }
 

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <memory>
+#include <vector>
 
 namespace dftrace::detail {
 
@@ -42,9 +44,30 @@ static_assert(sizeof(rec) % 8 == 0, "records stay aligned");
 
 inline constexpr size_t rec_size(size_t payload) { return (sizeof(rec) + payload + 7) & ~size_t(7); }
 
+// Scratch that makes an event with many per-use arguments cost linear time to format: an
+// open-addressing table of their escaped keys (a later entry of the same key wins; a node
+// argument of that key is replaced). Owned by the writer and grown by fit() before formatting
+// (never on the fatal-signal path, which uses it only if it is already large enough).
+struct arg_index {
+  struct slot {
+    uint64_t hash;
+    uint32_t key_at, key_len;  // the escaped key in `keys`
+    uint32_t own_off;          // the entry that wins
+    uint32_t gen;              // in use when equal to the table's generation
+  };
+  std::vector<slot> slots;
+  std::unique_ptr<char[]> keys;  // not zero-filled: only what is written is read
+  size_t keys_cap = 0;
+  uint32_t gen = 0;
+  // Room for a record's per-use arguments; false when it would need to grow and may not.
+  bool fit(std::string_view own, bool may_grow);
+  static constexpr size_t k_small = 16;  // fewer entries: a direct scan is cheaper
+};
+
 // What the writer needs to turn records into lines; fixed when tracing starts (pid changes
 // after fork).
 struct line_format {
+  arg_index *index = nullptr;  // the writer's scratch (format_record uses it when it fits)
   tick_map *ticks = nullptr;  // ticks -> monotonic ns (the writer adds anchors); null: ns already
   int64_t pid = 0;
   uint64_t epoch_offset_ns = 0;

@@ -95,6 +95,24 @@ bool replaced_by_own(std::string_view k, std::string_view own) {
   return hit;
 }
 
+char *put_value(char *p, uint8_t type, std::string_view value) {
+  int64_t i;
+  uint64_t u;
+  double d;
+  switch (type) {
+    case 1: std::memcpy(&i, value.data(), 8); return write_i64(p, i);     // INT
+    case 2: std::memcpy(&d, value.data(), 8); return write_double(p, d);  // DOUBLE
+    case 3:                                                               // STRING
+      *p++ = '"';
+      p = escape_json(p, value.data(), value.size());
+      *p++ = '"';
+      return p;
+    case 4: return put(p, value[0] ? std::string_view("true") : std::string_view("false"));  // BOOL
+    case 5: std::memcpy(&u, value.data(), 8); return write_u64(p, u);     // UINT
+    default: return put(p, "null");
+  }
+}
+
 // Writes the per-use entries as JSON (a later entry with the same key wins).
 char *put_raw_args(char *p, bool comma, std::string_view own) {
   for_each_raw(own, [&](uint8_t type, std::string_view key, std::string_view value) {
@@ -105,33 +123,105 @@ char *put_raw_args(char *p, bool comma, std::string_view own) {
     p += escaped_key(key, p);
     *p++ = '"';
     *p++ = ':';
-    int64_t i;
-    uint64_t u;
-    double d;
-    switch (type) {
-      case 1: std::memcpy(&i, value.data(), 8); p = write_i64(p, i); break;          // INT
-      case 2: std::memcpy(&d, value.data(), 8); p = write_double(p, d); break;       // DOUBLE
-      case 3:                                                                        // STRING
-        *p++ = '"';
-        p = escape_json(p, value.data(), value.size());
-        *p++ = '"';
-        break;
-      case 4: p = put(p, value[0] ? std::string_view("true") : std::string_view("false")); break;  // BOOL
-      case 5: std::memcpy(&u, value.data(), 8); p = write_u64(p, u); break;          // UINT
-      default: p = put(p, "null"); break;
+    p = put_value(p, type, value);
+  });
+  return p;
+}
+
+size_t count_raw(std::string_view own) {
+  size_t n = 0;
+  for_each_raw(own, [&](uint8_t, std::string_view, std::string_view) { ++n; });
+  return n;
+}
+
+uint64_t key_hash(const char *p, size_t n) {  // FNV-1a
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; ++i) h = (h ^ static_cast<unsigned char>(p[i])) * 1099511628211ull;
+  return h;
+}
+
+// Table capacity (a power of two) for n entries, and the escaped keys' room.
+size_t index_slots(size_t n) {
+  size_t c = 32;
+  while (c < 2 * n) c <<= 1;
+  return c;
+}
+size_t index_key_room(std::string_view own, size_t n) {
+  return 6 * own.size() + 8 * n + 6 * k_max_arg_key + 16;  // every escaped key, and one more as scratch
+}
+
+char *put_value(char *p, uint8_t type, std::string_view value);
+
+// The linear path for many per-use entries (arg_index): one pass builds the table of escaped
+// keys (the later entry wins), node entries whose key is in it are left out, then each
+// per-use entry is written if it is the winner of its key.
+char *put_args_indexed(char *p, bool comma, std::string_view node_args, std::string_view own, size_t n,
+                       arg_index &ix) {
+  const size_t mask = index_slots(n) - 1;
+  if (++ix.gen == 0) {  // wrapped: forget every slot
+    for (auto &sl : ix.slots) sl.gen = 0;
+    ix.gen = 1;
+  }
+  char *const keys = ix.keys.get();
+  size_t used = 0;
+  auto find = [&](const char *k, size_t len, uint64_t h) -> arg_index::slot & {
+    size_t i = h & mask;
+    for (;;) {
+      arg_index::slot &sl = ix.slots[i];
+      if (sl.gen != ix.gen) return sl;
+      if (sl.hash == h && sl.key_len == len && std::memcmp(keys + sl.key_at, k, len) == 0) return sl;
+      i = (i + 1) & mask;
     }
+  };
+  for_each_raw(own, [&](uint8_t, std::string_view key, std::string_view) {
+    const uint32_t off = static_cast<uint32_t>(key.data() - sizeof(raw_arg) - own.data());
+    char *k = keys + used;
+    const size_t len = escaped_key(key, k);
+    const uint64_t h = key_hash(k, len);
+    arg_index::slot &sl = find(k, len, h);
+    if (sl.gen == ix.gen) {
+      sl.own_off = off;  // a later entry of the same key
+      return;
+    }
+    sl = {h, static_cast<uint32_t>(used), static_cast<uint32_t>(len), off, ix.gen};
+    used += len;
+  });
+  for_each_entry(node_args, [&](std::string_view k, size_t b, size_t e) {
+    if (find(k.data(), k.size(), key_hash(k.data(), k.size())).gen == ix.gen) return;  // replaced
+    if (comma) *p++ = ',';
+    p = put(p, node_args.substr(b, e - b));
+    comma = true;
+  });
+  for_each_raw(own, [&](uint8_t type, std::string_view key, std::string_view value) {
+    const uint32_t off = static_cast<uint32_t>(key.data() - sizeof(raw_arg) - own.data());
+    char *k = keys + used;  // scratch past the table's keys
+    const size_t len = escaped_key(key, k);
+    const arg_index::slot &sl = find(k, len, key_hash(k, len));
+    if (sl.own_off != off) return;  // superseded
+    if (comma) *p++ = ',';
+    comma = true;
+    *p++ = '"';
+    p = put(p, std::string_view(keys + sl.key_at, sl.key_len));
+    *p++ = '"';
+    *p++ = ':';
+    p = put_value(p, type, value);
   });
   return p;
 }
 
 // The node's arguments, then the per-use ones, which replace node arguments of the same key.
-char *put_args(char *p, bool comma, std::string_view node_args, std::string_view own, bool own_json) {
+char *put_args(char *p, bool comma, std::string_view node_args, std::string_view own, bool own_json,
+               arg_index *ix) {
   if (own_json) {  // counters: own is already JSON, and nodes add nothing
     if (!own.empty()) {
       if (comma) *p++ = ',';
       p = put(p, own);
     }
     return p;
+  }
+  if (ix && own.size() > arg_index::k_small * sizeof(raw_arg)) {
+    const size_t n = count_raw(own);
+    if (n > arg_index::k_small && ix->fit(own, false)) return put_args_indexed(p, comma, node_args, own, n, *ix);
   }
   if (!node_args.empty()) {
     if (own.empty() || !own_overrides_node(node_args, own)) {
@@ -151,6 +241,22 @@ char *put_args(char *p, bool comma, std::string_view node_args, std::string_view
 }
 
 }  // namespace
+
+bool arg_index::fit(std::string_view own, bool may_grow) {
+  const size_t n = count_raw(own);
+  const size_t want = index_slots(n), room = index_key_room(own, n);
+  if (slots.size() >= want && keys_cap >= room) return true;
+  if (!may_grow) return false;
+  if (slots.size() < want) {
+    slots.assign(want, slot{});
+    gen = 0;
+  }
+  if (keys_cap < room) {
+    keys.reset(new char[room]);
+    keys_cap = room;
+  }
+  return true;
+}
 
 char *format_record(const line_format &f, const rec &r, char *p, uint64_t *ts_us) {
   const std::string_view node_args(r.node_args(), r.node_args_len);
@@ -213,7 +319,7 @@ char *format_record(const line_format &f, const rec &r, char *p, uint64_t *ts_us
     p = put(p, ",\"ph\":\"i\",\"s\":\"t\",\"args\":{");
   }
   p = put(p, f.hhash_field);
-  p = put_args(p, !f.hhash_field.empty(), node_args, own, r.own_json != 0);
+  p = put_args(p, !f.hhash_field.empty(), node_args, own, r.own_json != 0, f.index);
   if (r.count) {
     if (!f.hhash_field.empty() || !node_args.empty() || !own.empty()) *p++ = ',';
     p = put(p, "\"count\":");

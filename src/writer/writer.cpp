@@ -102,6 +102,7 @@ writer::writer(writer_settings settings)
   crash_text_.reserve(settings_.member_bytes + 4096);
   snaps_.reserve(64);
   local_queue_.reserve(256);
+  settings_.format.index = &arg_index_;
 }
 
 writer::~writer() {
@@ -310,6 +311,8 @@ void writer::append_records(const chunk *c, uint32_t from, uint32_t to) {
         members_[open_]->text.size() + bound > settings_.member_bytes)
       emit_member();
     member &m = assembling();
+    if (r.own_len > arg_index::k_small * sizeof(raw_arg) && !r.own_json)
+      arg_index_.fit(std::string_view(r.own(), r.own_len), true);  // linear time for many arguments
     uint64_t ts;
     m.text.set_end(format_record(f, r, m.text.room(bound), &ts));
     ++m.stats.lines;
@@ -376,6 +379,7 @@ void writer::cycle(bool steal) {
   for (const snap &sn : snaps_) append_records(sn.c, sn.from, sn.to);
   if (has_open_) emit_member();
   write_members(true);
+  if (arg_index_.slots.size() > (size_t{1} << 16)) arg_index_ = arg_index{};  // after a huge event
 }
 
 void writer::crash_write(const char *p, size_t n, const member_stats &st) {
@@ -393,11 +397,16 @@ void writer::crash_records(const chunk *c, uint32_t from, uint32_t to) {
   const line_format &f = settings_.format;
   member_stats st;
   bool has_ts = false;
+  uint64_t events = 0;
   auto flush_text = [&] {
-    if (!crash_text_.empty()) crash_write(crash_text_.data(), crash_text_.size(), st);
+    if (!crash_text_.empty()) {
+      crash_write(crash_text_.data(), crash_text_.size(), st);
+      if (!failed_) events_written_.fetch_add(events, std::memory_order_relaxed);  // the end line's count
+    }
     crash_text_.clear();
     st = member_stats{};
     has_ts = false;
+    events = 0;
   };
   uint32_t off = from;
   while (off < to) {
@@ -409,6 +418,7 @@ void writer::crash_records(const chunk *c, uint32_t from, uint32_t to) {
     crash_text_.set_end(format_record(f, r, crash_text_.room(bound), &ts));
     ++st.lines;
     if (r.type == rec_type::mark) continue;  // a metadata line: no "ts"
+    ++events;
     if (!has_ts || ts < st.ts_min) st.ts_min = ts;
     if (!has_ts || ts > st.ts_max) st.ts_max = ts;
     has_ts = true;
@@ -681,11 +691,19 @@ void writer::relocate(const std::string &new_path) {
   }
 }
 
-void writer::crash_flush() {
+void writer::crash_flush(size_t (*tail)(char *buf, size_t cap)) {
   if (t_is_writer) return;
   if (!lock_within(io_mutex_, std::chrono::milliseconds(1000))) return;
   if (!finished_) {
     crash_cycle();
+    if (tail && fd_ >= 0 && !failed_) {
+      char buf[2048];
+      const size_t n = tail(buf, sizeof buf);
+      if (n) {
+        crash_write(buf, n, scan_member_stats(buf, n));
+        finished_ = true;  // the process is ending: nothing may follow "]"
+      }
+    }
     if (fd_ >= 0) ::fsync(fd_);
   }
   io_mutex_.unlock();

@@ -122,8 +122,10 @@ class writer {
   void finish(const std::function<std::string()> &tail);
   // Moves the file to a new path (the rank became known after it was opened).
   void relocate(const std::string &new_path);
-  // From a fatal signal handler: write what can be written within about a second.
-  void crash_flush();
+  // From a fatal signal handler: write what can be written within about a second; with
+  // `tail` (the process is about to die), then the text it renders (the end line and "]", no
+  // allocation) as the last member, and the file is finished.
+  void crash_flush(size_t (*tail)(char *buf, size_t cap) = nullptr);
   // fork() support: prepare locks everything, parent unlocks, child unlocks and forgets the
   // parent's data, file and thread (keeping `survivor`, the forking thread's buffer).
   void fork_prepare();
@@ -226,6 +228,7 @@ class writer {
   int helper_pending_ = 0;
   bool helper_stop_ = false;
   std::vector<char> out_;
+  arg_index arg_index_;  // formatting scratch for events with many arguments (io_mutex_)
   std::vector<snap> snaps_;
   std::vector<chunk *> local_queue_;
   std::vector<std::string> local_meta_;

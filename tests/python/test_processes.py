@@ -114,3 +114,52 @@ def test_plain_fork_child(runner):
     assert len(child) == 1
     fw = child[0].named("forward")[0]
     assert fw["args"]["level"] == 1 and fw["args"]["p_idx"] == -1
+
+
+def test_keyboard_interrupt_writes_the_end_line_marked_sigint(runner):
+    # Issue 17: an uncaught KeyboardInterrupt ended the process with no end line (Python raises
+    # SIGINT again after its own exit handlers, so the C exit handler never ran).
+    code = """
+import os, signal
+from dftrace import ai
+for i in range(5):
+    with ai.compute.forward:
+        pass
+os.kill(os.getpid(), signal.SIGINT)
+while True:
+    pass
+"""
+    p = runner.run(code, check=False)
+    assert p.returncode in (-2, 130), (p.returncode, p.stderr)
+    assert "KeyboardInterrupt" in p.stderr
+    t = runner.trace()
+    assert len(t.named("forward")) == 5
+    assert t.end["args"]["signal"] == "SIGINT"
+    assert t.end["args"]["num_events"] == 5 and t.end["args"]["dropped_events"] == 0
+
+
+def test_terminated_pool_worker_writes_the_end_line_marked_sigterm(runner):
+    # Pool.terminate() sends SIGTERM to its workers: each one's trace ends with its end line.
+    code = """
+import multiprocessing as mp, time
+from dftrace import ai
+
+def work(i):
+    with ai.compute.forward:
+        pass
+    time.sleep(60)
+
+if __name__ == "__main__":
+    mp.set_start_method("fork")
+    pool = mp.Pool(2)
+    pool.map_async(work, range(2))
+    time.sleep(2)
+    pool.terminate()
+    pool.join()
+"""
+    runner.run(code)
+    workers = [t for t in runner.traces() if t.named("forward")]
+    assert len(workers) == 2
+    for t in workers:
+        assert t.end["args"]["signal"] == "SIGTERM", t.end
+        assert t.end["args"]["num_events"] == 1

@@ -132,6 +132,19 @@ def finalize() -> int:
 _nodes: Dict[Tuple[str, str], Profiler] = {}
 
 
+def _finalize_after_keyboard_interrupt() -> None:
+    # An uncaught KeyboardInterrupt ends Python by raising SIGINT again after Python's own
+    # exit handlers, so the C library's exit handler never runs and the trace would lack its
+    # end line: finalize here. The library saw the SIGINT, so the end line says "SIGINT".
+    if isinstance(getattr(sys, "last_value", None), KeyboardInterrupt):
+        finalize()
+
+
+import atexit as _atexit  # noqa: E402
+
+_atexit.register(_finalize_after_keyboard_interrupt)
+
+
 def _node(name: str, cat: str) -> Profiler:
     key = (cat, name)
     node = _nodes.get(key)

@@ -77,7 +77,11 @@ def test_event_times_agree_with_clock_monotonic(tmp_path, source):
         worst = max(worst, early, late)
     # Measured here: every region inside its bracket (worst -0.02 us), once 0.35 us outside with
     # the machine 4x overloaded. A map that is not anchored drifts by tens of us in this run.
-    assert worst <= 1, f"a region lies {worst} us outside its CLOCK_MONOTONIC bracket"
+    # With the TSC forced on a kernel that keeps time with another clocksource (kvm-clock here),
+    # CLOCK_MONOTONIC is not linear in the TSC: once 6.6 us outside in 25 runs under load
+    # (issue 17), so 20 us there. Times within the trace stay mutually ordered either way.
+    limit = 20 if source_expected(source) == "tsc" and tsc_expected() != "tsc" else 1
+    assert worst <= limit, f"a region lies {worst} us outside its CLOCK_MONOTONIC bracket"
 
 
 def test_clock_maps_monotonic_time_to_epoch_microseconds(tmp_path):
@@ -261,9 +265,11 @@ def test_fatal_signal_flushes_and_still_dies(tmp_path, how, sig):
     assert p.returncode == -sig, (p.returncode, p.stderr)
     path = tc.only_file(tmp_path)
     tc.check_members(path)
-    ev = tc.load(path, complete=False)
+    ev = tc.load(path)  # complete: the signal path writes the end line and "]"
     tc.check_format(ev)
     assert len(tc.user_events(ev)) == 1000
+    end = tc.check_footer(ev)
+    assert end["args"]["signal"] == {signal.SIGSEGV: "SIGSEGV", signal.SIGABRT: "SIGABRT"}[sig]
 
 
 def test_sigterm_flushes_and_still_dies(tmp_path):
@@ -274,8 +280,11 @@ def test_sigterm_flushes_and_still_dies(tmp_path):
     p.send_signal(signal.SIGTERM)
     p.wait(timeout=30)
     assert p.returncode == -signal.SIGTERM
-    ev = tc.load(tc.only_file(tmp_path), complete=False)
+    # Issue 17: the signal path writes the end line too, marked with the signal, with the count.
+    ev = tc.load(tc.only_file(tmp_path))
     assert len(tc.user_events(ev)) == 1400
+    end = tc.check_footer(ev)
+    assert end["args"]["signal"] == "SIGTERM" and end["args"]["dropped_events"] == 0
 
 
 def test_fork_parent_and_child_write_separate_complete_files(tmp_path):
@@ -312,11 +321,13 @@ def test_fork_from_16_threads_200_rounds_never_hangs(tmp_path):
     # Issue 17: a child forked while the parent's writer thread waited on its condition variable
     # inherited the waiter and hung at exit (12 of 40 runs). 200 rounds of 16 threads that each
     # fork while the others trace; a child that has not exited after 30 s counts as a hang.
-    p = run("fork_threads", 200, 16, tmp=tmp_path, check=False, timeout=900)
+    # (scripts/sanitize.sh asks for fewer rounds: a sanitizer build forks far more slowly.)
+    rounds = int(os.environ.get("DFTRACE_TEST_FORK_ROUNDS", "200"))
+    p = run("fork_threads", rounds, 16, tmp=tmp_path, check=False, timeout=900)
     assert p.returncode == 0, (p.stdout, p.stderr)
-    assert p.stdout.split() == ["forks", "3200", "hangs", "0", "bad", "0"], p.stdout
+    assert p.stdout.split() == ["forks", str(16 * rounds), "hangs", "0", "bad", "0"], p.stdout
     files = sorted(os.listdir(tmp_path))
-    assert len(files) == 3201  # the parent's and one per child
+    assert len(files) == 16 * rounds + 1  # the parent's and one per child
     for f in files[::160]:  # a sample: each child's file is complete and its own
         ev = tc.load(str(tmp_path / f))
         tc.check_footer(ev)
@@ -382,6 +393,22 @@ def test_config_naming_a_directory_one_message_tracing_off(tmp_path, mode):
     lines = [l for l in p.stderr.splitlines() if l.strip()]
     assert len(lines) == 1 and "directory" in lines[0] and "tracing is off" in lines[0], p.stderr
     assert os.listdir(out) == []
+
+
+@pytest.mark.parametrize("n", [3, 16, 17, 1000, 200000])
+def test_many_arguments_on_one_event_later_key_wins(tmp_path, n):
+    # Issue 17: formatting was quadratic in the number of arguments (5.4 s for 40,000, so
+    # minutes for 200,000: the generous timeout below is what fails then; nothing is timed).
+    # Both formatting paths (a direct scan up to 16 per-use arguments, the key table above)
+    # must give the same line: later per-use key wins, per-use replaces node, reserved renamed.
+    p = run("args", n, tmp=tmp_path, timeout=60)
+    ev = tc.load(tc.only_file(tmp_path))  # rejects a duplicate key
+    (e,) = [x for x in tc.user_events(ev) if x["name"] == "forward"]
+    a = e["args"]
+    assert a["epoch"] == 99 and a["user_hhash"] == "mine" and a["k3"] == -3
+    assert a["k5"] == (5 if n > 5 else "node")
+    keys = [k for k in a if k.startswith("k")]
+    assert sorted(keys) == sorted(set(["k%d" % i for i in range(n)] + ["k3", "k5"]))
 
 
 def test_unwritable_directory_one_message_app_unharmed(tmp_path):

@@ -212,6 +212,31 @@ int mode_rank_clash(const char *target) {
   return 0;
 }
 
+// One event with n per-use arguments k0..k<n-1> (k3 given again at the end: the later wins),
+// "epoch" and "k5" also node arguments (the per-use ones replace them), "hhash" reserved.
+// Prints how long finalize (which formats the event) took, for bench/RESULTS.md.
+int mode_args(int n) {
+  dftrace_node_t *fwd = node("compute.forward");
+  dftrace_node_update_int(fwd, "epoch", 1);
+  dftrace_node_update_string(fwd, "k5", "node");
+  std::vector<std::string> keys(static_cast<size_t>(n));
+  std::vector<dftrace_arg_t> args;
+  for (int i = 0; i < n; ++i) {
+    keys[static_cast<size_t>(i)] = "k" + std::to_string(i);
+    args.push_back(DFTRACE_ARG_I(keys[static_cast<size_t>(i)].c_str(), i));
+  }
+  args.push_back(DFTRACE_ARG_I("k3", -3));
+  args.push_back(DFTRACE_ARG_I("epoch", 99));
+  args.push_back(DFTRACE_ARG_S("hhash", "mine"));
+  dftrace_region_end(dftrace_region_begin_ex(fwd, DFTRACE_USE_NODE_STATE, args.data(), args.size()));
+  timespec a, b;
+  clock_gettime(CLOCK_MONOTONIC, &a);
+  dftrace_finalize();
+  clock_gettime(CLOCK_MONOTONIC, &b);
+  std::printf("args %d finalize_ms %.1f\n", n, (b.tv_sec - a.tv_sec) * 1e3 + (b.tv_nsec - a.tv_nsec) / 1e6);
+  return 0;
+}
+
 int mode_idle(int n) {
   // Events, then silence: only the time-based flush can put them in the file.
   events(n / 2, node("compute.forward"), node("compute.backward"));
@@ -261,6 +286,7 @@ int main(int argc, char **argv) {
   if (mode == "flushed") return mode_flushed(n, m);
   if (mode == "segv" || mode == "abort" || mode == "term") return mode_signal(mode.c_str(), n);
   if (mode == "fork") return mode_fork(n);
+  if (mode == "args") return mode_args(n);
   if (mode == "rank_clash") return mode_rank_clash(argc > 2 ? argv[2] : "/nonexistent");
   if (mode == "fork_threads") return mode_fork_threads(n, m);
   if (mode == "many") return mode_many(n);
