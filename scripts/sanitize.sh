@@ -32,7 +32,8 @@ for kind in "${kinds[@]}"; do
   else
     # GCC 12's AddressSanitizer does not hold its own allocator's lock across fork: a child
     # forked while another thread allocates can hang inside ASan (seen: the child's new thread
-    # waits in SizeClassAllocator64::GetFromAllocator, 2 of 160 forks), whatever dftrace does.
+    # waits in SizeClassAllocator64::GetFromAllocator, 2 of 160 forks), whatever dftrace does,
+    # and LeakSanitizer counts the parent's other threads' memory as the exiting child's leak.
     # The fork-from-16-threads test runs in the release build (scripts/test.sh).
     echo "   ($kind: test_fork_from_16_threads skipped: ASan's allocator can hang a child forked from threads)"
     deselect=(-k "not fork_from_16_threads")
