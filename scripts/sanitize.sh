@@ -24,8 +24,6 @@ for kind in "${kinds[@]}"; do
   export ASAN_OPTIONS=handle_segv=0:handle_abort=0:detect_leaks=1:abort_on_error=0
   export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
   # (TSan: the fork test starts the child's writer thread after fork, which TSan refuses by default.)
-  # The fork-from-16-threads test: 20 rounds here (320 forks) instead of 200.
-  export DFTRACE_TEST_FORK_ROUNDS=20
   export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:handle_segv=0:handle_abort=0:die_after_fork=0
   "$dir/tests/unit/unit_tests" --gtest_brief=1
   deselect=()
@@ -34,6 +32,14 @@ for kind in "${kinds[@]}"; do
     # fork (it reports "dup thread with used id"); the fork test runs in the other builds.
     echo "   (thread: test_fork_* skipped: ThreadSanitizer can not follow threads started after fork)"
     deselect=(-k "not fork")
+  else
+    # GCC 12's AddressSanitizer does not hold its own allocator's lock across fork: a child
+    # forked while another thread allocates can hang inside ASan (seen: the child's new thread
+    # waits in SizeClassAllocator64::GetFromAllocator, 2 of 160 forks), whatever dftrace does,
+    # and LeakSanitizer counts the parent's other threads' memory as the exiting child's leak.
+    # The fork-from-16-threads test runs in the release build (scripts/test.sh).
+    echo "   ($kind: test_fork_from_16_threads skipped: ASan's allocator can hang a child forked from threads)"
+    deselect=(-k "not fork_from_16_threads")
   fi
   for t in core dftracer_compat; do
     DFTRACE_TEST_BIN="$PWD/$dir/tests/integration/$t" $py -m pytest -q -p no:cacheprovider "${deselect[@]}" \

@@ -321,7 +321,7 @@ def test_fork_from_16_threads_200_rounds_never_hangs(tmp_path):
     # Issue 17: a child forked while the parent's writer thread waited on its condition variable
     # inherited the waiter and hung at exit (12 of 40 runs). 200 rounds of 16 threads that each
     # fork while the others trace; a child that has not exited after 30 s counts as a hang.
-    # (scripts/sanitize.sh asks for fewer rounds: a sanitizer build forks far more slowly.)
+    # (DFTRACE_TEST_FORK_ROUNDS: fewer rounds, for a quick look.)
     rounds = int(os.environ.get("DFTRACE_TEST_FORK_ROUNDS", "200"))
     p = run("fork_threads", rounds, 16, tmp=tmp_path, check=False, timeout=900)
     assert p.returncode == 0, (p.stdout, p.stderr)
