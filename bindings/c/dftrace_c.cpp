@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "config/config.hpp"
-#include "core/format.hpp"
-#include "core/log.hpp"
-#include "core/runtime.hpp"
+#include "base/format.hpp"
+#include "base/log.hpp"
+#include "runtime/runtime.hpp"
 #include "dftrace/dftrace.h"
 
 using dftrace::detail::json_quote;

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "writer/gzip_member.hpp"
+#include "base/gzip_member.hpp"
 
 namespace dftrace::detail {
 

@@ -24,7 +24,7 @@ struct rec {
   uint32_t size;             // header + payload, rounded up to 8
   rec_type type;
   uint8_t own_json;          // 1: own is JSON text ("k":v,...); 0: raw entries (raw_arg below)
-  uint8_t ticked;            // 1: start/end are ticks (core/clock.hpp); 0: monotonic ns
+  uint8_t ticked;            // 1: start/end are ticks (base/clock.hpp); 0: monotonic ns
   uint8_t pad_;
   const std::string *name_cat;  // the node's pre-escaped ,"name":..,"cat":.. (nodes live forever)
   uint64_t id;

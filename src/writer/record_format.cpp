@@ -1,8 +1,8 @@
 // record_format.cpp: one binary record -> one JSON line, on the writer thread.
 #include <cstring>
 
-#include "core/clock.hpp"
-#include "core/format.hpp"
+#include "base/clock.hpp"
+#include "base/format.hpp"
 #include "writer/record.hpp"
 
 namespace dftrace::detail {

@@ -11,8 +11,8 @@
 #include <cstring>
 #include <new>
 
-#include "core/clock.hpp"
-#include "core/log.hpp"
+#include "base/clock.hpp"
+#include "base/log.hpp"
 
 namespace dftrace::detail {
 
@@ -254,7 +254,7 @@ void writer::run() {
   std::unique_lock<std::mutex> lock(queue_mutex_);
   while (!stop_) {
     // Tick anchors keep their schedule (1 ms, 2 ms, ... 1 s apart) even when no event comes,
-    // so that the tick map's slope is measured over short spans first (core/clock.hpp).
+    // so that the tick map's slope is measured over short spans first (base/clock.hpp).
     auto wake = next_steal;
     if (tm) {
       const auto due = clock::now() + std::chrono::nanoseconds(tm->ns_until_due());
@@ -354,7 +354,7 @@ void writer::cycle(bool steal) {
     take_snapshots(false);
   }
   // 2b. a tick anchor read after every record taken above was committed: the tick map never
-  //     changes where those records' ticks fall (core/clock.hpp)
+  //     changes where those records' ticks fall (base/clock.hpp)
   if (settings_.format.ticks) settings_.format.ticks->anchor();
   // 3. metadata: taken after the event lines were observed, so every definition that an
   //    observed event uses is in this batch or an earlier one.

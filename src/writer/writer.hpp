@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "writer/gzip_member.hpp"
+#include "base/gzip_member.hpp"
 #include "writer/record.hpp"
 
 namespace dftrace::detail {

@@ -1,4 +1,4 @@
-// record_format_test.cpp: the reserved argument keys (core/format.hpp) are exactly the keys the
+// record_format_test.cpp: the reserved argument keys (base/format.hpp) are exactly the keys the
 // line formatter writes itself, and a user's argument of a reserved name is renamed, never doubled.
 #include "writer/record.hpp"
 
@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/format.hpp"
+#include "base/format.hpp"
 #include "dftrace/dftrace.h"
 
 using namespace dftrace::detail;
@@ -75,7 +75,7 @@ std::vector<std::string> sorted(std::vector<std::string> v) {
 
 }  // namespace
 
-// (count = 0: iter events' `count` is not reserved, see core/format.hpp.)
+// (count = 0: iter events' `count` is not reserved, see base/format.hpp.)
 TEST(ReservedArgKeys, AreTheKeysTheFormatterWritesItself) {
   std::vector<std::string> reserved(std::begin(k_reserved_arg_keys), std::end(k_reserved_arg_keys));
   EXPECT_EQ(sorted(arg_keys(line_of({}, true))), sorted(reserved));

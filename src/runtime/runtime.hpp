@@ -18,8 +18,8 @@
 #include "dftrace/dftrace.h"
 
 #include "config/config.hpp"
-#include "core/clock.hpp"
-#include "core/tree.hpp"
+#include "base/clock.hpp"
+#include "tree/tree.hpp"
 #include "writer/writer.hpp"
 
 struct dftrace_arg;

@@ -1,6 +1,6 @@
 // runtime.cpp: process set-up and tear-down, the per-thread event path, header and footer,
 // fork, exit and fatal signals.
-#include "core/runtime.hpp"
+#include "runtime/runtime.hpp"
 
 #include <pthread.h>
 #include <signal.h>
@@ -13,10 +13,10 @@
 #include <cstring>
 #include <fstream>
 
-#include "core/extensions.hpp"
-#include "core/format.hpp"
-#include "core/hash.hpp"
-#include "core/log.hpp"
+#include "runtime/extensions.hpp"
+#include "base/format.hpp"
+#include "base/hash.hpp"
+#include "base/log.hpp"
 #include "dftrace/dftrace.h"
 #include "topology/topology.hpp"
 
@@ -221,7 +221,7 @@ int runtime::init(const dftrace_options *options) {
     }
 
     tree_.set_rules(cfg_.categories);
-    // The event path's clock, fixed before any event reads it (core/clock.hpp).
+    // The event path's clock, fixed before any event reads it (base/clock.hpp).
     const char *why = "";
     const bool forced = cfg_.timer_source == "tsc";
     if (!ticks().start(cfg_.timer_source != "monotonic", forced, &why)) {
@@ -915,7 +915,7 @@ void runtime::mark(node *n, bool start) {
   thread_state &ts = thread();  // the first use may initialise (and switch this node off)
   if (!ts.w || !n->active.load(std::memory_order_relaxed)) return;
   // A record stamped with a tick, as events are: the writer converts both with one map, so a
-  // mark brackets the events it closes (core/README.md, "Clock").
+  // mark brackets the events it closes (base/README.md, "Clock").
   ts.own.clear();
   ts.own += json_quote(n->name + (start ? ".start" : ".end"));
   const uint64_t now = tick_now();
