@@ -104,9 +104,8 @@ def check(root):
                         if there not in allowed:
                             problems.append(
                                 f"{rel}:{lineno}: includes {target} ({there or 'no layer'}); "
-                                f"{here} may include "
-                                f"{', '.join(sorted(LAYERS[here])) or 'nothing else of the project'}"
-                                f" and the public headers")
+                                f"{here} may include the public headers and "
+                                f"{', '.join(sorted(LAYERS[here])) or 'nothing else of the project'}")
     return problems
 
 

@@ -74,7 +74,6 @@ class trace_file {
 
   const std::string &path() const { return path_; }
   uint64_t size() const { return size_; }
-  bool compressed() const { return gzip_; }
   const uint8_t *data() const { return data_; }
   const std::vector<planned_part> &parts() const { return parts_; }
   // Members found through their DT fields, and whether they cover the whole file.

@@ -311,8 +311,8 @@ void writer::append_records(const chunk *c, uint32_t from, uint32_t to) {
         members_[open_]->text.size() + bound > settings_.member_bytes)
       emit_member();
     member &m = assembling();
-    if (r.own_len > arg_index::k_small * sizeof(raw_arg) && !r.own_json)
-      arg_index_.fit(std::string_view(r.own(), r.own_len), true);  // linear time for many arguments
+    if (r.use_args_len > arg_index::k_small * sizeof(raw_arg) && !r.use_args_json)
+      arg_index_.fit(std::string_view(r.use_args(), r.use_args_len), true);  // linear time for many arguments
     uint64_t ts;
     m.text.set_end(format_record(f, r, m.text.room(bound), &ts));
     ++m.stats.lines;
@@ -528,7 +528,6 @@ bool writer::write_all(const char *p, size_t n) {
     }
     p += w;
     n -= static_cast<size_t>(w);
-    bytes_written_.fetch_add(static_cast<uint64_t>(w), std::memory_order_relaxed);
   }
   return true;
 }
@@ -620,7 +619,6 @@ void writer::write_members(bool parallel) {
     }
     if (ok) {
       events_written_.fetch_add(m.events, std::memory_order_relaxed);
-      members_written_.fetch_add(1, std::memory_order_relaxed);
     } else {
       dropped_.fetch_add(m.events, std::memory_order_relaxed);
     }
@@ -768,8 +766,6 @@ void writer::fork_child(thread_buffer *survivor, int64_t new_pid) {
   header_text_.clear();
   events_written_ = 0;
   dropped_ = 0;
-  bytes_written_ = 0;
-  members_written_ = 0;
   // Every synchronisation object is made anew rather than unlocked: a condition variable keeps
   // the parent's waiters in its state (the parent's writer thread was waiting on queue_cv_ at
   // fork time), and the child's new writer thread would wait behind ghosts that never leave,

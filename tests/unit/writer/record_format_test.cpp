@@ -18,11 +18,11 @@ using namespace dftrace::detail;
 
 namespace {
 
-// The line of one complete event with per-use integer arguments `own` (stored raw, as the
+// The line of one complete event with per-use integer arguments `use_args` (stored raw, as the
 // application thread stores them) and no node arguments.
-std::string line_of(const std::vector<std::pair<std::string, int64_t>> &own, bool metadata) {
+std::string line_of(const std::vector<std::pair<std::string, int64_t>> &use_args, bool metadata) {
   std::string raw;
-  for (const auto &[key, value] : own) {
+  for (const auto &[key, value] : use_args) {
     const raw_arg h{DFTRACE_ARG_INT, 0, static_cast<uint16_t>(key.size()), 8};
     raw.append(reinterpret_cast<const char *>(&h), sizeof h);
     raw += key;
@@ -35,13 +35,13 @@ std::string line_of(const std::vector<std::pair<std::string, int64_t>> &own, boo
   r->type = rec_type::complete;
   r->name_cat = &name_cat;
   r->id = 1;
-  r->start_ns = 1000;
-  r->end_ns = 3000;
+  r->start = 1000;
+  r->end = 3000;
   r->parent_id = -1;
   r->tid = 2;
   r->level = 1;
-  r->own_len = static_cast<uint32_t>(raw.size());
-  std::memcpy(const_cast<char *>(r->own()), raw.data(), raw.size());
+  r->use_args_len = static_cast<uint32_t>(raw.size());
+  std::memcpy(const_cast<char *>(r->use_args()), raw.data(), raw.size());
   line_format f;
   f.pid = 1;
   f.metadata = metadata;
