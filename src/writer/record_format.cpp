@@ -48,7 +48,8 @@ size_t escaped_key(std::string_view key, char *buf) {
   return static_cast<size_t>(escape_json(p, key.data(), key.size()) - buf);
 }
 
-// True if a later entry of `use_args` has the same key as the one at `self` (later wins).
+// True if a later entry of `use_args` has the same key as `key` (a view into use_args: the
+// later entry wins).
 bool superseded(std::string_view use_args, std::string_view key) {
   bool after = false, found = false;
   for_each_raw(use_args, [&](uint8_t, std::string_view k, std::string_view) {
@@ -70,7 +71,7 @@ bool node_has_key(std::string_view node_args, std::string_view escaped) {
 }
 
 // True if some per-use key is also a node key.
-bool own_overrides_node(std::string_view node_args, std::string_view use_args) {
+bool use_args_override_node(std::string_view node_args, std::string_view use_args) {
   char kbuf[6 * k_max_arg_key + 8];
   bool any = false;
   for_each_raw(use_args, [&](uint8_t, std::string_view key, std::string_view) {
@@ -224,7 +225,7 @@ char *put_args(char *p, bool comma, std::string_view node_args, std::string_view
     if (n > arg_index::k_small && ix->fit(use_args, false)) return put_args_indexed(p, comma, node_args, use_args, n, *ix);
   }
   if (!node_args.empty()) {
-    if (use_args.empty() || !own_overrides_node(node_args, use_args)) {
+    if (use_args.empty() || !use_args_override_node(node_args, use_args)) {
       if (comma) *p++ = ',';
       p = put(p, node_args);
       comma = true;
