@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "writer/gzip_member.hpp"
+#include "base/gzip_member.hpp"
 
 using namespace dftrace::detail;
 

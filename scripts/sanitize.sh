@@ -5,7 +5,7 @@
 # Called by scripts/test.sh; usable alone: scripts/sanitize.sh [address,undefined|thread]...
 # The ThreadSanitizer build compiles no standalone fence (GCC used to warn three times
 # "'atomic_thread_fence' is not supported with '-fsanitize=thread'"): the tree's seqlock uses
-# acquire loads and release stores of its words instead (src/core/tree.hpp).
+# acquire loads and release stores of its words instead (src/tree/tree.hpp).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 src=$PWD

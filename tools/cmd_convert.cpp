@@ -11,7 +11,7 @@
 #include <string>
 
 #include "common.hpp"
-#include "core/format.hpp"
+#include "base/format.hpp"
 
 namespace dftrace::tools {
 

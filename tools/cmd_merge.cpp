@@ -14,7 +14,7 @@
 #include <unordered_set>
 
 #include "common.hpp"
-#include "core/format.hpp"
+#include "base/format.hpp"
 
 namespace dftrace::tools {
 

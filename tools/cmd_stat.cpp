@@ -7,7 +7,7 @@
 #include <unordered_map>
 
 #include "common.hpp"
-#include "core/format.hpp"
+#include "base/format.hpp"
 
 namespace dftrace::tools {
 

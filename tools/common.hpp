@@ -15,7 +15,7 @@
 
 #include "reader/line_parser.hpp"
 #include "reader/trace_reader.hpp"
-#include "writer/gzip_member.hpp"
+#include "base/gzip_member.hpp"
 
 namespace dftrace::tools {
 

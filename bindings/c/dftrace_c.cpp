@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "config/config.hpp"
-#include "core/format.hpp"
-#include "core/log.hpp"
-#include "core/runtime.hpp"
+#include "base/format.hpp"
+#include "base/log.hpp"
+#include "runtime/runtime.hpp"
 #include "dftrace/dftrace.h"
 
 using dftrace::detail::json_quote;
@@ -23,10 +23,10 @@ static_assert(std::is_standard_layout_v<std::atomic<bool>> && sizeof(std::atomic
 
 namespace {
 
-inline node *N(dftrace_node_t *n) { return reinterpret_cast<node *>(n); }
-inline const node *N(const dftrace_node_t *n) { return reinterpret_cast<const node *>(n); }
-inline dftrace_node_t *H(node *n) { return reinterpret_cast<dftrace_node_t *>(n); }
-inline runtime &rt() { return runtime::get(); }
+inline node *to_node(dftrace_node_t *n) { return reinterpret_cast<node *>(n); }
+inline const node *to_node(const dftrace_node_t *n) { return reinterpret_cast<const node *>(n); }
+inline dftrace_node_t *to_handle(node *n) { return reinterpret_cast<dftrace_node_t *>(n); }
+inline runtime &the_runtime() { return runtime::get(); }
 
 const char *thread_copy(const std::string &s) {
   static thread_local std::string buf;
@@ -63,7 +63,7 @@ __attribute__((constructor)) void dftrace_on_load() {
         const char *v = std::getenv("DFTRACE_ENABLE");
         if (!v || !*v) v = std::getenv("DFTRACER_ENABLE");
         bool on = false;
-        if (v && dftrace::detail::parse_bool(v, &on) && on) rt().preload_enable();
+        if (v && dftrace::detail::parse_bool(v, &on) && on) the_runtime().preload_enable();
         return 0;
       },
       0);
@@ -102,99 +102,99 @@ void dftrace_options_init(dftrace_options_t *o) {
 
 int dftrace_init(const dftrace_options_t *options) {
   if (options && options->struct_size < sizeof(size_t)) return DFTRACE_ERR_INVALID_ARGUMENT;
-  return guarded([&] { return rt().init(options); }, DFTRACE_ERR_CONFIG);
+  return guarded([&] { return the_runtime().init(options); }, DFTRACE_ERR_CONFIG);
 }
 
 int dftrace_finalize(void) {
-  return guarded([] { return rt().finalize(); }, DFTRACE_ERR_STATE);
+  return guarded([] { return the_runtime().finalize(); }, DFTRACE_ERR_STATE);
 }
 
 int dftrace_flush(void) {
-  return guarded([] { return rt().flush(); }, DFTRACE_ERR_IO);
+  return guarded([] { return the_runtime().flush(); }, DFTRACE_ERR_IO);
 }
 
-bool dftrace_is_enabled(void) { return rt().recording(); }
+bool dftrace_is_enabled(void) { return the_runtime().recording(); }
 
 void dftrace_set_enabled(bool enabled) {
-  guarded([&] { rt().set_recording(enabled); return 0; }, 0);
+  guarded([&] { the_runtime().set_recording(enabled); return 0; }, 0);
 }
 
 const char *dftrace_status(void) {
-  return guarded([] { return thread_copy(rt().status()); }, "internal error");
+  return guarded([] { return thread_copy(the_runtime().status()); }, "internal error");
 }
 
 const char *dftrace_output_path(void) {
   return guarded(
       [] {
-        std::string p = rt().output_path();
+        std::string p = the_runtime().output_path();
         return p.empty() ? static_cast<const char *>(nullptr) : thread_copy(p);
       },
       static_cast<const char *>(nullptr));
 }
 
 const char *dftrace_config_describe(void) {
-  return guarded([] { return thread_copy(rt().config_text()); }, "");
+  return guarded([] { return thread_copy(the_runtime().config_text()); }, "");
 }
 
-dftrace_node_t *dftrace_node_root(void) { return H(rt().nodes().root()); }
+dftrace_node_t *dftrace_node_root(void) { return to_handle(the_runtime().nodes().root()); }
 
 dftrace_node_t *dftrace_node_find(const char *path) {
   if (!path) return nullptr;
-  return guarded([&] { return H(rt().nodes().find(path)); }, static_cast<dftrace_node_t *>(nullptr));
+  return guarded([&] { return to_handle(the_runtime().nodes().find(path)); }, static_cast<dftrace_node_t *>(nullptr));
 }
 
 dftrace_node_t *dftrace_category(const char *name) {
   if (!name) return nullptr;
-  return guarded([&] { return H(rt().nodes().category(name)); }, static_cast<dftrace_node_t *>(nullptr));
+  return guarded([&] { return to_handle(the_runtime().nodes().category(name)); }, static_cast<dftrace_node_t *>(nullptr));
 }
 
 dftrace_node_t *dftrace_node_child(dftrace_node_t *parent, const char *name) {
   if (!parent || !name) return nullptr;
-  return guarded([&] { return H(rt().nodes().child(N(parent), name)); },
+  return guarded([&] { return to_handle(the_runtime().nodes().child(to_node(parent), name)); },
                  static_cast<dftrace_node_t *>(nullptr));
 }
 
 dftrace_node_t *dftrace_node_derive(dftrace_node_t *parent, const char *name) {
   if (!parent || !name) return nullptr;
-  return guarded([&] { return H(rt().nodes().derive(N(parent), name)); },
+  return guarded([&] { return to_handle(the_runtime().nodes().derive(to_node(parent), name)); },
                  static_cast<dftrace_node_t *>(nullptr));
 }
 
-const char *dftrace_node_name(const dftrace_node_t *n) { return n ? N(n)->name.c_str() : ""; }
-const char *dftrace_node_category(const dftrace_node_t *n) { return n ? N(n)->cat.c_str() : ""; }
-const char *dftrace_node_path(const dftrace_node_t *n) { return n ? N(n)->path.c_str() : ""; }
+const char *dftrace_node_name(const dftrace_node_t *n) { return n ? to_node(n)->name.c_str() : ""; }
+const char *dftrace_node_category(const dftrace_node_t *n) { return n ? to_node(n)->cat.c_str() : ""; }
+const char *dftrace_node_path(const dftrace_node_t *n) { return n ? to_node(n)->path.c_str() : ""; }
 
 void dftrace_node_enable(dftrace_node_t *n) {
-  guarded([&] { rt().nodes().set_enabled(N(n), true); return 0; }, 0);
+  guarded([&] { the_runtime().nodes().set_enabled(to_node(n), true); return 0; }, 0);
 }
 void dftrace_node_disable(dftrace_node_t *n) {
-  guarded([&] { rt().nodes().set_enabled(N(n), false); return 0; }, 0);
+  guarded([&] { the_runtime().nodes().set_enabled(to_node(n), false); return 0; }, 0);
 }
 bool dftrace_node_is_enabled(const dftrace_node_t *n) {
-  return n && N(n)->active.load(std::memory_order_relaxed);
+  return n && to_node(n)->active.load(std::memory_order_relaxed);
 }
 
 void dftrace_node_update_int(dftrace_node_t *n, const char *key, int64_t value) {
   if (!n || !key) return;
-  guarded([&] { rt().nodes().update(N(n), key, number(value)); return 0; }, 0);
+  guarded([&] { the_runtime().nodes().update(to_node(n), key, number(value)); return 0; }, 0);
 }
 void dftrace_node_update_double(dftrace_node_t *n, const char *key, double value) {
   if (!n || !key) return;
-  guarded([&] { rt().nodes().update(N(n), key, number(value)); return 0; }, 0);
+  guarded([&] { the_runtime().nodes().update(to_node(n), key, number(value)); return 0; }, 0);
 }
 void dftrace_node_update_string(dftrace_node_t *n, const char *key, const char *value) {
   if (!n || !key) return;
   guarded(
       [&] {
-        if (value) rt().nodes().update(N(n), key, json_quote(value));
-        else rt().nodes().update(N(n), key, std::nullopt);
+        if (value) the_runtime().nodes().update(to_node(n), key, json_quote(value));
+        else the_runtime().nodes().update(to_node(n), key, std::nullopt);
         return 0;
       },
       0);
 }
 void dftrace_node_update_bool(dftrace_node_t *n, const char *key, bool value) {
   if (!n || !key) return;
-  guarded([&] { rt().nodes().update(N(n), key, value ? "true" : "false"); return 0; }, 0);
+  guarded([&] { the_runtime().nodes().update(to_node(n), key, value ? "true" : "false"); return 0; }, 0);
 }
 void dftrace_node_update_args(dftrace_node_t *n, const dftrace_arg_t *args, size_t nargs) {
   if (!n || !args || !nargs) return;
@@ -222,7 +222,7 @@ void dftrace_node_update_args(dftrace_node_t *n, const dftrace_arg_t *args, size
           }
           changes.emplace_back(a.key, std::move(v));
         }
-        rt().nodes().update_many(N(n), changes);
+        the_runtime().nodes().update_many(to_node(n), changes);
         return 0;
       },
       0);
@@ -230,59 +230,59 @@ void dftrace_node_update_args(dftrace_node_t *n, const dftrace_arg_t *args, size
 
 void dftrace_node_update_remove(dftrace_node_t *n, const char *key) {
   if (!n || !key) return;
-  guarded([&] { rt().nodes().update(N(n), key, std::nullopt); return 0; }, 0);
+  guarded([&] { the_runtime().nodes().update(to_node(n), key, std::nullopt); return 0; }, 0);
 }
 
 dftrace_region_t dftrace_region_begin(dftrace_node_t *n) {
-  if (!n || !N(n)->active.load(std::memory_order_relaxed)) return 0;
-  return guarded([&] { return rt().begin(N(n), DFTRACE_USE_NODE_STATE, nullptr, 0); }, dftrace_region_t{0});
+  if (!n || !to_node(n)->active.load(std::memory_order_relaxed)) return 0;
+  return guarded([&] { return the_runtime().begin(to_node(n), DFTRACE_USE_NODE_STATE, nullptr, 0); }, dftrace_region_t{0});
 }
 
 dftrace_region_t dftrace_region_begin_ex(dftrace_node_t *n, int enable, const dftrace_arg_t *args,
                                          size_t nargs) {
   if (!n) return 0;
-  return guarded([&] { return rt().begin(N(n), enable, args, nargs); }, dftrace_region_t{0});
+  return guarded([&] { return the_runtime().begin(to_node(n), enable, args, nargs); }, dftrace_region_t{0});
 }
 
 void dftrace_region_arg_int(dftrace_region_t r, const char *key, int64_t value) {
   if (!r || !key) return;
   const dftrace_arg_t a = DFTRACE_ARG_I(key, value);
-  guarded([&] { rt().region_arg(r, a); return 0; }, 0);
+  guarded([&] { the_runtime().region_arg(r, a); return 0; }, 0);
 }
 void dftrace_region_arg_double(dftrace_region_t r, const char *key, double value) {
   if (!r || !key) return;
   const dftrace_arg_t a = DFTRACE_ARG_D(key, value);
-  guarded([&] { rt().region_arg(r, a); return 0; }, 0);
+  guarded([&] { the_runtime().region_arg(r, a); return 0; }, 0);
 }
 void dftrace_region_arg_string(dftrace_region_t r, const char *key, const char *value) {
   if (!r || !key) return;
   const dftrace_arg_t a = DFTRACE_ARG_S(key, value);
-  guarded([&] { rt().region_arg(r, a); return 0; }, 0);
+  guarded([&] { the_runtime().region_arg(r, a); return 0; }, 0);
 }
 void dftrace_region_arg_bool(dftrace_region_t r, const char *key, bool value) {
   if (!r || !key) return;
   const dftrace_arg_t a = DFTRACE_ARG_B(key, value);
-  guarded([&] { rt().region_arg(r, a); return 0; }, 0);
+  guarded([&] { the_runtime().region_arg(r, a); return 0; }, 0);
 }
 void dftrace_region_arg_uint(dftrace_region_t r, const char *key, uint64_t value) {
   if (!r || !key) return;
   const dftrace_arg_t a = DFTRACE_ARG_U(key, value);
-  guarded([&] { rt().region_arg(r, a); return 0; }, 0);
+  guarded([&] { the_runtime().region_arg(r, a); return 0; }, 0);
 }
 
 void dftrace_region_end(dftrace_region_t r) {
   if (!r) return;
-  guarded([&] { rt().end(r, nullptr, 0); return 0; }, 0);
+  guarded([&] { the_runtime().end(r, nullptr, 0); return 0; }, 0);
 }
 
 void dftrace_region_end_ex(dftrace_region_t r, const dftrace_arg_t *args, size_t nargs) {
   if (!r) return;
-  guarded([&] { rt().end(r, args, nargs); return 0; }, 0);
+  guarded([&] { the_runtime().end(r, args, nargs); return 0; }, 0);
 }
 
 void dftrace_region_cancel(dftrace_region_t r) {
   if (!r) return;
-  guarded([&] { rt().cancel(r); return 0; }, 0);
+  guarded([&] { the_runtime().cancel(r); return 0; }, 0);
 }
 
 void dftrace_iter_begin(dftrace_iter_t *it, dftrace_node_t *n, uint32_t flags, const char *iter_name,
@@ -298,9 +298,9 @@ void dftrace_iter_begin(dftrace_iter_t *it, dftrace_node_t *n, uint32_t flags, c
   }
   guarded(
       [&] {
-        auto &t = rt().nodes();
-        it->iter_node = H(iter_name ? t.verbatim(N(n), iter_name) : t.iter_of(N(n)));
-        it->block_node = H(block_name ? t.verbatim(N(n), block_name) : t.block_of(N(n)));
+        auto &t = the_runtime().nodes();
+        it->iter_node = to_handle(iter_name ? t.verbatim(to_node(n), iter_name) : t.iter_of(to_node(n)));
+        it->block_node = to_handle(block_name ? t.verbatim(to_node(n), block_name) : t.block_of(to_node(n)));
         return 0;
       },
       0);
@@ -311,23 +311,23 @@ void dftrace_iter_fetch(dftrace_iter_t *it) {
   if (it->open_iter) dftrace_region_cancel(it->open_iter);
   it->open_iter = 0;
   ++it->count;
-  node *n = (it->flags & DFTRACE_ITER_NO_ITER) ? nullptr : N(it->iter_node);
+  node *n = (it->flags & DFTRACE_ITER_NO_ITER) ? nullptr : to_node(it->iter_node);
   const uint64_t previous = it->open_block;
   it->open_block = 0;
   if (!previous && (!n || (it->enable < 0 && !n->active.load(std::memory_order_relaxed)))) return;
   it->open_iter = guarded(
-      [&] { return rt().iter_step(previous, n, it->enable, static_cast<uint32_t>(it->count)); },
+      [&] { return the_runtime().iter_step(previous, n, it->enable, static_cast<uint32_t>(it->count)); },
       dftrace_region_t{0});
 }
 
 void dftrace_iter_body(dftrace_iter_t *it) {
   if (!it) return;
-  node *n = (it->flags & DFTRACE_ITER_NO_BLOCK) ? nullptr : N(it->block_node);
+  node *n = (it->flags & DFTRACE_ITER_NO_BLOCK) ? nullptr : to_node(it->block_node);
   const uint64_t previous = it->open_iter;
   it->open_iter = 0;
   if (!previous && (!n || (it->enable < 0 && !n->active.load(std::memory_order_relaxed)))) return;
   it->open_block = guarded(
-      [&] { return rt().iter_step(previous, n, it->enable, static_cast<uint32_t>(it->count)); },
+      [&] { return the_runtime().iter_step(previous, n, it->enable, static_cast<uint32_t>(it->count)); },
       dftrace_region_t{0});
 }
 
@@ -339,63 +339,63 @@ void dftrace_iter_end(dftrace_iter_t *it) {
 }
 
 dftrace_region_t dftrace_region_current(void) {
-  return guarded([] { return rt().current_region(); }, dftrace_region_t{0});
+  return guarded([] { return the_runtime().current_region(); }, dftrace_region_t{0});
 }
 
 // The event path's clock (a tick through the map); the first call initialises the runtime when
 // the environment enabled tracing (init catches what it throws).
-uint64_t dftrace_now_ns(void) { return rt().now_ns(); }
+uint64_t dftrace_now_ns(void) { return the_runtime().now_ns(); }
 
 uint64_t dftrace_trace_time_ns(void) {
-  return guarded([] { return rt().now_ns() + rt().epoch_offset_ns(); }, uint64_t{0});
+  return guarded([] { return the_runtime().now_ns() + the_runtime().epoch_offset_ns(); }, uint64_t{0});
 }
 
 void dftrace_event_complete(dftrace_node_t *n, uint64_t start_ns, uint64_t end_ns, int64_t track,
                             const dftrace_arg_t *args, size_t nargs) {
-  if (!n || !N(n)->active.load(std::memory_order_relaxed)) return;
-  guarded([&] { rt().complete_on_track(N(n), start_ns, end_ns, track, args, nargs); return 0; }, 0);
+  if (!n || !to_node(n)->active.load(std::memory_order_relaxed)) return;
+  guarded([&] { the_runtime().complete_on_track(to_node(n), start_ns, end_ns, track, args, nargs); return 0; }, 0);
 }
 
 void dftrace_track_name(int64_t track, const char *name) {
   if (!name) return;
-  guarded([&] { rt().track_name(track, name); return 0; }, 0);
+  guarded([&] { the_runtime().track_name(track, name); return 0; }, 0);
 }
 
 void dftrace_instant(dftrace_node_t *n, const dftrace_arg_t *args, size_t nargs) {
-  if (!n || !N(n)->active.load(std::memory_order_relaxed)) return;
-  guarded([&] { rt().instant(N(n), args, nargs); return 0; }, 0);
+  if (!n || !to_node(n)->active.load(std::memory_order_relaxed)) return;
+  guarded([&] { the_runtime().instant(to_node(n), args, nargs); return 0; }, 0);
 }
 
 void dftrace_counter_int(dftrace_node_t *n, const char *series, int64_t value) {
-  if (!n || !series || !N(n)->active.load(std::memory_order_relaxed)) return;
-  guarded([&] { rt().counter(N(n), series, number(value)); return 0; }, 0);
+  if (!n || !series || !to_node(n)->active.load(std::memory_order_relaxed)) return;
+  guarded([&] { the_runtime().counter(to_node(n), series, number(value)); return 0; }, 0);
 }
 
 void dftrace_counter_double(dftrace_node_t *n, const char *series, double value) {
-  if (!n || !series || !N(n)->active.load(std::memory_order_relaxed)) return;
-  guarded([&] { rt().counter(N(n), series, number(value)); return 0; }, 0);
+  if (!n || !series || !to_node(n)->active.load(std::memory_order_relaxed)) return;
+  guarded([&] { the_runtime().counter(to_node(n), series, number(value)); return 0; }, 0);
 }
 
 void dftrace_node_mark_start(dftrace_node_t *n) {
-  guarded([&] { rt().mark(N(n), true); return 0; }, 0);
+  guarded([&] { the_runtime().mark(to_node(n), true); return 0; }, 0);
 }
 void dftrace_node_mark_end(dftrace_node_t *n) {
-  guarded([&] { rt().mark(N(n), false); return 0; }, 0);
+  guarded([&] { the_runtime().mark(to_node(n), false); return 0; }, 0);
 }
 
 void dftrace_metadata(const char *key, const char *value) {
   if (!key) return;
-  guarded([&] { rt().metadata_line("CM", key, json_quote(value ? value : ""), true); return 0; }, 0);
+  guarded([&] { the_runtime().metadata_line("CM", key, json_quote(value ? value : ""), true); return 0; }, 0);
 }
 
 void dftrace_process_property_string(const char *key, const char *value) {
   if (!key) return;
-  guarded([&] { rt().metadata_line("PR", key, json_quote(value ? value : ""), true); return 0; }, 0);
+  guarded([&] { the_runtime().metadata_line("PR", key, json_quote(value ? value : ""), true); return 0; }, 0);
 }
 
 void dftrace_process_property_int(const char *key, int64_t value) {
   if (!key) return;
-  guarded([&] { rt().metadata_line("PR", key, number(value), true); return 0; }, 0);
+  guarded([&] { the_runtime().metadata_line("PR", key, number(value), true); return 0; }, 0);
 }
 
 void dftrace_process_property_json(const char *key, const char *json) {
@@ -403,7 +403,7 @@ void dftrace_process_property_json(const char *key, const char *json) {
   guarded(
       [&] {
         const std::string v = json ? json : "null";
-        rt().metadata_line("PR", key,
+        the_runtime().metadata_line("PR", key,
                            dftrace::detail::is_valid_json_value(v) ? v : json_quote(v), true);
         return 0;
       },
@@ -412,19 +412,19 @@ void dftrace_process_property_json(const char *key, const char *json) {
 
 uint64_t dftrace_hash_define(int kind, const char *value) {
   if (!value) return 0;
-  return guarded([&] { return rt().define_hash(kind, value); }, uint64_t{0});
+  return guarded([&] { return the_runtime().define_hash(kind, value); }, uint64_t{0});
 }
 
 int dftrace_set_rank(int rank, int size) {
-  return guarded([&] { return rt().set_rank(rank, size); }, DFTRACE_ERR_STATE);
+  return guarded([&] { return the_runtime().set_rank(rank, size); }, DFTRACE_ERR_STATE);
 }
 
 void dftrace_thread_name(const char *name) {
   if (!name) return;
-  guarded([&] { rt().thread_name(name); return 0; }, 0);
+  guarded([&] { the_runtime().thread_name(name); return 0; }, 0);
 }
 
-uint64_t dftrace_events_written(void) { return rt().events_written(); }
-uint64_t dftrace_events_dropped(void) { return rt().events_dropped(); }
+uint64_t dftrace_events_written(void) { return the_runtime().events_written(); }
+uint64_t dftrace_events_dropped(void) { return the_runtime().events_dropped(); }
 
 }  // extern "C"

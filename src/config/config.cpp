@@ -11,7 +11,7 @@
 #include <functional>
 #include <sstream>
 
-#include "core/log.hpp"
+#include "base/log.hpp"
 #include "dftrace/dftrace.h"
 
 namespace dftrace::detail {

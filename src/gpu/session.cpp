@@ -1,6 +1,6 @@
 // session.cpp: the CUPTI session of libdftrace_cupti.so: subscription, API-entry callback,
 // activity buffers, the worker thread that translates them, and the plugin entry points
-// dftrace_cupti_start/stop that the core calls (src/core/extensions.cpp).
+// dftrace_cupti_start/stop that the core calls (src/runtime/extensions.cpp).
 #include <dlfcn.h>
 #include <pthread.h>
 

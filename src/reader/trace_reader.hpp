@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "writer/gzip_member.hpp"
+#include "base/gzip_member.hpp"
 
 namespace dftrace::detail {
 
@@ -74,7 +74,6 @@ class trace_file {
 
   const std::string &path() const { return path_; }
   uint64_t size() const { return size_; }
-  bool compressed() const { return gzip_; }
   const uint8_t *data() const { return data_; }
   const std::vector<planned_part> &parts() const { return parts_; }
   // Members found through their DT fields, and whether they cover the whole file.

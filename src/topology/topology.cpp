@@ -9,7 +9,7 @@
 #include <fstream>
 #include <mutex>
 
-#include "core/format.hpp"
+#include "base/format.hpp"
 
 #ifdef DFTRACE_HAVE_HWLOC
 #include <hwloc.h>

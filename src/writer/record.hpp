@@ -15,7 +15,7 @@ namespace dftrace::detail {
 class tick_map;
 
 // mark: a metadata-mode CM line (`<node>.start`/`.end`): stamped with a tick like every event,
-// so that marks and events are converted by the same map (own: the JSON-quoted mark name).
+// so that marks and events are converted by the same map (use_args: the JSON-quoted mark name).
 enum class rec_type : uint8_t { complete = 1, instant = 2, counter = 3, mark = 4 };
 
 // Header of one record; payload follows: the node's argument fragment, then the per-use one
@@ -23,22 +23,22 @@ enum class rec_type : uint8_t { complete = 1, instant = 2, counter = 3, mark = 4
 struct rec {
   uint32_t size;             // header + payload, rounded up to 8
   rec_type type;
-  uint8_t own_json;          // 1: own is JSON text ("k":v,...); 0: raw entries (raw_arg below)
-  uint8_t ticked;            // 1: start/end are ticks (core/clock.hpp); 0: monotonic ns
+  uint8_t use_args_json;          // 1: use_args is JSON text ("k":v,...); 0: raw entries (raw_arg below)
+  uint8_t ticked;            // 1: start/end are ticks (base/clock.hpp); 0: monotonic ns
   uint8_t pad_;
   const std::string *name_cat;  // the node's pre-escaped ,"name":..,"cat":.. (nodes live forever)
   uint64_t id;
-  uint64_t start_ns;         // tick or monotonic ns (ticked)
-  uint64_t end_ns;
+  uint64_t start;            // a tick, or monotonic ns (see ticked)
+  uint64_t end;              // the same unit as start
   int64_t parent_id;
   int64_t tid;
   uint32_t level;
   uint32_t node_args_len;
-  uint32_t own_len;
-  uint32_t count;            // iter item number, written as "count" after the own args; 0: none
+  uint32_t use_args_len;
+  uint32_t count;            // iter item number, written as "count" after the use_args args; 0: none
 
   const char *node_args() const { return reinterpret_cast<const char *>(this + 1); }
-  const char *own() const { return node_args() + node_args_len; }
+  const char *use_args() const { return node_args() + node_args_len; }
 };
 static_assert(sizeof(rec) % 8 == 0, "records stay aligned");
 
@@ -60,7 +60,7 @@ struct arg_index {
   size_t keys_cap = 0;
   uint32_t gen = 0;
   // Room for a record's per-use arguments; false when it would need to grow and may not.
-  bool fit(std::string_view own, bool may_grow);
+  bool fit(std::string_view use_args, bool may_grow);
   static constexpr size_t k_small = 16;  // fewer entries: a direct scan is cheaper
 };
 
@@ -89,7 +89,7 @@ inline constexpr size_t k_max_arg_key = 1024;  // longer keys are cut (documente
 
 // Upper bound of the line's length (raw arguments expand at most 8 times: escaping).
 inline size_t line_bound(const rec &r) {
-  return 256 + r.name_cat->size() + r.node_args_len + 8 * static_cast<size_t>(r.own_len);
+  return 256 + r.name_cat->size() + r.node_args_len + 8 * static_cast<size_t>(r.use_args_len);
 }
 
 // Writes the record's line (with its '\n') at out (room: line_bound(r)); returns the end. Sets

@@ -1,8 +1,8 @@
 // record_format.cpp: one binary record -> one JSON line, on the writer thread.
 #include <cstring>
 
-#include "core/clock.hpp"
-#include "core/format.hpp"
+#include "base/clock.hpp"
+#include "base/format.hpp"
 #include "writer/record.hpp"
 
 namespace dftrace::detail {
@@ -26,14 +26,14 @@ inline char *put_time(const line_format &f, char *p, uint64_t mono) {
 
 // Walks raw per-use entries: fn(type, key, value).
 template <typename Fn>
-void for_each_raw(std::string_view own, Fn fn) {
+void for_each_raw(std::string_view use_args, Fn fn) {
   size_t off = 0;
-  while (off + sizeof(raw_arg) <= own.size()) {
+  while (off + sizeof(raw_arg) <= use_args.size()) {
     raw_arg h;
-    std::memcpy(&h, own.data() + off, sizeof h);
+    std::memcpy(&h, use_args.data() + off, sizeof h);
     const size_t k = off + sizeof h;
-    if (k + h.key_len + h.value_len > own.size()) return;
-    fn(h.type, own.substr(k, h.key_len), own.substr(k + h.key_len, h.value_len));
+    if (k + h.key_len + h.value_len > use_args.size()) return;
+    fn(h.type, use_args.substr(k, h.key_len), use_args.substr(k + h.key_len, h.value_len));
     off = k + h.key_len + h.value_len;
   }
 }
@@ -48,10 +48,11 @@ size_t escaped_key(std::string_view key, char *buf) {
   return static_cast<size_t>(escape_json(p, key.data(), key.size()) - buf);
 }
 
-// True if a later entry of `own` has the same key as the one at `self` (later wins).
-bool superseded(std::string_view own, std::string_view key) {
+// True if a later entry of `use_args` has the same key as `key` (a view into use_args: the
+// later entry wins).
+bool superseded(std::string_view use_args, std::string_view key) {
   bool after = false, found = false;
-  for_each_raw(own, [&](uint8_t, std::string_view k, std::string_view) {
+  for_each_raw(use_args, [&](uint8_t, std::string_view k, std::string_view) {
     if (found) return;
     if (k.data() == key.data()) {
       after = true;
@@ -70,10 +71,10 @@ bool node_has_key(std::string_view node_args, std::string_view escaped) {
 }
 
 // True if some per-use key is also a node key.
-bool own_overrides_node(std::string_view node_args, std::string_view own) {
+bool use_args_override_node(std::string_view node_args, std::string_view use_args) {
   char kbuf[6 * k_max_arg_key + 8];
   bool any = false;
-  for_each_raw(own, [&](uint8_t, std::string_view key, std::string_view) {
+  for_each_raw(use_args, [&](uint8_t, std::string_view key, std::string_view) {
     if (any) return;
     const size_t n = escaped_key(key, kbuf + 1);
     kbuf[0] = '"';
@@ -86,10 +87,10 @@ bool own_overrides_node(std::string_view node_args, std::string_view own) {
 }
 
 // True if the escaped node key `k` is replaced by a per-use argument.
-bool replaced_by_own(std::string_view k, std::string_view own) {
+bool replaced_by_use_arg(std::string_view k, std::string_view use_args) {
   char kbuf[6 * k_max_arg_key + 8];
   bool hit = false;
-  for_each_raw(own, [&](uint8_t, std::string_view key, std::string_view) {
+  for_each_raw(use_args, [&](uint8_t, std::string_view key, std::string_view) {
     if (!hit) hit = std::string_view(kbuf, escaped_key(key, kbuf)) == k;
   });
   return hit;
@@ -114,9 +115,9 @@ char *put_value(char *p, uint8_t type, std::string_view value) {
 }
 
 // Writes the per-use entries as JSON (a later entry with the same key wins).
-char *put_raw_args(char *p, bool comma, std::string_view own) {
-  for_each_raw(own, [&](uint8_t type, std::string_view key, std::string_view value) {
-    if (superseded(own, key)) return;
+char *put_raw_args(char *p, bool comma, std::string_view use_args) {
+  for_each_raw(use_args, [&](uint8_t type, std::string_view key, std::string_view value) {
+    if (superseded(use_args, key)) return;
     if (comma) *p++ = ',';
     comma = true;
     *p++ = '"';
@@ -128,9 +129,9 @@ char *put_raw_args(char *p, bool comma, std::string_view own) {
   return p;
 }
 
-size_t count_raw(std::string_view own) {
+size_t count_raw(std::string_view use_args) {
   size_t n = 0;
-  for_each_raw(own, [&](uint8_t, std::string_view, std::string_view) { ++n; });
+  for_each_raw(use_args, [&](uint8_t, std::string_view, std::string_view) { ++n; });
   return n;
 }
 
@@ -146,8 +147,8 @@ size_t index_slots(size_t n) {
   while (c < 2 * n) c <<= 1;
   return c;
 }
-size_t index_key_room(std::string_view own, size_t n) {
-  return 6 * own.size() + 8 * n + 6 * k_max_arg_key + 16;  // every escaped key, and one more as scratch
+size_t index_key_room(std::string_view use_args, size_t n) {
+  return 6 * use_args.size() + 8 * n + 6 * k_max_arg_key + 16;  // every escaped key, and one more as scratch
 }
 
 char *put_value(char *p, uint8_t type, std::string_view value);
@@ -155,7 +156,7 @@ char *put_value(char *p, uint8_t type, std::string_view value);
 // The linear path for many per-use entries (arg_index): one pass builds the table of escaped
 // keys (the later entry wins), node entries whose key is in it are left out, then each
 // per-use entry is written if it is the winner of its key.
-char *put_args_indexed(char *p, bool comma, std::string_view node_args, std::string_view own, size_t n,
+char *put_args_indexed(char *p, bool comma, std::string_view node_args, std::string_view use_args, size_t n,
                        arg_index &ix) {
   const size_t mask = index_slots(n) - 1;
   if (++ix.gen == 0) {  // wrapped: forget every slot
@@ -173,8 +174,8 @@ char *put_args_indexed(char *p, bool comma, std::string_view node_args, std::str
       i = (i + 1) & mask;
     }
   };
-  for_each_raw(own, [&](uint8_t, std::string_view key, std::string_view) {
-    const uint32_t off = static_cast<uint32_t>(key.data() - sizeof(raw_arg) - own.data());
+  for_each_raw(use_args, [&](uint8_t, std::string_view key, std::string_view) {
+    const uint32_t off = static_cast<uint32_t>(key.data() - sizeof(raw_arg) - use_args.data());
     char *k = keys + used;
     const size_t len = escaped_key(key, k);
     const uint64_t h = key_hash(k, len);
@@ -192,8 +193,8 @@ char *put_args_indexed(char *p, bool comma, std::string_view node_args, std::str
     p = put(p, node_args.substr(b, e - b));
     comma = true;
   });
-  for_each_raw(own, [&](uint8_t type, std::string_view key, std::string_view value) {
-    const uint32_t off = static_cast<uint32_t>(key.data() - sizeof(raw_arg) - own.data());
+  for_each_raw(use_args, [&](uint8_t type, std::string_view key, std::string_view value) {
+    const uint32_t off = static_cast<uint32_t>(key.data() - sizeof(raw_arg) - use_args.data());
     char *k = keys + used;  // scratch past the table's keys
     const size_t len = escaped_key(key, k);
     const arg_index::slot &sl = find(k, len, key_hash(k, len));
@@ -210,41 +211,41 @@ char *put_args_indexed(char *p, bool comma, std::string_view node_args, std::str
 }
 
 // The node's arguments, then the per-use ones, which replace node arguments of the same key.
-char *put_args(char *p, bool comma, std::string_view node_args, std::string_view own, bool own_json,
+char *put_args(char *p, bool comma, std::string_view node_args, std::string_view use_args, bool use_args_json,
                arg_index *ix) {
-  if (own_json) {  // counters: own is already JSON, and nodes add nothing
-    if (!own.empty()) {
+  if (use_args_json) {  // counters: use_args is already JSON, and nodes add nothing
+    if (!use_args.empty()) {
       if (comma) *p++ = ',';
-      p = put(p, own);
+      p = put(p, use_args);
     }
     return p;
   }
-  if (ix && own.size() > arg_index::k_small * sizeof(raw_arg)) {
-    const size_t n = count_raw(own);
-    if (n > arg_index::k_small && ix->fit(own, false)) return put_args_indexed(p, comma, node_args, own, n, *ix);
+  if (ix && use_args.size() > arg_index::k_small * sizeof(raw_arg)) {
+    const size_t n = count_raw(use_args);
+    if (n > arg_index::k_small && ix->fit(use_args, false)) return put_args_indexed(p, comma, node_args, use_args, n, *ix);
   }
   if (!node_args.empty()) {
-    if (own.empty() || !own_overrides_node(node_args, own)) {
+    if (use_args.empty() || !use_args_override_node(node_args, use_args)) {
       if (comma) *p++ = ',';
       p = put(p, node_args);
       comma = true;
     } else {
       for_each_entry(node_args, [&](std::string_view key, size_t b, size_t e) {
-        if (replaced_by_own(key, own)) return;
+        if (replaced_by_use_arg(key, use_args)) return;
         if (comma) *p++ = ',';
         p = put(p, node_args.substr(b, e - b));
         comma = true;
       });
     }
   }
-  return put_raw_args(p, comma, own);
+  return put_raw_args(p, comma, use_args);
 }
 
 }  // namespace
 
-bool arg_index::fit(std::string_view own, bool may_grow) {
-  const size_t n = count_raw(own);
-  const size_t want = index_slots(n), room = index_key_room(own, n);
+bool arg_index::fit(std::string_view use_args, bool may_grow) {
+  const size_t n = count_raw(use_args);
+  const size_t want = index_slots(n), room = index_key_room(use_args, n);
   if (slots.size() >= want && keys_cap >= room) return true;
   if (!may_grow) return false;
   if (slots.size() < want) {
@@ -260,11 +261,11 @@ bool arg_index::fit(std::string_view own, bool may_grow) {
 
 char *format_record(const line_format &f, const rec &r, char *p, uint64_t *ts_us) {
   const std::string_view node_args(r.node_args(), r.node_args_len);
-  const std::string_view own(r.own(), r.own_len);
-  uint64_t start = r.start_ns, end = r.end_ns;
+  const std::string_view use_args(r.use_args(), r.use_args_len);
+  uint64_t start = r.start, end = r.end;
   if (r.ticked && f.ticks) {
     start = f.ticks->to_ns(start);
-    end = r.end_ns == r.start_ns ? start : f.ticks->to_ns(end);
+    end = r.end == r.start ? start : f.ticks->to_ns(end);
   }
   *ts_us = (start + f.epoch_offset_ns) / 1000;
   if (r.type == rec_type::mark) {  // {"id":..,"name":"CM",..,"ph":"M","args":{"name":"x.start","value":"<ts>"}}
@@ -280,7 +281,7 @@ char *format_record(const line_format &f, const rec &r, char *p, uint64_t *ts_us
       *p++ = ',';
     }
     p = put(p, "\"name\":");
-    p = put(p, own);
+    p = put(p, use_args);
     p = put(p, ",\"value\":\"");
     p = put_time(f, p, start);
     return put(p, "\"}}\n");
@@ -295,7 +296,7 @@ char *format_record(const line_format &f, const rec &r, char *p, uint64_t *ts_us
     p = put(p, ",\"ts\":");
     p = put_time(f, p, start);
     p = put(p, ",\"ph\":\"C\",\"args\":{");
-    p = put(p, own);  // counters store their series as JSON
+    p = put(p, use_args);  // counters store their series as JSON
     return put(p, "}}\n");
   }
   p = put(p, "{\"id\":");
@@ -319,9 +320,9 @@ char *format_record(const line_format &f, const rec &r, char *p, uint64_t *ts_us
     p = put(p, ",\"ph\":\"i\",\"s\":\"t\",\"args\":{");
   }
   p = put(p, f.hhash_field);
-  p = put_args(p, !f.hhash_field.empty(), node_args, own, r.own_json != 0, f.index);
+  p = put_args(p, !f.hhash_field.empty(), node_args, use_args, r.use_args_json != 0, f.index);
   if (r.count) {
-    if (!f.hhash_field.empty() || !node_args.empty() || !own.empty()) *p++ = ',';
+    if (!f.hhash_field.empty() || !node_args.empty() || !use_args.empty()) *p++ = ',';
     p = put(p, "\"count\":");
     p = write_u64(p, r.count);
   }

@@ -11,8 +11,8 @@
 #include <cstring>
 #include <new>
 
-#include "core/clock.hpp"
-#include "core/log.hpp"
+#include "base/clock.hpp"
+#include "base/log.hpp"
 
 namespace dftrace::detail {
 
@@ -254,7 +254,7 @@ void writer::run() {
   std::unique_lock<std::mutex> lock(queue_mutex_);
   while (!stop_) {
     // Tick anchors keep their schedule (1 ms, 2 ms, ... 1 s apart) even when no event comes,
-    // so that the tick map's slope is measured over short spans first (core/clock.hpp).
+    // so that the tick map's slope is measured over short spans first (base/clock.hpp).
     auto wake = next_steal;
     if (tm) {
       const auto due = clock::now() + std::chrono::nanoseconds(tm->ns_until_due());
@@ -311,8 +311,8 @@ void writer::append_records(const chunk *c, uint32_t from, uint32_t to) {
         members_[open_]->text.size() + bound > settings_.member_bytes)
       emit_member();
     member &m = assembling();
-    if (r.own_len > arg_index::k_small * sizeof(raw_arg) && !r.own_json)
-      arg_index_.fit(std::string_view(r.own(), r.own_len), true);  // linear time for many arguments
+    if (r.use_args_len > arg_index::k_small * sizeof(raw_arg) && !r.use_args_json)
+      arg_index_.fit(std::string_view(r.use_args(), r.use_args_len), true);  // linear time for many arguments
     uint64_t ts;
     m.text.set_end(format_record(f, r, m.text.room(bound), &ts));
     ++m.stats.lines;
@@ -354,7 +354,7 @@ void writer::cycle(bool steal) {
     take_snapshots(false);
   }
   // 2b. a tick anchor read after every record taken above was committed: the tick map never
-  //     changes where those records' ticks fall (core/clock.hpp)
+  //     changes where those records' ticks fall (base/clock.hpp)
   if (settings_.format.ticks) settings_.format.ticks->anchor();
   // 3. metadata: taken after the event lines were observed, so every definition that an
   //    observed event uses is in this batch or an earlier one.
@@ -528,7 +528,6 @@ bool writer::write_all(const char *p, size_t n) {
     }
     p += w;
     n -= static_cast<size_t>(w);
-    bytes_written_.fetch_add(static_cast<uint64_t>(w), std::memory_order_relaxed);
   }
   return true;
 }
@@ -620,7 +619,6 @@ void writer::write_members(bool parallel) {
     }
     if (ok) {
       events_written_.fetch_add(m.events, std::memory_order_relaxed);
-      members_written_.fetch_add(1, std::memory_order_relaxed);
     } else {
       dropped_.fetch_add(m.events, std::memory_order_relaxed);
     }
@@ -768,8 +766,6 @@ void writer::fork_child(thread_buffer *survivor, int64_t new_pid) {
   header_text_.clear();
   events_written_ = 0;
   dropped_ = 0;
-  bytes_written_ = 0;
-  members_written_ = 0;
   // Every synchronisation object is made anew rather than unlocked: a condition variable keeps
   // the parent's waiters in its state (the parent's writer thread was waiting on queue_cv_ at
   // fork time), and the child's new writer thread would wait behind ghosts that never leave,

@@ -1,6 +1,7 @@
-// writer.hpp: thread buffers -> background writer -> file. Producers format whole lines into
-// their own chunk and never lock per event; the writer thread gathers chunks into members of
-// about member_bytes, compresses them and appends them to the file.
+// writer.hpp: thread buffers -> background writer -> file. Producers write binary records
+// (record.hpp) into their own chunk and never lock per event; the writer thread formats them
+// into lines (record_format.cpp), gathers the lines into members of about member_bytes,
+// compresses them and appends them to the file.
 #pragma once
 
 #include <algorithm>
@@ -15,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "writer/gzip_member.hpp"
+#include "base/gzip_member.hpp"
 #include "writer/record.hpp"
 
 namespace dftrace::detail {
@@ -112,7 +113,6 @@ class writer {
   // A metadata line (with its '\n'); it reaches the file before any event line that was
   // committed after this call returned.
   void push_meta(std::string line);
-  void count_dropped(uint64_t n) { dropped_.fetch_add(n, std::memory_order_relaxed); }
 
   // ---- control
   // Everything committed before the call is compressed and written when it returns.
@@ -134,8 +134,6 @@ class writer {
 
   uint64_t events_written() const { return events_written_.load(std::memory_order_relaxed); }
   uint64_t events_dropped() const { return dropped_.load(std::memory_order_relaxed); }
-  uint64_t bytes_written() const { return bytes_written_.load(std::memory_order_relaxed); }
-  uint64_t members_written() const { return members_written_.load(std::memory_order_relaxed); }
   std::string path() const;
   bool failed() const { return failed_.load(std::memory_order_relaxed); }
   const writer_settings &settings() const { return settings_; }
@@ -241,8 +239,6 @@ class writer {
   std::atomic<bool> failed_{false};
   std::atomic<uint64_t> events_written_{0};
   std::atomic<uint64_t> dropped_{0};
-  std::atomic<uint64_t> bytes_written_{0};
-  std::atomic<uint64_t> members_written_{0};
 };
 
 }  // namespace dftrace::detail

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/format.hpp"
+#include "base/format.hpp"
 #include "reader/line_parser.hpp"
 #include "reader/trace_reader.hpp"
 

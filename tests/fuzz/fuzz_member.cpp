@@ -18,7 +18,7 @@
 #include <string>
 
 #include "reader/trace_reader.hpp"
-#include "writer/gzip_member.hpp"
+#include "base/gzip_member.hpp"
 
 using namespace dftrace::detail;
 

@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "core/format.hpp"
-#include "core/hash.hpp"
-#include "writer/gzip_member.hpp"
+#include "base/format.hpp"
+#include "base/hash.hpp"
+#include "base/gzip_member.hpp"
 
 using namespace dftrace::detail;
 

@@ -1,4 +1,4 @@
-// record_format_test.cpp: the reserved argument keys (core/format.hpp) are exactly the keys the
+// record_format_test.cpp: the reserved argument keys (base/format.hpp) are exactly the keys the
 // line formatter writes itself, and a user's argument of a reserved name is renamed, never doubled.
 #include "writer/record.hpp"
 
@@ -11,18 +11,18 @@
 #include <utility>
 #include <vector>
 
-#include "core/format.hpp"
+#include "base/format.hpp"
 #include "dftrace/dftrace.h"
 
 using namespace dftrace::detail;
 
 namespace {
 
-// The line of one complete event with per-use integer arguments `own` (stored raw, as the
+// The line of one complete event with per-use integer arguments `use_args` (stored raw, as the
 // application thread stores them) and no node arguments.
-std::string line_of(const std::vector<std::pair<std::string, int64_t>> &own, bool metadata) {
+std::string line_of(const std::vector<std::pair<std::string, int64_t>> &use_args, bool metadata) {
   std::string raw;
-  for (const auto &[key, value] : own) {
+  for (const auto &[key, value] : use_args) {
     const raw_arg h{DFTRACE_ARG_INT, 0, static_cast<uint16_t>(key.size()), 8};
     raw.append(reinterpret_cast<const char *>(&h), sizeof h);
     raw += key;
@@ -35,13 +35,13 @@ std::string line_of(const std::vector<std::pair<std::string, int64_t>> &own, boo
   r->type = rec_type::complete;
   r->name_cat = &name_cat;
   r->id = 1;
-  r->start_ns = 1000;
-  r->end_ns = 3000;
+  r->start = 1000;
+  r->end = 3000;
   r->parent_id = -1;
   r->tid = 2;
   r->level = 1;
-  r->own_len = static_cast<uint32_t>(raw.size());
-  std::memcpy(const_cast<char *>(r->own()), raw.data(), raw.size());
+  r->use_args_len = static_cast<uint32_t>(raw.size());
+  std::memcpy(const_cast<char *>(r->use_args()), raw.data(), raw.size());
   line_format f;
   f.pid = 1;
   f.metadata = metadata;
@@ -75,7 +75,7 @@ std::vector<std::string> sorted(std::vector<std::string> v) {
 
 }  // namespace
 
-// (count = 0: iter events' `count` is not reserved, see core/format.hpp.)
+// (count = 0: iter events' `count` is not reserved, see base/format.hpp.)
 TEST(ReservedArgKeys, AreTheKeysTheFormatterWritesItself) {
   std::vector<std::string> reserved(std::begin(k_reserved_arg_keys), std::end(k_reserved_arg_keys));
   EXPECT_EQ(sorted(arg_keys(line_of({}, true))), sorted(reserved));

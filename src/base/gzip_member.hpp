@@ -63,9 +63,6 @@ class member_encoder {
   // Makes room so that members of up to text_bytes of text need no allocation.
   void reserve(size_t text_bytes);
 
-  codec kind() const { return codec_; }
-  int level() const { return level_; }
-
  private:
   struct state;
   codec codec_;

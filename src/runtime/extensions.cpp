@@ -1,12 +1,12 @@
 // extensions.cpp: dlopen()s the optional GPU component so that the core never links CUDA.
-#include "core/extensions.hpp"
+#include "runtime/extensions.hpp"
 
 #include <dlfcn.h>
 
 #include <atomic>
 #include <string>
 
-#include "core/log.hpp"
+#include "base/log.hpp"
 
 namespace dftrace::detail {
 

@@ -160,7 +160,7 @@ class tree {
   std::vector<std::pair<std::string, bool>> rules_;
 };
 
-// The key as stored: reserved keys (is_reserved_arg_key, core/format.hpp) get "user_" before them.
+// The key as stored: reserved keys (is_reserved_arg_key, base/format.hpp) get "user_" before them.
 std::string safe_arg_key(std::string_view key);
 // The escaped form of a key, without quotes.
 std::string escape_key(std::string_view key);

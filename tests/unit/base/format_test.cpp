@@ -1,5 +1,5 @@
 // format_test.cpp: JSON escaping, number formatting and the JSON value checker.
-#include "core/format.hpp"
+#include "base/format.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // runtime.cpp: process set-up and tear-down, the per-thread event path, header and footer,
 // fork, exit and fatal signals.
-#include "core/runtime.hpp"
+#include "runtime/runtime.hpp"
 
 #include <pthread.h>
 #include <signal.h>
@@ -13,10 +13,10 @@
 #include <cstring>
 #include <fstream>
 
-#include "core/extensions.hpp"
-#include "core/format.hpp"
-#include "core/hash.hpp"
-#include "core/log.hpp"
+#include "runtime/extensions.hpp"
+#include "base/format.hpp"
+#include "base/hash.hpp"
+#include "base/log.hpp"
 #include "dftrace/dftrace.h"
 #include "topology/topology.hpp"
 
@@ -221,7 +221,7 @@ int runtime::init(const dftrace_options *options) {
     }
 
     tree_.set_rules(cfg_.categories);
-    // The event path's clock, fixed before any event reads it (core/clock.hpp).
+    // The event path's clock, fixed before any event reads it (base/clock.hpp).
     const char *why = "";
     const bool forced = cfg_.timer_source == "tsc";
     if (!ticks().start(cfg_.timer_source != "monotonic", forced, &why)) {
@@ -742,21 +742,27 @@ uint64_t runtime::begin_at(node *n, int enable, const dftrace_arg *args, size_t 
   return a.id;
 }
 
+// write_record's last three arguments, by name.
+constexpr uint32_t k_no_count = 0;      // no "count" (only iter items have one)
+constexpr bool k_raw_args = false;      // per-use arguments stored raw (key, value bytes)
+constexpr bool k_json_args = true;      // per-use arguments already JSON text (counters, marks)
+constexpr bool k_monotonic_ns = false;  // start and end are monotonic ns, not ticks
+
 __attribute__((always_inline)) inline void runtime::write_complete(thread_state &ts, const activation &a,
                                                                    uint64_t end_tick) {
   write_record(ts, rec_type::complete, a.n, a.id, a.start_tick, end_tick, ts.tid, a.level, a.parent_id,
                std::string_view(ts.scratch.data() + a.args_off, a.args_len), a.count);
 }
 
-__attribute__((always_inline)) inline void runtime::write_record(thread_state &ts, rec_type type, node *n, uint64_t id, uint64_t start_ns,
-                           uint64_t end_ns, int64_t tid, uint32_t level, int64_t parent_id,
-                           std::string_view own, uint32_t count, bool own_json, bool ticked) {
+__attribute__((always_inline)) inline void runtime::write_record(thread_state &ts, rec_type type, node *n, uint64_t id, uint64_t start,
+                           uint64_t end, int64_t tid, uint32_t level, int64_t parent_id,
+                           std::string_view use_args, uint32_t count, bool use_args_json, bool ticked) {
   // A binary record; the writer thread formats the line. The node's arguments are copied as
   // they are now (the event's end), lock-free.
   const arg_store &args = *n->args_src.load(std::memory_order_acquire);
   size_t room = args.size_hint() + 16;
   for (;;) {
-    char *const p0 = reserve(ts, rec_size(room + own.size()));
+    char *const p0 = reserve(ts, rec_size(room + use_args.size()));
     rec &r = *reinterpret_cast<rec *>(p0);
     char *const payload = p0 + sizeof(rec);
     const long got = type == rec_type::counter || type == rec_type::mark ? 0 : args.copy_to(payload, room);
@@ -764,21 +770,21 @@ __attribute__((always_inline)) inline void runtime::write_record(thread_state &t
       room = static_cast<size_t>(-got);
       continue;
     }
-    if (!own.empty()) std::memcpy(payload + got, own.data(), own.size());
+    if (!use_args.empty()) std::memcpy(payload + got, use_args.data(), use_args.size());
     r.type = type;
-    r.own_json = own_json ? 1 : 0;
+    r.use_args_json = use_args_json ? 1 : 0;
     r.ticked = ticked ? 1 : 0;
     r.name_cat = &n->name_cat;
     r.id = id;
-    r.start_ns = start_ns;
-    r.end_ns = end_ns;
+    r.start = start;
+    r.end = end;
     r.parent_id = parent_id;
     r.tid = tid;
     r.level = level;
     r.node_args_len = static_cast<uint32_t>(got);
-    r.own_len = static_cast<uint32_t>(own.size());
+    r.use_args_len = static_cast<uint32_t>(use_args.size());
     r.count = count;
-    r.size = static_cast<uint32_t>(rec_size(static_cast<size_t>(got) + own.size()));
+    r.size = static_cast<uint32_t>(rec_size(static_cast<size_t>(got) + use_args.size()));
     commit(ts, p0 + r.size);
     return;
   }
@@ -847,12 +853,12 @@ void runtime::instant(node *n, const dftrace_arg *args, size_t nargs) {
   if (!n || !n->active.load(std::memory_order_relaxed)) return;
   thread_state &ts = thread();
   if (!ts.w) return;
-  ts.own.clear();
-  if (nargs && args) append_args(ts.own, args, nargs);
+  ts.use_args.clear();
+  if (nargs && args) append_args(ts.use_args, args, nargs);
   const uint64_t now = tick_now();
   write_record(ts, rec_type::instant, n, next_id(ts), now, now, ts.tid,
                static_cast<uint32_t>(ts.stack.size() + 1),
-               ts.stack.empty() ? -1 : static_cast<int64_t>(ts.stack.back().id), ts.own);
+               ts.stack.empty() ? -1 : static_cast<int64_t>(ts.stack.back().id), ts.use_args);
 }
 
 uint64_t runtime::current_region() {
@@ -869,10 +875,10 @@ void runtime::complete_on_track(node *n, uint64_t start_ns, uint64_t end_ns, int
   thread_state &ts = thread();
   if (!ts.w) return;
   if (end_ns < start_ns) end_ns = start_ns;
-  ts.own.clear();  // reused: no allocation once warm
-  if (nargs && args) append_args(ts.own, args, nargs);
-  write_record(ts, rec_type::complete, n, next_id(ts), start_ns, end_ns, track, 1, -1, ts.own, 0, false,
-               false);  // times already in ns, not ticks
+  ts.use_args.clear();  // reused: no allocation once warm
+  if (nargs && args) append_args(ts.use_args, args, nargs);
+  write_record(ts, rec_type::complete, n, next_id(ts), start_ns, end_ns, track, 1, -1, ts.use_args,
+               k_no_count, k_raw_args, k_monotonic_ns);
 }
 
 void runtime::track_name(int64_t track, std::string_view name) {
@@ -890,11 +896,11 @@ void runtime::counter(node *n, std::string_view series, std::string_view json_va
   thread_state &ts = thread();
   if (!ts.w) return;
   const uint64_t now = tick_now();
-  ts.own.clear();
-  ts.own += json_quote(series);
-  ts.own += ':';
-  ts.own.append(json_value.data(), json_value.size());
-  write_record(ts, rec_type::counter, n, 0, now, now, ts.tid, 0, -1, ts.own, 0, true);
+  ts.use_args.clear();
+  ts.use_args += json_quote(series);
+  ts.use_args += ':';
+  ts.use_args.append(json_value.data(), json_value.size());
+  write_record(ts, rec_type::counter, n, 0, now, now, ts.tid, 0, -1, ts.use_args, k_no_count, k_json_args);
 }
 
 void runtime::metadata_line(std::string_view type, std::string_view name,
@@ -915,11 +921,11 @@ void runtime::mark(node *n, bool start) {
   thread_state &ts = thread();  // the first use may initialise (and switch this node off)
   if (!ts.w || !n->active.load(std::memory_order_relaxed)) return;
   // A record stamped with a tick, as events are: the writer converts both with one map, so a
-  // mark brackets the events it closes (core/README.md, "Clock").
-  ts.own.clear();
-  ts.own += json_quote(n->name + (start ? ".start" : ".end"));
+  // mark brackets the events it closes (base/README.md, "Clock").
+  ts.use_args.clear();
+  ts.use_args += json_quote(n->name + (start ? ".start" : ".end"));
   const uint64_t now = tick_now();
-  write_record(ts, rec_type::mark, n, next_id(ts), now, now, ts.tid, 0, -1, ts.own, 0, true);
+  write_record(ts, rec_type::mark, n, next_id(ts), now, now, ts.tid, 0, -1, ts.use_args, k_no_count, k_json_args);
 }
 
 uint64_t runtime::define_hash(int kind, std::string_view value) {

@@ -1,5 +1,5 @@
 // format.cpp: JSON string escaping with UTF-8 validation, and a small JSON value checker.
-#include "core/format.hpp"
+#include "base/format.hpp"
 
 #include <cctype>
 

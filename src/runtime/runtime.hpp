@@ -17,13 +17,10 @@
 
 #include "dftrace/dftrace.h"
 
+#include "base/clock.hpp"
 #include "config/config.hpp"
-#include "core/clock.hpp"
-#include "core/tree.hpp"
+#include "tree/tree.hpp"
 #include "writer/writer.hpp"
-
-struct dftrace_arg;
-struct dftrace_options;
 
 namespace dftrace::detail {
 
@@ -79,7 +76,7 @@ struct thread_state {
   thread_buffer buf;
   chunk *cur = nullptr;
   writer *w = nullptr;      // the writer this state is registered with
-  std::string own;          // per-use arguments of explicit-time events
+  std::string use_args;          // per-use arguments of explicit-time events
   uint64_t generation = 0;  // the runtime generation this state is registered with
   pid_t tid = 0;
   std::string pid_tid_c;    // ,"pid":P,"tid":T  (for M lines)
@@ -176,9 +173,10 @@ class runtime {
   uint64_t begin_at(node *n, int enable, const dftrace_arg *args, size_t nargs, uint32_t count, uint64_t now);
   void end_at(uint64_t region, const dftrace_arg *args, size_t nargs, uint64_t now);
   // One event into the thread's chunk, as a binary record (record.hpp).
-  void write_record(thread_state &ts, rec_type type, node *n, uint64_t id, uint64_t start_ns,
-                    uint64_t end_ns, int64_t tid, uint32_t level, int64_t parent_id, std::string_view own,
-                    uint32_t count = 0, bool own_json = false, bool ticked = true);
+  // start and end: ticks when ticked, else monotonic ns (explicit-time events).
+  void write_record(thread_state &ts, rec_type type, node *n, uint64_t id, uint64_t start,
+                    uint64_t end, int64_t tid, uint32_t level, int64_t parent_id, std::string_view use_args,
+                    uint32_t count = 0, bool use_args_json = false, bool ticked = true);
   char *put_time(char *p, uint64_t mono);
   uint64_t to_us(uint64_t mono) const { return (mono + epoch_offset_ns_) / 1000; }
   std::string header_text();

@@ -1,5 +1,5 @@
 // hash.cpp: MD5 (RFC 1321) and the DFTracer-compatible string hash built on it.
-#include "core/hash.hpp"
+#include "base/hash.hpp"
 
 #include <cstring>
 

@@ -1,5 +1,5 @@
 // hash_test.cpp: MD5 against RFC 1321 vectors and the DFTracer hash check values of docs/format.md.
-#include "core/hash.hpp"
+#include "base/hash.hpp"
 
 #include <gtest/gtest.h>
 

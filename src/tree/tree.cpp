@@ -1,10 +1,10 @@
 // tree.cpp: node creation, lookup, enable state and argument propagation.
-#include "core/tree.hpp"
+#include "tree/tree.hpp"
 
 #include <algorithm>
 #include <cstring>
 
-#include "core/format.hpp"
+#include "base/format.hpp"
 
 namespace dftrace::detail {
 

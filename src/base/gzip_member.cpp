@@ -1,5 +1,5 @@
 // gzip_member.cpp: deflate through ISA-L, libdeflate or zlib, framed as a gzip member with DT.
-#include "writer/gzip_member.hpp"
+#include "base/gzip_member.hpp"
 
 #include <zlib.h>
 

@@ -1,5 +1,5 @@
 // log.cpp: stderr diagnostics with a level threshold and once-only messages.
-#include "core/log.hpp"
+#include "base/log.hpp"
 
 #include <unistd.h>
 

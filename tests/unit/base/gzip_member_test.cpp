@@ -1,5 +1,5 @@
 // gzip_member_test.cpp: each codec writes a standard gzip member whose DT field describes it.
-#include "writer/gzip_member.hpp"
+#include "base/gzip_member.hpp"
 
 #include <gtest/gtest.h>
 #include <zlib.h>

@@ -1,6 +1,6 @@
-// clock_test.cpp: the tick map (core/clock.hpp): increasing, never changed where it was used,
+// clock_test.cpp: the tick map (base/clock.hpp): increasing, never changed where it was used,
 // steered back to the clock, rate-limited; and the real TSC against CLOCK_MONOTONIC.
-#include "core/clock.hpp"
+#include "base/clock.hpp"
 
 #include <gtest/gtest.h>
 

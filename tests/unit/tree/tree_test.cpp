@@ -1,5 +1,5 @@
 // tree_test.cpp: node names and categories, derive, update propagation, enable state, rules.
-#include "core/tree.hpp"
+#include "tree/tree.hpp"
 
 #include <gtest/gtest.h>
 

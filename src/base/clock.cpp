@@ -1,5 +1,5 @@
 // clock.cpp: tick source selection and the tick -> ns map (clock.hpp).
-#include "core/clock.hpp"
+#include "base/clock.hpp"
 
 #include <cstdio>
 #include <cstring>

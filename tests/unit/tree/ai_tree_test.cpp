@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "core/tree.hpp"
+#include "tree/tree.hpp"
 #include "dftrace/dftrace.hpp"
 
 using namespace dftrace::detail;
