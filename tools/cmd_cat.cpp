@@ -50,11 +50,8 @@ bool parse_time(const std::string &s, uint64_t *out) {
 
 int cmd_cat(const args_t &a) {
   bool ok = true;
-  const std::vector<std::string> files = expand_inputs(a.positional, &ok);
-  if (files.empty()) {
-    error_line("cat: no input files");
-    return 2;
-  }
+  const std::vector<std::string> files = input_files(a, "cat", &ok);
+  if (files.empty()) return 2;
   filter flt;
   for (auto &c : a.get_all("--cat")) flt.cats.insert(c);
   for (auto &n : a.get_all("--name")) flt.names.insert(n);
@@ -75,8 +72,7 @@ int cmd_cat(const args_t &a) {
   }
   const bool any_filter = !flt.cats.empty() || !flt.names.empty() || !flt.pids.empty() ||
                           flt.time();
-  detail::read_options opt;
-  opt.threads = tool_threads();
+  detail::read_options opt = tool_read_options();
   if (flt.time()) {
     opt.keep_part = [&flt](const detail::planned_part &p) {
       if (p.kind != detail::planned_part::member) return true;
@@ -107,13 +103,8 @@ int cmd_cat(const args_t &a) {
   };
   for (const auto &path : files) {
     detail::trace_file f;
-    std::string why;
-    if (!f.open(path, &why)) {
-      error_line(path + ": " + why);
-      ok = false;
-      continue;
-    }
-    for (const auto &i : f.plan_issues()) error_line(path + ": byte " + std::to_string(i.offset) + ": " + i.message);
+    if (!open_trace(path, &f, &ok)) continue;
+    print_plan_issues(f, path);
     uint64_t invalid = 0;
     detail::for_each_block(f, opt, work, [&](detail::text_block &b) {
       auto *r = static_cast<cat_result *>(b.result.get());

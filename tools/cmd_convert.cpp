@@ -182,31 +182,19 @@ int cmd_convert(const args_t &a) {
     error_line("convert: --to must be perfetto (Chrome JSON)");
     return 2;
   }
-  const std::string out_path = a.has("-o") ? a.get("-o") : a.get("--output");
-  if (out_path.empty()) {
-    error_line("convert: -o OUT.json[.gz] is required");
-    return 2;
-  }
+  const std::string out_path = a.output("convert", "OUT.json[.gz]");
+  if (out_path.empty()) return 2;
   bool ok = true;
-  const std::vector<std::string> files = expand_inputs(a.positional, &ok);
-  if (files.empty()) {
-    error_line("convert: no input file");
-    return 2;
-  }
+  const std::vector<std::string> files = input_files(a, "convert", &ok);
+  if (files.empty()) return 2;
   std::string out = "[\n";
   uint64_t events = 0, skipped = 0;
   std::set<std::string> named, pids;
   std::map<std::string, std::string> labels;
-  detail::read_options opt;
-  opt.threads = tool_threads();
+  const detail::read_options opt = tool_read_options();
   for (const auto &path : files) {
     detail::trace_file f;
-    std::string why;
-    if (!f.open(path, &why)) {
-      error_line(path + ": " + why);
-      ok = false;
-      continue;
-    }
+    if (!open_trace(path, &f, &ok)) continue;
     progress bar("convert", f.size());
     detail::for_each_block(f, opt, convert_block, [&](detail::text_block &b) {
       auto *r = static_cast<convert_result *>(b.result.get());

@@ -117,16 +117,10 @@ void rewrite(const line_rec &rec, bool remap, uint64_t nfiles, int64_t shift, st
 
 int cmd_merge(const args_t &a) {
   bool ok = true;
-  const std::string out_path = a.has("-o") ? a.get("-o") : a.get("--output");
-  if (out_path.empty()) {
-    error_line("merge: -o OUT.pfw.gz is required");
-    return 2;
-  }
-  const std::vector<std::string> files = expand_inputs(a.positional, &ok);
-  if (files.empty()) {
-    error_line("merge: no input files");
-    return 2;
-  }
+  const std::string out_path = a.output("merge", "OUT.pfw.gz");
+  if (out_path.empty()) return 2;
+  const std::vector<std::string> files = input_files(a, "merge", &ok);
+  if (files.empty()) return 2;
   const bool align = !a.has("--no-clock-align");
   {
     // Writing over an input would pull the mapped text away under the merge.

@@ -42,11 +42,8 @@ int cmd_split(const args_t &a) {
     error_line("split: exactly one input FILE is needed");
     return 2;
   }
-  const std::string dir = a.has("-o") ? a.get("-o") : a.get("--output");
-  if (dir.empty()) {
-    error_line("split: -o DIR is required");
-    return 2;
-  }
+  const std::string dir = a.output("split", "DIR");
+  if (dir.empty()) return 2;
   uint64_t piece_bytes = 64ull << 20;
   if (a.has("--size") && !parse_size(a.get("--size"), &piece_bytes)) {
     error_line("split: --size needs a size such as 64MiB");

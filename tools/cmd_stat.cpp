@@ -188,11 +188,8 @@ std::string jnum(std::string_view s) {
 
 int cmd_stat(const args_t &a) {
   bool ok = true;
-  const std::vector<std::string> files = expand_inputs(a.positional, &ok);
-  if (files.empty()) {
-    error_line("stat: no input files");
-    return 2;
-  }
+  const std::vector<std::string> files = input_files(a, "stat", &ok);
+  if (files.empty()) return 2;
   const bool json = a.has("--json");
   const bool fast = a.has("--fast");
   uint64_t total_bytes = 0;
@@ -201,28 +198,19 @@ int cmd_stat(const args_t &a) {
   std::vector<std::unique_ptr<detail::trace_file>> opened;
   for (const auto &p : files) {
     auto f = std::make_unique<detail::trace_file>();
-    std::string why;
-    if (!f->open(p, &why)) {
-      error_line(p + ": " + why);
-      ok = false;
-      continue;
-    }
+    if (!open_trace(p, f.get(), &ok)) continue;
     total_bytes += f->size();
     opened.push_back(std::move(f));
   }
   progress bar("stat", total_bytes);
-  detail::read_options opt;
-  opt.threads = tool_threads();
+  const detail::read_options opt = tool_read_options();
   for (auto &f : opened) {
     file_summary s;
     s.path = f->path();
     s.compressed = f->size();
     s.members = f->parts().size();
     s.dt_members = f->dt_members();
-    for (const auto &i : f->plan_issues()) {
-      error_line(f->path() + ": byte " + std::to_string(i.offset) + ": " + i.message);
-      ok = false;
-    }
+    if (print_plan_issues(*f, f->path())) ok = false;
     if (fast && f->fully_described()) {
       // O(members): the DT fields know the line counts, sizes and time ranges.
       s.lines_from_dt = true;
@@ -335,28 +323,26 @@ int cmd_stat(const args_t &a) {
                r.p99);
       out += buf;
     }
+    // One {"pid":..., [rank or tid,] "events", "ts_min", "ts_end"} entry per process or thread.
+    auto entry = [&](bool first, const std::string &ids, const auto &span) {
+      out += first ? "{\"pid\":" : ",{\"pid\":";
+      out += ids;
+      snprintf(buf, sizeof buf, ",\"events\":%" PRIu64 ",\"ts_min\":%" PRIu64 ",\"ts_end\":%" PRIu64 "}",
+               span.events, span.ts_min, span.end_max);
+      out += buf;
+    };
     out += "],\"by_pid\":[";
     bool first = true;
     for (auto &kv : pids) {
       auto rk = all.ranks.find(kv.first);
-      out += first ? "{\"pid\":" : ",{\"pid\":";
-      out += jnum(kv.first) + ",\"rank\":" + (rk == all.ranks.end() ? "null" : rk->second);
-      snprintf(buf, sizeof buf, ",\"events\":%" PRIu64 ",\"ts_min\":%" PRIu64
-               ",\"ts_end\":%" PRIu64 "}",
-               kv.second.events, kv.second.ts_min, kv.second.end_max);
-      out += buf;
+      entry(first, jnum(kv.first) + ",\"rank\":" + (rk == all.ranks.end() ? "null" : rk->second), kv.second);
       first = false;
     }
     out += "],\"by_thread\":[";
     first = true;
     for (auto &kv : threads) {
       const size_t sep = kv.first.find('\x1f');
-      out += first ? "{\"pid\":" : ",{\"pid\":";
-      out += jnum(kv.first.substr(0, sep)) + ",\"tid\":" + jnum(kv.first.substr(sep + 1));
-      snprintf(buf, sizeof buf, ",\"events\":%" PRIu64 ",\"ts_min\":%" PRIu64
-               ",\"ts_end\":%" PRIu64 "}",
-               kv.second.events, kv.second.ts_min, kv.second.end_max);
-      out += buf;
+      entry(first, jnum(kv.first.substr(0, sep)) + ",\"tid\":" + jnum(kv.first.substr(sep + 1)), kv.second);
       first = false;
     }
     out += "]}\n";

@@ -71,7 +71,7 @@ struct check_result : detail::block_result {
   std::unordered_map<std::string_view, uint32_t> uses;  // views into the block's text
   std::vector<std::pair<uint64_t, uint32_t>> ids;  // (id, line in block)
   // Statistics to compare with the member's DT field.
-  uint64_t ts_min = 0, ts_max = 0;
+  detail::member_stats ts_range;  // lines unused
   bool any_ts = false;
   std::string quoted_keys;  // of the line being checked
 };
@@ -238,9 +238,7 @@ void check_block(detail::text_block &b) {
     }
     uint64_t ts = 0;
     if (pl.ts.present() && detail::value_u64(pl.ts, &ts)) {
-      if (!r->any_ts || ts < r->ts_min) r->ts_min = ts;
-      if (!r->any_ts || ts > r->ts_max) r->ts_max = ts;
-      r->any_ts = true;
+      r->ts_range.add_ts(ts, r->any_ts);
       if (!meta && ph) {  // the process's span: its start/end events and everything else
         pid_span one;
         if (ph == 'X' && pl.cat.text == "dftracer" && pl.name.text == "start") {
@@ -305,15 +303,12 @@ struct reporter {
 
 int cmd_validate(const args_t &a) {
   bool ok = true;
-  const std::vector<std::string> files = expand_inputs(a.positional, &ok);
-  if (files.empty()) {
-    error_line("validate: no input files");
-    return 2;
-  }
+  const std::vector<std::string> files = input_files(a, "validate", &ok);
+  if (files.empty()) return 2;
   size_t max_per_kind = 20;
   if (a.has("--max-findings")) {
     uint64_t v = 0;
-    if (!parse_size(a.get("--max-findings"), &v)) {
+    if (!parse_count(a.get("--max-findings"), &v)) {
       error_line("validate: --max-findings needs a number");
       return 2;
     }
@@ -321,16 +316,10 @@ int cmd_validate(const args_t &a) {
   }
   const bool quiet = a.has("--quiet");
   uint64_t total_errors = 0, total_warnings = 0;
-  detail::read_options opt;
-  opt.threads = tool_threads();
+  const detail::read_options opt = tool_read_options();
   for (const auto &path : files) {
     detail::trace_file f;
-    std::string why;
-    if (!f.open(path, &why)) {
-      error_line(path + ": " + why);
-      ok = false;
-      continue;
-    }
+    if (!open_trace(path, &f, &ok)) continue;
     progress bar("validate", f.size());
     reporter rep;
     rep.path = path;
@@ -358,7 +347,7 @@ int cmd_validate(const args_t &a) {
                   "member at byte " + std::to_string(b.in_offset) + ": DT field says " +
                       std::to_string(dt.lines) + " lines, the member holds " +
                       std::to_string(r->lines));
-        const uint64_t mn = r->any_ts ? r->ts_min : 0, mx = r->any_ts ? r->ts_max : 0;
+        const uint64_t mn = r->any_ts ? r->ts_range.ts_min : 0, mx = r->any_ts ? r->ts_range.ts_max : 0;
         if (dt.ts_min != mn || dt.ts_max != mx)
           rep.add(base + 1, true, "dt",
                   "member at byte " + std::to_string(b.in_offset) + ": DT field says ts " +

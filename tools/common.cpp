@@ -29,6 +29,12 @@ std::string args_t::get(std::string_view name, const std::string &def) const {
   return def;
 }
 
+std::string args_t::output(const char *cmd, const char *what) const {
+  const std::string out = has("-o") ? get("-o") : get("--output");
+  if (out.empty()) error_line(std::string(cmd) + ": -o " + what + " is required");
+  return out;
+}
+
 std::vector<std::string> args_t::get_all(std::string_view name) const {
   std::vector<std::string> out;
   for (auto &o : options) {
@@ -143,45 +149,38 @@ std::vector<std::string> expand_inputs(const std::vector<std::string> &in, bool 
   return out;
 }
 
+std::vector<std::string> input_files(const args_t &a, const char *cmd, bool *ok) {
+  std::vector<std::string> files = expand_inputs(a.positional, ok);
+  if (files.empty()) error_line(std::string(cmd) + ": no input files");
+  return files;
+}
+
+bool open_trace(const std::string &path, detail::trace_file *f, bool *ok) {
+  std::string why;
+  if (f->open(path, &why)) return true;
+  error_line(path + ": " + why);
+  *ok = false;
+  return false;
+}
+
+size_t print_plan_issues(const detail::trace_file &f, const std::string &path) {
+  for (const auto &i : f.plan_issues())
+    error_line(path + ": byte " + std::to_string(i.offset) + ": " + i.message);
+  return f.plan_issues().size();
+}
+
 bool parse_size(const std::string &s, uint64_t *out) {
-  if (s.empty()) return false;
-  size_t i = 0;
-  double v = 0;
-  bool digits = false;
-  while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) {
-    v = v * 10 + (s[i] - '0');
-    ++i;
-    digits = true;
-  }
-  if (i < s.size() && s[i] == '.') {
-    double scale = 0.1;
-    ++i;
-    while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) {
-      v += (s[i] - '0') * scale;
-      scale /= 10;
-      ++i;
-      digits = true;
-    }
-  }
-  if (!digits) return false;
-  std::string unit = s.substr(i);
-  for (auto &c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  double mul = 1;
-  if (unit.empty() || unit == "b") {
-    mul = 1;
-  } else if (unit == "k" || unit == "kb" || unit == "kib") {
-    mul = 1024.0;
-  } else if (unit == "m" || unit == "mb" || unit == "mib") {
-    mul = 1024.0 * 1024;
-  } else if (unit == "g" || unit == "gb" || unit == "gib") {
-    mul = 1024.0 * 1024 * 1024;
-  } else {
-    return false;
-  }
-  const double r = v * mul;
-  if (r < 1 || r > 1e18) return false;
-  *out = static_cast<uint64_t>(r);
+  size_t n = 0;
+  if (!detail::parse_size(s, &n) || n == 0) return false;
+  *out = n;
   return true;
+}
+
+bool parse_count(const std::string &s, uint64_t *out) {
+  const std::string t(trim(s));
+  if (t.empty() || t.size() > 18 || t.find_first_not_of("0123456789") != std::string::npos) return false;
+  *out = std::strtoull(t.c_str(), nullptr, 10);
+  return *out >= 1;
 }
 
 int tool_threads() {
@@ -191,6 +190,12 @@ int tool_threads() {
   }
   const unsigned h = std::thread::hardware_concurrency();
   return h == 0 ? 1 : static_cast<int>(std::min(h, 64u));
+}
+
+detail::read_options tool_read_options() {
+  detail::read_options opt;
+  opt.threads = tool_threads();
+  return opt;
 }
 
 double now_seconds() {
@@ -281,15 +286,10 @@ bool load_trace(const std::string &path, uint32_t file_index, loaded_trace *out,
                 progress *bar) {
   out->path = path;
   out->file = std::make_unique<detail::trace_file>();
-  std::string why;
-  if (!out->file->open(path, &why)) {
-    error_line(path + ": " + why);
-    return false;
-  }
-  for (const auto &i : out->file->plan_issues())
-    error_line(path + ": byte " + std::to_string(i.offset) + ": " + i.message);
-  detail::read_options opt;
-  opt.threads = tool_threads();
+  bool opened = true;
+  if (!open_trace(path, out->file.get(), &opened)) return false;
+  print_plan_issues(*out->file, path);
+  const detail::read_options opt = tool_read_options();
   auto work = [&](detail::text_block &b) {
     auto r = std::make_unique<load_result>();
     parsed_line pl;
@@ -401,11 +401,7 @@ void trace_writer::close_line(bool has_ts, uint64_t ts) {
   job &j = *cur_;
   j.text.push_back('\n');
   ++j.stats.lines;
-  if (has_ts) {
-    if (!j.any_ts || ts < j.stats.ts_min) j.stats.ts_min = ts;
-    if (!j.any_ts || ts > j.stats.ts_max) j.stats.ts_max = ts;
-    j.any_ts = true;
-  }
+  if (has_ts) j.stats.add_ts(ts, j.any_ts);
   if (j.text.size() >= member_bytes_) submit();
 }
 

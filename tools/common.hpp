@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "config/config.hpp"
 #include "reader/line_parser.hpp"
 #include "reader/trace_reader.hpp"
 #include "base/gzip_member.hpp"
@@ -30,6 +31,8 @@ struct args_t {
   bool has(std::string_view name) const;
   std::string get(std::string_view name, const std::string &def = "") const;
   std::vector<std::string> get_all(std::string_view name) const;  // repeated or comma lists
+  // -o / --output; when absent, one "CMD: -o WHAT is required" line and "".
+  std::string output(const char *cmd, const char *what) const;
 };
 
 // Parses argv; options listed in with_value take the next argument (or --opt=value).
@@ -42,12 +45,25 @@ void error_line(const std::string &msg);
 
 // Expands directories into the trace files they hold (*.pfw, *.pfw.gz, sorted by name).
 std::vector<std::string> expand_inputs(const std::vector<std::string> &in, bool *ok);
+// The command's positional inputs, expanded; when there are none, one "CMD: no input files"
+// line and an empty list (the command then exits with status 2).
+std::vector<std::string> input_files(const args_t &a, const char *cmd, bool *ok);
 
-// Sizes like 64MiB, 1G, 500k, 1048576.
+// Opens a trace; on failure one "PATH: reason" line, *ok = false, and false.
+bool open_trace(const std::string &path, detail::trace_file *f, bool *ok);
+// One "PATH: byte N: ..." line per damage found while planning the file; returns how many.
+size_t print_plan_issues(const detail::trace_file &f, const std::string &path);
+
+// A size of at least one byte, read by the library's parser (config/config.hpp: K, KiB and
+// the like count in 1024s, kB, MB, GB in 1000s): 64MiB, 1G, 500k, 1048576.
 bool parse_size(const std::string &s, uint64_t *out);
+// A count of at least 1, digits only.
+bool parse_count(const std::string &s, uint64_t *out);
 
 // Threads to use: DFTRACE_TOOL_THREADS, else the hardware concurrency (at least 1).
 int tool_threads();
+// Reading options for a command: tool_threads() workers, the reader's defaults otherwise.
+detail::read_options tool_read_options();
 
 // A progress bar on stderr, shown only when stderr is a terminal and the run is long.
 class progress {

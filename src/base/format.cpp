@@ -5,25 +5,6 @@
 
 namespace dftrace::detail {
 
-namespace {
-
-// Length of the valid UTF-8 sequence starting at s (0 if invalid), per RFC 3629.
-size_t utf8_sequence(const unsigned char *s, size_t n) {
-  const unsigned char c = s[0];
-  if (c < 0xC2 || c > 0xF4) return 0;
-  size_t len = c < 0xE0 ? 2 : (c < 0xF0 ? 3 : 4);
-  if (n < len) return 0;
-  for (size_t i = 1; i < len; ++i)
-    if ((s[i] & 0xC0) != 0x80) return 0;
-  if (c == 0xE0 && s[1] < 0xA0) return 0;  // overlong
-  if (c == 0xED && s[1] > 0x9F) return 0;  // surrogates
-  if (c == 0xF0 && s[1] < 0x90) return 0;  // overlong
-  if (c == 0xF4 && s[1] > 0x8F) return 0;  // above U+10FFFF
-  return len;
-}
-
-}  // namespace
-
 char *escape_json(char *out, const char *in, size_t n) {
   static constexpr char hex[] = "0123456789abcdef";
   const auto *s = reinterpret_cast<const unsigned char *>(in);
@@ -107,6 +88,12 @@ struct json_checker {
         return true;
       }
       if (c < 0x20) return false;
+      if (c >= 0x80) {  // the same UTF-8 rule as escaping and the reader
+        const size_t n = utf8_sequence(reinterpret_cast<const unsigned char *>(p), static_cast<size_t>(end - p));
+        if (n == 0) return false;
+        p += n;
+        continue;
+      }
       if (c == '\\') {
         ++p;
         if (p >= end) return false;

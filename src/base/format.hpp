@@ -108,6 +108,23 @@ inline char *write_us_fraction(char *p, uint64_t ns) {
   return p + 4;
 }
 
+// Length of the valid UTF-8 sequence (RFC 3629: no overlong form, no surrogate, nothing above
+// U+10FFFF) starting at s, of which n bytes are readable; 0 if s[0] starts none. The one
+// UTF-8 check: escaping (below) and the trace reader's line parser both use it.
+inline size_t utf8_sequence(const unsigned char *s, size_t n) {
+  const unsigned char c = s[0];
+  if (c < 0xC2 || c > 0xF4) return 0;
+  const size_t len = c < 0xE0 ? 2 : (c < 0xF0 ? 3 : 4);
+  if (n < len) return 0;
+  for (size_t i = 1; i < len; ++i)
+    if ((s[i] & 0xC0) != 0x80) return 0;
+  if (c == 0xE0 && s[1] < 0xA0) return 0;  // overlong
+  if (c == 0xED && s[1] > 0x9F) return 0;  // surrogates
+  if (c == 0xF0 && s[1] < 0x90) return 0;  // overlong
+  if (c == 0xF4 && s[1] > 0x8F) return 0;  // above U+10FFFF
+  return len;
+}
+
 // Upper bound of the escaped size of n input bytes (each byte may become \u00XX or U+FFFD).
 constexpr size_t escaped_bound(size_t n) { return n * 6; }
 

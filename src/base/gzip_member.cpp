@@ -315,9 +315,7 @@ member_stats scan_member_stats(const char *text, size_t len) {
         uint64_t v = 0;
         const char *d = q + 5;
         while (d < limit && *d >= '0' && *d <= '9') v = v * 10 + static_cast<uint64_t>(*d++ - '0');
-        if (!any || v < st.ts_min) st.ts_min = v;
-        if (!any || v > st.ts_max) st.ts_max = v;
-        any = true;
+        st.add_ts(v, any);
         break;
       }
     }

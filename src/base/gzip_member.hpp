@@ -20,6 +20,15 @@ struct member_stats {
   uint32_t lines = 0;
   uint64_t ts_min = 0;  // 0/0 when no line has a ts
   uint64_t ts_max = 0;
+
+  // Widens [ts_min, ts_max] to hold [lo, hi]. `seen` says whether the range holds a ts yet
+  // (0/0 is a real range too) and is set. The one place the range is folded.
+  void add_ts(uint64_t lo, uint64_t hi, bool &seen) {
+    if (!seen || lo < ts_min) ts_min = lo;
+    if (!seen || hi > ts_max) ts_max = hi;
+    seen = true;
+  }
+  void add_ts(uint64_t ts, bool &seen) { add_ts(ts, ts, seen); }
 };
 
 // Parsed DT field of a member header, for readers.

@@ -1,5 +1,6 @@
 // config.cpp: the key table, and the YAML, environment and init-argument layers over it.
 #include "config/config.hpp"
+#include "config/gpu_kinds.hpp"
 
 #include <sys/stat.h>
 #include <yaml-cpp/yaml.h>
@@ -95,6 +96,8 @@ entry size_key(const char *key, const char *env, const char *denv, const char *d
           [field](const config &c) { return std::to_string(c.*field); }};
 }
 
+const entry *find_entry(const std::string &key);
+
 const std::vector<entry> &table() {
   static const std::vector<entry> t = [] {
     std::vector<entry> v;
@@ -113,8 +116,14 @@ const std::vector<entry> &table() {
                    return true;
                  },
                  [](const config &c) { return c.init_mode; }});
-    v.push_back(string_key("output.prefix", "DFTRACE_LOG_FILE", "DFTRACER_LOG_FILE", "./trace",
-                           &config::prefix));
+    // An empty prefix means the default (a file name needs one).
+    v.push_back({{"output.prefix", "DFTRACE_LOG_FILE", "DFTRACER_LOG_FILE", "./trace"},
+                 false,
+                 [](config &c, const std::string &s, std::string &) {
+                   c.output_prefix = s.empty() ? find_entry("output.prefix")->info.default_text : s;
+                   return true;
+                 },
+                 [](const config &c) { return c.output_prefix; }});
     v.push_back(string_key("output.file", "DFTRACE_OUTPUT_FILE", nullptr, "",
                            &config::output_file));
     v.push_back({{"output.compression", "DFTRACE_OUTPUT_COMPRESSION", "DFTRACER_TRACE_COMPRESSION",
@@ -276,7 +285,11 @@ const std::vector<entry> &table() {
     v.push_back({{"gpu.kinds", "DFTRACE_GPU_KINDS", nullptr, "kernel,memcpy,memset,sync,runtime"},
                  false,
                  [](config &c, const std::string &s, std::string &why) {
-                   return parse_gpu_kinds(s, &c.gpu_kinds, &why);
+                   if (!parse_gpu_kinds(s, nullptr, &c.gpu_kinds, &why)) return false;
+                   // An empty list means the default (as libdftrace_cupti always read it).
+                   if (c.gpu_kinds.empty())
+                     parse_gpu_kinds(find_entry("gpu.kinds")->info.default_text, nullptr, &c.gpu_kinds, nullptr);
+                   return true;
                  },
                  [](const config &c) { return c.gpu_kinds; }});
     return v;
@@ -459,19 +472,39 @@ bool parse_bool(const std::string &text, bool *out) {
 }
 
 bool parse_size(const std::string &text, size_t *out) {
+  // Digits with an optional fraction, then an optional unit: no sign, exponent or hex, so
+  // that "1e3" or "0x10" is reported rather than read as something nobody wrote.
   const std::string t = trim(text);
-  if (t.empty() || !std::isdigit(static_cast<unsigned char>(t[0]))) return false;
-  char *end = nullptr;
-  double v = std::strtod(t.c_str(), &end);
-  std::string unit = lower(trim(end));
-  double mult = 1;
+  size_t i = 0;
+  double v = 0;
+  bool digits = false;
+  auto digit = [&] { return i < t.size() && std::isdigit(static_cast<unsigned char>(t[i])); };
+  for (; digit(); ++i) {
+    v = v * 10 + (t[i] - '0');
+    digits = true;
+  }
+  if (i < t.size() && t[i] == '.') {
+    double scale = 0.1;
+    for (++i; digit(); ++i) {
+      v += (t[i] - '0') * scale;
+      scale /= 10;
+      digits = true;
+    }
+  }
+  if (!digits) return false;
+  const std::string unit = lower(trim(t.substr(i)));
+  // docs/configuration.md: K/KiB, M/MiB, G/GiB count in 1024s; kB, MB, GB in 1000s (SI).
+  double mult;
   if (unit.empty() || unit == "b") mult = 1;
-  else if (unit == "k" || unit == "kib" || unit == "kb") mult = unit == "kb" ? 1e3 : 1024.0;
-  else if (unit == "m" || unit == "mib" || unit == "mb") mult = unit == "mb" ? 1e6 : 1048576.0;
-  else if (unit == "g" || unit == "gib" || unit == "gb") mult = unit == "gb" ? 1e9 : 1073741824.0;
+  else if (unit == "k" || unit == "kib") mult = 1024.0;
+  else if (unit == "kb") mult = 1e3;
+  else if (unit == "m" || unit == "mib") mult = 1048576.0;
+  else if (unit == "mb") mult = 1e6;
+  else if (unit == "g" || unit == "gib") mult = 1073741824.0;
+  else if (unit == "gb") mult = 1e9;
   else return false;
   const double bytes = v * mult;
-  if (!(bytes >= 0) || bytes > 1e15) return false;
+  if (bytes > 1e15) return false;
   *out = static_cast<size_t>(bytes);
   return true;
 }
@@ -536,9 +569,17 @@ bool parse_category_rules(const std::string &text,
   return true;
 }
 
+config::config() {
+  // Every key through its own setter, from the table's text: the one home of each default.
+  std::string why;
+  for (const auto &e : table()) {
+    e.set(*this, e.info.default_text, why);
+    source[e.info.key] = "default";
+  }
+}
+
 config load_config(const dftrace_options *options) {
   config c;
-  for (const auto &e : table()) c.source[e.info.key] = "default";
   const bool have_opts =
       options && options->struct_size >= offsetof(dftrace_options_t, bind_atexit) + sizeof(int);
 
@@ -586,32 +627,6 @@ config load_config(const dftrace_options *options) {
     if (options->exec_name) c.exec_name = options->exec_name;
   }
   return c;
-}
-
-bool parse_gpu_kinds(const std::string &text, std::string *out, std::string *error) {
-  // Kept in step with src/gpu/README.md, which says what each kind records.
-  static const char *const known[] = {"kernel", "memcpy", "memset", "sync",
-                                      "runtime", "driver", "api_all", "all"};
-  std::string norm, item;
-  std::string t = text;
-  for (char &ch : t)
-    if (ch == '[' || ch == ']') ch = ' ';
-  std::istringstream in(t);
-  while (std::getline(in, item, ',')) {
-    item = lower(trim(item));
-    if (item.empty()) continue;
-    bool ok = false;
-    for (const char *k : known) ok |= item == k;
-    if (!ok) {
-      if (error)
-        *error = "has unknown kind '" + item +
-                 "' (known: kernel, memcpy, memset, sync, runtime, driver, api_all, all)";
-      return false;
-    }
-    norm += (norm.empty() ? "" : ",") + item;
-  }
-  if (out) *out = norm;
-  return true;
 }
 
 std::string describe(const config &cfg) {

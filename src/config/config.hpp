@@ -13,37 +13,41 @@ struct dftrace_options;
 
 namespace dftrace::detail {
 
+// Every field that is a key starts at that key's default, which lives only in the key table
+// (config.cpp, listed by config_keys()): the constructor applies the table's defaults.
 struct config {
-  bool enable = false;
+  config();
+
+  bool enable{};
   std::string config_file;
-  std::string init_mode = "function";  // DFTracer's DFTRACER_INIT: function or preload
-  std::string prefix = "./trace";
-  std::string output_file;              // exact path, overrides prefix
-  bool compression = true;              // gzip or none
-  std::string compressor = "auto";      // auto, isal, libdeflate, zlib
-  int level = -1;                       // -1: the codec's default
-  size_t member_bytes = 1u << 20;
-  double flush_interval = 2.0;          // seconds
-  size_t buffer_bytes = 64u << 10;      // per-thread chunk
-  size_t queue_bytes = 16u << 20;       // most buffered records before on_full applies
-  bool on_full_drop = false;            // false: block
-  int compress_threads = 2;             // members compressed at once when there is a backlog
-  bool metadata = true;
-  bool ns_precision = false;
-  std::string timer_source = "auto";  // auto | tsc | monotonic
+  std::string init_mode;                // DFTracer's DFTRACER_INIT: function or preload
+  std::string output_prefix;            // output.prefix (DFTRACE_LOG_FILE, dftrace_options.output_prefix)
+  std::string output_file;              // exact path, overrides output_prefix
+  bool compression{};                   // gzip or none
+  std::string compressor;               // auto, isal, libdeflate, zlib
+  int level{};                          // -1: the codec's default
+  size_t member_bytes{};
+  double flush_interval{};              // seconds
+  size_t buffer_bytes{};                // per-thread chunk
+  size_t queue_bytes{};                 // most buffered records before on_full applies
+  bool on_full_drop{};                  // false: block
+  int compress_threads{};               // members compressed at once when there is a backlog
+  bool metadata{};
+  bool ns_precision{};
+  std::string timer_source;             // auto | tsc | monotonic
   std::vector<std::pair<std::string, bool>> categories;  // in order; later wins
-  bool signals = true;
-  bool atexit = true;
-  bool core_affinity = true;
-  int log_level = 1;                    // error=0 warn=1 info=2 debug=3
-  bool tids = true;                     // false: tid = pid (DFTRACER_DISABLE_TIDS)
+  bool signals{};
+  bool atexit{};
+  bool core_affinity{};
+  int log_level{};                      // error=0 warn=1 info=2 debug=3
+  bool tids{};                          // false: tid = pid (DFTRACER_DISABLE_TIDS)
   std::string data_dir;                 // DFTracer compatibility; I/O interception filter
-  bool io = true;                       // DFTracer compatibility: I/O interception switches
-  bool posix = true;
-  bool stdio = true;
+  bool io{};                            // DFTracer compatibility: I/O interception switches
+  bool posix{};
+  bool stdio{};
   std::string exec_name;                // set by init arguments (e.g. the Python script)
-  bool gpu_cupti = false;               // load libdftrace_cupti and record GPU activity
-  std::string gpu_kinds = "kernel,memcpy,memset,sync,runtime";  // which GPU activity
+  bool gpu_cupti{};                     // load libdftrace_cupti and record GPU activity
+  std::string gpu_kinds;                // which GPU activity (gpu_kinds.hpp's normal form)
 
   // The configuration file named is not a file (a directory): tracing stays off, whatever the
   // other layers say (reported once by load_config).
@@ -64,13 +68,12 @@ bool parse_category_rules(const std::string &text,
 
 // Value parsers shared by the YAML and environment layers (exposed for the tests).
 bool parse_bool(const std::string &text, bool *out);
+// A size in bytes: digits with an optional fraction and unit, blanks around it allowed; K/KiB,
+// M/MiB, G/GiB count in 1024s and kB/MB/GB in 1000s (any case). The one size parser: the
+// dftrace tools use it too.
 bool parse_size(const std::string &text, size_t *out);      // 1048576, 64KiB, 1MiB, 1MB
 bool parse_duration(const std::string &text, double *out);  // 2, 2s, 500ms, 1.5
 int parse_log_level(const std::string &text);               // -1 if unknown
-
-// Checks a gpu.kinds list ("kernel,memcpy", "[kernel, memcpy]", "all"); on success the
-// normalised comma-separated list goes to *out.
-bool parse_gpu_kinds(const std::string &text, std::string *out, std::string *error);
 
 // One line per key: "key = value  (source)".
 std::string describe(const config &cfg);

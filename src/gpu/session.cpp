@@ -222,9 +222,10 @@ __attribute__((visibility("default"))) int dftrace_cupti_start(const char *kinds
     g_log_level.store(log_level);
     kinds k;
     std::string error;
-    if (!parse_kinds(kinds_text && *kinds_text ? kinds_text : "kernel,memcpy,memset,sync,runtime",
-                     &k, &error)) {
-      say("gpu.kinds: %s; tracing goes on without GPU events", error.c_str());
+    // The core passes gpu.kinds as the configuration normalised it (never empty: the key
+    // table holds the default).
+    if (!parse_kinds(kinds_text ? kinds_text : "", &k, &error)) {
+      say("gpu.kinds %s; tracing goes on without GPU events", error.c_str());
       return -1;
     }
     std::lock_guard<std::mutex> guard(g_start_mutex);

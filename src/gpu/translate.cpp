@@ -1,6 +1,8 @@
 // translate.cpp: CUPTI activity records -> dftrace_event_complete calls.
 #include "gpu/translate.hpp"
 
+#include "config/gpu_kinds.hpp"
+
 #include <cxxabi.h>
 
 #include <cctype>
@@ -13,32 +15,17 @@ namespace dftrace::gpu {
 // ---------------------------------------------------------------- kinds
 
 bool parse_kinds(const std::string &text, kinds *out, std::string *error) {
-  kinds k;
-  std::string t = text;
-  for (char &c : t) {
-    if (c == '[' || c == ']') c = ' ';
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  unsigned bits = 0;
+  if (!detail::parse_gpu_kinds(text, &bits, nullptr, error)) return false;
+  if (out) {
+    out->kernel = bits & detail::k_gpu_kernel;
+    out->memcpy = bits & detail::k_gpu_memcpy;
+    out->memset = bits & detail::k_gpu_memset;
+    out->sync = bits & detail::k_gpu_sync;
+    out->runtime = bits & detail::k_gpu_runtime;
+    out->driver = bits & detail::k_gpu_driver;
+    out->api_all = bits & detail::k_gpu_api_all;
   }
-  std::istringstream in(t);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    const auto b = item.find_first_not_of(" \t\r\n");
-    if (b == std::string::npos) continue;
-    item = item.substr(b, item.find_last_not_of(" \t\r\n") - b + 1);
-    if (item == "kernel") k.kernel = true;
-    else if (item == "memcpy") k.memcpy = true;
-    else if (item == "memset") k.memset = true;
-    else if (item == "sync") k.sync = true;
-    else if (item == "runtime") k.runtime = true;
-    else if (item == "driver") k.driver = true;
-    else if (item == "api_all") k.api_all = true;
-    else if (item == "all") k = kinds{true, true, true, true, true, true, true};
-    else {
-      if (error) *error = "unknown GPU activity kind '" + item + "'";
-      return false;
-    }
-  }
-  if (out) *out = k;
   return true;
 }
 

@@ -22,7 +22,8 @@ struct kinds {
   bool runtime = false, driver = false, api_all = false;
 };
 
-// Parses "kernel,memcpy", "[kernel, memcpy]" or "all". False (and *error) on an unknown word.
+// Parses "kernel,memcpy", "[kernel, memcpy]" or "all" with the one gpu.kinds parser
+// (config/gpu_kinds.hpp). False (and *error) on an unknown word.
 bool parse_kinds(const std::string &text, kinds *out, std::string *error);
 
 // Correlation id -> the host region open when the API call that carries it began.

@@ -9,6 +9,8 @@
 #include <emmintrin.h>
 #endif
 
+#include "core/format.hpp"
+
 namespace dftrace::detail {
 
 namespace {
@@ -29,33 +31,6 @@ inline bool is_digit(char c) { return static_cast<unsigned char>(c - '0') < 10; 
 inline bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 inline bool is_hex(char c) {
   return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-}
-
-// Length of the valid UTF-8 sequence at p (0 if invalid).
-size_t utf8_len(const unsigned char *p, const unsigned char *end) {
-  const unsigned c = p[0];
-  size_t n;
-  unsigned min;
-  if (c >= 0xC2 && c <= 0xDF) {
-    n = 2;
-    min = 0x80;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    n = 3;
-    min = 0x800;
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    n = 4;
-    min = 0x10000;
-  } else {
-    return 0;
-  }
-  if (static_cast<size_t>(end - p) < n) return 0;
-  unsigned cp = c & (0x3F >> (n - 1));
-  for (size_t i = 1; i < n; ++i) {
-    if ((p[i] & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (p[i] & 0x3F);
-  }
-  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-  return n;
 }
 
 // p at the opening quote. Returns the position after the closing quote, or nullptr with
@@ -115,8 +90,7 @@ inline const char *scan_string(const char *p, const char *end, const char **why)
       *why = "control character in string";
       return nullptr;
     }
-    const size_t n = utf8_len(reinterpret_cast<const unsigned char *>(p),
-                              reinterpret_cast<const unsigned char *>(end));
+    const size_t n = utf8_sequence(reinterpret_cast<const unsigned char *>(p), static_cast<size_t>(end - p));
     if (!n) {
       *why = "invalid UTF-8 in string";
       return nullptr;

@@ -294,7 +294,7 @@ void runtime::create_writer_locked() {
   ws.format.ns_precision = cfg_.ns_precision;
   ws.format.metadata = cfg_.metadata;
   ws.format.hhash_field = hhash_field_;
-  ws.path = [this] { return file_path(); };
+  ws.path = [this] { return path_from_config(); };
   ws.header = [this] { return header_text(); };
   writer_ = std::make_unique<writer>(std::move(ws));
   generation_.fetch_add(1, std::memory_order_release);
@@ -409,9 +409,9 @@ void runtime::on_fatal_signal(int sig, bool dies) {
 
 // ---------------------------------------------------------------- header and footer
 
-std::string runtime::file_path() {
+std::string runtime::path_from_config() {
   if (!cfg_.output_file.empty()) return cfg_.output_file;
-  std::string p = cfg_.prefix.empty() ? std::string("./trace") : cfg_.prefix;
+  std::string p = cfg_.output_prefix;  // never empty (config.cpp)
   if (p.back() == '/') p += "trace";
   p += "-" + exec_;
   if (rank_ >= 0) p += "-" + std::to_string(rank_);
@@ -958,7 +958,7 @@ int runtime::set_rank(int rank, int size) {
       ts.w->push_meta(meta_prefix("process_name", pid_, alloc_global_id()) + "\"name\":\"rank " +
                       std::to_string(rank) + "\"}}\n");
   }
-  if (writer_) writer_->relocate(file_path());
+  if (writer_) writer_->relocate(path_from_config());
   return DFTRACE_OK;
 }
 

@@ -181,7 +181,8 @@ class runtime {
   uint64_t to_us(uint64_t mono) const { return (mono + epoch_offset_ns_) / 1000; }
   std::string header_text();
   std::string footer_text();
-  std::string file_path();
+  // The trace file's path: output.file, else output_prefix expanded (docs/format.md section 1).
+  std::string path_from_config();
   std::string meta_prefix(std::string_view type, pid_t tid, uint64_t id) const;
   void refresh_thread_ids(thread_state &ts);
   void emit_thread_name(thread_state &ts, std::string_view name);

@@ -293,11 +293,7 @@ void writer::append_lines(const char *p, size_t n, const member_stats &st, bool 
   m.text.append(p, n);
   m.stats.lines += st.lines;
   if (events) m.events += st.lines;
-  if (has_ts) {
-    if (!m.has_ts || st.ts_min < m.stats.ts_min) m.stats.ts_min = st.ts_min;
-    if (!m.has_ts || st.ts_max > m.stats.ts_max) m.stats.ts_max = st.ts_max;
-    m.has_ts = true;
-  }
+  if (has_ts) m.stats.add_ts(st.ts_min, st.ts_max, m.has_ts);
 }
 
 void writer::append_records(const chunk *c, uint32_t from, uint32_t to) {
@@ -318,9 +314,7 @@ void writer::append_records(const chunk *c, uint32_t from, uint32_t to) {
     ++m.stats.lines;
     if (r.type == rec_type::mark) continue;  // a metadata line: no event, no "ts"
     ++m.events;
-    if (!m.has_ts || ts < m.stats.ts_min) m.stats.ts_min = ts;
-    if (!m.has_ts || ts > m.stats.ts_max) m.stats.ts_max = ts;
-    m.has_ts = true;
+    m.stats.add_ts(ts, m.has_ts);
   }
 }
 
@@ -419,9 +413,7 @@ void writer::crash_records(const chunk *c, uint32_t from, uint32_t to) {
     ++st.lines;
     if (r.type == rec_type::mark) continue;  // a metadata line: no "ts"
     ++events;
-    if (!has_ts || ts < st.ts_min) st.ts_min = ts;
-    if (!has_ts || ts > st.ts_max) st.ts_max = ts;
-    has_ts = true;
+    st.add_ts(ts, has_ts);
   }
   flush_text();
 }
@@ -465,7 +457,7 @@ void writer::crash_cycle() {
 void writer::render_header() {
   // io_mutex_ held
   if (opened_) return;
-  planned_path_ = settings_.path ? settings_.path() : std::string("./trace.pfw");
+  planned_path_ = settings_.path ? settings_.path() : std::string();  // the runtime always sets it
   header_text_ = settings_.header ? settings_.header() : std::string("[\n");
   std::lock_guard<std::mutex> lock(path_mutex_);
   path_.reserve(planned_path_.size() + 16);  // room for a fresh name (open_file)

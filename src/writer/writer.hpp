@@ -76,18 +76,20 @@ struct thread_buffer {
   uint32_t pos = 0;  // producer's write position in current (== committed between events)
 };
 
+// What the writer is told; the runtime fills every field from the configuration, whose key
+// table (src/config) is the one home of the defaults, so none is repeated here.
 struct writer_settings {
-  bool compress = true;
-  codec kind = codec::zlib;
-  int level = 1;
-  size_t member_bytes = 1u << 20;
-  double flush_interval = 2.0;
-  size_t chunk_bytes = 64u << 10;
-  size_t queue_bytes = 64u << 20;
-  bool drop_when_full = false;
+  bool compress{};
+  codec kind{};
+  int level{};
+  size_t member_bytes{};
+  double flush_interval{};  // seconds
+  size_t chunk_bytes{};
+  size_t queue_bytes{};
+  bool drop_when_full{};
   // Members compressed at once when a pass has several (the writer thread plus helpers);
   // helpers only run when there is a backlog.
-  int compress_threads = 2;
+  int compress_threads{};
   // How records become lines.
   line_format format;
   // Called once when the file is first needed: its path, and the header text ("[\n" and

@@ -8,6 +8,7 @@ import json
 import os
 import struct
 import subprocess
+import sys
 import zlib
 
 X_KEYS = ["id", "name", "cat", "pid", "tid", "ts", "dur", "ph", "args"]
@@ -189,7 +190,56 @@ def check_nesting(events):
         assert p["ts"] <= e["ts"] and e["ts"] + e["dur"] <= p["ts"] + p["dur"], ("not enclosed", p, e)
 
 
+def load_checked(path, nesting=True):
+    """A finished trace, checked the way most tests check one: its members, its lines, the
+    format of every line, the footer and (unless nesting=False) the nesting. Returns the events."""
+    check_members(path)
+    ev = load(path)
+    check_format(ev)
+    check_footer(ev)
+    if nesting:
+        check_nesting(ev)
+    return ev
+
+
 def only_file(directory, pattern=".pfw"):
     files = [os.path.join(directory, f) for f in os.listdir(directory) if pattern in f]
     assert len(files) == 1, files
     return files[0]
+
+
+# ---- for the scenario scripts (mpi, topology), which report with one FAIL line and exit 1
+# rather than through pytest.
+
+def fail(msg):
+    print("FAIL: " + msg)
+    sys.exit(1)
+
+
+def check(cond, msg):
+    if not cond:
+        fail(msg)
+
+
+def read_objects(path):
+    """The JSON objects of a .pfw.gz file (every line but the brackets and blank lines), without
+    load()'s checks of the layout (merged and per-rank files alike)."""
+    out = []
+    with gzip.open(path, "rt") as f:
+        for line in f:
+            line = line.strip()
+            if line not in ("[", "]", ""):
+                out.append(json.loads(line))
+    return out
+
+
+def pr_values(events):
+    """PR lines as {name: value} (a repeated key keeps its last value), and every
+    affinity_warning's value in order."""
+    pr, warnings = {}, []
+    for e in events:
+        if e.get("ph") == "M" and e["name"] == "PR":
+            pr[e["args"]["name"]] = e["args"]["value"]
+            if e["args"]["name"] == "affinity_warning":
+                warnings.append(e["args"]["value"])
+    return pr, warnings

@@ -175,6 +175,14 @@ def test_split_real_trace_round_trip(real_trace, tmp_path):
     round_trip(real_trace, tmp_path, "--size", "4k")
 
 
+def test_split_reads_sizes_as_the_configuration_does(tmp_path, real_trace):
+    # One size parser for the library and the tools (docs/configuration.md, "Values"): no
+    # exponent, hex or sign, and at least one byte; kB is the SI unit.
+    for bad in ("1e3", "0x10", "-5", "0", "4 kilo"):
+        assert run("split", real_trace, "-o", tmp_path / "x", "--size", bad, check=False).returncode == 2, bad
+    round_trip(real_trace, tmp_path, "--size", "4kB")
+
+
 def test_split_rejects_bad_arguments(tmp_path, real_trace):
     assert run("split", real_trace, "-o", tmp_path / "x", "--size", "lots", check=False).returncode == 2
     assert run("split", real_trace, "-o", tmp_path / "x", "--by", "colour", check=False).returncode == 2

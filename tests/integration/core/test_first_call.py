@@ -70,12 +70,7 @@ def run(tmp_path, argv, source):
         e["PYTHONPATH"] = os.environ["PYTHONPATH"]
     p = subprocess.run(argv, env=e, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
-    path = tc.only_file(tmp_path)
-    tc.check_members(path)
-    ev = tc.load(path)
-    tc.check_format(ev)
-    tc.check_footer(ev)
-    return ev
+    return tc.load_checked(tc.only_file(tmp_path), nesting=False)
 
 
 @pytest.mark.parametrize("source", ["tsc", "monotonic"])

@@ -17,13 +17,7 @@ def trace(tmp_path, mode, env=None):
     e.update(env or {})
     p = subprocess.run([os.path.join(BIN, "tree_prog"), mode], env=e, capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
-    path = tc.only_file(tmp_path)
-    tc.check_members(path)
-    ev = tc.load(path)
-    tc.check_format(ev)
-    tc.check_footer(ev)
-    tc.check_nesting(ev)
-    return ev
+    return tc.load_checked(tc.only_file(tmp_path))
 
 
 def own_args(e):

@@ -170,12 +170,7 @@ def test_c_program_exact_file_and_events(tmp_path):
 @pytest.mark.parametrize("source", ["auto", "tsc", "monotonic"])
 def test_four_threads_nest_concurrently(tmp_path, source):
     run("threads", 2000, tmp=tmp_path, env={"DFTRACE_TIMER_SOURCE": source})
-    path = tc.only_file(tmp_path)
-    tc.check_members(path)
-    ev = tc.load(path)
-    tc.check_format(ev)
-    tc.check_footer(ev)
-    tc.check_nesting(ev)
+    ev = tc.load_checked(tc.only_file(tmp_path))
     start = [e for e in ev if e["name"] == "start"][0]
     assert start["args"]["timer_source"] == source_expected(source)
     x = tc.user_events(ev)
@@ -296,12 +291,7 @@ def test_fork_parent_and_child_write_separate_complete_files(tmp_path):
     assert len(files) == 2, files
     by_pid = {}
     for f in files:
-        path = str(tmp_path / f)
-        tc.check_members(path)
-        ev = tc.load(path)
-        tc.check_format(ev)
-        tc.check_footer(ev)
-        tc.check_nesting(ev)
+        ev = tc.load_checked(str(tmp_path / f))
         pids = {e["pid"] for e in ev}
         assert len(pids) == 1
         by_pid[pids.pop()] = (f, ev)

@@ -18,7 +18,6 @@ With --cli PATH, also runs `dftrace merge` and `dftrace stat` over the per-rank 
 """
 import argparse
 import glob
-import gzip
 import json
 import os
 import re
@@ -29,37 +28,8 @@ import tempfile
 MPIRUN = ["mpirun", "--oversubscribe", "--allow-run-as-root"]
 
 
-def fail(msg):
-    print("FAIL: " + msg)
-    sys.exit(1)
-
-
-def check(cond, msg):
-    if not cond:
-        fail(msg)
-
-
-def read_trace(path):
-    """Returns the JSON objects of a .pfw.gz file (every line but the brackets)."""
-    out = []
-    with gzip.open(path, "rt") as f:
-        for line in f:
-            line = line.strip()
-            if line in ("[", "]", ""):
-                continue
-            out.append(json.loads(line))
-    return out
-
-
-def props(events):
-    """PR lines as {name: value} (a repeated key keeps its last value) and all affinity warnings."""
-    pr, warnings = {}, []
-    for e in events:
-        if e.get("ph") == "M" and e["name"] == "PR":
-            pr[e["args"]["name"]] = e["args"]["value"]
-            if e["args"]["name"] == "affinity_warning":
-                warnings.append(e["args"]["value"])
-    return pr, warnings
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from tracecheck import check, fail, pr_values as props, read_objects as read_trace  # noqa: E402
 
 
 def run(cmd, env_extra, cwd):

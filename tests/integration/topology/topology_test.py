@@ -17,8 +17,6 @@ Scenarios (first argument):
 """
 import argparse
 import glob
-import gzip
-import json
 import os
 import re
 import subprocess
@@ -28,34 +26,8 @@ import tempfile
 SKIP = 77
 
 
-def fail(msg):
-    print("FAIL: " + msg)
-    sys.exit(1)
-
-
-def check(cond, msg):
-    if not cond:
-        fail(msg)
-
-
-def read_trace(path):
-    out = []
-    with gzip.open(path, "rt") as f:
-        for line in f:
-            line = line.strip()
-            if line not in ("[", "]", ""):
-                out.append(json.loads(line))
-    return out
-
-
-def pr_lines(ev):
-    pr, warnings = {}, []
-    for e in ev:
-        if e.get("ph") == "M" and e["name"] == "PR":
-            pr[e["args"]["name"]] = e["args"]["value"]
-            if e["args"]["name"] == "affinity_warning":
-                warnings.append(e["args"]["value"])
-    return pr, warnings
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from tracecheck import check, fail, pr_values as pr_lines, read_objects as read_trace  # noqa: E402
 
 
 def thread_lines(ev):

@@ -110,4 +110,9 @@ TEST(Format, JsonChecker) {
   EXPECT_FALSE(is_valid_json_value("NaN"));
   EXPECT_FALSE(is_valid_json_value("\"a\"b"));
   EXPECT_FALSE(is_valid_json_value(std::string(100, '[') + std::string(100, ']')));  // too deep
+  // Strings are checked for UTF-8 with the rule escaping uses (and the trace reader).
+  EXPECT_TRUE(is_valid_json_value("\"caf\xc3\xa9 \xf0\x9f\x98\x80\""));
+  EXPECT_FALSE(is_valid_json_value("\"a\xc3\""));          // truncated sequence
+  EXPECT_FALSE(is_valid_json_value("{\"\xc0\xaf\":1}"));   // overlong, in a key
+  EXPECT_FALSE(is_valid_json_value("[\"\xed\xa0\x80\"]"));  // surrogate
 }

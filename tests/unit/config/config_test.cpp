@@ -61,7 +61,7 @@ TEST_F(Config, Defaults) {
   config c = load("", &err);
   EXPECT_EQ(err, "");
   EXPECT_FALSE(c.enable);
-  EXPECT_EQ(c.prefix, "./trace");
+  EXPECT_EQ(c.output_prefix, "./trace");
   EXPECT_TRUE(c.compression);
   EXPECT_EQ(c.member_bytes, 1u << 20);
   EXPECT_DOUBLE_EQ(c.flush_interval, 2.0);
@@ -77,7 +77,7 @@ TEST_F(Config, LayersLaterWins) {
   config c = load(f, &err);
   EXPECT_EQ(err, "");
   EXPECT_TRUE(c.enable);
-  EXPECT_EQ(c.prefix, "/from/env");
+  EXPECT_EQ(c.output_prefix, "/from/env");
   EXPECT_EQ(c.source.at("output.prefix"), "env DFTRACE_LOG_FILE");
   EXPECT_EQ(c.member_bytes, 2u << 20);
   EXPECT_EQ(c.source.at("output.member_bytes"), "yaml " + f);
@@ -86,7 +86,7 @@ TEST_F(Config, LayersLaterWins) {
   o.output_prefix = "/from/init";
   o.enable = 0;
   c = load(f, &err, &o);
-  EXPECT_EQ(c.prefix, "/from/init");
+  EXPECT_EQ(c.output_prefix, "/from/init");
   EXPECT_FALSE(c.enable);
   EXPECT_EQ(c.source.at("output.prefix"), "init");
   unsetenv("DFTRACE_LOG_FILE");
@@ -104,7 +104,7 @@ TEST_F(Config, DftracerNamesAreReadWhenOursAreUnset) {
   config c = load("", &err);
   EXPECT_EQ(err, "");
   EXPECT_TRUE(c.enable);
-  EXPECT_EQ(c.prefix, "/dft/prefix");
+  EXPECT_EQ(c.output_prefix, "/dft/prefix");
   EXPECT_FALSE(c.metadata);
   EXPECT_FALSE(c.compression);
   EXPECT_FALSE(c.tids);  // DISABLE_TIDS=1 means tids off
@@ -135,6 +135,30 @@ TEST_F(Config, BooleansInEveryForm) {
   EXPECT_FALSE(parse_bool("", &b));
 }
 
+// One meaning for the units, shared with the dftrace tools (docs/configuration.md, "Values"):
+// binary for K/KiB and the like, decimal (SI) for kB/MB/GB.
+TEST_F(Config, SizeUnits) {
+  const struct {
+    const char *text;
+    size_t bytes;
+  } cases[] = {{"1k", 1024},          {"1K", 1024},          {"1KiB", 1024},
+               {"1kib", 1024},        {"1kB", 1000},         {"1KB", 1000},
+               {"1m", 1u << 20},      {"1MiB", 1u << 20},    {"1MB", 1000000},
+               {"1g", size_t{1} << 30}, {"1GiB", size_t{1} << 30}, {"1GB", 1000000000},
+               {" 2 b ", 2},          {"0.5KiB", 512},       {"150k", 153600},
+               {"150kB", 150000},     {"0", 0}};
+  for (const auto &c : cases) {
+    size_t n = 7;
+    EXPECT_TRUE(parse_size(c.text, &n)) << c.text;
+    EXPECT_EQ(n, c.bytes) << c.text;
+  }
+  for (const char *bad : {"", "k", ".", "+1", "1e3", "0x10", "1 KiBs", "1 kk", "2000000GB"}) {
+    size_t n = 7;
+    EXPECT_FALSE(parse_size(bad, &n)) << bad;
+    EXPECT_EQ(n, 7u) << bad;
+  }
+}
+
 TEST_F(Config, SizesAndDurations) {
   size_t n;
   EXPECT_TRUE(parse_size("1048576", &n));
@@ -161,7 +185,7 @@ TEST_F(Config, YamlThatDoesNotParseIsReportedOnceAndIgnored) {
   EXPECT_NE(err.find(f), std::string::npos);
   EXPECT_NE(err.find("not valid YAML"), std::string::npos);
   EXPECT_FALSE(c.enable);
-  EXPECT_EQ(c.prefix, "./trace");
+  EXPECT_EQ(c.output_prefix, "./trace");
 }
 
 TEST_F(Config, MissingFileIsReported) {
@@ -169,7 +193,7 @@ TEST_F(Config, MissingFileIsReported) {
   config c = load(dir_ + "/nope.yaml", &err);
   EXPECT_EQ(lines(err), 1) << err;
   EXPECT_NE(err.find("can not be read"), std::string::npos);
-  EXPECT_EQ(c.prefix, "./trace");
+  EXPECT_EQ(c.output_prefix, "./trace");
 }
 
 TEST_F(Config, TopLevelNotAMapping) {
@@ -188,7 +212,7 @@ TEST_F(Config, UnknownKeyIsNamedWithASuggestion) {
   EXPECT_NE(err.find("did you mean 'output.prefix'"), std::string::npos) << err;
   EXPECT_NE(err.find(f), std::string::npos);
   EXPECT_TRUE(c.enable);  // the rest of the file still applies
-  EXPECT_EQ(c.prefix, "./trace");
+  EXPECT_EQ(c.output_prefix, "./trace");
 }
 
 TEST_F(Config, WrongTypeKeepsTheEarlierValueAndNamesKeyAndValue) {
@@ -279,7 +303,7 @@ TEST_F(Config, ShippedYamlDocumentsEveryKeyWithItsDefault) {
       EXPECT_NE(text.find(k.dftracer_env), std::string::npos) << k.dftracer_env;
     }
   }
-  EXPECT_EQ(c.prefix, d.prefix);
+  EXPECT_EQ(c.output_prefix, d.output_prefix);
   EXPECT_EQ(c.member_bytes, d.member_bytes);
   EXPECT_EQ(c.enable, d.enable);
 }
