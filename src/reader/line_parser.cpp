@@ -9,7 +9,7 @@
 #include <emmintrin.h>
 #endif
 
-#include "core/format.hpp"
+#include "base/format.hpp"
 
 namespace dftrace::detail {
 
