@@ -1,6 +1,6 @@
 // config.cpp: the key table, and the YAML, environment and init-argument layers over it.
 #include "config/config.hpp"
-#include "config/gpu_kinds.hpp"
+#include "base/gpu_kinds.hpp"
 
 #include <sys/stat.h>
 #include <yaml-cpp/yaml.h>

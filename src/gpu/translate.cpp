@@ -1,7 +1,7 @@
 // translate.cpp: CUPTI activity records -> dftrace_event_complete calls.
 #include "gpu/translate.hpp"
 
-#include "config/gpu_kinds.hpp"
+#include "base/gpu_kinds.hpp"
 
 #include <cxxabi.h>
 

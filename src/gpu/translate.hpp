@@ -23,7 +23,7 @@ struct kinds {
 };
 
 // Parses "kernel,memcpy", "[kernel, memcpy]" or "all" with the one gpu.kinds parser
-// (config/gpu_kinds.hpp). False (and *error) on an unknown word.
+// (base/gpu_kinds.hpp). False (and *error) on an unknown word.
 bool parse_kinds(const std::string &text, kinds *out, std::string *error);
 
 // Correlation id -> the host region open when the API call that carries it began.
