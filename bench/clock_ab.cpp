@@ -4,10 +4,10 @@
 // CPU time per region. Where the TSC can not be used, the library says so and "tsc" runs on
 // CLOCK_MONOTONIC. Usage: clock_ab [ROUNDS] [N]
 #include <dftrace/dftrace.h>
-#include <dftrace/dftrace.hpp>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
+#include <dftrace/dftrace.hpp>
 
 #include <algorithm>
 #include <cstdio>
@@ -36,23 +36,27 @@ int main(int argc, char **argv) {
   const std::string path = "/tmp/dftrace-clock-ab-" + std::to_string(getpid()) + ".pfw.gz";
   dftrace_node_t *plain = dftrace_node_find("compute.forward");
   std::vector<bench_case> cases = {
-      {"region, no arguments", [&](int k) {
+      {"region, no arguments",
+       [&](int k) {
          for (int i = 0; i < k; ++i) dftrace_region_end(dftrace_region_begin(plain));
        }},
-      {"region, two per-use arguments", [&](int k) {
+      {"region, two per-use arguments",
+       [&](int k) {
          for (int i = 0; i < k; ++i) {
            const dftrace_arg_t a[] = {DFTRACE_ARG_I("x", i), DFTRACE_ARG_I("y", 7)};
            dftrace_region_end(dftrace_region_begin_ex(plain, DFTRACE_USE_NODE_STATE, a, 2));
          }
        }},
-      {"node region, inherited epoch/step", [&](int k) {
+      {"node region, inherited epoch/step",
+       [&](int k) {
          dftrace::ai.update("epoch", 3).update("step", 1200);
          for (int i = 0; i < k; ++i) {
            auto s = dftrace::ai.compute.forward.scope();
          }
          dftrace::ai.remove("epoch").remove("step");
        }},
-      {"iter item (2 events), per event", [&](int k) {
+      {"iter item (2 events), per event",
+       [&](int k) {
          dftrace_iter_t it;
          dftrace_iter_begin(&it, dftrace_node_find("dataloader.fetch"), 0, nullptr, nullptr,
                             DFTRACE_USE_NODE_STATE);
@@ -83,13 +87,15 @@ int main(int argc, char **argv) {
       unlink(path.c_str());
     }
   }
-  std::printf("%d rounds x %d events, alternating; thread CPU ns per event (median, min)\n", rounds, n);
+  std::printf("%d rounds x %d events, alternating; thread CPU ns per event (median, min)\n", rounds,
+              n);
   std::printf("%-36s %18s %18s %8s\n", "case", sources[0], sources[1], "ratio");
   for (size_t c = 0; c < cases.size(); ++c) {
     const double a = median(ns[c * 2]), b = median(ns[c * 2 + 1]);
     const double amin = *std::min_element(ns[c * 2].begin(), ns[c * 2].end());
     const double bmin = *std::min_element(ns[c * 2 + 1].begin(), ns[c * 2 + 1].end());
-    std::printf("%-36s %8.1f (%6.1f) %8.1f (%6.1f) %8.2f\n", cases[c].name, a, amin, b, bmin, a / b);
+    std::printf("%-36s %8.1f (%6.1f) %8.1f (%6.1f) %8.2f\n", cases[c].name, a, amin, b, bmin,
+                a / b);
   }
   return 0;
 }

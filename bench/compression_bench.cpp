@@ -38,8 +38,9 @@ int main(int argc, char **argv) {
         pos = end;
       }
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      std::printf("%-10s level %d: %7.1f MB/s  %6.2f bytes/event  ratio %.1f\n", codec_name(c), level,
-                  text.size() / s / 1e6, double(out.size()) / double(lines), double(text.size()) / out.size());
+      std::printf("%-10s level %d: %7.1f MB/s  %6.2f bytes/event  ratio %.1f\n", codec_name(c),
+                  level, text.size() / s / 1e6, double(out.size()) / double(lines),
+                  double(text.size()) / out.size());
     }
   }
   return 0;

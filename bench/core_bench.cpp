@@ -3,9 +3,9 @@
 // figures are the application thread's own cost; bench/e2e_bench measures the whole pipeline.
 #include <benchmark/benchmark.h>
 #include <dftrace/dftrace.h>
-#include <dftrace/dftrace.hpp>
 #include <stdlib.h>
 #include <unistd.h>
+#include <dftrace/dftrace.hpp>
 
 #include <string>
 
@@ -96,7 +96,8 @@ BENCHMARK(BM_node_region_inherited_args);
 void BM_iter_item(benchmark::State &state) {
   // One item of an iter loop: a ".iter" and a ".block" event.
   dftrace_iter_t it;
-  dftrace_iter_begin(&it, dftrace_node_find("dataloader.fetch"), 0, nullptr, nullptr, DFTRACE_USE_NODE_STATE);
+  dftrace_iter_begin(&it, dftrace_node_find("dataloader.fetch"), 0, nullptr, nullptr,
+                     DFTRACE_USE_NODE_STATE);
   for (auto _ : state) {
     dftrace_iter_fetch(&it);
     dftrace_iter_body(&it);

@@ -3,9 +3,9 @@
 // Usage: e2e_bench EVENTS [THREADS] [OUTPUT_DIR]. Deflate implementation and level come from
 // the configuration (DFTRACE_OUTPUT_COMPRESSOR, DFTRACE_OUTPUT_LEVEL). Prints one line.
 #include <dftrace/dftrace.h>
-#include <dftrace/dftrace.hpp>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <dftrace/dftrace.hpp>
 
 #include <chrono>
 #include <cstdio>
@@ -26,7 +26,8 @@ void produce(long events) {
   const auto collate = ai.data.preprocess.derive("collate");
   while (written < events) {
     dftrace_iter_t it;
-    dftrace_iter_begin(&it, ai.dataloader.fetch.handle(), 0, nullptr, nullptr, DFTRACE_USE_NODE_STATE);
+    dftrace_iter_begin(&it, ai.dataloader.fetch.handle(), 0, nullptr, nullptr,
+                       DFTRACE_USE_NODE_STATE);
     for (int k = 0; k < 64 && written < events; ++k) {
       dftrace_iter_fetch(&it);
       dftrace_iter_body(&it);
@@ -71,11 +72,12 @@ int main(int argc, char **argv) {
   const double fin_ms = std::chrono::duration<double, std::milli>(t2 - t1).count();
   const double total_s = std::chrono::duration<double>(t2 - t0).count();
   const unsigned long long n = dftrace_events_written();
-  std::printf("events=%llu dropped=%llu threads=%d produce=%.3fs finalize=%.1fms total=%.3fs "
-              "rate=%.2fM/s bytes=%lld bytes/event=%.2f (%s)\n",
-              n, static_cast<unsigned long long>(dftrace_events_dropped()), threads, produce_s, fin_ms, total_s,
-              n / total_s / 1e6, static_cast<long long>(st.st_size), double(st.st_size) / double(n),
-              status.substr(status.rfind("; ") + 2).c_str());
+  std::printf(
+      "events=%llu dropped=%llu threads=%d produce=%.3fs finalize=%.1fms total=%.3fs "
+      "rate=%.2fM/s bytes=%lld bytes/event=%.2f (%s)\n",
+      n, static_cast<unsigned long long>(dftrace_events_dropped()), threads, produce_s, fin_ms,
+      total_s, n / total_s / 1e6, static_cast<long long>(st.st_size),
+      double(st.st_size) / double(n), status.substr(status.rfind("; ") + 2).c_str());
   if (!getenv("KEEP")) unlink(path.c_str());
   return 0;
 }

@@ -5,16 +5,16 @@
 // Usage: bench_mpi_wrapper [calls] [trace file]   (single process; mpirun -np 1 also works)
 #include <mpi.h>
 
+#include <unistd.h>
 #include <algorithm>
-#include <ctime>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
-#include "dftrace/dftrace.h"
 #include "bench_util.hpp"
+#include "dftrace/dftrace.h"
 
 namespace {
 
@@ -33,7 +33,8 @@ double per_call(long n, Fn fn) {
 
 int main(int argc, char **argv) {
   const long calls = argc > 1 ? std::atol(argv[1]) : 1000000;
-  const std::string path = argc > 2 ? argv[2] : "dftrace-bench-mpi-" + std::to_string(getpid()) + ".pfw.gz";
+  const std::string path =
+      argc > 2 ? argv[2] : "dftrace-bench-mpi-" + std::to_string(getpid()) + ".pfw.gz";
   dftrace_options_t o;
   dftrace_options_init(&o);
   o.enable = 1;
@@ -74,15 +75,22 @@ int main(int argc, char **argv) {
   const uint64_t written = dftrace_events_written(), dropped = dftrace_events_dropped();
   dftrace_finalize();
   const double d = median(t_direct), t = median(t_traced), f = median(t_off), b = median(t_bare);
-  std::printf("MPI_Allreduce(1 int, MPI_COMM_SELF), %ld calls per variant, median of %d rounds, thread CPU time\n",
-              per_round * rounds, rounds);
+  std::printf(
+      "MPI_Allreduce(1 int, MPI_COMM_SELF), %ld calls per variant, median of %d rounds, thread CPU "
+      "time\n",
+      per_round * rounds, rounds);
   std::printf("  PMPI (no wrapper)            %8.1f ns/call\n", d);
   std::printf("  wrapper, recording           %8.1f ns/call   overhead %+.1f ns\n", t, t - d);
   std::printf("  wrapper, comm.all_reduce off %8.1f ns/call   overhead %+.1f ns\n", f, f - d);
-  std::printf("  bare region around PMPI      %8.1f ns/call   overhead %+.1f ns (the core's cost of one event)\n", b, b - d);
-  std::printf("  wrapper's own share          %8.1f ns/call   (recording minus bare region)\n", t - b);
-  std::printf("  events written %llu, dropped %llu (trace %s)\n", static_cast<unsigned long long>(written),
-              static_cast<unsigned long long>(dropped), path.c_str());
+  std::printf(
+      "  bare region around PMPI      %8.1f ns/call   overhead %+.1f ns (the core's cost of one "
+      "event)\n",
+      b, b - d);
+  std::printf("  wrapper's own share          %8.1f ns/call   (recording minus bare region)\n",
+              t - b);
+  std::printf("  events written %llu, dropped %llu (trace %s)\n",
+              static_cast<unsigned long long>(written), static_cast<unsigned long long>(dropped),
+              path.c_str());
   if (argc <= 2) std::remove(path.c_str());
   return 0;
 }

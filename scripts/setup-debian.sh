@@ -10,7 +10,8 @@ core=(build-essential cmake pkg-config zlib1g-dev libyaml-cpp-dev libisal-dev li
 test=("${core[@]}" python3-dev python3-pytest python3-numpy pybind11-dev python3-pybind11
       gfortran libopenmpi-dev openmpi-bin python3-mpi4py libhwloc-dev hwloc libsimdjson-dev
       jq python3-torch python3-pip python3-setuptools
-      clang-14 libclang-rt-14-dev libfuzzer-14-dev)  # the fuzz targets (scripts/fuzz.sh)
+      clang-14 libclang-rt-14-dev libfuzzer-14-dev  # the fuzz targets (scripts/fuzz.sh)
+      clang-format-14)  # the `format` test (scripts/format.sh --check)
 case "$set_name" in
   core) want=("${core[@]}") ;;
   test) want=("${test[@]}") ;;

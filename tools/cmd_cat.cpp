@@ -70,8 +70,8 @@ int cmd_cat(const args_t &a) {
       return 2;
     }
   }
-  const bool any_filter = !flt.cats.empty() || !flt.names.empty() || !flt.pids.empty() ||
-                          flt.time();
+  const bool any_filter =
+      !flt.cats.empty() || !flt.names.empty() || !flt.pids.empty() || flt.time();
   detail::read_options opt = tool_read_options();
   if (flt.time()) {
     opt.keep_part = [&flt](const detail::planned_part &p) {

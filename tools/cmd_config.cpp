@@ -1,5 +1,6 @@
 // cmd_config.cpp: `dftrace config`: the effective configuration for this environment and
-// where each value comes from (docs/configuration.md); problems in it are reported as the library would.
+// where each value comes from (docs/configuration.md); problems in it are reported as the library
+// would.
 #include <cstdio>
 #include <string>
 

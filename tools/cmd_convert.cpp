@@ -10,8 +10,8 @@
 #include <set>
 #include <string>
 
-#include "common.hpp"
 #include "base/format.hpp"
+#include "common.hpp"
 
 namespace dftrace::tools {
 
@@ -96,8 +96,10 @@ void convert_block(detail::text_block &b) {
           bool number;
           if (!value_json(pl.pid, &pid, &number)) pid = "0";
           std::string &label = r->pid_label[pid];
-          if (n->text == "rank") label = "rank " + std::string(v->text) + (label.empty() ? "" : " " + label);
-          else label += (label.empty() ? "" : " ") + std::string(v->text);
+          if (n->text == "rank")
+            label = "rank " + std::string(v->text) + (label.empty() ? "" : " " + label);
+          else
+            label += (label.empty() ? "" : " ") + std::string(v->text);
         }
       }
       return true;  // other metadata (hash definitions, properties) has no Chrome meaning
@@ -218,8 +220,8 @@ int cmd_convert(const args_t &a) {
     if (p.empty() || p[0] == '"') continue;  // a pid that is no number has no made-up name
     auto it = labels.find(p);
     const std::string label = it != labels.end() ? it->second : "pid " + p;
-    out += "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":" + p + ",\"tid\":0,\"args\":{\"name\":" +
-           detail::json_quote(label) + "}},\n";
+    out += "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":" + p +
+           ",\"tid\":0,\"args\":{\"name\":" + detail::json_quote(label) + "}},\n";
   }
   if (out.size() > 2) out.resize(out.size() - 2);  // the last ",\n"
   out += "\n]\n";
@@ -227,7 +229,8 @@ int cmd_convert(const args_t &a) {
   const bool gz = out_path.size() >= 3 && out_path.compare(out_path.size() - 3, 3, ".gz") == 0;
   if (gz) {
     // One gzip member: some viewers read only the first member of a gzip file.
-    detail::member_encoder enc(detail::codec_auto(), detail::codec_default_level(detail::codec_auto()));
+    detail::member_encoder enc(detail::codec_auto(),
+                               detail::codec_default_level(detail::codec_auto()));
     std::vector<char> z;
     if (out.size() > 0xFFFFFF00u) {
       error_line("convert: output over 4 GiB; write it uncompressed (-o OUT.json)");

@@ -8,13 +8,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <queue>
-#include <thread>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
-#include "common.hpp"
 #include "base/format.hpp"
+#include "common.hpp"
 
 namespace dftrace::tools {
 
@@ -66,7 +66,8 @@ uint64_t shift_ts(uint64_t ts, int64_t shift) {
 }
 
 bool is_hash_def(const parsed_line &pl) {
-  return pl.ph.text == "M" && (pl.name.text == "HH" || pl.name.text == "SH" || pl.name.text == "FH");
+  return pl.ph.text == "M" &&
+         (pl.name.text == "HH" || pl.name.text == "SH" || pl.name.text == "FH");
 }
 
 // Lines whose id or p_idx was too large to remap (id * nfiles + file passes 2^64 - 1): they
@@ -350,10 +351,11 @@ int cmd_merge(const args_t &a) {
   if (others)
     error_line("merge: dropped " + std::to_string(others) +
                " lines that are neither metadata nor carry a ts");
-  std::string s = "merged " + std::to_string(traces.size()) + " file(s): " +
-                  std::to_string(events) + " events, " + std::to_string(meta_out) +
-                  " metadata lines (" + std::to_string(meta_dups) + " duplicates removed)" +
-                  (remap ? ", ids remapped (id * " + std::to_string(nfiles) + " + file index)" : "");
+  std::string s =
+      "merged " + std::to_string(traces.size()) + " file(s): " + std::to_string(events) +
+      " events, " + std::to_string(meta_out) + " metadata lines (" + std::to_string(meta_dups) +
+      " duplicates removed)" +
+      (remap ? ", ids remapped (id * " + std::to_string(nfiles) + " + file index)" : "");
   int aligned = 0;
   for (auto v : shift) aligned += v != 0;
   if (aligned) s += ", " + std::to_string(aligned) + " file(s) clock-aligned";

@@ -19,7 +19,8 @@ namespace dftrace::tools {
 namespace {
 
 std::string base_name(const std::string &path) {
-  std::string b = path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1);
+  std::string b =
+      path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1);
   for (const char *suf : {".gz", ".pfw", ".json"}) {
     const size_t n = std::strlen(suf);
     if (b.size() > n && b.compare(b.size() - n, n, suf) == 0) b.resize(b.size() - n);

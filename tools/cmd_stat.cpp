@@ -6,8 +6,8 @@
 #include <string>
 #include <unordered_map>
 
-#include "common.hpp"
 #include "base/format.hpp"
+#include "common.hpp"
 
 namespace dftrace::tools {
 
@@ -132,7 +132,8 @@ void scan_block(detail::text_block &b) {
     }
     // A few names make most of a trace: a small direct-mapped cache in front of the map.
     const size_t slot = (pl.name.text.size() * 31 + (pl.name.text.empty() ? 0 : pl.name.text[0]) +
-                         (pl.cat.text.empty() ? 0 : pl.cat.text[0]) * 7) & 15;
+                         (pl.cat.text.empty() ? 0 : pl.cat.text[0]) * 7) &
+                        15;
     name_cache_entry &ce = cache[slot];
     if (!ce.stats || ce.name != pl.name.text || ce.cat != pl.cat.text) {
       key.assign(pl.cat.text);
@@ -265,8 +266,11 @@ int cmd_stat(const args_t &a) {
   std::vector<name_row> rows;
   for (auto &kv : all.names) {
     const size_t sep = kv.first.find('\x1f');
-    name_row r{kv.first.substr(0, sep), kv.first.substr(sep + 1), kv.second.count,
-               kv.second.total, percentile(kv.second.durs, 0.50),
+    name_row r{kv.first.substr(0, sep),
+               kv.first.substr(sep + 1),
+               kv.second.count,
+               kv.second.total,
+               percentile(kv.second.durs, 0.50),
                percentile(kv.second.durs, 0.99)};
     rows.push_back(r);
   }
@@ -306,8 +310,9 @@ int cmd_stat(const args_t &a) {
              all.by_ph['i'] + all.by_ph['I'], all.invalid, all.dropped);
     out += buf;
     if (have_span) {
-      snprintf(buf, sizeof buf, ",\"ts_min\":%" PRIu64 ",\"ts_end\":%" PRIu64 ",\"span_us\":%" PRIu64,
-               all.ts_min, all.end_max, span);
+      snprintf(buf, sizeof buf,
+               ",\"ts_min\":%" PRIu64 ",\"ts_end\":%" PRIu64 ",\"span_us\":%" PRIu64, all.ts_min,
+               all.end_max, span);
       out += buf;
     }
     out += ",\"by_name\":[";
@@ -327,7 +332,8 @@ int cmd_stat(const args_t &a) {
     auto entry = [&](bool first, const std::string &ids, const auto &span) {
       out += first ? "{\"pid\":" : ",{\"pid\":";
       out += ids;
-      snprintf(buf, sizeof buf, ",\"events\":%" PRIu64 ",\"ts_min\":%" PRIu64 ",\"ts_end\":%" PRIu64 "}",
+      snprintf(buf, sizeof buf,
+               ",\"events\":%" PRIu64 ",\"ts_min\":%" PRIu64 ",\"ts_end\":%" PRIu64 "}",
                span.events, span.ts_min, span.end_max);
       out += buf;
     };
@@ -335,14 +341,16 @@ int cmd_stat(const args_t &a) {
     bool first = true;
     for (auto &kv : pids) {
       auto rk = all.ranks.find(kv.first);
-      entry(first, jnum(kv.first) + ",\"rank\":" + (rk == all.ranks.end() ? "null" : rk->second), kv.second);
+      entry(first, jnum(kv.first) + ",\"rank\":" + (rk == all.ranks.end() ? "null" : rk->second),
+            kv.second);
       first = false;
     }
     out += "],\"by_thread\":[";
     first = true;
     for (auto &kv : threads) {
       const size_t sep = kv.first.find('\x1f');
-      entry(first, jnum(kv.first.substr(0, sep)) + ",\"tid\":" + jnum(kv.first.substr(sep + 1)), kv.second);
+      entry(first, jnum(kv.first.substr(0, sep)) + ",\"tid\":" + jnum(kv.first.substr(sep + 1)),
+            kv.second);
       first = false;
     }
     out += "]}\n";
@@ -371,11 +379,12 @@ int cmd_stat(const args_t &a) {
       out += buf;
     }
     if (!rows.empty()) {
-      snprintf(buf, sizeof buf, "\n%-14s %-28s %10s %14s %12s %10s %10s\n", "cat", "name",
-               "count", "total_ms", "mean_us", "p50_us", "p99_us");
+      snprintf(buf, sizeof buf, "\n%-14s %-28s %10s %14s %12s %10s %10s\n", "cat", "name", "count",
+               "total_ms", "mean_us", "p50_us", "p99_us");
       out += buf;
       for (const auto &r : rows) {
-        snprintf(buf, sizeof buf, "%-14s %-28s %10" PRIu64 " %14.3f %12.2f %10" PRIu64 " %10" PRIu64 "\n",
+        snprintf(buf, sizeof buf,
+                 "%-14s %-28s %10" PRIu64 " %14.3f %12.2f %10" PRIu64 " %10" PRIu64 "\n",
                  r.cat.c_str(), r.name.c_str(), r.count, r.total / 1e3,
                  r.count ? static_cast<double>(r.total) / r.count : 0.0, r.p50, r.p99);
         out += buf;

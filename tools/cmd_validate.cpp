@@ -69,7 +69,7 @@ struct check_result : detail::block_result {
   // Hashes: definitions and first uses within the block.
   std::vector<std::pair<std::string, uint32_t>> defs;
   std::unordered_map<std::string_view, uint32_t> uses;  // views into the block's text
-  std::vector<std::pair<uint64_t, uint32_t>> ids;  // (id, line in block)
+  std::vector<std::pair<uint64_t, uint32_t>> ids;       // (id, line in block)
   // Statistics to compare with the member's DT field.
   detail::member_stats ts_range;  // lines unused
   bool any_ts = false;
@@ -194,13 +194,9 @@ void check_block(detail::text_block &b) {
       case 'E':
       case 'b':
       case 'e':
-      case 'n':
-        need_number(*r, cur, pl.ts, "ts", false, false);
-        break;
-      case 'M':
-        break;
-      case 0:
-        break;
+      case 'n': need_number(*r, cur, pl.ts, "ts", false, false); break;
+      case 'M': break;
+      case 0: break;
       default:
         r->findings.push_back({cur, false, "ph", "unknown \"ph\" " + std::string(pl.ph.text)});
         break;
@@ -214,8 +210,8 @@ void check_block(detail::text_block &b) {
     if (meta && (pl.name.text == "HH" || pl.name.text == "SH" || pl.name.text == "FH")) {
       const jvalue *v = pl.arg_value("value");
       if (!v || (v->type != jtype::number && v->type != jtype::string)) {
-        r->findings.push_back({cur, true, "hash", std::string(pl.name.text) +
-                                                      " line without a hash \"value\""});
+        r->findings.push_back(
+            {cur, true, "hash", std::string(pl.name.text) + " line without a hash \"value\""});
       } else {
         r->defs.emplace_back(std::string(v->text), cur);
       }
@@ -292,8 +288,8 @@ struct reporter {
   }
   void finish() {
     for (auto &kv : suppressed) {
-      std::string s = path + ": " + std::to_string(kv.second) + " more " + kv.first +
-                      " findings not shown\n";
+      std::string s =
+          path + ": " + std::to_string(kv.second) + " more " + kv.first + " findings not shown\n";
       fwrite(s.data(), 1, s.size(), stdout);
     }
   }
@@ -347,7 +343,8 @@ int cmd_validate(const args_t &a) {
                   "member at byte " + std::to_string(b.in_offset) + ": DT field says " +
                       std::to_string(dt.lines) + " lines, the member holds " +
                       std::to_string(r->lines));
-        const uint64_t mn = r->any_ts ? r->ts_range.ts_min : 0, mx = r->any_ts ? r->ts_range.ts_max : 0;
+        const uint64_t mn = r->any_ts ? r->ts_range.ts_min : 0,
+                       mx = r->any_ts ? r->ts_range.ts_max : 0;
         if (dt.ts_min != mn || dt.ts_max != mx)
           rep.add(base + 1, true, "dt",
                   "member at byte " + std::to_string(b.in_offset) + ": DT field says ts " +
@@ -412,14 +409,13 @@ int cmd_validate(const args_t &a) {
         rep.add(sp.first_line, true, "span",
                 "pid " + kv.first + ": an event starts at ts " + std::to_string(sp.first_ts) +
                     ", " + std::to_string(sp.start_ts - sp.first_ts) +
-                    " us before its process's start event (line " +
-                    std::to_string(sp.start_line) + ")");
+                    " us before its process's start event (line " + std::to_string(sp.start_line) +
+                    ")");
       if (sp.has_end && sp.last_end > sp.end_ts)
         rep.add(sp.last_line, true, "span",
-                "pid " + kv.first + ": an event ends at ts " + std::to_string(sp.last_end) +
-                    ", " + std::to_string(sp.last_end - sp.end_ts) +
-                    " us after its process's end event (line " + std::to_string(sp.end_line) +
-                    ")");
+                "pid " + kv.first + ": an event ends at ts " + std::to_string(sp.last_end) + ", " +
+                    std::to_string(sp.last_end - sp.end_ts) +
+                    " us after its process's end event (line " + std::to_string(sp.end_line) + ")");
     }
     // Ids are dense integers: a table of first lines over their range finds duplicates in
     // one pass; very sparse ids are sorted instead.
@@ -452,9 +448,8 @@ int cmd_validate(const args_t &a) {
     total_errors += rep.errors;
     total_warnings += rep.warnings;
     if (!quiet || rep.errors) {
-      std::string s = path + ": " + std::to_string(base) + " lines, " +
-                      std::to_string(rep.errors) + " errors, " + std::to_string(rep.warnings) +
-                      " warnings\n";
+      std::string s = path + ": " + std::to_string(base) + " lines, " + std::to_string(rep.errors) +
+                      " errors, " + std::to_string(rep.warnings) + " warnings\n";
       fwrite(s.data(), 1, s.size(), stdout);
     }
   }

@@ -178,7 +178,8 @@ bool parse_size(const std::string &s, uint64_t *out) {
 
 bool parse_count(const std::string &s, uint64_t *out) {
   const std::string t(trim(s));
-  if (t.empty() || t.size() > 18 || t.find_first_not_of("0123456789") != std::string::npos) return false;
+  if (t.empty() || t.size() > 18 || t.find_first_not_of("0123456789") != std::string::npos)
+    return false;
   *out = std::strtoull(t.c_str(), nullptr, 10);
   return *out >= 1;
 }
@@ -239,8 +240,8 @@ void progress::draw(bool final) {
   bar[width] = 0;
   const double el = now_seconds() - start_;
   const double mbs = el > 0 ? seen_ / el / 1e6 : 0;
-  fprintf(stderr, "\r%s [%s] %3.0f%% %.0f MB in, %.0f MB/s%s", what_, bar, frac * 100,
-          seen_ / 1e6, mbs, final ? "\n" : "");
+  fprintf(stderr, "\r%s [%s] %3.0f%% %.0f MB in, %.0f MB/s%s", what_, bar, frac * 100, seen_ / 1e6,
+          mbs, final ? "\n" : "");
   fflush(stderr);
 }
 
@@ -282,8 +283,7 @@ struct load_result : detail::block_result {
 
 }  // namespace
 
-bool load_trace(const std::string &path, uint32_t file_index, loaded_trace *out,
-                progress *bar) {
+bool load_trace(const std::string &path, uint32_t file_index, loaded_trace *out, progress *bar) {
   out->path = path;
   out->file = std::make_unique<detail::trace_file>();
   bool opened = true;

@@ -13,10 +13,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/gzip_member.hpp"
 #include "config/config.hpp"
 #include "reader/line_parser.hpp"
 #include "reader/trace_reader.hpp"
-#include "base/gzip_member.hpp"
 
 namespace dftrace::tools {
 
@@ -123,9 +123,9 @@ struct line_rec {
 
 struct loaded_trace {
   std::string path;
-  std::unique_ptr<detail::trace_file> file;  // keeps plain-file views alive
+  std::unique_ptr<detail::trace_file> file;                 // keeps plain-file views alive
   std::vector<std::unique_ptr<detail::text_block>> blocks;  // keeps inflated text alive
-  std::vector<line_rec> lines;                               // every JSON object line
+  std::vector<line_rec> lines;                              // every JSON object line
   uint64_t invalid_lines = 0;
   uint64_t text_bytes = 0;
   bool closed = false;  // had a ']'
@@ -134,8 +134,7 @@ struct loaded_trace {
 
 // Loads every line of a trace (parallel inflate and parse). Returns false after printing
 // one line when the file cannot be read at all; damage inside is printed as warnings.
-bool load_trace(const std::string &path, uint32_t file_index, loaded_trace *out,
-                progress *bar);
+bool load_trace(const std::string &path, uint32_t file_index, loaded_trace *out, progress *bar);
 
 // Hash-reference values (hhash, fhash, *_hash) in a line's args.
 void hash_refs(const parsed_line &pl, std::vector<std::string_view> *out);

@@ -6,11 +6,11 @@
 #include <type_traits>
 #include <vector>
 
-#include "config/config.hpp"
 #include "base/format.hpp"
 #include "base/log.hpp"
-#include "runtime/runtime.hpp"
+#include "config/config.hpp"
 #include "dftrace/dftrace.h"
+#include "runtime/runtime.hpp"
 
 using dftrace::detail::json_quote;
 using dftrace::detail::node;
@@ -116,7 +116,12 @@ int dftrace_flush(void) {
 bool dftrace_is_enabled(void) { return the_runtime().recording(); }
 
 void dftrace_set_enabled(bool enabled) {
-  guarded([&] { the_runtime().set_recording(enabled); return 0; }, 0);
+  guarded(
+      [&] {
+        the_runtime().set_recording(enabled);
+        return 0;
+      },
+      0);
 }
 
 const char *dftrace_status(void) {
@@ -140,12 +145,14 @@ dftrace_node_t *dftrace_node_root(void) { return to_handle(the_runtime().nodes()
 
 dftrace_node_t *dftrace_node_find(const char *path) {
   if (!path) return nullptr;
-  return guarded([&] { return to_handle(the_runtime().nodes().find(path)); }, static_cast<dftrace_node_t *>(nullptr));
+  return guarded([&] { return to_handle(the_runtime().nodes().find(path)); },
+                 static_cast<dftrace_node_t *>(nullptr));
 }
 
 dftrace_node_t *dftrace_category(const char *name) {
   if (!name) return nullptr;
-  return guarded([&] { return to_handle(the_runtime().nodes().category(name)); }, static_cast<dftrace_node_t *>(nullptr));
+  return guarded([&] { return to_handle(the_runtime().nodes().category(name)); },
+                 static_cast<dftrace_node_t *>(nullptr));
 }
 
 dftrace_node_t *dftrace_node_child(dftrace_node_t *parent, const char *name) {
@@ -161,14 +168,26 @@ dftrace_node_t *dftrace_node_derive(dftrace_node_t *parent, const char *name) {
 }
 
 const char *dftrace_node_name(const dftrace_node_t *n) { return n ? to_node(n)->name.c_str() : ""; }
-const char *dftrace_node_category(const dftrace_node_t *n) { return n ? to_node(n)->cat.c_str() : ""; }
+const char *dftrace_node_category(const dftrace_node_t *n) {
+  return n ? to_node(n)->cat.c_str() : "";
+}
 const char *dftrace_node_path(const dftrace_node_t *n) { return n ? to_node(n)->path.c_str() : ""; }
 
 void dftrace_node_enable(dftrace_node_t *n) {
-  guarded([&] { the_runtime().nodes().set_enabled(to_node(n), true); return 0; }, 0);
+  guarded(
+      [&] {
+        the_runtime().nodes().set_enabled(to_node(n), true);
+        return 0;
+      },
+      0);
 }
 void dftrace_node_disable(dftrace_node_t *n) {
-  guarded([&] { the_runtime().nodes().set_enabled(to_node(n), false); return 0; }, 0);
+  guarded(
+      [&] {
+        the_runtime().nodes().set_enabled(to_node(n), false);
+        return 0;
+      },
+      0);
 }
 bool dftrace_node_is_enabled(const dftrace_node_t *n) {
   return n && to_node(n)->active.load(std::memory_order_relaxed);
@@ -176,25 +195,42 @@ bool dftrace_node_is_enabled(const dftrace_node_t *n) {
 
 void dftrace_node_update_int(dftrace_node_t *n, const char *key, int64_t value) {
   if (!n || !key) return;
-  guarded([&] { the_runtime().nodes().update(to_node(n), key, number(value)); return 0; }, 0);
+  guarded(
+      [&] {
+        the_runtime().nodes().update(to_node(n), key, number(value));
+        return 0;
+      },
+      0);
 }
 void dftrace_node_update_double(dftrace_node_t *n, const char *key, double value) {
   if (!n || !key) return;
-  guarded([&] { the_runtime().nodes().update(to_node(n), key, number(value)); return 0; }, 0);
+  guarded(
+      [&] {
+        the_runtime().nodes().update(to_node(n), key, number(value));
+        return 0;
+      },
+      0);
 }
 void dftrace_node_update_string(dftrace_node_t *n, const char *key, const char *value) {
   if (!n || !key) return;
   guarded(
       [&] {
-        if (value) the_runtime().nodes().update(to_node(n), key, json_quote(value));
-        else the_runtime().nodes().update(to_node(n), key, std::nullopt);
+        if (value)
+          the_runtime().nodes().update(to_node(n), key, json_quote(value));
+        else
+          the_runtime().nodes().update(to_node(n), key, std::nullopt);
         return 0;
       },
       0);
 }
 void dftrace_node_update_bool(dftrace_node_t *n, const char *key, bool value) {
   if (!n || !key) return;
-  guarded([&] { the_runtime().nodes().update(to_node(n), key, value ? "true" : "false"); return 0; }, 0);
+  guarded(
+      [&] {
+        the_runtime().nodes().update(to_node(n), key, value ? "true" : "false");
+        return 0;
+      },
+      0);
 }
 void dftrace_node_update_args(dftrace_node_t *n, const dftrace_arg_t *args, size_t nargs) {
   if (!n || !args || !nargs) return;
@@ -230,63 +266,111 @@ void dftrace_node_update_args(dftrace_node_t *n, const dftrace_arg_t *args, size
 
 void dftrace_node_update_remove(dftrace_node_t *n, const char *key) {
   if (!n || !key) return;
-  guarded([&] { the_runtime().nodes().update(to_node(n), key, std::nullopt); return 0; }, 0);
+  guarded(
+      [&] {
+        the_runtime().nodes().update(to_node(n), key, std::nullopt);
+        return 0;
+      },
+      0);
 }
 
 dftrace_region_t dftrace_region_begin(dftrace_node_t *n) {
   if (!n || !to_node(n)->active.load(std::memory_order_relaxed)) return 0;
-  return guarded([&] { return the_runtime().begin(to_node(n), DFTRACE_USE_NODE_STATE, nullptr, 0); }, dftrace_region_t{0});
+  return guarded(
+      [&] { return the_runtime().begin(to_node(n), DFTRACE_USE_NODE_STATE, nullptr, 0); },
+      dftrace_region_t{0});
 }
 
 dftrace_region_t dftrace_region_begin_ex(dftrace_node_t *n, int enable, const dftrace_arg_t *args,
                                          size_t nargs) {
   if (!n) return 0;
-  return guarded([&] { return the_runtime().begin(to_node(n), enable, args, nargs); }, dftrace_region_t{0});
+  return guarded([&] { return the_runtime().begin(to_node(n), enable, args, nargs); },
+                 dftrace_region_t{0});
 }
 
 void dftrace_region_arg_int(dftrace_region_t r, const char *key, int64_t value) {
   if (!r || !key) return;
   const dftrace_arg_t a = DFTRACE_ARG_I(key, value);
-  guarded([&] { the_runtime().region_arg(r, a); return 0; }, 0);
+  guarded(
+      [&] {
+        the_runtime().region_arg(r, a);
+        return 0;
+      },
+      0);
 }
 void dftrace_region_arg_double(dftrace_region_t r, const char *key, double value) {
   if (!r || !key) return;
   const dftrace_arg_t a = DFTRACE_ARG_D(key, value);
-  guarded([&] { the_runtime().region_arg(r, a); return 0; }, 0);
+  guarded(
+      [&] {
+        the_runtime().region_arg(r, a);
+        return 0;
+      },
+      0);
 }
 void dftrace_region_arg_string(dftrace_region_t r, const char *key, const char *value) {
   if (!r || !key) return;
   const dftrace_arg_t a = DFTRACE_ARG_S(key, value);
-  guarded([&] { the_runtime().region_arg(r, a); return 0; }, 0);
+  guarded(
+      [&] {
+        the_runtime().region_arg(r, a);
+        return 0;
+      },
+      0);
 }
 void dftrace_region_arg_bool(dftrace_region_t r, const char *key, bool value) {
   if (!r || !key) return;
   const dftrace_arg_t a = DFTRACE_ARG_B(key, value);
-  guarded([&] { the_runtime().region_arg(r, a); return 0; }, 0);
+  guarded(
+      [&] {
+        the_runtime().region_arg(r, a);
+        return 0;
+      },
+      0);
 }
 void dftrace_region_arg_uint(dftrace_region_t r, const char *key, uint64_t value) {
   if (!r || !key) return;
   const dftrace_arg_t a = DFTRACE_ARG_U(key, value);
-  guarded([&] { the_runtime().region_arg(r, a); return 0; }, 0);
+  guarded(
+      [&] {
+        the_runtime().region_arg(r, a);
+        return 0;
+      },
+      0);
 }
 
 void dftrace_region_end(dftrace_region_t r) {
   if (!r) return;
-  guarded([&] { the_runtime().end(r, nullptr, 0); return 0; }, 0);
+  guarded(
+      [&] {
+        the_runtime().end(r, nullptr, 0);
+        return 0;
+      },
+      0);
 }
 
 void dftrace_region_end_ex(dftrace_region_t r, const dftrace_arg_t *args, size_t nargs) {
   if (!r) return;
-  guarded([&] { the_runtime().end(r, args, nargs); return 0; }, 0);
+  guarded(
+      [&] {
+        the_runtime().end(r, args, nargs);
+        return 0;
+      },
+      0);
 }
 
 void dftrace_region_cancel(dftrace_region_t r) {
   if (!r) return;
-  guarded([&] { the_runtime().cancel(r); return 0; }, 0);
+  guarded(
+      [&] {
+        the_runtime().cancel(r);
+        return 0;
+      },
+      0);
 }
 
-void dftrace_iter_begin(dftrace_iter_t *it, dftrace_node_t *n, uint32_t flags, const char *iter_name,
-                        const char *block_name, int enable) {
+void dftrace_iter_begin(dftrace_iter_t *it, dftrace_node_t *n, uint32_t flags,
+                        const char *iter_name, const char *block_name, int enable) {
   if (!it) return;
   std::memset(it, 0, sizeof *it);
   it->struct_size = sizeof *it;
@@ -299,8 +383,10 @@ void dftrace_iter_begin(dftrace_iter_t *it, dftrace_node_t *n, uint32_t flags, c
   guarded(
       [&] {
         auto &t = the_runtime().nodes();
-        it->iter_node = to_handle(iter_name ? t.verbatim(to_node(n), iter_name) : t.iter_of(to_node(n)));
-        it->block_node = to_handle(block_name ? t.verbatim(to_node(n), block_name) : t.block_of(to_node(n)));
+        it->iter_node =
+            to_handle(iter_name ? t.verbatim(to_node(n), iter_name) : t.iter_of(to_node(n)));
+        it->block_node =
+            to_handle(block_name ? t.verbatim(to_node(n), block_name) : t.block_of(to_node(n)));
         return 0;
       },
       0);
@@ -316,7 +402,9 @@ void dftrace_iter_fetch(dftrace_iter_t *it) {
   it->open_block = 0;
   if (!previous && (!n || (it->enable < 0 && !n->active.load(std::memory_order_relaxed)))) return;
   it->open_iter = guarded(
-      [&] { return the_runtime().iter_step(previous, n, it->enable, static_cast<uint32_t>(it->count)); },
+      [&] {
+        return the_runtime().iter_step(previous, n, it->enable, static_cast<uint32_t>(it->count));
+      },
       dftrace_region_t{0});
 }
 
@@ -327,7 +415,9 @@ void dftrace_iter_body(dftrace_iter_t *it) {
   it->open_iter = 0;
   if (!previous && (!n || (it->enable < 0 && !n->active.load(std::memory_order_relaxed)))) return;
   it->open_block = guarded(
-      [&] { return the_runtime().iter_step(previous, n, it->enable, static_cast<uint32_t>(it->count)); },
+      [&] {
+        return the_runtime().iter_step(previous, n, it->enable, static_cast<uint32_t>(it->count));
+      },
       dftrace_region_t{0});
 }
 
@@ -347,55 +437,106 @@ dftrace_region_t dftrace_region_current(void) {
 uint64_t dftrace_now_ns(void) { return the_runtime().now_ns(); }
 
 uint64_t dftrace_trace_time_ns(void) {
-  return guarded([] { return the_runtime().now_ns() + the_runtime().epoch_offset_ns(); }, uint64_t{0});
+  return guarded([] { return the_runtime().now_ns() + the_runtime().epoch_offset_ns(); },
+                 uint64_t{0});
 }
 
 void dftrace_event_complete(dftrace_node_t *n, uint64_t start_ns, uint64_t end_ns, int64_t track,
                             const dftrace_arg_t *args, size_t nargs) {
   if (!n || !to_node(n)->active.load(std::memory_order_relaxed)) return;
-  guarded([&] { the_runtime().complete_on_track(to_node(n), start_ns, end_ns, track, args, nargs); return 0; }, 0);
+  guarded(
+      [&] {
+        the_runtime().complete_on_track(to_node(n), start_ns, end_ns, track, args, nargs);
+        return 0;
+      },
+      0);
 }
 
 void dftrace_track_name(int64_t track, const char *name) {
   if (!name) return;
-  guarded([&] { the_runtime().track_name(track, name); return 0; }, 0);
+  guarded(
+      [&] {
+        the_runtime().track_name(track, name);
+        return 0;
+      },
+      0);
 }
 
 void dftrace_instant(dftrace_node_t *n, const dftrace_arg_t *args, size_t nargs) {
   if (!n || !to_node(n)->active.load(std::memory_order_relaxed)) return;
-  guarded([&] { the_runtime().instant(to_node(n), args, nargs); return 0; }, 0);
+  guarded(
+      [&] {
+        the_runtime().instant(to_node(n), args, nargs);
+        return 0;
+      },
+      0);
 }
 
 void dftrace_counter_int(dftrace_node_t *n, const char *series, int64_t value) {
   if (!n || !series || !to_node(n)->active.load(std::memory_order_relaxed)) return;
-  guarded([&] { the_runtime().counter(to_node(n), series, number(value)); return 0; }, 0);
+  guarded(
+      [&] {
+        the_runtime().counter(to_node(n), series, number(value));
+        return 0;
+      },
+      0);
 }
 
 void dftrace_counter_double(dftrace_node_t *n, const char *series, double value) {
   if (!n || !series || !to_node(n)->active.load(std::memory_order_relaxed)) return;
-  guarded([&] { the_runtime().counter(to_node(n), series, number(value)); return 0; }, 0);
+  guarded(
+      [&] {
+        the_runtime().counter(to_node(n), series, number(value));
+        return 0;
+      },
+      0);
 }
 
 void dftrace_node_mark_start(dftrace_node_t *n) {
-  guarded([&] { the_runtime().mark(to_node(n), true); return 0; }, 0);
+  guarded(
+      [&] {
+        the_runtime().mark(to_node(n), true);
+        return 0;
+      },
+      0);
 }
 void dftrace_node_mark_end(dftrace_node_t *n) {
-  guarded([&] { the_runtime().mark(to_node(n), false); return 0; }, 0);
+  guarded(
+      [&] {
+        the_runtime().mark(to_node(n), false);
+        return 0;
+      },
+      0);
 }
 
 void dftrace_metadata(const char *key, const char *value) {
   if (!key) return;
-  guarded([&] { the_runtime().metadata_line("CM", key, json_quote(value ? value : ""), true); return 0; }, 0);
+  guarded(
+      [&] {
+        the_runtime().metadata_line("CM", key, json_quote(value ? value : ""), true);
+        return 0;
+      },
+      0);
 }
 
 void dftrace_process_property_string(const char *key, const char *value) {
   if (!key) return;
-  guarded([&] { the_runtime().metadata_line("PR", key, json_quote(value ? value : ""), true); return 0; }, 0);
+  guarded(
+      [&] {
+        the_runtime().metadata_line("PR", key, json_quote(value ? value : ""), true);
+        return 0;
+      },
+      0);
 }
 
 void dftrace_process_property_int(const char *key, int64_t value) {
   if (!key) return;
-  guarded([&] { the_runtime().metadata_line("PR", key, number(value), true); return 0; }, 0);
+  guarded(
+      [&] {
+        the_runtime().metadata_line("PR", key, number(value), true);
+        return 0;
+      },
+      0);
 }
 
 void dftrace_process_property_json(const char *key, const char *json) {
@@ -403,8 +544,8 @@ void dftrace_process_property_json(const char *key, const char *json) {
   guarded(
       [&] {
         const std::string v = json ? json : "null";
-        the_runtime().metadata_line("PR", key,
-                           dftrace::detail::is_valid_json_value(v) ? v : json_quote(v), true);
+        the_runtime().metadata_line(
+            "PR", key, dftrace::detail::is_valid_json_value(v) ? v : json_quote(v), true);
         return 0;
       },
       0);
@@ -421,7 +562,12 @@ int dftrace_set_rank(int rank, int size) {
 
 void dftrace_thread_name(const char *name) {
   if (!name) return;
-  guarded([&] { the_runtime().thread_name(name); return 0; }, 0);
+  guarded(
+      [&] {
+        the_runtime().thread_name(name);
+        return 0;
+      },
+      0);
 }
 
 uint64_t dftrace_events_written(void) { return the_runtime().events_written(); }

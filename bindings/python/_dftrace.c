@@ -45,7 +45,7 @@ static void warn_and_clear(const char *what) {
 /* tp_traverse and tp_clear of a type from one list of the object references it holds, so
  * that the two never disagree: REFS(X) applies X to each field, e.g.
  * #define ITER_REFS(X) X(self->it);  GC_SLOTS(iter, IterObject, ITER_REFS) */
-#define GC_SLOTS(prefix, Type, REFS)                                      \
+#define GC_SLOTS(prefix, Type, REFS)                                     \
   static int prefix##_traverse(Type *self, visitproc visit, void *arg) { \
     REFS(Py_VISIT)                                                       \
     return 0;                                                            \
@@ -98,9 +98,7 @@ static int args_copy(arg_list *dst, const arg_list *src) {
   return 0;
 }
 
-static int is_numpy_scalar(PyObject *v) {
-  return strncmp(Py_TYPE(v)->tp_name, "numpy.", 6) == 0;
-}
+static int is_numpy_scalar(PyObject *v) { return strncmp(Py_TYPE(v)->tp_name, "numpy.", 6) == 0; }
 
 /* Converts a Python value to an ABI argument (key not set). numpy scalars become numbers,
  * other objects their str(). Returns 0, or -1 with a Python error set. */
@@ -483,7 +481,7 @@ static int node_init(NodeObject *self, PyObject *args, PyObject *kw) {
 }
 
 /* A Python subclass's type and dict are visited by the subclass's own traverse. */
-#define NODE_REFS(X)      \
+#define NODE_REFS(X)    \
   X(self->bound_enter); \
   X(self->bound_exit);  \
   X(self->pending_kw);
@@ -754,21 +752,14 @@ static PyObject *node_update_one(NodeObject *self, PyObject *const *argv, Py_ssi
       warn_and_clear("update value could not be converted");
     } else {
       switch (a.type) {
-        case DFTRACE_ARG_INT:
-          dftrace_node_update_int(self->node, key, a.value.i);
-          break;
-        case DFTRACE_ARG_DOUBLE:
-          dftrace_node_update_double(self->node, key, a.value.d);
-          break;
-        case DFTRACE_ARG_BOOL:
-          dftrace_node_update_bool(self->node, key, a.value.b);
-          break;
+        case DFTRACE_ARG_INT: dftrace_node_update_int(self->node, key, a.value.i); break;
+        case DFTRACE_ARG_DOUBLE: dftrace_node_update_double(self->node, key, a.value.d); break;
+        case DFTRACE_ARG_BOOL: dftrace_node_update_bool(self->node, key, a.value.b); break;
         case DFTRACE_ARG_STRING:
           dftrace_node_update_string(self->node, key, a.value.s);
           PyMem_RawFree((void *)a.value.s);
           break;
-        default:
-          break;
+        default: break;
       }
     }
   }
@@ -778,7 +769,8 @@ static PyObject *node_update_one(NodeObject *self, PyObject *const *argv, Py_ssi
 
 /* A new node under this one (dftrace_node_derive or dftrace_node_child), returned by path. */
 static PyObject *node_make_path(NodeObject *self, PyObject *name,
-                                dftrace_node_t *(*make)(dftrace_node_t *, const char *), const char *what) {
+                                dftrace_node_t *(*make)(dftrace_node_t *, const char *),
+                                const char *what) {
   if (!self->node) {
     PyErr_SetString(PyExc_ValueError, "dftrace: this node was not initialised");
     return NULL;
@@ -867,10 +859,10 @@ static PyObject *node_counter(NodeObject *self, PyObject *const *argv, Py_ssize_
 }
 
 /* The node's read-only properties that are one C call: node_get_<name> returns <result>. */
-#define NODE_GETTER(name, result)                                  \
+#define NODE_GETTER(name, result)                               \
   static PyObject *node_get_##name(NodeObject *self, void *c) { \
-    (void)c;                                                     \
-    return result;                                               \
+    (void)c;                                                    \
+    return result;                                              \
   }
 NODE_GETTER(name, PyUnicode_FromString(dftrace_node_name(self->node)))
 NODE_GETTER(cat, PyUnicode_FromString(dftrace_node_category(self->node)))
@@ -885,18 +877,10 @@ static PyObject *node_get_use_args(NodeObject *self, void *c) {
     const dftrace_arg_t *a = &self->args.v[i];
     PyObject *v = NULL;
     switch (a->type) {
-      case DFTRACE_ARG_INT:
-        v = PyLong_FromLongLong(a->value.i);
-        break;
-      case DFTRACE_ARG_DOUBLE:
-        v = PyFloat_FromDouble(a->value.d);
-        break;
-      case DFTRACE_ARG_BOOL:
-        v = PyBool_FromLong(a->value.b);
-        break;
-      default:
-        v = PyUnicode_FromString(a->value.s);
-        break;
+      case DFTRACE_ARG_INT: v = PyLong_FromLongLong(a->value.i); break;
+      case DFTRACE_ARG_DOUBLE: v = PyFloat_FromDouble(a->value.d); break;
+      case DFTRACE_ARG_BOOL: v = PyBool_FromLong(a->value.b); break;
+      default: v = PyUnicode_FromString(a->value.s); break;
     }
     if (!v || PyDict_SetItemString(d, a->key, v) < 0) Py_CLEAR(d);
     Py_XDECREF(v);
@@ -1055,9 +1039,7 @@ static int add_slot(const char *name, int is_exit) {
 
 /* ---------------------------------------------------------------- module functions */
 
-static int tri(PyObject *o) {
-  return (!o || o == Py_None) ? -1 : PyObject_IsTrue(o) > 0;
-}
+static int tri(PyObject *o) { return (!o || o == Py_None) ? -1 : PyObject_IsTrue(o) > 0; }
 
 static PyObject *mod_init(PyObject *m, PyObject *args, PyObject *kw) {
   (void)m;
@@ -1104,11 +1086,11 @@ static PyObject *status_without_gil(int (*call)(void)) {
 }
 
 /* The module's functions without arguments (METH_NOARGS): mod_<name> returns <result>. */
-#define NOARGS_FUNCTION(name, result)                   \
+#define NOARGS_FUNCTION(name, result)                     \
   static PyObject *mod_##name(PyObject *m, PyObject *u) { \
-    (void)m;                                            \
-    (void)u;                                            \
-    return result;                                      \
+    (void)m;                                              \
+    (void)u;                                              \
+    return result;                                        \
   }
 NOARGS_FUNCTION(finalize, status_without_gil(dftrace_finalize))
 NOARGS_FUNCTION(flush, status_without_gil(dftrace_flush))

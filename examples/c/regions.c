@@ -18,7 +18,8 @@ int main(void) {
   dftrace_node_t *fwd = dftrace_node_find("compute.forward");
   dftrace_node_t *solver = dftrace_node_child(dftrace_category("solver"), "iterate");
   dftrace_iter_t it;
-  dftrace_iter_begin(&it, dftrace_node_find("pipeline.epoch"), 0, NULL, NULL, DFTRACE_USE_NODE_STATE);
+  dftrace_iter_begin(&it, dftrace_node_find("pipeline.epoch"), 0, NULL, NULL,
+                     DFTRACE_USE_NODE_STATE);
   for (int epoch = 0;; ++epoch) {
     dftrace_iter_fetch(&it);
     if (epoch == 3) break;

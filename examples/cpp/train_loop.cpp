@@ -42,13 +42,31 @@ int main() {
     int step = 0;
     for (int item : ai.dataloader.fetch.iter(data.items)) {
       ai.update("epoch", epoch).update("step", step);  // every event below carries epoch/step
-      { auto s = ai.data.item.scope(); work(500 + item); }
-      { auto s = collate.scope(); work(300); }
-      { auto s = ai.device.transfer.scope({{"bytes", 4096}}); work(200); }
+      {
+        auto s = ai.data.item.scope();
+        work(500 + item);
+      }
+      {
+        auto s = collate.scope();
+        work(300);
+      }
+      {
+        auto s = ai.device.transfer.scope({{"bytes", 4096}});
+        work(200);
+      }
       forward(item);
-      { auto s = ai.compute.backward.scope(); work(4000); }
-      { auto s = ai.comm.all_reduce.scope({{"bytes", 1 << 20}}); work(1000); }
-      { auto s = ai.compute.step.scope(); work(500); }
+      {
+        auto s = ai.compute.backward.scope();
+        work(4000);
+      }
+      {
+        auto s = ai.comm.all_reduce.scope({{"bytes", 1 << 20}});
+        work(1000);
+      }
+      {
+        auto s = ai.compute.step.scope();
+        work(500);
+      }
       ++step;
     }
     auto s = ai.checkpoint.capture.scope({{"epoch_end", true}});

@@ -1,4 +1,5 @@
-// model.cpp: the C++ layer of the mixed example, a tiny linear network whose layers call Fortran kernels.
+// model.cpp: the C++ layer of the mixed example, a tiny linear network whose layers call Fortran
+// kernels.
 //
 // Loaded from Python with ctypes, so its entry points are extern "C". Each layer is a region
 // of the C++ face (dftrace.hpp) that encloses the Fortran kernel's region: the three faces

@@ -75,7 +75,7 @@ typedef struct dftrace_options {
   const char *exec_name;     /* name used in the file name and SH line (e.g. a script) */
   int metadata;              /* write hhash, level, p_idx and the start details */
   int install_signal_handlers;
-  int bind_atexit;           /* finalize at process exit (default on) */
+  int bind_atexit; /* finalize at process exit (default on) */
 } dftrace_options_t;
 
 DFTRACE_API void dftrace_options_init(dftrace_options_t *options);
@@ -196,7 +196,8 @@ typedef struct dftrace_arg {
 
 /* Sets several arguments on a node and its whole subtree in one pass (pydftracer's
  * update(epoch=, step=)). A DFTRACE_ARG_STRING whose value is NULL removes that key. */
-DFTRACE_API void dftrace_node_update_args(dftrace_node_t *node, const dftrace_arg_t *args, size_t nargs);
+DFTRACE_API void dftrace_node_update_args(dftrace_node_t *node, const dftrace_arg_t *args,
+                                          size_t nargs);
 
 /* ---------------------------------------------------------------- regions */
 
@@ -338,6 +339,7 @@ DFTRACE_API uint64_t dftrace_trace_time_ns(void);
 
 /* ---------------------------------------------------------------- argument helpers */
 
+/* clang-format off */
 #define DFTRACE_ARG_I(k, v) \
   { (k), DFTRACE_ARG_INT, { .i = (int64_t)(v) } }
 #define DFTRACE_ARG_D(k, v) \
@@ -348,6 +350,7 @@ DFTRACE_API uint64_t dftrace_trace_time_ns(void);
   { (k), DFTRACE_ARG_BOOL, { .b = (bool)(v) } }
 #define DFTRACE_ARG_U(k, v) \
   { (k), DFTRACE_ARG_UINT, { .u = (uint64_t)(v) } }
+/* clang-format on */
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -36,8 +36,12 @@ namespace detail {
 inline bool active(dftrace_node_t *n) { return dftrace_node_active_fast(n); }
 inline dftrace_node_t *find(const char *path) { return dftrace_node_find(path); }
 inline dftrace_node_t *category(const char *name) { return dftrace_category(name); }
-inline dftrace_node_t *child(dftrace_node_t *p, const char *name) { return dftrace_node_child(p, name); }
-inline dftrace_node_t *derive(dftrace_node_t *p, const char *name) { return dftrace_node_derive(p, name); }
+inline dftrace_node_t *child(dftrace_node_t *p, const char *name) {
+  return dftrace_node_child(p, name);
+}
+inline dftrace_node_t *derive(dftrace_node_t *p, const char *name) {
+  return dftrace_node_derive(p, name);
+}
 // The disabled path is the one laid out straight (the enabled one makes a call anyway).
 inline dftrace_region_t begin(dftrace_node_t *n) {
   return __builtin_expect(active(n), 0) ? dftrace_region_begin(n) : 0;
@@ -89,10 +93,15 @@ inline int finalize() {
 // One per-use argument: {"layer", 3}, {"name", "conv1"}, {"lr", 0.1}, {"warm", true}.
 struct arg {
   dftrace_arg_t value;
-  template <typename T, typename std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>, int> = 0>
-  arg(const char *k, T v) : value{k, DFTRACE_ARG_INT, {}} { value.value.i = static_cast<int64_t>(v); }
+  template <typename T,
+            typename std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>, int> = 0>
+  arg(const char *k, T v) : value{k, DFTRACE_ARG_INT, {}} {
+    value.value.i = static_cast<int64_t>(v);
+  }
   template <typename T, typename std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
-  arg(const char *k, T v) : value{k, DFTRACE_ARG_DOUBLE, {}} { value.value.d = static_cast<double>(v); }
+  arg(const char *k, T v) : value{k, DFTRACE_ARG_DOUBLE, {}} {
+    value.value.d = static_cast<double>(v);
+  }
   arg(const char *k, bool v) : value{k, DFTRACE_ARG_BOOL, {}} { value.value.b = v; }
   arg(const char *k, const char *v) : value{k, DFTRACE_ARG_STRING, {}} { value.value.s = v; }
   arg(const char *k, const std::string &v) : arg(k, v.c_str()) {}
@@ -100,7 +109,11 @@ struct arg {
 static_assert(sizeof(arg) == sizeof(dftrace_arg_t), "arg is a dftrace_arg_t");
 
 // Per-use enable override: force a use on or off whatever the node's state.
-enum class use { node_state = DFTRACE_USE_NODE_STATE, force_off = DFTRACE_FORCE_OFF, force_on = DFTRACE_FORCE_ON };
+enum class use {
+  node_state = DFTRACE_USE_NODE_STATE,
+  force_off = DFTRACE_FORCE_OFF,
+  force_on = DFTRACE_FORCE_ON
+};
 
 // ---------------------------------------------------------------- scopes
 
@@ -110,8 +123,8 @@ class scope {
   scope() = default;
   explicit scope(dftrace_node_t *n) : r_(detail::begin(n)) {}
   scope(dftrace_node_t *n, std::initializer_list<arg> args, use enable = use::node_state)
-      : r_(detail::begin_ex(n, static_cast<int>(enable), args.size() ? &args.begin()->value : nullptr,
-                            args.size())) {}
+      : r_(detail::begin_ex(n, static_cast<int>(enable),
+                            args.size() ? &args.begin()->value : nullptr, args.size())) {}
   scope(const scope &) = delete;
   scope &operator=(const scope &) = delete;
   scope(scope &&o) noexcept : r_(std::exchange(o.r_, 0)) {}
@@ -129,10 +142,14 @@ class scope {
   scope &arg(const char *key, T v) {
 #ifndef DFTRACE_DISABLE
     if (!r_) return *this;
-    if constexpr (std::is_same_v<T, bool>) dftrace_region_arg_bool(r_, key, v);
-    else if constexpr (std::is_integral_v<T>) dftrace_region_arg_int(r_, key, static_cast<int64_t>(v));
-    else if constexpr (std::is_floating_point_v<T>) dftrace_region_arg_double(r_, key, static_cast<double>(v));
-    else dftrace_region_arg_string(r_, key, std::string(v).c_str());
+    if constexpr (std::is_same_v<T, bool>)
+      dftrace_region_arg_bool(r_, key, v);
+    else if constexpr (std::is_integral_v<T>)
+      dftrace_region_arg_int(r_, key, static_cast<int64_t>(v));
+    else if constexpr (std::is_floating_point_v<T>)
+      dftrace_region_arg_double(r_, key, static_cast<double>(v));
+    else
+      dftrace_region_arg_string(r_, key, std::string(v).c_str());
 #else
     (void)key;
     (void)v;
@@ -272,8 +289,8 @@ class count_range {
 
 namespace detail {
 template <typename T>
-constexpr bool is_count_v = std::is_integral_v<std::decay_t<T>> &&
-                            !std::is_same_v<std::decay_t<T>, bool>;
+constexpr bool is_count_v =
+    std::is_integral_v<std::decay_t<T>> && !std::is_same_v<std::decay_t<T>, bool>;
 }  // namespace detail
 
 // ---------------------------------------------------------------- nodes
@@ -299,10 +316,13 @@ class node {
 
   // A region on this node: `auto s = node.scope();` or with per-use arguments and override.
   [[nodiscard]] dftrace::scope scope() const { return dftrace::scope(handle()); }
-  [[nodiscard]] dftrace::scope scope(std::initializer_list<arg> args, use enable = use::node_state) const {
+  [[nodiscard]] dftrace::scope scope(std::initializer_list<arg> args,
+                                     use enable = use::node_state) const {
     return dftrace::scope(handle(), args, enable);
   }
-  [[nodiscard]] dftrace::scope scope(use enable) const { return dftrace::scope(handle(), {}, enable); }
+  [[nodiscard]] dftrace::scope scope(use enable) const {
+    return dftrace::scope(handle(), {}, enable);
+  }
 
   // Range adaptor: for (auto &x : node.iter(range)) ...
   template <typename Range, typename = std::enable_if_t<!detail::is_count_v<Range>>>
@@ -312,8 +332,8 @@ class node {
   // A count, as Python's range(count): for (int epoch : node.iter(3)) gives 0, 1, 2.
   template <typename Int, typename = std::enable_if_t<detail::is_count_v<Int>>, typename = void>
   iter_range<count_range<std::decay_t<Int>>> iter(Int count, iter_options o = {}) const {
-    return iter_range<count_range<std::decay_t<Int>>>(
-        handle(), count_range<std::decay_t<Int>>(count), o);
+    return iter_range<count_range<std::decay_t<Int>>>(handle(),
+                                                      count_range<std::decay_t<Int>>(count), o);
   }
 
   // Decorator-like wrapper: returns a callable that runs f inside a region on this node.
@@ -378,11 +398,16 @@ class node {
   const node &update(const char *key, T v) const {
 #ifndef DFTRACE_DISABLE
     dftrace_node_t *h = handle();
-    if constexpr (std::is_same_v<T, bool>) dftrace_node_update_bool(h, key, v);
-    else if constexpr (std::is_integral_v<T>) dftrace_node_update_int(h, key, static_cast<int64_t>(v));
-    else if constexpr (std::is_floating_point_v<T>) dftrace_node_update_double(h, key, static_cast<double>(v));
-    else if constexpr (std::is_same_v<std::decay_t<T>, std::nullptr_t>) dftrace_node_update_remove(h, key);
-    else dftrace_node_update_string(h, key, std::string(v).c_str());
+    if constexpr (std::is_same_v<T, bool>)
+      dftrace_node_update_bool(h, key, v);
+    else if constexpr (std::is_integral_v<T>)
+      dftrace_node_update_int(h, key, static_cast<int64_t>(v));
+    else if constexpr (std::is_floating_point_v<T>)
+      dftrace_node_update_double(h, key, static_cast<double>(v));
+    else if constexpr (std::is_same_v<std::decay_t<T>, std::nullptr_t>)
+      dftrace_node_update_remove(h, key);
+    else
+      dftrace_node_update_string(h, key, std::string(v).c_str());
 #else
     (void)key;
     (void)v;
@@ -425,7 +450,9 @@ class node {
     dftrace_node_t *n = dftrace_category(p.substr(0, dot).c_str());
     while (n && dot != std::string::npos) {
       size_t next = p.find('.', dot + 1);
-      n = dftrace_node_child(n, p.substr(dot + 1, next == std::string::npos ? std::string::npos : next - dot - 1).c_str());
+      n = dftrace_node_child(
+          n, p.substr(dot + 1, next == std::string::npos ? std::string::npos : next - dot - 1)
+                 .c_str());
       dot = next;
     }
     return n;
@@ -474,13 +501,14 @@ inline ai_tree ai;
 
 #ifndef DFTRACE_DISABLE
 // A region on the node at `path` until the end of the enclosing block.
-#define DFTRACE_REGION(path)                                              \
+#define DFTRACE_REGION(path)                                               \
   static const ::dftrace::node DFTRACE_CAT(dftrace_node_, __LINE__){path}; \
-  ::dftrace::scope DFTRACE_CAT(dftrace_scope_, __LINE__)(DFTRACE_CAT(dftrace_node_, __LINE__).handle())
+  ::dftrace::scope DFTRACE_CAT(dftrace_scope_,                             \
+                               __LINE__)(DFTRACE_CAT(dftrace_node_, __LINE__).handle())
 // A region named after the enclosing function, in category `cat`.
-#define DFTRACE_FUNCTION(cat)                                                                       \
-  static dftrace_node_t *const DFTRACE_CAT(dftrace_fn_, __LINE__) =                                \
-      dftrace_node_child(dftrace_category(cat), __func__);                                          \
+#define DFTRACE_FUNCTION(cat)                                       \
+  static dftrace_node_t *const DFTRACE_CAT(dftrace_fn_, __LINE__) = \
+      dftrace_node_child(dftrace_category(cat), __func__);          \
   ::dftrace::scope DFTRACE_CAT(dftrace_scope_, __LINE__)(DFTRACE_CAT(dftrace_fn_, __LINE__))
 #else
 #define DFTRACE_REGION(path) \

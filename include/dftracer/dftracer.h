@@ -34,8 +34,8 @@ struct DFTracerData {
 
 __attribute__((unused)) static ConstEventNameType C_LOG_CATEGORY = "C_APP";
 
-static inline void dftracer_compat_init(const char *log_file, const char *data_dirs, int *process_id,
-                                        int bind) {
+static inline void dftracer_compat_init(const char *log_file, const char *data_dirs,
+                                        int *process_id, int bind) {
   (void)data_dirs;
   (void)process_id;
   dftrace_options_t o;
@@ -50,7 +50,8 @@ static inline void initialize_main(const char *log_file, const char *data_dirs, 
   dftracer_compat_init(log_file, data_dirs, process_id, 1);
 }
 
-static inline void initialize_no_bind(const char *log_file, const char *data_dirs, int *process_id) {
+static inline void initialize_no_bind(const char *log_file, const char *data_dirs,
+                                      int *process_id) {
   dftracer_compat_init(log_file, data_dirs, process_id, 0);
 }
 
@@ -68,8 +69,8 @@ static inline struct DFTracerData *dftracer_compat_begin(dftrace_node_t *node) {
   return dftrace_node_active_fast(node) ? dftracer_compat_handle(dftrace_region_begin(node)) : NULL;
 }
 
-static inline struct DFTracerData *initialize_region(ConstEventNameType name, ConstEventNameType cat,
-                                                     int event_type) {
+static inline struct DFTracerData *initialize_region(ConstEventNameType name,
+                                                     ConstEventNameType cat, int event_type) {
   if (event_type == DF_METADATA_EVENT) { /* name is the key, cat the value */
     dftrace_metadata(name, cat);
     return NULL;
@@ -91,21 +92,22 @@ static inline void update_metadata_string(struct DFTracerData *data, const char 
 }
 
 /* The call site's node, looked up once (the macros below expand to one per site). */
-#define DFTRACER_COMPAT_SITE_NODE(var, cat, name)                                \
-  static dftrace_node_t *var = NULL;                                             \
+#define DFTRACER_COMPAT_SITE_NODE(var, cat, name) \
+  static dftrace_node_t *var = NULL;              \
   if (var == NULL) var = dftrace_node_child(dftrace_category(cat), name)
 
-#define DFTRACER_C_INIT(log_file, data_dirs, process_id) initialize_main(log_file, data_dirs, process_id);
+#define DFTRACER_C_INIT(log_file, data_dirs, process_id) \
+  initialize_main(log_file, data_dirs, process_id);
 #define DFTRACER_C_INIT_NO_BIND(log_file, data_dirs, process_id) \
   initialize_no_bind(log_file, data_dirs, process_id);
 #define DFTRACER_C_FINI() finalize()
 
-#define DFTRACER_C_FUNCTION_START()                                 \
+#define DFTRACER_C_FUNCTION_START()                                       \
   DFTRACER_COMPAT_SITE_NODE(dftracer_fn_node_, C_LOG_CATEGORY, __func__); \
   struct DFTracerData *data_fn = dftracer_compat_begin(dftracer_fn_node_);
 #define DFTRACER_C_FUNCTION_END() finalize_region(data_fn);
 
-#define DFTRACER_C_REGION_START(name)                                   \
+#define DFTRACER_C_REGION_START(name)                                     \
   DFTRACER_COMPAT_SITE_NODE(dftracer_node_##name, C_LOG_CATEGORY, #name); \
   struct DFTracerData *data_##name = dftracer_compat_begin(dftracer_node_##name);
 #define DFTRACER_C_REGION_END(name) finalize_region(data_##name);
@@ -138,13 +140,16 @@ class DFTracer {
     if (dftrace_node_active_fast(n)) region_ = dftrace_region_begin(n);
   }
   /* Used by the macros: the node was looked up once for the call site. */
-  explicit DFTracer(dftrace_node_t *site) : region_(dftrace_node_active_fast(site) ? dftrace_region_begin(site) : 0) {}
+  explicit DFTracer(dftrace_node_t *site)
+      : region_(dftrace_node_active_fast(site) ? dftrace_region_begin(site) : 0) {}
   DFTracer(const DFTracer &) = delete;
   DFTracer &operator=(const DFTracer &) = delete;
   DFTracer(DFTracer &&o) noexcept : region_(o.region_) { o.region_ = 0; }
 
   void update(const char *key, int value) { dftrace_region_arg_int(region_, key, value); }
-  void update(const char *key, const char *value) { dftrace_region_arg_string(region_, key, value); }
+  void update(const char *key, const char *value) {
+    dftrace_region_arg_string(region_, key, value);
+  }
   void finalize() {
     dftrace_region_end(region_);
     region_ = 0;
@@ -155,16 +160,20 @@ class DFTracer {
   dftrace_region_t region_;
 };
 
-#define DFTRACER_COMPAT_CPP_SITE(cat, name) \
-  ([]() { static dftrace_node_t *const n = dftrace_node_child(dftrace_category(cat), name); return n; }())
+#define DFTRACER_COMPAT_CPP_SITE(cat, name)                                           \
+  ([]() {                                                                             \
+    static dftrace_node_t *const n = dftrace_node_child(dftrace_category(cat), name); \
+    return n;                                                                         \
+  }())
 
-#define DFTRACER_CPP_INIT(log_file, data_dirs, process_id) initialize_main(log_file, data_dirs, process_id);
+#define DFTRACER_CPP_INIT(log_file, data_dirs, process_id) \
+  initialize_main(log_file, data_dirs, process_id);
 #define DFTRACER_CPP_INIT_NO_BIND(log_file, data_dirs, process_id) \
   initialize_no_bind(log_file, data_dirs, process_id);
 #define DFTRACER_CPP_FINI() finalize()
-#define DFTRACER_CPP_FUNCTION()                                                    \
-  static dftrace_node_t *const dftracer_cpp_fn_node_ =                             \
-      dftrace_node_child(dftrace_category(CPP_LOG_CATEGORY), __FUNCTION__);        \
+#define DFTRACER_CPP_FUNCTION()                                             \
+  static dftrace_node_t *const dftracer_cpp_fn_node_ =                      \
+      dftrace_node_child(dftrace_category(CPP_LOG_CATEGORY), __FUNCTION__); \
   DFTracer profiler_dft_fn(dftracer_cpp_fn_node_);
 #define DFTRACER_CPP_METADATA(name, key, value) \
   { DFTracer profiler_##name(key, value, DF_METADATA_EVENT); }

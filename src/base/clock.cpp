@@ -204,8 +204,8 @@ uint64_t tick_map::ns_until_due() const {
 uint64_t tick_map::to_ns_slow(uint64_t tick, size_t n) const {
   const point &first = at(0);
   if (tick < first.tick) {
-    const uint64_t back =
-        static_cast<uint64_t>((static_cast<unsigned __int128>(first.tick - tick) * first.slope) >> 32);
+    const uint64_t back = static_cast<uint64_t>(
+        (static_cast<unsigned __int128>(first.tick - tick) * first.slope) >> 32);
     return back < first.ns ? first.ns - back : 0;
   }
   size_t lo = 0, hi = n - 1;  // at(lo).tick <= tick < at(hi).tick

@@ -99,7 +99,8 @@ class tick_map {
   static constexpr size_t k_blocks = 4096;  // 4 M anchors: 48 days at 1 s spacing
 
   static uint64_t eval(const point &p, uint64_t tick) {
-    return p.ns + static_cast<uint64_t>((static_cast<unsigned __int128>(tick - p.tick) * p.slope) >> 32);
+    return p.ns +
+           static_cast<uint64_t>((static_cast<unsigned __int128>(tick - p.tick) * p.slope) >> 32);
   }
   const point &at(size_t i) const { return blocks_[i / k_block][i % k_block]; }
   uint64_t to_ns_slow(uint64_t tick, size_t n) const;

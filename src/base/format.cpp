@@ -89,7 +89,8 @@ struct json_checker {
       }
       if (c < 0x20) return false;
       if (c >= 0x80) {  // the same UTF-8 rule as escaping and the reader
-        const size_t n = utf8_sequence(reinterpret_cast<const unsigned char *>(p), static_cast<size_t>(end - p));
+        const size_t n =
+            utf8_sequence(reinterpret_cast<const unsigned char *>(p), static_cast<size_t>(end - p));
         if (n == 0) return false;
         p += n;
         continue;
@@ -114,7 +115,8 @@ struct json_checker {
     const char *s = p;
     if (p < end && *p == '-') ++p;
     if (p >= end || !std::isdigit(static_cast<unsigned char>(*p))) return false;
-    if (*p == '0') ++p;
+    if (*p == '0')
+      ++p;
     else
       while (p < end && std::isdigit(static_cast<unsigned char>(*p))) ++p;
     if (p < end && *p == '.') {

@@ -16,11 +16,25 @@ namespace dftrace::detail {
 // length (1233/4096 ~ log10(2)), then corrected by one comparison (pow10[0] is 0 so that
 // 0..9 come out as one digit).
 inline int decimal_digits(uint64_t v) {
-  static constexpr uint64_t pow10[20] = {0ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull,
-                                         10000000ull, 100000000ull, 1000000000ull, 10000000000ull,
-                                         100000000000ull, 1000000000000ull, 10000000000000ull,
-                                         100000000000000ull, 1000000000000000ull, 10000000000000000ull,
-                                         100000000000000000ull, 1000000000000000000ull,
+  static constexpr uint64_t pow10[20] = {0ull,
+                                         10ull,
+                                         100ull,
+                                         1000ull,
+                                         10000ull,
+                                         100000ull,
+                                         1000000ull,
+                                         10000000ull,
+                                         100000000ull,
+                                         1000000000ull,
+                                         10000000000ull,
+                                         100000000000ull,
+                                         1000000000000ull,
+                                         10000000000000ull,
+                                         100000000000000ull,
+                                         1000000000000000ull,
+                                         10000000000000000ull,
+                                         100000000000000000ull,
+                                         1000000000000000000ull,
                                          10000000000000000000ull};
   const int bits = 64 - __builtin_clzll(v | 1);
   const int t = (bits * 1233) >> 12;  // floor(log10(2^bits)) approximation, 0..19
@@ -176,12 +190,14 @@ namespace fmt_detail {
 template <size_t... I>
 inline bool is_reserved_arg_key(std::string_view key, std::index_sequence<I...>) {
   return ((key.size() == k_reserved_arg_keys[I].size() &&
-           std::memcmp(key.data(), k_reserved_arg_keys[I].data(), k_reserved_arg_keys[I].size()) == 0) ||
+           std::memcmp(key.data(), k_reserved_arg_keys[I].data(), k_reserved_arg_keys[I].size()) ==
+               0) ||
           ...);
 }
 }  // namespace fmt_detail
 inline bool is_reserved_arg_key(std::string_view key) {
-  return fmt_detail::is_reserved_arg_key(key, std::make_index_sequence<std::size(k_reserved_arg_keys)>());
+  return fmt_detail::is_reserved_arg_key(
+      key, std::make_index_sequence<std::size(k_reserved_arg_keys)>());
 }
 
 }  // namespace dftrace::detail

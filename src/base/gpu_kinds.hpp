@@ -26,8 +26,8 @@ struct gpu_kind_name {
   unsigned bits;
 };
 inline constexpr gpu_kind_name k_gpu_kind_names[] = {
-    {"kernel", k_gpu_kernel}, {"memcpy", k_gpu_memcpy},   {"memset", k_gpu_memset},
-    {"sync", k_gpu_sync},     {"runtime", k_gpu_runtime}, {"driver", k_gpu_driver},
+    {"kernel", k_gpu_kernel},   {"memcpy", k_gpu_memcpy},   {"memset", k_gpu_memset},
+    {"sync", k_gpu_sync},       {"runtime", k_gpu_runtime}, {"driver", k_gpu_driver},
     {"api_all", k_gpu_api_all}, {"all", k_gpu_all}};
 
 // Parses "kernel,memcpy", "[kernel, memcpy]" or "all" (any case; blanks and empty items
@@ -48,7 +48,9 @@ inline bool parse_gpu_kinds(std::string_view text, unsigned *mask, std::string *
     }
     pos = end + 1;
     const size_t first = item.find_first_not_of(" \t\r\n");
-    item = first == std::string::npos ? std::string() : item.substr(first, item.find_last_not_of(" \t\r\n") - first + 1);
+    item = first == std::string::npos
+               ? std::string()
+               : item.substr(first, item.find_last_not_of(" \t\r\n") - first + 1);
     if (item.empty()) continue;
     unsigned found = 0;
     for (const gpu_kind_name &k : k_gpu_kind_names)

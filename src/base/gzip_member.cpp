@@ -134,11 +134,11 @@ member_encoder::member_encoder(codec c, int level)
 #ifdef DFTRACE_HAVE_ISAL
     {
       static const uint32_t sizes[] = {ISAL_DEF_LVL0_DEFAULT, ISAL_DEF_LVL1_DEFAULT,
-                                        ISAL_DEF_LVL2_DEFAULT, ISAL_DEF_LVL3_DEFAULT};
+                                       ISAL_DEF_LVL2_DEFAULT, ISAL_DEF_LVL3_DEFAULT};
       state_->isal_level_buf.resize(sizes[level_]);
     }
 #endif
-      break;
+    break;
     case codec::libdeflate:
 #ifdef DFTRACE_HAVE_LIBDEFLATE
       state_->ld = libdeflate_alloc_compressor(level_);
@@ -238,7 +238,8 @@ bool member_encoder::encode_in_place(const char *text, size_t len, const member_
 #elif defined(DFTRACE_HAVE_LIBDEFLATE)
   crc = libdeflate_crc32(0, text, len);
 #else
-  crc = static_cast<uint32_t>(crc32(0L, reinterpret_cast<const Bytef *>(text), static_cast<uInt>(len)));
+  crc = static_cast<uint32_t>(
+      crc32(0L, reinterpret_cast<const Bytef *>(text), static_cast<uInt>(len)));
 #endif
   const size_t total = k_member_header + body_len + k_member_trailer;
   // Fixed header: magic, deflate, FEXTRA, mtime 0, xfl 0, os 3 (Unix).

@@ -11,8 +11,8 @@ namespace dftrace::detail {
 
 // Layout of the DT subfield (docs/format.md section 3), all little-endian.
 inline constexpr uint8_t k_dt_version = 1;
-inline constexpr size_t k_dt_payload = 1 + 4 + 4 + 4 + 8 + 8;               // 29
-inline constexpr size_t k_member_header = 10 + 2 + 4 + k_dt_payload;        // 45
+inline constexpr size_t k_dt_payload = 1 + 4 + 4 + 4 + 8 + 8;         // 29
+inline constexpr size_t k_member_header = 10 + 2 + 4 + k_dt_payload;  // 45
 inline constexpr size_t k_member_trailer = 8;
 
 // What the DT field says about a member's text.

@@ -74,7 +74,8 @@ entry string_key(const char *key, const char *env, const char *denv, const char 
 }
 
 // A size in [min_value, max_value] bytes (each key's range is documented in conf/dftrace.yaml).
-// Out of range: one message, and the key keeps its earlier value (the default unless a file set it).
+// Out of range: one message, and the key keeps its earlier value (the default unless a file set
+// it).
 entry size_key(const char *key, const char *env, const char *denv, const char *def,
                size_t config::*field, size_t min_value, size_t max_value) {
   return {{key, env, denv, def},
@@ -86,8 +87,8 @@ entry size_key(const char *key, const char *env, const char *denv, const char *d
               return false;
             }
             if (n < min_value || n > max_value) {
-              why = "is outside the range " + std::to_string(min_value) + " to " + std::to_string(max_value) +
-                    " bytes";
+              why = "is outside the range " + std::to_string(min_value) + " to " +
+                    std::to_string(max_value) + " bytes";
               return false;
             }
             c.*field = n;
@@ -102,8 +103,8 @@ const std::vector<entry> &table() {
   static const std::vector<entry> t = [] {
     std::vector<entry> v;
     v.push_back(bool_key("enable", "DFTRACE_ENABLE", "DFTRACER_ENABLE", "false", &config::enable));
-    v.push_back(string_key("config", "DFTRACE_CONFIG", "DFTRACER_CONFIGURATION", "",
-                           &config::config_file));
+    v.push_back(
+        string_key("config", "DFTRACE_CONFIG", "DFTRACER_CONFIGURATION", "", &config::config_file));
     v.push_back({{"init", "DFTRACE_INIT", "DFTRACER_INIT", "function"},
                  false,
                  [](config &c, const std::string &s, std::string &why) {
@@ -124,24 +125,27 @@ const std::vector<entry> &table() {
                    return true;
                  },
                  [](const config &c) { return c.output_prefix; }});
-    v.push_back(string_key("output.file", "DFTRACE_OUTPUT_FILE", nullptr, "",
-                           &config::output_file));
-    v.push_back({{"output.compression", "DFTRACE_OUTPUT_COMPRESSION", "DFTRACER_TRACE_COMPRESSION",
-                  "gzip"},
-                 false,
-                 [](config &c, const std::string &s, std::string &why) {
-                   std::string m = lower(trim(s));
-                   bool b;
-                   if (m == "gzip") c.compression = true;
-                   else if (m == "none") c.compression = false;
-                   else if (parse_bool(m, &b)) c.compression = b;
-                   else {
-                     why = "is not 'gzip' or 'none'";
-                     return false;
-                   }
-                   return true;
-                 },
-                 [](const config &c) { return std::string(c.compression ? "gzip" : "none"); }});
+    v.push_back(
+        string_key("output.file", "DFTRACE_OUTPUT_FILE", nullptr, "", &config::output_file));
+    v.push_back(
+        {{"output.compression", "DFTRACE_OUTPUT_COMPRESSION", "DFTRACER_TRACE_COMPRESSION", "gzip"},
+         false,
+         [](config &c, const std::string &s, std::string &why) {
+           std::string m = lower(trim(s));
+           bool b;
+           if (m == "gzip")
+             c.compression = true;
+           else if (m == "none")
+             c.compression = false;
+           else if (parse_bool(m, &b))
+             c.compression = b;
+           else {
+             why = "is not 'gzip' or 'none'";
+             return false;
+           }
+           return true;
+         },
+         [](const config &c) { return std::string(c.compression ? "gzip" : "none"); }});
     v.push_back({{"output.compressor", "DFTRACE_OUTPUT_COMPRESSOR", nullptr, "auto"},
                  false,
                  [](config &c, const std::string &s, std::string &why) {
@@ -183,7 +187,8 @@ const std::vector<entry> &table() {
                  },
                  [](const config &c) { return to_text(c.flush_interval) + "s"; }});
     v.push_back(size_key("output.buffer_bytes", "DFTRACE_OUTPUT_BUFFER_BYTES",
-                         "DFTRACER_WRITE_BUFFER_SIZE", "65536", &config::buffer_bytes, 4096, size_t{64} << 20));
+                         "DFTRACER_WRITE_BUFFER_SIZE", "65536", &config::buffer_bytes, 4096,
+                         size_t{64} << 20));
     v.push_back(size_key("output.queue_bytes", "DFTRACE_OUTPUT_QUEUE_BYTES", nullptr, "16777216",
                          &config::queue_bytes, 65536, size_t{64} << 30));
     v.push_back({{"output.compress_threads", "DFTRACE_OUTPUT_COMPRESS_THREADS", nullptr, "2"},
@@ -254,8 +259,8 @@ const std::vector<entry> &table() {
                    }
                    return out;
                  }});
-    v.push_back(bool_key("signals", "DFTRACE_SIGNALS", "DFTRACER_BIND_SIGNALS", "true",
-                         &config::signals));
+    v.push_back(
+        bool_key("signals", "DFTRACE_SIGNALS", "DFTRACER_BIND_SIGNALS", "true", &config::signals));
     v.push_back(bool_key("atexit", "DFTRACE_ATEXIT", nullptr, "true", &config::atexit));
     v.push_back(bool_key("core_affinity", "DFTRACE_CORE_AFFINITY", "DFTRACER_SET_CORE_AFFINITY",
                          "true", &config::core_affinity));
@@ -271,8 +276,8 @@ const std::vector<entry> &table() {
                    return true;
                  },
                  [](const config &c) { return std::string(k_level_names[c.log_level]); }});
-    v.push_back(bool_key("tids", "DFTRACE_TIDS", "DFTRACER_DISABLE_TIDS", "true", &config::tids,
-                         true));
+    v.push_back(
+        bool_key("tids", "DFTRACE_TIDS", "DFTRACER_DISABLE_TIDS", "true", &config::tids, true));
     v.push_back(string_key("io.data_dir", "DFTRACE_IO_DATA_DIR", "DFTRACER_DATA_DIR", "",
                            &config::data_dir));
     v.push_back(bool_key("io.enable", "DFTRACE_IO_ENABLE", "DFTRACER_DISABLE_IO", "true",
@@ -288,7 +293,8 @@ const std::vector<entry> &table() {
                    if (!parse_gpu_kinds(s, nullptr, &c.gpu_kinds, &why)) return false;
                    // An empty list means the default (as libdftrace_cupti always read it).
                    if (c.gpu_kinds.empty())
-                     parse_gpu_kinds(find_entry("gpu.kinds")->info.default_text, nullptr, &c.gpu_kinds, nullptr);
+                     parse_gpu_kinds(find_entry("gpu.kinds")->info.default_text, nullptr,
+                                     &c.gpu_kinds, nullptr);
                    return true;
                  },
                  [](const config &c) { return c.gpu_kinds; }});
@@ -415,8 +421,8 @@ void apply_yaml_file(config &c, const std::string &file) {
   // else entirely, so tracing stays off rather than run with settings nobody chose.
   struct stat st {};
   if (::stat(file.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
-    log(log_level::error, "%s: the configuration file is %s, not a file; tracing is off", file.c_str(),
-        S_ISDIR(st.st_mode) ? "a directory" : "not a regular file");
+    log(log_level::error, "%s: the configuration file is %s, not a file; tracing is off",
+        file.c_str(), S_ISDIR(st.st_mode) ? "a directory" : "not a regular file");
     c.config_unusable = true;
     return;
   }
@@ -495,14 +501,22 @@ bool parse_size(const std::string &text, size_t *out) {
   const std::string unit = lower(trim(t.substr(i)));
   // docs/configuration.md: K/KiB, M/MiB, G/GiB count in 1024s; kB, MB, GB in 1000s (SI).
   double mult;
-  if (unit.empty() || unit == "b") mult = 1;
-  else if (unit == "k" || unit == "kib") mult = 1024.0;
-  else if (unit == "kb") mult = 1e3;
-  else if (unit == "m" || unit == "mib") mult = 1048576.0;
-  else if (unit == "mb") mult = 1e6;
-  else if (unit == "g" || unit == "gib") mult = 1073741824.0;
-  else if (unit == "gb") mult = 1e9;
-  else return false;
+  if (unit.empty() || unit == "b")
+    mult = 1;
+  else if (unit == "k" || unit == "kib")
+    mult = 1024.0;
+  else if (unit == "kb")
+    mult = 1e3;
+  else if (unit == "m" || unit == "mib")
+    mult = 1048576.0;
+  else if (unit == "mb")
+    mult = 1e6;
+  else if (unit == "g" || unit == "gib")
+    mult = 1073741824.0;
+  else if (unit == "gb")
+    mult = 1e9;
+  else
+    return false;
   const double bytes = v * mult;
   if (bytes > 1e15) return false;
   *out = static_cast<size_t>(bytes);
@@ -516,11 +530,16 @@ bool parse_duration(const std::string &text, double *out) {
   double v = std::strtod(t.c_str(), &end);
   if (end == t.c_str()) return false;
   std::string unit = lower(trim(end));
-  if (unit.empty() || unit == "s") *out = v;
-  else if (unit == "ms") *out = v / 1e3;
-  else if (unit == "us") *out = v / 1e6;
-  else if (unit == "m" || unit == "min") *out = v * 60;
-  else return false;
+  if (unit.empty() || unit == "s")
+    *out = v;
+  else if (unit == "ms")
+    *out = v / 1e3;
+  else if (unit == "us")
+    *out = v / 1e6;
+  else if (unit == "m" || unit == "min")
+    *out = v * 60;
+  else
+    return false;
   return std::isfinite(*out);
 }
 
@@ -533,8 +552,8 @@ int parse_log_level(const std::string &text) {
   return -1;
 }
 
-bool parse_category_rules(const std::string &text,
-                          std::vector<std::pair<std::string, bool>> *rules, std::string *error) {
+bool parse_category_rules(const std::string &text, std::vector<std::pair<std::string, bool>> *rules,
+                          std::string *error) {
   std::stringstream ss(text);
   std::string item;
   while (std::getline(ss, item, ',')) {
@@ -585,9 +604,12 @@ config load_config(const dftrace_options *options) {
 
   // The file: init argument, else environment.
   std::string file;
-  if (have_opts && options->config_file) file = options->config_file;
-  else if (const char *v = getenv_nonempty("DFTRACE_CONFIG")) file = v;
-  else if (const char *v2 = getenv_nonempty("DFTRACER_CONFIGURATION")) file = v2;
+  if (have_opts && options->config_file)
+    file = options->config_file;
+  else if (const char *v = getenv_nonempty("DFTRACE_CONFIG"))
+    file = v;
+  else if (const char *v2 = getenv_nonempty("DFTRACER_CONFIGURATION"))
+    file = v2;
   if (!file.empty()) {
     c.config_file = file;
     c.source["config"] = have_opts && options->config_file ? "init" : "env";
@@ -618,7 +640,8 @@ config load_config(const dftrace_options *options) {
     if (options->enable >= 0) set("enable", options->enable ? "true" : "false");
     if (options->output_prefix) set("output.prefix", options->output_prefix);
     if (options->output_file) set("output.file", options->output_file);
-    if (options->compression >= 0) set("output.compression", options->compression ? "gzip" : "none");
+    if (options->compression >= 0)
+      set("output.compression", options->compression ? "gzip" : "none");
     if (options->level >= 0) set("output.level", std::to_string(options->level));
     if (options->metadata >= 0) set("metadata", options->metadata ? "true" : "false");
     if (options->install_signal_handlers >= 0)

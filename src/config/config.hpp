@@ -20,34 +20,34 @@ struct config {
 
   bool enable{};
   std::string config_file;
-  std::string init_mode;                // DFTracer's DFTRACER_INIT: function or preload
-  std::string output_prefix;            // output.prefix (DFTRACE_LOG_FILE, dftrace_options.output_prefix)
-  std::string output_file;              // exact path, overrides output_prefix
-  bool compression{};                   // gzip or none
-  std::string compressor;               // auto, isal, libdeflate, zlib
-  int level{};                          // -1: the codec's default
+  std::string init_mode;      // DFTracer's DFTRACER_INIT: function or preload
+  std::string output_prefix;  // output.prefix (DFTRACE_LOG_FILE, dftrace_options.output_prefix)
+  std::string output_file;    // exact path, overrides output_prefix
+  bool compression{};         // gzip or none
+  std::string compressor;     // auto, isal, libdeflate, zlib
+  int level{};                // -1: the codec's default
   size_t member_bytes{};
-  double flush_interval{};              // seconds
-  size_t buffer_bytes{};                // per-thread chunk
-  size_t queue_bytes{};                 // most buffered records before on_full applies
-  bool on_full_drop{};                  // false: block
-  int compress_threads{};               // members compressed at once when there is a backlog
+  double flush_interval{};  // seconds
+  size_t buffer_bytes{};    // per-thread chunk
+  size_t queue_bytes{};     // most buffered records before on_full applies
+  bool on_full_drop{};      // false: block
+  int compress_threads{};   // members compressed at once when there is a backlog
   bool metadata{};
   bool ns_precision{};
-  std::string timer_source;             // auto | tsc | monotonic
+  std::string timer_source;                              // auto | tsc | monotonic
   std::vector<std::pair<std::string, bool>> categories;  // in order; later wins
   bool signals{};
   bool atexit{};
   bool core_affinity{};
-  int log_level{};                      // error=0 warn=1 info=2 debug=3
-  bool tids{};                          // false: tid = pid (DFTRACER_DISABLE_TIDS)
-  std::string data_dir;                 // DFTracer compatibility; I/O interception filter
-  bool io{};                            // DFTracer compatibility: I/O interception switches
+  int log_level{};       // error=0 warn=1 info=2 debug=3
+  bool tids{};           // false: tid = pid (DFTRACER_DISABLE_TIDS)
+  std::string data_dir;  // DFTracer compatibility; I/O interception filter
+  bool io{};             // DFTracer compatibility: I/O interception switches
   bool posix{};
   bool stdio{};
-  std::string exec_name;                // set by init arguments (e.g. the Python script)
-  bool gpu_cupti{};                     // load libdftrace_cupti and record GPU activity
-  std::string gpu_kinds;                // which GPU activity (gpu_kinds.hpp's normal form)
+  std::string exec_name;  // set by init arguments (e.g. the Python script)
+  bool gpu_cupti{};       // load libdftrace_cupti and record GPU activity
+  std::string gpu_kinds;  // which GPU activity (gpu_kinds.hpp's normal form)
 
   // The configuration file named is not a file (a directory): tracing stays off, whatever the
   // other layers say (reported once by load_config).
@@ -63,8 +63,8 @@ struct config {
 config load_config(const dftrace_options *options);
 
 // Parses "-comm,+comm.all_reduce" / "comm:false,compute.step" into ordered rules.
-bool parse_category_rules(const std::string &text,
-                          std::vector<std::pair<std::string, bool>> *rules, std::string *error);
+bool parse_category_rules(const std::string &text, std::vector<std::pair<std::string, bool>> *rules,
+                          std::string *error);
 
 // Value parsers shared by the YAML and environment layers (exposed for the tests).
 bool parse_bool(const std::string &text, bool *out);
@@ -81,8 +81,8 @@ std::string describe(const config &cfg);
 // Every key with its default and the environment names that set it (for docs and tests).
 struct key_info {
   const char *key;
-  const char *env;          // DFTRACE_* name
-  const char *dftracer_env; // DFTracer name or nullptr
+  const char *env;           // DFTRACE_* name
+  const char *dftracer_env;  // DFTracer name or nullptr
   const char *default_text;
 };
 const std::vector<key_info> &config_keys();

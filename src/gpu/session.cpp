@@ -48,11 +48,11 @@ struct session {
   CUpti_SubscriberHandle subscriber{};
 
   std::mutex mu;
-  std::condition_variable wake;     // worker: a buffer is queued, or stop wants a flush
-  std::condition_variable idle;     // stop: the queue is empty and nothing is in hand
+  std::condition_variable wake;  // worker: a buffer is queued, or stop wants a flush
+  std::condition_variable idle;  // stop: the queue is empty and nothing is in hand
   std::deque<std::pair<uint8_t *, size_t>> queue;
   bool busy = false;
-  bool reset_pending = false;       // a new trace file: name the tracks again
+  bool reset_pending = false;  // a new trace file: name the tracks again
   kinds pending_kinds;
   std::atomic<uint64_t> dropped{0};
   bool dropped_reported = false;
@@ -65,7 +65,8 @@ bool g_failed = false;
 
 const char *api_name(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
   const char *name = nullptr;
-  if (g_session && g_session->api->callback_name(domain, cbid, &name) != CUPTI_SUCCESS) return nullptr;
+  if (g_session && g_session->api->callback_name(domain, cbid, &name) != CUPTI_SUCCESS)
+    return nullptr;
   return name;
 }
 
@@ -163,7 +164,8 @@ std::string driver_hint() {
 // Starts CUPTI; returns false (after one line) when it can not.
 bool start_cupti(session &s, const kinds &k) {
   const cupti_api &api = *s.api;
-  CUptiResult r = api.subscribe(&s.subscriber, reinterpret_cast<CUpti_CallbackFunc>(on_api), nullptr);
+  CUptiResult r =
+      api.subscribe(&s.subscriber, reinterpret_cast<CUpti_CallbackFunc>(on_api), nullptr);
   if (r != CUPTI_SUCCESS) {
     std::string why = api.describe(r);
     if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
@@ -187,8 +189,10 @@ bool start_cupti(session &s, const kinds &k) {
   auto enable = [&](bool want, CUpti_ActivityKind kind, const char *name) {
     if (!want) return;
     const CUptiResult e = api.activity_enable(kind);
-    if (e == CUPTI_SUCCESS) ++enabled;
-    else failed += std::string(failed.empty() ? "" : ", ") + name + " (" + api.describe(e) + ")";
+    if (e == CUPTI_SUCCESS)
+      ++enabled;
+    else
+      failed += std::string(failed.empty() ? "" : ", ") + name + " (" + api.describe(e) + ")";
   };
   enable(k.kernel, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "kernel");
   enable(k.memcpy, CUPTI_ACTIVITY_KIND_MEMCPY, "memcpy");
@@ -217,7 +221,8 @@ extern "C" {
 // dftrace (the worker thread does that later). Later calls only update the kinds and name
 // the tracks again in the new file. 0 when recording, -1 otherwise (after one line on
 // stderr, once per process).
-__attribute__((visibility("default"))) int dftrace_cupti_start(const char *kinds_text, int log_level) {
+__attribute__((visibility("default"))) int dftrace_cupti_start(const char *kinds_text,
+                                                               int log_level) {
   try {
     g_log_level.store(log_level);
     kinds k;

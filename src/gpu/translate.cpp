@@ -73,7 +73,8 @@ std::string api_base_name(const char *name) {
   const auto u = s.rfind("_v");
   if (u != std::string::npos && u + 2 < s.size()) {
     bool digits = true;
-    for (size_t i = u + 2; i < s.size(); ++i) digits &= std::isdigit(static_cast<unsigned char>(s[i])) != 0;
+    for (size_t i = u + 2; i < s.size(); ++i)
+      digits &= std::isdigit(static_cast<unsigned char>(s[i])) != 0;
     if (digits) s.resize(u);
   }
   // cudaMemcpy_ptds / cuLaunchKernel_ptsz: per-thread default-stream variants
@@ -85,8 +86,8 @@ std::string api_base_name(const char *name) {
 }
 
 bool api_issues_work(const std::string &n) {
-  for (const char *w : {"Launch", "Memcpy", "Memset", "Synchronize", "EventRecord",
-                        "StreamWaitEvent", "WaitEvent"})
+  for (const char *w :
+       {"Launch", "Memcpy", "Memset", "Synchronize", "EventRecord", "StreamWaitEvent", "WaitEvent"})
     if (n.find(w) != std::string::npos) return true;
   return false;
 }
@@ -253,14 +254,16 @@ bool translator::memcpy(const CUpti_ActivityMemcpy6 &r) {
   // made that driver call has its own, given here so that both API events can be found.
   if (r.runtimeCorrelationId != 0 && r.runtimeCorrelationId != r.correlationId)
     a.push_back(arg_i("runtime_correlation_id", r.runtimeCorrelationId));
-  return emit(transfer_node_, r.start, r.end, track_for(r.deviceId, r.streamId), a, r.correlationId);
+  return emit(transfer_node_, r.start, r.end, track_for(r.deviceId, r.streamId), a,
+              r.correlationId);
 }
 
 bool translator::peer_copy(const CUpti_ActivityMemcpyPtoP4 &r) {
   std::vector<dftrace_arg_t> a = copy_args(r);
   a.push_back(arg_i("src_device", r.srcDeviceId));
   a.push_back(arg_i("dst_device", r.dstDeviceId));
-  return emit(transfer_node_, r.start, r.end, track_for(r.deviceId, r.streamId), a, r.correlationId);
+  return emit(transfer_node_, r.start, r.end, track_for(r.deviceId, r.streamId), a,
+              r.correlationId);
 }
 
 bool translator::memset(const CUpti_ActivityMemset4 &r) {
@@ -298,7 +301,8 @@ bool translator::api(const CUpti_ActivityAPI &r, CUpti_CallbackDomain domain) {
     if (base.empty())
       base = (domain == CUPTI_CB_DOMAIN_RUNTIME_API ? "cuda_runtime_" : "cuda_driver_") +
              std::to_string(r.cbid);
-    if (kinds_.api_all || api_issues_work(base)) info.node = dftrace_node_child(cuda_category_, base.c_str());
+    if (kinds_.api_all || api_issues_work(base))
+      info.node = dftrace_node_child(cuda_category_, base.c_str());
   }
   if (!info.node) return false;
   std::vector<dftrace_arg_t> a;
@@ -317,7 +321,8 @@ bool translator::translate(const CUpti_Activity *record) {
     case CUPTI_ACTIVITY_KIND_MEMCPY:
       return kinds_.memcpy && memcpy(*reinterpret_cast<const CUpti_ActivityMemcpy6 *>(record));
     case CUPTI_ACTIVITY_KIND_MEMCPY2:
-      return kinds_.memcpy && peer_copy(*reinterpret_cast<const CUpti_ActivityMemcpyPtoP4 *>(record));
+      return kinds_.memcpy &&
+             peer_copy(*reinterpret_cast<const CUpti_ActivityMemcpyPtoP4 *>(record));
     case CUPTI_ACTIVITY_KIND_MEMSET:
       return kinds_.memset && memset(*reinterpret_cast<const CUpti_ActivityMemset4 *>(record));
     case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
@@ -333,8 +338,7 @@ bool translator::translate(const CUpti_Activity *record) {
       context_device_[c.contextId] = c.deviceId;
       return false;
     }
-    default:
-      return false;
+    default: return false;
   }
 }
 

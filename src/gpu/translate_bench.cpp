@@ -3,11 +3,11 @@
 // activity record into a trace event (on the worker thread).
 #include <benchmark/benchmark.h>
 
-#include <cstdlib>
-#include <filesystem>
-#include <cstring>
-#include <string>
 #include <unistd.h>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <string>
 
 #include "dftrace/dftrace.h"
 #include "gpu/translate.hpp"

@@ -62,7 +62,8 @@ bool env_flag(const char *name, bool fallback) {
   const char *v = std::getenv(name);
   if (!v || !*v) return fallback;
   const std::string s(v);
-  if (s == "0" || s == "false" || s == "False" || s == "FALSE" || s == "no" || s == "off") return false;
+  if (s == "0" || s == "false" || s == "False" || s == "FALSE" || s == "no" || s == "off")
+    return false;
   return true;
 }
 
@@ -72,7 +73,8 @@ int env_int(const char *name, int fallback, int lo, int hi) {
   char *end = nullptr;
   const long x = std::strtol(v, &end, 10);
   if (*end || x < lo || x > hi) {
-    std::fprintf(stderr, "dftrace: %s=%s is not an integer in %d..%d; using %d\n", name, v, lo, hi, fallback);
+    std::fprintf(stderr, "dftrace: %s=%s is not an integer in %d..%d; using %d\n", name, v, lo, hi,
+                 fallback);
     return fallback;
   }
   return static_cast<int>(x);
@@ -126,7 +128,8 @@ std::string cpu_text(const cpu_set_t &s) {
 // bound rank says so in a PR affinity_warning line.
 void check_affinity(MPI_Comm world, int rank) {
   MPI_Comm local;
-  if (PMPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local) != MPI_SUCCESS) return;
+  if (PMPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local) != MPI_SUCCESS)
+    return;
   int lrank = 0, lsize = 1;
   PMPI_Comm_rank(local, &lrank);
   PMPI_Comm_size(local, &lsize);
@@ -140,9 +143,13 @@ void check_affinity(MPI_Comm world, int rank) {
   CPU_ZERO(&mine.cpus);
   const bool known = ::sched_getaffinity(0, sizeof mine.cpus, &mine.cpus) == 0;
   std::vector<entry> all(static_cast<size_t>(lsize));
-  if (PMPI_Allgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, local) == MPI_SUCCESS && known) {
+  if (PMPI_Allgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, local) ==
+          MPI_SUCCESS &&
+      known) {
     long online = ::sysconf(_SC_NPROCESSORS_ONLN);
-    auto bound = [online](const cpu_set_t &s) { return CPU_COUNT(&s) > 0 && CPU_COUNT(&s) < online; };
+    auto bound = [online](const cpu_set_t &s) {
+      return CPU_COUNT(&s) > 0 && CPU_COUNT(&s) < online;
+    };
     if (bound(mine.cpus)) {
       std::string others;
       cpu_set_t shared;
@@ -157,8 +164,8 @@ void check_affinity(MPI_Comm world, int rank) {
       }
       if (!others.empty())
         dftrace_process_property_string(
-            "affinity_warning", ("rank " + std::to_string(rank) + " shares CPUs " + cpu_text(shared) +
-                                 " with rank(s) " + others + " on this host")
+            "affinity_warning", ("rank " + std::to_string(rank) + " shares CPUs " +
+                                 cpu_text(shared) + " with rank(s) " + others + " on this host")
                                     .c_str());
     }
   }
@@ -170,7 +177,8 @@ void check_affinity(MPI_Comm world, int rank) {
 // After a successful MPI_Init: rank, size, clock offset, affinity.
 void after_init() {
   int rank = 0, size = 1;
-  if (PMPI_Comm_rank(MPI_COMM_WORLD, &rank) != MPI_SUCCESS || PMPI_Comm_size(MPI_COMM_WORLD, &size) != MPI_SUCCESS)
+  if (PMPI_Comm_rank(MPI_COMM_WORLD, &rank) != MPI_SUCCESS ||
+      PMPI_Comm_size(MPI_COMM_WORLD, &size) != MPI_SUCCESS)
     return;
   dftrace_set_rank(rank, size);
   // The exchanges below are collective, so the ranks agree first: every rank takes part if
@@ -179,7 +187,8 @@ void after_init() {
   int mine[3] = {dftrace_is_enabled() ? 1 : 0, env_flag("DFTRACE_MPI_CLOCK_SYNC", true) ? 0 : 1,
                  env_int("DFTRACE_MPI_CLOCK_ROUNDS", 10, 1, 1000)};
   int all[3] = {0, 0, 0};
-  if (PMPI_Allreduce(mine, all, 3, MPI_INT, MPI_MAX, MPI_COMM_WORLD) != MPI_SUCCESS || !all[0]) return;
+  if (PMPI_Allreduce(mine, all, 3, MPI_INT, MPI_MAX, MPI_COMM_WORLD) != MPI_SUCCESS || !all[0])
+    return;
   if (size > 1 && !all[1]) {
     align_clocks(MPI_COMM_WORLD, rank, size, all[2]);
   } else {
@@ -204,7 +213,6 @@ dftrace_region_t begin_init() {
   }
   return r;
 }
-
 
 }  // namespace dftrace::mpi
 
@@ -245,20 +253,20 @@ int MPI_Finalize(void) {
 
 int MPI_Send(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm) {
   return traced(
-      nodes.send,
-      [&] { return peer_args(bytes_of(count, dt), dest, tag, size_of(comm)); },
+      nodes.send, [&] { return peer_args(bytes_of(count, dt), dest, tag, size_of(comm)); },
       [&] { return PMPI_Send(buf, count, dt, dest, tag, comm); });
 }
 
 int MPI_Ssend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm) {
   return traced(
-      nodes.send,
-      [&] { return peer_args(bytes_of(count, dt), dest, tag, size_of(comm)); },
+      nodes.send, [&] { return peer_args(bytes_of(count, dt), dest, tag, size_of(comm)); },
       [&] { return PMPI_Ssend(buf, count, dt, dest, tag, comm); });
 }
 
-int MPI_Recv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Comm comm, MPI_Status *status) {
-  if (!dftrace_node_active_fast(nodes.receive)) return PMPI_Recv(buf, count, dt, source, tag, comm, status);
+int MPI_Recv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Comm comm,
+             MPI_Status *status) {
+  if (!dftrace_node_active_fast(nodes.receive))
+    return PMPI_Recv(buf, count, dt, source, tag, comm, status);
   // What arrived is known only afterwards: bytes, source and tag come from the status.
   MPI_Status local;
   MPI_Status *filled = status == MPI_STATUS_IGNORE ? &local : status;
@@ -267,20 +275,22 @@ int MPI_Recv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Com
   const int rc = PMPI_Recv(buf, count, dt, source, tag, comm, filled);
   if (r) {
     const receipt got = received(rc, filled, source, tag);
-    const dftrace_arg_t out[] = {arg("bytes", got.bytes), arg("peer", got.source), arg("tag", got.tag)};
+    const dftrace_arg_t out[] = {arg("bytes", got.bytes), arg("peer", got.source),
+                                 arg("tag", got.tag)};
     dftrace_region_end_ex(r, out, 3);
   }
   return rc;
 }
 
-int MPI_Isend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm, MPI_Request *req) {
+int MPI_Isend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm,
+              MPI_Request *req) {
   return traced(
-      nodes.send_post,
-      [&] { return peer_args(bytes_of(count, dt), dest, tag, size_of(comm)); },
+      nodes.send_post, [&] { return peer_args(bytes_of(count, dt), dest, tag, size_of(comm)); },
       [&] { return PMPI_Isend(buf, count, dt, dest, tag, comm, req); });
 }
 
-int MPI_Irecv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Comm comm, MPI_Request *req) {
+int MPI_Irecv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Comm comm,
+              MPI_Request *req) {
   return traced(
       nodes.receive_post,
       [&] { return peer_args(bytes_of(count, dt), source, tag, size_of(comm)); },
@@ -291,8 +301,7 @@ int MPI_Irecv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Co
 
 int MPI_Wait(MPI_Request *req, MPI_Status *status) {
   return traced(
-      nodes.wait, [&] { return requests_args(1); },
-      [&] { return PMPI_Wait(req, status); });
+      nodes.wait, [&] { return requests_args(1); }, [&] { return PMPI_Wait(req, status); });
 }
 
 int MPI_Waitall(int count, MPI_Request reqs[], MPI_Status *statuses) {
@@ -307,7 +316,8 @@ int MPI_Waitany(int count, MPI_Request reqs[], int *index, MPI_Status *status) {
       [&] { return PMPI_Waitany(count, reqs, index, status); });
 }
 
-int MPI_Waitsome(int incount, MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[]) {
+int MPI_Waitsome(int incount, MPI_Request reqs[], int *outcount, int indices[],
+                 MPI_Status statuses[]) {
   return traced(
       nodes.wait, [&] { return requests_args(incount); },
       [&] { return PMPI_Waitsome(incount, reqs, outcount, indices, statuses); });
@@ -316,13 +326,24 @@ int MPI_Waitsome(int incount, MPI_Request reqs[], int *outcount, int indices[], 
 int MPI_Test(MPI_Request *req, int *flag, MPI_Status *status) {
   int done = 0;
   return traced_test(
-      1, [&] { const int rc = PMPI_Test(req, flag, status); done = *flag ? 1 : 0; return rc; }, &done);
+      1,
+      [&] {
+        const int rc = PMPI_Test(req, flag, status);
+        done = *flag ? 1 : 0;
+        return rc;
+      },
+      &done);
 }
 
 int MPI_Testall(int count, MPI_Request reqs[], int *flag, MPI_Status statuses[]) {
   int done = 0;
   return traced_test(
-      count, [&] { const int rc = PMPI_Testall(count, reqs, flag, statuses); done = *flag ? count : 0; return rc; },
+      count,
+      [&] {
+        const int rc = PMPI_Testall(count, reqs, flag, statuses);
+        done = *flag ? count : 0;
+        return rc;
+      },
       &done);
 }
 
@@ -338,7 +359,8 @@ int MPI_Testany(int count, MPI_Request reqs[], int *index, int *flag, MPI_Status
       &done);
 }
 
-int MPI_Testsome(int incount, MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[]) {
+int MPI_Testsome(int incount, MPI_Request reqs[], int *outcount, int indices[],
+                 MPI_Status statuses[]) {
   int done = 0;
   return traced_test(
       incount,
@@ -354,16 +376,18 @@ int MPI_Testsome(int incount, MPI_Request reqs[], int *outcount, int indices[], 
 
 int MPI_Sendrecv(const void *sb, int sc, MPI_Datatype st, int dest, int sendtag, void *rb, int rc,
                  MPI_Datatype rt, int source, int recvtag, MPI_Comm comm, MPI_Status *status) {
-  return traced_sendrecv(bytes_of(sc, st), dest, sendtag, source, recvtag, comm, status, [&](MPI_Status *s) {
-    return PMPI_Sendrecv(sb, sc, st, dest, sendtag, rb, rc, rt, source, recvtag, comm, s);
-  });
+  return traced_sendrecv(
+      bytes_of(sc, st), dest, sendtag, source, recvtag, comm, status, [&](MPI_Status *s) {
+        return PMPI_Sendrecv(sb, sc, st, dest, sendtag, rb, rc, rt, source, recvtag, comm, s);
+      });
 }
 
 int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype dt, int dest, int sendtag, int source,
                          int recvtag, MPI_Comm comm, MPI_Status *status) {
-  return traced_sendrecv(bytes_of(count, dt), dest, sendtag, source, recvtag, comm, status, [&](MPI_Status *s) {
-    return PMPI_Sendrecv_replace(buf, count, dt, dest, sendtag, source, recvtag, comm, s);
-  });
+  return traced_sendrecv(
+      bytes_of(count, dt), dest, sendtag, source, recvtag, comm, status, [&](MPI_Status *s) {
+        return PMPI_Sendrecv_replace(buf, count, dt, dest, sendtag, source, recvtag, comm, s);
+      });
 }
 
 // ---------------------------------------------------------------- collectives
@@ -376,26 +400,25 @@ int MPI_Barrier(MPI_Comm comm) {
 
 int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm) {
   return traced(
-      nodes.bcast,
-      [&] { return rooted_args(bytes_of(count, dt), root, size_of(comm)); },
+      nodes.bcast, [&] { return rooted_args(bytes_of(count, dt), root, size_of(comm)); },
       [&] { return PMPI_Bcast(buf, count, dt, root, comm); });
 }
 
-int MPI_Reduce(const void *sb, void *rb, int count, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm) {
+int MPI_Reduce(const void *sb, void *rb, int count, MPI_Datatype dt, MPI_Op op, int root,
+               MPI_Comm comm) {
   return traced(
-      nodes.reduce,
-      [&] { return rooted_args(bytes_of(count, dt), root, size_of(comm)); },
+      nodes.reduce, [&] { return rooted_args(bytes_of(count, dt), root, size_of(comm)); },
       [&] { return PMPI_Reduce(sb, rb, count, dt, op, root, comm); });
 }
 
 int MPI_Allreduce(const void *sb, void *rb, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
   return traced(
-      nodes.all_reduce,
-      [&] { return collective_args(bytes_of(count, dt), size_of(comm)); },
+      nodes.all_reduce, [&] { return collective_args(bytes_of(count, dt), size_of(comm)); },
       [&] { return PMPI_Allreduce(sb, rb, count, dt, op, comm); });
 }
 
-int MPI_Gather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, int root, MPI_Comm comm) {
+int MPI_Gather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, int root,
+               MPI_Comm comm) {
   return traced(
       nodes.gather,
       [&] {
@@ -405,18 +428,20 @@ int MPI_Gather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Da
       [&] { return PMPI_Gather(sb, sc, st, rb, rc, rt, root, comm); });
 }
 
-int MPI_Gatherv(const void *sb, int sc, MPI_Datatype st, void *rb, const int rcs[], const int displs[],
-                MPI_Datatype rt, int root, MPI_Comm comm) {
+int MPI_Gatherv(const void *sb, int sc, MPI_Datatype st, void *rb, const int rcs[],
+                const int displs[], MPI_Datatype rt, int root, MPI_Comm comm) {
   return traced(
       nodes.gather,
       [&] {
-        const int64_t bytes = sb == MPI_IN_PLACE ? bytes_of(rcs ? rcs[rank_in(comm)] : 0, rt) : bytes_of(sc, st);
+        const int64_t bytes =
+            sb == MPI_IN_PLACE ? bytes_of(rcs ? rcs[rank_in(comm)] : 0, rt) : bytes_of(sc, st);
         return rooted_args(bytes, root, size_of(comm));
       },
       [&] { return PMPI_Gatherv(sb, sc, st, rb, rcs, displs, rt, root, comm); });
 }
 
-int MPI_Allgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, MPI_Comm comm) {
+int MPI_Allgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt,
+                  MPI_Comm comm) {
   return traced(
       nodes.all_gather,
       [&] {
@@ -426,18 +451,20 @@ int MPI_Allgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI
       [&] { return PMPI_Allgather(sb, sc, st, rb, rc, rt, comm); });
 }
 
-int MPI_Allgatherv(const void *sb, int sc, MPI_Datatype st, void *rb, const int rcs[], const int displs[],
-                   MPI_Datatype rt, MPI_Comm comm) {
+int MPI_Allgatherv(const void *sb, int sc, MPI_Datatype st, void *rb, const int rcs[],
+                   const int displs[], MPI_Datatype rt, MPI_Comm comm) {
   return traced(
       nodes.all_gather,
       [&] {
-        const int64_t bytes = sb == MPI_IN_PLACE ? bytes_of(rcs ? rcs[rank_in(comm)] : 0, rt) : bytes_of(sc, st);
+        const int64_t bytes =
+            sb == MPI_IN_PLACE ? bytes_of(rcs ? rcs[rank_in(comm)] : 0, rt) : bytes_of(sc, st);
         return collective_args(bytes, size_of(comm));
       },
       [&] { return PMPI_Allgatherv(sb, sc, st, rb, rcs, displs, rt, comm); });
 }
 
-int MPI_Scatter(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, int root, MPI_Comm comm) {
+int MPI_Scatter(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt,
+                int root, MPI_Comm comm) {
   return traced(
       nodes.scatter,
       [&] {
@@ -447,18 +474,20 @@ int MPI_Scatter(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_D
       [&] { return PMPI_Scatter(sb, sc, st, rb, rc, rt, root, comm); });
 }
 
-int MPI_Scatterv(const void *sb, const int scs[], const int displs[], MPI_Datatype st, void *rb, int rc,
-                 MPI_Datatype rt, int root, MPI_Comm comm) {
+int MPI_Scatterv(const void *sb, const int scs[], const int displs[], MPI_Datatype st, void *rb,
+                 int rc, MPI_Datatype rt, int root, MPI_Comm comm) {
   return traced(
       nodes.scatter,
       [&] {
-        const int64_t bytes = rb == MPI_IN_PLACE ? bytes_of(scs ? scs[rank_in(comm)] : 0, st) : bytes_of(rc, rt);
+        const int64_t bytes =
+            rb == MPI_IN_PLACE ? bytes_of(scs ? scs[rank_in(comm)] : 0, st) : bytes_of(rc, rt);
         return rooted_args(bytes, root, size_of(comm));
       },
       [&] { return PMPI_Scatterv(sb, scs, displs, st, rb, rc, rt, root, comm); });
 }
 
-int MPI_Reduce_scatter(const void *sb, void *rb, const int rcs[], MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
+int MPI_Reduce_scatter(const void *sb, void *rb, const int rcs[], MPI_Datatype dt, MPI_Op op,
+                       MPI_Comm comm) {
   return traced(
       nodes.reduce_scatter,
       [&] {
@@ -468,7 +497,8 @@ int MPI_Reduce_scatter(const void *sb, void *rb, const int rcs[], MPI_Datatype d
       [&] { return PMPI_Reduce_scatter(sb, rb, rcs, dt, op, comm); });
 }
 
-int MPI_Reduce_scatter_block(const void *sb, void *rb, int rc, MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
+int MPI_Reduce_scatter_block(const void *sb, void *rb, int rc, MPI_Datatype dt, MPI_Op op,
+                             MPI_Comm comm) {
   return traced(
       nodes.reduce_scatter,
       [&] {
@@ -478,13 +508,15 @@ int MPI_Reduce_scatter_block(const void *sb, void *rb, int rc, MPI_Datatype dt, 
       [&] { return PMPI_Reduce_scatter_block(sb, rb, rc, dt, op, comm); });
 }
 
-int MPI_Alltoall(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, MPI_Comm comm) {
+int MPI_Alltoall(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt,
+                 MPI_Comm comm) {
   return traced(
       nodes.all_to_all,
       [&] {
         const int comm_size = size_of(comm);
-        const int64_t bytes = sb == MPI_IN_PLACE ? bytes_of(static_cast<int64_t>(rc) * comm_size, rt)
-                                             : bytes_of(static_cast<int64_t>(sc) * comm_size, st);
+        const int64_t bytes = sb == MPI_IN_PLACE
+                                  ? bytes_of(static_cast<int64_t>(rc) * comm_size, rt)
+                                  : bytes_of(static_cast<int64_t>(sc) * comm_size, st);
         return collective_args(bytes, comm_size);
       },
       [&] { return PMPI_Alltoall(sb, sc, st, rb, rc, rt, comm); });
@@ -496,7 +528,8 @@ int MPI_Alltoallv(const void *sb, const int scs[], const int sdispls[], MPI_Data
       nodes.all_to_all,
       [&] {
         const int comm_size = size_of(comm);
-        const int64_t bytes = sb == MPI_IN_PLACE ? bytes_of(sum_of(rcs, comm_size), rt) : bytes_of(sum_of(scs, comm_size), st);
+        const int64_t bytes = sb == MPI_IN_PLACE ? bytes_of(sum_of(rcs, comm_size), rt)
+                                                 : bytes_of(sum_of(scs, comm_size), st);
         return collective_args(bytes, comm_size);
       },
       [&] { return PMPI_Alltoallv(sb, scs, sdispls, st, rb, rcs, rdispls, rt, comm); });
@@ -512,28 +545,26 @@ int MPI_Ibarrier(MPI_Comm comm, MPI_Request *req) {
 
 int MPI_Ibcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm, MPI_Request *req) {
   return traced(
-      nodes.bcast_post,
-      [&] { return rooted_args(bytes_of(count, dt), root, size_of(comm)); },
+      nodes.bcast_post, [&] { return rooted_args(bytes_of(count, dt), root, size_of(comm)); },
       [&] { return PMPI_Ibcast(buf, count, dt, root, comm, req); });
 }
 
-int MPI_Ireduce(const void *sb, void *rb, int count, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm,
-                MPI_Request *req) {
+int MPI_Ireduce(const void *sb, void *rb, int count, MPI_Datatype dt, MPI_Op op, int root,
+                MPI_Comm comm, MPI_Request *req) {
   return traced(
-      nodes.reduce_post,
-      [&] { return rooted_args(bytes_of(count, dt), root, size_of(comm)); },
+      nodes.reduce_post, [&] { return rooted_args(bytes_of(count, dt), root, size_of(comm)); },
       [&] { return PMPI_Ireduce(sb, rb, count, dt, op, root, comm, req); });
 }
 
-int MPI_Iallreduce(const void *sb, void *rb, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm, MPI_Request *req) {
+int MPI_Iallreduce(const void *sb, void *rb, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
+                   MPI_Request *req) {
   return traced(
-      nodes.all_reduce_post,
-      [&] { return collective_args(bytes_of(count, dt), size_of(comm)); },
+      nodes.all_reduce_post, [&] { return collective_args(bytes_of(count, dt), size_of(comm)); },
       [&] { return PMPI_Iallreduce(sb, rb, count, dt, op, comm, req); });
 }
 
-int MPI_Igather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, int root, MPI_Comm comm,
-                MPI_Request *req) {
+int MPI_Igather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt,
+                int root, MPI_Comm comm, MPI_Request *req) {
   return traced(
       nodes.gather_post,
       [&] {
@@ -543,8 +574,8 @@ int MPI_Igather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_D
       [&] { return PMPI_Igather(sb, sc, st, rb, rc, rt, root, comm, req); });
 }
 
-int MPI_Iallgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, MPI_Comm comm,
-                   MPI_Request *req) {
+int MPI_Iallgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt,
+                   MPI_Comm comm, MPI_Request *req) {
   return traced(
       nodes.all_gather_post,
       [&] {
@@ -554,8 +585,8 @@ int MPI_Iallgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MP
       [&] { return PMPI_Iallgather(sb, sc, st, rb, rc, rt, comm, req); });
 }
 
-int MPI_Iscatter(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, int root, MPI_Comm comm,
-                 MPI_Request *req) {
+int MPI_Iscatter(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt,
+                 int root, MPI_Comm comm, MPI_Request *req) {
   return traced(
       nodes.scatter_post,
       [&] {
@@ -565,8 +596,8 @@ int MPI_Iscatter(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_
       [&] { return PMPI_Iscatter(sb, sc, st, rb, rc, rt, root, comm, req); });
 }
 
-int MPI_Ireduce_scatter_block(const void *sb, void *rb, int rc, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
-                              MPI_Request *req) {
+int MPI_Ireduce_scatter_block(const void *sb, void *rb, int rc, MPI_Datatype dt, MPI_Op op,
+                              MPI_Comm comm, MPI_Request *req) {
   return traced(
       nodes.reduce_scatter_post,
       [&] {
@@ -576,14 +607,15 @@ int MPI_Ireduce_scatter_block(const void *sb, void *rb, int rc, MPI_Datatype dt,
       [&] { return PMPI_Ireduce_scatter_block(sb, rb, rc, dt, op, comm, req); });
 }
 
-int MPI_Ialltoall(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, MPI_Comm comm,
-                  MPI_Request *req) {
+int MPI_Ialltoall(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt,
+                  MPI_Comm comm, MPI_Request *req) {
   return traced(
       nodes.all_to_all_post,
       [&] {
         const int comm_size = size_of(comm);
-        const int64_t bytes = sb == MPI_IN_PLACE ? bytes_of(static_cast<int64_t>(rc) * comm_size, rt)
-                                             : bytes_of(static_cast<int64_t>(sc) * comm_size, st);
+        const int64_t bytes = sb == MPI_IN_PLACE
+                                  ? bytes_of(static_cast<int64_t>(rc) * comm_size, rt)
+                                  : bytes_of(static_cast<int64_t>(sc) * comm_size, st);
         return collective_args(bytes, comm_size);
       },
       [&] { return PMPI_Ialltoall(sb, sc, st, rb, rc, rt, comm, req); });

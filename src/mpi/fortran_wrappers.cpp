@@ -1,5 +1,5 @@
-// fortran_wrappers.cpp: libdftrace_mpi's wrappers of the Fortran MPI bindings (mpif.h and `use mpi`,
-// gfortran's names: mpi_allreduce_ ...). The Fortran bindings of OpenMPI call PMPI_* in C
+// fortran_wrappers.cpp: libdftrace_mpi's wrappers of the Fortran MPI bindings (mpif.h and `use
+// mpi`, gfortran's names: mpi_allreduce_ ...). The Fortran bindings of OpenMPI call PMPI_* in C
 // directly, so the C wrappers never see Fortran calls: these record the same events around the
 // PMPI Fortran entry points (pmpi_allreduce_ ...), which convert the handles and sentinels
 // themselves. Handles are converted here only to compute the arguments. See README.md.
@@ -19,22 +19,32 @@ extern "C" {
 void pmpi_init_(fint *ierr);
 void pmpi_init_thread_(fint *required, fint *provided, fint *ierr);
 void pmpi_finalize_(fint *ierr);
-void pmpi_send_(const void *buf, fint *count, fint *dt, fint *dest, fint *tag, fint *comm, fint *ierr);
-void pmpi_recv_(void *buf, fint *count, fint *dt, fint *source, fint *tag, fint *comm, fint *status, fint *ierr);
-void pmpi_isend_(const void *buf, fint *count, fint *dt, fint *dest, fint *tag, fint *comm, fint *req, fint *ierr);
-void pmpi_irecv_(void *buf, fint *count, fint *dt, fint *source, fint *tag, fint *comm, fint *req, fint *ierr);
+void pmpi_send_(const void *buf, fint *count, fint *dt, fint *dest, fint *tag, fint *comm,
+                fint *ierr);
+void pmpi_recv_(void *buf, fint *count, fint *dt, fint *source, fint *tag, fint *comm, fint *status,
+                fint *ierr);
+void pmpi_isend_(const void *buf, fint *count, fint *dt, fint *dest, fint *tag, fint *comm,
+                 fint *req, fint *ierr);
+void pmpi_irecv_(void *buf, fint *count, fint *dt, fint *source, fint *tag, fint *comm, fint *req,
+                 fint *ierr);
 void pmpi_wait_(fint *req, fint *status, fint *ierr);
 void pmpi_waitall_(fint *count, fint *reqs, fint *statuses, fint *ierr);
 void pmpi_barrier_(fint *comm, fint *ierr);
 void pmpi_bcast_(void *buf, fint *count, fint *dt, fint *root, fint *comm, fint *ierr);
-void pmpi_reduce_(const void *sb, void *rb, fint *count, fint *dt, fint *op, fint *root, fint *comm, fint *ierr);
-void pmpi_allreduce_(const void *sb, void *rb, fint *count, fint *dt, fint *op, fint *comm, fint *ierr);
-void pmpi_gather_(const void *sb, fint *sc, fint *st, void *rb, fint *rc, fint *rt, fint *root, fint *comm, fint *ierr);
-void pmpi_allgather_(const void *sb, fint *sc, fint *st, void *rb, fint *rc, fint *rt, fint *comm, fint *ierr);
-void pmpi_scatter_(const void *sb, fint *sc, fint *st, void *rb, fint *rc, fint *rt, fint *root, fint *comm, fint *ierr);
-void pmpi_alltoall_(const void *sb, fint *sc, fint *st, void *rb, fint *rc, fint *rt, fint *comm, fint *ierr);
-void pmpi_sendrecv_(const void *sb, fint *sc, fint *st, fint *dest, fint *stag, void *rb, fint *rc, fint *rt, fint *source, fint *rtag,
-                    fint *comm, fint *status, fint *ierr);
+void pmpi_reduce_(const void *sb, void *rb, fint *count, fint *dt, fint *op, fint *root, fint *comm,
+                  fint *ierr);
+void pmpi_allreduce_(const void *sb, void *rb, fint *count, fint *dt, fint *op, fint *comm,
+                     fint *ierr);
+void pmpi_gather_(const void *sb, fint *sc, fint *st, void *rb, fint *rc, fint *rt, fint *root,
+                  fint *comm, fint *ierr);
+void pmpi_allgather_(const void *sb, fint *sc, fint *st, void *rb, fint *rc, fint *rt, fint *comm,
+                     fint *ierr);
+void pmpi_scatter_(const void *sb, fint *sc, fint *st, void *rb, fint *rc, fint *rt, fint *root,
+                   fint *comm, fint *ierr);
+void pmpi_alltoall_(const void *sb, fint *sc, fint *st, void *rb, fint *rc, fint *rt, fint *comm,
+                    fint *ierr);
+void pmpi_sendrecv_(const void *sb, fint *sc, fint *st, fint *dest, fint *stag, void *rb, fint *rc,
+                    fint *rt, fint *source, fint *rtag, fint *comm, fint *status, fint *ierr);
 // OpenMPI's Fortran MPI_IN_PLACE sentinel (weak: absent elsewhere, then never matched).
 extern int mpi_fortran_in_place_ __attribute__((weak));
 }
@@ -43,7 +53,9 @@ namespace {
 
 inline MPI_Comm comm_of(const fint *c) { return PMPI_Comm_f2c(*c); }
 inline MPI_Datatype type_of(const fint *t) { return PMPI_Type_f2c(*t); }
-inline bool in_place(const void *p) { return &mpi_fortran_in_place_ != nullptr && p == &mpi_fortran_in_place_; }
+inline bool in_place(const void *p) {
+  return &mpi_fortran_in_place_ != nullptr && p == &mpi_fortran_in_place_;
+}
 
 // Room for any MPI implementation's Fortran status (OpenMPI: 6 integers).
 constexpr int k_status_room = 32;
@@ -60,7 +72,8 @@ void traced_f(dftrace_node_t *node, Args make_args, Call call, fint *ierr) {
 // received() from a Fortran status (converted to C first).
 receipt received_f(const fint *filled, fint rc, int posted_source, int posted_tag) {
   MPI_Status c_status;
-  if (rc != MPI_SUCCESS || PMPI_Status_f2c(filled, &c_status) != MPI_SUCCESS) return {0, posted_source, posted_tag};
+  if (rc != MPI_SUCCESS || PMPI_Status_f2c(filled, &c_status) != MPI_SUCCESS)
+    return {0, posted_source, posted_tag};
   return received(MPI_SUCCESS, &c_status, posted_source, posted_tag);
 }
 
@@ -95,15 +108,18 @@ void mpi_finalize_(fint *ierr) {
 
 // ---------------------------------------------------------------- point to point
 
-void mpi_send_(const void *buf, fint *count, fint *dt, fint *dest, fint *tag, fint *comm, fint *ierr) {
+void mpi_send_(const void *buf, fint *count, fint *dt, fint *dest, fint *tag, fint *comm,
+               fint *ierr) {
   traced_f(
       nodes.send,
       [&] { return peer_args(bytes_of(count, dt), *dest, *tag, size_of(comm_of(comm))); },
       [&] { pmpi_send_(buf, count, dt, dest, tag, comm, ierr); }, ierr);
 }
 
-void mpi_recv_(void *buf, fint *count, fint *dt, fint *source, fint *tag, fint *comm, fint *status, fint *ierr) {
-  if (!dftrace_node_active_fast(nodes.receive)) return pmpi_recv_(buf, count, dt, source, tag, comm, status, ierr);
+void mpi_recv_(void *buf, fint *count, fint *dt, fint *source, fint *tag, fint *comm, fint *status,
+               fint *ierr) {
+  if (!dftrace_node_active_fast(nodes.receive))
+    return pmpi_recv_(buf, count, dt, source, tag, comm, status, ierr);
   fint local[k_status_room];
   fint *filled = status == MPI_F_STATUS_IGNORE ? local : status;
   const dftrace_arg_t in[] = {arg("comm_size", size_of(comm_of(comm)))};
@@ -111,19 +127,22 @@ void mpi_recv_(void *buf, fint *count, fint *dt, fint *source, fint *tag, fint *
   pmpi_recv_(buf, count, dt, source, tag, comm, filled, ierr);
   if (r) {
     const receipt got = received_f(filled, *ierr, *source, *tag);
-    const dftrace_arg_t out[] = {arg("bytes", got.bytes), arg("peer", got.source), arg("tag", got.tag)};
+    const dftrace_arg_t out[] = {arg("bytes", got.bytes), arg("peer", got.source),
+                                 arg("tag", got.tag)};
     dftrace_region_end_ex(r, out, 3);
   }
 }
 
-void mpi_isend_(const void *buf, fint *count, fint *dt, fint *dest, fint *tag, fint *comm, fint *req, fint *ierr) {
+void mpi_isend_(const void *buf, fint *count, fint *dt, fint *dest, fint *tag, fint *comm,
+                fint *req, fint *ierr) {
   traced_f(
       nodes.send_post,
       [&] { return peer_args(bytes_of(count, dt), *dest, *tag, size_of(comm_of(comm))); },
       [&] { pmpi_isend_(buf, count, dt, dest, tag, comm, req, ierr); }, ierr);
 }
 
-void mpi_irecv_(void *buf, fint *count, fint *dt, fint *source, fint *tag, fint *comm, fint *req, fint *ierr) {
+void mpi_irecv_(void *buf, fint *count, fint *dt, fint *source, fint *tag, fint *comm, fint *req,
+                fint *ierr) {
   traced_f(
       nodes.receive_post,
       [&] { return peer_args(bytes_of(count, dt), *source, *tag, size_of(comm_of(comm))); },
@@ -132,8 +151,7 @@ void mpi_irecv_(void *buf, fint *count, fint *dt, fint *source, fint *tag, fint 
 
 void mpi_wait_(fint *req, fint *status, fint *ierr) {
   traced_f(
-      nodes.wait, [&] { return requests_args(1); },
-      [&] { pmpi_wait_(req, status, ierr); }, ierr);
+      nodes.wait, [&] { return requests_args(1); }, [&] { pmpi_wait_(req, status, ierr); }, ierr);
 }
 
 void mpi_waitall_(fint *count, fint *reqs, fint *statuses, fint *ierr) {
@@ -142,8 +160,8 @@ void mpi_waitall_(fint *count, fint *reqs, fint *statuses, fint *ierr) {
       [&] { pmpi_waitall_(count, reqs, statuses, ierr); }, ierr);
 }
 
-void mpi_sendrecv_(const void *sb, fint *sc, fint *st, fint *dest, fint *stag, void *rb, fint *rc, fint *rt, fint *source, fint *rtag,
-                   fint *comm, fint *status, fint *ierr) {
+void mpi_sendrecv_(const void *sb, fint *sc, fint *st, fint *dest, fint *stag, void *rb, fint *rc,
+                   fint *rt, fint *source, fint *rtag, fint *comm, fint *status, fint *ierr) {
   if (!dftrace_node_active_fast(nodes.sendrecv))
     return pmpi_sendrecv_(sb, sc, st, dest, stag, rb, rc, rt, source, rtag, comm, status, ierr);
   fint local[k_status_room];
@@ -154,7 +172,8 @@ void mpi_sendrecv_(const void *sb, fint *sc, fint *st, fint *dest, fint *stag, v
   pmpi_sendrecv_(sb, sc, st, dest, stag, rb, rc, rt, source, rtag, comm, filled, ierr);
   if (r) {
     const receipt got = received_f(filled, *ierr, *source, *rtag);
-    const dftrace_arg_t out[] = {arg("recv_bytes", got.bytes), arg("source", got.source), arg("recv_tag", got.tag)};
+    const dftrace_arg_t out[] = {arg("recv_bytes", got.bytes), arg("source", got.source),
+                                 arg("recv_tag", got.tag)};
     dftrace_region_end_ex(r, out, 3);
   }
 }
@@ -169,26 +188,27 @@ void mpi_barrier_(fint *comm, fint *ierr) {
 
 void mpi_bcast_(void *buf, fint *count, fint *dt, fint *root, fint *comm, fint *ierr) {
   traced_f(
-      nodes.bcast,
-      [&] { return rooted_args(bytes_of(count, dt), *root, size_of(comm_of(comm))); },
+      nodes.bcast, [&] { return rooted_args(bytes_of(count, dt), *root, size_of(comm_of(comm))); },
       [&] { pmpi_bcast_(buf, count, dt, root, comm, ierr); }, ierr);
 }
 
-void mpi_reduce_(const void *sb, void *rb, fint *count, fint *dt, fint *op, fint *root, fint *comm, fint *ierr) {
+void mpi_reduce_(const void *sb, void *rb, fint *count, fint *dt, fint *op, fint *root, fint *comm,
+                 fint *ierr) {
   traced_f(
-      nodes.reduce,
-      [&] { return rooted_args(bytes_of(count, dt), *root, size_of(comm_of(comm))); },
+      nodes.reduce, [&] { return rooted_args(bytes_of(count, dt), *root, size_of(comm_of(comm))); },
       [&] { pmpi_reduce_(sb, rb, count, dt, op, root, comm, ierr); }, ierr);
 }
 
-void mpi_allreduce_(const void *sb, void *rb, fint *count, fint *dt, fint *op, fint *comm, fint *ierr) {
+void mpi_allreduce_(const void *sb, void *rb, fint *count, fint *dt, fint *op, fint *comm,
+                    fint *ierr) {
   traced_f(
       nodes.all_reduce,
       [&] { return collective_args(bytes_of(count, dt), size_of(comm_of(comm))); },
       [&] { pmpi_allreduce_(sb, rb, count, dt, op, comm, ierr); }, ierr);
 }
 
-void mpi_gather_(const void *sb, fint *sc, fint *st, void *rb, fint *rc, fint *rt, fint *root, fint *comm, fint *ierr) {
+void mpi_gather_(const void *sb, fint *sc, fint *st, void *rb, fint *rc, fint *rt, fint *root,
+                 fint *comm, fint *ierr) {
   traced_f(
       nodes.gather,
       [&] {
@@ -198,7 +218,8 @@ void mpi_gather_(const void *sb, fint *sc, fint *st, void *rb, fint *rc, fint *r
       [&] { pmpi_gather_(sb, sc, st, rb, rc, rt, root, comm, ierr); }, ierr);
 }
 
-void mpi_allgather_(const void *sb, fint *sc, fint *st, void *rb, fint *rc, fint *rt, fint *comm, fint *ierr) {
+void mpi_allgather_(const void *sb, fint *sc, fint *st, void *rb, fint *rc, fint *rt, fint *comm,
+                    fint *ierr) {
   traced_f(
       nodes.all_gather,
       [&] {
@@ -208,7 +229,8 @@ void mpi_allgather_(const void *sb, fint *sc, fint *st, void *rb, fint *rc, fint
       [&] { pmpi_allgather_(sb, sc, st, rb, rc, rt, comm, ierr); }, ierr);
 }
 
-void mpi_scatter_(const void *sb, fint *sc, fint *st, void *rb, fint *rc, fint *rt, fint *root, fint *comm, fint *ierr) {
+void mpi_scatter_(const void *sb, fint *sc, fint *st, void *rb, fint *rc, fint *rt, fint *root,
+                  fint *comm, fint *ierr) {
   traced_f(
       nodes.scatter,
       [&] {
@@ -218,13 +240,15 @@ void mpi_scatter_(const void *sb, fint *sc, fint *st, void *rb, fint *rc, fint *
       [&] { pmpi_scatter_(sb, sc, st, rb, rc, rt, root, comm, ierr); }, ierr);
 }
 
-void mpi_alltoall_(const void *sb, fint *sc, fint *st, void *rb, fint *rc, fint *rt, fint *comm, fint *ierr) {
+void mpi_alltoall_(const void *sb, fint *sc, fint *st, void *rb, fint *rc, fint *rt, fint *comm,
+                   fint *ierr) {
   traced_f(
       nodes.all_to_all,
       [&] {
         const int comm_size = size_of(comm_of(comm));
-        const int64_t bytes = in_place(sb) ? bytes_of(static_cast<int64_t>(*rc) * comm_size, type_of(rt))
-                                       : bytes_of(static_cast<int64_t>(*sc) * comm_size, type_of(st));
+        const int64_t bytes = in_place(sb)
+                                  ? bytes_of(static_cast<int64_t>(*rc) * comm_size, type_of(rt))
+                                  : bytes_of(static_cast<int64_t>(*sc) * comm_size, type_of(st));
         return collective_args(bytes, comm_size);
       },
       [&] { pmpi_alltoall_(sb, sc, st, rb, rc, rt, comm, ierr); }, ierr);

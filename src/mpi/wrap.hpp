@@ -77,18 +77,25 @@ inline std::array<dftrace_arg_t, 2> collective_args(int64_t bytes, int comm_size
   return {arg("bytes", bytes), arg("comm_size", comm_size)};
 }
 
-inline std::array<dftrace_arg_t, 1> comm_size_args(int comm_size) { return {arg("comm_size", comm_size)}; }
+inline std::array<dftrace_arg_t, 1> comm_size_args(int comm_size) {
+  return {arg("comm_size", comm_size)};
+}
 
-inline std::array<dftrace_arg_t, 1> requests_args(int requests) { return {arg("requests", requests)}; }
+inline std::array<dftrace_arg_t, 1> requests_args(int requests) {
+  return {arg("requests", requests)};
+}
 
 // The bytes of a Fortran count of a Fortran datatype handle (converted only here, when needed).
-inline int64_t bytes_of(const MPI_Fint *count, const MPI_Fint *type) { return bytes_of(*count, PMPI_Type_f2c(*type)); }
+inline int64_t bytes_of(const MPI_Fint *count, const MPI_Fint *type) {
+  return bytes_of(*count, PMPI_Type_f2c(*type));
+}
 
 // What a rank contributes to a gather: its send buffer, or in place its own block of the
 // receive buffer (the same rule for scatter with send and receive exchanged). C counts and
 // datatypes, or Fortran ones (MPI_Fint pointers).
 template <typename Count, typename Type>
-inline int64_t contributed_bytes(bool in_place, Count send_count, Type send_type, Count recv_count, Type recv_type) {
+inline int64_t contributed_bytes(bool in_place, Count send_count, Type send_type, Count recv_count,
+                                 Type recv_type) {
   return in_place ? bytes_of(recv_count, recv_type) : bytes_of(send_count, send_type);
 }
 
@@ -113,7 +120,8 @@ template <typename Args, typename Call>
 inline int traced(dftrace_node_t *node, Args make_args, Call call) {
   if (!dftrace_node_active_fast(node)) return call();
   const auto args = make_args();
-  const dftrace_region_t r = dftrace_region_begin_ex(node, DFTRACE_USE_NODE_STATE, args.data(), args.size());
+  const dftrace_region_t r =
+      dftrace_region_begin_ex(node, DFTRACE_USE_NODE_STATE, args.data(), args.size());
   const int rc = call();
   dftrace_region_end(r);
   return rc;
@@ -147,7 +155,8 @@ int traced_sendrecv(int64_t bytes, int dest, int sendtag, int source, int recvta
   const int rc = call(filled);
   if (r) {
     const receipt got = received(rc, filled, source, recvtag);
-    const dftrace_arg_t out[] = {arg("recv_bytes", got.bytes), arg("source", got.source), arg("recv_tag", got.tag)};
+    const dftrace_arg_t out[] = {arg("recv_bytes", got.bytes), arg("source", got.source),
+                                 arg("recv_tag", got.tag)};
     dftrace_region_end_ex(r, out, 3);
   }
   return rc;

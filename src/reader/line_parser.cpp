@@ -47,8 +47,9 @@ inline const char *scan_string(const char *p, const char *end, const char **why)
       const __m128i space = _mm_set1_epi8(0x20);
       while (p + 16 <= end) {
         const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i *>(p));
-        const __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, slash)),
-                                         _mm_cmplt_epi8(v, space));
+        const __m128i hit =
+            _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, slash)),
+                         _mm_cmplt_epi8(v, space));
         const int mask = _mm_movemask_epi8(hit);
         if (mask) {
           p += __builtin_ctz(static_cast<unsigned>(mask));
@@ -90,7 +91,8 @@ inline const char *scan_string(const char *p, const char *end, const char **why)
       *why = "control character in string";
       return nullptr;
     }
-    const size_t n = utf8_sequence(reinterpret_cast<const unsigned char *>(p), static_cast<size_t>(end - p));
+    const size_t n =
+        utf8_sequence(reinterpret_cast<const unsigned char *>(p), static_cast<size_t>(end - p));
     if (!n) {
       *why = "invalid UTF-8 in string";
       return nullptr;
@@ -151,8 +153,7 @@ inline jvalue *known_slot(parsed_line &out, const char *k, size_t n) {
       if (!std::memcmp(k, "name", 4)) return &out.name;
       if (!std::memcmp(k, "args", 4)) return &out.args;
       break;
-    default:
-      break;
+    default: break;
   }
   return nullptr;
 }
@@ -181,8 +182,8 @@ bool digits_u64(std::string_view t, uint64_t *out) {
 
 bool parse_line(std::string_view line, parsed_line &out) {
   // Reset only what a line sets (the args array is bounded by nargs).
-  out.id = out.name = out.cat = out.pid = out.tid = out.ts = out.dur = out.ph = out.args =
-      out.s = jvalue{};
+  out.id = out.name = out.cat = out.pid = out.tid = out.ts = out.dur = out.ph = out.args = out.s =
+      jvalue{};
   out.nargs = 0;
   out.args_overflow = false;
   out.duplicate_key = false;

@@ -11,8 +11,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <cstdlib>
 #include <condition_variable>
+#include <cstdlib>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -162,8 +162,9 @@ bool inflate_member(const uint8_t *p, size_t n, const dt_field &dt, std::unique_
   std::memcpy(out.get(), text.data(), text.size());
   *len = text.size();
   if (!ok) {
-    issues.push_back({true, offset, "damaged gzip member: " + why + "; kept " +
-                                        std::to_string(text.size()) + " bytes before it"});
+    issues.push_back({true, offset,
+                      "damaged gzip member: " + why + "; kept " + std::to_string(text.size()) +
+                          " bytes before it"});
     return false;
   }
   if (text.size() != hint)
@@ -232,8 +233,8 @@ bool trace_file::open(const std::string &path, std::string *why) {
   gzip_ = size_ >= 2 && data_[0] == 0x1f && data_[1] == 0x8b;
   if (!gzip_) {
     size_t i = 0;
-    while (i < size_ && i < 4096 && (data_[i] == ' ' || data_[i] == '\n' || data_[i] == '\r' ||
-                                     data_[i] == '\t'))
+    while (i < size_ && i < 4096 &&
+           (data_[i] == ' ' || data_[i] == '\n' || data_[i] == '\r' || data_[i] == '\t'))
       ++i;
     if (i >= size_ || (data_[i] != '[' && data_[i] != '{')) {
       *why = "not a trace (neither gzip data nor JSON lines)";
@@ -379,8 +380,8 @@ class stream_inflater {
 };
 
 // Inflates the stream part sequentially and hands out blocks of whole lines.
-void run_stream(const trace_file &f, const planned_part &part, size_t block_bytes,
-                size_t first_seq, const std::function<void(std::unique_ptr<text_block>)> &emit) {
+void run_stream(const trace_file &f, const planned_part &part, size_t block_bytes, size_t first_seq,
+                const std::function<void(std::unique_ptr<text_block>)> &emit) {
   const uint8_t *data = f.data();
   const uint64_t size = f.size();
   size_t seq = first_seq;
@@ -421,9 +422,10 @@ void run_stream(const trace_file &f, const planned_part &part, size_t block_byte
       const void *nl = memrchr(buf.get(), '\n', used);
       if (!nl) {  // a line longer than a block: grow, up to the limit
         if (cap >= max_text_bytes()) {
-          issues.push_back({true, pos, "a line longer than " + std::to_string(max_text_bytes()) +
-                                           " bytes (the reader's limit); the rest of the file "
-                                           "is not read"});
+          issues.push_back({true, pos,
+                            "a line longer than " + std::to_string(max_text_bytes()) +
+                                " bytes (the reader's limit); the rest of the file "
+                                "is not read"});
           damaged = true;
           break;
         }
@@ -487,8 +489,8 @@ std::unique_ptr<text_block> make_part_block(const trace_file &f, const planned_p
     return b;
   }
   size_t len = 0;
-  const bool ok = inflate_member(f.data() + part.offset, static_cast<size_t>(part.length),
-                                 part.dt, b->buffer, &len, b->issues, part.offset);
+  const bool ok = inflate_member(f.data() + part.offset, static_cast<size_t>(part.length), part.dt,
+                                 b->buffer, &len, b->issues, part.offset);
   b->text = std::string_view(b->buffer.get(), len);
   if (!ok) b->partial_tail = len > 0 && b->text.back() != '\n';
   return b;
@@ -503,7 +505,8 @@ bool looks_like_trace(text_block &b) {
     break;
   }
   if (b.text.empty()) return true;  // nothing readable: the issues already say why
-  b.issues.insert(b.issues.begin(), {true, b.in_offset, "not a trace (the data inside is not JSON lines)"});
+  b.issues.insert(b.issues.begin(),
+                  {true, b.in_offset, "not a trace (the data inside is not JSON lines)"});
   b.text = std::string_view();
   b.partial_tail = false;
   return false;
@@ -539,7 +542,8 @@ void for_each_block(const trace_file &f, const read_options &opt,
       auto b = make_part_block(f, *p, seq++);
       deliver(*b);
     }
-    if (stream) run_stream(f, *stream, block_bytes, seq, [&](std::unique_ptr<text_block> b) { deliver(*b); });
+    if (stream)
+      run_stream(f, *stream, block_bytes, seq, [&](std::unique_ptr<text_block> b) { deliver(*b); });
     return;
   }
 

@@ -41,14 +41,14 @@ struct block_result {
 // into buffer (inflated); moving the buffer keeps views valid. Only the last block of a file
 // may end without '\n'.
 struct text_block {
-  size_t seq = 0;                   // position in the file's sequence of blocks
+  size_t seq = 0;                      // position in the file's sequence of blocks
   const planned_part *part = nullptr;  // the member it came from (nullptr: a stream block)
-  uint64_t in_offset = 0;           // first byte of the file it came from
-  uint64_t in_bytes = 0;            // bytes of the file it consumed (progress)
+  uint64_t in_offset = 0;              // first byte of the file it came from
+  uint64_t in_bytes = 0;               // bytes of the file it consumed (progress)
   std::string_view text;
-  std::unique_ptr<char[]> buffer;   // inflated text (not zero-filled first)
-  bool partial_tail = false;        // the last line was cut short by damage, not by design
-  std::vector<read_issue> issues;   // problems found while producing this block
+  std::unique_ptr<char[]> buffer;        // inflated text (not zero-filled first)
+  bool partial_tail = false;             // the last line was cut short by damage, not by design
+  std::vector<read_issue> issues;        // problems found while producing this block
   std::unique_ptr<block_result> result;  // set by the worker function
 
   // The text without a last line that damage cut short (that one is not a line).
@@ -96,9 +96,9 @@ class trace_file {
 };
 
 struct read_options {
-  int threads = 2;                  // workers (1: everything on the caller's thread)
-  size_t block_bytes = 4u << 20;    // text per block for plain slices and streams
-  size_t window = 16;               // blocks in flight ahead of the consumer
+  int threads = 2;                // workers (1: everything on the caller's thread)
+  size_t block_bytes = 4u << 20;  // text per block for plain slices and streams
+  size_t window = 16;             // blocks in flight ahead of the consumer
   // Parts for which this returns false are neither inflated nor delivered (time windows).
   std::function<bool(const planned_part &)> keep_part;
 };
@@ -129,8 +129,8 @@ inline void for_each_line(std::string_view text, Fn &&fn) {
   size_t pos = 0;
   while (pos < text.size()) {
     const void *nl = std::memchr(text.data() + pos, '\n', text.size() - pos);
-    const size_t end = nl ? static_cast<size_t>(static_cast<const char *>(nl) - text.data())
-                          : text.size();
+    const size_t end =
+        nl ? static_cast<size_t>(static_cast<const char *>(nl) - text.data()) : text.size();
     if (!fn(text.substr(pos, end - pos))) return;
     pos = end + 1;
   }

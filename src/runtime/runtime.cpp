@@ -13,11 +13,11 @@
 #include <cstring>
 #include <fstream>
 
-#include "runtime/extensions.hpp"
 #include "base/format.hpp"
 #include "base/hash.hpp"
 #include "base/log.hpp"
 #include "dftrace/dftrace.h"
+#include "runtime/extensions.hpp"
 #include "topology/topology.hpp"
 
 namespace dftrace::detail {
@@ -29,16 +29,6 @@ pthread_key_t g_thread_key;
 pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
 constexpr uint64_t k_id_block = 1024;
-
-template <size_t N>
-inline char *put(char *p, const char (&lit)[N]) {
-  std::memcpy(p, lit, N - 1);
-  return p + N - 1;
-}
-inline char *put(char *p, const std::string &s) {
-  std::memcpy(p, s.data(), s.size());
-  return p + s.size();
-}
 
 pid_t current_tid() { return static_cast<pid_t>(::syscall(SYS_gettid)); }
 
@@ -63,7 +53,8 @@ void fatal_signal(int sig, siginfo_t *info, void *uctx) {
   const struct sigaction &old = g_old_actions[sig];
   // With no handler of the application's (or Python's) to run, the default action ends the
   // process right after this: the trace gets its end line, marked with the signal.
-  const bool dies = (old.sa_flags & SA_SIGINFO) ? old.sa_sigaction == nullptr : old.sa_handler == SIG_DFL;
+  const bool dies =
+      (old.sa_flags & SA_SIGINFO) ? old.sa_sigaction == nullptr : old.sa_handler == SIG_DFL;
   runtime::get().on_fatal_signal(sig, dies);
   if (old.sa_flags & SA_SIGINFO) {
     if (old.sa_sigaction) {
@@ -112,9 +103,12 @@ void runtime::reset_process_info() {
   timespec rt, mono;
   clock_gettime(CLOCK_REALTIME, &rt);
   clock_gettime(CLOCK_MONOTONIC, &mono);
-  const uint64_t rt_ns = static_cast<uint64_t>(rt.tv_sec) * 1000000000u + static_cast<uint64_t>(rt.tv_nsec);
-  const uint64_t mono_now = static_cast<uint64_t>(mono.tv_sec) * 1000000000u + static_cast<uint64_t>(mono.tv_nsec);
-  if (epoch_offset_ns_ == 0) epoch_offset_ns_ = rt_ns - mono_now + test_clock_skew_ns();  // kept across fork: one clock
+  const uint64_t rt_ns =
+      static_cast<uint64_t>(rt.tv_sec) * 1000000000u + static_cast<uint64_t>(rt.tv_nsec);
+  const uint64_t mono_now =
+      static_cast<uint64_t>(mono.tv_sec) * 1000000000u + static_cast<uint64_t>(mono.tv_nsec);
+  if (epoch_offset_ns_ == 0)
+    epoch_offset_ns_ = rt_ns - mono_now + test_clock_skew_ns();  // kept across fork: one clock
   start_mono_ = mono_now;
 }
 
@@ -140,9 +134,10 @@ uint64_t runtime::epoch_offset_ns() {
       timespec rt, mono;
       clock_gettime(CLOCK_REALTIME, &rt);
       clock_gettime(CLOCK_MONOTONIC, &mono);
-      epoch_offset_ns_ = (static_cast<uint64_t>(rt.tv_sec) * 1000000000u + static_cast<uint64_t>(rt.tv_nsec)) -
-                         (static_cast<uint64_t>(mono.tv_sec) * 1000000000u + static_cast<uint64_t>(mono.tv_nsec)) +
-                         test_clock_skew_ns();
+      epoch_offset_ns_ =
+          (static_cast<uint64_t>(rt.tv_sec) * 1000000000u + static_cast<uint64_t>(rt.tv_nsec)) -
+          (static_cast<uint64_t>(mono.tv_sec) * 1000000000u + static_cast<uint64_t>(mono.tv_nsec)) +
+          test_clock_skew_ns();
     }
   }
   return epoch_offset_ns_;
@@ -193,7 +188,8 @@ int runtime::init(const dftrace_options *options) {
         }
       }
     }
-    if (exec_.size() > 3 && exec_.compare(exec_.size() - 3, 3, ".py") == 0) exec_.resize(exec_.size() - 3);
+    if (exec_.size() > 3 && exec_.compare(exec_.size() - 3, 3, ".py") == 0)
+      exec_.resize(exec_.size() - 3);
     for (char &c : exec_)
       if (c == '/' || c == ' ' || static_cast<unsigned char>(c) < 0x20) c = '_';
     if (exec_.empty()) exec_ = "unknown";
@@ -225,10 +221,13 @@ int runtime::init(const dftrace_options *options) {
     const char *why = "";
     const bool forced = cfg_.timer_source == "tsc";
     if (!ticks().start(cfg_.timer_source != "monotonic", forced, &why)) {
-      if (forced) log(log_level::warn, "timer.source is tsc but the TSC can not be used (%s); using CLOCK_MONOTONIC", why);
+      if (forced)
+        log(log_level::warn,
+            "timer.source is tsc but the TSC can not be used (%s); using CLOCK_MONOTONIC", why);
     } else if (forced && !kernel_uses_tsc()) {
       log_once(log_level::info, "tsc-forced",
-               "timer.source is tsc: using the invariant TSC although the kernel keeps time with another clocksource");
+               "timer.source is tsc: using the invariant TSC although the kernel keeps time with "
+               "another clocksource");
     }
     // Every time in the trace comes from ticks through the map, the start line's too.
     start_mono_ = ticks().to_ns(tick_now());
@@ -243,8 +242,9 @@ int runtime::init(const dftrace_options *options) {
     if (!cfg_.enable) {
       recording_.store(false);
       tree_.set_recording(false);
-      disabled_reason_ = "disabled by configuration (enable it with DFTRACE_ENABLE=1, `enable: true` "
-                         "in the YAML file, or the init options)";
+      disabled_reason_ =
+          "disabled by configuration (enable it with DFTRACE_ENABLE=1, `enable: true` "
+          "in the YAML file, or the init options)";
       return DFTRACE_ERR_DISABLED;
     }
     create_writer_locked();
@@ -328,8 +328,8 @@ int runtime::finalize() {
     writer_->finish([this] { return footer_text(); });
     const bool failed = writer_->failed();
     if (!failed)
-      log(log_level::info, "wrote %llu events to %s", static_cast<unsigned long long>(writer_->events_written()),
-          writer_->path().c_str());
+      log(log_level::info, "wrote %llu events to %s",
+          static_cast<unsigned long long>(writer_->events_written()), writer_->path().c_str());
     old_writers_.push_back(std::move(writer_));
     generation_.fetch_add(1, std::memory_order_release);
   }
@@ -351,13 +351,15 @@ std::string runtime::status() const {
   } else {
     s = "not recording: " + disabled_reason_;
   }
-  const writer *w = writer_ ? writer_.get() : (old_writers_.empty() ? nullptr : old_writers_.back().get());
+  const writer *w =
+      writer_ ? writer_.get() : (old_writers_.empty() ? nullptr : old_writers_.back().get());
   if (w) {
     const std::string p = w->path();
     s += "; file " + (p.empty() ? std::string("(not opened yet)") : p);
     s += "; " + std::to_string(w->events_written()) + " events written, " +
          std::to_string(w->events_dropped()) + " dropped";
-    s += std::string("; ") + (w->settings().compress ? codec_name(w->settings().kind) : "uncompressed");
+    s += std::string("; ") +
+         (w->settings().compress ? codec_name(w->settings().kind) : "uncompressed");
     if (w->settings().compress) s += " level " + std::to_string(w->settings().level);
     if (w->failed()) s += "; writing failed";
   }
@@ -366,7 +368,8 @@ std::string runtime::status() const {
 
 std::string runtime::output_path() const {
   std::lock_guard<std::mutex> lock(init_mutex_);
-  const writer *w = writer_ ? writer_.get() : (old_writers_.empty() ? nullptr : old_writers_.back().get());
+  const writer *w =
+      writer_ ? writer_.get() : (old_writers_.empty() ? nullptr : old_writers_.back().get());
   return w ? w->path() : std::string();
 }
 
@@ -377,13 +380,15 @@ std::string runtime::config_text() const {
 
 uint64_t runtime::events_written() const {
   std::lock_guard<std::mutex> lock(init_mutex_);
-  const writer *w = writer_ ? writer_.get() : (old_writers_.empty() ? nullptr : old_writers_.back().get());
+  const writer *w =
+      writer_ ? writer_.get() : (old_writers_.empty() ? nullptr : old_writers_.back().get());
   return w ? w->events_written() : 0;
 }
 
 uint64_t runtime::events_dropped() const {
   std::lock_guard<std::mutex> lock(init_mutex_);
-  const writer *w = writer_ ? writer_.get() : (old_writers_.empty() ? nullptr : old_writers_.back().get());
+  const writer *w =
+      writer_ ? writer_.get() : (old_writers_.empty() ? nullptr : old_writers_.back().get());
   return w ? w->events_dropped() : 0;
 }
 
@@ -403,7 +408,9 @@ void runtime::install_signal_handlers() {
 
 void runtime::on_fatal_signal(int sig, bool dies) {
   last_signal_.store(sig, std::memory_order_relaxed);
-  size_t (*tail)(char *, size_t) = [](char *buf, size_t cap) { return runtime::get().footer_into(buf, cap); };
+  size_t (*tail)(char *, size_t) = [](char *buf, size_t cap) {
+    return runtime::get().footer_into(buf, cap);
+  };
   if (writer_) writer_->crash_flush(dies ? tail : nullptr);
 }
 
@@ -452,8 +459,8 @@ std::string runtime::header_text() {
   }
   if (cfg_.core_affinity)
     for (const auto &kv : topology_properties(pid_)) meta("PR", kv.first, kv.second);
-  h += meta_prefix("process_name", pid_, header_id()) + "\"name\":" +
-       json_quote(rank_ >= 0 ? "rank " + std::to_string(rank_) : exec_) + "}}\n";
+  h += meta_prefix("process_name", pid_, header_id()) +
+       "\"name\":" + json_quote(rank_ >= 0 ? "rank " + std::to_string(rank_) : exec_) + "}}\n";
   // The start event: version, date, parent, hashes and the clock mapping.
   char date[64];
   const time_t now = static_cast<time_t>((start_mono_ + epoch_offset_ns_) / 1000000000u);
@@ -466,11 +473,12 @@ std::string runtime::header_text() {
   h += "{\"id\":" + std::to_string(start_id_) +
        ",\"name\":\"start\",\"cat\":\"dftracer\",\"pid\":" + std::to_string(pid_) +
        ",\"tid\":" + std::to_string(pid_) + ",\"ts\":" + std::string(tsbuf, e) +
-       ",\"dur\":0,\"ph\":\"X\",\"args\":{" + hh + "\"version\":" + json_quote(DFTRACE_VERSION_STRING) +
-       ",\"date\":" + json_quote(date) + ",\"ppid\":" + std::to_string(ppid_) +
-       ",\"exec_hash\":" + std::to_string(exec_hash) + ",\"cmd_hash\":" + std::to_string(cmd_hash) +
-       ",\"clock\":\"monotonic\",\"timer_source\":" +
-       std::string(ticks().tsc() ? "\"tsc\"" : "\"monotonic\"") + ",\"clock_offset_ns\":" + std::to_string(epoch_offset_ns_) +
+       ",\"dur\":0,\"ph\":\"X\",\"args\":{" + hh +
+       "\"version\":" + json_quote(DFTRACE_VERSION_STRING) + ",\"date\":" + json_quote(date) +
+       ",\"ppid\":" + std::to_string(ppid_) + ",\"exec_hash\":" + std::to_string(exec_hash) +
+       ",\"cmd_hash\":" + std::to_string(cmd_hash) + ",\"clock\":\"monotonic\",\"timer_source\":" +
+       std::string(ticks().tsc() ? "\"tsc\"" : "\"monotonic\"") +
+       ",\"clock_offset_ns\":" + std::to_string(epoch_offset_ns_) +
        ",\"timer_precision\":" + std::string(cfg_.ns_precision ? "\"ns\"" : "\"us\"");
   if (cfg_.metadata) h += ",\"level\":1,\"p_idx\":-1";
   h += "}}\n";
@@ -557,7 +565,8 @@ thread_state *runtime::bind_thread() {
     w->register_buffer(&ts->buf);
     char name[64] = {};
     if (ts->tid == pid_ || pthread_getname_np(pthread_self(), name, sizeof name) != 0 || !name[0])
-      std::snprintf(name, sizeof name, "%s", ts->tid == pid_ ? exec_.c_str() : std::to_string(ts->tid).c_str());
+      std::snprintf(name, sizeof name, "%s",
+                    ts->tid == pid_ ? exec_.c_str() : std::to_string(ts->tid).c_str());
     emit_thread_name(*ts, name);
   }
   return ts;
@@ -565,7 +574,8 @@ thread_state *runtime::bind_thread() {
 
 inline thread_state &runtime::thread() {
   thread_state *ts = t_state;
-  if (__builtin_expect(ts != nullptr && ts->generation == generation_.load(std::memory_order_relaxed), 1))
+  if (__builtin_expect(
+          ts != nullptr && ts->generation == generation_.load(std::memory_order_relaxed), 1))
     return *ts;
   return *bind_thread();
 }
@@ -708,8 +718,8 @@ uint64_t runtime::iter_step(uint64_t previous, node *n, int enable, uint32_t cou
   return n ? begin_at(n, enable, nullptr, 0, count, now) : 0;
 }
 
-uint64_t runtime::begin_at(node *n, int enable, const dftrace_arg *args, size_t nargs, uint32_t count,
-                           uint64_t now) {
+uint64_t runtime::begin_at(node *n, int enable, const dftrace_arg *args, size_t nargs,
+                           uint32_t count, uint64_t now) {
   if (!n) return 0;
   const bool on = enable < 0 ? n->active.load(std::memory_order_relaxed)
                              : (enable > 0 && recording_.load(std::memory_order_relaxed));
@@ -748,15 +758,17 @@ constexpr bool k_raw_args = false;      // per-use arguments stored raw (key, va
 constexpr bool k_json_args = true;      // per-use arguments already JSON text (counters, marks)
 constexpr bool k_monotonic_ns = false;  // start and end are monotonic ns, not ticks
 
-__attribute__((always_inline)) inline void runtime::write_complete(thread_state &ts, const activation &a,
+__attribute__((always_inline)) inline void runtime::write_complete(thread_state &ts,
+                                                                   const activation &a,
                                                                    uint64_t end_tick) {
-  write_record(ts, rec_type::complete, a.n, a.id, a.start_tick, end_tick, ts.tid, a.level, a.parent_id,
-               std::string_view(ts.scratch.data() + a.args_off, a.args_len), a.count);
+  write_record(ts, rec_type::complete, a.n, a.id, a.start_tick, end_tick, ts.tid, a.level,
+               a.parent_id, std::string_view(ts.scratch.data() + a.args_off, a.args_len), a.count);
 }
 
-__attribute__((always_inline)) inline void runtime::write_record(thread_state &ts, rec_type type, node *n, uint64_t id, uint64_t start,
-                           uint64_t end, int64_t tid, uint32_t level, int64_t parent_id,
-                           std::string_view use_args, uint32_t count, bool use_args_json, bool ticked) {
+__attribute__((always_inline)) inline void runtime::write_record(
+    thread_state &ts, rec_type type, node *n, uint64_t id, uint64_t start, uint64_t end,
+    int64_t tid, uint32_t level, int64_t parent_id, std::string_view use_args, uint32_t count,
+    bool use_args_json, bool ticked) {
   // A binary record; the writer thread formats the line. The node's arguments are copied as
   // they are now (the event's end), lock-free.
   const arg_store &args = *n->args_src.load(std::memory_order_acquire);
@@ -765,7 +777,8 @@ __attribute__((always_inline)) inline void runtime::write_record(thread_state &t
     char *const p0 = reserve(ts, rec_size(room + use_args.size()));
     rec &r = *reinterpret_cast<rec *>(p0);
     char *const payload = p0 + sizeof(rec);
-    const long got = type == rec_type::counter || type == rec_type::mark ? 0 : args.copy_to(payload, room);
+    const long got =
+        type == rec_type::counter || type == rec_type::mark ? 0 : args.copy_to(payload, room);
     if (got < 0) {
       room = static_cast<size_t>(-got);
       continue;
@@ -830,7 +843,8 @@ void runtime::cancel(uint64_t region) {
       if (i == ts.stack.size()) {
         ts.stack.pop_back();
         while (!ts.stack.empty() && ts.stack.back().ended) ts.stack.pop_back();
-        ts.scratch.resize(ts.stack.empty() ? 0 : ts.stack.back().args_off + ts.stack.back().args_len);
+        ts.scratch.resize(ts.stack.empty() ? 0
+                                           : ts.stack.back().args_off + ts.stack.back().args_len);
       } else {
         ts.stack[i - 1].ended = true;
       }
@@ -887,8 +901,8 @@ void runtime::track_name(int64_t track, std::string_view name) {
   if (!ts.w) return;
   ts.w->push_meta("{\"id\":" + std::to_string(alloc_global_id()) +
                   ",\"name\":\"thread_name\",\"cat\":\"dftracer\",\"pid\":" + std::to_string(pid_) +
-                  ",\"tid\":" + std::to_string(track) + ",\"ph\":\"M\",\"args\":{\"name\":" +
-                  json_quote(name) + "}}\n");
+                  ",\"tid\":" + std::to_string(track) +
+                  ",\"ph\":\"M\",\"args\":{\"name\":" + json_quote(name) + "}}\n");
 }
 
 void runtime::counter(node *n, std::string_view series, std::string_view json_value) {
@@ -900,7 +914,8 @@ void runtime::counter(node *n, std::string_view series, std::string_view json_va
   ts.use_args += json_quote(series);
   ts.use_args += ':';
   ts.use_args.append(json_value.data(), json_value.size());
-  write_record(ts, rec_type::counter, n, 0, now, now, ts.tid, 0, -1, ts.use_args, k_no_count, k_json_args);
+  write_record(ts, rec_type::counter, n, 0, now, now, ts.tid, 0, -1, ts.use_args, k_no_count,
+               k_json_args);
 }
 
 void runtime::metadata_line(std::string_view type, std::string_view name,
@@ -909,8 +924,9 @@ void runtime::metadata_line(std::string_view type, std::string_view name,
   if (!recording() && !tree_.root()->active.load(std::memory_order_relaxed)) return;
   thread_state &ts = thread();
   if (!ts.w || !recording()) return;
-  std::string line = "{\"id\":" + std::to_string(alloc_global_id()) + ",\"name\":" + json_quote(type) +
-                     ",\"cat\":\"dftracer\"" + ts.pid_tid_c + ",\"ph\":\"M\",\"args\":{";
+  std::string line = "{\"id\":" + std::to_string(alloc_global_id()) +
+                     ",\"name\":" + json_quote(type) + ",\"cat\":\"dftracer\"" + ts.pid_tid_c +
+                     ",\"ph\":\"M\",\"args\":{";
   if (with_hhash && !hhash_field_.empty()) line += hhash_field_ + ",";
   line += "\"name\":" + json_quote(name) + ",\"value\":" + std::string(json_value) + "}}\n";
   ts.w->push_meta(std::move(line));
@@ -925,7 +941,8 @@ void runtime::mark(node *n, bool start) {
   ts.use_args.clear();
   ts.use_args += json_quote(n->name + (start ? ".start" : ".end"));
   const uint64_t now = tick_now();
-  write_record(ts, rec_type::mark, n, next_id(ts), now, now, ts.tid, 0, -1, ts.use_args, k_no_count, k_json_args);
+  write_record(ts, rec_type::mark, n, next_id(ts), now, now, ts.tid, 0, -1, ts.use_args, k_no_count,
+               k_json_args);
 }
 
 uint64_t runtime::define_hash(int kind, std::string_view value) {
@@ -982,7 +999,7 @@ void runtime::on_fork_child() {
   thread_state *ts = t_state;
   reset_process_info();
   start_mono_ = ticks().to_ns(tick_now());  // the parent's map: the same TSC
-  rank_ = -1;  // a forked child is not the rank's main process
+  rank_ = -1;                               // a forked child is not the rank's main process
   if (ts) {
     ts->stack.clear();  // regions open in the parent end in the parent
     ts->scratch.clear();

@@ -76,10 +76,10 @@ struct thread_state {
   thread_buffer buf;
   chunk *cur = nullptr;
   writer *w = nullptr;      // the writer this state is registered with
-  std::string use_args;          // per-use arguments of explicit-time events
+  std::string use_args;     // per-use arguments of explicit-time events
   uint64_t generation = 0;  // the runtime generation this state is registered with
   pid_t tid = 0;
-  std::string pid_tid_c;    // ,"pid":P,"tid":T  (for M lines)
+  std::string pid_tid_c;  // ,"pid":P,"tid":T  (for M lines)
   uint64_t next_id = 0, id_end = 0;
   std::vector<activation> stack;
   byte_buf scratch;
@@ -170,13 +170,15 @@ class runtime {
   char *reserve(thread_state &ts, size_t n);
   void commit(thread_state &ts, char *end);
   void write_complete(thread_state &ts, const activation &a, uint64_t end_ns);
-  uint64_t begin_at(node *n, int enable, const dftrace_arg *args, size_t nargs, uint32_t count, uint64_t now);
+  uint64_t begin_at(node *n, int enable, const dftrace_arg *args, size_t nargs, uint32_t count,
+                    uint64_t now);
   void end_at(uint64_t region, const dftrace_arg *args, size_t nargs, uint64_t now);
   // One event into the thread's chunk, as a binary record (record.hpp).
   // start and end: ticks when ticked, else monotonic ns (explicit-time events).
   void write_record(thread_state &ts, rec_type type, node *n, uint64_t id, uint64_t start,
-                    uint64_t end, int64_t tid, uint32_t level, int64_t parent_id, std::string_view use_args,
-                    uint32_t count = 0, bool use_args_json = false, bool ticked = true);
+                    uint64_t end, int64_t tid, uint32_t level, int64_t parent_id,
+                    std::string_view use_args, uint32_t count = 0, bool use_args_json = false,
+                    bool ticked = true);
   char *put_time(char *p, uint64_t mono);
   uint64_t to_us(uint64_t mono) const { return (mono + epoch_offset_ns_) / 1000; }
   std::string header_text();
@@ -211,7 +213,7 @@ class runtime {
   uint64_t host_hash_ = 0;
   std::string exec_;
   std::string cmdline_;
-  std::string hhash_field_; // "hhash":H  (empty when metadata is off)
+  std::string hhash_field_;  // "hhash":H  (empty when metadata is off)
   int rank_ = -1;
   int size_ = -1;
   uint64_t start_id_ = 0;

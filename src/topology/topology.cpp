@@ -66,14 +66,15 @@ hwloc_topology_t shared_topology() {
 }
 
 // OS indices of the objects of `type` whose CPUs intersect `set`.
-std::vector<int> objects_touching(hwloc_topology_t topo, hwloc_obj_type_t type, hwloc_const_cpuset_t set) {
+std::vector<int> objects_touching(hwloc_topology_t topo, hwloc_obj_type_t type,
+                                  hwloc_const_cpuset_t set) {
   std::vector<int> out;
   const int n = hwloc_get_nbobjs_by_type(topo, type);
   for (int i = 0; i < n; ++i) {
     hwloc_obj_t o = hwloc_get_obj_by_type(topo, type, static_cast<unsigned>(i));
     if (o && o->cpuset && hwloc_bitmap_intersects(o->cpuset, set))
       out.push_back(o->os_index == HWLOC_UNKNOWN_INDEX ? static_cast<int>(o->logical_index)
-                                                        : static_cast<int>(o->os_index));
+                                                       : static_cast<int>(o->os_index));
   }
   return out;
 }
@@ -85,7 +86,8 @@ std::vector<int> nodeset_list(hwloc_const_nodeset_t ns) {
   return out;
 }
 
-void add_hwloc_properties(const std::vector<int> &cpus, std::vector<std::pair<std::string, std::string>> *out) {
+void add_hwloc_properties(const std::vector<int> &cpus,
+                          std::vector<std::pair<std::string, std::string>> *out) {
   hwloc_topology_t topo = shared_topology();
   if (!topo) return;
   hwloc_bitmap_t set = hwloc_bitmap_alloc();
@@ -96,8 +98,10 @@ void add_hwloc_properties(const std::vector<int> &cpus, std::vector<std::pair<st
   out->emplace_back("package", json_int_list(objects_touching(topo, HWLOC_OBJ_PACKAGE, set)));
   out->emplace_back("host_cores", std::to_string(hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE)));
   out->emplace_back("host_pus", std::to_string(hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU)));
-  out->emplace_back("host_numa_nodes", std::to_string(hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE)));
-  out->emplace_back("host_packages", std::to_string(hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PACKAGE)));
+  out->emplace_back("host_numa_nodes",
+                    std::to_string(hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE)));
+  out->emplace_back("host_packages",
+                    std::to_string(hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PACKAGE)));
   // Bound: allowed fewer CPUs than the machine has (as hwloc sees it).
   const bool bound = static_cast<int>(cpus.size()) < hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU);
   if (bound && numa.size() > 1) {
@@ -155,7 +159,8 @@ std::vector<std::pair<std::string, std::string>> topology_properties(pid_t pid) 
 
 std::string thread_affinity_json() {
   std::vector<int> cpus;
-  if (!affinity_of(0, &cpus) || static_cast<int>(cpus.size()) >= online_cpus()) return std::string();
+  if (!affinity_of(0, &cpus) || static_cast<int>(cpus.size()) >= online_cpus())
+    return std::string();
   return json_int_list(cpus);
 }
 

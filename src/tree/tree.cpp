@@ -164,7 +164,8 @@ node *tree::derive(node *parent, std::string_view name) {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto &c : parent->children)
     if (!c->hidden && c->key == name) return c.get();
-  std::string event = parent == root_.get() ? std::string(name) : parent->name + "." + std::string(name);
+  std::string event =
+      parent == root_.get() ? std::string(name) : parent->name + "." + std::string(name);
   return make_child(parent, name, std::move(event), false);
 }
 
@@ -248,7 +249,8 @@ void tree::set_rules(std::vector<std::pair<std::string, bool>> rules) {
   }
 }
 
-void tree::rebuild_args_into(const std::vector<std::pair<std::string, std::string>> &list, std::string &frag) {
+void tree::rebuild_args_into(const std::vector<std::pair<std::string, std::string>> &list,
+                             std::string &frag) {
   frag.clear();  // capacity kept: no allocation once warm
   for (const auto &kv : list) {
     if (!frag.empty()) frag += ',';
@@ -284,8 +286,10 @@ void tree::update_locked(node *n, const std::vector<change> &changes, bool top) 
     auto it = std::find_if(n->arg_list.begin(), n->arg_list.end(),
                            [&](const auto &kv) { return kv.first == key; });
     if (value) {
-      if (it != n->arg_list.end()) it->second.assign(*value);  // reuses the capacity
-      else n->arg_list.emplace_back(key, *value);
+      if (it != n->arg_list.end())
+        it->second.assign(*value);  // reuses the capacity
+      else
+        n->arg_list.emplace_back(key, *value);
     } else if (it != n->arg_list.end()) {
       n->arg_list.erase(it);
     }
@@ -331,7 +335,9 @@ void tree::repoint_sharing(node *n) {
 void tree::update(node *n, std::string_view key, std::optional<std::string_view> json_value) {
   if (!n || key.empty()) return;
   std::vector<change> one;
-  one.emplace_back(std::string(key), json_value ? std::optional<std::string>(std::string(*json_value)) : std::nullopt);
+  one.emplace_back(std::string(key), json_value
+                                         ? std::optional<std::string>(std::string(*json_value))
+                                         : std::nullopt);
   update_many(n, one);
 }
 

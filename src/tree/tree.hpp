@@ -3,8 +3,8 @@
 // node only through its atomic `active` flag and its lock-free argument store.
 #pragma once
 
-#include <atomic>
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -43,10 +43,10 @@ class arg_store {
 };
 
 // The seqlock's ordering. Normally: relaxed data accesses between fences (the fences cost
-// nothing on x86). ThreadSanitizer does not model standalone fences (GCC warns "'atomic_thread_fence'
-// is not supported with '-fsanitize=thread'" and TSan could report false races), so a sanitizer
-// build uses the fence-free form instead: release stores and acquire loads of every data word,
-// which order the same things.
+// nothing on x86). ThreadSanitizer does not model standalone fences (GCC warns
+// "'atomic_thread_fence' is not supported with '-fsanitize=thread'" and TSan could report false
+// races), so a sanitizer build uses the fence-free form instead: release stores and acquire loads
+// of every data word, which order the same things.
 #if defined(__SANITIZE_THREAD__)
 #define DFTRACE_TSAN 1
 #elif defined(__has_feature)
@@ -93,9 +93,9 @@ struct node {
   std::string name;  // event name
   std::string cat;
   std::string path;
-  bool hidden = false;               // custom iter/block names: not found by path
-  std::string name_cat;              // ,"name":"<name>","cat":"<cat>"  (escaped)
-  arg_store args;                    // this node's fragment (when it has its own list)
+  bool hidden = false;   // custom iter/block names: not found by path
+  std::string name_cat;  // ,"name":"<name>","cat":"<cat>"  (escaped)
+  arg_store args;        // this node's fragment (when it has its own list)
   // Where events of this node read their arguments: &args, or for a node that shares its
   // parent's arguments, the parent's source (so that update() of a subtree stores one fragment
   // per node that holds a list, not one per node). Changed under the tree mutex.
@@ -151,7 +151,8 @@ class tree {
   void rebuild_args(node *n, std::string &frag);
   // Points n's sharing descendants at n's source (after n's source changed).
   static void repoint_sharing(node *n);
-  static void rebuild_args_into(const std::vector<std::pair<std::string, std::string>> &list, std::string &frag);
+  static void rebuild_args_into(const std::vector<std::pair<std::string, std::string>> &list,
+                                std::string &frag);
   std::string frag_;  // reused by rebuild_args (tree mutex)
 
   std::mutex mu_;

@@ -5,9 +5,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
-#include <memory>
 #include <vector>
 
 namespace dftrace::detail {
@@ -21,28 +21,30 @@ enum class rec_type : uint8_t { complete = 1, instant = 2, counter = 3, mark = 4
 // Header of one record; payload follows: the node's argument fragment, then the per-use one
 // (for counters: "series":value). Records are 8-byte aligned.
 struct rec {
-  uint32_t size;             // header + payload, rounded up to 8
+  uint32_t size;  // header + payload, rounded up to 8
   rec_type type;
-  uint8_t use_args_json;          // 1: use_args is JSON text ("k":v,...); 0: raw entries (raw_arg below)
-  uint8_t ticked;            // 1: start/end are ticks (base/clock.hpp); 0: monotonic ns
+  uint8_t use_args_json;  // 1: use_args is JSON text ("k":v,...); 0: raw entries (raw_arg below)
+  uint8_t ticked;         // 1: start/end are ticks (base/clock.hpp); 0: monotonic ns
   uint8_t pad_;
   const std::string *name_cat;  // the node's pre-escaped ,"name":..,"cat":.. (nodes live forever)
   uint64_t id;
-  uint64_t start;            // a tick, or monotonic ns (see ticked)
-  uint64_t end;              // the same unit as start
+  uint64_t start;  // a tick, or monotonic ns (see ticked)
+  uint64_t end;    // the same unit as start
   int64_t parent_id;
   int64_t tid;
   uint32_t level;
   uint32_t node_args_len;
   uint32_t use_args_len;
-  uint32_t count;            // iter item number, written as "count" after the use_args args; 0: none
+  uint32_t count;  // iter item number, written as "count" after the use_args args; 0: none
 
   const char *node_args() const { return reinterpret_cast<const char *>(this + 1); }
   const char *use_args() const { return node_args() + node_args_len; }
 };
 static_assert(sizeof(rec) % 8 == 0, "records stay aligned");
 
-inline constexpr size_t rec_size(size_t payload) { return (sizeof(rec) + payload + 7) & ~size_t(7); }
+inline constexpr size_t rec_size(size_t payload) {
+  return (sizeof(rec) + payload + 7) & ~size_t(7);
+}
 
 // Scratch that makes an event with many per-use arguments cost linear time to format: an
 // open-addressing table of their escaped keys (a later entry of the same key wins; a node
@@ -68,7 +70,7 @@ struct arg_index {
 // after fork).
 struct line_format {
   arg_index *index = nullptr;  // the writer's scratch (format_record uses it when it fits)
-  tick_map *ticks = nullptr;  // ticks -> monotonic ns (the writer adds anchors); null: ns already
+  tick_map *ticks = nullptr;   // ticks -> monotonic ns (the writer adds anchors); null: ns already
   int64_t pid = 0;
   uint64_t epoch_offset_ns = 0;
   bool ns_precision = false;
@@ -80,7 +82,7 @@ struct line_format {
 // writer does both). Layout: raw_arg header, key bytes, value bytes (8 raw bytes for
 // int/uint/double, 1 for bool, the string's bytes for strings; a NULL string has type 0).
 struct raw_arg {
-  uint8_t type;   // dftrace_arg_type_t, or 0 for a NULL string
+  uint8_t type;  // dftrace_arg_type_t, or 0 for a NULL string
   uint8_t pad;
   uint16_t key_len;
   uint32_t value_len;

@@ -43,7 +43,8 @@ static_assert(k_reserved_arg_prefix.size() <= 8, "the room callers give escaped_
 size_t escaped_key(std::string_view key, char *buf) {
   char *p = buf;
   if (is_reserved_arg_key(key))
-    p = static_cast<char *>(std::memcpy(p, k_reserved_arg_prefix.data(), k_reserved_arg_prefix.size())) +
+    p = static_cast<char *>(
+            std::memcpy(p, k_reserved_arg_prefix.data(), k_reserved_arg_prefix.size())) +
         k_reserved_arg_prefix.size();
   return static_cast<size_t>(escape_json(p, key.data(), key.size()) - buf);
 }
@@ -109,7 +110,7 @@ char *put_value(char *p, uint8_t type, std::string_view value) {
       *p++ = '"';
       return p;
     case 4: return put(p, value[0] ? std::string_view("true") : std::string_view("false"));  // BOOL
-    case 5: std::memcpy(&u, value.data(), 8); return write_u64(p, u);     // UINT
+    case 5: std::memcpy(&u, value.data(), 8); return write_u64(p, u);                        // UINT
     default: return put(p, "null");
   }
 }
@@ -148,7 +149,8 @@ size_t index_slots(size_t n) {
   return c;
 }
 size_t index_key_room(std::string_view use_args, size_t n) {
-  return 6 * use_args.size() + 8 * n + 6 * k_max_arg_key + 16;  // every escaped key, and one more as scratch
+  return 6 * use_args.size() + 8 * n + 6 * k_max_arg_key +
+         16;  // every escaped key, and one more as scratch
 }
 
 char *put_value(char *p, uint8_t type, std::string_view value);
@@ -156,8 +158,8 @@ char *put_value(char *p, uint8_t type, std::string_view value);
 // The linear path for many per-use entries (arg_index): one pass builds the table of escaped
 // keys (the later entry wins), node entries whose key is in it are left out, then each
 // per-use entry is written if it is the winner of its key.
-char *put_args_indexed(char *p, bool comma, std::string_view node_args, std::string_view use_args, size_t n,
-                       arg_index &ix) {
+char *put_args_indexed(char *p, bool comma, std::string_view node_args, std::string_view use_args,
+                       size_t n, arg_index &ix) {
   const size_t mask = index_slots(n) - 1;
   if (++ix.gen == 0) {  // wrapped: forget every slot
     for (auto &sl : ix.slots) sl.gen = 0;
@@ -170,7 +172,8 @@ char *put_args_indexed(char *p, bool comma, std::string_view node_args, std::str
     for (;;) {
       arg_index::slot &sl = ix.slots[i];
       if (sl.gen != ix.gen) return sl;
-      if (sl.hash == h && sl.key_len == len && std::memcmp(keys + sl.key_at, k, len) == 0) return sl;
+      if (sl.hash == h && sl.key_len == len && std::memcmp(keys + sl.key_at, k, len) == 0)
+        return sl;
       i = (i + 1) & mask;
     }
   };
@@ -211,8 +214,8 @@ char *put_args_indexed(char *p, bool comma, std::string_view node_args, std::str
 }
 
 // The node's arguments, then the per-use ones, which replace node arguments of the same key.
-char *put_args(char *p, bool comma, std::string_view node_args, std::string_view use_args, bool use_args_json,
-               arg_index *ix) {
+char *put_args(char *p, bool comma, std::string_view node_args, std::string_view use_args,
+               bool use_args_json, arg_index *ix) {
   if (use_args_json) {  // counters: use_args is already JSON, and nodes add nothing
     if (!use_args.empty()) {
       if (comma) *p++ = ',';
@@ -222,7 +225,8 @@ char *put_args(char *p, bool comma, std::string_view node_args, std::string_view
   }
   if (ix && use_args.size() > arg_index::k_small * sizeof(raw_arg)) {
     const size_t n = count_raw(use_args);
-    if (n > arg_index::k_small && ix->fit(use_args, false)) return put_args_indexed(p, comma, node_args, use_args, n, *ix);
+    if (n > arg_index::k_small && ix->fit(use_args, false))
+      return put_args_indexed(p, comma, node_args, use_args, n, *ix);
   }
   if (!node_args.empty()) {
     if (use_args.empty() || !use_args_override_node(node_args, use_args)) {
@@ -268,7 +272,9 @@ char *format_record(const line_format &f, const rec &r, char *p, uint64_t *ts_us
     end = r.end == r.start ? start : f.ticks->to_ns(end);
   }
   *ts_us = (start + f.epoch_offset_ns) / 1000;
-  if (r.type == rec_type::mark) {  // {"id":..,"name":"CM",..,"ph":"M","args":{"name":"x.start","value":"<ts>"}}
+  if (r.type ==
+      rec_type::
+          mark) {  // {"id":..,"name":"CM",..,"ph":"M","args":{"name":"x.start","value":"<ts>"}}
     p = put(p, "{\"id\":");
     p = write_u64(p, r.id);
     p = put(p, ",\"name\":\"CM\",\"cat\":\"dftracer\",\"pid\":");

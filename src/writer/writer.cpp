@@ -6,8 +6,8 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <new>
 
@@ -69,7 +69,8 @@ bool fresh_name(const std::string &path, int k, char *buf, size_t cap) {
   char num[16];
   int len = 0;
   char tmp[16];
-  for (unsigned v = static_cast<unsigned>(k); v; v /= 10) tmp[len++] = static_cast<char>('0' + v % 10);
+  for (unsigned v = static_cast<unsigned>(k); v; v /= 10)
+    tmp[len++] = static_cast<char>('0' + v % 10);
   for (int i = 0; i < len; ++i) num[i] = tmp[len - 1 - i];
   const size_t need = path.size() + 1 + static_cast<size_t>(len) + 1;
   if (need > cap) return false;
@@ -250,7 +251,8 @@ void writer::run() {
   const auto interval = std::chrono::duration_cast<clock::duration>(
       std::chrono::duration<double>(settings_.flush_interval));
   auto next_steal = clock::now() + interval;
-  tick_map *const tm = settings_.format.ticks && settings_.format.ticks->tsc() ? settings_.format.ticks : nullptr;
+  tick_map *const tm =
+      settings_.format.ticks && settings_.format.ticks->tsc() ? settings_.format.ticks : nullptr;
   std::unique_lock<std::mutex> lock(queue_mutex_);
   while (!stop_) {
     // Tick anchors keep their schedule (1 ms, 2 ms, ... 1 s apart) even when no event comes,
@@ -287,7 +289,8 @@ void writer::run() {
 void writer::append_lines(const char *p, size_t n, const member_stats &st, bool has_ts,
                           bool events) {
   if (n == 0) return;
-  if (has_open_ && !members_[open_]->text.empty() && members_[open_]->text.size() + n > settings_.member_bytes)
+  if (has_open_ && !members_[open_]->text.empty() &&
+      members_[open_]->text.size() + n > settings_.member_bytes)
     emit_member();
   member &m = assembling();
   m.text.append(p, n);
@@ -308,7 +311,8 @@ void writer::append_records(const chunk *c, uint32_t from, uint32_t to) {
       emit_member();
     member &m = assembling();
     if (r.use_args_len > arg_index::k_small * sizeof(raw_arg) && !r.use_args_json)
-      arg_index_.fit(std::string_view(r.use_args(), r.use_args_len), true);  // linear time for many arguments
+      arg_index_.fit(std::string_view(r.use_args(), r.use_args_len),
+                     true);  // linear time for many arguments
     uint64_t ts;
     m.text.set_end(format_record(f, r, m.text.room(bound), &ts));
     ++m.stats.lines;
@@ -357,7 +361,8 @@ void writer::cycle(bool steal) {
     std::lock_guard<std::mutex> lock(meta_mutex_);
     local_meta_.swap(meta_);
     // lines already written by a fatal-signal flush that the process survived
-    local_meta_.erase(local_meta_.begin(), local_meta_.begin() + static_cast<long>(crash_meta_written_));
+    local_meta_.erase(local_meta_.begin(),
+                      local_meta_.begin() + static_cast<long>(crash_meta_written_));
     crash_meta_written_ = 0;
   }
   for (const std::string &line : local_meta_) {
@@ -395,7 +400,8 @@ void writer::crash_records(const chunk *c, uint32_t from, uint32_t to) {
   auto flush_text = [&] {
     if (!crash_text_.empty()) {
       crash_write(crash_text_.data(), crash_text_.size(), st);
-      if (!failed_) events_written_.fetch_add(events, std::memory_order_relaxed);  // the end line's count
+      if (!failed_)
+        events_written_.fetch_add(events, std::memory_order_relaxed);  // the end line's count
     }
     crash_text_.clear();
     st = member_stats{};
@@ -420,8 +426,9 @@ void writer::crash_records(const chunk *c, uint32_t from, uint32_t to) {
 
 void writer::crash_cycle() {
   const auto limit = std::chrono::milliseconds(200);
-  if (!opened_ && !failed_ && open_file()) crash_write(header_text_.data(), header_text_.size(),
-                                                       scan_member_stats(header_text_.data(), header_text_.size()));
+  if (!opened_ && !failed_ && open_file())
+    crash_write(header_text_.data(), header_text_.size(),
+                scan_member_stats(header_text_.data(), header_text_.size()));
   // The same order as a regular pass: events observed first, then the metadata they need,
   // which is written before them.
   snaps_.clear();
@@ -474,8 +481,9 @@ bool writer::open_file() {
     path_.assign(p);  // (allocation-free when reserved; only the signal path cares)
   }
   if (!make_parent_dirs(p)) {
-    log(log_level::error, "can not create the directory of '%s': %s; tracing continues without a file",
-        p.c_str(), std::strerror(errno));
+    log(log_level::error,
+        "can not create the directory of '%s': %s; tracing continues without a file", p.c_str(),
+        std::strerror(errno));
     failed_ = true;
     return false;
   }
@@ -488,8 +496,10 @@ bool writer::open_file() {
       if (!fresh_name(p, k, fresh, sizeof fresh)) break;
       fd_ = create_new(fresh);
       if (fd_ >= 0) {
-        log(log_level::warn, "'%s' already exists (a file or symbolic link this process did not create); "
-            "leaving it untouched and writing '%s'", p.c_str(), fresh);
+        log(log_level::warn,
+            "'%s' already exists (a file or symbolic link this process did not create); "
+            "leaving it untouched and writing '%s'",
+            p.c_str(), fresh);
         std::lock_guard<std::mutex> lock(path_mutex_);
         path_.assign(fresh);
         break;
@@ -567,7 +577,8 @@ void writer::write_members(bool parallel) {
       member_stats hs = scan_member_stats(header.data(), header.size());
       if (settings_.compress) {
         out_.clear();
-        if (encoder_.encode(header.data(), header.size(), hs, out_)) write_all(out_.data(), out_.size());
+        if (encoder_.encode(header.data(), header.size(), hs, out_))
+          write_all(out_.data(), out_.size());
       } else {
         write_all(header.data(), header.size());
       }
@@ -581,7 +592,8 @@ void writer::write_members(bool parallel) {
       if (helpers_.empty()) {
         std::lock_guard<std::mutex> lock(helper_mutex_);
         for (int h = 0; h < want_helpers; ++h)
-          helper_encoders_.push_back(std::make_unique<member_encoder>(settings_.kind, settings_.level));
+          helper_encoders_.push_back(
+              std::make_unique<member_encoder>(settings_.kind, settings_.level));
         for (int h = 0; h < want_helpers; ++h)
           helpers_.emplace_back([this, h] { helper_run(static_cast<size_t>(h)); });
       }
@@ -606,8 +618,10 @@ void writer::write_members(bool parallel) {
     member &m = *members_[i];
     bool ok = false;
     if (fd_ >= 0 && !failed_) {
-      if (settings_.compress) ok = m.ok && write_all(m.out.data(), m.out.size());
-      else ok = write_all(m.text.data(), m.text.size());
+      if (settings_.compress)
+        ok = m.ok && write_all(m.out.data(), m.out.size());
+      else
+        ok = write_all(m.text.data(), m.text.size());
     }
     if (ok) {
       events_written_.fetch_add(m.events, std::memory_order_relaxed);
@@ -666,15 +680,18 @@ void writer::relocate(const std::string &new_path) {
     for (int k = 1; k < 1000; ++k) {
       if (!fresh_name(new_path, k, fresh, sizeof fresh)) break;
       if (rename_new(path_.c_str(), fresh)) {
-        log(log_level::warn, "'%s' already exists (a file or symbolic link this process did not create); "
-            "leaving it untouched and renaming the trace to '%s'", new_path.c_str(), fresh);
+        log(log_level::warn,
+            "'%s' already exists (a file or symbolic link this process did not create); "
+            "leaving it untouched and renaming the trace to '%s'",
+            new_path.c_str(), fresh);
         path_ = fresh;
         return;
       }
       if (errno != EEXIST) break;
     }
-    log(log_level::warn, "can not rename '%s' to '%s' or a free name near it; keeping the first name",
-        path_.c_str(), new_path.c_str());
+    log(log_level::warn,
+        "can not rename '%s' to '%s' or a free name near it; keeping the first name", path_.c_str(),
+        new_path.c_str());
   } else {
     log(log_level::warn, "can not rename '%s' to '%s': %s; keeping the first name", path_.c_str(),
         new_path.c_str(), std::strerror(errno));

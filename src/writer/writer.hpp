@@ -6,9 +6,9 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstring>
 #include <condition_variable>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -215,7 +215,7 @@ class writer {
     bool ok = false;
   };
   std::vector<std::unique_ptr<member>> members_;
-  size_t open_ = 0;     // index of the member being assembled
+  size_t open_ = 0;  // index of the member being assembled
   bool has_open_ = false;
   member &assembling();
   // Helper compressors: they take members with an index of the pass's stride.

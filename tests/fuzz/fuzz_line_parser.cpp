@@ -44,8 +44,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       if (!pl.error || pl.error_at > line.size()) abort();
       return true;
     }
-    for (const jvalue *v : {&pl.id, &pl.name, &pl.cat, &pl.pid, &pl.tid, &pl.ts, &pl.dur, &pl.ph,
-                            &pl.args, &pl.s})
+    for (const jvalue *v :
+         {&pl.id, &pl.name, &pl.cat, &pl.pid, &pl.tid, &pl.ts, &pl.dur, &pl.ph, &pl.args, &pl.s})
       read_value(line, *v);
     if (pl.nargs < 0 || pl.nargs > parsed_line::k_max_args) abort();
     for (int k = 0; k < pl.nargs; ++k) {

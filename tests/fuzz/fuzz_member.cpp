@@ -17,8 +17,8 @@
 #include <cstring>
 #include <string>
 
-#include "reader/trace_reader.hpp"
 #include "base/gzip_member.hpp"
+#include "reader/trace_reader.hpp"
 
 using namespace dftrace::detail;
 

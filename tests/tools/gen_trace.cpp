@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "base/format.hpp"
-#include "base/hash.hpp"
 #include "base/gzip_member.hpp"
+#include "base/hash.hpp"
 
 using namespace dftrace::detail;
 
@@ -127,18 +127,27 @@ int main(int argc, char **argv) {
       }
       return argv[++i];
     };
-    if (a == "--events") o.events = std::strtoull(next(), nullptr, 10);
-    else if (a == "--pid") o.pid = std::strtoull(next(), nullptr, 10);
-    else if (a == "--seed") o.seed = std::strtoull(next(), nullptr, 10);
-    else if (a == "--threads") o.threads = std::atoi(next());
-    else if (a == "--member-bytes") o.member_bytes = std::strtoull(next(), nullptr, 10);
+    if (a == "--events")
+      o.events = std::strtoull(next(), nullptr, 10);
+    else if (a == "--pid")
+      o.pid = std::strtoull(next(), nullptr, 10);
+    else if (a == "--seed")
+      o.seed = std::strtoull(next(), nullptr, 10);
+    else if (a == "--threads")
+      o.threads = std::atoi(next());
+    else if (a == "--member-bytes")
+      o.member_bytes = std::strtoull(next(), nullptr, 10);
     else if (a == "--clock-offset-ns") {
       o.has_clock = true;
       o.clock_offset_ns = std::strtoll(next(), nullptr, 10);
-    } else if (a == "--no-dt") o.dt = false;
-    else if (a == "--plain") o.plain = true;
-    else if (a == "--no-close") o.close = false;
-    else if (a == "--rank") o.rank = std::strtoll(next(), nullptr, 10);
+    } else if (a == "--no-dt")
+      o.dt = false;
+    else if (a == "--plain")
+      o.plain = true;
+    else if (a == "--no-close")
+      o.close = false;
+    else if (a == "--rank")
+      o.rank = std::strtoll(next(), nullptr, 10);
     else {
       fprintf(stderr, "gen_trace: unknown option %s\n", a.c_str());
       return 2;
@@ -160,20 +169,25 @@ int main(int argc, char **argv) {
   };
   s.line("[");
   meta("HH", o.pid, "\"hhash\":" + hhs + ",\"name\":\"" + host + "\",\"value\":" + hhs);
-  meta("SH", o.pid, "\"hhash\":" + hhs + ",\"name\":\"" + cmd + "\",\"value\":" + num(dftracer_hash(cmd)));
-  meta("SH", o.pid, "\"hhash\":" + hhs + ",\"name\":\"" + exec + "\",\"value\":" + num(dftracer_hash(exec)));
+  meta("SH", o.pid,
+       "\"hhash\":" + hhs + ",\"name\":\"" + cmd + "\",\"value\":" + num(dftracer_hash(cmd)));
+  meta("SH", o.pid,
+       "\"hhash\":" + hhs + ",\"name\":\"" + exec + "\",\"value\":" + num(dftracer_hash(exec)));
   meta("PR", o.pid, "\"hhash\":" + hhs + ",\"name\":\"hostname\",\"value\":\"" + host + "\"");
-  if (o.rank >= 0) meta("PR", o.pid, "\"hhash\":" + hhs + ",\"name\":\"rank\",\"value\":" + num(o.rank));
+  if (o.rank >= 0)
+    meta("PR", o.pid, "\"hhash\":" + hhs + ",\"name\":\"rank\",\"value\":" + num(o.rank));
   if (o.has_clock) {
-    meta("PR", o.pid, "\"hhash\":" + hhs + ",\"name\":\"clock_offset_ns\",\"value\":" +
-                          std::to_string(o.clock_offset_ns));
-    meta("PR", o.pid, "\"hhash\":" + hhs + ",\"name\":\"clock_offset_uncertainty_ns\",\"value\":250");
+    meta("PR", o.pid,
+         "\"hhash\":" + hhs +
+             ",\"name\":\"clock_offset_ns\",\"value\":" + std::to_string(o.clock_offset_ns));
+    meta("PR", o.pid,
+         "\"hhash\":" + hhs + ",\"name\":\"clock_offset_uncertainty_ns\",\"value\":250");
   }
   meta("process_name", o.pid, "\"name\":\"" + exec + "\"");
   uint64_t t0 = 1795262848000000ull + (o.seed % 1000) * 10;
   s.line("{\"id\":" + num(++id) + ",\"name\":\"start\",\"cat\":\"dftracer\",\"pid\":" + P +
-         ",\"tid\":" + P + ",\"ts\":" + num(t0) + ",\"dur\":0,\"ph\":\"X\",\"args\":{\"hhash\":" + hhs +
-         ",\"version\":\"0.1.0\",\"exec_hash\":" + num(dftracer_hash(exec)) +
+         ",\"tid\":" + P + ",\"ts\":" + num(t0) + ",\"dur\":0,\"ph\":\"X\",\"args\":{\"hhash\":" +
+         hhs + ",\"version\":\"0.1.0\",\"exec_hash\":" + num(dftracer_hash(exec)) +
          ",\"cmd_hash\":" + num(dftracer_hash(cmd)) + ",\"level\":1,\"p_idx\":-1}}");
   static const char *names[][2] = {{"forward", "compute"}, {"backward", "compute"},
                                    {"step", "compute"},    {"fetch", "dataloader"},
@@ -208,15 +222,16 @@ int main(int argc, char **argv) {
         if (file >= files_defined) {
           for (; files_defined <= file; ++files_defined) {
             const std::string pth = "/data/shard-" + num(files_defined) + ".bin";
-            meta("FH", tids[t], "\"hhash\":" + hhs + ",\"name\":\"" + pth + "\",\"value\":" +
-                                    num(dftracer_hash(pth)));
+            meta("FH", tids[t],
+                 "\"hhash\":" + hhs + ",\"name\":\"" + pth +
+                     "\",\"value\":" + num(dftracer_hash(pth)));
           }
         }
         extra = ",\"fhash\":" + num(fh) + ",\"size\":" + num(4096 * (1 + rng() % 16));
       }
       const uint64_t d = dur(rng);
-      s.line("{\"id\":" + num(++id) + ",\"name\":\"" + names[n][0] + "\",\"cat\":\"" +
-             names[n][1] + "\",\"pid\":" + P + ",\"tid\":" + num(tids[t]) + ",\"ts\":" + num(at) +
+      s.line("{\"id\":" + num(++id) + ",\"name\":\"" + names[n][0] + "\",\"cat\":\"" + names[n][1] +
+             "\",\"pid\":" + P + ",\"tid\":" + num(tids[t]) + ",\"ts\":" + num(at) +
              ",\"dur\":" + num(d) + ",\"ph\":\"X\",\"args\":{\"hhash\":" + hhs +
              ",\"epoch\":" + num(written / 100000) + ",\"step\":" + num(written / 10) + extra +
              ",\"level\":2,\"p_idx\":" + num(parent_id) + "}}");
@@ -224,21 +239,23 @@ int main(int argc, char **argv) {
       ++written;
     }
     s.line("{\"id\":" + num(parent_id) + ",\"name\":\"iteration\",\"cat\":\"pipeline\",\"pid\":" +
-           P + ",\"tid\":" + num(tids[t]) + ",\"ts\":" + num(pstart) + ",\"dur\":" +
-           num(at - pstart) + ",\"ph\":\"X\",\"args\":{\"hhash\":" + hhs +
+           P + ",\"tid\":" + num(tids[t]) + ",\"ts\":" + num(pstart) +
+           ",\"dur\":" + num(at - pstart) + ",\"ph\":\"X\",\"args\":{\"hhash\":" + hhs +
            ",\"step\":" + num(written / 10) + ",\"level\":1,\"p_idx\":-1}}");
     ++written;
     clock[t] = at + 2;
     if (written % 97 == 0)
       s.line("{\"name\":\"memory\",\"cat\":\"device\",\"pid\":" + P + ",\"tid\":" + num(tids[t]) +
-             ",\"ts\":" + num(at) + ",\"ph\":\"C\",\"args\":{\"bytes\":" + num(rng() % 1000000) + "}}");
+             ",\"ts\":" + num(at) + ",\"ph\":\"C\",\"args\":{\"bytes\":" + num(rng() % 1000000) +
+             "}}");
   }
   uint64_t last = 0;
   for (auto c : clock) last = std::max(last, c);
   if (o.close) {
     s.line("{\"id\":" + num(++id) + ",\"name\":\"end\",\"cat\":\"dftracer\",\"pid\":" + P +
-           ",\"tid\":" + P + ",\"ts\":" + num(last) + ",\"dur\":0,\"ph\":\"X\",\"args\":{\"hhash\":" +
-           hhs + ",\"num_events\":" + num(written) + ",\"dropped_events\":0,\"level\":1,\"p_idx\":-1}}");
+           ",\"tid\":" + P + ",\"ts\":" + num(last) +
+           ",\"dur\":0,\"ph\":\"X\",\"args\":{\"hhash\":" + hhs +
+           ",\"num_events\":" + num(written) + ",\"dropped_events\":0,\"level\":1,\"p_idx\":-1}}");
     s.line("]");
   }
   return 0;

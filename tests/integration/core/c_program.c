@@ -14,7 +14,8 @@ int main(int argc, char **argv) {
   if (dftrace_init(&o) != DFTRACE_OK) return 1;
   fwd = dftrace_node_find("compute.forward");
   solver = dftrace_node_child(dftrace_category("solver"), "iterate");
-  dftrace_iter_begin(&it, dftrace_node_find("pipeline.epoch"), 0, NULL, NULL, DFTRACE_USE_NODE_STATE);
+  dftrace_iter_begin(&it, dftrace_node_find("pipeline.epoch"), 0, NULL, NULL,
+                     DFTRACE_USE_NODE_STATE);
   for (epoch = 0;; ++epoch) {
     dftrace_region_t r, s;
     dftrace_arg_t args[2] = {DFTRACE_ARG_S("phase", "train"), DFTRACE_ARG_D("lr", 0.01)};

@@ -30,7 +30,8 @@ int main(int argc, char **argv) {
     }
   } else if (strcmp(mode, "iter") == 0) {
     dftrace_iter_t it;
-    dftrace_iter_begin(&it, dftrace_node_find("pipeline.epoch"), 0, NULL, NULL, DFTRACE_USE_NODE_STATE);
+    dftrace_iter_begin(&it, dftrace_node_find("pipeline.epoch"), 0, NULL, NULL,
+                       DFTRACE_USE_NODE_STATE);
     for (i = 0;; ++i) {
       dftrace_iter_fetch(&it);
       if (i == 3) break;

@@ -22,43 +22,73 @@ void spin(int n) {
 // A training loop touching every part of the tree (issue 3's list).
 int mode_loop() {
   const auto collate = ai.data.preprocess.derive("collate");
-  { auto s = ai.checkpoint.init_node().scope(); spin(100); }
-  { auto s = ai.checkpoint.restart.scope(); spin(100); }
+  {
+    auto s = ai.checkpoint.init_node().scope();
+    spin(100);
+  }
+  {
+    auto s = ai.checkpoint.restart.scope();
+    spin(100);
+  }
   for (int epoch : ai.pipeline.epoch.iter(std::vector<int>{0, 1})) {
     ai.update("epoch", epoch);
     int step = 0;
     for (int item : ai.dataloader.fetch.iter(std::vector<int>{10, 20, 30})) {
       ai.update("step", step);
-      { auto s = ai.data.item.scope({{"item", item}}); spin(50); }
-      { auto s = collate.scope(); spin(50); }
-      { auto s = ai.device.transfer.scope(); spin(50); }
-      { auto s = ai.compute.forward.scope(); spin(50); }
-      { auto s = ai.compute.backward.scope(); spin(50); }
-      { auto s = ai.comm.all_reduce.scope({{"bytes", 4096}}); spin(50); }
-      { auto s = ai.compute.step.scope(); spin(50); }
+      {
+        auto s = ai.data.item.scope({{"item", item}});
+        spin(50);
+      }
+      {
+        auto s = collate.scope();
+        spin(50);
+      }
+      {
+        auto s = ai.device.transfer.scope();
+        spin(50);
+      }
+      {
+        auto s = ai.compute.forward.scope();
+        spin(50);
+      }
+      {
+        auto s = ai.compute.backward.scope();
+        spin(50);
+      }
+      {
+        auto s = ai.comm.all_reduce.scope({{"bytes", 4096}});
+        spin(50);
+      }
+      {
+        auto s = ai.compute.step.scope();
+        spin(50);
+      }
       ++step;
     }
-    { auto s = ai.checkpoint.capture.scope(); spin(100); }
+    {
+      auto s = ai.checkpoint.capture.scope();
+      spin(100);
+    }
   }
   return 0;
 }
 
 // update(): subtree only, root reaches all, removal, read at the end, per-use not leaking.
 int mode_update() {
-  ai.compute.update("lr", 0.5);                      // e1: forward has lr, item does not
+  ai.compute.update("lr", 0.5);  // e1: forward has lr, item does not
   { auto a = ai.compute.forward.scope(); }
   { auto b = ai.data.item.scope(); }
-  ai.update("epoch", 1);                             // root: everyone
+  ai.update("epoch", 1);  // root: everyone
   { auto c = ai.data.item.scope(); }
   {
-    auto d = ai.compute.forward.scope();             // value when the event ENDS
+    auto d = ai.compute.forward.scope();  // value when the event ENDS
     ai.update("epoch", 2);
   }
   { auto e = ai.compute.forward.scope({{"layer", 7}}); }  // per-use
-  { auto f = ai.compute.forward.scope(); }           // layer must not leak here
+  { auto f = ai.compute.forward.scope(); }                // layer must not leak here
   ai.compute.remove("lr");
   { auto g = ai.compute.forward.scope(); }
-  ai.compute.forward.update("note", "x");            // only forward's subtree
+  ai.compute.forward.update("note", "x");  // only forward's subtree
   { auto h = ai.compute.backward.scope(); }
   { auto i = ai.compute.forward.scope(); }
   return 0;
@@ -69,15 +99,15 @@ int mode_enable() {
   { auto s = ai.comm.barrier.scope(); }  // DFTRACE_CATEGORIES / YAML may switch these
   { auto s = ai.comm.all_reduce.scope(); }
   ai.compute.disable();
-  { auto s = ai.compute.forward.scope(); }                                  // off
-  { auto s = ai.compute.forward.scope(dftrace::use::force_on); }            // forced on
-  { auto s = ai.data.item.scope(); }                                        // on
+  { auto s = ai.compute.forward.scope(); }                        // off
+  { auto s = ai.compute.forward.scope(dftrace::use::force_on); }  // forced on
+  { auto s = ai.data.item.scope(); }                              // on
   ai.compute.forward.enable();
-  { auto s = ai.compute.forward.scope(); }                                  // on
-  { auto s = ai.compute.backward.scope(); }                                 // still off
-  { auto s = ai.data.item.scope(dftrace::use::force_off); }                 // forced off
+  { auto s = ai.compute.forward.scope(); }                   // on
+  { auto s = ai.compute.backward.scope(); }                  // still off
+  { auto s = ai.data.item.scope(dftrace::use::force_off); }  // forced off
   ai.disable();
-  { auto s = ai.data.item.scope(); }                                        // off
+  { auto s = ai.data.item.scope(); }  // off
   // A "decorated" function created while disabled, run after enabling: traced.
   auto fn = ai.pipeline.train.wrap([] { spin(10); });
   ai.enable();
@@ -158,12 +188,18 @@ int main(int argc, char **argv) {
   if (argc < 2) return 2;
   const std::string m = argv[1];
   int rc = 2;
-  if (m == "loop") rc = mode_loop();
-  else if (m == "update") rc = mode_update();
-  else if (m == "enable") rc = mode_enable();
-  else if (m == "metadata") rc = mode_metadata();
-  else if (m == "defects") rc = mode_defects();
-  else if (m == "count") rc = mode_count();
+  if (m == "loop")
+    rc = mode_loop();
+  else if (m == "update")
+    rc = mode_update();
+  else if (m == "enable")
+    rc = mode_enable();
+  else if (m == "metadata")
+    rc = mode_metadata();
+  else if (m == "defects")
+    rc = mode_defects();
+  else if (m == "count")
+    rc = mode_count();
   dftrace::finalize();
   return rc;
 }

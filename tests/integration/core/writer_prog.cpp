@@ -1,10 +1,10 @@
 // writer_prog.cpp: one test program, several modes, each exercising the writer for real
 // (threads, crashes, signals, fork, full disks). Usage: writer_prog MODE [N] [M]
 #include <dftrace/dftrace.h>
-#include <dftrace/dftrace.hpp>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <dftrace/dftrace.hpp>
 
 #include <atomic>
 #include <cstdio>
@@ -44,13 +44,15 @@ void events(int n, dftrace_node_t *outer, dftrace_node_t *inner) {
 int mode_basic() {
   // Every kind of line, with hostile strings.
   dftrace_node_t *fwd = node("compute.forward");
-  const char *hostile = "quote\" backslash\\ newline\n tab\t nul-free ctrl\x01 bad-utf8\xff\xfe end";
+  const char *hostile =
+      "quote\" backslash\\ newline\n tab\t nul-free ctrl\x01 bad-utf8\xff\xfe end";
   dftrace_node_update_string(dftrace_node_root(), "run", hostile);
   dftrace_node_update_int(dftrace_node_root(), "epoch", 2);
   dftrace_node_update_double(node("compute"), "lr", 0.25);
   dftrace_node_update_bool(node("compute"), "warm", true);
-  dftrace_arg_t args[] = {DFTRACE_ARG_I("layer", -3), DFTRACE_ARG_D("ratio", 1.5), DFTRACE_ARG_S(hostile, hostile),
-                          DFTRACE_ARG_B("ok", false), DFTRACE_ARG_I("epoch", 9), DFTRACE_ARG_I("level", 77)};
+  dftrace_arg_t args[] = {DFTRACE_ARG_I("layer", -3),      DFTRACE_ARG_D("ratio", 1.5),
+                          DFTRACE_ARG_S(hostile, hostile), DFTRACE_ARG_B("ok", false),
+                          DFTRACE_ARG_I("epoch", 9),       DFTRACE_ARG_I("level", 77)};
   dftrace_region_t r = dftrace_region_begin_ex(fwd, DFTRACE_USE_NODE_STATE, args, 6);
   dftrace_region_end(r);
   std::string long_value(100000, 'v');
@@ -74,7 +76,8 @@ int mode_basic() {
 }
 
 int mode_threads(int n) {
-  dftrace_node_t *outer = node("pipeline.epoch"), *mid = node("compute.forward"), *inner = node("comm.all_reduce");
+  dftrace_node_t *outer = node("pipeline.epoch"), *mid = node("compute.forward"),
+                 *inner = node("comm.all_reduce");
   std::atomic<int> ready{0};
   std::vector<std::thread> ts;
   for (int t = 0; t < 4; ++t) {
@@ -230,12 +233,14 @@ int mode_args(int n) {
   args.push_back(DFTRACE_ARG_I("k3", -3));
   args.push_back(DFTRACE_ARG_I("epoch", 99));
   args.push_back(DFTRACE_ARG_S("hhash", "mine"));
-  dftrace_region_end(dftrace_region_begin_ex(fwd, DFTRACE_USE_NODE_STATE, args.data(), args.size()));
+  dftrace_region_end(
+      dftrace_region_begin_ex(fwd, DFTRACE_USE_NODE_STATE, args.data(), args.size()));
   timespec a, b;
   clock_gettime(CLOCK_MONOTONIC, &a);
   dftrace_finalize();
   clock_gettime(CLOCK_MONOTONIC, &b);
-  std::printf("args %d finalize_ms %.1f\n", n, (b.tv_sec - a.tv_sec) * 1e3 + (b.tv_nsec - a.tv_nsec) / 1e6);
+  std::printf("args %d finalize_ms %.1f\n", n,
+              (b.tv_sec - a.tv_sec) * 1e3 + (b.tv_nsec - a.tv_nsec) / 1e6);
   return 0;
 }
 

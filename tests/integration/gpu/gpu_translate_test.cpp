@@ -6,8 +6,8 @@
 #include <zlib.h>
 
 #include <atomic>
-#include <filesystem>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
@@ -388,8 +388,10 @@ TEST_F(GpuTranslate, ApiCallsGoOnTheCallingThreadAndAreFiltered) {
     return r;
   };
   ring.remember(801, 99);
-  auto launch = api(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 801);
-  auto get_device = api(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020, 802);
+  auto launch =
+      api(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 801);
+  auto get_device =
+      api(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020, 802);
   auto htod = api(CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2, 803);
   htod.returnValue = 700;
   auto kernel = kernel_record(0, 1, 801, t, t + 10);
@@ -410,14 +412,16 @@ TEST_F(GpuTranslate, ApiCallsGoOnTheCallingThreadAndAreFiltered) {
   const auto copies = events(lines, "cuMemcpyHtoD", "cuda");
   ASSERT_EQ(copies.size(), 1u);
   EXPECT_EQ(get_int(copies[0], "args", "return_value"), 700);
-  for (const auto &e : events(lines, "kernel", "device")) EXPECT_NE(get_int(e, "args", "correlation_id"), 801);
+  for (const auto &e : events(lines, "kernel", "device"))
+    EXPECT_NE(get_int(e, "args", "correlation_id"), 801);
   // The node is a real tree node: it can be found and switched like any other.
   EXPECT_NE(dftrace_node_find("cuda.cudaLaunchKernel"), nullptr);
 
   kinds every;
   ASSERT_TRUE(parse_kinds("runtime,api_all", &every, nullptr));
   translator all(&ring, test_names, every);
-  auto get_device2 = api(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020, 804);
+  auto get_device2 =
+      api(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020, 804);
   EXPECT_TRUE(all.translate(A(&get_device2)));
   EXPECT_EQ(events(read_lines(), "cudaGetDevice", "cuda").size(), 1u);
 }

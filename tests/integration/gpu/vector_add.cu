@@ -16,13 +16,13 @@ __global__ void vector_add(const float *a, const float *b, float *c, int n) {
   if (i < n) c[i] = a[i] + b[i];
 }
 
-#define CHECK(call)                                                                  \
-  do {                                                                               \
-    cudaError_t e_ = (call);                                                         \
-    if (e_ != cudaSuccess) {                                                         \
-      std::fprintf(stderr, "%s failed: %s\n", #call, cudaGetErrorString(e_));       \
-      return 1;                                                                      \
-    }                                                                                \
+#define CHECK(call)                                                           \
+  do {                                                                        \
+    cudaError_t e_ = (call);                                                  \
+    if (e_ != cudaSuccess) {                                                  \
+      std::fprintf(stderr, "%s failed: %s\n", #call, cudaGetErrorString(e_)); \
+      return 1;                                                               \
+    }                                                                         \
   } while (0)
 
 int main(int argc, char **argv) {

@@ -1,4 +1,5 @@
-/* mixed_driver.c: drives the mixed example's C++/Fortran library from C, the way examples/mixed/train.py does from Python.
+/* mixed_driver.c: drives the mixed example's C++/Fortran library from C, the way
+ * examples/mixed/train.py does from Python.
  *
  * Usage: mixed_driver [epochs steps layers width]. Same tree calls as the Python driver:
  * pipeline.train around everything, an iter loop on pipeline.epoch and one on

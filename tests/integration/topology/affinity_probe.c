@@ -34,7 +34,8 @@ static void *worker(void *arg) {
   CPU_ZERO(&set);
   CPU_SET(cpu, &set);
   /* bind before the first traced event: the thread's name line is written then */
-  if (pthread_setaffinity_np(pthread_self(), sizeof set, &set) != 0) fprintf(stderr, "bind failed\n");
+  if (pthread_setaffinity_np(pthread_self(), sizeof set, &set) != 0)
+    fprintf(stderr, "bind failed\n");
   dftrace_region_t r = dftrace_region_begin(dftrace_node_find("data.preprocess"));
   dftrace_region_end(r);
   return NULL;

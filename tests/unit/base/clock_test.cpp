@@ -49,8 +49,8 @@ TEST(TickMap, IncreasingAndUnchangedWhereUsedAcrossAnchors) {
 
 TEST(TickMap, AheadOfTheClockStaysContinuousAndSlowsDown) {
   tick_map m;
-  m.reset(1000, 5000, k_one * 2);  // thinks 2 ns per tick; truly 1
-  const uint64_t before = m.to_ns(2000999);  // used: 5000 + 2 * 1999999
+  m.reset(1000, 5000, k_one * 2);              // thinks 2 ns per tick; truly 1
+  const uint64_t before = m.to_ns(2000999);    // used: 5000 + 2 * 1999999
   m.anchor_at(2001000, 5000 + 2000000, true);  // the clock says 2,005,000; the map says 4,003,000
   EXPECT_EQ(m.to_ns(2000999), before) << "no step back at a used tick";
   EXPECT_EQ(m.to_ns(2001000), 5000 + 2 * 2000000) << "continuous";
@@ -98,7 +98,9 @@ TEST(TickMap, RealTscTracksClockMonotonic) {
     const uint64_t b = mono_ns();
     const uint64_t x = m.to_ns(t);
     // x lies within [a, b] up to the map's error
-    const long long err = x < a ? static_cast<long long>(a - x) : x > b ? static_cast<long long>(x - b) : 0;
+    const long long err = x < a   ? static_cast<long long>(a - x)
+                          : x > b ? static_cast<long long>(x - b)
+                                  : 0;
     if (err > worst) worst = err;
   }
   EXPECT_GE(m.anchors(), 8u);

@@ -39,12 +39,13 @@ TEST(Format, EscapesQuotesBackslashesAndControlCharacters) {
 }
 
 TEST(Format, KeepsValidUtf8AndReplacesInvalidBytes) {
-  EXPECT_EQ(esc("h\xc3\xa9llo \xe2\x82\xac \xf0\x9f\x98\x80"), "h\xc3\xa9llo \xe2\x82\xac \xf0\x9f\x98\x80");
+  EXPECT_EQ(esc("h\xc3\xa9llo \xe2\x82\xac \xf0\x9f\x98\x80"),
+            "h\xc3\xa9llo \xe2\x82\xac \xf0\x9f\x98\x80");
   const std::string fffd = "\xef\xbf\xbd";
   EXPECT_EQ(esc("\xff"), fffd);
-  EXPECT_EQ(esc("a\xc3"), "a" + fffd);                      // truncated sequence
-  EXPECT_EQ(esc("\xc0\xaf"), fffd + fffd);                   // overlong
-  EXPECT_EQ(esc("\xed\xa0\x80"), fffd + fffd + fffd);        // surrogate
+  EXPECT_EQ(esc("a\xc3"), "a" + fffd);                            // truncated sequence
+  EXPECT_EQ(esc("\xc0\xaf"), fffd + fffd);                        // overlong
+  EXPECT_EQ(esc("\xed\xa0\x80"), fffd + fffd + fffd);             // surrogate
   EXPECT_EQ(esc("\xf4\x90\x80\x80"), fffd + fffd + fffd + fffd);  // above U+10FFFF
 }
 
@@ -71,7 +72,8 @@ TEST(Format, Integers) {
   EXPECT_EQ(u64(std::numeric_limits<uint64_t>::max()), "18446744073709551615");
   // Every power of ten and its neighbours, and a sweep over all magnitudes, against to_string.
   for (uint64_t p10 = 1;; p10 *= 10) {
-    for (uint64_t v : {p10 - 1, p10, p10 + 1, p10 * 2 - 1, p10 * 9 + (p10 - 1)}) EXPECT_EQ(u64(v), std::to_string(v));
+    for (uint64_t v : {p10 - 1, p10, p10 + 1, p10 * 2 - 1, p10 * 9 + (p10 - 1)})
+      EXPECT_EQ(u64(v), std::to_string(v));
     if (p10 > std::numeric_limits<uint64_t>::max() / 10) break;
   }
   uint64_t x = 0x9e3779b97f4a7c15ull;
@@ -112,7 +114,7 @@ TEST(Format, JsonChecker) {
   EXPECT_FALSE(is_valid_json_value(std::string(100, '[') + std::string(100, ']')));  // too deep
   // Strings are checked for UTF-8 with the rule escaping uses (and the trace reader).
   EXPECT_TRUE(is_valid_json_value("\"caf\xc3\xa9 \xf0\x9f\x98\x80\""));
-  EXPECT_FALSE(is_valid_json_value("\"a\xc3\""));          // truncated sequence
-  EXPECT_FALSE(is_valid_json_value("{\"\xc0\xaf\":1}"));   // overlong, in a key
+  EXPECT_FALSE(is_valid_json_value("\"a\xc3\""));           // truncated sequence
+  EXPECT_FALSE(is_valid_json_value("{\"\xc0\xaf\":1}"));    // overlong, in a key
   EXPECT_FALSE(is_valid_json_value("[\"\xed\xa0\x80\"]"));  // surrogate
 }

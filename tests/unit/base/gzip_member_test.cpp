@@ -36,7 +36,8 @@ TEST_P(Codecs, MemberRoundTripsAndDtDescribesIt) {
   if (!codec_available(GetParam())) GTEST_SKIP() << codec_name(GetParam()) << " not in this build";
   std::string text;
   for (int i = 0; i < 5000; ++i)
-    text += "{\"id\":" + std::to_string(i) + ",\"name\":\"x\",\"ts\":" + std::to_string(1000 + i % 97) + "}\n";
+    text += "{\"id\":" + std::to_string(i) +
+            ",\"name\":\"x\",\"ts\":" + std::to_string(1000 + i % 97) + "}\n";
   member_stats st = scan_member_stats(text.data(), text.size());
   EXPECT_EQ(st.lines, 5000u);
   EXPECT_EQ(st.ts_min, 1000u);
@@ -64,7 +65,8 @@ TEST_P(Codecs, MemberRoundTripsAndDtDescribesIt) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(All, Codecs, ::testing::Values(codec::zlib, codec::isal, codec::libdeflate),
+INSTANTIATE_TEST_SUITE_P(All, Codecs,
+                         ::testing::Values(codec::zlib, codec::isal, codec::libdeflate),
                          [](const auto &info) { return std::string(codec_name(info.param)); });
 
 TEST(GzipMember, EmptyMemberIsValid) {

@@ -49,7 +49,9 @@ class Config : public ::testing::Test {
     unsetenv("DFTRACE_CONFIG");
     return c;
   }
-  static int lines(const std::string &s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
+  static int lines(const std::string &s) {
+    return static_cast<int>(std::count(s.begin(), s.end(), '\n'));
+  }
   std::string dir_;
   int n_ = 0;
 };
@@ -72,7 +74,8 @@ TEST_F(Config, Defaults) {
 
 TEST_F(Config, LayersLaterWins) {
   std::string err;
-  const std::string f = yaml("enable: true\noutput:\n  prefix: /from/yaml\n  member_bytes: 2MiB\nmetadata: off\n");
+  const std::string f =
+      yaml("enable: true\noutput:\n  prefix: /from/yaml\n  member_bytes: 2MiB\nmetadata: off\n");
   setenv("DFTRACE_LOG_FILE", "/from/env", 1);
   config c = load(f, &err);
   EXPECT_EQ(err, "");
@@ -113,9 +116,10 @@ TEST_F(Config, DftracerNamesAreReadWhenOursAreUnset) {
   setenv("DFTRACE_ENABLE", "off", 1);  // ours wins when set, in both directions
   c = load("", &err);
   EXPECT_FALSE(c.enable);
-  for (const char *v : {"DFTRACE_ENABLE", "DFTRACER_ENABLE", "DFTRACER_LOG_FILE", "DFTRACER_INC_METADATA",
-                        "DFTRACER_TRACE_COMPRESSION", "DFTRACER_DISABLE_TIDS", "DFTRACER_WRITE_BUFFER_SIZE",
-                        "DFTRACER_LOG_LEVEL"})
+  for (const char *v :
+       {"DFTRACE_ENABLE", "DFTRACER_ENABLE", "DFTRACER_LOG_FILE", "DFTRACER_INC_METADATA",
+        "DFTRACER_TRACE_COMPRESSION", "DFTRACER_DISABLE_TIDS", "DFTRACER_WRITE_BUFFER_SIZE",
+        "DFTRACER_LOG_LEVEL"})
     unsetenv(v);
 }
 
@@ -141,12 +145,23 @@ TEST_F(Config, SizeUnits) {
   const struct {
     const char *text;
     size_t bytes;
-  } cases[] = {{"1k", 1024},          {"1K", 1024},          {"1KiB", 1024},
-               {"1kib", 1024},        {"1kB", 1000},         {"1KB", 1000},
-               {"1m", 1u << 20},      {"1MiB", 1u << 20},    {"1MB", 1000000},
-               {"1g", size_t{1} << 30}, {"1GiB", size_t{1} << 30}, {"1GB", 1000000000},
-               {" 2 b ", 2},          {"0.5KiB", 512},       {"150k", 153600},
-               {"150kB", 150000},     {"0", 0}};
+  } cases[] = {{"1k", 1024},
+               {"1K", 1024},
+               {"1KiB", 1024},
+               {"1kib", 1024},
+               {"1kB", 1000},
+               {"1KB", 1000},
+               {"1m", 1u << 20},
+               {"1MiB", 1u << 20},
+               {"1MB", 1000000},
+               {"1g", size_t{1} << 30},
+               {"1GiB", size_t{1} << 30},
+               {"1GB", 1000000000},
+               {" 2 b ", 2},
+               {"0.5KiB", 512},
+               {"150k", 153600},
+               {"150kB", 150000},
+               {"0", 0}};
   for (const auto &c : cases) {
     size_t n = 7;
     EXPECT_TRUE(parse_size(c.text, &n)) << c.text;
@@ -217,8 +232,9 @@ TEST_F(Config, UnknownKeyIsNamedWithASuggestion) {
 
 TEST_F(Config, WrongTypeKeepsTheEarlierValueAndNamesKeyAndValue) {
   std::string err;
-  const std::string f = yaml("enable: sometimes\noutput:\n  member_bytes: lots\n  level: high\n  on_full: explode\n"
-                             "timer:\n  precision: fs\n  source: sundial\nlog_level: loud\n");
+  const std::string f = yaml(
+      "enable: sometimes\noutput:\n  member_bytes: lots\n  level: high\n  on_full: explode\n"
+      "timer:\n  precision: fs\n  source: sundial\nlog_level: loud\n");
   config c = load(f, &err);
   EXPECT_EQ(lines(err), 7) << err;
   for (const char *k : {"'enable': value 'sometimes'", "'output.member_bytes': value 'lots'",
@@ -278,7 +294,8 @@ TEST_F(Config, DescribeNamesEveryKeyAndItsSource) {
   setenv("DFTRACE_ENABLE", "1", 1);
   config c = load("", &err);
   const std::string d = describe(c);
-  for (const auto &k : config_keys()) EXPECT_NE(d.find(std::string(k.key) + " = "), std::string::npos) << k.key;
+  for (const auto &k : config_keys())
+    EXPECT_NE(d.find(std::string(k.key) + " = "), std::string::npos) << k.key;
   EXPECT_NE(d.find("enable = true  (env DFTRACE_ENABLE)"), std::string::npos) << d;
   unsetenv("DFTRACE_ENABLE");
 }
@@ -317,12 +334,12 @@ TEST_F(Config, SizesCountsAndDurationsOutsideTheirRangeKeepTheDefault) {
     const char *env, *value;
   };
   const bad cases[] = {
-      {"DFTRACE_OUTPUT_BUFFER_BYTES", "4GiB"},   {"DFTRACE_OUTPUT_MEMBER_BYTES", "4GiB"},
+      {"DFTRACE_OUTPUT_BUFFER_BYTES", "4GiB"},       {"DFTRACE_OUTPUT_MEMBER_BYTES", "4GiB"},
       {"DFTRACE_OUTPUT_BUFFER_BYTES", "4294967296"}, {"DFTRACE_OUTPUT_MEMBER_BYTES", "1024"},
-      {"DFTRACE_OUTPUT_QUEUE_BYTES", "100GiB"},  {"DFTRACE_OUTPUT_QUEUE_BYTES", "1KiB"},
-      {"DFTRACE_OUTPUT_COMPRESS_THREADS", "0"},  {"DFTRACE_OUTPUT_COMPRESS_THREADS", "65"},
-      {"DFTRACE_OUTPUT_FLUSH_INTERVAL", "0"},    {"DFTRACE_OUTPUT_FLUSH_INTERVAL", "2days"},
-      {"DFTRACE_OUTPUT_FLUSH_INTERVAL", "100000"}, {"DFTRACE_OUTPUT_LEVEL", "13"},
+      {"DFTRACE_OUTPUT_QUEUE_BYTES", "100GiB"},      {"DFTRACE_OUTPUT_QUEUE_BYTES", "1KiB"},
+      {"DFTRACE_OUTPUT_COMPRESS_THREADS", "0"},      {"DFTRACE_OUTPUT_COMPRESS_THREADS", "65"},
+      {"DFTRACE_OUTPUT_FLUSH_INTERVAL", "0"},        {"DFTRACE_OUTPUT_FLUSH_INTERVAL", "2days"},
+      {"DFTRACE_OUTPUT_FLUSH_INTERVAL", "100000"},   {"DFTRACE_OUTPUT_LEVEL", "13"},
   };
   for (const bad &b : cases) {
     setenv(b.env, b.value, 1);

@@ -41,10 +41,14 @@ TEST(LineParser, QuotedNumbersAreRecognised) {
 TEST(LineParser, RejectsInvalidJson) {
   parsed_line pl;
   const char *bad[] = {
-      R"({"a":1,})",         R"({"a":01})",        R"({"a":"x)",          R"({"a":1} x)",
-      R"({a:1})",            R"({"a":tru})",       R"({"a":[1,]})",       R"({"a":1.})",
-      R"({"a":"\q"})",       "{\"a\":\"\x01\"}",   "{\"a\":\"\xff\"}",    R"([1,2])",
-      R"({"a":NaN})",        "",                   R"({"a":1}{"b":2})",  R"({"a":-})",
+      R"({"a":1,})",       R"({"a":01})",
+      R"({"a":"x)",        R"({"a":1} x)",
+      R"({a:1})",          R"({"a":tru})",
+      R"({"a":[1,]})",     R"({"a":1.})",
+      R"({"a":"\q"})",     "{\"a\":\"\x01\"}",
+      "{\"a\":\"\xff\"}",  R"([1,2])",
+      R"({"a":NaN})",      "",
+      R"({"a":1}{"b":2})", R"({"a":-})",
   };
   for (const char *b : bad) {
     EXPECT_FALSE(parse_line(b, pl)) << b;
@@ -55,10 +59,13 @@ TEST(LineParser, RejectsInvalidJson) {
 TEST(LineParser, AcceptsValidJsonCorners) {
   parsed_line pl;
   const char *good[] = {
-      R"({})", R"({"a":-0.5e+3,"b":[],"c":{},"d":"\u00e9\n","e":true,"f":false,"g":null})",
-      "{\"u\":\"caf\xc3\xa9 \xf0\x9f\x98\x80\"}", R"(  {"a" : 1 }  )",
+      R"({})",
+      R"({"a":-0.5e+3,"b":[],"c":{},"d":"\u00e9\n","e":true,"f":false,"g":null})",
+      "{\"u\":\"caf\xc3\xa9 \xf0\x9f\x98\x80\"}",
+      R"(  {"a" : 1 }  )",
   };
-  for (const char *g : good) EXPECT_TRUE(parse_line(g, pl)) << g << ": " << (pl.error ? pl.error : "");
+  for (const char *g : good)
+    EXPECT_TRUE(parse_line(g, pl)) << g << ": " << (pl.error ? pl.error : "");
 }
 
 TEST(LineParser, DuplicateKeysAndHashKeys) {
@@ -87,14 +94,14 @@ TEST(LineParser, IntegerLimits) {
 TEST(LineParser, CanonicalNumberGivesValidJsonOrRefuses) {
   std::string out;
   const std::pair<const char *, const char *> good[] = {
-      {"0677792", "677792"}, {"+5", "5"}, {"1e5", "1e5"}, {"1E+05", "1e05"}, {".5", "0.5"},
-      {"5.", "5"}, {"-007.250", "-7.250"}, {"0", "0"}, {"000", "0"}, {"-0", "-0"},
-      {"12e-3", "12e-3"}};
+      {"0677792", "677792"}, {"+5", "5"},  {"1e5", "1e5"},         {"1E+05", "1e05"},
+      {".5", "0.5"},         {"5.", "5"},  {"-007.250", "-7.250"}, {"0", "0"},
+      {"000", "0"},          {"-0", "-0"}, {"12e-3", "12e-3"}};
   for (const auto &g : good) {
     ASSERT_TRUE(canonical_number(g.first, &out)) << g.first;
     EXPECT_EQ(out, g.second) << g.first;
   }
-  for (const char *bad : {"0x10", "", "+", "-", ".", "1e", "1e+", "inf", "nan", " 5", "5 ",
-                          "1.2.3", "--5", "+-5", "5a", "\\u0035"})
+  for (const char *bad : {"0x10", "", "+", "-", ".", "1e", "1e+", "inf", "nan", " 5", "5 ", "1.2.3",
+                          "--5", "+-5", "5a", "\\u0035"})
     EXPECT_FALSE(canonical_number(bad, &out)) << bad;
 }

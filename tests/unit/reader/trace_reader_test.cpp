@@ -80,7 +80,8 @@ TEST(TraceReader, PlansMembersFromDtFieldsAndReadsThemInOrder) {
 
 TEST(TraceReader, StreamsASingleMemberWithoutDtInBlocksOfWholeLines) {
   std::string text = "[\n";
-  for (int i = 0; i < 20000; ++i) text += "{\"id\":" + std::to_string(i) + ",\"ts\":" + std::to_string(i) + "}\n";
+  for (int i = 0; i < 20000; ++i)
+    text += "{\"id\":" + std::to_string(i) + ",\"ts\":" + std::to_string(i) + "}\n";
   text += "]";
   uLongf n = compressBound(text.size());
   std::vector<char> raw(n + 64);
@@ -171,8 +172,7 @@ TEST(TraceReader, PlainFilesAreSlicedAtLineBoundaries) {
   std::string why;
   ASSERT_TRUE(f.open(path, &why));
   EXPECT_GT(f.parts().size(), 1u);
-  for (const auto &p : f.parts())
-    EXPECT_EQ(f.data()[p.offset + p.length - 1], '\n');
+  for (const auto &p : f.parts()) EXPECT_EQ(f.data()[p.offset + p.length - 1], '\n');
   std::vector<read_issue> issues;
   EXPECT_EQ(read_all(f, 2, &issues), text);
   unlink(path.c_str());
@@ -187,7 +187,8 @@ TEST(TraceReader, DtUncompressedLengthIsOnlyAHint) {
   dt_field dt;
   ASSERT_TRUE(parse_dt_field(reinterpret_cast<const uint8_t *>(m.data()), m.size(), &dt));
   ASSERT_EQ(dt.uncompressed_len, text.size());
-  for (uint32_t forged : {0xFFFFFFFFu, 0xFFFFFFFEu, 0u, 1u, static_cast<uint32_t>(text.size() + 1)}) {
+  for (uint32_t forged :
+       {0xFFFFFFFFu, 0xFFFFFFFEu, 0u, 1u, static_cast<uint32_t>(text.size() + 1)}) {
     dt_field f = dt;
     f.uncompressed_len = forged;
     std::unique_ptr<char[]> out;

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "tree/tree.hpp"
 #include "dftrace/dftrace.hpp"
+#include "tree/tree.hpp"
 
 using namespace dftrace::detail;
 
@@ -22,7 +22,7 @@ struct table_category {
 std::vector<table_category> table() {
   std::vector<table_category> t;
 #define DFTRACE_AI_CATEGORY(c, py_enum) t.push_back({#c, {}});
-#define DFTRACE_AI_EVENT(c, e)                  \
+#define DFTRACE_AI_EVENT(c, e)                \
   EXPECT_EQ(t.back().cat, #c) << "event " #e; \
   t.back().events.push_back(#e);
 #include "dftrace/ai_tree.def"
@@ -85,8 +85,8 @@ TEST(AiTreeTable, CppFaceIsTheTable) {
   addresses.push_back(reinterpret_cast<uintptr_t>(&ai.c)); \
   category_sizes.push_back(sizeof(ai.c));                  \
   ++nodes;
-#define DFTRACE_AI_EVENT(c, e)                              \
-  paths.push_back(ai.c.e.path());                           \
+#define DFTRACE_AI_EVENT(c, e)                               \
+  paths.push_back(ai.c.e.path());                            \
   addresses.push_back(reinterpret_cast<uintptr_t>(&ai.c.e)); \
   ++nodes;
 #include "dftrace/ai_tree.def"
@@ -100,7 +100,8 @@ TEST(AiTreeTable, CppFaceIsTheTable) {
   ASSERT_EQ(category_sizes.size(), t.size());
   for (size_t i = 0; i < t.size(); ++i)
     EXPECT_EQ(category_sizes[i], sizeof(dftrace::node) * (1 + t[i].events.size())) << t[i].cat;
-  for (size_t i = 1; i < addresses.size(); ++i) EXPECT_LT(addresses[i - 1], addresses[i]) << paths[i];
+  for (size_t i = 1; i < addresses.size(); ++i)
+    EXPECT_LT(addresses[i - 1], addresses[i]) << paths[i];
   EXPECT_STREQ(ai.path(), "ai");
 
   tree tr;

@@ -24,12 +24,18 @@ TEST(Tree, BuiltinNodesHaveSpecNamesAndCategories) {
   EXPECT_EQ(t.root()->cat, "ai_root");
   struct expect {
     const char *path, *name, *cat;
-  } cases[] = {{"compute", "compute", "compute"},       {"compute.forward", "forward", "compute"},
-               {"compute.step", "step", "compute"},     {"data.preprocess", "preprocess", "data"},
-               {"data.item", "item", "data"},           {"dataloader.fetch", "fetch", "dataloader"},
-               {"comm.all_to_all", "all_to_all", "comm"}, {"comm.reduce_scatter", "reduce_scatter", "comm"},
-               {"device.transfer", "transfer", "device"}, {"checkpoint.restart", "restart", "checkpoint"},
-               {"pipeline.epoch", "epoch", "pipeline"}, {"pipeline.test", "test", "pipeline"}};
+  } cases[] = {{"compute", "compute", "compute"},
+               {"compute.forward", "forward", "compute"},
+               {"compute.step", "step", "compute"},
+               {"data.preprocess", "preprocess", "data"},
+               {"data.item", "item", "data"},
+               {"dataloader.fetch", "fetch", "dataloader"},
+               {"comm.all_to_all", "all_to_all", "comm"},
+               {"comm.reduce_scatter", "reduce_scatter", "comm"},
+               {"device.transfer", "transfer", "device"},
+               {"checkpoint.restart", "restart", "checkpoint"},
+               {"pipeline.epoch", "epoch", "pipeline"},
+               {"pipeline.test", "test", "pipeline"}};
   for (const auto &c : cases) {
     node *n = t.find(c.path);
     ASSERT_NE(n, nullptr) << c.path;
@@ -146,7 +152,8 @@ TEST(Tree, EnableDisableSubtreeAndRecording) {
 
 TEST(Tree, RulesMostSpecificWins) {
   tree t;
-  t.set_rules({{"comm.all_reduce", true}, {"comm", false}, {"compute.step", false}, {"mylib.io", false}});
+  t.set_rules(
+      {{"comm.all_reduce", true}, {"comm", false}, {"compute.step", false}, {"mylib.io", false}});
   t.set_recording(true);
   EXPECT_FALSE(t.find("comm.barrier")->active.load());
   EXPECT_TRUE(t.find("comm.all_reduce")->active.load());
@@ -164,7 +171,8 @@ TEST(Tree, ArgumentReadsAreConsistentUnderConcurrentUpdates) {
   std::atomic<bool> stop{false};
   std::thread writer([&] {
     for (int i = 0; i < 20000; ++i)
-      t.update(t.root(), "k", std::string_view(i % 2 ? "\"a-long-string-value-that-grows-the-block\"" : "1"));
+      t.update(t.root(), "k",
+               std::string_view(i % 2 ? "\"a-long-string-value-that-grows-the-block\"" : "1"));
     stop = true;
   });
   char buf[256];
