@@ -161,7 +161,7 @@ int runtime::init(const dftrace_options *options) {
     if (::gethostname(host, sizeof host - 1) != 0) std::strcpy(host, "unknown");
     host_ = host;
     host_hash_ = dftracer_hash(host_);
-    hhash_field_ = cfg_.metadata ? "\"hhash\":" + std::to_string(host_hash_) : std::string();
+    hhash_field_ = cfg_.metadata ? hhash_member(host_hash_) : std::string();
 
     // The command line, and the program's name (for Python, the script's).
     std::string raw = read_file("/proc/self/cmdline");
@@ -231,7 +231,7 @@ int runtime::init(const dftrace_options *options) {
     }
     // Every time in the trace comes from ticks through the map, the start line's too.
     start_mono_ = ticks().to_ns(tick_now());
-    start_id_ = 0;
+    topology_known_ = false;
     initialized_.store(true, std::memory_order_release);
     if (cfg_.config_unusable) {
       recording_.store(false);
@@ -294,8 +294,8 @@ void runtime::create_writer_locked() {
   ws.format.ns_precision = cfg_.ns_precision;
   ws.format.metadata = cfg_.metadata;
   ws.format.hhash_field = hhash_field_;
-  ws.path = [this] { return path_from_config(); };
-  ws.header = [this] { return header_text(); };
+  ws.path = path_from_config();
+  ws.header = header_text();
   writer_ = std::make_unique<writer>(std::move(ws));
   generation_.fetch_add(1, std::memory_order_release);
   disabled_reason_.clear();
@@ -325,7 +325,10 @@ int runtime::finalize() {
   recording_.store(false);
   tree_.set_recording(false);
   if (writer_) {
-    writer_->finish([this] { return footer_text(); });
+    end_fields end;
+    end.id = alloc_global_id();
+    end.signal = last_signal_.load(std::memory_order_relaxed);
+    writer_->finish(end);
     const bool failed = writer_->failed();
     if (!failed)
       log(log_level::info, "wrote %llu events to %s",
@@ -408,10 +411,10 @@ void runtime::install_signal_handlers() {
 
 void runtime::on_fatal_signal(int sig, bool dies) {
   last_signal_.store(sig, std::memory_order_relaxed);
-  size_t (*tail)(char *, size_t) = [](char *buf, size_t cap) {
-    return runtime::get().footer_into(buf, cap);
-  };
-  if (writer_) writer_->crash_flush(dies ? tail : nullptr);
+  end_fields end;  // no allocation here
+  end.id = alloc_global_id();
+  end.signal = sig;
+  if (writer_) writer_->crash_flush(dies ? &end : nullptr);
 }
 
 // ---------------------------------------------------------------- header and footer
@@ -427,11 +430,14 @@ std::string runtime::path_from_config() {
   return p;
 }
 
-std::string runtime::meta_prefix(std::string_view type, pid_t tid, uint64_t id) const {
-  std::string s = "{\"id\":" + std::to_string(id) + ",\"name\":" + json_quote(type) +
-                  ",\"cat\":\"dftracer\",\"pid\":" + std::to_string(pid_) +
-                  ",\"tid\":" + std::to_string(tid) + ",\"ph\":\"M\",\"args\":{";
-  return s;
+line_format runtime::line_fmt() const {
+  line_format f;
+  f.pid = pid_;
+  f.epoch_offset_ns = epoch_offset_ns_;
+  f.ns_precision = cfg_.ns_precision;
+  f.metadata = cfg_.metadata;
+  f.hhash_field = hhash_field_;
+  return f;
 }
 
 std::string runtime::header_text() {
@@ -440,11 +446,10 @@ std::string runtime::header_text() {
   auto header_id = [this] {
     return header_id_ < k_first_event_id ? header_id_++ : alloc_global_id();
   };
+  const line_format f = line_fmt();
   std::string h = "[\n";
-  const std::string hh = hhash_field_.empty() ? std::string() : hhash_field_ + ",";
   auto meta = [&](std::string_view type, const std::string &name, const std::string &value) {
-    h += meta_prefix(type, pid_, header_id()) + hh + "\"name\":" + json_quote(name) +
-         ",\"value\":" + value + "}}\n";
+    h += meta_line(f, header_id(), type, pid_, true, name, value);
   };
   meta("HH", host_, std::to_string(host_hash_));
   const uint64_t cmd_hash = dftracer_hash(cmdline_);
@@ -457,87 +462,37 @@ std::string runtime::header_text() {
     meta("PR", "rank", std::to_string(rank_));
     meta("PR", "size", std::to_string(size_));
   }
-  if (cfg_.core_affinity)
-    for (const auto &kv : topology_properties(pid_)) meta("PR", kv.first, kv.second);
-  h += meta_prefix("process_name", pid_, header_id()) +
-       "\"name\":" + json_quote(rank_ >= 0 ? "rank " + std::to_string(rank_) : exec_) + "}}\n";
+  if (cfg_.core_affinity) {
+    if (!topology_known_) {
+      topology_ = topology_properties(pid_);
+      topology_known_ = true;
+    }
+    for (const auto &kv : topology_) meta("PR", kv.first, kv.second);
+  }
+  h += name_line(f, header_id(), "process_name", pid_,
+                 rank_ >= 0 ? "rank " + std::to_string(rank_) : exec_);
   // The start event: version, date, parent, hashes and the clock mapping.
   char date[64];
   const time_t now = static_cast<time_t>((start_mono_ + epoch_offset_ns_) / 1000000000u);
   struct tm tmv;
   localtime_r(&now, &tmv);
   std::strftime(date, sizeof date, "%a %b %d %H:%M:%S %Y", &tmv);
-  char tsbuf[48];
-  char *e = put_time(tsbuf, start_mono_);
-  start_id_ = header_id();
-  h += "{\"id\":" + std::to_string(start_id_) +
-       ",\"name\":\"start\",\"cat\":\"dftracer\",\"pid\":" + std::to_string(pid_) +
-       ",\"tid\":" + std::to_string(pid_) + ",\"ts\":" + std::string(tsbuf, e) +
-       ",\"dur\":0,\"ph\":\"X\",\"args\":{" + hh +
-       "\"version\":" + json_quote(DFTRACE_VERSION_STRING) + ",\"date\":" + json_quote(date) +
-       ",\"ppid\":" + std::to_string(ppid_) + ",\"exec_hash\":" + std::to_string(exec_hash) +
-       ",\"cmd_hash\":" + std::to_string(cmd_hash) + ",\"clock\":\"monotonic\",\"timer_source\":" +
-       std::string(ticks().tsc() ? "\"tsc\"" : "\"monotonic\"") +
-       ",\"clock_offset_ns\":" + std::to_string(epoch_offset_ns_) +
-       ",\"timer_precision\":" + std::string(cfg_.ns_precision ? "\"ns\"" : "\"us\"");
-  if (cfg_.metadata) h += ",\"level\":1,\"p_idx\":-1";
-  h += "}}\n";
+  start_fields st;
+  st.id = header_id();
+  st.mono_ns = start_mono_;
+  st.version = DFTRACE_VERSION_STRING;
+  st.date = date;
+  st.ppid = ppid_;
+  st.exec_hash = exec_hash;
+  st.cmd_hash = cmd_hash;
+  st.tsc = ticks().tsc();
+  h += start_line(f, st);
   return h;
-}
-
-std::string runtime::footer_text() {
-  std::string f(1024 + hhash_field_.size(), '\0');
-  f.resize(footer_into(f.data(), f.size()));
-  return f;
-}
-
-size_t runtime::footer_into(char *buf, size_t cap) {
-  // No allocation: the fatal-signal path writes it too. Called by the writer under its I/O
-  // lock after its last pass: a tick after every event's, through the same map.
-  if (cap < 512 + hhash_field_.size()) return 0;
-  const writer *w = writer_.get();
-  char *p = buf;
-  auto lit = [&p](const char *s) {
-    const size_t n = std::strlen(s);
-    std::memcpy(p, s, n);
-    p += n;
-  };
-  lit("{\"id\":");
-  p = write_u64(p, alloc_global_id());
-  lit(",\"name\":\"end\",\"cat\":\"dftracer\",\"pid\":");
-  p = write_i64(p, pid_);
-  lit(",\"tid\":");
-  p = write_i64(p, pid_);
-  lit(",\"ts\":");
-  p = put_time(p, ticks().to_ns(tick_now()));
-  lit(",\"dur\":0,\"ph\":\"X\",\"args\":{");
-  if (!hhash_field_.empty()) {
-    std::memcpy(p, hhash_field_.data(), hhash_field_.size());
-    p += hhash_field_.size();
-    *p++ = ',';
-  }
-  lit("\"num_events\":");
-  p = write_u64(p, w ? w->events_written() : 0);
-  lit(",\"dropped_events\":");
-  p = write_u64(p, w ? w->events_dropped() : 0);
-  // The process ends by (or after) this signal: SIGTERM, SIGINT (KeyboardInterrupt), ...
-  if (const int sig = last_signal_.load(std::memory_order_relaxed)) {
-    lit(",\"signal\":\"SIG");
-    const char *abbrev = sigabbrev_np(sig);
-    lit(abbrev ? abbrev : "UNKNOWN");
-    *p++ = '"';
-  }
-  if (cfg_.metadata) lit(",\"level\":1,\"p_idx\":-1");
-  lit("}}\n]\n");
-  return static_cast<size_t>(p - buf);
 }
 
 // ---------------------------------------------------------------- threads
 
-void runtime::refresh_thread_ids(thread_state &ts) {
-  ts.tid = cfg_.tids ? current_tid() : pid_;
-  ts.pid_tid_c = ",\"pid\":" + std::to_string(pid_) + ",\"tid\":" + std::to_string(ts.tid);
-}
+void runtime::refresh_thread_ids(thread_state &ts) { ts.tid = cfg_.tids ? current_tid() : pid_; }
 
 thread_state *runtime::bind_thread() {
   if (!initialized_.load(std::memory_order_acquire)) init(nullptr);
@@ -584,10 +539,8 @@ void runtime::emit_thread_name(thread_state &ts, std::string_view name) {
   if (!ts.w) return;
   // A thread bound to some CPUs says which (only the thread itself can ask cheaply).
   const std::string cpus = cfg_.core_affinity ? thread_affinity_json() : std::string();
-  ts.w->push_meta("{\"id\":" + std::to_string(alloc_global_id()) +
-                  ",\"name\":\"thread_name\",\"cat\":\"dftracer\"" + ts.pid_tid_c +
-                  ",\"ph\":\"M\",\"args\":{\"name\":" + json_quote(name) +
-                  (cpus.empty() ? std::string() : ",\"core_affinity\":" + cpus) + "}}\n");
+  ts.w->push_meta(name_line(line_fmt(), alloc_global_id(), "thread_name", ts.tid, name,
+                            cpus.empty() ? std::string() : ",\"core_affinity\":" + cpus));
 }
 
 void runtime::thread_name(std::string_view name) {
@@ -622,11 +575,6 @@ inline void runtime::commit(thread_state &ts, char *end) {
   const auto pos = static_cast<uint32_t>(end - c->data);
   ts.buf.pos = pos;
   c->committed.store(pos, std::memory_order_release);
-}
-
-inline char *runtime::put_time(char *p, uint64_t mono) {
-  if (__builtin_expect(!cfg_.ns_precision, 1)) return write_u64(p, to_us(mono));
-  return write_us_fraction(p, mono + epoch_offset_ns_);
 }
 
 // ---------------------------------------------------------------- arguments
@@ -899,10 +847,7 @@ void runtime::track_name(int64_t track, std::string_view name) {
   if (!recording()) return;
   thread_state &ts = thread();
   if (!ts.w) return;
-  ts.w->push_meta("{\"id\":" + std::to_string(alloc_global_id()) +
-                  ",\"name\":\"thread_name\",\"cat\":\"dftracer\",\"pid\":" + std::to_string(pid_) +
-                  ",\"tid\":" + std::to_string(track) +
-                  ",\"ph\":\"M\",\"args\":{\"name\":" + json_quote(name) + "}}\n");
+  ts.w->push_meta(name_line(line_fmt(), alloc_global_id(), "thread_name", track, name));
 }
 
 void runtime::counter(node *n, std::string_view series, std::string_view json_value) {
@@ -924,12 +869,8 @@ void runtime::metadata_line(std::string_view type, std::string_view name,
   if (!recording() && !tree_.root()->active.load(std::memory_order_relaxed)) return;
   thread_state &ts = thread();
   if (!ts.w || !recording()) return;
-  std::string line = "{\"id\":" + std::to_string(alloc_global_id()) +
-                     ",\"name\":" + json_quote(type) + ",\"cat\":\"dftracer\"" + ts.pid_tid_c +
-                     ",\"ph\":\"M\",\"args\":{";
-  if (with_hhash && !hhash_field_.empty()) line += hhash_field_ + ",";
-  line += "\"name\":" + json_quote(name) + ",\"value\":" + std::string(json_value) + "}}\n";
-  ts.w->push_meta(std::move(line));
+  ts.w->push_meta(
+      meta_line(line_fmt(), alloc_global_id(), type, ts.tid, with_hhash, name, json_value));
 }
 
 void runtime::mark(node *n, bool start) {
@@ -972,10 +913,10 @@ int runtime::set_rank(int rank, int size) {
     metadata_line("PR", "size", std::to_string(size), true);
     thread_state &ts = thread();
     if (ts.w)
-      ts.w->push_meta(meta_prefix("process_name", pid_, alloc_global_id()) + "\"name\":\"rank " +
-                      std::to_string(rank) + "\"}}\n");
+      ts.w->push_meta(name_line(line_fmt(), alloc_global_id(), "process_name", pid_,
+                                "rank " + std::to_string(rank)));
   }
-  if (writer_) writer_->relocate(path_from_config());
+  if (writer_) writer_->relocate(path_from_config(), header_text());
   return DFTRACE_OK;
 }
 
@@ -1005,7 +946,9 @@ void runtime::on_fork_child() {
     ts->scratch.clear();
     refresh_thread_ids(*ts);
   }
-  if (writer_) writer_->fork_child(ts && ts->w == writer_.get() ? &ts->buf : nullptr, pid_);
+  if (writer_)
+    writer_->fork_child(ts && ts->w == writer_.get() ? &ts->buf : nullptr, pid_, path_from_config(),
+                        header_text());
   for (auto &m : defined_) m.clear();
   defined_[DFTRACE_HASH_HOST][host_] = host_hash_;
   defined_[DFTRACE_HASH_STRING][cmdline_] = dftracer_hash(cmdline_);

@@ -79,7 +79,6 @@ struct thread_state {
   std::string use_args;     // per-use arguments of explicit-time events
   uint64_t generation = 0;  // the runtime generation this state is registered with
   pid_t tid = 0;
-  std::string pid_tid_c;  // ,"pid":P,"tid":T  (for M lines)
   uint64_t next_id = 0, id_end = 0;
   std::vector<activation> stack;
   byte_buf scratch;
@@ -151,8 +150,6 @@ class runtime {
   void on_fork_child();
   // `dies`: the default action follows (no handler of the application's to run).
   void on_fatal_signal(int sig, bool dies);
-  // The end line and "]" into buf (no allocation); its length, 0 when cap is too small.
-  size_t footer_into(char *buf, size_t cap);
 
   // Appends per-use arguments to out in their raw form (writer/record.hpp: raw_arg).
   static void append_args(std::string &out, const dftrace_arg *args, size_t nargs);
@@ -179,13 +176,12 @@ class runtime {
                     uint64_t end, int64_t tid, uint32_t level, int64_t parent_id,
                     std::string_view use_args, uint32_t count = 0, bool use_args_json = false,
                     bool ticked = true);
-  char *put_time(char *p, uint64_t mono);
-  uint64_t to_us(uint64_t mono) const { return (mono + epoch_offset_ns_) / 1000; }
+  // The header: "[" and the lines that come first (HH, SH, PR, process_name, the start event).
   std::string header_text();
-  std::string footer_text();
+  // How the runtime's own metadata lines are written (pid, hhash, precision).
+  line_format line_fmt() const;
   // The trace file's path: output.file, else output_prefix expanded (docs/format.md section 1).
   std::string path_from_config();
-  std::string meta_prefix(std::string_view type, pid_t tid, uint64_t id) const;
   void refresh_thread_ids(thread_state &ts);
   void emit_thread_name(thread_state &ts, std::string_view name);
   void install_signal_handlers();
@@ -216,7 +212,10 @@ class runtime {
   std::string hhash_field_;  // "hhash":H  (empty when metadata is off)
   int rank_ = -1;
   int size_ = -1;
-  uint64_t start_id_ = 0;
+  // The topology's PR lines (hwloc), found once per process: the header is rendered again
+  // when the rank becomes known.
+  std::vector<std::pair<std::string, std::string>> topology_;
+  bool topology_known_ = false;
   std::atomic<int> last_signal_{0};  // the last fatal signal received (footer: "signal")
 
   std::mutex hash_mutex_;

@@ -19,11 +19,6 @@ inline char *put(char *p, std::string_view s) {
   return p + s.size();
 }
 
-inline char *put_time(const line_format &f, char *p, uint64_t mono) {
-  if (!f.ns_precision) return write_u64(p, (mono + f.epoch_offset_ns) / 1000);
-  return write_us_fraction(p, mono + f.epoch_offset_ns);
-}
-
 // Walks raw per-use entries: fn(type, key, value).
 template <typename Fn>
 void for_each_raw(std::string_view use_args, Fn fn) {
@@ -289,7 +284,7 @@ char *format_record(const line_format &f, const rec &r, char *p, uint64_t *ts_us
     p = put(p, "\"name\":");
     p = put(p, use_args);
     p = put(p, ",\"value\":\"");
-    p = put_time(f, p, start);
+    p = format_time(f, p, start);
     return put(p, "\"}}\n");
   }
   if (r.type == rec_type::counter) {  // no id: Perfetto would make one track per sample
@@ -300,7 +295,7 @@ char *format_record(const line_format &f, const rec &r, char *p, uint64_t *ts_us
     p = put(p, ",\"tid\":");
     p = write_i64(p, r.tid);
     p = put(p, ",\"ts\":");
-    p = put_time(f, p, start);
+    p = format_time(f, p, start);
     p = put(p, ",\"ph\":\"C\",\"args\":{");
     p = put(p, use_args);  // counters store their series as JSON
     return put(p, "}}\n");
@@ -313,7 +308,7 @@ char *format_record(const line_format &f, const rec &r, char *p, uint64_t *ts_us
   p = put(p, ",\"tid\":");
   p = write_i64(p, r.tid);
   p = put(p, ",\"ts\":");
-  p = put_time(f, p, start);
+  p = format_time(f, p, start);
   if (r.type == rec_type::complete) {
     p = put(p, ",\"dur\":");
     if (!f.ns_precision) {

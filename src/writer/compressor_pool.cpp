@@ -1,0 +1,94 @@
+// compressor_pool.cpp: a pass's members compressed on the writer thread and its helpers.
+#include "writer/compressor_pool.hpp"
+
+#include <new>
+
+namespace dftrace::detail {
+
+compressor_pool::compressor_pool(codec kind, int level, int threads)
+    : kind_(kind), level_(level), threads_(threads), encoder_(kind, level) {}
+
+compressor_pool::~compressor_pool() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  for (auto &h : helpers_)
+    if (h.joinable()) h.join();
+}
+
+void compressor_pool::helper_run(size_t k) {
+  // Helper k of n compresses members k+1, k+1+(n+1), ... of each pass.
+  uint64_t seen = 0;
+  for (;;) {
+    size_t count;
+    member_builder *b;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      cv_.wait(lock, [&] { return stop_ || pass_no_ != seen; });
+      if (stop_) return;
+      seen = pass_no_;
+      count = count_;
+      b = pass_;
+    }
+    const size_t stride = helpers_.size() + 1;
+    for (size_t i = k + 1; i < count; i += stride) {
+      member &m = b->at(i);
+      m.out.clear();
+      m.ok = helper_encoders_[k]->encode(m.text.data(), m.text.size(), m.stats, m.out);
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      --pending_;
+    }
+    done_cv_.notify_all();
+  }
+}
+
+void compressor_pool::compress(member_builder &b, bool parallel) {
+  const size_t count = b.closed();
+  const int want_helpers = std::max(0, threads_ - 1);
+  size_t stride = 1;
+  if (parallel && count > 1 && want_helpers > 0) {
+    if (helpers_.empty()) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (int h = 0; h < want_helpers; ++h)
+        helper_encoders_.push_back(std::make_unique<member_encoder>(kind_, level_));
+      for (int h = 0; h < want_helpers; ++h)
+        helpers_.emplace_back([this, h] { helper_run(static_cast<size_t>(h)); });
+    }
+    stride = helpers_.size() + 1;
+    std::lock_guard<std::mutex> lock(mutex_);
+    pass_ = &b;
+    count_ = count;
+    pending_ = static_cast<int>(helpers_.size());
+    ++pass_no_;
+  }
+  if (stride > 1) cv_.notify_all();
+  for (size_t i = 0; i < count; i += stride) {
+    member &m = b.at(i);
+    m.out.clear();
+    m.ok = encoder_.encode(m.text.data(), m.text.size(), m.stats, m.out);
+  }
+  if (stride > 1) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    done_cv_.wait(lock, [&] { return pending_ == 0; });
+  }
+}
+
+void compressor_pool::fork_child() {
+  // The parent's helper threads do not exist here: forget their handles without joining (a
+  // joinable std::thread must not be destroyed), and make the synchronisation objects anew.
+  for (auto &h : helpers_) new (&h) std::thread();
+  helpers_.clear();
+  helper_encoders_.clear();
+  pending_ = 0;
+  pass_no_ = 0;
+  pass_ = nullptr;
+  new (&mutex_) std::mutex();
+  new (&cv_) std::condition_variable();
+  new (&done_cv_) std::condition_variable();
+}
+
+}  // namespace dftrace::detail

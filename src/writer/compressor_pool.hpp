@@ -1,0 +1,56 @@
+// compressor_pool.hpp: compresses a pass's closed members into gzip members, on the calling
+// thread and, when a pass has several and more than one thread is allowed, on helper threads
+// started the first time they are needed.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "base/gzip_member.hpp"
+#include "writer/member_builder.hpp"
+
+namespace dftrace::detail {
+
+// compress() is called by one thread at a time (the writer's I/O lock).
+class compressor_pool {
+ public:
+  compressor_pool(codec kind, int level, int threads);
+  ~compressor_pool();
+  compressor_pool(const compressor_pool &) = delete;
+  compressor_pool &operator=(const compressor_pool &) = delete;
+
+  // Sets each closed member's `out` and `ok`; helpers share the work when `parallel`.
+  void compress(member_builder &b, bool parallel);
+  // The calling thread's encoder (the header's member).
+  member_encoder &encoder() { return encoder_; }
+  codec kind() const { return kind_; }
+  int level() const { return level_; }
+
+  // fork(): the child forgets the parent's helper threads (they do not exist there).
+  void fork_prepare() { mutex_.lock(); }
+  void fork_parent() { mutex_.unlock(); }
+  void fork_child();
+
+ private:
+  void helper_run(size_t k);
+
+  const codec kind_;
+  const int level_;
+  const int threads_;
+  member_encoder encoder_;
+  std::vector<std::thread> helpers_;
+  std::vector<std::unique_ptr<member_encoder>> helper_encoders_;
+  std::mutex mutex_;
+  std::condition_variable cv_, done_cv_;
+  member_builder *pass_ = nullptr;  // the pass being compressed
+  uint64_t pass_no_ = 0;
+  size_t count_ = 0;  // members in the pass
+  int pending_ = 0;
+  bool stop_ = false;
+};
+
+}  // namespace dftrace::detail

@@ -1,0 +1,76 @@
+// member_builder.cpp: a pass's lines into members.
+#include "writer/member_builder.hpp"
+
+#include <string_view>
+
+namespace dftrace::detail {
+
+member_builder::member_builder(size_t member_bytes, line_format format)
+    : member_bytes_(member_bytes), format_(std::move(format)) {
+  format_.index = &arg_index_;
+}
+
+member &member_builder::assembling() {
+  if (!has_open_) {
+    if (open_ == members_.size()) {
+      members_.push_back(std::make_unique<member>());
+      members_.back()->text.reserve(member_bytes_ + 4096);
+    }
+    member &m = *members_[open_];
+    m.text.clear();
+    m.stats = member_stats{};
+    m.has_ts = false;
+    m.events = 0;
+    m.ok = false;
+    has_open_ = true;
+  }
+  return *members_[open_];
+}
+
+void member_builder::close() {
+  if (!has_open_) return;
+  has_open_ = false;
+  ++open_;
+}
+
+void member_builder::next_pass() {
+  open_ = 0;
+  if (arg_index_.slots.size() > (size_t{1} << 16)) arg_index_ = arg_index{};  // after a huge event
+}
+
+void member_builder::add_lines(const char *p, size_t n, const member_stats &st, bool has_ts,
+                               bool events) {
+  if (n == 0) return;
+  if (has_open_ && !members_[open_]->text.empty() &&
+      members_[open_]->text.size() + n > member_bytes_)
+    close();
+  member &m = assembling();
+  m.text.append(p, n);
+  m.stats.lines += st.lines;
+  if (events) m.events += st.lines;
+  if (has_ts) m.stats.add_ts(st.ts_min, st.ts_max, m.has_ts);
+}
+
+void member_builder::add_records(const chunk *c, uint32_t from, uint32_t to) {
+  uint32_t off = from;
+  while (off < to) {
+    const rec &r = *reinterpret_cast<const rec *>(c->data + off);
+    off += r.size;
+    const size_t bound = line_bound(r);
+    if (has_open_ && !members_[open_]->text.empty() &&
+        members_[open_]->text.size() + bound > member_bytes_)
+      close();
+    member &m = assembling();
+    if (r.use_args_len > arg_index::k_small * sizeof(raw_arg) && !r.use_args_json)
+      arg_index_.fit(std::string_view(r.use_args(), r.use_args_len),
+                     true);  // linear time for many arguments
+    uint64_t ts;
+    m.text.set_end(format_record(format_, r, m.text.room(bound), &ts));
+    ++m.stats.lines;
+    if (r.type == rec_type::mark) continue;  // a metadata line: no event, no "ts"
+    ++m.events;
+    m.stats.add_ts(ts, m.has_ts);
+  }
+}
+
+}  // namespace dftrace::detail

@@ -1,0 +1,95 @@
+// member_builder.hpp: gathers a pass's lines into members of about member_bytes: metadata lines as
+// they come, records formatted into lines (record_format.cpp). Members are then compressed
+// (compressor_pool.hpp) and written in order (trace_file.hpp).
+#pragma once
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "base/gzip_member.hpp"
+#include "writer/chunk_pool.hpp"
+#include "writer/record.hpp"
+
+namespace dftrace::detail {
+
+// A growable text buffer that formatting writes into directly (no zero-filling).
+class text_buffer {
+ public:
+  char *room(size_t n) {
+    if (size_ + n > cap_) grow(size_ + n);
+    return data_.get() + size_;
+  }
+  void set_end(const char *end) { size_ = static_cast<size_t>(end - data_.get()); }
+  void append(const char *p, size_t n) {
+    std::memcpy(room(n), p, n);
+    size_ += n;
+  }
+  void reserve(size_t n) {
+    if (n > cap_) grow(n);
+  }
+  void clear() { size_ = 0; }
+  const char *data() const { return data_.get(); }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+
+ private:
+  void grow(size_t need) {
+    const size_t cap = std::max(need, cap_ * 2);
+    std::unique_ptr<char[]> d(new char[cap]);
+    if (size_) std::memcpy(d.get(), data_.get(), size_);
+    data_ = std::move(d);
+    cap_ = cap;
+  }
+  std::unique_ptr<char[]> data_;
+  size_t size_ = 0, cap_ = 0;
+};
+
+// One member of a pass: its text, what its DT field says, and its compressed form.
+struct member {
+  text_buffer text;
+  member_stats stats;
+  bool has_ts = false;
+  uint64_t events = 0;  // event lines (not metadata)
+  std::vector<char> out;
+  bool ok = false;  // compressed
+};
+
+// Used by one thread at a time (the writer's I/O lock). Buffers are reused from pass to pass.
+class member_builder {
+ public:
+  member_builder(size_t member_bytes, line_format format);
+
+  // Lines of text (each with its '\n'); `events`: they are events (counted in num_events).
+  void add_lines(const char *p, size_t n, const member_stats &st, bool has_ts, bool events);
+  // Formats the records in c->data[from, to).
+  void add_records(const chunk *c, uint32_t from, uint32_t to);
+  // Closes the member being assembled (if any).
+  void close();
+  // Closed members of this pass, in order.
+  size_t closed() const { return open_; }
+  member &at(size_t i) { return *members_[i]; }
+  // Starts the next pass (the closed members were written).
+  void next_pass();
+  // The line format: pid and precision (the writer's end line uses it too).
+  line_format &format() { return format_; }
+  size_t member_bytes() const { return member_bytes_; }
+  // Forgets the pass being assembled (fork's child).
+  void forget() {
+    open_ = 0;
+    has_open_ = false;
+  }
+
+ private:
+  member &assembling();
+
+  const size_t member_bytes_;
+  line_format format_;
+  arg_index arg_index_;  // formatting scratch for events with many arguments
+  std::vector<std::unique_ptr<member>> members_;
+  size_t open_ = 0;  // index of the member being assembled
+  bool has_open_ = false;
+};
+
+}  // namespace dftrace::detail

@@ -1,0 +1,51 @@
+// trace_lines.hpp: the trace's lines that are not events of the application (docs/format.md):
+// metadata ("ph":"M") lines and the start and end events. Their one home: the runtime composes
+// the file's header from them and the writer writes the end line, so no other file builds JSON.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "writer/record.hpp"
+
+namespace dftrace::detail {
+
+// "hhash":H, the member every line of a process carries when metadata is on.
+std::string hhash_member(uint64_t host_hash);
+
+// A metadata line: {"id":..,"name":<type>,"cat":"dftracer","pid":..,"tid":..,"ph":"M",
+// "args":{["hhash":..,]"name":<name>,"value":<json_value>}} and '\n'. `json_value` is JSON text.
+std::string meta_line(const line_format &f, uint64_t id, std::string_view type, int64_t tid,
+                      bool with_hhash, std::string_view name, std::string_view json_value);
+
+// A naming line (type "thread_name" or "process_name"): args {"name":<name><extra>}, where
+// `extra` is empty or JSON members with a leading comma (",\"core_affinity\":[0,1]").
+std::string name_line(const line_format &f, uint64_t id, std::string_view type, int64_t tid,
+                      std::string_view name, std::string_view extra = {});
+
+// What the start event says about the process.
+struct start_fields {
+  uint64_t id = 0;
+  uint64_t mono_ns = 0;       // CLOCK_MONOTONIC ns of the start
+  std::string_view version;   // dftrace's version
+  std::string_view date;      // local time, as DFTracer writes it
+  int64_t ppid = 0;
+  uint64_t exec_hash = 0, cmd_hash = 0;
+  bool tsc = false;           // the tick source is the TSC
+};
+std::string start_line(const line_format &f, const start_fields &s);
+
+// What the end event says: written last, after the final counts are known.
+struct end_fields {
+  uint64_t id = 0;
+  uint64_t mono_ns = 0;
+  uint64_t events = 0, dropped = 0;
+  int signal = 0;  // the fatal signal the process ends by, or 0
+};
+// The end line and the closing "]\n" into buf; 0 when cap is too small. No allocation: the
+// fatal-signal path writes it.
+size_t end_line_into(const line_format &f, const end_fields &e, char *buf, size_t cap);
+
+}  // namespace dftrace::detail
