@@ -1,8 +1,8 @@
 // trace_lines.cpp: metadata lines and the start and end events (trace_lines.hpp).
 #include "writer/trace_lines.hpp"
 
-#include <cstring>
 #include <string.h>
+#include <cstring>
 
 #include "base/format.hpp"
 
@@ -20,9 +20,7 @@ std::string meta_head(const line_format &f, uint64_t id, std::string_view type, 
 
 }  // namespace
 
-std::string hhash_member(uint64_t host_hash) {
-  return "\"hhash\":" + std::to_string(host_hash);
-}
+std::string hhash_member(uint64_t host_hash) { return "\"hhash\":" + std::to_string(host_hash); }
 
 std::string meta_line(const line_format &f, uint64_t id, std::string_view type, int64_t tid,
                       bool with_hhash, std::string_view name, std::string_view json_value) {

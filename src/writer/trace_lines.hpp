@@ -28,12 +28,12 @@ std::string name_line(const line_format &f, uint64_t id, std::string_view type, 
 // What the start event says about the process.
 struct start_fields {
   uint64_t id = 0;
-  uint64_t mono_ns = 0;       // CLOCK_MONOTONIC ns of the start
-  std::string_view version;   // dftrace's version
-  std::string_view date;      // local time, as DFTracer writes it
+  uint64_t mono_ns = 0;      // CLOCK_MONOTONIC ns of the start
+  std::string_view version;  // dftrace's version
+  std::string_view date;     // local time, as DFTracer writes it
   int64_t ppid = 0;
   uint64_t exec_hash = 0, cmd_hash = 0;
-  bool tsc = false;           // the tick source is the TSC
+  bool tsc = false;  // the tick source is the TSC
 };
 std::string start_line(const line_format &f, const start_fields &s);
 

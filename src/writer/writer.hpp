@@ -2,7 +2,7 @@
 // chunks from the chunk pool (chunk_pool.hpp) and write binary records (record.hpp) into them
 // without a lock per event; the writer thread gathers handed-over chunks, the committed part of
 // every thread's chunk and the metadata lines into members (member_builder.hpp), has them
-// compressed (compressor_pool.hpp) and appends them to the file (trace_file.hpp). Nothing here
+// compressed (compressor_pool.hpp) and appends them to the file (output_file.hpp). Nothing here
 // calls back into the runtime: it hands down plain values (writer_settings, relocate, finish).
 #pragma once
 
@@ -19,8 +19,8 @@
 #include "writer/chunk_pool.hpp"
 #include "writer/compressor_pool.hpp"
 #include "writer/member_builder.hpp"
+#include "writer/output_file.hpp"
 #include "writer/record.hpp"
-#include "writer/trace_file.hpp"
 #include "writer/trace_lines.hpp"
 
 namespace dftrace::detail {
@@ -113,7 +113,7 @@ class writer {
   chunk_pool pool_;
   member_builder builder_;
   compressor_pool compressors_;
-  trace_file file_;
+  output_file file_;
   member_encoder crash_encoder_;  // the signal path's own, with its buffer reserved
   text_buffer crash_text_;
 

@@ -1,5 +1,5 @@
-// trace_file.hpp: the trace's file: created at first use without following or replacing
-// anything, appended to, renamed when the rank becomes known, closed. It knows bytes, not lines.
+// output_file.hpp: the trace file being written: created at first use without following or
+// replacing anything, appended to, renamed when the rank becomes known, closed. It knows bytes.
 #pragma once
 
 #include <atomic>
@@ -9,7 +9,7 @@
 namespace dftrace::detail {
 
 // Calls other than path() and failed() are made under the writer's I/O lock (one at a time).
-class trace_file {
+class output_file {
  public:
   // Where the file will be and the text that must come first (written by the writer as its own
   // member once the file is open). Until open(), plan() and relocate() may change both.

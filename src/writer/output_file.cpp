@@ -1,5 +1,5 @@
-// trace_file.cpp: creating, appending to, renaming and closing the trace's file.
-#include "writer/trace_file.hpp"
+// output_file.cpp: creating, appending to, renaming and closing the trace file being written.
+#include "writer/output_file.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -79,19 +79,19 @@ bool rename_new(const char *from, const char *to) {
 
 }  // namespace
 
-void trace_file::plan(std::string path, std::string header) {
+void output_file::plan(std::string path, std::string header) {
   planned_ = std::move(path);
   header_ = std::move(header);
   std::lock_guard<std::mutex> lock(path_mutex_);
   path_.reserve(planned_.size() + 16);  // room for a fresh name: open() does not allocate
 }
 
-std::string trace_file::path() const {
+std::string output_file::path() const {
   std::lock_guard<std::mutex> lock(path_mutex_);
   return path_.empty() ? planned_ : path_;
 }
 
-bool trace_file::open() {
+bool output_file::open() {
   if (tried_) return fd_ >= 0;
   tried_ = true;
   const std::string &p = planned_;
@@ -135,7 +135,7 @@ bool trace_file::open() {
   return true;
 }
 
-bool trace_file::write(const char *p, size_t n) {
+bool output_file::write(const char *p, size_t n) {
   if (fd_ < 0 || failed_) return false;
   while (n > 0) {
     ssize_t w = ::write(fd_, p, n);
@@ -154,7 +154,7 @@ bool trace_file::write(const char *p, size_t n) {
   return true;
 }
 
-void trace_file::relocate(const std::string &new_path, std::string header) {
+void output_file::relocate(const std::string &new_path, std::string header) {
   if (!tried_) {  // not created yet: plan the new name and header
     plan(new_path, std::move(header));
     return;
@@ -186,16 +186,16 @@ void trace_file::relocate(const std::string &new_path, std::string header) {
   }
 }
 
-void trace_file::sync() {
+void output_file::sync() {
   if (fd_ >= 0) ::fsync(fd_);
 }
 
-void trace_file::close() {
+void output_file::close() {
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
 }
 
-void trace_file::fork_child(std::string path, std::string header) {
+void output_file::fork_child(std::string path, std::string header) {
   if (fd_ >= 0) ::close(fd_);  // the parent's descriptor: the parent goes on writing it
   fd_ = -1;
   tried_ = false;

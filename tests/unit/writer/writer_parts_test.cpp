@@ -1,0 +1,317 @@
+// writer_parts_test.cpp: the writer's parts one by one (chunk pool, member builder, output file,
+// trace lines) and the writer over them: files read back through the project's reader.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "reader/line_parser.hpp"
+#include "reader/trace_reader.hpp"
+#include "writer/chunk_pool.hpp"
+#include "writer/member_builder.hpp"
+#include "writer/output_file.hpp"
+#include "writer/trace_lines.hpp"
+#include "writer/writer.hpp"
+
+using namespace dftrace::detail;
+
+namespace {
+
+// A fresh directory under TMPDIR, removed with its files at the end of the test.
+struct temp_dir {
+  std::string path;
+  temp_dir() {
+    const char *t = std::getenv("TMPDIR");
+    std::string tmpl = std::string(t && *t ? t : "/tmp") + "/dftrace-writer-XXXXXX";
+    path = mkdtemp(tmpl.data());
+  }
+  ~temp_dir() { std::system(("rm -rf '" + path + "'").c_str()); }
+};
+
+bool exists(const std::string &p) {
+  struct stat st;
+  return ::lstat(p.c_str(), &st) == 0;
+}
+
+std::string slurp(const std::string &p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Every line of a trace file, through the reader (gzip members or plain text).
+std::vector<std::string> read_lines(const std::string &path) {
+  dftrace::detail::trace_file f;
+  std::string why;
+  std::vector<std::string> lines;
+  if (!f.open(path, &why)) {
+    ADD_FAILURE() << path << ": " << why;
+    return lines;
+  }
+  read_options opt;
+  opt.threads = 1;
+  for_each_block(f, opt, nullptr, [&](text_block &b) {
+    EXPECT_TRUE(b.issues.empty()) << path << ": " << b.issues.front().message;
+    for_each_line(b.whole_lines(), [&](std::string_view l) {
+      if (!l.empty()) lines.emplace_back(l);
+      return true;
+    });
+  });
+  return lines;
+}
+
+std::string name_of(const std::string &line) {
+  parsed_line pl;
+  if (!parse_line(line, pl)) return "<not JSON: " + std::string(pl.error) + ">";
+  return pl.name.present() ? std::string(pl.name.text) : std::string();
+}
+
+line_format test_format() {
+  line_format f;
+  f.pid = 4242;
+  f.epoch_offset_ns = 1'700'000'000'000'000'000ull;
+  f.metadata = true;
+  f.hhash_field = hhash_member(7386335834152862147ull);
+  return f;
+}
+
+writer_settings settings_for(const std::string &path, const std::string &header, bool compress) {
+  writer_settings ws;
+  ws.compress = compress;
+  ws.kind = codec_auto();
+  ws.level = codec_default_level(ws.kind);
+  ws.member_bytes = 4096;
+  ws.flush_interval = 0.05;
+  ws.chunk_bytes = 4096;
+  ws.queue_bytes = 1 << 20;
+  ws.compress_threads = 2;
+  ws.format = test_format();
+  ws.path = path;
+  ws.header = header;
+  return ws;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- chunk pool
+
+TEST(ChunkPool, ReusesChunksOfItsSizeAndFreesLargerOnes) {
+  chunk_pool pool(1024);
+  chunk *a = pool.take(10);
+  EXPECT_EQ(a->cap, 1024u);
+  pool.recycle(a);
+  EXPECT_EQ(pool.take(10), a);  // the same chunk again
+  chunk *big = pool.take(5000);
+  EXPECT_GE(big->cap, 5000u);
+  pool.recycle(big);            // freed, not pooled
+  chunk *b = pool.take(10);
+  EXPECT_EQ(b->cap, 1024u);  // a pooled large chunk would come back here
+  pool.recycle(a);
+  pool.recycle(b);
+}
+
+TEST(ChunkPool, TakesWhatEachThreadCommittedOnce) {
+  chunk_pool pool(1024);
+  thread_buffer t1, t2;
+  EXPECT_EQ(pool.add(&t1), 1u);
+  EXPECT_EQ(pool.add(&t2), 2u);
+  chunk *c1 = pool.take(1);
+  t1.current = c1;
+  c1->committed = 96;
+  std::vector<chunk_range> out;
+  out.reserve(8);
+  pool.take_committed(out, false);
+  ASSERT_EQ(out.size(), 1u);  // t2 holds no chunk
+  EXPECT_EQ(out[0].c, c1);
+  EXPECT_EQ(out[0].from, 0u);
+  EXPECT_EQ(out[0].to, 96u);
+  out.clear();
+  pool.take_committed(out, false);
+  EXPECT_TRUE(out.empty());  // nothing new
+  c1->committed = 160;
+  ASSERT_TRUE(pool.take_committed_within(out, std::chrono::milliseconds(100)));
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].from, 96u);
+  EXPECT_EQ(out[0].to, 160u);
+  EXPECT_EQ(pool.remove(&t1), c1);  // the buffer's chunk comes back with it
+  EXPECT_EQ(t1.current.load(), nullptr);
+  out.clear();
+  c1->committed = 200;
+  pool.take_committed(out, false);
+  EXPECT_TRUE(out.empty());  // t1 is no longer registered
+  pool.recycle(c1);
+}
+
+// ---------------------------------------------------------------- member builder
+
+TEST(MemberBuilder, CutsMembersAtTheirSizeAndCountsEventsApart) {
+  member_builder b(100, test_format());
+  const std::string line(40, 'x');
+  const std::string text = line + "\n";
+  member_stats st{1, 0, 0};
+  for (int i = 0; i < 5; ++i) b.add_lines(text.data(), text.size(), st, false, i % 2 == 0);
+  b.close();
+  ASSERT_EQ(b.closed(), 3u);  // 2 + 2 + 1 lines of 41 bytes under 100
+  size_t lines = 0, events = 0;
+  for (size_t i = 0; i < b.closed(); ++i) {
+    EXPECT_LE(b.at(i).text.size(), 100u);
+    lines += b.at(i).stats.lines;
+    events += b.at(i).events;
+  }
+  EXPECT_EQ(lines, 5u);
+  EXPECT_EQ(events, 3u);
+  b.next_pass();
+  EXPECT_EQ(b.closed(), 0u);
+}
+
+// ---------------------------------------------------------------- output file
+
+TEST(OutputFile, RelocateBeforeTheFileExistsHonoursThePathAndHeader) {
+  temp_dir d;
+  output_file f;
+  f.plan(d.path + "/first.pfw", "[\nfirst\n");
+  f.relocate(d.path + "/sub/second.pfw", "[\nsecond\n");
+  EXPECT_EQ(f.path(), d.path + "/sub/second.pfw");
+  EXPECT_EQ(f.header(), "[\nsecond\n");
+  ASSERT_TRUE(f.open());
+  ASSERT_TRUE(f.write("abc", 3));
+  f.close();
+  EXPECT_FALSE(exists(d.path + "/first.pfw"));
+  EXPECT_EQ(slurp(d.path + "/sub/second.pfw"), "abc");
+}
+
+TEST(OutputFile, RelocateAfterOpenRenamesAndNeverReplaces) {
+  temp_dir d;
+  output_file f;
+  f.plan(d.path + "/a.pfw.gz", "[\n");
+  ASSERT_TRUE(f.open());
+  f.relocate(d.path + "/b.pfw.gz", "ignored");
+  EXPECT_EQ(f.path(), d.path + "/b.pfw.gz");
+  EXPECT_FALSE(exists(d.path + "/a.pfw.gz"));
+  EXPECT_TRUE(exists(d.path + "/b.pfw.gz"));
+  // Something else holds the next name: it is left alone and a free name near it is taken.
+  { std::ofstream(d.path + "/c.pfw.gz") << "someone else's"; }
+  f.relocate(d.path + "/c.pfw.gz", "ignored");
+  EXPECT_EQ(f.path(), d.path + "/c.1.pfw.gz");
+  EXPECT_EQ(slurp(d.path + "/c.pfw.gz"), "someone else's");
+  f.close();
+}
+
+TEST(OutputFile, AnExistingFileOrLinkIsLeftAlone) {
+  temp_dir d;
+  const std::string target = d.path + "/target";
+  { std::ofstream(target) << "keep"; }
+  ASSERT_EQ(::symlink(target.c_str(), (d.path + "/t.pfw").c_str()), 0);
+  output_file f;
+  f.plan(d.path + "/t.pfw", "[\n");
+  ASSERT_TRUE(f.open());
+  EXPECT_EQ(f.path(), d.path + "/t.1.pfw");
+  ASSERT_TRUE(f.write("x", 1));
+  f.close();
+  EXPECT_EQ(slurp(target), "keep");
+}
+
+TEST(OutputFile, AnUnusableDirectoryFailsWithoutThrowing) {
+  temp_dir d;
+  { std::ofstream(d.path + "/file") << "x"; }
+  output_file f;
+  f.plan(d.path + "/file/below/t.pfw", "[\n");  // a regular file where a directory should be
+  EXPECT_FALSE(f.open());
+  EXPECT_TRUE(f.failed());
+  EXPECT_FALSE(f.write("x", 1));
+}
+
+// ---------------------------------------------------------------- trace lines
+
+TEST(TraceLines, EveryLineIsOneJsonObjectWithItsFields) {
+  const line_format f = test_format();
+  const std::string hostile = "a\"b\\c\n\x01 é";
+  const std::string meta = meta_line(f, 3, "SH", 4242, true, hostile, "12345");
+  parsed_line pl;
+  ASSERT_TRUE(parse_line(std::string_view(meta).substr(0, meta.size() - 1), pl)) << pl.error;
+  EXPECT_EQ(meta.back(), '\n');
+  EXPECT_EQ(pl.name.text, "SH");
+  EXPECT_EQ(pl.ph.text, "M");
+  ASSERT_NE(pl.arg_value("hhash"), nullptr);
+  EXPECT_EQ(pl.arg_value("hhash")->text, "7386335834152862147");
+  EXPECT_EQ(pl.arg_value("value")->text, "12345");
+
+  const std::string named = name_line(f, 4, "thread_name", 7, "worker", ",\"core_affinity\":[0]");
+  ASSERT_TRUE(parse_line(std::string_view(named).substr(0, named.size() - 1), pl)) << pl.error;
+  EXPECT_EQ(pl.tid.text, "7");
+  EXPECT_EQ(pl.arg_value("core_affinity")->text, "[0]");
+  EXPECT_EQ(pl.arg_value("hhash"), nullptr);  // naming lines carry no hash
+
+  start_fields st;
+  st.id = 9;
+  st.mono_ns = 5'000'123'456ull;
+  st.version = "1.2.3";
+  st.date = "Mon Jan 01 00:00:00 2026";
+  const std::string start = start_line(f, st);
+  ASSERT_TRUE(parse_line(std::string_view(start).substr(0, start.size() - 1), pl)) << pl.error;
+  EXPECT_EQ(pl.name.text, "start");
+  // Epoch microseconds: (mono + offset) / 1000, an integer at the default precision.
+  EXPECT_EQ(pl.ts.text, std::to_string((st.mono_ns + f.epoch_offset_ns) / 1000));
+
+  end_fields e;
+  e.id = 10;
+  e.mono_ns = 6'000'000'000ull;
+  e.events = 5;
+  e.dropped = 1;
+  e.signal = SIGTERM;
+  char buf[2048];
+  const size_t n = end_line_into(f, e, buf, sizeof buf);
+  ASSERT_GT(n, 0u);
+  const std::string end(buf, n);
+  ASSERT_EQ(end.substr(end.size() - 2), "]\n");
+  const std::string first = end.substr(0, end.find('\n'));
+  ASSERT_TRUE(parse_line(first, pl)) << pl.error;
+  EXPECT_EQ(pl.arg_value("num_events")->text, "5");
+  EXPECT_EQ(pl.arg_value("dropped_events")->text, "1");
+  EXPECT_EQ(pl.arg_value("signal")->text, "SIGTERM");
+  EXPECT_EQ(end_line_into(f, e, buf, 100), 0u);  // too small: nothing, not a cut line
+}
+
+// ---------------------------------------------------------------- the writer over its parts
+
+TEST(Writer, WritesHeaderMetadataAndEndAsReadableMembers) {
+  for (const bool compress : {true, false}) {
+    temp_dir d;
+    const std::string path = d.path + "/w.pfw" + (compress ? ".gz" : "");
+    const line_format f = test_format();
+    const std::string header = "[\n" + meta_line(f, 1, "HH", 4242, true, "host", "1");
+    writer w(settings_for(path, header, compress));
+    for (int i = 0; i < 200; ++i)  // several members of 4 KiB
+      w.push_meta(meta_line(f, 100 + i, "FH", 4242, true, "/data/file" + std::to_string(i),
+                            std::to_string(i)));
+    ASSERT_TRUE(w.flush());
+    end_fields e;
+    e.id = 999;
+    w.finish(e);
+    const std::vector<std::string> lines = read_lines(path);
+    ASSERT_EQ(lines.size(), 1u + 1 + 200 + 1 + 1) << "compress " << compress;  // [ HH FH.. end ]
+    EXPECT_EQ(lines.front(), "[");
+    EXPECT_EQ(name_of(lines[1]), "HH");
+    for (int i = 0; i < 200; ++i) EXPECT_EQ(name_of(lines[2 + i]), "FH");
+    EXPECT_EQ(name_of(lines[202]), "end");
+    EXPECT_EQ(lines.back(), "]");
+  }
+}
+
+TEST(Writer, RelocateBeforeTheFirstWriteUsesTheNewPathAndHeader) {
+  temp_dir d;
+  const line_format f = test_format();
+  writer w(settings_for(d.path + "/before.pfw.gz", "[\n", true));
+  w.relocate(d.path + "/after-3.pfw.gz", "[\n" + meta_line(f, 1, "PR", 4242, true, "rank", "3"));
+  w.push_meta(meta_line(f, 40, "FH", 4242, true, "x", "1"));
+  w.finish(end_fields{});
+  EXPECT_FALSE(exists(d.path + "/before.pfw.gz"));
+  const std::vector<std::string> lines = read_lines(d.path + "/after-3.pfw.gz");
+  ASSERT_GE(lines.size(), 4u);
+  EXPECT_EQ(name_of(lines[1]), "PR");
+  EXPECT_EQ(w.path(), d.path + "/after-3.pfw.gz");
+}
