@@ -34,17 +34,37 @@ const char *thread_copy(const std::string &s) {
   return buf.c_str();
 }
 
-template <typename Fn>
-auto guarded(Fn fn, decltype(fn()) fallback) noexcept -> decltype(fn()) {
+// Reports an exception caught at the ABI boundary, once per message (called inside a catch).
+void report_internal_error() noexcept {
   try {
-    return fn();
+    throw;
   } catch (const std::exception &e) {
     dftrace::detail::log_once(dftrace::detail::log_level::error, e.what(), "internal error: %s",
                               e.what());
   } catch (...) {
     dftrace::detail::log_once(dftrace::detail::log_level::error, "unknown", "internal error");
   }
+}
+
+// Runs fn; an exception becomes one message and `fallback`: nothing crosses into user code.
+template <typename Fn>
+auto guarded(Fn fn, decltype(fn()) fallback) noexcept -> decltype(fn()) {
+  try {
+    return fn();
+  } catch (...) {
+    report_internal_error();
+  }
   return fallback;
+}
+
+// The same for calls that return nothing.
+template <typename Fn>
+void guarded_do(Fn fn) noexcept {
+  try {
+    fn();
+  } catch (...) {
+    report_internal_error();
+  }
 }
 
 std::string number(int64_t v) {
@@ -58,15 +78,12 @@ std::string number(double v) {
 
 // Load time: when the environment enables tracing, the first use of a node initialises it.
 __attribute__((constructor)) void dftrace_on_load() {
-  guarded(
-      [] {
-        const char *v = std::getenv("DFTRACE_ENABLE");
-        if (!v || !*v) v = std::getenv("DFTRACER_ENABLE");
-        bool on = false;
-        if (v && dftrace::detail::parse_bool(v, &on) && on) the_runtime().preload_enable();
-        return 0;
-      },
-      0);
+  guarded_do([] {
+    const char *v = std::getenv("DFTRACE_ENABLE");
+    if (!v || !*v) v = std::getenv("DFTRACER_ENABLE");
+    bool on = false;
+    if (v && dftrace::detail::parse_bool(v, &on) && on) the_runtime().preload_enable();
+  });
 }
 
 }  // namespace
@@ -116,12 +133,7 @@ int dftrace_flush(void) {
 bool dftrace_is_enabled(void) { return the_runtime().recording(); }
 
 void dftrace_set_enabled(bool enabled) {
-  guarded(
-      [&] {
-        the_runtime().set_recording(enabled);
-        return 0;
-      },
-      0);
+  guarded_do([&] { the_runtime().set_recording(enabled); });
 }
 
 const char *dftrace_status(void) {
@@ -182,12 +194,7 @@ void dftrace_node_enable(dftrace_node_t *n) {
       0);
 }
 void dftrace_node_disable(dftrace_node_t *n) {
-  guarded(
-      [&] {
-        the_runtime().nodes().set_enabled(to_node(n), false);
-        return 0;
-      },
-      0);
+  guarded_do([&] { the_runtime().nodes().set_enabled(to_node(n), false); });
 }
 bool dftrace_node_is_enabled(const dftrace_node_t *n) {
   return n && to_node(n)->active.load(std::memory_order_relaxed);
@@ -195,83 +202,57 @@ bool dftrace_node_is_enabled(const dftrace_node_t *n) {
 
 void dftrace_node_update_int(dftrace_node_t *n, const char *key, int64_t value) {
   if (!n || !key) return;
-  guarded(
-      [&] {
-        the_runtime().nodes().update(to_node(n), key, number(value));
-        return 0;
-      },
-      0);
+  guarded_do([&] { the_runtime().nodes().update(to_node(n), key, number(value)); });
 }
 void dftrace_node_update_double(dftrace_node_t *n, const char *key, double value) {
   if (!n || !key) return;
-  guarded(
-      [&] {
-        the_runtime().nodes().update(to_node(n), key, number(value));
-        return 0;
-      },
-      0);
+  guarded_do([&] { the_runtime().nodes().update(to_node(n), key, number(value)); });
 }
 void dftrace_node_update_string(dftrace_node_t *n, const char *key, const char *value) {
   if (!n || !key) return;
-  guarded(
-      [&] {
-        if (value)
-          the_runtime().nodes().update(to_node(n), key, json_quote(value));
-        else
-          the_runtime().nodes().update(to_node(n), key, std::nullopt);
-        return 0;
-      },
-      0);
+  guarded_do([&] {
+    if (value)
+      the_runtime().nodes().update(to_node(n), key, json_quote(value));
+    else
+      the_runtime().nodes().update(to_node(n), key, std::nullopt);
+  });
 }
 void dftrace_node_update_bool(dftrace_node_t *n, const char *key, bool value) {
   if (!n || !key) return;
-  guarded(
-      [&] {
-        the_runtime().nodes().update(to_node(n), key, value ? "true" : "false");
-        return 0;
-      },
-      0);
+  guarded_do([&] { the_runtime().nodes().update(to_node(n), key, value ? "true" : "false"); });
 }
 void dftrace_node_update_args(dftrace_node_t *n, const dftrace_arg_t *args, size_t nargs) {
   if (!n || !args || !nargs) return;
-  guarded(
-      [&] {
-        std::vector<dftrace::detail::tree::change> changes;
-        changes.reserve(nargs);
-        for (size_t i = 0; i < nargs; ++i) {
-          const dftrace_arg_t &a = args[i];
-          if (!a.key) continue;
-          std::optional<std::string> v;
-          switch (a.type) {
-            case DFTRACE_ARG_INT: v = number(a.value.i); break;
-            case DFTRACE_ARG_DOUBLE: v = number(a.value.d); break;
-            case DFTRACE_ARG_BOOL: v = a.value.b ? "true" : "false"; break;
-            case DFTRACE_ARG_UINT: {
-              char buf[24];
-              v = std::string(buf, dftrace::detail::write_u64(buf, a.value.u));
-              break;
-            }
-            case DFTRACE_ARG_STRING:
-              if (a.value.s) v = json_quote(a.value.s);
-              break;
-            default: continue;
-          }
-          changes.emplace_back(a.key, std::move(v));
+  guarded_do([&] {
+    std::vector<dftrace::detail::tree::change> changes;
+    changes.reserve(nargs);
+    for (size_t i = 0; i < nargs; ++i) {
+      const dftrace_arg_t &a = args[i];
+      if (!a.key) continue;
+      std::optional<std::string> v;
+      switch (a.type) {
+        case DFTRACE_ARG_INT: v = number(a.value.i); break;
+        case DFTRACE_ARG_DOUBLE: v = number(a.value.d); break;
+        case DFTRACE_ARG_BOOL: v = a.value.b ? "true" : "false"; break;
+        case DFTRACE_ARG_UINT: {
+          char buf[24];
+          v = std::string(buf, dftrace::detail::write_u64(buf, a.value.u));
+          break;
         }
-        the_runtime().nodes().update_many(to_node(n), changes);
-        return 0;
-      },
-      0);
+        case DFTRACE_ARG_STRING:
+          if (a.value.s) v = json_quote(a.value.s);
+          break;
+        default: continue;
+      }
+      changes.emplace_back(a.key, std::move(v));
+    }
+    the_runtime().nodes().update_many(to_node(n), changes);
+  });
 }
 
 void dftrace_node_update_remove(dftrace_node_t *n, const char *key) {
   if (!n || !key) return;
-  guarded(
-      [&] {
-        the_runtime().nodes().update(to_node(n), key, std::nullopt);
-        return 0;
-      },
-      0);
+  guarded_do([&] { the_runtime().nodes().update(to_node(n), key, std::nullopt); });
 }
 
 dftrace_region_t dftrace_region_begin(dftrace_node_t *n) {
@@ -291,82 +272,42 @@ dftrace_region_t dftrace_region_begin_ex(dftrace_node_t *n, int enable, const df
 void dftrace_region_arg_int(dftrace_region_t r, const char *key, int64_t value) {
   if (!r || !key) return;
   const dftrace_arg_t a = DFTRACE_ARG_I(key, value);
-  guarded(
-      [&] {
-        the_runtime().region_arg(r, a);
-        return 0;
-      },
-      0);
+  guarded_do([&] { the_runtime().region_arg(r, a); });
 }
 void dftrace_region_arg_double(dftrace_region_t r, const char *key, double value) {
   if (!r || !key) return;
   const dftrace_arg_t a = DFTRACE_ARG_D(key, value);
-  guarded(
-      [&] {
-        the_runtime().region_arg(r, a);
-        return 0;
-      },
-      0);
+  guarded_do([&] { the_runtime().region_arg(r, a); });
 }
 void dftrace_region_arg_string(dftrace_region_t r, const char *key, const char *value) {
   if (!r || !key) return;
   const dftrace_arg_t a = DFTRACE_ARG_S(key, value);
-  guarded(
-      [&] {
-        the_runtime().region_arg(r, a);
-        return 0;
-      },
-      0);
+  guarded_do([&] { the_runtime().region_arg(r, a); });
 }
 void dftrace_region_arg_bool(dftrace_region_t r, const char *key, bool value) {
   if (!r || !key) return;
   const dftrace_arg_t a = DFTRACE_ARG_B(key, value);
-  guarded(
-      [&] {
-        the_runtime().region_arg(r, a);
-        return 0;
-      },
-      0);
+  guarded_do([&] { the_runtime().region_arg(r, a); });
 }
 void dftrace_region_arg_uint(dftrace_region_t r, const char *key, uint64_t value) {
   if (!r || !key) return;
   const dftrace_arg_t a = DFTRACE_ARG_U(key, value);
-  guarded(
-      [&] {
-        the_runtime().region_arg(r, a);
-        return 0;
-      },
-      0);
+  guarded_do([&] { the_runtime().region_arg(r, a); });
 }
 
 void dftrace_region_end(dftrace_region_t r) {
   if (!r) return;
-  guarded(
-      [&] {
-        the_runtime().end(r, nullptr, 0);
-        return 0;
-      },
-      0);
+  guarded_do([&] { the_runtime().end(r, nullptr, 0); });
 }
 
 void dftrace_region_end_ex(dftrace_region_t r, const dftrace_arg_t *args, size_t nargs) {
   if (!r) return;
-  guarded(
-      [&] {
-        the_runtime().end(r, args, nargs);
-        return 0;
-      },
-      0);
+  guarded_do([&] { the_runtime().end(r, args, nargs); });
 }
 
 void dftrace_region_cancel(dftrace_region_t r) {
   if (!r) return;
-  guarded(
-      [&] {
-        the_runtime().cancel(r);
-        return 0;
-      },
-      0);
+  guarded_do([&] { the_runtime().cancel(r); });
 }
 
 void dftrace_iter_begin(dftrace_iter_t *it, dftrace_node_t *n, uint32_t flags,
@@ -380,16 +321,13 @@ void dftrace_iter_begin(dftrace_iter_t *it, dftrace_node_t *n, uint32_t flags,
     it->flags |= DFTRACE_ITER_NO_ITER | DFTRACE_ITER_NO_BLOCK;
     return;
   }
-  guarded(
-      [&] {
-        auto &t = the_runtime().nodes();
-        it->iter_node =
-            to_handle(iter_name ? t.verbatim(to_node(n), iter_name) : t.iter_of(to_node(n)));
-        it->block_node =
-            to_handle(block_name ? t.verbatim(to_node(n), block_name) : t.block_of(to_node(n)));
-        return 0;
-      },
-      0);
+  guarded_do([&] {
+    auto &t = the_runtime().nodes();
+    it->iter_node =
+        to_handle(iter_name ? t.verbatim(to_node(n), iter_name) : t.iter_of(to_node(n)));
+    it->block_node =
+        to_handle(block_name ? t.verbatim(to_node(n), block_name) : t.block_of(to_node(n)));
+  });
 }
 
 void dftrace_iter_fetch(dftrace_iter_t *it) {
@@ -454,101 +392,53 @@ void dftrace_event_complete(dftrace_node_t *n, uint64_t start_ns, uint64_t end_n
 
 void dftrace_track_name(int64_t track, const char *name) {
   if (!name) return;
-  guarded(
-      [&] {
-        the_runtime().track_name(track, name);
-        return 0;
-      },
-      0);
+  guarded_do([&] { the_runtime().track_name(track, name); });
 }
 
 void dftrace_instant(dftrace_node_t *n, const dftrace_arg_t *args, size_t nargs) {
   if (!n || !to_node(n)->active.load(std::memory_order_relaxed)) return;
-  guarded(
-      [&] {
-        the_runtime().instant(to_node(n), args, nargs);
-        return 0;
-      },
-      0);
+  guarded_do([&] { the_runtime().instant(to_node(n), args, nargs); });
 }
 
 void dftrace_counter_int(dftrace_node_t *n, const char *series, int64_t value) {
   if (!n || !series || !to_node(n)->active.load(std::memory_order_relaxed)) return;
-  guarded(
-      [&] {
-        the_runtime().counter(to_node(n), series, number(value));
-        return 0;
-      },
-      0);
+  guarded_do([&] { the_runtime().counter(to_node(n), series, number(value)); });
 }
 
 void dftrace_counter_double(dftrace_node_t *n, const char *series, double value) {
   if (!n || !series || !to_node(n)->active.load(std::memory_order_relaxed)) return;
-  guarded(
-      [&] {
-        the_runtime().counter(to_node(n), series, number(value));
-        return 0;
-      },
-      0);
+  guarded_do([&] { the_runtime().counter(to_node(n), series, number(value)); });
 }
 
 void dftrace_node_mark_start(dftrace_node_t *n) {
-  guarded(
-      [&] {
-        the_runtime().mark(to_node(n), true);
-        return 0;
-      },
-      0);
+  guarded_do([&] { the_runtime().mark(to_node(n), true); });
 }
 void dftrace_node_mark_end(dftrace_node_t *n) {
-  guarded(
-      [&] {
-        the_runtime().mark(to_node(n), false);
-        return 0;
-      },
-      0);
+  guarded_do([&] { the_runtime().mark(to_node(n), false); });
 }
 
 void dftrace_metadata(const char *key, const char *value) {
   if (!key) return;
-  guarded(
-      [&] {
-        the_runtime().metadata_line("CM", key, json_quote(value ? value : ""), true);
-        return 0;
-      },
-      0);
+  guarded_do([&] { the_runtime().metadata_line("CM", key, json_quote(value ? value : ""), true); });
 }
 
 void dftrace_process_property_string(const char *key, const char *value) {
   if (!key) return;
-  guarded(
-      [&] {
-        the_runtime().metadata_line("PR", key, json_quote(value ? value : ""), true);
-        return 0;
-      },
-      0);
+  guarded_do([&] { the_runtime().metadata_line("PR", key, json_quote(value ? value : ""), true); });
 }
 
 void dftrace_process_property_int(const char *key, int64_t value) {
   if (!key) return;
-  guarded(
-      [&] {
-        the_runtime().metadata_line("PR", key, number(value), true);
-        return 0;
-      },
-      0);
+  guarded_do([&] { the_runtime().metadata_line("PR", key, number(value), true); });
 }
 
 void dftrace_process_property_json(const char *key, const char *json) {
   if (!key) return;
-  guarded(
-      [&] {
-        const std::string v = json ? json : "null";
-        the_runtime().metadata_line(
-            "PR", key, dftrace::detail::is_valid_json_value(v) ? v : json_quote(v), true);
-        return 0;
-      },
-      0);
+  guarded_do([&] {
+    const std::string v = json ? json : "null";
+    the_runtime().metadata_line("PR", key,
+                                dftrace::detail::is_valid_json_value(v) ? v : json_quote(v), true);
+  });
 }
 
 uint64_t dftrace_hash_define(int kind, const char *value) {
@@ -562,12 +452,7 @@ int dftrace_set_rank(int rank, int size) {
 
 void dftrace_thread_name(const char *name) {
   if (!name) return;
-  guarded(
-      [&] {
-        the_runtime().thread_name(name);
-        return 0;
-      },
-      0);
+  guarded_do([&] { the_runtime().thread_name(name); });
 }
 
 uint64_t dftrace_events_written(void) { return the_runtime().events_written(); }

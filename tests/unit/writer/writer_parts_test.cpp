@@ -107,7 +107,7 @@ TEST(ChunkPool, ReusesChunksOfItsSizeAndFreesLargerOnes) {
   EXPECT_EQ(pool.take(10), a);  // the same chunk again
   chunk *big = pool.take(5000);
   EXPECT_GE(big->cap, 5000u);
-  pool.recycle(big);            // freed, not pooled
+  pool.recycle(big);  // freed, not pooled
   chunk *b = pool.take(10);
   EXPECT_EQ(b->cap, 1024u);  // a pooled large chunk would come back here
   pool.recycle(a);
