@@ -477,16 +477,8 @@ std::string runtime::header_text() {
   struct tm tmv;
   localtime_r(&now, &tmv);
   std::strftime(date, sizeof date, "%a %b %d %H:%M:%S %Y", &tmv);
-  start_fields st;
-  st.id = header_id();
-  st.mono_ns = start_mono_;
-  st.version = DFTRACE_VERSION_STRING;
-  st.date = date;
-  st.ppid = ppid_;
-  st.exec_hash = exec_hash;
-  st.cmd_hash = cmd_hash;
-  st.tsc = ticks().tsc();
-  h += start_line(f, st);
+  h += start_line(f, {header_id(), start_mono_, DFTRACE_VERSION_STRING, date, ppid_, exec_hash,
+                      cmd_hash, ticks().tsc()});
   return h;
 }
 
@@ -586,7 +578,7 @@ inline char *extend(std::string &out, size_t k) {
   out.resize(at + k);
   return out.data() + at;
 }
-inline char *extend(byte_buf &out, size_t k) { return out.extend(k); }
+inline char *extend(char_buffer &out, size_t k) { return out.extend(k); }
 
 // Stored raw (key bytes, value bytes): the writer thread escapes and formats them, and
 // resolves a key given twice (the later value wins).
@@ -641,7 +633,7 @@ void runtime::append_args(std::string &out, const dftrace_arg *args, size_t narg
   append_raw_args(out, args, nargs);
 }
 
-void runtime::append_args(byte_buf &out, const dftrace_arg *args, size_t nargs) {
+void runtime::append_args(char_buffer &out, const dftrace_arg *args, size_t nargs) {
   append_raw_args(out, args, nargs);
 }
 

@@ -17,6 +17,7 @@
 
 #include "dftrace/dftrace.h"
 
+#include "base/char_buffer.hpp"
 #include "base/clock.hpp"
 #include "config/config.hpp"
 #include "tree/tree.hpp"
@@ -37,41 +38,6 @@ struct activation {
   bool ended;
 };
 
-// A growable byte buffer that does not zero what it grows by (std::string::resize does):
-// per-use arguments are appended here on the event path.
-class byte_buf {
- public:
-  size_t size() const { return n_; }
-  const char *data() const { return p_.get(); }
-  void clear() { n_ = 0; }
-  void reserve(size_t k) {
-    if (k > cap_) grow(k);
-  }
-  void resize(size_t k) {  // shrinks, or grows with unspecified bytes
-    if (k > cap_) grow(k);
-    n_ = k;
-  }
-  // Room for k more bytes at the end (now counted in size()).
-  char *extend(size_t k) {
-    if (__builtin_expect(n_ + k > cap_, 0)) grow(n_ + k);
-    char *q = p_.get() + n_;
-    n_ += k;
-    return q;
-  }
-
- private:
-  void grow(size_t need) {
-    size_t c = cap_ ? cap_ : 256;
-    while (c < need) c *= 2;
-    std::unique_ptr<char[]> q(new char[c]);
-    if (n_) std::memcpy(q.get(), p_.get(), n_);
-    p_ = std::move(q);
-    cap_ = c;
-  }
-  std::unique_ptr<char[]> p_;
-  size_t n_ = 0, cap_ = 0;
-};
-
 struct thread_state {
   thread_buffer buf;
   chunk *cur = nullptr;
@@ -81,7 +47,7 @@ struct thread_state {
   pid_t tid = 0;
   uint64_t next_id = 0, id_end = 0;
   std::vector<activation> stack;
-  byte_buf scratch;
+  char_buffer scratch;
   bool named = false;
 };
 
@@ -153,7 +119,7 @@ class runtime {
 
   // Appends per-use arguments to out in their raw form (writer/record.hpp: raw_arg).
   static void append_args(std::string &out, const dftrace_arg *args, size_t nargs);
-  static void append_args(byte_buf &out, const dftrace_arg *args, size_t nargs);
+  static void append_args(char_buffer &out, const dftrace_arg *args, size_t nargs);
 
  private:
   runtime() = default;

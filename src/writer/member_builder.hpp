@@ -8,47 +8,16 @@
 #include <memory>
 #include <vector>
 
+#include "base/char_buffer.hpp"
 #include "base/gzip_member.hpp"
 #include "writer/chunk_pool.hpp"
 #include "writer/record.hpp"
 
 namespace dftrace::detail {
 
-// A growable text buffer that formatting writes into directly (no zero-filling).
-class text_buffer {
- public:
-  char *room(size_t n) {
-    if (size_ + n > cap_) grow(size_ + n);
-    return data_.get() + size_;
-  }
-  void set_end(const char *end) { size_ = static_cast<size_t>(end - data_.get()); }
-  void append(const char *p, size_t n) {
-    std::memcpy(room(n), p, n);
-    size_ += n;
-  }
-  void reserve(size_t n) {
-    if (n > cap_) grow(n);
-  }
-  void clear() { size_ = 0; }
-  const char *data() const { return data_.get(); }
-  size_t size() const { return size_; }
-  bool empty() const { return size_ == 0; }
-
- private:
-  void grow(size_t need) {
-    const size_t cap = std::max(need, cap_ * 2);
-    std::unique_ptr<char[]> d(new char[cap]);
-    if (size_) std::memcpy(d.get(), data_.get(), size_);
-    data_ = std::move(d);
-    cap_ = cap;
-  }
-  std::unique_ptr<char[]> data_;
-  size_t size_ = 0, cap_ = 0;
-};
-
 // One member of a pass: its text, what its DT field says, and its compressed form.
 struct member {
-  text_buffer text;
+  char_buffer text;
   member_stats stats;
   bool has_ts = false;
   uint64_t events = 0;  // event lines (not metadata)

@@ -19,6 +19,16 @@ inline char *put(char *p, std::string_view s) {
   return p + s.size();
 }
 
+// ,"pid":P,"tid":T,"ts":TS
+inline char *put_pid_tid_ts(const line_format &f, char *p, int64_t tid, uint64_t mono) {
+  p = put(p, ",\"pid\":");
+  p = write_i64(p, f.pid);
+  p = put(p, ",\"tid\":");
+  p = write_i64(p, tid);
+  p = put(p, ",\"ts\":");
+  return format_time(f, p, mono);
+}
+
 // Walks raw per-use entries: fn(type, key, value).
 template <typename Fn>
 void for_each_raw(std::string_view use_args, Fn fn) {
@@ -290,12 +300,7 @@ char *format_record(const line_format &f, const rec &r, char *p, uint64_t *ts_us
   if (r.type == rec_type::counter) {  // no id: Perfetto would make one track per sample
     *p++ = '{';
     p = put(p, std::string_view(*r.name_cat).substr(1));
-    p = put(p, ",\"pid\":");
-    p = write_i64(p, f.pid);
-    p = put(p, ",\"tid\":");
-    p = write_i64(p, r.tid);
-    p = put(p, ",\"ts\":");
-    p = format_time(f, p, start);
+    p = put_pid_tid_ts(f, p, r.tid, start);
     p = put(p, ",\"ph\":\"C\",\"args\":{");
     p = put(p, use_args);  // counters store their series as JSON
     return put(p, "}}\n");
@@ -303,12 +308,7 @@ char *format_record(const line_format &f, const rec &r, char *p, uint64_t *ts_us
   p = put(p, "{\"id\":");
   p = write_u64(p, r.id);
   p = put(p, *r.name_cat);
-  p = put(p, ",\"pid\":");
-  p = write_i64(p, f.pid);
-  p = put(p, ",\"tid\":");
-  p = write_i64(p, r.tid);
-  p = put(p, ",\"ts\":");
-  p = format_time(f, p, start);
+  p = put_pid_tid_ts(f, p, r.tid, start);
   if (r.type == rec_type::complete) {
     p = put(p, ",\"dur\":");
     if (!f.ns_precision) {

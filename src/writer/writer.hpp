@@ -115,7 +115,7 @@ class writer {
   compressor_pool compressors_;
   output_file file_;
   member_encoder crash_encoder_;  // the signal path's own, with its buffer reserved
-  text_buffer crash_text_;
+  char_buffer crash_text_;
 
   std::mutex io_mutex_;  // one pass at a time; guards the builder, the compressors and the file
   std::mutex queue_mutex_;

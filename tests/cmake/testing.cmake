@@ -55,3 +55,17 @@ function(dftrace_missing_test name reason)
   add_test(NAME ${name} COMMAND sh -c "echo 'SKIPPED: ${reason}'; exit ${DFTRACE_SKIP_STATUS}")
   set_tests_properties(${name} PROPERTIES SKIP_RETURN_CODE ${DFTRACE_SKIP_STATUS})
 endfunction()
+
+# dftrace_require_checker_python(<test>): the trace checkers need only Python's standard library;
+# reuse the interpreter the Python face found, or find one. Without one, <test> is registered as
+# skipped with the reason and the calling CMakeLists.txt stops here (a macro: return() is the
+# caller's).
+macro(dftrace_require_checker_python test)
+  if(NOT Python3_EXECUTABLE)
+    find_package(Python3 COMPONENTS Interpreter)
+  endif()
+  if(NOT Python3_EXECUTABLE)
+    dftrace_missing_test(${test} "no Python interpreter for the trace checker")
+    return()
+  endif()
+endmacro()

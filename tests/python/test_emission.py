@@ -71,26 +71,22 @@ def train(hook):
     io = IOHandler()
     checkpoint = Checkpoint()
     checkpoint.restart({})
+    def steps(epoch):
+        for step, data in ai.dataloader.fetch.iter(enumerate(read_data(io, epoch))):
+            hook.before_step()
+            data = collate(data)
+            _ = transfer(data)
+            _ = compute(data)
+            hook.after_step()
+            ai.update(step=step, epoch=epoch)
     if METADATA:
         for epoch in range(NITER):
             ai.pipeline.epoch.start(metadata=True)
-            for step, data in ai.dataloader.fetch.iter(enumerate(read_data(io, epoch))):
-                hook.before_step()
-                data = collate(data)
-                _ = transfer(data)
-                _ = compute(data)
-                hook.after_step()
-                ai.update(step=step, epoch=epoch)
+            steps(epoch)
             ai.pipeline.epoch.stop(metadata=True)
     else:
         for epoch in ai.pipeline.epoch.iter(range(NITER)):
-            for step, data in ai.dataloader.fetch.iter(enumerate(read_data(io, epoch))):
-                hook.before_step()
-                data = collate(data)
-                _ = transfer(data)
-                _ = compute(data)
-                hook.after_step()
-                ai.update(step=step, epoch=epoch)
+            steps(epoch)
     checkpoint.capture({})
 
 if DISABLE == "all":
