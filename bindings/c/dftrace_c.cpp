@@ -86,6 +86,17 @@ __attribute__((constructor)) void dftrace_on_load() {
   });
 }
 
+// One step of an iterator: ends `previous` (the other phase's region) and begins the next region
+// on n (null: that phase is not traced).
+dftrace_region_t iter_advance(const dftrace_iter_t *it, uint64_t previous, node *n) {
+  if (!previous && (!n || (it->enable < 0 && !n->active.load(std::memory_order_relaxed)))) return 0;
+  return guarded(
+      [&] {
+        return the_runtime().iter_step(previous, n, it->enable, static_cast<uint32_t>(it->count));
+      },
+      dftrace_region_t{0});
+}
+
 }  // namespace
 
 extern "C" {
@@ -338,12 +349,7 @@ void dftrace_iter_fetch(dftrace_iter_t *it) {
   node *n = (it->flags & DFTRACE_ITER_NO_ITER) ? nullptr : to_node(it->iter_node);
   const uint64_t previous = it->open_block;
   it->open_block = 0;
-  if (!previous && (!n || (it->enable < 0 && !n->active.load(std::memory_order_relaxed)))) return;
-  it->open_iter = guarded(
-      [&] {
-        return the_runtime().iter_step(previous, n, it->enable, static_cast<uint32_t>(it->count));
-      },
-      dftrace_region_t{0});
+  it->open_iter = iter_advance(it, previous, n);
 }
 
 void dftrace_iter_body(dftrace_iter_t *it) {
@@ -351,12 +357,7 @@ void dftrace_iter_body(dftrace_iter_t *it) {
   node *n = (it->flags & DFTRACE_ITER_NO_BLOCK) ? nullptr : to_node(it->block_node);
   const uint64_t previous = it->open_iter;
   it->open_iter = 0;
-  if (!previous && (!n || (it->enable < 0 && !n->active.load(std::memory_order_relaxed)))) return;
-  it->open_block = guarded(
-      [&] {
-        return the_runtime().iter_step(previous, n, it->enable, static_cast<uint32_t>(it->count));
-      },
-      dftrace_region_t{0});
+  it->open_block = iter_advance(it, previous, n);
 }
 
 void dftrace_iter_end(dftrace_iter_t *it) {

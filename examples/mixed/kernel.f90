@@ -19,6 +19,16 @@ contains
     have_nodes = .true.
   end subroutine find_nodes
 
+  !> Begins a matrix kernel's region on `node`, with the matrix's shape as its arguments.
+  function begin_matrix_region(node, rows, cols) result(r)
+    type(dftrace_node), intent(in) :: node
+    integer(c_int), intent(in) :: rows, cols
+    integer(dftrace_region_kind) :: r
+    r = dftrace_region_begin(node)
+    call dftrace_region_arg(r, 'rows', rows)
+    call dftrace_region_arg(r, 'cols', cols)
+  end function begin_matrix_region
+
   !> y = A x, A stored column-major (rows x cols) as C++ hands it over.
   subroutine mixed_kernel_matvec(rows, cols, a, x, y) bind(c, name='mixed_kernel_matvec')
     integer(c_int), value, intent(in) :: rows, cols
@@ -26,9 +36,7 @@ contains
     real(c_double), intent(out) :: y(rows)
     integer(dftrace_region_kind) :: r
     if (.not. have_nodes) call find_nodes()
-    r = dftrace_region_begin(matvec_node)
-    call dftrace_region_arg(r, 'rows', rows)
-    call dftrace_region_arg(r, 'cols', cols)
+    r = begin_matrix_region(matvec_node, rows, cols)
     y = matmul(a, x)
     call dftrace_region_end(r)
   end subroutine mixed_kernel_matvec
@@ -40,9 +48,7 @@ contains
     real(c_double), intent(out) :: y(cols)
     integer(dftrace_region_kind) :: r
     if (.not. have_nodes) call find_nodes()
-    r = dftrace_region_begin(matvec_t_node)
-    call dftrace_region_arg(r, 'rows', rows)
-    call dftrace_region_arg(r, 'cols', cols)
+    r = begin_matrix_region(matvec_t_node, rows, cols)
     y = matmul(transpose(a), g)
     call dftrace_region_end(r)
   end subroutine mixed_kernel_matvec_t

@@ -166,11 +166,12 @@ class DFTracer {
     return n;                                                                         \
   }())
 
+/* The C++ set starts and ends the trace as the C set does. */
 #define DFTRACER_CPP_INIT(log_file, data_dirs, process_id) \
-  initialize_main(log_file, data_dirs, process_id);
+  DFTRACER_C_INIT(log_file, data_dirs, process_id)
 #define DFTRACER_CPP_INIT_NO_BIND(log_file, data_dirs, process_id) \
-  initialize_no_bind(log_file, data_dirs, process_id);
-#define DFTRACER_CPP_FINI() finalize()
+  DFTRACER_C_INIT_NO_BIND(log_file, data_dirs, process_id)
+#define DFTRACER_CPP_FINI() DFTRACER_C_FINI()
 #define DFTRACER_CPP_FUNCTION()                                             \
   static dftrace_node_t *const dftracer_cpp_fn_node_ =                      \
       dftrace_node_child(dftrace_category(CPP_LOG_CATEGORY), __FUNCTION__); \

@@ -268,18 +268,10 @@ int MPI_Recv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Com
   if (!dftrace_node_active_fast(nodes.receive))
     return PMPI_Recv(buf, count, dt, source, tag, comm, status);
   // What arrived is known only afterwards: bytes, source and tag come from the status.
-  MPI_Status local;
-  MPI_Status *filled = status == MPI_STATUS_IGNORE ? &local : status;
   const dftrace_arg_t in[] = {arg("comm_size", size_of(comm))};
-  const dftrace_region_t r = dftrace_region_begin_ex(nodes.receive, DFTRACE_USE_NODE_STATE, in, 1);
-  const int rc = PMPI_Recv(buf, count, dt, source, tag, comm, filled);
-  if (r) {
-    const receipt got = received(rc, filled, source, tag);
-    const dftrace_arg_t out[] = {arg("bytes", got.bytes), arg("peer", got.source),
-                                 arg("tag", got.tag)};
-    dftrace_region_end_ex(r, out, 3);
-  }
-  return rc;
+  return traced_receive(
+      nodes.receive, in, 1, source, tag, {"bytes", "peer", "tag"}, status,
+      [&](MPI_Status *filled) { return PMPI_Recv(buf, count, dt, source, tag, comm, filled); });
 }
 
 int MPI_Isend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm,
@@ -421,10 +413,7 @@ int MPI_Gather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Da
                MPI_Comm comm) {
   return traced(
       nodes.gather,
-      [&] {
-        const int64_t bytes = contributed_bytes(sb == MPI_IN_PLACE, sc, st, rc, rt);
-        return rooted_args(bytes, root, size_of(comm));
-      },
+      [&] { return rooted_contribution(sb == MPI_IN_PLACE, sc, st, rc, rt, root, size_of(comm)); },
       [&] { return PMPI_Gather(sb, sc, st, rb, rc, rt, root, comm); });
 }
 
@@ -444,10 +433,7 @@ int MPI_Allgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI
                   MPI_Comm comm) {
   return traced(
       nodes.all_gather,
-      [&] {
-        const int64_t bytes = contributed_bytes(sb == MPI_IN_PLACE, sc, st, rc, rt);
-        return collective_args(bytes, size_of(comm));
-      },
+      [&] { return collective_contribution(sb == MPI_IN_PLACE, sc, st, rc, rt, size_of(comm)); },
       [&] { return PMPI_Allgather(sb, sc, st, rb, rc, rt, comm); });
 }
 
@@ -467,10 +453,7 @@ int MPI_Scatter(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_D
                 int root, MPI_Comm comm) {
   return traced(
       nodes.scatter,
-      [&] {
-        const int64_t bytes = contributed_bytes(rb == MPI_IN_PLACE, rc, rt, sc, st);
-        return rooted_args(bytes, root, size_of(comm));
-      },
+      [&] { return rooted_contribution(rb == MPI_IN_PLACE, rc, rt, sc, st, root, size_of(comm)); },
       [&] { return PMPI_Scatter(sb, sc, st, rb, rc, rt, root, comm); });
 }
 
@@ -567,10 +550,7 @@ int MPI_Igather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_D
                 int root, MPI_Comm comm, MPI_Request *req) {
   return traced(
       nodes.gather_post,
-      [&] {
-        const int64_t bytes = contributed_bytes(sb == MPI_IN_PLACE, sc, st, rc, rt);
-        return rooted_args(bytes, root, size_of(comm));
-      },
+      [&] { return rooted_contribution(sb == MPI_IN_PLACE, sc, st, rc, rt, root, size_of(comm)); },
       [&] { return PMPI_Igather(sb, sc, st, rb, rc, rt, root, comm, req); });
 }
 
@@ -578,10 +558,7 @@ int MPI_Iallgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MP
                    MPI_Comm comm, MPI_Request *req) {
   return traced(
       nodes.all_gather_post,
-      [&] {
-        const int64_t bytes = contributed_bytes(sb == MPI_IN_PLACE, sc, st, rc, rt);
-        return collective_args(bytes, size_of(comm));
-      },
+      [&] { return collective_contribution(sb == MPI_IN_PLACE, sc, st, rc, rt, size_of(comm)); },
       [&] { return PMPI_Iallgather(sb, sc, st, rb, rc, rt, comm, req); });
 }
 
@@ -589,10 +566,7 @@ int MPI_Iscatter(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_
                  int root, MPI_Comm comm, MPI_Request *req) {
   return traced(
       nodes.scatter_post,
-      [&] {
-        const int64_t bytes = contributed_bytes(rb == MPI_IN_PLACE, rc, rt, sc, st);
-        return rooted_args(bytes, root, size_of(comm));
-      },
+      [&] { return rooted_contribution(rb == MPI_IN_PLACE, rc, rt, sc, st, root, size_of(comm)); },
       [&] { return PMPI_Iscatter(sb, sc, st, rb, rc, rt, root, comm, req); });
 }
 

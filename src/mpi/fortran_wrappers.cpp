@@ -212,8 +212,7 @@ void mpi_gather_(const void *sb, fint *sc, fint *st, void *rb, fint *rc, fint *r
   traced_f(
       nodes.gather,
       [&] {
-        const int64_t bytes = contributed_bytes(in_place(sb), sc, st, rc, rt);
-        return rooted_args(bytes, *root, size_of(comm_of(comm)));
+        return rooted_contribution(in_place(sb), sc, st, rc, rt, *root, size_of(comm_of(comm)));
       },
       [&] { pmpi_gather_(sb, sc, st, rb, rc, rt, root, comm, ierr); }, ierr);
 }
@@ -222,10 +221,7 @@ void mpi_allgather_(const void *sb, fint *sc, fint *st, void *rb, fint *rc, fint
                     fint *ierr) {
   traced_f(
       nodes.all_gather,
-      [&] {
-        const int64_t bytes = contributed_bytes(in_place(sb), sc, st, rc, rt);
-        return collective_args(bytes, size_of(comm_of(comm)));
-      },
+      [&] { return collective_contribution(in_place(sb), sc, st, rc, rt, size_of(comm_of(comm))); },
       [&] { pmpi_allgather_(sb, sc, st, rb, rc, rt, comm, ierr); }, ierr);
 }
 
@@ -234,8 +230,7 @@ void mpi_scatter_(const void *sb, fint *sc, fint *st, void *rb, fint *rc, fint *
   traced_f(
       nodes.scatter,
       [&] {
-        const int64_t bytes = contributed_bytes(in_place(rb), rc, rt, sc, st);
-        return rooted_args(bytes, *root, size_of(comm_of(comm)));
+        return rooted_contribution(in_place(rb), rc, rt, sc, st, *root, size_of(comm_of(comm)));
       },
       [&] { pmpi_scatter_(sb, sc, st, rb, rc, rt, root, comm, ierr); }, ierr);
 }

@@ -142,24 +142,50 @@ inline int traced_test(int requests, Call call, int *completed) {
   return rc;
 }
 
-// Sendrecv(_replace): what is sent is known before, what arrived only after (from the status).
+// The names of a receipt's arguments in the end event.
+struct receipt_keys {
+  const char *bytes, *source, *tag;
+};
+
+// One event around a call that receives: `in` is known before; what arrived (from the status MPI
+// fills: the caller's, or a local one when it passed MPI_STATUS_IGNORE) is added at its end.
+template <typename Call>
+int traced_receive(dftrace_node_t *node, const dftrace_arg_t *in, size_t nin, int source, int tag,
+                   receipt_keys keys, MPI_Status *status, Call call) {
+  MPI_Status local;
+  MPI_Status *filled = status == MPI_STATUS_IGNORE ? &local : status;
+  const dftrace_region_t r = dftrace_region_begin_ex(node, DFTRACE_USE_NODE_STATE, in, nin);
+  const int rc = call(filled);
+  if (r) {
+    const receipt got = received(rc, filled, source, tag);
+    const dftrace_arg_t out[] = {arg(keys.bytes, got.bytes), arg(keys.source, got.source),
+                                 arg(keys.tag, got.tag)};
+    dftrace_region_end_ex(r, out, 3);
+  }
+  return rc;
+}
+
+// Sendrecv(_replace): what is sent is known before, what arrived only after.
 template <typename Call>
 int traced_sendrecv(int64_t bytes, int dest, int sendtag, int source, int recvtag, MPI_Comm comm,
                     MPI_Status *status, Call call) {
   if (!dftrace_node_active_fast(nodes.sendrecv)) return call(status);
-  MPI_Status local;
-  MPI_Status *filled = status == MPI_STATUS_IGNORE ? &local : status;
   const dftrace_arg_t in[] = {arg("bytes", bytes), arg("peer", dest), arg("tag", sendtag),
                               arg("comm_size", size_of(comm))};
-  const dftrace_region_t r = dftrace_region_begin_ex(nodes.sendrecv, DFTRACE_USE_NODE_STATE, in, 4);
-  const int rc = call(filled);
-  if (r) {
-    const receipt got = received(rc, filled, source, recvtag);
-    const dftrace_arg_t out[] = {arg("recv_bytes", got.bytes), arg("source", got.source),
-                                 arg("recv_tag", got.tag)};
-    dftrace_region_end_ex(r, out, 3);
-  }
-  return rc;
+  return traced_receive(nodes.sendrecv, in, 4, source, recvtag,
+                        {"recv_bytes", "source", "recv_tag"}, status, call);
+}
+
+// Collectives whose bytes are what this rank contributes (contributed_bytes), with a root or not.
+template <typename Count, typename Type>
+inline std::array<dftrace_arg_t, 3> rooted_contribution(bool in_place, Count c1, Type t1, Count c2,
+                                                        Type t2, int root, int comm_size) {
+  return rooted_args(contributed_bytes(in_place, c1, t1, c2, t2), root, comm_size);
+}
+template <typename Count, typename Type>
+inline std::array<dftrace_arg_t, 2> collective_contribution(bool in_place, Count c1, Type t1,
+                                                            Count c2, Type t2, int comm_size) {
+  return collective_args(contributed_bytes(in_place, c1, t1, c2, t2), comm_size);
 }
 
 // After a successful MPI_Init (from C or Fortran): rank, size, clock offset, affinity.
