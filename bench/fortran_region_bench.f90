@@ -83,6 +83,7 @@ contains
     integer(int64) :: c0, c1, rate, i
     integer(dftrace_region_kind) :: r
     real(real64) :: cpu0
+    type(dftrace_node) :: node
     call dftrace_flush()  ! start with empty buffers
     call system_clock(c0, rate)
     cpu0 = thread_cpu_ns()
@@ -92,12 +93,14 @@ contains
         r = raw_begin(raw_fwd)
         call raw_end(r)
       end do
-    case (2)
+    case (2, 6)  ! 6: the node is switched off
+      node = fwd
+      if (kind == 6) node = off_node
       do i = 1, n
-        r = dftrace_region_begin(fwd)
+        r = dftrace_region_begin(node)
         call dftrace_region_end(r)
       end do
-    case (3)
+    case (3, 7)  ! 7: tracing is switched off
       do i = 1, n
         r = dftrace_region_begin('compute.forward')
         call dftrace_region_end(r)
@@ -112,16 +115,6 @@ contains
       do i = 1, n
         r = dftrace_region_begin(fwd)
         call dftrace_region_arg(r, 'layer', i)
-        call dftrace_region_end(r)
-      end do
-    case (6)
-      do i = 1, n
-        r = dftrace_region_begin(off_node)
-        call dftrace_region_end(r)
-      end do
-    case (7)
-      do i = 1, n
-        r = dftrace_region_begin('compute.forward')
         call dftrace_region_end(r)
       end do
     end select

@@ -51,6 +51,25 @@ void put_id(std::string &out, const char *key, const jvalue &v, std::string *wri
   if (written) *written = std::move(text);
 }
 
+// An event's opening for the viewer: {"name":..[,"cat":..],"ph":..,"pid":..,"tid":..; returns
+// the pid as written. `cat`: the line's category, or null for metadata (which has none there).
+std::string put_head(std::string &o, const parsed_line &pl, const jvalue *cat,
+                     std::string_view ph) {
+  o += "{\"name\":\"";
+  o.append(pl.name.text);
+  if (cat) {
+    o += "\",\"cat\":\"";
+    if (cat->type == jtype::string) o.append(cat->text);
+  }
+  o += "\",\"ph\":\"";
+  o.append(ph);
+  o += "\"";
+  std::string pid;
+  put_id(o, "pid", pl.pid, &pid);
+  put_id(o, "tid", pl.tid);
+  return pid;
+}
+
 struct convert_result : detail::block_result {
   std::string out;
   uint64_t events = 0, skipped = 0;
@@ -78,12 +97,7 @@ void convert_block(detail::text_block &b) {
       if (proc || pl.name.text == "thread_name") {
         const jvalue *n = pl.arg_value("name");
         if (!n || n->type != jtype::string) return true;
-        o += "{\"name\":\"";
-        o.append(pl.name.text);
-        o += "\",\"ph\":\"M\"";
-        std::string pid;
-        put_id(o, "pid", pl.pid, &pid);
-        put_id(o, "tid", pl.tid);
+        const std::string pid = put_head(o, pl, nullptr, "M");
         o += ",\"args\":{\"name\":\"";
         o.append(n->text);
         o += "\"}},\n";
@@ -113,16 +127,7 @@ void convert_block(detail::text_block &b) {
       ++r->skipped;
       return true;
     }
-    o += "{\"name\":\"";
-    o.append(pl.name.text);
-    o += "\",\"cat\":\"";
-    if (pl.cat.type == jtype::string) o.append(pl.cat.text);
-    o += "\",\"ph\":\"";
-    o.append(pl.ph.text);
-    o += "\"";
-    std::string pid;
-    put_id(o, "pid", pl.pid, &pid);
-    put_id(o, "tid", pl.tid);
+    const std::string pid = put_head(o, pl, &pl.cat, pl.ph.text);
     o += ",\"ts\":";
     o += ts;
     if (ph == 'X') {

@@ -53,6 +53,13 @@ kinds kernels_only() {
   return k;
 }
 
+// A translator of kernel records and its correlation ring, with tracing started first.
+struct kernel_setup {
+  bool started = (start_tracing(), true);
+  correlation_ring ring;
+  translator tr{&ring, nullptr, kernels_only()};
+};
+
 // Places the record 5 us long, 10 us after the previous one (t), and translates it.
 template <typename Record>
 inline void translate_next(translator &tr, Record &r, uint64_t &t) {
@@ -73,17 +80,15 @@ void BM_ring_remember(benchmark::State &state) {
 BENCHMARK(BM_ring_remember);
 
 void BM_translate_kernel(benchmark::State &state) {
-  start_tracing();
-  correlation_ring ring;
-  translator tr(&ring, nullptr, kernels_only());
+  kernel_setup k;
   CUpti_ActivityKernel10 r = kernel_record(4096, 256);
   r.streamId = 7;
   uint64_t t = dftrace_now_ns();
   uint32_t id = 1;
   for (auto _ : state) {
     r.correlationId = id;
-    ring.remember(id++, 7);
-    translate_next(tr, r, t);
+    k.ring.remember(id++, 7);
+    translate_next(k.tr, r, t);
   }
   state.SetItemsProcessed(state.iterations());
 }
@@ -92,14 +97,12 @@ BENCHMARK(BM_translate_kernel);
 // The same with device.kernel switched off: the translator's own cost, without the core's
 // formatting and writing of the event.
 void BM_translate_kernel_node_off(benchmark::State &state) {
-  start_tracing();
-  correlation_ring ring;
-  translator tr(&ring, nullptr, kernels_only());
+  kernel_setup k;
   CUpti_ActivityKernel10 r = kernel_record(1, 1);
-  tr.translate(reinterpret_cast<const CUpti_Activity *>(&r));  // creates the nodes
+  k.tr.translate(reinterpret_cast<const CUpti_Activity *>(&r));  // creates the nodes
   dftrace_node_disable(dftrace_category("device"));
   uint64_t t = dftrace_now_ns();
-  for (auto _ : state) translate_next(tr, r, t);
+  for (auto _ : state) translate_next(k.tr, r, t);
   dftrace_node_enable(dftrace_category("device"));
   state.SetItemsProcessed(state.iterations());
 }
