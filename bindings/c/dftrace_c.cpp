@@ -280,31 +280,19 @@ dftrace_region_t dftrace_region_begin_ex(dftrace_node_t *n, int enable, const df
                  dftrace_region_t{0});
 }
 
-void dftrace_region_arg_int(dftrace_region_t r, const char *key, int64_t value) {
-  if (!r || !key) return;
-  const dftrace_arg_t a = DFTRACE_ARG_I(key, value);
-  guarded_do([&] { the_runtime().region_arg(r, a); });
-}
-void dftrace_region_arg_double(dftrace_region_t r, const char *key, double value) {
-  if (!r || !key) return;
-  const dftrace_arg_t a = DFTRACE_ARG_D(key, value);
-  guarded_do([&] { the_runtime().region_arg(r, a); });
-}
-void dftrace_region_arg_string(dftrace_region_t r, const char *key, const char *value) {
-  if (!r || !key) return;
-  const dftrace_arg_t a = DFTRACE_ARG_S(key, value);
-  guarded_do([&] { the_runtime().region_arg(r, a); });
-}
-void dftrace_region_arg_bool(dftrace_region_t r, const char *key, bool value) {
-  if (!r || !key) return;
-  const dftrace_arg_t a = DFTRACE_ARG_B(key, value);
-  guarded_do([&] { the_runtime().region_arg(r, a); });
-}
-void dftrace_region_arg_uint(dftrace_region_t r, const char *key, uint64_t value) {
-  if (!r || !key) return;
-  const dftrace_arg_t a = DFTRACE_ARG_U(key, value);
-  guarded_do([&] { the_runtime().region_arg(r, a); });
-}
+// One per-use argument of an open region, of each type (the argument helpers of dftrace.h).
+#define DFTRACE_REGION_ARG_FN(suffix, type, make)                                     \
+  void dftrace_region_arg_##suffix(dftrace_region_t r, const char *key, type value) { \
+    if (!r || !key) return;                                                           \
+    const dftrace_arg_t a = make(key, value);                                         \
+    guarded_do([&] { the_runtime().region_arg(r, a); });                              \
+  }
+DFTRACE_REGION_ARG_FN(int, int64_t, DFTRACE_ARG_I)
+DFTRACE_REGION_ARG_FN(double, double, DFTRACE_ARG_D)
+DFTRACE_REGION_ARG_FN(string, const char *, DFTRACE_ARG_S)
+DFTRACE_REGION_ARG_FN(bool, bool, DFTRACE_ARG_B)
+DFTRACE_REGION_ARG_FN(uint, uint64_t, DFTRACE_ARG_U)
+#undef DFTRACE_REGION_ARG_FN
 
 void dftrace_region_end(dftrace_region_t r) {
   if (!r) return;

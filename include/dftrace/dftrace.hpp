@@ -396,23 +396,12 @@ class node {
   // Sets an argument on this node's whole subtree; nullptr string removes it.
   template <typename T>
   const node &update(const char *key, T v) const {
-#ifndef DFTRACE_DISABLE
-    dftrace_node_t *h = handle();
-    if constexpr (std::is_same_v<T, bool>)
-      dftrace_node_update_bool(h, key, v);
-    else if constexpr (std::is_integral_v<T>)
-      dftrace_node_update_int(h, key, static_cast<int64_t>(v));
-    else if constexpr (std::is_floating_point_v<T>)
-      dftrace_node_update_double(h, key, static_cast<double>(v));
-    else if constexpr (std::is_same_v<std::decay_t<T>, std::nullptr_t>)
-      dftrace_node_update_remove(h, key);
+    if constexpr (std::is_same_v<std::decay_t<T>, std::nullptr_t>)
+      return update({arg(key, static_cast<const char *>(nullptr))});
+    else if constexpr (std::is_arithmetic_v<T>)
+      return update({arg(key, v)});
     else
-      dftrace_node_update_string(h, key, std::string(v).c_str());
-#else
-    (void)key;
-    (void)v;
-#endif
-    return *this;
+      return update({arg(key, std::string(v))});
   }
   // Several arguments in one pass: ai.update({{"epoch", e}, {"step", s}}).
   const node &update(std::initializer_list<arg> args) const {

@@ -172,6 +172,14 @@ void check_affinity(MPI_Comm world, int rank) {
   PMPI_Comm_free(&local);
 }
 
+// The bytes this rank contributes to a vector collective: its own count, or (in place) its entry
+// of the vector of counts.
+int64_t vector_contribution(bool in_place, const int counts[], MPI_Datatype counts_type,
+                            int own_count, MPI_Datatype own_type, MPI_Comm comm) {
+  return in_place ? bytes_of(counts ? counts[rank_in(comm)] : 0, counts_type)
+                  : bytes_of(own_count, own_type);
+}
+
 }  // namespace
 
 // After a successful MPI_Init: rank, size, clock offset, affinity.
@@ -422,9 +430,8 @@ int MPI_Gatherv(const void *sb, int sc, MPI_Datatype st, void *rb, const int rcs
   return traced(
       nodes.gather,
       [&] {
-        const int64_t bytes =
-            sb == MPI_IN_PLACE ? bytes_of(rcs ? rcs[rank_in(comm)] : 0, rt) : bytes_of(sc, st);
-        return rooted_args(bytes, root, size_of(comm));
+        return rooted_args(vector_contribution(sb == MPI_IN_PLACE, rcs, rt, sc, st, comm), root,
+                           size_of(comm));
       },
       [&] { return PMPI_Gatherv(sb, sc, st, rb, rcs, displs, rt, root, comm); });
 }
@@ -442,9 +449,8 @@ int MPI_Allgatherv(const void *sb, int sc, MPI_Datatype st, void *rb, const int 
   return traced(
       nodes.all_gather,
       [&] {
-        const int64_t bytes =
-            sb == MPI_IN_PLACE ? bytes_of(rcs ? rcs[rank_in(comm)] : 0, rt) : bytes_of(sc, st);
-        return collective_args(bytes, size_of(comm));
+        return collective_args(vector_contribution(sb == MPI_IN_PLACE, rcs, rt, sc, st, comm),
+                               size_of(comm));
       },
       [&] { return PMPI_Allgatherv(sb, sc, st, rb, rcs, displs, rt, comm); });
 }
@@ -462,9 +468,8 @@ int MPI_Scatterv(const void *sb, const int scs[], const int displs[], MPI_Dataty
   return traced(
       nodes.scatter,
       [&] {
-        const int64_t bytes =
-            rb == MPI_IN_PLACE ? bytes_of(scs ? scs[rank_in(comm)] : 0, st) : bytes_of(rc, rt);
-        return rooted_args(bytes, root, size_of(comm));
+        return rooted_args(vector_contribution(rb == MPI_IN_PLACE, scs, st, rc, rt, comm), root,
+                           size_of(comm));
       },
       [&] { return PMPI_Scatterv(sb, scs, displs, st, rb, rc, rt, root, comm); });
 }

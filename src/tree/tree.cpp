@@ -177,23 +177,18 @@ node *tree::verbatim(node *parent, std::string_view event_name) {
   return make_child(parent, "#" + std::string(event_name), std::string(event_name), true);
 }
 
-node *tree::iter_of(node *n) {
-  node *it = n->iter_node.load(std::memory_order_acquire);
-  if (!it) {
-    it = derive(n, "iter");
-    n->iter_node.store(it, std::memory_order_release);
+node *tree::derived_once(std::atomic<node *> &slot, node *n, std::string_view suffix) {
+  node *d = slot.load(std::memory_order_acquire);
+  if (!d) {
+    d = derive(n, suffix);
+    slot.store(d, std::memory_order_release);
   }
-  return it;
+  return d;
 }
 
-node *tree::block_of(node *n) {
-  node *b = n->block_node.load(std::memory_order_acquire);
-  if (!b) {
-    b = derive(n, "block");
-    n->block_node.store(b, std::memory_order_release);
-  }
-  return b;
-}
+node *tree::iter_of(node *n) { return derived_once(n->iter_node, n, "iter"); }
+
+node *tree::block_of(node *n) { return derived_once(n->block_node, n, "block"); }
 
 void tree::refresh_active(node *n) {
   n->active.store(n->user_enabled && recording_, std::memory_order_relaxed);

@@ -140,6 +140,8 @@ class tree {
   std::mutex &mutex() { return mu_; }
 
  private:
+  // The node derived from n with `suffix`, made once and kept in `slot`.
+  node *derived_once(std::atomic<node *> &slot, node *n, std::string_view suffix);
   node *make_child(node *parent, std::string_view key, std::string event_name, bool hidden);
   node *find_locked(std::string_view path);
   void refresh_active(node *n);
