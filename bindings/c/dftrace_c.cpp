@@ -86,11 +86,23 @@ __attribute__((constructor)) void dftrace_on_load() {
   });
 }
 
-// One step of an iterator: ends `previous` (the other phase's region) and begins the next region
-// on n (null: that phase is not traced).
-dftrace_region_t iter_advance(const dftrace_iter_t *it, uint64_t previous, node *n) {
-  if (!previous && (!n || (it->enable < 0 && !n->active.load(std::memory_order_relaxed)))) return 0;
-  return guarded(
+// One step of an iterator: the fetch phase (its `.iter` region, a new item) or the body phase
+// (its `.block` region). Ends the other phase's open region and begins this phase's (unless the
+// phase is not traced or its node is off); a fetch first cancels a fetch left open.
+void iter_switch(dftrace_iter_t *it, bool body) {
+  auto &mine = body ? it->open_block : it->open_iter;
+  auto &other = body ? it->open_iter : it->open_block;
+  if (!body) {
+    if (mine) dftrace_region_cancel(mine);
+    mine = 0;
+    ++it->count;
+  }
+  const uint32_t untraced = body ? DFTRACE_ITER_NO_BLOCK : DFTRACE_ITER_NO_ITER;
+  node *n = (it->flags & untraced) ? nullptr : to_node(body ? it->block_node : it->iter_node);
+  const uint64_t previous = other;
+  other = 0;
+  if (!previous && (!n || (it->enable < 0 && !n->active.load(std::memory_order_relaxed)))) return;
+  mine = guarded(
       [&] {
         return the_runtime().iter_step(previous, n, it->enable, static_cast<uint32_t>(it->count));
       },
@@ -330,22 +342,11 @@ void dftrace_iter_begin(dftrace_iter_t *it, dftrace_node_t *n, uint32_t flags,
 }
 
 void dftrace_iter_fetch(dftrace_iter_t *it) {
-  if (!it) return;
-  if (it->open_iter) dftrace_region_cancel(it->open_iter);
-  it->open_iter = 0;
-  ++it->count;
-  node *n = (it->flags & DFTRACE_ITER_NO_ITER) ? nullptr : to_node(it->iter_node);
-  const uint64_t previous = it->open_block;
-  it->open_block = 0;
-  it->open_iter = iter_advance(it, previous, n);
+  if (it) iter_switch(it, false);
 }
 
 void dftrace_iter_body(dftrace_iter_t *it) {
-  if (!it) return;
-  node *n = (it->flags & DFTRACE_ITER_NO_BLOCK) ? nullptr : to_node(it->block_node);
-  const uint64_t previous = it->open_iter;
-  it->open_iter = 0;
-  it->open_block = iter_advance(it, previous, n);
+  if (it) iter_switch(it, true);
 }
 
 void dftrace_iter_end(dftrace_iter_t *it) {

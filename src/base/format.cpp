@@ -132,65 +132,46 @@ struct json_checker {
     }
     return p > s;
   }
+  // The rest of an object or array after its opening: items separated by ',' up to `close`.
+  template <typename Item>
+  bool sequence(char close, Item item) {
+    ++p;
+    ws();
+    if (p < end && *p == close) {
+      ++p;
+      return true;
+    }
+    while (item()) {
+      ws();
+      if (p < end && *p == ',') {
+        ++p;
+        continue;
+      }
+      if (p < end && *p == close) {
+        ++p;
+        return true;
+      }
+      return false;
+    }
+    return false;
+  }
   bool value() {
     if (++depth > 64) return false;
     ws();
     if (p >= end) return false;
     bool ok;
     switch (*p) {
-      case '{': {
-        ++p;
-        ws();
-        if (p < end && *p == '}') {
+      case '{':
+        ok = sequence('}', [this] {
+          ws();
+          if (!string()) return false;
+          ws();
+          if (p >= end || *p != ':') return false;
           ++p;
-          ok = true;
-          break;
-        }
-        ok = false;
-        while (true) {
-          ws();
-          if (!string()) break;
-          ws();
-          if (p >= end || *p != ':') break;
-          ++p;
-          if (!value()) break;
-          ws();
-          if (p < end && *p == ',') {
-            ++p;
-            continue;
-          }
-          if (p < end && *p == '}') {
-            ++p;
-            ok = true;
-          }
-          break;
-        }
+          return value();
+        });
         break;
-      }
-      case '[': {
-        ++p;
-        ws();
-        if (p < end && *p == ']') {
-          ++p;
-          ok = true;
-          break;
-        }
-        ok = false;
-        while (true) {
-          if (!value()) break;
-          ws();
-          if (p < end && *p == ',') {
-            ++p;
-            continue;
-          }
-          if (p < end && *p == ']') {
-            ++p;
-            ok = true;
-          }
-          break;
-        }
-        break;
-      }
+      case '[': ok = sequence(']', [this] { return value(); }); break;
       case '"': ok = string(); break;
       case 't': ok = lit("true"); break;
       case 'f': ok = lit("false"); break;

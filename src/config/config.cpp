@@ -62,6 +62,24 @@ entry bool_key(const char *key, const char *env, const char *denv, const char *d
           [field](const config &c) { return std::string(c.*field ? "true" : "false"); }};
 }
 
+// A key that takes one of two words (case-insensitive); `field` is true for the second.
+entry two_word_key(const char *key, const char *env, const char *off, const char *on,
+                   bool config::*field) {
+  const std::string why_not = std::string("is not '") + off + "' or '" + on + "'";
+  return {{key, env, nullptr, off},
+          false,
+          [=](config &c, const std::string &v, std::string &why) {
+            const std::string m = lower(trim(v));
+            if (m != off && m != on) {
+              why = why_not;
+              return false;
+            }
+            c.*field = m == on;
+            return true;
+          },
+          [=](const config &c) { return std::string(c.*field ? on : off); }};
+}
+
 entry string_key(const char *key, const char *env, const char *denv, const char *def,
                  std::string config::*field) {
   return {{key, env, denv, def},
@@ -205,32 +223,12 @@ const std::vector<entry> &table() {
                    return true;
                  },
                  [](const config &c) { return std::to_string(c.compress_threads); }});
-    v.push_back({{"output.on_full", "DFTRACE_OUTPUT_ON_FULL", nullptr, "block"},
-                 false,
-                 [](config &c, const std::string &s, std::string &why) {
-                   std::string m = lower(trim(s));
-                   if (m != "block" && m != "drop") {
-                     why = "is not 'block' or 'drop'";
-                     return false;
-                   }
-                   c.on_full_drop = m == "drop";
-                   return true;
-                 },
-                 [](const config &c) { return std::string(c.on_full_drop ? "drop" : "block"); }});
+    v.push_back(two_word_key("output.on_full", "DFTRACE_OUTPUT_ON_FULL", "block", "drop",
+                             &config::on_full_drop));
     v.push_back(bool_key("metadata", "DFTRACE_METADATA", "DFTRACER_INC_METADATA", "true",
                          &config::metadata));
-    v.push_back({{"timer.precision", "DFTRACE_TIMER_PRECISION", nullptr, "us"},
-                 false,
-                 [](config &c, const std::string &s, std::string &why) {
-                   std::string m = lower(trim(s));
-                   if (m != "us" && m != "ns") {
-                     why = "is not 'us' or 'ns'";
-                     return false;
-                   }
-                   c.ns_precision = m == "ns";
-                   return true;
-                 },
-                 [](const config &c) { return std::string(c.ns_precision ? "ns" : "us"); }});
+    v.push_back(two_word_key("timer.precision", "DFTRACE_TIMER_PRECISION", "us", "ns",
+                             &config::ns_precision));
     v.push_back({{"timer.source", "DFTRACE_TIMER_SOURCE", nullptr, "auto"},
                  false,
                  [](config &c, const std::string &s, std::string &why) {

@@ -500,13 +500,7 @@ int MPI_Alltoall(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_
                  MPI_Comm comm) {
   return traced(
       nodes.all_to_all,
-      [&] {
-        const int comm_size = size_of(comm);
-        const int64_t bytes = sb == MPI_IN_PLACE
-                                  ? bytes_of(static_cast<int64_t>(rc) * comm_size, rt)
-                                  : bytes_of(static_cast<int64_t>(sc) * comm_size, st);
-        return collective_args(bytes, comm_size);
-      },
+      [&] { return all_to_all_args(sb == MPI_IN_PLACE, sc, st, rc, rt, size_of(comm)); },
       [&] { return PMPI_Alltoall(sb, sc, st, rb, rc, rt, comm); });
 }
 
@@ -590,13 +584,7 @@ int MPI_Ialltoall(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI
                   MPI_Comm comm, MPI_Request *req) {
   return traced(
       nodes.all_to_all_post,
-      [&] {
-        const int comm_size = size_of(comm);
-        const int64_t bytes = sb == MPI_IN_PLACE
-                                  ? bytes_of(static_cast<int64_t>(rc) * comm_size, rt)
-                                  : bytes_of(static_cast<int64_t>(sc) * comm_size, st);
-        return collective_args(bytes, comm_size);
-      },
+      [&] { return all_to_all_args(sb == MPI_IN_PLACE, sc, st, rc, rt, size_of(comm)); },
       [&] { return PMPI_Ialltoall(sb, sc, st, rb, rc, rt, comm, req); });
 }
 

@@ -240,11 +240,8 @@ void mpi_alltoall_(const void *sb, fint *sc, fint *st, void *rb, fint *rc, fint 
   traced_f(
       nodes.all_to_all,
       [&] {
-        const int comm_size = size_of(comm_of(comm));
-        const int64_t bytes = in_place(sb)
-                                  ? bytes_of(static_cast<int64_t>(*rc) * comm_size, type_of(rt))
-                                  : bytes_of(static_cast<int64_t>(*sc) * comm_size, type_of(st));
-        return collective_args(bytes, comm_size);
+        return all_to_all_args(in_place(sb), *sc, type_of(st), *rc, type_of(rt),
+                               size_of(comm_of(comm)));
       },
       [&] { pmpi_alltoall_(sb, sc, st, rb, rc, rt, comm, ierr); }, ierr);
 }

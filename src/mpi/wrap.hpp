@@ -165,6 +165,14 @@ int traced_receive(dftrace_node_t *node, const dftrace_arg_t *in, size_t nin, in
   return rc;
 }
 
+// all_to_all: this rank sends `count` items of `type` to each of comm_size ranks (its receive
+// counts when in place).
+inline std::array<dftrace_arg_t, 2> all_to_all_args(bool in_place, int sc, MPI_Datatype st, int rc,
+                                                    MPI_Datatype rt, int comm_size) {
+  const int64_t per_rank = in_place ? rc : sc;
+  return collective_args(bytes_of(per_rank * comm_size, in_place ? rt : st), comm_size);
+}
+
 // Sendrecv(_replace): what is sent is known before, what arrived only after.
 template <typename Call>
 int traced_sendrecv(int64_t bytes, int dest, int sendtag, int source, int recvtag, MPI_Comm comm,
