@@ -301,29 +301,18 @@ value:
         if (kind[depth - 1] == '{') goto object_first;
         goto array_first;
       case 't':
-        if (end - p < 4 || std::memcmp(p, "true", 4)) {
-          why = "invalid value";
-          goto fail;
-        }
-        p += 4;
-        t = jtype::boolean;
-        break;
       case 'f':
-        if (end - p < 5 || std::memcmp(p, "false", 5)) {
+      case 'n': {
+        const std::string_view word = *p == 't' ? "true" : *p == 'f' ? "false" : "null";
+        if (static_cast<size_t>(end - p) < word.size() ||
+            std::memcmp(p, word.data(), word.size()) != 0) {
           why = "invalid value";
           goto fail;
         }
-        p += 5;
-        t = jtype::boolean;
+        p += word.size();
+        t = *word.data() == 'n' ? jtype::null : jtype::boolean;
         break;
-      case 'n':
-        if (end - p < 4 || std::memcmp(p, "null", 4)) {
-          why = "invalid value";
-          goto fail;
-        }
-        p += 4;
-        t = jtype::null;
-        break;
+      }
       default:
         p = scan_number(p, end, &why);
         if (!p) {

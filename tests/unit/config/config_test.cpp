@@ -52,6 +52,14 @@ class Config : public ::testing::Test {
   static int lines(const std::string &s) {
     return static_cast<int>(std::count(s.begin(), s.end(), '\n'));
   }
+  // Loading `file` says exactly one line, which contains `words`; returns what was loaded.
+  config expect_one_line(const std::string &file, const std::string &words) {
+    std::string err;
+    config c = load(file, &err);
+    EXPECT_EQ(lines(err), 1) << err;
+    EXPECT_NE(err.find(words), std::string::npos) << err;
+    return c;
+  }
   std::string dir_;
   int n_ = 0;
 };
@@ -204,19 +212,11 @@ TEST_F(Config, YamlThatDoesNotParseIsReportedOnceAndIgnored) {
 }
 
 TEST_F(Config, MissingFileIsReported) {
-  std::string err;
-  config c = load(dir_ + "/nope.yaml", &err);
-  EXPECT_EQ(lines(err), 1) << err;
-  EXPECT_NE(err.find("can not be read"), std::string::npos);
+  config c = expect_one_line(dir_ + "/nope.yaml", "can not be read");
   EXPECT_EQ(c.output_prefix, "./trace");
 }
 
-TEST_F(Config, TopLevelNotAMapping) {
-  std::string err;
-  load(yaml("- a\n- b\n"), &err);
-  EXPECT_EQ(lines(err), 1) << err;
-  EXPECT_NE(err.find("not a mapping"), std::string::npos);
-}
+TEST_F(Config, TopLevelNotAMapping) { expect_one_line(yaml("- a\n- b\n"), "not a mapping"); }
 
 TEST_F(Config, UnknownKeyIsNamedWithASuggestion) {
   std::string err;
@@ -259,10 +259,7 @@ TEST_F(Config, WrongTypeInEnvironmentToo) {
 }
 
 TEST_F(Config, NonScalarValue) {
-  std::string err;
-  load(yaml("output:\n  prefix: [a, b]\n"), &err);
-  EXPECT_EQ(lines(err), 1) << err;
-  EXPECT_NE(err.find("not a single value"), std::string::npos);
+  expect_one_line(yaml("output:\n  prefix: [a, b]\n"), "not a single value");
 }
 
 TEST_F(Config, CategoriesFromYamlMapListAndEnvironment) {
@@ -368,9 +365,6 @@ TEST_F(Config, SizesCountsAndDurationsOutsideTheirRangeKeepTheDefault) {
 }
 
 TEST_F(Config, ConfigNamingADirectoryIsOneLineAndUnusable) {
-  std::string err;
-  const config c = load(dir_, &err);  // does not throw
-  EXPECT_EQ(lines(err), 1) << err;
-  EXPECT_NE(err.find("directory"), std::string::npos) << err;
+  const config c = expect_one_line(dir_, "directory");
   EXPECT_TRUE(c.config_unusable);
 }

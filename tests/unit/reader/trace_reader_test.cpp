@@ -25,6 +25,13 @@ void write_bytes(const std::string &path, const std::vector<char> &b) {
   fclose(f);
 }
 
+// Writes b to path and opens it as a trace; false with *why when it can not be read.
+bool open_bytes(trace_file &f, const std::string &path, const std::vector<char> &b,
+                std::string *why) {
+  write_bytes(path, b);
+  return f.open(path, why);
+}
+
 // n members of `per` lines each; line k is {"id":k,"ts":1000+k}.
 std::vector<char> dt_file(int n, int per, std::string *text) {
   member_encoder enc(codec::zlib, 1);
@@ -62,10 +69,9 @@ TEST(TraceReader, PlansMembersFromDtFieldsAndReadsThemInOrder) {
   std::string text;
   const auto bytes = dt_file(40, 50, &text);
   const std::string path = temp_path("dt.pfw.gz");
-  write_bytes(path, bytes);
   trace_file f;
   std::string why;
-  ASSERT_TRUE(f.open(path, &why)) << why;
+  ASSERT_TRUE(open_bytes(f, path, bytes, &why)) << why;
   EXPECT_TRUE(f.fully_described());
   EXPECT_EQ(f.dt_members(), 40u);
   EXPECT_EQ(f.parts()[3].dt.lines, 50u);
@@ -96,10 +102,9 @@ TEST(TraceReader, StreamsASingleMemberWithoutDtInBlocksOfWholeLines) {
   raw.resize(zs.total_out);
   deflateEnd(&zs);
   const std::string path = temp_path("stream.pfw.gz");
-  write_bytes(path, raw);
   trace_file f;
   std::string why;
-  ASSERT_TRUE(f.open(path, &why));
+  ASSERT_TRUE(open_bytes(f, path, raw, &why));
   EXPECT_EQ(f.dt_members(), 0u);
   ASSERT_EQ(f.parts().size(), 1u);
   EXPECT_EQ(f.parts()[0].kind, planned_part::stream);
@@ -137,10 +142,9 @@ TEST(TraceReader, TruncatedFinalDtMemberFallsBackToStreaming) {
   auto bytes = dt_file(5, 2000, &text);
   bytes.resize(bytes.size() - 300);
   const std::string path = temp_path("cut.pfw.gz");
-  write_bytes(path, bytes);
   trace_file f;
   std::string why;
-  ASSERT_TRUE(f.open(path, &why));
+  ASSERT_TRUE(open_bytes(f, path, bytes, &why));
   EXPECT_EQ(f.dt_members(), 4u);
   EXPECT_EQ(f.parts().back().kind, planned_part::stream);
   std::vector<read_issue> issues;
@@ -167,10 +171,9 @@ TEST(TraceReader, PlainFilesAreSlicedAtLineBoundaries) {
   std::string text = "[\n";
   for (int i = 0; i < 600000; ++i) text += "{\"id\":" + std::to_string(i) + "}\n";
   const std::string path = temp_path("plain.pfw");
-  write_bytes(path, std::vector<char>(text.begin(), text.end()));
   trace_file f;
   std::string why;
-  ASSERT_TRUE(f.open(path, &why));
+  ASSERT_TRUE(open_bytes(f, path, std::vector<char>(text.begin(), text.end()), &why));
   EXPECT_GT(f.parts().size(), 1u);
   for (const auto &p : f.parts()) EXPECT_EQ(f.data()[p.offset + p.length - 1], '\n');
   std::vector<read_issue> issues;
