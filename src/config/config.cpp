@@ -80,6 +80,26 @@ entry two_word_key(const char *key, const char *env, const char *off, const char
           [=](const config &c) { return std::string(c.*field ? on : off); }};
 }
 
+// A key that takes one word of a list (case-insensitive), kept in lower case; `def` is one.
+entry word_key(const char *key, const char *env, const char *def, std::vector<std::string> words,
+               std::string config::*field) {
+  std::string why_not = "is not ";
+  for (size_t i = 0; i < words.size(); ++i)
+    why_not += (i == 0 ? "'" : i + 1 == words.size() ? " or '" : ", '") + words[i] + "'";
+  return {{key, env, nullptr, def},
+          false,
+          [=](config &c, const std::string &v, std::string &why) {
+            const std::string m = lower(trim(v));
+            if (std::find(words.begin(), words.end(), m) == words.end()) {
+              why = why_not;
+              return false;
+            }
+            c.*field = m;
+            return true;
+          },
+          [=](const config &c) { return c.*field; }};
+}
+
 entry string_key(const char *key, const char *env, const char *denv, const char *def,
                  std::string config::*field) {
   return {{key, env, denv, def},
@@ -164,18 +184,8 @@ const std::vector<entry> &table() {
            return true;
          },
          [](const config &c) { return std::string(c.compression ? "gzip" : "none"); }});
-    v.push_back({{"output.compressor", "DFTRACE_OUTPUT_COMPRESSOR", nullptr, "auto"},
-                 false,
-                 [](config &c, const std::string &s, std::string &why) {
-                   std::string m = lower(trim(s));
-                   if (m != "auto" && m != "isal" && m != "libdeflate" && m != "zlib") {
-                     why = "is not auto, isal, libdeflate or zlib";
-                     return false;
-                   }
-                   c.compressor = m;
-                   return true;
-                 },
-                 [](const config &c) { return c.compressor; }});
+    v.push_back(word_key("output.compressor", "DFTRACE_OUTPUT_COMPRESSOR", "auto",
+                         {"auto", "isal", "libdeflate", "zlib"}, &config::compressor));
     v.push_back({{"output.level", "DFTRACE_OUTPUT_LEVEL", nullptr, "-1"},
                  false,
                  [](config &c, const std::string &s, std::string &why) {
@@ -229,18 +239,8 @@ const std::vector<entry> &table() {
                          &config::metadata));
     v.push_back(two_word_key("timer.precision", "DFTRACE_TIMER_PRECISION", "us", "ns",
                              &config::ns_precision));
-    v.push_back({{"timer.source", "DFTRACE_TIMER_SOURCE", nullptr, "auto"},
-                 false,
-                 [](config &c, const std::string &s, std::string &why) {
-                   std::string m = lower(trim(s));
-                   if (m != "auto" && m != "tsc" && m != "monotonic") {
-                     why = "is not 'auto', 'tsc' or 'monotonic'";
-                     return false;
-                   }
-                   c.timer_source = m;
-                   return true;
-                 },
-                 [](const config &c) { return c.timer_source; }});
+    v.push_back(word_key("timer.source", "DFTRACE_TIMER_SOURCE", "auto",
+                         {"auto", "tsc", "monotonic"}, &config::timer_source));
     v.push_back({{"categories", "DFTRACE_CATEGORIES", nullptr, ""},
                  false,
                  [](config &c, const std::string &s, std::string &why) {

@@ -153,11 +153,22 @@ const char *test_names(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
   return nullptr;
 }
 
+// A zeroed record of `kind` with its correlation id and time span set.
+template <typename Record>
+Record activity(CUpti_ActivityKind kind, uint32_t correlation, uint64_t start, uint64_t end) {
+  Record r;
+  std::memset(&r, 0, sizeof r);
+  r.kind = kind;
+  r.correlationId = correlation;
+  r.start = start;
+  r.end = end;
+  return r;
+}
+
 CUpti_ActivityKernel10 kernel_record(uint32_t device, uint32_t stream, uint32_t correlation,
                                      uint64_t start, uint64_t end) {
-  CUpti_ActivityKernel10 r;
-  std::memset(&r, 0, sizeof r);
-  r.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  auto r = activity<CUpti_ActivityKernel10>(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, correlation,
+                                            start, end);
   r.name = "_Z10vector_addPKfS0_Pfi";
   r.gridX = 4096;
   r.gridY = 2;
@@ -171,9 +182,6 @@ CUpti_ActivityKernel10 kernel_record(uint32_t device, uint32_t stream, uint32_t 
   r.staticSharedMemory = 1024;
   r.dynamicSharedMemory = 512;
   r.registersPerThread = 32;
-  r.correlationId = correlation;
-  r.start = start;
-  r.end = end;
   return r;
 }
 
@@ -254,19 +262,16 @@ TEST_F(GpuTranslate, CopiesCarryKindBytesAndMemoryKinds) {
                {CUPTI_ACTIVITY_MEMCPY_KIND_DTOD, "DtoD", 1u << 30}};
   uint32_t corr = 600;
   for (const auto &c : cases) {
-    CUpti_ActivityMemcpy6 r;
-    std::memset(&r, 0, sizeof r);
-    r.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+    ++corr;
+    auto r = activity<CUpti_ActivityMemcpy6>(CUPTI_ACTIVITY_KIND_MEMCPY, corr, t + corr * 1000,
+                                             t + corr * 1000 + 3000);
     r.copyKind = c.kind;
     r.srcKind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
     r.dstKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
     r.bytes = c.bytes;
     r.deviceId = 1;
     r.streamId = 3;
-    r.correlationId = ++corr;
     r.runtimeCorrelationId = corr + 1000;
-    r.start = t + corr * 1000;
-    r.end = r.start + 3000;
     EXPECT_TRUE(tr.translate(A(&r)));
   }
   const auto copies = events(read_lines(), "transfer", "device");
@@ -295,43 +300,30 @@ TEST_F(GpuTranslate, PeerCopyMemsetAndSync) {
   auto k = kernel_record(2, 9, 700, t, t + 1000);
   EXPECT_TRUE(tr.translate(A(&k)));
 
-  CUpti_ActivityMemcpyPtoP4 p;
-  std::memset(&p, 0, sizeof p);
-  p.kind = CUPTI_ACTIVITY_KIND_MEMCPY2;
+  auto p =
+      activity<CUpti_ActivityMemcpyPtoP4>(CUPTI_ACTIVITY_KIND_MEMCPY2, 701, t + 2000, t + 3000);
   p.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_PTOP;
   p.bytes = 12345;
   p.deviceId = 2;
   p.streamId = 9;
   p.srcDeviceId = 2;
   p.dstDeviceId = 3;
-  p.correlationId = 701;
-  p.start = t + 2000;
-  p.end = t + 3000;
   EXPECT_TRUE(tr.translate(A(&p)));
 
-  CUpti_ActivityMemset4 m;
-  std::memset(&m, 0, sizeof m);
-  m.kind = CUPTI_ACTIVITY_KIND_MEMSET;
+  auto m = activity<CUpti_ActivityMemset4>(CUPTI_ACTIVITY_KIND_MEMSET, 702, t + 4000, t + 5000);
   m.bytes = 777;
   m.value = 255;
   m.deviceId = 2;
   m.contextId = 13;
   m.streamId = 9;
-  m.correlationId = 702;
-  m.start = t + 4000;
-  m.end = t + 5000;
   EXPECT_TRUE(tr.translate(A(&m)));
 
-  CUpti_ActivitySynchronization2 s;
-  std::memset(&s, 0, sizeof s);
-  s.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+  auto s = activity<CUpti_ActivitySynchronization2>(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, 703,
+                                                    t + 6000, t + 9000);
   s.type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE;
   s.contextId = 13;
   s.streamId = 9;
   s.cudaEventId = CUPTI_SYNCHRONIZATION_INVALID_VALUE;
-  s.correlationId = 703;
-  s.start = t + 6000;
-  s.end = t + 9000;
   EXPECT_TRUE(tr.translate(A(&s)));
   s.type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE;
   s.streamId = CUPTI_SYNCHRONIZATION_INVALID_VALUE;
@@ -376,15 +368,10 @@ TEST_F(GpuTranslate, ApiCallsGoOnTheCallingThreadAndAreFiltered) {
   translator tr(&ring, test_names, k);
   const uint64_t t = dftrace_now_ns();
   auto api = [&](CUpti_ActivityKind kind, CUpti_CallbackId cbid, uint32_t corr) {
-    CUpti_ActivityAPI r;
-    std::memset(&r, 0, sizeof r);
-    r.kind = kind;
+    auto r = activity<CUpti_ActivityAPI>(kind, corr, t + corr, t + corr + 2000);
     r.cbid = cbid;
-    r.start = t + corr;
-    r.end = t + corr + 2000;
     r.processId = static_cast<uint32_t>(::getpid());
     r.threadId = 4242;
-    r.correlationId = corr;
     return r;
   };
   ring.remember(801, 99);
@@ -435,14 +422,9 @@ TEST_F(GpuTranslate, DisabledNodeAndUntimedRecordsWriteNothing) {
   auto backwards = kernel_record(0, 5, 901, t + 10, t);
   EXPECT_FALSE(tr.translate(A(&backwards)));
   dftrace_node_disable(dftrace_node_find("device.memset"));
-  CUpti_ActivityMemset4 m;
-  std::memset(&m, 0, sizeof m);
-  m.kind = CUPTI_ACTIVITY_KIND_MEMSET;
+  auto m = activity<CUpti_ActivityMemset4>(CUPTI_ACTIVITY_KIND_MEMSET, 902, t, t + 1);
   m.bytes = 1;
   m.streamId = 5;
-  m.correlationId = 902;
-  m.start = t;
-  m.end = t + 1;
   tr.translate(A(&m));
   dftrace_node_enable(dftrace_node_find("device.memset"));
   const auto lines = read_lines();
