@@ -10,6 +10,7 @@
 #include <string>
 
 #include "dftrace/dftrace.h"
+#include "gpu/activity_record.hpp"
 #include "gpu/translate.hpp"
 
 namespace {
@@ -36,9 +37,7 @@ void start_tracing() {
 
 // A kernel record as CUPTI hands it over (times and correlation id are set per iteration).
 CUpti_ActivityKernel10 kernel_record(uint32_t grid_x, uint32_t block_x) {
-  CUpti_ActivityKernel10 r;
-  std::memset(&r, 0, sizeof r);
-  r.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  auto r = activity<CUpti_ActivityKernel10>(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   r.name = "_Z10vector_addPKfS0_Pfi";
   r.gridX = grid_x;
   r.gridY = r.gridZ = 1;
@@ -113,9 +112,7 @@ void BM_translate_memcpy(benchmark::State &state) {
   kinds k;
   k.memcpy = true;
   translator tr(nullptr, nullptr, k);
-  CUpti_ActivityMemcpy6 r;
-  std::memset(&r, 0, sizeof r);
-  r.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+  auto r = activity<CUpti_ActivityMemcpy6>(CUPTI_ACTIVITY_KIND_MEMCPY);
   r.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;
   r.srcKind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
   r.dstKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;

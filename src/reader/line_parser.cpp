@@ -203,6 +203,13 @@ bool parse_line(std::string_view line, parsed_line &out) {
   int depth = 0;
   bool args_open = false;     // the container at depth 2 is the top-level "args" object
   jvalue *pending = nullptr;  // where the next value goes
+  // After an opening bracket: whether the container is empty (its closing bracket is consumed).
+  auto closes_now = [&p, end](char bracket) {
+    while (p < end && is_ws(*p)) ++p;
+    if (p >= end || *p != bracket) return false;
+    ++p;
+    return true;
+  };
 
   while (p < end && is_ws(*p)) ++p;
   if (p >= end || *p != '{') {
@@ -217,11 +224,7 @@ bool parse_line(std::string_view line, parsed_line &out) {
   goto object_first;
 
 object_first:
-  while (p < end && is_ws(*p)) ++p;
-  if (p < end && *p == '}') {
-    ++p;
-    goto close;
-  }
+  if (closes_now('}')) goto close;
   // fall through
 object_key : {
   while (p < end && is_ws(*p)) ++p;
@@ -259,11 +262,7 @@ object_key : {
 }
 
 array_first:
-  while (p < end && is_ws(*p)) ++p;
-  if (p < end && *p == ']') {
-    ++p;
-    goto close;
-  }
+  if (closes_now(']')) goto close;
   pending = nullptr;
   goto value;
 

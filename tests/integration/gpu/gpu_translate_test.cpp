@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "dftrace/dftrace.h"
+#include "gpu/activity_record.hpp"
 #include "gpu/translate.hpp"
 
 namespace {
@@ -151,18 +152,6 @@ const char *test_names(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
   if (domain == CUPTI_CB_DOMAIN_DRIVER_API && cbid == CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2)
     return "cuMemcpyHtoD_v2";
   return nullptr;
-}
-
-// A zeroed record of `kind` with its correlation id and time span set.
-template <typename Record>
-Record activity(CUpti_ActivityKind kind, uint32_t correlation, uint64_t start, uint64_t end) {
-  Record r;
-  std::memset(&r, 0, sizeof r);
-  r.kind = kind;
-  r.correlationId = correlation;
-  r.start = start;
-  r.end = end;
-  return r;
 }
 
 CUpti_ActivityKernel10 kernel_record(uint32_t device, uint32_t stream, uint32_t correlation,
