@@ -30,6 +30,19 @@ pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
 constexpr uint64_t k_id_block = 1024;
 
+uint64_t ns_of(const timespec &t) {
+  return static_cast<uint64_t>(t.tv_sec) * 1000000000u + static_cast<uint64_t>(t.tv_nsec);
+}
+
+// CLOCK_REALTIME minus CLOCK_MONOTONIC, read back to back; *mono_now: the monotonic reading.
+uint64_t realtime_minus_monotonic_ns(uint64_t *mono_now) {
+  timespec realtime, mono;
+  clock_gettime(CLOCK_REALTIME, &realtime);
+  clock_gettime(CLOCK_MONOTONIC, &mono);
+  *mono_now = ns_of(mono);
+  return ns_of(realtime) - *mono_now;
+}
+
 pid_t current_tid() { return static_cast<pid_t>(::syscall(SYS_gettid)); }
 
 void thread_exit(void *p) {
@@ -100,15 +113,10 @@ runtime &runtime::create() {
 void runtime::reset_process_info() {
   pid_ = ::getpid();
   ppid_ = ::getppid();
-  timespec rt, mono;
-  clock_gettime(CLOCK_REALTIME, &rt);
-  clock_gettime(CLOCK_MONOTONIC, &mono);
-  const uint64_t rt_ns =
-      static_cast<uint64_t>(rt.tv_sec) * 1000000000u + static_cast<uint64_t>(rt.tv_nsec);
-  const uint64_t mono_now =
-      static_cast<uint64_t>(mono.tv_sec) * 1000000000u + static_cast<uint64_t>(mono.tv_nsec);
+  uint64_t mono_now;
+  const uint64_t offset = realtime_minus_monotonic_ns(&mono_now);
   if (epoch_offset_ns_ == 0)
-    epoch_offset_ns_ = rt_ns - mono_now + test_clock_skew_ns();  // kept across fork: one clock
+    epoch_offset_ns_ = offset + test_clock_skew_ns();  // kept across fork: one clock
   start_mono_ = mono_now;
 }
 
@@ -131,13 +139,8 @@ uint64_t runtime::epoch_offset_ns() {
   if (__builtin_expect(epoch_offset_ns_ == 0, 0)) {
     std::lock_guard<std::mutex> lock(init_mutex_);
     if (epoch_offset_ns_ == 0) {
-      timespec rt, mono;
-      clock_gettime(CLOCK_REALTIME, &rt);
-      clock_gettime(CLOCK_MONOTONIC, &mono);
-      epoch_offset_ns_ =
-          (static_cast<uint64_t>(rt.tv_sec) * 1000000000u + static_cast<uint64_t>(rt.tv_nsec)) -
-          (static_cast<uint64_t>(mono.tv_sec) * 1000000000u + static_cast<uint64_t>(mono.tv_nsec)) +
-          test_clock_skew_ns();
+      uint64_t mono_now;
+      epoch_offset_ns_ = realtime_minus_monotonic_ns(&mono_now) + test_clock_skew_ns();
     }
   }
   return epoch_offset_ns_;
