@@ -40,6 +40,8 @@ LAYERS = {
     "bindings/python": [],
     "bindings/fortran": [],
     "src/mpi": [],
+    # libdftrace_io (LD_PRELOAD): over the C ABI only, like libdftrace_mpi
+    "src/io": [],
     # libdftrace_cupti links none of the core: it may use header-only base vocabulary only
     # (gpu_kinds.hpp); what it needs at run time comes through the private plugin interface.
     "src/gpu": ["src/base"],

@@ -194,5 +194,6 @@ int cmd_merge(const args_t &a);
 int cmd_split(const args_t &a);
 int cmd_convert(const args_t &a);
 int cmd_config(const args_t &a);
+int cmd_run(int argc, char **argv);  // takes the command line itself (the command after --)
 
 }  // namespace dftrace::tools

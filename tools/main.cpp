@@ -23,6 +23,9 @@ const char *k_usage =
     "      line-numbered findings; exit status 1 when there are errors\n"
     "  convert FILE --to perfetto -o OUT.json[.gz]\n"
     "      one JSON array for the Perfetto UI and chrome://tracing\n"
+    "  run [--prefix P] [--data-dirs D] [--no-io] -- CMD [ARGS...]\n"
+    "      run CMD traced, with its POSIX and STDIO calls (libdftrace_io), and every process\n"
+    "      it starts\n"
     "  config [--keys]\n"
     "      the effective configuration (defaults < DFTRACE_CONFIG file < environment) and\n"
     "      where each value comes from; --keys: every key, its default and variables\n"
@@ -39,6 +42,7 @@ int main(int argc, char **argv) {
     return argc < 2 ? 2 : 0;
   }
   const std::string cmd = argv[1];
+  if (cmd == "run") return cmd_run(argc, argv);
   args_t a;
   bool parsed = false;
   int (*fn)(const args_t &) = nullptr;

@@ -8,6 +8,7 @@
 
 #include "base/format.hpp"
 #include "base/log.hpp"
+#include "base/thread_role.hpp"
 #include "config/config.hpp"
 #include "dftrace/dftrace.h"
 #include "runtime/runtime.hpp"
@@ -363,6 +364,8 @@ dftrace_region_t dftrace_region_current(void) {
 // The event path's clock (a tick through the map); the first call initialises the runtime when
 // the environment enabled tracing (init catches what it throws).
 uint64_t dftrace_now_ns(void) { return the_runtime().now_ns(); }
+
+bool dftrace_thread_is_internal(void) { return dftrace::detail::t_internal_thread; }
 
 uint64_t dftrace_trace_time_ns(void) {
   return guarded([] { return the_runtime().now_ns() + the_runtime().epoch_offset_ns(); },

@@ -337,6 +337,10 @@ DFTRACE_API uint64_t dftrace_events_dropped(void);
  * across processes (libdftrace_mpi's clock alignment). */
 DFTRACE_API uint64_t dftrace_trace_time_ns(void);
 
+/* Whether the calling thread is one of dftrace's own (the writer, its compressors): an
+ * interposer (libdftrace_io, src/io) must not trace the I/O those threads do. Thread-safe. */
+DFTRACE_API bool dftrace_thread_is_internal(void);
+
 /* ---------------------------------------------------------------- argument helpers */
 
 /* clang-format off */

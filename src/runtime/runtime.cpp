@@ -219,7 +219,13 @@ int runtime::init(const dftrace_options *options) {
       ::sigaction(SIGXFSZ, &xfsz, nullptr);
     }
 
-    tree_.set_rules(cfg_.categories);
+    // io.*: the I/O interposers' categories (src/io) are switched like any category, so that
+    // `categories` rules given after can still turn them back on.
+    std::vector<std::pair<std::string, bool>> rules;
+    if (!cfg_.io || !cfg_.posix) rules.emplace_back("POSIX", false);
+    if (!cfg_.io || !cfg_.stdio) rules.emplace_back("STDIO", false);
+    rules.insert(rules.end(), cfg_.categories.begin(), cfg_.categories.end());
+    tree_.set_rules(std::move(rules));
     // The event path's clock, fixed before any event reads it (base/clock.hpp).
     const char *why = "";
     const bool forced = cfg_.timer_source == "tsc";
@@ -890,12 +896,15 @@ uint64_t runtime::define_hash(int kind, std::string_view value) {
     if (it != defined_[kind].end()) return it->second;
   }
   const uint64_t h = dftracer_hash(v);
+  static const char *const types[] = {"", "HH", "SH", "FH"};
+  // Writes the definition, starting the trace when this is the first use of a process the
+  // environment enabled (an interposer's first call defines its file before any event).
+  metadata_line(types[kind], v, std::to_string(h), true);
+  // Remembered only once written: a hash defined while not recording is defined again later.
   if (recording()) {
-    static const char *const types[] = {"", "HH", "SH", "FH"};
-    metadata_line(types[kind], v, std::to_string(h), true);
+    std::lock_guard<std::mutex> lock(hash_mutex_);
+    defined_[kind].emplace(v, h);
   }
-  std::lock_guard<std::mutex> lock(hash_mutex_);
-  defined_[kind].emplace(v, h);
   return h;
 }
 

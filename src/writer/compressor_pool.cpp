@@ -3,6 +3,8 @@
 
 #include <new>
 
+#include "base/thread_role.hpp"
+
 namespace dftrace::detail {
 
 compressor_pool::compressor_pool(codec kind, int level, int threads)
@@ -20,6 +22,7 @@ compressor_pool::~compressor_pool() {
 
 void compressor_pool::helper_run(size_t k) {
   // Helper k of n compresses members k+1, k+1+(n+1), ... of each pass.
+  t_internal_thread = true;
   uint64_t seen = 0;
   for (;;) {
     size_t count;

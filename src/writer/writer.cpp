@@ -6,6 +6,7 @@
 #include <new>
 
 #include "base/clock.hpp"
+#include "base/thread_role.hpp"
 
 namespace dftrace::detail {
 
@@ -89,6 +90,7 @@ void writer::push_meta(std::string line) {
 
 void writer::run() {
   t_is_writer = true;
+  t_internal_thread = true;
   using clock = std::chrono::steady_clock;
   const auto interval = std::chrono::duration_cast<clock::duration>(
       std::chrono::duration<double>(settings_.flush_interval));

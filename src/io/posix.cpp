@@ -1,0 +1,280 @@
+// posix.cpp: the POSIX calls of the application, as events of category POSIX (README.md).
+#include <fcntl.h>
+#include <stdarg.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include "io/interpose.hpp"
+
+using namespace dftrace::io;
+
+namespace {
+
+constexpr const char *k_posix = "POSIX";
+
+// open's mode is there only when the flags create a file.
+bool has_mode(int flags) { return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE; }
+
+// An opening call: traced when its path is; the descriptor it returns is tracked.
+template <typename Call>
+int traced_open(dftrace_node_t *node, const char *path, int flags, mode_t mode, Call call) {
+  if (!recording(node) || !traced_path(path)) return call();
+  const uint64_t h = file_hash(path);
+  const int fd = traced(node, call, [&](int ret) {
+    return std::array<dftrace_arg_t, 4>{arg_u("fhash", h), arg_i("flags", flags),
+                                        arg_i("mode", mode), arg_i("ret", ret)};
+  });
+  if (fd >= 0) {
+    const int err = errno;
+    fd_track(fd, h);
+    errno = err;
+  }
+  return fd;
+}
+
+// A call on a path: traced when the path is.
+template <typename Call>
+int traced_path_call(dftrace_node_t *node, const char *path, Call call) {
+  if (!recording(node) || !traced_path(path)) return call();
+  const uint64_t h = file_hash(path);
+  return traced(node, call, [&](int ret) {
+    return std::array<dftrace_arg_t, 2>{arg_u("fhash", h), arg_i("ret", ret)};
+  });
+}
+
+// A call on a descriptor: traced when the descriptor is.
+template <typename Call, typename Args>
+auto traced_fd_call(dftrace_node_t *node, int fd, Call call, Args args) -> decltype(call()) {
+  if (!recording(node)) return call();
+  uint64_t h;
+  if (!fd_hash(fd, &h)) return call();
+  return traced(node, call, [&](auto ret) { return args(h, ret); });
+}
+
+// read/write and their positioned forms: fhash, fd, count, ret (and offset).
+template <typename Call>
+ssize_t traced_transfer(dftrace_node_t *node, int fd, size_t count, Call call) {
+  return traced_fd_call(node, fd, call, [&](uint64_t h, ssize_t ret) {
+    return std::array<dftrace_arg_t, 4>{arg_u("fhash", h), arg_i("fd", fd),
+                                        arg_i("count", static_cast<int64_t>(count)),
+                                        arg_i("ret", ret)};
+  });
+}
+template <typename Call>
+ssize_t traced_transfer_at(dftrace_node_t *node, int fd, size_t count, off64_t offset,
+                           Call call) {
+  return traced_fd_call(node, fd, call, [&](uint64_t h, ssize_t ret) {
+    return std::array<dftrace_arg_t, 5>{arg_u("fhash", h), arg_i("fd", fd),
+                                        arg_i("count", static_cast<int64_t>(count)),
+                                        arg_i("offset", offset), arg_i("ret", ret)};
+  });
+}
+
+// close, fsync, fdatasync: fhash, fd, ret.
+template <typename Call>
+int traced_fd_simple(dftrace_node_t *node, int fd, Call call) {
+  return traced_fd_call(node, fd, call, [&](uint64_t h, int ret) {
+    return std::array<dftrace_arg_t, 3>{arg_u("fhash", h), arg_i("fd", fd), arg_i("ret", ret)};
+  });
+}
+
+template <typename Call>
+off64_t traced_seek(dftrace_node_t *node, int fd, off64_t offset, int whence, Call call) {
+  return traced_fd_call(node, fd, call, [&](uint64_t h, off64_t ret) {
+    return std::array<dftrace_arg_t, 5>{arg_u("fhash", h), arg_i("fd", fd),
+                                        arg_i("offset", offset), arg_i("whence", whence),
+                                        arg_i("ret", ret)};
+  });
+}
+
+mode_t mode_arg(int flags, va_list ap) {
+  return has_mode(flags) ? static_cast<mode_t>(va_arg(ap, int)) : 0;
+}
+
+__attribute__((constructor)) void io_ready() { g_ready.store(true, std::memory_order_release); }
+
+}  // namespace
+
+extern "C" {
+
+int open(const char *path, int flags, ...) {
+  DFTRACE_IO_REAL(open);
+  va_list ap;
+  va_start(ap, flags);
+  const mode_t mode = mode_arg(flags, ap);
+  va_end(ap);
+  DFTRACE_IO_NODE(k_posix, "open");
+  return traced_open(node_, path, flags, mode, [&] { return real_open(path, flags, mode); });
+}
+
+int open64(const char *path, int flags, ...) {
+  DFTRACE_IO_REAL(open64);
+  va_list ap;
+  va_start(ap, flags);
+  const mode_t mode = mode_arg(flags, ap);
+  va_end(ap);
+  DFTRACE_IO_NODE(k_posix, "open64");
+  return traced_open(node_, path, flags, mode, [&] { return real_open64(path, flags, mode); });
+}
+
+int openat(int dirfd, const char *path, int flags, ...) {
+  DFTRACE_IO_REAL(openat);
+  va_list ap;
+  va_start(ap, flags);
+  const mode_t mode = mode_arg(flags, ap);
+  va_end(ap);
+  DFTRACE_IO_NODE(k_posix, "openat");
+  return traced_open(node_, path, flags, mode,
+                     [&] { return real_openat(dirfd, path, flags, mode); });
+}
+
+int creat(const char *path, mode_t mode) {
+  DFTRACE_IO_REAL(creat);
+  DFTRACE_IO_NODE(k_posix, "creat");
+  return traced_open(node_, path, O_CREAT | O_WRONLY | O_TRUNC, mode,
+                     [&] { return real_creat(path, mode); });
+}
+
+int creat64(const char *path, mode_t mode) {
+  DFTRACE_IO_REAL(creat64);
+  DFTRACE_IO_NODE(k_posix, "creat64");
+  return traced_open(node_, path, O_CREAT | O_WRONLY | O_TRUNC, mode,
+                     [&] { return real_creat64(path, mode); });
+}
+
+int close(int fd) {
+  DFTRACE_IO_REAL(close);
+  DFTRACE_IO_NODE(k_posix, "close");
+  const int ret = traced_fd_simple(node_, fd, [&] { return real_close(fd); });
+  const int err = errno;
+  fd_forget(fd);
+  errno = err;
+  return ret;
+}
+
+ssize_t read(int fd, void *buf, size_t count) {
+  DFTRACE_IO_REAL(read);
+  DFTRACE_IO_NODE(k_posix, "read");
+  return traced_transfer(node_, fd, count, [&] { return real_read(fd, buf, count); });
+}
+
+ssize_t write(int fd, const void *buf, size_t count) {
+  DFTRACE_IO_REAL(write);
+  DFTRACE_IO_NODE(k_posix, "write");
+  return traced_transfer(node_, fd, count, [&] { return real_write(fd, buf, count); });
+}
+
+ssize_t pread(int fd, void *buf, size_t count, off_t offset) {
+  DFTRACE_IO_REAL(pread);
+  DFTRACE_IO_NODE(k_posix, "pread");
+  return traced_transfer_at(node_, fd, count, offset,
+                            [&] { return real_pread(fd, buf, count, offset); });
+}
+
+ssize_t pwrite(int fd, const void *buf, size_t count, off_t offset) {
+  DFTRACE_IO_REAL(pwrite);
+  DFTRACE_IO_NODE(k_posix, "pwrite");
+  return traced_transfer_at(node_, fd, count, offset,
+                            [&] { return real_pwrite(fd, buf, count, offset); });
+}
+
+ssize_t pread64(int fd, void *buf, size_t count, off64_t offset) {
+  DFTRACE_IO_REAL(pread64);
+  DFTRACE_IO_NODE(k_posix, "pread64");
+  return traced_transfer_at(node_, fd, count, offset,
+                            [&] { return real_pread64(fd, buf, count, offset); });
+}
+
+ssize_t pwrite64(int fd, const void *buf, size_t count, off64_t offset) {
+  DFTRACE_IO_REAL(pwrite64);
+  DFTRACE_IO_NODE(k_posix, "pwrite64");
+  return traced_transfer_at(node_, fd, count, offset,
+                            [&] { return real_pwrite64(fd, buf, count, offset); });
+}
+
+off_t lseek(int fd, off_t offset, int whence) {
+  DFTRACE_IO_REAL(lseek);
+  DFTRACE_IO_NODE(k_posix, "lseek");
+  return traced_seek(node_, fd, offset, whence, [&] { return real_lseek(fd, offset, whence); });
+}
+
+off64_t lseek64(int fd, off64_t offset, int whence) {
+  DFTRACE_IO_REAL(lseek64);
+  DFTRACE_IO_NODE(k_posix, "lseek64");
+  return traced_seek(node_, fd, offset, whence,
+                     [&] { return real_lseek64(fd, offset, whence); });
+}
+
+int fsync(int fd) {
+  DFTRACE_IO_REAL(fsync);
+  DFTRACE_IO_NODE(k_posix, "fsync");
+  return traced_fd_simple(node_, fd, [&] { return real_fsync(fd); });
+}
+
+int fdatasync(int fd) {
+  DFTRACE_IO_REAL(fdatasync);
+  DFTRACE_IO_NODE(k_posix, "fdatasync");
+  return traced_fd_simple(node_, fd, [&] { return real_fdatasync(fd); });
+}
+
+int ftruncate(int fd, off_t length) {
+  DFTRACE_IO_REAL(ftruncate);
+  DFTRACE_IO_NODE(k_posix, "ftruncate");
+  return traced_fd_call(node_, fd, [&] { return real_ftruncate(fd, length); },
+                        [&](uint64_t h, int ret) {
+                          return std::array<dftrace_arg_t, 4>{arg_u("fhash", h), arg_i("fd", fd),
+                                                              arg_i("length", length),
+                                                              arg_i("ret", ret)};
+                        });
+}
+
+int stat(const char *path, struct stat *st) {
+  DFTRACE_IO_REAL(stat);
+  DFTRACE_IO_NODE(k_posix, "stat");
+  return traced_path_call(node_, path, [&] { return real_stat(path, st); });
+}
+
+int lstat(const char *path, struct stat *st) {
+  DFTRACE_IO_REAL(lstat);
+  DFTRACE_IO_NODE(k_posix, "lstat");
+  return traced_path_call(node_, path, [&] { return real_lstat(path, st); });
+}
+
+int fstat(int fd, struct stat *st) {
+  DFTRACE_IO_REAL(fstat);
+  DFTRACE_IO_NODE(k_posix, "fstat");
+  return traced_fd_simple(node_, fd, [&] { return real_fstat(fd, st); });
+}
+
+int access(const char *path, int mode) {
+  DFTRACE_IO_REAL(access);
+  DFTRACE_IO_NODE(k_posix, "access");
+  return traced_path_call(node_, path, [&] { return real_access(path, mode); });
+}
+
+int mkdir(const char *path, mode_t mode) {
+  DFTRACE_IO_REAL(mkdir);
+  DFTRACE_IO_NODE(k_posix, "mkdir");
+  return traced_path_call(node_, path, [&] { return real_mkdir(path, mode); });
+}
+
+int rmdir(const char *path) {
+  DFTRACE_IO_REAL(rmdir);
+  DFTRACE_IO_NODE(k_posix, "rmdir");
+  return traced_path_call(node_, path, [&] { return real_rmdir(path); });
+}
+
+int unlink(const char *path) {
+  DFTRACE_IO_REAL(unlink);
+  DFTRACE_IO_NODE(k_posix, "unlink");
+  return traced_path_call(node_, path, [&] { return real_unlink(path); });
+}
+
+int truncate(const char *path, off_t length) {
+  DFTRACE_IO_REAL(truncate);
+  DFTRACE_IO_NODE(k_posix, "truncate");
+  return traced_path_call(node_, path, [&] { return real_truncate(path, length); });
+}
+
+}  // extern "C"

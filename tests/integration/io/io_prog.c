@@ -1,0 +1,66 @@
+/* io_prog.c: a program that was never built with dftrace doing POSIX and STDIO I/O in the
+ * directory given as its argument; traced by preloading libdftrace_io (test_io.py). It checks
+ * what the application must see unchanged: results and errno. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define CHECK(c)                                                      \
+  do {                                                                \
+    if (!(c)) {                                                       \
+      fprintf(stderr, "io_prog: %s failed at line %d\n", #c, __LINE__); \
+      return 1;                                                       \
+    }                                                                 \
+  } while (0)
+
+int main(int argc, char **argv) {
+  if (argc < 2) return 2;
+  char path[4096], dir[4096];
+  snprintf(path, sizeof path, "%s/data.bin", argv[1]);
+  snprintf(dir, sizeof dir, "%s/sub", argv[1]);
+  char buf[4096];
+  memset(buf, 'x', sizeof buf);
+
+  int fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0644);
+  CHECK(fd >= 0);
+  for (int i = 0; i < 3; ++i) CHECK(write(fd, buf, 1000) == 1000);
+  CHECK(pwrite(fd, buf, 10, 5000) == 10);
+  CHECK(fsync(fd) == 0);
+  CHECK(ftruncate(fd, 4000) == 0);
+  CHECK(close(fd) == 0);
+
+  fd = open(path, O_RDONLY);
+  CHECK(fd >= 0);
+  CHECK(read(fd, buf, 1500) == 1500);
+  CHECK(lseek(fd, 100, SEEK_SET) == 100);
+  CHECK(pread(fd, buf, 50, 3990) == 10);
+  CHECK(close(fd) == 0);
+
+  struct stat st;
+  CHECK(stat(path, &st) == 0 && st.st_size == 4000);
+  CHECK(access(path, R_OK) == 0);
+  CHECK(mkdir(dir, 0755) == 0);
+  CHECK(rmdir(dir) == 0);
+
+  FILE *f = fopen(path, "r+");
+  CHECK(f != NULL);
+  CHECK(fread(buf, 1, 100, f) == 100);
+  CHECK(fseek(f, 0, SEEK_END) == 0);
+  CHECK(ftell(f) == 4000);
+  CHECK(fwrite(buf, 10, 3, f) == 3);
+  CHECK(fflush(f) == 0);
+  CHECK(fclose(f) == 0);
+
+  /* Failures keep their errno through the interposer. */
+  errno = 0;
+  CHECK(open("/nonexistent-dftrace-dir/x", O_RDONLY) == -1 && errno == ENOENT);
+  errno = 0;
+  CHECK(read(-1, buf, 1) == -1 && errno == EBADF);
+  CHECK(unlink(path) == 0);
+  printf("io_prog: ok\n");
+  return 0;
+}
