@@ -35,8 +35,8 @@ std::string io_library() {
   self[n] = '\0';
   std::string dir(self);
   dir.erase(dir.rfind('/'));
-  for (const char *rel : {"/../lib/libdftrace_io.so", "/../lib64/libdftrace_io.so",
-                          "/../src/io/libdftrace_io.so"}) {
+  for (const char *rel :
+       {"/../lib/libdftrace_io.so", "/../lib64/libdftrace_io.so", "/../src/io/libdftrace_io.so"}) {
     const std::string p = dir + rel;
     if (is_file(p)) return p;
   }

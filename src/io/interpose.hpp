@@ -52,8 +52,8 @@ dftrace_node_t *node_of(std::atomic<dftrace_node_t *> &slot, const char *categor
 // Whether a call on `node` is to be recorded now (the node records, and the caller is the
 // application, not dftrace itself).
 inline bool recording(dftrace_node_t *node) {
-  return g_ready.load(std::memory_order_relaxed) && !t_inside &&
-         dftrace_node_active_fast(node) && !dftrace_thread_is_internal();
+  return g_ready.load(std::memory_order_relaxed) && !t_inside && dftrace_node_active_fast(node) &&
+         !dftrace_thread_is_internal();
 }
 
 // Whether I/O on `path` is traced (data directories, never the trace itself, /proc, /sys, /dev).
@@ -70,26 +70,13 @@ void stream_track(FILE *f, uint64_t fhash);
 bool stream_hash(FILE *f, uint64_t *fhash);
 void stream_forget(FILE *f);
 
-inline dftrace_arg_t arg_i(const char *key, int64_t v) {
-  dftrace_arg_t a{};
-  a.key = key;
-  a.type = DFTRACE_ARG_INT;
-  a.value.i = v;
-  return a;
-}
+// Event arguments (dftrace_arg_t) of each type.
+inline dftrace_arg_t arg_i(const char *key, int64_t v) { return {key, DFTRACE_ARG_INT, {.i = v}}; }
 inline dftrace_arg_t arg_u(const char *key, uint64_t v) {
-  dftrace_arg_t a{};
-  a.key = key;
-  a.type = DFTRACE_ARG_UINT;
-  a.value.u = v;
-  return a;
+  return {key, DFTRACE_ARG_UINT, {.u = v}};
 }
 inline dftrace_arg_t arg_s(const char *key, const char *v) {
-  dftrace_arg_t a{};
-  a.key = key;
-  a.type = DFTRACE_ARG_STRING;
-  a.value.s = v;
-  return a;
+  return {key, DFTRACE_ARG_STRING, {.s = v}};
 }
 
 // One event around `call` on `node`; args(result) gives the event's arguments. The caller's
@@ -115,6 +102,6 @@ auto traced(dftrace_node_t *node, Call call, Args args) -> decltype(call()) {
 }  // namespace dftrace::io
 
 // The node of the interposed function `name` in `category` (a static slot per function).
-#define DFTRACE_IO_NODE(category, name)                   \
+#define DFTRACE_IO_NODE(category, name)                     \
   static std::atomic<dftrace_node_t *> node_slot_{nullptr}; \
   dftrace_node_t *const node_ = ::dftrace::io::node_of(node_slot_, category, name)

@@ -26,9 +26,7 @@ int traced_open(dftrace_node_t *node, const char *path, int flags, mode_t mode, 
                                         arg_i("mode", mode), arg_i("ret", ret)};
   });
   if (fd >= 0) {
-    const int err = errno;
-    fd_track(fd, h);
-    errno = err;
+    fd_track(fd, h);  // (no system call: errno stays the real call's)
   }
   return fd;
 }
@@ -62,8 +60,7 @@ ssize_t traced_transfer(dftrace_node_t *node, int fd, size_t count, Call call) {
   });
 }
 template <typename Call>
-ssize_t traced_transfer_at(dftrace_node_t *node, int fd, size_t count, off64_t offset,
-                           Call call) {
+ssize_t traced_transfer_at(dftrace_node_t *node, int fd, size_t count, off64_t offset, Call call) {
   return traced_fd_call(node, fd, call, [&](uint64_t h, ssize_t ret) {
     return std::array<dftrace_arg_t, 5>{arg_u("fhash", h), arg_i("fd", fd),
                                         arg_i("count", static_cast<int64_t>(count)),
@@ -82,9 +79,8 @@ int traced_fd_simple(dftrace_node_t *node, int fd, Call call) {
 template <typename Call>
 off64_t traced_seek(dftrace_node_t *node, int fd, off64_t offset, int whence, Call call) {
   return traced_fd_call(node, fd, call, [&](uint64_t h, off64_t ret) {
-    return std::array<dftrace_arg_t, 5>{arg_u("fhash", h), arg_i("fd", fd),
-                                        arg_i("offset", offset), arg_i("whence", whence),
-                                        arg_i("ret", ret)};
+    return std::array<dftrace_arg_t, 5>{arg_u("fhash", h), arg_i("fd", fd), arg_i("offset", offset),
+                                        arg_i("whence", whence), arg_i("ret", ret)};
   });
 }
 
@@ -98,25 +94,18 @@ __attribute__((constructor)) void io_ready() { g_ready.store(true, std::memory_o
 
 extern "C" {
 
-int open(const char *path, int flags, ...) {
-  DFTRACE_IO_REAL(open);
-  va_list ap;
-  va_start(ap, flags);
-  const mode_t mode = mode_arg(flags, ap);
-  va_end(ap);
-  DFTRACE_IO_NODE(k_posix, "open");
-  return traced_open(node_, path, flags, mode, [&] { return real_open(path, flags, mode); });
-}
-
-int open64(const char *path, int flags, ...) {
-  DFTRACE_IO_REAL(open64);
-  va_list ap;
-  va_start(ap, flags);
-  const mode_t mode = mode_arg(flags, ap);
-  va_end(ap);
-  DFTRACE_IO_NODE(k_posix, "open64");
-  return traced_open(node_, path, flags, mode, [&] { return real_open64(path, flags, mode); });
-}
+#define DFTRACE_IO_OPEN(name)                                                                     \
+  int name(const char *path, int flags, ...) {                                                    \
+    DFTRACE_IO_REAL(name);                                                                        \
+    va_list ap;                                                                                   \
+    va_start(ap, flags);                                                                          \
+    const mode_t mode = mode_arg(flags, ap);                                                      \
+    va_end(ap);                                                                                   \
+    DFTRACE_IO_NODE(k_posix, #name);                                                              \
+    return traced_open(node_, path, flags, mode, [&] { return real_##name(path, flags, mode); }); \
+  }
+DFTRACE_IO_OPEN(open)
+DFTRACE_IO_OPEN(open64)
 
 int openat(int dirfd, const char *path, int flags, ...) {
   DFTRACE_IO_REAL(openat);
@@ -147,50 +136,8 @@ int close(int fd) {
   DFTRACE_IO_REAL(close);
   DFTRACE_IO_NODE(k_posix, "close");
   const int ret = traced_fd_simple(node_, fd, [&] { return real_close(fd); });
-  const int err = errno;
-  fd_forget(fd);
-  errno = err;
+  fd_forget(fd);  // (no system call: errno stays the real call's)
   return ret;
-}
-
-ssize_t read(int fd, void *buf, size_t count) {
-  DFTRACE_IO_REAL(read);
-  DFTRACE_IO_NODE(k_posix, "read");
-  return traced_transfer(node_, fd, count, [&] { return real_read(fd, buf, count); });
-}
-
-ssize_t write(int fd, const void *buf, size_t count) {
-  DFTRACE_IO_REAL(write);
-  DFTRACE_IO_NODE(k_posix, "write");
-  return traced_transfer(node_, fd, count, [&] { return real_write(fd, buf, count); });
-}
-
-ssize_t pread(int fd, void *buf, size_t count, off_t offset) {
-  DFTRACE_IO_REAL(pread);
-  DFTRACE_IO_NODE(k_posix, "pread");
-  return traced_transfer_at(node_, fd, count, offset,
-                            [&] { return real_pread(fd, buf, count, offset); });
-}
-
-ssize_t pwrite(int fd, const void *buf, size_t count, off_t offset) {
-  DFTRACE_IO_REAL(pwrite);
-  DFTRACE_IO_NODE(k_posix, "pwrite");
-  return traced_transfer_at(node_, fd, count, offset,
-                            [&] { return real_pwrite(fd, buf, count, offset); });
-}
-
-ssize_t pread64(int fd, void *buf, size_t count, off64_t offset) {
-  DFTRACE_IO_REAL(pread64);
-  DFTRACE_IO_NODE(k_posix, "pread64");
-  return traced_transfer_at(node_, fd, count, offset,
-                            [&] { return real_pread64(fd, buf, count, offset); });
-}
-
-ssize_t pwrite64(int fd, const void *buf, size_t count, off64_t offset) {
-  DFTRACE_IO_REAL(pwrite64);
-  DFTRACE_IO_NODE(k_posix, "pwrite64");
-  return traced_transfer_at(node_, fd, count, offset,
-                            [&] { return real_pwrite64(fd, buf, count, offset); });
 }
 
 off_t lseek(int fd, off_t offset, int whence) {
@@ -202,79 +149,62 @@ off_t lseek(int fd, off_t offset, int whence) {
 off64_t lseek64(int fd, off64_t offset, int whence) {
   DFTRACE_IO_REAL(lseek64);
   DFTRACE_IO_NODE(k_posix, "lseek64");
-  return traced_seek(node_, fd, offset, whence,
-                     [&] { return real_lseek64(fd, offset, whence); });
-}
-
-int fsync(int fd) {
-  DFTRACE_IO_REAL(fsync);
-  DFTRACE_IO_NODE(k_posix, "fsync");
-  return traced_fd_simple(node_, fd, [&] { return real_fsync(fd); });
-}
-
-int fdatasync(int fd) {
-  DFTRACE_IO_REAL(fdatasync);
-  DFTRACE_IO_NODE(k_posix, "fdatasync");
-  return traced_fd_simple(node_, fd, [&] { return real_fdatasync(fd); });
+  return traced_seek(node_, fd, offset, whence, [&] { return real_lseek64(fd, offset, whence); });
 }
 
 int ftruncate(int fd, off_t length) {
   DFTRACE_IO_REAL(ftruncate);
   DFTRACE_IO_NODE(k_posix, "ftruncate");
-  return traced_fd_call(node_, fd, [&] { return real_ftruncate(fd, length); },
-                        [&](uint64_t h, int ret) {
-                          return std::array<dftrace_arg_t, 4>{arg_u("fhash", h), arg_i("fd", fd),
-                                                              arg_i("length", length),
-                                                              arg_i("ret", ret)};
-                        });
+  return traced_fd_call(
+      node_, fd, [&] { return real_ftruncate(fd, length); },
+      [&](uint64_t h, int ret) {
+        return std::array<dftrace_arg_t, 4>{arg_u("fhash", h), arg_i("fd", fd),
+                                            arg_i("length", length), arg_i("ret", ret)};
+      });
 }
 
-int stat(const char *path, struct stat *st) {
-  DFTRACE_IO_REAL(stat);
-  DFTRACE_IO_NODE(k_posix, "stat");
-  return traced_path_call(node_, path, [&] { return real_stat(path, st); });
-}
+// Interposers that differ only in their names and parameters.
+#define DFTRACE_IO_TRANSFER(name, buf_type)                                                \
+  ssize_t name(int fd, buf_type buf, size_t count) {                                       \
+    DFTRACE_IO_REAL(name);                                                                 \
+    DFTRACE_IO_NODE(k_posix, #name);                                                       \
+    return traced_transfer(node_, fd, count, [&] { return real_##name(fd, buf, count); }); \
+  }
+#define DFTRACE_IO_TRANSFER_AT(name, buf_type, offset_type)                         \
+  ssize_t name(int fd, buf_type buf, size_t count, offset_type offset) {            \
+    DFTRACE_IO_REAL(name);                                                          \
+    DFTRACE_IO_NODE(k_posix, #name);                                                \
+    return traced_transfer_at(node_, fd, count, offset,                             \
+                              [&] { return real_##name(fd, buf, count, offset); }); \
+  }
+#define DFTRACE_IO_PATH_CALL(name, params, args)                            \
+  int name params {                                                         \
+    DFTRACE_IO_REAL(name);                                                  \
+    DFTRACE_IO_NODE(k_posix, #name);                                        \
+    return traced_path_call(node_, path, [&] { return real_##name args; }); \
+  }
+#define DFTRACE_IO_FD_CALL(name, params, args)                            \
+  int name params {                                                       \
+    DFTRACE_IO_REAL(name);                                                \
+    DFTRACE_IO_NODE(k_posix, #name);                                      \
+    return traced_fd_simple(node_, fd, [&] { return real_##name args; }); \
+  }
 
-int lstat(const char *path, struct stat *st) {
-  DFTRACE_IO_REAL(lstat);
-  DFTRACE_IO_NODE(k_posix, "lstat");
-  return traced_path_call(node_, path, [&] { return real_lstat(path, st); });
-}
-
-int fstat(int fd, struct stat *st) {
-  DFTRACE_IO_REAL(fstat);
-  DFTRACE_IO_NODE(k_posix, "fstat");
-  return traced_fd_simple(node_, fd, [&] { return real_fstat(fd, st); });
-}
-
-int access(const char *path, int mode) {
-  DFTRACE_IO_REAL(access);
-  DFTRACE_IO_NODE(k_posix, "access");
-  return traced_path_call(node_, path, [&] { return real_access(path, mode); });
-}
-
-int mkdir(const char *path, mode_t mode) {
-  DFTRACE_IO_REAL(mkdir);
-  DFTRACE_IO_NODE(k_posix, "mkdir");
-  return traced_path_call(node_, path, [&] { return real_mkdir(path, mode); });
-}
-
-int rmdir(const char *path) {
-  DFTRACE_IO_REAL(rmdir);
-  DFTRACE_IO_NODE(k_posix, "rmdir");
-  return traced_path_call(node_, path, [&] { return real_rmdir(path); });
-}
-
-int unlink(const char *path) {
-  DFTRACE_IO_REAL(unlink);
-  DFTRACE_IO_NODE(k_posix, "unlink");
-  return traced_path_call(node_, path, [&] { return real_unlink(path); });
-}
-
-int truncate(const char *path, off_t length) {
-  DFTRACE_IO_REAL(truncate);
-  DFTRACE_IO_NODE(k_posix, "truncate");
-  return traced_path_call(node_, path, [&] { return real_truncate(path, length); });
-}
+DFTRACE_IO_TRANSFER(read, void *)
+DFTRACE_IO_TRANSFER(write, const void *)
+DFTRACE_IO_TRANSFER_AT(pread, void *, off_t)
+DFTRACE_IO_TRANSFER_AT(pwrite, const void *, off_t)
+DFTRACE_IO_TRANSFER_AT(pread64, void *, off64_t)
+DFTRACE_IO_TRANSFER_AT(pwrite64, const void *, off64_t)
+DFTRACE_IO_FD_CALL(fsync, (int fd), (fd))
+DFTRACE_IO_FD_CALL(fdatasync, (int fd), (fd))
+DFTRACE_IO_FD_CALL(fstat, (int fd, struct stat *st), (fd, st))
+DFTRACE_IO_PATH_CALL(stat, (const char *path, struct stat *st), (path, st))
+DFTRACE_IO_PATH_CALL(lstat, (const char *path, struct stat *st), (path, st))
+DFTRACE_IO_PATH_CALL(access, (const char *path, int mode), (path, mode))
+DFTRACE_IO_PATH_CALL(mkdir, (const char *path, mode_t mode), (path, mode))
+DFTRACE_IO_PATH_CALL(rmdir, (const char *path), (path))
+DFTRACE_IO_PATH_CALL(unlink, (const char *path), (path))
+DFTRACE_IO_PATH_CALL(truncate, (const char *path, off_t length), (path, length))
 
 }  // extern "C"

@@ -18,9 +18,7 @@ FILE *traced_fopen(dftrace_node_t *node, const char *path, const char *mode, Cal
     return std::array<dftrace_arg_t, 2>{arg_u("fhash", h), arg_s("mode", mode)};
   });
   if (f) {
-    const int err = errno;
-    stream_track(f, h);
-    errno = err;
+    stream_track(f, h);  // (no system call: errno stays the real call's)
   }
   return f;
 }
@@ -38,9 +36,9 @@ auto traced_stream_call(dftrace_node_t *node, FILE *f, Call call, Args args) -> 
 template <typename Call>
 size_t traced_items(dftrace_node_t *node, FILE *f, size_t size, size_t count, Call call) {
   return traced_stream_call(node, f, call, [&](uint64_t h, size_t ret) {
-    return std::array<dftrace_arg_t, 4>{arg_u("fhash", h), arg_i("size", static_cast<int64_t>(size)),
-                                        arg_i("count", static_cast<int64_t>(count)),
-                                        arg_i("ret", static_cast<int64_t>(ret))};
+    return std::array<dftrace_arg_t, 4>{
+        arg_u("fhash", h), arg_i("size", static_cast<int64_t>(size)),
+        arg_i("count", static_cast<int64_t>(count)), arg_i("ret", static_cast<int64_t>(ret))};
   });
 }
 
@@ -56,25 +54,20 @@ auto traced_stream_simple(dftrace_node_t *node, FILE *f, Call call) -> decltype(
 
 extern "C" {
 
-FILE *fopen(const char *path, const char *mode) {
-  DFTRACE_IO_REAL(fopen);
-  DFTRACE_IO_NODE(k_stdio, "fopen");
-  return traced_fopen(node_, path, mode, [&] { return real_fopen(path, mode); });
-}
-
-FILE *fopen64(const char *path, const char *mode) {
-  DFTRACE_IO_REAL(fopen64);
-  DFTRACE_IO_NODE(k_stdio, "fopen64");
-  return traced_fopen(node_, path, mode, [&] { return real_fopen64(path, mode); });
-}
+#define DFTRACE_IO_FOPEN(name)                                                       \
+  FILE *name(const char *path, const char *mode) {                                   \
+    DFTRACE_IO_REAL(name);                                                           \
+    DFTRACE_IO_NODE(k_stdio, #name);                                                 \
+    return traced_fopen(node_, path, mode, [&] { return real_##name(path, mode); }); \
+  }
+DFTRACE_IO_FOPEN(fopen)
+DFTRACE_IO_FOPEN(fopen64)
 
 int fclose(FILE *f) {
   DFTRACE_IO_REAL(fclose);
   DFTRACE_IO_NODE(k_stdio, "fclose");
   const int ret = traced_stream_simple(node_, f, [&] { return real_fclose(f); });
-  const int err = errno;
-  stream_forget(f);
-  errno = err;
+  stream_forget(f);  // (no system call: errno stays the real call's)
   return ret;
 }
 
@@ -93,12 +86,12 @@ size_t fwrite(const void *buf, size_t size, size_t count, FILE *f) {
 int fseek(FILE *f, long offset, int whence) {
   DFTRACE_IO_REAL(fseek);
   DFTRACE_IO_NODE(k_stdio, "fseek");
-  return traced_stream_call(node_, f, [&] { return real_fseek(f, offset, whence); },
-                            [&](uint64_t h, int ret) {
-                              return std::array<dftrace_arg_t, 4>{
-                                  arg_u("fhash", h), arg_i("offset", offset),
-                                  arg_i("whence", whence), arg_i("ret", ret)};
-                            });
+  return traced_stream_call(
+      node_, f, [&] { return real_fseek(f, offset, whence); },
+      [&](uint64_t h, int ret) {
+        return std::array<dftrace_arg_t, 4>{arg_u("fhash", h), arg_i("offset", offset),
+                                            arg_i("whence", whence), arg_i("ret", ret)};
+      });
 }
 
 long ftell(FILE *f) {

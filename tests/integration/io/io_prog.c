@@ -9,12 +9,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define CHECK(c)                                                      \
-  do {                                                                \
-    if (!(c)) {                                                       \
+#define CHECK(c)                                                        \
+  do {                                                                  \
+    if (!(c)) {                                                         \
       fprintf(stderr, "io_prog: %s failed at line %d\n", #c, __LINE__); \
-      return 1;                                                       \
-    }                                                                 \
+      return 1;                                                         \
+    }                                                                   \
   } while (0)
 
 int main(int argc, char **argv) {
