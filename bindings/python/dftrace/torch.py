@@ -1,0 +1,177 @@
+"""dftrace.torch: a PyTorch training step and model broken down without annotating them.
+
+    import dftrace.torch as dt
+
+    handle = dt.trace_model(model)          # compute.forward.<module path> per leaf module
+    for x, y in loader:
+        with dt.step(model, optimizer):     # compute.step, with forward, backward and the
+            loss = loss_fn(model(x), y)     # optimizer's step inside it, and the step's memory
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+    handle.remove()
+
+Events go on the `ai` tree (docs/ai-tree.md), into the same trace as every other event:
+`step` (category `compute`), `forward` (the model's forward), `backward` (every tensor
+`backward()`), `step.optimizer` (the optimizer's `step()`, derived from `compute.step`), and,
+per module, `forward.<module path>` (derived from `compute.forward`, with the module's own
+parameter count `params`). Memory: a `memory` counter on `compute.step` at each step's end
+(bytes: the peak CUDA allocation of the step when CUDA is in use, the resident set otherwise).
+
+Hooks are PyTorch's own (`register_forward_pre_hook`, `register_forward_hook`); backward and the
+optimizer's step are wrapped for the duration of the `with` block only, and restored after it.
+"""
+from __future__ import annotations
+
+import fnmatch
+import os
+from typing import Any, Iterable, List, Optional
+
+import torch
+
+from . import ai
+
+__all__ = ["step", "trace_model", "ModelHandle"]
+
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def _rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * _PAGE
+
+
+def _memory_bytes() -> int:
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        return int(torch.cuda.max_memory_allocated())
+    return _rss_bytes()
+
+
+class step:
+    """`with step(model, optimizer):` records one training step (a micro-batch under gradient
+    accumulation) as `compute.step`, with inside it the model's forward (`compute.forward`),
+    every tensor `backward()` (`compute.backward`) and the optimizer's `step()`
+    (`step.optimizer`); a step in which the optimizer does not step gets an empty
+    `step.optimizer` event with `skipped: true` (gradient accumulation; TraceML records a
+    zero-length one).
+    `model` and `optimizer` may be None (that part is then not timed)."""
+
+    _count = 0
+
+    def __init__(self, model: Optional[torch.nn.Module] = None,
+                 optimizer: Optional[torch.optim.Optimizer] = None) -> None:
+        self.model = model
+        self.optimizer = optimizer
+        self._undo: List[Any] = []
+        self._stepped = False
+
+    def __enter__(self) -> "step":
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            torch.cuda.reset_peak_memory_stats()
+        self._region = ai.compute.step._begin()
+        if self.model is not None:
+            pending: List[int] = []
+            self._undo.append(self.model.register_forward_pre_hook(
+                lambda m, i: pending.append(ai.compute.forward._begin())))
+            self._undo.append(self.model.register_forward_hook(
+                lambda m, i, o: ai.compute.forward._end(pending.pop()) if pending else None))
+        original_backward = torch.Tensor.backward
+
+        def backward(tensor, *args, **kwargs):
+            r = ai.compute.backward._begin()
+            try:
+                return original_backward(tensor, *args, **kwargs)
+            finally:
+                ai.compute.backward._end(r)
+        torch.Tensor.backward = backward
+        self._undo.append(lambda: setattr(torch.Tensor, "backward", original_backward))
+        if self.optimizer is not None:
+            opt = self.optimizer
+            original_step = opt.step
+            node = _optimizer_node()
+
+            def optimizer_step(*args, **kwargs):
+                self._stepped = True
+                r = node._begin()
+                try:
+                    return original_step(*args, **kwargs)
+                finally:
+                    node._end(r)
+            opt.step = optimizer_step
+            self._undo.append(lambda: opt.__dict__.pop("step", None))
+        return self
+
+    def __exit__(self, *exc: Any) -> bool:
+        for undo in reversed(self._undo):
+            undo.remove() if hasattr(undo, "remove") else undo()
+        self._undo.clear()
+        if self.optimizer is not None and not self._stepped:
+            with _optimizer_node()(args={"skipped": True}):
+                pass  # this micro-batch did not step
+        ai.compute.step._counter("memory", float(_memory_bytes()))
+        step._count += 1
+        ai.compute.step._end(self._region)
+        return False
+
+
+_optimizer = None
+
+
+def _optimizer_node():
+    global _optimizer
+    if _optimizer is None:
+        _optimizer = ai.compute.step.derive("optimizer")
+    return _optimizer
+
+
+class ModelHandle:
+    """What trace_model returns: `remove()` takes every hook off again."""
+
+    def __init__(self, handles: list, paths: List[str]) -> None:
+        self._handles = handles
+        self.paths = paths  # the module paths traced
+
+    def remove(self) -> None:
+        for h in self._handles:
+            h.remove()
+        self._handles.clear()
+
+
+def _matches(path: str, patterns: Optional[Iterable[str]]) -> bool:
+    return any(fnmatch.fnmatchcase(path, p) for p in patterns or ())
+
+
+def trace_model(model: torch.nn.Module, include: Optional[Iterable[str]] = None,
+                exclude: Optional[Iterable[str]] = None, leaf_only: bool = True,
+                forward: bool = True) -> ModelHandle:
+    """Records each module's forward as `forward.<module path>` (category `compute`, derived
+    from `compute.forward`), with the module's own parameter count (`params`). `include` and
+    `exclude` are glob patterns on the module path ("encoder.*"); `leaf_only`: only modules
+    without children. The root module's path is its class name."""
+    handles: list = []
+    paths: List[str] = []
+    for path, module in model.named_modules():
+        name = path or type(model).__name__
+        if leaf_only and next(module.children(), None) is not None:
+            continue
+        if include is not None and not _matches(name, include):
+            continue
+        if _matches(name, exclude):
+            continue
+        paths.append(name)
+        if not forward:
+            continue
+        node = ai.compute.forward.derive(name)
+        params = sum(p.numel() for p in module.parameters(recurse=False))
+        node.update(params=params)
+        pending: List[int] = []
+
+        def pre(m, i, node=node, pending=pending):
+            pending.append(node._begin())
+
+        def post(m, i, o, node=node, pending=pending):
+            if pending:
+                node._end(pending.pop())
+        handles.append(module.register_forward_pre_hook(pre))
+        handles.append(module.register_forward_hook(post))
+    return ModelHandle(handles, paths)

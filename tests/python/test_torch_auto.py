@@ -1,0 +1,55 @@
+"""test_torch_auto.py: dftrace.torch on Debian's PyTorch (CPU): a real model trained a few steps,
+its step broken down (forward, backward, optimizer, memory) and its layers traced, without
+annotating the training code."""
+import pytest
+
+pytest.importorskip("torch", reason="python3-torch is not installed (scripts/setup-debian.sh test)")
+
+TRAIN = """
+import torch
+import dftrace.torch as dt
+
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+x, y = torch.randn(32, 8), torch.randn(32, 1)
+handle = dt.trace_model(model, exclude=["1"])  # leaf modules "0" and "2" (not the ReLU)
+print("paths", handle.paths)
+ACCUMULATE = 2
+for i in range(6):
+    with dt.step(model, opt):
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        if i % ACCUMULATE == ACCUMULATE - 1:
+            opt.step()
+            opt.zero_grad()
+handle.remove()
+model(x)  # after remove(): no layer events
+assert torch.Tensor.backward.__name__ == "backward" and "step" not in opt.__dict__
+"""
+
+
+def test_steps_layers_and_gradient_accumulation(runner):
+    p = runner.run(TRAIN)
+    assert "paths ['0', '2']" in p.stdout
+    (t,) = runner.traces()
+    steps = t.named("step")
+    assert len(steps) == 6 and all(e["cat"] == "compute" for e in steps)
+    for name in ("forward", "backward"):
+        assert len(t.named(name)) == 6, name
+    opt = t.named("step.optimizer")
+    assert len(opt) == 6  # every micro-batch: 3 real steps, 3 skipped
+    skipped = [e for e in opt if e["args"].get("skipped") is True]
+    assert [opt.index(e) for e in skipped] == [0, 2, 4]
+    # forward, backward and the optimizer's step lie inside their step.
+    for e in t.named("forward") + t.named("backward") + opt:
+        assert any(s["ts"] <= e["ts"] and e["ts"] + e["dur"] <= s["ts"] + s["dur"] for s in steps), e
+    # Layers: the two Linear modules, 6 steps + the forward after remove() is not traced.
+    for path, params in (("0", 8 * 16 + 16), ("2", 16 + 1)):
+        layer = t.named("forward." + path)
+        assert len(layer) == 6, path
+        assert all(e["cat"] == "compute" and e["args"]["params"] == params for e in layer)
+    assert t.named("forward.1") == []
+    # Memory: one counter sample per step, the process's resident set (no CUDA here).
+    mem = [r for r in t.records if r.get("ph") == "C" and r.get("name") == "step"]
+    assert len(mem) == 6 and all(r["args"]["memory"] > 10 * 2**20 for r in mem)
