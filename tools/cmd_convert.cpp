@@ -3,9 +3,12 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <set>
 #include <string>
@@ -70,8 +73,111 @@ std::string put_head(std::string &o, const parsed_line &pl, const jvalue *cat,
   return pid;
 }
 
+// One event for the viewer, its time kept apart: the output is sorted by time and written
+// relative to the trace's first event once every file is read.
+struct entry {
+  uint64_t ts_ns;    // absolute, as the trace says (epoch microseconds x 1000)
+  uint64_t dur_ns;   // 0 for events without a duration
+  std::string head;  // {"name":..,"cat":..,"ph":..,"pid":..,"tid":..
+  std::string tail;  // [,"dur":..][,"id":..][,"s":..][,"args":{..}]}
+};
+
+// A time in microseconds (a JSON number: "12", "12.250", "1e5") as integer nanoseconds; false
+// when it is negative or not a number.
+bool time_ns(const std::string &us, uint64_t *ns) {
+  size_t i = 0;
+  uint64_t whole = 0;
+  while (i < us.size() && us[i] >= '0' && us[i] <= '9' && whole < (UINT64_MAX - 9) / 10000)
+    whole = whole * 10 + static_cast<uint64_t>(us[i++] - '0');
+  if (i == us.size() && i > 0) {
+    *ns = whole * 1000;
+    return true;
+  }
+  if (i > 0 && us[i] == '.') {
+    uint64_t frac = 0;
+    int digits = 0;
+    size_t j = i + 1;
+    for (; j < us.size() && us[j] >= '0' && us[j] <= '9'; ++j)
+      if (digits < 3) frac = frac * 10 + static_cast<uint64_t>(us[j] - '0'), ++digits;
+    if (j == us.size() && j > i + 1) {
+      while (digits < 3) frac *= 10, ++digits;
+      *ns = whole * 1000 + frac;
+      return true;
+    }
+  }
+  char *end = nullptr;  // exponents and other forms: through a double (rounded to the ns)
+  const double v = std::strtod(us.c_str(), &end);
+  if (!end || *end || !(v >= 0) || v > 1.8e16) return false;
+  *ns = static_cast<uint64_t>(v * 1000.0 + 0.5);
+  return true;
+}
+
+// Nanoseconds as microseconds, exact: "1234" or "1234.567".
+std::string us_text(uint64_t ns) {
+  std::string s = std::to_string(ns / 1000);
+  if (const uint64_t f = ns % 1000) {
+    char buf[8];
+    std::snprintf(buf, sizeof buf, ".%03u", static_cast<unsigned>(f));
+    s += buf;
+    while (s.back() == '0') s.pop_back();
+  }
+  return s;
+}
+
+// Integers a double can not hold exactly (beyond 2^53: hashes, clock offsets) are written as
+// strings for the viewer, whose JSON numbers are doubles.
+bool beyond_double(const jvalue &v) {
+  if (v.type != jtype::number) return false;
+  std::string_view t = v.text;
+  if (!t.empty() && t[0] == '-') t.remove_prefix(1);
+  if (t.size() < 16 || t.find_first_not_of("0123456789") != std::string_view::npos) return false;
+  return t.size() > 16 || t > "9007199254740992";
+}
+
+// The keys of dftrace's and DFTracer's bookkeeping, which make every event unique to a viewer
+// (left out unless --keep-args).
+bool bookkeeping(std::string_view key) {
+  return key == "level" || key == "p_idx" || key == "hhash";
+}
+
+bool g_keep_args = false;
+
+// ,"args":{...} with big integers as strings and (unless kept) no bookkeeping keys.
+void put_args(std::string &o, const parsed_line &pl) {
+  if (pl.args.type != jtype::object) return;
+  if (pl.args_overflow) {  // too many to rebuild: as they are
+    o += ",\"args\":";
+    o.append(pl.args.text);
+    return;
+  }
+  std::string a;
+  for (int i = 0; i < pl.nargs; ++i) {
+    const auto &kv = pl.args_kv[i];
+    if (!g_keep_args && bookkeeping(kv.key)) continue;
+    a += a.empty() ? "{\"" : ",\"";
+    a.append(kv.key);
+    a += "\":";
+    const bool quote = beyond_double(kv.value);
+    if (quote) a += '"';
+    if (kv.value.type == jtype::string) {
+      a += '"';
+      a.append(kv.value.text);
+      a += '"';
+    } else {
+      a.append(kv.value.text);
+    }
+    if (quote) a += '"';
+  }
+  if (a.empty()) return;
+  o += ",\"args\":";
+  o += a;
+  o += "}";
+}
+
 struct convert_result : detail::block_result {
-  std::string out;
+  std::string out;  // metadata lines (process and thread names), written first
+  std::vector<entry> entries;
+  std::set<std::pair<std::string, std::string>> named_threads, threads;  // (pid, tid)
   uint64_t events = 0, skipped = 0;
   std::set<std::string> named_pids;
   std::map<std::string, std::string> pid_label;  // from PR rank / exec
@@ -102,6 +208,9 @@ void convert_block(detail::text_block &b) {
         o.append(n->text);
         o += "\"}},\n";
         if (proc) r->named_pids.insert(pid);
+        std::string tid;
+        bool number;
+        if (!proc && value_json(pl.tid, &tid, &number)) r->named_threads.insert({pid, tid});
       } else if (pl.name.text == "PR") {
         const jvalue *n = pl.arg_value("name");
         const jvalue *v = pl.arg_value("value");
@@ -127,29 +236,41 @@ void convert_block(detail::text_block &b) {
       ++r->skipped;
       return true;
     }
-    const std::string pid = put_head(o, pl, &pl.cat, pl.ph.text);
-    o += ",\"ts\":";
-    o += ts;
+    entry e;
+    if (!time_ns(ts, &e.ts_ns)) {
+      ++r->skipped;
+      return true;
+    }
+    e.dur_ns = 0;
+    if (ph == 'X' && dur_num) time_ns(dur, &e.dur_ns);
+    const std::string pid = put_head(e.head, pl, &pl.cat, pl.ph.text);
+    std::string &tail = e.tail;
     if (ph == 'X') {
-      o += ",\"dur\":";
-      o += dur_num ? dur : std::string("0");  // a complete event written without dur
+      tail += ",\"dur\":";
+      tail += dur_num ? dur : std::string("0");  // a complete event written without dur
     }
     if (ph != 'C' && pl.id.present()) {  // counters with an id become one track per sample
-      o += ",\"id\":";
-      if (pl.id.type == jtype::string) o += "\"";
-      o.append(pl.id.text);
-      if (pl.id.type == jtype::string) o += "\"";
+      tail += ",\"id\":";
+      if (pl.id.type == jtype::string) tail += "\"";
+      tail.append(pl.id.text);
+      if (pl.id.type == jtype::string) tail += "\"";
     }
     if (pl.s.type == jtype::string) {
-      o += ",\"s\":\"";
-      o.append(pl.s.text);
-      o += "\"";
+      tail += ",\"s\":\"";
+      tail.append(pl.s.text);
+      tail += "\"";
     }
-    if (pl.args.type == jtype::object) {
-      o += ",\"args\":";
-      o.append(pl.args.text);
+    if (ph == 'C' && pl.args.type == jtype::object) {  // a counter's series: as they are
+      tail += ",\"args\":";
+      tail.append(pl.args.text);
+    } else {
+      put_args(tail, pl);
     }
-    o += "},\n";
+    tail += "}";
+    std::string tid;
+    bool number;
+    if (value_json(pl.tid, &tid, &number)) r->threads.insert({pid, tid});
+    r->entries.push_back(std::move(e));
     ++r->events;
     r->pids.insert(pid);
     return true;
@@ -194,9 +315,12 @@ int cmd_convert(const args_t &a) {
   bool ok = true;
   const std::vector<std::string> files = input_files(a, "convert", &ok);
   if (files.empty()) return 2;
-  std::string out = "[\n";
+  g_keep_args = a.has("--keep-args");
+  std::string out = "{\"traceEvents\":[\n";
+  std::vector<entry> entries;
   uint64_t events = 0, skipped = 0;
   std::set<std::string> named, pids;
+  std::set<std::pair<std::string, std::string>> named_threads, threads;
   std::map<std::string, std::string> labels;
   const detail::read_options opt = tool_read_options();
   for (const auto &path : files) {
@@ -206,10 +330,13 @@ int cmd_convert(const args_t &a) {
     detail::for_each_block(f, opt, convert_block, [&](detail::text_block &b) {
       auto *r = static_cast<convert_result *>(b.result.get());
       out += r->out;
+      std::move(r->entries.begin(), r->entries.end(), std::back_inserter(entries));
       events += r->events;
       skipped += r->skipped;
       named.insert(r->named_pids.begin(), r->named_pids.end());
       pids.insert(r->pids.begin(), r->pids.end());
+      named_threads.insert(r->named_threads.begin(), r->named_threads.end());
+      threads.insert(r->threads.begin(), r->threads.end());
       for (auto &kv : r->pid_label) labels[kv.first] = kv.second;
       for (const auto &i : b.issues) {
         error_line(path + ": byte " + std::to_string(i.offset) + ": " + i.message);
@@ -218,8 +345,8 @@ int cmd_convert(const args_t &a) {
       bar.add(b.in_bytes);
     });
   }
-  // Processes without a process_name get one from their rank or exec, so that the UI shows
-  // more than a number.
+  // Processes without a process_name get one from their rank or exec, and threads without a
+  // thread_name one from their id, so that the UI shows more than numbers.
   for (const auto &p : pids) {
     if (named.count(p)) continue;
     if (p.empty() || p[0] == '"') continue;  // a pid that is no number has no made-up name
@@ -228,8 +355,34 @@ int cmd_convert(const args_t &a) {
     out += "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":" + p +
            ",\"tid\":0,\"args\":{\"name\":" + detail::json_quote(label) + "}},\n";
   }
-  if (out.size() > 2) out.resize(out.size() - 2);  // the last ",\n"
-  out += "\n]\n";
+  for (const auto &t : threads) {
+    if (named_threads.count(t) || t.first.empty() || t.first[0] == '"' || t.second.empty() ||
+        t.second[0] == '"')
+      continue;
+    const std::string label =
+        t.first == t.second ? "main thread " + t.second : "thread " + t.second;
+    out += "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":" + t.first + ",\"tid\":" + t.second +
+           ",\"args\":{\"name\":" + detail::json_quote(label) + "}},\n";
+  }
+  // Times relative to the first event (exact in a viewer's doubles, to the ns); at equal times
+  // the longer event first, so that a parent comes before the children that start with it.
+  uint64_t origin = UINT64_MAX;
+  for (const entry &e : entries) origin = std::min(origin, e.ts_ns);
+  std::stable_sort(entries.begin(), entries.end(), [](const entry &x, const entry &y) {
+    return x.ts_ns != y.ts_ns ? x.ts_ns < y.ts_ns : x.dur_ns > y.dur_ns;
+  });
+  for (const entry &e : entries) {
+    out += e.head;
+    out += ",\"ts\":";
+    out += us_text(e.ts_ns - origin);
+    out += e.tail;
+    out += ",\n";
+  }
+  if (out.size() > 2 && out.compare(out.size() - 2, 2, ",\n") == 0)
+    out.resize(out.size() - 2);  // the last ",\n"
+  out += "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"ts_origin_us\":\"" +
+         (entries.empty() ? std::string("0") : us_text(origin)) +
+         "\",\"source\":\"dftrace convert\"}}\n";
   std::string why;
   const bool gz = out_path.size() >= 3 && out_path.compare(out_path.size() - 3, 3, ".gz") == 0;
   if (gz) {

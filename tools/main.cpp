@@ -21,8 +21,10 @@ const char *k_usage =
     "      counts and durations per category/name, pid and thread (--fast: DT fields only)\n"
     "  validate FILES... [--max-findings N] [--quiet]\n"
     "      line-numbered findings; exit status 1 when there are errors\n"
-    "  convert FILE --to perfetto -o OUT.json[.gz]\n"
-    "      one JSON array for the Perfetto UI and chrome://tracing\n"
+    "  convert FILE --to perfetto -o OUT.json[.gz] [--keep-args]\n"
+    "      Chrome JSON for Perfetto, chrome://tracing and speedscope: times relative to the\n"
+    "      first event, exact to the ns; 64-bit integers as strings; parents before children;\n"
+    "      --keep-args keeps the bookkeeping arguments (level, p_idx, hhash)\n"
     "  run [--prefix P] [--data-dirs D] [--no-io] -- CMD [ARGS...]\n"
     "      run CMD traced, with its POSIX and STDIO calls (libdftrace_io), and every process\n"
     "      it starts\n"
@@ -62,7 +64,7 @@ int main(int argc, char **argv) {
     parsed = parse_args(argc, argv, 2, {"--max-findings"}, {"--quiet"}, &a);
     fn = cmd_validate;
   } else if (cmd == "convert") {
-    parsed = parse_args(argc, argv, 2, {"-o", "--output", "--to"}, {}, &a);
+    parsed = parse_args(argc, argv, 2, {"-o", "--output", "--to"}, {"--keep-args"}, &a);
     fn = cmd_convert;
   } else if (cmd == "config") {
     parsed = parse_args(argc, argv, 2, {}, {"--keys"}, &a);

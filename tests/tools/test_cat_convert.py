@@ -1,5 +1,6 @@
 # test_cat_convert.py: dftrace cat (filters, time windows through DT fields) and dftrace
 # convert (the Chrome JSON that Perfetto and chrome://tracing import), checked in Python.
+import decimal
 import gzip
 import json
 import os
@@ -65,8 +66,10 @@ def check_chrome(path, src_paths):
         assert d.eof and d.unused_data == b"", "more than one gzip member"
     else:
         text = raw
-    arr = json.loads(text)
-    assert isinstance(arr, list)
+    doc = json.loads(text)
+    assert isinstance(doc, dict) and doc["displayTimeUnit"] == "ns"
+    arr = doc["traceEvents"]
+    origin = decimal.Decimal(doc["otherData"]["ts_origin_us"])
     src = [o for p in src_paths for o in events(p)]
     src_events = [o for o in src if o.get("ph") != "M"]
     out_events = [o for o in arr if o["ph"] != "M"]
@@ -83,9 +86,12 @@ def check_chrome(path, src_paths):
                    if o.get("ph") == "M" and o["name"] == "thread_name"}
     out_threads = {(o["pid"], o["tid"]) for o in arr if o["ph"] == "M" and o["name"] == "thread_name"}
     assert src_threads <= out_threads
-    # Same events: name, ts and dur survive.
-    key = lambda o: (o["name"], num(o["pid"]), num(o["tid"]), num(o["ts"]), num(o.get("dur", 0)))
-    assert sorted(map(key, out_events)) == sorted(map(key, src_events))
+    # Same events: name, ts (relative to the first event in the output) and dur survive exactly.
+    dec = lambda v: decimal.Decimal(str(v))
+    key = lambda o, base: (o["name"], num(o["pid"]), num(o["tid"]), dec(o["ts"]) + base,
+                           dec(o.get("dur", 0)))
+    assert sorted(key(o, origin) for o in out_events) == sorted(key(o, 0) for o in src_events)
+    assert min(o["ts"] for o in out_events) == 0
     return arr
 
 

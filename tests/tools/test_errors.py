@@ -62,7 +62,7 @@ def test_each_bad_input_gives_one_line_and_the_rest_is_processed(cmd, tmp_path, 
     elif cmd == "merge":
         assert sum('"ph":"X"' in l for l in lines(tmp_path / "m.pfw.gz")) == n_events
     elif cmd == "convert":
-        arr = json.load(open(tmp_path / "c.json"))
+        arr = json.load(open(tmp_path / "c.json"))["traceEvents"]
         assert sum(o["ph"] == "X" for o in arr) == n_events
 
 

@@ -62,7 +62,7 @@ def check_sane(tool, p, out):
             if l.strip() not in ("", "[", "]"):
                 json.loads(l)
     if tool == "convert" and out.exists():
-        json.load(open(out))
+        json.load(open(out))["traceEvents"]
     if tool == "merge" and out.exists():
         events(out)  # every line parses
     if tool == "split" and out.exists():
@@ -220,15 +220,17 @@ def test_convert_quoted_numbers_become_valid_numbers_or_strings(tmp_path):
     out = tmp_path / "legacy.json"
     p = run("convert", src, "--to", "perfetto", "-o", out, check=False)
     assert p.returncode == 0, p.stderr
-    doc = json.load(open(out))  # valid JSON (it used to hold "pid":0677792)
+    whole = json.load(open(out))  # valid JSON (it used to hold "pid":0677792)
+    doc = whole["traceEvents"]
+    origin = float(whole["otherData"]["ts_origin_us"])
     by_name = {e["name"]: e for e in doc if e["ph"] != "M"}
     r = by_name["read"]
-    assert (r["pid"], r["tid"], r["ts"], r["dur"]) == (677792, 5, 100000, 10)
+    assert (r["pid"], r["tid"], r["ts"] + origin, r["dur"]) == (677792, 5, 100000, 10)
     assert by_name["write"]["pid"] == "0x10" and by_name["write"]["tid"] == 7
     assert "open" not in by_name
     assert "skipped 1 lines" in p.stderr
-    assert by_name["close"]["ts"] == 500 and by_name["close"]["dur"] == 0
-    assert by_name["step"]["pid"] == 42 and by_name["step"]["ts"] == 12.25
+    assert by_name["close"]["ts"] + origin == 500 and by_name["close"]["dur"] == 0
+    assert by_name["step"]["pid"] == 42 and by_name["step"]["ts"] + origin == 12.25
     assert by_name["x"]["pid"] == 0 and by_name["x"]["tid"] == 0
     names = [e for e in doc if e["ph"] == "M"]
     assert {"name": "process_name", "ph": "M", "pid": 42, "tid": 0,
