@@ -3,7 +3,9 @@
 #include <stdarg.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 #include <unistd.h>
+#include <utime.h>
 
 #include "io/interpose.hpp"
 
@@ -86,6 +88,22 @@ off64_t traced_seek(dftrace_node_t *node, int fd, off64_t offset, int whence, Ca
 
 mode_t mode_arg(int flags, va_list ap) {
   return has_mode(flags) ? static_cast<mode_t>(va_arg(ap, int)) : 0;
+}
+
+// Vectored transfers: count is the sum of the buffers' lengths.
+size_t iov_bytes(const struct iovec *iov, int n) {
+  size_t b = 0;
+  for (int i = 0; iov && i < n; ++i) b += iov[i].iov_len;
+  return b;
+}
+
+// A duplicate of a traced descriptor is traced as its file.
+template <typename Call>
+int traced_dup(dftrace_node_t *node, int fd, Call call) {
+  const int ret = traced_fd_simple(node, fd, call);
+  uint64_t h;
+  if (ret >= 0 && ret != fd && fd_hash(fd, &h)) fd_track(ret, h);
+  return ret;
 }
 
 __attribute__((constructor)) void io_ready() { g_ready.store(true, std::memory_order_release); }
@@ -206,5 +224,49 @@ DFTRACE_IO_PATH_CALL(mkdir, (const char *path, mode_t mode), (path, mode))
 DFTRACE_IO_PATH_CALL(rmdir, (const char *path), (path))
 DFTRACE_IO_PATH_CALL(unlink, (const char *path), (path))
 DFTRACE_IO_PATH_CALL(truncate, (const char *path, off_t length), (path, length))
+DFTRACE_IO_PATH_CALL(chmod, (const char *path, mode_t mode), (path, mode))
+DFTRACE_IO_PATH_CALL(chown, (const char *path, uid_t owner, gid_t group), (path, owner, group))
+DFTRACE_IO_PATH_CALL(lchown, (const char *path, uid_t owner, gid_t group), (path, owner, group))
+DFTRACE_IO_PATH_CALL(utime, (const char *path, const struct utimbuf *times), (path, times))
+DFTRACE_IO_PATH_CALL(utimes, (const char *path, const struct timeval times[2]), (path, times))
+DFTRACE_IO_PATH_CALL(mkfifo, (const char *path, mode_t mode), (path, mode))
+DFTRACE_IO_PATH_CALL(chdir, (const char *path), (path))
+DFTRACE_IO_PATH_CALL(remove, (const char *path), (path))
+DFTRACE_IO_PATH_CALL(rename, (const char *path, const char *to), (path, to))
+DFTRACE_IO_PATH_CALL(link, (const char *path, const char *to), (path, to))
+DFTRACE_IO_FD_CALL(fchmod, (int fd, mode_t mode), (fd, mode))
+DFTRACE_IO_FD_CALL(fchown, (int fd, uid_t owner, gid_t group), (fd, owner, group))
+
+ssize_t readv(int fd, const struct iovec *iov, int n) {
+  DFTRACE_IO_REAL(readv);
+  DFTRACE_IO_NODE(k_posix, "readv");
+  return traced_transfer(node_, fd, iov_bytes(iov, n), [&] { return real_readv(fd, iov, n); });
+}
+
+ssize_t writev(int fd, const struct iovec *iov, int n) {
+  DFTRACE_IO_REAL(writev);
+  DFTRACE_IO_NODE(k_posix, "writev");
+  return traced_transfer(node_, fd, iov_bytes(iov, n), [&] { return real_writev(fd, iov, n); });
+}
+
+int dup(int fd) {
+  DFTRACE_IO_REAL(dup);
+  DFTRACE_IO_NODE(k_posix, "dup");
+  return traced_dup(node_, fd, [&] { return real_dup(fd); });
+}
+
+int dup2(int fd, int to) {
+  DFTRACE_IO_REAL(dup2);
+  DFTRACE_IO_NODE(k_posix, "dup2");
+  if (to != fd) fd_forget(to);  // `to` is closed first, whatever it was
+  return traced_dup(node_, fd, [&] { return real_dup2(fd, to); });
+}
+
+int dup3(int fd, int to, int flags) {
+  DFTRACE_IO_REAL(dup3);
+  DFTRACE_IO_NODE(k_posix, "dup3");
+  if (to != fd) fd_forget(to);
+  return traced_dup(node_, fd, [&] { return real_dup3(fd, to, flags); });
+}
 
 }  // extern "C"

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #define CHECK(c)                                                        \
@@ -54,6 +55,24 @@ int main(int argc, char **argv) {
   CHECK(fwrite(buf, 10, 3, f) == 3);
   CHECK(fflush(f) == 0);
   CHECK(fclose(f) == 0);
+
+  /* Vectored transfers, a duplicated descriptor, properties and names. */
+  fd = open(path, O_RDWR);
+  CHECK(fd >= 0);
+  struct iovec v[2] = {{buf, 100}, {buf, 50}};
+  CHECK(writev(fd, v, 2) == 150);
+  CHECK(lseek(fd, 0, SEEK_SET) == 0);
+  CHECK(readv(fd, v, 2) == 150);
+  int fd2 = dup(fd);
+  CHECK(fd2 >= 0);
+  CHECK(close(fd) == 0);
+  CHECK(write(fd2, buf, 5) == 5);
+  CHECK(close(fd2) == 0);
+  CHECK(chmod(path, 0600) == 0);
+  char moved[4200];
+  snprintf(moved, sizeof moved, "%s.moved", path);
+  CHECK(rename(path, moved) == 0);
+  CHECK(rename(moved, path) == 0);
 
   /* Failures keep their errno through the interposer. */
   errno = 0;

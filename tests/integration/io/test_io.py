@@ -22,6 +22,9 @@ EXPECTED = [
     ("POSIX", "close"), ("POSIX", "stat"), ("POSIX", "access"), ("POSIX", "mkdir"),
     ("POSIX", "rmdir"), ("STDIO", "fopen"), ("STDIO", "fread"), ("STDIO", "fseek"),
     ("STDIO", "ftell"), ("STDIO", "fwrite"), ("STDIO", "fflush"), ("STDIO", "fclose"),
+    ("POSIX", "open"), ("POSIX", "writev"), ("POSIX", "lseek"), ("POSIX", "readv"),
+    ("POSIX", "dup"), ("POSIX", "close"), ("POSIX", "write"), ("POSIX", "close"),
+    ("POSIX", "chmod"), ("POSIX", "rename"), ("POSIX", "rename"),
     ("POSIX", "open"), ("POSIX", "unlink"),
 ]
 
@@ -61,16 +64,19 @@ def test_posix_and_stdio_calls_as_dftracer_records_them(tmp_path):
         by_name[e["name"]].append(e)
     # Every call on the file carries the file's hash, defined once by an FH line.
     for e in io:
-        if e["name"] not in ("mkdir", "rmdir") and not (e["name"] == "open" and e["args"]["ret"] < 0):
+        if e["name"] not in ("mkdir", "rmdir", "rename") and not (e["name"] == "open" and e["args"]["ret"] < 0):
             assert names[e["args"]["fhash"]] == path, e
     assert names[by_name["mkdir"][0]["args"]["fhash"]] == str(data / "sub")
-    assert [e["args"]["count"] for e in by_name["write"]] == [1000, 1000, 1000]
-    assert [e["args"]["ret"] for e in by_name["write"]] == [1000, 1000, 1000]
+    assert [e["args"]["count"] for e in by_name["write"]] == [1000, 1000, 1000, 5]
+    assert [e["args"]["ret"] for e in by_name["write"]] == [1000, 1000, 1000, 5]
     assert by_name["pread"][0]["args"]["offset"] == 3990 and by_name["pread"][0]["args"]["ret"] == 10
     assert by_name["ftell"][0]["args"]["ret"] == 4000
     assert by_name["fwrite"][0]["args"]["size"] == 10 and by_name["fwrite"][0]["args"]["ret"] == 3
     assert by_name["open"][0]["args"]["flags"] & os.O_CREAT and by_name["open"][0]["args"]["mode"] == 0o644
-    failed = by_name["open"][2]
+    assert [names[e["args"]["fhash"]] for e in by_name["rename"]] == [path, path + ".moved"]
+    assert by_name["writev"][0]["args"]["count"] == 150 and by_name["readv"][0]["args"]["ret"] == 150
+    assert by_name["write"][3]["args"]["count"] == 5  # on the duplicate: still the file's
+    failed = by_name["open"][3]
     assert failed["args"]["ret"] == -1 and names[failed["args"]["fhash"]] == "/nonexistent-dftrace-dir/x"
     # dftrace's own file is never traced.
     assert not any(n.endswith((".pfw", ".pfw.gz")) for n in names.values())
