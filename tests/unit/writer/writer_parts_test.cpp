@@ -10,8 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "reader/line_parser.hpp"
-#include "reader/trace_reader.hpp"
+#include "trace_support.hpp"
 #include "writer/chunk_pool.hpp"
 #include "writer/member_builder.hpp"
 #include "writer/output_file.hpp"
@@ -21,17 +20,6 @@
 using namespace dftrace::detail;
 
 namespace {
-
-// A fresh directory under TMPDIR, removed with its files at the end of the test.
-struct temp_dir {
-  std::string path;
-  temp_dir() {
-    const char *t = std::getenv("TMPDIR");
-    std::string tmpl = std::string(t && *t ? t : "/tmp") + "/dftrace-writer-XXXXXX";
-    path = mkdtemp(tmpl.data());
-  }
-  ~temp_dir() { std::system(("rm -rf '" + path + "'").c_str()); }
-};
 
 bool exists(const std::string &p) {
   struct stat st;
@@ -43,32 +31,9 @@ std::string slurp(const std::string &p) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-// Every line of a trace file, through the reader (gzip members or plain text).
-std::vector<std::string> read_lines(const std::string &path) {
-  dftrace::detail::trace_file f;
-  std::string why;
-  std::vector<std::string> lines;
-  if (!f.open(path, &why)) {
-    ADD_FAILURE() << path << ": " << why;
-    return lines;
-  }
-  read_options opt;
-  opt.threads = 1;
-  for_each_block(f, opt, nullptr, [&](text_block &b) {
-    EXPECT_TRUE(b.issues.empty()) << path << ": " << b.issues.front().message;
-    for_each_line(b.whole_lines(), [&](std::string_view l) {
-      if (!l.empty()) lines.emplace_back(l);
-      return true;
-    });
-  });
-  return lines;
-}
-
-std::string name_of(const std::string &line) {
-  parsed_line pl;
-  if (!parse_line(line, pl)) return "<not JSON: " + std::string(pl.error) + ">";
-  return pl.name.present() ? std::string(pl.name.text) : std::string();
-}
+using dftrace::test::name_of;
+using dftrace::test::read_lines;
+using dftrace::test::temp_dir;
 
 line_format test_format() {
   line_format f;
