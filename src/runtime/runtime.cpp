@@ -540,8 +540,7 @@ void runtime::emit_thread_name(thread_state &ts, std::string_view name) {
   if (!ts.w) return;
   // A thread bound to some CPUs says which (only the thread itself can ask cheaply).
   const std::string cpus = cfg_.core_affinity ? thread_affinity_json() : std::string();
-  ts.w->push_meta(name_line(line_fmt(), alloc_global_id(), "thread_name", ts.tid, name,
-                            cpus.empty() ? std::string() : ",\"core_affinity\":" + cpus));
+  ts.w->push_meta(name_line(line_fmt(), alloc_global_id(), "thread_name", ts.tid, name, cpus));
 }
 
 void runtime::thread_name(std::string_view name) {

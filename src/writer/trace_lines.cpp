@@ -33,9 +33,12 @@ std::string meta_line(const line_format &f, uint64_t id, std::string_view type, 
 }
 
 std::string name_line(const line_format &f, uint64_t id, std::string_view type, int64_t tid,
-                      std::string_view name, std::string_view extra) {
+                      std::string_view name, std::string_view core_affinity) {
   std::string s = meta_head(f, id, type, tid) + "\"name\":" + json_quote(name);
-  s += extra;
+  if (!core_affinity.empty()) {
+    s += ",\"core_affinity\":";
+    s += core_affinity;
+  }
   s += "}}\n";
   return s;
 }

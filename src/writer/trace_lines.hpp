@@ -20,10 +20,10 @@ std::string hhash_member(uint64_t host_hash);
 std::string meta_line(const line_format &f, uint64_t id, std::string_view type, int64_t tid,
                       bool with_hhash, std::string_view name, std::string_view json_value);
 
-// A naming line (type "thread_name" or "process_name"): args {"name":<name><extra>}, where
-// `extra` is empty or JSON members with a leading comma (",\"core_affinity\":[0,1]").
+// A naming line (type "thread_name" or "process_name"): args {"name":<name>} and, when given,
+// "core_affinity":<cpus> (a JSON array of the CPUs the thread is bound to).
 std::string name_line(const line_format &f, uint64_t id, std::string_view type, int64_t tid,
-                      std::string_view name, std::string_view extra = {});
+                      std::string_view name, std::string_view core_affinity = {});
 
 // What the start event says about the process.
 struct start_fields {
