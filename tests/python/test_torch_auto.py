@@ -23,6 +23,8 @@ for i in range(6):
         if i % ACCUMULATE == ACCUMULATE - 1:
             opt.step()
             opt.zero_grad()
+# per-layer backward hooks on parameters are taken off once they fired: none accumulate
+assert all(not p._backward_hooks for p in model.parameters()), "parameter hooks left behind"
 handle.remove()
 model(x)  # after remove(): no layer events
 assert torch.Tensor.backward.__name__ == "backward" and "step" not in opt.__dict__
@@ -50,6 +52,19 @@ def test_steps_layers_and_gradient_accumulation(runner):
         assert len(layer) == 6, path
         assert all(e["cat"] == "compute" and e["args"]["params"] == params for e in layer)
     assert t.named("forward.1") == []
+    # Per-layer backward: each Linear once per step, inside that step's backward, the last
+    # layer's gradient computed before the first's.
+    backward = t.named("backward")
+    for path, params in (("0", 8 * 16 + 16), ("2", 16 + 1)):
+        layer = t.named("backward." + path)
+        assert len(layer) == 6, (path, layer)
+        assert all(e["args"]["params"] == params for e in layer)
+        for e in layer:
+            assert any(b["ts"] <= e["ts"] and e["ts"] + e["dur"] <= b["ts"] + b["dur"]
+                       for b in backward), e
+    for first, last in zip(t.named("backward.0"), t.named("backward.2")):
+        assert last["ts"] <= first["ts"]
+    assert t.named("backward.1") == []
     # Memory: one counter sample per step, the process's resident set (no CUDA here).
     mem = [r for r in t.records if r.get("ph") == "C" and r.get("name") == "step"]
     assert len(mem) == 6 and all(r["args"]["memory"] > 10 * 2**20 for r in mem)
