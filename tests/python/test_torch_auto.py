@@ -68,3 +68,30 @@ def test_steps_layers_and_gradient_accumulation(runner):
     # Memory: one counter sample per step, the process's resident set (no CUDA here).
     mem = [r for r in t.records if r.get("ph") == "C" and r.get("name") == "step"]
     assert len(mem) == 6 and all(r["args"]["memory"] > 10 * 2**20 for r in mem)
+
+
+LOADER = """
+import sys
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+import dftrace.torch as dt
+
+workers = int(sys.argv[1])
+data = TensorDataset(torch.randn(40, 4), torch.randn(40, 1))
+undo = dt.instrument_dataloader()
+batches = sum(1 for _ in DataLoader(data, batch_size=8, num_workers=workers))
+undo.remove()
+sum(1 for _ in DataLoader(data, batch_size=8))  # after remove(): not traced
+print("batches", batches)
+"""
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_dataloader_fetch_without_annotations(runner, workers):
+    p = runner.run("import sys\nsys.argv[1:] = [%r]\n" % str(workers) + LOADER, script="load.py")
+    assert "batches 5" in p.stdout
+    main = [t for t in runner.traces() if t.named("fetch")]
+    assert len(main) == 1
+    fetch = main[0].named("fetch")
+    # 5 batches and the final StopIteration call, each timed in the main process
+    assert len(fetch) == 6 and all(e["cat"] == "dataloader" and e["dur"] >= 0 for e in fetch)

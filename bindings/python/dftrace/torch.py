@@ -31,7 +31,7 @@ import torch
 
 from . import ai
 
-__all__ = ["step", "trace_model", "ModelHandle"]
+__all__ = ["step", "trace_model", "ModelHandle", "instrument_dataloader"]
 
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 
@@ -231,3 +231,34 @@ def _trace_backward(module: torch.nn.Module, name: str, params: int) -> list:
                 x.remove()
             held.clear()
     return [_Handle(module.register_forward_hook(post))]
+
+
+class _Patch:
+    """Undo of a class attribute replaced by instrument_*()."""
+
+    def __init__(self, owner: Any, name: str, original: Any) -> None:
+        self.owner, self.name, self.original = owner, name, original
+
+    def remove(self) -> None:
+        if self.owner is not None:
+            setattr(self.owner, self.name, self.original)
+            self.owner = None
+
+
+def instrument_dataloader() -> _Patch:
+    """Times every DataLoader's `__next__` (the time the loop waits for a batch, in the main
+    process, with or without workers) as `dataloader.fetch`, with no change to the loop.
+    Returns a handle; `remove()` restores the iterator."""
+    from torch.utils.data import dataloader as dl
+    owner = dl._BaseDataLoaderIter
+    original = owner.__next__
+    node = ai.dataloader.fetch
+
+    def __next__(self):
+        r = node._begin()
+        try:
+            return original(self)
+        finally:
+            node._end(r)
+    owner.__next__ = __next__
+    return _Patch(owner, "__next__", original)
