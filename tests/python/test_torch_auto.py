@@ -95,3 +95,31 @@ def test_dataloader_fetch_without_annotations(runner, workers):
     fetch = main[0].named("fetch")
     # 5 batches and the final StopIteration call, each timed in the main process
     assert len(fetch) == 6 and all(e["cat"] == "dataloader" and e["dur"] >= 0 for e in fetch)
+
+
+AUTO = """
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for x, y in DataLoader(TensorDataset(torch.randn(32, 4), torch.randn(32, 1)), batch_size=8):
+    loss = torch.nn.functional.mse_loss(model(x), y)
+    loss.backward()
+    opt.step()
+    opt.zero_grad()
+"""
+
+
+def test_autostart_sitecustomize(runner):
+    import os
+    import dftrace
+    auto = os.path.join(os.path.dirname(dftrace.__file__), "_autostart")
+    path = auto + os.pathsep + os.environ.get("PYTHONPATH", "")
+    p = runner.run(AUTO, env={"DFTRACE_TORCH_AUTO": "1", "PYTHONPATH": path})
+    assert "auto-instrumentation off" not in p.stderr
+    (t,) = runner.traces()
+    c = t.counts()
+    # 4 batches: one outermost forward each (not one per submodule), backward, optimizer step
+    for name, n in {"forward": 4, "backward": 4, "step.optimizer": 4, "fetch": 5}.items():
+        assert c.get(name) == n, (name, c)
