@@ -23,6 +23,8 @@ for i in range(6):
         if i % ACCUMULATE == ACCUMULATE - 1:
             opt.step()
             opt.zero_grad()
+# per-layer backward hooks on parameters are taken off once they fired: none accumulate
+assert all(not p._backward_hooks for p in model.parameters()), "parameter hooks left behind"
 handle.remove()
 model(x)  # after remove(): no layer events
 assert torch.Tensor.backward.__name__ == "backward" and "step" not in opt.__dict__
@@ -50,6 +52,74 @@ def test_steps_layers_and_gradient_accumulation(runner):
         assert len(layer) == 6, path
         assert all(e["cat"] == "compute" and e["args"]["params"] == params for e in layer)
     assert t.named("forward.1") == []
+    # Per-layer backward: each Linear once per step, inside that step's backward, the last
+    # layer's gradient computed before the first's.
+    backward = t.named("backward")
+    for path, params in (("0", 8 * 16 + 16), ("2", 16 + 1)):
+        layer = t.named("backward." + path)
+        assert len(layer) == 6, (path, layer)
+        assert all(e["args"]["params"] == params for e in layer)
+        for e in layer:
+            assert any(b["ts"] <= e["ts"] and e["ts"] + e["dur"] <= b["ts"] + b["dur"]
+                       for b in backward), e
+    for first, last in zip(t.named("backward.0"), t.named("backward.2")):
+        assert last["ts"] <= first["ts"]
+    assert t.named("backward.1") == []
     # Memory: one counter sample per step, the process's resident set (no CUDA here).
     mem = [r for r in t.records if r.get("ph") == "C" and r.get("name") == "step"]
     assert len(mem) == 6 and all(r["args"]["memory"] > 10 * 2**20 for r in mem)
+
+
+LOADER = """
+import sys
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+import dftrace.torch as dt
+
+workers = int(sys.argv[1])
+data = TensorDataset(torch.randn(40, 4), torch.randn(40, 1))
+undo = dt.instrument_dataloader()
+batches = sum(1 for _ in DataLoader(data, batch_size=8, num_workers=workers))
+undo.remove()
+sum(1 for _ in DataLoader(data, batch_size=8))  # after remove(): not traced
+print("batches", batches)
+"""
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_dataloader_fetch_without_annotations(runner, workers):
+    p = runner.run("import sys\nsys.argv[1:] = [%r]\n" % str(workers) + LOADER, script="load.py")
+    assert "batches 5" in p.stdout
+    main = [t for t in runner.traces() if t.named("fetch")]
+    assert len(main) == 1
+    fetch = main[0].named("fetch")
+    # 5 batches and the final StopIteration call, each timed in the main process
+    assert len(fetch) == 6 and all(e["cat"] == "dataloader" and e["dur"] >= 0 for e in fetch)
+
+
+AUTO = """
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for x, y in DataLoader(TensorDataset(torch.randn(32, 4), torch.randn(32, 1)), batch_size=8):
+    loss = torch.nn.functional.mse_loss(model(x), y)
+    loss.backward()
+    opt.step()
+    opt.zero_grad()
+"""
+
+
+def test_autostart_sitecustomize(runner):
+    import os
+    import dftrace
+    auto = os.path.join(os.path.dirname(dftrace.__file__), "_autostart")
+    path = auto + os.pathsep + os.environ.get("PYTHONPATH", "")
+    p = runner.run(AUTO, env={"DFTRACE_TORCH_AUTO": "1", "PYTHONPATH": path})
+    assert "auto-instrumentation off" not in p.stderr
+    (t,) = runner.traces()
+    c = t.counts()
+    # 4 batches: one outermost forward each (not one per submodule), backward, optimizer step
+    for name, n in {"forward": 4, "backward": 4, "step.optimizer": 4, "fetch": 5}.items():
+        assert c.get(name) == n, (name, c)

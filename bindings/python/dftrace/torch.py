@@ -31,7 +31,7 @@ import torch
 
 from . import ai
 
-__all__ = ["step", "trace_model", "ModelHandle"]
+__all__ = ["step", "trace_model", "ModelHandle", "instrument_dataloader"]
 
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 
@@ -143,9 +143,12 @@ def _matches(path: str, patterns: Optional[Iterable[str]]) -> bool:
 
 def trace_model(model: torch.nn.Module, include: Optional[Iterable[str]] = None,
                 exclude: Optional[Iterable[str]] = None, leaf_only: bool = True,
-                forward: bool = True) -> ModelHandle:
+                forward: bool = True, backward: bool = True,
+                memory: bool = False) -> ModelHandle:
     """Records each module's forward as `forward.<module path>` (category `compute`, derived
-    from `compute.forward`), with the module's own parameter count (`params`). `include` and
+    from `compute.forward`) and its backward as `backward.<module path>` (derived from
+    `compute.backward`: from the gradient of its output to the module's backward hook), with the
+    module's own parameter count (`params`); `memory`: a `memory` counter after each forward. `include` and
     `exclude` are glob patterns on the module path ("encoder.*"); `leaf_only`: only modules
     without children. The root module's path is its class name."""
     handles: list = []
@@ -159,10 +162,12 @@ def trace_model(model: torch.nn.Module, include: Optional[Iterable[str]] = None,
         if _matches(name, exclude):
             continue
         paths.append(name)
+        params = sum(p.numel() for p in module.parameters(recurse=False))
+        if backward:
+            handles.extend(_trace_backward(module, name, params))
         if not forward:
             continue
         node = ai.compute.forward.derive(name)
-        params = sum(p.numel() for p in module.parameters(recurse=False))
         node.update(params=params)
         pending: List[int] = []
 
@@ -171,7 +176,89 @@ def trace_model(model: torch.nn.Module, include: Optional[Iterable[str]] = None,
 
         def post(m, i, o, node=node, pending=pending):
             if pending:
+                if memory:
+                    node._counter("memory", float(_memory_bytes()))
                 node._end(pending.pop())
         handles.append(module.register_forward_pre_hook(pre))
         handles.append(module.register_forward_hook(post))
     return ModelHandle(handles, paths)
+
+
+def _trace_backward(module: torch.nn.Module, name: str, params: int) -> list:
+    """`backward.<name>`: begins when the gradient of the module's output arrives and ends when
+    the gradients of all its inputs and parameters that require one are computed (tensor hooks
+    set by a forward hook; PyTorch 1.13's full backward hook runs before the output's gradient
+    hook when no input requires a gradient, so it cannot mark the end)."""
+    node = ai.compute.backward.derive(name)
+    node.update(params=params)
+    held: list = []  # hooks on parameters persist: removed when fired or at the next forward
+
+    def post(m, inputs, o):
+        for h in held:
+            h.remove()
+        held.clear()
+        if not (torch.is_grad_enabled() and isinstance(o, torch.Tensor) and o.requires_grad):
+            return None
+        ends = [t for t in inputs if isinstance(t, torch.Tensor) and t.requires_grad]
+        ends += [p for p in m.parameters() if p.requires_grad]
+        if not ends:
+            return None
+        state = {"left": len(ends), "region": None}
+
+        def begin(grad):
+            state["region"] = node._begin()
+
+        def end(grad):
+            state["left"] -= 1
+            if state["left"] == 0:
+                for h in held:
+                    h.remove()
+                held.clear()
+                if state["region"] is not None:
+                    node._end(state["region"])
+                    state["region"] = None
+        o.register_hook(begin)
+        for t in ends:
+            held.append(t.register_hook(end))
+        return None
+    class _Handle:
+        def __init__(self, h):
+            self.h = h
+
+        def remove(self):
+            self.h.remove()
+            for x in held:
+                x.remove()
+            held.clear()
+    return [_Handle(module.register_forward_hook(post))]
+
+
+class _Patch:
+    """Undo of a class attribute replaced by instrument_*()."""
+
+    def __init__(self, owner: Any, name: str, original: Any) -> None:
+        self.owner, self.name, self.original = owner, name, original
+
+    def remove(self) -> None:
+        if self.owner is not None:
+            setattr(self.owner, self.name, self.original)
+            self.owner = None
+
+
+def instrument_dataloader() -> _Patch:
+    """Times every DataLoader's `__next__` (the time the loop waits for a batch, in the main
+    process, with or without workers) as `dataloader.fetch`, with no change to the loop.
+    Returns a handle; `remove()` restores the iterator."""
+    from torch.utils.data import dataloader as dl
+    owner = dl._BaseDataLoaderIter
+    original = owner.__next__
+    node = ai.dataloader.fetch
+
+    def __next__(self):
+        r = node._begin()
+        try:
+            return original(self)
+        finally:
+            node._end(r)
+    owner.__next__ = __next__
+    return _Patch(owner, "__next__", original)

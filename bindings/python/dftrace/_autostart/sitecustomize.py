@@ -1,0 +1,58 @@
+"""Loaded by Python at start-up when this directory is on PYTHONPATH (`dftrace run --torch`).
+With DFTRACE_TORCH_AUTO=1 it instruments PyTorch without the script changing: every
+DataLoader's `__next__` (`dataloader.fetch`), the outermost `nn.Module.__call__` (`forward`),
+`Tensor.backward` (`backward`) and each optimizer class's `step` (`step.optimizer`).
+Any failure is reported once on stderr and the script runs untraced."""
+import os
+import sys
+
+
+def _install() -> None:
+    import torch
+    import dftrace.torch as dt
+    from dftrace import ai
+
+    dt.instrument_dataloader()
+    depth = [0]
+    call = torch.nn.Module.__call__
+
+    def module_call(self, *args, **kwargs):
+        if depth[0]:
+            return call(self, *args, **kwargs)
+        depth[0] += 1
+        r = ai.compute.forward._begin()
+        try:
+            return call(self, *args, **kwargs)
+        finally:
+            ai.compute.forward._end(r)
+            depth[0] -= 1
+    torch.nn.Module.__call__ = module_call
+    backward = torch.Tensor.backward
+
+    def tensor_backward(self, *args, **kwargs):
+        r = ai.compute.backward._begin()
+        try:
+            return backward(self, *args, **kwargs)
+        finally:
+            ai.compute.backward._end(r)
+    torch.Tensor.backward = tensor_backward
+    node = dt._optimizer_node()
+    for cls in torch.optim.Optimizer.__subclasses__():
+        original = cls.__dict__.get("step")
+        if original is None:
+            continue
+
+        def opt_step(self, *args, __original=original, **kwargs):
+            r = node._begin()
+            try:
+                return __original(self, *args, **kwargs)
+            finally:
+                node._end(r)
+        cls.step = opt_step
+
+
+if os.environ.get("DFTRACE_TORCH_AUTO") == "1":
+    try:
+        _install()
+    except Exception as exc:  # never harm the script: run it untraced
+        sys.stderr.write("dftrace: torch auto-instrumentation off: %s\n" % exc)
