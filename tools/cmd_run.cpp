@@ -21,7 +21,9 @@ const char *k_run_usage =
     "  runs CMD with tracing enabled; its POSIX and STDIO calls are traced by preloading\n"
     "  libdftrace_io (unless --no-io), in CMD and every process it starts\n"
     "  --prefix P      trace files are P-<exec>-<pid>-app.pfw.gz (DFTRACE_LOG_FILE)\n"
-    "  --data-dirs D   trace I/O only under these directories (DFTRACE_IO_DATA_DIR; default all)\n";
+    "  --data-dirs D   trace I/O only under these directories (DFTRACE_IO_DATA_DIR; default all)\n"
+    "  --torch         trace PyTorch automatically (DFTRACE_TORCH_AUTO=1, dftrace/_autostart on\n"
+    "                  PYTHONPATH)\n";
 
 bool is_file(const std::string &p) { return ::access(p.c_str(), R_OK) == 0; }
 
@@ -43,11 +45,29 @@ std::string io_library() {
   return "";
 }
 
+// The directory holding the Python package `dftrace` (its `_autostart` folder goes on
+// PYTHONPATH for --torch): DFTRACE_PYTHON_DIR, else as installed or as built.
+std::string python_dir() {
+  if (const char *e = std::getenv("DFTRACE_PYTHON_DIR"); e && *e)
+    return ::access((std::string(e) + "/dftrace/_autostart").c_str(), X_OK) == 0 ? e : "";
+  char self[PATH_MAX];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return "";
+  self[n] = '\0';
+  std::string dir(self);
+  dir.erase(dir.rfind('/'));
+  for (const char *rel : {"/../lib/python3/dist-packages", "/../bindings/python"}) {
+    const std::string p = dir + rel;
+    if (::access((p + "/dftrace/_autostart").c_str(), X_OK) == 0) return p;
+  }
+  return "";
+}
+
 }  // namespace
 
 int cmd_run(int argc, char **argv) {
   std::string prefix, data_dirs;
-  bool io = true;
+  bool io = true, torch = false;
   int i = 2;
   for (; i < argc; ++i) {
     const std::string a = argv[i];
@@ -57,6 +77,8 @@ int cmd_run(int argc, char **argv) {
     }
     if ((a == "--prefix" || a == "--data-dirs") && i + 1 < argc) {
       (a == "--prefix" ? prefix : data_dirs) = argv[++i];
+    } else if (a == "--torch") {
+      torch = true;
     } else if (a == "--no-io") {
       io = false;
     } else if (a == "--help" || a == "-h") {
@@ -75,6 +97,19 @@ int cmd_run(int argc, char **argv) {
   ::setenv("DFTRACE_ENABLE", "1", 1);
   if (!prefix.empty()) ::setenv("DFTRACE_LOG_FILE", prefix.c_str(), 1);
   if (!data_dirs.empty()) ::setenv("DFTRACE_IO_DATA_DIR", data_dirs.c_str(), 1);
+  if (torch) {
+    const std::string py = python_dir();
+    if (py.empty()) {
+      error_line(
+          "run: --torch: the Python package dftrace (with dftrace/_autostart) was not found "
+          "beside this dftrace (set DFTRACE_PYTHON_DIR)");
+      return 2;
+    }
+    ::setenv("DFTRACE_TORCH_AUTO", "1", 1);
+    const std::string start = py + "/dftrace/_autostart";
+    const char *old = std::getenv("PYTHONPATH");
+    ::setenv("PYTHONPATH", (old && *old ? start + ":" + old : start).c_str(), 1);
+  }
   if (io) {
     const std::string lib = io_library();
     if (lib.empty()) {
