@@ -123,3 +123,26 @@ def test_autostart_sitecustomize(runner):
     # 4 batches: one outermost forward each (not one per submodule), backward, optimizer step
     for name, n in {"forward": 4, "backward": 4, "step.optimizer": 4, "fetch": 5}.items():
         assert c.get(name) == n, (name, c)
+
+
+def test_dftrace_run_torch_traces_an_unmodified_script(runner, tmp_path):
+    """`dftrace run --torch -- python3 SCRIPT`: nothing set by hand, not even PYTHONPATH."""
+    import os
+    import subprocess
+    cli = os.path.join(os.environ["DFTRACE_BUILD_DIR"], "tools", "dftrace")
+    script = tmp_path / "auto.py"
+    script.write_text(AUTO)
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("DFTRACE_", "DFTRACER_")) and k != "PYTHONPATH"}
+    p = subprocess.run([cli, "run", "--torch", "--no-io", "--prefix", os.path.join(runner.trace_dir, "t"),
+                        "--", "/usr/bin/python3", str(script)],
+                       env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0 and "auto-instrumentation off" not in p.stderr, p.stderr
+    (t,) = runner.traces()
+    c = t.counts()
+    for name, n in {"forward": 4, "backward": 4, "step.optimizer": 4, "fetch": 5}.items():
+        assert c.get(name) == n, (name, c)
+    # Without the package beside it, --torch says so once and runs nothing.
+    bad = subprocess.run([cli, "run", "--torch", "--", "true"], capture_output=True, text=True,
+                         env=dict(env, DFTRACE_PYTHON_DIR=str(tmp_path)))
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--torch" in bad.stderr

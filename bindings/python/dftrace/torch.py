@@ -47,6 +47,19 @@ def _memory_bytes() -> int:
     return _rss_bytes()
 
 
+def _timed(node, fn):
+    """fn, each call recorded as a region of `node` (the wrappers the instrumentation installs)."""
+    def timed(*args, **kwargs):
+        r = node._begin()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            node._end(r)
+    timed.__name__ = getattr(fn, "__name__", "timed")
+    timed.__doc__ = getattr(fn, "__doc__", None)
+    return timed
+
+
 class step:
     """`with step(model, optimizer):` records one training step (a micro-batch under gradient
     accumulation) as `compute.step`, with inside it the model's forward (`compute.forward`),
@@ -76,14 +89,7 @@ class step:
             self._undo.append(self.model.register_forward_hook(
                 lambda m, i, o: ai.compute.forward._end(pending.pop()) if pending else None))
         original_backward = torch.Tensor.backward
-
-        def backward(tensor, *args, **kwargs):
-            r = ai.compute.backward._begin()
-            try:
-                return original_backward(tensor, *args, **kwargs)
-            finally:
-                ai.compute.backward._end(r)
-        torch.Tensor.backward = backward
+        torch.Tensor.backward = _timed(ai.compute.backward, original_backward)
         self._undo.append(lambda: setattr(torch.Tensor, "backward", original_backward))
         if self.optimizer is not None:
             opt = self.optimizer
@@ -254,11 +260,5 @@ def instrument_dataloader() -> _Patch:
     original = owner.__next__
     node = ai.dataloader.fetch
 
-    def __next__(self):
-        r = node._begin()
-        try:
-            return original(self)
-        finally:
-            node._end(r)
-    owner.__next__ = __next__
+    owner.__next__ = _timed(node, original)
     return _Patch(owner, "__next__", original)

@@ -27,28 +27,12 @@ def _install() -> None:
             ai.compute.forward._end(r)
             depth[0] -= 1
     torch.nn.Module.__call__ = module_call
-    backward = torch.Tensor.backward
-
-    def tensor_backward(self, *args, **kwargs):
-        r = ai.compute.backward._begin()
-        try:
-            return backward(self, *args, **kwargs)
-        finally:
-            ai.compute.backward._end(r)
-    torch.Tensor.backward = tensor_backward
+    torch.Tensor.backward = dt._timed(ai.compute.backward, torch.Tensor.backward)
     node = dt._optimizer_node()
     for cls in torch.optim.Optimizer.__subclasses__():
         original = cls.__dict__.get("step")
-        if original is None:
-            continue
-
-        def opt_step(self, *args, __original=original, **kwargs):
-            r = node._begin()
-            try:
-                return __original(self, *args, **kwargs)
-            finally:
-                node._end(r)
-        cls.step = opt_step
+        if original is not None:
+            cls.step = dt._timed(node, original)
 
 
 if os.environ.get("DFTRACE_TORCH_AUTO") == "1":
