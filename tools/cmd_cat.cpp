@@ -16,13 +16,14 @@ struct filter {
   uint64_t from = 0, to = 0;
   bool time() const { return has_from || has_to; }
 
-  bool keep(const parsed_line &pl) const {
+  bool keep(const parsed_line &pl, time_unit unit) const {
     if (!cats.empty() && !cats.count(std::string(pl.cat.text))) return false;
     if (!names.empty() && !names.count(std::string(pl.name.text))) return false;
     if (!pids.empty() && !pids.count(std::string(pl.pid.text))) return false;
     if (time()) {
-      uint64_t ts = 0;
-      if (!pl.ts.present() || !detail::value_u64(pl.ts, &ts)) return false;
+      uint64_t ns = 0;  // compared in whole microseconds, as --from and --to are given
+      if (!pl.ts.present() || !detail::value_ns(pl.ts, unit, &ns)) return false;
+      const uint64_t ts = ns / 1000;
       if (has_from && ts < from) return false;
       if (has_to && ts > to) return false;
     }
@@ -82,6 +83,7 @@ int cmd_cat(const args_t &a) {
       return true;
     };
   }
+  time_unit unit = time_unit::us;  // of the file being read
   auto work = [&](detail::text_block &b) {
     auto r = std::make_unique<cat_result>();
     r->out.reserve(any_filter ? b.text.size() / 4 : b.text.size());
@@ -94,7 +96,7 @@ int cmd_cat(const args_t &a) {
         ++r->invalid;
         return true;
       }
-      if (any_filter && !flt.keep(pl)) return true;
+      if (any_filter && !flt.keep(pl, unit)) return true;
       r->out.append(t.data(), t.size());
       r->out.push_back('\n');
       return true;
@@ -105,6 +107,7 @@ int cmd_cat(const args_t &a) {
     detail::trace_file f;
     if (!open_trace(path, &f, &ok)) continue;
     print_plan_issues(f, path);
+    if (flt.time()) unit = detail::header_time_unit(f);
     uint64_t invalid = 0;
     detail::for_each_block(f, opt, work, [&](detail::text_block &b) {
       auto *r = static_cast<cat_result *>(b.result.get());

@@ -76,52 +76,23 @@ std::string put_head(std::string &o, const parsed_line &pl, const jvalue *cat,
 // One event for the viewer, its time kept apart: the output is sorted by time and written
 // relative to the trace's first event once every file is read.
 struct entry {
-  uint64_t ts_ns;    // absolute, as the trace says (epoch microseconds x 1000)
+  uint64_t ts_ns;    // absolute: epoch nanoseconds
   uint64_t dur_ns;   // 0 for events without a duration
   std::string head;  // {"name":..,"cat":..,"ph":..,"pid":..,"tid":..
   std::string tail;  // [,"dur":..][,"id":..][,"s":..][,"args":{..}]}
 };
 
-// A time in microseconds (a JSON number: "12", "12.250", "1e5") as integer nanoseconds; false
-// when it is negative or not a number.
-bool time_ns(const std::string &us, uint64_t *ns) {
-  size_t i = 0;
-  uint64_t whole = 0;
-  while (i < us.size() && us[i] >= '0' && us[i] <= '9' && whole < (UINT64_MAX - 9) / 10000)
-    whole = whole * 10 + static_cast<uint64_t>(us[i++] - '0');
-  if (i == us.size() && i > 0) {
-    *ns = whole * 1000;
-    return true;
-  }
-  if (i > 0 && us[i] == '.') {
-    uint64_t frac = 0;
-    int digits = 0;
-    size_t j = i + 1;
-    for (; j < us.size() && us[j] >= '0' && us[j] <= '9'; ++j)
-      if (digits < 3) frac = frac * 10 + static_cast<uint64_t>(us[j] - '0'), ++digits;
-    if (j == us.size() && j > i + 1) {
-      while (digits < 3) frac *= 10, ++digits;
-      *ns = whole * 1000 + frac;
-      return true;
-    }
-  }
-  char *end = nullptr;  // exponents and other forms: through a double (rounded to the ns)
-  const double v = std::strtod(us.c_str(), &end);
-  if (!end || *end || !(v >= 0) || v > 1.8e16) return false;
-  *ns = static_cast<uint64_t>(v * 1000.0 + 0.5);
+// A ts or dur of a file in unit as integer nanoseconds; false when it is negative or not a
+// number. Microseconds may also come as other JSON forms ("1e5"), read through a double.
+bool time_ns(const jvalue &v, time_unit unit, uint64_t *ns) {
+  if (detail::value_ns(v, unit, ns)) return true;
+  if (unit != time_unit::us) return false;
+  const std::string us(v.text);
+  char *end = nullptr;
+  const double d = std::strtod(us.c_str(), &end);
+  if (!end || *end || !(d >= 0) || d > 1.8e16) return false;
+  *ns = static_cast<uint64_t>(d * 1000.0 + 0.5);
   return true;
-}
-
-// Nanoseconds as microseconds, exact: "1234" or "1234.567".
-std::string us_text(uint64_t ns) {
-  std::string s = std::to_string(ns / 1000);
-  if (const uint64_t f = ns % 1000) {
-    char buf[8];
-    std::snprintf(buf, sizeof buf, ".%03u", static_cast<unsigned>(f));
-    s += buf;
-    while (s.back() == '0') s.pop_back();
-  }
-  return s;
 }
 
 // Integers a double can not hold exactly (beyond 2^53: hashes, clock offsets) are written as
@@ -184,7 +155,7 @@ struct convert_result : detail::block_result {
   std::set<std::string> pids;
 };
 
-void convert_block(detail::text_block &b) {
+void convert_block(detail::text_block &b, time_unit unit) {
   auto r = std::make_unique<convert_result>();
   parsed_line pl;
   const std::string_view text = b.whole_lines();
@@ -237,17 +208,20 @@ void convert_block(detail::text_block &b) {
       return true;
     }
     entry e;
-    if (!time_ns(ts, &e.ts_ns)) {
+    if (!time_ns(pl.ts, unit, &e.ts_ns)) {
       ++r->skipped;
       return true;
     }
     e.dur_ns = 0;
-    if (ph == 'X' && dur_num) time_ns(dur, &e.dur_ns);
+    if (ph == 'X' && dur_num && !time_ns(pl.dur, unit, &e.dur_ns)) {
+      ++r->skipped;
+      return true;
+    }
     const std::string pid = put_head(e.head, pl, &pl.cat, pl.ph.text);
     std::string &tail = e.tail;
     if (ph == 'X') {
       tail += ",\"dur\":";
-      tail += dur_num ? dur : std::string("0");  // a complete event written without dur
+      tail += us_text(e.dur_ns);  // 0 for a complete event written without dur
     }
     if (ph != 'C' && pl.id.present()) {  // counters with an id become one track per sample
       tail += ",\"id\":";
@@ -327,7 +301,9 @@ int cmd_convert(const args_t &a) {
     detail::trace_file f;
     if (!open_trace(path, &f, &ok)) continue;
     progress bar("convert", f.size());
-    detail::for_each_block(f, opt, convert_block, [&](detail::text_block &b) {
+    const time_unit unit = detail::header_time_unit(f);
+    auto work = [unit](detail::text_block &b) { convert_block(b, unit); };
+    detail::for_each_block(f, opt, work, [&](detail::text_block &b) {
       auto *r = static_cast<convert_result *>(b.result.get());
       out += r->out;
       std::move(r->entries.begin(), r->entries.end(), std::back_inserter(entries));

@@ -46,15 +46,6 @@ bool clock_offset_of(const loaded_trace &t, int64_t *ns) {
 // monotonic clocks. Offsets are input; anything beyond is reported and not applied.
 constexpr int64_t k_max_offset_ns = 1000000000000000000;
 
-// Microseconds from nanoseconds, rounded half away from zero (no overflow for any int64).
-int64_t ns_to_us(int64_t ns) {
-  int64_t q = ns / 1000;
-  const int64_t r = ns % 1000;
-  if (r >= 500) ++q;
-  if (r <= -500) --q;
-  return q;
-}
-
 // ts + shift, clamped to [0, UINT64_MAX].
 uint64_t shift_ts(uint64_t ts, int64_t shift) {
   if (shift >= 0) {
@@ -74,8 +65,10 @@ bool is_hash_def(const parsed_line &pl) {
 // keep their value, and merge says so.
 uint64_t g_unmappable = 0;
 
-// Appends line with the id, p_idx and ts values replaced as needed to out.
-void rewrite(const line_rec &rec, bool remap, uint64_t nfiles, int64_t shift, std::string &out) {
+// Appends line with the id, p_idx and ts values replaced as needed to out (shift in ns; the ts
+// is written back in the file's unit, an old trace's microsecond fraction kept exact).
+void rewrite(const line_rec &rec, bool remap, uint64_t nfiles, int64_t shift, time_unit unit,
+             std::string &out) {
   struct edit {
     uint32_t off, len;
     int kind;  // 0 id, 1 p_idx, 2 ts
@@ -93,10 +86,14 @@ void rewrite(const line_rec &rec, bool remap, uint64_t nfiles, int64_t shift, st
     out.append(rec.p + pos, e[i].off - pos);
     const std::string_view old(rec.p + e[i].off, e[i].len);
     if (e[i].kind == 2) {
-      // Shift the integer part (rec.ts, already range-checked by the parser), keep any fraction.
-      const size_t dot = old.find('.');
-      out.append(num, static_cast<size_t>(detail::write_u64(num, shift_ts(rec.ts, shift)) - num));
-      if (dot != std::string_view::npos) out.append(old.substr(dot));
+      const uint64_t ts = shift_ts(rec.ts, shift);
+      if (unit == time_unit::ns) {
+        out.append(num, static_cast<size_t>(detail::write_u64(num, ts) - num));
+      } else if (old.find('.') != std::string_view::npos) {
+        out += us_text(ts);
+      } else {
+        out.append(num, static_cast<size_t>(detail::write_u64(num, ts / 1000) - num));
+      }
     } else {
       // The text was read by value_i64 (digits, at most INT64_MAX); ids are input, so the
       // product is checked.
@@ -172,6 +169,13 @@ int cmd_merge(const args_t &a) {
     return 1;
   }
   phase("load");
+  // One file holds one unit: inputs in microseconds and in nanoseconds are not mixed.
+  for (const auto &t : traces) {
+    if (t->unit == traces[0]->unit) continue;
+    error_line("merge: " + traces[0]->path + " and " + t->path +
+               " have different time units (time_metric us and ns); merge traces of one unit");
+    return 2;
+  }
   // Fix file indexes after skipped inputs.
   for (uint32_t i = 0; i < traces.size(); ++i)
     for (auto &rec : traces[i]->lines) rec.file = i;
@@ -188,7 +192,8 @@ int cmd_merge(const args_t &a) {
         ok = false;
         continue;
       }
-      shift[i] = ns_to_us(ns);
+      // A microsecond trace moves by whole microseconds (rounded half away from zero).
+      shift[i] = traces[i]->unit == time_unit::ns ? ns : (ns + (ns < 0 ? -500 : 500)) / 1000 * 1000;
     }
   }
 
@@ -226,6 +231,9 @@ int cmd_merge(const args_t &a) {
       }
     }
   }
+  // The time unit's declarations first, where readers look for it (detail::header_time_unit).
+  std::stable_partition(meta.begin(), meta.end(),
+                        [](const line_rec *r) { return declares_unit(r->view()); });
   // Ids stay as they are unless two inputs share one among the lines written; then every
   // id (and p_idx) becomes id * nfiles + file index, which keeps them unique and the parent
   // links intact.
@@ -270,7 +278,7 @@ int cmd_merge(const args_t &a) {
   }
   w.line("[", false, 0);
   for (const line_rec *rec : meta) {
-    rewrite(*rec, remap, nfiles, 0, w.open_line());
+    rewrite(*rec, remap, nfiles, 0, traces[rec->file]->unit, w.open_line());
     w.close_line(false, 0);
   }
   const uint64_t meta_out = meta.size();
@@ -328,7 +336,7 @@ int cmd_merge(const args_t &a) {
     if (!remap && shift[h.file] == 0) {
       w.line(rec->view(), true, h.ts);
     } else {
-      rewrite(*rec, remap, nfiles, shift[h.file], w.open_line());
+      rewrite(*rec, remap, nfiles, shift[h.file], traces[h.file]->unit, w.open_line());
       w.close_line(true, h.ts);
     }
     ++events;

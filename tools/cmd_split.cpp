@@ -186,8 +186,12 @@ int cmd_split(const args_t &a) {
       return 1;
     }
     w.line("[", false, 0);
+    // The time unit's declaration first, where readers look for it (detail::header_time_unit).
+    auto unit_line = [](const line_rec *r) { return declares_unit(r->view()); };
+    const auto rest = std::stable_partition(meta.begin(), meta.end(), unit_line);
+    for (auto it = meta.begin(); it != rest; ++it) w.line((*it)->view(), false, 0);
     for (const line_rec *r : defs) w.line(r->view(), false, 0);
-    for (const line_rec *r : meta) w.line(r->view(), false, 0);
+    for (auto it = rest; it != meta.end(); ++it) w.line((*it)->view(), false, 0);
     for (const line_rec *r : pieces[k]) w.line(r->view(), r->has_ts, r->ts);
     w.line("]", false, 0);
     if (!w.finish()) {

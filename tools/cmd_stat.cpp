@@ -73,7 +73,7 @@ struct partial : detail::block_result {
   }
 };
 
-void scan_block(detail::text_block &b) {
+void scan_block(detail::text_block &b, time_unit unit) {
   auto r = std::make_unique<partial>();
   parsed_line pl;
   std::string key;
@@ -95,7 +95,7 @@ void scan_block(detail::text_block &b) {
       return true;
     }
     ++r->objects;
-    const event_fields f = fields_of(pl);
+    const event_fields f = fields_of(pl, unit);
     r->by_ph[static_cast<unsigned char>(f.ph) & 127]++;
     if (f.ph == 'M' && pl.name.text == "PR") {  // the MPI rank of a pid, when it is known
       const jvalue *n = pl.arg_value("name");
@@ -218,9 +218,9 @@ int cmd_stat(const args_t &a) {
       for (const auto &part : f->parts()) {
         s.lines += part.dt.lines;
         s.text += part.dt.uncompressed_len;
-        if (part.dt.ts_min || part.dt.ts_max) {
-          all.ts_min = std::min(all.ts_min, part.dt.ts_min);
-          all.end_max = std::max(all.end_max, part.dt.ts_max);
+        if (part.dt.ts_min || part.dt.ts_max) {  // DT times are epoch microseconds
+          all.ts_min = std::min(all.ts_min, detail::unit_to_ns(part.dt.ts_min, time_unit::us));
+          all.end_max = std::max(all.end_max, detail::unit_to_ns(part.dt.ts_max, time_unit::us));
         }
       }
       all.lines += s.lines;
@@ -241,7 +241,8 @@ int cmd_stat(const args_t &a) {
         b.result = std::move(r);
       };
     } else {
-      work = scan_block;
+      const time_unit unit = detail::header_time_unit(*f);
+      work = [unit](detail::text_block &b) { scan_block(b, unit); };
     }
     detail::for_each_block(*f, opt, work, [&](detail::text_block &b) {
       auto *r = static_cast<partial *>(b.result.get());
@@ -310,10 +311,8 @@ int cmd_stat(const args_t &a) {
              all.by_ph['i'] + all.by_ph['I'], all.invalid, all.dropped);
     out += buf;
     if (have_span) {
-      snprintf(buf, sizeof buf,
-               ",\"ts_min\":%" PRIu64 ",\"ts_end\":%" PRIu64 ",\"span_us\":%" PRIu64, all.ts_min,
-               all.end_max, span);
-      out += buf;
+      out += ",\"ts_min\":" + us_text(all.ts_min) + ",\"ts_end\":" + us_text(all.end_max) +
+             ",\"span_us\":" + us_text(span) + ",\"span_ns\":" + std::to_string(span);
     }
     out += ",\"by_name\":[";
     for (size_t i = 0; i < rows.size(); ++i) {
@@ -321,21 +320,20 @@ int cmd_stat(const args_t &a) {
       // Names and ids are appended, not formatted: a long one must not be cut (invalid JSON).
       out += i ? ",{\"cat\":" : "{\"cat\":";
       out += jstr(r.cat) + ",\"name\":" + jstr(r.name);
-      snprintf(buf, sizeof buf,
-               ",\"count\":%" PRIu64 ",\"total_us\":%" PRIu64
-               ",\"mean_us\":%.3f,\"p50_us\":%" PRIu64 ",\"p99_us\":%" PRIu64 "}",
-               r.count, r.total, r.count ? static_cast<double>(r.total) / r.count : 0.0, r.p50,
-               r.p99);
+      snprintf(buf, sizeof buf, ",\"count\":%" PRIu64 ",\"total_us\":", r.count);
       out += buf;
+      out += us_text(r.total);
+      snprintf(buf, sizeof buf, ",\"total_ns\":%" PRIu64 ",\"mean_us\":%.3f,\"p50_us\":", r.total,
+               r.count ? static_cast<double>(r.total) / r.count / 1e3 : 0.0);
+      out += buf;
+      out += us_text(r.p50) + ",\"p99_us\":" + us_text(r.p99) + "}";
     }
     // One {"pid":..., [rank or tid,] "events", "ts_min", "ts_end"} entry per process or thread.
     auto entry = [&](bool first, const std::string &ids, const auto &span) {
       out += first ? "{\"pid\":" : ",{\"pid\":";
       out += ids;
-      snprintf(buf, sizeof buf,
-               ",\"events\":%" PRIu64 ",\"ts_min\":%" PRIu64 ",\"ts_end\":%" PRIu64 "}",
-               span.events, span.ts_min, span.end_max);
-      out += buf;
+      out += ",\"events\":" + std::to_string(span.events) + ",\"ts_min\":" + us_text(span.ts_min) +
+             ",\"ts_end\":" + us_text(span.end_max) + "}";
     };
     out += "],\"by_pid\":[";
     bool first = true;
@@ -374,8 +372,8 @@ int cmd_stat(const args_t &a) {
       out += buf;
     }
     if (have_span) {
-      snprintf(buf, sizeof buf, "time span: %.6f s (ts %" PRIu64 " .. %" PRIu64 ")\n", span / 1e6,
-               all.ts_min, all.end_max);
+      snprintf(buf, sizeof buf, "time span: %.6f s (ts %s .. %s us)\n", span / 1e9,
+               us_text(all.ts_min).c_str(), us_text(all.end_max).c_str());
       out += buf;
     }
     if (!rows.empty()) {
@@ -383,10 +381,10 @@ int cmd_stat(const args_t &a) {
                "total_ms", "mean_us", "p50_us", "p99_us");
       out += buf;
       for (const auto &r : rows) {
-        snprintf(buf, sizeof buf,
-                 "%-14s %-28s %10" PRIu64 " %14.3f %12.2f %10" PRIu64 " %10" PRIu64 "\n",
-                 r.cat.c_str(), r.name.c_str(), r.count, r.total / 1e3,
-                 r.count ? static_cast<double>(r.total) / r.count : 0.0, r.p50, r.p99);
+        snprintf(buf, sizeof buf, "%-14s %-28s %10" PRIu64 " %14.3f %12.2f %10s %10s\n",
+                 r.cat.c_str(), r.name.c_str(), r.count, r.total / 1e6,
+                 r.count ? static_cast<double>(r.total) / r.count / 1e3 : 0.0,
+                 us_text(r.p50).c_str(), us_text(r.p99).c_str());
         out += buf;
       }
     }
@@ -398,14 +396,14 @@ int cmd_stat(const args_t &a) {
         auto rk = all.ranks.find(kv.first);
         snprintf(buf, sizeof buf, "%-12s %-6s %-12s %10" PRIu64 " %14.6f\n", kv.first.c_str(),
                  rk == all.ranks.end() ? "-" : rk->second.c_str(), "*", kv.second.events,
-                 (kv.second.end_max - kv.second.ts_min) / 1e6);
+                 (kv.second.end_max - kv.second.ts_min) / 1e9);
         out += buf;
         const std::string prefix = kv.first + '\x1f';
         for (auto it = threads.lower_bound(prefix);
              it != threads.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
           snprintf(buf, sizeof buf, "%-12s %-6s %-12s %10" PRIu64 " %14.6f\n", "", "",
                    it->first.substr(prefix.size()).c_str(), it->second.events,
-                   (it->second.end_max - it->second.ts_min) / 1e6);
+                   (it->second.end_max - it->second.ts_min) / 1e9);
           out += buf;
         }
       }

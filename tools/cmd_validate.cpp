@@ -131,7 +131,7 @@ void need_string(check_result &r, uint32_t ln, const jvalue &v, const char *key)
   }
 }
 
-void check_block(detail::text_block &b) {
+void check_block(detail::text_block &b, time_unit unit) {
   auto r = std::make_unique<check_result>();
   parsed_line pl;
   std::vector<std::string_view> refs;
@@ -176,9 +176,9 @@ void check_block(detail::text_block &b) {
     if (ph && pl.ph.text.size() != 1)
       r->findings.push_back({cur, true, "type", "\"ph\" is not one character"});
     switch (ph) {
-      case 'X':
-        need_number(*r, cur, pl.ts, "ts", false, false);
-        need_number(*r, cur, pl.dur, "dur", false, false);
+      case 'X':  // a trace in integer nanoseconds has no fractions
+        need_number(*r, cur, pl.ts, "ts", unit == time_unit::ns, false);
+        need_number(*r, cur, pl.dur, "dur", unit == time_unit::ns, false);
         break;
       case 'C':
         need_number(*r, cur, pl.ts, "ts", false, false);
@@ -232,9 +232,9 @@ void check_block(detail::text_block &b) {
         r->ids.emplace_back(static_cast<uint64_t>(id), cur);
       }
     }
-    uint64_t ts = 0;
-    if (pl.ts.present() && detail::value_u64(pl.ts, &ts)) {
-      r->ts_range.add_ts(ts, r->any_ts);
+    uint64_t ts = 0;  // ns
+    if (pl.ts.present() && detail::value_ns(pl.ts, unit, &ts)) {
+      r->ts_range.add_ts(ts / 1000, r->any_ts);  // DT fields hold epoch microseconds
       if (!meta && ph) {  // the process's span: its start/end events and everything else
         pid_span one;
         if (ph == 'X' && pl.cat.text == "dftracer" && pl.name.text == "start") {
@@ -247,7 +247,7 @@ void check_block(detail::text_block &b) {
           one.end_line = cur + 1;
         } else {
           uint64_t dur = 0;
-          if (ph == 'X' && pl.dur.present()) detail::value_u64(pl.dur, &dur);
+          if (ph == 'X' && pl.dur.present()) detail::value_ns(pl.dur, unit, &dur);
           one.any = true;
           one.first_ts = ts;
           one.last_end = ts + std::min<uint64_t>(dur, UINT64_MAX - ts);
@@ -331,7 +331,9 @@ int cmd_validate(const args_t &a) {
     std::unordered_set<std::string> reported_hash;
     std::vector<std::pair<uint64_t, uint64_t>> ids;  // (id, absolute line)
     std::map<std::string, pid_span> spans;
-    detail::for_each_block(f, opt, check_block, [&](detail::text_block &b) {
+    const time_unit unit = detail::header_time_unit(f);
+    auto work = [unit](detail::text_block &b) { check_block(b, unit); };
+    detail::for_each_block(f, opt, work, [&](detail::text_block &b) {
       auto *r = static_cast<check_result *>(b.result.get());
       for (const auto &i : b.issues)
         rep.add(base + r->lines, i.error, "gzip",
@@ -407,15 +409,15 @@ int cmd_validate(const args_t &a) {
       if (!sp.any) continue;
       if (sp.has_start && sp.first_ts < sp.start_ts)
         rep.add(sp.first_line, true, "span",
-                "pid " + kv.first + ": an event starts at ts " + std::to_string(sp.first_ts) +
-                    ", " + std::to_string(sp.start_ts - sp.first_ts) +
+                "pid " + kv.first + ": an event starts at ts " + us_text(sp.first_ts) + ", " +
+                    us_text(sp.start_ts - sp.first_ts) +
                     " us before its process's start event (line " + std::to_string(sp.start_line) +
                     ")");
       if (sp.has_end && sp.last_end > sp.end_ts)
         rep.add(sp.last_line, true, "span",
-                "pid " + kv.first + ": an event ends at ts " + std::to_string(sp.last_end) + ", " +
-                    std::to_string(sp.last_end - sp.end_ts) +
-                    " us after its process's end event (line " + std::to_string(sp.end_line) + ")");
+                "pid " + kv.first + ": an event ends at ts " + us_text(sp.last_end) + ", " +
+                    us_text(sp.last_end - sp.end_ts) + " us after its process's end event (line " +
+                    std::to_string(sp.end_line) + ")");
     }
     // Ids are dense integers: a table of first lines over their range finds duplicates in
     // one pass; very sparse ids are sorted instead.

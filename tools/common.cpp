@@ -253,13 +253,31 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
-event_fields fields_of(const parsed_line &pl) {
+event_fields fields_of(const parsed_line &pl, time_unit unit) {
   event_fields f;
   f.ok = pl.error == nullptr;
   if (pl.ph.type == jtype::string && !pl.ph.text.empty()) f.ph = pl.ph.text[0];
-  if (pl.ts.present() && detail::value_u64(pl.ts, &f.ts)) f.has_ts = true;
-  if (pl.dur.present() && detail::value_u64(pl.dur, &f.dur)) f.has_dur = true;
+  if (pl.ts.present() && detail::value_ns(pl.ts, unit, &f.ts)) f.has_ts = true;
+  if (pl.dur.present() && detail::value_ns(pl.dur, unit, &f.dur)) f.has_dur = true;
   return f;
+}
+
+std::string us_text(uint64_t ns) {
+  std::string s = std::to_string(ns / 1000);
+  if (const uint64_t f = ns % 1000) {
+    char buf[8];
+    std::snprintf(buf, sizeof buf, ".%03u", static_cast<unsigned>(f));
+    s += buf;
+    while (s.back() == '0') s.pop_back();
+  }
+  return s;
+}
+
+bool declares_unit(std::string_view line) {
+  if (line.find("\"time_metric\"") == std::string_view::npos) return false;
+  parsed_line pl;
+  time_unit u;
+  return detail::parse_line(line, pl) && pl.name.text == "PR" && detail::declares_time_unit(pl, &u);
 }
 
 void hash_refs(const parsed_line &pl, std::vector<std::string_view> *out) {
@@ -289,6 +307,8 @@ bool load_trace(const std::string &path, uint32_t file_index, loaded_trace *out,
   bool opened = true;
   if (!open_trace(path, out->file.get(), &opened)) return false;
   print_plan_issues(*out->file, path);
+  const time_unit unit = detail::header_time_unit(*out->file);
+  out->unit = unit;
   const detail::read_options opt = tool_read_options();
   auto work = [&](detail::text_block &b) {
     auto r = std::make_unique<load_result>();
@@ -309,7 +329,7 @@ bool load_trace(const std::string &path, uint32_t file_index, loaded_trace *out,
       rec.p = line.data();
       rec.len = static_cast<uint32_t>(line.size());
       rec.file = file_index;
-      const event_fields f = fields_of(pl);
+      const event_fields f = fields_of(pl, unit);
       rec.is_meta = f.ph == 'M';
       if (f.has_ts && !rec.is_meta) {
         rec.has_ts = true;
@@ -392,16 +412,16 @@ trace_writer::~trace_writer() {
   if (fd_ >= 0) finish();
 }
 
-void trace_writer::line(std::string_view text, bool has_ts, uint64_t ts) {
+void trace_writer::line(std::string_view text, bool has_ts, uint64_t ts_ns) {
   cur_->text.append(text.data(), text.size());
-  close_line(has_ts, ts);
+  close_line(has_ts, ts_ns);
 }
 
-void trace_writer::close_line(bool has_ts, uint64_t ts) {
+void trace_writer::close_line(bool has_ts, uint64_t ts_ns) {
   job &j = *cur_;
   j.text.push_back('\n');
   ++j.stats.lines;
-  if (has_ts) j.stats.add_ts(ts, j.any_ts);
+  if (has_ts) j.stats.add_ts(ts_ns / 1000, j.any_ts);
   if (j.text.size() >= member_bytes_) submit();
 }
 

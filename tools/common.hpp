@@ -16,6 +16,7 @@
 #include "base/gzip_member.hpp"
 #include "config/config.hpp"
 #include "reader/line_parser.hpp"
+#include "reader/time_unit.hpp"
 #include "reader/trace_reader.hpp"
 
 namespace dftrace::tools {
@@ -23,6 +24,7 @@ namespace dftrace::tools {
 using detail::jtype;
 using detail::jvalue;
 using detail::parsed_line;
+using detail::time_unit;
 
 // The arguments after the subcommand, with the helpers each command uses to read them.
 struct args_t {
@@ -87,19 +89,28 @@ class progress {
 
 double now_seconds();
 
-// The typed view of the fields every command needs, from a parsed line.
+// The typed view of the fields every command needs, from a parsed line of a file whose times
+// are in unit (detail::header_time_unit).
 struct event_fields {
   bool ok = false;  // valid JSON object
   bool has_ts = false;
-  uint64_t ts = 0;  // integer microseconds
-  uint64_t dur = 0;
+  uint64_t ts = 0;   // nanoseconds since the epoch
+  uint64_t dur = 0;  // nanoseconds
   bool has_dur = false;
   char ph = 0;  // first character of ph ('X', 'M', 'C', 'i', ...), 0 if missing
 };
-event_fields fields_of(const parsed_line &pl);
+event_fields fields_of(const parsed_line &pl, time_unit unit);
+
+// Nanoseconds as microseconds for output, exact: an integer when whole, else with the digits of
+// the fraction that matter ("1795262848109106", "12.25", "0.001").
+std::string us_text(uint64_t ns);
 
 // s without surrounding blanks (spaces, tabs, carriage returns).
 std::string_view trim(std::string_view s);
+
+// True for a metadata line that declares the trace's time unit (a PR time_metric line); merge
+// and split write these first.
+bool declares_unit(std::string_view line);
 
 // ---- whole traces in memory (merge, split)
 
@@ -109,7 +120,7 @@ struct line_rec {
   const char *p = nullptr;
   uint32_t len = 0;
   uint32_t file = 0;
-  uint64_t ts = 0;
+  uint64_t ts = 0;   // nanoseconds since the epoch
   uint64_t seq = 0;  // position in its file
   uint32_t id_off = 0, id_len = 0;
   uint32_t ts_off = 0, ts_len = 0;
@@ -128,7 +139,8 @@ struct loaded_trace {
   std::vector<line_rec> lines;                              // every JSON object line
   uint64_t invalid_lines = 0;
   uint64_t text_bytes = 0;
-  bool closed = false;  // had a ']'
+  bool closed = false;             // had a ']'
+  time_unit unit = time_unit::us;  // of its ts and dur values, as its header declares
   std::vector<detail::read_issue> issues;
 };
 
@@ -148,12 +160,13 @@ class trace_writer {
   ~trace_writer();
   bool ok() const { return ok_; }
   const std::string &error() const { return error_; }
-  // Appends one line (without '\n'); ts is used for the member's DT range when has_ts.
-  void line(std::string_view text, bool has_ts, uint64_t ts);
+  // Appends one line (without '\n'); ts_ns (epoch nanoseconds) is used for the member's DT
+  // range (epoch microseconds) when has_ts.
+  void line(std::string_view text, bool has_ts, uint64_t ts_ns);
   // The same in two steps, for callers that build the line in place: append its text to
   // open_line(), then call close_line().
   std::string &open_line() { return cur_->text; }
-  void close_line(bool has_ts, uint64_t ts);
+  void close_line(bool has_ts, uint64_t ts_ns);
   // Flushes and closes; returns false (error() says why) if anything failed.
   bool finish();
 

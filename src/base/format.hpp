@@ -111,17 +111,6 @@ inline char *write_double(char *p, double v) {
   return r.ptr;
 }
 
-// Microseconds with a three-digit fraction: 1795262848109106.250
-inline char *write_us_fraction(char *p, uint64_t ns) {
-  p = write_u64(p, ns / 1000);
-  const unsigned f = static_cast<unsigned>(ns % 1000);
-  p[0] = '.';
-  p[1] = static_cast<char>('0' + f / 100);
-  p[2] = static_cast<char>('0' + (f / 10) % 10);
-  p[3] = static_cast<char>('0' + f % 10);
-  return p + 4;
-}
-
 // Length of the valid UTF-8 sequence (RFC 3629: no overlong form, no surrogate, nothing above
 // U+10FFFF) starting at s, of which n bytes are readable; 0 if s[0] starts none. The one
 // UTF-8 check: escaping (below) and the trace reader's line parser both use it.

@@ -293,7 +293,7 @@ bool parse_dt_field(const uint8_t *p, size_t n, dt_field *out) {
   return false;
 }
 
-member_stats scan_member_stats(const char *text, size_t len) {
+member_stats scan_member_stats(const char *text, size_t len, uint64_t ts_per_us) {
   member_stats st;
   const char *p = text;
   const char *end = text + len;
@@ -316,7 +316,7 @@ member_stats scan_member_stats(const char *text, size_t len) {
         uint64_t v = 0;
         const char *d = q + 5;
         while (d < limit && *d >= '0' && *d <= '9') v = v * 10 + static_cast<uint64_t>(*d++ - '0');
-        st.add_ts(v, any);
+        st.add_ts(v / ts_per_us, any);
         break;
       }
     }

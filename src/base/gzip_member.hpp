@@ -84,7 +84,8 @@ class member_encoder {
 bool parse_dt_field(const uint8_t *p, size_t n, dt_field *out);
 
 // Scans text for lines and their "ts" values (slow path: used when a block's statistics
-// are not known from the producer).
-member_stats scan_member_stats(const char *text, size_t len);
+// are not known from the producer). ts_per_us: 1000 when the text's times are nanoseconds
+// (the DT field holds microseconds either way).
+member_stats scan_member_stats(const char *text, size_t len, uint64_t ts_per_us = 1);
 
 }  // namespace dftrace::detail

@@ -465,6 +465,9 @@ std::string runtime::header_text() {
   const uint64_t exec_hash = dftracer_hash(exec_);
   meta("SH", cmdline_, std::to_string(cmd_hash));
   meta("SH", exec_, std::to_string(exec_hash));
+  // The unit of ts and dur: no hhash, so that merge and split can write it first.
+  h += meta_line(f, header_id(), "PR", pid_, false, "time_metric",
+                 cfg_.ns_precision ? "\"ns\"" : "\"us\"");
   meta("PR", "hostname", json_quote(host_));
   meta("PR", "exec", json_quote(exec_));
   if (rank_ >= 0) {

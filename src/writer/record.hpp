@@ -91,11 +91,12 @@ struct raw_arg {
 };
 inline constexpr size_t k_max_arg_key = 1024;  // longer keys are cut (documented)
 
-// A time on the trace's scale: CLOCK_MONOTONIC ns `mono` as epoch microseconds, an integer or,
-// at ns precision, with a three-digit fraction. The one place "ts" values are written.
+// A time on the trace's scale: CLOCK_MONOTONIC ns `mono` as an integer count of epoch
+// microseconds, or at ns precision of epoch nanoseconds (the trace's `time_metric`). The one
+// place "ts" values are written.
 inline char *format_time(const line_format &f, char *p, uint64_t mono) {
   if (!f.ns_precision) return write_u64(p, (mono + f.epoch_offset_ns) / 1000);
-  return write_us_fraction(p, mono + f.epoch_offset_ns);
+  return write_u64(p, mono + f.epoch_offset_ns);
 }
 
 // Upper bound of the line's length (raw arguments expand at most 8 times: escaping).

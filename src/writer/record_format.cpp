@@ -314,7 +314,7 @@ char *format_record(const line_format &f, const rec &r, char *p, uint64_t *ts_us
     if (!f.ns_precision) {
       p = write_u64(p, (end + f.epoch_offset_ns) / 1000 - *ts_us);
     } else {
-      p = write_us_fraction(p, end - start);
+      p = write_u64(p, end - start);
     }
     p = put(p, ",\"ph\":\"X\",\"args\":{");
   } else {

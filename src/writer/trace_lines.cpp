@@ -56,7 +56,7 @@ std::string start_line(const line_format &f, const start_fields &st) {
        ",\"cmd_hash\":" + std::to_string(st.cmd_hash) +
        ",\"clock\":\"monotonic\",\"timer_source\":" + (st.tsc ? "\"tsc\"" : "\"monotonic\"") +
        ",\"clock_offset_ns\":" + std::to_string(f.epoch_offset_ns) +
-       ",\"timer_precision\":" + (f.ns_precision ? "\"ns\"" : "\"us\"");
+       ",\"time_metric\":" + (f.ns_precision ? "\"ns\"" : "\"us\"");
   if (f.metadata) s += ",\"level\":1,\"p_idx\":-1";
   s += "}}\n";
   return s;

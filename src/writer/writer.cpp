@@ -174,7 +174,7 @@ bool writer::open_file() {
   if (!file_.open()) return false;
   // The header is its own first member.
   const std::string &header = file_.header();
-  const member_stats hs = scan_member_stats(header.data(), header.size());
+  const member_stats hs = scan(header.data(), header.size());
   if (!settings_.compress) return file_.write(header.data(), header.size());
   out_.clear();
   if (compressors_.encoder().encode(header.data(), header.size(), hs, out_))
@@ -226,7 +226,7 @@ void writer::finish(end_fields end) {
     cycle(true);
     char buf[2048];
     const size_t n = end_line(end, buf, sizeof buf);
-    const member_stats st = scan_member_stats(buf, n);
+    const member_stats st = scan(buf, n);
     builder_.add_lines(buf, n, st, (st.ts_min | st.ts_max) != 0, false);
     builder_.close();
     write_members(true);
@@ -296,7 +296,7 @@ void writer::crash_cycle() {
   const auto limit = std::chrono::milliseconds(200);
   if (!file_.tried() && !file_.failed() && file_.open())
     crash_write(file_.header().data(), file_.header().size(),
-                scan_member_stats(file_.header().data(), file_.header().size()));
+                scan(file_.header().data(), file_.header().size()));
   // The same order as a regular pass: events observed first, then the metadata they need,
   // which is written before them.
   ranges_.clear();
@@ -334,7 +334,7 @@ void writer::crash_flush(end_fields *end) {
       char buf[2048];
       const size_t n = end_line(*end, buf, sizeof buf);
       if (n) {
-        crash_write(buf, n, scan_member_stats(buf, n));
+        crash_write(buf, n, scan(buf, n));
         finished_ = true;  // the process is ending: nothing may follow "]"
       }
     }

@@ -105,6 +105,10 @@ class writer {
   // own member straight from where it lies. Caller holds io_mutex_.
   void crash_cycle();
   void crash_write(const char *p, size_t n, const member_stats &st);
+  // Lines and DT times of text the writer did not format from records (header, end line).
+  member_stats scan(const char *p, size_t n) const {
+    return scan_member_stats(p, n, settings_.format.ns_precision ? 1000 : 1);
+  }
   // The signal path's formatting: into crash_text_, writing members as it fills.
   void crash_records(const chunk *c, uint32_t from, uint32_t to);
   size_t end_line(end_fields e, char *buf, size_t cap);

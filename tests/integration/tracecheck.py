@@ -60,6 +60,8 @@ def check_members(path):
     """Every member's DT field matches the member; returns the members."""
     ms = members(path)
     assert ms, "no gzip member in " + path
+    # DT times are epoch microseconds whatever the trace's time_metric (ns traces: ts // 1000).
+    scale = 1000 if ms[0][2] and '"name":"time_metric","value":"ns"' in ms[0][2] else 1
     for i, (dt, raw, text) in enumerate(ms):
         assert text is not None, "member %d of %s is cut short" % (i, path)
         assert dt is not None, "member %d has no DT field" % i
@@ -67,7 +69,7 @@ def check_members(path):
         assert dt["compressed_len"] == len(raw), (i, dt, len(raw))
         assert dt["uncompressed_len"] == len(text.encode()), (i, dt)
         assert dt["lines"] == len(lines), (i, dt, len(lines))
-        tss = [json.loads(l)["ts"] for l in lines if l not in ("[", "]") and '"ts":' in l]
+        tss = [json.loads(l)["ts"] // scale for l in lines if l not in ("[", "]") and '"ts":' in l]
         if tss:
             assert dt["ts_min"] == min(tss) and dt["ts_max"] == max(tss), (i, dt, min(tss), max(tss))
         else:
@@ -155,8 +157,10 @@ def check_format(events, metadata=True):
     head = [e["name"] for e in events[:3]]
     assert head == ["HH", "SH", "SH"], head
     assert start is not None, "no start event"
-    for k in ("version", "date", "ppid", "exec_hash", "cmd_hash", "clock_offset_ns"):
+    for k in ("version", "date", "ppid", "exec_hash", "cmd_hash", "clock_offset_ns", "time_metric"):
         assert k in start["args"], "start lacks " + k
+    metric = [e for e in events if e["name"] == "PR" and e["args"]["name"] == "time_metric"]
+    assert [e["args"]["value"] for e in metric] == [start["args"]["time_metric"]], metric
     return start, end
 
 

@@ -1,5 +1,4 @@
 """test_writer.py: real programs write traces; an independent reader checks them."""
-import decimal
 import json
 import os
 import resource
@@ -63,17 +62,18 @@ def test_event_times_agree_with_clock_monotonic(tmp_path, source):
         env={"DFTRACE_TIMER_SOURCE": source, "DFTRACE_TIMER_PRECISION": "ns"})
     path = tc.only_file(tmp_path)
     tc.load(path)  # format checks; times below are parsed exactly (a double has ~0.25 us here)
-    ev = [json.loads(line, parse_float=decimal.Decimal) for line in tc.read_lines(path)[1:-1]]
+    ev = [json.loads(line) for line in tc.read_lines(path)[1:-1]]  # integer ns: exact
     start = [e for e in ev if e["name"] == "start"][0]
     assert start["args"]["timer_source"] == source_expected(source)
+    assert start["args"]["time_metric"] == "ns"
     regions = [e for e in tc.user_events(ev) if e["name"] == "forward"]
     brackets = {e["args"]["i"]: e for e in tc.user_events(ev) if e["name"] == "backward"}
     assert len(regions) == len(brackets) == 2000
-    worst = decimal.Decimal(-1000)
+    worst = -1000
     for i, r in enumerate(regions):
         b = brackets[i]
-        early = b["ts"] - r["ts"]  # > 0: the region starts before its bracket
-        late = (r["ts"] + r["dur"]) - (b["ts"] + b["dur"])
+        early = (b["ts"] - r["ts"]) / 1000  # us; > 0: the region starts before its bracket
+        late = ((r["ts"] + r["dur"]) - (b["ts"] + b["dur"])) / 1000
         worst = max(worst, early, late)
     # Measured here: every region inside its bracket (worst -0.02 us), once 0.35 us outside with
     # the machine 4x overloaded. A map that is not anchored drifts by tens of us in this run.
@@ -204,7 +204,13 @@ def test_uncompressed_metadata_off_and_ns_precision(tmp_path):
     fwd = [l for l in lines if '"name":"forward"' in l][0]
     assert '"hhash"' not in fwd and '"level"' not in fwd
     import re
-    assert re.search(r'"ts":\d+\.\d{3},"dur":\d+\.\d{3},', fwd), fwd
+    assert re.search(r'"ts":\d{19},"dur":\d+,', fwd), fwd  # integer epoch nanoseconds
+    assert '"args":{"name":"time_metric","value":"ns"}' in "".join(lines)
+    ev = [json.loads(l) for l in lines[1:-1]]
+    start = [e for e in ev if e["name"] == "start"][0]
+    assert start["args"]["time_metric"] == "ns"
+    before_ns = start["ts"] - 60 * 10**9
+    assert all(before_ns < e["ts"] < start["ts"] + 600 * 10**9 for e in tc.user_events(ev))
 
 
 def test_time_based_flush_writes_an_idle_threads_events(tmp_path):

@@ -91,16 +91,18 @@ def main():
             failures.append(f"line {n}: not JSON ({e}): {line!r}")
             return
 
-    # Header: HH, SH (command line), SH (exec name), the PR lines known at start (hostname,
-    # exec, then whatever the build adds: topology when hwloc is present), process_name, start.
+    # Header: HH, SH (command line), SH (exec name), the PR lines known at start (time_metric,
+    # hostname, exec, then whatever the build adds: topology when hwloc is present),
+    # process_name, start.
     start_at = next(i for i, o in enumerate(objs) if o["name"] == "start")
     head = objs[:start_at + 1]
     names = [o["name"] for o in head]
     check(names[:5] == ["HH", "SH", "SH", "PR", "PR"] and names[-2:] == ["process_name", "start"]
           and set(names[5:-2]) <= {"PR"}, f"header names {names}")
     check(head[2]["args"]["name"] == "fortran_trace", f"exec name from dftrace_init: {head[2]}")
-    check(head[4]["args"] == {"hhash": head[0]["args"]["value"], "name": "exec", "value": "fortran_trace"},
-          f"PR exec line: {head[4]}")
+    check(head[3]["args"] == {"name": "time_metric", "value": "us"}, f"PR time_metric line: {head[3]}")
+    check(head[5]["args"] == {"hhash": head[0]["args"]["value"], "name": "exec", "value": "fortran_trace"},
+          f"PR exec line: {head[5]}")
     pid = head[0]["pid"]
     check(all(o["pid"] == pid for o in objs), "more than one pid in the file")
 

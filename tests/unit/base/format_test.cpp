@@ -98,12 +98,6 @@ TEST(Format, DoublesAreShortestRoundTripAndNeverNanOrInf) {
   EXPECT_TRUE(is_valid_json_value(dbl(-2.5e-300)));
 }
 
-TEST(Format, FractionalMicroseconds) {
-  char b[40];
-  EXPECT_EQ(std::string(b, write_us_fraction(b, 1795262848109106250ull)), "1795262848109106.250");
-  EXPECT_EQ(std::string(b, write_us_fraction(b, 7)), "0.007");
-}
-
 TEST(Format, JsonChecker) {
   EXPECT_TRUE(is_valid_json_value("[1,2,{\"a\":[true,false,null]}]"));
   EXPECT_TRUE(is_valid_json_value(" -1.5e+3 "));

@@ -1,0 +1,126 @@
+// time_unit.cpp: the unit of a trace's times (time_unit.hpp).
+#include "reader/time_unit.hpp"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace dftrace::detail {
+
+namespace {
+
+constexpr size_t k_scan_bytes = 1u << 20;
+constexpr int k_scan_lines = 512;
+
+bool unit_named(const jvalue &v, time_unit *u) {
+  if (v.type != jtype::string) return false;
+  if (v.text == "ns" || v.text == "NS") {
+    *u = time_unit::ns;
+    return true;
+  }
+  if (v.text == "us" || v.text == "US") {
+    *u = time_unit::us;
+    return true;
+  }
+  return false;
+}
+
+// Up to k_scan_bytes of a gzip stream's text from p (one member or several in a row).
+std::string inflate_start(const uint8_t *p, size_t n) {
+  std::string out(k_scan_bytes, '\0');
+  z_stream zs{};
+  if (inflateInit2(&zs, 15 + 16) != Z_OK) return {};
+  zs.next_in = const_cast<Bytef *>(p);
+  zs.avail_in = static_cast<uInt>(std::min<size_t>(n, 1u << 30));
+  zs.next_out = reinterpret_cast<Bytef *>(out.data());
+  zs.avail_out = static_cast<uInt>(out.size());
+  while (zs.avail_out > 0) {
+    const int rc = inflate(&zs, Z_NO_FLUSH);
+    if (rc == Z_STREAM_END) {
+      if (zs.avail_in == 0 || inflateReset(&zs) != Z_OK) break;  // the next member, if any
+      continue;
+    }
+    if (rc != Z_OK) break;  // damage: what came before it is still scanned
+  }
+  out.resize(out.size() - zs.avail_out);
+  inflateEnd(&zs);
+  return out;
+}
+
+}  // namespace
+
+bool declares_time_unit(const parsed_line &pl, time_unit *u) {
+  if (pl.name.text == "PR") {
+    const jvalue *n = pl.arg_value("name");
+    const jvalue *v = pl.arg_value("value");
+    return n && v && n->text == "time_metric" && unit_named(*v, u);
+  }
+  if (pl.name.text == "start" && pl.cat.text == "dftracer") {
+    const jvalue *v = pl.arg_value("time_metric");
+    return v && unit_named(*v, u);
+  }
+  return false;
+}
+
+time_unit header_time_unit(const trace_file &f) {
+  if (f.parts().empty()) return time_unit::us;
+  const planned_part &first = f.parts().front();
+  const uint8_t *p = f.data() + first.offset;
+  // Members in a row are inflated one after the other, up to the scan's limit.
+  const size_t n = static_cast<size_t>(f.size() - std::min<uint64_t>(first.offset, f.size()));
+  std::string inflated;
+  std::string_view text;
+  if (first.kind == planned_part::plain) {
+    text = std::string_view(reinterpret_cast<const char *>(p), std::min(n, k_scan_bytes));
+  } else {
+    inflated = inflate_start(p, n);
+    text = inflated;
+  }
+  time_unit u = time_unit::us;
+  bool found = false;
+  int lines = 0;
+  parsed_line pl;
+  for_each_line(text, [&](std::string_view line) {
+    if (++lines > k_scan_lines) return false;
+    if (line.find("time_metric") == std::string_view::npos) return true;
+    found = parse_line(line, pl) && declares_time_unit(pl, &u);
+    return !found;
+  });
+  return u;
+}
+
+bool value_ns(const jvalue &v, time_unit u, uint64_t *ns) {
+  if (v.type != jtype::number && v.type != jtype::string) return false;
+  std::string_view t = v.text;
+  uint64_t whole = 0;
+  size_t i = 0;
+  for (; i < t.size() && t[i] >= '0' && t[i] <= '9'; ++i) {
+    const uint64_t d = static_cast<uint64_t>(t[i] - '0');
+    if (whole > (UINT64_MAX - d) / 10) return false;
+    whole = whole * 10 + d;
+  }
+  if (i == 0) return false;
+  uint64_t frac = 0;
+  if (i < t.size()) {
+    if (t[i] != '.') return false;
+    int digits = 0;
+    for (++i; i < t.size(); ++i) {
+      if (t[i] < '0' || t[i] > '9') return false;
+      if (digits < 3) frac = frac * 10 + static_cast<uint64_t>(t[i] - '0');
+      ++digits;
+    }
+    for (; digits < 3; ++digits) frac *= 10;
+  }
+  if (u == time_unit::ns) {
+    *ns = whole;  // a fraction of a nanosecond is dropped
+    return true;
+  }
+  if (whole > (UINT64_MAX - frac) / 1000) return false;
+  *ns = whole * 1000 + frac;
+  return true;
+}
+
+}  // namespace dftrace::detail
