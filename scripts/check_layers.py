@@ -38,6 +38,8 @@ LAYERS = {
     "bindings/c": ["src/base", "src/config", "src/tree", "src/topology", "src/writer",
                    "src/runtime"],
     "bindings/python": [],
+    # dftrace._reader: the Python face of the trace reader (dftrace.read), like the tools
+    "bindings/python/reader": ["src/base", "src/reader"],
     "bindings/fortran": [],
     "src/mpi": [],
     # libdftrace_io (LD_PRELOAD): over the C ABI only, like libdftrace_mpi

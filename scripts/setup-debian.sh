@@ -7,7 +7,8 @@ set_name=${1:-core}
 
 core=(build-essential cmake pkg-config zlib1g-dev libyaml-cpp-dev libisal-dev libdeflate-dev
       libgtest-dev libbenchmark-dev python3)
-test=("${core[@]}" python3-dev python3-pytest python3-numpy pybind11-dev python3-pybind11
+test=("${core[@]}" python3-dev python3-pytest python3-numpy python3-pandas python3-dask
+      python3-distributed pybind11-dev python3-pybind11
       gfortran libopenmpi-dev openmpi-bin python3-mpi4py libhwloc-dev hwloc libsimdjson-dev
       jq python3-torch python3-pip python3-setuptools
       clang-14 libclang-rt-14-dev libfuzzer-14-dev  # the fuzz targets (scripts/fuzz.sh)

@@ -45,8 +45,17 @@ __all__ = [
     "output_path", "config_describe", "events_written", "events_dropped", "now_ns", "version",
     "Node", "Profiler", "DFTracerAI", "ProfileCategory", "ComputeEvent", "DataEvent",
     "DataLoaderEvent", "CommunicationEvent", "DeviceEvent", "CheckpointEvent", "PipelineEvent",
-    "dftracer", "Session",
+    "dftracer", "Session", "read",
 ]
+
+
+def read(paths, columns=None, cat=None, name=None, start=None, end=None, args=None,
+         resolve=True, threads=0):
+    """Traces into a pandas DataFrame through the C++ reader (dftrace._read.read documents it;
+    pandas is imported only when this is called)."""
+    from ._read import read as _read
+    return _read(paths, columns=columns, cat=cat, name=name, start=start, end=end, args=args,
+                 resolve=resolve, threads=threads)
 
 __version__: str = _dftrace.version()
 F = TypeVar("F", bound=Callable[..., Any])

@@ -1,0 +1,165 @@
+"""dftrace.read: traces into a pandas DataFrame through the C++ reader (bindings/python/reader).
+
+Every trace dftrace's tools read (dftrace and DFTracer traces, compressed or not) is read by
+the extension `dftrace._reader` on a pool of threads; this module only wraps its columns (byte
+buffers, no copy) as numpy arrays and pandas columns.
+"""
+import glob as _glob
+import os
+import sys
+
+__all__ = ["read", "trace_files"]
+
+_BASE = ("name", "cat", "pid", "tid", "ts", "dur", "ph", "level", "p_idx")
+
+
+def trace_files(paths):
+    """The trace files named by paths: a file, a directory (its *.pfw and *.pfw.gz, sorted), a
+    glob pattern, or a list of these."""
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    out = []
+    for p in paths:
+        p = os.fspath(p)
+        if os.path.isdir(p):
+            out += sorted(os.path.join(p, f) for f in os.listdir(p)
+                          if f.endswith(".pfw") or f.endswith(".pfw.gz"))
+        elif os.path.exists(p):
+            out.append(p)
+        else:
+            found = sorted(_glob.glob(p))
+            if not found:
+                raise FileNotFoundError("dftrace.read: no trace matches %r" % p)
+            out += found
+    return out
+
+
+def _as_list(v):
+    if v is None:
+        return None
+    return [v] if isinstance(v, str) else list(v)
+
+
+def _ns(v, what):
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        raise TypeError("dftrace.read: %s must be epoch nanoseconds (an int >= 0)" % what)
+    return v
+
+
+def _categorical(pd, np, codes, strings):
+    # the reader's dictionaries hold distinct strings: the codes index them directly
+    return pd.Categorical.from_codes(np.frombuffer(codes, dtype=np.int32), categories=strings)
+
+
+def _arg_column(pd, np, c, rows):
+    kind = np.frombuffer(c["kind"], dtype=np.uint8)
+    present = kind != 0
+    kinds = set(np.unique(kind[present]).tolist())
+    if not kinds:
+        return pd.Series(pd.array([pd.NA] * rows, dtype="Int64"))
+    if kinds == {1}:  # integers: exact, missing values as <NA>
+        return pd.Series(pd.arrays.IntegerArray(np.frombuffer(c["i"], dtype=np.int64).copy(),
+                                                ~present))
+    if kinds <= {1, 2}:
+        v = np.where(kind == 1, np.frombuffer(c["i"], dtype=np.int64).astype(np.float64),
+                     np.frombuffer(c["d"], dtype=np.float64))
+        v[~present] = np.nan
+        return pd.Series(v)
+    if kinds == {3}:
+        codes = np.frombuffer(c["s"], dtype=np.int32)
+        return pd.Series(pd.Categorical.from_codes(codes, categories=c["strings"]))
+    # mixed numbers and text: objects, each value as the trace wrote it
+    out = np.empty(rows, dtype=object)
+    i = np.frombuffer(c["i"], dtype=np.int64)
+    d = np.frombuffer(c["d"], dtype=np.float64)
+    s = np.frombuffer(c["s"], dtype=np.int32)
+    for r in range(rows):
+        k = kind[r]
+        out[r] = None if k == 0 else int(i[r]) if k == 1 else float(d[r]) if k == 2 \
+            else c["strings"][s[r]]
+    return pd.Series(out)
+
+
+def read(paths, columns=None, cat=None, name=None, start=None, end=None, args=None,
+         resolve=True, threads=0):
+    """Reads traces into a pandas DataFrame, one row per event (metadata lines are not rows:
+    they resolve hashes and ranks).
+
+    paths: a file, directory, glob or a list of them. cat, name: a string or a list: keep only
+    events of these categories or names. start, end: epoch nanoseconds: keep events with
+    start <= ts < end (members outside the window are skipped by their DT fields without being
+    inflated). args: argument keys to add as columns (integers exactly, as nullable Int64;
+    hashes as text). resolve: add `host` (from hhash) and `file` (from fhash) resolved through
+    the traces' HH/FH lines, and `rank` from their PR lines (-1 when unknown). columns: the
+    columns to return (default: name, cat, pid, tid, ts, dur, ph, level, p_idx, the args, and
+    with resolve rank, host, file).
+
+    ts and dur are int64 nanoseconds for every trace (a microsecond trace's values times 1000),
+    exact whatever the trace's time_metric. df.attrs holds the per-file units, the count of
+    lines that were not valid JSON (`invalid_lines`, never fatal) and the problems found
+    (damaged members, unreadable files), which are also printed, one line each, on stderr.
+    """
+    import numpy as np
+    import pandas as pd
+
+    from . import _reader
+
+    files = trace_files(paths)
+    want_args = list(dict.fromkeys(_as_list(args) or []))
+    hidden = []
+    if resolve:
+        hidden = [k for k in ("hhash", "fhash") if k not in want_args]
+    keys = want_args + hidden
+    raw = _reader.read_columns(files, _as_list(cat), _as_list(name), _ns(start, "start"),
+                               _ns(end, "end"), keys, int(threads))
+    rows = raw["rows"]
+    for p in raw["problems"]:
+        print("dftrace.read: " + p, file=sys.stderr)
+    df = pd.DataFrame({
+        "name": _categorical(pd, np, raw["name"], raw["names"]),
+        "cat": _categorical(pd, np, raw["cat"], raw["cats"]),
+        "pid": np.frombuffer(raw["pid"], dtype=np.int64),
+        "tid": np.frombuffer(raw["tid"], dtype=np.int64),
+        "ts": np.frombuffer(raw["ts"], dtype=np.uint64).astype(np.int64),
+        "dur": np.frombuffer(raw["dur"], dtype=np.uint64).astype(np.int64),
+        "ph": _categorical(pd, np, raw["ph"], raw["phs"]),
+        "level": np.frombuffer(raw["level"], dtype=np.int64),
+        "p_idx": np.frombuffer(raw["p_idx"], dtype=np.int64),
+        "id": np.frombuffer(raw["id"], dtype=np.int64),
+    })
+    arg_cols = {}
+    for key, c in zip(keys, raw["args"]):
+        arg_cols[key] = _arg_column(pd, np, c, rows)
+    for key in want_args:
+        df[key] = arg_cols[key].values
+    if resolve:
+        defs = {}
+        for t, v, s in zip(raw["hash_types"], raw["hash_values"], raw["hash_strings"]):
+            defs.setdefault(t, {})[v] = s
+        for col, key, kind in (("host", "hhash", "HH"), ("file", "fhash", "FH")):
+            h = arg_cols[key]
+            table = defs.get(kind, {})
+            if isinstance(h.dtype, pd.CategoricalDtype):
+                cats = [table.get(v) for v in h.cat.categories]
+                codes = h.cat.codes.to_numpy()
+                names = np.asarray(cats + [None], dtype=object)[np.where(codes < 0, len(cats), codes)]
+                df[col] = pd.Categorical(names)
+            else:
+                df[col] = pd.Categorical([None] * rows)
+        rank_of = dict(zip(np.frombuffer(raw["rank_pid"], dtype=np.int64).tolist(),
+                           np.frombuffer(raw["rank"], dtype=np.int64).tolist()))
+        df["rank"] = df["pid"].map(rank_of).fillna(-1).astype(np.int64) if rank_of else \
+            np.full(rows, -1, dtype=np.int64)
+    if columns is None:
+        columns = list(_BASE) + want_args + (["rank", "host", "file"] if resolve else [])
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise KeyError("dftrace.read: no column %s (add it to args=)" % ", ".join(missing))
+    df = df[list(columns)]
+    df.attrs["files"] = files
+    df.attrs["time_units"] = dict(zip(files, raw["units"]))
+    df.attrs["invalid_lines"] = raw["invalid"]
+    df.attrs["problems"] = list(raw["problems"])
+    return df

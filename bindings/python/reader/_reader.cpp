@@ -1,0 +1,402 @@
+// _reader.cpp: dftrace._reader, the columns behind dftrace.read (bindings/python/reader/README.md).
+// Files are read by the C++ reader (src/reader: members inflated and lines parsed on a pool of
+// threads); each block becomes columns of its own, which are appended in file order. Nothing
+// here builds Python objects per line: the result is a few byte buffers and small
+// dictionaries, which dftrace/_read.py turns into a pandas DataFrame.
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "reader/line_parser.hpp"
+#include "reader/time_unit.hpp"
+#include "reader/trace_reader.hpp"
+
+namespace {
+
+using dftrace::detail::jtype;
+using dftrace::detail::jvalue;
+using dftrace::detail::parsed_line;
+using dftrace::detail::time_unit;
+
+// Strings as codes into a table of distinct values (names, categories, string arguments).
+struct dictionary {
+  std::vector<std::string> values;
+  std::unordered_map<std::string, int32_t> index;
+  int32_t code(std::string_view s) {
+    auto it = index.find(std::string(s));
+    if (it != index.end()) return it->second;
+    const int32_t c = static_cast<int32_t>(values.size());
+    values.emplace_back(s);
+    index.emplace(values.back(), c);
+    return c;
+  }
+};
+
+// One requested argument: per row its kind and value (the kinds tell Python the dtype).
+enum : uint8_t { k_missing = 0, k_int = 1, k_float = 2, k_text = 3 };
+struct arg_column {
+  std::vector<uint8_t> kind;
+  std::vector<int64_t> i;
+  std::vector<double> d;
+  std::vector<int32_t> s;  // codes into the column's dictionary, -1 for none
+  dictionary dict;
+};
+
+struct what {
+  std::unordered_set<std::string> cats, names;
+  bool has_start = false, has_end = false;
+  uint64_t start = 0, end = 0;  // ns: events with start <= ts < end
+  std::vector<std::string> args;
+};
+
+// The columns of one block (or, once appended, of the whole read).
+struct columns : dftrace::detail::block_result {
+  std::vector<int32_t> name, cat, ph, file;
+  std::vector<int64_t> pid, tid, id, level, p_idx;
+  std::vector<uint64_t> ts, dur;
+  dictionary names, cats, phs;
+  std::vector<arg_column> args;
+  // hash definitions (type, value text) -> string, and pid -> rank, from metadata lines
+  std::vector<std::pair<std::string, std::string>> hashes;  // value text, string
+  std::vector<std::string> hash_types;
+  std::vector<std::pair<int64_t, int64_t>> ranks;
+  uint64_t invalid = 0, skipped = 0, lines = 0;
+};
+
+int64_t int_or(const jvalue &v, int64_t def) {
+  int64_t x = 0;
+  return v.present() && dftrace::detail::value_i64(v, &x) ? x : def;
+}
+
+void scan(dftrace::detail::text_block &b, const what &w, time_unit unit) {
+  auto r = std::make_unique<columns>();
+  r->args.resize(w.args.size());
+  parsed_line pl;
+  dftrace::detail::for_each_line(b.whole_lines(), [&](std::string_view line) {
+    ++r->lines;
+    size_t k = 0;
+    while (k < line.size() && (line[k] == ' ' || line[k] == '\t' || line[k] == '\r')) ++k;
+    if (k == line.size() || line[k] == '[' || line[k] == ']') return true;
+    if (!dftrace::detail::parse_line(line, pl)) {
+      ++r->invalid;
+      return true;
+    }
+    const char ph = pl.ph.type == jtype::string && !pl.ph.text.empty() ? pl.ph.text[0] : 0;
+    if (ph == 'M') {
+      const std::string_view t = pl.name.text;
+      const jvalue *n = pl.arg_value("name");
+      const jvalue *v = pl.arg_value("value");
+      if (n && v && (t == "HH" || t == "FH" || t == "SH") && n->type == jtype::string) {
+        r->hashes.emplace_back(std::string(v->text), std::string(n->text));
+        r->hash_types.emplace_back(t);
+      } else if (n && v && t == "PR" && n->text == "rank") {
+        r->ranks.emplace_back(int_or(pl.pid, -1), int_or(*v, -1));
+      }
+      return true;
+    }
+    uint64_t ts = 0, dur = 0;
+    if (!pl.ts.present() || !dftrace::detail::value_ns(pl.ts, unit, &ts)) {
+      ++r->skipped;  // not an event with a time
+      return true;
+    }
+    if ((w.has_start && ts < w.start) || (w.has_end && ts >= w.end)) return true;
+    if (!w.cats.empty() && !w.cats.count(std::string(pl.cat.text))) return true;
+    if (!w.names.empty() && !w.names.count(std::string(pl.name.text))) return true;
+    if (pl.dur.present()) dftrace::detail::value_ns(pl.dur, unit, &dur);
+    r->name.push_back(r->names.code(pl.name.text));
+    r->cat.push_back(r->cats.code(pl.cat.text));
+    r->ph.push_back(r->phs.code(pl.ph.text));
+    r->pid.push_back(int_or(pl.pid, -1));
+    r->tid.push_back(int_or(pl.tid, -1));
+    r->id.push_back(int_or(pl.id, -1));
+    r->ts.push_back(ts);
+    r->dur.push_back(dur);
+    const jvalue *lv = pl.arg_value("level");
+    const jvalue *pi = pl.arg_value("p_idx");
+    r->level.push_back(lv ? int_or(*lv, -1) : -1);
+    r->p_idx.push_back(pi ? int_or(*pi, -1) : -1);
+    for (size_t a = 0; a < w.args.size(); ++a) {
+      arg_column &c = r->args[a];
+      const jvalue *v = pl.arg_value(w.args[a]);
+      uint8_t kind = k_missing;
+      int64_t iv = 0;
+      double dv = 0;
+      int32_t sv = -1;
+      if (v && dftrace::detail::is_hash_ref_key(w.args[a]) &&
+          (v->type == jtype::number || v->type == jtype::string)) {
+        kind = k_text;  // hashes stay text: matched as written, never rounded
+        sv = c.dict.code(v->text);
+      } else if (v && v->type == jtype::number) {
+        if (dftrace::detail::value_is_integer(*v) && dftrace::detail::value_i64(*v, &iv)) {
+          kind = k_int;
+        } else {
+          kind = k_float;
+          dv = std::strtod(std::string(v->text).c_str(), nullptr);
+        }
+      } else if (v && v->type == jtype::string) {
+        kind = k_text;
+        sv = c.dict.code(v->text);
+      } else if (v && (v->type == jtype::object || v->type == jtype::array)) {
+        kind = k_text;  // as JSON text
+        sv = c.dict.code(v->text);
+      } else if (v && (v->type == jtype::boolean)) {
+        kind = k_int;
+        iv = v->text == "true";
+      }
+      c.kind.push_back(kind);
+      c.i.push_back(iv);
+      c.d.push_back(dv);
+      c.s.push_back(sv);
+    }
+    return true;
+  });
+  b.result = std::move(r);
+}
+
+// Appends codes of `from` (block dictionary) to `to` through the global dictionary.
+void append_codes(std::vector<int32_t> &to, const std::vector<int32_t> &from,
+                  const dictionary &local, dictionary &global) {
+  std::vector<int32_t> map(local.values.size());
+  for (size_t k = 0; k < local.values.size(); ++k) map[k] = global.code(local.values[k]);
+  to.reserve(to.size() + from.size());
+  for (int32_t c : from) to.push_back(c < 0 ? -1 : map[static_cast<size_t>(c)]);
+}
+
+template <typename T>
+void append(std::vector<T> &to, const std::vector<T> &from) {
+  to.insert(to.end(), from.begin(), from.end());
+}
+
+void append_block(columns &all, columns &b, int32_t file_index) {
+  append_codes(all.name, b.name, b.names, all.names);
+  append_codes(all.cat, b.cat, b.cats, all.cats);
+  append_codes(all.ph, b.ph, b.phs, all.phs);
+  all.file.insert(all.file.end(), b.name.size(), file_index);
+  append(all.pid, b.pid);
+  append(all.tid, b.tid);
+  append(all.id, b.id);
+  append(all.ts, b.ts);
+  append(all.dur, b.dur);
+  append(all.level, b.level);
+  append(all.p_idx, b.p_idx);
+  for (size_t a = 0; a < all.args.size(); ++a) {
+    arg_column &to = all.args[a], &from = b.args[a];
+    append(to.kind, from.kind);
+    append(to.i, from.i);
+    append(to.d, from.d);
+    append_codes(to.s, from.s, from.dict, to.dict);
+  }
+  for (size_t h = 0; h < b.hashes.size(); ++h) {
+    all.hashes.push_back(std::move(b.hashes[h]));
+    all.hash_types.push_back(std::move(b.hash_types[h]));
+  }
+  append(all.ranks, b.ranks);
+  all.invalid += b.invalid;
+  all.skipped += b.skipped;
+  all.lines += b.lines;
+}
+
+// ---- to Python
+
+template <typename T>
+PyObject *bytes_of(const std::vector<T> &v) {
+  return PyBytes_FromStringAndSize(reinterpret_cast<const char *>(v.data()),
+                                   static_cast<Py_ssize_t>(v.size() * sizeof(T)));
+}
+
+PyObject *list_of(const std::vector<std::string> &v) {
+  PyObject *l = PyList_New(static_cast<Py_ssize_t>(v.size()));
+  if (!l) return nullptr;
+  for (size_t k = 0; k < v.size(); ++k) {
+    PyObject *s =
+        PyUnicode_DecodeUTF8(v[k].data(), static_cast<Py_ssize_t>(v[k].size()), "surrogateescape");
+    if (!s) {
+      Py_DECREF(l);
+      return nullptr;
+    }
+    PyList_SET_ITEM(l, static_cast<Py_ssize_t>(k), s);
+  }
+  return l;
+}
+
+// d[key] = value, stealing value; false (with an exception set) when value is null.
+bool put(PyObject *d, const char *key, PyObject *value) {
+  if (!value) return false;
+  const int rc = PyDict_SetItemString(d, key, value);
+  Py_DECREF(value);
+  return rc == 0;
+}
+
+bool strings_of(PyObject *seq, std::vector<std::string> *out) {
+  if (seq == Py_None) return true;
+  PyObject *fast = PySequence_Fast(seq, "expected a sequence of strings");
+  if (!fast) return false;
+  const Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+  for (Py_ssize_t k = 0; k < n; ++k) {
+    PyObject *item = PySequence_Fast_GET_ITEM(fast, k);
+    Py_ssize_t len = 0;
+    const char *s = PyUnicode_Check(item) ? PyUnicode_AsUTF8AndSize(item, &len) : nullptr;
+    if (!s) {
+      Py_DECREF(fast);
+      if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "expected a sequence of strings");
+      return false;
+    }
+    out->emplace_back(s, static_cast<size_t>(len));
+  }
+  Py_DECREF(fast);
+  return true;
+}
+
+// read_columns(paths, cats, names, start_ns, end_ns, args, threads) -> dict
+PyObject *read_columns(PyObject *, PyObject *a) {
+  PyObject *paths_o, *cats_o, *names_o, *start_o, *end_o, *args_o;
+  int threads = 0;
+  if (!PyArg_ParseTuple(a, "OOOOOOi", &paths_o, &cats_o, &names_o, &start_o, &end_o, &args_o,
+                        &threads))
+    return nullptr;
+  std::vector<std::string> paths, cats, names;
+  what w;
+  if (!strings_of(paths_o, &paths) || !strings_of(cats_o, &cats) || !strings_of(names_o, &names) ||
+      !strings_of(args_o, &w.args))
+    return nullptr;
+  w.cats.insert(cats.begin(), cats.end());
+  w.names.insert(names.begin(), names.end());
+  if (start_o != Py_None) {
+    w.has_start = true;
+    w.start = PyLong_AsUnsignedLongLong(start_o);
+  }
+  if (end_o != Py_None) {
+    w.has_end = true;
+    w.end = PyLong_AsUnsignedLongLong(end_o);
+  }
+  if (PyErr_Occurred()) return nullptr;
+
+  columns all;
+  all.args.resize(w.args.size());
+  std::vector<std::string> problems;
+  std::vector<std::string> units;
+  std::string failure;  // an exception of the reader (memory): raised as MemoryError
+  Py_BEGIN_ALLOW_THREADS;
+  try {
+    dftrace::detail::read_options opt;
+    opt.threads =
+        threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    if (w.has_start || w.has_end) {
+      // Members outside the window are neither inflated nor parsed (their DT times are epoch
+      // microseconds).
+      opt.keep_part = [&w](const dftrace::detail::planned_part &p) {
+        if (p.kind != dftrace::detail::planned_part::member) return true;
+        if (p.dt.ts_min == 0 && p.dt.ts_max == 0) return false;
+        if (w.has_start && p.dt.ts_max * 1000 + 999 < w.start) return false;
+        if (w.has_end && p.dt.ts_min * 1000 >= w.end) return false;
+        return true;
+      };
+    }
+    for (size_t f = 0; f < paths.size(); ++f) {
+      dftrace::detail::trace_file tf;
+      std::string why;
+      if (!tf.open(paths[f], &why)) {
+        problems.push_back(paths[f] + ": " + why);
+        units.emplace_back("");
+        continue;
+      }
+      for (const auto &i : tf.plan_issues())
+        problems.push_back(paths[f] + ": byte " + std::to_string(i.offset) + ": " + i.message);
+      const time_unit unit = dftrace::detail::header_time_unit(tf);
+      units.emplace_back(unit == time_unit::ns ? "ns" : "us");
+      auto work = [&w, unit](dftrace::detail::text_block &b) { scan(b, w, unit); };
+      dftrace::detail::for_each_block(tf, opt, work, [&](dftrace::detail::text_block &b) {
+        for (const auto &i : b.issues)
+          problems.push_back(paths[f] + ": byte " + std::to_string(i.offset) + ": " + i.message);
+        if (b.result)
+          append_block(all, *static_cast<columns *>(b.result.get()), static_cast<int32_t>(f));
+      });
+    }
+  } catch (const std::exception &e) {
+    failure = e.what();
+  }
+  Py_END_ALLOW_THREADS;
+  if (!failure.empty()) {
+    PyErr_Format(PyExc_MemoryError, "dftrace.read: %s", failure.c_str());
+    return nullptr;
+  }
+
+  PyObject *d = PyDict_New();
+  if (!d) return nullptr;
+  bool ok = put(d, "rows", PyLong_FromSize_t(all.ts.size())) &&
+            put(d, "name", bytes_of(all.name)) && put(d, "names", list_of(all.names.values)) &&
+            put(d, "cat", bytes_of(all.cat)) && put(d, "cats", list_of(all.cats.values)) &&
+            put(d, "ph", bytes_of(all.ph)) && put(d, "phs", list_of(all.phs.values)) &&
+            put(d, "file", bytes_of(all.file)) && put(d, "pid", bytes_of(all.pid)) &&
+            put(d, "tid", bytes_of(all.tid)) && put(d, "id", bytes_of(all.id)) &&
+            put(d, "ts", bytes_of(all.ts)) && put(d, "dur", bytes_of(all.dur)) &&
+            put(d, "level", bytes_of(all.level)) && put(d, "p_idx", bytes_of(all.p_idx)) &&
+            put(d, "invalid", PyLong_FromUnsignedLongLong(all.invalid)) &&
+            put(d, "skipped", PyLong_FromUnsignedLongLong(all.skipped)) &&
+            put(d, "lines", PyLong_FromUnsignedLongLong(all.lines)) &&
+            put(d, "problems", list_of(problems)) && put(d, "units", list_of(units));
+  if (ok) {
+    std::vector<std::string> hv, hs;
+    for (auto &h : all.hashes) {
+      hv.push_back(h.first);
+      hs.push_back(h.second);
+    }
+    ok = put(d, "hash_values", list_of(hv)) && put(d, "hash_strings", list_of(hs)) &&
+         put(d, "hash_types", list_of(all.hash_types));
+  }
+  if (ok) {
+    std::vector<int64_t> rp, rr;
+    for (auto &x : all.ranks) {
+      rp.push_back(x.first);
+      rr.push_back(x.second);
+    }
+    ok = put(d, "rank_pid", bytes_of(rp)) && put(d, "rank", bytes_of(rr));
+  }
+  PyObject *args = ok ? PyList_New(0) : nullptr;
+  ok = ok && args;
+  for (size_t k = 0; ok && k < all.args.size(); ++k) {
+    PyObject *c = PyDict_New();
+    const arg_column &ac = all.args[k];
+    ok = c && put(c, "kind", bytes_of(ac.kind)) && put(c, "i", bytes_of(ac.i)) &&
+         put(c, "d", bytes_of(ac.d)) && put(c, "s", bytes_of(ac.s)) &&
+         put(c, "strings", list_of(ac.dict.values)) && PyList_Append(args, c) == 0;
+    Py_XDECREF(c);
+  }
+  if (ok)
+    ok = put(d, "args", args);
+  else
+    Py_XDECREF(args);
+  if (!ok) {
+    Py_DECREF(d);
+    return nullptr;
+  }
+  return d;
+}
+
+PyMethodDef methods[] = {
+    {"read_columns", read_columns, METH_VARARGS,
+     "read_columns(paths, cats, names, start_ns, end_ns, args, threads) -> dict of columns"},
+    {nullptr, nullptr, 0, nullptr}};
+
+PyModuleDef module_def = {PyModuleDef_HEAD_INIT,
+                          "dftrace._reader",
+                          "The columns behind dftrace.read (the C++ trace reader).",
+                          -1,
+                          methods,
+                          nullptr,
+                          nullptr,
+                          nullptr,
+                          nullptr};
+
+}  // namespace
+
+PyMODINIT_FUNC PyInit__reader(void) { return PyModule_Create(&module_def); }

@@ -1,0 +1,122 @@
+# test_read.py: dftrace.read (issue 15): traces into pandas through the C++ reader, checked
+# against the dftrace command's own counts and against Python's json reading the same files.
+import collections
+import gzip
+import json
+import os
+import subprocess
+
+import pytest
+
+from conftest import events, gen, run
+
+pd = pytest.importorskip("pandas", reason="Debian's python3-pandas is not installed "
+                                           "(scripts/setup-debian.sh test installs it)")
+import dftrace  # noqa: E402  (PYTHONPATH: the build tree's package)
+
+NESTED = os.environ.get("DFTRACE_NESTED_NS", "")
+
+
+def stat_by_name(paths):
+    st = json.loads(run("stat", "--json", *paths).stdout)
+    return {(r["cat"], r["name"]): (r["count"], r["total_ns"]) for r in st["by_name"]}, st
+
+
+def read_by_name(df):
+    g = df[df.ph == "X"].groupby(["cat", "name"], observed=True).dur.agg(["count", "sum"])
+    return {k: (int(v["count"]), int(v["sum"])) for k, v in g.iterrows()}
+
+
+def test_dftracer_samples_equal_stat(ref_files):
+    df = dftrace.read(ref_files, args=["size", "fhash"])
+    want, st = stat_by_name(ref_files)
+    assert read_by_name(df) == want
+    assert len(df) == st["events"] - st["metadata"]
+    assert df.attrs["invalid_lines"] == 0 and df.attrs["problems"] == []
+    assert set(df.attrs["time_units"].values()) == {"us"}
+    # ts in ns: the files' microseconds times 1000, exactly
+    py = [e for f in ref_files for e in events(f) if "ts" in e and e.get("ph") != "M"]
+    assert sorted(int(e["ts"]) * 1000 for e in py) == sorted(df.ts.tolist())
+
+
+def test_hashes_and_ranks_resolve_as_the_metadata_says(ref_files):
+    f = ref_files[0]
+    ev = events(f)
+    fh = {str(e["args"]["value"]): e["args"]["name"] for e in ev if e.get("name") == "FH"}
+    rank = [e["args"]["value"] for e in ev if e.get("name") == "PR" and e["args"].get("name") == "rank"]
+    df = dftrace.read(f, args=["fhash"])
+    rows = [e for e in ev if e.get("ph") == "X"]
+    want = collections.Counter(fh.get(str(e.get("args", {}).get("fhash"))) for e in rows
+                               if "fhash" in e.get("args", {}))
+    got = collections.Counter(df.file.dropna().tolist())
+    assert got == +want and got, (got.most_common(3), want.most_common(3))
+    assert set(df["rank"]) == {int(rank[0])} if rank else {-1}
+    assert set(df.host.dropna()) <= {e["args"]["name"] for e in ev if e.get("name") == "HH"}
+    off = dftrace.read(f, resolve=False)
+    assert "file" not in off.columns and "host" not in off.columns
+
+
+def test_a_dftrace_trace_and_its_arguments(real_trace):
+    df = dftrace.read(real_trace, args=["epoch", "step"])
+    want, _ = stat_by_name([real_trace])
+    assert read_by_name(df) == want
+    py = [e for e in events(real_trace) if e.get("ph") == "X"]
+    steps = collections.Counter(e["args"].get("step") for e in py if "step" in e["args"])
+    got = collections.Counter(df["step"].dropna().tolist())
+    assert got == steps and str(df["step"].dtype) == "Int64"  # integers stay integers
+    assert (df.level >= 1).all() and (df.p_idx >= -1).all()
+
+
+@pytest.mark.skipif(not NESTED, reason="DFTRACE_NESTED_NS is set by ctest")
+def test_nanosecond_traces_read_exactly(tmp_path):
+    env = dict(os.environ, DFTRACE_ENABLE="1", DFTRACE_LOG_FILE=str(tmp_path / "t"),
+               DFTRACE_TIMER_PRECISION="ns")
+    subprocess.run([NESTED, "500", "2"], env=env, check=True, timeout=120)
+    (f,) = tmp_path.glob("*.pfw.gz")
+    with gzip.open(f, "rt") as fh:  # Python's json: the file's integers
+        py = [json.loads(l) for l in fh.read().splitlines() if l not in ("[", "]")]
+    py = [e for e in py if e["ph"] != "M"]
+    df = dftrace.read(f)
+    assert df.attrs["time_units"] == {str(f): "ns"}
+    assert sorted((e["ts"], e["dur"]) for e in py) == sorted(zip(df.ts.tolist(), df.dur.tolist()))
+
+
+def test_filters(ref_files, tmp_path):
+    df = dftrace.read(ref_files)
+    some = dftrace.read(ref_files, cat="POSIX", name=["read", "write"])
+    assert len(some) == ((df.cat == "POSIX") & df.name.isin(["read", "write"])).sum() > 0
+    ts = sorted(df.ts)
+    lo, hi = ts[len(ts) // 3], ts[2 * len(ts) // 3]
+    win = dftrace.read(ref_files, start=lo, end=hi)
+    assert len(win) == ((df.ts >= lo) & (df.ts < hi)).sum() > 0
+    assert win.ts.min() >= lo and win.ts.max() < hi
+    only = dftrace.read(ref_files, columns=["name", "ts"])
+    assert list(only.columns) == ["name", "ts"]
+    with pytest.raises(KeyError):
+        dftrace.read(ref_files, columns=["nope"])
+    with pytest.raises(TypeError):
+        dftrace.read(ref_files, start=1.5)
+
+
+def test_time_window_on_a_large_dt_trace(tmp_path):
+    path = gen(tmp_path / "big.pfw.gz", 300000)
+    df = dftrace.read(path)
+    lo = int(df.ts.quantile(0.9))
+    win = dftrace.read(path, start=lo)
+    assert len(win) == (df.ts >= lo).sum()
+
+
+def test_bad_input_is_counted_not_fatal(tmp_path, ref_files):
+    good = open(ref_files[0], "rb").read()
+    bad = tmp_path / "bad.pfw"
+    bad.write_text('[\n{"id":1,"name":"a","cat":"c","pid":1,"tid":1,"ts":5,"dur":2,"ph":"X","args":{}}\n'
+                   '{"id":2,"name":oops\n'
+                   '{"id":3,"name":"b","cat":"c","pid":1,"tid":1,"ts":9,"dur":1,"ph":"X","args":{}}\n')
+    df = dftrace.read(bad)
+    assert df.name.tolist() == ["a", "b"] and df.attrs["invalid_lines"] == 1
+    cut = tmp_path / "cut.pfw.gz"
+    cut.write_bytes(good[:len(good) // 2])
+    df = dftrace.read(cut)
+    assert len(df) > 0 and df.attrs["problems"]
+    with pytest.raises(FileNotFoundError):
+        dftrace.read(tmp_path / "missing*.pfw.gz")
