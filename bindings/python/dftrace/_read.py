@@ -10,7 +10,8 @@ import sys
 
 __all__ = ["read", "trace_files"]
 
-_BASE = ("name", "cat", "pid", "tid", "ts", "dur", "ph", "level", "p_idx")
+_BASE = ("name", "cat", "pid", "tid", "ts", "dur", "ph", "level", "p_idx", "id")
+_INTS = ("pid", "tid", "ts", "dur", "level", "p_idx", "id")
 
 
 def trace_files(paths):
@@ -93,8 +94,8 @@ def read(paths, columns=None, cat=None, name=None, start=None, end=None, args=No
     inflated). args: argument keys to add as columns (integers exactly, as nullable Int64;
     hashes as text). resolve: add `host` (from hhash) and `file` (from fhash) resolved through
     the traces' HH/FH lines, and `rank` from their PR lines (-1 when unknown). columns: the
-    columns to return (default: name, cat, pid, tid, ts, dur, ph, level, p_idx, the args, and
-    with resolve rank, host, file).
+    columns to return (default: name, cat, pid, tid, ts, dur, ph, level, p_idx, id, the args,
+    and with resolve rank, host, file).
 
     ts and dur are int64 nanoseconds for every trace (a microsecond trace's values times 1000),
     exact whatever the trace's time_metric. df.attrs holds the per-file units, the count of
@@ -117,24 +118,22 @@ def read(paths, columns=None, cat=None, name=None, start=None, end=None, args=No
     rows = raw["rows"]
     for p in raw["problems"]:
         print("dftrace.read: " + p, file=sys.stderr)
-    df = pd.DataFrame({
-        "name": _categorical(pd, np, raw["name"], raw["names"]),
-        "cat": _categorical(pd, np, raw["cat"], raw["cats"]),
-        "pid": np.frombuffer(raw["pid"], dtype=np.int64),
-        "tid": np.frombuffer(raw["tid"], dtype=np.int64),
-        "ts": np.frombuffer(raw["ts"], dtype=np.uint64).astype(np.int64),
-        "dur": np.frombuffer(raw["dur"], dtype=np.uint64).astype(np.int64),
-        "ph": _categorical(pd, np, raw["ph"], raw["phs"]),
-        "level": np.frombuffer(raw["level"], dtype=np.int64),
-        "p_idx": np.frombuffer(raw["p_idx"], dtype=np.int64),
-        "id": np.frombuffer(raw["id"], dtype=np.int64),
-    })
+    # The integer columns arrive as one (7, rows) block: one pandas block, no copy.
+    ints = np.frombuffer(raw["ints"], dtype=np.int64).reshape(7, rows)
+    df = pd.DataFrame(ints.T, columns=list(_INTS), copy=False)
+    df.insert(0, "name", _categorical(pd, np, raw["name"], raw["names"]))
+    df.insert(1, "cat", _categorical(pd, np, raw["cat"], raw["cats"]))
+    df.insert(6, "ph", _categorical(pd, np, raw["ph"], raw["phs"]))
     arg_cols = {}
     for key, c in zip(keys, raw["args"]):
         arg_cols[key] = _arg_column(pd, np, c, rows)
     for key in want_args:
         df[key] = arg_cols[key].values
     if resolve:
+        rank_of = dict(zip(np.frombuffer(raw["rank_pid"], dtype=np.int64).tolist(),
+                           np.frombuffer(raw["rank"], dtype=np.int64).tolist()))
+        df["rank"] = df["pid"].map(rank_of).fillna(-1).astype(np.int64) if rank_of else \
+            np.full(rows, -1, dtype=np.int64)
         defs = {}
         for t, v, s in zip(raw["hash_types"], raw["hash_values"], raw["hash_strings"]):
             defs.setdefault(t, {})[v] = s
@@ -142,22 +141,23 @@ def read(paths, columns=None, cat=None, name=None, start=None, end=None, args=No
             h = arg_cols[key]
             table = defs.get(kind, {})
             if isinstance(h.dtype, pd.CategoricalDtype):
-                cats = [table.get(v) for v in h.cat.categories]
+                # hash text -> its string, through codes: no Python object per row
+                names = sorted({table[v] for v in h.cat.categories if v in table})
+                at = {n: k for k, n in enumerate(names)}
+                remap = np.array([at.get(table.get(v), -1) for v in h.cat.categories] + [-1],
+                                 dtype=np.int32)
                 codes = h.cat.codes.to_numpy()
-                names = np.asarray(cats + [None], dtype=object)[np.where(codes < 0, len(cats), codes)]
-                df[col] = pd.Categorical(names)
+                df[col] = pd.Categorical.from_codes(remap[np.where(codes < 0, len(remap) - 1, codes)],
+                                                    categories=names)
             else:
-                df[col] = pd.Categorical([None] * rows)
-        rank_of = dict(zip(np.frombuffer(raw["rank_pid"], dtype=np.int64).tolist(),
-                           np.frombuffer(raw["rank"], dtype=np.int64).tolist()))
-        df["rank"] = df["pid"].map(rank_of).fillna(-1).astype(np.int64) if rank_of else \
-            np.full(rows, -1, dtype=np.int64)
+                df[col] = pd.Categorical.from_codes(np.full(rows, -1, dtype=np.int8), categories=[])
     if columns is None:
         columns = list(_BASE) + want_args + (["rank", "host", "file"] if resolve else [])
     missing = [c for c in columns if c not in df.columns]
     if missing:
         raise KeyError("dftrace.read: no column %s (add it to args=)" % ", ".join(missing))
-    df = df[list(columns)]
+    if list(columns) != list(df.columns):
+        df = df[list(columns)]
     df.attrs["files"] = files
     df.attrs["time_units"] = dict(zip(files, raw["units"]))
     df.attrs["invalid_lines"] = raw["invalid"]

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -27,16 +28,27 @@ using dftrace::detail::jvalue;
 using dftrace::detail::parsed_line;
 using dftrace::detail::time_unit;
 
-// Strings as codes into a table of distinct values (names, categories, string arguments).
+// Strings as codes into a table of distinct values (names, categories, string arguments). The
+// index is keyed by views of the stored strings (a deque keeps them in place), and the last
+// string looked up is remembered: consecutive lines mostly repeat it. No allocation on a hit.
 struct dictionary {
-  std::vector<std::string> values;
-  std::unordered_map<std::string, int32_t> index;
+  std::deque<std::string> values;
+  std::unordered_map<std::string_view, int32_t> index;
+  std::string_view last;
+  int32_t last_code = -1;
   int32_t code(std::string_view s) {
-    auto it = index.find(std::string(s));
-    if (it != index.end()) return it->second;
-    const int32_t c = static_cast<int32_t>(values.size());
-    values.emplace_back(s);
-    index.emplace(values.back(), c);
+    if (last_code >= 0 && s == last) return last_code;
+    auto it = index.find(s);
+    int32_t c;
+    if (it != index.end()) {
+      c = it->second;
+    } else {
+      c = static_cast<int32_t>(values.size());
+      values.emplace_back(s);
+      index.emplace(values.back(), c);
+    }
+    last = values[static_cast<size_t>(c)];
+    last_code = c;
     return c;
   }
 };
@@ -77,9 +89,34 @@ int64_t int_or(const jvalue &v, int64_t def) {
   return v.present() && dftrace::detail::value_i64(v, &x) ? x : def;
 }
 
+// An integer field whose text mostly repeats from line to line (pid, tid): parsed once per change.
+struct cached_int {
+  std::string_view text;
+  int64_t value = -1;
+  int64_t get(const jvalue &v) {
+    if (v.text.data() && v.text == text && !text.empty()) return value;
+    value = int_or(v, -1);
+    text = v.text;
+    return value;
+  }
+};
+
 void scan(dftrace::detail::text_block &b, const what &w, time_unit unit) {
   auto r = std::make_unique<columns>();
   r->args.resize(w.args.size());
+  const size_t guess = b.text.size() / 128 + 16;  // lines of a typical event's length
+  for (auto *v : {&r->name, &r->cat, &r->ph}) v->reserve(guess);
+  for (auto *v : {&r->pid, &r->tid, &r->id, &r->level, &r->p_idx}) v->reserve(guess);
+  r->ts.reserve(guess);
+  r->dur.reserve(guess);
+  for (auto &c : r->args) {
+    c.kind.reserve(guess);
+    c.i.reserve(guess);
+    c.d.reserve(guess);
+    c.s.reserve(guess);
+  }
+  std::vector<const jvalue *> found(w.args.size());
+  cached_int pid, tid;
   parsed_line pl;
   dftrace::detail::for_each_line(b.whole_lines(), [&](std::string_view line) {
     ++r->lines;
@@ -115,18 +152,29 @@ void scan(dftrace::detail::text_block &b, const what &w, time_unit unit) {
     r->name.push_back(r->names.code(pl.name.text));
     r->cat.push_back(r->cats.code(pl.cat.text));
     r->ph.push_back(r->phs.code(pl.ph.text));
-    r->pid.push_back(int_or(pl.pid, -1));
-    r->tid.push_back(int_or(pl.tid, -1));
+    r->pid.push_back(pid.get(pl.pid));  // the text stays valid: the block outlives the scan
+    r->tid.push_back(tid.get(pl.tid));
     r->id.push_back(int_or(pl.id, -1));
     r->ts.push_back(ts);
     r->dur.push_back(dur);
-    const jvalue *lv = pl.arg_value("level");
-    const jvalue *pi = pl.arg_value("p_idx");
+    // One pass over the arguments finds level, p_idx and the requested keys.
+    const jvalue *lv = nullptr, *pi = nullptr;
+    for (auto &f : found) f = nullptr;
+    for (int k = 0; k < pl.nargs; ++k) {
+      const std::string_view key = pl.args_kv[k].key;
+      if (key == "level")
+        lv = &pl.args_kv[k].value;
+      else if (key == "p_idx")
+        pi = &pl.args_kv[k].value;
+      else
+        for (size_t a = 0; a < w.args.size(); ++a)
+          if (!found[a] && key == w.args[a]) found[a] = &pl.args_kv[k].value;
+    }
     r->level.push_back(lv ? int_or(*lv, -1) : -1);
     r->p_idx.push_back(pi ? int_or(*pi, -1) : -1);
     for (size_t a = 0; a < w.args.size(); ++a) {
       arg_column &c = r->args[a];
-      const jvalue *v = pl.arg_value(w.args[a]);
+      const jvalue *v = found[a];
       uint8_t kind = k_missing;
       int64_t iv = 0;
       double dv = 0;
@@ -162,48 +210,51 @@ void scan(dftrace::detail::text_block &b, const what &w, time_unit unit) {
   b.result = std::move(r);
 }
 
-// Appends codes of `from` (block dictionary) to `to` through the global dictionary.
-void append_codes(std::vector<int32_t> &to, const std::vector<int32_t> &from,
-                  const dictionary &local, dictionary &global) {
+// Rewrites a block's codes (into its own dictionary) as codes into the global dictionary.
+void recode(std::vector<int32_t> &codes, const dictionary &local, dictionary &global) {
   std::vector<int32_t> map(local.values.size());
   for (size_t k = 0; k < local.values.size(); ++k) map[k] = global.code(local.values[k]);
-  to.reserve(to.size() + from.size());
-  for (int32_t c : from) to.push_back(c < 0 ? -1 : map[static_cast<size_t>(c)]);
+  for (int32_t &c : codes) c = c < 0 ? -1 : map[static_cast<size_t>(c)];
 }
 
-template <typename T>
-void append(std::vector<T> &to, const std::vector<T> &from) {
-  to.insert(to.end(), from.begin(), from.end());
-}
+// Every block of the read, in file order, its codes rewritten into the global dictionaries;
+// the columns are copied once, from the blocks straight into the Python buffers.
+struct result {
+  std::vector<std::unique_ptr<columns>> blocks;
+  std::vector<int32_t> block_file;
+  dictionary names, cats, phs;
+  std::vector<dictionary> arg_dicts;
+  std::vector<std::pair<std::string, std::string>> hashes;
+  std::vector<std::string> hash_types;
+  std::vector<std::pair<int64_t, int64_t>> ranks;
+  uint64_t invalid = 0, skipped = 0, lines = 0;
+  size_t rows = 0;
 
-void append_block(columns &all, columns &b, int32_t file_index) {
-  append_codes(all.name, b.name, b.names, all.names);
-  append_codes(all.cat, b.cat, b.cats, all.cats);
-  append_codes(all.ph, b.ph, b.phs, all.phs);
-  all.file.insert(all.file.end(), b.name.size(), file_index);
-  append(all.pid, b.pid);
-  append(all.tid, b.tid);
-  append(all.id, b.id);
-  append(all.ts, b.ts);
-  append(all.dur, b.dur);
-  append(all.level, b.level);
-  append(all.p_idx, b.p_idx);
-  for (size_t a = 0; a < all.args.size(); ++a) {
-    arg_column &to = all.args[a], &from = b.args[a];
-    append(to.kind, from.kind);
-    append(to.i, from.i);
-    append(to.d, from.d);
-    append_codes(to.s, from.s, from.dict, to.dict);
+  void add(std::unique_ptr<columns> b, int32_t file_index) {
+    recode(b->name, b->names, names);
+    recode(b->cat, b->cats, cats);
+    recode(b->ph, b->phs, phs);
+    for (size_t a = 0; a < arg_dicts.size(); ++a)
+      recode(b->args[a].s, b->args[a].dict, arg_dicts[a]);
+    for (size_t h = 0; h < b->hashes.size(); ++h) {
+      hashes.push_back(std::move(b->hashes[h]));
+      hash_types.push_back(std::move(b->hash_types[h]));
+    }
+    ranks.insert(ranks.end(), b->ranks.begin(), b->ranks.end());
+    invalid += b->invalid;
+    skipped += b->skipped;
+    lines += b->lines;
+    rows += b->ts.size();
+    // What Python does not need is freed now (the dictionaries, the metadata).
+    b->names = dictionary();
+    b->cats = dictionary();
+    b->phs = dictionary();
+    b->hashes.clear();
+    b->hash_types.clear();
+    block_file.push_back(file_index);
+    blocks.push_back(std::move(b));
   }
-  for (size_t h = 0; h < b.hashes.size(); ++h) {
-    all.hashes.push_back(std::move(b.hashes[h]));
-    all.hash_types.push_back(std::move(b.hash_types[h]));
-  }
-  append(all.ranks, b.ranks);
-  all.invalid += b.invalid;
-  all.skipped += b.skipped;
-  all.lines += b.lines;
-}
+};
 
 // ---- to Python
 
@@ -213,7 +264,8 @@ PyObject *bytes_of(const std::vector<T> &v) {
                                    static_cast<Py_ssize_t>(v.size() * sizeof(T)));
 }
 
-PyObject *list_of(const std::vector<std::string> &v) {
+template <typename Strings>
+PyObject *list_of(const Strings &v) {
   PyObject *l = PyList_New(static_cast<Py_ssize_t>(v.size()));
   if (!l) return nullptr;
   for (size_t k = 0; k < v.size(); ++k) {
@@ -229,6 +281,53 @@ PyObject *list_of(const std::vector<std::string> &v) {
 }
 
 // d[key] = value, stealing value; false (with an exception set) when value is null.
+// A column of every block, one after the other, in a new bytes object.
+template <typename T, typename Get>
+PyObject *gather(const result &r, Get get) {
+  PyObject *b = PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(r.rows * sizeof(T)));
+  if (!b) return nullptr;
+  char *p = PyBytes_AS_STRING(b);
+  for (const auto &blk : r.blocks) {
+    const std::vector<T> &v = get(*blk);
+    if (!v.empty()) std::memcpy(p, v.data(), v.size() * sizeof(T));
+    p += v.size() * sizeof(T);
+  }
+  return b;
+}
+
+// The integer columns as one C-ordered (7, rows) int64 block, in this order: pid, tid, ts, dur,
+// level, p_idx, id (pandas keeps it as one block, without copying it again).
+PyObject *int_block(const result &r) {
+  PyObject *b = PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(7 * r.rows * 8));
+  if (!b) return nullptr;
+  char *p = PyBytes_AS_STRING(b);
+  auto copy = [&](auto get) {
+    for (const auto &blk : r.blocks) {
+      const auto &v = get(*blk);
+      if (!v.empty()) std::memcpy(p, v.data(), v.size() * 8);
+      p += v.size() * 8;
+    }
+  };
+  copy([](const columns &c) -> const std::vector<int64_t> & { return c.pid; });
+  copy([](const columns &c) -> const std::vector<int64_t> & { return c.tid; });
+  copy([](const columns &c) -> const std::vector<uint64_t> & { return c.ts; });
+  copy([](const columns &c) -> const std::vector<uint64_t> & { return c.dur; });
+  copy([](const columns &c) -> const std::vector<int64_t> & { return c.level; });
+  copy([](const columns &c) -> const std::vector<int64_t> & { return c.p_idx; });
+  copy([](const columns &c) -> const std::vector<int64_t> & { return c.id; });
+  return b;
+}
+
+// The file index of every row.
+PyObject *file_column(const result &r) {
+  PyObject *b = PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(r.rows * 4));
+  if (!b) return nullptr;
+  int32_t *p = reinterpret_cast<int32_t *>(PyBytes_AS_STRING(b));
+  for (size_t k = 0; k < r.blocks.size(); ++k)
+    p = std::fill_n(p, r.blocks[k]->ts.size(), r.block_file[k]);
+  return b;
+}
+
 bool put(PyObject *d, const char *key, PyObject *value) {
   if (!value) return false;
   const int rc = PyDict_SetItemString(d, key, value);
@@ -280,8 +379,8 @@ PyObject *read_columns(PyObject *, PyObject *a) {
   }
   if (PyErr_Occurred()) return nullptr;
 
-  columns all;
-  all.args.resize(w.args.size());
+  result all;
+  all.arg_dicts.resize(w.args.size());
   std::vector<std::string> problems;
   std::vector<std::string> units;
   std::string failure;  // an exception of the reader (memory): raised as MemoryError
@@ -318,7 +417,8 @@ PyObject *read_columns(PyObject *, PyObject *a) {
         for (const auto &i : b.issues)
           problems.push_back(paths[f] + ": byte " + std::to_string(i.offset) + ": " + i.message);
         if (b.result)
-          append_block(all, *static_cast<columns *>(b.result.get()), static_cast<int32_t>(f));
+          all.add(std::unique_ptr<columns>(static_cast<columns *>(b.result.release())),
+                  static_cast<int32_t>(f));
       });
     }
   } catch (const std::exception &e) {
@@ -332,14 +432,15 @@ PyObject *read_columns(PyObject *, PyObject *a) {
 
   PyObject *d = PyDict_New();
   if (!d) return nullptr;
-  bool ok = put(d, "rows", PyLong_FromSize_t(all.ts.size())) &&
-            put(d, "name", bytes_of(all.name)) && put(d, "names", list_of(all.names.values)) &&
-            put(d, "cat", bytes_of(all.cat)) && put(d, "cats", list_of(all.cats.values)) &&
-            put(d, "ph", bytes_of(all.ph)) && put(d, "phs", list_of(all.phs.values)) &&
-            put(d, "file", bytes_of(all.file)) && put(d, "pid", bytes_of(all.pid)) &&
-            put(d, "tid", bytes_of(all.tid)) && put(d, "id", bytes_of(all.id)) &&
-            put(d, "ts", bytes_of(all.ts)) && put(d, "dur", bytes_of(all.dur)) &&
-            put(d, "level", bytes_of(all.level)) && put(d, "p_idx", bytes_of(all.p_idx)) &&
+  using I32 = const std::vector<int32_t> &;
+  bool ok = put(d, "rows", PyLong_FromSize_t(all.rows)) &&
+            put(d, "name", gather<int32_t>(all, [](const columns &c) -> I32 { return c.name; })) &&
+            put(d, "names", list_of(all.names.values)) &&
+            put(d, "cat", gather<int32_t>(all, [](const columns &c) -> I32 { return c.cat; })) &&
+            put(d, "cats", list_of(all.cats.values)) &&
+            put(d, "ph", gather<int32_t>(all, [](const columns &c) -> I32 { return c.ph; })) &&
+            put(d, "phs", list_of(all.phs.values)) && put(d, "file", file_column(all)) &&
+            put(d, "ints", int_block(all)) &&
             put(d, "invalid", PyLong_FromUnsignedLongLong(all.invalid)) &&
             put(d, "skipped", PyLong_FromUnsignedLongLong(all.skipped)) &&
             put(d, "lines", PyLong_FromUnsignedLongLong(all.lines)) &&
@@ -363,12 +464,23 @@ PyObject *read_columns(PyObject *, PyObject *a) {
   }
   PyObject *args = ok ? PyList_New(0) : nullptr;
   ok = ok && args;
-  for (size_t k = 0; ok && k < all.args.size(); ++k) {
+  for (size_t k = 0; ok && k < all.arg_dicts.size(); ++k) {
     PyObject *c = PyDict_New();
-    const arg_column &ac = all.args[k];
-    ok = c && put(c, "kind", bytes_of(ac.kind)) && put(c, "i", bytes_of(ac.i)) &&
-         put(c, "d", bytes_of(ac.d)) && put(c, "s", bytes_of(ac.s)) &&
-         put(c, "strings", list_of(ac.dict.values)) && PyList_Append(args, c) == 0;
+    auto col = [k](const columns &b) -> const arg_column & { return b.args[k]; };
+    ok =
+        c &&
+        put(c, "kind",
+            gather<uint8_t>(
+                all,
+                [&](const columns &b) -> const std::vector<uint8_t> & { return col(b).kind; })) &&
+        put(c, "i",
+            gather<int64_t>(
+                all, [&](const columns &b) -> const std::vector<int64_t> & { return col(b).i; })) &&
+        put(c, "d",
+            gather<double>(
+                all, [&](const columns &b) -> const std::vector<double> & { return col(b).d; })) &&
+        put(c, "s", gather<int32_t>(all, [&](const columns &b) -> I32 { return col(b).s; })) &&
+        put(c, "strings", list_of(all.arg_dicts[k].values)) && PyList_Append(args, c) == 0;
     Py_XDECREF(c);
   }
   if (ok)

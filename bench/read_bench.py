@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""read_bench.py: dftrace.read into pandas, events per second, next to Python's json per line
+(what a notebook does without it) and `dftrace stat` on the same file, in one run.
+
+Usage: /usr/bin/python3 bench/read_bench.py [BUILD_DIR] [WORK_DIR]   (env: EVENTS=3000000,
+REPEAT=3). Prints a Markdown table (best of REPEAT, wall seconds)."""
+import gzip
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+build = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
+work = sys.argv[2] if len(sys.argv) > 2 else tempfile.mkdtemp()
+events = int(os.environ.get("EVENTS", "3000000"))
+repeat = int(os.environ.get("REPEAT", "3"))
+sys.path.insert(0, os.path.join(build, "bindings", "python"))
+import dftrace  # noqa: E402
+
+path = os.path.join(work, "read_bench.pfw.gz")
+if not os.path.exists(path):
+    subprocess.run([os.path.join(build, "tests", "tools", "gen_trace"), path, "--events",
+                    str(events), "--threads", "2"], check=True)
+
+
+def best(fn):
+    t = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        n = fn()
+        t.append(time.perf_counter() - t0)
+    return n, min(t)
+
+
+rows = []
+for threads in (1, 2):
+    for resolve in (True, False):
+        n, t = best(lambda: len(dftrace.read(path, threads=threads, resolve=resolve)))
+        rows.append(("dftrace.read threads=%d resolve=%s" % (threads, resolve), n, t))
+env = dict(os.environ, DFTRACE_NO_PROGRESS="1")
+for threads in (1, 2):
+    env["DFTRACE_TOOL_THREADS"] = str(threads)
+    n, t = best(lambda: subprocess.run([os.path.join(build, "tools", "dftrace"), "stat", path],
+                                       env=env, check=True, capture_output=True) and events)
+    rows.append(("dftrace stat (threads %d)" % threads, events, t))
+
+
+def by_json():  # a tenth of the file, per line, into a DataFrame
+    import pandas as pd
+    recs = []
+    with gzip.open(path, "rt") as f:
+        for k, line in enumerate(f):
+            if k > events // 10:
+                break
+            if line[0] != "{":
+                continue
+            e = json.loads(line)
+            if e.get("ph") == "M":
+                continue
+            recs.append((e["name"], e["cat"], e["pid"], e["tid"], e["ts"], e.get("dur", 0)))
+    return len(pd.DataFrame.from_records(recs, columns=["name", "cat", "pid", "tid", "ts", "dur"]))
+
+
+n, t = best(by_json)
+rows.append(("json.loads per line + DataFrame (a tenth of the file)", n, t))
+print("# %s, %d cores, load average %s" % (time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                                           os.cpu_count(), open("/proc/loadavg").read().split()[0]))
+print("| reader | events | seconds | M events/s |")
+print("| --- | ---: | ---: | ---: |")
+for what, n, t in rows:
+    print("| %s | %d | %.3f | %.2f |" % (what, n, t, n / t / 1e6))
