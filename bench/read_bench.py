@@ -12,62 +12,99 @@ import sys
 import tempfile
 import time
 
-build = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
-work = sys.argv[2] if len(sys.argv) > 2 else tempfile.mkdtemp()
-events = int(os.environ.get("EVENTS", "3000000"))
-repeat = int(os.environ.get("REPEAT", "3"))
-sys.path.insert(0, os.path.join(build, "bindings", "python"))
-import dftrace  # noqa: E402
+def main():
+    global build, work, events, repeat, path, env, ranks
+    build = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
+    work = sys.argv[2] if len(sys.argv) > 2 else tempfile.mkdtemp()
+    events = int(os.environ.get("EVENTS", "3000000"))
+    repeat = int(os.environ.get("REPEAT", "3"))
+    sys.path.insert(0, os.path.join(build, "bindings", "python"))
+    import dftrace  # noqa: E402
 
-path = os.path.join(work, "read_bench.pfw.gz")
-if not os.path.exists(path):
-    subprocess.run([os.path.join(build, "tests", "tools", "gen_trace"), path, "--events",
-                    str(events), "--threads", "2"], check=True)
-
-
-def best(fn):
-    t = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        n = fn()
-        t.append(time.perf_counter() - t0)
-    return n, min(t)
+    path = os.path.join(work, "read_bench.pfw.gz")
+    if not os.path.exists(path):
+        subprocess.run([os.path.join(build, "tests", "tools", "gen_trace"), path, "--events",
+                        str(events), "--threads", "2"], check=True)
 
 
-rows = []
-for threads in (1, 2):
-    for resolve in (True, False):
-        n, t = best(lambda: len(dftrace.read(path, threads=threads, resolve=resolve)))
-        rows.append(("dftrace.read threads=%d resolve=%s" % (threads, resolve), n, t))
-env = dict(os.environ, DFTRACE_NO_PROGRESS="1")
-for threads in (1, 2):
-    env["DFTRACE_TOOL_THREADS"] = str(threads)
-    n, t = best(lambda: subprocess.run([os.path.join(build, "tools", "dftrace"), "stat", path],
-                                       env=env, check=True, capture_output=True) and events)
-    rows.append(("dftrace stat (threads %d)" % threads, events, t))
+    def best(fn):
+        t = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            n = fn()
+            t.append(time.perf_counter() - t0)
+        return n, min(t)
 
 
-def by_json():  # a tenth of the file, per line, into a DataFrame
-    import pandas as pd
-    recs = []
-    with gzip.open(path, "rt") as f:
-        for k, line in enumerate(f):
-            if k > events // 10:
-                break
-            if line[0] != "{":
-                continue
-            e = json.loads(line)
-            if e.get("ph") == "M":
-                continue
-            recs.append((e["name"], e["cat"], e["pid"], e["tid"], e["ts"], e.get("dur", 0)))
-    return len(pd.DataFrame.from_records(recs, columns=["name", "cat", "pid", "tid", "ts", "dur"]))
+    rows = []
+    for threads in (1, 2):
+        for resolve in (True, False):
+            n, t = best(lambda: len(dftrace.read(path, threads=threads, resolve=resolve)))
+            rows.append(("dftrace.read threads=%d resolve=%s" % (threads, resolve), n, t))
+    env = dict(os.environ, DFTRACE_NO_PROGRESS="1")
+    for threads in (1, 2):
+        env["DFTRACE_TOOL_THREADS"] = str(threads)
+        n, t = best(lambda: subprocess.run([os.path.join(build, "tools", "dftrace"), "stat", path],
+                                           env=env, check=True, capture_output=True) and events)
+        rows.append(("dftrace stat (threads %d)" % threads, events, t))
 
 
-n, t = best(by_json)
-rows.append(("json.loads per line + DataFrame (a tenth of the file)", n, t))
-print("# %s, %d cores, load average %s" % (time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-                                           os.cpu_count(), open("/proc/loadavg").read().split()[0]))
-print("| reader | events | seconds | M events/s |")
-print("| --- | ---: | ---: | ---: |")
-for what, n, t in rows:
-    print("| %s | %d | %.3f | %.2f |" % (what, n, t, n / t / 1e6))
+    def by_json():  # a tenth of the file, per line, into a DataFrame
+        import pandas as pd
+        recs = []
+        with gzip.open(path, "rt") as f:
+            for k, line in enumerate(f):
+                if k > events // 10:
+                    break
+                if line[0] != "{":
+                    continue
+                e = json.loads(line)
+                if e.get("ph") == "M":
+                    continue
+                recs.append((e["name"], e["cat"], e["pid"], e["tid"], e["ts"], e.get("dur", 0)))
+        return len(pd.DataFrame.from_records(recs, columns=["name", "cat", "pid", "tid", "ts", "dur"]))
+
+
+    n, t = best(by_json)
+    rows.append(("json.loads per line + DataFrame (a tenth of the file)", n, t))
+
+    # dftrace.dask.read_pfw on 48 rank files, LocalCluster of 1 and of 2 worker processes: a
+    # per-category sum of dur (the result is checked equal to dftrace stat's).
+    ranks = os.path.join(work, "ranks")
+    nrank = int(os.environ.get("RANKS", "48"))
+    per = int(os.environ.get("RANK_EVENTS", "100000"))
+    os.makedirs(ranks, exist_ok=True)
+    for i in range(nrank):
+        f = os.path.join(ranks, "r%02d.pfw.gz" % i)
+        if not os.path.exists(f):
+            subprocess.run([os.path.join(build, "tests", "tools", "gen_trace"), f, "--events", str(per),
+                            "--pid", str(7000 + i), "--seed", str(i), "--threads", "2"], check=True)
+    st = json.loads(subprocess.run([os.path.join(build, "tools", "dftrace"), "stat", "--json", ranks],
+                                   env=env, check=True, capture_output=True, text=True).stdout)
+    want = {}
+    for r in st["by_name"]:
+        want[r["cat"]] = want.get(r["cat"], 0) + r["total_ns"]
+    import dftrace.dask  # noqa: E402
+    from distributed import Client, LocalCluster  # noqa: E402
+
+    for workers in (1, 2):
+        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                          dashboard_address=None) as cl, Client(cl):
+            def job():
+                ddf = dftrace.dask.read_pfw(ranks, partition_bytes="64MiB")
+                g = ddf[ddf.ph == "X"].groupby("cat", observed=True).dur.sum().compute()
+                assert {k: int(v) for k, v in g.items()} == want
+                return nrank * per
+            n, t = best(job)
+            rows.append(("dftrace.dask.read_pfw, %d files, %d worker(s)" % (nrank, workers), n, t))
+    print("# %s, %d cores, load average %s" % (time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                                               os.cpu_count(), open("/proc/loadavg").read().split()[0]))
+    print("| reader | events | seconds | M events/s |")
+    print("| --- | ---: | ---: | ---: |")
+    for what, n, t in rows:
+        print("| %s | %d | %.3f | %.2f |" % (what, n, t, n / t / 1e6))
+
+
+# Dask workers are spawned processes that import this module: the run only under __main__.
+if __name__ == "__main__":
+    main()

@@ -162,12 +162,11 @@ void convert_block(detail::text_block &b, time_unit unit) {
   detail::for_each_line(text, [&](std::string_view line) {
     const std::string_view t = trim(line);
     if (t.empty() || t == "[" || t == "]") return true;
-    if (!detail::parse_line(line, pl) || pl.ph.type != jtype::string || pl.ph.text.empty() ||
-        pl.name.type != jtype::string) {
+    const char ph = detail::parse_line(line, pl) ? detail::phase(pl) : 0;
+    if (!ph || pl.name.type != jtype::string) {
       ++r->skipped;
       return true;
     }
-    const char ph = pl.ph.text[0];
     std::string &o = r->out;
     if (ph == 'M') {
       const bool proc = pl.name.text == "process_name";
@@ -217,7 +216,12 @@ void convert_block(detail::text_block &b, time_unit unit) {
       ++r->skipped;
       return true;
     }
-    const std::string pid = put_head(e.head, pl, &pl.cat, pl.ph.text);
+    // DFTracer 2.x's integer phases as letters; its aggregated records (per interval: counts and
+    // sums) become counters, which a viewer draws as a track.
+    const char letter = ph == 'A' ? 'C' : ph;
+    const std::string pid = put_head(
+        e.head, pl, &pl.cat,
+        pl.ph.type == jtype::string && ph != 'A' ? pl.ph.text : std::string_view(&letter, 1));
     std::string &tail = e.tail;
     if (ph == 'X') {
       tail += ",\"dur\":";
@@ -280,8 +284,10 @@ bool write_file(const std::string &path, const char *p, size_t n, std::string *w
 
 int cmd_convert(const args_t &a) {
   const std::string to = a.get("--to", "perfetto");
+  if (to == "dftracer-v2") return convert_dialect(a, true);
+  if (to == "dftracer" || to == "dftrace") return convert_dialect(a, false);
   if (to != "perfetto" && to != "chrome") {
-    error_line("convert: --to must be perfetto (Chrome JSON)");
+    error_line("convert: --to must be perfetto (Chrome JSON), dftracer-v2 or dftracer");
     return 2;
   }
   const std::string out_path = a.output("convert", "OUT.json[.gz]");

@@ -57,7 +57,7 @@ uint64_t shift_ts(uint64_t ts, int64_t shift) {
 }
 
 bool is_hash_def(const parsed_line &pl) {
-  return pl.ph.text == "M" &&
+  return detail::phase(pl) == 'M' &&
          (pl.name.text == "HH" || pl.name.text == "SH" || pl.name.text == "FH");
 }
 

@@ -42,6 +42,7 @@ struct partial : detail::block_result {
   uint64_t invalid = 0;
   uint64_t by_ph[128] = {};
   uint64_t dropped = 0;
+  uint64_t aggregated = 0;  // aggregated records (DFTracer 2.x), folded into by_name
   uint64_t ts_min = UINT64_MAX;
   uint64_t end_max = 0;
   std::unordered_map<std::string, name_stats> names;  // cat '\x1f' name
@@ -55,6 +56,7 @@ struct partial : detail::block_result {
     invalid += o.invalid;
     for (int i = 0; i < 128; ++i) by_ph[i] += o.by_ph[i];
     dropped += o.dropped;
+    aggregated += o.aggregated;
     ts_min = std::min(ts_min, o.ts_min);
     end_max = std::max(end_max, o.end_max);
     for (auto &kv : o.names) {
@@ -123,7 +125,7 @@ void scan_block(detail::text_block &b, time_unit unit) {
       last_tid = pl.tid.text;
     }
     thread_stats->add(f.ts, end);
-    if (f.ph != 'X') return true;
+    if (f.ph != 'X' && f.ph != 'A') return true;
     if (pl.name.text == "end" && pl.cat.text == "dftracer") {
       if (const jvalue *d = pl.arg_value("dropped_events")) {
         uint64_t v = 0;
@@ -144,6 +146,21 @@ void scan_block(detail::text_block &b, time_unit unit) {
       ce.cat = pl.cat.text;
     }
     name_stats &ns = *ce.stats;
+    if (f.ph == 'A') {
+      // DFTracer 2.x's aggregated record: dft_cnt events whose durations sum to dur_sum (or,
+      // for one event or one value, "dur"); folded into the counts and totals exactly, not
+      // into the percentiles (their single durations are not in the trace).
+      uint64_t n = 0, sum = 0;
+      const jvalue *c = pl.arg_value("dft_cnt");
+      const jvalue *d = pl.arg_value("dur_sum");
+      if (!d) d = pl.arg_value("dur");
+      if (!c || !detail::value_u64(*c, &n)) return true;
+      if (d && detail::value_ns(*d, unit, &sum) && !pl.arg_value("dur_sum")) sum *= n;
+      ++r->aggregated;
+      ns.count += n;
+      ns.total += sum;
+      return true;
+    }
     ++ns.count;
     ns.total += f.dur;
     ns.durs.push_back(f.dur);
@@ -310,6 +327,7 @@ int cmd_stat(const args_t &a) {
              lines, text, all.objects, all.by_ph['X'], all.by_ph['M'], all.by_ph['C'],
              all.by_ph['i'] + all.by_ph['I'], all.invalid, all.dropped);
     out += buf;
+    out += ",\"aggregated_records\":" + std::to_string(all.aggregated);
     if (have_span) {
       out += ",\"ts_min\":" + us_text(all.ts_min) + ",\"ts_end\":" + us_text(all.end_max) +
              ",\"span_us\":" + us_text(span) + ",\"span_ns\":" + std::to_string(span);
@@ -370,6 +388,12 @@ int cmd_stat(const args_t &a) {
                all.by_ph['X'], all.by_ph['C'], all.by_ph['i'] + all.by_ph['I'], all.by_ph['M'],
                all.invalid, all.dropped);
       out += buf;
+      if (all.aggregated) {
+        snprintf(buf, sizeof buf,
+                 "%" PRIu64 " aggregated records, folded into the counts and totals below\n",
+                 all.aggregated);
+        out += buf;
+      }
     }
     if (have_span) {
       snprintf(buf, sizeof buf, "time span: %.6f s (ts %s .. %s us)\n", span / 1e9,

@@ -164,16 +164,17 @@ void check_block(detail::text_block &b, time_unit unit) {
     }
     if (pl.duplicate_key)
       r->findings.push_back({cur, true, "json", "a top-level key appears twice"});
-    need_string(*r, cur, pl.ph, "ph");
+    // "ph": a letter, or DFTracer 2.x's integer phase (1..4)
+    const char ph = detail::phase(pl);
+    if (pl.ph.type != jtype::number || !ph) need_string(*r, cur, pl.ph, "ph");
     need_string(*r, cur, pl.name, "name");
-    const char ph = pl.ph.type == jtype::string && !pl.ph.text.empty() ? pl.ph.text[0] : 0;
     const bool meta = ph == 'M';
     if (!meta) need_string(*r, cur, pl.cat, "cat");
     need_number(*r, cur, pl.pid, "pid", true, false);
     need_number(*r, cur, pl.tid, "tid", true, false);
     if (pl.args.present() && pl.args.type != jtype::object)
       r->findings.push_back({cur, true, "type", "\"args\" is not an object"});
-    if (ph && pl.ph.text.size() != 1)
+    if (ph && pl.ph.type == jtype::string && pl.ph.text.size() != 1)
       r->findings.push_back({cur, true, "type", "\"ph\" is not one character"});
     switch (ph) {
       case 'X':  // a trace in integer nanoseconds has no fractions
@@ -195,6 +196,11 @@ void check_block(detail::text_block &b, time_unit unit) {
       case 'b':
       case 'e':
       case 'n': need_number(*r, cur, pl.ts, "ts", false, false); break;
+      case 'A':  // DFTracer 2.x's aggregated record: a count and per-field min/max/sum
+        need_number(*r, cur, pl.ts, "ts", unit == time_unit::ns, false);
+        if (!pl.arg_value("dft_cnt"))
+          r->findings.push_back({cur, true, "missing", "aggregated record without args.dft_cnt"});
+        break;
       case 'M': break;
       case 0: break;
       default:
@@ -324,7 +330,7 @@ int cmd_validate(const args_t &a) {
       rep.add(0, i.error, "gzip", "byte " + std::to_string(i.offset) + ": " + i.message);
 
     uint64_t base = 0;  // lines before the current block
-    bool seen_first = false, closed = false, reported_after_close = false;
+    bool seen_first = false, closed = false, reported_after_close = false, json_lines = false;
     uint64_t close_at = 0;
     std::string last_text;
     std::unordered_set<std::string> defined;
@@ -358,10 +364,9 @@ int cmd_validate(const args_t &a) {
                 "the last line is cut short by the damage above");
       // Structure.
       if (!seen_first && r->first_nonblank >= 0) {
+        // Without '[' the file is plain JSON lines, as DFTracer 2.x writes: no ']' expected.
         seen_first = true;
-        if (r->first_nonblank_text != "[")
-          rep.add(base + static_cast<uint64_t>(r->first_nonblank) + 1, true, "structure",
-                  "the first line is not '[' (the file is not a JSON array)");
+        json_lines = r->first_nonblank_text != "[";
       }
       if (closed && !reported_after_close && r->first_nonblank >= 0) {
         reported_after_close = true;
@@ -371,6 +376,9 @@ int cmd_validate(const args_t &a) {
       if (!closed && r->close_line >= 0) {
         closed = true;
         close_at = base + static_cast<uint64_t>(r->close_line) + 1;
+        if (json_lines)
+          rep.add(close_at, true, "structure",
+                  "a closing ']' in a file that did not open with '['");
         if (r->after_close >= 0 && !reported_after_close) {
           reported_after_close = true;
           rep.add(base + static_cast<uint64_t>(r->after_close) + 1, true, "structure",
@@ -399,7 +407,7 @@ int cmd_validate(const args_t &a) {
       bar.add(b.in_bytes);
     });
     bar.done();
-    if (!closed && seen_first)
+    if (!closed && seen_first && !json_lines)
       rep.add(base, false, "structure",
               "no closing ']' (the process did not finish; readers accept this)");
     if (!seen_first) rep.add(0, true, "structure", "no lines at all");

@@ -256,7 +256,7 @@ std::string_view trim(std::string_view s) {
 event_fields fields_of(const parsed_line &pl, time_unit unit) {
   event_fields f;
   f.ok = pl.error == nullptr;
-  if (pl.ph.type == jtype::string && !pl.ph.text.empty()) f.ph = pl.ph.text[0];
+  f.ph = detail::phase(pl);
   if (pl.ts.present() && detail::value_ns(pl.ts, unit, &f.ts)) f.has_ts = true;
   if (pl.dur.present() && detail::value_ns(pl.dur, unit, &f.dur)) f.has_dur = true;
   return f;

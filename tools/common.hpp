@@ -206,6 +206,9 @@ int cmd_validate(const args_t &a);
 int cmd_merge(const args_t &a);
 int cmd_split(const args_t &a);
 int cmd_convert(const args_t &a);
+// convert --to dftracer-v2 (to_v2) or --to dftracer: the trace in DFTracer 2.x's dialect or in
+// dftrace's own (convert_dialect.cpp).
+int convert_dialect(const args_t &a, bool to_v2);
 int cmd_config(const args_t &a);
 int cmd_run(int argc, char **argv);  // takes the command line itself (the command after --)
 

@@ -22,6 +22,7 @@ const char *k_usage =
     "  validate FILES... [--max-findings N] [--quiet]\n"
     "      line-numbered findings; exit status 1 when there are errors\n"
     "  convert FILE --to perfetto -o OUT.json[.gz] [--keep-args]\n"
+    "  convert FILES --to dftracer-v2|dftracer -o OUT.pfw[.gz]\n"
     "      Chrome JSON for Perfetto, chrome://tracing and speedscope: times relative to the\n"
     "      first event, exact to the ns; 64-bit integers as strings; parents before children;\n"
     "      --keep-args keeps the bookkeeping arguments (level, p_idx, hhash)\n"

@@ -455,6 +455,18 @@ bool canonical_number(std::string_view t, std::string *out) {
   return true;
 }
 
+char phase(const parsed_line &pl) {
+  if (pl.ph.type == jtype::string) return pl.ph.text.empty() ? 0 : pl.ph.text[0];
+  if (pl.ph.type != jtype::number || pl.ph.text.size() != 1) return 0;
+  switch (pl.ph.text[0]) {
+    case '1': return 'X';
+    case '2': return 'C';
+    case '3': return 'A';
+    case '4': return 'M';
+    default: return 0;
+  }
+}
+
 bool is_hash_ref_key(std::string_view key) {
   if (key.size() == 5 && (key == "hhash" || key == "fhash")) return true;
   return key.size() > 5 && key.compare(key.size() - 5, 5, "_hash") == 0;

@@ -61,6 +61,11 @@ bool value_is_integer(const jvalue &v);                                  // bare
 // caller keeps it as a string.
 bool canonical_number(std::string_view text, std::string *out);
 
+// The line's record kind as a Chrome-trace letter: the first character of a string "ph"
+// ('X', 'M', 'C', 'i', ...), or DFTracer 2.x's integer phases (1 complete 'X', 2 counter 'C',
+// 3 aggregated 'A', 4 metadata 'M'); 0 when missing or unknown.
+char phase(const parsed_line &pl);
+
 // True for the args keys that refer to a hash definition (hhash, fhash, *_hash).
 bool is_hash_ref_key(std::string_view key);
 

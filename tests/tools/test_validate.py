@@ -82,7 +82,7 @@ def test_invalid_json(tmp_path):
 
 
 @pytest.mark.parametrize("key,typed", [
-    ("ph", '"ph":1'), ("ts", '"ts":"soon"'), ("dur", '"dur":true'), ("pid", '"pid":"x"'),
+    ("ph", '"ph":7'), ("ts", '"ts":"soon"'), ("dur", '"dur":true'), ("pid", '"pid":"x"'),
     ("tid", '"tid":1.5'), ("name", '"name":7'), ("cat", '"cat":null')])
 def test_missing_and_ill_typed_fields(tmp_path, key, typed):
     line = ev(2)
@@ -133,10 +133,14 @@ def test_data_after_closing_bracket(tmp_path):
     finding(out, 5, "data after the closing ']' on line 4")
 
 
-def test_first_line_must_open_the_array(tmp_path):
+def test_json_lines_without_brackets_and_a_stray_closing_bracket(tmp_path):
+    # DFTracer 2.x writes JSON lines, no '[' and no ']': valid, nothing to report
+    p = tmp_path / "lines.pfw"
+    p.write_text("\n".join([HH, ev(2)]) + "\n")
+    assert "0 errors, 0 warnings" in validate(p, 0)
     p = tmp_path / "noopen.pfw"
     p.write_text("\n".join([HH, ev(2), "]"]) + "\n")
-    finding(validate(p, 1), 1, "the first line is not '['")
+    finding(validate(p, 1), 3, "a closing ']' in a file that did not open with '['")
 
 
 def test_missing_closing_bracket_is_a_warning(tmp_path):

@@ -54,10 +54,17 @@ def _categorical(pd, np, codes, strings):
     return pd.Categorical.from_codes(np.frombuffer(codes, dtype=np.int32), categories=strings)
 
 
-def _arg_column(pd, np, c, rows):
+def _is_hash(key):
+    return key in ("hhash", "fhash") or key.endswith("_hash")
+
+
+def _arg_column(pd, np, c, rows, key):
     kind = np.frombuffer(c["kind"], dtype=np.uint8)
     present = kind != 0
     kinds = set(np.unique(kind[present]).tolist())
+    if _is_hash(key):  # hashes are text (as written), also where a read found none
+        codes = np.frombuffer(c["s"], dtype=np.int32)
+        return pd.Series(pd.Categorical.from_codes(codes, categories=c["strings"]))
     if not kinds:
         return pd.Series(pd.array([pd.NA] * rows, dtype="Int64"))
     if kinds == {1}:  # integers: exact, missing values as <NA>
@@ -102,19 +109,43 @@ def read(paths, columns=None, cat=None, name=None, start=None, end=None, args=No
     lines that were not valid JSON (`invalid_lines`, never fatal) and the problems found
     (damaged members, unreadable files), which are also printed, one line each, on stderr.
     """
-    import numpy as np
-    import pandas as pd
-
     from . import _reader
 
     files = trace_files(paths)
-    want_args = list(dict.fromkeys(_as_list(args) or []))
-    hidden = []
-    if resolve:
-        hidden = [k for k in ("hhash", "fhash") if k not in want_args]
-    keys = want_args + hidden
+    want_args, keys = _keys(args, resolve)
     raw = _reader.read_columns(files, _as_list(cat), _as_list(name), _ns(start, "start"),
                                _ns(end, "end"), keys, int(threads))
+    defs, ranks = definitions(raw) if resolve else (None, None)
+    df = frame(raw, want_args, keys, defs, ranks, columns)
+    df.attrs["files"] = files
+    df.attrs["time_units"] = dict(zip(files, raw["units"]))
+    return df
+
+
+def _keys(args, resolve):
+    """The requested argument keys, and those read (with the hashes that resolve needs)."""
+    want = list(dict.fromkeys(_as_list(args) or []))
+    hidden = [k for k in ("hhash", "fhash") if k not in want] if resolve else []
+    return want, want + hidden
+
+
+def definitions(raw):
+    """({"HH": {hash text: host}, "FH": {...}, "SH": {...}}, {pid: rank}) from a read's
+    metadata lines."""
+    import numpy as np
+    defs = {}
+    for t, v, s in zip(raw["hash_types"], raw["hash_values"], raw["hash_strings"]):
+        defs.setdefault(t, {})[v] = s
+    ranks = dict(zip(np.frombuffer(raw["rank_pid"], dtype=np.int64).tolist(),
+                     np.frombuffer(raw["rank"], dtype=np.int64).tolist()))
+    return defs, ranks
+
+
+def frame(raw, want_args, keys, defs, ranks, columns):
+    """The DataFrame of a read_columns result; hashes and ranks resolved through defs and ranks
+    (None: not resolved)."""
+    import numpy as np
+    import pandas as pd
     rows = raw["rows"]
     for p in raw["problems"]:
         print("dftrace.read: " + p, file=sys.stderr)
@@ -126,17 +157,13 @@ def read(paths, columns=None, cat=None, name=None, start=None, end=None, args=No
     df.insert(6, "ph", _categorical(pd, np, raw["ph"], raw["phs"]))
     arg_cols = {}
     for key, c in zip(keys, raw["args"]):
-        arg_cols[key] = _arg_column(pd, np, c, rows)
+        arg_cols[key] = _arg_column(pd, np, c, rows, key)
     for key in want_args:
         df[key] = arg_cols[key].values
+    resolve = defs is not None
     if resolve:
-        rank_of = dict(zip(np.frombuffer(raw["rank_pid"], dtype=np.int64).tolist(),
-                           np.frombuffer(raw["rank"], dtype=np.int64).tolist()))
-        df["rank"] = df["pid"].map(rank_of).fillna(-1).astype(np.int64) if rank_of else \
+        df["rank"] = df["pid"].map(ranks).fillna(-1).astype(np.int64) if ranks else \
             np.full(rows, -1, dtype=np.int64)
-        defs = {}
-        for t, v, s in zip(raw["hash_types"], raw["hash_values"], raw["hash_strings"]):
-            defs.setdefault(t, {})[v] = s
         for col, key, kind in (("host", "hhash", "HH"), ("file", "fhash", "FH")):
             h = arg_cols[key]
             table = defs.get(kind, {})
@@ -158,8 +185,6 @@ def read(paths, columns=None, cat=None, name=None, start=None, end=None, args=No
         raise KeyError("dftrace.read: no column %s (add it to args=)" % ", ".join(missing))
     if list(columns) != list(df.columns):
         df = df[list(columns)]
-    df.attrs["files"] = files
-    df.attrs["time_units"] = dict(zip(files, raw["units"]))
     df.attrs["invalid_lines"] = raw["invalid"]
     df.attrs["problems"] = list(raw["problems"])
     return df

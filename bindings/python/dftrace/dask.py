@@ -1,0 +1,178 @@
+"""dftrace.dask: traces as a dask DataFrame, for more than one machine.
+
+    import dftrace.dask
+    ddf = dftrace.dask.read_pfw("traces/*.pfw.gz", args=["size"])
+    ddf.groupby("cat").dur.sum().compute()
+
+Partitions are planned from the files' DT fields without inflating anything (docs/format.md
+section 3). When every file has them (dftrace's traces), each partition is a time window of
+about `partition_bytes` of text across all files, read member by member (a member whose time
+range misses the window is never inflated); the partitions are sorted by time and indexed by
+`ts`, so the divisions are known. If the members' time ranges overlap so much that the windows
+would inflate more than 1.5 times the text (members holding run-long events), or some file has
+no DT fields (DFTracer's single-member traces), partitions are runs of members of one file and
+whole files, grouped to about `partition_bytes`, with unknown divisions.
+
+Hashes are resolved as dftrace.read resolves them, through the HH/FH definitions of each file,
+which a first pass (one task per file, metadata lines only) gathers on the workers.
+Each task reads with dftrace's C++ reader on `threads` threads (default 1: the dask workers are
+the parallelism). Start a cluster as dask documents it (`dask scheduler`, `dask worker
+tcp://HOST:8786` on each node, then `distributed.Client("tcp://HOST:8786")` in the notebook)
+or `distributed.LocalCluster`; the traces must be readable at the same path on every worker.
+"""
+import dask
+import dask.dataframe as dd
+
+from . import _read
+
+__all__ = ["read_pfw", "plan"]
+
+
+def _parse_bytes(v):
+    if isinstance(v, int):
+        return v
+    return dask.utils.parse_bytes(v)
+
+
+def plan(paths, partition_bytes="256MiB"):
+    """The partitions read_pfw would read: (divisions or None, [[(file, (first, last part),
+    (start_ns, end_ns) or None), ...] per partition])."""
+    from . import _reader
+    files = _read.trace_files(paths)
+    target = max(1, _parse_bytes(partition_bytes))
+    plans = [_reader.plan(f) for f in files]
+    if files and all(p["described"] for p in plans):
+        cuts, parts, reread = _time_windows(files, plans, target)
+        if reread <= 1.5:
+            return cuts, parts
+        # Members spanning long times (a run-long event written last) would be inflated by
+        # many windows: groups of members instead, divisions unknown.
+    # Runs of members of one file, or whole files without DT fields (a stream's size is its
+    # compressed size here: such a file says nothing more without inflating), grouped in order
+    # to about target bytes of text.
+    parts, cur, size = [], [], 0
+    for f, p in zip(files, plans):
+        units = []
+        if p["described"]:
+            first = 0
+            acc = 0
+            for k, x in enumerate(p["parts"]):
+                acc += x[2]
+                if acc >= target or k == len(p["parts"]) - 1:
+                    units.append(((first, k), acc))
+                    first, acc = k + 1, 0
+        else:
+            units.append((None, sum(x[2] for x in p["parts"])))
+        for rng, n in units:
+            if cur and size + n > target:
+                parts.append(cur)
+                cur, size = [], 0
+            cur.append((f, rng, None))
+            size += n
+    if cur:
+        parts.append(cur)
+    return None, parts
+
+
+def _time_windows(files, plans, target):
+    # Members as (ts_min_ns, ts_end_ns, bytes, file index, part index); windows cut where the
+    # members' text, counted at each member's start, passes k * target.
+    members = []
+    for fi, p in enumerate(plans):
+        for pi, (kind, lines, nbytes, lo, hi) in enumerate(p["parts"]):
+            if lo == 0 and hi == 0:
+                continue  # no line with a ts (a header): metadata only, read by the first pass
+            members.append((lo * 1000, hi * 1000 + 1000, nbytes, fi, pi))
+    if not members:
+        return None, [[(f, None, None) for f in files]], 1.0
+    members.sort()
+    total = sum(m[2] for m in members)
+    n = max(1, -(-total // target))
+    cuts, acc, k = [members[0][0]], 0, 1
+    for lo, hi, nbytes, fi, pi in members:
+        if k < n and acc >= k * total / n and lo > cuts[-1]:
+            cuts.append(lo)
+            k += 1
+        acc += nbytes
+    cuts.append(max(m[1] for m in members))
+    parts, read = [], 0
+    for w in range(len(cuts) - 1):
+        lo, hi = cuts[w], cuts[w + 1]
+        reads = {}
+        for mlo, mhi, nbytes, fi, pi in members:
+            if mlo < hi and mhi > lo:
+                first, last = reads.get(fi, (pi, pi))
+                reads[fi] = (min(first, pi), max(last, pi))
+        for fi, (first, last) in reads.items():
+            read += sum(plans[fi]["parts"][k][2] for k in range(first, last + 1))
+        parts.append([(files[fi], rng, (lo, hi)) for fi, rng in sorted(reads.items())])
+    return cuts, parts, read / max(1, total)
+
+
+def _definitions(path):
+    from . import _reader
+    raw = _reader.read_columns([path], None, None, None, None, [], 1, None, True)
+    return _read.definitions(raw)
+
+
+def _merge_definitions(per_file):
+    defs, ranks = {}, {}
+    for d, r in per_file:
+        for kind, table in d.items():
+            defs.setdefault(kind, {}).update(table)
+        ranks.update(r)
+    return defs, ranks
+
+
+def _partition(reads, cat, name, start, end, want_args, keys, threads, resolved, columns,
+               indexed):
+    from . import _reader
+    files = [f for f, _, _ in reads]
+    parts = [rng for _, rng, _ in reads]
+    lo, hi = start, end
+    window = reads[0][2] if reads and reads[0][2] else None
+    if window:
+        lo = window[0] if lo is None else max(lo, window[0])
+        hi = window[1] if hi is None else min(hi, window[1])
+    if lo is not None and hi is not None and hi < lo:
+        hi = lo
+    raw = _reader.read_columns(files, cat, name, lo, hi, keys, threads, parts)
+    defs, ranks = resolved if resolved is not None else (None, None)
+    df = _read.frame(raw, want_args, keys, defs, ranks, columns)
+    df.attrs = {}
+    if indexed:
+        df = df.sort_values("ts", kind="stable")
+        df.index = df["ts"].to_numpy()
+        df.index.name = "time"
+    else:
+        df = df.reset_index(drop=True)
+    return df
+
+
+def read_pfw(paths, columns=None, cat=None, name=None, start=None, end=None, args=None,
+             resolve=True, partition_bytes="256MiB", threads=1):
+    """A dask DataFrame of the traces, with the columns and filters of dftrace.read (ts and dur
+    in int64 nanoseconds). With DT fields in every file the index is the event time (`time`,
+    epoch ns, sorted) and the divisions are known."""
+    from . import _reader  # noqa: F401  (fails here, not on the workers, when it is missing)
+    want_args, keys = _read._keys(args, resolve)
+    cat, name = _read._as_list(cat), _read._as_list(name)
+    start, end = _read._ns(start, "start"), _read._ns(end, "end")
+    cuts, parts = plan(paths, partition_bytes)
+    resolved = None
+    if resolve:
+        files = sorted({f for p in parts for f, _, _ in p})
+        resolved = dask.delayed(_merge_definitions)([dask.delayed(_definitions)(f) for f in files])
+    indexed = cuts is not None
+    tasks = [dask.delayed(_partition)(p, cat, name, start, end, want_args, keys, threads,
+                                      resolved, columns, indexed) for p in parts]
+    # The frame's shape from an empty read (no file), with the dtypes of integer arguments as
+    # Int64; a partition whose argument holds text or floats converts on concatenation.
+    meta = _read.frame(_reader.read_columns([], None, None, None, None, keys, 1), want_args, keys,
+                       {} if resolve else None, {} if resolve else None, columns)
+    meta.attrs = {}
+    if indexed:
+        meta.index = meta["ts"].to_numpy()
+        meta.index.name = "time"
+        return dd.from_delayed(tasks, meta=meta, divisions=cuts, verify_meta=False)
+    return dd.from_delayed(tasks, meta=meta, verify_meta=False)

@@ -68,6 +68,7 @@ struct what {
   bool has_start = false, has_end = false;
   uint64_t start = 0, end = 0;  // ns: events with start <= ts < end
   std::vector<std::string> args;
+  bool metadata_only = false;  // only hash definitions and ranks (dftrace.dask's first pass)
 };
 
 // The columns of one block (or, once appended, of the whole read).
@@ -123,11 +124,12 @@ void scan(dftrace::detail::text_block &b, const what &w, time_unit unit) {
     size_t k = 0;
     while (k < line.size() && (line[k] == ' ' || line[k] == '\t' || line[k] == '\r')) ++k;
     if (k == line.size() || line[k] == '[' || line[k] == ']') return true;
+    if (w.metadata_only && line.find("\"ph\":\"M\"") == std::string_view::npos) return true;
     if (!dftrace::detail::parse_line(line, pl)) {
       ++r->invalid;
       return true;
     }
-    const char ph = pl.ph.type == jtype::string && !pl.ph.text.empty() ? pl.ph.text[0] : 0;
+    const char ph = dftrace::detail::phase(pl);
     if (ph == 'M') {
       const std::string_view t = pl.name.text;
       const jvalue *n = pl.arg_value("name");
@@ -151,7 +153,8 @@ void scan(dftrace::detail::text_block &b, const what &w, time_unit unit) {
     if (pl.dur.present()) dftrace::detail::value_ns(pl.dur, unit, &dur);
     r->name.push_back(r->names.code(pl.name.text));
     r->cat.push_back(r->cats.code(pl.cat.text));
-    r->ph.push_back(r->phs.code(pl.ph.text));
+    r->ph.push_back(
+        r->phs.code(pl.ph.type == jtype::string ? pl.ph.text : std::string_view(&ph, 1)));
     r->pid.push_back(pid.get(pl.pid));  // the text stays valid: the block outlives the scan
     r->tid.push_back(tid.get(pl.tid));
     r->id.push_back(int_or(pl.id, -1));
@@ -357,16 +360,39 @@ bool strings_of(PyObject *seq, std::vector<std::string> *out) {
 
 // read_columns(paths, cats, names, start_ns, end_ns, args, threads) -> dict
 PyObject *read_columns(PyObject *, PyObject *a) {
-  PyObject *paths_o, *cats_o, *names_o, *start_o, *end_o, *args_o;
-  int threads = 0;
-  if (!PyArg_ParseTuple(a, "OOOOOOi", &paths_o, &cats_o, &names_o, &start_o, &end_o, &args_o,
-                        &threads))
+  PyObject *paths_o, *cats_o, *names_o, *start_o, *end_o, *args_o, *parts_o = Py_None;
+  int threads = 0, metadata_only = 0;
+  if (!PyArg_ParseTuple(a, "OOOOOOi|Op", &paths_o, &cats_o, &names_o, &start_o, &end_o, &args_o,
+                        &threads, &parts_o, &metadata_only))
     return nullptr;
   std::vector<std::string> paths, cats, names;
   what w;
   if (!strings_of(paths_o, &paths) || !strings_of(cats_o, &cats) || !strings_of(names_o, &names) ||
       !strings_of(args_o, &w.args))
     return nullptr;
+  w.metadata_only = metadata_only != 0;
+  // parts: per path, None (all) or (first, last): the planned parts to read, inclusive.
+  std::vector<std::pair<int64_t, int64_t>> ranges(paths.size(), {0, INT64_MAX});
+  if (parts_o != Py_None) {
+    PyObject *fast = PySequence_Fast(parts_o, "parts must be a sequence");
+    if (!fast) return nullptr;
+    const bool same = PySequence_Fast_GET_SIZE(fast) == static_cast<Py_ssize_t>(paths.size());
+    for (Py_ssize_t k = 0; same && k < PySequence_Fast_GET_SIZE(fast); ++k) {
+      PyObject *item = PySequence_Fast_GET_ITEM(fast, k);
+      if (item == Py_None) continue;
+      long long first = 0, last = 0;
+      if (!PyArg_ParseTuple(item, "LL", &first, &last)) {
+        Py_DECREF(fast);
+        return nullptr;
+      }
+      ranges[static_cast<size_t>(k)] = {first, last};
+    }
+    Py_DECREF(fast);
+    if (!same) {
+      PyErr_SetString(PyExc_ValueError, "parts must have one entry per path");
+      return nullptr;
+    }
+  }
   w.cats.insert(cats.begin(), cats.end());
   w.names.insert(names.begin(), names.end());
   if (start_o != Py_None) {
@@ -389,17 +415,6 @@ PyObject *read_columns(PyObject *, PyObject *a) {
     dftrace::detail::read_options opt;
     opt.threads =
         threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    if (w.has_start || w.has_end) {
-      // Members outside the window are neither inflated nor parsed (their DT times are epoch
-      // microseconds).
-      opt.keep_part = [&w](const dftrace::detail::planned_part &p) {
-        if (p.kind != dftrace::detail::planned_part::member) return true;
-        if (p.dt.ts_min == 0 && p.dt.ts_max == 0) return false;
-        if (w.has_start && p.dt.ts_max * 1000 + 999 < w.start) return false;
-        if (w.has_end && p.dt.ts_min * 1000 >= w.end) return false;
-        return true;
-      };
-    }
     for (size_t f = 0; f < paths.size(); ++f) {
       dftrace::detail::trace_file tf;
       std::string why;
@@ -412,6 +427,19 @@ PyObject *read_columns(PyObject *, PyObject *a) {
         problems.push_back(paths[f] + ": byte " + std::to_string(i.offset) + ": " + i.message);
       const time_unit unit = dftrace::detail::header_time_unit(tf);
       units.emplace_back(unit == time_unit::ns ? "ns" : "us");
+      // Parts outside the requested range, and members outside the time window (their DT
+      // times are epoch microseconds), are neither inflated nor parsed.
+      const std::pair<int64_t, int64_t> range = ranges[f];
+      const bool window = (w.has_start || w.has_end) && !w.metadata_only;
+      opt.keep_part = [&w, &tf, range, window](const dftrace::detail::planned_part &p) {
+        const int64_t index = &p - tf.parts().data();
+        if (index < range.first || index > range.second) return false;
+        if (!window || p.kind != dftrace::detail::planned_part::member) return true;
+        if (p.dt.ts_min == 0 && p.dt.ts_max == 0) return false;
+        if (w.has_start && p.dt.ts_max * 1000 + 999 < w.start) return false;
+        if (w.has_end && p.dt.ts_min * 1000 >= w.end) return false;
+        return true;
+      };
       auto work = [&w, unit](dftrace::detail::text_block &b) { scan(b, w, unit); };
       dftrace::detail::for_each_block(tf, opt, work, [&](dftrace::detail::text_block &b) {
         for (const auto &i : b.issues)
@@ -494,9 +522,47 @@ PyObject *read_columns(PyObject *, PyObject *a) {
   return d;
 }
 
+// plan(path) -> {"unit", "described", "parts": [(kind, lines, text_bytes, ts_min_us, ts_max_us)]}
+// from the DT fields, without inflating (kind: "member", "plain" or "stream"; a stream's size
+// is its compressed length, its lines and times unknown: 0).
+PyObject *plan(PyObject *, PyObject *a) {
+  const char *path = nullptr;
+  if (!PyArg_ParseTuple(a, "s", &path)) return nullptr;
+  dftrace::detail::trace_file tf;
+  std::string why;
+  if (!tf.open(path, &why)) {
+    PyErr_Format(PyExc_OSError, "%s: %s", path, why.c_str());
+    return nullptr;
+  }
+  const time_unit unit = dftrace::detail::header_time_unit(tf);
+  PyObject *parts = PyList_New(0);
+  if (!parts) return nullptr;
+  for (const auto &p : tf.parts()) {
+    const char *kind = p.kind == dftrace::detail::planned_part::member  ? "member"
+                       : p.kind == dftrace::detail::planned_part::plain ? "plain"
+                                                                        : "stream";
+    const bool m = p.kind == dftrace::detail::planned_part::member;
+    PyObject *t =
+        Py_BuildValue("(sKKKK)", kind, static_cast<unsigned long long>(m ? p.dt.lines : 0),
+                      static_cast<unsigned long long>(m ? p.dt.uncompressed_len : p.length),
+                      static_cast<unsigned long long>(m ? p.dt.ts_min : 0),
+                      static_cast<unsigned long long>(m ? p.dt.ts_max : 0));
+    if (!t || PyList_Append(parts, t) != 0) {
+      Py_XDECREF(t);
+      Py_DECREF(parts);
+      return nullptr;
+    }
+    Py_DECREF(t);
+  }
+  return Py_BuildValue("{s:s,s:O,s:N}", "unit", unit == time_unit::ns ? "ns" : "us", "described",
+                       tf.fully_described() ? Py_True : Py_False, "parts", parts);
+}
+
 PyMethodDef methods[] = {
+    {"plan", plan, METH_VARARGS, "plan(path) -> the file's parts from its DT fields"},
     {"read_columns", read_columns, METH_VARARGS,
-     "read_columns(paths, cats, names, start_ns, end_ns, args, threads) -> dict of columns"},
+     "read_columns(paths, cats, names, start_ns, end_ns, args, threads[, parts, metadata_only])"
+     " -> dict of columns"},
     {nullptr, nullptr, 0, nullptr}};
 
 PyModuleDef module_def = {PyModuleDef_HEAD_INIT,

@@ -1,0 +1,90 @@
+# test_dask.py: dftrace.dask.read_pfw (issue 15) on a real distributed LocalCluster of 2 worker
+# processes: the same events and per-category sums as `dftrace stat --json` and dftrace.read,
+# time-window partitions with known divisions from the DT fields, whole-file partitions for
+# DFTracer's traces, hashes resolved on the workers.
+import json
+
+import pytest
+
+from conftest import gen, run
+
+pytest.importorskip("pandas", reason="Debian's python3-pandas is not installed "
+                                     "(scripts/setup-debian.sh test installs it)")
+pytest.importorskip("distributed", reason="Debian's python3-distributed is not installed "
+                                          "(scripts/setup-debian.sh test installs it)")
+import dftrace  # noqa: E402
+import dftrace.dask as dfd  # noqa: E402
+from distributed import Client, LocalCluster  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def client():
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def ranks(tmp_path_factory):
+    d = tmp_path_factory.mktemp("ranks")
+    for i in range(8):
+        gen(d / ("r%d.pfw.gz" % i), 40000, pid=6000 + i, seed=i, threads=2)
+    return d
+
+
+def by_cat(st):
+    out = {}
+    for r in st["by_name"]:
+        c = out.setdefault(r["cat"], [0, 0])
+        c[0] += r["count"]
+        c[1] += r["total_ns"]
+    return out
+
+
+def test_time_windows_equal_stat(client, ranks):
+    cuts, parts = dfd.plan(ranks, partition_bytes="24MiB")
+    assert cuts is not None and len(parts) >= 3  # several windows, each across the files
+    assert all(len(p) == 8 for p in parts)
+    ddf = dfd.read_pfw(ranks, partition_bytes="24MiB", args=["size"])
+    assert ddf.known_divisions and ddf.npartitions == len(parts)
+    x = ddf[ddf.ph == "X"]
+    g = x.groupby("cat", observed=True).dur.agg(["count", "sum"]).compute()
+    st = json.loads(run("stat", "--json", ranks).stdout)
+    assert {c: [int(v["count"]), int(v["sum"])] for c, v in g.iterrows()} == by_cat(st)
+    # the same rows as dftrace.read, in time order inside each partition
+    df = ddf.compute()
+    assert df.index.is_monotonic_increasing and (df.index == df.ts).all()
+    ref = dftrace.read(ranks, args=["size"])
+    assert len(df) == len(ref)
+    key = ["ts", "pid", "tid", "id"]
+    a = df.reset_index(drop=True).sort_values(key).reset_index(drop=True)
+    b = ref.sort_values(key).reset_index(drop=True)
+    for col in ("name", "cat", "dur", "size", "host", "rank"):
+        assert a[col].astype(object).equals(b[col].astype(object)), col
+    # a window of the divisions reads only the partitions it covers
+    lo, hi = ddf.divisions[1], ddf.divisions[3]
+    part = ddf.loc[lo:hi - 1].compute()
+    assert len(part) == ((ref.ts >= lo) & (ref.ts < hi)).sum()
+
+
+def test_small_partitions_are_runs_of_members(client, ranks):
+    # Windows of 2 MiB over 8 files would inflate the members at their edges many times over:
+    # runs of members of one file instead, divisions unknown, the same sums.
+    cuts, parts = dfd.plan(ranks, partition_bytes="2MiB")
+    assert cuts is None and len(parts) > 8
+    assert all(len(p) == 1 and p[0][1] is not None for p in parts)
+    ddf = dfd.read_pfw(ranks, partition_bytes="2MiB")
+    g = ddf[ddf.ph == "X"].groupby("cat", observed=True).dur.agg(["count", "sum"]).compute()
+    st = json.loads(run("stat", "--json", ranks).stdout)
+    assert {c: [int(v["count"]), int(v["sum"])] for c, v in g.iterrows()} == by_cat(st)
+
+
+def test_dftracer_files_and_hash_resolution(client, ref_files):
+    ddf = dfd.read_pfw(ref_files, args=["fhash"], partition_bytes="64KiB")
+    assert not ddf.known_divisions and ddf.npartitions > 1
+    df = ddf.compute()
+    ref = dftrace.read(ref_files, args=["fhash"])
+    assert len(df) == len(ref)
+    assert df.file.value_counts().to_dict() == ref.file.value_counts().to_dict()
+    assert df.file.notna().sum() > 0
+    assert sorted(df["rank"].unique()) == sorted(ref["rank"].unique())
