@@ -12,7 +12,8 @@ test=("${core[@]}" python3-dev python3-pytest python3-numpy python3-pandas pytho
       gfortran libopenmpi-dev openmpi-bin python3-mpi4py libhwloc-dev hwloc libsimdjson-dev
       jq python3-torch python3-pip python3-setuptools
       clang-14 libclang-rt-14-dev libfuzzer-14-dev  # the fuzz targets (scripts/fuzz.sh)
-      clang-format-14)  # the `format` test (scripts/format.sh --check)
+      clang-format-14  # the `format` test (scripts/format.sh --check)
+      chromium nodejs)  # the browser tests (tests/browser: a viewer from npm in chromium)
 case "$set_name" in
   core) want=("${core[@]}") ;;
   test) want=("${test[@]}") ;;
@@ -23,6 +24,9 @@ missing=()
 for p in "${want[@]}"; do
   [ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" = "install ok installed" ] || missing+=("$p")
 done
+# npm: Debian's package, unless the installed nodejs already brings it (NodeSource's does, and
+# conflicts with Debian's npm).
+if [ "$set_name" = test ] && ! command -v npm >/dev/null; then missing+=(npm); fi
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 # One line says what is installed; apt's own output goes to a log, shown only if it fails.

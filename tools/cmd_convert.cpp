@@ -218,14 +218,26 @@ void convert_block(detail::text_block &b, time_unit unit) {
     }
     // DFTracer 2.x's integer phases as letters; its aggregated records (per interval: counts and
     // sums) become counters, which a viewer draws as a track.
-    const char letter = ph == 'A' ? 'C' : ph;
-    const std::string pid = put_head(
-        e.head, pl, &pl.cat,
-        pl.ph.type == jtype::string && ph != 'A' ? pl.ph.text : std::string_view(&letter, 1));
+    // The process's start and end events (dur 0) are marks, not regions: instants of the
+    // process, so that a viewer does not open a thread that holds nothing else.
+    const bool mark = ph == 'X' && pl.cat.text == "dftracer" &&
+                      (pl.name.text == "start" || pl.name.text == "end");
+    const char letter = ph == 'A' ? 'C' : mark ? 'i' : ph;
+    const std::string pid =
+        put_head(e.head, pl, &pl.cat,
+                 pl.ph.type == jtype::string && ph != 'A' && !mark ? pl.ph.text
+                                                                   : std::string_view(&letter, 1));
     std::string &tail = e.tail;
-    if (ph == 'X') {
+    if (mark) {
+      tail += ",\"s\":\"p\"";
+      e.dur_ns = 0;
+    } else if (ph == 'X') {
+      // A region shorter than the trace's unit was written with dur 0. Viewers turn such a
+      // region into an end before its own begin (speedscope, chrome://tracing) or drop it: it
+      // gets 1 ns, which keeps it visible and inside its parent.
+      if (e.dur_ns == 0) e.dur_ns = 1;
       tail += ",\"dur\":";
-      tail += us_text(e.dur_ns);  // 0 for a complete event written without dur
+      tail += us_text(e.dur_ns);
     }
     if (ph != 'C' && pl.id.present()) {  // counters with an id become one track per sample
       tail += ",\"id\":";
