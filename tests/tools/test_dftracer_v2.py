@@ -41,7 +41,8 @@ def test_every_tool_reads_the_sample(tmp_path):
     run("convert", V2, "--to", "perfetto", "-o", out)
     doc = json.loads(out.read_text())
     phs = collections.Counter(e["ph"] for e in doc["traceEvents"])
-    assert phs["X"] == sum(1 for e in ev if e["ph"] == 1)
+    assert phs["X"] == sum(1 for e in ev if e["ph"] == 1) - 2  # start and end: instants
+    assert phs["i"] == 2
     assert phs["C"] == sum(1 for e in ev if e["ph"] in (2, 3))  # aggregated: a counter track
     merged = tmp_path / "m.pfw.gz"
     run("merge", V2, "-o", merged)

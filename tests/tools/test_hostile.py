@@ -229,7 +229,7 @@ def test_convert_quoted_numbers_become_valid_numbers_or_strings(tmp_path):
     assert by_name["write"]["pid"] == "0x10" and by_name["write"]["tid"] == 7
     assert "open" not in by_name
     assert "skipped 1 lines" in p.stderr
-    assert by_name["close"]["ts"] + origin == 500 and by_name["close"]["dur"] == 0
+    assert by_name["close"]["ts"] + origin == 500 and by_name["close"]["dur"] == 0.001  # 0 us: 1 ns
     assert by_name["step"]["pid"] == 42 and by_name["step"]["ts"] + origin == 12.25
     assert by_name["x"]["pid"] == 0 and by_name["x"]["tid"] == 0
     names = [e for e in doc if e["ph"] == "M"]
