@@ -1,8 +1,6 @@
 // cmd_run.cpp: `dftrace run [options] -- CMD ARGS...`: runs a command traced, with its I/O
 // (libdftrace_io preloaded), and every process it starts the same way (they inherit the
 // environment this sets).
-#include <glob.h>
-#include <limits.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -26,48 +24,12 @@ const char *k_run_usage =
     "  --torch         trace PyTorch automatically (DFTRACE_TORCH_AUTO=1, dftrace/_autostart on\n"
     "                  PYTHONPATH)\n";
 
-bool is_file(const std::string &p) { return ::access(p.c_str(), R_OK) == 0; }
-
-// The first path matching one of `patterns` (globs relative to this executable's directory) in
-// which `probe` (appended) exists: where the rest of dftrace is, installed or in the build tree.
-std::string beside_self(std::initializer_list<const char *> patterns, const char *probe) {
-  char self[PATH_MAX];
-  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n <= 0) return "";
-  self[n] = '\0';
-  std::string dir(self);
-  dir.erase(dir.rfind('/'));
-  for (const char *rel : patterns) {
-    glob_t g{};
-    if (::glob((dir + rel).c_str(), 0, nullptr, &g) == 0) {
-      for (size_t k = 0; k < g.gl_pathc; ++k) {
-        const std::string p = g.gl_pathv[k];
-        if (is_file(p + probe)) {
-          ::globfree(&g);
-          return p;
-        }
-      }
-    }
-    ::globfree(&g);
-  }
-  return "";
-}
-
 // libdftrace_io: DFTRACE_IO_LIBRARY, else as installed (../lib) or as built (../src/io).
 std::string io_library() {
   if (const char *e = std::getenv("DFTRACE_IO_LIBRARY"); e && *e) return e;
   return beside_self(
       {"/../lib/libdftrace_io.so", "/../lib64/libdftrace_io.so", "/../src/io/libdftrace_io.so"},
       "");
-}
-
-// The directory holding the Python package `dftrace` (its `_autostart` folder goes on
-// PYTHONPATH for --torch): DFTRACE_PYTHON_DIR, else as installed or as built.
-std::string python_dir() {
-  const char *probe = "/dftrace/_autostart/sitecustomize.py";
-  if (const char *e = std::getenv("DFTRACE_PYTHON_DIR"); e && *e)
-    return is_file(std::string(e) + probe) ? e : "";
-  return beside_self({"/../lib/python3*/dist-packages", "/../bindings/python"}, probe);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <initializer_list>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -199,6 +200,16 @@ class trace_writer {
   size_t max_in_flight_;
 };
 
+// ---- where the rest of dftrace is (locate.cpp)
+
+bool is_file(const std::string &p);  // readable
+// The first path matching one of `patterns` (globs relative to this executable's directory) in
+// which `probe` (appended) exists: where the rest of dftrace is, installed or in the build tree.
+std::string beside_self(std::initializer_list<const char *> patterns, const char *probe);
+// The directory holding the Python package `dftrace`: DFTRACE_PYTHON_DIR, else as installed
+// (../lib/python3*/dist-packages) or as built (../bindings/python); "" when not found.
+std::string python_dir();
+
 // Subcommands.
 int cmd_cat(const args_t &a);
 int cmd_stat(const args_t &a);
@@ -210,6 +221,7 @@ int cmd_convert(const args_t &a);
 // dftrace's own (convert_dialect.cpp).
 int convert_dialect(const args_t &a, bool to_v2);
 int cmd_config(const args_t &a);
-int cmd_run(int argc, char **argv);  // takes the command line itself (the command after --)
+int cmd_run(int argc, char **argv);     // takes the command line itself (the command after --)
+int cmd_report(int argc, char **argv);  // runs the Python report (dftrace.report)
 
 }  // namespace dftrace::tools

@@ -22,10 +22,13 @@ const char *k_usage =
     "  validate FILES... [--max-findings N] [--quiet]\n"
     "      line-numbered findings; exit status 1 when there are errors\n"
     "  convert FILE --to perfetto -o OUT.json[.gz] [--keep-args]\n"
-    "  convert FILES --to dftracer-v2|dftracer -o OUT.pfw[.gz]\n"
     "      Chrome JSON for Perfetto, chrome://tracing and speedscope: times relative to the\n"
     "      first event, exact to the ns; 64-bit integers as strings; parents before children;\n"
     "      --keep-args keeps the bookkeeping arguments (level, p_idx, hhash)\n"
+    "  convert FILES --to dftracer-v2|dftracer -o OUT.pfw[.gz]\n"
+    "      the trace in DFTracer 2.x's dialect, or back in this one; every event kept\n"
+    "  report TRACES... -o report.html [--title T]\n"
+    "      one self-contained HTML file of plots and tables (Python: pandas, matplotlib)\n"
     "  run [--prefix P] [--data-dirs D] [--no-io] [--torch] -- CMD [ARGS...]\n"
     "      run CMD traced, with its POSIX and STDIO calls (libdftrace_io), and every process\n"
     "      it starts; --torch: PyTorch's forward, backward, optimizer and data loader too\n"
@@ -46,6 +49,7 @@ int main(int argc, char **argv) {
   }
   const std::string cmd = argv[1];
   if (cmd == "run") return cmd_run(argc, argv);
+  if (cmd == "report") return cmd_report(argc, argv);
   args_t a;
   bool parsed = false;
   int (*fn)(const args_t &) = nullptr;

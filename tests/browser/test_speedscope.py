@@ -22,18 +22,6 @@ DFTRACER = os.path.join(HERE, "..", "data", "dftracer", "cm1-DEFAULT-3537780-pre
 NOISE = ("WebGL", "GL Driver Message", "GPU stall", "software WebGL")
 
 
-@pytest.fixture(scope="module")
-def modules():
-    if not (CLI and NESTED and CHROMIUM and NODE and WORK):
-        pytest.fail("run through ctest (the environment names the programs)")
-    p = subprocess.run([os.path.join(HERE, "setup.sh"), os.path.join(WORK, "node")],
-                       capture_output=True, text=True, timeout=900)
-    if p.returncode == 3:
-        pytest.skip("speedscope can not be installed: " + p.stdout.strip())
-    assert p.returncode == 0, p.stdout + p.stderr
-    return os.path.join(WORK, "node", "node_modules")
-
-
 def record(tmp_path, precision, n=500):
     d = tmp_path / precision
     d.mkdir()
@@ -116,8 +104,13 @@ def check(modules, tmp_path, src, depth, exact=True):
             assert collections.Counter(v) == collections.Counter(evs), tid
         else:  # the viewer joins a frame that ends where the same frame begins again
             assert collections.Counter(n for n, _ in v) <= collections.Counter(n for n, _ in evs)
-        if depth:
+        if depth and exact:
             assert d == depth, (tid, d)
+        elif depth:
+            # Back-to-back parents meet at the same microsecond; speedscope may open the next
+            # before it closes the last at such a tie (depth 4 for a moment). The staircase of
+            # the defect this guards against was 67 to 74 levels deep.
+            assert d <= 2 * depth, (tid, d)
     totals = collections.Counter()
     for evs, _ in by_tid.values():
         for n, dur in evs:

@@ -1,0 +1,257 @@
+"""dftrace.report: one self-contained HTML file of plots and tables for a set of traces.
+
+    python3 -m dftrace.report TRACES... -o report.html [--title TITLE]
+    dftrace report TRACES... -o report.html            (the same, from the dftrace command)
+
+The traces are read with dftrace.read (the C++ reader); the plots are drawn with matplotlib
+into inline SVG, so the file needs no network and no other file. Sections (each an HTML
+<section> with an id): overview, timeline, steps, categories, io (when the traces hold POSIX or
+STDIO events), mpi (when they hold MPI events), names, metadata.
+"""
+import argparse
+import html
+import io
+import os
+import sys
+import time
+
+_IO_CATS = ("POSIX", "STDIO")
+_MAX_BARS = 2000  # timeline bars per process (its longest top-level regions)
+
+
+def _svg(fig):
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", bbox_inches="tight")
+    import matplotlib.pyplot as plt
+    plt.close(fig)
+    text = buf.getvalue()
+    return text[text.index("<svg"):]
+
+
+def _table(headers, rows):
+    out = ["<table><thead><tr>"]
+    out += ["<th>%s</th>" % html.escape(str(h)) for h in headers]
+    out.append("</tr></thead><tbody>")
+    for r in rows:
+        out.append("<tr>" + "".join("<td>%s</td>" % html.escape(str(v)) for v in r) + "</tr>")
+    out.append("</tbody></table>")
+    return "".join(out)
+
+
+def _who(df):
+    """The row label of each event: its rank when known, else its pid."""
+    import numpy as np
+    return np.where(df["rank"].to_numpy() >= 0, "rank " + df["rank"].astype(str),
+                    "pid " + df["pid"].astype(str))
+
+
+def _timeline(df, t0):
+    import matplotlib.pyplot as plt
+    ev = df[(df.ph == "X") & (df.cat != "dftracer")]
+    if ev.empty:
+        return "<p>No regions in these traces.</p>"
+    ev = ev.assign(who=_who(ev))
+    whos = sorted(ev.who.unique(), key=lambda w: (w.split()[0], int(w.split()[1])))
+    cats = list(ev.groupby("cat", observed=True).dur.sum().sort_values(ascending=False).index[:12])
+    colors = dict(zip(cats, plt.cm.tab20.colors))
+    fig, ax = plt.subplots(figsize=(12, 0.45 * len(whos) + 1.5))
+    for y, w in enumerate(whos):
+        mine = ev[ev.who == w]
+        top = mine[mine.level <= 1] if (mine.level >= 1).any() else mine
+        top = top.nlargest(_MAX_BARS, "dur")
+        for c in cats:
+            part = top[top.cat == c]
+            if part.empty:
+                continue
+            ax.broken_barh(list(zip((part.ts - t0) / 1e9, part.dur / 1e9)), (y - 0.4, 0.8),
+                           color=colors[c], label=c, rasterized=True)
+    ax.set_yticks(range(len(whos)))
+    ax.set_yticklabels(whos)
+    ax.set_xlabel("seconds since the first event")
+    handles, labels = ax.get_legend_handles_labels()
+    seen = {}
+    for h, l in zip(handles, labels):
+        seen.setdefault(l, h)
+    ax.legend(seen.values(), seen.keys(), loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
+    ax.set_title("Top-level regions per process, by category")
+    return _svg(fig)
+
+
+def _steps(df):
+    import matplotlib.pyplot as plt
+    ev = df[(df.ph == "X") & ((df.name == "step") | df.name.astype(str).str.endswith(".block"))]
+    if ev.empty:
+        return "<p>No <code>compute.step</code> or <code>.block</code> events in these traces.</p>"
+    ev = ev.assign(who=_who(ev))
+    fig, ax = plt.subplots(figsize=(12, 4))
+    for (w, n), g in ev.groupby(["who", "name"], observed=True):
+        g = g.sort_values("ts")
+        ax.plot(range(1, len(g) + 1), g.dur / 1e6, marker=".", linewidth=0.8,
+                label="%s %s" % (w, n))
+    ax.set_xlabel("step")
+    ax.set_ylabel("ms")
+    ax.set_title("Step time over steps")
+    if ev.groupby(["who", "name"], observed=True).ngroups <= 16:
+        ax.legend(fontsize=8)
+    stats = ev.groupby("name", observed=True).dur.agg(["count", "mean", "median", "max"])
+    rows = [(n, int(r["count"]), "%.3f" % (r["mean"] / 1e6), "%.3f" % (r["median"] / 1e6),
+             "%.3f" % (r["max"] / 1e6)) for n, r in stats.iterrows()]
+    return _svg(fig) + _table(["event", "steps", "mean ms", "median ms", "max ms"], rows)
+
+
+def _categories(df):
+    import matplotlib.pyplot as plt
+    ev = df[(df.ph == "X") & (df.cat != "dftracer")]
+    if ev.empty:
+        return "<p>No regions.</p>"
+    by_cat = ev.groupby("cat", observed=True).dur.sum().sort_values() / 1e9
+    by_name = ev.groupby(["cat", "name"], observed=True).dur.sum().sort_values().tail(20) / 1e9
+    fig, (a, b) = plt.subplots(1, 2, figsize=(12, max(3, 0.3 * len(by_name) + 1)))
+    a.barh([str(c) for c in by_cat.index], by_cat.values, color="tab:blue")
+    a.set_xlabel("seconds (summed over threads)")
+    a.set_title("Time per category")
+    b.barh(["%s.%s" % k for k in by_name.index], by_name.values, color="tab:orange")
+    b.set_xlabel("seconds")
+    b.set_title("Time per name (top 20)")
+    fig.tight_layout()
+    return _svg(fig)
+
+
+def _io(df, t0, span):
+    import matplotlib.pyplot as plt
+    import numpy as np
+    ev = df[(df.ph == "X") & df.cat.isin(_IO_CATS)]
+    if ev.empty:
+        return None
+    rw = ev[ev.name.astype(str).str.contains("read|write", regex=True)]
+    nbytes = rw["ret"].astype("float64").fillna(0).clip(lower=0) if "ret" in rw else 0
+    if "size" in rw:  # fread/fwrite return items of `size` bytes
+        items = rw.name.isin(["fread", "fwrite"])
+        nbytes = np.where(items, nbytes * rw["size"].astype("float64").fillna(1), nbytes)
+    rw = rw.assign(bytes=nbytes, who=_who(rw))
+    bins = 100
+    width = max(span, 1) / bins
+    fig, (a, b) = plt.subplots(2, 1, figsize=(12, 7), sharex=True)
+    for w, g in rw.groupby("who"):
+        k = ((g.ts - t0) // width).clip(0, bins - 1).astype(int)
+        per = np.bincount(k, weights=g.bytes, minlength=bins)
+        x = (np.arange(bins) + 0.5) * width / 1e9
+        a.plot(x, per / (width / 1e9) / 1e6, label=w, linewidth=0.8)
+        b.plot(x, np.cumsum(per) / 1e6, label=w, linewidth=0.8)
+    a.set_ylabel("MB/s")
+    a.set_title("I/O bandwidth (read and write calls' bytes) per process")
+    b.set_ylabel("MB, cumulative")
+    b.set_xlabel("seconds since the first event")
+    if rw.who.nunique() <= 16:
+        a.legend(fontsize=8)
+    calls = ev.groupby(["cat", "name"], observed=True).dur.agg(["count", "sum"])
+    rows = [("%s.%s" % k, int(r["count"]), "%.3f" % (r["sum"] / 1e6)) for k, r in calls.iterrows()]
+    total = float(np.sum(rw.bytes))
+    return (_svg(fig) + "<p>%.1f MB moved by read and write calls.</p>" % (total / 1e6) +
+            _table(["call", "count", "total ms"], rows))
+
+
+def _mpi(df):
+    import matplotlib.pyplot as plt
+    ev = df[(df.ph == "X") & df.cat.astype(str).str.upper().isin(["MPI", "COMM"])]
+    if ev.empty:
+        return None
+    ev = ev.assign(who=_who(ev))
+    per = ev.groupby(["who", "name"], observed=True).dur.sum().unstack(fill_value=0) / 1e9
+    fig, ax = plt.subplots(figsize=(12, 0.4 * len(per) + 1.5))
+    per.plot.barh(stacked=True, ax=ax, legend=True)
+    ax.set_xlabel("seconds")
+    ax.set_title("MPI and communication time per process")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return _svg(fig)
+
+
+def _names(df):
+    ev = df[df.ph == "X"]
+    g = ev.groupby(["cat", "name"], observed=True).dur
+    t = g.agg(["count", "sum", "mean", "median", lambda s: s.quantile(0.99)])
+    t.columns = ["count", "sum", "mean", "p50", "p99"]
+    t = t.sort_values("sum", ascending=False).head(40)
+    rows = [(c, n, int(r["count"]), "%.3f" % (r["sum"] / 1e6), "%.2f" % (r["mean"] / 1e3),
+             "%.2f" % (r["p50"] / 1e3), "%.2f" % (r["p99"] / 1e3)) for (c, n), r in t.iterrows()]
+    return _table(["cat", "name", "count", "total ms", "mean us", "p50 us", "p99 us"], rows)
+
+
+def build(paths, title=None):
+    """The report's HTML text."""
+    import matplotlib
+    matplotlib.use("Agg")
+    from . import _read
+    files = _read.trace_files(paths)
+    df = _read.read(files, args=["ret", "size"], threads=0)
+    x = df[df.ts > 0]
+    t0 = int(x.ts.min()) if len(x) else 0
+    t1 = int((x.ts + x.dur).max()) if len(x) else 0
+    span = t1 - t0
+    sections = []
+
+    def section(sid, heading, body):
+        if body is not None:
+            sections.append('<section id="%s"><h2>%s</h2>%s</section>' % (sid, heading, body))
+
+    overview = _table(["", ""], [
+        ("traces", len(files)), ("events", len(df)),
+        ("complete events", int((df.ph == "X").sum())),
+        ("time span", "%.6f s" % (span / 1e9)),
+        ("processes", df.pid.nunique()), ("ranks", int((df["rank"].unique() >= 0).sum())),
+        ("hosts", ", ".join(sorted(str(h) for h in df.host.dropna().unique())) or "-"),
+        ("lines that are not JSON", df.attrs.get("invalid_lines", 0)),
+    ])
+    section("overview", "Overview", overview)
+    section("timeline", "Timeline", _timeline(df, t0))
+    section("steps", "Step time", _steps(df))
+    section("categories", "Time per category and name", _categories(df))
+    section("io", "I/O", _io(df, t0, span))
+    section("mpi", "MPI", _mpi(df))
+    section("names", "Top names", _names(df))
+    meta_rows = [(os.path.basename(f), df.attrs["time_units"].get(f, "")) for f in files]
+    problems = df.attrs.get("problems", [])
+    meta = _table(["file", "time unit"], meta_rows)
+    if problems:
+        meta += "<h3>Problems found while reading</h3>" + _table(["problem"], [(p,) for p in problems])
+    section("metadata", "Metadata", meta)
+    title = title or "dftrace report: %d trace(s)" % len(files)
+    return """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>%s</title>
+<style>
+body { font-family: sans-serif; margin: 1.5em auto; max-width: 1300px; color: #222; }
+section { margin-bottom: 2.5em; } h2 { border-bottom: 1px solid #ccc; }
+table { border-collapse: collapse; font-size: 0.9em; margin: 0.5em 0; }
+td, th { border: 1px solid #ddd; padding: 2px 8px; text-align: left; }
+svg { max-width: 100%%; height: auto; }
+</style></head><body><h1>%s</h1><p>Made by dftrace on %s.</p>
+%s
+</body></html>
+""" % (html.escape(title), html.escape(title), time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+       "\n".join(sections))
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="dftrace report",
+                                description="one self-contained HTML report of traces")
+    p.add_argument("traces", nargs="+", help="trace files, directories or globs")
+    p.add_argument("-o", "--output", required=True, help="the HTML file to write")
+    p.add_argument("--title")
+    a = p.parse_args(argv)
+    try:
+        text = build(a.traces, a.title)
+    except (OSError, ValueError) as e:
+        print("dftrace report: %s" % e, file=sys.stderr)
+        return 1
+    try:
+        with open(a.output, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as e:
+        print("dftrace report: %s: %s" % (a.output, e.strerror), file=sys.stderr)
+        return 1
+    print("report written to %s" % a.output, file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
