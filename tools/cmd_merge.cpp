@@ -1,12 +1,15 @@
 // cmd_merge.cpp: dftrace merge: one trace from many per-process files, ordered by ts, with
 // metadata de-duplicated, hashes defined up front, ids unique and clocks aligned.
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <queue>
 #include <string>
 #include <thread>
@@ -23,23 +26,12 @@ namespace {
 // The clock alignment contract with the MPI layer: M lines
 // {"name":"PR",...,"args":{...,"name":"clock_offset_ns","value":<int64>}} give what to add to
 // this file's timestamps to put them on rank 0's clock.
-bool clock_offset_of(const loaded_trace &t, int64_t *ns) {
-  parsed_line pl;
-  for (const auto &rec : t.lines) {
-    if (!rec.is_meta) continue;
-    const std::string_view line = rec.view();
-    if (line.find("clock_offset_ns") == std::string_view::npos) continue;
-    if (!detail::parse_line(line, pl) || pl.name.text != "PR") continue;
-    const jvalue *n = pl.arg_value("name");
-    const jvalue *v = pl.arg_value("value");
-    if (!n || !v || n->type != jtype::string || n->text != "clock_offset_ns") continue;
-    int64_t x = 0;
-    if (detail::value_i64(*v, &x)) {
-      *ns = x;
-      return true;
-    }
-  }
-  return false;
+bool clock_offset_of(std::string_view line, const parsed_line &pl, int64_t *ns) {
+  if (line.find("clock_offset_ns") == std::string_view::npos || pl.name.text != "PR") return false;
+  const jvalue *n = pl.arg_value("name");
+  const jvalue *v = pl.arg_value("value");
+  if (!n || !v || n->type != jtype::string || n->text != "clock_offset_ns") return false;
+  return detail::value_i64(*v, ns);
 }
 
 // The largest clock offset merge applies: 10^18 ns, about 31 years between two nodes'
@@ -63,7 +55,7 @@ bool is_hash_def(const parsed_line &pl) {
 
 // Lines whose id or p_idx was too large to remap (id * nfiles + file passes 2^64 - 1): they
 // keep their value, and merge says so.
-uint64_t g_unmappable = 0;
+std::atomic<uint64_t> g_unmappable{0};
 
 // Appends line with the id, p_idx and ts values replaced as needed to out (shift in ns; the ts
 // is written back in the file's unit, an old trace's microsecond fraction kept exact).
@@ -111,6 +103,140 @@ void rewrite(const line_rec &rec, bool remap, uint64_t nfiles, int64_t shift, ti
   out.append(rec.p + pos, rec.len - pos);
 }
 
+// ---- the streaming merge (tools/README.md, "merge")
+
+// A line of a file's metadata, kept as text (metadata is small beside the events).
+struct meta_line {
+  std::string text;
+  uint32_t file;
+  line_rec rec;  // offsets into text (rec.p is set when it is written)
+};
+
+// Pass 1, per block: metadata lines, the ids of events, counts.
+struct scan_result : detail::block_result {
+  std::vector<meta_line> meta;
+  std::vector<uint64_t> ids;
+  uint64_t events = 0, others = 0, invalid = 0;
+};
+
+// The positions a rewrite needs, from a parsed line.
+line_rec positions(std::string_view line, const parsed_line &pl, uint32_t file, time_unit unit) {
+  line_rec rec;
+  rec.p = line.data();
+  rec.len = static_cast<uint32_t>(line.size());
+  rec.file = file;
+  const event_fields f = fields_of(pl, unit);
+  rec.is_meta = f.ph == 'M';
+  if (f.has_ts && !rec.is_meta) {
+    rec.has_ts = true;
+    rec.ts = f.ts;
+    rec.ts_off = static_cast<uint32_t>(pl.ts.text.data() - line.data());
+    rec.ts_len = static_cast<uint32_t>(pl.ts.text.size());
+  }
+  int64_t id = 0;
+  if (pl.id.present() && detail::value_i64(pl.id, &id) && id >= 0) {
+    rec.has_id = true;
+    rec.id = static_cast<uint64_t>(id);
+    rec.id_off = static_cast<uint32_t>(pl.id.text.data() - line.data());
+    rec.id_len = static_cast<uint32_t>(pl.id.text.size());
+  }
+  if (const jvalue *pi = pl.arg_value("p_idx")) {
+    int64_t v = 0;
+    if (detail::value_i64(*pi, &v) && v >= 0) {
+      rec.pidx_off = static_cast<uint32_t>(pi->text.data() - line.data());
+      rec.pidx_len = static_cast<uint32_t>(pi->text.size());
+    }
+  }
+  return rec;
+}
+
+// Ids seen, one bit each (ids are dense small integers in dftrace and DFTracer traces); an id
+// beyond k_dense makes the set "sparse": merge then remaps without looking further.
+struct id_bits {
+  static constexpr uint64_t k_dense = 1ull << 34;
+  std::vector<uint64_t> words;
+  bool sparse = false;
+  void add(uint64_t id) {
+    if (id >= k_dense) {
+      sparse = true;
+      return;
+    }
+    const size_t w = static_cast<size_t>(id / 64);
+    if (w >= words.size()) words.resize(std::max(w + 1, words.size() * 2), 0);
+    words[w] |= 1ull << (id % 64);
+  }
+  // Adds o's ids; true when one of them was already here.
+  bool merge_in(const id_bits &o) {
+    bool shared = false;
+    if (o.words.size() > words.size()) words.resize(o.words.size(), 0);
+    for (size_t k = 0; k < o.words.size(); ++k) {
+      shared = shared || (words[k] & o.words[k]) != 0;
+      words[k] |= o.words[k];
+    }
+    sparse = sparse || o.sparse;
+    return shared;
+  }
+};
+
+// Pass 2: each file's events, rewritten, sorted in runs of about k_run_bytes and spilled to
+// run files; then one k-way merge over every run. Memory: one run's buffer, the reader's window
+// and a small read buffer per run, whatever the size of the inputs.
+constexpr size_t k_run_bytes = 48u << 20;
+constexpr size_t k_read_buffer = 128u << 10;
+
+struct event_result : detail::block_result {
+  std::string text;                                  // rewritten lines, back to back
+  std::vector<std::pair<uint64_t, uint32_t>> lines;  // (ts ns, length) in order
+  uint64_t others = 0;
+};
+
+struct run_file {
+  std::string path;
+  FILE *f = nullptr;
+  std::vector<char> buf;
+  // the record at the head: ts, file, seq and the line
+  uint64_t ts = 0, seq = 0;
+  uint32_t file = 0;
+  std::string line;
+  bool next() {
+    uint64_t head[3];
+    uint32_t len = 0;
+    if (fread(head, sizeof head, 1, f) != 1 || fread(&len, sizeof len, 1, f) != 1) return false;
+    ts = head[0];
+    seq = head[1];
+    file = static_cast<uint32_t>(head[2]);
+    line.resize(len);
+    return len == 0 || fread(line.data(), 1, len, f) == len;
+  }
+};
+
+// Writes one sorted run: records (ts, seq, file, length, line).
+bool spill(const std::string &path, std::vector<std::pair<uint64_t, uint64_t>> &order,
+           const std::string &text, const std::vector<uint64_t> &offsets,
+           const std::vector<uint32_t> &lengths, uint32_t file, uint64_t seq0, std::string *why) {
+  std::stable_sort(order.begin(), order.end());
+  FILE *f = fopen(path.c_str(), "wb");
+  if (!f) {
+    *why = path + ": " + std::strerror(errno);
+    return false;
+  }
+  std::vector<char> buf(1u << 20);
+  setvbuf(f, buf.data(), _IOFBF, buf.size());
+  bool ok = true;
+  for (const auto &o : order) {
+    const size_t k = static_cast<size_t>(o.second);
+    const uint64_t head[3] = {o.first, seq0 + k, file};
+    const uint32_t len = lengths[k];
+    ok = ok && fwrite(head, sizeof head, 1, f) == 1 && fwrite(&len, sizeof len, 1, f) == 1 &&
+         fwrite(text.data() + offsets[k], 1, len, f) == len;
+  }
+  if (fclose(f) != 0 || !ok) {
+    *why = path + ": " + std::strerror(errno ? errno : EIO);
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 int cmd_merge(const args_t &a) {
@@ -153,197 +279,283 @@ int cmd_merge(const args_t &a) {
     fprintf(stderr, "merge: %s %.2f s\n", what, t - t_phase);
     t_phase = t;
   };
-  std::vector<std::unique_ptr<loaded_trace>> traces;
-  for (const auto &f : files) {
-    auto t = std::make_unique<loaded_trace>();
-    if (!load_trace(f, static_cast<uint32_t>(traces.size()), t.get(), &bar)) {
-      ok = false;
-      continue;
+  // ---- pass 1: each file's metadata, unit, clock offset and the ids of its events
+  struct input {
+    std::string path;
+    std::unique_ptr<detail::trace_file> file;
+    time_unit unit = time_unit::us;
+    int64_t shift = 0;
+  };
+  std::vector<input> inputs;
+  std::vector<meta_line> all_meta;
+  id_bits ids_all;
+  bool ids_shared = false;
+  uint64_t events_in = 0, others = 0;
+  detail::read_options opt = tool_read_options();
+  opt.window = static_cast<size_t>(2 * opt.threads + 2);  // bounded memory: few blocks in flight
+  for (const auto &path : files) {
+    input in;
+    in.path = path;
+    in.file = std::make_unique<detail::trace_file>();
+    if (!open_trace(path, in.file.get(), &ok)) continue;
+    print_plan_issues(*in.file, path);
+    in.unit = detail::header_time_unit(*in.file);
+    if (!inputs.empty() && in.unit != inputs[0].unit) {
+      error_line("merge: " + inputs[0].path + " and " + path +
+                 " have different time units (time_metric us and ns); merge traces of one unit");
+      return 2;
     }
-    for (const auto &i : t->issues)
-      if (i.error) ok = false;
-    traces.push_back(std::move(t));
+    const uint32_t index = static_cast<uint32_t>(inputs.size());
+    const time_unit unit = in.unit;
+    id_bits mine;
+    auto work = [index, unit](detail::text_block &b) {
+      auto r = std::make_unique<scan_result>();
+      parsed_line pl;
+      detail::for_each_line(b.whole_lines(), [&](std::string_view line) {
+        const std::string_view t = trim(line);
+        if (t.empty() || t == "[" || t == "]") return true;
+        if (!detail::parse_line(line, pl)) {
+          ++r->invalid;
+          return true;
+        }
+        const char ph = detail::phase(pl);
+        if (ph == 'M') {
+          r->meta.push_back({std::string(line), index, {}});
+          return true;
+        }
+        int64_t id = 0;
+        uint64_t ts = 0;
+        if (!pl.ts.present() || !detail::value_ns(pl.ts, unit, &ts)) {
+          ++r->others;
+          return true;
+        }
+        ++r->events;
+        if (pl.id.present() && detail::value_i64(pl.id, &id) && id >= 0)
+          r->ids.push_back(static_cast<uint64_t>(id));
+        return true;
+      });
+      b.result = std::move(r);
+    };
+    detail::for_each_block(*in.file, opt, work, [&](detail::text_block &b) {
+      auto *r = static_cast<scan_result *>(b.result.get());
+      for (auto &m : r->meta) all_meta.push_back(std::move(m));
+      for (uint64_t id : r->ids) mine.add(id);
+      events_in += r->events;
+      others += r->others;
+      for (const auto &iss : b.issues) {
+        error_line(path + ": byte " + std::to_string(iss.offset) + ": " + iss.message);
+        if (iss.error) ok = false;
+      }
+      bar.add(b.in_bytes / 2);
+    });
+    ids_shared = ids_all.merge_in(mine) || ids_shared;
+    inputs.push_back(std::move(in));
   }
-  if (traces.empty()) {
+  if (inputs.empty()) {
     error_line("merge: nothing to merge");
     return 1;
   }
-  phase("load");
-  // One file holds one unit: inputs in microseconds and in nanoseconds are not mixed.
-  for (const auto &t : traces) {
-    if (t->unit == traces[0]->unit) continue;
-    error_line("merge: " + traces[0]->path + " and " + t->path +
-               " have different time units (time_metric us and ns); merge traces of one unit");
-    return 2;
-  }
-  // Fix file indexes after skipped inputs.
-  for (uint32_t i = 0; i < traces.size(); ++i)
-    for (auto &rec : traces[i]->lines) rec.file = i;
-  const uint64_t nfiles = traces.size();
+  const uint64_t nfiles = inputs.size();
+  phase("metadata");
 
-  std::vector<int64_t> shift(nfiles, 0);
+  parsed_line pl;
+  // Clock offsets, from the files' PR clock_offset_ns lines.
   if (align) {
-    for (uint32_t i = 0; i < nfiles; ++i) {
+    std::vector<bool> done(nfiles, false);
+    for (const auto &m : all_meta) {
       int64_t ns = 0;
-      if (!clock_offset_of(*traces[i], &ns)) continue;
+      if (done[m.file] || !detail::parse_line(m.text, pl) || !clock_offset_of(m.text, pl, &ns))
+        continue;
+      done[m.file] = true;
+      input &in = inputs[m.file];
       if (ns > k_max_offset_ns || ns < -k_max_offset_ns) {
-        error_line(traces[i]->path + ": clock_offset_ns " + std::to_string(ns) +
+        error_line(in.path + ": clock_offset_ns " + std::to_string(ns) +
                    " is out of range (more than 10^18 ns); this file is not clock-aligned");
         ok = false;
         continue;
       }
       // A microsecond trace moves by whole microseconds (rounded half away from zero).
-      shift[i] = traces[i]->unit == time_unit::ns ? ns : (ns + (ns < 0 ? -500 : 500)) / 1000 * 1000;
+      in.shift = in.unit == time_unit::ns ? ns : (ns + (ns < 0 ? -500 : 500)) / 1000 * 1000;
     }
   }
-
-  parsed_line pl;
   // Metadata first: hash definitions (one per distinct type/string/value), then the other
   // metadata lines, without exact duplicates. Every hash is thus defined before any use.
   std::unordered_set<std::string> seen;
-  std::vector<const line_rec *> meta;
+  std::vector<meta_line *> meta;
   uint64_t meta_dups = 0;
+  for (auto &m : all_meta) {
+    if (!detail::parse_line(m.text, pl)) continue;
+    m.rec = positions(m.text, pl, m.file, inputs[m.file].unit);
+  }
   for (int pass = 0; pass < 2; ++pass) {
-    for (auto &t : traces) {
-      for (const auto &rec : t->lines) {
-        if (!rec.is_meta) continue;
-        if (!detail::parse_line(rec.view(), pl)) continue;
-        const bool def = is_hash_def(pl);
-        if (def != (pass == 0)) continue;
-        std::string key;
-        if (def) {
-          const jvalue *n = pl.arg_value("name");
-          const jvalue *v = pl.arg_value("value");
-          key.append(pl.name.text).push_back('\x1f');
-          if (n) key.append(n->text);
-          key.push_back('\x1f');
-          if (v) key.append(v->text);
-        } else {
-          // The line without its id: the same property of the same pid once.
-          key.assign(rec.p, rec.id_len ? rec.id_off : 0);
-          key.append(rec.p + rec.id_off + rec.id_len, rec.len - rec.id_off - rec.id_len);
-        }
-        if (!seen.insert(std::move(key)).second) {
-          ++meta_dups;
-          continue;
-        }
-        meta.push_back(&rec);
+    for (auto &m : all_meta) {
+      if (!detail::parse_line(m.text, pl)) continue;
+      const bool def = is_hash_def(pl);
+      if (def != (pass == 0)) continue;
+      std::string key;
+      if (def) {
+        const jvalue *n = pl.arg_value("name");
+        const jvalue *v = pl.arg_value("value");
+        key.append(pl.name.text).push_back('\x1f');
+        if (n) key.append(n->text);
+        key.push_back('\x1f');
+        if (v) key.append(v->text);
+      } else {
+        // The line without its id: the same property of the same pid once.
+        const line_rec &r = m.rec;
+        key.assign(m.text.data(), r.id_len ? r.id_off : 0);
+        key.append(m.text.data() + r.id_off + r.id_len, m.text.size() - r.id_off - r.id_len);
       }
+      if (!seen.insert(std::move(key)).second) {
+        ++meta_dups;
+        continue;
+      }
+      meta.push_back(&m);
     }
   }
   // The time unit's declarations first, where readers look for it (detail::header_time_unit).
   std::stable_partition(meta.begin(), meta.end(),
-                        [](const line_rec *r) { return declares_unit(r->view()); });
+                        [](const meta_line *m) { return declares_unit(m->text); });
   // Ids stay as they are unless two inputs share one among the lines written; then every
   // id (and p_idx) becomes id * nfiles + file index, which keeps them unique and the parent
   // links intact.
-  bool remap = false;
   {
-    // Ids are dense integers: an owner table over their range finds a shared id in one
-    // linear pass. Very sparse ids fall back to sorting.
-    uint64_t lo = UINT64_MAX, hi = 0, count = 0;
-    auto each_id = [&](auto &&fn) {
-      for (const line_rec *rec : meta)
-        if (rec->has_id) fn(rec->id, rec->file);
-      for (auto &t : traces)
-        for (const auto &rec : t->lines)
-          if (rec.has_id && !rec.is_meta && rec.has_ts) fn(rec.id, rec.file);
-    };
-    each_id([&](uint64_t id, uint32_t) {
-      lo = std::min(lo, id);
-      hi = std::max(hi, id);
-      ++count;
-    });
-    if (count && hi - lo < std::max<uint64_t>(count * 8, 1u << 20)) {
-      std::vector<uint32_t> owner(static_cast<size_t>(hi - lo + 1), UINT32_MAX);
-      each_id([&](uint64_t id, uint32_t file) {
-        uint32_t &o = owner[static_cast<size_t>(id - lo)];
-        if (o != UINT32_MAX && o != file) remap = true;
-        o = file;
-      });
-    } else if (count) {
-      std::vector<std::pair<uint64_t, uint32_t>> ids;
-      ids.reserve(static_cast<size_t>(count));
-      each_id([&](uint64_t id, uint32_t file) { ids.emplace_back(id, file); });
-      std::sort(ids.begin(), ids.end());
-      for (size_t i = 1; i < ids.size() && !remap; ++i)
-        if (ids[i].first == ids[i - 1].first && ids[i].second != ids[i - 1].second) remap = true;
-    }
+    std::vector<id_bits> meta_ids(nfiles);
+    for (const meta_line *m : meta)
+      if (m->rec.has_id) meta_ids[m->file].add(m->rec.id);
+    for (auto &b : meta_ids) ids_shared = ids_all.merge_in(b) || ids_shared;
   }
-  phase("metadata and ids");
+  const bool remap = nfiles > 1 && (ids_shared || ids_all.sparse);
+  phase("ids");
+
+  // ---- pass 2: events rewritten, sorted in runs, spilled beside the output
+  const std::string tmp_dir = out_path + ".merge-" + std::to_string(::getpid());
+  if (::mkdir(tmp_dir.c_str(), 0700) != 0) {
+    error_line("merge: " + tmp_dir + ": " + std::strerror(errno));
+    return 1;
+  }
+  std::vector<run_file> runs;
+  auto cleanup = [&] {
+    for (auto &r : runs) {
+      if (r.f) fclose(r.f);
+      r.f = nullptr;
+      ::unlink(r.path.c_str());
+    }
+    ::rmdir(tmp_dir.c_str());
+  };
+  std::string why;
+  bool spilled_ok = true;
+  for (uint32_t fi = 0; fi < nfiles && spilled_ok; ++fi) {
+    const input &in = inputs[fi];
+    const time_unit unit = in.unit;
+    const int64_t shift = in.shift;
+    auto work = [fi, unit, shift, remap, nfiles](detail::text_block &b) {
+      auto r = std::make_unique<event_result>();
+      r->text.reserve(b.text.size() + b.text.size() / 8);
+      parsed_line p;
+      detail::for_each_line(b.whole_lines(), [&](std::string_view line) {
+        const std::string_view t = trim(line);
+        if (t.empty() || t == "[" || t == "]") return true;
+        if (!detail::parse_line(line, p) || detail::phase(p) == 'M') return true;
+        const line_rec rec = positions(line, p, fi, unit);
+        if (!rec.has_ts) return true;  // counted in pass 1
+        const size_t before = r->text.size();
+        if (!remap && shift == 0) {
+          r->text.append(line);
+        } else {
+          rewrite(rec, remap, nfiles, shift, unit, r->text);
+        }
+        r->lines.emplace_back(shift_ts(rec.ts, shift),
+                              static_cast<uint32_t>(r->text.size() - before));
+        return true;
+      });
+      b.result = std::move(r);
+    };
+    std::string text;
+    std::vector<uint64_t> offsets;
+    std::vector<uint32_t> lengths;
+    std::vector<std::pair<uint64_t, uint64_t>> order;  // (ts, index)
+    uint64_t seq = 0;
+    auto flush_run = [&] {
+      if (order.empty() || !spilled_ok) return;
+      run_file rf;
+      rf.path = tmp_dir + "/run-" + std::to_string(runs.size());
+      if (!spill(rf.path, order, text, offsets, lengths, fi, seq, &why)) spilled_ok = false;
+      runs.push_back(std::move(rf));
+      seq += order.size();
+      text.clear();
+      offsets.clear();
+      lengths.clear();
+      order.clear();
+    };
+    detail::for_each_block(*in.file, opt, work, [&](detail::text_block &b) {
+      auto *r = static_cast<event_result *>(b.result.get());
+      size_t pos = 0;
+      for (const auto &l : r->lines) {
+        order.emplace_back(l.first, offsets.size());
+        offsets.push_back(text.size());
+        lengths.push_back(l.second);
+        text.append(r->text, pos, l.second);
+        pos += l.second;
+      }
+      bar.add(b.in_bytes / 2);
+      if (text.size() >= k_run_bytes) flush_run();
+    });
+    flush_run();
+    std::string().swap(text);
+  }
+  if (!spilled_ok) {
+    error_line("merge: " + why);
+    cleanup();
+    return 1;
+  }
+  phase("sorted runs");
+
+  // ---- the k-way merge over every run, into the output
   trace_writer w(out_path, tool_threads());
   if (!w.ok()) {
     error_line(w.error());
+    cleanup();
     return 1;
   }
   w.line("[", false, 0);
-  for (const line_rec *rec : meta) {
-    rewrite(*rec, remap, nfiles, 0, traces[rec->file]->unit, w.open_line());
+  for (const meta_line *m : meta) {
+    line_rec rec = m->rec;
+    rec.p = m->text.data();
+    rewrite(rec, remap, nfiles, 0, inputs[m->file].unit, w.open_line());
     w.close_line(false, 0);
   }
   const uint64_t meta_out = meta.size();
-  // Lines with a ts: each file sorted (stable: it is nearly sorted already), then a k-way
-  // merge on (ts, file, position).
-  std::vector<std::vector<const line_rec *>> runs(nfiles);
-  std::vector<uint64_t> others_of(nfiles, 0);
-  auto sort_run = [&](uint32_t i) {
-    auto &run = runs[i];
-    run.reserve(traces[i]->lines.size());
-    for (const auto &rec : traces[i]->lines) {
-      if (rec.is_meta) continue;
-      if (!rec.has_ts) {
-        ++others_of[i];
-        continue;
-      }
-      run.push_back(&rec);
+  auto later = [&runs](size_t x, size_t y) {
+    const run_file &a = runs[x], &b = runs[y];
+    if (a.ts != b.ts) return a.ts > b.ts;
+    if (a.file != b.file) return a.file > b.file;
+    return a.seq > b.seq;
+  };
+  std::priority_queue<size_t, std::vector<size_t>, decltype(later)> heap(later);
+  for (size_t k = 0; k < runs.size(); ++k) {
+    run_file &r = runs[k];
+    r.f = fopen(r.path.c_str(), "rb");
+    if (!r.f) {
+      error_line("merge: " + r.path + ": " + std::strerror(errno));
+      cleanup();
+      return 1;
     }
-    auto by_ts = [](const line_rec *x, const line_rec *y) { return x->ts < y->ts; };
-    if (!std::is_sorted(run.begin(), run.end(), by_ts))
-      std::stable_sort(run.begin(), run.end(), by_ts);
-  };
-  {
-    // Files are sorted on all cores at once.
-    std::atomic<uint32_t> next{0};
-    std::vector<std::thread> pool;
-    const int n = std::min<int>(tool_threads(), static_cast<int>(nfiles));
-    for (int k = 0; k < n; ++k)
-      pool.emplace_back([&] {
-        for (uint32_t i; (i = next.fetch_add(1)) < nfiles;) sort_run(i);
-      });
-    for (auto &t : pool) t.join();
+    r.buf.resize(k_read_buffer);
+    setvbuf(r.f, r.buf.data(), _IOFBF, r.buf.size());
+    if (r.next()) heap.push(k);
   }
-  uint64_t others = 0;
-  for (auto v : others_of) others += v;
-  phase("sort");
-  struct head {
-    uint64_t ts;
-    uint32_t file;
-    size_t idx;
-  };
-  auto later = [](const head &x, const head &y) {
-    if (x.ts != y.ts) return x.ts > y.ts;
-    return x.file > y.file;
-  };
-  std::priority_queue<head, std::vector<head>, decltype(later)> heap(later);
-  auto shifted = [&](const line_rec *r) { return shift_ts(r->ts, shift[r->file]); };
-  for (uint32_t i = 0; i < nfiles; ++i)
-    if (!runs[i].empty()) heap.push({shifted(runs[i][0]), i, 0});
   uint64_t events = 0;
   while (!heap.empty()) {
-    const head h = heap.top();
+    const size_t k = heap.top();
     heap.pop();
-    const line_rec *rec = runs[h.file][h.idx];
-    if (!remap && shift[h.file] == 0) {
-      w.line(rec->view(), true, h.ts);
-    } else {
-      rewrite(*rec, remap, nfiles, shift[h.file], traces[h.file]->unit, w.open_line());
-      w.close_line(true, h.ts);
-    }
+    run_file &r = runs[k];
+    w.line(r.line, true, r.ts);
     ++events;
-    if (h.idx + 1 < runs[h.file].size())
-      heap.push({shifted(runs[h.file][h.idx + 1]), h.file, h.idx + 1});
+    if (r.next()) heap.push(k);
   }
   w.line("]", false, 0);
+  cleanup();
   if (!w.finish()) {
     error_line(w.error());
     return 1;
@@ -351,7 +563,7 @@ int cmd_merge(const args_t &a) {
   phase("merge and write");
   bar.done();
   if (g_unmappable) {
-    error_line("merge: " + std::to_string(g_unmappable) +
+    error_line("merge: " + std::to_string(g_unmappable.load()) +
                " ids or p_idx values are too large to remap (id * " + std::to_string(nfiles) +
                " + file index passes 2^64 - 1): they are kept as they were and may repeat");
     ok = false;
@@ -360,15 +572,16 @@ int cmd_merge(const args_t &a) {
     error_line("merge: dropped " + std::to_string(others) +
                " lines that are neither metadata nor carry a ts");
   std::string s =
-      "merged " + std::to_string(traces.size()) + " file(s): " + std::to_string(events) +
-      " events, " + std::to_string(meta_out) + " metadata lines (" + std::to_string(meta_dups) +
+      "merged " + std::to_string(nfiles) + " file(s): " + std::to_string(events) + " events, " +
+      std::to_string(meta_out) + " metadata lines (" + std::to_string(meta_dups) +
       " duplicates removed)" +
       (remap ? ", ids remapped (id * " + std::to_string(nfiles) + " + file index)" : "");
   int aligned = 0;
-  for (auto v : shift) aligned += v != 0;
+  for (const auto &in : inputs) aligned += in.shift != 0;
   if (aligned) s += ", " + std::to_string(aligned) + " file(s) clock-aligned";
   s += " -> " + out_path + "\n";
   fputs(s.c_str(), stderr);
+  (void)events_in;
   return ok ? 0 : 1;
 }
 
