@@ -18,6 +18,7 @@
 
 #include "base/format.hpp"
 #include "common.hpp"
+#include "sorted_runs.hpp"
 
 namespace dftrace::tools {
 
@@ -178,64 +179,11 @@ struct id_bits {
   }
 };
 
-// Pass 2: each file's events, rewritten, sorted in runs of about k_run_bytes and spilled to
-// run files; then one k-way merge over every run. Memory: one run's buffer, the reader's window
-// and a small read buffer per run, whatever the size of the inputs.
-constexpr size_t k_run_bytes = 48u << 20;
-constexpr size_t k_read_buffer = 128u << 10;
-
+// Pass 2, per block: the block's events, rewritten.
 struct event_result : detail::block_result {
   std::string text;                                  // rewritten lines, back to back
   std::vector<std::pair<uint64_t, uint32_t>> lines;  // (ts ns, length) in order
-  uint64_t others = 0;
 };
-
-struct run_file {
-  std::string path;
-  FILE *f = nullptr;
-  std::vector<char> buf;
-  // the record at the head: ts, file, seq and the line
-  uint64_t ts = 0, seq = 0;
-  uint32_t file = 0;
-  std::string line;
-  bool next() {
-    uint64_t head[3];
-    uint32_t len = 0;
-    if (fread(head, sizeof head, 1, f) != 1 || fread(&len, sizeof len, 1, f) != 1) return false;
-    ts = head[0];
-    seq = head[1];
-    file = static_cast<uint32_t>(head[2]);
-    line.resize(len);
-    return len == 0 || fread(line.data(), 1, len, f) == len;
-  }
-};
-
-// Writes one sorted run: records (ts, seq, file, length, line).
-bool spill(const std::string &path, std::vector<std::pair<uint64_t, uint64_t>> &order,
-           const std::string &text, const std::vector<uint64_t> &offsets,
-           const std::vector<uint32_t> &lengths, uint32_t file, uint64_t seq0, std::string *why) {
-  std::stable_sort(order.begin(), order.end());
-  FILE *f = fopen(path.c_str(), "wb");
-  if (!f) {
-    *why = path + ": " + std::strerror(errno);
-    return false;
-  }
-  std::vector<char> buf(1u << 20);
-  setvbuf(f, buf.data(), _IOFBF, buf.size());
-  bool ok = true;
-  for (const auto &o : order) {
-    const size_t k = static_cast<size_t>(o.second);
-    const uint64_t head[3] = {o.first, seq0 + k, file};
-    const uint32_t len = lengths[k];
-    ok = ok && fwrite(head, sizeof head, 1, f) == 1 && fwrite(&len, sizeof len, 1, f) == 1 &&
-         fwrite(text.data() + offsets[k], 1, len, f) == len;
-  }
-  if (fclose(f) != 0 || !ok) {
-    *why = path + ": " + std::strerror(errno ? errno : EIO);
-    return false;
-  }
-  return true;
-}
 
 }  // namespace
 
@@ -428,22 +376,13 @@ int cmd_merge(const args_t &a) {
   const bool remap = nfiles > 1 && (ids_shared || ids_all.sparse);
   phase("ids");
 
-  // ---- pass 2: events rewritten, sorted in runs, spilled beside the output
-  const std::string tmp_dir = out_path + ".merge-" + std::to_string(::getpid());
-  if (::mkdir(tmp_dir.c_str(), 0700) != 0) {
-    error_line("merge: " + tmp_dir + ": " + std::strerror(errno));
+  // ---- pass 2: events rewritten, sorted in runs spilled beside the output (sorted_runs)
+  sorted_runs runs(out_path + ".merge-" + std::to_string(::getpid()));
+  std::string why;
+  if (!runs.open(&why)) {
+    error_line("merge: " + why);
     return 1;
   }
-  std::vector<run_file> runs;
-  auto cleanup = [&] {
-    for (auto &r : runs) {
-      if (r.f) fclose(r.f);
-      r.f = nullptr;
-      ::unlink(r.path.c_str());
-    }
-    ::rmdir(tmp_dir.c_str());
-  };
-  std::string why;
   bool spilled_ok = true;
   for (uint32_t fi = 0; fi < nfiles && spilled_ok; ++fi) {
     const input &in = inputs[fi];
@@ -471,42 +410,19 @@ int cmd_merge(const args_t &a) {
       });
       b.result = std::move(r);
     };
-    std::string text;
-    std::vector<uint64_t> offsets;
-    std::vector<uint32_t> lengths;
-    std::vector<std::pair<uint64_t, uint64_t>> order;  // (ts, index)
-    uint64_t seq = 0;
-    auto flush_run = [&] {
-      if (order.empty() || !spilled_ok) return;
-      run_file rf;
-      rf.path = tmp_dir + "/run-" + std::to_string(runs.size());
-      if (!spill(rf.path, order, text, offsets, lengths, fi, seq, &why)) spilled_ok = false;
-      runs.push_back(std::move(rf));
-      seq += order.size();
-      text.clear();
-      offsets.clear();
-      lengths.clear();
-      order.clear();
-    };
     detail::for_each_block(*in.file, opt, work, [&](detail::text_block &b) {
       auto *r = static_cast<event_result *>(b.result.get());
       size_t pos = 0;
       for (const auto &l : r->lines) {
-        order.emplace_back(l.first, offsets.size());
-        offsets.push_back(text.size());
-        lengths.push_back(l.second);
-        text.append(r->text, pos, l.second);
+        spilled_ok =
+            runs.add(l.first, fi, std::string_view(r->text).substr(pos, l.second)) && spilled_ok;
         pos += l.second;
       }
       bar.add(b.in_bytes / 2);
-      if (text.size() >= k_run_bytes) flush_run();
     });
-    flush_run();
-    std::string().swap(text);
   }
   if (!spilled_ok) {
-    error_line("merge: " + why);
-    cleanup();
+    error_line("merge: " + runs.error());
     return 1;
   }
   phase("sorted runs");
@@ -515,7 +431,6 @@ int cmd_merge(const args_t &a) {
   trace_writer w(out_path, tool_threads());
   if (!w.ok()) {
     error_line(w.error());
-    cleanup();
     return 1;
   }
   w.line("[", false, 0);
@@ -526,36 +441,18 @@ int cmd_merge(const args_t &a) {
     w.close_line(false, 0);
   }
   const uint64_t meta_out = meta.size();
-  auto later = [&runs](size_t x, size_t y) {
-    const run_file &a = runs[x], &b = runs[y];
-    if (a.ts != b.ts) return a.ts > b.ts;
-    if (a.file != b.file) return a.file > b.file;
-    return a.seq > b.seq;
-  };
-  std::priority_queue<size_t, std::vector<size_t>, decltype(later)> heap(later);
-  for (size_t k = 0; k < runs.size(); ++k) {
-    run_file &r = runs[k];
-    r.f = fopen(r.path.c_str(), "rb");
-    if (!r.f) {
-      error_line("merge: " + r.path + ": " + std::strerror(errno));
-      cleanup();
-      return 1;
-    }
-    r.buf.resize(k_read_buffer);
-    setvbuf(r.f, r.buf.data(), _IOFBF, r.buf.size());
-    if (r.next()) heap.push(k);
-  }
   uint64_t events = 0;
-  while (!heap.empty()) {
-    const size_t k = heap.top();
-    heap.pop();
-    run_file &r = runs[k];
-    w.line(r.line, true, r.ts);
+  const bool merged = runs.merge([&](uint64_t ts, uint32_t, std::string_view line) {
+    w.line(line, true, ts);
     ++events;
-    if (r.next()) heap.push(k);
+  });
+  runs.remove();
+  if (!merged) {
+    error_line("merge: " + runs.error());
+    return 1;
   }
+
   w.line("]", false, 0);
-  cleanup();
   if (!w.finish()) {
     error_line(w.error());
     return 1;
