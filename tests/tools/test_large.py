@@ -80,32 +80,63 @@ def test_split_merge_round_trip_large(tmp_path):
     assert multiset(src) == multiset(back)
 
 
-def test_merge_streams_in_bounded_memory(tmp_path):
-    # 64 inputs, about 200 MB of text: merge keeps sorted runs on disk, not the inputs in
-    # memory; its peak resident set (measured by a wrapper process whose only child it is)
-    # stays under 256 MiB, and no run file is left behind.
-    import json
+def peak_rss(*cmd):
+    """Runs the dftrace command; (its exit status, its peak resident set in KiB, stderr),
+    measured by a wrapper process whose only child it is."""
     import os
     import subprocess
     import sys
     from conftest import CLI
+    wrapper = ("import resource, subprocess, sys\n"
+               "p = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
+               "print(p.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+               "sys.stderr.write(p.stderr)\n")
+    p = subprocess.run([sys.executable, "-c", wrapper, CLI, *map(str, cmd)], capture_output=True,
+                       text=True, timeout=900, env=dict(os.environ, DFTRACE_NO_PROGRESS="1"))
+    rc, rss = map(int, p.stdout.split())
+    return rc, rss, p.stderr
+
+
+def test_merge_and_split_stream_in_bounded_memory(tmp_path):
+    # 64 inputs, about 200 MB of text: merge keeps sorted runs on disk, not the inputs in
+    # memory; its peak resident set stays under 256 MiB, and no run file is left behind. Then
+    # split --by time of the merged trace (its own external sort), the same bound, and the
+    # pieces merge back into the same events.
+    import json
+    import os
     files = [gen(tmp_path / f"r{i:02d}.pfw.gz", 16_000, pid=2000 + i, seed=i, threads=2)
              for i in range(64)]
     st = json.loads(run("stat", "--json", *files).stdout)
     assert st["text_bytes"] > 180_000_000
     out = tmp_path / "merged.pfw.gz"
-    wrapper = ("import resource, subprocess, sys\n"
-               "p = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
-               "print(p.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
-               "sys.stderr.write(p.stderr)\n")
-    p = subprocess.run([sys.executable, "-c", wrapper, CLI, "merge", *map(str, files), "-o",
-                        str(out)], capture_output=True, text=True, timeout=900,
-                       env=dict(os.environ, DFTRACE_NO_PROGRESS="1"))
-    rc, rss_kib = map(int, p.stdout.split())
-    assert rc == 0, p.stderr
+    rc, rss_kib, err = peak_rss("merge", *files, "-o", out)
+    assert rc == 0, err
     assert rss_kib < 256 * 1024, f"merge peaked at {rss_kib / 1024:.0f} MiB"
     assert sorted(os.listdir(tmp_path)) == sorted([f.name for f in files] + ["merged.pfw.gz"])
     ordered, n_ev, _, _ = scan(out)
     assert ordered and n_ev == st["events"] - st["metadata"]
     m = json.loads(run("stat", "--json", out).stdout)
     assert sorted(map(json.dumps, m["by_name"])) == sorted(map(json.dumps, st["by_name"]))
+    pieces = tmp_path / "pieces"
+    rc, rss_kib, err = peak_rss("split", out, "-o", pieces, "--by", "time", "--size", "32MiB")
+    assert rc == 0, err
+    assert rss_kib < 256 * 1024, f"split peaked at {rss_kib / 1024:.0f} MiB"
+    names = sorted(os.listdir(pieces))
+    assert len(names) >= 6 and all(n.endswith(".pfw.gz") for n in names)  # no scratch left
+    last = 0
+    for n in names:  # in time order across the pieces
+        o, _, _, _ = scan(pieces / n)
+        assert o
+        ts = [int(m.group(1)) for m in TS.finditer(open_text(pieces / n))]
+        assert ts and min(ts) >= last
+        last = max(ts)
+    back = tmp_path / "back.pfw.gz"
+    run("merge", *[pieces / n for n in names], "-o", back)
+    b = json.loads(run("stat", "--json", back).stdout)
+    assert sorted(map(json.dumps, b["by_name"])) == sorted(map(json.dumps, st["by_name"]))
+
+
+def open_text(path):
+    import gzip
+    with gzip.open(path, "rt") as f:
+        return f.read()
