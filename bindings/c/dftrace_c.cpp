@@ -160,6 +160,28 @@ void dftrace_set_enabled(bool enabled) {
   guarded_do([&] { the_runtime().set_recording(enabled); });
 }
 
+int dftrace_step(void) {
+  return guarded([] { return the_runtime().step(); }, DFTRACE_ERR_STATE);
+}
+
+int dftrace_schedule_set(const dftrace_schedule_t *s) {
+  if (!s || s->struct_size != sizeof(dftrace_schedule_t)) return DFTRACE_ERR_INVALID_ARGUMENT;
+  return guarded(
+      [s] {
+        return the_runtime().set_schedule(
+            {s->skip_first, s->wait, s->warmup, s->active, s->repeat});
+      },
+      DFTRACE_ERR_STATE);
+}
+
+int dftrace_step_phase(void) {
+  return guarded([] { return the_runtime().step_phase(); }, DFTRACE_ERR_STATE);
+}
+
+uint64_t dftrace_step_count(void) {
+  return guarded([] { return the_runtime().steps(); }, uint64_t{0});
+}
+
 const char *dftrace_status(void) {
   return guarded([] { return thread_copy(the_runtime().status()); }, "internal error");
 }

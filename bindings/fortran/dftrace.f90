@@ -48,7 +48,7 @@ module dftrace
 
   ! ------------------------------------------------------------------ public procedures
 
-  public :: dftrace_init, dftrace_finalize, dftrace_flush
+  public :: dftrace_init, dftrace_finalize, dftrace_flush, dftrace_step
   public :: dftrace_is_enabled, dftrace_set_enabled
   public :: dftrace_output_path, dftrace_version, dftrace_status_string
   public :: dftrace_node_derive, dftrace_node_name, dftrace_node_category, dftrace_node_path
@@ -170,6 +170,10 @@ module dftrace
       import :: c_int
       integer(c_int) :: st
     end function c_flush
+    function c_step() bind(c, name='dftrace_step') result(st)
+      import :: c_int
+      integer(c_int) :: st
+    end function c_step
     function c_is_enabled() bind(c, name='dftrace_is_enabled') result(on)
       import :: c_bool
       logical(c_bool) :: on
@@ -645,6 +649,17 @@ contains
     st = c_flush()
     if (present(status)) status = int(st)
   end subroutine dftrace_flush
+
+  !> The end of a training step (the schedule, docs/configuration.md schedule.*): ready is
+  !> .true. when the step closed an active window, whose events are then in the file.
+  subroutine dftrace_step(ready, status)
+    logical, intent(out), optional :: ready
+    integer, intent(out), optional :: status
+    integer(c_int) :: st
+    st = c_step()
+    if (present(ready)) ready = st == 1
+    if (present(status)) status = merge(0, int(st), st == 1)
+  end subroutine dftrace_step
 
   !> True while events are being recorded.
   logical function dftrace_is_enabled()

@@ -1094,6 +1094,23 @@ static PyObject *status_without_gil(int (*call)(void)) {
   }
 NOARGS_FUNCTION(finalize, status_without_gil(dftrace_finalize))
 NOARGS_FUNCTION(flush, status_without_gil(dftrace_flush))
+NOARGS_FUNCTION(step, status_without_gil(dftrace_step)) /* a window's end flushes the file */
+NOARGS_FUNCTION(step_phase, PyLong_FromLong(dftrace_step_phase()))
+NOARGS_FUNCTION(step_count, PyLong_FromUnsignedLongLong(dftrace_step_count()))
+
+static PyObject *mod_schedule_set(PyObject *m, PyObject *args) {
+  (void)m;
+  unsigned long long v[5];
+  if (!PyArg_ParseTuple(args, "KKKKK", &v[0], &v[1], &v[2], &v[3], &v[4])) return NULL;
+  dftrace_schedule_t s;
+  s.struct_size = sizeof s;
+  s.skip_first = v[0];
+  s.wait = v[1];
+  s.warmup = v[2];
+  s.active = v[3];
+  s.repeat = v[4];
+  return PyLong_FromLong(dftrace_schedule_set(&s));
+}
 NOARGS_FUNCTION(is_enabled, PyBool_FromLong(dftrace_is_enabled()))
 NOARGS_FUNCTION(status, str_or_none(dftrace_status()))
 NOARGS_FUNCTION(output_path, str_or_none(dftrace_output_path()))
@@ -1197,6 +1214,12 @@ static PyMethodDef module_methods[] = {
      "compression, level, bind_atexit) -> status"},
     {"finalize", mod_finalize, METH_NOARGS, "Writes the rest of the trace and closes it."},
     {"flush", mod_flush, METH_NOARGS, "Writes what is buffered."},
+    {"step", mod_step, METH_NOARGS,
+     "The end of a training step: 1 when an active window of the schedule just closed."},
+    {"schedule_set", mod_schedule_set, METH_VARARGS,
+     "schedule_set(skip_first, wait, warmup, active, repeat) -> status"},
+    {"step_phase", mod_step_phase, METH_NOARGS, "The phase of the step under way (0..5)."},
+    {"step_count", mod_step_count, METH_NOARGS, "Steps ended so far."},
     {"is_enabled", mod_is_enabled, METH_NOARGS, "True while events are recorded."},
     {"set_enabled", mod_set_enabled, METH_O, "Switches recording for the whole process."},
     {"status", mod_status, METH_NOARGS, "One line describing the state."},

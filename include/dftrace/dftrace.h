@@ -103,6 +103,41 @@ DFTRACE_API bool dftrace_is_enabled(void);
 /* Switches recording for the whole process without touching node states. */
 DFTRACE_API void dftrace_set_enabled(bool enabled);
 
+/* ---- the step schedule (docs/configuration.md, schedule.*)
+ * As torch.profiler's schedule: the first skip_first steps are skipped, then cycles of `wait`,
+ * `warmup` and `active` steps follow, `repeat` cycles (0: no end); events are recorded in
+ * active steps only. Off (every step recorded) while `active` is 0. */
+typedef struct dftrace_schedule {
+  size_t struct_size; /* sizeof(dftrace_schedule_t) */
+  uint64_t skip_first, wait, warmup, active, repeat;
+} dftrace_schedule_t;
+
+/* The phase of the step under way (dftrace_step_phase). */
+enum {
+  DFTRACE_STEP_NONE = 0, /* no schedule: every step is recorded */
+  DFTRACE_STEP_SKIP = 1,
+  DFTRACE_STEP_WAIT = 2,
+  DFTRACE_STEP_WARMUP = 3,
+  DFTRACE_STEP_ACTIVE = 4,
+  DFTRACE_STEP_DONE = 5 /* after the last cycle: nothing more is recorded */
+};
+
+/* Marks the end of a training step (as torch.profiler's step()) and switches recording for
+ * the next step as the schedule says. Returns 1 when the step that ended closed an active
+ * window: its events are then in the file (flushed), the moment for an on_trace_ready
+ * action; 0 otherwise; a negative DFTRACE_ERR_* on failure. Without a schedule it only counts
+ * steps. Call it from one thread (the training loop's). */
+DFTRACE_API int dftrace_step(void);
+
+/* Replaces the schedule (the schedule.* configuration keys set the first one) and restarts
+ * counting at step 0. DFTRACE_ERR_INVALID_ARGUMENT for NULL, a wrong struct_size, or wait,
+ * warmup, skip_first or repeat without active steps. */
+DFTRACE_API int dftrace_schedule_set(const dftrace_schedule_t *schedule);
+
+/* The phase of the step under way (DFTRACE_STEP_*), and the number of steps ended so far. */
+DFTRACE_API int dftrace_step_phase(void);
+DFTRACE_API uint64_t dftrace_step_count(void);
+
 /* One line describing the state: enabled or not and why, the output file, events written
  * and dropped. The returned string is thread-local and valid until the next call on the
  * same thread. */

@@ -87,6 +87,15 @@ inline int finalize() {
   return 0;
 #endif
 }
+// The end of a training step (see dftrace_step): true when an active window of the schedule
+// just closed and its events are in the file.
+inline bool step() {
+#ifndef DFTRACE_DISABLE
+  return dftrace_step() == 1;
+#else
+  return false;
+#endif
+}
 
 // ---------------------------------------------------------------- arguments
 

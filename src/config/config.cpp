@@ -135,6 +135,24 @@ entry size_key(const char *key, const char *env, const char *denv, const char *d
           [field](const config &c) { return std::to_string(c.*field); }};
 }
 
+// A count of steps, 0 to 10^12 (the schedule's keys).
+entry step_count_key(const char *key, const char *env, const char *def, uint64_t config::*field) {
+  return {{key, env, nullptr, def},
+          false,
+          [field](config &c, const std::string &v, std::string &why) {
+            const std::string t = trim(v);
+            char *end = nullptr;
+            const unsigned long long n = std::strtoull(t.c_str(), &end, 10);
+            if (t.empty() || *end || t[0] == '-' || n > 1000000000000ull) {
+              why = "is not a count of steps (0 to 10^12)";
+              return false;
+            }
+            c.*field = n;
+            return true;
+          },
+          [field](const config &c) { return std::to_string(c.*field); }};
+}
+
 const entry *find_entry(const std::string &key);
 
 const std::vector<entry> &table() {
@@ -241,6 +259,17 @@ const std::vector<entry> &table() {
                              &config::ns_precision));
     v.push_back(word_key("timer.source", "DFTRACE_TIMER_SOURCE", "auto",
                          {"auto", "tsc", "monotonic"}, &config::timer_source));
+    // The step schedule (dftrace_step): off while schedule.active is 0.
+    v.push_back(step_count_key("schedule.skip_first", "DFTRACE_SCHEDULE_SKIP_FIRST", "0",
+                               &config::schedule_skip_first));
+    v.push_back(
+        step_count_key("schedule.wait", "DFTRACE_SCHEDULE_WAIT", "0", &config::schedule_wait));
+    v.push_back(step_count_key("schedule.warmup", "DFTRACE_SCHEDULE_WARMUP", "0",
+                               &config::schedule_warmup));
+    v.push_back(step_count_key("schedule.active", "DFTRACE_SCHEDULE_ACTIVE", "0",
+                               &config::schedule_active));
+    v.push_back(step_count_key("schedule.repeat", "DFTRACE_SCHEDULE_REPEAT", "0",
+                               &config::schedule_repeat));
     v.push_back({{"categories", "DFTRACE_CATEGORIES", nullptr, ""},
                  false,
                  [](config &c, const std::string &s, std::string &why) {

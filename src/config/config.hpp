@@ -34,7 +34,11 @@ struct config {
   int compress_threads{};   // members compressed at once when there is a backlog
   bool metadata{};
   bool ns_precision{};
-  std::string timer_source;                              // auto | tsc | monotonic
+  std::string timer_source;  // auto | tsc | monotonic
+  // The step schedule (schedule.*): steps skipped first, then cycles of wait, warmup and
+  // active steps, repeat cycles (0: no end); off while schedule_active is 0.
+  uint64_t schedule_skip_first{}, schedule_wait{}, schedule_warmup{}, schedule_active{},
+      schedule_repeat{};
   std::vector<std::pair<std::string, bool>> categories;  // in order; later wins
   bool signals{};
   bool atexit{};

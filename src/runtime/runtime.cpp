@@ -257,8 +257,11 @@ int runtime::init(const dftrace_options *options) {
       return DFTRACE_ERR_DISABLED;
     }
     create_writer_locked();
-    recording_.store(true);
-    tree_.set_recording(true);
+    schedule_ = {cfg_.schedule_skip_first, cfg_.schedule_wait, cfg_.schedule_warmup,
+                 cfg_.schedule_active, cfg_.schedule_repeat};
+    user_on_ = true;
+    gate_ = schedule_.records(step_.load());
+    apply_recording_locked();
     start_extensions(cfg_);
     return DFTRACE_OK;
   } catch (const std::exception &e) {
@@ -315,8 +318,51 @@ void runtime::set_recording(bool on) {
   std::lock_guard<std::mutex> lock(init_mutex_);
   if (on && initialized_.load()) create_writer_locked();
   if (!on && writer_) disabled_reason_ = "switched off by dftrace_set_enabled(false)";
-  recording_.store(on && writer_ != nullptr, std::memory_order_relaxed);
-  tree_.set_recording(recording_.load());
+  user_on_ = on;
+  apply_recording_locked();
+}
+
+void runtime::apply_recording_locked() {
+  if (user_on_ && !gate_ && writer_)
+    disabled_reason_ =
+        "outside the schedule's active steps (step " + std::to_string(step_.load()) + ")";
+  const bool on = user_on_ && gate_ && writer_ != nullptr;
+  recording_.store(on, std::memory_order_relaxed);
+  tree_.set_recording(on);
+}
+
+int runtime::step() {
+  if (!initialized_.load()) init(nullptr);
+  std::lock_guard<std::mutex> lock(init_mutex_);
+  const uint64_t ended = step_.fetch_add(1);
+  if (!schedule_.on()) return 0;
+  const bool gate = schedule_.records(ended + 1);
+  if (gate != gate_) {
+    gate_ = gate;
+    apply_recording_locked();
+  }
+  if (!schedule_.window_ends_after(ended)) return 0;
+  // The window's events on disk before the caller is told (on_trace_ready).
+  if (writer_ && !writer_->flush()) return DFTRACE_ERR_IO;
+  return 1;
+}
+
+int runtime::set_schedule(const schedule &s) {
+  if (s.active == 0 && (s.wait || s.warmup || s.skip_first || s.repeat))
+    return DFTRACE_ERR_INVALID_ARGUMENT;
+  if (!initialized_.load()) init(nullptr);
+  std::lock_guard<std::mutex> lock(init_mutex_);
+  schedule_ = s;
+  step_.store(0);
+  gate_ = schedule_.records(0);
+  apply_recording_locked();
+  return DFTRACE_OK;
+}
+
+int runtime::step_phase() {
+  if (!initialized_.load()) init(nullptr);  // the schedule comes from the configuration
+  std::lock_guard<std::mutex> lock(init_mutex_);
+  return static_cast<int>(schedule_.phase(step_.load()));
 }
 
 void runtime::preload_enable() {

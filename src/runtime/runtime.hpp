@@ -20,6 +20,7 @@
 #include "base/char_buffer.hpp"
 #include "base/clock.hpp"
 #include "config/config.hpp"
+#include "runtime/schedule.hpp"
 #include "tree/tree.hpp"
 #include "writer/writer.hpp"
 
@@ -62,6 +63,13 @@ class runtime {
   int init(const dftrace_options *options);
   int finalize();
   int flush();
+  // The end of a training step (dftrace_step): advances the schedule, switches recording for
+  // the next step, and flushes when an active window closed (returns 1 then, else 0).
+  int step();
+  // Replaces the schedule and restarts counting at step 0.
+  int set_schedule(const schedule &s);
+  int step_phase();
+  uint64_t steps() const { return step_.load(std::memory_order_relaxed); }
   bool initialized() const { return initialized_.load(std::memory_order_acquire); }
   bool recording() const { return recording_.load(std::memory_order_relaxed); }
   void set_recording(bool on);
@@ -155,6 +163,12 @@ class runtime {
 
   std::atomic<bool> initialized_{false};
   std::atomic<bool> recording_{false};
+  // Recording is on when the user wants it (dftrace_set_enabled) and the schedule does.
+  bool user_on_ = true;
+  bool gate_ = true;
+  schedule schedule_;
+  std::atomic<uint64_t> step_{0};
+  void apply_recording_locked();
   std::atomic<uint64_t> generation_{0};
   std::atomic<uint64_t> id_counter_{k_first_event_id};
   uint64_t header_id_ = 1;  // ids 1..k_first_event_id-1 belong to the header

@@ -146,3 +146,45 @@ def test_dftrace_run_torch_traces_an_unmodified_script(runner, tmp_path):
     bad = subprocess.run([cli, "run", "--torch", "--", "true"], capture_output=True, text=True,
                          env=dict(env, DFTRACE_PYTHON_DIR=str(tmp_path)))
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--torch" in bad.stderr
+
+
+SCHEDULED = """
+import torch
+import dftrace
+import dftrace.torch as dt
+
+windows = []
+def ready(path, window):
+    # the window's steps are in the file when this runs
+    import gzip
+    text = gzip.open(path, "rt").read()
+    windows.append((window, sum('"name":"step"' in l and '"ph":"X"' in l
+                                for l in text.splitlines())))
+
+assert dftrace.schedule(skip_first=1, wait=1, warmup=1, active=2, repeat=2,
+                        on_trace_ready=ready) == 0
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+x, y = torch.randn(32, 8), torch.randn(32, 1)
+for i in range(12):
+    with dt.step(model, opt):  # each step's end advances the schedule
+        dftrace.ai.compute.step.update(step=i)
+        torch.nn.functional.mse_loss(model(x), y).backward()
+        opt.step()
+        opt.zero_grad()
+print("windows", windows)
+assert dftrace.schedule(active=0, wait=2) == -1  # no schedule without active steps
+"""
+
+
+def test_schedule_records_active_steps_only(runner):
+    # skip 1; cycles of wait 1, warmup 1, active 2; twice: steps 3, 4, 7, 8 recorded, and
+    # on_trace_ready runs after steps 4 and 8 with the window's events on disk.
+    p = runner.run(SCHEDULED)
+    assert "windows [(0, 2), (1, 4)]" in p.stdout, p.stdout + p.stderr
+    (t,) = runner.traces()
+    steps = t.named("step")
+    assert sorted(e["args"]["step"] for e in steps) == [3, 4, 7, 8]
+    # inside the recorded steps, the breakdown is there; outside, nothing
+    assert len(t.named("forward")) == 4 and len(t.named("step.optimizer")) == 4

@@ -45,8 +45,45 @@ __all__ = [
     "output_path", "config_describe", "events_written", "events_dropped", "now_ns", "version",
     "Node", "Profiler", "DFTracerAI", "ProfileCategory", "ComputeEvent", "DataEvent",
     "DataLoaderEvent", "CommunicationEvent", "DeviceEvent", "CheckpointEvent", "PipelineEvent",
-    "dftracer", "Session", "read",
+    "dftracer", "Session", "read", "schedule", "step",
 ]
+
+_on_trace_ready = []
+_windows = [0]  # active windows closed since schedule()
+
+
+def schedule(*, skip_first: int = 0, wait: int = 0, warmup: int = 0, active: int = 1,
+             repeat: int = 0, on_trace_ready: Optional[Callable[[str, int], None]] = None) -> int:
+    """Records only some steps, as torch.profiler's schedule: the first `skip_first` steps are
+    skipped, then cycles of `wait`, `warmup` and `active` steps, `repeat` cycles (0: no end);
+    only active steps are recorded. `step()` ends each step; when an active window closes its
+    events are flushed to the file and `on_trace_ready(path, window)` is called. The schedule
+    lives in the core (C ABI dftrace_schedule_set, configuration keys schedule.*), shared with
+    C, C++ and Fortran; this replaces it and restarts counting at step 0. Returns the status
+    (0, or DFTRACE_ERR_INVALID_ARGUMENT -1 for counts that make no schedule)."""
+    del _on_trace_ready[:]
+    _windows[0] = 0
+    if on_trace_ready is not None:
+        _on_trace_ready.append(on_trace_ready)
+    return _dftrace.schedule_set(skip_first, wait, warmup, active, repeat)
+
+
+def step() -> bool:
+    """The end of a training step: advances the schedule (dftrace_step). True when the step
+    closed an active window; its events are then in the file, and the on_trace_ready callback
+    of `schedule()` has run (an exception it raises is reported on stderr, never raised)."""
+    rc = _dftrace.step()
+    if rc != 1:
+        return False
+    path = _dftrace.output_path() or ""
+    window = _windows[0]
+    _windows[0] += 1
+    for fn in list(_on_trace_ready):
+        try:
+            fn(path, window)
+        except Exception as e:  # noqa: BLE001  (the training loop must not die of it)
+            print("dftrace: on_trace_ready raised %s: %s" % (type(e).__name__, e), file=sys.stderr)
+    return True
 
 
 def read(paths, columns=None, cat=None, name=None, start=None, end=None, args=None,

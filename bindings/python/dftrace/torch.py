@@ -117,6 +117,9 @@ class step:
         ai.compute.step._counter("memory", float(_memory_bytes()))
         step._count += 1
         ai.compute.step._end(self._region)
+        # The end of a step advances the schedule (dftrace.schedule / schedule.* keys).
+        import dftrace
+        dftrace.step()
         return False
 
 

@@ -436,3 +436,37 @@ def test_full_disk_one_message_app_unharmed_members_kept(tmp_path):
     assert len(complete) >= 2
     for dt, raw, text in complete:  # what reached the disk is intact
         assert dt["compressed_len"] == len(raw) and dt["lines"] == len(text.splitlines())
+
+
+def test_schedule_records_active_steps_and_flushes_each_window(tmp_path):
+    # skip 1, then cycles of wait 1, warmup 1, active 2, twice: steps 3, 4 and 7, 8 recorded;
+    # dftrace_step() says 1 after steps 4 and 8, when the window's events are in the file.
+    p = run("schedule", 12, tmp=tmp_path, env={
+        "DFTRACE_SCHEDULE_SKIP_FIRST": "1", "DFTRACE_SCHEDULE_WAIT": "1",
+        "DFTRACE_SCHEDULE_WARMUP": "1", "DFTRACE_SCHEDULE_ACTIVE": "2",
+        "DFTRACE_SCHEDULE_REPEAT": "2"})
+    out = p.stdout.splitlines()
+    phases = [int(l.split()[3]) for l in out if l.startswith("step ")]
+    # DFTRACE_STEP_SKIP 1, WAIT 2, WARMUP 3, ACTIVE 4, DONE 5
+    assert phases == [1, 2, 3, 4, 4, 2, 3, 4, 4, 5, 5, 5], phases
+    ready = [tuple(map(int, l.split()[1:])) for l in out if l.startswith("ready ")]
+    assert ready == [(4, 2), (8, 4)], out
+    assert out[-1] == "steps 12"
+    ev = tc.load(tc.only_file(tmp_path))
+    tc.check_format(ev)
+    steps = sorted(e["args"]["i"] for e in tc.user_events(ev) if e["name"] == "step")
+    assert steps == [3, 4, 7, 8]
+
+
+def test_no_schedule_records_every_step(tmp_path):
+    p = run("schedule", 5, tmp=tmp_path)
+    assert "ready" not in p.stdout
+    ev = tc.load(tc.only_file(tmp_path))
+    assert sorted(e["args"]["i"] for e in tc.user_events(ev) if e["name"] == "step") == list(range(5))
+
+
+def test_a_bad_schedule_is_one_message_and_no_schedule(tmp_path):
+    p = run("schedule", 3, tmp=tmp_path, env={"DFTRACE_SCHEDULE_ACTIVE": "-2"})
+    assert p.stderr.count("schedule.active") == 1, p.stderr
+    ev = tc.load(tc.only_file(tmp_path))
+    assert len([e for e in tc.user_events(ev) if e["name"] == "step"]) == 3

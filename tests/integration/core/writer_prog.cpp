@@ -280,6 +280,34 @@ int mode_bracket(int n) {
   return 0;
 }
 
+// n steps, each a compute.step region with its index, ended with dftrace_step(); when a window
+// of the schedule closes, counts the step events already in the file (they must be there).
+int mode_schedule(int n) {
+  dftrace_node_t *step = node("compute.step");
+  for (int i = 0; i < n; ++i) {
+    const int phase = dftrace_step_phase();
+    dftrace_arg_t a = DFTRACE_ARG_I("i", i);
+    dftrace_region_t r = dftrace_region_begin_ex(step, -1, &a, 1);
+    spin(1000);
+    dftrace_region_end(r);
+    const int rc = dftrace_step();
+    std::printf("step %d phase %d rc %d\n", i, phase, rc);
+    if (rc == 1) {
+      const char *path = dftrace_output_path();
+      std::string cmd = std::string("gzip -dc '") + (path ? path : "") + "' 2>/dev/null";
+      FILE *p = popen(cmd.c_str(), "r");
+      int count = 0;
+      char line[4096];
+      while (p && std::fgets(line, sizeof line, p))
+        if (std::strstr(line, "\"name\":\"step\"")) ++count;
+      if (p) pclose(p);
+      std::printf("ready %d %d\n", i, count);
+    }
+  }
+  std::printf("steps %llu\n", static_cast<unsigned long long>(dftrace_step_count()));
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -299,5 +327,6 @@ int main(int argc, char **argv) {
   if (mode == "many") return mode_many(n);
   if (mode == "idle") return mode_idle(n);
   if (mode == "bracket") return mode_bracket(n);
+  if (mode == "schedule") return mode_schedule(n);
   return 2;
 }

@@ -14,7 +14,7 @@ program fortran_trace
   integer(dftrace_region_kind) :: train, fwd_r, r
   type(dftrace_node) :: fwd, jacobi, collate
   type(dftrace_iter) :: batches
-  logical :: on
+  logical :: on, ready
 
   call get_command_argument(1, out)
   mode = 'on'
@@ -130,6 +130,9 @@ program fortran_trace
   call dftrace_region_end(train)
   call dftrace_flush(status=st)
   if (on .and. st /= dftrace_ok) call fail('flush: '//dftrace_status_string(st))
+  ! Without a schedule a step only counts: no window closes.
+  call dftrace_step(ready=ready, status=st)
+  if (ready .or. (on .and. st /= dftrace_ok)) call fail('step without a schedule')
   if (on) then
     call expect(dftrace_output_path(), trim(out))
   else

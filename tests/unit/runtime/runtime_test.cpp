@@ -3,6 +3,7 @@
 // end line's counts, read back through the project's reader. ctest runs each test in its own
 // process (gtest_discover_tests), so each starts with a fresh runtime.
 #include "runtime/runtime.hpp"
+#include "runtime/schedule.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -114,4 +115,29 @@ TEST(Runtime, AHashIsDefinedOnceAndBeforeItIsUsed) {
   ASSERT_EQ(rt.finalize(), DFTRACE_OK);
   const std::vector<std::string> lines = read_lines(file);
   EXPECT_EQ(count_named(lines, "FH"), 2u);
+}
+
+TEST(Schedule, PhasesAndWindowsAsTorchProfiler) {
+  using dftrace::detail::schedule;
+  using dftrace::detail::step_phase;
+  const schedule s{2, 1, 1, 3, 2};  // skip 2; cycles of wait 1, warmup 1, active 3; twice
+  const step_phase want[] = {step_phase::skip,   step_phase::skip,   step_phase::wait,
+                             step_phase::warmup, step_phase::active, step_phase::active,
+                             step_phase::active, step_phase::wait,   step_phase::warmup,
+                             step_phase::active, step_phase::active, step_phase::active,
+                             step_phase::done,   step_phase::done};
+  for (uint64_t i = 0; i < sizeof want / sizeof want[0]; ++i) {
+    EXPECT_EQ(s.phase(i), want[i]) << i;
+    EXPECT_EQ(s.records(i), want[i] == step_phase::active) << i;
+    EXPECT_EQ(s.window_ends_after(i), i == 6 || i == 11) << i;
+  }
+  EXPECT_EQ(s.window(4), 0u);
+  EXPECT_EQ(s.window(9), 1u);
+  const schedule off{};  // no schedule: every step recorded, no window
+  EXPECT_EQ(off.phase(5), step_phase::none);
+  EXPECT_TRUE(off.records(5));
+  EXPECT_FALSE(off.window_ends_after(5));
+  const schedule forever{0, 0, 0, 2, 0};  // repeat 0: no end
+  EXPECT_TRUE(forever.records(1000001));
+  EXPECT_TRUE(forever.window_ends_after(1000001));
 }
