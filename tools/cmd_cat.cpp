@@ -110,6 +110,7 @@ int cmd_cat(const args_t &a) {
     if (flt.time()) unit = detail::header_time_unit(f);
     uint64_t invalid = 0;
     detail::for_each_block(f, opt, work, [&](detail::text_block &b) {
+      f.release(b.in_offset, b.in_bytes);  // the resident set stays flat
       auto *r = static_cast<cat_result *>(b.result.get());
       if (!r->out.empty() && fwrite(r->out.data(), 1, r->out.size(), stdout) != r->out.size()) {
         ok = false;

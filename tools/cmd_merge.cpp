@@ -290,6 +290,7 @@ int cmd_merge(const args_t &a) {
       for (uint64_t id : r->ids) mine.add(id);
       events_in += r->events;
       others += r->others;
+      in.file->release(b.in_offset, b.in_bytes);  // the resident set stays flat
       for (const auto &iss : b.issues) {
         error_line(path + ": byte " + std::to_string(iss.offset) + ": " + iss.message);
         if (iss.error) ok = false;
@@ -418,6 +419,7 @@ int cmd_merge(const args_t &a) {
             runs.add(l.first, fi, std::string_view(r->text).substr(pos, l.second)) && spilled_ok;
         pos += l.second;
       }
+      in.file->release(b.in_offset, b.in_bytes);
       bar.add(b.in_bytes / 2);
     });
   }

@@ -117,6 +117,7 @@ int cmd_split(const args_t &a) {
   opt.window = static_cast<size_t>(2 * opt.threads + 2);
   progress bar("split", file.size() * 2);
   auto note_issues = [&](const detail::text_block &b) {
+    file.release(b.in_offset, b.in_bytes);  // the resident set stays flat
     for (const auto &i : b.issues) {
       error_line(in + ": byte " + std::to_string(i.offset) + ": " + i.message);
       if (i.error) ok = false;

@@ -271,6 +271,7 @@ int cmd_stat(const args_t &a) {
         if (i.error) ok = false;
       }
       bar.add(b.in_bytes);
+      f->release(b.in_offset, b.in_bytes);
     });
     summaries.push_back(s);
   }

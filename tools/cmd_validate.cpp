@@ -405,6 +405,7 @@ int cmd_validate(const args_t &a) {
       for (const auto &kv : r->spans) spans[kv.first].merge(kv.second, base);
       base += r->lines;
       bar.add(b.in_bytes);
+      f.release(b.in_offset, b.in_bytes);
     });
     bar.done();
     if (!closed && seen_first && !json_lines)

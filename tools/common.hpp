@@ -223,5 +223,6 @@ int convert_dialect(const args_t &a, bool to_v2);
 int cmd_config(const args_t &a);
 int cmd_run(int argc, char **argv);     // takes the command line itself (the command after --)
 int cmd_report(int argc, char **argv);  // runs the Python report (dftrace.report)
+int cmd_watch(int argc, char **argv);   // runs the Python dashboard (dftrace.watch)
 
 }  // namespace dftrace::tools

@@ -29,6 +29,8 @@ const char *k_usage =
     "      the trace in DFTracer 2.x's dialect, or back in this one; every event kept\n"
     "  report TRACES... -o report.html [--title T]\n"
     "      one self-contained HTML file of plots and tables (Python: pandas, matplotlib)\n"
+    "  watch [--interval S] [--prefix P] -- python3 SCRIPT [ARGS...]\n"
+    "      run a Python script traced (as run --torch) with a live dashboard in the terminal\n"
     "  run [--prefix P] [--data-dirs D] [--no-io] [--torch] -- CMD [ARGS...]\n"
     "      run CMD traced, with its POSIX and STDIO calls (libdftrace_io), and every process\n"
     "      it starts; --torch: PyTorch's forward, backward, optimizer and data loader too\n"
@@ -50,6 +52,7 @@ int main(int argc, char **argv) {
   const std::string cmd = argv[1];
   if (cmd == "run") return cmd_run(argc, argv);
   if (cmd == "report") return cmd_report(argc, argv);
+  if (cmd == "watch") return cmd_watch(argc, argv);
   args_t a;
   bool parsed = false;
   int (*fn)(const args_t &) = nullptr;

@@ -245,6 +245,16 @@ bool trace_file::open(const std::string &path, std::string *why) {
   return true;
 }
 
+void trace_file::release(uint64_t offset, uint64_t length) const {
+  if (!mapped_ || offset >= size_) return;
+  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  const uint64_t end = std::min(size_, offset + length);
+  const uint64_t first = (offset + page - 1) / page * page;
+  const uint64_t last = end / page * page;
+  if (last <= first) return;
+  ::madvise(const_cast<uint8_t *>(data_) + first, static_cast<size_t>(last - first), MADV_DONTNEED);
+}
+
 void trace_file::plan() {
   parts_.clear();
   dt_members_ = 0;

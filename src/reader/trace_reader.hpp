@@ -79,6 +79,11 @@ class trace_file {
   // Members found through their DT fields, and whether they cover the whole file.
   size_t dt_members() const { return dt_members_; }
   bool fully_described() const { return gzip_ && dt_members_ == parts_.size(); }
+  // Gives back the memory of bytes [offset, offset + length) of a mapped file that the caller
+  // has consumed (whole pages inside the range; the file is read again if they are touched),
+  // so that reading a file larger than memory keeps the resident set flat. Never needed for
+  // correctness; a no-op for files read into memory (pipes).
+  void release(uint64_t offset, uint64_t length) const;
   // Issues found while planning (for example a DT chain that points past the end).
   const std::vector<read_issue> &plan_issues() const { return plan_issues_; }
 

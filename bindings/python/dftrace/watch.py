@@ -1,0 +1,220 @@
+"""dftrace.watch: run a Python training script traced, with a live dashboard in the terminal.
+
+    dftrace watch [--interval S] [--prefix P] -- python3 train.py ARGS...
+    python3 -m dftrace.watch [--interval S] [--prefix P] -- python3 train.py ARGS...
+
+The script runs as `dftrace run --torch` runs it (tracing on, PyTorch's steps, forward,
+backward, optimizer and data loader recorded without annotations), with the trace flushed every
+half second. This process reads the trace as it grows (whole gzip members only, found through
+their DT fields, never a member being written) and redraws, at least once a second, a
+dashboard that fits 80x24: steps and steps/s, recent step time, time per category, the data
+loader's share, memory. It costs the training process nothing beyond tracing: the reading and
+drawing happen here. When the script ends, a last frame and a summary stay on screen; the exit
+status is the script's (a signal that killed it: 128 + the signal), and Ctrl-C or SIGTERM are
+passed on to the script.
+"""
+import argparse
+import glob
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+_CLEAR = "\x1b[H\x1b[2J"
+
+
+class Follower:
+    """Reads the complete members a trace file gains, and keeps the running figures."""
+
+    def __init__(self, path):
+        self.path = path
+        self.next_part = 0
+        self.step_durs = []      # ns, in order
+        self.step_ends = []      # ns since the epoch
+        self.opt_ends = []       # ends of the optimizer's steps (unannotated loops)
+        self.by_cat = {}         # ns
+        self.fetch_ns = 0
+        self.memory = None
+        self.first_ts = None
+        self.last_ts = None
+        self.events = 0
+
+    def poll(self):
+        from . import _reader
+        try:
+            plan = _reader.plan(self.path)
+        except OSError:
+            return
+        parts = plan["parts"]
+        # Whole members only: the last part may be a member still being written (a stream).
+        last = len(parts) - 1
+        while last >= self.next_part and parts[last][0] != "member":
+            last -= 1
+        if last < self.next_part:
+            return
+        raw = _reader.read_columns([self.path], None, None, None, None, ["memory"], 1,
+                                   [(self.next_part, last)])
+        self.next_part = last + 1
+        self._fold(raw)
+
+    def _fold(self, raw):
+        import numpy as np
+        rows = raw["rows"]
+        if not rows:
+            return
+        ints = np.frombuffer(raw["ints"], dtype=np.int64).reshape(7, rows)
+        ts, dur = ints[2], ints[3]
+        names = np.asarray(raw["names"], dtype=object)[np.frombuffer(raw["name"], dtype=np.int32)]
+        cats = np.asarray(raw["cats"], dtype=object)[np.frombuffer(raw["cat"], dtype=np.int32)]
+        phs = np.asarray(raw["phs"], dtype=object)[np.frombuffer(raw["ph"], dtype=np.int32)]
+        x = phs == "X"
+        user = x & (cats != "dftracer")
+        self.events += int(user.sum())
+        if user.any():
+            lo, hi = int(ts[user].min()), int((ts[user] + dur[user]).max())
+            self.first_ts = lo if self.first_ts is None else min(self.first_ts, lo)
+            self.last_ts = hi if self.last_ts is None else max(self.last_ts, hi)
+        steps = x & (names == "step") & (cats == "compute")
+        order = np.argsort(ts[steps], kind="stable")
+        self.step_durs += dur[steps][order].tolist()
+        self.step_ends += (ts[steps] + dur[steps])[order].tolist()
+        opt = x & (names == "step.optimizer")
+        self.opt_ends += np.sort(ts[opt] + dur[opt]).tolist()
+        top = user & ~steps
+        for c in set(cats[top].tolist()):
+            self.by_cat[c] = self.by_cat.get(c, 0) + int(dur[top & (cats == c)].sum())
+        self.fetch_ns += int(dur[x & (names == "fetch") & (cats == "dataloader")].sum())
+        mem = raw["args"][0]
+        kind = np.frombuffer(mem["kind"], dtype=np.uint8)
+        vals = np.where(kind == 1, np.frombuffer(mem["i"], dtype=np.int64).astype(float),
+                        np.frombuffer(mem["d"], dtype=np.float64))
+        have = (kind == 1) | (kind == 2)
+        if have.any():
+            self.memory = float(vals[have][np.argmax(ts[have])])
+
+    def _steps(self):
+        """(durations, ends) of the steps: the compute.step events, or, in a loop nobody
+        annotated, the time from one optimizer step to the next."""
+        if self.step_durs:
+            return self.step_durs, self.step_ends
+        e = self.opt_ends
+        return [b - a for a, b in zip(e, e[1:])], e[1:]
+
+    def frame(self, title, elapsed, done=False, status=None):
+        lines = ["dftrace watch: " + title[:64], ""]
+        step_durs, step_ends = self._steps()
+        n = len(step_durs)
+        rate = 0.0
+        if len(step_ends) >= 2:
+            recent = step_ends[-50:]
+            span = (recent[-1] - recent[0]) / 1e9
+            rate = (len(recent) - 1) / span if span > 0 else 0.0
+        lines.append("steps %-8d  steps/s %-8.2f  events %-10d  elapsed %6.1f s"
+                     % (n, rate, self.events, elapsed))
+        if n:
+            recent = sorted(step_durs[-50:])
+            lines.append("step time (last %d): p50 %.2f ms  p99 %.2f ms  last %.2f ms"
+                         % (len(recent), recent[len(recent) // 2] / 1e6,
+                            recent[min(len(recent) - 1, int(0.99 * len(recent)))] / 1e6,
+                            step_durs[-1] / 1e6))
+        else:
+            lines.append("step time: no step yet")
+        busy = sum(step_durs)
+        if busy:
+            lines.append("data loader wait: %.1f%% of step time" % (100.0 * self.fetch_ns / busy))
+        if self.memory is not None:
+            lines.append("memory: %.1f MiB" % (self.memory / 2**20))
+        lines += ["", "time per category (inside and outside steps):"]
+        total = sum(self.by_cat.values()) or 1
+        for c, v in sorted(self.by_cat.items(), key=lambda kv: -kv[1])[:8]:
+            bar = "#" * int(30 * v / total)
+            lines.append("  %-12s %9.1f ms %5.1f%% %s" % (c[:12], v / 1e6, 100.0 * v / total, bar))
+        lines.append("")
+        if done:
+            lines.append("finished: %s" % status)
+            lines.append("trace: " + os.path.basename(self.path)[:70])
+        else:
+            lines.append("trace: " + os.path.basename(self.path)[:70])
+        return [l[:80] for l in lines[:23]]
+
+
+def _find_trace(prefix, pid):
+    found = glob.glob("%s-*-%d-app.pfw*" % (prefix, pid))
+    return found[0] if found else None
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if "--" in argv:
+        k = argv.index("--")
+        opts, cmd = argv[:k], argv[k + 1:]
+    else:
+        opts, cmd = [], argv
+    p = argparse.ArgumentParser(prog="dftrace watch",
+                                description="run a Python script traced, with a live dashboard")
+    p.add_argument("--interval", type=float, default=1.0, help="seconds between frames (<= 1)")
+    p.add_argument("--prefix", help="trace file prefix (default: a temporary folder)")
+    a = p.parse_args(opts)
+    if not cmd:
+        print("dftrace watch: no command (dftrace watch [options] -- python3 script.py ...)",
+              file=sys.stderr)
+        return 2
+    prefix = a.prefix or os.path.join(tempfile.mkdtemp(prefix="dftrace-watch-"), "trace")
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ)
+    env.update({"DFTRACE_ENABLE": "1", "DFTRACE_LOG_FILE": prefix, "DFTRACE_TORCH_AUTO": "1",
+                "DFTRACE_OUTPUT_FLUSH_INTERVAL": "500ms"})
+    start = os.path.join(here, "dftrace", "_autostart") + os.pathsep + here
+    env["PYTHONPATH"] = start + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    try:
+        child = subprocess.Popen(cmd, env=env)
+    except OSError as e:
+        print("dftrace watch: can not run %s: %s" % (cmd[0], e.strerror), file=sys.stderr)
+        return 127
+
+    def forward(sig, _frame):
+        try:
+            child.send_signal(sig)
+        except OSError:
+            pass
+    signal.signal(signal.SIGINT, forward)
+    signal.signal(signal.SIGTERM, forward)
+    t0 = time.time()
+    follower = None
+    interval = min(max(a.interval, 0.1), 1.0)
+    tty = sys.stdout.isatty()
+    title = " ".join(os.path.basename(c) if i == 0 else c for i, c in enumerate(cmd))
+    while True:
+        rc = child.poll()
+        if follower is None:
+            path = _find_trace(prefix, child.pid)
+            if path:
+                follower = Follower(path)
+        if follower is not None:
+            follower.poll()
+        if rc is not None:
+            break
+        frame = follower.frame(title, time.time() - t0) if follower else \
+            ["dftrace watch: " + title[:64], "", "waiting for the first events ..."]
+        sys.stdout.write((_CLEAR if tty else "") + "\n".join(frame) + "\n")
+        sys.stdout.flush()
+        time.sleep(interval)
+    status = "exit status %d" % rc if rc >= 0 else "killed by signal %d" % -rc
+    if follower is None:
+        path = _find_trace(prefix, child.pid)
+        follower = Follower(path) if path else None
+    if follower is not None:
+        time.sleep(0.1)
+        follower.poll()
+        frame = follower.frame(title, time.time() - t0, done=True, status=status)
+    else:
+        frame = ["dftrace watch: " + title[:64], "", "no trace was written", "finished: " + status]
+    sys.stdout.write((_CLEAR if tty else "") + "\n".join(frame) + "\n")
+    sys.stdout.flush()
+    return rc if rc >= 0 else 128 - rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
