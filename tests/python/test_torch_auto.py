@@ -1,6 +1,9 @@
 """test_torch_auto.py: dftrace.torch on Debian's PyTorch (CPU): a real model trained a few steps,
 its step broken down (forward, backward, optimizer, memory) and its layers traced, without
 annotating the training code."""
+import os
+import sys
+
 import pytest
 
 pytest.importorskip("torch", reason="python3-torch is not installed (scripts/setup-debian.sh test)")
@@ -188,3 +191,70 @@ def test_schedule_records_active_steps_only(runner):
     assert sorted(e["args"]["step"] for e in steps) == [3, 4, 7, 8]
     # inside the recorded steps, the breakdown is there; outside, nothing
     assert len(t.named("forward")) == 4 and len(t.named("step.optimizer")) == 4
+
+
+WATCHED = """
+import sys, time, torch
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+ds = torch.utils.data.TensorDataset(torch.randn(2048, 32), torch.randn(2048, 1))
+dl = torch.utils.data.DataLoader(ds, batch_size=32)
+t_end = time.time() + float(sys.argv[1])
+while time.time() < t_end:
+    for x, y in dl:
+        torch.nn.functional.mse_loss(model(x), y).backward()
+        opt.step()
+        opt.zero_grad()
+        time.sleep(0.005)
+        if time.time() > t_end:
+            break
+sys.exit(int(sys.argv[2]))
+"""
+
+
+def test_dftrace_watch_in_a_real_terminal(runner, tmp_path):
+    # tmux: an 80x24 terminal; the dashboard is read with capture-pane while the script runs
+    # (it must change: steps counted up at least once a second) and after it ends (a summary
+    # with the script's exit status, which watch passes on).
+    import shutil
+    import subprocess
+    import time
+    if not shutil.which("tmux"):
+        pytest.fail("tmux is not installed (scripts/setup-debian.sh test installs it)")
+    cli = os.path.join(os.environ["DFTRACE_BUILD_DIR"], "tools", "dftrace")
+    script = tmp_path / "train.py"
+    script.write_text(WATCHED)
+    rc_file = tmp_path / "rc"
+    session = "dftrace-watch-%d" % os.getpid()
+    cmd = "%s watch --prefix %s -- %s %s 6 3; echo $? > %s" % (
+        cli, tmp_path / "t", sys.executable, script, rc_file)
+    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "80", "-y", "24", cmd],
+                   check=True, env=dict(os.environ, TERM="xterm"))
+    subprocess.run(["tmux", "set-option", "-t", session, "remain-on-exit", "on"], check=True)
+    frames = []
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline and not rc_file.exists():
+            p = subprocess.run(["tmux", "capture-pane", "-p", "-t", session], capture_output=True,
+                               text=True)
+            if p.returncode == 0:
+                frames.append(p.stdout)
+            time.sleep(0.7)
+        time.sleep(0.5)
+        last = subprocess.run(["tmux", "capture-pane", "-p", "-t", session], capture_output=True,
+                              text=True).stdout
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+    assert rc_file.exists(), frames[-1:] or "no frame"
+    assert rc_file.read_text().strip() == "3"  # the script's exit status
+    live = [f for f in frames if "dftrace watch:" in f and "steps " in f]
+    counts = []
+    for f in live:
+        line = [l for l in f.splitlines() if l.startswith("steps ")][0]
+        counts.append(int(line.split()[1]))
+    # updated while the script ran: at least three different step counts, rising
+    assert len(set(counts)) >= 3 and counts == sorted(counts), counts
+    assert all(max(len(l) for l in f.splitlines()) <= 80 for f in live)
+    assert any("dataloader" in f for f in live) and any("compute" in f for f in live)
+    assert "finished: exit status 3" in last, last  # the last frame stays on screen
