@@ -241,7 +241,7 @@ void check_block(detail::text_block &b, time_unit unit) {
     uint64_t ts = 0;  // ns
     if (pl.ts.present() && detail::value_ns(pl.ts, unit, &ts)) {
       r->ts_range.add_ts(ts / 1000, r->any_ts);  // DT fields hold epoch microseconds
-      if (!meta && ph) {  // the process's span: its start/end events and everything else
+      if (!meta && ph && ph != 'A') {  // the process's span (aggregated records: intervals)
         pid_span one;
         if (ph == 'X' && pl.cat.text == "dftracer" && pl.name.text == "start") {
           one.has_start = true;

@@ -153,6 +153,28 @@ entry step_count_key(const char *key, const char *env, const char *def, uint64_t
           [field](const config &c) { return std::to_string(c.*field); }};
 }
 
+// Rules on node paths ("-comm,+comm.all_reduce"): later and more specific win; each layer adds
+// to the earlier layers' rules.
+entry rules_key(const char *key, const char *env,
+                std::vector<std::pair<std::string, bool>> config::*field) {
+  return {{key, env, nullptr, ""},
+          false,
+          [field](config &c, const std::string &s, std::string &why) {
+            std::vector<std::pair<std::string, bool>> rules;
+            if (!parse_category_rules(s, &rules, &why)) return false;
+            (c.*field).insert((c.*field).end(), rules.begin(), rules.end());
+            return true;
+          },
+          [field](const config &c) {
+            std::string out;
+            for (auto &r : c.*field) {
+              if (!out.empty()) out += ',';
+              out += (r.second ? "+" : "-") + r.first;
+            }
+            return out;
+          }};
+}
+
 const entry *find_entry(const std::string &key);
 
 const std::vector<entry> &table() {
@@ -270,22 +292,37 @@ const std::vector<entry> &table() {
                                &config::schedule_active));
     v.push_back(step_count_key("schedule.repeat", "DFTRACE_SCHEDULE_REPEAT", "0",
                                &config::schedule_repeat));
-    v.push_back({{"categories", "DFTRACE_CATEGORIES", nullptr, ""},
+    v.push_back(rules_key("categories", "DFTRACE_CATEGORIES", &config::categories));
+    // Aggregation (docs/configuration.md, "Aggregation"): DFTracer 2.x's names work too.
+    v.push_back(bool_key("aggregation.enable", "DFTRACE_AGGREGATION", "DFTRACER_ENABLE_AGGREGATION",
+                         "false", &config::aggregation));
+    v.push_back(
+        {{"aggregation.type", "DFTRACE_AGGREGATION_TYPE", "DFTRACER_AGGREGATION_TYPE", "full"},
+         false,
+         [](config &c, const std::string &s, std::string &why) {
+           const std::string m = lower(trim(s));
+           if (m != "full" && m != "selective") {
+             why = "is not 'full' or 'selective'";
+             return false;
+           }
+           c.aggregation_full = m == "full";
+           return true;
+         },
+         [](const config &c) { return std::string(c.aggregation_full ? "full" : "selective"); }});
+    v.push_back({{"aggregation.interval", "DFTRACE_AGGREGATION_INTERVAL", nullptr, "1s"},
                  false,
                  [](config &c, const std::string &s, std::string &why) {
-                   std::vector<std::pair<std::string, bool>> rules;
-                   if (!parse_category_rules(s, &rules, &why)) return false;
-                   c.categories.insert(c.categories.end(), rules.begin(), rules.end());
+                   double d;
+                   if (!parse_duration(s, &d) || d < 0.001 || d > 86400) {
+                     why = "is not a duration from 1ms to 1 day (1, 1s, 500ms)";
+                     return false;
+                   }
+                   c.aggregation_interval = d;
                    return true;
                  },
-                 [](const config &c) {
-                   std::string out;
-                   for (auto &r : c.categories) {
-                     if (!out.empty()) out += ',';
-                     out += (r.second ? "+" : "-") + r.first;
-                   }
-                   return out;
-                 }});
+                 [](const config &c) { return to_text(c.aggregation_interval) + "s"; }});
+    v.push_back(
+        rules_key("aggregation.rules", "DFTRACE_AGGREGATION_RULES", &config::aggregation_rules));
     v.push_back(
         bool_key("signals", "DFTRACE_SIGNALS", "DFTRACER_BIND_SIGNALS", "true", &config::signals));
     v.push_back(bool_key("atexit", "DFTRACE_ATEXIT", nullptr, "true", &config::atexit));
@@ -394,7 +431,7 @@ void apply_yaml_node(config &c, const YAML::Node &node, const std::string &prefi
     const YAML::Node key_node = it->first;
     const YAML::Node value = it->second;
     const std::string key = (prefix.empty() ? "" : prefix + ".") + key_node.as<std::string>("");
-    if (key == "categories") {
+    if (key == "categories" || key == "aggregation.rules") {
       // A map {path: bool}, a list ["-comm", "+comm.all_reduce"], or a string.
       std::string rules;
       if (value.IsMap()) {
@@ -404,8 +441,8 @@ void apply_yaml_node(config &c, const YAML::Node &node, const std::string &prefi
           const YAML::Node rule_value = r->second;
           const std::string path = rule_key.as<std::string>("");
           if (!rule_value.IsScalar() || !parse_bool(rule_value.Scalar(), &b)) {
-            log(log_level::warn, "%s: key 'categories.%s': value '%s' is not a boolean; ignored",
-                file.c_str(), path.c_str(), scalar_text(rule_value).c_str());
+            log(log_level::warn, "%s: key '%s.%s': value '%s' is not a boolean; ignored",
+                file.c_str(), key.c_str(), path.c_str(), scalar_text(rule_value).c_str());
             continue;
           }
           rules += (rules.empty() ? "" : ",") + std::string(b ? "+" : "-") + path;
@@ -415,7 +452,7 @@ void apply_yaml_node(config &c, const YAML::Node &node, const std::string &prefi
       } else {
         rules = scalar_text(value);
       }
-      if (const entry *e = find_entry("categories")) apply(c, *e, rules, "yaml " + file, file);
+      if (const entry *e = find_entry(key)) apply(c, *e, rules, "yaml " + file, file);
       continue;
     }
     if (value.IsMap()) {

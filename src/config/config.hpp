@@ -40,6 +40,11 @@ struct config {
   uint64_t schedule_skip_first{}, schedule_wait{}, schedule_warmup{}, schedule_active{},
       schedule_repeat{};
   std::vector<std::pair<std::string, bool>> categories;  // in order; later wins
+  // Aggregation: complete events folded per interval into count/min/max/sum records.
+  bool aggregation{};
+  bool aggregation_full{};        // full: every node unless a rule says no; selective: only rules
+  double aggregation_interval{};  // seconds
+  std::vector<std::pair<std::string, bool>> aggregation_rules;  // true: aggregate
   bool signals{};
   bool atexit{};
   bool core_affinity{};

@@ -226,6 +226,11 @@ int runtime::init(const dftrace_options *options) {
     if (!cfg_.io || !cfg_.stdio) rules.emplace_back("STDIO", false);
     rules.insert(rules.end(), cfg_.categories.begin(), cfg_.categories.end());
     tree_.set_rules(std::move(rules));
+    // aggregation.*: which nodes' events are folded (the writer folds them).
+    if (cfg_.aggregation)
+      tree_.set_aggregation(cfg_.aggregation_full, cfg_.aggregation_rules);
+    else
+      tree_.set_aggregation(false, {});
     // The event path's clock, fixed before any event reads it (base/clock.hpp).
     const char *why = "";
     const bool forced = cfg_.timer_source == "tsc";
@@ -305,6 +310,8 @@ void runtime::create_writer_locked() {
   ws.format.epoch_offset_ns = epoch_offset_ns_;
   ws.format.ns_precision = cfg_.ns_precision;
   ws.format.metadata = cfg_.metadata;
+  ws.format.aggregate_interval_ns =
+      cfg_.aggregation ? static_cast<uint64_t>(cfg_.aggregation_interval * 1e9) : 0;
   ws.format.hhash_field = hhash_field_;
   ws.path = path_from_config();
   ws.header = header_text();
@@ -492,6 +499,8 @@ line_format runtime::line_fmt() const {
   f.ns_precision = cfg_.ns_precision;
   f.metadata = cfg_.metadata;
   f.hhash_field = hhash_field_;
+  f.aggregate_interval_ns =
+      cfg_.aggregation ? static_cast<uint64_t>(cfg_.aggregation_interval * 1e9) : 0;
   return f;
 }
 
@@ -782,6 +791,7 @@ __attribute__((always_inline)) inline void runtime::write_record(
     }
     if (!use_args.empty()) std::memcpy(payload + got, use_args.data(), use_args.size());
     r.type = type;
+    r.aggregate = type == rec_type::complete && n->aggregate.load(std::memory_order_relaxed);
     r.use_args_json = use_args_json ? 1 : 0;
     r.ticked = ticked ? 1 : 0;
     r.name_cat = &n->name_cat;

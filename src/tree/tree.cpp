@@ -113,6 +113,10 @@ node *tree::make_child(node *parent, std::string_view key, std::string event_nam
   n->user_enabled = parent->user_enabled;
   for (const auto &r : rules_)
     if (r.first == n->path) n->user_enabled = r.second;
+  bool agg = parent->aggregate.load(std::memory_order_relaxed);
+  for (const auto &r : agg_rules_)
+    if (r.first == n->path) agg = r.second;
+  n->aggregate.store(agg, std::memory_order_relaxed);
   n->same_args_as_parent = true;  // children start with exactly their parent's arguments
   n->args_src.store(parent->args_src.load(std::memory_order_relaxed), std::memory_order_release);
   n->active.store(n->user_enabled && recording_, std::memory_order_relaxed);
@@ -211,6 +215,26 @@ void tree::set_recording(bool on) {
   std::lock_guard<std::mutex> lock(mu_);
   recording_ = on;
   refresh_active(root_.get());
+}
+
+void tree::set_aggregation(bool all, std::vector<std::pair<std::string, bool>> rules) {
+  std::lock_guard<std::mutex> lock(mu_);
+  agg_all_ = all;
+  agg_rules_.clear();
+  for (auto &r : rules) {  // paths as nodes name them ("ai." dropped)
+    std::string p = r.first;
+    if (p.size() > 3 && p.compare(0, 3, "ai.") == 0) p.erase(0, 3);
+    agg_rules_.emplace_back(std::move(p), r.second);
+  }
+  apply_aggregation_locked(root_.get(), all);
+}
+
+void tree::apply_aggregation_locked(node *n, bool inherited) {
+  bool agg = inherited;
+  for (const auto &r : agg_rules_)
+    if (r.first == n->path) agg = r.second;  // later rules win
+  n->aggregate.store(agg, std::memory_order_relaxed);
+  for (auto &c : n->children) apply_aggregation_locked(c.get(), agg);
 }
 
 void tree::set_rules(std::vector<std::pair<std::string, bool>> rules) {

@@ -87,6 +87,9 @@ inline long arg_store::copy_to(char *dst, size_t room) const {
 
 struct node {
   std::atomic<bool> active{false};  // user_enabled && the process is recording
+  // Its complete events are folded into aggregated records (aggregation.*), not written one
+  // by one; read on the event path.
+  std::atomic<bool> aggregate{false};
   bool user_enabled = true;
   node *parent = nullptr;
   std::string key;   // path segment under the parent
@@ -136,6 +139,9 @@ class tree {
   void set_recording(bool on);
   // Category rules from the configuration, most specific path last.
   void set_rules(std::vector<std::pair<std::string, bool>> rules);
+  // Which nodes' events are aggregated: `all` for every node, then rules by path (true:
+  // aggregate, false: keep every event), most specific wins; nodes made later follow them.
+  void set_aggregation(bool all, std::vector<std::pair<std::string, bool>> rules);
 
   std::mutex &mutex() { return mu_; }
 
@@ -161,6 +167,9 @@ class tree {
   std::unique_ptr<node> root_;
   bool recording_ = false;
   std::vector<std::pair<std::string, bool>> rules_;
+  std::vector<std::pair<std::string, bool>> agg_rules_;
+  bool agg_all_ = false;
+  void apply_aggregation_locked(node *n, bool inherited);
 };
 
 // The key as stored: reserved keys (is_reserved_arg_key, base/format.hpp) get "user_" before them.

@@ -56,6 +56,10 @@ void member_builder::add_records(const chunk *c, uint32_t from, uint32_t to) {
   while (off < to) {
     const rec &r = *reinterpret_cast<const rec *>(c->data + off);
     off += r.size;
+    if (r.aggregate && format_.aggregate_interval_ns) {
+      agg_.add(format_, r);  // no line: folded into its interval's record
+      continue;
+    }
     const size_t bound = line_bound(r);
     if (has_open_ && !members_[open_]->text.empty() &&
         members_[open_]->text.size() + bound > member_bytes_)
@@ -71,6 +75,16 @@ void member_builder::add_records(const chunk *c, uint32_t from, uint32_t to) {
     ++m.events;
     m.stats.add_ts(ts, m.has_ts);
   }
+}
+
+void member_builder::add_aggregates(uint64_t lag_ns, bool all) {
+  if (agg_.empty()) return;
+  std::string text;
+  member_stats st;
+  const uint64_t events = agg_.take(format_, lag_ns, all, &text, &st);
+  if (text.empty()) return;
+  add_lines(text.data(), text.size(), st, true, false);
+  members_[open_]->events += events;  // the events these lines hold
 }
 
 }  // namespace dftrace::detail

@@ -10,6 +10,7 @@
 
 #include "base/char_buffer.hpp"
 #include "base/gzip_member.hpp"
+#include "writer/aggregator.hpp"
 #include "writer/chunk_pool.hpp"
 #include "writer/record.hpp"
 
@@ -32,8 +33,11 @@ class member_builder {
 
   // Lines of text (each with its '\n'); `events`: they are events (counted in num_events).
   void add_lines(const char *p, size_t n, const member_stats &st, bool has_ts, bool events);
-  // Formats the records in c->data[from, to).
+  // Formats the records in c->data[from, to) (folds those marked `aggregate`).
   void add_records(const chunk *c, uint32_t from, uint32_t to);
+  // The aggregated records of intervals that ended lag_ns before the newest folded event (all
+  // of them with all = true), as lines.
+  void add_aggregates(uint64_t lag_ns, bool all);
   // Closes the member being assembled (if any).
   void close();
   // Closed members of this pass, in order.
@@ -48,6 +52,7 @@ class member_builder {
   void forget() {
     open_ = 0;
     has_open_ = false;
+    agg_ = aggregator();  // a forked child forgets the parent's events
   }
 
  private:
@@ -56,6 +61,7 @@ class member_builder {
   const size_t member_bytes_;
   line_format format_;
   arg_index arg_index_;  // formatting scratch for events with many arguments
+  aggregator agg_;       // aggregation mode's open intervals
   std::vector<std::unique_ptr<member>> members_;
   size_t open_ = 0;  // index of the member being assembled
   bool has_open_ = false;

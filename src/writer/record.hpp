@@ -27,7 +27,7 @@ struct rec {
   rec_type type;
   uint8_t use_args_json;  // 1: use_args is JSON text ("k":v,...); 0: raw entries (raw_arg below)
   uint8_t ticked;         // 1: start/end are ticks (base/clock.hpp); 0: monotonic ns
-  uint8_t pad_;
+  uint8_t aggregate;      // 1: folded into an aggregated record (aggregation.*), no line
   const std::string *name_cat;  // the node's pre-escaped ,"name":..,"cat":.. (nodes live forever)
   uint64_t id;
   uint64_t start;  // a tick, or monotonic ns (see ticked)
@@ -77,7 +77,8 @@ struct line_format {
   uint64_t epoch_offset_ns = 0;
   bool ns_precision = false;
   bool metadata = true;
-  std::string hhash_field;  // "hhash":N, or empty when metadata is off
+  std::string hhash_field;             // "hhash":N, or empty when metadata is off
+  uint64_t aggregate_interval_ns = 0;  // aggregation.interval; 0: aggregation off
 };
 
 // A per-use argument as the application thread stores it: no escaping, no formatting (the

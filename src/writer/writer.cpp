@@ -165,6 +165,9 @@ void writer::cycle(bool steal) {
     pool_.recycle(c);
   }
   for (const chunk_range &r : ranges_) builder_.add_records(r.c, r.from, r.to);
+  // Aggregated intervals are written once no thread can still hold events of them: two flush
+  // intervals after them (a thread's chunk is taken at least every flush interval).
+  builder_.add_aggregates(static_cast<uint64_t>(2 * settings_.flush_interval * 1e9), false);
   builder_.close();
   write_members(true);
 }
@@ -224,6 +227,7 @@ void writer::finish(end_fields end) {
     std::lock_guard<std::mutex> io(io_mutex_);
     if (finished_) return;
     cycle(true);
+    builder_.add_aggregates(0, true);  // every interval still open
     char buf[2048];
     const size_t n = end_line(end, buf, sizeof buf);
     const member_stats st = scan(buf, n);

@@ -470,3 +470,84 @@ def test_a_bad_schedule_is_one_message_and_no_schedule(tmp_path):
     assert p.stderr.count("schedule.active") == 1, p.stderr
     ev = tc.load(tc.only_file(tmp_path))
     assert len([e for e in tc.user_events(ev) if e["name"] == "step"]) == 3
+
+
+def stat_of(path):
+    cli = os.path.join(os.path.dirname(BIN.rstrip("/")), "..", "..", "tools", "dftrace")
+    cli = os.path.normpath(cli)
+    p = subprocess.run([cli, "stat", "--json", path], capture_output=True, text=True, check=True)
+    v = subprocess.run([cli, "validate", path], capture_output=True, text=True)
+    assert v.returncode == 0, v.stdout
+    return {(r["cat"], r["name"]): (r["count"], r["total_ns"])
+            for r in json.loads(p.stdout)["by_name"]}
+
+
+def agg_run(tmp_path, name, n, env):
+    d = tmp_path / name
+    d.mkdir()
+    run("agg", n, tmp=d, env=env)
+    path = tc.only_file(d)
+    lines = tc.read_lines(path)
+    return path, [json.loads(l) for l in lines[1:-1]]
+
+
+def arg_totals(ev):
+    """Per (name, key): the sum of a numeric per-use argument, from events or from aggregated
+    records (<key>_sum)."""
+    out = {}
+    for e in ev:
+        if e.get("ph") == "X" and e["cat"] != "dftracer":
+            for k in ("size", "bytes", "lr"):
+                if k in e["args"]:
+                    out[(e["name"], k)] = out.get((e["name"], k), 0) + e["args"][k]
+        elif e.get("ph") == "A":
+            for k in ("size", "bytes", "lr"):
+                if k + "_sum" in e["args"]:
+                    out[(e["name"], k)] = out.get((e["name"], k), 0) + e["args"][k + "_sum"]
+    return out
+
+
+def test_aggregation_full_equals_the_full_trace(tmp_path):
+    # The same fixed workload twice: every event, then aggregated per 100 ms. stat reports the
+    # same counts per name; the per-use arguments' sums are the same; the file is far smaller.
+    # Durations differ between two runs, so the duration sums are checked against the
+    # aggregated file's own events: dft_cnt and dur_sum fold into stat exactly.
+    full, fev = agg_run(tmp_path, "full", 5000, {})
+    agg, aev = agg_run(tmp_path, "agg", 5000, {"DFTRACE_AGGREGATION": "1",
+                                               "DFTRACE_AGGREGATION_INTERVAL": "100ms"})
+    sf, sa = stat_of(full), stat_of(agg)
+    assert {k: v[0] for k, v in sf.items()} == {k: v[0] for k, v in sa.items()}
+    recs = [e for e in aev if e.get("ph") == "A"]
+    assert recs and not [e for e in aev if e.get("ph") == "X" and e["cat"] != "dftracer"]
+    for (cat, name), (count, total_ns) in sa.items():
+        mine = [e for e in recs if (e["cat"], e["name"]) == (cat, name)]
+        if mine:
+            assert sum(e["args"]["dft_cnt"] for e in mine) == count
+            assert sum(e["args"]["dur_sum"] for e in mine) * 1000 == total_ns
+            assert all(e["args"]["dur_min"] <= e["args"]["dur_max"] for e in mine)
+    assert arg_totals(fev) == arg_totals(aev)
+    # instants and counters are written as usual
+    assert [e["ph"] for e in aev if e["name"] == "step" and e["ph"] in ("i", "C")] == ["i", "C"]
+    assert os.path.getsize(agg) * 20 < os.path.getsize(full)
+
+
+def test_aggregation_selective_rules_from_env_yaml_and_dftracer_names(tmp_path):
+    # selective: only comm is aggregated (DFTracer's variable names)
+    _, ev = agg_run(tmp_path, "sel", 500, {"DFTRACER_ENABLE_AGGREGATION": "1",
+                                           "DFTRACER_AGGREGATION_TYPE": "SELECTIVE",
+                                           "DFTRACE_AGGREGATION_RULES": "+comm"})
+    kinds = {(e["name"], e["ph"]) for e in ev if e.get("cat") in ("compute", "comm")}
+    assert ("all_reduce", "A") in kinds and ("all_reduce", "X") not in kinds
+    assert ("forward", "X") in kinds and ("forward", "A") not in kinds
+    # full, with compute.step kept event by event (YAML map)
+    cfg = tmp_path / "agg.yaml"
+    cfg.write_text("aggregation:\n  enable: true\n  type: full\n  rules: {compute.step: false}\n")
+    _, ev = agg_run(tmp_path, "yaml", 500, {"DFTRACE_CONFIG": str(cfg)})
+    kinds = {(e["name"], e["ph"]) for e in ev if e.get("cat") in ("compute", "comm")}
+    assert ("step", "X") in kinds and ("step", "A") not in kinds
+    assert ("forward", "A") in kinds and ("all_reduce", "A") in kinds
+    # a bad value: one message, aggregation keeps its earlier value (off)
+    d = tmp_path / "bad"
+    d.mkdir()
+    p = run("agg", 10, tmp=d, env={"DFTRACE_AGGREGATION_TYPE": "sometimes"})
+    assert p.stderr.count("aggregation.type") == 1, p.stderr

@@ -308,6 +308,29 @@ int mode_schedule(int n) {
   return 0;
 }
 
+// A fixed workload for aggregation: n iterations of a step holding a forward (per-use size and
+// lr) and an all_reduce (bytes), plus an instant and a counter; the same events every run.
+int mode_agg(int n) {
+  dftrace_node_t *step = node("compute.step"), *fwd = node("compute.forward"),
+                 *ar = node("comm.all_reduce");
+  for (int i = 0; i < n; ++i) {
+    dftrace_region_t s = dftrace_region_begin(step);
+    dftrace_arg_t fa[2] = {DFTRACE_ARG_I("size", 100 + i % 7), DFTRACE_ARG_D("lr", 0.5)};
+    dftrace_region_t f = dftrace_region_begin_ex(fwd, -1, fa, 2);
+    spin(300);
+    dftrace_region_end(f);
+    dftrace_arg_t aa = DFTRACE_ARG_I("bytes", 4096 * (1 + i % 3));
+    dftrace_region_t a = dftrace_region_begin_ex(ar, -1, &aa, 1);
+    spin(100);
+    dftrace_region_end(a);
+    dftrace_region_end(s);
+    if (i % 1000 == 0) usleep(20000);  // several intervals
+  }
+  dftrace_instant(step, nullptr, 0);
+  dftrace_counter_int(step, "loss", 3);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -328,5 +351,6 @@ int main(int argc, char **argv) {
   if (mode == "idle") return mode_idle(n);
   if (mode == "bracket") return mode_bracket(n);
   if (mode == "schedule") return mode_schedule(n);
+  if (mode == "agg") return mode_agg(n);
   return 2;
 }

@@ -1,0 +1,54 @@
+// aggregator.hpp: aggregation mode (aggregation.*): the complete events of a node marked
+// `aggregate` are folded, per interval, per (name, category, thread), into one record: the
+// count, and the min, max and sum of the duration and of each numeric per-use argument
+// (docs/format.md, "Aggregated records"). The writer thread folds records here instead of
+// formatting them, so the application pays what it pays for any event and the trace holds one
+// line per name, thread and interval.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "base/gzip_member.hpp"
+#include "writer/record.hpp"
+
+namespace dftrace::detail {
+
+class aggregator {
+ public:
+  // Folds a complete event (r.aggregate set); f gives the clock mapping and the unit.
+  void add(const line_format &f, const rec &r);
+  // Appends the lines of every interval that ended at least `lag_ns` before the newest event
+  // folded (all of them with all = true) to out; returns how many events they hold. Events
+  // that arrive after their interval was written start a new record for it (sums stay exact).
+  uint64_t take(const line_format &f, uint64_t lag_ns, bool all, std::string *out,
+                member_stats *st);
+  bool empty() const { return groups_.empty(); }
+
+ private:
+  struct num {  // one numeric argument
+    bool is_double = false;
+    int64_t imin = 0, imax = 0, isum = 0;
+    double dmin = 0, dmax = 0, dsum = 0;
+  };
+  struct group {
+    const std::string *name_cat;
+    int64_t tid;
+    uint64_t interval;
+    uint64_t count = 0, dmin = 0, dmax = 0, dsum = 0;  // durations in the trace's unit
+    std::vector<std::pair<std::string, num>> args;     // escaped keys, first-seen order
+  };
+  struct key_hash {
+    size_t operator()(const std::tuple<const std::string *, int64_t, uint64_t> &k) const {
+      return std::hash<const void *>()(std::get<0>(k)) ^ (std::get<1>(k) * 0x9e3779b97f4a7c15ull) ^
+             (std::get<2>(k) * 0xc2b2ae3d27d4eb4full);
+    }
+  };
+  std::unordered_map<std::tuple<const std::string *, int64_t, uint64_t>, group, key_hash> groups_;
+  uint64_t newest_ns_ = 0;  // the newest event start folded (epoch ns)
+};
+
+}  // namespace dftrace::detail
