@@ -323,6 +323,20 @@ const std::vector<entry> &table() {
                  [](const config &c) { return to_text(c.aggregation_interval) + "s"; }});
     v.push_back(
         rules_key("aggregation.rules", "DFTRACE_AGGREGATION_RULES", &config::aggregation_rules));
+    v.push_back({{"output.budget", "DFTRACE_OUTPUT_BUDGET", nullptr, "0"},
+                 false,
+                 [](config &c, const std::string &s, std::string &why) {
+                   const std::string t = trim(s);
+                   char *end = nullptr;
+                   const unsigned long long n = std::strtoull(t.c_str(), &end, 10);
+                   if (t.empty() || *end || t[0] == '-' || n > 1000000000000ull) {
+                     why = "is not a count of events per second (0: no budget)";
+                     return false;
+                   }
+                   c.budget = n;
+                   return true;
+                 },
+                 [](const config &c) { return std::to_string(c.budget); }});
     v.push_back(
         bool_key("signals", "DFTRACE_SIGNALS", "DFTRACER_BIND_SIGNALS", "true", &config::signals));
     v.push_back(bool_key("atexit", "DFTRACE_ATEXIT", nullptr, "true", &config::atexit));

@@ -45,6 +45,7 @@ struct config {
   bool aggregation_full{};        // full: every node unless a rule says no; selective: only rules
   double aggregation_interval{};  // seconds
   std::vector<std::pair<std::string, bool>> aggregation_rules;  // true: aggregate
+  uint64_t budget{};  // output.budget: events per second per name before it is aggregated
   bool signals{};
   bool atexit{};
   bool core_affinity{};

@@ -310,8 +310,8 @@ void runtime::create_writer_locked() {
   ws.format.epoch_offset_ns = epoch_offset_ns_;
   ws.format.ns_precision = cfg_.ns_precision;
   ws.format.metadata = cfg_.metadata;
-  ws.format.aggregate_interval_ns =
-      cfg_.aggregation ? static_cast<uint64_t>(cfg_.aggregation_interval * 1e9) : 0;
+  ws.format.aggregate_interval_ns = static_cast<uint64_t>(cfg_.aggregation_interval * 1e9);
+  ws.format.budget_per_s = cfg_.budget;
   ws.format.hhash_field = hhash_field_;
   ws.path = path_from_config();
   ws.header = header_text();
@@ -499,8 +499,8 @@ line_format runtime::line_fmt() const {
   f.ns_precision = cfg_.ns_precision;
   f.metadata = cfg_.metadata;
   f.hhash_field = hhash_field_;
-  f.aggregate_interval_ns =
-      cfg_.aggregation ? static_cast<uint64_t>(cfg_.aggregation_interval * 1e9) : 0;
+  f.aggregate_interval_ns = static_cast<uint64_t>(cfg_.aggregation_interval * 1e9);
+  f.budget_per_s = cfg_.budget;
   return f;
 }
 

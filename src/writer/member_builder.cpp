@@ -1,6 +1,10 @@
 // member_builder.cpp: a pass's lines into members.
 #include "writer/member_builder.hpp"
 
+#include <string>
+
+#include "base/clock.hpp"
+
 #include <string_view>
 
 namespace dftrace::detail {
@@ -56,7 +60,8 @@ void member_builder::add_records(const chunk *c, uint32_t from, uint32_t to) {
   while (off < to) {
     const rec &r = *reinterpret_cast<const rec *>(c->data + off);
     off += r.size;
-    if (r.aggregate && format_.aggregate_interval_ns) {
+    if ((r.aggregate || (format_.budget_per_s && r.type == rec_type::complete && over_budget(r))) &&
+        format_.aggregate_interval_ns) {
       agg_.add(format_, r);  // no line: folded into its interval's record
       continue;
     }
@@ -75,6 +80,30 @@ void member_builder::add_records(const chunk *c, uint32_t from, uint32_t to) {
     ++m.events;
     m.stats.add_ts(ts, m.has_ts);
   }
+}
+
+bool member_builder::over_budget(const rec &r) {
+  budget_state &b = budget_[r.name_cat];
+  if (b.over) return true;
+  uint64_t start = r.start;
+  if (r.ticked && format_.ticks) start = format_.ticks->to_ns(start);
+  const uint64_t second = (start + format_.epoch_offset_ns) / 1000000000u;
+  if (second != b.second) {
+    b.second = second;
+    b.count = 0;
+  }
+  if (++b.count <= format_.budget_per_s) return false;
+  // Over: from this event on, the name is aggregated, and the trace says so once.
+  b.over = true;
+  std::string line =
+      "{\"name\":\"budget\",\"cat\":\"dftracer\",\"pid\":" + std::to_string(format_.pid) +
+      ",\"tid\":" + std::to_string(r.tid) + ",\"ph\":\"M\",\"args\":{";
+  if (!format_.hhash_field.empty()) line += format_.hhash_field + ",";
+  line += "\"name\":\"" + std::string(*r.name_cat).substr(9, r.name_cat->find("\",\"cat\"") - 9) +
+          "\",\"value\":\"aggregated: over " + std::to_string(format_.budget_per_s) +
+          " events in a second\"}}\n";
+  add_lines(line.data(), line.size(), member_stats{1, 0, 0}, false, false);
+  return true;
 }
 
 void member_builder::add_aggregates(uint64_t lag_ns, bool all) {

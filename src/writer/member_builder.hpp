@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "base/char_buffer.hpp"
@@ -53,6 +54,7 @@ class member_builder {
     open_ = 0;
     has_open_ = false;
     agg_ = aggregator();  // a forked child forgets the parent's events
+    budget_.clear();
   }
 
  private:
@@ -62,6 +64,14 @@ class member_builder {
   line_format format_;
   arg_index arg_index_;  // formatting scratch for events with many arguments
   aggregator agg_;       // aggregation mode's open intervals
+  // output.budget: events per name in the current second, and the names switched to
+  // aggregation (from the event that went over on).
+  struct budget_state {
+    uint64_t second = 0, count = 0;
+    bool over = false;
+  };
+  std::unordered_map<const std::string *, budget_state> budget_;
+  bool over_budget(const rec &r);
   std::vector<std::unique_ptr<member>> members_;
   size_t open_ = 0;  // index of the member being assembled
   bool has_open_ = false;

@@ -78,7 +78,8 @@ struct line_format {
   bool ns_precision = false;
   bool metadata = true;
   std::string hhash_field;             // "hhash":N, or empty when metadata is off
-  uint64_t aggregate_interval_ns = 0;  // aggregation.interval; 0: aggregation off
+  uint64_t aggregate_interval_ns = 0;  // aggregation.interval (for aggregation and budgets)
+  uint64_t budget_per_s = 0;           // output.budget; 0: none
 };
 
 // A per-use argument as the application thread stores it: no escaping, no formatting (the

@@ -551,3 +551,20 @@ def test_aggregation_selective_rules_from_env_yaml_and_dftracer_names(tmp_path):
     d.mkdir()
     p = run("agg", 10, tmp=d, env={"DFTRACE_AGGREGATION_TYPE": "sometimes"})
     assert p.stderr.count("aggregation.type") == 1, p.stderr
+
+
+def test_budget_switches_a_hot_name_to_aggregation(tmp_path):
+    # 100 events per second per name: every name of the workload goes over in its first
+    # second; the switch is recorded once per name, the first 100 events stay lines, and stat's
+    # counts equal the full trace's.
+    full, _ = agg_run(tmp_path, "full", 3000, {})
+    hot, ev = agg_run(tmp_path, "hot", 3000, {"DFTRACE_OUTPUT_BUDGET": "100"})
+    switches = [e for e in ev if e.get("name") == "budget" and e.get("ph") == "M"]
+    assert sorted(e["args"]["name"] for e in switches) == ["all_reduce", "forward", "step"]
+    assert all("over 100 events" in e["args"]["value"] for e in switches)
+    for name in ("forward", "all_reduce", "step"):
+        lines = [e for e in ev if e.get("name") == name and e.get("ph") == "X"]
+        assert 100 <= len(lines) <= 200, (name, len(lines))  # a second's worth, then folded
+        assert any(e.get("name") == name and e.get("ph") == "A" for e in ev)
+    sf, sh = stat_of(full), stat_of(hot)
+    assert {k: v[0] for k, v in sf.items()} == {k: v[0] for k, v in sh.items()}
