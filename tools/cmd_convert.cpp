@@ -159,14 +159,7 @@ void convert_block(detail::text_block &b, time_unit unit) {
   auto r = std::make_unique<convert_result>();
   parsed_line pl;
   const std::string_view text = b.whole_lines();
-  detail::for_each_line(text, [&](std::string_view line) {
-    const std::string_view t = trim(line);
-    if (t.empty() || t == "[" || t == "]") return true;
-    const char ph = detail::parse_line(line, pl) ? detail::phase(pl) : 0;
-    if (!ph || pl.name.type != jtype::string) {
-      ++r->skipped;
-      return true;
-    }
+  for_each_record(text, pl, &r->skipped, [&](std::string_view, char ph) {
     std::string &o = r->out;
     if (ph == 'M') {
       const bool proc = pl.name.text == "process_name";

@@ -109,14 +109,31 @@ std::string us_text(uint64_t ns);
 // s without surrounding blanks (spaces, tabs, carriage returns).
 std::string_view trim(std::string_view s);
 
+// Calls fn(line, ph) for each line of text that is a JSON object with a phase and a string
+// name (parsed into pl); blank lines and the brackets are passed over, other lines counted
+// in *skipped.
+template <typename Fn>
+void for_each_record(std::string_view text, parsed_line &pl, uint64_t *skipped, Fn &&fn) {
+  detail::for_each_line(text, [&](std::string_view line) {
+    const std::string_view t = trim(line);
+    if (t.empty() || t == "[" || t == "]") return true;
+    const char ph = detail::parse_line(line, pl) ? detail::phase(pl) : 0;
+    if (!ph || pl.name.type != jtype::string) {
+      ++*skipped;
+      return true;
+    }
+    return fn(line, ph);
+  });
+}
+
 // True for a metadata line that declares the trace's time unit (a PR time_metric line); merge
 // and split write these first.
 bool declares_unit(std::string_view line);
 
-// ---- whole traces in memory (merge, split)
+// ---- lines to rewrite (merge)
 
-// One line of a loaded trace, with the positions a rewrite needs (offsets into the line;
-// 0-length when absent).
+// One line of a trace, with the positions a rewrite needs (offsets into the line; 0-length when
+// absent).
 struct line_rec {
   const char *p = nullptr;
   uint32_t len = 0;
@@ -132,22 +149,6 @@ struct line_rec {
   uint64_t id = 0;
   std::string_view view() const { return {p, len}; }
 };
-
-struct loaded_trace {
-  std::string path;
-  std::unique_ptr<detail::trace_file> file;                 // keeps plain-file views alive
-  std::vector<std::unique_ptr<detail::text_block>> blocks;  // keeps inflated text alive
-  std::vector<line_rec> lines;                              // every JSON object line
-  uint64_t invalid_lines = 0;
-  uint64_t text_bytes = 0;
-  bool closed = false;             // had a ']'
-  time_unit unit = time_unit::us;  // of its ts and dur values, as its header declares
-  std::vector<detail::read_issue> issues;
-};
-
-// Loads every line of a trace (parallel inflate and parse). Returns false after printing
-// one line when the file cannot be read at all; damage inside is printed as warnings.
-bool load_trace(const std::string &path, uint32_t file_index, loaded_trace *out, progress *bar);
 
 // Hash-reference values (hhash, fhash, *_hash) in a line's args.
 void hash_refs(const parsed_line &pl, std::vector<std::string_view> *out);
@@ -210,6 +211,10 @@ std::string beside_self(std::initializer_list<const char *> patterns, const char
 // (../lib/python3*/dist-packages) or as built (../bindings/python); "" when not found.
 std::string python_dir();
 
+// convert --to dftracer-v2 (to_v2) or --to dftracer: the trace in DFTracer 2.x's dialect or in
+// dftrace's own (convert_dialect.cpp; cmd_convert hands over to it).
+int convert_dialect(const args_t &a, bool to_v2);
+
 // Subcommands.
 int cmd_cat(const args_t &a);
 int cmd_stat(const args_t &a);
@@ -217,9 +222,6 @@ int cmd_validate(const args_t &a);
 int cmd_merge(const args_t &a);
 int cmd_split(const args_t &a);
 int cmd_convert(const args_t &a);
-// convert --to dftracer-v2 (to_v2) or --to dftracer: the trace in DFTracer 2.x's dialect or in
-// dftrace's own (convert_dialect.cpp).
-int convert_dialect(const args_t &a, bool to_v2);
 int cmd_config(const args_t &a);
 int cmd_run(int argc, char **argv);     // takes the command line itself (the command after --)
 int cmd_report(int argc, char **argv);  // runs the Python report (dftrace.report)

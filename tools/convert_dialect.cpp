@@ -32,6 +32,25 @@ bool is_hex16(std::string_view s) {
   return true;
 }
 
+void put_value(std::string &o, const jvalue &v) {
+  if (v.type == jtype::string) {
+    o += '"';
+    o.append(v.text);
+    o += '"';
+  } else {
+    o.append(v.text);
+  }
+}
+
+// `head` and the value as written, or 0 when the line has none.
+void put_field(std::string &o, const char *head, const jvalue &v) {
+  o += head;
+  if (v.present())
+    put_value(o, v);
+  else
+    o += '0';
+}
+
 // A hash value in the target dialect: v2 writes 16 hexadecimal characters in a string, v1 a
 // bare decimal integer. Anything else is kept as written.
 void put_hash(std::string &o, const jvalue &v, bool to_v2) {
@@ -46,23 +65,7 @@ void put_hash(std::string &o, const jvalue &v, bool to_v2) {
     o += std::to_string(std::stoull(std::string(v.text), nullptr, 16));
     return;
   }
-  if (v.type == jtype::string) {
-    o += '"';
-    o.append(v.text);
-    o += '"';
-  } else {
-    o.append(v.text);
-  }
-}
-
-void put_value(std::string &o, const jvalue &v) {
-  if (v.type == jtype::string) {
-    o += '"';
-    o.append(v.text);
-    o += '"';
-  } else {
-    o.append(v.text);
-  }
+  put_value(o, v);
 }
 
 // The line's args with hashes in the target dialect; HH/SH/FH values are hashes too.
@@ -108,14 +111,7 @@ struct dialect_result : detail::block_result {
 void rewrite_block(detail::text_block &b, bool to_v2, time_unit unit) {
   auto r = std::make_unique<dialect_result>();
   parsed_line pl;
-  detail::for_each_line(b.whole_lines(), [&](std::string_view line) {
-    const std::string_view t = trim(line);
-    if (t.empty() || t == "[" || t == "]") return true;
-    const char ph = detail::parse_line(line, pl) ? detail::phase(pl) : 0;
-    if (!ph || pl.name.type != jtype::string) {
-      ++r->skipped;
-      return true;
-    }
+  for_each_record(b.whole_lines(), pl, &r->skipped, [&](std::string_view, char ph) {
     std::string &o = r->out;
     const bool meta = ph == 'M';
     const bool complete = ph == 'X' || (to_v2 && (ph == 'i' || ph == 'I'));
@@ -136,29 +132,15 @@ void rewrite_block(detail::text_block &b, bool to_v2, time_unit unit) {
       o += ",\"type\":";
       o += std::to_string(layer_of(pl.cat.text));
     }
-    o += ",\"pid\":";
-    if (pl.pid.present())
-      put_value(o, pl.pid);
-    else
-      o += '0';
-    o += ",\"tid\":";
-    if (pl.tid.present())
-      put_value(o, pl.tid);
-    else
-      o += '0';
+    put_field(o, ",\"pid\":", pl.pid);
+    put_field(o, ",\"tid\":", pl.tid);
     uint64_t ts_ns = 0;
     const bool has_ts = !meta && pl.ts.present() && detail::value_ns(pl.ts, unit, &ts_ns);
     if (!meta && pl.ts.present()) {
       o += ",\"ts\":";
       put_value(o, pl.ts);
     }
-    if (complete) {
-      o += ",\"dur\":";
-      if (pl.dur.present())
-        put_value(o, pl.dur);
-      else
-        o += '0';
-    }
+    if (complete) put_field(o, ",\"dur\":", pl.dur);
     o += ",\"ph\":";
     if (to_v2) {
       // 1 complete (instants too: v2 has no instant), 2 counter, 3 aggregated, 4 metadata

@@ -135,16 +135,33 @@ entry size_key(const char *key, const char *env, const char *denv, const char *d
           [field](const config &c) { return std::to_string(c.*field); }};
 }
 
-// A count of steps, 0 to 10^12 (the schedule's keys).
-entry step_count_key(const char *key, const char *env, const char *def, uint64_t config::*field) {
+// A duration from 1 ms to 1 day: seconds, or with a unit (2, 2s, 500ms).
+entry duration_key(const char *key, const char *env, const char *def, double config::*field) {
   return {{key, env, nullptr, def},
           false,
-          [field](config &c, const std::string &v, std::string &why) {
+          [field](config &c, const std::string &s, std::string &why) {
+            double d;
+            if (!parse_duration(s, &d) || d < 0.001 || d > 86400) {
+              why = "is not a duration from 1ms to 1 day (2, 2s, 500ms)";
+              return false;
+            }
+            c.*field = d;
+            return true;
+          },
+          [field](const config &c) { return to_text(c.*field) + "s"; }};
+}
+
+// A count from 0 to 10^12 (steps of the schedule, events of a budget); `what` names it.
+entry count_key(const char *key, const char *env, const char *def, const char *what,
+                uint64_t config::*field) {
+  return {{key, env, nullptr, def},
+          false,
+          [field, what](config &c, const std::string &v, std::string &why) {
             const std::string t = trim(v);
             char *end = nullptr;
             const unsigned long long n = std::strtoull(t.c_str(), &end, 10);
             if (t.empty() || *end || t[0] == '-' || n > 1000000000000ull) {
-              why = "is not a count of steps (0 to 10^12)";
+              why = std::string("is not a count of ") + what + " (0 to 10^12)";
               return false;
             }
             c.*field = n;
@@ -242,18 +259,8 @@ const std::vector<entry> &table() {
                  [](const config &c) { return std::to_string(c.level); }});
     v.push_back(size_key("output.member_bytes", "DFTRACE_OUTPUT_MEMBER_BYTES", nullptr, "1048576",
                          &config::member_bytes, 4096, size_t{256} << 20));
-    v.push_back({{"output.flush_interval", "DFTRACE_OUTPUT_FLUSH_INTERVAL", nullptr, "2s"},
-                 false,
-                 [](config &c, const std::string &s, std::string &why) {
-                   double d;
-                   if (!parse_duration(s, &d) || d < 0.001 || d > 86400) {
-                     why = "is not a duration from 1ms to 1 day (2, 2s, 500ms)";
-                     return false;
-                   }
-                   c.flush_interval = d;
-                   return true;
-                 },
-                 [](const config &c) { return to_text(c.flush_interval) + "s"; }});
+    v.push_back(duration_key("output.flush_interval", "DFTRACE_OUTPUT_FLUSH_INTERVAL", "2s",
+                             &config::flush_interval));
     v.push_back(size_key("output.buffer_bytes", "DFTRACE_OUTPUT_BUFFER_BYTES",
                          "DFTRACER_WRITE_BUFFER_SIZE", "65536", &config::buffer_bytes, 4096,
                          size_t{64} << 20));
@@ -282,16 +289,18 @@ const std::vector<entry> &table() {
     v.push_back(word_key("timer.source", "DFTRACE_TIMER_SOURCE", "auto",
                          {"auto", "tsc", "monotonic"}, &config::timer_source));
     // The step schedule (dftrace_step): off while schedule.active is 0.
-    v.push_back(step_count_key("schedule.skip_first", "DFTRACE_SCHEDULE_SKIP_FIRST", "0",
-                               &config::schedule_skip_first));
-    v.push_back(
-        step_count_key("schedule.wait", "DFTRACE_SCHEDULE_WAIT", "0", &config::schedule_wait));
-    v.push_back(step_count_key("schedule.warmup", "DFTRACE_SCHEDULE_WARMUP", "0",
-                               &config::schedule_warmup));
-    v.push_back(step_count_key("schedule.active", "DFTRACE_SCHEDULE_ACTIVE", "0",
-                               &config::schedule_active));
-    v.push_back(step_count_key("schedule.repeat", "DFTRACE_SCHEDULE_REPEAT", "0",
-                               &config::schedule_repeat));
+    struct step_key {
+      const char *key, *env;
+      uint64_t config::*field;
+    };
+    for (const step_key &k :
+         {step_key{"schedule.skip_first", "DFTRACE_SCHEDULE_SKIP_FIRST",
+                   &config::schedule_skip_first},
+          {"schedule.wait", "DFTRACE_SCHEDULE_WAIT", &config::schedule_wait},
+          {"schedule.warmup", "DFTRACE_SCHEDULE_WARMUP", &config::schedule_warmup},
+          {"schedule.active", "DFTRACE_SCHEDULE_ACTIVE", &config::schedule_active},
+          {"schedule.repeat", "DFTRACE_SCHEDULE_REPEAT", &config::schedule_repeat}})
+      v.push_back(count_key(k.key, k.env, "0", "steps", k.field));
     v.push_back(rules_key("categories", "DFTRACE_CATEGORIES", &config::categories));
     // Aggregation (docs/configuration.md, "Aggregation"): DFTracer 2.x's names work too.
     v.push_back(bool_key("aggregation.enable", "DFTRACE_AGGREGATION", "DFTRACER_ENABLE_AGGREGATION",
@@ -309,34 +318,12 @@ const std::vector<entry> &table() {
            return true;
          },
          [](const config &c) { return std::string(c.aggregation_full ? "full" : "selective"); }});
-    v.push_back({{"aggregation.interval", "DFTRACE_AGGREGATION_INTERVAL", nullptr, "1s"},
-                 false,
-                 [](config &c, const std::string &s, std::string &why) {
-                   double d;
-                   if (!parse_duration(s, &d) || d < 0.001 || d > 86400) {
-                     why = "is not a duration from 1ms to 1 day (1, 1s, 500ms)";
-                     return false;
-                   }
-                   c.aggregation_interval = d;
-                   return true;
-                 },
-                 [](const config &c) { return to_text(c.aggregation_interval) + "s"; }});
+    v.push_back(duration_key("aggregation.interval", "DFTRACE_AGGREGATION_INTERVAL", "1s",
+                             &config::aggregation_interval));
     v.push_back(
         rules_key("aggregation.rules", "DFTRACE_AGGREGATION_RULES", &config::aggregation_rules));
-    v.push_back({{"output.budget", "DFTRACE_OUTPUT_BUDGET", nullptr, "0"},
-                 false,
-                 [](config &c, const std::string &s, std::string &why) {
-                   const std::string t = trim(s);
-                   char *end = nullptr;
-                   const unsigned long long n = std::strtoull(t.c_str(), &end, 10);
-                   if (t.empty() || *end || t[0] == '-' || n > 1000000000000ull) {
-                     why = "is not a count of events per second (0: no budget)";
-                     return false;
-                   }
-                   c.budget = n;
-                   return true;
-                 },
-                 [](const config &c) { return std::to_string(c.budget); }});
+    v.push_back(count_key("output.budget", "DFTRACE_OUTPUT_BUDGET", "0",
+                          "events per second (0: no budget)", &config::budget));
     v.push_back(
         bool_key("signals", "DFTRACE_SIGNALS", "DFTRACER_BIND_SIGNALS", "true", &config::signals));
     v.push_back(bool_key("atexit", "DFTRACE_ATEXIT", nullptr, "true", &config::atexit));

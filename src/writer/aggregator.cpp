@@ -24,6 +24,44 @@ void put_num(std::string *o, const char *key_suffix, const std::string &key, boo
 
 }  // namespace
 
+void aggregator::fold(group *g, std::string_view key, bool dbl, const char *value) {
+  int64_t iv = 0;
+  double dv = 0;
+  if (dbl) {
+    std::memcpy(&dv, value, 8);
+  } else {
+    std::memcpy(&iv, value, 8);
+  }
+  num *n = nullptr;
+  for (auto &a : g->args)
+    if (a.first == key) n = &a.second;
+  if (!n) {
+    std::string esc(6 * key.size() + 8, '\0');
+    esc.resize(static_cast<size_t>(escape_json(esc.data(), key.data(), key.size()) - esc.data()));
+    g->args.emplace_back(std::move(esc), num{});
+    n = &g->args.back().second;
+    n->is_double = dbl;
+    n->imin = n->imax = iv;
+    n->dmin = n->dmax = dv;
+  }
+  if (n->is_double || dbl) {
+    if (!n->is_double) {  // an integer key that became a double: doubles from now on
+      n->is_double = true;
+      n->dmin = static_cast<double>(n->imin);
+      n->dmax = static_cast<double>(n->imax);
+      n->dsum = static_cast<double>(n->isum);
+    }
+    const double v = dbl ? dv : static_cast<double>(iv);
+    n->dmin = std::min(n->dmin, v);
+    n->dmax = std::max(n->dmax, v);
+    n->dsum += v;
+  } else {
+    n->imin = std::min(n->imin, iv);
+    n->imax = std::max(n->imax, iv);
+    n->isum += iv;
+  }
+}
+
 void aggregator::add(const line_format &f, const rec &r) {
   uint64_t start = r.start, end = r.end;
   if (r.ticked && f.ticks) {
@@ -48,56 +86,14 @@ void aggregator::add(const line_format &f, const rec &r) {
   g.dsum += dur;
   if (r.use_args_json) return;  // JSON text (counters, marks): not events of this kind
   // Numeric per-use arguments (raw entries: raw_arg, key, 8-byte value).
-  const std::string_view use(r.use_args(), r.use_args_len);
-  size_t off = 0;
-  while (off + sizeof(raw_arg) <= use.size()) {
-    raw_arg h;
-    std::memcpy(&h, use.data() + off, sizeof h);
-    const size_t k = off + sizeof h;
-    if (k + h.key_len + h.value_len > use.size()) break;
-    off = k + h.key_len + h.value_len;
-    if (h.value_len != 8 ||
-        (h.type != DFTRACE_ARG_INT && h.type != DFTRACE_ARG_UINT && h.type != DFTRACE_ARG_DOUBLE))
-      continue;
-    const std::string_view key = use.substr(k, h.key_len);
-    if (is_reserved_arg_key(key)) continue;
-    num *n = nullptr;
-    for (auto &a : g.args)
-      if (a.first == key) n = &a.second;
-    const bool dbl = h.type == DFTRACE_ARG_DOUBLE;
-    int64_t iv = 0;
-    double dv = 0;
-    if (dbl) {
-      std::memcpy(&dv, use.data() + k + h.key_len, 8);
-    } else {
-      std::memcpy(&iv, use.data() + k + h.key_len, 8);
-    }
-    if (!n) {
-      std::string esc(6 * key.size() + 8, '\0');
-      esc.resize(static_cast<size_t>(escape_json(esc.data(), key.data(), key.size()) - esc.data()));
-      g.args.emplace_back(std::move(esc), num{});
-      n = &g.args.back().second;
-      n->is_double = dbl;
-      n->imin = n->imax = iv;
-      n->dmin = n->dmax = dv;
-    }
-    if (n->is_double || dbl) {
-      if (!n->is_double) {  // an integer key that became a double: keep doubles from now
-        n->is_double = true;
-        n->dmin = static_cast<double>(n->imin);
-        n->dmax = static_cast<double>(n->imax);
-        n->dsum = static_cast<double>(n->isum);
-      }
-      const double v = dbl ? dv : static_cast<double>(iv);
-      n->dmin = std::min(n->dmin, v);
-      n->dmax = std::max(n->dmax, v);
-      n->dsum += v;
-    } else {
-      n->imin = std::min(n->imin, iv);
-      n->imax = std::max(n->imax, iv);
-      n->isum += iv;
-    }
-  }
+  for_each_raw(
+      std::string_view(r.use_args(), r.use_args_len),
+      [&g](uint8_t type, std::string_view key, std::string_view value) {
+        if (value.size() != 8 || is_reserved_arg_key(key) ||
+            (type != DFTRACE_ARG_INT && type != DFTRACE_ARG_UINT && type != DFTRACE_ARG_DOUBLE))
+          return;
+        fold(&g, key, type == DFTRACE_ARG_DOUBLE, value.data());
+      });
 }
 
 uint64_t aggregator::take(const line_format &f, uint64_t lag_ns, bool all, std::string *out,

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <unordered_map>
 #include <vector>
@@ -47,6 +48,7 @@ class aggregator {
              (std::get<2>(k) * 0xc2b2ae3d27d4eb4full);
     }
   };
+  static void fold(group *g, std::string_view key, bool dbl, const char *value);
   std::unordered_map<std::tuple<const std::string *, int64_t, uint64_t>, group, key_hash> groups_;
   uint64_t newest_ns_ = 0;  // the newest event start folded (epoch ns)
 };

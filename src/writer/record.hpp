@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -92,6 +93,20 @@ struct raw_arg {
   uint32_t value_len;
 };
 inline constexpr size_t k_max_arg_key = 1024;  // longer keys are cut (documented)
+
+// Walks raw per-use entries: fn(type, key, value).
+template <typename Fn>
+void for_each_raw(std::string_view use_args, Fn fn) {
+  size_t off = 0;
+  while (off + sizeof(raw_arg) <= use_args.size()) {
+    raw_arg h;
+    std::memcpy(&h, use_args.data() + off, sizeof h);
+    const size_t k = off + sizeof h;
+    if (k + h.key_len + h.value_len > use_args.size()) return;
+    fn(h.type, use_args.substr(k, h.key_len), use_args.substr(k + h.key_len, h.value_len));
+    off = k + h.key_len + h.value_len;
+  }
+}
 
 // A time on the trace's scale: CLOCK_MONOTONIC ns `mono` as an integer count of epoch
 // microseconds, or at ns precision of epoch nanoseconds (the trace's `time_metric`). The one

@@ -29,20 +29,6 @@ inline char *put_pid_tid_ts(const line_format &f, char *p, int64_t tid, uint64_t
   return format_time(f, p, mono);
 }
 
-// Walks raw per-use entries: fn(type, key, value).
-template <typename Fn>
-void for_each_raw(std::string_view use_args, Fn fn) {
-  size_t off = 0;
-  while (off + sizeof(raw_arg) <= use_args.size()) {
-    raw_arg h;
-    std::memcpy(&h, use_args.data() + off, sizeof h);
-    const size_t k = off + sizeof h;
-    if (k + h.key_len + h.value_len > use_args.size()) return;
-    fn(h.type, use_args.substr(k, h.key_len), use_args.substr(k + h.key_len, h.value_len));
-    off = k + h.key_len + h.value_len;
-  }
-}
-
 // The escaped key (reserved keys renamed user_<key>) into buf (room: 6 * key + 8).
 static_assert(k_reserved_arg_prefix.size() <= 8, "the room callers give escaped_key");
 size_t escaped_key(std::string_view key, char *buf) {
