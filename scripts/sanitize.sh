@@ -17,7 +17,7 @@ for kind in "${kinds[@]}"; do
   echo "== sanitizer build: $kind ($dir)"
   cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Debug -DDFTRACE_SANITIZE="$kind" -DDFTRACE_BUILD_BENCH=OFF >/dev/null
   extra=()
-  [ "$kind" = thread ] || extra=(dftrace_cli gen_trace)  # the tools on hostile inputs (ASan+UBSan)
+  [ "$kind" = thread ] || extra=(dftrace_cli gen_trace train_loop nested_ns)  # the tools (ASan+UBSan)
   cmake --build "$dir" -j"$(nproc)" --target unit_tests writer_prog tree_prog c_program first_call first_call_c \
     dftracer_app_c dftracer_app_cpp "${extra[@]}" >/dev/null
   # A fatal-signal test needs the signal to reach dftrace's handler, not the sanitizer's.
@@ -51,10 +51,14 @@ for kind in "${kinds[@]}"; do
   done
   if [ "$kind" != thread ]; then
     # Hostile trace files (forged DT fields, a deflate bomb, odd numbers, absurd clock
-    # offsets) through every tool built with the sanitizers.
+    # offsets) through every tool built with the sanitizers; the streaming merge and split and
+    # the time units too.
     DFTRACE_CLI="$PWD/$dir/tools/dftrace" DFTRACE_GEN_TRACE="$PWD/$dir/tests/tools/gen_trace" \
+      DFTRACE_TRAIN_LOOP="$PWD/$dir/examples/train_loop" \
+      DFTRACE_NESTED_NS="$PWD/$dir/tests/tools/nested_ns" \
       DFTRACE_NO_PROGRESS=1 $py -m pytest -q -p no:cacheprovider "$src/tests/tools/test_hostile.py" \
-      "$src/tests/tools/test_validate_span.py"
+      "$src/tests/tools/test_validate_span.py" "$src/tests/tools/test_merge_split.py" \
+      "$src/tests/tools/test_time_ns.py"
   fi
 done
 echo "sanitizers: all passed"

@@ -104,3 +104,29 @@ def open_text(path):
     import gzip
     with gzip.open(path, "rt") as f:
         return f.read().splitlines()
+
+
+def test_dftrace_aggregated_records_in_every_tool(tmp_path):
+    # A real trace in aggregation mode: validate accepts its records, stat folds them into
+    # exact counts, convert --to dftracer-v2 writes them as "ph":3 and back as "A".
+    import subprocess
+    nested = os.environ.get("DFTRACE_NESTED_NS", "")
+    env = dict(os.environ, DFTRACE_ENABLE="1", DFTRACE_LOG_FILE=str(tmp_path / "t"),
+               DFTRACE_AGGREGATION="1", DFTRACE_AGGREGATION_INTERVAL="1ms")
+    subprocess.run([nested, "300", "2"], env=env, check=True, timeout=120)
+    (src,) = tmp_path.glob("t-*.pfw.gz")
+    ev = events(src)
+    recs = [e for e in ev if e["ph"] == "A"]
+    assert recs and not [e for e in ev if e["ph"] == "X" and e["cat"] == "compute"]
+    assert run("validate", src).returncode == 0
+    st = json.loads(run("stat", "--json", src).stdout)
+    rows = {r["name"]: r for r in st["by_name"] if r["cat"] == "compute"}
+    assert rows["step"]["count"] == rows["forward"]["count"] == 600
+    assert rows["step"]["total_us"] == sum(e["args"]["dur_sum"] for e in recs if e["name"] == "step")
+    assert st["aggregated_records"] == len(recs)
+    v2 = tmp_path / "v2.pfw.gz"
+    run("convert", src, "--to", "dftracer-v2", "-o", v2)
+    assert sum(1 for e in events(v2) if e["ph"] == 3) == len(recs)
+    back = tmp_path / "back.pfw.gz"
+    run("convert", v2, "--to", "dftracer", "-o", back)
+    assert canonical(back) == canonical(src)
