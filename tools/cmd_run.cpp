@@ -1,6 +1,8 @@
 // cmd_run.cpp: `dftrace run [options] -- CMD ARGS...`: runs a command traced, with its I/O
 // (libdftrace_io preloaded), and every process it starts the same way (they inherit the
 // environment this sets).
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -22,7 +24,9 @@ const char *k_run_usage =
     "  --prefix P      trace files are P-<exec>-<pid>-app.pfw.gz (DFTRACE_LOG_FILE)\n"
     "  --data-dirs D   trace I/O only under these directories (DFTRACE_IO_DATA_DIR; default all)\n"
     "  --torch         trace PyTorch automatically (DFTRACE_TORCH_AUTO=1, dftrace/_autostart on\n"
-    "                  PYTHONPATH)\n";
+    "                  PYTHONPATH); implies --summary\n"
+    "  --summary       when CMD ends, print a short summary of its trace on stderr (steps, step\n"
+    "                  time, time per category, data-loader wait, the trace's path)\n";
 
 // libdftrace_io: DFTRACE_IO_LIBRARY, else as installed (../lib) or as built (../src/io).
 std::string io_library() {
@@ -34,9 +38,34 @@ std::string io_library() {
 
 }  // namespace
 
+// Prints the summary of the trace a finished child wrote (python3 -m dftrace.watch --summary).
+void summarize(const std::string &prefix, pid_t pid) {
+  const std::string py = python_dir();
+  if (py.empty()) {
+    error_line("run: no summary: the Python package dftrace was not found beside this dftrace");
+    return;
+  }
+  const pid_t c = ::fork();
+  if (c == 0) {
+    const char *old = std::getenv("PYTHONPATH");
+    ::setenv("PYTHONPATH", (old && *old ? py + ":" + old : py).c_str(), 1);
+    ::unsetenv("LD_PRELOAD");
+    ::unsetenv("DFTRACE_ENABLE");
+    const std::string python = is_file("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
+    const std::string pid_text = std::to_string(pid);
+    ::execlp(python.c_str(), python.c_str(), "-m", "dftrace.watch", "--summary", "--prefix",
+             prefix.c_str(), "--pid", pid_text.c_str(), static_cast<char *>(nullptr));
+    _exit(127);
+  }
+  int st = 0;
+  if (c > 0)
+    while (::waitpid(c, &st, 0) < 0 && errno == EINTR) {
+    }
+}
+
 int cmd_run(int argc, char **argv) {
   std::string prefix, data_dirs;
-  bool io = true, torch = false;
+  bool io = true, torch = false, summary = false;
   int i = 2;
   for (; i < argc; ++i) {
     const std::string a = argv[i];
@@ -48,6 +77,9 @@ int cmd_run(int argc, char **argv) {
       (a == "--prefix" ? prefix : data_dirs) = argv[++i];
     } else if (a == "--torch") {
       torch = true;
+      summary = true;
+    } else if (a == "--summary") {
+      summary = true;
     } else if (a == "--no-io") {
       io = false;
     } else if (a == "--help" || a == "-h") {
@@ -90,9 +122,33 @@ int cmd_run(int argc, char **argv) {
     const std::string preload = old && *old ? lib + ":" + old : lib;
     ::setenv("LD_PRELOAD", preload.c_str(), 1);
   }
-  ::execvp(argv[i], argv + i);
-  error_line(std::string("run: can not run '") + argv[i] + "': " + std::strerror(errno));
-  return 127;
+  if (!summary) {
+    ::execvp(argv[i], argv + i);
+    error_line(std::string("run: can not run '") + argv[i] + "': " + std::strerror(errno));
+    return 127;
+  }
+  // With a summary: CMD runs as a child; Ctrl-C and SIGTERM reach it (the terminal sends
+  // SIGINT to both; this process waits), then the summary is printed and CMD's status
+  // returned.
+  const pid_t child = ::fork();
+  if (child < 0) {
+    error_line(std::string("run: fork: ") + std::strerror(errno));
+    return 127;
+  }
+  if (child == 0) {
+    ::execvp(argv[i], argv + i);
+    error_line(std::string("run: can not run '") + argv[i] + "': " + std::strerror(errno));
+    _exit(127);
+  }
+  ::signal(SIGINT, SIG_IGN);
+  ::signal(SIGTERM, SIG_IGN);
+  int st = 0;
+  while (::waitpid(child, &st, 0) < 0 && errno == EINTR) {
+  }
+  const int rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+  const char *p = std::getenv("DFTRACE_LOG_FILE");
+  summarize(p && *p ? p : "./trace", child);
+  return rc;
 }
 
 }  // namespace dftrace::tools

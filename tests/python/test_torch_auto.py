@@ -145,6 +145,15 @@ def test_dftrace_run_torch_traces_an_unmodified_script(runner, tmp_path):
     c = t.counts()
     for name, n in {"forward": 4, "backward": 4, "step.optimizer": 4, "fetch": 5}.items():
         assert c.get(name) == n, (name, c)
+    # The summary at exit (stderr): 4 optimizer steps make 3 step times, and the trace's path.
+    assert "dftrace run: summary" in p.stderr and "steps 3 " in p.stderr, p.stderr
+    assert "trace: " + t.path in p.stderr and "time per category" in p.stderr
+    # The script's exit status is run's.
+    script.write_text("import sys; sys.exit(5)")
+    p = subprocess.run([cli, "run", "--summary", "--no-io", "--prefix", os.path.join(runner.trace_dir, "x"),
+                        "--", "/usr/bin/python3", str(script)], env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 5, p.stderr
     # Without the package beside it, --torch says so once and runs nothing.
     bad = subprocess.run([cli, "run", "--torch", "--", "true"], capture_output=True, text=True,
                          env=dict(env, DFTRACE_PYTHON_DIR=str(tmp_path)))

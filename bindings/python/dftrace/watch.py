@@ -140,6 +140,22 @@ class Follower:
         return [l[:80] for l in lines[:23]]
 
 
+def _summary(prefix, pid):
+    """The last frame of a finished run, on stderr (dftrace run --summary)."""
+    path = _find_trace(prefix, pid) if pid is not None else None
+    if not path:
+        print("dftrace run: no trace of process %s under %s" % (pid, prefix), file=sys.stderr)
+        return 0
+    f = Follower(path)
+    f.poll()
+    lines = f.frame(os.path.basename(path), (f.last_ts - f.first_ts) / 1e9 if f.first_ts else 0,
+                    done=True, status="summary")
+    lines[0] = "dftrace run: summary"
+    lines[-1] = "trace: " + path
+    print("\n".join(l for l in lines if not l.startswith("finished:")), file=sys.stderr)
+    return 0
+
+
 def _find_trace(prefix, pid):
     found = glob.glob("%s-*-%d-app.pfw*" % (prefix, pid))
     return found[0] if found else None
@@ -147,16 +163,20 @@ def _find_trace(prefix, pid):
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    if "--" in argv:
-        k = argv.index("--")
-        opts, cmd = argv[:k], argv[k + 1:]
-    else:
-        opts, cmd = [], argv
     p = argparse.ArgumentParser(prog="dftrace watch",
                                 description="run a Python script traced, with a live dashboard")
     p.add_argument("--interval", type=float, default=1.0, help="seconds between frames (<= 1)")
     p.add_argument("--prefix", help="trace file prefix (default: a temporary folder)")
-    a = p.parse_args(opts)
+    p.add_argument("--summary", action="store_true",
+                   help="print the summary of a finished run's trace (--prefix, --pid) and exit")
+    p.add_argument("--pid", type=int, help="with --summary: the process whose trace it is")
+    if "--" in argv:
+        k = argv.index("--")
+        a, cmd = p.parse_args(argv[:k]), argv[k + 1:]
+    else:
+        a, cmd = p.parse_known_args(argv)
+    if a.summary:
+        return _summary(a.prefix or "./trace", a.pid)
     if not cmd:
         print("dftrace watch: no command (dftrace watch [options] -- python3 script.py ...)",
               file=sys.stderr)
