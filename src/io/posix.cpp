@@ -237,6 +237,52 @@ DFTRACE_IO_PATH_CALL(link, (const char *path, const char *to), (path, to))
 DFTRACE_IO_FD_CALL(fchmod, (int fd, mode_t mode), (fd, mode))
 DFTRACE_IO_FD_CALL(fchown, (int fd, uid_t owner, gid_t group), (fd, owner, group))
 
+// The *at forms and newer calls: the path filter sees the path as given (relative to dirfd, as
+// DFTracer sees it too).
+DFTRACE_IO_PATH_CALL(faccessat, (int dirfd, const char *path, int mode, int flags),
+                     (dirfd, path, mode, flags))
+DFTRACE_IO_PATH_CALL(fstatat, (int dirfd, const char *path, struct stat *st, int flags),
+                     (dirfd, path, st, flags))
+DFTRACE_IO_PATH_CALL(fstatat64, (int dirfd, const char *path, struct stat64 *st, int flags),
+                     (dirfd, path, st, flags))
+DFTRACE_IO_PATH_CALL(statx,
+                     (int dirfd, const char *path, int flags, unsigned int mask, struct statx *st),
+                     (dirfd, path, flags, mask, st))
+DFTRACE_IO_PATH_CALL(symlink, (const char *path, const char *to), (path, to))
+DFTRACE_IO_PATH_CALL(symlinkat, (const char *path, int dirfd, const char *to), (path, dirfd, to))
+DFTRACE_IO_PATH_CALL(linkat, (int fromfd, const char *path, int tofd, const char *to, int flags),
+                     (fromfd, path, tofd, to, flags))
+// glibc's older stat entry points (programs built against glibc < 2.33 call these).
+DFTRACE_IO_PATH_CALL(__xstat, (int ver, const char *path, struct stat *st), (ver, path, st))
+DFTRACE_IO_PATH_CALL(__fxstatat, (int ver, int dirfd, const char *path, struct stat *st, int flags),
+                     (ver, dirfd, path, st, flags))
+
+// _FORTIFY_SOURCE's checked entry points: the calls the program wrote, recorded under their
+// plain names.
+int __open_2(const char *path, int flags) {
+  DFTRACE_IO_REAL(__open_2);
+  DFTRACE_IO_NODE(k_posix, "open");
+  return traced_open(node_, path, flags, 0, [&] { return real___open_2(path, flags); });
+}
+
+ssize_t __read_chk(int fd, void *buf, size_t count, size_t size) {
+  DFTRACE_IO_REAL(__read_chk);
+  DFTRACE_IO_NODE(k_posix, "read");
+  return traced_transfer(node_, fd, count, [&] { return real___read_chk(fd, buf, count, size); });
+}
+
+#define DFTRACE_IO_VECTOR_AT(name, offset_type)                                 \
+  ssize_t name(int fd, const struct iovec *iov, int n, offset_type offset) {    \
+    DFTRACE_IO_REAL(name);                                                      \
+    DFTRACE_IO_NODE(k_posix, #name);                                            \
+    return traced_transfer_at(node_, fd, iov_bytes(iov, n), offset,             \
+                              [&] { return real_##name(fd, iov, n, offset); }); \
+  }
+DFTRACE_IO_VECTOR_AT(preadv, off_t)
+DFTRACE_IO_VECTOR_AT(pwritev, off_t)
+DFTRACE_IO_VECTOR_AT(preadv64, off64_t)
+DFTRACE_IO_VECTOR_AT(pwritev64, off64_t)
+
 ssize_t readv(int fd, const struct iovec *iov, int n) {
   DFTRACE_IO_REAL(readv);
   DFTRACE_IO_NODE(k_posix, "readv");

@@ -1,6 +1,7 @@
 /* io_prog.c: a program that was never built with dftrace doing POSIX and STDIO I/O in the
  * directory given as its argument; traced by preloading libdftrace_io (test_io.py). It checks
  * what the application must see unchanged: results and errno. */
+#define _GNU_SOURCE /* statx, the *at forms */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -73,6 +74,24 @@ int main(int argc, char **argv) {
   snprintf(moved, sizeof moved, "%s.moved", path);
   CHECK(rename(path, moved) == 0);
   CHECK(rename(moved, path) == 0);
+
+  /* Vectored transfers at offsets, the *at forms, statx, links. */
+  fd = open(path, O_RDWR);
+  CHECK(fd >= 0);
+  CHECK(pwritev(fd, v, 2, 10) == 150);
+  CHECK(preadv(fd, v, 2, 10) == 150);
+  CHECK(close(fd) == 0);
+  struct stat sb;
+  CHECK(fstatat(AT_FDCWD, path, &sb, 0) == 0 && sb.st_size >= 160);
+  CHECK(faccessat(AT_FDCWD, path, R_OK, 0) == 0);
+  struct statx sx;
+  CHECK(statx(AT_FDCWD, path, 0, STATX_SIZE, &sx) == 0 && (off_t)sx.stx_size == sb.st_size);
+  char ln[4200];
+  snprintf(ln, sizeof ln, "%s.link", path);
+  CHECK(symlink(path, ln) == 0);
+  CHECK(unlink(ln) == 0);
+  CHECK(linkat(AT_FDCWD, path, AT_FDCWD, ln, 0) == 0);
+  CHECK(unlink(ln) == 0);
 
   /* Failures keep their errno through the interposer. */
   errno = 0;
