@@ -267,3 +267,51 @@ def test_dftrace_watch_in_a_real_terminal(runner, tmp_path):
     assert all(max(len(l) for l in f.splitlines()) <= 80 for f in live)
     assert any("dataloader" in f for f in live) and any("compute" in f for f in live)
     assert "finished: exit status 3" in last, last  # the last frame stays on screen
+
+
+BRIDGED = """
+import torch
+import dftrace
+import dftrace.torch as dt
+
+handle = dt.bridge_record_function()
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+x, y = torch.randn(32, 8), torch.randn(32, 1)
+for i in range(5):
+    with dt.step(model, opt):
+        with torch.profiler.record_function("loss.compute"):
+            loss = torch.nn.functional.mse_loss(model(x), y)
+        with torch.autograd.profiler.record_function("grads"):
+            loss.backward()
+        opt.step()
+        opt.zero_grad()
+handle.remove()
+with torch.profiler.record_function("after_remove"):
+    pass
+t = dt.summary(show=True)
+rows = {n: r for (c, n), r in t.iterrows()}
+print("calls", int(rows["step"]["calls"]), int(rows["grads"]["calls"]))
+# the step's self time is its total minus its children's (forward, backward, optimizer, ranges)
+print("self_ok", bool(rows["step"]["self_ms"] < rows["step"]["total_ms"]),
+      bool((t["self_ms"] <= t["total_ms"] + 1e-9).all()))
+"""
+
+
+def test_record_function_bridge_and_summary(runner):
+    p = runner.run(BRIDGED)
+    assert "calls 5 5" in p.stdout and "self_ok True True" in p.stdout, p.stdout + p.stderr
+    assert "total ms" in p.stdout and "loss_compute" in p.stdout  # the printed table
+    (t,) = runner.traces()
+    c = t.counts()
+    assert c.get("loss_compute") == 5 and c.get("grads") == 5 and "after_remove" not in c
+    steps = {e["id"]: e for e in t.named("step")}
+    for e in t.named("grads") + t.named("loss_compute"):  # nested in their step
+        assert e["args"]["p_idx"] in steps or e["args"]["level"] == 2, e
+    # summary() totals equal the trace's, to the microsecond
+    import dftrace
+    df = dftrace.read(t.path)
+    total = df[df.name == "grads"].dur.sum() / 1e6
+    line = [l for l in p.stdout.splitlines() if " grads " in l][0]
+    assert abs(float(line.split()[3]) - total) < 0.001, (line, total)

@@ -29,9 +29,12 @@ from typing import Any, Iterable, List, Optional
 
 import torch
 
+import dftrace
+
 from . import ai
 
-__all__ = ["step", "trace_model", "ModelHandle", "instrument_dataloader"]
+__all__ = ["step", "trace_model", "ModelHandle", "instrument_dataloader", "bridge_record_function",
+           "summary"]
 
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 
@@ -265,3 +268,88 @@ def instrument_dataloader() -> _Patch:
 
     owner.__next__ = _timed(node, original)
     return _Patch(owner, "__next__", original)
+
+
+class _Patches:
+    """Undo of several patches at once."""
+
+    def __init__(self, patches: List[_Patch]) -> None:
+        self.patches = patches
+
+    def remove(self) -> None:
+        for p in reversed(self.patches):
+            p.remove()
+
+
+_ranges: dict = {}
+
+
+def _range_node(name: str):
+    node = _ranges.get(name)
+    if node is None:
+        # a range name as an event name in category compute; dots would make a path
+        node = dftrace.region(str(name).replace(".", "_"), "compute")
+        _ranges[name] = node
+    return node
+
+
+def bridge_record_function() -> _Patches:
+    """Ranges opened with torch.profiler.record_function (torch.autograd.profiler's) are also
+    recorded as dftrace events of that name (category compute), nested under whatever dftrace
+    region is open, whether or not torch.profiler runs. Returns a handle; `remove()` restores
+    record_function."""
+    rf = torch.autograd.profiler.record_function
+    enter, leave = rf.__enter__, rf.__exit__
+
+    def bridged_enter(self):
+        out = enter(self)
+        node = _range_node(self.name)
+        self._dftrace = (node, node._begin())
+        return out
+
+    def bridged_exit(self, *exc):
+        held = self.__dict__.pop("_dftrace", None)
+        if held is not None:
+            held[0]._end(held[1])
+        return leave(self, *exc)
+
+    rf.__enter__ = bridged_enter
+    rf.__exit__ = bridged_exit
+    return _Patches([_Patch(rf, "__enter__", enter), _Patch(rf, "__exit__", leave)])
+
+
+def summary(paths=None, top: int = 30, show: bool = True):
+    """A key_averages()-like table of a trace, from dftrace.read: per (category, name) the
+    calls, total, self (total minus the direct children's, through level and p_idx), mean, p50
+    and p99 times in ms. paths: trace files (default: this process's, flushed first). Prints
+    the `top` rows by total when `show`; returns the pandas DataFrame (all rows)."""
+    import numpy as np
+    if paths is None:
+        dftrace.flush()
+        paths = dftrace.output_path()
+        if not paths:
+            raise RuntimeError("dftrace.torch.summary: this process has no trace (tracing off?)")
+    df = dftrace.read(paths, resolve=False)
+    x = df[(df.ph == "X") & (df.cat != "dftracer")]
+    # Self time: an event's duration minus its direct children's (same pid, p_idx = its id).
+    kids = x[x.p_idx >= 0].groupby(["pid", "p_idx"]).dur.sum()
+    key = list(zip(x.pid.to_numpy(), x.id.to_numpy()))
+    child_ns = np.array([kids.get(k, 0) for k in key], dtype=np.int64) if len(kids) else 0
+    x = x.assign(self_ns=x.dur.to_numpy() - child_ns)
+    g = x.groupby(["cat", "name"], observed=True)
+    t = g.dur.agg(["count", "sum", "mean", "median", lambda s: s.quantile(0.99)])
+    t.columns = ["calls", "total", "mean", "p50", "p99"]
+    t["self"] = g.self_ns.sum()
+    for c in ("total", "self", "mean", "p50", "p99"):
+        t[c] = t[c] / 1e6
+    t = t.rename(columns={c: c + "_ms" for c in ("total", "self", "mean", "p50", "p99")})
+    t = t.sort_values("total_ms", ascending=False)
+    if show:
+        lines = ["%-12s %-28s %8s %11s %11s %10s %10s %10s" % (
+            "cat", "name", "calls", "total ms", "self ms", "mean ms", "p50 ms", "p99 ms")]
+        for (cat, name), r in t.head(top).iterrows():
+            lines.append("%-12s %-28s %8d %11.3f %11.3f %10.4f %10.4f %10.4f" % (
+                str(cat)[:12], str(name)[:28], r["calls"], r["total_ms"], r["self_ms"],
+                r["mean_ms"], r["p50_ms"], r["p99_ms"]))
+        print("\n".join(lines))
+    return t
