@@ -35,10 +35,10 @@ int traced_open(dftrace_node_t *node, const char *path, int flags, mode_t mode, 
 
 // A call on a path: traced when the path is.
 template <typename Call>
-int traced_path_call(dftrace_node_t *node, const char *path, Call call) {
+auto traced_path_call(dftrace_node_t *node, const char *path, Call call) -> decltype(call()) {
   if (!recording(node) || !traced_path(path)) return call();
   const uint64_t h = file_hash(path);
-  return traced(node, call, [&](int ret) {
+  return traced(node, call, [&](decltype(call()) ret) {
     return std::array<dftrace_arg_t, 2>{arg_u("fhash", h), arg_i("ret", ret)};
   });
 }
@@ -249,6 +249,16 @@ DFTRACE_IO_PATH_CALL(statx,
                      (int dirfd, const char *path, int flags, unsigned int mask, struct statx *st),
                      (dirfd, path, flags, mask, st))
 DFTRACE_IO_PATH_CALL(symlink, (const char *path, const char *to), (path, to))
+ssize_t readlink(const char *path, char *buf, size_t size) {
+  DFTRACE_IO_REAL(readlink);
+  DFTRACE_IO_NODE(k_posix, "readlink");
+  return traced_path_call(node_, path, [&] { return real_readlink(path, buf, size); });
+}
+ssize_t readlinkat(int dirfd, const char *path, char *buf, size_t size) {
+  DFTRACE_IO_REAL(readlinkat);
+  DFTRACE_IO_NODE(k_posix, "readlinkat");
+  return traced_path_call(node_, path, [&] { return real_readlinkat(dirfd, path, buf, size); });
+}
 DFTRACE_IO_PATH_CALL(symlinkat, (const char *path, int dirfd, const char *to), (path, dirfd, to))
 DFTRACE_IO_PATH_CALL(linkat, (int fromfd, const char *path, int tofd, const char *to, int flags),
                      (fromfd, path, tofd, to, flags))

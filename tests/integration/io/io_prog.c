@@ -89,6 +89,8 @@ int main(int argc, char **argv) {
   char ln[4200];
   snprintf(ln, sizeof ln, "%s.link", path);
   CHECK(symlink(path, ln) == 0);
+  char target[4200];
+  CHECK(readlink(ln, target, sizeof target) == (ssize_t)strlen(path));
   CHECK(unlink(ln) == 0);
   CHECK(linkat(AT_FDCWD, path, AT_FDCWD, ln, 0) == 0);
   CHECK(unlink(ln) == 0);

@@ -27,7 +27,7 @@ EXPECTED = [
     ("POSIX", "chmod"), ("POSIX", "rename"), ("POSIX", "rename"),
     ("POSIX", "open"), ("POSIX", "pwritev"), ("POSIX", "preadv"), ("POSIX", "close"),
     ("POSIX", "fstatat"), ("POSIX", "faccessat"), ("POSIX", "statx"), ("POSIX", "symlink"),
-    ("POSIX", "unlink"), ("POSIX", "linkat"), ("POSIX", "unlink"),
+    ("POSIX", "readlink"), ("POSIX", "unlink"), ("POSIX", "linkat"), ("POSIX", "unlink"),
     ("POSIX", "open"), ("POSIX", "unlink"),
 ]
 
@@ -66,13 +66,14 @@ def test_posix_and_stdio_calls_as_dftracer_records_them(tmp_path):
     for e in io:
         by_name[e["name"]].append(e)
     # Every call on the file carries the file's hash, defined once by an FH line.
-    unlinks = [e for e in io if e["name"] == "unlink"]
+    unlinks = [e for e in io if e["name"] in ("unlink", "readlink")]
     for e in io:
         if e["name"] not in ("mkdir", "rmdir", "rename") and not (e["name"] == "open" and e["args"]["ret"] < 0) \
-                and e not in unlinks[:2]:
+                and e not in unlinks[:3]:
             assert names[e["args"]["fhash"]] == path, e
     # the links' removal names the link (symlink and linkat name their source, as link does)
-    assert [names[e["args"]["fhash"]] for e in unlinks[:2]] == [path + ".link"] * 2
+    assert [names[e["args"]["fhash"]] for e in unlinks[:3]] == [path + ".link"] * 3
+    assert by_name["readlink"][0]["args"]["ret"] == len(path)
     assert all(e["args"]["ret"] == 0 for e in io
                if e["name"] in ("fstatat", "faccessat", "statx", "symlink", "linkat"))
     assert by_name["pwritev"][0]["args"]["count"] == 150 and by_name["pwritev"][0]["args"]["offset"] == 10
