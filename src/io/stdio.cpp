@@ -66,9 +66,38 @@ DFTRACE_IO_FOPEN(fopen64)
 int fclose(FILE *f) {
   DFTRACE_IO_REAL(fclose);
   DFTRACE_IO_NODE(k_stdio, "fclose");
+  // The stream's descriptor closes with it (inside libc): forgotten too, so that its number,
+  // reused by an untraced file, is not taken for this one.
+  uint64_t h;
+  const int fd = f && stream_hash(f, &h) ? fileno(f) : -1;
   const int ret = traced_stream_simple(node_, f, [&] { return real_fclose(f); });
   stream_forget(f);  // (no system call: errno stays the real call's)
+  if (fd >= 0) fd_forget(fd);
   return ret;
+}
+
+// A stream on a traced descriptor is traced as its file.
+FILE *fdopen(int fd, const char *mode) {
+  DFTRACE_IO_REAL(fdopen);
+  DFTRACE_IO_NODE(k_stdio, "fdopen");
+  uint64_t h;
+  if (!recording(node_) || !fd_hash(fd, &h)) return real_fdopen(fd, mode);
+  FILE *f = traced(
+      node_, [&] { return real_fdopen(fd, mode); },
+      [&](FILE *) {
+        return std::array<dftrace_arg_t, 3>{arg_u("fhash", h), arg_i("fd", fd),
+                                            arg_s("mode", mode)};
+      });
+  if (f) stream_track(f, h);
+  return f;
+}
+
+// The stream now reads or writes `path`: traced as that file (or no longer traced).
+FILE *freopen(const char *path, const char *mode, FILE *f) {
+  DFTRACE_IO_REAL(freopen);
+  DFTRACE_IO_NODE(k_stdio, "freopen");
+  stream_forget(f);
+  return traced_fopen(node_, path, mode, [&] { return real_freopen(path, mode, f); });
 }
 
 size_t fread(void *buf, size_t size, size_t count, FILE *f) {

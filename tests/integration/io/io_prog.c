@@ -95,6 +95,20 @@ int main(int argc, char **argv) {
   CHECK(linkat(AT_FDCWD, path, AT_FDCWD, ln, 0) == 0);
   CHECK(unlink(ln) == 0);
 
+  /* A stream on a descriptor, and a stream reopened. */
+  fd = open(path, O_RDWR);
+  CHECK(fd >= 0);
+  FILE *s = fdopen(fd, "r+");
+  CHECK(s != NULL);
+  CHECK(fwrite(buf, 1, 8, s) == 8);
+  CHECK(fclose(s) == 0);
+  s = fopen(path, "r");
+  CHECK(s != NULL);
+  s = freopen(path, "a", s);
+  CHECK(s != NULL);
+  CHECK(fwrite(buf, 2, 2, s) == 2);
+  CHECK(fclose(s) == 0);
+
   /* Failures keep their errno through the interposer. */
   errno = 0;
   CHECK(open("/nonexistent-dftrace-dir/x", O_RDONLY) == -1 && errno == ENOENT);
