@@ -116,7 +116,19 @@ static int convert_value(PyObject *v, dftrace_arg_t *out) {
   } else if (PyLong_Check(v)) {
     int overflow = 0;
     long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
-    if (overflow) {
+    if (overflow > 0) {
+      /* Beyond int64: exact as unsigned 64-bit (hashes) when it fits, else a double. */
+      unsigned long long u = PyLong_AsUnsignedLongLong(v);
+      if (u == (unsigned long long)-1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        out->type = DFTRACE_ARG_DOUBLE;
+        out->value.d = PyLong_AsDouble(v);
+        if (out->value.d == -1.0 && PyErr_Occurred()) rc = -1;
+      } else {
+        out->type = DFTRACE_ARG_UINT;
+        out->value.u = (uint64_t)u;
+      }
+    } else if (overflow < 0) {
       out->type = DFTRACE_ARG_DOUBLE;
       out->value.d = PyLong_AsDouble(v);
       if (out->value.d == -1.0 && PyErr_Occurred()) rc = -1;
@@ -1180,6 +1192,36 @@ static PyObject *mod_thread_name(PyObject *m, PyObject *name) {
   Py_RETURN_NONE;
 }
 
+/* file_hash(path) -> the file's hash (DFTracer's), its FH line written once; 0 when the
+ * path is not a string or tracing is off. */
+static PyObject *mod_file_hash(PyObject *m, PyObject *path) {
+  (void)m;
+  PyObject *h = NULL;
+  const char *s = key_utf8(path, &h);
+  uint64_t v = 0;
+  if (!s)
+    warn_and_clear("file_hash");
+  else
+    v = dftrace_hash_define(DFTRACE_HASH_FILE, s);
+  Py_XDECREF(h);
+  return PyLong_FromUnsignedLongLong(v);
+}
+
+/* region_arg_int(region, key, value): an integer argument on an open region (known only at
+ * its end, like the bytes a save wrote). */
+static PyObject *mod_region_arg_int(PyObject *m, PyObject *args) {
+  (void)m;
+  unsigned long long region;
+  const char *key;
+  long long value;
+  if (!PyArg_ParseTuple(args, "KsL", &region, &key, &value)) {
+    warn_and_clear("region_arg_int");
+    Py_RETURN_NONE;
+  }
+  if (region) dftrace_region_arg_int((dftrace_region_t)region, key, (int64_t)value);
+  Py_RETURN_NONE;
+}
+
 static PyObject *mod_set_rank(PyObject *m, PyObject *const *argv, Py_ssize_t n) {
   (void)m;
   if (n != 2) {
@@ -1220,6 +1262,9 @@ static PyMethodDef module_methods[] = {
      "schedule_set(skip_first, wait, warmup, active, repeat) -> status"},
     {"step_phase", mod_step_phase, METH_NOARGS, "The phase of the step under way (0..5)."},
     {"step_count", mod_step_count, METH_NOARGS, "Steps ended so far."},
+    {"file_hash", mod_file_hash, METH_O, "file_hash(path) -> the file's hash (FH line written)"},
+    {"region_arg_int", mod_region_arg_int, METH_VARARGS,
+     "region_arg_int(region, key, value): an integer argument on an open region"},
     {"is_enabled", mod_is_enabled, METH_NOARGS, "True while events are recorded."},
     {"set_enabled", mod_set_enabled, METH_O, "Switches recording for the whole process."},
     {"status", mod_status, METH_NOARGS, "One line describing the state."},

@@ -450,3 +450,17 @@ def test_categories_switched_by_the_environment_after_initialize(runner):
                 pass
     ''', env={"DFTRACE_CATEGORIES": "-comm,+comm.all_reduce,-compute.step"})
     assert runner.trace().counts() == {"all_reduce": 1, "forward": 1}
+
+
+def test_64_bit_integer_arguments_stay_exact(runner):
+    # A Python int beyond int64 (a hash) is passed as an unsigned 64-bit argument, exact; one
+    # beyond 64 bits or below int64 becomes a double.
+    runner.run("""
+import dftrace
+with dftrace.region("big", args={"h": 2**64 - 1, "i": -2**63, "huge": 2**70, "low": -2**64}):
+    pass
+""")
+    (t,) = runner.traces()
+    (e,) = t.named("big")
+    assert e["args"]["h"] == 2**64 - 1 and e["args"]["i"] == -2**63
+    assert e["args"]["huge"] == float(2**70) and e["args"]["low"] == float(-2**64)

@@ -315,3 +315,35 @@ def test_record_function_bridge_and_summary(runner):
     total = df[df.name == "grads"].dur.sum() / 1e6
     line = [l for l in p.stdout.splitlines() if " grads " in l][0]
     assert abs(float(line.split()[3]) - total) < 0.001, (line, total)
+
+
+CHECKPOINTS = """
+import os, sys, torch
+import dftrace
+import dftrace.torch as dt
+
+h = dt.instrument_checkpoints()
+model = torch.nn.Linear(16, 16)
+path = os.path.join(os.environ["CK_DIR"], "model.pt")
+torch.save(model.state_dict(), path)
+state = torch.load(path)
+h.remove()
+torch.save(state, path + ".after")  # no longer traced
+print("size", os.path.getsize(path))
+"""
+
+
+def test_checkpoints_with_file_and_bytes(runner, tmp_path):
+    p = runner.run(CHECKPOINTS, env={"CK_DIR": str(tmp_path)})
+    size = int(p.stdout.split("size ")[1].split()[0])
+    (t,) = runner.traces()
+    cap, res = t.named("capture"), t.named("restart")
+    assert len(cap) == 1 and len(res) == 1 and cap[0]["cat"] == "checkpoint"
+    assert cap[0]["args"]["bytes"] == size and res[0]["args"]["bytes"] == size
+    fh = {r["args"]["value"]: r["args"]["name"] for r in t.records if r.get("name") == "FH"}
+    assert fh[cap[0]["args"]["fhash"]] == str(tmp_path / "model.pt") == fh[res[0]["args"]["fhash"]]
+    # dftrace.read resolves the hash to the path
+    import dftrace
+    df = dftrace.read(t.path, args=["bytes"])
+    row = df[df.name == "capture"].iloc[0]
+    assert row["file"] == str(tmp_path / "model.pt") and row["bytes"] == size

@@ -45,8 +45,15 @@ __all__ = [
     "output_path", "config_describe", "events_written", "events_dropped", "now_ns", "version",
     "Node", "Profiler", "DFTracerAI", "ProfileCategory", "ComputeEvent", "DataEvent",
     "DataLoaderEvent", "CommunicationEvent", "DeviceEvent", "CheckpointEvent", "PipelineEvent",
-    "dftracer", "Session", "read", "schedule", "step",
+    "dftracer", "Session", "read", "schedule", "step", "file_hash",
 ]
+
+
+def file_hash(path) -> int:
+    """The hash of a file name as DFTracer computes it, its FH line written once: pass it as
+    the `fhash` argument of an event so that the tools resolve it to the path (an unsigned
+    64-bit integer, kept exact)."""
+    return _dftrace.file_hash(os.fspath(path))
 
 _on_trace_ready = []
 _windows = [0]  # active windows closed since schedule()

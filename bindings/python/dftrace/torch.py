@@ -31,10 +31,10 @@ import torch
 
 import dftrace
 
-from . import ai
+from . import _dftrace, ai
 
 __all__ = ["step", "trace_model", "ModelHandle", "instrument_dataloader", "bridge_record_function",
-           "summary"]
+           "summary", "instrument_checkpoints"]
 
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 
@@ -255,6 +255,47 @@ class _Patch:
         if self.owner is not None:
             setattr(self.owner, self.name, self.original)
             self.owner = None
+
+
+def instrument_checkpoints() -> _Patches:
+    """Records torch.save as `checkpoint.capture` and torch.load as `checkpoint.restart`, with
+    the file's hash (`fhash`, resolved by the tools and dftrace.read) and its size (`bytes`)
+    when the target is a path. Returns a handle; `remove()` restores both."""
+    save, load = torch.save, torch.load
+
+    def _path(f):
+        return os.fspath(f) if isinstance(f, (str, os.PathLike)) else None
+
+    def _size(path):
+        try:
+            return os.path.getsize(path)
+        except OSError:
+            return -1
+
+    def traced_save(obj, f, *args, **kwargs):
+        path = _path(f)
+        use = ai.checkpoint.capture(args={"fhash": dftrace.file_hash(path)} if path else None)
+        r = use._begin()
+        try:
+            return save(obj, f, *args, **kwargs)
+        finally:
+            if path:
+                _dftrace.region_arg_int(r, "bytes", _size(path))  # what the save wrote
+            use._end(r)
+
+    def traced_load(f, *args, **kwargs):
+        path = _path(f)
+        use = ai.checkpoint.restart(
+            args={"fhash": dftrace.file_hash(path), "bytes": _size(path)} if path else None)
+        r = use._begin()
+        try:
+            return load(f, *args, **kwargs)
+        finally:
+            use._end(r)
+
+    traced_save.__wrapped__, traced_load.__wrapped__ = save, load
+    torch.save, torch.load = traced_save, traced_load
+    return _Patches([_Patch(torch, "save", save), _Patch(torch, "load", load)])
 
 
 def instrument_dataloader() -> _Patch:

@@ -1,7 +1,8 @@
 """Loaded by Python at start-up when this directory is on PYTHONPATH (`dftrace run --torch`).
 With DFTRACE_TORCH_AUTO=1 it instruments PyTorch without the script changing: every
 DataLoader's `__next__` (`dataloader.fetch`), the outermost `nn.Module.__call__` (`forward`),
-`Tensor.backward` (`backward`) and each optimizer class's `step` (`step.optimizer`).
+`Tensor.backward` (`backward`), each optimizer class's `step` (`step.optimizer`), and
+`torch.save`/`torch.load` (`checkpoint.capture`/`checkpoint.restart`, with the file and bytes).
 Any failure is reported once on stderr and the script runs untraced."""
 import os
 import sys
@@ -13,6 +14,7 @@ def _install() -> None:
     from dftrace import ai
 
     dt.instrument_dataloader()
+    dt.instrument_checkpoints()
     depth = [0]
     call = torch.nn.Module.__call__
 
