@@ -49,6 +49,8 @@ def parse_dt(head):
     while pos + 4 <= end and pos + 4 <= len(head):
         sid, slen = head[pos:pos + 2], struct.unpack_from("<H", head, pos + 2)[0]
         if sid == b"DT" and slen >= 29:
+            if pos + 4 + 29 > len(head):
+                return None  # a header cut short (a file that hit its size limit there)
             v, clen, ulen, lines, tmin, tmax = struct.unpack_from("<BIIIQQ", head, pos + 4)
             return {"version": v, "compressed_len": clen, "uncompressed_len": ulen,
                     "lines": lines, "ts_min": tmin, "ts_max": tmax}
