@@ -24,6 +24,22 @@ namespace dftrace::tools {
 
 namespace {
 
+// One line of a trace, with the positions a rewrite needs (offsets into the line; 0-length when
+// absent).
+struct line_rec {
+  const char *p = nullptr;
+  uint32_t len = 0;
+  uint32_t file = 0;
+  uint64_t ts = 0;  // nanoseconds since the epoch
+  uint32_t id_off = 0, id_len = 0;
+  uint32_t ts_off = 0, ts_len = 0;
+  uint32_t pidx_off = 0, pidx_len = 0;
+  bool has_ts = false;
+  bool is_meta = false;
+  bool has_id = false;
+  uint64_t id = 0;
+};
+
 // The clock alignment contract with the MPI layer: M lines
 // {"name":"PR",...,"args":{...,"name":"clock_offset_ns","value":<int64>}} give what to add to
 // this file's timestamps to put them on rank 0's clock.
@@ -117,7 +133,7 @@ struct meta_line {
 struct scan_result : detail::block_result {
   std::vector<meta_line> meta;
   std::vector<uint64_t> ids;
-  uint64_t events = 0, others = 0, invalid = 0;
+  uint64_t others = 0, invalid = 0;
 };
 
 // The positions a rewrite needs, from a parsed line.
@@ -238,7 +254,7 @@ int cmd_merge(const args_t &a) {
   std::vector<meta_line> all_meta;
   id_bits ids_all;
   bool ids_shared = false;
-  uint64_t events_in = 0, others = 0;
+  uint64_t others = 0, invalid = 0;
   detail::read_options opt = tool_read_options();
   opt.window = static_cast<size_t>(2 * opt.threads + 2);  // bounded memory: few blocks in flight
   for (const auto &path : files) {
@@ -277,7 +293,6 @@ int cmd_merge(const args_t &a) {
           ++r->others;
           return true;
         }
-        ++r->events;
         if (pl.id.present() && detail::value_i64(pl.id, &id) && id >= 0)
           r->ids.push_back(static_cast<uint64_t>(id));
         return true;
@@ -288,8 +303,8 @@ int cmd_merge(const args_t &a) {
       auto *r = static_cast<scan_result *>(b.result.get());
       for (auto &m : r->meta) all_meta.push_back(std::move(m));
       for (uint64_t id : r->ids) mine.add(id);
-      events_in += r->events;
       others += r->others;
+      invalid += r->invalid;
       in.file->release(b.in_offset, b.in_bytes);  // the resident set stays flat
       for (const auto &iss : b.issues) {
         error_line(path + ": byte " + std::to_string(iss.offset) + ": " + iss.message);
@@ -470,6 +485,9 @@ int cmd_merge(const args_t &a) {
   if (others)
     error_line("merge: dropped " + std::to_string(others) +
                " lines that are neither metadata nor carry a ts");
+  if (invalid)
+    error_line("merge: dropped " + std::to_string(invalid) +
+               " lines that are not valid JSON (run dftrace validate for details)");
   std::string s =
       "merged " + std::to_string(nfiles) + " file(s): " + std::to_string(events) + " events, " +
       std::to_string(meta_out) + " metadata lines (" + std::to_string(meta_dups) +
@@ -480,7 +498,6 @@ int cmd_merge(const args_t &a) {
   if (aligned) s += ", " + std::to_string(aligned) + " file(s) clock-aligned";
   s += " -> " + out_path + "\n";
   fputs(s.c_str(), stderr);
-  (void)events_in;
   return ok ? 0 : 1;
 }
 

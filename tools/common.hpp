@@ -130,26 +130,6 @@ void for_each_record(std::string_view text, parsed_line &pl, uint64_t *skipped, 
 // and split write these first.
 bool declares_unit(std::string_view line);
 
-// ---- lines to rewrite (merge)
-
-// One line of a trace, with the positions a rewrite needs (offsets into the line; 0-length when
-// absent).
-struct line_rec {
-  const char *p = nullptr;
-  uint32_t len = 0;
-  uint32_t file = 0;
-  uint64_t ts = 0;   // nanoseconds since the epoch
-  uint64_t seq = 0;  // position in its file
-  uint32_t id_off = 0, id_len = 0;
-  uint32_t ts_off = 0, ts_len = 0;
-  uint32_t pidx_off = 0, pidx_len = 0;
-  bool has_ts = false;
-  bool is_meta = false;
-  bool has_id = false;
-  uint64_t id = 0;
-  std::string_view view() const { return {p, len}; }
-};
-
 // Hash-reference values (hhash, fhash, *_hash) in a line's args.
 void hash_refs(const parsed_line &pl, std::vector<std::string_view> *out);
 

@@ -2,10 +2,9 @@
 #include "writer/member_builder.hpp"
 
 #include <string>
+#include <string_view>
 
 #include "base/clock.hpp"
-
-#include <string_view>
 
 namespace dftrace::detail {
 

@@ -125,3 +125,17 @@ def test_merge_refuses_to_overwrite_an_input(tmp_path):
     p = run("merge", f, "-o", f, check=False)
     assert p.returncode == 2 and "is also an input" in p.stderr
     assert f.read_bytes() == before
+
+
+def test_merge_says_how_many_lines_were_not_json(tmp_path):
+    # Lines that are not JSON can not be merged: merge says how many it dropped, in one line,
+    # and merges the rest.
+    f = tmp_path / "bad.pfw"
+    good = '{"id":%d,"name":"x","cat":"c","pid":1,"tid":1,"ts":%d,"dur":1,"ph":"X","args":{}}'
+    f.write_text("\n".join(["[", good % (1, 10), '{"id":2,"name":oops', good % (3, 30), "]"]) + "\n")
+    out = tmp_path / "m.pfw.gz"
+    p = run("merge", f, "-o", out, check=False)
+    assert p.returncode == 0, p.stderr
+    msg = [l for l in p.stderr.splitlines() if "not valid JSON" in l]
+    assert msg == ["dftrace: merge: dropped 1 lines that are not valid JSON (run dftrace validate for details)"]
+    assert [l for l in lines(out) if '"name":"x"' in l].__len__() == 2
