@@ -325,6 +325,8 @@ const std::vector<entry> &table() {
     v.push_back(count_key("output.budget", "DFTRACE_OUTPUT_BUDGET", "0",
                           "events per second (0: no budget)", &config::budget));
     v.push_back(
+        bool_key("nvtx.forward", "DFTRACE_NVTX_FORWARD", nullptr, "false", &config::nvtx_forward));
+    v.push_back(
         bool_key("signals", "DFTRACE_SIGNALS", "DFTRACER_BIND_SIGNALS", "true", &config::signals));
     v.push_back(bool_key("atexit", "DFTRACE_ATEXIT", nullptr, "true", &config::atexit));
     v.push_back(bool_key("core_affinity", "DFTRACE_CORE_AFFINITY", "DFTRACER_SET_CORE_AFFINITY",

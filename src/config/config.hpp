@@ -45,7 +45,8 @@ struct config {
   bool aggregation_full{};        // full: every node unless a rule says no; selective: only rules
   double aggregation_interval{};  // seconds
   std::vector<std::pair<std::string, bool>> aggregation_rules;  // true: aggregate
-  uint64_t budget{};  // output.budget: events per second per name before it is aggregated
+  uint64_t budget{};    // output.budget: events per second per name before it is aggregated
+  bool nvtx_forward{};  // regions as NVTX ranges, instants as marks (runtime/nvtx_forward)
   bool signals{};
   bool atexit{};
   bool core_affinity{};

@@ -18,6 +18,7 @@
 #include "base/log.hpp"
 #include "dftrace/dftrace.h"
 #include "runtime/extensions.hpp"
+#include "runtime/nvtx_forward.hpp"
 #include "topology/topology.hpp"
 
 namespace dftrace::detail {
@@ -267,6 +268,7 @@ int runtime::init(const dftrace_options *options) {
     user_on_ = true;
     gate_ = schedule_.records(step_.load());
     apply_recording_locked();
+    forward_ = nvtx_forward::start(cfg_.nvtx_forward);
     start_extensions(cfg_);
     return DFTRACE_OK;
   } catch (const std::exception &e) {
@@ -753,6 +755,9 @@ uint64_t runtime::begin_at(node *n, int enable, const dftrace_arg *args, size_t 
     append_args(ts.scratch, args, nargs);
     a.args_len = static_cast<uint32_t>(ts.scratch.size() - a.args_off);
   }
+  // The NVTX range opens before the region's clock read, and closes after its end's.
+  a.forwarded = forward_;
+  if (__builtin_expect(forward_, 0)) nvtx_forward::push(n);
   a.start_tick = now ? now : tick_now();
   ts.stack.push_back(a);
   return a.id;
@@ -831,13 +836,18 @@ void runtime::end_at(uint64_t region, const dftrace_arg *args, size_t nargs, uin
   if (ts.generation == generation_.load(std::memory_order_relaxed) && ts.w)
     write_complete(ts, a, now);
   if (!top) {
-    a.ended = true;
+    a.ended = true;  // leaves the stack (and closes its NVTX range) with the regions inside it
     return;
   }
-  ts.stack.pop_back();
-  while (!ts.stack.empty() && ts.stack.back().ended) ts.stack.pop_back();
+  pop_activation(ts);
+  while (!ts.stack.empty() && ts.stack.back().ended) pop_activation(ts);
   const size_t keep = ts.stack.empty() ? 0 : ts.stack.back().args_off + ts.stack.back().args_len;
   if (ts.scratch.size() != keep) ts.scratch.resize(keep);
+}
+
+inline void runtime::pop_activation(thread_state &ts) {
+  if (__builtin_expect(ts.stack.back().forwarded, 0)) nvtx_forward::pop();
+  ts.stack.pop_back();
 }
 
 void runtime::cancel(uint64_t region) {
@@ -848,8 +858,8 @@ void runtime::cancel(uint64_t region) {
   for (size_t i = ts.stack.size(); i > 0; --i) {
     if (ts.stack[i - 1].id == region && !ts.stack[i - 1].ended) {
       if (i == ts.stack.size()) {
-        ts.stack.pop_back();
-        while (!ts.stack.empty() && ts.stack.back().ended) ts.stack.pop_back();
+        pop_activation(ts);
+        while (!ts.stack.empty() && ts.stack.back().ended) pop_activation(ts);
         ts.scratch.resize(ts.stack.empty() ? 0
                                            : ts.stack.back().args_off + ts.stack.back().args_len);
       } else {
@@ -876,6 +886,7 @@ void runtime::instant(node *n, const dftrace_arg *args, size_t nargs) {
   if (!ts.w) return;
   ts.use_args.clear();
   if (nargs && args) append_args(ts.use_args, args, nargs);
+  if (__builtin_expect(forward_, 0)) nvtx_forward::mark(n);
   const uint64_t now = tick_now();
   write_record(ts, rec_type::instant, n, next_id(ts), now, now, ts.tid,
                static_cast<uint32_t>(ts.stack.size() + 1),
@@ -1004,7 +1015,10 @@ void runtime::on_fork_child() {
   start_mono_ = ticks().to_ns(tick_now());  // the parent's map: the same TSC
   rank_ = -1;                               // a forked child is not the rank's main process
   if (ts) {
-    ts->stack.clear();  // regions open in the parent end in the parent
+    // Regions open in the parent end in the parent; the child's NVTX stack is left empty.
+    for (const activation &a : ts->stack)
+      if (a.forwarded) nvtx_forward::pop();
+    ts->stack.clear();
     ts->scratch.clear();
     refresh_thread_ids(*ts);
   }

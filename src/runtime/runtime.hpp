@@ -37,6 +37,8 @@ struct activation {
   uint32_t args_len;
   uint32_t count;  // iter item number (1, 2, ...), 0 when none
   bool ended;
+  bool
+      forwarded;  // an NVTX range was pushed for it (nvtx.forward), popped when it leaves the stack
 };
 
 struct thread_state {
@@ -144,6 +146,8 @@ class runtime {
   uint64_t begin_at(node *n, int enable, const dftrace_arg *args, size_t nargs, uint32_t count,
                     uint64_t now);
   void end_at(uint64_t region, const dftrace_arg *args, size_t nargs, uint64_t now);
+  // Removes the innermost activation (and its NVTX range, when it has one).
+  void pop_activation(thread_state &ts);
   // One event into the thread's chunk, as a binary record (record.hpp).
   // start and end: ticks when ticked, else monotonic ns (explicit-time events).
   void write_record(thread_state &ts, rec_type type, node *n, uint64_t id, uint64_t start,
@@ -163,6 +167,7 @@ class runtime {
 
   std::atomic<bool> initialized_{false};
   std::atomic<bool> recording_{false};
+  bool forward_ = false;  // nvtx.forward with a tool attached (runtime/nvtx_forward.hpp)
   // Recording is on when the user wants it (dftrace_set_enabled) and the schedule does.
   bool user_on_ = true;
   bool gate_ = true;

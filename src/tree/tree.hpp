@@ -111,6 +111,9 @@ struct node {
   bool same_args_as_parent = true;
   uint32_t lists_in_subtree = 0;  // nodes with a list of their own here and below (tree mutex)
   std::vector<std::unique_ptr<node>> children;
+  // The runtime's per-node forwarding data (runtime/nvtx_forward: the NVTX message and
+  // category), made on the node's first forwarded event and never freed; opaque here.
+  std::atomic<void *> forward{nullptr};
   std::atomic<node *> iter_node{nullptr};
   std::atomic<node *> block_node{nullptr};
 };
