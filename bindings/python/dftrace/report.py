@@ -179,7 +179,11 @@ def _names(df):
 
 def build(paths, title=None):
     """The report's HTML text."""
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:
+        raise ValueError("the report's plots need matplotlib (Debian: apt-get install "
+                         "python3-matplotlib)") from None
     matplotlib.use("Agg")
     from . import _read
     files = _read.trace_files(paths)
