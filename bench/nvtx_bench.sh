@@ -16,6 +16,6 @@ run() {
 for r in $(seq "$rounds"); do
   echo "== round $r, $(date -u +%H:%M:%S) UTC, load $(cut -d' ' -f1 /proc/loadavg)"
   echo "  off";            run env -u DFTRACE_NVTX_FORWARD
-  echo "  on, no tool";    run env DFTRACE_NVTX_FORWARD=1 -u NVTX_INJECTION64_PATH
+  echo "  on, no tool";    run env -u NVTX_INJECTION64_PATH DFTRACE_NVTX_FORWARD=1
   echo "  on, counting tool"; run env DFTRACE_NVTX_FORWARD=1 NVTX_INJECTION64_PATH="$recorder"
 done

@@ -4,7 +4,7 @@
 # Fails on any crash, leak, UB report or timeout; the input that caused it is saved in
 # build-fuzz/crashes/<target>/ (copy it to tests/data/fuzz/<target>/ once fixed: the normal
 # test suite replays that folder). Called by scripts/test.sh (DFTRACE_SKIP_FUZZ=1 skips).
-#   scripts/fuzz.sh [TARGET...]           targets: line_parser member trace_file config
+#   scripts/fuzz.sh [TARGET...]           targets: line_parser member trace_file config event_rules
 #   DFTRACE_FUZZ_SECONDS=60               time per target
 #   DFTRACE_FUZZ_BUILD_DIR=build-fuzz
 set -euo pipefail
@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 secs=${DFTRACE_FUZZ_SECONDS:-60}
 dir=${DFTRACE_FUZZ_BUILD_DIR:-build-fuzz}
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(line_parser member trace_file config)
+[ ${#targets[@]} -gt 0 ] || targets=(line_parser member trace_file config event_rules)
 cc=$(command -v clang-14 || command -v clang || true)
 cxx=$(command -v clang++-14 || command -v clang++ || true)
 if [ -z "$cc" ] || [ -z "$cxx" ]; then
@@ -35,6 +35,7 @@ seeds_for() {
     member) echo "$d/fuzz/seeds/members $d/hostile $d/fuzz/member" ;;
     trace_file) echo "$d/fuzz/seeds/traces $d/hostile $d/dftracer $d/fuzz/trace_file" ;;
     config) echo "$d/fuzz/seeds/config $d/fuzz/config" ;;
+    event_rules) echo "$d/fuzz/seeds/rules $d/fuzz/event_rules" ;;
   esac
 }
 summary=()

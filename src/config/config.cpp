@@ -39,6 +39,8 @@ struct entry {
   bool dftracer_inverted;  // DFTRACER_DISABLE_* mean the opposite of the key
   std::function<bool(config &, const std::string &, std::string &why)> set;
   std::function<std::string(const config &)> get;
+  // The unit of a bare number under the DFTracer name (DFTRACER_TRACE_INTERVAL_MS: "ms").
+  const char *dftracer_unit = nullptr;
 };
 
 template <typename T>
@@ -320,6 +322,10 @@ const std::vector<entry> &table() {
          [](const config &c) { return std::string(c.aggregation_full ? "full" : "selective"); }});
     v.push_back(duration_key("aggregation.interval", "DFTRACE_AGGREGATION_INTERVAL", "1s",
                              &config::aggregation_interval));
+    v.back().info.dftracer_env = "DFTRACER_TRACE_INTERVAL_MS";  // a bare number: milliseconds
+    v.back().dftracer_unit = "ms";
+    v.push_back(string_key("aggregation.file", "DFTRACE_AGGREGATION_FILE",
+                           "DFTRACER_AGGREGATION_FILE", "", &config::aggregation_file));
     v.push_back(
         rules_key("aggregation.rules", "DFTRACE_AGGREGATION_RULES", &config::aggregation_rules));
     v.push_back(count_key("output.budget", "DFTRACE_OUTPUT_BUDGET", "0",
@@ -664,6 +670,53 @@ config::config() {
   }
 }
 
+// aggregation.file: DFTracer 2.x's rules file, {inclusion: [expr, ...], exclusion: [...]}. The
+// expressions are compiled later (writer/event_rules.hpp), which reports their own mistakes.
+static void read_rules_file(config &c) {
+  const std::string &file = c.aggregation_file;
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(file);
+  } catch (const std::exception &e) {
+    log(log_level::warn, "aggregation.file: %s can not be read as YAML (%s); no rules from it",
+        file.c_str(), e.what());
+    return;
+  }
+  if (!root.IsMap()) {
+    log(log_level::warn,
+        "aggregation.file: %s is not a map of inclusion and exclusion lists; no "
+        "rules from it",
+        file.c_str());
+    return;
+  }
+  for (auto it = root.begin(); it != root.end(); ++it) {
+    const YAML::Node key_node = it->first;
+    const YAML::Node value = it->second;
+    const std::string key = lower(key_node.as<std::string>(""));
+    std::vector<std::string> *list = key == "inclusion"   ? &c.aggregation_include
+                                     : key == "exclusion" ? &c.aggregation_exclude
+                                                          : nullptr;
+    if (!list) {
+      log(log_level::warn, "%s: key '%s' is not inclusion or exclusion; ignored", file.c_str(),
+          key.c_str());
+      continue;
+    }
+    if (value.IsScalar()) {
+      list->push_back(value.Scalar());
+    } else if (value.IsSequence()) {
+      for (const auto &r : value) {
+        if (r.IsScalar())
+          list->push_back(r.Scalar());
+        else
+          log(log_level::warn, "%s: an entry of '%s' is not a rule (%s); ignored", file.c_str(),
+              key.c_str(), scalar_text(r).c_str());
+      }
+    } else if (!value.IsNull()) {
+      log(log_level::warn, "%s: '%s' is not a list of rules; ignored", file.c_str(), key.c_str());
+    }
+  }
+}
+
 config load_config(const dftrace_options *options) {
   config c;
   const bool have_opts =
@@ -690,6 +743,9 @@ config load_config(const dftrace_options *options) {
       apply(c, e, v, std::string("env ") + e.info.env, std::string("environment ") + e.info.env);
     } else if (const char *d = getenv_nonempty(e.info.dftracer_env)) {
       std::string value = d;
+      if (e.dftracer_unit && !value.empty() &&
+          value.find_first_not_of("0123456789.") == std::string::npos)
+        value += e.dftracer_unit;
       if (e.dftracer_inverted) {
         bool b;
         if (parse_bool(value, &b)) value = b ? "false" : "true";
@@ -716,6 +772,7 @@ config load_config(const dftrace_options *options) {
     if (options->bind_atexit >= 0) set("atexit", options->bind_atexit ? "true" : "false");
     if (options->exec_name) c.exec_name = options->exec_name;
   }
+  if (!c.aggregation_file.empty()) read_rules_file(c);
   return c;
 }
 

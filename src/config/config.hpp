@@ -45,6 +45,10 @@ struct config {
   bool aggregation_full{};        // full: every node unless a rule says no; selective: only rules
   double aggregation_interval{};  // seconds
   std::vector<std::pair<std::string, bool>> aggregation_rules;  // true: aggregate
+  // aggregation.file (DFTRACER_AGGREGATION_FILE): DFTracer 2.x's rules file, and the rule
+  // expressions read from it (compiled by the writer's event_rules).
+  std::string aggregation_file;
+  std::vector<std::string> aggregation_include, aggregation_exclude;
   uint64_t budget{};    // output.budget: events per second per name before it is aggregated
   bool nvtx_forward{};  // regions as NVTX ranges, instants as marks (runtime/nvtx_forward)
   bool signals{};

@@ -20,6 +20,7 @@
 #include "runtime/extensions.hpp"
 #include "runtime/nvtx_forward.hpp"
 #include "topology/topology.hpp"
+#include "writer/event_rules.hpp"
 
 namespace dftrace::detail {
 
@@ -314,12 +315,32 @@ void runtime::create_writer_locked() {
   ws.format.metadata = cfg_.metadata;
   ws.format.aggregate_interval_ns = static_cast<uint64_t>(cfg_.aggregation_interval * 1e9);
   ws.format.budget_per_s = cfg_.budget;
+  ws.format.rules = compile_rules();
   ws.format.hhash_field = hhash_field_;
   ws.path = path_from_config();
   ws.header = header_text();
   writer_ = std::make_unique<writer>(std::move(ws));
   generation_.fetch_add(1, std::memory_order_release);
   disabled_reason_.clear();
+}
+
+std::shared_ptr<const event_rules> runtime::compile_rules() {
+  rules_.reset();
+  if (!cfg_.aggregation || (cfg_.aggregation_include.empty() && cfg_.aggregation_exclude.empty()))
+    return nullptr;
+  auto rules = std::make_shared<event_rules>();
+  std::string why;
+  for (int inclusion = 1; inclusion >= 0; --inclusion)
+    for (const std::string &text : inclusion ? cfg_.aggregation_include : cfg_.aggregation_exclude)
+      if (!rules->add(inclusion != 0, text, &why))
+        log(log_level::warn, "aggregation.file: %s: the %s rule \"%s\" is ignored: %s",
+            cfg_.aggregation_file.c_str(), inclusion ? "inclusion" : "exclusion", text.c_str(),
+            why.c_str());
+  if (rules->empty()) return nullptr;
+  rules->set_app(exec_);
+  rules->set_rank(rank_);
+  rules_ = rules;
+  return rules;
 }
 
 void runtime::set_recording(bool on) {
@@ -981,6 +1002,7 @@ int runtime::set_rank(int rank, int size) {
   if (rank < 0 || size <= rank) return DFTRACE_ERR_INVALID_ARGUMENT;
   rank_ = rank;
   size_ = size;
+  if (rules_) rules_->set_rank(rank);
   if (recording()) {
     metadata_line("PR", "rank", std::to_string(rank), true);
     metadata_line("PR", "size", std::to_string(size), true);
@@ -1014,6 +1036,7 @@ void runtime::on_fork_child() {
   reset_process_info();
   start_mono_ = ticks().to_ns(tick_now());  // the parent's map: the same TSC
   rank_ = -1;                               // a forked child is not the rank's main process
+  if (rules_) rules_->set_rank(-1);
   if (ts) {
     // Regions open in the parent end in the parent; the child's NVTX stack is left empty.
     for (const activation &a : ts->stack)

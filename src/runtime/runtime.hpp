@@ -137,6 +137,9 @@ class runtime {
   static std::atomic<runtime *> s_instance;
   thread_state &thread();
   void create_writer_locked();
+  // aggregation.file's rules, compiled for the writer (null when there are none).
+  std::shared_ptr<const event_rules> compile_rules();
+  std::shared_ptr<event_rules> rules_;  // the same, kept to tell it the rank
   thread_state *bind_thread();
   uint64_t next_id(thread_state &ts);
   uint64_t alloc_global_id() { return id_counter_.fetch_add(1, std::memory_order_relaxed); }

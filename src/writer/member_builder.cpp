@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "base/clock.hpp"
+#include "writer/event_rules.hpp"
 
 namespace dftrace::detail {
 
@@ -59,7 +60,8 @@ void member_builder::add_records(const chunk *c, uint32_t from, uint32_t to) {
   while (off < to) {
     const rec &r = *reinterpret_cast<const rec *>(c->data + off);
     off += r.size;
-    if ((r.aggregate || (format_.budget_per_s && r.type == rec_type::complete && over_budget(r))) &&
+    const bool fold = format_.rules && r.type == rec_type::complete ? rules_fold(r) : r.aggregate;
+    if ((fold || (format_.budget_per_s && r.type == rec_type::complete && over_budget(r))) &&
         format_.aggregate_interval_ns) {
       agg_.add(format_, r);  // no line: folded into its interval's record
       continue;
@@ -79,6 +81,40 @@ void member_builder::add_records(const chunk *c, uint32_t from, uint32_t to) {
     ++m.events;
     m.stats.add_ts(ts, m.has_ts);
   }
+}
+
+bool member_builder::rules_fold(const rec &r) {
+  rule_name &n = rule_names_[r.name_cat];
+  if (n.name.empty() && n.cat.empty()) {
+    // ,"name":"<name>","cat":"<cat>" as the node escaped it; rules compare the text as written.
+    const std::string &nc = *r.name_cat;
+    const size_t name_at = nc.find("\"name\":\"") + 8, cat_key = nc.rfind("\",\"cat\":\"");
+    if (name_at >= 8 && cat_key != std::string::npos && cat_key >= name_at) {
+      n.name = nc.substr(name_at, cat_key - name_at);
+      n.cat = nc.substr(cat_key + 9, nc.size() - (cat_key + 9) - 1);
+    }
+  }
+  int8_t &known = n.folds[r.aggregate ? 1 : 0];
+  if (known >= 0) return known != 0;
+  rule_event e;
+  e.name = n.name;
+  e.cat = n.cat;
+  const event_rules &rules = *format_.rules;
+  if (rules.per_event()) {
+    uint64_t start = r.start, end = r.end;
+    if (r.ticked && format_.ticks) {
+      start = format_.ticks->to_ns(start);
+      end = format_.ticks->to_ns(end);
+    }
+    const uint64_t ts_us = (start + format_.epoch_offset_ns) / 1000;
+    e.ts = format_.ns_precision ? double(start + format_.epoch_offset_ns) : double(ts_us);
+    e.dur = format_.ns_precision ? double(end - start)
+                                 : double((end + format_.epoch_offset_ns) / 1000 - ts_us);
+    return rules.fold(r.aggregate != 0, e);
+  }
+  const bool folds = rules.fold(r.aggregate != 0, e);
+  known = folds ? 1 : 0;  // the answer depends on the name (and the node's flag) alone
+  return folds;
 }
 
 bool member_builder::over_budget(const rec &r) {

@@ -55,6 +55,7 @@ class member_builder {
     has_open_ = false;
     agg_ = aggregator();  // a forked child forgets the parent's events
     budget_.clear();
+    rule_names_.clear();
   }
 
  private:
@@ -72,6 +73,15 @@ class member_builder {
   };
   std::unordered_map<const std::string *, budget_state> budget_;
   bool over_budget(const rec &r);
+  // format_.rules: whether a complete event is folded. Per name: its name and category as text,
+  // and the answers (node flag off, on) when the rules read neither ts, dur nor rank (-1: not
+  // known yet).
+  struct rule_name {
+    std::string name, cat;
+    int8_t folds[2] = {-1, -1};
+  };
+  std::unordered_map<const std::string *, rule_name> rule_names_;
+  bool rules_fold(const rec &r);
   std::vector<std::unique_ptr<member>> members_;
   size_t open_ = 0;  // index of the member being assembled
   bool has_open_ = false;

@@ -16,6 +16,7 @@
 namespace dftrace::detail {
 
 class tick_map;
+class event_rules;
 
 // mark: a metadata-mode CM line (`<node>.start`/`.end`): stamped with a tick like every event,
 // so that marks and events are converted by the same map (use_args: the JSON-quoted mark name).
@@ -81,6 +82,8 @@ struct line_format {
   std::string hhash_field;             // "hhash":N, or empty when metadata is off
   uint64_t aggregate_interval_ns = 0;  // aggregation.interval (for aggregation and budgets)
   uint64_t budget_per_s = 0;           // output.budget; 0: none
+  // DFTracer's aggregation rules file (event_rules.hpp), when aggregation is on and one is given.
+  std::shared_ptr<const event_rules> rules;
 };
 
 // A per-use argument as the application thread stores it: no escaping, no formatting (the

@@ -574,3 +574,63 @@ def test_budget_switches_a_hot_name_to_aggregation(tmp_path):
         assert any(e.get("name") == name and e.get("ph") == "A" for e in ev)
     sf, sh = stat_of(full), stat_of(hot)
     assert {k: v[0] for k, v in sf.items()} == {k: v[0] for k, v in sh.items()}
+
+
+def test_aggregation_rules_file_as_dftracer_2_reads_it(tmp_path):
+    # DFTRACER_AGGREGATION_FILE: inclusion/exclusion expressions. all_reduce by category (written
+    # 'COMM': categories compare without case), forward by a LIKE pattern, step excluded even
+    # though a rule includes it.
+    rules = tmp_path / "agg-rules.yaml"
+    rules.write_text('inclusion:\n  - "cat == \'COMM\'"\n  - "name LIKE \'forw%\' OR name == step"\n'
+                     'exclusion:\n  - "name IN {step, backward}"\n')
+    env = {"DFTRACER_ENABLE_AGGREGATION": "1", "DFTRACER_AGGREGATION_TYPE": "SELECTIVE",
+           "DFTRACER_AGGREGATION_FILE": str(rules), "DFTRACER_TRACE_INTERVAL_MS": "100"}
+    path, ev = agg_run(tmp_path, "file", 500, env)
+    kinds = {(e["name"], e["ph"]) for e in ev if e.get("cat") in ("compute", "comm")}
+    assert kinds == {("all_reduce", "A"), ("forward", "A"), ("step", "X"), ("step", "i"),
+                     ("step", "C")}, kinds
+    assert {k: v[0] for k, v in stat_of(path).items()} == {
+        ("compute", "step"): 500, ("compute", "forward"): 500, ("comm", "all_reduce"): 500}
+    # DFTRACER_TRACE_INTERVAL_MS=100 is 100 ms: the workload's 20 ms pauses and its run of
+    # well under a second give more than one interval, but not one per event.
+    recs = [e for e in ev if e.get("ph") == "A" and e["name"] == "forward"]
+    assert 1 <= len(recs) < 50
+
+
+def test_aggregation_rules_by_duration_decide_event_by_event(tmp_path):
+    # "dur < 2000" (ns): every short event is folded, every long one kept, whatever the
+    # machine's speed makes of each; nothing is lost.
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("inclusion: ['dur < 2000']\n")
+    env = {"DFTRACE_AGGREGATION": "1", "DFTRACE_AGGREGATION_TYPE": "selective",
+           "DFTRACE_AGGREGATION_FILE": str(rules), "DFTRACE_TIMER_PRECISION": "ns"}
+    path, ev = agg_run(tmp_path, "dur", 2000, env)
+    mine = [e for e in ev if e.get("cat") in ("compute", "comm")]
+    kept = [e for e in mine if e["ph"] == "X"]
+    folded = [e for e in mine if e["ph"] == "A"]
+    assert all(e["dur"] >= 2000 for e in kept)
+    assert all(e["args"]["dur_max"] < 2000 for e in folded)
+    assert kept and folded  # steps take several µs; a forward of 300 spins well under 2
+    assert {k: v[0] for k, v in stat_of(path).items()} == {
+        ("compute", "step"): 2000, ("compute", "forward"): 2000, ("comm", "all_reduce"): 2000}
+
+
+def test_a_bad_rules_file_is_one_message_per_mistake(tmp_path):
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("inclusion:\n  - \"size > 3\"\n  - \"cat == comm\"\nextra: 1\n")
+    d = tmp_path / "bad"
+    d.mkdir()
+    p = run("agg", 50, tmp=d, env={"DFTRACE_AGGREGATION": "1", "DFTRACE_AGGREGATION_TYPE":
+                                   "selective", "DFTRACE_AGGREGATION_FILE": str(rules)})
+    assert p.stderr.count("'size' is not a field") == 1, p.stderr
+    assert p.stderr.count("'extra'") == 1, p.stderr
+    ev = [json.loads(l) for l in tc.read_lines(tc.only_file(d))[1:-1]]
+    kinds = {(e["name"], e["ph"]) for e in ev if e.get("cat") in ("compute", "comm")}
+    assert ("all_reduce", "A") in kinds and ("forward", "X") in kinds  # the good rule applies
+    missing = tmp_path / "none.yaml"
+    d2 = tmp_path / "missing"
+    d2.mkdir()
+    p = run("agg", 50, tmp=d2, env={"DFTRACE_AGGREGATION": "1",
+                                    "DFTRACE_AGGREGATION_FILE": str(missing)})
+    assert p.stderr.count("can not be read") == 1, p.stderr
+    assert len(stat_of(tc.only_file(d2))) == 3
