@@ -28,12 +28,11 @@ const char *k_run_usage =
     "  --summary       when CMD ends, print a short summary of its trace on stderr (steps, step\n"
     "                  time, time per category, data-loader wait, the trace's path)\n";
 
-// libdftrace_io: DFTRACE_IO_LIBRARY, else as installed (../lib) or as built (../src/io).
+// libdftrace_io: DFTRACE_IO_LIBRARY, else as installed (../lib) or as built (beside libdftrace).
 std::string io_library() {
   if (const char *e = std::getenv("DFTRACE_IO_LIBRARY"); e && *e) return e;
   return beside_self(
-      {"/../lib/libdftrace_io.so", "/../lib64/libdftrace_io.so", "/../src/io/libdftrace_io.so"},
-      "");
+      {"/../lib/libdftrace_io.so", "/../lib64/libdftrace_io.so", "/../libdftrace_io.so"}, "");
 }
 
 }  // namespace

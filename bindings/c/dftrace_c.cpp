@@ -1,5 +1,7 @@
 // dftrace_c.cpp: the exported C ABI (include/dftrace/dftrace.h) over the runtime in src/.
 // Every entry point catches everything: no C++ exception ever reaches the caller.
+#include <algorithm>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -129,16 +131,25 @@ const char *dftrace_status_string(int status) {
 
 const char *dftrace_version(void) { return DFTRACE_VERSION_STRING; }
 
-void dftrace_options_init(dftrace_options_t *o) {
-  if (!o) return;
-  std::memset(o, 0, sizeof *o);
-  o->struct_size = sizeof *o;
+void dftrace_options_init_sized(dftrace_options_t *o, size_t size) {
+  // The fields of the caller's struct only: one built before the struct grew is shorter.
+  constexpr size_t first = offsetof(dftrace_options_t, bind_atexit) + sizeof(int);
+  if (!o || size < first) return;
+  size = std::min(size, sizeof *o);
+  std::memset(o, 0, size);
+  o->struct_size = size;
   o->enable = -1;
   o->compression = -1;
   o->level = -1;
   o->metadata = -1;
   o->install_signal_handlers = -1;
   o->bind_atexit = -1;
+  if (size >= offsetof(dftrace_options_t, io_init) + sizeof(int)) o->io_init = -1;
+}
+
+#undef dftrace_options_init
+void dftrace_options_init(dftrace_options_t *o) {
+  dftrace_options_init_sized(o, offsetof(dftrace_options_t, bind_atexit) + sizeof(int));
 }
 
 int dftrace_init(const dftrace_options_t *options) {

@@ -1055,13 +1055,15 @@ static int tri(PyObject *o) { return (!o || o == Py_None) ? -1 : PyObject_IsTrue
 
 static PyObject *mod_init(PyObject *m, PyObject *args, PyObject *kw) {
   (void)m;
-  static char *kwlist[] = {"enable",   "output_prefix", "output_file", "config_file", "exec_name",
-                           "metadata", "compression",   "level",       "bind_atexit", NULL};
+  static char *kwlist[] = {"enable",      "output_prefix", "output_file", "config_file",
+                           "exec_name",   "metadata",      "compression", "level",
+                           "bind_atexit", "io_data_dir",   NULL};
   PyObject *enable = Py_None, *metadata = Py_None, *compression = Py_None, *atexit_ = Py_None;
-  const char *prefix = NULL, *file = NULL, *config = NULL, *exec = NULL;
+  const char *prefix = NULL, *file = NULL, *config = NULL, *exec = NULL, *io_dirs = NULL;
   int level = -1;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "|$OzzzzOOiO", kwlist, &enable, &prefix, &file,
-                                   &config, &exec, &metadata, &compression, &level, &atexit_))
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "|$OzzzzOOiOz", kwlist, &enable, &prefix, &file,
+                                   &config, &exec, &metadata, &compression, &level, &atexit_,
+                                   &io_dirs))
     return NULL;
   dftrace_options_t o;
   dftrace_options_init(&o);
@@ -1074,6 +1076,7 @@ static PyObject *mod_init(PyObject *m, PyObject *args, PyObject *kw) {
   o.compression = tri(compression);
   o.level = level;
   o.bind_atexit = tri(atexit_);
+  o.io_data_dir = io_dirs;
   int rc;
   Py_BEGIN_ALLOW_THREADS rc = dftrace_init(&o);
   Py_END_ALLOW_THREADS return PyLong_FromLong(rc);
@@ -1253,7 +1256,7 @@ static PyObject *mod_after_fork_child(PyObject *m, PyObject *u) {
 static PyMethodDef module_methods[] = {
     {"init", (PyCFunction)(void (*)(void))mod_init, METH_VARARGS | METH_KEYWORDS,
      "init(*, enable, output_prefix, output_file, config_file, exec_name, metadata, "
-     "compression, level, bind_atexit) -> status"},
+     "compression, level, bind_atexit, io_data_dir) -> status"},
     {"finalize", mod_finalize, METH_NOARGS, "Writes the rest of the trace and closes it."},
     {"flush", mod_flush, METH_NOARGS, "Writes what is buffered."},
     {"step", mod_step, METH_NOARGS,

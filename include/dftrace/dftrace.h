@@ -76,9 +76,21 @@ typedef struct dftrace_options {
   int metadata;              /* write hhash, level, p_idx and the start details */
   int install_signal_handlers;
   int bind_atexit; /* finalize at process exit (default on) */
+  /* Appended (read only when struct_size covers them): */
+  const char *io_data_dir; /* directories whose I/O is traced (':'-separated, or "all"), added
+                              to io.data_dir's: DFTRACER_C_INIT's data_dirs */
+  int io_init;             /* 1: bind I/O tracing in this process (io.init function), 0: do not
+                              (io.init preload: DFTRACER_C_INIT_NO_BIND) */
 } dftrace_options_t;
 
+/* dftrace_options_init(o) fills the whole struct as this header declares it (through
+ * dftrace_options_init_sized, so that a library newer than the caller never writes past the
+ * caller's struct). The function of that name, which programs built before the struct grew
+ * call, fills only the fields up to bind_atexit. */
 DFTRACE_API void dftrace_options_init(dftrace_options_t *options);
+DFTRACE_API void dftrace_options_init_sized(dftrace_options_t *options, size_t size);
+#define dftrace_options_init(options) \
+  dftrace_options_init_sized((options), sizeof(dftrace_options_t))
 
 /* Starts tracing for this process: reads the configuration, opens nothing until there is
  * something to write, starts the writer thread. `options` may be NULL. Calling it again

@@ -36,13 +36,16 @@ __attribute__((unused)) static ConstEventNameType C_LOG_CATEGORY = "C_APP";
 
 static inline void dftracer_compat_init(const char *log_file, const char *data_dirs,
                                         int *process_id, int bind) {
-  (void)data_dirs;
   (void)process_id;
   dftrace_options_t o;
   dftrace_options_init(&o);
   o.output_prefix = log_file;
   o.bind_atexit = 1;
   o.install_signal_handlers = bind ? -1 : 0;
+  /* DFTracer binds I/O tracing in FUNCTION mode unless _NO_BIND: the data directories given
+   * join DFTRACER_DATA_DIR's. */
+  o.io_data_dir = data_dirs;
+  if (!bind) o.io_init = 0;
   dftrace_init(&o);
 }
 

@@ -353,6 +353,26 @@ const std::vector<entry> &table() {
         bool_key("tids", "DFTRACE_TIDS", "DFTRACER_DISABLE_TIDS", "true", &config::tids, true));
     v.push_back(string_key("io.data_dir", "DFTRACE_IO_DATA_DIR", "DFTRACER_DATA_DIR", "",
                            &config::data_dir));
+    // What a process reads without meaning to (its configuration, devices, libraries, Python's
+    // own modules); /usr/workspace-like data file systems under /usr stay traced.
+    v.push_back(string_key("io.exclude", "DFTRACE_IO_EXCLUDE", nullptr,
+                           "/proc:/sys:/dev:/etc:/run:/lib:/lib64:/usr/lib:/usr/lib64:/usr/libexec:"
+                           "/usr/share:/usr/include:/usr/local/lib:/usr/local/share:*.so:*.so.*:"
+                           "*.py:*.pyc:*/__pycache__/*:*/site-packages/*:*/dist-packages/*",
+                           &config::io_exclude));
+    v.push_back(
+        {{"io.init", "DFTRACE_IO_INIT", "DFTRACER_INIT", "function"},
+         false,
+         [](config &c, const std::string &s, std::string &why) {
+           const std::string m = lower(trim(s));
+           if (m != "function" && m != "preload") {
+             why = "is not 'function' or 'preload'";
+             return false;
+           }
+           c.io_function = m == "function";
+           return true;
+         },
+         [](const config &c) { return std::string(c.io_function ? "function" : "preload"); }});
     v.push_back(bool_key("io.enable", "DFTRACE_IO_ENABLE", "DFTRACER_DISABLE_IO", "true",
                          &config::io, true));
     v.push_back(bool_key("io.posix", "DFTRACE_IO_POSIX", "DFTRACER_DISABLE_POSIX", "true",
@@ -771,6 +791,15 @@ config load_config(const dftrace_options *options) {
       set("signals", options->install_signal_handlers ? "true" : "false");
     if (options->bind_atexit >= 0) set("atexit", options->bind_atexit ? "true" : "false");
     if (options->exec_name) c.exec_name = options->exec_name;
+    if (options->struct_size >= offsetof(dftrace_options_t, io_init) + sizeof(int)) {
+      // DFTracer's init: its data directories join the configured ones.
+      if (options->io_data_dir && *options->io_data_dir) {
+        const bool both = !c.data_dir.empty() && c.data_dir != options->io_data_dir;
+        set("io.data_dir", both ? std::string(options->io_data_dir) + ":" + c.data_dir
+                                : std::string(options->io_data_dir));
+      }
+      if (options->io_init >= 0) set("io.init", options->io_init ? "function" : "preload");
+    }
   }
   if (!c.aggregation_file.empty()) read_rules_file(c);
   return c;

@@ -54,10 +54,15 @@ struct config {
   bool signals{};
   bool atexit{};
   bool core_affinity{};
-  int log_level{};       // error=0 warn=1 info=2 debug=3
-  bool tids{};           // false: tid = pid (DFTRACER_DISABLE_TIDS)
-  std::string data_dir;  // DFTracer compatibility; I/O interception filter
-  bool io{};             // DFTracer compatibility: I/O interception switches
+  int log_level{};  // error=0 warn=1 info=2 debug=3
+  bool tids{};      // false: tid = pid (DFTRACER_DISABLE_TIDS)
+  // I/O tracing (src/io): the data directories ("" or "all": every file), what is excluded,
+  // whether a process that initialises dftrace binds the interposers itself (function) or
+  // leaves that to the preloaded library (preload), and the category switches.
+  std::string data_dir;
+  std::string io_exclude;
+  bool io_function{};
+  bool io{};
   bool posix{};
   bool stdio{};
   std::string exec_name;  // set by init arguments (e.g. the Python script)

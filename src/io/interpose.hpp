@@ -1,19 +1,20 @@
 // interpose.hpp: what every interposed I/O function shares: the real function, the guard that
-// keeps dftrace's own I/O untraced, the path filter, the descriptor and stream tables, and the
-// event around a call (README.md).
+// keeps dftrace's own I/O untraced, the registry of interposers (for the application mode's
+// binding), and the event around a call (README.md).
 #pragma once
 
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdint>
 #include <cstring>
-#include <string>
-#include <vector>
+#include <type_traits>
 
 #include "dftrace/dftrace.h"
 
@@ -24,8 +25,9 @@ namespace dftrace::io {
   static const auto real_##name = reinterpret_cast<decltype(&name)>( \
       ::dftrace::io::next_symbol(#name, reinterpret_cast<void *>(&name)))
 
-// dlsym(RTLD_NEXT, name). A libc without the function (never the case with glibc) ends the
-// process with one message: there is no real call to make.
+// dlsym(RTLD_NEXT, name). A C library without the function ends the process with one message:
+// there is no real call to make (never the case for glibc's functions; HDF5's are only reached
+// from a program that calls them, so they exist).
 void *next_symbol(const char *name, void *self);
 
 // Set while the interposer is inside dftrace (whose initialisation reads files): every call
@@ -49,6 +51,12 @@ inline std::atomic<bool> g_ready{false};
 dftrace_node_t *node_of(std::atomic<dftrace_node_t *> &slot, const char *category,
                         const char *name);
 
+// This process's id as the interposer last saw it (refreshed in a forked child). A vfork child
+// shares the parent's memory, so it must neither record nor change the descriptor table: the
+// calls that change the table compare this with the real id first.
+pid_t known_pid();
+bool in_vfork_child();
+
 // Whether a call on `node` is to be recorded now (the node records, and the caller is the
 // application, not dftrace itself).
 inline bool recording(dftrace_node_t *node) {
@@ -56,19 +64,8 @@ inline bool recording(dftrace_node_t *node) {
          !dftrace_thread_is_internal();
 }
 
-// Whether I/O on `path` is traced (data directories, never the trace itself, /proc, /sys, /dev).
-bool traced_path(const char *path);
 // The file's hash as DFTracer computes it, its FH line written once.
 uint64_t file_hash(const char *path);
-
-// Descriptors and streams being traced, with their file's hash: fd_hash and stream_hash say
-// whether the descriptor or stream is traced and set *fhash.
-void fd_track(int fd, uint64_t fhash);
-bool fd_hash(int fd, uint64_t *fhash);
-void fd_forget(int fd);
-void stream_track(FILE *f, uint64_t fhash);
-bool stream_hash(FILE *f, uint64_t *fhash);
-void stream_forget(FILE *f);
 
 // Event arguments (dftrace_arg_t) of each type.
 inline dftrace_arg_t arg_i(const char *key, int64_t v) { return {key, DFTRACE_ARG_INT, {.i = v}}; }
@@ -79,8 +76,20 @@ inline dftrace_arg_t arg_s(const char *key, const char *v) {
   return {key, DFTRACE_ARG_STRING, {.s = v}};
 }
 
-// One event around `call` on `node`; args(result) gives the event's arguments. The caller's
-// errno after the call is what the application sees.
+// Whether a call's result says it failed (errno then says why): a negative number, a null
+// pointer or MAP_FAILED. Unsigned results (fread's item count) never do.
+template <typename T>
+bool failed(T ret) {
+  if constexpr (std::is_pointer_v<T>)
+    return ret == nullptr || reinterpret_cast<void *>(ret) == MAP_FAILED;
+  else if constexpr (std::is_signed_v<T>)
+    return ret < 0;
+  else
+    return false;
+}
+
+// One event around `call` on `node`; args(result) gives the event's arguments, to which a
+// failed call adds `errno`. The application sees the real call's result and errno.
 template <typename Call, typename Args>
 auto traced(dftrace_node_t *node, Call call, Args args) -> decltype(call()) {
   dftrace_region_t r;
@@ -93,11 +102,42 @@ auto traced(dftrace_node_t *node, Call call, Args args) -> decltype(call()) {
   if (r) {
     inside g;
     const auto a = args(ret);
-    dftrace_region_end_ex(r, a.data(), a.size());
+    std::array<dftrace_arg_t, std::tuple_size_v<std::decay_t<decltype(a)>> + 1> all{};
+    std::copy(a.begin(), a.end(), all.begin());
+    size_t n = a.size();
+    if (failed(ret)) all[n++] = arg_i("errno", err);
+    dftrace_region_end_ex(r, all.data(), n);
   }
   errno = err;
   return ret;
 }
+
+// Keeps errno across the interposer's own system calls (path and descriptor look-ups): a call
+// that succeeds leaves the application's errno as it was.
+struct errno_keeper {
+  errno_keeper() : saved_(errno) {}
+  ~errno_keeper() { errno = saved_; }
+  errno_keeper(const errno_keeper &) = delete;
+  errno_keeper &operator=(const errno_keeper &) = delete;
+
+ private:
+  const int saved_;
+};
+
+// The registry of interposers: every interposed function, by the C library's name, for the
+// application mode's binding (bind.cpp). Filled by static registrars before main.
+struct symbol {
+  const char *name;
+  void *function;
+  symbol *next;
+};
+symbol *&symbol_list();
+struct registrar {
+  registrar(symbol *s) {
+    s->next = symbol_list();
+    symbol_list() = s;
+  }
+};
 
 }  // namespace dftrace::io
 
@@ -105,3 +145,10 @@ auto traced(dftrace_node_t *node, Call call, Args args) -> decltype(call()) {
 #define DFTRACE_IO_NODE(category, name)                     \
   static std::atomic<dftrace_node_t *> node_slot_{nullptr}; \
   dftrace_node_t *const node_ = ::dftrace::io::node_of(node_slot_, category, name)
+
+// Registers `function` under the C library's name `name` (namespace scope).
+#define DFTRACE_IO_REGISTER_AS(name, function)                                                 \
+  static ::dftrace::io::symbol io_symbol_##function{name, reinterpret_cast<void *>(&function), \
+                                                    nullptr};                                  \
+  static ::dftrace::io::registrar io_registrar_##function { &io_symbol_##function }
+#define DFTRACE_IO_REGISTER(name) DFTRACE_IO_REGISTER_AS(#name, name)

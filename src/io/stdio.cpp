@@ -1,7 +1,9 @@
-// stdio.cpp: the STDIO calls of the application, as events of category STDIO (README.md).
+// stdio.cpp: the STDIO calls of the application, as events of category STDIO (README.md). A
+// stream is traced as its descriptor is (fileno): fdopen's stream, a stream opened before the
+// interposer bound, and stdin or stdout redirected to a data file all follow their file.
 #include <stdio.h>
 
-#include "io/interpose.hpp"
+#include "io/calls.hpp"
 
 using namespace dftrace::io;
 
@@ -9,26 +11,37 @@ namespace {
 
 constexpr const char *k_stdio = "STDIO";
 
-// An opening call: traced when its path is; the stream it returns is tracked.
+// The stream's descriptor, when it has one (fmemopen's and fopencookie's have none).
+int stream_fd(FILE *f) { return f ? ::fileno_unlocked(f) : -1; }
+
+// An opening call: traced when its path is; the stream's descriptor is followed either way.
 template <typename Call>
 FILE *traced_fopen(dftrace_node_t *node, const char *path, const char *mode, Call call) {
-  if (!recording(node) || !traced_path(path)) return call();
-  const uint64_t h = file_hash(path);
+  if (!recording(node)) {
+    FILE *f = call();
+    fd_forget(stream_fd(f));
+    return f;
+  }
+  char abs[PATH_MAX];
+  if (!traced_path(AT_FDCWD, path, abs)) {
+    FILE *f = call();
+    fd_untrack(stream_fd(f));
+    return f;
+  }
+  const uint64_t h = file_hash(abs);
   FILE *f = traced(node, call, [&](FILE *) {
     return std::array<dftrace_arg_t, 2>{arg_u("fhash", h), arg_s("mode", mode)};
   });
-  if (f) {
-    stream_track(f, h);  // (no system call: errno stays the real call's)
-  }
+  if (f) fd_track(stream_fd(f), h);  // (no system call: errno stays the real call's)
   return f;
 }
 
-// A call on a stream: traced when the stream is.
+// A call on a stream: traced when its descriptor is.
 template <typename Call, typename Args>
 auto traced_stream_call(dftrace_node_t *node, FILE *f, Call call, Args args) -> decltype(call()) {
   if (!recording(node)) return call();
   uint64_t h;
-  if (!stream_hash(f, &h)) return call();
+  if (!fd_hash(stream_fd(f), &h)) return call();
   return traced(node, call, [&](auto ret) { return args(h, ret); });
 }
 
@@ -42,11 +55,19 @@ size_t traced_items(dftrace_node_t *node, FILE *f, size_t size, size_t count, Ca
   });
 }
 
-// fclose, fflush, ftell: fhash, ret.
+// fflush, ftell: fhash, ret.
 template <typename Call>
 auto traced_stream_simple(dftrace_node_t *node, FILE *f, Call call) -> decltype(call()) {
   return traced_stream_call(node, f, call, [&](uint64_t h, auto ret) {
     return std::array<dftrace_arg_t, 2>{arg_u("fhash", h), arg_i("ret", static_cast<int64_t>(ret))};
+  });
+}
+
+template <typename Call>
+int traced_fseek(dftrace_node_t *node, FILE *f, int64_t offset, int whence, Call call) {
+  return traced_stream_call(node, f, call, [&](uint64_t h, int ret) {
+    return std::array<dftrace_arg_t, 4>{arg_u("fhash", h), arg_i("offset", offset),
+                                        arg_i("whence", whence), arg_i("ret", ret)};
   });
 }
 
@@ -59,7 +80,8 @@ extern "C" {
     DFTRACE_IO_REAL(name);                                                           \
     DFTRACE_IO_NODE(k_stdio, #name);                                                 \
     return traced_fopen(node_, path, mode, [&] { return real_##name(path, mode); }); \
-  }
+  }                                                                                  \
+  DFTRACE_IO_REGISTER(name);
 DFTRACE_IO_FOPEN(fopen)
 DFTRACE_IO_FOPEN(fopen64)
 
@@ -67,72 +89,95 @@ int fclose(FILE *f) {
   DFTRACE_IO_REAL(fclose);
   DFTRACE_IO_NODE(k_stdio, "fclose");
   // The stream's descriptor closes with it (inside libc): forgotten too, so that its number,
-  // reused by an untraced file, is not taken for this one.
-  uint64_t h;
-  const int fd = f && stream_hash(f, &h) ? fileno(f) : -1;
+  // reused by another file, is not taken for this one.
+  const int fd = stream_fd(f);
   const int ret = traced_stream_simple(node_, f, [&] { return real_fclose(f); });
-  stream_forget(f);  // (no system call: errno stays the real call's)
-  if (fd >= 0) fd_forget(fd);
+  fd_forget(fd);  // (no system call: errno stays the real call's)
   return ret;
 }
+DFTRACE_IO_REGISTER(fclose);
 
 // A stream on a traced descriptor is traced as its file.
 FILE *fdopen(int fd, const char *mode) {
   DFTRACE_IO_REAL(fdopen);
   DFTRACE_IO_NODE(k_stdio, "fdopen");
-  uint64_t h;
-  if (!recording(node_) || !fd_hash(fd, &h)) return real_fdopen(fd, mode);
-  FILE *f = traced(
-      node_, [&] { return real_fdopen(fd, mode); },
-      [&](FILE *) {
+  return traced_fd_call(
+      node_, fd, [&] { return real_fdopen(fd, mode); },
+      [&](uint64_t h, FILE *) {
         return std::array<dftrace_arg_t, 3>{arg_u("fhash", h), arg_i("fd", fd),
                                             arg_s("mode", mode)};
       });
-  if (f) stream_track(f, h);
-  return f;
 }
+DFTRACE_IO_REGISTER(fdopen);
 
 // The stream now reads or writes `path`: traced as that file (or no longer traced).
-FILE *freopen(const char *path, const char *mode, FILE *f) {
-  DFTRACE_IO_REAL(freopen);
-  DFTRACE_IO_NODE(k_stdio, "freopen");
-  stream_forget(f);
-  return traced_fopen(node_, path, mode, [&] { return real_freopen(path, mode, f); });
-}
+#define DFTRACE_IO_FREOPEN(name)                                                        \
+  FILE *name(const char *path, const char *mode, FILE *f) {                             \
+    DFTRACE_IO_REAL(name);                                                              \
+    DFTRACE_IO_NODE(k_stdio, #name);                                                    \
+    fd_forget(stream_fd(f));                                                            \
+    return traced_fopen(node_, path, mode, [&] { return real_##name(path, mode, f); }); \
+  }                                                                                     \
+  DFTRACE_IO_REGISTER(name);
+DFTRACE_IO_FREOPEN(freopen)
+DFTRACE_IO_FREOPEN(freopen64)
 
 size_t fread(void *buf, size_t size, size_t count, FILE *f) {
   DFTRACE_IO_REAL(fread);
   DFTRACE_IO_NODE(k_stdio, "fread");
   return traced_items(node_, f, size, count, [&] { return real_fread(buf, size, count, f); });
 }
+DFTRACE_IO_REGISTER(fread);
+
+// _FORTIFY_SOURCE's checked fread, recorded as fread.
+size_t __fread_chk(void *buf, size_t room, size_t size, size_t count, FILE *f) {
+  DFTRACE_IO_REAL(__fread_chk);
+  DFTRACE_IO_NODE(k_stdio, "fread");
+  return traced_items(node_, f, size, count,
+                      [&] { return real___fread_chk(buf, room, size, count, f); });
+}
+DFTRACE_IO_REGISTER(__fread_chk);
 
 size_t fwrite(const void *buf, size_t size, size_t count, FILE *f) {
   DFTRACE_IO_REAL(fwrite);
   DFTRACE_IO_NODE(k_stdio, "fwrite");
   return traced_items(node_, f, size, count, [&] { return real_fwrite(buf, size, count, f); });
 }
+DFTRACE_IO_REGISTER(fwrite);
 
 int fseek(FILE *f, long offset, int whence) {
   DFTRACE_IO_REAL(fseek);
   DFTRACE_IO_NODE(k_stdio, "fseek");
-  return traced_stream_call(
-      node_, f, [&] { return real_fseek(f, offset, whence); },
-      [&](uint64_t h, int ret) {
-        return std::array<dftrace_arg_t, 4>{arg_u("fhash", h), arg_i("offset", offset),
-                                            arg_i("whence", whence), arg_i("ret", ret)};
-      });
+  return traced_fseek(node_, f, offset, whence, [&] { return real_fseek(f, offset, whence); });
 }
+DFTRACE_IO_REGISTER(fseek);
 
-long ftell(FILE *f) {
-  DFTRACE_IO_REAL(ftell);
-  DFTRACE_IO_NODE(k_stdio, "ftell");
-  return traced_stream_simple(node_, f, [&] { return real_ftell(f); });
-}
+#define DFTRACE_IO_FSEEKO(name, offset_type)                                                       \
+  int name(FILE *f, offset_type offset, int whence) {                                              \
+    DFTRACE_IO_REAL(name);                                                                         \
+    DFTRACE_IO_NODE(k_stdio, #name);                                                               \
+    return traced_fseek(node_, f, offset, whence, [&] { return real_##name(f, offset, whence); }); \
+  }                                                                                                \
+  DFTRACE_IO_REGISTER(name);
+DFTRACE_IO_FSEEKO(fseeko, off_t)
+DFTRACE_IO_FSEEKO(fseeko64, off64_t)
+
+#define DFTRACE_IO_FTELL(name, result_type)                                \
+  result_type name(FILE *f) {                                              \
+    DFTRACE_IO_REAL(name);                                                 \
+    DFTRACE_IO_NODE(k_stdio, #name);                                       \
+    return traced_stream_simple(node_, f, [&] { return real_##name(f); }); \
+  }                                                                        \
+  DFTRACE_IO_REGISTER(name);
+DFTRACE_IO_FTELL(ftell, long)
+DFTRACE_IO_FTELL(ftello, off_t)
+DFTRACE_IO_FTELL(ftello64, off64_t)
 
 int fflush(FILE *f) {
   DFTRACE_IO_REAL(fflush);
   DFTRACE_IO_NODE(k_stdio, "fflush");
   return traced_stream_simple(node_, f, [&] { return real_fflush(f); });
 }
+DFTRACE_IO_REGISTER(fflush);
 
 }  // extern "C"

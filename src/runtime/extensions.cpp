@@ -1,4 +1,5 @@
-// extensions.cpp: dlopen()s the optional GPU component so that the core never links CUDA.
+// extensions.cpp: dlopen()s the optional components (the GPU one, so that the core never links
+// CUDA; the I/O interposers, so that the core never interposes anything itself).
 #include "runtime/extensions.hpp"
 
 #include <dlfcn.h>
@@ -17,6 +18,8 @@ namespace {
 // than once.
 using start_fn = int (*)(const char *kinds, int log_level);
 using stop_fn = void (*)(void);
+// libdftrace_io's application mode (src/io/README.md): the rules, then every loaded object bound.
+using bind_fn = int (*)(const char *data_dirs, const char *exclude);
 
 std::atomic<stop_fn> g_stop{nullptr};
 
@@ -29,25 +32,49 @@ std::string own_directory() {
   return slash == std::string::npos ? std::string() : path.substr(0, slash + 1);
 }
 
-}  // namespace
-
-void start_extensions(const config &cfg) {
-  if (!cfg.gpu_cupti) return;
-  const char *name = "libdftrace_cupti.so";
-  // The component of THIS libdftrace: the one installed (or built) beside it. Never another
-  // copy found on the loader's path (an older install in /usr/local/lib, say): the interface
-  // between the two is private and changes with them. Only where libdftrace can not tell
-  // where it is does the loader's path decide.
+// The component of THIS libdftrace: the one installed (or built) beside it. Never another copy
+// found on the loader's path (an older install in /usr/local/lib, say): the interface between the
+// two is private and changes with them. Only where libdftrace can not tell where it is does the
+// loader's path decide. Null, with one message saying what goes without it, when it can not load.
+void *load_component(const char *name, const char *key, const char *without) {
   const std::string beside = own_directory();
   const std::string path = beside.empty() ? std::string(name) : beside + name;
   void *lib = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
     const char *e = ::dlerror();
-    log_once(log_level::warn, "gpu.cupti load",
-             "gpu.cupti is on but %s could not be loaded (%s); tracing goes on without GPU events",
-             name, e ? e : "not found");
+    log_once(log_level::warn, key, "%s is on but %s could not be loaded (%s); tracing goes on %s",
+             key, name, e ? e : "not found", without);
+  }
+  return lib;
+}
+
+// The application mode of I/O tracing: a process that initialises dftrace with data
+// directories set (io.data_dir, DFTRACER_DATA_DIR) and io.init function (DFTracer's
+// DFTRACER_INIT=FUNCTION, the default) has its POSIX and STDIO calls traced without preloading.
+void start_io(const config &cfg) {
+  if (!cfg.io || !cfg.io_function || cfg.data_dir.empty() || (!cfg.posix && !cfg.stdio)) return;
+  void *lib = load_component("libdftrace_io.so", "io", "without I/O events");
+  if (!lib) return;
+  auto bind = reinterpret_cast<bind_fn>(::dlsym(lib, "dftrace_io_bind"));
+  if (!bind) {
+    log_once(log_level::warn, "io symbols",
+             "libdftrace_io.so lacks dftrace_io_bind; tracing goes on without I/O events");
     return;
   }
+  if (bind(cfg.data_dir.c_str(), cfg.io_exclude.c_str()) < 0)
+    log_once(log_level::warn, "io bind",
+             "I/O tracing without preloading is not supported on this architecture; preload "
+             "libdftrace_io (dftrace run) to trace I/O");
+}
+
+}  // namespace
+
+void start_extensions(const config &cfg) {
+  start_io(cfg);
+  if (!cfg.gpu_cupti) return;
+  const char *name = "libdftrace_cupti.so";
+  void *lib = load_component(name, "gpu.cupti", "without GPU events");
+  if (!lib) return;
   auto start = reinterpret_cast<start_fn>(::dlsym(lib, "dftrace_cupti_start"));
   auto stop = reinterpret_cast<stop_fn>(::dlsym(lib, "dftrace_cupti_stop"));
   if (!start || !stop) {

@@ -145,11 +145,13 @@ def initialize(log_file: Optional[str] = None, *, output_file: Optional[str] = N
                enable: Optional[bool] = None, config_file: Optional[str] = None,
                exec_name: Optional[str] = None, metadata: Optional[bool] = None,
                compression: Optional[bool] = None, level: Optional[int] = None,
-               export_environment: bool = True) -> Session:
+               data_dir: Optional[str] = None, export_environment: bool = True) -> Session:
     """Starts tracing for this process.
 
     log_file: file-name prefix (files are <prefix>-<script>-<pid>-app.pfw.gz); output_file: an
-    exact file. Options left None come from the configuration and the environment. When this
+    exact file. data_dir: directories (':'-separated, or "all") whose files' I/O is traced in
+    this process, added to io.data_dir's (pydftracer's data_dir). Options left None come from
+    the configuration and the environment. When this
     call enables tracing and the environment does not, it exports DFTRACE_ENABLE=1 (and the
     prefix) so that spawned children trace too (export_environment=False keeps it unchanged).
     Calling it again while initialised changes nothing.
@@ -165,7 +167,8 @@ def initialize(log_file: Optional[str] = None, *, output_file: Optional[str] = N
         output_file=os.fspath(output_file) if output_file is not None else None,
         config_file=os.fspath(config_file) if config_file is not None else None,
         exec_name=exec_name or _process._main_script(), metadata=metadata, compression=compression,
-        level=-1 if level is None else int(level))
+        level=-1 if level is None else int(level),
+        io_data_dir=os.fspath(data_dir) if data_dir is not None else None)
     if rc == _dftrace.OK and export_environment:
         if not os.environ.get("DFTRACE_ENABLE") and not os.environ.get("DFTRACER_ENABLE"):
             os.environ["DFTRACE_ENABLE"] = "1"
@@ -262,7 +265,7 @@ class _DFTracerCompat:
     @staticmethod
     def initialize_log(logfile: Optional[str] = None, data_dir: Optional[str] = None,
                        process_id: int = -1) -> _Logger:
-        initialize(log_file=logfile)
+        initialize(log_file=logfile, data_dir=data_dir)
         return _Logger()
 
     @staticmethod

@@ -1,0 +1,65 @@
+// calls.hpp: the shapes of interposed calls (on a path, on a descriptor, opening one), shared by
+// the POSIX, STDIO and HDF5 interposers.
+#pragma once
+
+#include <fcntl.h>
+#include <limits.h>
+
+#include "io/descriptors.hpp"
+#include "io/interpose.hpp"
+#include "io/paths.hpp"
+
+namespace dftrace::io {
+
+// A call on a path (relative to dirfd): traced when the file is. args(h, ret) gives the
+// event's arguments.
+template <typename Call, typename Args>
+auto traced_path_call(dftrace_node_t *node, int dirfd, const char *path, Call call, Args args)
+    -> decltype(call()) {
+  if (!recording(node)) return call();
+  char abs[PATH_MAX];
+  if (!traced_path(dirfd, path, abs)) return call();
+  const uint64_t h = file_hash(abs);
+  return traced(node, call, [&](auto ret) { return args(h, ret); });
+}
+
+// The common case: fhash and ret.
+template <typename Call>
+auto traced_path_simple(dftrace_node_t *node, int dirfd, const char *path, Call call)
+    -> decltype(call()) {
+  return traced_path_call(node, dirfd, path, call, [](uint64_t h, auto ret) {
+    return std::array<dftrace_arg_t, 2>{arg_u("fhash", h), arg_i("ret", static_cast<int64_t>(ret))};
+  });
+}
+
+// A call on a descriptor: traced when the descriptor is.
+template <typename Call, typename Args>
+auto traced_fd_call(dftrace_node_t *node, int fd, Call call, Args args) -> decltype(call()) {
+  if (!recording(node)) return call();
+  uint64_t h;
+  if (!fd_hash(fd, &h)) return call();
+  return traced(node, call, [&](auto ret) { return args(h, ret); });
+}
+
+// An opening call: traced when its file is; the descriptor it returns is followed either way
+// (traced, or known to be untraced). args(h, ret) gives the event's arguments.
+template <typename Call, typename Args>
+int traced_open_call(dftrace_node_t *node, int dirfd, const char *path, Call call, Args args) {
+  if (!recording(node)) {
+    const int fd = call();
+    if (fd >= 0) fd_forget(fd);  // a number seen opened while not recording: looked up later
+    return fd;
+  }
+  char abs[PATH_MAX];
+  if (!traced_path(dirfd, path, abs)) {
+    const int fd = call();
+    if (fd >= 0) fd_untrack(fd);
+    return fd;
+  }
+  const uint64_t h = file_hash(abs);
+  const int fd = traced(node, call, [&](int ret) { return args(h, ret); });
+  if (fd >= 0) fd_track(fd, h);
+  return fd;
+}
+
+}  // namespace dftrace::io

@@ -1,0 +1,129 @@
+// descriptors.cpp: the descriptor table and the map table (descriptors.hpp). Lock-free: every
+// entry is an atomic, and a race between the close of a number and its reuse on another thread
+// leaves the entry unknown, which the next call looks up again.
+#include "io/descriptors.hpp"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+
+#include "io/interpose.hpp"
+#include "io/paths.hpp"
+
+namespace dftrace::io {
+
+namespace {
+
+// Descriptors below this are followed (the usual limit is 1024; higher ones pass through).
+constexpr int k_max_fd = 1 << 16;
+enum : uint8_t { k_unknown = 0, k_untraced = 1, k_traced = 2 };
+std::atomic<uint8_t> g_state[k_max_fd];
+std::atomic<uint64_t> g_hash[k_max_fd];
+
+// Maps of traced files: few, so a small array scanned only while one exists.
+constexpr int k_maps = 256;
+std::atomic<uintptr_t> g_map_addr[k_maps];
+std::atomic<size_t> g_map_len[k_maps];
+std::atomic<uint64_t> g_map_hash[k_maps];
+std::atomic<int> g_map_count{0};
+
+// The file an unknown descriptor is open on, from /proc/self/fd.
+uint8_t look_up(int fd) {
+  errno_keeper keep;
+  inside g;
+  char link[64], path[PATH_MAX];
+  std::snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+  const long n = ::syscall(SYS_readlinkat, AT_FDCWD, link, path, sizeof path - 1);
+  if (n <= 0) return k_unknown;  // not open: the call fails, and the number stays unknown
+  path[n] = '\0';
+  // "socket:[...]", "pipe:[...]", "anon_inode:..." are not files.
+  if (path[0] != '/') {
+    g_state[fd].store(k_untraced, std::memory_order_release);
+    return k_untraced;
+  }
+  constexpr const char k_deleted[] = " (deleted)";
+  constexpr size_t k_deleted_len = sizeof k_deleted - 1;
+  if (static_cast<size_t>(n) > k_deleted_len &&
+      std::memcmp(path + n - k_deleted_len, k_deleted, k_deleted_len) == 0)
+    path[n - k_deleted_len] = '\0';
+  if (!traced_file(path)) {
+    g_state[fd].store(k_untraced, std::memory_order_release);
+    return k_untraced;
+  }
+  g_hash[fd].store(file_hash(path), std::memory_order_relaxed);
+  g_state[fd].store(k_traced, std::memory_order_release);
+  return k_traced;
+}
+
+}  // namespace
+
+void fd_track(int fd, uint64_t fhash) {
+  if (fd < 0 || fd >= k_max_fd) return;
+  g_hash[fd].store(fhash, std::memory_order_relaxed);
+  g_state[fd].store(k_traced, std::memory_order_release);
+}
+
+void fd_untrack(int fd) {
+  if (fd >= 0 && fd < k_max_fd) g_state[fd].store(k_untraced, std::memory_order_release);
+}
+
+void fd_forget(int fd) {
+  if (fd >= 0 && fd < k_max_fd) g_state[fd].store(k_unknown, std::memory_order_release);
+}
+
+bool fd_hash(int fd, uint64_t *fhash) {
+  if (fd < 0 || fd >= k_max_fd) return false;
+  uint8_t s = g_state[fd].load(std::memory_order_acquire);
+  if (s == k_unknown) s = look_up(fd);
+  if (s != k_traced) return false;
+  *fhash = g_hash[fd].load(std::memory_order_relaxed);
+  return true;
+}
+
+void map_track(void *addr, size_t length, uint64_t fhash) {
+  const auto a = reinterpret_cast<uintptr_t>(addr);
+  for (int i = 0; i < k_maps; ++i) {
+    uintptr_t free_slot = 0;
+    if (g_map_addr[i].load(std::memory_order_relaxed) == 0 &&
+        g_map_addr[i].compare_exchange_strong(free_slot, a, std::memory_order_acq_rel)) {
+      g_map_len[i].store(length, std::memory_order_relaxed);
+      g_map_hash[i].store(fhash, std::memory_order_release);
+      g_map_count.fetch_add(1, std::memory_order_release);
+      return;
+    }
+  }
+  // More than k_maps maps of traced files at once: the others' munmap/msync are not traced.
+}
+
+bool map_hash(void *addr, bool exact, uint64_t *fhash) {
+  if (g_map_count.load(std::memory_order_acquire) == 0) return false;  // munmap of malloc's
+  const auto a = reinterpret_cast<uintptr_t>(addr);
+  for (int i = 0; i < k_maps; ++i) {
+    const uintptr_t start = g_map_addr[i].load(std::memory_order_acquire);
+    if (start == 0) continue;
+    if (exact ? start == a : (a >= start && a - start < g_map_len[i].load())) {
+      *fhash = g_map_hash[i].load(std::memory_order_acquire);
+      return true;
+    }
+  }
+  return false;
+}
+
+void map_forget(void *addr) {
+  if (g_map_count.load(std::memory_order_acquire) == 0) return;
+  const auto a = reinterpret_cast<uintptr_t>(addr);
+  for (int i = 0; i < k_maps; ++i) {
+    uintptr_t expected = a;
+    if (a && g_map_addr[i].compare_exchange_strong(expected, 0, std::memory_order_acq_rel)) {
+      g_map_count.fetch_sub(1, std::memory_order_release);
+      return;
+    }
+  }
+}
+
+}  // namespace dftrace::io

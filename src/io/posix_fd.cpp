@@ -1,0 +1,418 @@
+// posix_fd.cpp: the POSIX calls that open, use or close a descriptor, as events of category
+// POSIX (README.md, "Events").
+#include <stdarg.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "io/calls.hpp"
+
+using namespace dftrace::io;
+
+namespace {
+
+constexpr const char *k_posix = "POSIX";
+
+// open's mode is there only when the flags create a file.
+bool has_mode(int flags) { return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE; }
+mode_t mode_arg(int flags, va_list ap) {
+  return has_mode(flags) ? static_cast<mode_t>(va_arg(ap, int)) : 0;
+}
+
+template <typename Call>
+int traced_open(dftrace_node_t *node, int dirfd, const char *path, int flags, mode_t mode,
+                Call call) {
+  return traced_open_call(node, dirfd, path, call, [&](uint64_t h, int ret) {
+    return std::array<dftrace_arg_t, 4>{arg_u("fhash", h), arg_i("flags", flags),
+                                        arg_i("mode", mode), arg_i("ret", ret)};
+  });
+}
+
+// read/write and their positioned forms: fhash, fd, count, ret (and offset).
+template <typename Call>
+ssize_t traced_transfer(dftrace_node_t *node, int fd, size_t count, Call call) {
+  return traced_fd_call(node, fd, call, [&](uint64_t h, ssize_t ret) {
+    return std::array<dftrace_arg_t, 4>{arg_u("fhash", h), arg_i("fd", fd),
+                                        arg_i("count", static_cast<int64_t>(count)),
+                                        arg_i("ret", ret)};
+  });
+}
+template <typename Call>
+ssize_t traced_transfer_at(dftrace_node_t *node, int fd, size_t count, off64_t offset, Call call) {
+  return traced_fd_call(node, fd, call, [&](uint64_t h, ssize_t ret) {
+    return std::array<dftrace_arg_t, 5>{arg_u("fhash", h), arg_i("fd", fd),
+                                        arg_i("count", static_cast<int64_t>(count)),
+                                        arg_i("offset", offset), arg_i("ret", ret)};
+  });
+}
+
+// fsync, fdatasync, fstat, fchmod, ...: fhash, fd, ret.
+template <typename Call>
+auto traced_fd_simple(dftrace_node_t *node, int fd, Call call) -> decltype(call()) {
+  return traced_fd_call(node, fd, call, [&](uint64_t h, auto ret) {
+    return std::array<dftrace_arg_t, 3>{arg_u("fhash", h), arg_i("fd", fd),
+                                        arg_i("ret", static_cast<int64_t>(ret))};
+  });
+}
+
+template <typename Call>
+off64_t traced_seek(dftrace_node_t *node, int fd, off64_t offset, int whence, Call call) {
+  return traced_fd_call(node, fd, call, [&](uint64_t h, off64_t ret) {
+    return std::array<dftrace_arg_t, 5>{arg_u("fhash", h), arg_i("fd", fd), arg_i("offset", offset),
+                                        arg_i("whence", whence), arg_i("ret", ret)};
+  });
+}
+
+template <typename Call>
+int traced_truncate(dftrace_node_t *node, int fd, off64_t length, Call call) {
+  return traced_fd_call(node, fd, call, [&](uint64_t h, int ret) {
+    return std::array<dftrace_arg_t, 4>{arg_u("fhash", h), arg_i("fd", fd), arg_i("length", length),
+                                        arg_i("ret", ret)};
+  });
+}
+
+// Vectored transfers: count is the sum of the buffers' lengths.
+size_t iov_bytes(const struct iovec *iov, int n) {
+  size_t b = 0;
+  for (int i = 0; iov && i < n; ++i) b += iov[i].iov_len;
+  return b;
+}
+
+// The new descriptor `to` of a dup (or F_DUPFD) of `fd`: traced as fd's file when fd is. A vfork
+// child shares the parent's table, whose `to` is another file: it leaves the table alone.
+void follow_duplicate(int fd, int to) {
+  if (to < 0 || to == fd) return;
+  uint64_t h;
+  errno_keeper keep;
+  if (fd_hash(fd, &h)) {
+    if (!in_vfork_child()) fd_track(to, h);
+  } else {
+    fd_forget(to);
+  }
+}
+
+template <typename Call>
+int traced_dup(dftrace_node_t *node, int fd, Call call) {
+  const int ret = traced_fd_simple(node, fd, call);
+  follow_duplicate(fd, ret);
+  return ret;
+}
+
+// A close: traced when the descriptor is; its number is forgotten (benign in a vfork child: the
+// parent's descriptor is looked up again on its next use).
+template <typename Call>
+int traced_close(dftrace_node_t *node, int fd, Call call) {
+  uint64_t h;
+  if (recording(node) && fd_hash(fd, &h) && in_vfork_child()) return call();
+  const int ret = traced_fd_simple(node, fd, call);
+  fd_forget(fd);  // (no system call: errno stays the real call's)
+  return ret;
+}
+
+// mmap of a traced file: fhash, fd, length, prot, flags, offset; the map is followed so that its
+// munmap and msync are traced.
+template <typename Call>
+void *traced_mmap(dftrace_node_t *node, size_t length, int prot, int flags, int fd, off64_t offset,
+                  Call call) {
+  if (fd < 0 || (flags & MAP_ANONYMOUS)) return call();
+  uint64_t h = 0;
+  void *p = traced_fd_call(node, fd, call, [&](uint64_t hash, void *) {
+    h = hash;
+    return std::array<dftrace_arg_t, 6>{arg_u("fhash", hash),
+                                        arg_i("fd", fd),
+                                        arg_i("length", static_cast<int64_t>(length)),
+                                        arg_i("prot", prot),
+                                        arg_i("flags", flags),
+                                        arg_i("offset", offset)};
+  });
+  if (h && p != MAP_FAILED) map_track(p, length, h);
+  return p;
+}
+
+// fcntl's third argument: an int or a pointer, passed on as the word it came in (as glibc reads
+// it); F_DUPFD and F_DUPFD_CLOEXEC make a duplicate.
+template <typename Call>
+int traced_fcntl(dftrace_node_t *node, int fd, int cmd, Call call) {
+  const int ret = traced_fd_call(node, fd, call, [&](uint64_t h, int r) {
+    return std::array<dftrace_arg_t, 4>{arg_u("fhash", h), arg_i("fd", fd), arg_i("cmd", cmd),
+                                        arg_i("ret", r)};
+  });
+  if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) follow_duplicate(fd, ret);
+  return ret;
+}
+
+}  // namespace
+
+extern "C" {
+
+#define DFTRACE_IO_OPEN(name)                                                       \
+  int name(const char *path, int flags, ...) {                                      \
+    DFTRACE_IO_REAL(name);                                                          \
+    va_list ap;                                                                     \
+    va_start(ap, flags);                                                            \
+    const mode_t mode = mode_arg(flags, ap);                                        \
+    va_end(ap);                                                                     \
+    DFTRACE_IO_NODE(k_posix, #name);                                                \
+    return traced_open(node_, AT_FDCWD, path, flags, mode,                          \
+                       [&] { return real_##name(path, flags, mode); });             \
+  }                                                                                 \
+  DFTRACE_IO_REGISTER(name);
+DFTRACE_IO_OPEN(open)
+DFTRACE_IO_OPEN(open64)
+
+#define DFTRACE_IO_OPENAT(name)                                                               \
+  int name(int dirfd, const char *path, int flags, ...) {                                     \
+    DFTRACE_IO_REAL(name);                                                                    \
+    va_list ap;                                                                               \
+    va_start(ap, flags);                                                                      \
+    const mode_t mode = mode_arg(flags, ap);                                                  \
+    va_end(ap);                                                                               \
+    DFTRACE_IO_NODE(k_posix, #name);                                                          \
+    return traced_open_call(                                                                  \
+        node_, dirfd, path, [&] { return real_##name(dirfd, path, flags, mode); },            \
+        [&](uint64_t h, int ret) {                                                            \
+          return std::array<dftrace_arg_t, 5>{arg_u("fhash", h), arg_i("dirfd", dirfd),       \
+                                              arg_i("flags", flags), arg_i("mode", mode),     \
+                                              arg_i("ret", ret)};                             \
+        });                                                                                   \
+  }                                                                                           \
+  DFTRACE_IO_REGISTER(name);
+DFTRACE_IO_OPENAT(openat)
+DFTRACE_IO_OPENAT(openat64)
+
+#define DFTRACE_IO_CREAT(name)                                                 \
+  int name(const char *path, mode_t mode) {                                    \
+    DFTRACE_IO_REAL(name);                                                     \
+    DFTRACE_IO_NODE(k_posix, #name);                                           \
+    return traced_open(node_, AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC, mode, \
+                       [&] { return real_##name(path, mode); });               \
+  }                                                                            \
+  DFTRACE_IO_REGISTER(name);
+DFTRACE_IO_CREAT(creat)
+DFTRACE_IO_CREAT(creat64)
+
+// _FORTIFY_SOURCE's checked entry points: the calls the program wrote, recorded under their
+// plain names (the mode is not passed: these are only called without O_CREAT).
+#define DFTRACE_IO_OPEN_2(name, plain)                                                        \
+  int name(const char *path, int flags) {                                                     \
+    DFTRACE_IO_REAL(name);                                                                    \
+    DFTRACE_IO_NODE(k_posix, plain);                                                          \
+    return traced_open(node_, AT_FDCWD, path, flags, 0, [&] { return real_##name(path, flags); }); \
+  }                                                                                           \
+  DFTRACE_IO_REGISTER(name);
+DFTRACE_IO_OPEN_2(__open_2, "open")
+DFTRACE_IO_OPEN_2(__open64_2, "open64")
+#define DFTRACE_IO_OPENAT_2(name, plain)                                           \
+  int name(int dirfd, const char *path, int flags) {                               \
+    DFTRACE_IO_REAL(name);                                                         \
+    DFTRACE_IO_NODE(k_posix, plain);                                               \
+    return traced_open(node_, dirfd, path, flags, 0,                               \
+                       [&] { return real_##name(dirfd, path, flags); });           \
+  }                                                                                \
+  DFTRACE_IO_REGISTER(name);
+DFTRACE_IO_OPENAT_2(__openat_2, "openat")
+DFTRACE_IO_OPENAT_2(__openat64_2, "openat64")
+
+int close(int fd) {
+  DFTRACE_IO_REAL(close);
+  DFTRACE_IO_NODE(k_posix, "close");
+  return traced_close(node_, fd, [&] { return real_close(fd); });
+}
+DFTRACE_IO_REGISTER(close);
+
+#define DFTRACE_IO_TRANSFER(name, buf_type)                                                \
+  ssize_t name(int fd, buf_type buf, size_t count) {                                       \
+    DFTRACE_IO_REAL(name);                                                                 \
+    DFTRACE_IO_NODE(k_posix, #name);                                                       \
+    return traced_transfer(node_, fd, count, [&] { return real_##name(fd, buf, count); }); \
+  }                                                                                        \
+  DFTRACE_IO_REGISTER(name);
+DFTRACE_IO_TRANSFER(read, void *)
+DFTRACE_IO_TRANSFER(write, const void *)
+
+#define DFTRACE_IO_TRANSFER_AT(name, buf_type, offset_type)                         \
+  ssize_t name(int fd, buf_type buf, size_t count, offset_type offset) {            \
+    DFTRACE_IO_REAL(name);                                                          \
+    DFTRACE_IO_NODE(k_posix, #name);                                                \
+    return traced_transfer_at(node_, fd, count, offset,                             \
+                              [&] { return real_##name(fd, buf, count, offset); }); \
+  }                                                                                 \
+  DFTRACE_IO_REGISTER(name);
+DFTRACE_IO_TRANSFER_AT(pread, void *, off_t)
+DFTRACE_IO_TRANSFER_AT(pwrite, const void *, off_t)
+DFTRACE_IO_TRANSFER_AT(pread64, void *, off64_t)
+DFTRACE_IO_TRANSFER_AT(pwrite64, const void *, off64_t)
+
+// The checked reads of _FORTIFY_SOURCE, recorded under the names the program wrote.
+ssize_t __read_chk(int fd, void *buf, size_t count, size_t size) {
+  DFTRACE_IO_REAL(__read_chk);
+  DFTRACE_IO_NODE(k_posix, "read");
+  return traced_transfer(node_, fd, count, [&] { return real___read_chk(fd, buf, count, size); });
+}
+DFTRACE_IO_REGISTER(__read_chk);
+#define DFTRACE_IO_PREAD_CHK(name, plain, offset_type)                                 \
+  ssize_t name(int fd, void *buf, size_t count, offset_type offset, size_t size) {     \
+    DFTRACE_IO_REAL(name);                                                             \
+    DFTRACE_IO_NODE(k_posix, plain);                                                   \
+    return traced_transfer_at(node_, fd, count, offset,                                \
+                              [&] { return real_##name(fd, buf, count, offset, size); }); \
+  }                                                                                    \
+  DFTRACE_IO_REGISTER(name);
+DFTRACE_IO_PREAD_CHK(__pread_chk, "pread", off_t)
+DFTRACE_IO_PREAD_CHK(__pread64_chk, "pread64", off64_t)
+
+#define DFTRACE_IO_VECTOR(name)                                                               \
+  ssize_t name(int fd, const struct iovec *iov, int n) {                                      \
+    DFTRACE_IO_REAL(name);                                                                    \
+    DFTRACE_IO_NODE(k_posix, #name);                                                          \
+    return traced_transfer(node_, fd, iov_bytes(iov, n), [&] { return real_##name(fd, iov, n); }); \
+  }                                                                                           \
+  DFTRACE_IO_REGISTER(name);
+DFTRACE_IO_VECTOR(readv)
+DFTRACE_IO_VECTOR(writev)
+
+#define DFTRACE_IO_VECTOR_AT(name, offset_type)                                 \
+  ssize_t name(int fd, const struct iovec *iov, int n, offset_type offset) {    \
+    DFTRACE_IO_REAL(name);                                                      \
+    DFTRACE_IO_NODE(k_posix, #name);                                            \
+    return traced_transfer_at(node_, fd, iov_bytes(iov, n), offset,             \
+                              [&] { return real_##name(fd, iov, n, offset); }); \
+  }                                                                             \
+  DFTRACE_IO_REGISTER(name);
+DFTRACE_IO_VECTOR_AT(preadv, off_t)
+DFTRACE_IO_VECTOR_AT(pwritev, off_t)
+DFTRACE_IO_VECTOR_AT(preadv64, off64_t)
+DFTRACE_IO_VECTOR_AT(pwritev64, off64_t)
+#define DFTRACE_IO_VECTOR_AT2(name, offset_type)                                         \
+  ssize_t name(int fd, const struct iovec *iov, int n, offset_type offset, int flags) {  \
+    DFTRACE_IO_REAL(name);                                                               \
+    DFTRACE_IO_NODE(k_posix, #name);                                                     \
+    return traced_transfer_at(node_, fd, iov_bytes(iov, n), offset,                      \
+                              [&] { return real_##name(fd, iov, n, offset, flags); });   \
+  }                                                                                      \
+  DFTRACE_IO_REGISTER(name);
+DFTRACE_IO_VECTOR_AT2(preadv2, off_t)
+DFTRACE_IO_VECTOR_AT2(pwritev2, off_t)
+DFTRACE_IO_VECTOR_AT2(preadv64v2, off64_t)
+DFTRACE_IO_VECTOR_AT2(pwritev64v2, off64_t)
+
+#define DFTRACE_IO_SEEK(name, offset_type)                                                  \
+  offset_type name(int fd, offset_type offset, int whence) {                                \
+    DFTRACE_IO_REAL(name);                                                                  \
+    DFTRACE_IO_NODE(k_posix, #name);                                                        \
+    return traced_seek(node_, fd, offset, whence, [&] { return real_##name(fd, offset, whence); }); \
+  }                                                                                         \
+  DFTRACE_IO_REGISTER(name);
+DFTRACE_IO_SEEK(lseek, off_t)
+DFTRACE_IO_SEEK(lseek64, off64_t)
+
+#define DFTRACE_IO_FTRUNCATE(name, offset_type)                                                \
+  int name(int fd, offset_type length) {                                                       \
+    DFTRACE_IO_REAL(name);                                                                     \
+    DFTRACE_IO_NODE(k_posix, #name);                                                           \
+    return traced_truncate(node_, fd, length, [&] { return real_##name(fd, length); });        \
+  }                                                                                            \
+  DFTRACE_IO_REGISTER(name);
+DFTRACE_IO_FTRUNCATE(ftruncate, off_t)
+DFTRACE_IO_FTRUNCATE(ftruncate64, off64_t)
+
+#define DFTRACE_IO_FD_CALL(name, params, args)                            \
+  int name params {                                                       \
+    DFTRACE_IO_REAL(name);                                                \
+    DFTRACE_IO_NODE(k_posix, #name);                                      \
+    return traced_fd_simple(node_, fd, [&] { return real_##name args; }); \
+  }                                                                       \
+  DFTRACE_IO_REGISTER(name);
+DFTRACE_IO_FD_CALL(fsync, (int fd), (fd))
+DFTRACE_IO_FD_CALL(fdatasync, (int fd), (fd))
+DFTRACE_IO_FD_CALL(fstat, (int fd, struct stat *st), (fd, st))
+DFTRACE_IO_FD_CALL(fstat64, (int fd, struct stat64 *st), (fd, st))
+DFTRACE_IO_FD_CALL(fchmod, (int fd, mode_t mode), (fd, mode))
+DFTRACE_IO_FD_CALL(fchown, (int fd, uid_t owner, gid_t group), (fd, owner, group))
+DFTRACE_IO_FD_CALL(fchdir, (int fd), (fd))
+// glibc's older fstat entry points (programs built against glibc < 2.33 call these).
+DFTRACE_IO_FD_CALL(__fxstat, (int ver, int fd, struct stat *st), (ver, fd, st))
+DFTRACE_IO_FD_CALL(__fxstat64, (int ver, int fd, struct stat64 *st), (ver, fd, st))
+
+int dup(int fd) {
+  DFTRACE_IO_REAL(dup);
+  DFTRACE_IO_NODE(k_posix, "dup");
+  return traced_dup(node_, fd, [&] { return real_dup(fd); });
+}
+DFTRACE_IO_REGISTER(dup);
+
+int dup2(int fd, int to) {
+  DFTRACE_IO_REAL(dup2);
+  DFTRACE_IO_NODE(k_posix, "dup2");
+  return traced_dup(node_, fd, [&] { return real_dup2(fd, to); });
+}
+DFTRACE_IO_REGISTER(dup2);
+
+int dup3(int fd, int to, int flags) {
+  DFTRACE_IO_REAL(dup3);
+  DFTRACE_IO_NODE(k_posix, "dup3");
+  return traced_dup(node_, fd, [&] { return real_dup3(fd, to, flags); });
+}
+DFTRACE_IO_REGISTER(dup3);
+
+#define DFTRACE_IO_FCNTL(name)                                                        \
+  int name(int fd, int cmd, ...) {                                                    \
+    DFTRACE_IO_REAL(name);                                                            \
+    va_list ap;                                                                       \
+    va_start(ap, cmd);                                                                \
+    void *arg = va_arg(ap, void *);                                                   \
+    va_end(ap);                                                                       \
+    DFTRACE_IO_NODE(k_posix, #name);                                                  \
+    return traced_fcntl(node_, fd, cmd, [&] { return real_##name(fd, cmd, arg); });   \
+  }                                                                                   \
+  DFTRACE_IO_REGISTER(name);
+DFTRACE_IO_FCNTL(fcntl)
+DFTRACE_IO_FCNTL(fcntl64)
+
+#define DFTRACE_IO_MMAP(name, offset_type)                                                   \
+  void *name(void *addr, size_t length, int prot, int flags, int fd, offset_type offset) {   \
+    DFTRACE_IO_REAL(name);                                                                   \
+    DFTRACE_IO_NODE(k_posix, #name);                                                         \
+    return traced_mmap(node_, length, prot, flags, fd, offset,                               \
+                       [&] { return real_##name(addr, length, prot, flags, fd, offset); });  \
+  }                                                                                          \
+  DFTRACE_IO_REGISTER(name);
+DFTRACE_IO_MMAP(mmap, off_t)
+DFTRACE_IO_MMAP(mmap64, off64_t)
+
+// munmap and msync of a map of a traced file: fhash, length, ret (and flags). munmap is also how
+// malloc returns memory: one load decides when no traced file is mapped.
+int munmap(void *addr, size_t length) {
+  DFTRACE_IO_REAL(munmap);
+  DFTRACE_IO_NODE(k_posix, "munmap");
+  uint64_t h;
+  if (!recording(node_) || !map_hash(addr, true, &h)) return real_munmap(addr, length);
+  const int ret = traced(
+      node_, [&] { return real_munmap(addr, length); },
+      [&](int r) {
+        return std::array<dftrace_arg_t, 3>{
+            arg_u("fhash", h), arg_i("length", static_cast<int64_t>(length)), arg_i("ret", r)};
+      });
+  if (ret == 0) map_forget(addr);
+  return ret;
+}
+DFTRACE_IO_REGISTER(munmap);
+
+int msync(void *addr, size_t length, int flags) {
+  DFTRACE_IO_REAL(msync);
+  DFTRACE_IO_NODE(k_posix, "msync");
+  uint64_t h;
+  if (!recording(node_) || !map_hash(addr, false, &h)) return real_msync(addr, length, flags);
+  return traced(
+      node_, [&] { return real_msync(addr, length, flags); },
+      [&](int r) {
+        return std::array<dftrace_arg_t, 4>{arg_u("fhash", h),
+                                            arg_i("length", static_cast<int64_t>(length)),
+                                            arg_i("flags", flags), arg_i("ret", r)};
+      });
+}
+DFTRACE_IO_REGISTER(msync);
+
+}  // extern "C"
