@@ -5,8 +5,8 @@
 // bound when they load.
 #include <dlfcn.h>
 #include <elf.h>
-#include <link.h>
 #include <fcntl.h>
+#include <link.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -38,9 +38,8 @@ constexpr uint32_t k_jump_slot = R_AARCH64_JUMP_SLOT, k_glob_dat = R_AARCH64_GLO
 // Objects never rebound: the C library and the loader (whose own calls are internal), the
 // kernel's vDSO, and dftrace's own libraries (their I/O is the trace's).
 bool skipped(std::string_view name) {
-  const std::string_view base = name.substr(name.rfind('/') == std::string_view::npos
-                                                ? 0
-                                                : name.rfind('/') + 1);
+  const std::string_view base =
+      name.substr(name.rfind('/') == std::string_view::npos ? 0 : name.rfind('/') + 1);
   for (const char *prefix : {"libc.so", "ld-linux", "ld64.so", "linux-vdso", "linux-gate",
                              "libdftrace", "libdl.so", "libpthread.so"})
     if (base.substr(0, std::strlen(prefix)) == prefix) return true;
@@ -54,11 +53,13 @@ std::unordered_map<std::string_view, void *> &targets() {
 
 std::mutex g_bind_mutex;
 std::set<std::pair<uintptr_t, const void *>> g_bound;  // (load address, program headers)
-unsigned long long g_subs = 0;                        // objects unloaded, as last seen
+unsigned long long g_subs = 0;                         // objects unloaded, as last seen
 
 // The relocated address a dynamic entry points at (glibc relocates them in place on most
 // architectures; others leave them relative to the load address).
-uintptr_t dyn_address(uintptr_t base, uintptr_t value) { return value < base ? value + base : value; }
+uintptr_t dyn_address(uintptr_t base, uintptr_t value) {
+  return value < base ? value + base : value;
+}
 
 // Writes `to` into the entry at `slot`, making its page writable for the moment when the entry
 // lies in the part the loader made read-only after relocation (RELRO).
@@ -127,20 +128,13 @@ int bind_object(struct dl_phdr_info *info, size_t, void *) {
       case DT_JMPREL:
         jmprel = reinterpret_cast<const ElfW(Rela) *>(dyn_address(base, d->d_un.d_ptr));
         break;
-      case DT_PLTRELSZ:
-        jmprel_size = d->d_un.d_val;
-        break;
-      case DT_PLTREL:
-        plt_is_rela = d->d_un.d_val == DT_RELA;
-        break;
+      case DT_PLTRELSZ: jmprel_size = d->d_un.d_val; break;
+      case DT_PLTREL: plt_is_rela = d->d_un.d_val == DT_RELA; break;
       case DT_RELA:
         rela = reinterpret_cast<const ElfW(Rela) *>(dyn_address(base, d->d_un.d_ptr));
         break;
-      case DT_RELASZ:
-        rela_size = d->d_un.d_val;
-        break;
-      default:
-        break;
+      case DT_RELASZ: rela_size = d->d_un.d_val; break;
+      default: break;
     }
   }
   if (!symtab || !strtab) return 0;

@@ -89,9 +89,11 @@ bool failed(T ret) {
 }
 
 // One event around `call` on `node`; args(result) gives the event's arguments, to which a
-// failed call adds `errno`. The application sees the real call's result and errno.
+// failed call adds `errno` (unless `with_errno` is false: readdir's null is also the end). The
+// application sees the real call's result and errno.
 template <typename Call, typename Args>
-auto traced(dftrace_node_t *node, Call call, Args args) -> decltype(call()) {
+auto traced(dftrace_node_t *node, Call call, Args args, bool with_errno = true)
+    -> decltype(call()) {
   dftrace_region_t r;
   {
     inside g;
@@ -105,7 +107,7 @@ auto traced(dftrace_node_t *node, Call call, Args args) -> decltype(call()) {
     std::array<dftrace_arg_t, std::tuple_size_v<std::decay_t<decltype(a)>> + 1> all{};
     std::copy(a.begin(), a.end(), all.begin());
     size_t n = a.size();
-    if (failed(ret)) all[n++] = arg_i("errno", err);
+    if (with_errno && failed(ret)) all[n++] = arg_i("errno", err);
     dftrace_region_end_ex(r, all.data(), n);
   }
   errno = err;

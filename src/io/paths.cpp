@@ -20,10 +20,10 @@ namespace dftrace::io {
 namespace {
 
 struct rules {
-  bool all = true;                     // no data directory: every file (but the exclusions)
-  std::vector<std::string> include;    // normalised absolute directories
-  std::vector<std::string> exclude;    // likewise
-  std::vector<std::string> patterns;   // fnmatch patterns that exclude
+  bool all = true;                    // no data directory: every file (but the exclusions)
+  std::vector<std::string> include;   // normalised absolute directories
+  std::vector<std::string> exclude;   // likewise
+  std::vector<std::string> patterns;  // fnmatch patterns that exclude
 };
 
 // Published once; never freed (interposers may read it at any time, even during exit).

@@ -2,6 +2,7 @@
 // POSIX (README.md, "Events").
 #include <stdarg.h>
 #include <sys/mman.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -120,12 +121,9 @@ void *traced_mmap(dftrace_node_t *node, size_t length, int prot, int flags, int 
   uint64_t h = 0;
   void *p = traced_fd_call(node, fd, call, [&](uint64_t hash, void *) {
     h = hash;
-    return std::array<dftrace_arg_t, 6>{arg_u("fhash", hash),
-                                        arg_i("fd", fd),
-                                        arg_i("length", static_cast<int64_t>(length)),
-                                        arg_i("prot", prot),
-                                        arg_i("flags", flags),
-                                        arg_i("offset", offset)};
+    return std::array<dftrace_arg_t, 6>{
+        arg_u("fhash", hash), arg_i("fd", fd),       arg_i("length", static_cast<int64_t>(length)),
+        arg_i("prot", prot),  arg_i("flags", flags), arg_i("offset", offset)};
   });
   if (h && p != MAP_FAILED) map_track(p, length, h);
   return p;
@@ -143,74 +141,88 @@ int traced_fcntl(dftrace_node_t *node, int fd, int cmd, Call call) {
   return ret;
 }
 
+// In-kernel copies (cp's copy_file_range, sendfile): traced when either end is a traced file,
+// as a transfer of `count` bytes; fhash is the source's when it is traced, else the target's.
+template <typename Call>
+ssize_t traced_copy(dftrace_node_t *node, int from, int to, size_t count, Call call) {
+  if (!recording(node)) return call();
+  uint64_t h;
+  if (!fd_hash(from, &h) && !fd_hash(to, &h)) return call();
+  return traced(node, call, [&](ssize_t ret) {
+    return std::array<dftrace_arg_t, 5>{arg_u("fhash", h), arg_i("fd", from), arg_i("to_fd", to),
+                                        arg_i("count", static_cast<int64_t>(count)),
+                                        arg_i("ret", ret)};
+  });
+}
+
 }  // namespace
 
 extern "C" {
 
-#define DFTRACE_IO_OPEN(name)                                                       \
-  int name(const char *path, int flags, ...) {                                      \
-    DFTRACE_IO_REAL(name);                                                          \
-    va_list ap;                                                                     \
-    va_start(ap, flags);                                                            \
-    const mode_t mode = mode_arg(flags, ap);                                        \
-    va_end(ap);                                                                     \
-    DFTRACE_IO_NODE(k_posix, #name);                                                \
-    return traced_open(node_, AT_FDCWD, path, flags, mode,                          \
-                       [&] { return real_##name(path, flags, mode); });             \
-  }                                                                                 \
+#define DFTRACE_IO_OPEN(name)                                           \
+  int name(const char *path, int flags, ...) {                          \
+    DFTRACE_IO_REAL(name);                                              \
+    va_list ap;                                                         \
+    va_start(ap, flags);                                                \
+    const mode_t mode = mode_arg(flags, ap);                            \
+    va_end(ap);                                                         \
+    DFTRACE_IO_NODE(k_posix, #name);                                    \
+    return traced_open(node_, AT_FDCWD, path, flags, mode,              \
+                       [&] { return real_##name(path, flags, mode); }); \
+  }                                                                     \
   DFTRACE_IO_REGISTER(name);
 DFTRACE_IO_OPEN(open)
 DFTRACE_IO_OPEN(open64)
 
-#define DFTRACE_IO_OPENAT(name)                                                               \
-  int name(int dirfd, const char *path, int flags, ...) {                                     \
-    DFTRACE_IO_REAL(name);                                                                    \
-    va_list ap;                                                                               \
-    va_start(ap, flags);                                                                      \
-    const mode_t mode = mode_arg(flags, ap);                                                  \
-    va_end(ap);                                                                               \
-    DFTRACE_IO_NODE(k_posix, #name);                                                          \
-    return traced_open_call(                                                                  \
-        node_, dirfd, path, [&] { return real_##name(dirfd, path, flags, mode); },            \
-        [&](uint64_t h, int ret) {                                                            \
-          return std::array<dftrace_arg_t, 5>{arg_u("fhash", h), arg_i("dirfd", dirfd),       \
-                                              arg_i("flags", flags), arg_i("mode", mode),     \
-                                              arg_i("ret", ret)};                             \
-        });                                                                                   \
-  }                                                                                           \
+#define DFTRACE_IO_OPENAT(name)                                                           \
+  int name(int dirfd, const char *path, int flags, ...) {                                 \
+    DFTRACE_IO_REAL(name);                                                                \
+    va_list ap;                                                                           \
+    va_start(ap, flags);                                                                  \
+    const mode_t mode = mode_arg(flags, ap);                                              \
+    va_end(ap);                                                                           \
+    DFTRACE_IO_NODE(k_posix, #name);                                                      \
+    return traced_open_call(                                                              \
+        node_, dirfd, path, [&] { return real_##name(dirfd, path, flags, mode); },        \
+        [&](uint64_t h, int ret) {                                                        \
+          return std::array<dftrace_arg_t, 5>{arg_u("fhash", h), arg_i("dirfd", dirfd),   \
+                                              arg_i("flags", flags), arg_i("mode", mode), \
+                                              arg_i("ret", ret)};                         \
+        });                                                                               \
+  }                                                                                       \
   DFTRACE_IO_REGISTER(name);
 DFTRACE_IO_OPENAT(openat)
 DFTRACE_IO_OPENAT(openat64)
 
-#define DFTRACE_IO_CREAT(name)                                                 \
-  int name(const char *path, mode_t mode) {                                    \
-    DFTRACE_IO_REAL(name);                                                     \
-    DFTRACE_IO_NODE(k_posix, #name);                                           \
+#define DFTRACE_IO_CREAT(name)                                                    \
+  int name(const char *path, mode_t mode) {                                       \
+    DFTRACE_IO_REAL(name);                                                        \
+    DFTRACE_IO_NODE(k_posix, #name);                                              \
     return traced_open(node_, AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC, mode, \
-                       [&] { return real_##name(path, mode); });               \
-  }                                                                            \
+                       [&] { return real_##name(path, mode); });                  \
+  }                                                                               \
   DFTRACE_IO_REGISTER(name);
 DFTRACE_IO_CREAT(creat)
 DFTRACE_IO_CREAT(creat64)
 
 // _FORTIFY_SOURCE's checked entry points: the calls the program wrote, recorded under their
 // plain names (the mode is not passed: these are only called without O_CREAT).
-#define DFTRACE_IO_OPEN_2(name, plain)                                                        \
-  int name(const char *path, int flags) {                                                     \
-    DFTRACE_IO_REAL(name);                                                                    \
-    DFTRACE_IO_NODE(k_posix, plain);                                                          \
+#define DFTRACE_IO_OPEN_2(name, plain)                                                             \
+  int name(const char *path, int flags) {                                                          \
+    DFTRACE_IO_REAL(name);                                                                         \
+    DFTRACE_IO_NODE(k_posix, plain);                                                               \
     return traced_open(node_, AT_FDCWD, path, flags, 0, [&] { return real_##name(path, flags); }); \
-  }                                                                                           \
+  }                                                                                                \
   DFTRACE_IO_REGISTER(name);
 DFTRACE_IO_OPEN_2(__open_2, "open")
 DFTRACE_IO_OPEN_2(__open64_2, "open64")
-#define DFTRACE_IO_OPENAT_2(name, plain)                                           \
-  int name(int dirfd, const char *path, int flags) {                               \
-    DFTRACE_IO_REAL(name);                                                         \
-    DFTRACE_IO_NODE(k_posix, plain);                                               \
-    return traced_open(node_, dirfd, path, flags, 0,                               \
-                       [&] { return real_##name(dirfd, path, flags); });           \
-  }                                                                                \
+#define DFTRACE_IO_OPENAT_2(name, plain)                                 \
+  int name(int dirfd, const char *path, int flags) {                     \
+    DFTRACE_IO_REAL(name);                                               \
+    DFTRACE_IO_NODE(k_posix, plain);                                     \
+    return traced_open(node_, dirfd, path, flags, 0,                     \
+                       [&] { return real_##name(dirfd, path, flags); }); \
+  }                                                                      \
   DFTRACE_IO_REGISTER(name);
 DFTRACE_IO_OPENAT_2(__openat_2, "openat")
 DFTRACE_IO_OPENAT_2(__openat64_2, "openat64")
@@ -252,23 +264,23 @@ ssize_t __read_chk(int fd, void *buf, size_t count, size_t size) {
   return traced_transfer(node_, fd, count, [&] { return real___read_chk(fd, buf, count, size); });
 }
 DFTRACE_IO_REGISTER(__read_chk);
-#define DFTRACE_IO_PREAD_CHK(name, plain, offset_type)                                 \
-  ssize_t name(int fd, void *buf, size_t count, offset_type offset, size_t size) {     \
-    DFTRACE_IO_REAL(name);                                                             \
-    DFTRACE_IO_NODE(k_posix, plain);                                                   \
-    return traced_transfer_at(node_, fd, count, offset,                                \
+#define DFTRACE_IO_PREAD_CHK(name, plain, offset_type)                                    \
+  ssize_t name(int fd, void *buf, size_t count, offset_type offset, size_t size) {        \
+    DFTRACE_IO_REAL(name);                                                                \
+    DFTRACE_IO_NODE(k_posix, plain);                                                      \
+    return traced_transfer_at(node_, fd, count, offset,                                   \
                               [&] { return real_##name(fd, buf, count, offset, size); }); \
-  }                                                                                    \
+  }                                                                                       \
   DFTRACE_IO_REGISTER(name);
 DFTRACE_IO_PREAD_CHK(__pread_chk, "pread", off_t)
 DFTRACE_IO_PREAD_CHK(__pread64_chk, "pread64", off64_t)
 
-#define DFTRACE_IO_VECTOR(name)                                                               \
-  ssize_t name(int fd, const struct iovec *iov, int n) {                                      \
-    DFTRACE_IO_REAL(name);                                                                    \
-    DFTRACE_IO_NODE(k_posix, #name);                                                          \
+#define DFTRACE_IO_VECTOR(name)                                                                    \
+  ssize_t name(int fd, const struct iovec *iov, int n) {                                           \
+    DFTRACE_IO_REAL(name);                                                                         \
+    DFTRACE_IO_NODE(k_posix, #name);                                                               \
     return traced_transfer(node_, fd, iov_bytes(iov, n), [&] { return real_##name(fd, iov, n); }); \
-  }                                                                                           \
+  }                                                                                                \
   DFTRACE_IO_REGISTER(name);
 DFTRACE_IO_VECTOR(readv)
 DFTRACE_IO_VECTOR(writev)
@@ -285,35 +297,57 @@ DFTRACE_IO_VECTOR_AT(preadv, off_t)
 DFTRACE_IO_VECTOR_AT(pwritev, off_t)
 DFTRACE_IO_VECTOR_AT(preadv64, off64_t)
 DFTRACE_IO_VECTOR_AT(pwritev64, off64_t)
-#define DFTRACE_IO_VECTOR_AT2(name, offset_type)                                         \
-  ssize_t name(int fd, const struct iovec *iov, int n, offset_type offset, int flags) {  \
-    DFTRACE_IO_REAL(name);                                                               \
-    DFTRACE_IO_NODE(k_posix, #name);                                                     \
-    return traced_transfer_at(node_, fd, iov_bytes(iov, n), offset,                      \
-                              [&] { return real_##name(fd, iov, n, offset, flags); });   \
-  }                                                                                      \
+#define DFTRACE_IO_VECTOR_AT2(name, offset_type)                                        \
+  ssize_t name(int fd, const struct iovec *iov, int n, offset_type offset, int flags) { \
+    DFTRACE_IO_REAL(name);                                                              \
+    DFTRACE_IO_NODE(k_posix, #name);                                                    \
+    return traced_transfer_at(node_, fd, iov_bytes(iov, n), offset,                     \
+                              [&] { return real_##name(fd, iov, n, offset, flags); });  \
+  }                                                                                     \
   DFTRACE_IO_REGISTER(name);
 DFTRACE_IO_VECTOR_AT2(preadv2, off_t)
 DFTRACE_IO_VECTOR_AT2(pwritev2, off_t)
 DFTRACE_IO_VECTOR_AT2(preadv64v2, off64_t)
 DFTRACE_IO_VECTOR_AT2(pwritev64v2, off64_t)
 
-#define DFTRACE_IO_SEEK(name, offset_type)                                                  \
-  offset_type name(int fd, offset_type offset, int whence) {                                \
-    DFTRACE_IO_REAL(name);                                                                  \
-    DFTRACE_IO_NODE(k_posix, #name);                                                        \
-    return traced_seek(node_, fd, offset, whence, [&] { return real_##name(fd, offset, whence); }); \
-  }                                                                                         \
+ssize_t copy_file_range(int from, off64_t *from_off, int to, off64_t *to_off, size_t count,
+                        unsigned int flags) {
+  DFTRACE_IO_REAL(copy_file_range);
+  DFTRACE_IO_NODE(k_posix, "copy_file_range");
+  return traced_copy(node_, from, to, count, [&] {
+    return real_copy_file_range(from, from_off, to, to_off, count, flags);
+  });
+}
+DFTRACE_IO_REGISTER(copy_file_range);
+
+#define DFTRACE_IO_SENDFILE(name, offset_type)                                \
+  ssize_t name(int to, int from, offset_type *offset, size_t count) {         \
+    DFTRACE_IO_REAL(name);                                                    \
+    DFTRACE_IO_NODE(k_posix, #name);                                          \
+    return traced_copy(node_, from, to, count,                                \
+                       [&] { return real_##name(to, from, offset, count); }); \
+  }                                                                           \
+  DFTRACE_IO_REGISTER(name);
+DFTRACE_IO_SENDFILE(sendfile, off_t)
+DFTRACE_IO_SENDFILE(sendfile64, off64_t)
+
+#define DFTRACE_IO_SEEK(name, offset_type)                               \
+  offset_type name(int fd, offset_type offset, int whence) {             \
+    DFTRACE_IO_REAL(name);                                               \
+    DFTRACE_IO_NODE(k_posix, #name);                                     \
+    return traced_seek(node_, fd, offset, whence,                        \
+                       [&] { return real_##name(fd, offset, whence); }); \
+  }                                                                      \
   DFTRACE_IO_REGISTER(name);
 DFTRACE_IO_SEEK(lseek, off_t)
 DFTRACE_IO_SEEK(lseek64, off64_t)
 
-#define DFTRACE_IO_FTRUNCATE(name, offset_type)                                                \
-  int name(int fd, offset_type length) {                                                       \
-    DFTRACE_IO_REAL(name);                                                                     \
-    DFTRACE_IO_NODE(k_posix, #name);                                                           \
-    return traced_truncate(node_, fd, length, [&] { return real_##name(fd, length); });        \
-  }                                                                                            \
+#define DFTRACE_IO_FTRUNCATE(name, offset_type)                                         \
+  int name(int fd, offset_type length) {                                                \
+    DFTRACE_IO_REAL(name);                                                              \
+    DFTRACE_IO_NODE(k_posix, #name);                                                    \
+    return traced_truncate(node_, fd, length, [&] { return real_##name(fd, length); }); \
+  }                                                                                     \
   DFTRACE_IO_REGISTER(name);
 DFTRACE_IO_FTRUNCATE(ftruncate, off_t)
 DFTRACE_IO_FTRUNCATE(ftruncate64, off64_t)
@@ -357,27 +391,27 @@ int dup3(int fd, int to, int flags) {
 }
 DFTRACE_IO_REGISTER(dup3);
 
-#define DFTRACE_IO_FCNTL(name)                                                        \
-  int name(int fd, int cmd, ...) {                                                    \
-    DFTRACE_IO_REAL(name);                                                            \
-    va_list ap;                                                                       \
-    va_start(ap, cmd);                                                                \
-    void *arg = va_arg(ap, void *);                                                   \
-    va_end(ap);                                                                       \
-    DFTRACE_IO_NODE(k_posix, #name);                                                  \
-    return traced_fcntl(node_, fd, cmd, [&] { return real_##name(fd, cmd, arg); });   \
-  }                                                                                   \
+#define DFTRACE_IO_FCNTL(name)                                                      \
+  int name(int fd, int cmd, ...) {                                                  \
+    DFTRACE_IO_REAL(name);                                                          \
+    va_list ap;                                                                     \
+    va_start(ap, cmd);                                                              \
+    void *arg = va_arg(ap, void *);                                                 \
+    va_end(ap);                                                                     \
+    DFTRACE_IO_NODE(k_posix, #name);                                                \
+    return traced_fcntl(node_, fd, cmd, [&] { return real_##name(fd, cmd, arg); }); \
+  }                                                                                 \
   DFTRACE_IO_REGISTER(name);
 DFTRACE_IO_FCNTL(fcntl)
 DFTRACE_IO_FCNTL(fcntl64)
 
-#define DFTRACE_IO_MMAP(name, offset_type)                                                   \
-  void *name(void *addr, size_t length, int prot, int flags, int fd, offset_type offset) {   \
-    DFTRACE_IO_REAL(name);                                                                   \
-    DFTRACE_IO_NODE(k_posix, #name);                                                         \
-    return traced_mmap(node_, length, prot, flags, fd, offset,                               \
-                       [&] { return real_##name(addr, length, prot, flags, fd, offset); });  \
-  }                                                                                          \
+#define DFTRACE_IO_MMAP(name, offset_type)                                                  \
+  void *name(void *addr, size_t length, int prot, int flags, int fd, offset_type offset) {  \
+    DFTRACE_IO_REAL(name);                                                                  \
+    DFTRACE_IO_NODE(k_posix, #name);                                                        \
+    return traced_mmap(node_, length, prot, flags, fd, offset,                              \
+                       [&] { return real_##name(addr, length, prot, flags, fd, offset); }); \
+  }                                                                                         \
   DFTRACE_IO_REGISTER(name);
 DFTRACE_IO_MMAP(mmap, off_t)
 DFTRACE_IO_MMAP(mmap64, off64_t)

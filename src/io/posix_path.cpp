@@ -32,7 +32,8 @@ DIR *traced_opendir(dftrace_node_t *node, const char *path, Call call) {
   char abs[PATH_MAX];
   if (!traced_path(AT_FDCWD, path, abs)) return track_dir(call(), false, 0);
   const uint64_t h = file_hash(abs);
-  DIR *d = traced(node, call, [&](DIR *) { return std::array<dftrace_arg_t, 1>{arg_u("fhash", h)}; });
+  DIR *d =
+      traced(node, call, [&](DIR *) { return std::array<dftrace_arg_t, 1>{arg_u("fhash", h)}; });
   return track_dir(d, true, h);
 }
 
@@ -42,9 +43,12 @@ Entry *traced_readdir(dftrace_node_t *node, DIR *d, Call call) {
   if (!recording(node) || !d) return call();
   uint64_t h;
   if (!fd_hash(::dirfd(d), &h)) return call();
-  return traced(node, call, [&](Entry *e) {
-    return std::array<dftrace_arg_t, 2>{arg_u("fhash", h), arg_i("ret", e ? 1 : 0)};
-  });
+  return traced(
+      node, call,
+      [&](Entry *e) {
+        return std::array<dftrace_arg_t, 2>{arg_u("fhash", h), arg_i("ret", e ? 1 : 0)};
+      },
+      false);
 }
 
 }  // namespace
@@ -128,18 +132,17 @@ int symlinkat(const char *path, int dirfd, const char *to) {
 DFTRACE_IO_REGISTER(symlinkat);
 
 // readlink: the link's hash and the length read.
-#define DFTRACE_IO_READLINK(name, plain, params, dirfd, args)                             \
-  ssize_t name params {                                                                   \
-    DFTRACE_IO_REAL(name);                                                                \
-    DFTRACE_IO_NODE(k_posix, plain);                                                      \
-    return traced_path_simple(node_, dirfd, path, [&] { return real_##name args; });      \
-  }                                                                                       \
+#define DFTRACE_IO_READLINK(name, plain, params, dirfd, args)                        \
+  ssize_t name params {                                                              \
+    DFTRACE_IO_REAL(name);                                                           \
+    DFTRACE_IO_NODE(k_posix, plain);                                                 \
+    return traced_path_simple(node_, dirfd, path, [&] { return real_##name args; }); \
+  }                                                                                  \
   DFTRACE_IO_REGISTER(name);
 DFTRACE_IO_READLINK(readlink, "readlink", (const char *path, char *buf, size_t size), AT_FDCWD,
                     (path, buf, size))
-DFTRACE_IO_READLINK(readlinkat, "readlinkat",
-                    (int dirfd, const char *path, char *buf, size_t size), dirfd,
-                    (dirfd, path, buf, size))
+DFTRACE_IO_READLINK(readlinkat, "readlinkat", (int dirfd, const char *path, char *buf, size_t size),
+                    dirfd, (dirfd, path, buf, size))
 DFTRACE_IO_READLINK(__readlink_chk, "readlink",
                     (const char *path, char *buf, size_t size, size_t room), AT_FDCWD,
                     (path, buf, size, room))
@@ -159,9 +162,11 @@ DFTRACE_IO_REGISTER(opendir);
 DIR *fdopendir(int fd) {
   DFTRACE_IO_REAL(fdopendir);
   DFTRACE_IO_NODE(k_posix, "fdopendir");
-  return traced_fd_call(node_, fd, [&] { return real_fdopendir(fd); }, [&](uint64_t h, DIR *) {
-    return std::array<dftrace_arg_t, 2>{arg_u("fhash", h), arg_i("fd", fd)};
-  });
+  return traced_fd_call(
+      node_, fd, [&] { return real_fdopendir(fd); },
+      [&](uint64_t h, DIR *) {
+        return std::array<dftrace_arg_t, 2>{arg_u("fhash", h), arg_i("fd", fd)};
+      });
 }
 DFTRACE_IO_REGISTER(fdopendir);
 
@@ -189,9 +194,11 @@ int closedir(DIR *d) {
     fd_forget(fd);
     return ret;
   }
-  const int ret = traced(node_, [&] { return real_closedir(d); }, [&](int r) {
-    return std::array<dftrace_arg_t, 2>{arg_u("fhash", h), arg_i("ret", r)};
-  });
+  const int ret = traced(
+      node_, [&] { return real_closedir(d); },
+      [&](int r) {
+        return std::array<dftrace_arg_t, 2>{arg_u("fhash", h), arg_i("ret", r)};
+      });
   fd_forget(fd);
   return ret;
 }

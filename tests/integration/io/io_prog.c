@@ -2,14 +2,19 @@
  * directory given as its argument; traced by preloading libdftrace_io (test_io.py). It checks
  * what the application must see unchanged: results and errno. */
 #define _GNU_SOURCE /* statx, the *at forms */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
+#ifdef IO_PROG_INIT
+#include <dftrace/dftrace.h>
+#endif
 
 #define CHECK(c)                                                        \
   do {                                                                  \
@@ -21,6 +26,10 @@
 
 int main(int argc, char **argv) {
   if (argc < 2) return 2;
+#ifdef IO_PROG_INIT
+  /* The application mode: the program initialises dftrace itself (no preloading). */
+  CHECK(dftrace_init(NULL) == DFTRACE_OK);
+#endif
   char path[4096], dir[4096];
   snprintf(path, sizeof path, "%s/data.bin", argv[1]);
   snprintf(dir, sizeof dir, "%s/sub", argv[1]);
@@ -108,6 +117,26 @@ int main(int argc, char **argv) {
   CHECK(s != NULL);
   CHECK(fwrite(buf, 2, 2, s) == 2);
   CHECK(fclose(s) == 0);
+
+  /* fcntl (a duplicate by F_DUPFD is its file), a map of the file, a directory's entries. */
+  fd = open(path, O_RDWR);
+  CHECK(fd >= 0);
+  int fd3 = fcntl(fd, F_DUPFD, 10);
+  CHECK(fd3 >= 10);
+  CHECK(fcntl(fd3, F_GETFL) >= 0);
+  void *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  CHECK(m != MAP_FAILED);
+  ((char *)m)[0] = 'y';
+  CHECK(msync(m, 4096, MS_SYNC) == 0);
+  CHECK(munmap(m, 4096) == 0);
+  CHECK(close(fd3) == 0);
+  CHECK(close(fd) == 0);
+  DIR *d = opendir(argv[1]);
+  CHECK(d != NULL);
+  int entries = 0;
+  while (readdir(d)) ++entries;
+  CHECK(entries == 3); /* ".", "..", data.bin */
+  CHECK(closedir(d) == 0);
 
   /* Failures keep their errno through the interposer. */
   errno = 0;

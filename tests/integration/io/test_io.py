@@ -30,6 +30,10 @@ EXPECTED = [
     ("POSIX", "readlink"), ("POSIX", "unlink"), ("POSIX", "linkat"), ("POSIX", "unlink"),
     ("POSIX", "open"), ("STDIO", "fdopen"), ("STDIO", "fwrite"), ("STDIO", "fclose"),
     ("STDIO", "fopen"), ("STDIO", "freopen"), ("STDIO", "fwrite"), ("STDIO", "fclose"),
+    ("POSIX", "open"), ("POSIX", "fcntl"), ("POSIX", "fcntl"), ("POSIX", "mmap"),
+    ("POSIX", "msync"), ("POSIX", "munmap"), ("POSIX", "close"), ("POSIX", "close"),
+    ("POSIX", "opendir"), ("POSIX", "readdir"), ("POSIX", "readdir"), ("POSIX", "readdir"),
+    ("POSIX", "readdir"), ("POSIX", "closedir"),
     ("POSIX", "open"), ("POSIX", "unlink"),
 ]
 
@@ -69,10 +73,23 @@ def test_posix_and_stdio_calls_as_dftracer_records_them(tmp_path):
         by_name[e["name"]].append(e)
     # Every call on the file carries the file's hash, defined once by an FH line.
     unlinks = [e for e in io if e["name"] in ("unlink", "readlink")]
+    dir_calls = ("opendir", "readdir", "closedir")
     for e in io:
-        if e["name"] not in ("mkdir", "rmdir", "rename") and not (e["name"] == "open" and e["args"]["ret"] < 0) \
-                and e not in unlinks[:3]:
+        if e["name"] not in ("mkdir", "rmdir", "rename") + dir_calls \
+                and not (e["name"] == "open" and e["args"]["ret"] < 0) and e not in unlinks[:3]:
             assert names[e["args"]["fhash"]] == path, e
+    # a directory stream names its directory; readdir says whether it returned an entry
+    assert {names[e["args"]["fhash"]] for e in io if e["name"] in dir_calls} == {str(data)}
+    assert [e["args"]["ret"] for e in by_name["readdir"]] == [1, 1, 1, 0]
+    # fcntl: F_DUPFD's duplicate (>= 10) is the file's, its F_GETFL too; the map's calls
+    dupfd, getfl = by_name["fcntl"]
+    assert dupfd["args"]["cmd"] == 0 and dupfd["args"]["ret"] >= 10  # F_DUPFD
+    assert getfl["args"]["fd"] == dupfd["args"]["ret"] and getfl["args"]["cmd"] == 3  # F_GETFL
+    assert by_name["mmap"][0]["args"]["length"] == 4096 and by_name["munmap"][0]["args"]["ret"] == 0
+    assert by_name["msync"][0]["args"]["flags"] == 4  # MS_SYNC
+    # a failed call says why
+    assert by_name["open"][-1]["args"]["errno"] == 2  # ENOENT
+    assert all("errno" not in e["args"] for e in io if e["args"].get("ret", 0) >= 0)
     # the links' removal names the link (symlink and linkat name their source, as link does)
     assert [names[e["args"]["fhash"]] for e in unlinks[:3]] == [path + ".link"] * 3
     assert by_name["readlink"][0]["args"]["ret"] == len(path)
@@ -90,7 +107,7 @@ def test_posix_and_stdio_calls_as_dftracer_records_them(tmp_path):
     assert [names[e["args"]["fhash"]] for e in by_name["rename"]] == [path, path + ".moved"]
     assert by_name["writev"][0]["args"]["count"] == 150 and by_name["readv"][0]["args"]["ret"] == 150
     assert by_name["write"][3]["args"]["count"] == 5  # on the duplicate: still the file's
-    failed = by_name["open"][5]  # the file opened five times before
+    failed = by_name["open"][6]  # the file opened six times before
     assert failed["args"]["ret"] == -1 and names[failed["args"]["fhash"]] == "/nonexistent-dftrace-dir/x"
     # dftrace's own file is never traced.
     assert not any(n.endswith((".pfw", ".pfw.gz")) for n in names.values())
@@ -192,3 +209,274 @@ def test_fortify_source_entry_points(tmp_path):
     names = file_names(ev)
     assert all(names[e["args"]["fhash"]] == str(f) for e in io)
     assert io[1]["args"]["count"] == 33 and io[1]["args"]["ret"] == 33
+
+
+def run_app(tmp_path, *cmd, env=()):
+    """A program that initialises dftrace itself (no preloading), tracing into tmp/traces."""
+    out = tmp_path / "traces"
+    out.mkdir(exist_ok=True)
+    e = {k: v for k, v in os.environ.items() if not k.startswith(("DFTRACE_", "DFTRACER_"))}
+    e.pop("LD_PRELOAD", None)
+    e.update({"DFTRACE_ENABLE": "1", "DFTRACE_LOG_FILE": str(out / "t")})
+    e.update(dict(env))
+    p = subprocess.run(list(cmd), capture_output=True, text=True, env=e, timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    return out, p
+
+
+def test_application_mode_traces_the_same_calls_without_preloading(tmp_path):
+    """io_prog built to call dftrace_init: with io.data_dir set, the same events as preloaded;
+    with io.init preload, or without data directories, none (and libdftrace_io is not loaded)."""
+    data = tmp_path / "data"
+    data.mkdir()
+    prog = os.path.join(BIN, "io_prog_app")
+    out, p = run_app(tmp_path, prog, str(data), env={"DFTRACE_IO_DATA_DIR": str(tmp_path)})
+    assert "io_prog: ok" in p.stdout
+    ev = tc.load_checked(tc.only_file(str(out)))
+    # the open outside the data directory (/nonexistent-dftrace-dir) is not traced
+    assert [(e["cat"], e["name"]) for e in io_events(ev)] == EXPECTED[:-2] + EXPECTED[-1:]
+    names = file_names(ev)
+    assert names[io_events(ev)[0]["args"]["fhash"]] == str(data / "data.bin")
+    for env in ({"DFTRACE_IO_DATA_DIR": str(tmp_path), "DFTRACER_INIT": "PRELOAD"}, {}):
+        for f in glob.glob(str(out / "*")):
+            os.unlink(f)
+        out, p = run_app(tmp_path, prog, str(data), env=env)
+        assert "io_prog: ok" in p.stdout
+        assert io_events(tc.load_checked(tc.only_file(str(out)))) == []
+
+
+def test_dftracer_annotated_cpp_program(tmp_path):
+    """DFTRACER_CPP_INIT(nullptr, dir, nullptr) binds I/O tracing to dir (DFTracer's FUNCTION
+    mode): every call on its files, nested in the annotated function and region, relative
+    names resolved against the directory descriptor or the working directory after chdir."""
+    data = tmp_path / "data"
+    data.mkdir()
+    out = tmp_path / "traces"
+    out.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DFTRACE_", "DFTRACER_"))}
+    env.update({"DFTRACER_ENABLE": "1", "DFTRACER_LOG_FILE": str(out / "t")})
+    p = subprocess.run([os.path.join(BIN, "dftracer_io"), str(data)], capture_output=True,
+                       text=True, env=env, cwd=str(tmp_path), timeout=120)
+    assert p.returncode == 0 and "dftracer_io: ok" in p.stdout, p.stdout + p.stderr
+    ev = tc.load_checked(tc.only_file(str(out)))
+    io = io_events(ev)
+    assert [e["name"] for e in io] == [
+        "fopen", "fwrite", "fclose", "link", "unlink", "symlink", "chmod", "utime",
+        "open", "fcntl", "faccessat", "linkat", "chdir", "openat", "close", "close", "close",
+        "creat64", "close", "open", "pwrite", "pwrite64", "lseek", "pread", "pread64", "fsync",
+        "fdatasync", "ftruncate", "close", "remove", "remove", "remove"]
+    names = file_names(ev)
+    by_id = {e["id"]: e for e in ev if e.get("ph") == "X"}
+    parents = [by_id[e["args"]["p_idx"]]["name"] if e["args"]["p_idx"] in by_id else None
+               for e in io]
+    assert parents[:8] == ["write_greeting"] * 3 + ["NAMES"] * 5 and set(parents[8:]) == {None}
+    file_of = [names[e["args"]["fhash"]] for e in io]
+    d = str(data)
+    assert file_of[:3] == [d + "/notes.txt"] * 3
+    assert file_of[8:10] == [d] * 2  # the directory's descriptor and its F_DUPFD_CLOEXEC copy
+    assert file_of[10] == file_of[11] == file_of[13] == d + "/notes.txt"  # relative to dirfd
+    assert file_of[17:29] == [d + "/fresh.txt"] * 12  # relative, after chdir
+    assert file_of[29:] == [d + "/fresh.txt", d + "/second.txt", d + "/alias.txt"]
+    assert io[9]["args"]["ret"] >= 20 and io[13]["args"]["dirfd"] == io[8]["args"]["ret"]
+    assert [e["args"]["offset"] for e in io if e["name"].startswith(("pread", "pwrite"))] == \
+        [3, 4, 3, 4]
+
+
+def test_dftracer_annotated_c_program_with_a_forked_child(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    out, p = run_app(tmp_path, os.path.join(BIN, "dftracer_io_c"), str(data),
+                     env={"DFTRACE_ENABLE": "", "DFTRACER_ENABLE": "1"})
+    assert "dftracer_io_c: ok" in p.stdout
+    traces = glob.glob(str(out / "*.pfw.gz"))
+    mine = [f for f in traces if f"-{p.args[0].rsplit('/', 1)[1]}-" in os.path.basename(f)]
+    parent = [tc.load_checked(f, nesting=False) for f in mine]
+    parent = [ev for ev in parent if any(e.get("name") == "fclose" for e in ev)]
+    assert len(parent) == 1
+    ev = parent[0]
+    io = io_events(ev)
+    assert [e["name"] for e in io] == ["fopen", "fwrite", "fclose"]
+    work = [e for e in ev if e.get("name") == "work"]
+    assert len(work) == 1 and {e["args"]["p_idx"] for e in io} == {work[0]["id"]}
+    assert io[1]["args"]["size"] == 5 and io[1]["args"]["ret"] == 1
+
+
+def test_eight_threads_at_once_and_a_program_reading_its_own_trace(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    out = tmp_path / "traces"
+    out.mkdir()
+    _, p = run(tmp_path, os.path.join(BIN, "io_threads"), str(data), str(out),
+               options=("--data-dirs", str(data)))
+    assert "io_threads: ok" in p.stdout
+    ev = tc.load_checked(tc.only_file(str(out)))
+    names = file_names(ev)
+    io = io_events(ev)
+    by_tid = collections.defaultdict(list)
+    for e in io:
+        by_tid[e["tid"]].append(e)
+    assert len(by_tid) == 8
+    for tid, events in by_tid.items():
+        assert [e["name"] for e in events] == ["open"] + ["write"] * 50 + ["pread"] * 50 + ["close"]
+        files = {names[e["args"]["fhash"]] for e in events}
+        assert len(files) == 1 and files.pop().startswith(str(data / "thread-"))
+        assert [e["args"]["offset"] for e in events if e["name"] == "pread"] == \
+            [i * 4096 for i in range(50)]
+    assert len({names[es[0]["args"]["fhash"]] for es in by_tid.values()}) == 8
+    # reading its own trace is not traced (and does not recurse)
+    assert not any(n.endswith(".pfw.gz") for n in names.values())
+
+
+def test_unmodified_tools_cp_and_tar(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    src = data / "input.bin"
+    src.write_bytes(os.urandom(300_000))
+    run(tmp_path, "cp", str(src), str(data / "copy.bin"), options=("--data-dirs", str(data)))
+    run(tmp_path, "tar", "-cf", str(data / "all.tar"), "-C", str(data), "input.bin", "copy.bin",
+        options=("--data-dirs", str(data)))
+    traces = {}
+    for f in glob.glob(str(tmp_path / "traces" / "*.pfw.gz")):
+        ev = tc.load_checked(f)
+        traces[os.path.basename(f).split("-")[1]] = (ev, file_names(ev))
+    assert set(traces) == {"cp", "tar"}
+    # cp: the bytes moved (read/write or an in-kernel copy) add up to the file's size
+    ev, names = traces["cp"]
+    moved = collections.Counter()
+    for e in io_events(ev):
+        if e["name"] in ("read", "write", "copy_file_range", "sendfile", "sendfile64") \
+                and e["args"]["ret"] > 0:
+            moved[(e["name"], names[e["args"]["fhash"]])] += e["args"]["ret"]
+    assert sum(v for (n, f), v in moved.items() if f == str(src)) == 300_000, moved
+    # tar reads both inputs whole and writes the archive
+    ev, names = traces["tar"]
+    read = collections.Counter()
+    written = 0
+    for e in io_events(ev):
+        if e["name"] == "read" and e["args"]["ret"] > 0:
+            read[names[e["args"]["fhash"]]] += e["args"]["ret"]
+        if e["name"] == "write" and names[e["args"]["fhash"]] == str(data / "all.tar"):
+            written += e["args"]["ret"]
+    assert read[str(src)] == 300_000 and read[str(data / "copy.bin")] == 300_000
+    assert written == os.path.getsize(data / "all.tar")
+
+
+def test_python_script_numpy_and_torch_files_through_libc(tmp_path):
+    """Python's own open(), numpy.load and torch.save/torch.load under `dftrace run`: their
+    reads and writes are POSIX events on the right files; Python's modules are not traced."""
+    data = tmp_path / "data"
+    data.mkdir()
+    script = tmp_path / "load.py"
+    script.write_text(textwrap.dedent("""
+        import sys, numpy as np, torch
+        d = sys.argv[1]
+        np.save(d + "/a.npy", np.arange(100_000, dtype=np.int64))
+        assert np.load(d + "/a.npy").sum() == 4999950000
+        torch.save({"w": torch.ones(1000)}, d + "/ck.pt")
+        assert torch.load(d + "/ck.pt")["w"].sum() == 1000
+        with open(d + "/plain.txt", "w") as f:
+            f.write("x" * 1234)
+    """))
+    out, p = run(tmp_path, "/usr/bin/python3", str(script), str(data))
+    ev = tc.load_checked(tc.only_file(str(out)))
+    names = file_names(ev)
+    per_file = collections.defaultdict(collections.Counter)
+    for e in io_events(ev):
+        kind = {"read": "read", "readv": "read", "pread64": "read", "fread": "read",
+                "write": "write", "writev": "write", "pwrite64": "write", "fwrite": "write"}
+        if e["name"] in kind and e["args"].get("ret", 0) > 0:
+            n = e["args"]["ret"] * (e["args"]["size"] if e["name"].startswith("f") else 1)
+            per_file[names[e["args"]["fhash"]]][kind[e["name"]]] += n
+    npy = os.path.getsize(data / "a.npy")
+    assert per_file[str(data / "a.npy")]["write"] == npy
+    assert per_file[str(data / "a.npy")]["read"] >= npy
+    assert per_file[str(data / "ck.pt")]["write"] == os.path.getsize(data / "ck.pt")
+    assert per_file[str(data / "ck.pt")]["read"] >= os.path.getsize(data / "ck.pt")
+    assert per_file[str(data / "plain.txt")]["write"] == 1234
+    # excluded by default: Python's modules, shared libraries, /usr, /proc, /etc
+    assert not [n for n in names.values()
+                if n.endswith((".py", ".pyc", ".so")) or ".so." in n
+                or n.startswith(("/usr/lib", "/proc", "/etc", "/sys", "/dev"))]
+
+
+def test_spawned_children_and_a_vfork_child_that_redirects(tmp_path):
+    """subprocess (vfork + exec, the child dup2()s a traced file onto its stdout) and
+    os.posix_spawn: both children are traced into their own files, and the parent's table is
+    not changed by the vfork child (its stdout is still not the log file)."""
+    data = tmp_path / "data"
+    data.mkdir()
+    script = tmp_path / "spawner.py"
+    script.write_text(textwrap.dedent("""
+        import os, subprocess, sys
+        d, prog = sys.argv[1], sys.argv[2]
+        os.mkdir(d + "/one"); os.mkdir(d + "/two")
+        with open(d + "/log.txt", "w") as f:
+            subprocess.run([prog, d + "/one"], stdout=f, check=True)
+        os.write(1, b"parent says hi\\n")
+        pid = os.posix_spawn(prog, [prog, d + "/two"], os.environ)
+        assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+    """))
+    out, p = run(tmp_path, "/usr/bin/python3", str(script), str(data), PROG,
+                 options=("--data-dirs", str(data)))
+    assert "parent says hi" in p.stdout
+    assert (data / "log.txt").read_text() == "io_prog: ok\n"
+    progs, parent = [], None
+    for f in glob.glob(str(out / "*.pfw.gz")):
+        ev = tc.load_checked(f)
+        if "io_prog" in os.path.basename(f):
+            progs.append(ev)
+        elif any(e.get("name") == "write" for e in io_events(ev)) or "python" in f or "spawner" in f:
+            parent = ev
+    assert len(progs) == 2
+    for ev in progs:
+        assert [(e["cat"], e["name"]) for e in io_events(ev)] == EXPECTED[:-2] + EXPECTED[-1:]
+    assert parent is not None
+    names = file_names(parent)
+    writes = [e for e in io_events(parent) if e["name"] == "write"]
+    assert not [e for e in writes if names.get(e["args"]["fhash"]) == str(data / "log.txt")
+                and e["args"]["count"] == len("parent says hi\n")]
+
+
+def test_include_and_exclude_rules_from_yaml_and_environment(tmp_path):
+    """Overlapping prefixes: the most specific of io.data_dir and io.exclude decides; a
+    directory that merely starts with the same letters is another directory."""
+    data = tmp_path / "data"
+    for sub in ("keep", "skip", "skip/again", "datax"):
+        (data / sub).mkdir(parents=True)
+    (tmp_path / "datax").mkdir()
+    targets = [data / "a.txt", data / "keep" / "b.txt", data / "skip" / "c.txt",
+               data / "skip" / "again" / "d.txt", tmp_path / "datax" / "e.txt"]
+    script = tmp_path / "touch.py"
+    script.write_text("import sys\nfor p in sys.argv[1:]:\n    open(p, 'w').write('x')\n")
+    cmd = ("/usr/bin/python3", str(script), *map(str, targets))
+    expected = {str(targets[0]), str(targets[1]), str(targets[3])}
+
+    def traced_files(options=(), env=None):
+        for f in glob.glob(str(tmp_path / "traces" / "*")):
+            os.unlink(f)
+        saved = dict(os.environ)
+        os.environ.update(env or {})
+        try:
+            out, _ = run(tmp_path, *cmd, options=options)
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+        ev = tc.load_checked(tc.only_file(str(out)))
+        names = file_names(ev)
+        return {names[e["args"]["fhash"]] for e in io_events(ev) if e["name"] == "open64"}
+
+    rules_env = {"DFTRACER_DATA_DIR": f"{data}:{data}/skip/again",
+                 "DFTRACE_IO_EXCLUDE": f"{data}/skip:/proc:*.py"}
+    assert traced_files(env=rules_env) == expected
+    assert traced_files(options=("--data-dirs", f"{data}:{data}/skip/again"),
+                        env={"DFTRACE_IO_EXCLUDE": f"{data}/skip"}) == expected
+    yaml = tmp_path / "io.yaml"
+    yaml.write_text(f"enable: true\nio:\n  data_dir: \"{data}:{data}/skip/again\"\n"
+                    f"  exclude: \"{data}/skip:/proc:*.py\"\n")
+    assert traced_files(env={"DFTRACE_CONFIG": str(yaml)}) == expected
+    # DFTracer's names; a pattern excludes wherever it matches
+    assert traced_files(env={"DFTRACER_DATA_DIR": str(tmp_path),
+                             "DFTRACE_IO_EXCLUDE": "*/skip/*:*.py"}) == \
+        {str(targets[0]), str(targets[1]), str(targets[4])}
+    # DFTRACER_DISABLE_IO=1: nothing
+    assert traced_files(env={"DFTRACER_DISABLE_IO": "1"}) == set()
