@@ -350,6 +350,25 @@ void dftrace_region_end_ex(dftrace_region_t r, const dftrace_arg_t *args, size_t
   guarded_do([&] { the_runtime().end(r, args, nargs); });
 }
 
+struct dftrace_arg_layout {};  // the C name of dftrace::detail::arg_layout (never dereferenced)
+
+const dftrace_arg_layout_t *dftrace_arg_layout(const dftrace_arg_t *args, size_t nargs) {
+  return reinterpret_cast<const dftrace_arg_layout_t *>(
+      guarded([&] { return dftrace::detail::runtime::make_layout(args, nargs); },
+              static_cast<const dftrace::detail::arg_layout *>(nullptr)));
+}
+
+void dftrace_region_end_values(dftrace_region_t r, const dftrace_arg_layout_t *layout,
+                               const dftrace_value_t *values) {
+  if (!r) return;
+  if (!layout || !values) return dftrace_region_end(r);
+  static_assert(sizeof(dftrace_value_t) == sizeof(uint64_t), "a value is 8 bytes");
+  guarded_do([&] {
+    the_runtime().end_layout(r, *reinterpret_cast<const dftrace::detail::arg_layout *>(layout),
+                             reinterpret_cast<const uint64_t *>(values));
+  });
+}
+
 void dftrace_region_cancel(dftrace_region_t r) {
   if (!r) return;
   guarded_do([&] { the_runtime().cancel(r); });

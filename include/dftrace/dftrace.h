@@ -285,6 +285,23 @@ DFTRACE_API void dftrace_region_end(dftrace_region_t region);
 DFTRACE_API void dftrace_region_end_ex(dftrace_region_t region, const dftrace_arg_t *args,
                                        size_t nargs);
 
+/* Prepared arguments, for a call site that writes the same numeric keys on every event (an
+ * I/O interposer, a communication wrapper): the keys and types of `args` (their values are
+ * ignored) are encoded once, and each event then passes only its values, in the same order.
+ * Only DFTRACE_ARG_INT, _UINT and _DOUBLE; NULL for anything else, an empty key, or more than
+ * 64 arguments. A layout is never freed: make one per call site, not per event. Thread-safe. */
+typedef struct dftrace_arg_layout dftrace_arg_layout_t;
+typedef union dftrace_value {
+  int64_t i;
+  uint64_t u;
+  double d;
+} dftrace_value_t;
+DFTRACE_API const dftrace_arg_layout_t *dftrace_arg_layout(const dftrace_arg_t *args, size_t nargs);
+/* dftrace_region_end_ex with a layout's arguments: values[i] is the value of its i-th key. */
+DFTRACE_API void dftrace_region_end_values(dftrace_region_t region,
+                                           const dftrace_arg_layout_t *layout,
+                                           const dftrace_value_t *values);
+
 /* Drops a region without writing it (for example an iteration that yielded no item). */
 DFTRACE_API void dftrace_region_cancel(dftrace_region_t region);
 

@@ -4,7 +4,9 @@
 
 namespace dftrace::detail {
 
-// Set once by each internal thread when it starts; read through dftrace_thread_is_internal().
-inline thread_local bool t_internal_thread = false;
+// Set once by each internal thread when it starts; read through dftrace_thread_is_internal()
+// on every interposed I/O call (initial-exec: no __tls_get_addr call, as for the event path's
+// thread state).
+inline thread_local bool t_internal_thread __attribute__((tls_model("initial-exec"))) = false;
 
 }  // namespace dftrace::detail

@@ -17,13 +17,14 @@
 
 namespace dftrace::io {
 
-namespace {
+namespace fd_table {
+std::atomic<uint8_t> state[k_max_fd];
+std::atomic<uint64_t> hash[k_max_fd];
+}  // namespace fd_table
 
-// Descriptors below this are followed (the usual limit is 1024; higher ones pass through).
-constexpr int k_max_fd = 1 << 16;
-enum : uint8_t { k_unknown = 0, k_untraced = 1, k_traced = 2 };
-std::atomic<uint8_t> g_state[k_max_fd];
-std::atomic<uint64_t> g_hash[k_max_fd];
+using namespace fd_table;
+
+namespace {
 
 // Maps of traced files: few, so a small array scanned only while one exists.
 constexpr int k_maps = 256;
@@ -32,8 +33,10 @@ std::atomic<size_t> g_map_len[k_maps];
 std::atomic<uint64_t> g_map_hash[k_maps];
 std::atomic<int> g_map_count{0};
 
+}  // namespace
+
 // The file an unknown descriptor is open on, from /proc/self/fd.
-uint8_t look_up(int fd) {
+uint8_t fd_table::look_up(int fd) {
   errno_keeper keep;
   inside g;
   char link[64], path[PATH_MAX];
@@ -43,7 +46,7 @@ uint8_t look_up(int fd) {
   path[n] = '\0';
   // "socket:[...]", "pipe:[...]", "anon_inode:..." are not files.
   if (path[0] != '/') {
-    g_state[fd].store(k_untraced, std::memory_order_release);
+    state[fd].store(k_untraced, std::memory_order_release);
     return k_untraced;
   }
   constexpr const char k_deleted[] = " (deleted)";
@@ -52,37 +55,26 @@ uint8_t look_up(int fd) {
       std::memcmp(path + n - k_deleted_len, k_deleted, k_deleted_len) == 0)
     path[n - k_deleted_len] = '\0';
   if (!traced_file(path)) {
-    g_state[fd].store(k_untraced, std::memory_order_release);
+    state[fd].store(k_untraced, std::memory_order_release);
     return k_untraced;
   }
-  g_hash[fd].store(file_hash(path), std::memory_order_relaxed);
-  g_state[fd].store(k_traced, std::memory_order_release);
+  hash[fd].store(file_hash(path), std::memory_order_relaxed);
+  state[fd].store(k_traced, std::memory_order_release);
   return k_traced;
 }
 
-}  // namespace
-
 void fd_track(int fd, uint64_t fhash) {
   if (fd < 0 || fd >= k_max_fd) return;
-  g_hash[fd].store(fhash, std::memory_order_relaxed);
-  g_state[fd].store(k_traced, std::memory_order_release);
+  hash[fd].store(fhash, std::memory_order_relaxed);
+  state[fd].store(k_traced, std::memory_order_release);
 }
 
 void fd_untrack(int fd) {
-  if (fd >= 0 && fd < k_max_fd) g_state[fd].store(k_untraced, std::memory_order_release);
+  if (fd >= 0 && fd < k_max_fd) state[fd].store(k_untraced, std::memory_order_release);
 }
 
 void fd_forget(int fd) {
-  if (fd >= 0 && fd < k_max_fd) g_state[fd].store(k_unknown, std::memory_order_release);
-}
-
-bool fd_hash(int fd, uint64_t *fhash) {
-  if (fd < 0 || fd >= k_max_fd) return false;
-  uint8_t s = g_state[fd].load(std::memory_order_acquire);
-  if (s == k_unknown) s = look_up(fd);
-  if (s != k_traced) return false;
-  *fhash = g_hash[fd].load(std::memory_order_relaxed);
-  return true;
+  if (fd >= 0 && fd < k_max_fd) state[fd].store(k_unknown, std::memory_order_release);
 }
 
 void map_track(void *addr, size_t length, uint64_t fhash) {

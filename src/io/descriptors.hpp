@@ -3,6 +3,7 @@
 // traced through their descriptor (fileno, dirfd), so they need no table of their own.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -15,8 +16,25 @@ namespace dftrace::io {
 void fd_track(int fd, uint64_t fhash);
 void fd_untrack(int fd);  // opened, not traced
 void fd_forget(int fd);   // closed: the number may be reused by anything
+// The table itself (descriptors.cpp), read inline on every call on a descriptor.
+namespace fd_table {
+constexpr int k_max_fd = 1 << 16;  // descriptors below this are followed; higher ones pass
+enum : uint8_t { k_unknown = 0, k_untraced = 1, k_traced = 2 };
+extern std::atomic<uint8_t> state[k_max_fd] __attribute__((visibility("hidden")));
+extern std::atomic<uint64_t> hash[k_max_fd] __attribute__((visibility("hidden")));
+uint8_t look_up(int fd);  // an unknown descriptor's state, from /proc/self/fd
+}  // namespace fd_table
+
 // Whether `fd` is traced (*fhash: its file's hash).
-bool fd_hash(int fd, uint64_t *fhash);
+inline bool fd_hash(int fd, uint64_t *fhash) {
+  using namespace fd_table;
+  if (static_cast<unsigned>(fd) >= static_cast<unsigned>(k_max_fd)) return false;
+  uint8_t s = state[fd].load(std::memory_order_acquire);
+  if (__builtin_expect(s == k_unknown, 0)) s = look_up(fd);
+  if (s != k_traced) return false;
+  *fhash = hash[fd].load(std::memory_order_relaxed);
+  return true;
+}
 
 // Memory maps of traced files, so that munmap and msync on them are traced.
 void map_track(void *addr, size_t length, uint64_t fhash);

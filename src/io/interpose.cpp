@@ -29,8 +29,8 @@ void *next_symbol(const char *name, void *self) {
   return f;
 }
 
-dftrace_node_t *node_of(std::atomic<dftrace_node_t *> &slot, const char *category,
-                        const char *name) {
+dftrace_node_t *find_node(std::atomic<dftrace_node_t *> &slot, const char *category,
+                          const char *name) {
   if (!g_ready.load(std::memory_order_acquire)) return nullptr;
   dftrace_node_t *n = slot.load(std::memory_order_acquire);
   if (!n) {

@@ -32,7 +32,9 @@ void *next_symbol(const char *name, void *self);
 
 // Set while the interposer is inside dftrace (whose initialisation reads files): every call
 // made then passes straight through.
-inline thread_local bool t_inside = false;
+// (initial-exec: read on every call without a __tls_get_addr call; one byte of the static TLS
+// surplus when the library is loaded by dlopen in the application mode.)
+inline thread_local bool t_inside __attribute__((tls_model("initial-exec"))) = false;
 struct inside {
   inside() : outer_(t_inside) { t_inside = true; }
   ~inside() { t_inside = outer_; }  // nested: dftrace's own I/O may reach an interposer
@@ -48,8 +50,13 @@ struct inside {
 inline std::atomic<bool> g_ready{false};
 
 // The event node category.name, found once and kept in `slot`; null before g_ready.
-dftrace_node_t *node_of(std::atomic<dftrace_node_t *> &slot, const char *category,
-                        const char *name);
+dftrace_node_t *find_node(std::atomic<dftrace_node_t *> &slot, const char *category,
+                          const char *name);
+inline dftrace_node_t *node_of(std::atomic<dftrace_node_t *> &slot, const char *category,
+                               const char *name) {
+  dftrace_node_t *n = slot.load(std::memory_order_acquire);
+  return __builtin_expect(n != nullptr, 1) ? n : find_node(slot, category, name);
+}
 
 // This process's id as the interposer last saw it (refreshed in a forked child). A vfork child
 // shares the parent's memory, so it must neither record nor change the descriptor table: the
@@ -88,9 +95,20 @@ bool failed(T ret) {
     return false;
 }
 
+// The prepared layout of an event's argument keys (and `errno` after them), or null when an
+// argument is not a number (dftrace_arg_layout).
+template <size_t N>
+const dftrace_arg_layout_t *layout_of(const std::array<dftrace_arg_t, N> &a, bool with_errno) {
+  std::array<dftrace_arg_t, N + 1> all{};
+  std::copy(a.begin(), a.end(), all.begin());
+  all[N] = arg_i("errno", 0);
+  return dftrace_arg_layout(all.data(), with_errno ? N + 1 : N);
+}
+
 // One event around `call` on `node`; args(result) gives the event's arguments, to which a
 // failed call adds `errno` (unless `with_errno` is false: readdir's null is also the end). The
-// application sees the real call's result and errno.
+// application sees the real call's result and errno. Each call site's keys are prepared once
+// (dftrace_arg_layout), so that an event passes only its values.
 template <typename Call, typename Args>
 auto traced(dftrace_node_t *node, Call call, Args args, bool with_errno = true)
     -> decltype(call()) {
@@ -104,11 +122,21 @@ auto traced(dftrace_node_t *node, Call call, Args args, bool with_errno = true)
   if (r) {
     inside g;
     const auto a = args(ret);
-    std::array<dftrace_arg_t, std::tuple_size_v<std::decay_t<decltype(a)>> + 1> all{};
-    std::copy(a.begin(), a.end(), all.begin());
-    size_t n = a.size();
-    if (with_errno && failed(ret)) all[n++] = arg_i("errno", err);
-    dftrace_region_end_ex(r, all.data(), n);
+    constexpr size_t n = std::tuple_size_v<std::decay_t<decltype(a)>>;
+    const bool add_errno = with_errno && failed(ret);
+    static const dftrace_arg_layout_t *const plain = layout_of(a, false);
+    static const dftrace_arg_layout_t *const with_err = layout_of(a, true);
+    if (const dftrace_arg_layout_t *l = add_errno ? with_err : plain) {
+      dftrace_value_t v[n + 1];
+      for (size_t i = 0; i < n; ++i) v[i].u = a[i].value.u;
+      v[n].i = err;
+      dftrace_region_end_values(r, l, v);
+    } else {
+      std::array<dftrace_arg_t, n + 1> all{};
+      std::copy(a.begin(), a.end(), all.begin());
+      if (add_errno) all[n] = arg_i("errno", err);
+      dftrace_region_end_ex(r, all.data(), add_errno ? n + 1 : n);
+    }
   }
   errno = err;
   return ret;

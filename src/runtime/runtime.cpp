@@ -671,11 +671,54 @@ inline char *extend(char_buffer &out, size_t k) { return out.extend(k); }
 
 // Stored raw (key bytes, value bytes): the writer thread escapes and formats them, and
 // resolves a key given twice (the later value wins).
+// Copies n bytes that fit in 16 (an argument's key, usually) with a few fixed-size moves that
+// stay inside both ranges; longer ones with memcpy.
+inline void copy_short(char *d, const char *s, size_t n) {
+  if (n > 16) {
+    std::memcpy(d, s, n);
+  } else if (n >= 8) {
+    uint64_t x, y;
+    std::memcpy(&x, s, 8);
+    std::memcpy(&y, s + n - 8, 8);
+    std::memcpy(d, &x, 8);
+    std::memcpy(d + n - 8, &y, 8);
+  } else if (n >= 4) {
+    uint32_t x, y;
+    std::memcpy(&x, s, 4);
+    std::memcpy(&y, s + n - 4, 4);
+    std::memcpy(d, &x, 4);
+    std::memcpy(d + n - 4, &y, 4);
+  } else if (n) {
+    d[0] = s[0];
+    d[n / 2] = s[n / 2];
+    d[n - 1] = s[n - 1];
+  }
+}
+
+// A number (the usual per-use argument: a count, a hash): fixed-size copies for the header and
+// the value. False (nothing written) for anything else.
+inline bool append_number(char_buffer &out, const dftrace_arg &a) {
+  if (a.type != DFTRACE_ARG_INT && a.type != DFTRACE_ARG_UINT && a.type != DFTRACE_ARG_DOUBLE)
+    return false;
+  const size_t n = std::min(std::strlen(a.key), k_max_arg_key);
+  raw_arg h{};
+  h.type = static_cast<uint8_t>(a.type);
+  h.key_len = static_cast<uint16_t>(n);
+  h.value_len = 8;
+  char *p = out.extend(sizeof h + n + 8);
+  std::memcpy(p, &h, sizeof h);
+  copy_short(p + sizeof h, a.key, n);
+  std::memcpy(p + sizeof h + n, &a.value, 8);  // the union's first 8 bytes
+  return true;
+}
+inline bool append_number(std::string &, const dftrace_arg &) { return false; }
+
 template <typename Buf>
 inline void append_raw_args(Buf &out, const dftrace_arg *args, size_t nargs) {
   for (size_t i = 0; i < nargs; ++i) {
     const dftrace_arg &a = args[i];
     if (!a.key || !*a.key) continue;
+    if (append_number(out, a)) continue;
     raw_arg h{};
     const size_t klen = std::min(std::strlen(a.key), k_max_arg_key);
     h.key_len = static_cast<uint16_t>(klen);
@@ -841,6 +884,46 @@ void runtime::end(uint64_t region, const dftrace_arg *args, size_t nargs) {
 }
 
 void runtime::end_at(uint64_t region, const dftrace_arg *args, size_t nargs, uint64_t now) {
+  end_with(
+      region, nargs && args, [&](char_buffer &out) { append_args(out, args, nargs); }, now);
+}
+
+const arg_layout *runtime::make_layout(const dftrace_arg *args, size_t nargs) {
+  if (!args || nargs == 0 || nargs > 64) return nullptr;
+  auto *l = new arg_layout();
+  for (size_t i = 0; i < nargs; ++i) {
+    const dftrace_arg &a = args[i];
+    if (!a.key || !*a.key ||
+        (a.type != DFTRACE_ARG_INT && a.type != DFTRACE_ARG_UINT && a.type != DFTRACE_ARG_DOUBLE)) {
+      delete l;
+      return nullptr;
+    }
+    raw_arg h{};
+    h.type = static_cast<uint8_t>(a.type);
+    h.key_len = static_cast<uint16_t>(std::min(std::strlen(a.key), k_max_arg_key));
+    h.value_len = 8;
+    l->raw.append(reinterpret_cast<const char *>(&h), sizeof h);
+    l->raw.append(a.key, h.key_len);
+    l->slots.push_back(static_cast<uint32_t>(l->raw.size()));
+    l->raw.append(8, '\0');
+  }
+  return l;  // never freed (documented: one per call site)
+}
+
+void runtime::end_layout(uint64_t region, const arg_layout &layout, const uint64_t *values) {
+  end_with(
+      region, true,
+      [&](char_buffer &out) {
+        char *p = out.extend(layout.raw.size());
+        std::memcpy(p, layout.raw.data(), layout.raw.size());
+        for (size_t i = 0; i < layout.slots.size(); ++i)
+          std::memcpy(p + layout.slots[i], &values[i], 8);
+      },
+      tick_now());
+}
+
+template <typename Append>
+void runtime::end_with(uint64_t region, bool has_args, Append append, uint64_t now) {
   if (!region) return;
   thread_state *tsp = t_state;
   if (!tsp || tsp->stack.empty()) return;
@@ -850,8 +933,8 @@ void runtime::end_at(uint64_t region, const dftrace_arg *args, size_t nargs, uin
   if (i == 0) return;  // begun on another thread, or already ended
   activation &a = ts.stack[i - 1];
   const bool top = i == ts.stack.size();
-  if (nargs && args && top) {
-    append_args(ts.scratch, args, nargs);
+  if (has_args && top) {
+    append(ts.scratch);
     a.args_len = static_cast<uint32_t>(ts.scratch.size() - a.args_off);
   }
   if (ts.generation == generation_.load(std::memory_order_relaxed) && ts.w)

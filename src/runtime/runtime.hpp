@@ -54,6 +54,13 @@ struct thread_state {
   bool named = false;
 };
 
+// A fixed list of numeric argument keys prepared once (dftrace_arg_layout): their raw form
+// (writer/record.hpp: raw_arg) with a slot of 8 bytes for each value. Immutable once built.
+struct arg_layout {
+  std::string raw;
+  std::vector<uint32_t> slots;  // offset of each value in raw
+};
+
 class runtime {
  public:
   static runtime &get() {
@@ -87,6 +94,10 @@ class runtime {
   // ---- the event path (calling thread)
   uint64_t begin(node *n, int enable, const dftrace_arg *args, size_t nargs);
   void end(uint64_t region, const dftrace_arg *args, size_t nargs);
+  // A layout of numeric argument keys (dftrace_arg_layout), or null; never freed.
+  static const arg_layout *make_layout(const dftrace_arg *args, size_t nargs);
+  // Ends a region with a prepared layout's arguments (values[i]: the bits of the i-th value).
+  void end_layout(uint64_t region, const arg_layout &layout, const uint64_t *values);
   // Iter loops: ends `previous` (if any) and begins the next event on `n` with its item
   // `count`, at one clock read (the two events are back to back).
   uint64_t iter_step(uint64_t previous, node *n, int enable, uint32_t count);
@@ -149,6 +160,9 @@ class runtime {
   uint64_t begin_at(node *n, int enable, const dftrace_arg *args, size_t nargs, uint32_t count,
                     uint64_t now);
   void end_at(uint64_t region, const dftrace_arg *args, size_t nargs, uint64_t now);
+  // end_at's work, the per-use arguments appended by append(scratch) when there are any.
+  template <typename Append>
+  void end_with(uint64_t region, bool has_args, Append append, uint64_t now);
   // Removes the innermost activation (and its NVTX range, when it has one).
   void pop_activation(thread_state &ts);
   // One event into the thread's chunk, as a binary record (record.hpp).

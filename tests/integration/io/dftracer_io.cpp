@@ -12,12 +12,12 @@
 #include <cstring>
 #include <string>
 
-#define CHECK(c)                                                          \
-  do {                                                                    \
-    if (!(c)) {                                                           \
+#define CHECK(c)                                                            \
+  do {                                                                      \
+    if (!(c)) {                                                             \
       std::fprintf(stderr, "dftracer_io: %s failed at %d\n", #c, __LINE__); \
-      return 1;                                                           \
-    }                                                                     \
+      return 1;                                                             \
+    }                                                                       \
   } while (0)
 
 static int write_greeting(const std::string &file) {

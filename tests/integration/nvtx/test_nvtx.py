@@ -56,7 +56,9 @@ def run(tmp_path, argv, forward="1", tool=True, extra=None):
     env.update(extra or {})
     p = subprocess.run(argv + [str(trace)], env=env, capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stdout + p.stderr
-    events = tc.load_checked(str(trace))
+    # Every check but nesting: the C program ends an outer region before its inner one on
+    # purpose, so their events overlap whenever the two ends fall in different microseconds.
+    events = tc.load_checked(str(trace), nesting=False)
     calls = None
     if record.exists():
         calls = [line.split(" ", 3) for line in record.read_text().splitlines()]

@@ -117,6 +117,48 @@ TEST(Runtime, AHashIsDefinedOnceAndBeforeItIsUsed) {
   EXPECT_EQ(count_named(lines, "FH"), 2u);
 }
 
+TEST(Runtime, APreparedLayoutWritesTheSameArgumentsAsTheirList) {
+  temp_dir d;
+  const std::string file = d.path + "/l.pfw.gz";
+  runtime &rt = started(file);
+  node *rd = rt.nodes().find("data.item");
+  const dftrace_arg_t keys[] = {{"fhash", DFTRACE_ARG_UINT, {.u = 0}},
+                                {"offset", DFTRACE_ARG_INT, {.i = 0}},
+                                {"a_key_longer_than_sixteen_bytes", DFTRACE_ARG_DOUBLE, {.d = 0}}};
+  const arg_layout *l = runtime::make_layout(keys, 3);
+  ASSERT_NE(l, nullptr);
+  // Only numbers, with keys; up to 64.
+  const dftrace_arg_t text[] = {{"mode", DFTRACE_ARG_STRING, {.s = "r"}}};
+  EXPECT_EQ(runtime::make_layout(text, 1), nullptr);
+  const dftrace_arg_t no_key[] = {{"", DFTRACE_ARG_INT, {.i = 1}}};
+  EXPECT_EQ(runtime::make_layout(no_key, 1), nullptr);
+  EXPECT_EQ(runtime::make_layout(keys, 0), nullptr);
+  uint64_t values[3];
+  const uint64_t big = 18446744073709551557ull;
+  const int64_t neg = -42;
+  const double half = 0.5;
+  std::memcpy(&values[0], &big, 8);
+  std::memcpy(&values[1], &neg, 8);
+  std::memcpy(&values[2], &half, 8);
+  rt.end_layout(rt.begin(rd, DFTRACE_USE_NODE_STATE, nullptr, 0), *l, values);
+  const dftrace_arg_t same[] = {
+      {"fhash", DFTRACE_ARG_UINT, {.u = big}},
+      {"offset", DFTRACE_ARG_INT, {.i = neg}},
+      {"a_key_longer_than_sixteen_bytes", DFTRACE_ARG_DOUBLE, {.d = half}}};
+  rt.end(rt.begin(rd, DFTRACE_USE_NODE_STATE, nullptr, 0), same, 3);
+  ASSERT_EQ(rt.finalize(), DFTRACE_OK);
+  std::vector<std::string> args;
+  for (const std::string &line : read_lines(file))
+    if (name_of(line) == "item") args.push_back(line.substr(line.find("\"args\"")));
+  ASSERT_EQ(args.size(), 2u);
+  EXPECT_NE(args[0].find("\"fhash\":18446744073709551557,\"offset\":-42,"
+                         "\"a_key_longer_than_sixteen_bytes\":0.5"),
+            std::string::npos)
+      << args[0];
+  // the ids differ; everything from the arguments on is the same
+  EXPECT_EQ(args[0].substr(args[0].find("fhash")), args[1].substr(args[1].find("fhash")));
+}
+
 TEST(Schedule, PhasesAndWindowsAsTorchProfiler) {
   using dftrace::detail::schedule;
   using dftrace::detail::step_phase;
