@@ -18,11 +18,13 @@ namespace dftrace::tools {
 namespace {
 
 const char *k_run_usage =
-    "usage: dftrace run [--prefix P] [--data-dirs D1:D2|all] [--no-io] -- CMD [ARGS...]\n"
+    "usage: dftrace run [--prefix P] [--data-dirs D1:D2|all] [--no-io] [--mpi] -- CMD [ARGS...]\n"
     "  runs CMD with tracing enabled; its POSIX and STDIO calls are traced by preloading\n"
     "  libdftrace_io (unless --no-io), in CMD and every process it starts\n"
     "  --prefix P      trace files are P-<exec>-<pid>-app.pfw.gz (DFTRACE_LOG_FILE)\n"
     "  --data-dirs D   trace I/O only under these directories (DFTRACE_IO_DATA_DIR; default all)\n"
+    "  --mpi           also preload libdftrace_mpi: MPI communication and MPI-IO (MPIIO) in\n"
+    "                  the ranks of an mpirun CMD that was not linked with it\n"
     "  --torch         trace PyTorch automatically (DFTRACE_TORCH_AUTO=1, dftrace/_autostart on\n"
     "                  PYTHONPATH); implies --summary\n"
     "  --summary       when CMD ends, print a short summary of its trace on stderr (steps, step\n"
@@ -33,6 +35,14 @@ std::string io_library() {
   if (const char *e = std::getenv("DFTRACE_IO_LIBRARY"); e && *e) return e;
   return beside_self(
       {"/../lib/libdftrace_io.so", "/../lib64/libdftrace_io.so", "/../libdftrace_io.so"}, "");
+}
+
+// libdftrace_mpi: DFTRACE_MPI_LIBRARY, else as installed (../lib) or as built (../src/mpi).
+std::string mpi_library() {
+  if (const char *e = std::getenv("DFTRACE_MPI_LIBRARY"); e && *e) return e;
+  return beside_self(
+      {"/../lib/libdftrace_mpi.so", "/../lib64/libdftrace_mpi.so", "/../src/mpi/libdftrace_mpi.so"},
+      "");
 }
 
 }  // namespace
@@ -64,7 +74,7 @@ void summarize(const std::string &prefix, pid_t pid) {
 
 int cmd_run(int argc, char **argv) {
   std::string prefix, data_dirs;
-  bool io = true, torch = false, summary = false;
+  bool io = true, torch = false, summary = false, mpi = false;
   int i = 2;
   for (; i < argc; ++i) {
     const std::string a = argv[i];
@@ -81,6 +91,8 @@ int cmd_run(int argc, char **argv) {
       summary = true;
     } else if (a == "--no-io") {
       io = false;
+    } else if (a == "--mpi") {
+      mpi = true;
     } else if (a == "--help" || a == "-h") {
       fputs(k_run_usage, stdout);
       return 0;
@@ -120,6 +132,17 @@ int cmd_run(int argc, char **argv) {
     const char *old = std::getenv("LD_PRELOAD");
     const std::string preload = old && *old ? lib + ":" + old : lib;
     ::setenv("LD_PRELOAD", preload.c_str(), 1);
+  }
+  if (mpi) {
+    const std::string lib = mpi_library();
+    if (lib.empty()) {
+      error_line(
+          "run: --mpi: libdftrace_mpi.so not found beside this dftrace (set "
+          "DFTRACE_MPI_LIBRARY)");
+      return 2;
+    }
+    const char *old = std::getenv("LD_PRELOAD");
+    ::setenv("LD_PRELOAD", (old && *old ? std::string(old) + ":" + lib : lib).c_str(), 1);
   }
   if (!summary) {
     ::execvp(argv[i], argv + i);

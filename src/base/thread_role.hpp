@@ -9,4 +9,19 @@ namespace dftrace::detail {
 // thread state).
 inline thread_local bool t_internal_thread __attribute__((tls_model("initial-exec"))) = false;
 
+// Marks the calling (application) thread as dftrace's own while dftrace does its own work on it:
+// initialisation reads the configuration, /proc and the topology, finalisation and a new rank
+// write or rename the trace. A preloaded interposer must neither trace that I/O nor call back
+// into dftrace from it (initialisation holds its lock). Nests.
+class internal_scope {
+ public:
+  internal_scope() : outer_(t_internal_thread) { t_internal_thread = true; }
+  ~internal_scope() { t_internal_thread = outer_; }
+  internal_scope(const internal_scope &) = delete;
+  internal_scope &operator=(const internal_scope &) = delete;
+
+ private:
+  const bool outer_;
+};
+
 }  // namespace dftrace::detail

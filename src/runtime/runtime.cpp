@@ -16,6 +16,7 @@
 #include "base/format.hpp"
 #include "base/hash.hpp"
 #include "base/log.hpp"
+#include "base/thread_role.hpp"
 #include "dftrace/dftrace.h"
 #include "runtime/extensions.hpp"
 #include "runtime/nvtx_forward.hpp"
@@ -149,6 +150,7 @@ uint64_t runtime::epoch_offset_ns() {
 }
 
 int runtime::init(const dftrace_options *options) {
+  internal_scope own_work;  // its I/O is not the application's (base/thread_role.hpp)
   std::lock_guard<std::mutex> lock(init_mutex_);
   if (initialized_.load()) return recording() ? DFTRACE_OK : DFTRACE_ERR_DISABLED;
   // Before anything can fail: every later thread binding needs the key, failed init or not.
@@ -402,6 +404,7 @@ void runtime::preload_enable() {
 }
 
 int runtime::finalize() {
+  internal_scope own_work;  // its I/O is not the application's (base/thread_role.hpp)
   // Components write what they still hold (GPU activity) while the trace is open; they call
   // back into the runtime, so this runs before the lock is taken.
   if (initialized_.load()) stop_extensions();
@@ -427,6 +430,7 @@ int runtime::finalize() {
 }
 
 int runtime::flush() {
+  internal_scope own_work;  // its I/O is not the application's (base/thread_role.hpp)
   if (!writer_) return recording() ? DFTRACE_OK : DFTRACE_ERR_STATE;
   return writer_->flush() ? DFTRACE_OK : DFTRACE_ERR_IO;
 }
@@ -1082,6 +1086,7 @@ uint64_t runtime::define_hash(int kind, std::string_view value) {
 }
 
 int runtime::set_rank(int rank, int size) {
+  internal_scope own_work;  // its I/O is not the application's (base/thread_role.hpp)
   if (rank < 0 || size <= rank) return DFTRACE_ERR_INVALID_ARGUMENT;
   rank_ = rank;
   size_ = size;

@@ -480,3 +480,22 @@ def test_include_and_exclude_rules_from_yaml_and_environment(tmp_path):
         {str(targets[0]), str(targets[1]), str(targets[4])}
     # DFTRACER_DISABLE_IO=1: nothing
     assert traced_files(env={"DFTRACER_DISABLE_IO": "1"}) == set()
+
+
+def test_preloaded_and_initialising_itself_with_its_configuration_in_a_traced_directory(tmp_path):
+    """Preloaded and initialising dftrace itself: the runtime's own reads (the YAML file, /proc)
+    during initialisation are not the application's: not traced, and no deadlock (the
+    interposer must not call back into an initialisation in progress on the same thread)."""
+    data = tmp_path / "data"
+    data.mkdir()
+    conf = tmp_path / "conf.yaml"  # traced: `run` traces every file but the excluded ones
+    conf.write_text("enable: true\nlog_level: warn\n")
+    os.environ["DFTRACE_CONFIG"] = str(conf)
+    try:
+        out, p = run(tmp_path, os.path.join(BIN, "io_prog_app"), str(data))
+    finally:
+        del os.environ["DFTRACE_CONFIG"]
+    assert "io_prog: ok" in p.stdout
+    ev = tc.load_checked(tc.only_file(str(out)))
+    assert [(e["cat"], e["name"]) for e in io_events(ev)] == EXPECTED
+    assert str(conf) not in file_names(ev).values()
