@@ -121,8 +121,10 @@ __attribute__((no_sanitize("undefined"), noinline)) void crash_by_segv() {
   *p = 1;
 }
 
-int mode_signal(const char *how, int n) {
+// Crashes (segv, abort) `delay_ms` after the events, or waits for a signal (term).
+int mode_signal(const char *how, int n, int delay_ms) {
   events(n, node("compute.forward"), node("compute.backward"));
+  if (delay_ms > 0) usleep(static_cast<useconds_t>(delay_ms) * 1000);
   if (!std::strcmp(how, "segv")) {
     crash_by_segv();
   } else if (!std::strcmp(how, "abort")) {
@@ -342,7 +344,8 @@ int main(int argc, char **argv) {
   if (mode == "basic") return mode_basic();
   if (mode == "threads") return mode_threads(n);
   if (mode == "flushed") return mode_flushed(n, m);
-  if (mode == "segv" || mode == "abort" || mode == "term") return mode_signal(mode.c_str(), n);
+  if (mode == "segv" || mode == "abort" || mode == "term")
+    return mode_signal(mode.c_str(), n, argc > 3 ? m : 0);
   if (mode == "fork") return mode_fork(n);
   if (mode == "args") return mode_args(n);
   if (mode == "rank_clash") return mode_rank_clash(argc > 2 ? argv[2] : "/nonexistent");
