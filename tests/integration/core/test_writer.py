@@ -538,20 +538,40 @@ def test_aggregation_full_equals_the_full_trace(tmp_path):
 
 
 def test_aggregation_selective_rules_from_env_yaml_and_dftracer_names(tmp_path):
+    # Each way of choosing gives stat the counts and argument sums of the full trace of the
+    # same workload.
+    full, fev = agg_run(tmp_path, "full", 500, {})
+    counts = lambda path: {k: v[0] for k, v in stat_of(path).items()}
+
+    def same_as_full(path, ev):
+        assert counts(path) == counts(full)
+        assert arg_totals(ev) == arg_totals(fev)
+
     # selective: only comm is aggregated (DFTracer's variable names)
-    _, ev = agg_run(tmp_path, "sel", 500, {"DFTRACER_ENABLE_AGGREGATION": "1",
-                                           "DFTRACER_AGGREGATION_TYPE": "SELECTIVE",
-                                           "DFTRACE_AGGREGATION_RULES": "+comm"})
+    path, ev = agg_run(tmp_path, "sel", 500, {"DFTRACER_ENABLE_AGGREGATION": "1",
+                                              "DFTRACER_AGGREGATION_TYPE": "SELECTIVE",
+                                              "DFTRACE_AGGREGATION_RULES": "+comm"})
     kinds = {(e["name"], e["ph"]) for e in ev if e.get("cat") in ("compute", "comm")}
     assert ("all_reduce", "A") in kinds and ("all_reduce", "X") not in kinds
     assert ("forward", "X") in kinds and ("forward", "A") not in kinds
+    same_as_full(path, ev)
     # full, with compute.step kept event by event (YAML map)
     cfg = tmp_path / "agg.yaml"
     cfg.write_text("aggregation:\n  enable: true\n  type: full\n  rules: {compute.step: false}\n")
-    _, ev = agg_run(tmp_path, "yaml", 500, {"DFTRACE_CONFIG": str(cfg)})
+    path, ev = agg_run(tmp_path, "yaml", 500, {"DFTRACE_CONFIG": str(cfg)})
     kinds = {(e["name"], e["ph"]) for e in ev if e.get("cat") in ("compute", "comm")}
     assert ("step", "X") in kinds and ("step", "A") not in kinds
     assert ("forward", "A") in kinds and ("all_reduce", "A") in kinds
+    same_as_full(path, ev)
+    # selective from YAML (a list), with the environment's rule added to it: compute.forward
+    # and comm aggregated, compute.step not
+    cfg.write_text("aggregation:\n  enable: true\n  type: selective\n  rules: [\"+comm\"]\n")
+    path, ev = agg_run(tmp_path, "yaml-env", 500, {"DFTRACE_CONFIG": str(cfg),
+                                                   "DFTRACE_AGGREGATION_RULES": "+compute.forward"})
+    kinds = {(e["name"], e["ph"]) for e in ev if e.get("cat") in ("compute", "comm")}
+    assert {k for k in kinds if k[1] in ("X", "A")} == {("step", "X"), ("forward", "A"),
+                                                        ("all_reduce", "A")}, kinds
+    same_as_full(path, ev)
     # a bad value: one message, aggregation keeps its earlier value (off)
     d = tmp_path / "bad"
     d.mkdir()
