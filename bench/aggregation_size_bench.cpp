@@ -32,7 +32,8 @@ int main(int argc, char **argv) {
   if (dftrace_init(&o) != 0) return 1;
   std::vector<dftrace_node_t *> nodes;
   for (int i = 0; i < names; ++i)
-    nodes.push_back(dftrace_node_child(dftrace_node_find("compute"), ("name" + std::to_string(i)).c_str()));
+    nodes.push_back(
+        dftrace_node_child(dftrace_node_find("compute"), ("name" + std::to_string(i)).c_str()));
   const long batch = 1000, batches = (events + batch - 1) / batch;
   const auto t0 = clk::now();
   double busy = 0;  // seconds spent producing (not sleeping)

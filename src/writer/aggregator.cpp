@@ -20,7 +20,7 @@ char *put(char *p, std::string_view text) {
 }
 
 // ,"<key><suffix>":<value>
-char *put_num(char *p, const std::string &key, const char *suffix, bool is_double, int64_t i,
+char *put_num(char *p, std::string_view key, const char *suffix, bool is_double, int64_t i,
               double d) {
   p = put(p, ",\"");
   p = put(p, key);
@@ -132,10 +132,9 @@ char *aggregator::write_line(const line_format &f, const group &g, char *p) {
   }
   p = put(p, "\"dft_cnt\":");
   p = write_u64(p, g.count);
-  static const std::string dur = "dur";
-  p = put_num(p, dur, "_min", false, static_cast<int64_t>(g.dmin), 0);
-  p = put_num(p, dur, "_max", false, static_cast<int64_t>(g.dmax), 0);
-  p = put_num(p, dur, "_sum", false, static_cast<int64_t>(g.dsum), 0);
+  p = put_num(p, "dur", "_min", false, static_cast<int64_t>(g.dmin), 0);
+  p = put_num(p, "dur", "_max", false, static_cast<int64_t>(g.dmax), 0);
+  p = put_num(p, "dur", "_sum", false, static_cast<int64_t>(g.dsum), 0);
   for (const auto &a : g.args) {
     const num &n = a.second;
     if (!n.set) continue;

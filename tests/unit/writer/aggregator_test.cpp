@@ -92,8 +92,9 @@ TEST(Aggregator, TheSignalPathTakesEachOpenRecordOnceWithoutCountingItTwice) {
   ASSERT_NE(end, nullptr);
   const std::string line(buf, end);
   EXPECT_EQ(events, 2u);
-  EXPECT_TRUE(has(line, "\"dft_cnt\":2,\"dur_min\":2,\"dur_max\":5,\"dur_sum\":7,\"size_min\":1,"
-                        "\"size_max\":5,\"size_sum\":6}}\n"))
+  EXPECT_TRUE(has(line,
+                  "\"dft_cnt\":2,\"dur_min\":2,\"dur_max\":5,\"dur_sum\":7,\"size_min\":1,"
+                  "\"size_max\":5,\"size_sum\":6}}\n"))
       << line;
   EXPECT_EQ(a.take_one(f, buf, sizeof buf, &ts, &events), nullptr);  // written: nothing left
   // The process survived the signal: later events of the same interval start a new record,
