@@ -653,7 +653,8 @@ def test_sample_keeps_exactly_one_in_n_and_totals_stay_exact(tmp_path):
     assert p.stderr.count("output.sample") == 1, p.stderr
 
 
-@pytest.mark.parametrize("how,sig", [("term", signal.SIGTERM), ("segv", signal.SIGSEGV)])
+@pytest.mark.parametrize("how,sig", [("term", signal.SIGTERM), ("segv", signal.SIGSEGV),
+                                     ("abort", signal.SIGABRT)])
 def test_a_killed_process_writes_its_open_aggregation_intervals(tmp_path, how, sig):
     # One-hour intervals never end during the run: the writer folds every event (it takes them
     # every 50 ms; the program waits 1 s after them), so all of them are in open intervals when
@@ -682,6 +683,27 @@ def test_a_killed_process_writes_its_open_aggregation_intervals(tmp_path, how, s
     end = ev[-1]
     assert end["name"] == "end" and end["args"]["signal"] == signal.Signals(sig).name
     assert end["args"]["num_events"] == 1400
+
+
+def test_open_intervals_written_at_a_signal_the_process_survives_are_not_counted_twice(tmp_path):
+    # The application handles SIGTERM and goes on: the signal path writes the open interval's
+    # records, the events after it start new records of the same interval, finalize writes
+    # those; every event is counted once.
+    p = run("survive", 600, tmp=tmp_path, env={"DFTRACE_AGGREGATION": "1",
+                                               "DFTRACE_AGGREGATION_INTERVAL": "3600s",
+                                               "DFTRACE_OUTPUT_FLUSH_INTERVAL": "50ms"})
+    assert "terms 1" in p.stdout
+    path = tc.only_file(tmp_path)
+    ev = tc.load(path)
+    backward = [e for e in ev if e.get("ph") == "A" and e["name"] == "backward"]
+    assert len(backward) == 2  # one by the signal path, one at finalize, same interval
+    assert len({e["ts"] for e in backward}) == 1
+    assert [e["args"]["dft_cnt"] for e in backward] == [600, 600]
+    assert sum(e["args"]["i_sum"] for e in backward) == 2 * (599 * 600 // 2)
+    assert {k: v[0] for k, v in stat_of(path).items()} == {
+        ("compute", "forward"): 1200, ("compute", "backward"): 1200}
+    end = ev[-1]
+    assert end["args"]["num_events"] == 2400 and end["args"]["signal"] == "SIGTERM"
 
 
 def test_aggregation_rules_file_as_dftracer_2_reads_it(tmp_path):

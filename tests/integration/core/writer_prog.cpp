@@ -137,6 +137,23 @@ int mode_signal(const char *how, int n, int delay_ms) {
   return 0;
 }
 
+// The application's own SIGTERM handler, installed before tracing starts: dftrace's handler
+// writes what is buffered, then this one runs and the process goes on. n events, 1 s for the
+// writer to take them, SIGTERM to itself, n more events, a normal exit.
+volatile sig_atomic_t g_terms = 0;
+int mode_survive(int n) {
+  struct sigaction sa {};
+  sa.sa_handler = [](int) { g_terms = g_terms + 1; };
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, nullptr);
+  events(n, node("compute.forward"), node("compute.backward"));
+  usleep(1000000);
+  raise(SIGTERM);
+  events(n, node("compute.forward"), node("compute.backward"));
+  std::printf("terms %d\n", static_cast<int>(g_terms));
+  return 0;
+}
+
 int mode_fork(int n) {
   events(n, node("pipeline.epoch"), node("compute.forward"));
   dftrace_region_t open = dftrace_region_begin(node("pipeline.train"));  // open across fork
@@ -347,6 +364,7 @@ int main(int argc, char **argv) {
   if (mode == "segv" || mode == "abort" || mode == "term")
     return mode_signal(mode.c_str(), n, argc > 3 ? m : 0);
   if (mode == "fork") return mode_fork(n);
+  if (mode == "survive") return mode_survive(n);
   if (mode == "args") return mode_args(n);
   if (mode == "rank_clash") return mode_rank_clash(argc > 2 ? argv[2] : "/nonexistent");
   if (mode == "fork_threads") return mode_fork_threads(n, m);
