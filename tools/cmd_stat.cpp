@@ -3,6 +3,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <string>
 #include <unordered_map>
 
@@ -49,6 +50,8 @@ struct partial : detail::block_result {
   std::unordered_map<std::string, span_stats> pids;
   std::unordered_map<std::string, span_stats> threads;  // pid '\x1f' tid
   std::unordered_map<std::string, std::string> ranks;   // pid -> rank
+  // The writer's budget and sample lines: kind '\x1f' name '\x1f' value (what it folded).
+  std::set<std::string> limits;
 
   void merge(partial &o) {
     lines += o.lines;
@@ -72,6 +75,7 @@ struct partial : detail::block_result {
     for (auto &kv : o.pids) pids[kv.first].merge(kv.second);
     for (auto &kv : o.threads) threads[kv.first].merge(kv.second);
     for (auto &kv : o.ranks) ranks[kv.first] = kv.second;
+    limits.insert(o.limits.begin(), o.limits.end());
   }
 };
 
@@ -104,6 +108,14 @@ void scan_block(detail::text_block &b, time_unit unit) {
       const jvalue *v = pl.arg_value("value");
       if (n && v && n->text == "rank" && v->type == jtype::number)
         r->ranks[std::string(pl.pid.text)] = std::string(v->text);
+    }
+    if (f.ph == 'M' && (pl.name.text == "budget" || pl.name.text == "sample") &&
+        pl.cat.text == "dftracer") {
+      const jvalue *n = pl.arg_value("name");
+      const jvalue *v = pl.arg_value("value");
+      if (n && v)
+        r->limits.insert(std::string(pl.name.text) + '\x1f' + std::string(n->text) + '\x1f' +
+                         std::string(v->text));
     }
     if (!f.has_ts || f.ph == 'M') return true;
     const uint64_t end = f.ts + (f.has_dur ? f.dur : 0);
@@ -328,7 +340,14 @@ int cmd_stat(const args_t &a) {
              lines, text, all.objects, all.by_ph['X'], all.by_ph['M'], all.by_ph['C'],
              all.by_ph['i'] + all.by_ph['I'], all.invalid, all.dropped);
     out += buf;
-    out += ",\"aggregated_records\":" + std::to_string(all.aggregated);
+    out += ",\"aggregated_records\":" + std::to_string(all.aggregated) + ",\"folded_names\":[";
+    for (const std::string &l : all.limits) {
+      const size_t a = l.find('\x1f'), b = l.find('\x1f', a + 1);
+      out += (&l == &*all.limits.begin() ? "{\"kind\":" : ",{\"kind\":") + jstr(l.substr(0, a)) +
+             ",\"name\":" + jstr(l.substr(a + 1, b - a - 1)) +
+             ",\"value\":" + jstr(l.substr(b + 1)) + "}";
+    }
+    out += "]";
     if (have_span) {
       out += ",\"ts_min\":" + us_text(all.ts_min) + ",\"ts_end\":" + us_text(all.end_max) +
              ",\"span_us\":" + us_text(span) + ",\"span_ns\":" + std::to_string(span);
@@ -394,6 +413,10 @@ int cmd_stat(const args_t &a) {
                  "%" PRIu64 " aggregated records, folded into the counts and totals below\n",
                  all.aggregated);
         out += buf;
+      }
+      for (const std::string &l : all.limits) {  // what a budget or sampling folded, and why
+        const size_t a = l.find('\x1f'), b = l.find('\x1f', a + 1);
+        out += l.substr(0, a) + " " + l.substr(a + 1, b - a - 1) + ": " + l.substr(b + 1) + "\n";
       }
     }
     if (have_span) {

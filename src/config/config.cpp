@@ -153,23 +153,89 @@ entry duration_key(const char *key, const char *env, const char *def, double con
           [field](const config &c) { return to_text(c.*field) + "s"; }};
 }
 
-// A count from 0 to 10^12 (steps of the schedule, events of a budget); `what` names it.
+// A count from 0 to 10^12: digits only, blanks around them allowed.
+bool parse_count(const std::string &text, uint64_t *out) {
+  const std::string t = trim(text);
+  char *end = nullptr;
+  const unsigned long long n = std::strtoull(t.c_str(), &end, 10);
+  if (t.empty() || *end || !std::isdigit(static_cast<unsigned char>(t[0])) || n > 1000000000000ull)
+    return false;
+  *out = n;
+  return true;
+}
+
+// A count from 0 to 10^12 (steps of the schedule); `what` names it.
 entry count_key(const char *key, const char *env, const char *def, const char *what,
                 uint64_t config::*field) {
   return {{key, env, nullptr, def},
           false,
           [field, what](config &c, const std::string &v, std::string &why) {
-            const std::string t = trim(v);
-            char *end = nullptr;
-            const unsigned long long n = std::strtoull(t.c_str(), &end, 10);
-            if (t.empty() || *end || t[0] == '-' || n > 1000000000000ull) {
+            if (!parse_count(v, &(c.*field))) {
               why = std::string("is not a count of ") + what + " (0 to 10^12)";
               return false;
             }
-            c.*field = n;
             return true;
           },
           [field](const config &c) { return std::to_string(c.*field); }};
+}
+
+// output.budget: events per second per name ("N", "N/s") or bytes of lines per hour per name
+// (a size with "/h": "200MB/h"); 0: none.
+entry budget_key() {
+  return {
+      {"output.budget", "DFTRACE_OUTPUT_BUDGET", nullptr, "0"},
+      false,
+      [](config &c, const std::string &v, std::string &why) {
+        const size_t slash = v.rfind('/');
+        const std::string per = slash == std::string::npos ? "s" : lower(trim(v.substr(slash + 1)));
+        const std::string amount = v.substr(0, slash);
+        uint64_t n = 0;
+        size_t bytes = 0;
+        if (per == "s" && parse_count(amount, &n)) {
+          c.budget = n;
+          c.budget_bytes = 0;
+        } else if (per == "h" && parse_size(amount, &bytes)) {
+          c.budget = 0;
+          c.budget_bytes = bytes;
+        } else {
+          why = "is not events per second (1000, 1000/s) or bytes per hour (200MB/h)";
+          return false;
+        }
+        return true;
+      },
+      [](const config &c) {
+        return c.budget_bytes ? std::to_string(c.budget_bytes) + "/h" : std::to_string(c.budget);
+      }};
+}
+
+// output.sample: "path=N,..." (YAML: a map {path: N}); each layer adds to the earlier ones'.
+entry sample_key() {
+  return {{"output.sample", "DFTRACE_OUTPUT_SAMPLE", nullptr, ""},
+          false,
+          [](config &c, const std::string &v, std::string &why) {
+            std::vector<std::pair<std::string, uint64_t>> rules;
+            std::stringstream ss(v);
+            for (std::string item; std::getline(ss, item, ',');) {
+              if (trim(item).empty()) continue;
+              const size_t eq = item.find_last_of("=:");
+              uint64_t n = 0;
+              std::string path = eq == std::string::npos ? "" : trim(item.substr(0, eq));
+              if (path.size() > 3 && path.compare(0, 3, "ai.") == 0) path.erase(0, 3);
+              if (path.empty() || !parse_count(item.substr(eq + 1), &n) || n == 0) {
+                why = "has '" + trim(item) + "', not path=N (N from 1: 1 event in N kept)";
+                return false;
+              }
+              rules.emplace_back(path, n);
+            }
+            c.sample.insert(c.sample.end(), rules.begin(), rules.end());
+            return true;
+          },
+          [](const config &c) {
+            std::string out;
+            for (auto &r : c.sample)
+              out += (out.empty() ? "" : ",") + r.first + "=" + std::to_string(r.second);
+            return out;
+          }};
 }
 
 // Rules on node paths ("-comm,+comm.all_reduce"): later and more specific win; each layer adds
@@ -328,8 +394,8 @@ const std::vector<entry> &table() {
                            "DFTRACER_AGGREGATION_FILE", "", &config::aggregation_file));
     v.push_back(
         rules_key("aggregation.rules", "DFTRACE_AGGREGATION_RULES", &config::aggregation_rules));
-    v.push_back(count_key("output.budget", "DFTRACE_OUTPUT_BUDGET", "0",
-                          "events per second (0: no budget)", &config::budget));
+    v.push_back(budget_key());
+    v.push_back(sample_key());
     v.push_back(
         bool_key("nvtx.forward", "DFTRACE_NVTX_FORWARD", nullptr, "false", &config::nvtx_forward));
     v.push_back(
@@ -460,18 +526,25 @@ void apply_yaml_node(config &c, const YAML::Node &node, const std::string &prefi
     const YAML::Node key_node = it->first;
     const YAML::Node value = it->second;
     const std::string key = (prefix.empty() ? "" : prefix + ".") + key_node.as<std::string>("");
-    if (key == "categories" || key == "aggregation.rules") {
-      // A map {path: bool}, a list ["-comm", "+comm.all_reduce"], or a string.
+    if (key == "categories" || key == "aggregation.rules" || key == "output.sample") {
+      // A map {path: bool} ({path: N} for output.sample), a list ["-comm", "+comm.all_reduce"],
+      // or a string.
       std::string rules;
+      const bool counts = key == "output.sample";
       if (value.IsMap()) {
         for (auto r = value.begin(); r != value.end(); ++r) {
           bool b;
           const YAML::Node rule_key = r->first;
           const YAML::Node rule_value = r->second;
           const std::string path = rule_key.as<std::string>("");
+          if (counts && rule_value.IsScalar()) {  // sample_key checks the count
+            rules += (rules.empty() ? "" : ",") + path + "=" + rule_value.Scalar();
+            continue;
+          }
           if (!rule_value.IsScalar() || !parse_bool(rule_value.Scalar(), &b)) {
-            log(log_level::warn, "%s: key '%s.%s': value '%s' is not a boolean; ignored",
-                file.c_str(), key.c_str(), path.c_str(), scalar_text(rule_value).c_str());
+            log(log_level::warn, "%s: key '%s.%s': value '%s' is not a %s; ignored", file.c_str(),
+                key.c_str(), path.c_str(), scalar_text(rule_value).c_str(),
+                counts ? "count" : "boolean");
             continue;
           }
           rules += (rules.empty() ? "" : ",") + std::string(b ? "+" : "-") + path;

@@ -49,7 +49,10 @@ struct config {
   // expressions read from it (compiled by the writer's event_rules).
   std::string aggregation_file;
   std::vector<std::string> aggregation_include, aggregation_exclude;
-  uint64_t budget{};    // output.budget: events per second per name before it is aggregated
+  // output.budget, per name before it is aggregated: events per second, or bytes of lines per
+  // hour (one of the two; 0: none); output.sample: (cat or cat.name, N): 1 event in N kept.
+  uint64_t budget{}, budget_bytes{};
+  std::vector<std::pair<std::string, uint64_t>> sample;
   bool nvtx_forward{};  // regions as NVTX ranges, instants as marks (runtime/nvtx_forward)
   bool signals{};
   bool atexit{};

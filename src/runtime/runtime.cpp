@@ -317,6 +317,8 @@ void runtime::create_writer_locked() {
   ws.format.metadata = cfg_.metadata;
   ws.format.aggregate_interval_ns = static_cast<uint64_t>(cfg_.aggregation_interval * 1e9);
   ws.format.budget_per_s = cfg_.budget;
+  ws.format.budget_bytes_per_h = cfg_.budget_bytes;
+  ws.format.sample = cfg_.sample;
   ws.format.rules = compile_rules();
   ws.format.hhash_field = hhash_field_;
   ws.path = path_from_config();

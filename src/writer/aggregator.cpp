@@ -12,14 +12,21 @@ namespace dftrace::detail {
 
 namespace {
 
-void put_num(std::string *o, const char *key_suffix, const std::string &key, bool is_double,
-             int64_t i, double d) {
-  *o += ",\"";
-  *o += key;
-  *o += key_suffix;
-  *o += "\":";
-  char b[40];
-  *o += std::string(b, is_double ? write_double(b, d) : write_i64(b, i));
+constexpr size_t k_number = 40;  // room for one number (write_double needs 32)
+
+char *put(char *p, std::string_view text) {
+  std::memcpy(p, text.data(), text.size());
+  return p + text.size();
+}
+
+// ,"<key><suffix>":<value>
+char *put_num(char *p, std::string_view key, const char *suffix, bool is_double, int64_t i,
+              double d) {
+  p = put(p, ",\"");
+  p = put(p, key);
+  p = put(p, suffix);
+  p = put(p, "\":");
+  return is_double ? write_double(p, d) : write_i64(p, i);
 }
 
 }  // namespace
@@ -40,6 +47,10 @@ void aggregator::fold(group *g, std::string_view key, bool dbl, const char *valu
     esc.resize(static_cast<size_t>(escape_json(esc.data(), key.data(), key.size()) - esc.data()));
     g->args.emplace_back(std::move(esc), num{});
     n = &g->args.back().second;
+  }
+  if (!n->set) {
+    *n = num{};
+    n->set = true;
     n->is_double = dbl;
     n->imin = n->imax = iv;
     n->dmin = n->dmax = dv;
@@ -74,11 +85,13 @@ void aggregator::add(const line_format &f, const rec &r) {
   const uint64_t interval = s_ns / f.aggregate_interval_ns;
   newest_ns_ = std::max(newest_ns_, s_ns);
   group &g = groups_[{r.name_cat, r.tid, interval}];
-  if (g.count == 0) {
+  if (g.count == 0) {  // new, or written by the signal path: its arguments start again too
     g.name_cat = r.name_cat;
     g.tid = r.tid;
     g.interval = interval;
     g.dmin = g.dmax = dur;
+    g.dsum = 0;
+    for (auto &a : g.args) a.second.set = false;
   }
   ++g.count;
   g.dmin = std::min(g.dmin, dur);
@@ -96,6 +109,42 @@ void aggregator::add(const line_format &f, const rec &r) {
       });
 }
 
+size_t aggregator::line_bound(const line_format &f, const group &g) {
+  size_t n = 128 + g.name_cat->size() + f.hhash_field.size() + 4 * k_number;
+  for (const auto &a : g.args) n += 3 * (a.first.size() + 8 + k_number);
+  return n;
+}
+
+char *aggregator::write_line(const line_format &f, const group &g, char *p) {
+  const uint64_t t_ns = g.interval * f.aggregate_interval_ns;
+  *p++ = '{';
+  p = put(p, std::string_view(*g.name_cat).substr(1));  // without its leading ','
+  p = put(p, ",\"pid\":");
+  p = write_i64(p, f.pid);
+  p = put(p, ",\"tid\":");
+  p = write_i64(p, g.tid);
+  p = put(p, ",\"ts\":");
+  p = write_u64(p, f.ns_precision ? t_ns : t_ns / 1000);
+  p = put(p, ",\"ph\":\"A\",\"args\":{");
+  if (!f.hhash_field.empty()) {
+    p = put(p, f.hhash_field);
+    *p++ = ',';
+  }
+  p = put(p, "\"dft_cnt\":");
+  p = write_u64(p, g.count);
+  p = put_num(p, "dur", "_min", false, static_cast<int64_t>(g.dmin), 0);
+  p = put_num(p, "dur", "_max", false, static_cast<int64_t>(g.dmax), 0);
+  p = put_num(p, "dur", "_sum", false, static_cast<int64_t>(g.dsum), 0);
+  for (const auto &a : g.args) {
+    const num &n = a.second;
+    if (!n.set) continue;
+    p = put_num(p, a.first, "_min", n.is_double, n.imin, n.dmin);
+    p = put_num(p, a.first, "_max", n.is_double, n.imax, n.dmax);
+    p = put_num(p, a.first, "_sum", n.is_double, n.isum, n.dsum);
+  }
+  return put(p, "}}\n");
+}
+
 uint64_t aggregator::take(const line_format &f, uint64_t lag_ns, bool all, std::string *out,
                           member_stats *st) {
   if (groups_.empty()) return 0;
@@ -103,7 +152,7 @@ uint64_t aggregator::take(const line_format &f, uint64_t lag_ns, bool all, std::
   std::vector<const group *> ready;
   for (const auto &kv : groups_) {
     const group &g = kv.second;
-    if (all || (g.interval + 1) * width + lag_ns <= newest_ns_) ready.push_back(&g);
+    if (all || g.count == 0 || (g.interval + 1) * width + lag_ns <= newest_ns_) ready.push_back(&g);
   }
   // In time order, then by name: a stable file whatever the hash map's order.
   std::sort(ready.begin(), ready.end(), [](const group *a, const group *b) {
@@ -113,38 +162,32 @@ uint64_t aggregator::take(const line_format &f, uint64_t lag_ns, bool all, std::
   });
   uint64_t events = 0;
   bool any = false;
-  char b[40];
   for (const group *g : ready) {
-    const uint64_t t_ns = g->interval * width;
-    const uint64_t ts = f.ns_precision ? t_ns : t_ns / 1000;
-    *out += '{';
-    out->append(*g->name_cat, 1, std::string::npos);  // without its leading ','
-    *out += ",\"pid\":";
-    *out += std::string(b, write_i64(b, f.pid));
-    *out += ",\"tid\":";
-    *out += std::string(b, write_i64(b, g->tid));
-    *out += ",\"ts\":";
-    *out += std::string(b, write_u64(b, ts));
-    *out += ",\"ph\":\"A\",\"args\":{";
-    if (!f.hhash_field.empty()) *out += f.hhash_field + ",";
-    *out += "\"dft_cnt\":";
-    *out += std::string(b, write_u64(b, g->count));
-    put_num(out, "_min", "dur", false, static_cast<int64_t>(g->dmin), 0);
-    put_num(out, "_max", "dur", false, static_cast<int64_t>(g->dmax), 0);
-    put_num(out, "_sum", "dur", false, static_cast<int64_t>(g->dsum), 0);
-    for (const auto &a : g->args) {
-      const num &n = a.second;
-      put_num(out, "_min", a.first, n.is_double, n.imin, n.dmin);
-      put_num(out, "_max", a.first, n.is_double, n.imax, n.dmax);
-      put_num(out, "_sum", a.first, n.is_double, n.isum, n.dsum);
-    }
-    *out += "}}\n";
+    if (g->count == 0) continue;  // the signal path wrote it
+    const size_t at = out->size();
+    out->resize(at + line_bound(f, *g));
+    out->resize(static_cast<size_t>(write_line(f, *g, &(*out)[at]) - out->data()));
     ++st->lines;
-    st->add_ts(t_ns / 1000, any);
+    st->add_ts(g->interval * width / 1000, any);
     events += g->count;
   }
   for (const group *g : ready) groups_.erase({g->name_cat, g->tid, g->interval});
   return events;
+}
+
+char *aggregator::take_one(const line_format &f, char *out, size_t cap, uint64_t *ts_us,
+                           uint64_t *events) {
+  for (auto &kv : groups_) {
+    group &g = kv.second;
+    if (g.count == 0) continue;
+    if (line_bound(f, g) > cap) return nullptr;
+    char *end = write_line(f, g, out);
+    *ts_us = g.interval * f.aggregate_interval_ns / 1000;
+    *events = g.count;
+    g.count = 0;
+    return end;
+  }
+  return nullptr;
 }
 
 }  // namespace dftrace::detail

@@ -28,9 +28,15 @@ class aggregator {
   uint64_t take(const line_format &f, uint64_t lag_ns, bool all, std::string *out,
                 member_stats *st);
   bool empty() const { return groups_.empty(); }
+  // The fatal-signal path: writes the line of one open interval's record at out (cap bytes)
+  // and marks it written (it keeps its memory: nothing is freed or allocated); returns the
+  // line's end, or null when none is left or the next one does not fit. *ts_us: its "ts" in
+  // microseconds; *events: the events it holds.
+  char *take_one(const line_format &f, char *out, size_t cap, uint64_t *ts_us, uint64_t *events);
 
  private:
-  struct num {  // one numeric argument
+  struct num {         // one numeric argument
+    bool set = false;  // a value was folded since the record was last written
     bool is_double = false;
     int64_t imin = 0, imax = 0, isum = 0;
     double dmin = 0, dmax = 0, dsum = 0;
@@ -39,7 +45,8 @@ class aggregator {
     const std::string *name_cat;
     int64_t tid;
     uint64_t interval;
-    uint64_t count = 0, dmin = 0, dmax = 0, dsum = 0;  // durations in the trace's unit
+    uint64_t count = 0, dmin = 0, dmax = 0, dsum = 0;  // durations in the trace's unit; count
+                                                       // 0: written by the signal path
     std::vector<std::pair<std::string, num>> args;     // escaped keys, first-seen order
   };
   struct key_hash {
@@ -49,6 +56,10 @@ class aggregator {
     }
   };
   static void fold(group *g, std::string_view key, bool dbl, const char *value);
+  // A record's line: its length bound, and the line itself (with '\n') at p; returns its end.
+  // No allocation.
+  static size_t line_bound(const line_format &f, const group &g);
+  static char *write_line(const line_format &f, const group &g, char *p);
   std::unordered_map<std::tuple<const std::string *, int64_t, uint64_t>, group, key_hash> groups_;
   uint64_t newest_ns_ = 0;  // the newest event start folded (epoch ns)
 };

@@ -9,9 +9,24 @@
 
 namespace dftrace::detail {
 
+namespace {
+
+// A node's pre-escaped ,"name":"<name>","cat":"<cat>" split into its name and category as
+// written (escaped); false when it is not of that shape.
+bool split_name_cat(const std::string &nc, std::string *name, std::string *cat) {
+  const size_t name_at = nc.find("\"name\":\"") + 8, cat_key = nc.rfind("\",\"cat\":\"");
+  if (name_at < 8 || cat_key == std::string::npos || cat_key < name_at) return false;
+  *name = nc.substr(name_at, cat_key - name_at);
+  *cat = nc.substr(cat_key + 9, nc.size() - (cat_key + 9) - 1);
+  return true;
+}
+
+}  // namespace
+
 member_builder::member_builder(size_t member_bytes, line_format format)
     : member_bytes_(member_bytes), format_(std::move(format)) {
   format_.index = &arg_index_;
+  limits_on_ = format_.budget_per_s || format_.budget_bytes_per_h || !format_.sample.empty();
 }
 
 member &member_builder::assembling() {
@@ -60,9 +75,14 @@ void member_builder::add_records(const chunk *c, uint32_t from, uint32_t to) {
   while (off < to) {
     const rec &r = *reinterpret_cast<const rec *>(c->data + off);
     off += r.size;
-    const bool fold = format_.rules && r.type == rec_type::complete ? rules_fold(r) : r.aggregate;
-    if ((fold || (format_.budget_per_s && r.type == rec_type::complete && over_budget(r))) &&
-        format_.aggregate_interval_ns) {
+    const bool complete = r.type == rec_type::complete;
+    bool fold = format_.rules && complete ? rules_fold(r) : r.aggregate;
+    name_limits *lim = nullptr;
+    if (!fold && complete && limits_on_) {
+      lim = &limits_[r.name_cat];
+      fold = limit_folds(r, lim);
+    }
+    if (fold && format_.aggregate_interval_ns) {
       agg_.add(format_, r);  // no line: folded into its interval's record
       continue;
     }
@@ -75,7 +95,9 @@ void member_builder::add_records(const chunk *c, uint32_t from, uint32_t to) {
       arg_index_.fit(std::string_view(r.use_args(), r.use_args_len),
                      true);  // linear time for many arguments
     uint64_t ts;
+    const size_t before = m.text.size();
     m.text.set_end(format_record(format_, r, m.text.room(bound), &ts));
+    if (lim && format_.budget_bytes_per_h) count_bytes(r, lim, m.text.size() - before);
     ++m.stats.lines;
     if (r.type == rec_type::mark) continue;  // a metadata line: no event, no "ts"
     ++m.events;
@@ -85,15 +107,8 @@ void member_builder::add_records(const chunk *c, uint32_t from, uint32_t to) {
 
 bool member_builder::rules_fold(const rec &r) {
   rule_name &n = rule_names_[r.name_cat];
-  if (n.name.empty() && n.cat.empty()) {
-    // ,"name":"<name>","cat":"<cat>" as the node escaped it; rules compare the text as written.
-    const std::string &nc = *r.name_cat;
-    const size_t name_at = nc.find("\"name\":\"") + 8, cat_key = nc.rfind("\",\"cat\":\"");
-    if (name_at >= 8 && cat_key != std::string::npos && cat_key >= name_at) {
-      n.name = nc.substr(name_at, cat_key - name_at);
-      n.cat = nc.substr(cat_key + 9, nc.size() - (cat_key + 9) - 1);
-    }
-  }
+  if (n.name.empty() && n.cat.empty())
+    split_name_cat(*r.name_cat, &n.name, &n.cat);  // rules compare the text as written
   int8_t &known = n.folds[r.aggregate ? 1 : 0];
   if (known >= 0) return known != 0;
   rule_event e;
@@ -117,28 +132,76 @@ bool member_builder::rules_fold(const rec &r) {
   return folds;
 }
 
-bool member_builder::over_budget(const rec &r) {
-  budget_state &b = budget_[r.name_cat];
-  if (b.over) return true;
-  uint64_t start = r.start;
-  if (r.ticked && format_.ticks) start = format_.ticks->to_ns(start);
-  const uint64_t second = (start + format_.epoch_offset_ns) / 1000000000u;
-  if (second != b.second) {
-    b.second = second;
-    b.count = 0;
+uint64_t member_builder::start_epoch_ns(const rec &r) const {
+  const uint64_t start = r.ticked && format_.ticks ? format_.ticks->to_ns(r.start) : r.start;
+  return start + format_.epoch_offset_ns;
+}
+
+bool member_builder::limit_folds(const rec &r, name_limits *l) {
+  if (l->over) return true;
+  if (l->sample == 0) {
+    // output.sample: the most specific of "ai" (every name), "<cat>", "<cat>.<name>"; of equal
+    // ones, the last.
+    l->sample = 1;
+    std::string name, cat;
+    if (!format_.sample.empty() && split_name_cat(*r.name_cat, &name, &cat)) {
+      const std::string path = cat + "." + name;
+      int best = -1;
+      for (const auto &rule : format_.sample) {
+        const int level = rule.first == "ai"   ? 0
+                          : rule.first == cat  ? 1
+                          : rule.first == path ? 2
+                                               : -1;
+        if (level >= best && level >= 0) {
+          best = level;
+          l->sample = rule.second;
+        }
+      }
+    }
+    if (l->sample > 1)
+      limit_line(r, "sample",
+                 "sampled: 1 in " + std::to_string(l->sample) +
+                     " written, the others in aggregated records");
   }
-  if (++b.count <= format_.budget_per_s) return false;
+  if (l->sample > 1 && l->seen++ % l->sample != 0) return true;
+  if (!format_.budget_per_s) return false;
+  const uint64_t second = start_epoch_ns(r) / 1000000000u;
+  if (second != l->window) {
+    l->window = second;
+    l->used = 0;
+  }
+  if (++l->used <= format_.budget_per_s) return false;
   // Over: from this event on, the name is aggregated, and the trace says so once.
-  b.over = true;
-  std::string line =
-      "{\"name\":\"budget\",\"cat\":\"dftracer\",\"pid\":" + std::to_string(format_.pid) +
-      ",\"tid\":" + std::to_string(r.tid) + ",\"ph\":\"M\",\"args\":{";
-  if (!format_.hhash_field.empty()) line += format_.hhash_field + ",";
-  line += "\"name\":\"" + std::string(*r.name_cat).substr(9, r.name_cat->find("\",\"cat\"") - 9) +
-          "\",\"value\":\"aggregated: over " + std::to_string(format_.budget_per_s) +
-          " events in a second\"}}\n";
-  add_lines(line.data(), line.size(), member_stats{1, 0, 0}, false, false);
+  l->over = true;
+  limit_line(r, "budget",
+             "aggregated: over " + std::to_string(format_.budget_per_s) + " events in a second");
   return true;
+}
+
+void member_builder::count_bytes(const rec &r, name_limits *l, size_t bytes) {
+  if (l->over) return;
+  const uint64_t hour = start_epoch_ns(r) / 3600000000000u;
+  if (hour != l->window) {
+    l->window = hour;
+    l->used = 0;
+  }
+  l->used += bytes;
+  if (l->used <= format_.budget_bytes_per_h) return;
+  l->over = true;  // from the next event on
+  limit_line(
+      r, "budget",
+      "aggregated: over " + std::to_string(format_.budget_bytes_per_h) + " bytes in an hour");
+}
+
+void member_builder::limit_line(const rec &r, const char *kind, const std::string &value) {
+  std::string name, cat;
+  split_name_cat(*r.name_cat, &name, &cat);
+  std::string line = std::string("{\"name\":\"") + kind +
+                     "\",\"cat\":\"dftracer\",\"pid\":" + std::to_string(format_.pid) +
+                     ",\"tid\":" + std::to_string(r.tid) + ",\"ph\":\"M\",\"args\":{";
+  if (!format_.hhash_field.empty()) line += format_.hhash_field + ",";
+  line += "\"name\":\"" + name + "\",\"value\":\"" + value + "\"}}\n";
+  add_lines(line.data(), line.size(), member_stats{1, 0, 0}, false, false);
 }
 
 void member_builder::add_aggregates(uint64_t lag_ns, bool all) {

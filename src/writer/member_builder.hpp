@@ -39,6 +39,11 @@ class member_builder {
   // The aggregated records of intervals that ended lag_ns before the newest folded event (all
   // of them with all = true), as lines.
   void add_aggregates(uint64_t lag_ns, bool all);
+  // The fatal-signal path: one open interval's aggregated record as a line at out (cap bytes),
+  // marked written; null when none is left or it does not fit (aggregator::take_one).
+  char *take_aggregate(char *out, size_t cap, uint64_t *ts_us, uint64_t *events) {
+    return agg_.take_one(format_, out, cap, ts_us, events);
+  }
   // Closes the member being assembled (if any).
   void close();
   // Closed members of this pass, in order.
@@ -54,7 +59,7 @@ class member_builder {
     open_ = 0;
     has_open_ = false;
     agg_ = aggregator();  // a forked child forgets the parent's events
-    budget_.clear();
+    limits_.clear();
     rule_names_.clear();
   }
 
@@ -65,14 +70,23 @@ class member_builder {
   line_format format_;
   arg_index arg_index_;  // formatting scratch for events with many arguments
   aggregator agg_;       // aggregation mode's open intervals
-  // output.budget: events per name in the current second, and the names switched to
-  // aggregation (from the event that went over on).
-  struct budget_state {
-    uint64_t second = 0, count = 0;
+  // output.budget and output.sample, per name: the budget's current window (second or hour)
+  // and what the name wrote in it (events or bytes), whether it went over (aggregated from then
+  // on), its sampling (1 event in `sample` written; 0: not looked up yet) and its events seen.
+  struct name_limits {
+    uint64_t window = 0, used = 0, sample = 0, seen = 0;
     bool over = false;
   };
-  std::unordered_map<const std::string *, budget_state> budget_;
-  bool over_budget(const rec &r);
+  std::unordered_map<const std::string *, name_limits> limits_;
+  bool limits_on_ = false;  // a budget or a sampling is configured
+  // Whether the name's sampling or budget folds the complete event r (not yet written).
+  bool limit_folds(const rec &r, name_limits *l);
+  // The bytes of r's line against a bytes-per-hour budget.
+  void count_bytes(const rec &r, name_limits *l, size_t bytes);
+  // The metadata line that says what happens to r's name from now on (a budget's switch, a
+  // sampling): {"name":<kind>,"cat":"dftracer",...,"args":{"name":<event name>,"value":...}}.
+  void limit_line(const rec &r, const char *kind, const std::string &value);
+  uint64_t start_epoch_ns(const rec &r) const;
   // format_.rules: whether a complete event is folded. Per name: its name and category as text,
   // and the answers (node flag off, on) when the rules read neither ts, dur nor rank (-1: not
   // known yet).

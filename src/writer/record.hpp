@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/format.hpp"
@@ -81,7 +82,10 @@ struct line_format {
   bool metadata = true;
   std::string hhash_field;             // "hhash":N, or empty when metadata is off
   uint64_t aggregate_interval_ns = 0;  // aggregation.interval (for aggregation and budgets)
-  uint64_t budget_per_s = 0;           // output.budget; 0: none
+  // output.budget per name (events per second, or bytes of lines per hour; 0: none) and
+  // output.sample (cat or cat.name, N: 1 event in N written, the others aggregated).
+  uint64_t budget_per_s = 0, budget_bytes_per_h = 0;
+  std::vector<std::pair<std::string, uint64_t>> sample;
   // DFTracer's aggregation rules file (event_rules.hpp), when aggregation is on and one is given.
   std::shared_ptr<const event_rules> rules;
 };

@@ -227,7 +227,9 @@ void writer::finish(end_fields end) {
     std::lock_guard<std::mutex> io(io_mutex_);
     if (finished_) return;
     cycle(true);
-    builder_.add_aggregates(0, true);  // every interval still open
+    builder_.add_aggregates(0, true);  // every interval still open, written before the end
+    builder_.close();                  // line so that its count holds their events
+    write_members(true);
     char buf[2048];
     const size_t n = end_line(end, buf, sizeof buf);
     const member_stats st = scan(buf, n);
@@ -264,36 +266,51 @@ void writer::crash_write(const char *p, size_t n, const member_stats &st) {
   }
 }
 
+void writer::crash_text_write() {
+  if (!crash_text_.empty()) {
+    crash_write(crash_text_.data(), crash_text_.size(), crash_batch_.st);
+    if (!file_.failed())  // the end line's count
+      events_written_.fetch_add(crash_batch_.events, std::memory_order_relaxed);
+  }
+  crash_text_.clear();
+  crash_batch_ = {};
+}
+
 void writer::crash_records(const chunk *c, uint32_t from, uint32_t to) {
   const line_format &f = builder_.format();
-  member_stats st;
-  bool has_ts = false;
-  uint64_t events = 0;
-  auto flush_text = [&] {
-    if (!crash_text_.empty()) {
-      crash_write(crash_text_.data(), crash_text_.size(), st);
-      if (!file_.failed())
-        events_written_.fetch_add(events, std::memory_order_relaxed);  // the end line's count
-    }
-    crash_text_.clear();
-    st = member_stats{};
-    has_ts = false;
-    events = 0;
-  };
   uint32_t off = from;
   while (off < to) {
     const rec &r = *reinterpret_cast<const rec *>(c->data + off);
     off += r.size;
     const size_t bound = line_bound(r);
-    if (!crash_text_.empty() && crash_text_.size() + bound > settings_.member_bytes) flush_text();
+    if (!crash_text_.empty() && crash_text_.size() + bound > settings_.member_bytes)
+      crash_text_write();
     uint64_t ts;
     crash_text_.set_end(format_record(f, r, crash_text_.room(bound), &ts));
-    ++st.lines;
+    ++crash_batch_.st.lines;
     if (r.type == rec_type::mark) continue;  // a metadata line: no "ts"
-    ++events;
-    st.add_ts(ts, has_ts);
+    ++crash_batch_.events;
+    crash_batch_.st.add_ts(ts, crash_batch_.has_ts);
   }
-  flush_text();
+  crash_text_write();
+}
+
+void writer::crash_aggregates() {
+  const size_t cap = settings_.member_bytes + 4096;  // crash_text_'s reserved room
+  for (;;) {
+    uint64_t ts = 0, events = 0;
+    char *end =
+        builder_.take_aggregate(crash_text_.room(0), cap - crash_text_.size(), &ts, &events);
+    if (!end) {
+      if (crash_text_.empty()) break;  // none left, or one larger than the room: lost
+      crash_text_write();
+      continue;
+    }
+    crash_text_.set_end(end);
+    ++crash_batch_.st.lines;
+    crash_batch_.events += events;
+    crash_batch_.st.add_ts(ts, crash_batch_.has_ts);
+  }
 }
 
 void writer::crash_cycle() {
@@ -327,6 +344,7 @@ void writer::crash_cycle() {
   }
   if (have_ranges)
     for (const chunk_range &r : ranges_) crash_records(r.c, r.from, r.to);
+  crash_aggregates();
 }
 
 void writer::crash_flush(end_fields *end) {

@@ -109,8 +109,16 @@ class writer {
   member_stats scan(const char *p, size_t n) const {
     return scan_member_stats(p, n, settings_.format.ns_precision ? 1000 : 1);
   }
-  // The signal path's formatting: into crash_text_, writing members as it fills.
+  // The signal path's formatting: into crash_text_ (reserved: it does not grow), writing
+  // members as it fills; crash_batch_ says what the text holds.
   void crash_records(const chunk *c, uint32_t from, uint32_t to);
+  void crash_aggregates();  // aggregation's open intervals
+  void crash_text_write();  // crash_text_ as a member, then empty
+  struct {
+    member_stats st;
+    bool has_ts = false;
+    uint64_t events = 0;
+  } crash_batch_;
   size_t end_line(end_fields e, char *buf, size_t cap);
 
   writer_settings settings_;

@@ -106,16 +106,21 @@ def open_text(path):
         return f.read().splitlines()
 
 
+def nested_trace(tmp_path, **env):
+    """The trace of `nested_ns 300 2` (600 steps and 600 forwards) under `env`: its path and
+    its events."""
+    import subprocess
+    e = dict(os.environ, DFTRACE_ENABLE="1", DFTRACE_LOG_FILE=str(tmp_path / "t"), **env)
+    subprocess.run([os.environ.get("DFTRACE_NESTED_NS", ""), "300", "2"], env=e, check=True,
+                   timeout=120)
+    (src,) = tmp_path.glob("t-*.pfw.gz")
+    return src, events(src)
+
+
 def test_dftrace_aggregated_records_in_every_tool(tmp_path):
     # A real trace in aggregation mode: validate accepts its records, stat folds them into
     # exact counts, convert --to dftracer-v2 writes them as "ph":3 and back as "A".
-    import subprocess
-    nested = os.environ.get("DFTRACE_NESTED_NS", "")
-    env = dict(os.environ, DFTRACE_ENABLE="1", DFTRACE_LOG_FILE=str(tmp_path / "t"),
-               DFTRACE_AGGREGATION="1", DFTRACE_AGGREGATION_INTERVAL="1ms")
-    subprocess.run([nested, "300", "2"], env=env, check=True, timeout=120)
-    (src,) = tmp_path.glob("t-*.pfw.gz")
-    ev = events(src)
+    src, ev = nested_trace(tmp_path, DFTRACE_AGGREGATION="1", DFTRACE_AGGREGATION_INTERVAL="1ms")
     recs = [e for e in ev if e["ph"] == "A"]
     assert recs and not [e for e in ev if e["ph"] == "X" and e["cat"] == "compute"]
     assert run("validate", src).returncode == 0
@@ -130,3 +135,31 @@ def test_dftrace_aggregated_records_in_every_tool(tmp_path):
     back = tmp_path / "back.pfw.gz"
     run("convert", v2, "--to", "dftracer", "-o", back)
     assert canonical(back) == canonical(src)
+
+
+def test_sampled_and_budgeted_trace_in_every_tool(tmp_path):
+    # compute.forward sampled 1 in 3, every name over a budget of 50 events a second: validate
+    # accepts the trace, stat's counts and totals are the run's (lines plus the records'
+    # dft_cnt and dur_sum) and it names what was folded and why; the v2 conversion keeps them.
+    src, ev = nested_trace(tmp_path, DFTRACE_OUTPUT_SAMPLE="compute.forward=3",
+                           DFTRACE_OUTPUT_BUDGET="50/s")
+    assert run("validate", src).returncode == 0
+    st = json.loads(run("stat", "--json", src).stdout)
+    rows = {r["name"]: r for r in st["by_name"] if r["cat"] == "compute"}
+    for name in ("step", "forward"):
+        mine = [e for e in ev if e["name"] == name and e["cat"] == "compute"]
+        lines = [e for e in mine if e["ph"] == "X"]
+        recs = [e for e in mine if e["ph"] == "A"]
+        assert recs, name
+        assert rows[name]["count"] == 600 == len(lines) + sum(e["args"]["dft_cnt"] for e in recs)
+        assert rows[name]["total_ns"] == 1000 * (sum(e["dur"] for e in lines) +
+                                                 sum(e["args"]["dur_sum"] for e in recs))
+    folded = {(f["kind"], f["name"]) for f in st["folded_names"]}
+    assert ("sample", "forward") in folded and ("budget", "step") in folded, folded
+    text = run("stat", src).stdout
+    assert "sample forward: sampled: 1 in 3 written" in text, text
+    v2 = tmp_path / "v2.pfw.gz"
+    run("convert", src, "--to", "dftracer-v2", "-o", v2)
+    st2 = json.loads(run("stat", "--json", v2).stdout)
+    assert {r["name"]: r["count"] for r in st2["by_name"] if r["cat"] == "compute"} == {
+        r["name"]: r["count"] for r in st["by_name"] if r["cat"] == "compute"}

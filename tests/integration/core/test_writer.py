@@ -538,20 +538,40 @@ def test_aggregation_full_equals_the_full_trace(tmp_path):
 
 
 def test_aggregation_selective_rules_from_env_yaml_and_dftracer_names(tmp_path):
+    # Each way of choosing gives stat the counts and argument sums of the full trace of the
+    # same workload.
+    full, fev = agg_run(tmp_path, "full", 500, {})
+    counts = lambda path: {k: v[0] for k, v in stat_of(path).items()}
+
+    def same_as_full(path, ev):
+        assert counts(path) == counts(full)
+        assert arg_totals(ev) == arg_totals(fev)
+
     # selective: only comm is aggregated (DFTracer's variable names)
-    _, ev = agg_run(tmp_path, "sel", 500, {"DFTRACER_ENABLE_AGGREGATION": "1",
-                                           "DFTRACER_AGGREGATION_TYPE": "SELECTIVE",
-                                           "DFTRACE_AGGREGATION_RULES": "+comm"})
+    path, ev = agg_run(tmp_path, "sel", 500, {"DFTRACER_ENABLE_AGGREGATION": "1",
+                                              "DFTRACER_AGGREGATION_TYPE": "SELECTIVE",
+                                              "DFTRACE_AGGREGATION_RULES": "+comm"})
     kinds = {(e["name"], e["ph"]) for e in ev if e.get("cat") in ("compute", "comm")}
     assert ("all_reduce", "A") in kinds and ("all_reduce", "X") not in kinds
     assert ("forward", "X") in kinds and ("forward", "A") not in kinds
+    same_as_full(path, ev)
     # full, with compute.step kept event by event (YAML map)
     cfg = tmp_path / "agg.yaml"
     cfg.write_text("aggregation:\n  enable: true\n  type: full\n  rules: {compute.step: false}\n")
-    _, ev = agg_run(tmp_path, "yaml", 500, {"DFTRACE_CONFIG": str(cfg)})
+    path, ev = agg_run(tmp_path, "yaml", 500, {"DFTRACE_CONFIG": str(cfg)})
     kinds = {(e["name"], e["ph"]) for e in ev if e.get("cat") in ("compute", "comm")}
     assert ("step", "X") in kinds and ("step", "A") not in kinds
     assert ("forward", "A") in kinds and ("all_reduce", "A") in kinds
+    same_as_full(path, ev)
+    # selective from YAML (a list), with the environment's rule added to it: compute.forward
+    # and comm aggregated, compute.step not
+    cfg.write_text("aggregation:\n  enable: true\n  type: selective\n  rules: [\"+comm\"]\n")
+    path, ev = agg_run(tmp_path, "yaml-env", 500, {"DFTRACE_CONFIG": str(cfg),
+                                                   "DFTRACE_AGGREGATION_RULES": "+compute.forward"})
+    kinds = {(e["name"], e["ph"]) for e in ev if e.get("cat") in ("compute", "comm")}
+    assert {k for k in kinds if k[1] in ("X", "A")} == {("step", "X"), ("forward", "A"),
+                                                        ("all_reduce", "A")}, kinds
+    same_as_full(path, ev)
     # a bad value: one message, aggregation keeps its earlier value (off)
     d = tmp_path / "bad"
     d.mkdir()
@@ -574,6 +594,116 @@ def test_budget_switches_a_hot_name_to_aggregation(tmp_path):
         assert any(e.get("name") == name and e.get("ph") == "A" for e in ev)
     sf, sh = stat_of(full), stat_of(hot)
     assert {k: v[0] for k, v in sf.items()} == {k: v[0] for k, v in sh.items()}
+
+
+def test_budget_in_bytes_per_hour_switches_a_hot_name_after_its_bytes(tmp_path):
+    # 20 kB of lines per name per hour: each name writes lines until its bytes in the hour go
+    # over, then one budget line, then aggregated records; stat's counts stay those of the run.
+    path, ev = agg_run(tmp_path, "bytes", 3000, {"DFTRACE_OUTPUT_BUDGET": "20kB/h"})
+    switches = [e for e in ev if e.get("name") == "budget" and e.get("ph") == "M"]
+    assert sorted(e["args"]["name"] for e in switches) == ["all_reduce", "forward", "step"]
+    assert all(e["args"]["value"] == "aggregated: over 20000 bytes in an hour" for e in switches)
+    lines = tc.read_lines(path)
+    for name in ("forward", "all_reduce", "step"):
+        mine = [l for l in lines if l.startswith("{") and '"name":"%s"' % name in l]
+        kept = [l for l in mine if '"ph":"X"' in l]
+        # the bytes of the lines in the last hour they were written (a run may straddle one)
+        hour = lambda l: json.loads(l)["ts"] // 3600000000
+        last = [len(l) + 1 for l in kept if hour(l) == hour(kept[-1])]
+        assert sum(last) > 20000 >= sum(last) - last[-1], (name, sum(last), last[-1])
+        assert any('"ph":"A"' in l for l in mine), name
+    assert {k: v[0] for k, v in stat_of(path).items()} == {
+        ("compute", "step"): 3000, ("compute", "forward"): 3000, ("comm", "all_reduce"): 3000}
+    end = ev[-1]
+    assert end["name"] == "end" and end["args"]["num_events"] == sum(
+        e["args"]["dft_cnt"] if e.get("ph") == "A" else 1 for e in ev
+        if e.get("ph") in ("X", "A", "i", "C") and e["cat"] != "dftracer")
+
+
+def test_sample_keeps_exactly_one_in_n_and_totals_stay_exact(tmp_path):
+    # YAML map: every name 1 in 4, compute 1 in 7, compute.step all (most specific wins). The
+    # forward of iteration i has size 100 + i % 7: the kept ones are iterations 0, 7, 14, ...
+    # (size 100 each). The others are folded into aggregated records: counts and the sums of
+    # the arguments equal the full run's.
+    cfg = tmp_path / "sample.yaml"
+    cfg.write_text("output:\n  sample: {ai: 4, compute: 7, compute.step: 1}\n")
+    full, fev = agg_run(tmp_path, "full", 3000, {})
+    path, ev = agg_run(tmp_path, "sampled", 3000, {"DFTRACE_CONFIG": str(cfg)})
+    xs = lambda name: [e for e in ev if e.get("name") == name and e.get("ph") == "X"]
+    assert len(xs("forward")) == 429  # ceil(3000 / 7)
+    assert {e["args"]["size"] for e in xs("forward")} == {100}
+    assert len(xs("all_reduce")) == 750
+    assert len(xs("step")) == 3000
+    assert not [e for e in ev if e.get("name") == "step" and e.get("ph") == "A"]
+    said = {e["args"]["name"]: e["args"]["value"] for e in ev
+            if e.get("name") == "sample" and e.get("ph") == "M"}
+    assert said == {"forward": "sampled: 1 in 7 written, the others in aggregated records",
+                    "all_reduce": "sampled: 1 in 4 written, the others in aggregated records"}
+    sf, ss = stat_of(full), stat_of(path)
+    assert {k: v[0] for k, v in sf.items()} == {k: v[0] for k, v in ss.items()}
+    assert arg_totals(fev) == arg_totals(ev)
+    # the environment adds to the file's rules: forward 1 in 2 now
+    path, ev = agg_run(tmp_path, "env", 300, {"DFTRACE_CONFIG": str(cfg),
+                                              "DFTRACE_OUTPUT_SAMPLE": "compute.forward=2"})
+    assert len(xs("forward")) == 150 and len(xs("all_reduce")) == 75
+    # a bad rule: one message naming it, nothing sampled
+    d = tmp_path / "bad"
+    d.mkdir()
+    p = run("agg", 10, tmp=d, env={"DFTRACE_OUTPUT_SAMPLE": "compute.forward"})
+    assert p.stderr.count("output.sample") == 1, p.stderr
+
+
+@pytest.mark.parametrize("how,sig", [("term", signal.SIGTERM), ("segv", signal.SIGSEGV),
+                                     ("abort", signal.SIGABRT)])
+def test_a_killed_process_writes_its_open_aggregation_intervals(tmp_path, how, sig):
+    # One-hour intervals never end during the run: the writer folds every event (it takes them
+    # every 50 ms; the program waits 1 s after them), so all of them are in open intervals when
+    # the signal comes, and only the signal path can write them.
+    env = dict(os.environ, DFTRACE_ENABLE="1", DFTRACE_LOG_FILE=str(tmp_path / "trace"),
+               DFTRACE_AGGREGATION="1", DFTRACE_AGGREGATION_INTERVAL="3600s",
+               DFTRACE_OUTPUT_FLUSH_INTERVAL="50ms")
+    p = subprocess.Popen([os.path.join(BIN, "writer_prog"), how, "700", "1000"], env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if how == "term":
+        assert p.stdout.readline().strip() == "ready"  # 1 s after the events
+        p.send_signal(sig)
+    p.wait(timeout=60)
+    assert p.returncode == -sig, (p.returncode, p.stderr.read())
+    path = tc.only_file(tmp_path)
+    tc.check_members(path)
+    ev = tc.load(path)
+    recs = [e for e in ev if e.get("ph") == "A"]
+    assert recs and not tc.user_events(ev)  # every event went through the aggregator
+    assert {k: v[0] for k, v in stat_of(path).items()} == {
+        ("compute", "forward"): 700, ("compute", "backward"): 700}
+    backward = [e for e in recs if e["name"] == "backward"]
+    assert sum(e["args"]["i_sum"] for e in backward) == 699 * 700 // 2
+    assert min(e["args"]["i_min"] for e in backward) == 0
+    assert max(e["args"]["i_max"] for e in backward) == 699
+    end = ev[-1]
+    assert end["name"] == "end" and end["args"]["signal"] == signal.Signals(sig).name
+    assert end["args"]["num_events"] == 1400
+
+
+def test_open_intervals_written_at_a_signal_the_process_survives_are_not_counted_twice(tmp_path):
+    # The application handles SIGTERM and goes on: the signal path writes the open interval's
+    # records, the events after it start new records of the same interval, finalize writes
+    # those; every event is counted once.
+    p = run("survive", 600, tmp=tmp_path, env={"DFTRACE_AGGREGATION": "1",
+                                               "DFTRACE_AGGREGATION_INTERVAL": "3600s",
+                                               "DFTRACE_OUTPUT_FLUSH_INTERVAL": "50ms"})
+    assert "terms 1" in p.stdout
+    path = tc.only_file(tmp_path)
+    ev = tc.load(path)
+    backward = [e for e in ev if e.get("ph") == "A" and e["name"] == "backward"]
+    assert len(backward) == 2  # one by the signal path, one at finalize, same interval
+    assert len({e["ts"] for e in backward}) == 1
+    assert [e["args"]["dft_cnt"] for e in backward] == [600, 600]
+    assert sum(e["args"]["i_sum"] for e in backward) == 2 * (599 * 600 // 2)
+    assert {k: v[0] for k, v in stat_of(path).items()} == {
+        ("compute", "forward"): 1200, ("compute", "backward"): 1200}
+    end = ev[-1]
+    assert end["args"]["num_events"] == 2400 and end["args"]["signal"] == "SIGTERM"
 
 
 def test_aggregation_rules_file_as_dftracer_2_reads_it(tmp_path):

@@ -121,8 +121,10 @@ __attribute__((no_sanitize("undefined"), noinline)) void crash_by_segv() {
   *p = 1;
 }
 
-int mode_signal(const char *how, int n) {
+// Crashes (segv, abort) `delay_ms` after the events, or waits for a signal (term).
+int mode_signal(const char *how, int n, int delay_ms) {
   events(n, node("compute.forward"), node("compute.backward"));
+  if (delay_ms > 0) usleep(static_cast<useconds_t>(delay_ms) * 1000);
   if (!std::strcmp(how, "segv")) {
     crash_by_segv();
   } else if (!std::strcmp(how, "abort")) {
@@ -132,6 +134,23 @@ int mode_signal(const char *how, int n) {
     std::fflush(stdout);
     for (;;) pause();
   }
+  return 0;
+}
+
+// The application's own SIGTERM handler, installed before tracing starts: dftrace's handler
+// writes what is buffered, then this one runs and the process goes on. n events, 1 s for the
+// writer to take them, SIGTERM to itself, n more events, a normal exit.
+volatile sig_atomic_t g_terms = 0;
+int mode_survive(int n) {
+  struct sigaction sa {};
+  sa.sa_handler = [](int) { g_terms = g_terms + 1; };
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, nullptr);
+  events(n, node("compute.forward"), node("compute.backward"));
+  usleep(1000000);
+  raise(SIGTERM);
+  events(n, node("compute.forward"), node("compute.backward"));
+  std::printf("terms %d\n", static_cast<int>(g_terms));
   return 0;
 }
 
@@ -342,8 +361,10 @@ int main(int argc, char **argv) {
   if (mode == "basic") return mode_basic();
   if (mode == "threads") return mode_threads(n);
   if (mode == "flushed") return mode_flushed(n, m);
-  if (mode == "segv" || mode == "abort" || mode == "term") return mode_signal(mode.c_str(), n);
+  if (mode == "segv" || mode == "abort" || mode == "term")
+    return mode_signal(mode.c_str(), n, argc > 3 ? m : 0);
   if (mode == "fork") return mode_fork(n);
+  if (mode == "survive") return mode_survive(n);
   if (mode == "args") return mode_args(n);
   if (mode == "rank_clash") return mode_rank_clash(argc > 2 ? argv[2] : "/nonexistent");
   if (mode == "fork_threads") return mode_fork_threads(n, m);

@@ -286,6 +286,57 @@ TEST_F(Config, CategoriesFromYamlMapListAndEnvironment) {
   EXPECT_EQ(lines(err), 1) << err;
 }
 
+TEST_F(Config, BudgetInEventsPerSecondOrBytesPerHour) {
+  std::string err;
+  config c = load(yaml("output:\n  budget: 200MB/h\n"), &err);
+  EXPECT_EQ(err, "");
+  EXPECT_EQ(c.budget_bytes, 200000000u);
+  EXPECT_EQ(c.budget, 0u);
+  c = load(yaml("output.budget: 1.5 GiB / h\n"), &err);
+  EXPECT_EQ(c.budget_bytes, 1610612736u);
+  for (const char *events : {"1000", "1000/s", " 1000 / S"}) {
+    setenv("DFTRACE_OUTPUT_BUDGET", events, 1);
+    c = load(yaml("output.budget: 200MB/h\n"), &err);  // the environment wins
+    EXPECT_EQ(err, "") << events;
+    EXPECT_EQ(c.budget, 1000u) << events;
+    EXPECT_EQ(c.budget_bytes, 0u) << events;
+  }
+  for (const char *bad : {"5MB/s", "-3", "10/min", "lots/h", "1e3"}) {
+    setenv("DFTRACE_OUTPUT_BUDGET", bad, 1);
+    c = load("", &err);
+    EXPECT_EQ(lines(err), 1) << bad << ": " << err;
+    EXPECT_NE(err.find("bytes per hour"), std::string::npos) << err;
+    EXPECT_EQ(c.budget + c.budget_bytes, 0u) << bad;  // the default, no budget
+  }
+  unsetenv("DFTRACE_OUTPUT_BUDGET");
+}
+
+TEST_F(Config, SampleRulesFromYamlMapListAndEnvironment) {
+  std::string err;
+  config c = load(yaml("output:\n  sample: {POSIX.read: 100, ai.compute: 10}\n"), &err);
+  EXPECT_EQ(err, "");
+  ASSERT_EQ(c.sample.size(), 2u);
+  EXPECT_EQ(c.sample[0], (std::pair<std::string, uint64_t>{"POSIX.read", 100}));
+  EXPECT_EQ(c.sample[1], (std::pair<std::string, uint64_t>{"compute", 10}));  // "ai." dropped
+  c = load(yaml("output.sample: [\"comm=3\", \"ai: 7\"]\n"), &err);
+  EXPECT_EQ(err, "");
+  ASSERT_EQ(c.sample.size(), 2u);
+  EXPECT_EQ(c.sample[1], (std::pair<std::string, uint64_t>{"ai", 7}));
+  setenv("DFTRACE_OUTPUT_SAMPLE", "compute.forward=2", 1);  // added to the file's
+  c = load(yaml("output:\n  sample:\n    comm: 5\n"), &err);
+  ASSERT_EQ(c.sample.size(), 2u);
+  EXPECT_EQ(c.sample[1].first, "compute.forward");
+  for (const char *bad : {"compute", "compute=0", "compute=-2", "=3"}) {
+    setenv("DFTRACE_OUTPUT_SAMPLE", bad, 1);
+    c = load("", &err);
+    EXPECT_EQ(lines(err), 1) << bad << ": " << err;
+    EXPECT_TRUE(c.sample.empty()) << bad;
+  }
+  unsetenv("DFTRACE_OUTPUT_SAMPLE");
+  c = load(yaml("output:\n  sample: {comm: [1]}\n"), &err);
+  EXPECT_EQ(lines(err), 1) << err;
+}
+
 TEST_F(Config, DescribeNamesEveryKeyAndItsSource) {
   std::string err;
   setenv("DFTRACE_ENABLE", "1", 1);

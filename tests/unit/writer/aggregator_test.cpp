@@ -1,0 +1,120 @@
+// aggregator_test.cpp: aggregation's records: counts, minima, maxima and sums per interval, and
+// the fatal-signal path's take_one, after which a record starts afresh (nothing counted twice).
+#include "writer/aggregator.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "dftrace/dftrace.h"
+
+using namespace dftrace::detail;
+
+namespace {
+
+const std::string k_name_cat = ",\"name\":\"forward\",\"cat\":\"compute\"";
+
+// A complete event of k_name_cat on thread 2, from start_us to end_us, with an integer "size"
+// argument unless size < 0.
+std::vector<uint64_t> event(uint64_t start_us, uint64_t end_us, int64_t size) {
+  std::string raw;
+  if (size >= 0) {
+    const raw_arg h{DFTRACE_ARG_INT, 0, 4, 8};
+    raw.append(reinterpret_cast<const char *>(&h), sizeof h);
+    raw += "size";
+    raw.append(reinterpret_cast<const char *>(&size), 8);
+  }
+  std::vector<uint64_t> buf(rec_size(raw.size()) / 8);
+  rec *r = new (buf.data()) rec{};
+  r->size = static_cast<uint32_t>(rec_size(raw.size()));
+  r->type = rec_type::complete;
+  r->aggregate = 1;
+  r->name_cat = &k_name_cat;
+  r->start = start_us * 1000;
+  r->end = end_us * 1000;
+  r->tid = 2;
+  r->use_args_len = static_cast<uint32_t>(raw.size());
+  std::memcpy(const_cast<char *>(r->use_args()), raw.data(), raw.size());
+  return buf;
+}
+
+void add(aggregator &a, const line_format &f, uint64_t start_us, uint64_t end_us, int64_t size) {
+  const std::vector<uint64_t> e = event(start_us, end_us, size);
+  a.add(f, *reinterpret_cast<const rec *>(e.data()));
+}
+
+line_format format() {
+  line_format f;
+  f.pid = 7;
+  f.hhash_field = "\"hhash\":9";
+  f.aggregate_interval_ns = 1000000000;  // 1 s
+  return f;
+}
+
+bool has(const std::string &line, const std::string &field) {
+  return line.find(field) != std::string::npos;
+}
+
+}  // namespace
+
+TEST(Aggregator, FoldsAnIntervalIntoOneRecord) {
+  aggregator a;
+  const line_format f = format();
+  add(a, f, 10, 12, 1);
+  add(a, f, 20, 25, 5);
+  add(a, f, 30, 33, 3);
+  add(a, f, 1000010, 1000011, 4);  // the next interval
+  std::string out;
+  member_stats st;
+  EXPECT_EQ(a.take(f, 0, true, &out, &st), 4u);
+  EXPECT_EQ(st.lines, 2u);
+  const std::string first = out.substr(0, out.find('\n') + 1);
+  EXPECT_EQ(first,
+            "{\"name\":\"forward\",\"cat\":\"compute\",\"pid\":7,\"tid\":2,\"ts\":0,\"ph\":\"A\","
+            "\"args\":{\"hhash\":9,\"dft_cnt\":3,\"dur_min\":2,\"dur_max\":5,\"dur_sum\":10,"
+            "\"size_min\":1,\"size_max\":5,\"size_sum\":9}}\n");
+  EXPECT_TRUE(has(out.substr(first.size()), "\"ts\":1000000,"));
+  EXPECT_TRUE(a.empty());
+}
+
+TEST(Aggregator, TheSignalPathTakesEachOpenRecordOnceWithoutCountingItTwice) {
+  aggregator a;
+  const line_format f = format();
+  add(a, f, 10, 12, 1);
+  add(a, f, 20, 25, 5);
+  char buf[1024];
+  uint64_t ts = 0, events = 0;
+  EXPECT_EQ(a.take_one(f, buf, 40, &ts, &events), nullptr);  // does not fit: left as it is
+  char *end = a.take_one(f, buf, sizeof buf, &ts, &events);
+  ASSERT_NE(end, nullptr);
+  const std::string line(buf, end);
+  EXPECT_EQ(events, 2u);
+  EXPECT_TRUE(has(line,
+                  "\"dft_cnt\":2,\"dur_min\":2,\"dur_max\":5,\"dur_sum\":7,\"size_min\":1,"
+                  "\"size_max\":5,\"size_sum\":6}}\n"))
+      << line;
+  EXPECT_EQ(a.take_one(f, buf, sizeof buf, &ts, &events), nullptr);  // written: nothing left
+  // The process survived the signal: later events of the same interval start a new record,
+  // without the old one's values; an argument no later event has is left out.
+  add(a, f, 40, 41, -1);
+  add(a, f, 50, 53, -1);
+  std::string out;
+  member_stats st;
+  EXPECT_EQ(a.take(f, 0, true, &out, &st), 2u);
+  EXPECT_TRUE(has(out, "\"dft_cnt\":2,\"dur_min\":1,\"dur_max\":3,\"dur_sum\":4}}\n")) << out;
+  EXPECT_FALSE(has(out, "size"));
+  add(a, f, 60, 62, 9);
+  out.clear();
+  EXPECT_EQ(a.take(f, 0, true, &out, &st), 1u);
+  EXPECT_TRUE(has(out, "\"size_min\":9,\"size_max\":9,\"size_sum\":9}}")) << out;
+  // A record the signal path wrote and no event followed is dropped by the next take.
+  add(a, f, 70, 71, 1);
+  ASSERT_NE(a.take_one(f, buf, sizeof buf, &ts, &events), nullptr);
+  out.clear();
+  EXPECT_EQ(a.take(f, 0, false, &out, &st), 0u);
+  EXPECT_EQ(out, "");
+  EXPECT_TRUE(a.empty());
+}
