@@ -1222,6 +1222,58 @@ static PyObject *mod_region_arg_int(PyObject *m, PyObject *args) {
   Py_RETURN_NONE;
 }
 
+/* region_arg(region, key, value): an argument of any supported type (int, float, bool, str,
+ * numpy scalar; other objects as their str()) on the innermost open region of this thread. */
+static PyObject *mod_region_arg(PyObject *m, PyObject *const *argv, Py_ssize_t n) {
+  (void)m;
+  if (n != 3) {
+    warn("region_arg needs a region, a key and a value (ignored)");
+    Py_RETURN_NONE;
+  }
+  const unsigned long long r = PyLong_AsUnsignedLongLong(argv[0]);
+  if (r == (unsigned long long)-1 && PyErr_Occurred()) {
+    PyErr_Clear();
+    Py_RETURN_NONE;
+  }
+  if (!r || argv[2] == Py_None) Py_RETURN_NONE;
+  PyObject *kh = NULL;
+  const char *key = key_utf8(argv[1], &kh);
+  dftrace_arg_t a;
+  memset(&a, 0, sizeof a);
+  if (!key || convert_value(argv[2], &a) < 0) {
+    Py_XDECREF(kh);
+    warn_and_clear("region_arg");
+    Py_RETURN_NONE;
+  }
+  const dftrace_region_t region = (dftrace_region_t)r;
+  switch (a.type) {
+    case DFTRACE_ARG_INT: dftrace_region_arg_int(region, key, a.value.i); break;
+    case DFTRACE_ARG_UINT: dftrace_region_arg_uint(region, key, a.value.u); break;
+    case DFTRACE_ARG_DOUBLE: dftrace_region_arg_double(region, key, a.value.d); break;
+    case DFTRACE_ARG_BOOL: dftrace_region_arg_bool(region, key, a.value.b); break;
+    case DFTRACE_ARG_STRING:
+      dftrace_region_arg_string(region, key, a.value.s);
+      PyMem_RawFree((void *)a.value.s);
+      break;
+    default: break;
+  }
+  Py_XDECREF(kh);
+  Py_RETURN_NONE;
+}
+
+/* region_cancel(region): drops an open region without writing it (a copy that did not
+ * happen, a call that turned out to be a no-op). */
+static PyObject *mod_region_cancel(PyObject *m, PyObject *region) {
+  (void)m;
+  const unsigned long long r = PyLong_AsUnsignedLongLong(region);
+  if (r == (unsigned long long)-1 && PyErr_Occurred()) {
+    PyErr_Clear();
+    Py_RETURN_NONE;
+  }
+  if (r) dftrace_region_cancel((dftrace_region_t)r);
+  Py_RETURN_NONE;
+}
+
 static PyObject *mod_set_rank(PyObject *m, PyObject *const *argv, Py_ssize_t n) {
   (void)m;
   if (n != 2) {
@@ -1263,6 +1315,9 @@ static PyMethodDef module_methods[] = {
     {"step_phase", mod_step_phase, METH_NOARGS, "The phase of the step under way (0..5)."},
     {"step_count", mod_step_count, METH_NOARGS, "Steps ended so far."},
     {"file_hash", mod_file_hash, METH_O, "file_hash(path) -> the file's hash (FH line written)"},
+    {"region_arg", (PyCFunction)(void (*)(void))mod_region_arg, METH_FASTCALL,
+     "region_arg(region, key, value): an argument on the innermost open region"},
+    {"region_cancel", mod_region_cancel, METH_O, "Drops an open region without writing it."},
     {"region_arg_int", mod_region_arg_int, METH_VARARGS,
      "region_arg_int(region, key, value): an integer argument on an open region"},
     {"is_enabled", mod_is_enabled, METH_NOARGS, "True while events are recorded."},

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import threading
+import weakref
 from typing import Any, Iterable, List, Optional
 
 import torch
@@ -34,7 +36,7 @@ import dftrace
 from . import _dftrace, ai
 
 __all__ = ["step", "trace_model", "ModelHandle", "instrument_dataloader", "bridge_record_function",
-           "summary", "instrument_checkpoints"]
+           "summary", "instrument_checkpoints", "instrument_transfers", "auto"]
 
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 
@@ -63,6 +65,9 @@ def _timed(node, fn):
     return timed
 
 
+_explicit = [0]  # `with step(...)` blocks open: the automatic wrappers stand aside
+
+
 class step:
     """`with step(model, optimizer):` records one training step (a micro-batch under gradient
     accumulation) as `compute.step`, with inside it the model's forward (`compute.forward`),
@@ -82,6 +87,7 @@ class step:
         self._stepped = False
 
     def __enter__(self) -> "step":
+        _explicit[0] += 1  # auto() leaves what this block times to it
         if torch.cuda.is_available() and torch.cuda.is_initialized():
             torch.cuda.reset_peak_memory_stats()
         self._region = ai.compute.step._begin()
@@ -120,6 +126,7 @@ class step:
         ai.compute.step._counter("memory", float(_memory_bytes()))
         step._count += 1
         ai.compute.step._end(self._region)
+        _explicit[0] -= 1
         # The end of a step advances the schedule (dftrace.schedule / schedule.* keys).
         import dftrace
         dftrace.step()
@@ -246,15 +253,27 @@ def _trace_backward(module: torch.nn.Module, name: str, params: int) -> list:
 
 
 class _Patch:
-    """Undo of a class attribute replaced by instrument_*()."""
+    """Undo of an attribute replaced by instrument_*(): the original is put back, or, when it
+    was inherited rather than the owner's own, the replacement is deleted again."""
 
-    def __init__(self, owner: Any, name: str, original: Any) -> None:
-        self.owner, self.name, self.original = owner, name, original
+    def __init__(self, owner: Any, name: str, original: Any, own: bool = True) -> None:
+        self.owner, self.name, self.original, self.own = owner, name, original, own
 
     def remove(self) -> None:
         if self.owner is not None:
-            setattr(self.owner, self.name, self.original)
+            if self.own:
+                setattr(self.owner, self.name, self.original)
+            else:
+                delattr(self.owner, self.name)
             self.owner = None
+
+
+def _patch(owner: Any, name: str, make) -> _Patch:
+    """Replaces owner.name by make(original); returns the undo."""
+    own = name in owner.__dict__
+    original = owner.__dict__[name] if own else getattr(owner, name)
+    setattr(owner, name, make(original))
+    return _Patch(owner, name, original if own else None, own)
 
 
 def instrument_checkpoints() -> _Patches:
@@ -298,17 +317,304 @@ def instrument_checkpoints() -> _Patches:
     return _Patches([_Patch(torch, "save", save), _Patch(torch, "load", load)])
 
 
-def instrument_dataloader() -> _Patch:
+def instrument_dataloader(items: bool = True) -> "_Patches":
     """Times every DataLoader's `__next__` (the time the loop waits for a batch, in the main
-    process, with or without workers) as `dataloader.fetch`, with no change to the loop.
-    Returns a handle; `remove()` restores the iterator."""
+    process, with or without workers) as `dataloader.fetch`, with no change to the loop; with
+    `items`, where batches are made (each worker process, or the main process without
+    workers): `data.batch` per batch (args `worker`: the worker's id, -1 in the main process;
+    `items`), inside it `data.item` per sample (arg `index`: the dataset index, or the
+    running count of an iterable dataset) and `data.collate`. Workers inherit this by fork;
+    a `spawn` worker does only under `dftrace run --torch`, whose start-up hook runs in every
+    Python process. Returns a handle; `remove()` restores the loader."""
     from torch.utils.data import dataloader as dl
-    owner = dl._BaseDataLoaderIter
-    original = owner.__next__
-    node = ai.dataloader.fetch
+    patches = [_patch(dl._BaseDataLoaderIter, "__next__",
+                      lambda original: _timed(ai.dataloader.fetch, original))]
+    if items:
+        from torch.utils.data._utils import fetch as f
+        _items_on[0] = True
+        for cls in (f._MapDatasetFetcher, f._IterableDatasetFetcher):
+            patches.append(_patch(cls, "fetch", _traced_fetch))
+        patches.append(_Call(lambda: _items_on.__setitem__(0, False)))
+    return _Patches(patches)
 
-    owner.__next__ = _timed(node, original)
-    return _Patch(owner, "__next__", original)
+
+_items_on = [False]
+_data_nodes: List[Any] = []
+
+
+def _data():
+    """(batch, item, collate) nodes of category `data`, made on first use."""
+    if not _data_nodes:
+        _data_nodes.extend(dftrace.Profiler(p) for p in ("data.batch", "data.item", "data.collate"))
+    return _data_nodes
+
+
+class _Items:
+    """A map-style dataset seen through a fetcher: each `dataset[i]` is a `data.item` event.
+    Everything else (len, attributes, a batched `__getitems__`) is the dataset's own."""
+
+    __slots__ = ("dataset", "node")
+
+    def __init__(self, dataset, node) -> None:
+        self.dataset, self.node = dataset, node
+
+    def __getitem__(self, index):
+        if not _items_on[0]:
+            return self.dataset[index]
+        r = self.node._begin()
+        if r and type(index) is int:
+            _dftrace.region_arg(r, "index", index)
+        try:
+            return self.dataset[index]
+        finally:
+            self.node._end(r)
+
+    def __len__(self) -> int:
+        return len(self.dataset)
+
+    def __getattr__(self, name):
+        return getattr(self.dataset, name)
+
+
+class _ItemIter:
+    """An iterable dataset's iterator seen through a fetcher: each item is a `data.item`
+    event numbered from 0; the call that ends the iteration records nothing."""
+
+    __slots__ = ("it", "node", "count")
+
+    def __init__(self, it, node) -> None:
+        self.it, self.node, self.count = it, node, 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if not _items_on[0]:
+            return next(self.it)
+        r = self.node._begin()
+        if r:
+            _dftrace.region_arg(r, "index", self.count)
+        try:
+            item = next(self.it)
+        except BaseException:
+            _dftrace.region_cancel(r)
+            raise
+        self.count += 1
+        self.node._end(r)
+        return item
+
+
+def _prepare_fetcher(fetcher) -> None:
+    """Wraps a fetcher's dataset (or iterator) and collate function once, where it runs."""
+    from torch.utils.data import get_worker_info
+    from torch.utils.data._utils import fetch as f
+    info = get_worker_info()
+    _, item, collate = _data()
+    fetcher._dftrace_worker = info.id if info is not None else -1
+    if isinstance(fetcher, f._IterableDatasetFetcher):
+        fetcher.dataset_iter = _ItemIter(fetcher.dataset_iter, item)
+    else:
+        fetcher.dataset = _Items(fetcher.dataset, item)
+    fetcher.collate_fn = _timed(collate, fetcher.collate_fn)
+
+
+def _traced_fetch(original):
+    def fetch(self, possibly_batched_index):
+        if not _items_on[0]:
+            return original(self, possibly_batched_index)
+        if "_dftrace_worker" not in self.__dict__:
+            _prepare_fetcher(self)
+        batch = _data()[0]
+        r = batch._begin()
+        if r:
+            _dftrace.region_arg(r, "worker", self._dftrace_worker)
+            if self.auto_collation:
+                _dftrace.region_arg(r, "items", len(possibly_batched_index))
+        try:
+            return original(self, possibly_batched_index)
+        finally:
+            batch._end(r)
+    fetch.__wrapped__ = original
+    return fetch
+
+
+def instrument_transfers() -> "_Patches":
+    """Records `Tensor.to`, `Tensor.cuda` and `Tensor.cpu` calls that make a new tensor as
+    `device.transfer` (category `device`), with `bytes` (the new tensor's size), `src` and
+    `dst` (the devices) and, when it changes, `dtype` (the new one). A call that returns the
+    tensor itself (already on that device, in that dtype) copies nothing and records nothing;
+    a dtype or layout conversion on the same device is a copy and is recorded (that is what
+    a CPU-only run moves). A call that raises records nothing. Returns a handle; `remove()`
+    restores the three methods."""
+    node = ai.device.transfer
+
+    def make(original):
+        def transfer(self, *args, **kwargs):
+            r = node._begin()
+            if not r:
+                return original(self, *args, **kwargs)
+            try:
+                out = original(self, *args, **kwargs)
+            except BaseException:
+                _dftrace.region_cancel(r)
+                raise
+            if out is self or not isinstance(out, torch.Tensor):
+                _dftrace.region_cancel(r)
+                return out
+            if out.layout == torch.strided:
+                _dftrace.region_arg(r, "bytes", out.numel() * out.element_size())
+            _dftrace.region_arg(r, "src", str(self.device))
+            _dftrace.region_arg(r, "dst", str(out.device))
+            if out.dtype != self.dtype:
+                _dftrace.region_arg(r, "dtype", str(out.dtype)[6:])  # "torch.float64"
+            node._end(r)
+            return out
+        transfer.__name__ = getattr(original, "__name__", "to")
+        transfer.__doc__ = getattr(original, "__doc__", None)
+        transfer.__wrapped__ = original
+        return transfer
+    return _Patches([_patch(torch.Tensor, n, make) for n in ("to", "cuda", "cpu")])
+
+
+class _Call:
+    """An undo that is a plain function."""
+
+    def __init__(self, fn) -> None:
+        self.fn = fn
+
+    def remove(self) -> None:
+        if self.fn is not None:
+            self.fn()
+            self.fn = None
+
+
+def _all_subclasses(cls) -> list:
+    out, todo = [], list(cls.__subclasses__())
+    while todo:
+        c = todo.pop()
+        out.append(c)
+        todo.extend(c.__subclasses__())
+    return out
+
+
+class _AutoSteps:
+    """The steps of a loop nobody annotated (auto()), on the main thread: a step begins at
+    the outermost module call made with gradients enabled while no step is open, and ends
+    when the optimizer's `step()` returns; a forward that begins after a backward while the
+    step is still open starts a new micro-batch (gradient accumulation: the step ends with a
+    zero-length `step.optimizer`, `skipped: true`). A step still open at exit ends there.
+    Each end advances the schedule (dftrace.step()) and samples the `memory` counter."""
+
+    def __init__(self) -> None:
+        self.main = threading.main_thread().ident
+        self.open = False
+        self.region = 0
+        self.backward = False
+
+    def forward(self) -> None:
+        if threading.get_ident() != self.main or not torch.is_grad_enabled():
+            return
+        if self.open and self.backward:
+            self.close(skipped=True)
+        if not self.open:
+            if torch.cuda.is_available() and torch.cuda.is_initialized():
+                torch.cuda.reset_peak_memory_stats()
+            self.open, self.backward = True, False
+            self.region = ai.compute.step._begin()
+
+    def close(self, skipped: bool = False) -> None:
+        if not self.open or threading.get_ident() != self.main:
+            return
+        if skipped:
+            with _optimizer_node()(args={"skipped": True}):
+                pass
+        ai.compute.step._counter("memory", float(_memory_bytes()))
+        ai.compute.step._end(self.region)
+        self.open, self.region = False, 0
+        dftrace.step()
+
+    def at_exit(self) -> None:
+        if self.open:
+            self.close(skipped=self.backward)
+
+
+def auto(deep: bool = False) -> "_Patches":
+    """PyTorch traced with no change to the script (what `dftrace run` and `dftrace watch` do
+    through the start-up hook): steps (see _AutoSteps), the outermost module call as
+    `forward`, every `Tensor.backward` as `backward`, every optimizer class's `step` as
+    `step.optimizer`, data loading (instrument_dataloader: fetch, batch, item, collate),
+    device copies (instrument_transfers) and checkpoints (instrument_checkpoints). `deep`:
+    also every model's layers with their memory (trace_model(..., memory=True) on each
+    outermost module when it is first called). Inside `with step(...)` blocks the automatic
+    step, forward, backward and optimizer events stand aside. Returns a handle; `remove()`
+    undoes it all."""
+    import atexit
+    steps = _AutoSteps()
+    depth = [0]
+    traced: "weakref.WeakSet" = weakref.WeakSet()
+    layers: List[ModelHandle] = []
+    forward, backward, optimizer = ai.compute.forward, ai.compute.backward, _optimizer_node()
+
+    def make_call(call):
+        def module_call(self, *args, **kwargs):
+            if depth[0] or _explicit[0]:
+                return call(self, *args, **kwargs)
+            depth[0] += 1
+            try:
+                steps.forward()
+                if deep and self not in traced:
+                    traced.add(self)
+                    layers.append(trace_model(self, memory=True))
+                r = forward._begin()
+                try:
+                    return call(self, *args, **kwargs)
+                finally:
+                    forward._end(r)
+            finally:
+                depth[0] -= 1
+        module_call.__wrapped__ = call
+        return module_call
+
+    def make_backward(original):
+        def backward_(self, *args, **kwargs):
+            if _explicit[0]:
+                return original(self, *args, **kwargs)
+            steps.backward = True
+            r = backward._begin()
+            try:
+                return original(self, *args, **kwargs)
+            finally:
+                backward._end(r)
+        backward_.__name__, backward_.__doc__ = "backward", original.__doc__
+        backward_.__wrapped__ = original
+        return backward_
+
+    def make_step(original):
+        def optimizer_step(self, *args, **kwargs):
+            if _explicit[0]:
+                return original(self, *args, **kwargs)
+            r = optimizer._begin()
+            try:
+                return original(self, *args, **kwargs)
+            finally:
+                optimizer._end(r)
+                steps.close()
+        optimizer_step.__name__, optimizer_step.__doc__ = "step", original.__doc__
+        optimizer_step.__wrapped__ = original
+        if getattr(original, "hooked", None):  # torch's profiler hook is inside: keep it once
+            optimizer_step.hooked = True
+        return optimizer_step
+
+    patches = [instrument_dataloader(), instrument_checkpoints(), instrument_transfers(),
+               _patch(torch.nn.Module, "__call__", make_call),
+               _patch(torch.Tensor, "backward", make_backward)]
+    for cls in _all_subclasses(torch.optim.Optimizer):
+        if "step" in cls.__dict__:
+            patches.append(_patch(cls, "step", make_step))
+    patches.append(_Call(lambda: [h.remove() for h in layers]))
+    atexit.register(steps.at_exit)
+    patches.append(_Call(lambda: atexit.unregister(steps.at_exit)))
+    return _Patches(patches)
 
 
 class _Patches:
