@@ -580,3 +580,37 @@ def test_dftrace_watch_script_without_a_terminal(tmp_path):
                        env=_cli_env(), capture_output=True, text=True, timeout=300)
     assert p.returncode == 7, p.stderr
     assert "finished: exit status 7" in p.stdout and "steps 4 " in p.stdout, p.stdout
+
+
+COPIED = """
+import copy, io, torch
+import dftrace.torch as dt
+
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU(), torch.nn.Linear(4, 1))
+handles = [dt.trace_model(model, backward=False), dt.trace_model(model[2:], memory=True)]
+twin = copy.deepcopy(model)              # the traced forward binds to the copy
+with torch.no_grad():
+    for p in twin.parameters():
+        p.add_(1.0)
+x = torch.ones(2, 4)
+assert not torch.equal(model(x), twin(x)), "the copy computed with the original's weights"
+buf = io.BytesIO()
+torch.save(model, buf)                   # a whole model pickles
+buf.seek(0)
+back = torch.load(buf)
+assert torch.equal(back(x), model(x))
+for h in reversed(handles):
+    h.remove()
+assert "forward" not in model[0].__dict__ and "forward" not in model[2].__dict__
+print("ok")
+"""
+
+
+def test_traced_model_copies_and_pickles(runner):
+    p = runner.run(COPIED)
+    assert "ok" in p.stdout
+    c = runner.trace().counts()
+    # model(x) twice and twin(x) once are traced (the copy's layers too); the model loaded
+    # back is plain. Layer 2 is traced by both handles: two events per call.
+    assert c.get("forward.0") == 3 and c.get("forward.2") == 6, c
