@@ -170,9 +170,9 @@ bool parse_json(std::string_view t, size_t *at, json *out, int depth = 0) {
   while (e < t.size() && std::string_view(",}] \n\t\r").find(t[e]) == std::string_view::npos) ++e;
   if (e == *at) return false;
   out->text = std::string(t.substr(*at, e - *at));
-  out->type = out->text == "null"                         ? jtype::null
+  out->type = out->text == "null"                           ? jtype::null
               : out->text == "true" || out->text == "false" ? jtype::boolean
-                                                           : jtype::number;
+                                                            : jtype::number;
   *at = e;
   return true;
 }
@@ -191,15 +191,16 @@ std::string joined(const json *list, const char *sep) {
 std::string graph_text(const json &doc, const std::string &pid) {
   const json *graphs = doc.get("graphs");
   const size_t n = graphs ? graphs->items.size() : 0;
-  std::string out = "model graph of " + doc.str("model") + " (pid " + pid + "): " +
-                    std::to_string(n) + (n == 1 ? " graph, " : " graphs, ") +
+  std::string out = "model graph of " + doc.str("model") + " (pid " + pid +
+                    "): " + std::to_string(n) + (n == 1 ? " graph, " : " graphs, ") +
                     doc.str("failures") + " not traceable by torch.fx\n";
   if (!graphs) return out;
   char line[512];
   for (const json &g : graphs->items) {
     const std::string path = g.str("path");
     const json *ok = g.get("ok");
-    out += "\n" + (path.empty() ? doc.str("model") + " (the model)" : path + " (" + g.str("module") + ")");
+    out += "\n" +
+           (path.empty() ? doc.str("model") + " (the model)" : path + " (" + g.str("module") + ")");
     if (!ok || ok->text != "true") {
       out += ": not traced: " + g.str("error") +
              "\n  a leaf of its parent's graph; its submodules are traced separately\n";
@@ -270,7 +271,9 @@ int print_graphs(const std::vector<std::string> &files, bool ok) {
       if (fwrite(t.data(), 1, t.size(), stdout) != t.size()) ok = false;
     }
   }
-  if (!found) error_line("cat --graph: no model graph in these traces (dftrace.torch.model_graph writes one)");
+  if (!found)
+    error_line(
+        "cat --graph: no model graph in these traces (dftrace.torch.model_graph writes one)");
   if (fflush(stdout) != 0) ok = false;
   return ok && found ? 0 : 1;
 }

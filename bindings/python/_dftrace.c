@@ -321,7 +321,8 @@ static PyObject *traced_capture_vectorcall(PyObject *self_, PyObject *const *arg
     const Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     const Py_ssize_t total = nargs + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
     PyObject *small[9];
-    PyObject **buf = total + 1 <= 9 ? small : PyMem_Malloc((size_t)(total + 1) * sizeof(PyObject *));
+    PyObject **buf =
+        total + 1 <= 9 ? small : PyMem_Malloc((size_t)(total + 1) * sizeof(PyObject *));
     if (buf) {
       buf[0] = region;
       if (total) memcpy(buf + 1, argv, (size_t)total * sizeof(PyObject *));
