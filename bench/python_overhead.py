@@ -79,29 +79,15 @@ def loop_decorated(n):
         f()
 
 
-def loop_plain_x(n):
-    f = plain_x
-    for i in range(n):
-        f(i)
-
-
-def loop_decorated_x(n):
-    f = decorated_x
-    for i in range(n):
-        f(i)
-
-
-def loop_capture_done(n):
-    f = capture_done
-    f(0)
-    for i in range(n):
-        f(i)
-
-
-def loop_capture_all(n):
-    f = capture_all
-    for i in range(n):
-        f(i)
+def loop_with_arg(fn, warm=False):
+    """A loop calling fn(i): warm calls it once first (a capture's first call)."""
+    def loop(n):
+        f = fn
+        if warm:
+            f(0)
+        for i in range(n):
+            f(i)
+    return loop
 
 
 def loop_method_plain(n):
@@ -156,10 +142,10 @@ def main():
     r = {}
     r["baseline_call"] = per_call_ns(loop_plain, n)
     r["decorator_call"] = per_call_ns(loop_decorated, n)
-    r["baseline_call_x"] = per_call_ns(loop_plain_x, n)
-    r["decorator_call_x"] = per_call_ns(loop_decorated_x, n)
-    r["capture_done_x"] = per_call_ns(loop_capture_done, n)
-    r["capture_all_x"] = per_call_ns(loop_capture_all, max(1, n // 10))
+    r["baseline_call_x"] = per_call_ns(loop_with_arg(plain_x), n)
+    r["decorator_call_x"] = per_call_ns(loop_with_arg(decorated_x), n)
+    r["capture_done_x"] = per_call_ns(loop_with_arg(capture_done, warm=True), n)
+    r["capture_all_x"] = per_call_ns(loop_with_arg(capture_all), max(1, n // 10))
     r["baseline_method"] = per_call_ns(loop_method_plain, n)
     r["decorator_method"] = per_call_ns(loop_method_decorated, n)
     r["baseline_loop"] = per_call_ns(loop_empty_with, n)

@@ -910,14 +910,20 @@ static PyObject *node_begin(NodeObject *self, PyObject *unused) {
   return PyLong_FromUnsignedLongLong(node_region_begin(self));
 }
 
-static PyObject *node_end(NodeObject *self, PyObject *region) {
-  (void)self;
-  const unsigned long long r = PyLong_AsUnsignedLongLong(region);
+/* A region passed back from Python: 0 (nothing) when it is not one. */
+static dftrace_region_t region_of(PyObject *o) {
+  const unsigned long long r = PyLong_AsUnsignedLongLong(o);
   if (r == (unsigned long long)-1 && PyErr_Occurred()) {
     PyErr_Clear();
-    Py_RETURN_NONE;
+    return 0;
   }
-  if (r) dftrace_region_end((dftrace_region_t)r);
+  return (dftrace_region_t)r;
+}
+
+static PyObject *node_end(NodeObject *self, PyObject *region) {
+  (void)self;
+  const dftrace_region_t r = region_of(region);
+  if (r) dftrace_region_end(r);
   Py_RETURN_NONE;
 }
 
@@ -1325,12 +1331,8 @@ static PyObject *mod_region_arg(PyObject *m, PyObject *const *argv, Py_ssize_t n
     warn("region_arg needs a region, a key and a value (ignored)");
     Py_RETURN_NONE;
   }
-  const unsigned long long r = PyLong_AsUnsignedLongLong(argv[0]);
-  if (r == (unsigned long long)-1 && PyErr_Occurred()) {
-    PyErr_Clear();
-    Py_RETURN_NONE;
-  }
-  if (!r || argv[2] == Py_None) Py_RETURN_NONE;
+  const dftrace_region_t region = region_of(argv[0]);
+  if (!region || argv[2] == Py_None) Py_RETURN_NONE;
   PyObject *kh = NULL;
   const char *key = key_utf8(argv[1], &kh);
   dftrace_arg_t a;
@@ -1340,7 +1342,6 @@ static PyObject *mod_region_arg(PyObject *m, PyObject *const *argv, Py_ssize_t n
     warn_and_clear("region_arg");
     Py_RETURN_NONE;
   }
-  const dftrace_region_t region = (dftrace_region_t)r;
   switch (a.type) {
     case DFTRACE_ARG_INT: dftrace_region_arg_int(region, key, a.value.i); break;
     case DFTRACE_ARG_UINT: dftrace_region_arg_uint(region, key, a.value.u); break;
@@ -1360,12 +1361,8 @@ static PyObject *mod_region_arg(PyObject *m, PyObject *const *argv, Py_ssize_t n
  * happen, a call that turned out to be a no-op). */
 static PyObject *mod_region_cancel(PyObject *m, PyObject *region) {
   (void)m;
-  const unsigned long long r = PyLong_AsUnsignedLongLong(region);
-  if (r == (unsigned long long)-1 && PyErr_Occurred()) {
-    PyErr_Clear();
-    Py_RETURN_NONE;
-  }
-  if (r) dftrace_region_cancel((dftrace_region_t)r);
+  const dftrace_region_t r = region_of(region);
+  if (r) dftrace_region_cancel(r);
   Py_RETURN_NONE;
 }
 

@@ -622,35 +622,29 @@ def auto(deep: bool = False) -> "_Patches":
         module_call.__wrapped__ = call
         return module_call
 
-    def make_backward(original):
-        def backward_(self, *args, **kwargs):
-            if _explicit[0]:
-                return original(self, *args, **kwargs)
-            steps.backward = True
-            r = backward._begin()
-            try:
-                return original(self, *args, **kwargs)
-            finally:
-                backward._end(r)
-        backward_.__name__, backward_.__doc__ = "backward", original.__doc__
-        backward_.__wrapped__ = original
-        return backward_
+    def timed(node, name, before=None, after=None):
+        """A wrapper maker for the methods auto() times (backward, each optimizer's step)."""
+        def make(original):
+            def method(self, *args, **kwargs):
+                if _explicit[0]:
+                    return original(self, *args, **kwargs)
+                if before is not None:
+                    before()
+                r = node._begin()
+                try:
+                    return original(self, *args, **kwargs)
+                finally:
+                    node._end(r)
+                    if after is not None:
+                        after()
+            method.__name__, method.__doc__, method.__wrapped__ = name, original.__doc__, original
+            if getattr(original, "hooked", None):  # torch's profiler hook is inside: keep it once
+                method.hooked = True
+            return method
+        return make
 
-    def make_step(original):
-        def optimizer_step(self, *args, **kwargs):
-            if _explicit[0]:
-                return original(self, *args, **kwargs)
-            r = optimizer._begin()
-            try:
-                return original(self, *args, **kwargs)
-            finally:
-                optimizer._end(r)
-                steps.close()
-        optimizer_step.__name__, optimizer_step.__doc__ = "step", original.__doc__
-        optimizer_step.__wrapped__ = original
-        if getattr(original, "hooked", None):  # torch's profiler hook is inside: keep it once
-            optimizer_step.hooked = True
-        return optimizer_step
+    make_backward = timed(backward, "backward", before=lambda: setattr(steps, "backward", True))
+    make_step = timed(optimizer, "step", after=steps.close)
 
     patches = [instrument_dataloader(), instrument_checkpoints(), instrument_transfers(),
                _patch(torch.nn.Module, "__call__", make_call),
