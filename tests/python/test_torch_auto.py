@@ -614,3 +614,16 @@ def test_traced_model_copies_and_pickles(runner):
     # model(x) twice and twin(x) once are traced (the copy's layers too); the model loaded
     # back is plain. Layer 2 is traced by both handles: two events per call.
     assert c.get("forward.0") == 3 and c.get("forward.2") == 6, c
+
+
+def test_dftrace_run_script_without_torch_imports_no_torch(tmp_path):
+    """The start-up hook instruments torch when the script imports it: a script that does not
+    never pays for importing torch."""
+    import subprocess
+    cli = os.path.join(os.environ["DFTRACE_BUILD_DIR"], "tools", "dftrace")
+    script = tmp_path / "plain.py"
+    script.write_text("import sys\nprint('torch loaded', 'torch' in sys.modules)\n")
+    p = subprocess.run([cli, "run", "--no-io", "--out", str(tmp_path / "t"), str(script)],
+                       env=_cli_env(), capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0 and "torch loaded False" in p.stdout, p.stdout + p.stderr
+    assert "auto-instrumentation off" not in p.stderr

@@ -420,6 +420,8 @@ class _Items:
         return len(self.dataset)
 
     def __getattr__(self, name):
+        if name in _Items.__slots__:  # not set yet (a copy being made): no recursion
+            raise AttributeError(name)
         return getattr(self.dataset, name)
 
 
