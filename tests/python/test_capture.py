@@ -125,3 +125,22 @@ def test_capture_off_costs_nothing_visible(runner):
     p = runner.run(CAPTURE, enable=False)
     assert "plain 42 plain" in p.stdout
     assert runner.traces() == []
+
+
+VARIADIC = """
+from dftrace import ai
+
+@ai.compute.step(capture=["a", "rest", "k", "opts"], first=5)
+def f(a, /, *rest, k=3, **opts):
+    return a
+
+f(1, 2, 3, z=4)
+f(5, k=6)
+"""
+
+
+def test_capture_positional_only_varargs_and_keywords(runner):
+    runner.run(VARIADIC)
+    calls = [e["args"] for e in runner.trace().named("step")]
+    assert [(c["arg.a"], c["arg.rest"], c["arg.k"], c["arg.opts"]) for c in calls] == [
+        (1, "tuple(len=2)", 3, "dict(len=1)"), (5, "tuple(len=0)", 6, "dict(len=0)")]

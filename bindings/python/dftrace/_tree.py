@@ -256,18 +256,41 @@ def _capture_factory(fn: Callable[..., Any], settings: tuple) -> Optional[tuple]
         return None
     before = after = None
     if names:
-        region_arg, empty = _dftrace.region_arg, inspect.Parameter.empty
+        region_arg, empty, P = _dftrace.region_arg, inspect.Parameter.empty, inspect.Parameter
+        order = list(params)
+        if all(p.kind not in (P.VAR_POSITIONAL, P.VAR_KEYWORD) for p in params.values()):
+            # No *args/**kwargs: each name is at a known position or keyword (no bind()).
+            where_ = [(n, -1 if params[n].kind == P.KEYWORD_ONLY else order.index(n),
+                       params[n].kind != P.POSITIONAL_ONLY, params[n].default) for n in names]
 
-        def before(region: int, *args: Any, **kwargs: Any) -> None:
-            try:
-                given = sig.bind(*args, **kwargs).arguments
-            except TypeError:
-                return  # the call itself raises the TypeError
-            for n in names:
-                if n in given:
-                    region_arg(region, "arg." + n, summarize(given[n]))
-                elif params[n].default is not empty:
-                    region_arg(region, "arg." + n, summarize(params[n].default))
+            def before(region: int, *args: Any, **kwargs: Any) -> None:
+                for n, i, by_name, default in where_:
+                    if by_name and n in kwargs:
+                        v = kwargs[n]
+                    elif 0 <= i < len(args):
+                        v = args[i]
+                    elif default is not empty:
+                        v = default
+                    else:
+                        continue  # missing: the call itself raises the TypeError
+                    region_arg(region, "arg." + n, summarize(v))
+        else:
+            def before(region: int, *args: Any, **kwargs: Any) -> None:
+                try:
+                    given = sig.bind(*args, **kwargs).arguments
+                except TypeError:
+                    return  # the call itself raises the TypeError
+                for n in names:
+                    kind = params[n].kind
+                    if n in given:
+                        v = given[n]
+                    elif kind in (P.VAR_POSITIONAL, P.VAR_KEYWORD):
+                        v = () if kind == P.VAR_POSITIONAL else {}  # none given
+                    elif params[n].default is not empty:
+                        v = params[n].default
+                    else:
+                        continue
+                    region_arg(region, "arg." + n, summarize(v))
     if result:
         def after(region: int, value: Any) -> None:
             _dftrace.region_arg(region, "arg.return", summarize(value))
