@@ -522,6 +522,8 @@ def test_dftrace_run_script_deep_out(runner, tmp_path):
     assert p.returncode == 4, p.stderr
     assert "args ['4', '--out', 'x'] /usr/bin/python3" in p.stdout, p.stdout
     assert "dftrace run: summary" in p.stderr and "steps 4 " in p.stderr, p.stderr
+    share = float(p.stderr.split("data loader wait: ")[1].split("%")[0])
+    assert 0 < share < 100  # the wait lies between steps: a share of waiting + steps
     from conftest import read_traces
     traces = read_traces(str(out))
     (main,) = [t for t in traces if t.named("step")]

@@ -125,7 +125,11 @@ class Follower:
             lines.append("step time: no step yet")
         busy = sum(step_durs)
         if busy:
-            lines.append("data loader wait: %.1f%% of step time" % (100.0 * self.fetch_ns / busy))
+            # `step` events leave the wait for the batch out (it lies between steps); steps
+            # measured from one optimizer step to the next hold it
+            loop = busy + self.fetch_ns if self.step_durs else busy
+            lines.append("data loader wait: %.1f%% of the loop (waiting + steps)"
+                         % (100.0 * self.fetch_ns / loop))
         if self.memory is not None:
             lines.append("memory: %.1f MiB" % (self.memory / 2**20))
         lines += ["", "time per category (inside and outside steps):"]
