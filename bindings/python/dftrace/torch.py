@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import sys
 import threading
 import weakref
 from typing import Any, Iterable, List, Optional
@@ -598,6 +599,11 @@ def auto(deep: bool = False) -> "_Patches":
     step, forward, backward and optimizer events stand aside. Returns a handle; `remove()`
     undoes it all."""
     import atexit
+    if _auto_on[0]:  # dftrace run installed it already: a second one would double every event
+        print("dftrace: dftrace.torch.auto() is on already (dftrace run?); this call does "
+              "nothing", file=sys.stderr)
+        return _Patches([])
+    _auto_on[0] = True
     steps = _AutoSteps()
     depth = [0]
     traced: "weakref.WeakSet" = weakref.WeakSet()
@@ -657,7 +663,11 @@ def auto(deep: bool = False) -> "_Patches":
     patches.append(_Call(lambda: [h.remove() for h in layers]))
     atexit.register(steps.at_exit)
     patches.append(_Call(lambda: atexit.unregister(steps.at_exit)))
+    patches.append(_Call(lambda: _auto_on.__setitem__(0, False)))
     return _Patches(patches)
+
+
+_auto_on = [False]
 
 
 class _Patches:
