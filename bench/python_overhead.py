@@ -2,7 +2,7 @@
 
 Run: PYTHONPATH=build/bindings/python [DFTRACE_ENABLE=1 DFTRACE_LOG_FILE=/tmp/x/b] \
      /usr/bin/python3 bench/python_overhead.py [--n N]
-Prints ns per call for each style and for the undecorated baseline (--cpu: thread CPU time). Tracing is on when the
+Prints ns per call for each style (capture: the decorator with capture= after its first N calls, and while capturing) and for the undecorated baseline (--cpu: thread CPU time). Tracing is on when the
 environment enables it (the file goes where DFTRACE_LOG_FILE says).
 """
 import argparse
@@ -19,6 +19,27 @@ def plain():
 
 @ai.compute.forward
 def decorated():
+    pass
+
+
+def plain_x(x):
+    pass
+
+
+@ai.compute.forward
+def decorated_x(x):
+    pass
+
+
+# capture=: the first call captured, every later one as a plain decorated call
+@ai.compute.forward(capture=["x"], first=1)
+def capture_done(x):
+    pass
+
+
+# every call captured (first large): the cost of summarising one int argument
+@ai.compute.forward(capture=["x"], first=10**9)
+def capture_all(x):
     pass
 
 
@@ -56,6 +77,17 @@ def loop_decorated(n):
     f = decorated
     for _ in range(n):
         f()
+
+
+def loop_with_arg(fn, warm=False):
+    """A loop calling fn(i): warm calls it once first (a capture's first call)."""
+    def loop(n):
+        f = fn
+        if warm:
+            f(0)
+        for i in range(n):
+            f(i)
+    return loop
 
 
 def loop_method_plain(n):
@@ -110,6 +142,10 @@ def main():
     r = {}
     r["baseline_call"] = per_call_ns(loop_plain, n)
     r["decorator_call"] = per_call_ns(loop_decorated, n)
+    r["baseline_call_x"] = per_call_ns(loop_with_arg(plain_x), n)
+    r["decorator_call_x"] = per_call_ns(loop_with_arg(decorated_x), n)
+    r["capture_done_x"] = per_call_ns(loop_with_arg(capture_done, warm=True), n)
+    r["capture_all_x"] = per_call_ns(loop_with_arg(capture_all), max(1, n // 10))
     r["baseline_method"] = per_call_ns(loop_method_plain, n)
     r["decorator_method"] = per_call_ns(loop_method_decorated, n)
     r["baseline_loop"] = per_call_ns(loop_empty_with, n)

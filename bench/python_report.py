@@ -14,6 +14,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROWS = [
     ("`@ai.compute.forward` call", "decorator_call", "baseline_call"),
     ("`@ai.compute.forward` method call", "decorator_method", "baseline_method"),
+    ("`@ai.compute.forward` call, one argument", "decorator_call_x", "baseline_call_x"),
+    ("`@ai.compute.forward(capture=[\"x\"], first=1)` call after the first",
+     "capture_done_x", "baseline_call_x"),
+    ("`@ai.compute.forward(capture=[\"x\"])` call captured (an int)", "capture_all_x",
+     "baseline_call_x"),
     ("`with ai.compute.backward:`", "with", "baseline_loop"),
     ("`with ai.compute.backward(args={...}):`", "with_args", "baseline_loop"),
     ("one `ai.dataloader.fetch.iter()` item (2 events)", "iter_item", "baseline_range"),

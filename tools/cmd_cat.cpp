@@ -1,8 +1,11 @@
 // cmd_cat.cpp: dftrace cat: the JSON lines of traces, filtered by category, name, pid and
-// time window; members outside the window are skipped through their DT fields.
+// time window; members outside the window are skipped through their DT fields. --graph: the
+// model graphs dftrace.torch.model_graph wrote (CM lines `model_graph`), printed as tables.
 #include <cstdio>
 #include <string>
 #include <unordered_set>
+#include <utility>
+#include <vector>
 
 #include "common.hpp"
 
@@ -47,12 +50,241 @@ bool parse_time(const std::string &s, uint64_t *out) {
   return true;
 }
 
+// ---- --graph: a small JSON reader for the one document model_graph writes
+
+struct json {
+  jtype type = jtype::null;
+  std::string text;  // a string's value (unescaped), a number's or literal's token
+  std::vector<json> items;
+  std::vector<std::pair<std::string, json>> fields;
+
+  const json *get(std::string_view key) const {
+    for (const auto &f : fields)
+      if (f.first == key) return &f.second;
+    return nullptr;
+  }
+  std::string str(std::string_view key) const {
+    const json *v = get(key);
+    return v && (v->type == jtype::string || v->type == jtype::number) ? v->text : "";
+  }
+};
+
+void put_utf8(std::string &out, unsigned cp) {
+  if (cp < 0x80) {
+    out.push_back(static_cast<char>(cp));
+  } else if (cp < 0x800) {
+    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else {
+    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  }
+}
+
+// The inside of a JSON string (escaped) as its text; false on a bad escape.
+bool unescape(std::string_view in, std::string *out) {
+  for (size_t i = 0; i < in.size(); ++i) {
+    const char c = in[i];
+    if (c != '\\') {
+      out->push_back(c);
+      continue;
+    }
+    if (++i >= in.size()) return false;
+    switch (in[i]) {
+      case 'n': out->push_back('\n'); break;
+      case 't': out->push_back('\t'); break;
+      case 'r': out->push_back('\r'); break;
+      case 'b': out->push_back('\b'); break;
+      case 'f': out->push_back('\f'); break;
+      case 'u': {
+        if (i + 4 >= in.size()) return false;
+        unsigned cp = 0;
+        for (int k = 1; k <= 4; ++k) {
+          const char h = in[i + k];
+          cp = cp * 16 + static_cast<unsigned>(h <= '9' ? h - '0' : (h | 0x20) - 'a' + 10);
+        }
+        put_utf8(*out, cp);  // a surrogate half stays as it is (names are ASCII here)
+        i += 4;
+        break;
+      }
+      default: out->push_back(in[i]);  // \" \\ \/
+    }
+  }
+  return true;
+}
+
+// Recursive descent over text[*at...]; false when it is not JSON.
+bool parse_json(std::string_view t, size_t *at, json *out, int depth = 0) {
+  auto skip = [&] {
+    while (*at < t.size() && (t[*at] == ' ' || t[*at] == '\n' || t[*at] == '\t' || t[*at] == '\r'))
+      ++*at;
+  };
+  skip();
+  if (*at >= t.size() || depth > 64) return false;
+  const char c = t[*at];
+  if (c == '"') {
+    size_t e = *at + 1;
+    while (e < t.size() && t[e] != '"') e += t[e] == '\\' ? 2 : 1;
+    if (e >= t.size()) return false;
+    out->type = jtype::string;
+    const bool ok = unescape(t.substr(*at + 1, e - *at - 1), &out->text);
+    *at = e + 1;
+    return ok;
+  }
+  if (c == '{' || c == '[') {
+    const bool obj = c == '{';
+    out->type = obj ? jtype::object : jtype::array;
+    ++*at;
+    skip();
+    if (*at < t.size() && t[*at] == (obj ? '}' : ']')) {
+      ++*at;
+      return true;
+    }
+    for (;;) {
+      json key, value;
+      if (obj) {
+        if (!parse_json(t, at, &key, depth + 1) || key.type != jtype::string) return false;
+        skip();
+        if (*at >= t.size() || t[*at] != ':') return false;
+        ++*at;
+      }
+      if (!parse_json(t, at, &value, depth + 1)) return false;
+      if (obj)
+        out->fields.emplace_back(std::move(key.text), std::move(value));
+      else
+        out->items.push_back(std::move(value));
+      skip();
+      if (*at < t.size() && t[*at] == ',') {
+        ++*at;
+        continue;
+      }
+      if (*at < t.size() && t[*at] == (obj ? '}' : ']')) {
+        ++*at;
+        return true;
+      }
+      return false;
+    }
+  }
+  size_t e = *at;
+  while (e < t.size() && std::string_view(",}] \n\t\r").find(t[e]) == std::string_view::npos) ++e;
+  if (e == *at) return false;
+  out->text = std::string(t.substr(*at, e - *at));
+  out->type = out->text == "null"                           ? jtype::null
+              : out->text == "true" || out->text == "false" ? jtype::boolean
+                                                            : jtype::number;
+  *at = e;
+  return true;
+}
+
+std::string joined(const json *list, const char *sep) {
+  std::string s;
+  if (!list) return s;
+  for (const auto &x : list->items) {
+    if (!s.empty()) s += sep;
+    s += x.type == jtype::string || x.type == jtype::number ? x.text : "?";
+  }
+  return s;
+}
+
+// One model_graph document as text: each graph a heading and a table of its nodes.
+std::string graph_text(const json &doc, const std::string &pid) {
+  const json *graphs = doc.get("graphs");
+  const size_t n = graphs ? graphs->items.size() : 0;
+  std::string out = "model graph of " + doc.str("model") + " (pid " + pid +
+                    "): " + std::to_string(n) + (n == 1 ? " graph, " : " graphs, ") +
+                    doc.str("failures") + " not traceable by torch.fx\n";
+  if (!graphs) return out;
+  char line[512];
+  for (const json &g : graphs->items) {
+    const std::string path = g.str("path");
+    const json *ok = g.get("ok");
+    out += "\n" +
+           (path.empty() ? doc.str("model") + " (the model)" : path + " (" + g.str("module") + ")");
+    if (!ok || ok->text != "true") {
+      out += ": not traced: " + g.str("error") +
+             "\n  a leaf of its parent's graph; its submodules are traced separately\n";
+      continue;
+    }
+    out += "\n";
+    const json *nodes = g.get("nodes");
+    for (const json &node : nodes ? nodes->items : std::vector<json>{}) {
+      std::string shape = joined(node.get("shape"), ", ");
+      if (node.get("shape")) shape = "[" + shape + "] " + node.str("dtype");
+      const std::string args = joined(node.get("args"), ", ");
+      snprintf(line, sizeof line, "  %-16s %-13s %-28s %-20s %s", node.str("name").c_str(),
+               node.str("op").c_str(), node.str("target").c_str(),
+               args.empty() ? "" : ("(" + args + ")").c_str(), shape.c_str());
+      std::string l = line;
+      while (!l.empty() && l.back() == ' ') l.pop_back();
+      out += l + "\n";
+    }
+    const std::string leaves = joined(g.get("leaves"), ", ");
+    if (!leaves.empty()) out += "  leaves fx could not trace: " + leaves + "\n";
+    if (!g.str("shape_error").empty()) out += "  no shapes: " + g.str("shape_error") + "\n";
+  }
+  return out;
+}
+
+// dftrace cat --graph FILES: every model_graph document in the files, in file order.
+int print_graphs(const std::vector<std::string> &files, bool ok) {
+  size_t found = 0;
+  for (const auto &path : files) {
+    detail::trace_file f;
+    if (!open_trace(path, &f, &ok)) continue;
+    std::vector<std::pair<std::string, std::string>> docs;  // (pid, escaped JSON)
+    detail::for_each_block(
+        f, tool_read_options(),
+        [&](detail::text_block &b) {
+          auto r = std::make_unique<cat_result>();
+          parsed_line pl;
+          detail::for_each_line(b.whole_lines(), [&](std::string_view line) {
+            if (line.find("\"model_graph\"") == std::string_view::npos) return true;
+            if (!detail::parse_line(line, pl) || pl.name.text != "CM") return true;
+            const jvalue *k = pl.arg_value("name"), *v = pl.arg_value("value");
+            if (k && v && k->text == "model_graph" && v->type == jtype::string) {
+              r->out.append(pl.pid.text).push_back('\n');
+              r->out.append(v->text).push_back('\n');
+            }
+            return true;
+          });
+          b.result = std::move(r);
+        },
+        [&](detail::text_block &b) {
+          const std::string &o = static_cast<cat_result *>(b.result.get())->out;
+          for (size_t at = 0; at < o.size();) {
+            const size_t e1 = o.find('\n', at), e2 = o.find('\n', e1 + 1);
+            docs.emplace_back(o.substr(at, e1 - at), o.substr(e1 + 1, e2 - e1 - 1));
+            at = e2 + 1;
+          }
+        });
+    for (const auto &[pid, escaped] : docs) {
+      std::string text;
+      json doc;
+      size_t at = 0;
+      if (!unescape(escaped, &text) || !parse_json(text, &at, &doc) || doc.type != jtype::object) {
+        error_line(path + ": a model_graph line that is not a JSON document (skipped)");
+        ok = false;
+        continue;
+      }
+      const std::string t = (found++ ? "\n" : "") + graph_text(doc, pid);
+      if (fwrite(t.data(), 1, t.size(), stdout) != t.size()) ok = false;
+    }
+  }
+  if (!found)
+    error_line(
+        "cat --graph: no model graph in these traces (dftrace.torch.model_graph writes one)");
+  if (fflush(stdout) != 0) ok = false;
+  return ok && found ? 0 : 1;
+}
+
 }  // namespace
 
 int cmd_cat(const args_t &a) {
   bool ok = true;
   const std::vector<std::string> files = input_files(a, "cat", &ok);
   if (files.empty()) return 2;
+  if (a.has("--graph")) return print_graphs(files, ok);
   filter flt;
   for (auto &c : a.get_all("--cat")) flt.cats.insert(c);
   for (auto &n : a.get_all("--name")) flt.names.insert(n);

@@ -25,14 +25,7 @@ int run_module(const char *cmd, const char *module, int argc, char **argv) {
                "DFTRACE_PYTHON_DIR)");
     return 2;
   }
-  // The interpreter that has pandas and matplotlib: DFTRACE_PYTHON, else Debian's, else the
-  // first python3 on PATH.
-  std::string python = "python3";
-  if (const char *e = std::getenv("DFTRACE_PYTHON"); e && *e) {
-    python = e;
-  } else if (is_file("/usr/bin/python3")) {
-    python = "/usr/bin/python3";
-  }
+  std::string python = python_interpreter();
   const char *old = std::getenv("PYTHONPATH");
   ::setenv("PYTHONPATH", (old && *old ? py + ":" + old : py).c_str(), 1);
   std::vector<char *> args;

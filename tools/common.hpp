@@ -190,6 +190,10 @@ std::string beside_self(std::initializer_list<const char *> patterns, const char
 // The directory holding the Python package `dftrace`: DFTRACE_PYTHON_DIR, else as installed
 // (../lib/python3*/dist-packages) or as built (../bindings/python); "" when not found.
 std::string python_dir();
+// The interpreter for dftrace's Python parts and for `dftrace run/watch script.py`:
+// DFTRACE_PYTHON, else Debian's /usr/bin/python3 (it has torch, pandas, matplotlib), else the
+// first python3 on PATH.
+std::string python_interpreter();
 
 // convert --to dftracer-v2 (to_v2) or --to dftracer: the trace in DFTracer 2.x's dialect or in
 // dftrace's own (convert_dialect.cpp; cmd_convert hands over to it).

@@ -42,4 +42,9 @@ std::string python_dir() {
   return beside_self({"/../lib/python3*/dist-packages", "/../bindings/python"}, probe);
 }
 
+std::string python_interpreter() {
+  if (const char *e = std::getenv("DFTRACE_PYTHON"); e && *e) return e;
+  return is_file("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
+}
+
 }  // namespace dftrace::tools

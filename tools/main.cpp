@@ -13,6 +13,9 @@ const char *k_usage =
     "  cat FILES... [--cat C] [--name N] [--pid P] [--from T] [--to T]\n"
     "      print the JSON lines that match (T: epoch microseconds); members outside the\n"
     "      time window are skipped without inflating them\n"
+    "  cat --graph FILES...\n"
+    "      the model graphs dftrace.torch.model_graph recorded, as tables (a module torch.fx\n"
+    "      could not trace is a leaf, with its message; its submodules' graphs follow)\n"
     "  merge FILES|DIRS... -o OUT.pfw.gz [--no-clock-align]\n"
     "      one trace ordered by ts; metadata de-duplicated; ids kept unique\n"
     "  split FILE -o DIR [--size 64MiB] [--by size|pid|time]\n"
@@ -29,11 +32,14 @@ const char *k_usage =
     "      the trace in DFTracer 2.x's dialect, or back in this one; every event kept\n"
     "  report TRACES... -o report.html [--title T]\n"
     "      one self-contained HTML file of plots and tables (Python: pandas, matplotlib)\n"
-    "  watch [--interval S] [--prefix P] -- python3 SCRIPT [ARGS...]\n"
+    "  watch [--interval S] [--prefix P|--out DIR] [--deep] SCRIPT.py [ARGS...]\n"
+    "  watch [options] -- python3 SCRIPT [ARGS...]\n"
     "      run a Python script traced (as run --torch) with a live dashboard in the terminal\n"
-    "  run [--prefix P] [--data-dirs D] [--no-io] [--torch] -- CMD [ARGS...]\n"
+    "  run [--prefix P|--out DIR] [--data-dirs D] [--no-io] [--torch] [--deep] -- CMD [ARGS...]\n"
+    "  run [options] SCRIPT.py [ARGS...]\n"
     "      run CMD traced, with its POSIX and STDIO calls (libdftrace_io), and every process\n"
-    "      it starts; --torch: PyTorch's forward, backward, optimizer and data loader too\n"
+    "      it starts; --torch (implied by SCRIPT.py): PyTorch's steps, forward, backward,\n"
+    "      optimizer, data loading, copies and checkpoints too; --deep: and every layer\n"
     "  config [--keys]\n"
     "      the effective configuration (defaults < DFTRACE_CONFIG file < environment) and\n"
     "      where each value comes from; --keys: every key, its default and variables\n"
@@ -57,7 +63,8 @@ int main(int argc, char **argv) {
   bool parsed = false;
   int (*fn)(const args_t &) = nullptr;
   if (cmd == "cat") {
-    parsed = parse_args(argc, argv, 2, {"--cat", "--name", "--pid", "--from", "--to"}, {}, &a);
+    parsed =
+        parse_args(argc, argv, 2, {"--cat", "--name", "--pid", "--from", "--to"}, {"--graph"}, &a);
     fn = cmd_cat;
   } else if (cmd == "merge") {
     parsed = parse_args(argc, argv, 2, {"-o", "--output"}, {"--no-clock-align"}, &a);

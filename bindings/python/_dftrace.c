@@ -283,6 +283,11 @@ typedef struct {
   arg_list args;
   PyObject *dict;
   PyObject *weakrefs;
+  /* capture (node(capture=, result=, first=)): set by the package's factory; the plain
+   * vectorcall never reads these (a function decorated without capture has its own). */
+  PyObject *before; /* before(region, *args, **kwargs): the chosen arguments as region args */
+  PyObject *after;  /* after(region, result): the return value as a region arg */
+  Py_ssize_t left;  /* recorded calls still to capture */
 } TracedObject;
 
 static PyTypeObject Traced_Type;
@@ -299,9 +304,51 @@ static PyObject *traced_vectorcall(PyObject *self_, PyObject *const *argv, size_
   return res;
 }
 
+/* The same for the first `left` recorded calls, with the chosen arguments and the return
+ * value written as the event's arguments; a failing summary is reported and never raised. */
+static PyObject *traced_capture_vectorcall(PyObject *self_, PyObject *const *argv, size_t nargsf,
+                                           PyObject *kwnames) {
+  TracedObject *self = (TracedObject *)self_;
+  if (self->left <= 0) return traced_vectorcall(self_, argv, nargsf, kwnames);
+  if (!use_wanted(self->node, self->enable))
+    return PyObject_Vectorcall(self->func, argv, nargsf, kwnames);
+  const dftrace_region_t r =
+      dftrace_region_begin_ex(self->node, self->enable, self->args.v, (size_t)self->args.n);
+  if (!r) return PyObject_Vectorcall(self->func, argv, nargsf, kwnames);
+  --self->left;
+  PyObject *region = PyLong_FromUnsignedLongLong(r);
+  if (region && self->before) {
+    const Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    const Py_ssize_t total = nargs + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
+    PyObject *small[9];
+    PyObject **buf =
+        total + 1 <= 9 ? small : PyMem_Malloc((size_t)(total + 1) * sizeof(PyObject *));
+    if (buf) {
+      buf[0] = region;
+      if (total) memcpy(buf + 1, argv, (size_t)total * sizeof(PyObject *));
+      PyObject *x = PyObject_Vectorcall(self->before, buf, nargs + 1, kwnames);
+      if (!x) warn_and_clear("capture of the arguments");
+      Py_XDECREF(x);
+      if (buf != small) PyMem_Free(buf);
+    }
+  }
+  PyObject *res = PyObject_Vectorcall(self->func, argv, nargsf, kwnames);
+  if (res && region && self->after) {
+    PyObject *x = PyObject_CallFunctionObjArgs(self->after, region, res, NULL);
+    if (!x) warn_and_clear("capture of the result");
+    Py_XDECREF(x);
+  }
+  Py_XDECREF(region);
+  if (!region) PyErr_Clear();
+  dftrace_region_end(r);
+  return res;
+}
+
 #define TRACED_REFS(X) \
   X(self->func);       \
-  X(self->dict);
+  X(self->dict);       \
+  X(self->before);     \
+  X(self->after);
 GC_SLOTS(traced, TracedObject, TRACED_REFS)
 
 static void traced_dealloc(TracedObject *self) {
@@ -439,6 +486,9 @@ typedef struct {
   /* The call's keyword arguments whose values are not converted yet: a use converts its
    * arguments when it first records, so `with node(args=...)` costs little when off. */
   PyObject *pending_kw;
+  /* (capture, result, first) of a use made with those keywords, for the functions it
+   * decorates; NULL otherwise. */
+  PyObject *capture;
 } NodeObject;
 /* No instance dict here: a Python subclass then gets CPython's managed dict, whose attribute
  * look-ups the interpreter specialises (`ai.compute.forward` is two of them per use). */
@@ -496,7 +546,8 @@ static int node_init(NodeObject *self, PyObject *args, PyObject *kw) {
 #define NODE_REFS(X)    \
   X(self->bound_enter); \
   X(self->bound_exit);  \
-  X(self->pending_kw);
+  X(self->pending_kw);  \
+  X(self->capture);
 GC_SLOTS(node, NodeObject, NODE_REFS)
 
 static int is_arg_keyword(const char *key) {
@@ -570,7 +621,33 @@ static int is_coroutine_function(PyObject *fn) {
   return 0;
 }
 
-static PyObject *g_update_wrapper; /* functools.update_wrapper */
+static PyObject *g_update_wrapper;  /* functools.update_wrapper */
+static PyObject *g_capture_factory; /* set by the package: capture settings -> hooks */
+
+/* Gives a new Traced the hooks of its use's capture settings: the factory (Python) checks the
+ * names against fn's signature, reports bad ones once, and returns (before, after, first) or
+ * None when there is nothing to capture. */
+static void traced_set_capture(TracedObject *t, NodeObject *use, PyObject *fn) {
+  if (!use->capture || !g_capture_factory) return;
+  PyObject *h = PyObject_CallFunctionObjArgs(g_capture_factory, fn, use->capture, NULL);
+  if (!h) {
+    warn_and_clear("capture");
+    return;
+  }
+  if (PyTuple_Check(h) && PyTuple_GET_SIZE(h) == 3) {
+    PyObject *b = PyTuple_GET_ITEM(h, 0), *a = PyTuple_GET_ITEM(h, 1);
+    const Py_ssize_t first = PyLong_AsSsize_t(PyTuple_GET_ITEM(h, 2));
+    if (first == -1 && PyErr_Occurred()) {
+      warn_and_clear("capture: first");
+    } else if (first > 0) {
+      t->before = b == Py_None ? NULL : Py_NewRef(b);
+      t->after = a == Py_None ? NULL : Py_NewRef(a);
+      t->left = first;
+      t->vectorcall = traced_capture_vectorcall;
+    }
+  }
+  Py_DECREF(h);
+}
 
 static PyObject *node_decorate(NodeObject *self, PyObject *fn) {
   if (g_async_wrapper && is_coroutine_function(fn))
@@ -584,11 +661,14 @@ static PyObject *node_decorate(NodeObject *self, PyObject *fn) {
   t->enable = self->enable;
   t->dict = NULL;
   t->weakrefs = NULL;
+  t->before = t->after = NULL;
+  t->left = 0;
   if (args_copy(&t->args, &self->args) < 0) {
     t->args.v = NULL;
     t->args.n = 0;
   }
   PyObject_GC_Track(t);
+  traced_set_capture(t, self, fn);
   /* __name__, __doc__, __wrapped__, ... as functools.wraps gives them */
   if (g_update_wrapper) {
     PyObject *r = PyObject_CallFunctionObjArgs(g_update_wrapper, (PyObject *)t, fn, NULL);
@@ -612,6 +692,7 @@ static PyObject *node_call(NodeObject *self, PyObject *args, PyObject *kw) {
   if (npos == 1) fn = PyTuple_GET_ITEM(args, 0);
   int enable = self->enable;
   int has_args = 0;
+  PyObject *cap[3] = {NULL, NULL, NULL}; /* capture=, result=, first= */
   if (kw) {
     PyObject *k, *v;
     Py_ssize_t pos = 0;
@@ -627,6 +708,12 @@ static PyObject *node_call(NodeObject *self, PyObject *args, PyObject *kw) {
         if (v != Py_None) enable = enable_of(v);
       } else if (strcmp(key, "args") == 0 || is_arg_keyword(key)) {
         has_args |= v != Py_None;
+      } else if (strcmp(key, "capture") == 0) {
+        cap[0] = v;
+      } else if (strcmp(key, "result") == 0) {
+        cap[1] = v;
+      } else if (strcmp(key, "first") == 0) {
+        cap[2] = v;
       } else {
         warn("unknown keyword '%s' for a node (ignored)", key);
       }
@@ -639,12 +726,20 @@ static PyObject *node_call(NodeObject *self, PyObject *args, PyObject *kw) {
     warn("cannot trace a %s: it is not callable (ignored)", Py_TYPE(fn)->tp_name);
     fn = NULL;
   }
-  if (fn && enable == self->enable && !has_args && extra.n == 0) {
+  const int has_capture = cap[0] || cap[1] || cap[2];
+  if (fn && enable == self->enable && !has_args && extra.n == 0 && !has_capture) {
     args_free(&extra);
     return node_decorate(self, fn);
   }
   NodeObject *u = node_use(self, enable, &extra);
   if (u && has_args) u->pending_kw = Py_NewRef(kw);
+  if (u && has_capture) {
+    u->capture = Py_BuildValue("(OOO)", cap[0] ? cap[0] : Py_None, cap[1] ? cap[1] : Py_None,
+                               cap[2] ? cap[2] : Py_None);
+    if (!u->capture) warn_and_clear("capture");
+  } else if (u && self->capture) {
+    u->capture = Py_NewRef(self->capture);
+  }
   if (!u || !fn) return (PyObject *)u;
   PyObject *res = node_decorate(u, fn);
   Py_DECREF(u);
@@ -815,14 +910,20 @@ static PyObject *node_begin(NodeObject *self, PyObject *unused) {
   return PyLong_FromUnsignedLongLong(node_region_begin(self));
 }
 
-static PyObject *node_end(NodeObject *self, PyObject *region) {
-  (void)self;
-  const unsigned long long r = PyLong_AsUnsignedLongLong(region);
+/* A region passed back from Python: 0 (nothing) when it is not one. */
+static dftrace_region_t region_of(PyObject *o) {
+  const unsigned long long r = PyLong_AsUnsignedLongLong(o);
   if (r == (unsigned long long)-1 && PyErr_Occurred()) {
     PyErr_Clear();
-    Py_RETURN_NONE;
+    return 0;
   }
-  if (r) dftrace_region_end((dftrace_region_t)r);
+  return (dftrace_region_t)r;
+}
+
+static PyObject *node_end(NodeObject *self, PyObject *region) {
+  (void)self;
+  const dftrace_region_t r = region_of(region);
+  if (r) dftrace_region_end(r);
   Py_RETURN_NONE;
 }
 
@@ -1225,6 +1326,49 @@ static PyObject *mod_region_arg_int(PyObject *m, PyObject *args) {
   Py_RETURN_NONE;
 }
 
+/* region_arg(region, key, value): an argument of any supported type (int, float, bool, str,
+ * numpy scalar; other objects as their str()) on the innermost open region of this thread. */
+static PyObject *mod_region_arg(PyObject *m, PyObject *const *argv, Py_ssize_t n) {
+  (void)m;
+  if (n != 3) {
+    warn("region_arg needs a region, a key and a value (ignored)");
+    Py_RETURN_NONE;
+  }
+  const dftrace_region_t region = region_of(argv[0]);
+  if (!region || argv[2] == Py_None) Py_RETURN_NONE;
+  PyObject *kh = NULL;
+  const char *key = key_utf8(argv[1], &kh);
+  dftrace_arg_t a;
+  memset(&a, 0, sizeof a);
+  if (!key || convert_value(argv[2], &a) < 0) {
+    Py_XDECREF(kh);
+    warn_and_clear("region_arg");
+    Py_RETURN_NONE;
+  }
+  switch (a.type) {
+    case DFTRACE_ARG_INT: dftrace_region_arg_int(region, key, a.value.i); break;
+    case DFTRACE_ARG_UINT: dftrace_region_arg_uint(region, key, a.value.u); break;
+    case DFTRACE_ARG_DOUBLE: dftrace_region_arg_double(region, key, a.value.d); break;
+    case DFTRACE_ARG_BOOL: dftrace_region_arg_bool(region, key, a.value.b); break;
+    case DFTRACE_ARG_STRING:
+      dftrace_region_arg_string(region, key, a.value.s);
+      PyMem_RawFree((void *)a.value.s);
+      break;
+    default: break;
+  }
+  Py_XDECREF(kh);
+  Py_RETURN_NONE;
+}
+
+/* region_cancel(region): drops an open region without writing it (a copy that did not
+ * happen, a call that turned out to be a no-op). */
+static PyObject *mod_region_cancel(PyObject *m, PyObject *region) {
+  (void)m;
+  const dftrace_region_t r = region_of(region);
+  if (r) dftrace_region_cancel(r);
+  Py_RETURN_NONE;
+}
+
 static PyObject *mod_set_rank(PyObject *m, PyObject *const *argv, Py_ssize_t n) {
   (void)m;
   if (n != 2) {
@@ -1237,6 +1381,12 @@ static PyObject *mod_set_rank(PyObject *m, PyObject *const *argv, Py_ssize_t n) 
     Py_RETURN_NONE;
   }
   return PyLong_FromLong(dftrace_set_rank((int)r, (int)s));
+}
+
+static PyObject *mod_set_capture_factory(PyObject *m, PyObject *fn) {
+  (void)m;
+  Py_XSETREF(g_capture_factory, fn == Py_None ? NULL : Py_NewRef(fn));
+  Py_RETURN_NONE;
 }
 
 static PyObject *mod_set_async_wrapper(PyObject *m, PyObject *fn) {
@@ -1266,6 +1416,9 @@ static PyMethodDef module_methods[] = {
     {"step_phase", mod_step_phase, METH_NOARGS, "The phase of the step under way (0..5)."},
     {"step_count", mod_step_count, METH_NOARGS, "Steps ended so far."},
     {"file_hash", mod_file_hash, METH_O, "file_hash(path) -> the file's hash (FH line written)"},
+    {"region_arg", (PyCFunction)(void (*)(void))mod_region_arg, METH_FASTCALL,
+     "region_arg(region, key, value): an argument on the innermost open region"},
+    {"region_cancel", mod_region_cancel, METH_O, "Drops an open region without writing it."},
     {"region_arg_int", mod_region_arg_int, METH_VARARGS,
      "region_arg_int(region, key, value): an integer argument on an open region"},
     {"is_enabled", mod_is_enabled, METH_NOARGS, "True while events are recorded."},
@@ -1285,6 +1438,7 @@ static PyMethodDef module_methods[] = {
     {"thread_name", mod_thread_name, METH_O, "Names the calling thread in the trace."},
     {"set_rank", (PyCFunction)(void (*)(void))mod_set_rank, METH_FASTCALL, NULL},
     {"_set_async_wrapper", mod_set_async_wrapper, METH_O, NULL},
+    {"_set_capture_factory", mod_set_capture_factory, METH_O, NULL},
     {"_open_depth", mod_open_depth, METH_NOARGS, NULL},
     {"_after_fork_child", mod_after_fork_child, METH_NOARGS, NULL},
     {NULL, NULL, 0, NULL}};

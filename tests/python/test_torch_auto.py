@@ -145,8 +145,9 @@ def test_dftrace_run_torch_traces_an_unmodified_script(runner, tmp_path):
     c = t.counts()
     for name, n in {"forward": 4, "backward": 4, "step.optimizer": 4, "fetch": 5}.items():
         assert c.get(name) == n, (name, c)
-    # The summary at exit (stderr): 4 optimizer steps make 3 step times, and the trace's path.
-    assert "dftrace run: summary" in p.stderr and "steps 3 " in p.stderr, p.stderr
+    # The summary at exit (stderr): 4 steps (forward to optimizer), and the trace's path.
+    assert c.get("step") == 4
+    assert "dftrace run: summary" in p.stderr and "steps 4 " in p.stderr, p.stderr
     assert "trace: " + t.path in p.stderr and "time per category" in p.stderr
     # The script's exit status is run's.
     script.write_text("import sys; sys.exit(5)")
@@ -226,6 +227,7 @@ def test_dftrace_watch_in_a_real_terminal(runner, tmp_path):
     # tmux: an 80x24 terminal; the dashboard is read with capture-pane while the script runs
     # (it must change: steps counted up at least once a second) and after it ends (a summary
     # with the script's exit status, which watch passes on).
+    import glob
     import shutil
     import subprocess
     import time
@@ -236,8 +238,8 @@ def test_dftrace_watch_in_a_real_terminal(runner, tmp_path):
     script.write_text(WATCHED)
     rc_file = tmp_path / "rc"
     session = "dftrace-watch-%d" % os.getpid()
-    cmd = "%s watch --prefix %s -- %s %s 6 3; echo $? > %s" % (
-        cli, tmp_path / "t", sys.executable, script, rc_file)
+    # the issue's form: watch [options] script.py ARGS (the script's own arguments after it)
+    cmd = "%s watch --out %s %s 6 3; echo $? > %s" % (cli, tmp_path / "out", script, rc_file)
     subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "80", "-y", "24", cmd],
                    check=True, env=dict(os.environ, TERM="xterm"))
     subprocess.run(["tmux", "set-option", "-t", session, "remain-on-exit", "on"], check=True)
@@ -267,6 +269,7 @@ def test_dftrace_watch_in_a_real_terminal(runner, tmp_path):
     assert all(max(len(l) for l in f.splitlines()) <= 80 for f in live)
     assert any("dataloader" in f for f in live) and any("compute" in f for f in live)
     assert "finished: exit status 3" in last, last  # the last frame stays on screen
+    assert glob.glob(str(tmp_path / "out" / "trace-train-*-app.pfw.gz"))  # --out DIR
 
 
 BRIDGED = """
@@ -347,3 +350,282 @@ def test_checkpoints_with_file_and_bytes(runner, tmp_path):
     df = dftrace.read(t.path, args=["bytes"])
     row = df[df.name == "capture"].iloc[0]
     assert row["file"] == str(tmp_path / "model.pt") and row["bytes"] == size
+
+
+UNANNOTATED = """
+import os, torch
+from torch import nn
+from torch.utils.data import DataLoader, Dataset
+
+class Ramp(Dataset):
+    def __len__(self):
+        return 48
+    def __getitem__(self, i):
+        x = torch.full((8,), i / 48.0)
+        return x, x.sum(0, keepdim=True)
+
+class Block(nn.Module):
+    def __init__(self, a, b):
+        super().__init__()
+        self.lin, self.act = nn.Linear(a, b), nn.ReLU()
+    def forward(self, x):
+        return self.act(self.lin(x))
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(Block(8, 16), Block(16, 16))
+        self.head = nn.Linear(16, 1)
+    def forward(self, x):
+        return self.head(self.body(x))
+
+torch.manual_seed(0)
+model = Net().to(torch.float64)           # a copy of each parameter: 6 transfers
+opt = torch.optim.SGD(model.parameters(), lr=0.05)
+for x, y in DataLoader(Ramp(), batch_size=8, num_workers=2):
+    x, y = x.to(torch.float64), y.to(torch.float64)  # copies: transfers with bytes
+    x = x.to("cpu")                       # already there: returns x, no event
+    opt.zero_grad()
+    nn.functional.mse_loss(model(x), y).backward()
+    opt.step()
+with torch.no_grad():
+    model(torch.zeros(2, 8, dtype=torch.float64))  # evaluation: a forward, no step
+torch.save(model.state_dict(), os.path.join(os.environ["CK_DIR"], "net.pt"))
+print("params", [p.numel() for p in model.parameters()])
+"""
+
+
+def _inside(e, outer):
+    return outer["ts"] <= e["ts"] and e["ts"] + e["dur"] <= outer["ts"] + outer["dur"]
+
+
+def test_unannotated_training_loop(runner, tmp_path):
+    """A real loop (nested modules, DataLoader with 2 workers, SGD, torch.save) with no
+    annotation, traced by the start-up hook: steps, forward, backward, optimizer, fetch, the
+    workers' batches and items, transfers and the checkpoint, each where it belongs."""
+    import dftrace
+    auto = os.path.join(os.path.dirname(dftrace.__file__), "_autostart")
+    path = auto + os.pathsep + os.environ.get("PYTHONPATH", "")
+    p = runner.run(UNANNOTATED, env={"DFTRACE_TORCH_AUTO": "1", "PYTHONPATH": path,
+                                     "CK_DIR": str(tmp_path)})
+    assert "auto-instrumentation off" not in p.stderr, p.stderr
+    params = eval(p.stdout.split("params ")[1].splitlines()[0])
+    traces = runner.traces()
+    (main,) = [t for t in traces if t.named("fetch")]
+    workers = [t for t in traces if t is not main and t.named("batch")]
+    assert len(workers) == 2, [t.path for t in traces]
+    steps = main.named("step")
+    assert len(steps) == 6 and all(e["dur"] > 0 for e in steps)
+    by_id = main.by_id()
+    for name in ("forward", "backward", "step.optimizer"):
+        inner = [e for e in main.named(name) if e["args"].get("p_idx") in {s["id"] for s in steps}]
+        assert len(inner) == 6, (name, main.counts())
+        assert all(_inside(e, by_id[e["args"]["p_idx"]]) for e in inner)
+    # the evaluation forward (no gradients) is a forward outside any step
+    assert len(main.named("forward")) == 7
+    for s in steps:  # the step's parts fit in it
+        kids = [e for e in main.events if e["args"].get("p_idx") == s["id"]]
+        assert sum(e["dur"] for e in kids) <= s["dur"]
+    # fetch: 6 batches and the end, in the main process, between steps
+    fetch = main.named("fetch")
+    assert len(fetch) == 7 and not any(_inside(f, s) for f in fetch for s in steps)
+    # transfers: the 6 parameters converted, then x and y of each batch; x.to("cpu") is none
+    tr = main.named("transfer")
+    assert all(e["cat"] == "device" and e["args"]["src"] == e["args"]["dst"] == "cpu"
+               and e["args"]["dtype"] == "float64" for e in tr)
+    assert sorted(e["args"]["bytes"] for e in tr[:6]) == sorted(n * 8 for n in params)
+    assert [e["args"]["bytes"] for e in tr[6:]] == [8 * 8 * 8, 8 * 8] * 6
+    # the checkpoint, with its bytes
+    (cap,) = main.named("capture")
+    assert cap["args"]["bytes"] == os.path.getsize(tmp_path / "net.pt")
+    # memory sampled at each step's end
+    assert len([r for r in main.records if r.get("ph") == "C" and r.get("name") == "step"]) == 6
+    # workers: 6 batches of 8 samples, each sample inside its batch, every index once
+    batches = [e for t in workers for e in t.named("batch")]
+    assert len(batches) == 6 and {e["args"]["worker"] for e in batches} == {0, 1}
+    assert all(e["cat"] == "data" and e["args"]["items"] == 8 for e in batches)
+    indices = []
+    for t in workers:
+        ids = t.by_id()
+        for e in t.named("item") + t.named("collate"):
+            parent = ids[e["args"]["p_idx"]]
+            assert parent["name"] == "batch" and _inside(e, parent), e
+        indices += [e["args"]["index"] for e in t.named("item")]
+        assert len(t.named("collate")) == len(t.named("batch"))
+    assert sorted(indices) == list(range(48))
+
+
+TRANSFERS = """
+import torch
+import dftrace.torch as dt
+
+h = dt.instrument_transfers()
+x = torch.ones(4, 4)
+assert x.to("cpu") is x and x.cpu() is x and x.to(torch.float32) is x  # no copy: no event
+y = x.to(torch.float16)                                              # 16 x 2 bytes
+z = x.to("cpu", copy=True)                                           # 16 x 4 bytes
+try:
+    x.to("no-such-device")
+except RuntimeError:
+    pass
+h.remove()
+x.to(torch.float64)  # after remove(): not traced
+print("ok", type(torch.Tensor.__dict__.get("to")).__name__)
+"""
+
+
+def test_transfers_only_copies(runner):
+    p = runner.run(TRANSFERS)
+    assert "ok NoneType" in p.stdout, p.stdout  # the inherited method is back
+    tr = runner.trace().named("transfer")
+    assert [(e["args"]["bytes"], e["args"].get("dtype")) for e in tr] == [(32, "float16"), (64, None)]
+
+
+SCRIPT = """
+import sys, torch
+from torch.utils.data import DataLoader, TensorDataset
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+print("args", sys.argv[1:], sys.executable)
+for x, y in DataLoader(TensorDataset(torch.randn(32, 4), torch.randn(32, 1)), batch_size=8,
+                       num_workers=1):
+    torch.nn.functional.mse_loss(model(x), y).backward()
+    opt.step()
+    opt.zero_grad()
+if sys.argv[1] == "hang":
+    import time
+    print("ready", flush=True)
+    time.sleep(60)
+sys.exit(int(sys.argv[1]))
+"""
+
+
+def _cli_env():
+    return {k: v for k, v in os.environ.items()
+            if not k.startswith(("DFTRACE_", "DFTRACER_")) and k != "PYTHONPATH"}
+
+
+def test_dftrace_run_script_deep_out(runner, tmp_path):
+    """`dftrace run --deep --out DIR script.py ARGS`: the script runs with Python, its own
+    arguments untouched (even ones that look like run's options), traced with its layers and
+    their memory into DIR; the summary is printed and the exit status is the script's."""
+    import glob
+    import subprocess
+    cli = os.path.join(os.environ["DFTRACE_BUILD_DIR"], "tools", "dftrace")
+    script = tmp_path / "train.py"
+    script.write_text(SCRIPT)
+    out = tmp_path / "runs" / "a"
+    p = subprocess.run([cli, "run", "--deep", "--no-io", "--out", str(out), str(script), "4",
+                        "--out", "x"], env=_cli_env(), capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 4, p.stderr
+    assert "args ['4', '--out', 'x'] /usr/bin/python3" in p.stdout, p.stdout
+    assert "dftrace run: summary" in p.stderr and "steps 4 " in p.stderr, p.stderr
+    share = float(p.stderr.split("data loader wait: ")[1].split("%")[0])
+    assert 0 < share < 100  # the wait lies between steps: a share of waiting + steps
+    from conftest import read_traces
+    traces = read_traces(str(out))
+    (main,) = [t for t in traces if t.named("step")]
+    c = main.counts()
+    for name in ("forward.0", "forward.2", "backward.0", "backward.2"):  # --deep: layers
+        assert c.get(name) == 4, (name, c)
+    assert "forward.1" in c  # the ReLU (no parameters) is a leaf too
+    assert all("memory" in r["args"] for r in main.records
+               if r.get("ph") == "C" and r.get("name") == "forward.0")
+    assert len(main.named("step")) == 4
+    # the worker's items: 32 samples in 4 batches, in the worker's own file
+    items = [e for t in traces for e in t.named("item")]
+    assert sorted(e["args"]["index"] for e in items) == list(range(32))
+    assert glob.glob(str(out / "trace-train-*-app.pfw.gz"))
+    # --out and --prefix together: one line, status 2
+    bad = subprocess.run([cli, "run", "--out", str(out), "--prefix", "p", str(script), "0"],
+                         env=_cli_env(), capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1, bad.stderr
+
+
+def test_dftrace_run_script_follows_signals(tmp_path):
+    """SIGTERM sent to `dftrace run` reaches the script; run then ends by the same signal."""
+    import signal
+    import subprocess
+    import time
+    cli = os.path.join(os.environ["DFTRACE_BUILD_DIR"], "tools", "dftrace")
+    script = tmp_path / "train.py"
+    script.write_text(SCRIPT)
+    p = subprocess.Popen([cli, "run", "--no-io", "--out", str(tmp_path / "t"), str(script),
+                          "hang"], env=_cli_env(), stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 120
+        line = ""
+        while "ready" not in line and time.time() < deadline:
+            line = p.stdout.readline()
+            if not line and p.poll() is not None:
+                break
+        assert "ready" in line, p.stderr.read()
+        p.send_signal(signal.SIGTERM)
+        rc = p.wait(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert rc == -signal.SIGTERM, (rc, p.stderr.read())
+
+
+def test_dftrace_watch_script_without_a_terminal(tmp_path):
+    """`dftrace watch script.py ARGS` outside a terminal: frames as plain text, the exit
+    status of the script."""
+    import subprocess
+    cli = os.path.join(os.environ["DFTRACE_BUILD_DIR"], "tools", "dftrace")
+    script = tmp_path / "train.py"
+    script.write_text(SCRIPT)
+    p = subprocess.run([cli, "watch", "--out", str(tmp_path / "w"), str(script), "7"],
+                       env=_cli_env(), capture_output=True, text=True, timeout=300)
+    assert p.returncode == 7, p.stderr
+    assert "finished: exit status 7" in p.stdout and "steps 4 " in p.stdout, p.stdout
+
+
+COPIED = """
+import copy, io, torch
+import dftrace.torch as dt
+
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU(), torch.nn.Linear(4, 1))
+handles = [dt.trace_model(model, backward=False), dt.trace_model(model[2:], memory=True)]
+twin = copy.deepcopy(model)              # the traced forward binds to the copy
+with torch.no_grad():
+    for p in twin.parameters():
+        p.add_(1.0)
+x = torch.ones(2, 4)
+assert not torch.equal(model(x), twin(x)), "the copy computed with the original's weights"
+buf = io.BytesIO()
+torch.save(model, buf)                   # a whole model pickles
+buf.seek(0)
+back = torch.load(buf)
+assert torch.equal(back(x), model(x))
+for h in reversed(handles):
+    h.remove()
+assert "forward" not in model[0].__dict__ and "forward" not in model[2].__dict__
+print("ok")
+"""
+
+
+def test_traced_model_copies_and_pickles(runner):
+    p = runner.run(COPIED)
+    assert "ok" in p.stdout
+    c = runner.trace().counts()
+    # model(x) twice and twin(x) once are traced (the copy's layers too); the model loaded
+    # back is plain. Layer 2 is traced by both handles: two events per call.
+    assert c.get("forward.0") == 3 and c.get("forward.2") == 6, c
+
+
+def test_dftrace_run_script_without_torch_imports_no_torch(tmp_path):
+    """The start-up hook instruments torch when the script imports it: a script that does not
+    never pays for importing torch."""
+    import subprocess
+    cli = os.path.join(os.environ["DFTRACE_BUILD_DIR"], "tools", "dftrace")
+    script = tmp_path / "plain.py"
+    script.write_text("import sys\nprint('torch loaded', 'torch' in sys.modules)\n")
+    p = subprocess.run([cli, "run", "--no-io", "--out", str(tmp_path / "t"), str(script)],
+                       env=_cli_env(), capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0 and "torch loaded False" in p.stdout, p.stdout + p.stderr
+    assert "auto-instrumentation off" not in p.stderr

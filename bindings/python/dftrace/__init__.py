@@ -37,6 +37,7 @@ from ._tree import (
     ProfileCategory,
     Profiler,
     ai,
+    summarize,
 )
 
 __all__ = [
@@ -45,7 +46,7 @@ __all__ = [
     "output_path", "config_describe", "events_written", "events_dropped", "now_ns", "version",
     "Node", "Profiler", "DFTracerAI", "ProfileCategory", "ComputeEvent", "DataEvent",
     "DataLoaderEvent", "CommunicationEvent", "DeviceEvent", "CheckpointEvent", "PipelineEvent",
-    "dftracer", "Session", "read", "schedule", "step", "file_hash",
+    "dftracer", "Session", "read", "schedule", "step", "file_hash", "read_calls", "summarize",
 ]
 
 
@@ -91,6 +92,13 @@ def step() -> bool:
         except Exception as e:  # noqa: BLE001  (the training loop must not die of it)
             print("dftrace: on_trace_ready raised %s: %s" % (type(e).__name__, e), file=sys.stderr)
     return True
+
+
+def read_calls(paths):
+    """The arguments and return values recorded by decorators with capture=/result=, by
+    stage: read_calls("traces/")["dataloader.fetch"] prints as a table (dftrace._calls)."""
+    from ._calls import read_calls as _read_calls
+    return _read_calls(paths)
 
 
 def read(paths, columns=None, cat=None, name=None, start=None, end=None, args=None,

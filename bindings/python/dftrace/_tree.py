@@ -107,7 +107,9 @@ class Profiler(_dftrace.Node):
         def __call__(self, *, enable: Optional[bool] = None, args: Optional[Dict[str, Any]] = None,
                      epoch: Optional[int] = None, step: Optional[int] = None,
                      image_idx: Optional[int] = None,
-                     image_size: Optional[float] = None) -> "Profiler": ...
+                     image_size: Optional[float] = None,
+                     capture: Optional[Iterable[str]] = None, result: bool = False,
+                     first: Optional[int] = None) -> "Profiler": ...
 
         def __call__(self, fn: Any = None, **kw: Any) -> Any: ...
 
@@ -163,5 +165,138 @@ def _wrap_async(use: _dftrace.Node, fn: Callable[..., Any]) -> Callable[..., Any
 
 
 _dftrace._set_async_wrapper(_wrap_async)
+
+# ---------------------------------------------------------------- capture
+
+CAPTURE_FIRST = 10  # calls captured when a decorator gives capture= or result= without first=
+_REPR_MAX = 120     # characters of a value's repr kept in a summary
+
+
+def _shape(v: Any) -> str:
+    return "[" + ", ".join(str(int(d)) for d in v.shape) + "]"
+
+
+def summarize(v: Any) -> Any:
+    """What capture writes for a value: numbers and bools as they are; a tensor (torch, numpy
+    or any object with shape and dtype) as its shape, dtype and device; a container by its
+    type and length (with its items' summaries when it holds up to 4 tensors, like a batch
+    (x, y)); anything else as its repr, cut to 120 characters. Never raises."""
+    try:
+        t = type(v)
+        if t in (bool, int, float):
+            return v
+        if v is None:
+            return "None"
+        if t is str:
+            return v if len(v) <= _REPR_MAX else v[:_REPR_MAX - 3] + "..."
+        shape, dtype = getattr(v, "shape", None), getattr(v, "dtype", None)
+        if shape is not None and dtype is not None and hasattr(shape, "__len__"):
+            name = "Tensor" if t.__module__.startswith("torch") else t.__name__
+            text = "%s(shape=%s, dtype=%s" % (name, _shape(v), str(dtype).replace("torch.", ""))
+            device = getattr(v, "device", None)
+            return text + (", device=%s)" % device if device is not None else ")")
+        if isinstance(v, (list, tuple, dict, set, frozenset)):
+            text = "%s(len=%d)" % (t.__name__, len(v))
+            if isinstance(v, (list, tuple)) and 0 < len(v) <= 4 and all(
+                    hasattr(x, "shape") and hasattr(x, "dtype") for x in v):
+                text = "%s(len=%d: %s)" % (t.__name__, len(v),
+                                           ", ".join(str(summarize(x)) for x in v))
+            return text
+        if hasattr(t, "__len__"):
+            try:
+                return "%s(len=%d)" % (t.__name__, len(v))
+            except Exception:  # noqa: BLE001  (a __len__ that fails: fall back to repr)
+                pass
+        r = repr(v)
+        return r if len(r) <= _REPR_MAX else r[:_REPR_MAX - 3] + "..."
+    except Exception:  # noqa: BLE001  (a value whose repr raises)
+        return "<%s>" % type(v).__name__
+
+
+def _capture_factory(fn: Callable[..., Any], settings: tuple) -> Optional[tuple]:
+    """Called once when a node used with capture=, result= or first= decorates fn: checks the
+    names against fn's signature (bad ones reported in one line, never raised: the function is
+    still traced) and returns (before, after, first) for the extension, or None."""
+    import inspect
+
+    names, result, first = settings
+    where = getattr(fn, "__qualname__", None) or repr(fn)
+    if first is None:
+        first = CAPTURE_FIRST
+    elif isinstance(first, bool) or not isinstance(first, int) or first < 0:
+        _warn(f"capture on {where}: first must be an int >= 0, not {first!r}; using "
+              f"{CAPTURE_FIRST}")
+        first = CAPTURE_FIRST
+    if names is None:
+        names = ()
+    elif isinstance(names, str):
+        names = (names,)
+    else:
+        try:
+            names = tuple(names)
+        except TypeError:
+            _warn(f"capture on {where}: capture= needs a list of parameter names, not "
+                  f"{type(names).__name__} (no argument captured)")
+            names = ()
+    sig = None
+    if names:
+        try:
+            sig = inspect.signature(fn)
+        except (TypeError, ValueError):
+            _warn(f"capture on {where}: its signature is unknown, so no argument is captured")
+            names = ()
+    if sig is not None:
+        params = sig.parameters
+        bad = [n for n in names if not isinstance(n, str) or n not in params]
+        if bad:
+            _warn("capture on %s: no parameter %s (ignored; its parameters: %s)" % (
+                where, ", ".join(repr(n) for n in bad), ", ".join(params) or "none"))
+        names = tuple(dict.fromkeys(n for n in names if n not in bad))
+    if not names and not result:
+        return None
+    before = after = None
+    if names:
+        region_arg, empty, P = _dftrace.region_arg, inspect.Parameter.empty, inspect.Parameter
+        order = list(params)
+        if all(p.kind not in (P.VAR_POSITIONAL, P.VAR_KEYWORD) for p in params.values()):
+            # No *args/**kwargs: each name is at a known position or keyword (no bind()).
+            where_ = [(n, -1 if params[n].kind == P.KEYWORD_ONLY else order.index(n),
+                       params[n].kind != P.POSITIONAL_ONLY, params[n].default) for n in names]
+
+            def before(region: int, *args: Any, **kwargs: Any) -> None:
+                for n, i, by_name, default in where_:
+                    if by_name and n in kwargs:
+                        v = kwargs[n]
+                    elif 0 <= i < len(args):
+                        v = args[i]
+                    elif default is not empty:
+                        v = default
+                    else:
+                        continue  # missing: the call itself raises the TypeError
+                    region_arg(region, "arg." + n, summarize(v))
+        else:
+            def before(region: int, *args: Any, **kwargs: Any) -> None:
+                try:
+                    given = sig.bind(*args, **kwargs).arguments
+                except TypeError:
+                    return  # the call itself raises the TypeError
+                for n in names:
+                    kind = params[n].kind
+                    if n in given:
+                        v = given[n]
+                    elif kind in (P.VAR_POSITIONAL, P.VAR_KEYWORD):
+                        v = () if kind == P.VAR_POSITIONAL else {}  # none given
+                    elif params[n].default is not empty:
+                        v = params[n].default
+                    else:
+                        continue
+                    region_arg(region, "arg." + n, summarize(v))
+    if result:
+        def after(region: int, value: Any) -> None:
+            _dftrace.region_arg(region, "arg.return", summarize(value))
+    return (before, after, first)
+
+
+_dftrace._set_capture_factory(_capture_factory)
 
 ai = _build_root()

@@ -1,14 +1,16 @@
 """dftrace.watch: run a Python training script traced, with a live dashboard in the terminal.
 
-    dftrace watch [--interval S] [--prefix P] -- python3 train.py ARGS...
-    python3 -m dftrace.watch [--interval S] [--prefix P] -- python3 train.py ARGS...
+    dftrace watch [--interval S] [--prefix P | --out DIR] [--deep] train.py ARGS...
+    dftrace watch [--interval S] [--prefix P | --out DIR] [--deep] -- python3 train.py ARGS...
+    python3 -m dftrace.watch [options] -- python3 train.py ARGS...
 
 The script runs as `dftrace run --torch` runs it (tracing on, PyTorch's steps, forward,
 backward, optimizer and data loader recorded without annotations), with the trace flushed every
 half second. This process reads the trace as it grows (whole gzip members only, found through
 their DT fields, never a member being written) and redraws, at least once a second, a
 dashboard that fits 80x24: steps and steps/s, recent step time, time per category, the data
-loader's share, memory. It costs the training process nothing beyond tracing: the reading and
+loader's share, memory. A first argument ending in .py runs with this interpreter; `--deep`
+adds every model's layers and their memory (DFTRACE_TORCH_DEEP). It costs the training process nothing beyond tracing: the reading and
 drawing happen here. When the script ends, a last frame and a summary stay on screen; the exit
 status is the script's (a signal that killed it: 128 + the signal), and Ctrl-C or SIGTERM are
 passed on to the script.
@@ -123,7 +125,11 @@ class Follower:
             lines.append("step time: no step yet")
         busy = sum(step_durs)
         if busy:
-            lines.append("data loader wait: %.1f%% of step time" % (100.0 * self.fetch_ns / busy))
+            # `step` events leave the wait for the batch out (it lies between steps); steps
+            # measured from one optimizer step to the next hold it
+            loop = busy + self.fetch_ns if self.step_durs else busy
+            lines.append("data loader wait: %.1f%% of the loop (waiting + steps)"
+                         % (100.0 * self.fetch_ns / loop))
         if self.memory is not None:
             lines.append("memory: %.1f MiB" % (self.memory / 2**20))
         lines += ["", "time per category (inside and outside steps):"]
@@ -156,6 +162,14 @@ def _summary(prefix, pid):
     return 0
 
 
+def _foreground():
+    """Whether this process's group is its terminal's foreground group."""
+    try:
+        return os.tcgetpgrp(sys.stdin.fileno()) == os.getpgrp()
+    except OSError:
+        return False
+
+
 def _find_trace(prefix, pid):
     found = glob.glob("%s-*-%d-app.pfw*" % (prefix, pid))
     return found[0] if found else None
@@ -167,12 +181,18 @@ def main(argv=None):
                                 description="run a Python script traced, with a live dashboard")
     p.add_argument("--interval", type=float, default=1.0, help="seconds between frames (<= 1)")
     p.add_argument("--prefix", help="trace file prefix (default: a temporary folder)")
+    p.add_argument("--out", help="directory for the traces (DIR/trace-<exec>-<pid>-app.pfw.gz)")
+    p.add_argument("--deep", action="store_true", help="also every model's layers and memory")
     p.add_argument("--summary", action="store_true",
                    help="print the summary of a finished run's trace (--prefix, --pid) and exit")
     p.add_argument("--pid", type=int, help="with --summary: the process whose trace it is")
-    if "--" in argv:
+    script = next((k for k, x in enumerate(argv) if x.endswith(".py") and not x.startswith("-")
+                   and (k == 0 or argv[k - 1] not in ("--prefix", "--out", "--interval"))), None)
+    if "--" in argv and (script is None or argv.index("--") < script):
         k = argv.index("--")
         a, cmd = p.parse_args(argv[:k]), argv[k + 1:]
+    elif script is not None:  # watch [options] train.py ARGS: the script's options are its own
+        a, cmd = p.parse_args(argv[:script]), [sys.executable] + argv[script:]
     else:
         a, cmd = p.parse_known_args(argv)
     if a.summary:
@@ -181,11 +201,19 @@ def main(argv=None):
         print("dftrace watch: no command (dftrace watch [options] -- python3 script.py ...)",
               file=sys.stderr)
         return 2
-    prefix = a.prefix or os.path.join(tempfile.mkdtemp(prefix="dftrace-watch-"), "trace")
+    if a.out and a.prefix:
+        print("dftrace watch: --out DIR and --prefix P both say where the traces go: give one",
+              file=sys.stderr)
+        return 2
+    if a.out:
+        os.makedirs(a.out, exist_ok=True)
+    prefix = a.prefix or os.path.join(a.out or tempfile.mkdtemp(prefix="dftrace-watch-"), "trace")
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = dict(os.environ)
     env.update({"DFTRACE_ENABLE": "1", "DFTRACE_LOG_FILE": prefix, "DFTRACE_TORCH_AUTO": "1",
                 "DFTRACE_OUTPUT_FLUSH_INTERVAL": "500ms"})
+    if a.deep:
+        env["DFTRACE_TORCH_DEEP"] = "1"
     start = os.path.join(here, "dftrace", "_autostart") + os.pathsep + here
     env["PYTHONPATH"] = start + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     try:
@@ -195,12 +223,16 @@ def main(argv=None):
         return 127
 
     def forward(sig, _frame):
+        # Ctrl-C in the terminal reached the script already (same foreground group): pass on
+        # only what was sent to this process alone.
+        if sig == signal.SIGINT and _foreground():
+            return
         try:
             child.send_signal(sig)
         except OSError:
             pass
-    signal.signal(signal.SIGINT, forward)
-    signal.signal(signal.SIGTERM, forward)
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, forward)
     t0 = time.time()
     follower = None
     interval = min(max(a.interval, 0.1), 1.0)
@@ -233,6 +265,9 @@ def main(argv=None):
         frame = ["dftrace watch: " + title[:64], "", "no trace was written", "finished: " + status]
     sys.stdout.write((_CLEAR if tty else "") + "\n".join(frame) + "\n")
     sys.stdout.flush()
+    if rc < 0:  # end as the script ended: killed by the same signal
+        signal.signal(-rc, signal.SIG_DFL)
+        os.kill(os.getpid(), -rc)
     return rc if rc >= 0 else 128 - rc
 
 

@@ -1,44 +1,49 @@
-"""Loaded by Python at start-up when this directory is on PYTHONPATH (`dftrace run --torch`).
-With DFTRACE_TORCH_AUTO=1 it instruments PyTorch without the script changing: every
-DataLoader's `__next__` (`dataloader.fetch`), the outermost `nn.Module.__call__` (`forward`),
-`Tensor.backward` (`backward`), each optimizer class's `step` (`step.optimizer`), and
-`torch.save`/`torch.load` (`checkpoint.capture`/`checkpoint.restart`, with the file and bytes).
-Any failure is reported once on stderr and the script runs untraced."""
+"""Loaded by Python at start-up when this directory is on PYTHONPATH (`dftrace run`,
+`dftrace watch`). With DFTRACE_TORCH_AUTO=1, PyTorch is instrumented without the script
+changing (dftrace.torch.auto: steps, the outermost forward, backward, the optimizer's step,
+data loading down to each sample in the workers, device copies, checkpoints) as soon as the
+script imports torch; a process that never imports torch pays nothing (torch is not imported
+for it). DFTRACE_TORCH_DEEP=1 adds every model's layers with their memory. Any failure is
+reported once on stderr and the script runs untraced."""
 import os
 import sys
 
 
 def _install() -> None:
-    import torch
-    import dftrace.torch as dt
-    from dftrace import ai
+    try:
+        import dftrace.torch
 
-    dt.instrument_dataloader()
-    dt.instrument_checkpoints()
-    depth = [0]
-    call = torch.nn.Module.__call__
+        dftrace.torch.auto(deep=os.environ.get("DFTRACE_TORCH_DEEP") == "1")
+    except Exception as exc:  # never harm the script: run it untraced
+        sys.stderr.write("dftrace: torch auto-instrumentation off: %s\n" % exc)
 
-    def module_call(self, *args, **kwargs):
-        if depth[0]:
-            return call(self, *args, **kwargs)
-        depth[0] += 1
-        r = ai.compute.forward._begin()
-        try:
-            return call(self, *args, **kwargs)
-        finally:
-            ai.compute.forward._end(r)
-            depth[0] -= 1
-    torch.nn.Module.__call__ = module_call
-    torch.Tensor.backward = dt._timed(ai.compute.backward, torch.Tensor.backward)
-    node = dt._optimizer_node()
-    for cls in torch.optim.Optimizer.__subclasses__():
-        original = cls.__dict__.get("step")
-        if original is not None:
-            cls.step = dt._timed(node, original)
+
+class _WhenTorchIsImported:
+    """A meta-path finder that finds nothing itself: when `torch` is first imported it lets
+    the other finders find it and has its loader call _install() once torch has run."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "torch":
+            return None
+        sys.meta_path.remove(self)
+        import importlib.util
+
+        spec = importlib.util.find_spec(name)
+        loader = getattr(spec, "loader", None)
+        if loader is None or not hasattr(loader, "exec_module"):
+            return spec
+        run = loader.exec_module
+
+        def exec_module(module):
+            run(module)
+            _install()
+
+        loader.exec_module = exec_module
+        return spec
 
 
 if os.environ.get("DFTRACE_TORCH_AUTO") == "1":
-    try:
+    if "torch" in sys.modules:
         _install()
-    except Exception as exc:  # never harm the script: run it untraced
-        sys.stderr.write("dftrace: torch auto-instrumentation off: %s\n" % exc)
+    else:
+        sys.meta_path.insert(0, _WhenTorchIsImported())
