@@ -84,7 +84,8 @@ int MPI_File_open(MPI_Comm comm, const char *name, int amode, MPI_Info info, MPI
   if (!dftrace_node_active_fast(node_)) return PMPI_File_open(comm, name, amode, info, fh);
   const std::string path = absolute(name);
   const uint64_t h = dftrace_hash_define(DFTRACE_HASH_FILE, path.c_str());
-  const dftrace_arg_t in[] = {{"fhash", DFTRACE_ARG_UINT, {.u = h}}, arg("amode", amode),
+  const dftrace_arg_t in[] = {{"fhash", DFTRACE_ARG_UINT, {.u = h}},
+                              arg("amode", amode),
                               arg("comm_size", dftrace::mpi::size_of(comm))};
   const dftrace_region_t r = dftrace_region_begin_ex(node_, DFTRACE_USE_NODE_STATE, in, 3);
   const int rc = PMPI_File_open(comm, name, amode, info, fh);
@@ -107,11 +108,11 @@ int MPI_File_close(MPI_File *fh) {
   return rc;
 }
 
-#define DFTRACE_MPIIO_TRANSFER(name, buf_type)                                               \
-  int name(MPI_File fh, buf_type buf, int count, MPI_Datatype type, MPI_Status *status) {    \
-    DFTRACE_MPIIO_NODE(#name);                                                               \
-    return traced_file_call(node_, fh, transfer_args(count, type),                           \
-                            [&] { return P##name(fh, buf, count, type, status); });          \
+#define DFTRACE_MPIIO_TRANSFER(name, buf_type)                                            \
+  int name(MPI_File fh, buf_type buf, int count, MPI_Datatype type, MPI_Status *status) { \
+    DFTRACE_MPIIO_NODE(#name);                                                            \
+    return traced_file_call(node_, fh, transfer_args(count, type),                        \
+                            [&] { return P##name(fh, buf, count, type, status); });       \
   }
 #define DFTRACE_MPIIO_TRANSFER_AT(name, buf_type)                                           \
   int name(MPI_File fh, MPI_Offset offset, buf_type buf, int count, MPI_Datatype type,      \
@@ -153,16 +154,16 @@ DFTRACE_MPIIO_ITRANSFER_AT(MPI_File_iwrite_at, const void *)
 
 int MPI_File_seek(MPI_File fh, MPI_Offset offset, int whence) {
   DFTRACE_MPIIO_NODE("MPI_File_seek");
-  return traced_file_call(node_, fh,
-                          std::array<dftrace_arg_t, 2>{arg("offset", offset), arg("whence", whence)},
-                          [&] { return PMPI_File_seek(fh, offset, whence); });
+  return traced_file_call(
+      node_, fh, std::array<dftrace_arg_t, 2>{arg("offset", offset), arg("whence", whence)},
+      [&] { return PMPI_File_seek(fh, offset, whence); });
 }
 
 int MPI_File_seek_shared(MPI_File fh, MPI_Offset offset, int whence) {
   DFTRACE_MPIIO_NODE("MPI_File_seek_shared");
-  return traced_file_call(node_, fh,
-                          std::array<dftrace_arg_t, 2>{arg("offset", offset), arg("whence", whence)},
-                          [&] { return PMPI_File_seek_shared(fh, offset, whence); });
+  return traced_file_call(
+      node_, fh, std::array<dftrace_arg_t, 2>{arg("offset", offset), arg("whence", whence)},
+      [&] { return PMPI_File_seek_shared(fh, offset, whence); });
 }
 
 int MPI_File_sync(MPI_File fh) {
@@ -180,8 +181,9 @@ int MPI_File_set_size(MPI_File fh, MPI_Offset size) {
 int MPI_File_set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype,
                       const char *datarep, MPI_Info info) {
   DFTRACE_MPIIO_NODE("MPI_File_set_view");
-  return traced_file_call(node_, fh, std::array<dftrace_arg_t, 1>{arg("disp", disp)},
-                          [&] { return PMPI_File_set_view(fh, disp, etype, filetype, datarep, info); });
+  return traced_file_call(node_, fh, std::array<dftrace_arg_t, 1>{arg("disp", disp)}, [&] {
+    return PMPI_File_set_view(fh, disp, etype, filetype, datarep, info);
+  });
 }
 
 int MPI_File_delete(const char *name, MPI_Info info) {

@@ -22,7 +22,8 @@ int main(int argc, char **argv) {
   int ok = MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL,
                          &fh) == MPI_SUCCESS;
   const MPI_Offset at = (MPI_Offset)rank * 2 * k_block;
-  ok = ok && MPI_File_write_at_all(fh, at, out, k_block, MPI_CHAR, MPI_STATUS_IGNORE) == MPI_SUCCESS;
+  ok =
+      ok && MPI_File_write_at_all(fh, at, out, k_block, MPI_CHAR, MPI_STATUS_IGNORE) == MPI_SUCCESS;
   ok = ok && MPI_File_seek(fh, at + k_block, MPI_SEEK_SET) == MPI_SUCCESS;
   ok = ok && MPI_File_write(fh, out, k_block / 4, MPI_INT, MPI_STATUS_IGNORE) == MPI_SUCCESS;
   ok = ok && MPI_File_sync(fh) == MPI_SUCCESS;
