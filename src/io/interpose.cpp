@@ -29,6 +29,11 @@ void *next_symbol(const char *name, void *self) {
   return f;
 }
 
+void *next_symbol_or_null(const char *name, void *self) {
+  void *f = dlsym(RTLD_NEXT, name);
+  return f == self ? nullptr : f;
+}
+
 dftrace_node_t *find_node(std::atomic<dftrace_node_t *> &slot, const char *category,
                           const char *name) {
   if (!g_ready.load(std::memory_order_acquire)) return nullptr;

@@ -29,6 +29,8 @@ namespace dftrace::io {
 // there is no real call to make (never the case for glibc's functions; HDF5's are only reached
 // from a program that calls them, so they exist).
 void *next_symbol(const char *name, void *self);
+// The same, or null when there is none (for functions of optional libraries: HDF5).
+void *next_symbol_or_null(const char *name, void *self);
 
 // Set while the interposer is inside dftrace (whose initialisation reads files): every call
 // made then passes straight through.

@@ -7,6 +7,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import tracecheck as tc  # noqa: E402
 
@@ -499,3 +501,36 @@ def test_preloaded_and_initialising_itself_with_its_configuration_in_a_traced_di
     ev = tc.load_checked(tc.only_file(str(out)))
     assert [(e["cat"], e["name"]) for e in io_events(ev)] == EXPECTED
     assert str(conf) not in file_names(ev).values()
+
+
+def test_hdf5_calls_with_their_posix_calls_inside(tmp_path):
+    prog = os.path.join(BIN, "h5_prog")
+    if not os.path.exists(prog):
+        pytest.skip("HDF5's headers were not found at build time (Debian: libhdf5-dev)")
+    data = tmp_path / "data"
+    data.mkdir()
+    out, p = run(tmp_path, prog, str(data), options=("--data-dirs", str(data)))
+    assert "h5_prog: ok" in p.stdout
+    ev = tc.load_checked(tc.only_file(str(out)))
+    names = file_names(ev)
+    h5 = [e for e in ev if e.get("cat") == "H5" and e.get("ph") == "X"]
+    assert [e["name"] for e in h5] == ["H5Fcreate", "H5Dcreate", "H5Dwrite", "H5Dclose",
+                                       "H5Fclose", "H5Fopen", "H5Dopen", "H5Dread", "H5Dclose",
+                                       "H5Fclose"]
+    path = str(data / "values.h5")
+    assert {names[e["args"]["fhash"]] for e in h5} == {path}
+    by = collections.defaultdict(list)
+    for e in h5:
+        by[e["name"]].append(e)
+    assert by["H5Dwrite"][0]["args"]["size"] == 8000 and by["H5Dread"][0]["args"]["size"] == 8000
+    assert [e["args"]["dataset"] for e in by["H5Dcreate"] + by["H5Dopen"]] == ["values", "values"]
+    assert by["H5Fcreate"][0]["args"]["ret"] > 0 and all(e["args"]["ret"] == 0 for e in by["H5Dread"])
+    # HDF5's own transfer of the data: a pwrite of the 8000 bytes inside H5Dwrite or, from its
+    # cache, inside the H5Dclose that follows; a pread of them inside H5Dread
+    posix = [e for e in io_events(ev) if names.get(e["args"].get("fhash")) == path]
+    inside = collections.defaultdict(list)
+    for e in posix:
+        inside[e["args"]["p_idx"]].append((e["name"], e["args"].get("ret")))
+    wrote = inside[by["H5Dwrite"][0]["id"]] + inside[by["H5Dclose"][0]["id"]]
+    assert ("pwrite", 8000) in wrote
+    assert ("pread", 8000) in inside[by["H5Dread"][0]["id"]]

@@ -1,0 +1,172 @@
+// hdf5.cpp: the HDF5 calls of the application (Debian's libhdf5), as events of category H5,
+// named as the application writes them (H5Dopen for H5Dopen2): the file's hash (absolute path,
+// as the POSIX events name it), the dataset's name, the bytes a read or write moves, and the
+// returned identifier or status. HDF5's own POSIX calls (its sec2 driver) nest inside. Built
+// only where HDF5's headers are found; this library never links HDF5: its functions are
+// reached through the loader, so a program without HDF5 never calls these.
+#include <hdf5.h>
+
+#include <string>
+
+#include "io/calls.hpp"
+
+using namespace dftrace::io;
+
+// HDF5's function `name` (the next definition after this library's). A process that reaches an
+// interposer without HDF5 loaded (a probe through dlsym, say) gets HDF5's error value, not an
+// abort: unlike libc's, these functions may be missing.
+#define DFTRACE_H5_REAL(name)                                                                 \
+  static const auto real_##name =                                                             \
+      reinterpret_cast<decltype(&name)>(::dftrace::io::next_symbol_or_null(#name, reinterpret_cast<void *>(&name))); \
+  if (!real_##name) return -1
+
+namespace {
+
+constexpr const char *k_h5 = "H5";
+
+// An HDF5 function this library calls but does not interpose (found once, in libhdf5).
+template <typename F>
+F h5_function(const char *name) {
+  return reinterpret_cast<F>(::dlsym(RTLD_DEFAULT, name));
+}
+
+// The bytes a read or write of `dataset` moves: the selected points (of the memory space, or
+// of the dataset's whole space for H5S_ALL) times the memory type's size.
+int64_t transfer_bytes(hid_t dataset, hid_t mem_type, hid_t mem_space) {
+  static const auto get_space = h5_function<hid_t (*)(hid_t)>("H5Dget_space");
+  static const auto npoints = h5_function<hssize_t (*)(hid_t)>("H5Sget_select_npoints");
+  static const auto type_size = h5_function<size_t (*)(hid_t)>("H5Tget_size");
+  static const auto close_space = h5_function<herr_t (*)(hid_t)>("H5Sclose");
+  if (!get_space || !npoints || !type_size || !close_space) return 0;
+  hid_t space = mem_space;
+  if (mem_space == H5S_ALL) space = get_space(dataset);
+  if (space < 0) return 0;
+  const hssize_t points = npoints(space);
+  if (mem_space == H5S_ALL) close_space(space);
+  return points < 0 ? 0 : static_cast<int64_t>(points) * static_cast<int64_t>(type_size(mem_type));
+}
+
+// H5Fcreate and H5Fopen: a file by name.
+template <typename Call>
+hid_t traced_file_open(dftrace_node_t *node, const char *name, unsigned flags, Call call) {
+  if (!recording(node)) return call();
+  char abs[PATH_MAX];
+  if (!traced_path(AT_FDCWD, name, abs)) return call();
+  const uint64_t h = file_hash(abs);
+  return traced(node, call, [&](hid_t ret) {
+    return std::array<dftrace_arg_t, 3>{arg_u("fhash", h), arg_i("flags", flags), arg_i("ret", ret)};
+  });
+}
+
+// A call on an object of a file: traced when the file is (its name, as the filter sees it).
+template <typename Call, typename Args>
+auto traced_object_call(dftrace_node_t *node, hid_t object, Call call, Args args)
+    -> decltype(call()) {
+  if (!recording(node)) return call();
+  uint64_t h;
+  {
+    inside g;
+    errno_keeper keep;
+    static const auto get_name = h5_function<ssize_t (*)(hid_t, char *, size_t)>("H5Fget_name");
+    char name[PATH_MAX], abs[PATH_MAX];
+    const ssize_t n = get_name ? get_name(object, name, sizeof name) : -1;
+    if (n <= 0 || static_cast<size_t>(n) >= sizeof name || !traced_path(AT_FDCWD, name, abs))
+      return call();
+    h = file_hash(abs);
+  }
+  return traced(node, call, [&](auto ret) { return args(h, ret); });
+}
+
+// Reads and writes: fhash, size (bytes), ret.
+template <typename Call>
+herr_t traced_transfer(dftrace_node_t *node, hid_t dataset, hid_t mem_type, hid_t mem_space,
+                       Call call) {
+  return traced_object_call(node, dataset, call, [&](uint64_t h, herr_t ret) {
+    int64_t bytes;
+    {
+      inside g;
+      bytes = transfer_bytes(dataset, mem_type, mem_space);
+    }
+    return std::array<dftrace_arg_t, 3>{arg_u("fhash", h), arg_i("size", bytes), arg_i("ret", ret)};
+  });
+}
+
+}  // namespace
+
+extern "C" {
+
+hid_t H5Fcreate(const char *name, unsigned flags, hid_t fcpl, hid_t fapl) {
+  DFTRACE_H5_REAL(H5Fcreate);
+  DFTRACE_IO_NODE(k_h5, "H5Fcreate");
+  return traced_file_open(node_, name, flags, [&] { return real_H5Fcreate(name, flags, fcpl, fapl); });
+}
+DFTRACE_IO_REGISTER(H5Fcreate);
+
+hid_t H5Fopen(const char *name, unsigned flags, hid_t fapl) {
+  DFTRACE_H5_REAL(H5Fopen);
+  DFTRACE_IO_NODE(k_h5, "H5Fopen");
+  return traced_file_open(node_, name, flags, [&] { return real_H5Fopen(name, flags, fapl); });
+}
+DFTRACE_IO_REGISTER(H5Fopen);
+
+#define DFTRACE_H5_CLOSE(name)                                                               \
+  herr_t name(hid_t id) {                                                                    \
+    DFTRACE_H5_REAL(name);                                                                   \
+    DFTRACE_IO_NODE(k_h5, #name);                                                            \
+    return traced_object_call(node_, id, [&] { return real_##name(id); },                    \
+                              [](uint64_t h, herr_t ret) {                                   \
+                                return std::array<dftrace_arg_t, 2>{arg_u("fhash", h),       \
+                                                                    arg_i("ret", ret)};      \
+                              });                                                            \
+  }                                                                                          \
+  DFTRACE_IO_REGISTER(name);
+DFTRACE_H5_CLOSE(H5Fclose)
+DFTRACE_H5_CLOSE(H5Dclose)
+
+// Datasets by name: fhash, the dataset's name, ret (its identifier).
+hid_t H5Dcreate2(hid_t loc, const char *name, hid_t type, hid_t space, hid_t lcpl, hid_t dcpl,
+                 hid_t dapl) {
+  DFTRACE_H5_REAL(H5Dcreate2);
+  DFTRACE_IO_NODE(k_h5, "H5Dcreate");
+  return traced_object_call(
+      node_, loc, [&] { return real_H5Dcreate2(loc, name, type, space, lcpl, dcpl, dapl); },
+      [&](uint64_t h, hid_t ret) {
+        return std::array<dftrace_arg_t, 3>{arg_u("fhash", h), arg_s("dataset", name),
+                                            arg_i("ret", ret)};
+      });
+}
+DFTRACE_IO_REGISTER(H5Dcreate2);
+
+hid_t H5Dopen2(hid_t loc, const char *name, hid_t dapl) {
+  DFTRACE_H5_REAL(H5Dopen2);
+  DFTRACE_IO_NODE(k_h5, "H5Dopen");
+  return traced_object_call(
+      node_, loc, [&] { return real_H5Dopen2(loc, name, dapl); },
+      [&](uint64_t h, hid_t ret) {
+        return std::array<dftrace_arg_t, 3>{arg_u("fhash", h), arg_s("dataset", name),
+                                            arg_i("ret", ret)};
+      });
+}
+DFTRACE_IO_REGISTER(H5Dopen2);
+
+herr_t H5Dread(hid_t dataset, hid_t mem_type, hid_t mem_space, hid_t file_space, hid_t xfer,
+               void *buf) {
+  DFTRACE_H5_REAL(H5Dread);
+  DFTRACE_IO_NODE(k_h5, "H5Dread");
+  return traced_transfer(node_, dataset, mem_type, mem_space, [&] {
+    return real_H5Dread(dataset, mem_type, mem_space, file_space, xfer, buf);
+  });
+}
+DFTRACE_IO_REGISTER(H5Dread);
+
+herr_t H5Dwrite(hid_t dataset, hid_t mem_type, hid_t mem_space, hid_t file_space, hid_t xfer,
+                const void *buf) {
+  DFTRACE_H5_REAL(H5Dwrite);
+  DFTRACE_IO_NODE(k_h5, "H5Dwrite");
+  return traced_transfer(node_, dataset, mem_type, mem_space, [&] {
+    return real_H5Dwrite(dataset, mem_type, mem_space, file_space, xfer, buf);
+  });
+}
+DFTRACE_IO_REGISTER(H5Dwrite);
+
+}  // extern "C"

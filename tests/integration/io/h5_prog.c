@@ -1,0 +1,28 @@
+/* h5_prog.c: HDF5 I/O of a program never built with dftrace (Debian's serial libhdf5): a file
+ * with one dataset of 1000 doubles written, closed, opened again and read back. Traced by
+ * `dftrace run` (libdftrace_io's H5 events, with HDF5's POSIX calls inside). */
+#include <hdf5.h>
+#include <stdio.h>
+
+int main(int argc, char **argv) {
+  if (argc < 2) return 2;
+  char path[4096];
+  snprintf(path, sizeof path, "%s/values.h5", argv[1]);
+  double out[1000], in[1000];
+  for (int i = 0; i < 1000; ++i) out[i] = i * 0.5;
+  hsize_t dims[1] = {1000};
+  hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  hid_t space = H5Screate_simple(1, dims, NULL);
+  hid_t d = H5Dcreate(f, "values", H5T_NATIVE_DOUBLE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  int ok = f >= 0 && d >= 0;
+  ok = ok && H5Dwrite(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, out) >= 0;
+  ok = ok && H5Dclose(d) >= 0 && H5Sclose(space) >= 0 && H5Fclose(f) >= 0;
+  f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+  d = H5Dopen(f, "values", H5P_DEFAULT);
+  ok = ok && f >= 0 && d >= 0;
+  ok = ok && H5Dread(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, in) >= 0;
+  ok = ok && H5Dclose(d) >= 0 && H5Fclose(f) >= 0;
+  for (int i = 0; ok && i < 1000; ++i) ok = in[i] == out[i];
+  printf("h5_prog: %s\n", ok ? "ok" : "FAILED");
+  return ok ? 0 : 1;
+}
