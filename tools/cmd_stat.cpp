@@ -36,6 +36,51 @@ struct span_stats {
   }
 };
 
+// The data one file moved through one layer (POSIX, STDIO, MPIIO, H5): bytes, calls and the
+// time spent in them, reads and writes apart.
+struct io_stats {
+  uint64_t bytes[2] = {}, calls[2] = {}, ns[2] = {};  // [0] read, [1] write
+  void merge(const io_stats &o) {
+    for (int k = 0; k < 2; ++k) {
+      bytes[k] += o.bytes[k];
+      calls[k] += o.calls[k];
+      ns[k] += o.ns[k];
+    }
+  }
+};
+
+// Whether an I/O event reads (0), writes (1) or neither (-1), and whether its bytes are its
+// `ret` (POSIX), `ret` items of `size` (STDIO) or `bytes`/`size` (MPIIO, H5).
+enum class io_bytes { ret, items, bytes_arg, size_arg };
+int io_direction(std::string_view cat, std::string_view name, io_bytes *how) {
+  if (cat == "POSIX") {
+    *how = io_bytes::ret;
+    for (std::string_view r :
+         {"read", "pread", "pread64", "readv", "preadv", "preadv64", "preadv2", "preadv64v2"})
+      if (name == r) return 0;
+    for (std::string_view w : {"write", "pwrite", "pwrite64", "writev", "pwritev", "pwritev64",
+                               "pwritev2", "pwritev64v2"})
+      if (name == w) return 1;
+    return -1;
+  }
+  if (cat == "STDIO") {
+    *how = io_bytes::items;
+    return name == "fread" ? 0 : name == "fwrite" ? 1 : -1;
+  }
+  if (cat == "MPIIO" && name.substr(0, 9) == "MPI_File_") {
+    *how = io_bytes::bytes_arg;
+    const std::string_view op = name.substr(9);
+    if (op.substr(0, 4) == "read" || op.substr(0, 5) == "iread") return 0;
+    if (op.substr(0, 5) == "write" || op.substr(0, 6) == "iwrite") return 1;
+    return -1;
+  }
+  if (cat == "H5") {
+    *how = io_bytes::size_arg;
+    return name == "H5Dread" ? 0 : name == "H5Dwrite" ? 1 : -1;
+  }
+  return -1;
+}
+
 // What one block (or the whole run) adds up to. Keys are the escaped JSON text of the values.
 struct partial : detail::block_result {
   uint64_t lines = 0;
@@ -52,6 +97,8 @@ struct partial : detail::block_result {
   std::unordered_map<std::string, std::string> ranks;   // pid -> rank
   // The writer's budget and sample lines: kind '\x1f' name '\x1f' value (what it folded).
   std::set<std::string> limits;
+  std::unordered_map<std::string, io_stats> io;        // cat '\x1f' fhash
+  std::unordered_map<std::string, std::string> files;  // fhash -> path (FH lines)
 
   void merge(partial &o) {
     lines += o.lines;
@@ -76,8 +123,40 @@ struct partial : detail::block_result {
     for (auto &kv : o.threads) threads[kv.first].merge(kv.second);
     for (auto &kv : o.ranks) ranks[kv.first] = kv.second;
     limits.insert(o.limits.begin(), o.limits.end());
+    for (auto &kv : o.io) io[kv.first].merge(kv.second);
+    for (auto &kv : o.files) files.emplace(kv.first, std::move(kv.second));
   }
 };
+
+// The bytes an I/O event (or, aggregated, its dft_cnt events) moved.
+uint64_t io_event_bytes(const parsed_line &pl, io_bytes how, bool aggregated) {
+  uint64_t v = 0;
+  int64_t signed_v = 0;
+  if (how == io_bytes::ret || how == io_bytes::items) {
+    if (aggregated) {
+      const jvalue *sum = pl.arg_value("ret_sum");
+      if (!sum || !detail::value_u64(*sum, &v)) return 0;
+    } else {
+      const jvalue *ret = pl.arg_value("ret");
+      if (!ret || !detail::value_i64(*ret, &signed_v) || signed_v <= 0) return 0;
+      v = static_cast<uint64_t>(signed_v);
+    }
+    if (how == io_bytes::items) {  // items of `size` bytes (one size when aggregated)
+      uint64_t size = 0;
+      const jvalue *sz = pl.arg_value(aggregated ? "size_max" : "size");
+      const jvalue *lo = aggregated ? pl.arg_value("size_min") : nullptr;
+      uint64_t low = 0;
+      if (!sz || !detail::value_u64(*sz, &size)) return 0;
+      if (lo && (!detail::value_u64(*lo, &low) || low != size)) return 0;
+      v *= size;
+    }
+    return v;
+  }
+  const char *key = how == io_bytes::bytes_arg ? (aggregated ? "bytes_sum" : "bytes")
+                                               : (aggregated ? "size_sum" : "size");
+  const jvalue *b = pl.arg_value(key);
+  return b && detail::value_u64(*b, &v) ? v : 0;
+}
 
 void scan_block(detail::text_block &b, time_unit unit) {
   auto r = std::make_unique<partial>();
@@ -108,6 +187,11 @@ void scan_block(detail::text_block &b, time_unit unit) {
       const jvalue *v = pl.arg_value("value");
       if (n && v && n->text == "rank" && v->type == jtype::number)
         r->ranks[std::string(pl.pid.text)] = std::string(v->text);
+    }
+    if (f.ph == 'M' && pl.name.text == "FH") {  // a file's hash and its path
+      const jvalue *n = pl.arg_value("name");
+      const jvalue *v = pl.arg_value("value");
+      if (n && v) r->files.emplace(std::string(v->text), std::string(n->text));
     }
     if (f.ph == 'M' && (pl.name.text == "budget" || pl.name.text == "sample") &&
         pl.cat.text == "dftracer") {
@@ -158,6 +242,26 @@ void scan_block(detail::text_block &b, time_unit unit) {
       ce.cat = pl.cat.text;
     }
     name_stats &ns = *ce.stats;
+    io_bytes how;
+    const int dir = io_direction(pl.cat.text, pl.name.text, &how);
+    if (dir >= 0) {
+      if (const jvalue *fh = pl.arg_value("fhash")) {
+        key.assign(pl.cat.text);
+        key.push_back('\x1f');
+        key.append(fh->text);
+        io_stats &io = r->io[key];
+        uint64_t n = 1, dur = f.dur;
+        if (f.ph == 'A') {
+          const jvalue *c = pl.arg_value("dft_cnt");
+          const jvalue *d = pl.arg_value("dur_sum");
+          if (!c || !detail::value_u64(*c, &n)) n = 0;
+          if (!d || !detail::value_ns(*d, unit, &dur)) dur = 0;
+        }
+        io.calls[dir] += n;
+        io.ns[dir] += dur;
+        io.bytes[dir] += io_event_bytes(pl, how, f.ph == 'A');
+      }
+    }
     if (f.ph == 'A') {
       // DFTracer 2.x's aggregated record: dft_cnt events whose durations sum to dur_sum (or,
       // for one event or one value, "dur"); folded into the counts and totals exactly, not
@@ -310,6 +414,28 @@ int cmd_stat(const args_t &a) {
     if (x.cat != y.cat) return x.cat < y.cat;
     return x.name < y.name;
   });
+  // I/O per file and layer, most bytes first.
+  struct io_row {
+    std::string cat, fhash, path;
+    io_stats s;
+  };
+  std::vector<io_row> io_rows;
+  for (auto &kv : all.io) {
+    const size_t sep = kv.first.find('\x1f');
+    io_row r{kv.first.substr(0, sep), kv.first.substr(sep + 1), "", kv.second};
+    const auto f = all.files.find(r.fhash);
+    r.path = f == all.files.end() ? "" : f->second;
+    io_rows.push_back(std::move(r));
+  }
+  std::sort(io_rows.begin(), io_rows.end(), [](const io_row &x, const io_row &y) {
+    const uint64_t a = x.s.bytes[0] + x.s.bytes[1], b = y.s.bytes[0] + y.s.bytes[1];
+    if (a != b) return a > b;
+    return x.cat != y.cat ? x.cat < y.cat : x.path < y.path;
+  });
+  // MB/s while in the calls (bytes over the time the calls took); 0 without time.
+  auto mbps = [](uint64_t bytes, uint64_t ns) {
+    return ns ? static_cast<double>(bytes) * 1e3 / static_cast<double>(ns) : 0.0;
+  };
   std::map<std::string, span_stats> pids(all.pids.begin(), all.pids.end());
   std::map<std::string, span_stats> threads(all.threads.begin(), all.threads.end());
   uint64_t lines = 0, text = 0;
@@ -373,6 +499,22 @@ int cmd_stat(const args_t &a) {
       out += ",\"events\":" + std::to_string(span.events) + ",\"ts_min\":" + us_text(span.ts_min) +
              ",\"ts_end\":" + us_text(span.end_max) + "}";
     };
+    out += "],\"io_files\":[";
+    for (size_t i = 0; i < io_rows.size(); ++i) {
+      const io_row &r = io_rows[i];
+      out += i ? ",{\"cat\":" : "{\"cat\":";
+      out += jstr(r.cat) + ",\"fhash\":" + jstr(r.fhash) +
+             ",\"path\":" + (r.path.empty() ? std::string("null") : jstr(r.path));
+      for (int k = 0; k < 2; ++k) {
+        const char *d = k ? "write" : "read";
+        snprintf(buf, sizeof buf,
+                 ",\"%s_bytes\":%" PRIu64 ",\"%s_calls\":%" PRIu64 ",\"%s_ns\":%" PRIu64
+                 ",\"%s_mb_per_s\":%.3f",
+                 d, r.s.bytes[k], d, r.s.calls[k], d, r.s.ns[k], d, mbps(r.s.bytes[k], r.s.ns[k]));
+        out += buf;
+      }
+      out += "}";
+    }
     out += "],\"by_pid\":[";
     bool first = true;
     for (auto &kv : pids) {
@@ -435,6 +577,32 @@ int cmd_stat(const args_t &a) {
                  us_text(r.p50).c_str(), us_text(r.p99).c_str());
         out += buf;
       }
+    }
+    if (!io_rows.empty()) {
+      const size_t shown = std::min<size_t>(io_rows.size(), 20);
+      snprintf(buf, sizeof buf,
+               "\nI/O by file (%zu of %zu; MB/s: bytes over the time in the calls)\n"
+               "%-6s %12s %8s %9s %12s %8s %9s  %s\n",
+               shown, io_rows.size(), "cat", "read_MB", "reads", "read_MB/s", "write_MB", "writes",
+               "write_MB/s", "file");
+      out += buf;
+      uint64_t tb[2] = {}, tn[2] = {};
+      for (size_t i = 0; i < io_rows.size(); ++i) {
+        const io_row &r = io_rows[i];
+        for (int k = 0; k < 2; ++k) {
+          tb[k] += r.s.bytes[k];
+          tn[k] += r.s.ns[k];
+        }
+        if (i >= shown) continue;
+        snprintf(buf, sizeof buf, "%-6s %12.3f %8" PRIu64 " %9.1f %12.3f %8" PRIu64 " %9.1f  ",
+                 r.cat.c_str(), r.s.bytes[0] / 1e6, r.s.calls[0], mbps(r.s.bytes[0], r.s.ns[0]),
+                 r.s.bytes[1] / 1e6, r.s.calls[1], mbps(r.s.bytes[1], r.s.ns[1]));
+        out += buf;
+        out += (r.path.empty() ? "fhash " + r.fhash : r.path) + "\n";
+      }
+      snprintf(buf, sizeof buf, "%-6s %12.3f %8s %9.1f %12.3f %8s %9.1f  (all files, all layers)\n",
+               "total", tb[0] / 1e6, "", mbps(tb[0], tn[0]), tb[1] / 1e6, "", mbps(tb[1], tn[1]));
+      out += buf;
     }
     if (!pids.empty()) {
       snprintf(buf, sizeof buf, "\n%-12s %-6s %-12s %10s %14s\n", "pid", "rank", "tid", "events",

@@ -15,9 +15,9 @@ using namespace dftrace::io;
 // HDF5's function `name` (the next definition after this library's). A process that reaches an
 // interposer without HDF5 loaded (a probe through dlsym, say) gets HDF5's error value, not an
 // abort: unlike libc's, these functions may be missing.
-#define DFTRACE_H5_REAL(name)                                                                 \
-  static const auto real_##name =                                                             \
-      reinterpret_cast<decltype(&name)>(::dftrace::io::next_symbol_or_null(#name, reinterpret_cast<void *>(&name))); \
+#define DFTRACE_H5_REAL(name)                                                      \
+  static const auto real_##name = reinterpret_cast<decltype(&name)>(               \
+      ::dftrace::io::next_symbol_or_null(#name, reinterpret_cast<void *>(&name))); \
   if (!real_##name) return -1
 
 namespace {
@@ -54,7 +54,8 @@ hid_t traced_file_open(dftrace_node_t *node, const char *name, unsigned flags, C
   if (!traced_path(AT_FDCWD, name, abs)) return call();
   const uint64_t h = file_hash(abs);
   return traced(node, call, [&](hid_t ret) {
-    return std::array<dftrace_arg_t, 3>{arg_u("fhash", h), arg_i("flags", flags), arg_i("ret", ret)};
+    return std::array<dftrace_arg_t, 3>{arg_u("fhash", h), arg_i("flags", flags),
+                                        arg_i("ret", ret)};
   });
 }
 
@@ -98,7 +99,8 @@ extern "C" {
 hid_t H5Fcreate(const char *name, unsigned flags, hid_t fcpl, hid_t fapl) {
   DFTRACE_H5_REAL(H5Fcreate);
   DFTRACE_IO_NODE(k_h5, "H5Fcreate");
-  return traced_file_open(node_, name, flags, [&] { return real_H5Fcreate(name, flags, fcpl, fapl); });
+  return traced_file_open(node_, name, flags,
+                          [&] { return real_H5Fcreate(name, flags, fcpl, fapl); });
 }
 DFTRACE_IO_REGISTER(H5Fcreate);
 
@@ -109,16 +111,16 @@ hid_t H5Fopen(const char *name, unsigned flags, hid_t fapl) {
 }
 DFTRACE_IO_REGISTER(H5Fopen);
 
-#define DFTRACE_H5_CLOSE(name)                                                               \
-  herr_t name(hid_t id) {                                                                    \
-    DFTRACE_H5_REAL(name);                                                                   \
-    DFTRACE_IO_NODE(k_h5, #name);                                                            \
-    return traced_object_call(node_, id, [&] { return real_##name(id); },                    \
-                              [](uint64_t h, herr_t ret) {                                   \
-                                return std::array<dftrace_arg_t, 2>{arg_u("fhash", h),       \
-                                                                    arg_i("ret", ret)};      \
-                              });                                                            \
-  }                                                                                          \
+#define DFTRACE_H5_CLOSE(name)                                                       \
+  herr_t name(hid_t id) {                                                            \
+    DFTRACE_H5_REAL(name);                                                           \
+    DFTRACE_IO_NODE(k_h5, #name);                                                    \
+    return traced_object_call(                                                       \
+        node_, id, [&] { return real_##name(id); },                                  \
+        [](uint64_t h, herr_t ret) {                                                 \
+          return std::array<dftrace_arg_t, 2>{arg_u("fhash", h), arg_i("ret", ret)}; \
+        });                                                                          \
+  }                                                                                  \
   DFTRACE_IO_REGISTER(name);
 DFTRACE_H5_CLOSE(H5Fclose)
 DFTRACE_H5_CLOSE(H5Dclose)

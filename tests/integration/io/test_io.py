@@ -2,6 +2,7 @@
 as DFTracer records it: POSIX and STDIO events with their file hashes, in every process."""
 import collections
 import glob
+import json
 import os
 import subprocess
 import sys
@@ -534,3 +535,41 @@ def test_hdf5_calls_with_their_posix_calls_inside(tmp_path):
     wrote = inside[by["H5Dwrite"][0]["id"]] + inside[by["H5Dclose"][0]["id"]]
     assert ("pwrite", 8000) in wrote
     assert ("pread", 8000) in inside[by["H5Dread"][0]["id"]]
+
+
+def test_tools_on_io_traces_stat_shows_bytes_per_file_and_bandwidth(tmp_path):
+    """validate, merge and stat on I/O traces: stat's I/O table gives each file's bytes read and
+    written (the files' sizes), calls, and the bandwidth in the calls."""
+    data = tmp_path / "data"
+    data.mkdir()
+    src = data / "input.bin"
+    src.write_bytes(os.urandom(200_000))
+    run(tmp_path, "tar", "-cf", str(data / "a.tar"), "-C", str(data), "input.bin",
+        options=("--data-dirs", str(data)))
+    progdir = tmp_path / "prog"  # io_prog wants a directory of its own
+    progdir.mkdir()
+    run(tmp_path, PROG, str(progdir), options=("--data-dirs", str(tmp_path)))
+    traces = sorted(glob.glob(str(tmp_path / "traces" / "*.pfw.gz")))
+    assert len(traces) == 2
+    for t in traces:
+        v = subprocess.run([CLI, "validate", t], capture_output=True, text=True, timeout=60)
+        assert v.returncode == 0, v.stdout + v.stderr
+    merged = tmp_path / "merged.pfw.gz"
+    assert subprocess.run([CLI, "merge", "-o", str(merged), *traces], capture_output=True,
+                          timeout=60).returncode == 0
+    st = json.loads(subprocess.run([CLI, "stat", "--json", str(merged)], capture_output=True,
+                                   text=True, timeout=60).stdout)
+    io = {(r["cat"], r["path"]): r for r in st["io_files"]}
+    tar_in = io[("POSIX", str(src))]
+    assert tar_in["read_bytes"] == 200_000 and tar_in["write_bytes"] == 0
+    assert tar_in["read_calls"] >= 1 and tar_in["read_ns"] > 0
+    assert tar_in["read_mb_per_s"] == pytest.approx(200_000 * 1e3 / tar_in["read_ns"], rel=1e-3)
+    assert io[("POSIX", str(data / "a.tar"))]["write_bytes"] == os.path.getsize(data / "a.tar")
+    # io_prog's own file: POSIX writes 3000 + 10 + 150 (writev) + 5 (dup) + 150 (pwritev),
+    # STDIO 30 + 8 + 4
+    prog = io[("POSIX", str(progdir / "data.bin"))]
+    assert prog["write_bytes"] == 3000 + 10 + 150 + 5 + 150
+    assert io[("STDIO", str(progdir / "data.bin"))]["write_bytes"] == 30 + 8 + 4
+    text = subprocess.run([CLI, "stat", str(merged)], capture_output=True, text=True,
+                          timeout=60).stdout
+    assert "I/O by file" in text and str(src) in text
