@@ -106,10 +106,34 @@ char *put_value(char *p, uint8_t type, std::string_view value) {
   }
 }
 
+// Whether two per-use entries share a key (rare: a region_arg replacing an earlier one). The
+// keys are gathered once and compared by length first; more than k_keys entries: assume so.
+bool has_repeated_key(std::string_view use_args) {
+  constexpr size_t k_keys = 16;
+  std::string_view keys[k_keys];
+  size_t n = 0;
+  bool repeated = false;
+  for_each_raw(use_args, [&](uint8_t, std::string_view key, std::string_view) {
+    if (repeated) return;
+    if (n == k_keys) {
+      repeated = true;
+      return;
+    }
+    for (size_t i = 0; i < n; ++i)
+      if (keys[i].size() == key.size() && keys[i] == key) {
+        repeated = true;
+        return;
+      }
+    keys[n++] = key;
+  });
+  return repeated;
+}
+
 // Writes the per-use entries as JSON (a later entry with the same key wins).
 char *put_raw_args(char *p, bool comma, std::string_view use_args) {
+  const bool repeated = has_repeated_key(use_args);
   for_each_raw(use_args, [&](uint8_t type, std::string_view key, std::string_view value) {
-    if (superseded(use_args, key)) return;
+    if (repeated && superseded(use_args, key)) return;
     if (comma) *p++ = ',';
     comma = true;
     *p++ = '"';
