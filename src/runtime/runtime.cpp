@@ -896,14 +896,12 @@ void runtime::end_at(uint64_t region, const dftrace_arg *args, size_t nargs, uin
 
 const arg_layout *runtime::make_layout(const dftrace_arg *args, size_t nargs) {
   if (!args || nargs == 0 || nargs > 64) return nullptr;
-  auto *l = new arg_layout();
+  auto l = std::make_unique<arg_layout>();
   for (size_t i = 0; i < nargs; ++i) {
     const dftrace_arg &a = args[i];
     if (!a.key || !*a.key ||
-        (a.type != DFTRACE_ARG_INT && a.type != DFTRACE_ARG_UINT && a.type != DFTRACE_ARG_DOUBLE)) {
-      delete l;
+        (a.type != DFTRACE_ARG_INT && a.type != DFTRACE_ARG_UINT && a.type != DFTRACE_ARG_DOUBLE))
       return nullptr;
-    }
     raw_arg h{};
     h.type = static_cast<uint8_t>(a.type);
     h.key_len = static_cast<uint16_t>(std::min(std::strlen(a.key), k_max_arg_key));
@@ -913,7 +911,13 @@ const arg_layout *runtime::make_layout(const dftrace_arg *args, size_t nargs) {
     l->slots.push_back(static_cast<uint32_t>(l->raw.size()));
     l->raw.append(8, '\0');
   }
-  return l;  // never freed (documented: one per call site)
+  // Never freed (documented: one per call site), but kept reachable: a layout may be used by
+  // any thread until the process ends.
+  static std::mutex m;
+  static auto *all = new std::vector<std::unique_ptr<arg_layout>>();
+  std::lock_guard<std::mutex> lock(m);
+  all->push_back(std::move(l));
+  return all->back().get();
 }
 
 void runtime::end_layout(uint64_t region, const arg_layout &layout, const uint64_t *values) {
