@@ -45,7 +45,14 @@ struct parsed_line {
 
 // Parses line (no trailing newline) into out. Returns false if it is not exactly one JSON
 // object (surrounding whitespace allowed); out.error says why. Thread-safe (no state).
+// Lines as dftrace and DFTracer write them (no blanks, args an object of scalars) take a
+// straight path; any other line is read again by the whole grammar, so the result is the same.
 bool parse_line(std::string_view line, parsed_line &out);
+// The whole grammar alone, without that path (tests compare the two).
+bool parse_line_general(std::string_view line, parsed_line &out);
+// True when two successful parses recorded the same keys, values and flags (views compared by
+// position, not only by text).
+bool same_parse(const parsed_line &a, const parsed_line &b);
 
 // Numbers as the tools read them. A number may be bare or, as older DFTracer wrote, a string
 // holding a number (*quoted is set then). Fractions are allowed for ts/dur ("12.250").
@@ -53,6 +60,31 @@ bool parse_line(std::string_view line, parsed_line &out);
 bool value_u64(const jvalue &v, uint64_t *out, bool *quoted = nullptr);  // integer part
 bool value_i64(const jvalue &v, int64_t *out, bool *quoted = nullptr);   // integers only
 bool value_is_integer(const jvalue &v);                                  // bare, no fraction
+
+// *v = *v * 10 + the decimal digit c; false when that does not fit in 64 bits. No division:
+// this runs for every digit of every number the tools read.
+inline bool add_digit(uint64_t *v, char c) {
+  return !__builtin_mul_overflow(*v, uint64_t{10}, v) &&
+         !__builtin_add_overflow(*v, static_cast<uint64_t>(c - '0'), v);
+}
+
+// Reads the decimal digits that t starts with into *v: returns how many there are (0: none),
+// or npos when they do not fit in 64 bits. Nineteen digits always fit: only longer runs pay
+// for the overflow checks.
+inline size_t leading_digits(std::string_view t, uint64_t *v) {
+  uint64_t x = 0;
+  size_t i = 0;
+  for (const size_t safe = t.size() < 19 ? t.size() : 19; i < safe; ++i) {
+    const unsigned d = static_cast<unsigned char>(t[i] - '0');
+    if (d > 9) break;
+    x = x * 10 + d;
+  }
+  if (i == 19)
+    for (; i < t.size() && static_cast<unsigned char>(t[i] - '0') < 10; ++i)
+      if (!add_digit(&x, t[i])) return std::string_view::npos;
+  *v = x;
+  return i;
+}
 
 // Older DFTracer quoted numbers ("pid":"0677792"). For text holding a decimal number,
 // possibly with a '+' sign, leading zeros, a fraction or an exponent ("+5", "007", "1e5",

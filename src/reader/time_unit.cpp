@@ -96,13 +96,8 @@ bool value_ns(const jvalue &v, time_unit u, uint64_t *ns) {
   if (v.type != jtype::number && v.type != jtype::string) return false;
   std::string_view t = v.text;
   uint64_t whole = 0;
-  size_t i = 0;
-  for (; i < t.size() && t[i] >= '0' && t[i] <= '9'; ++i) {
-    const uint64_t d = static_cast<uint64_t>(t[i] - '0');
-    if (whole > (UINT64_MAX - d) / 10) return false;
-    whole = whole * 10 + d;
-  }
-  if (i == 0) return false;
+  size_t i = leading_digits(t, &whole);
+  if (i == 0 || i == std::string_view::npos) return false;
   uint64_t frac = 0;
   if (i < t.size()) {
     if (t[i] != '.') return false;
