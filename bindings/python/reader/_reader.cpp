@@ -5,11 +5,14 @@
 // dictionaries, which dftrace/_read.py turns into a pandas DataFrame.
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <sys/mman.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <deque>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -28,54 +31,172 @@ using dftrace::detail::jvalue;
 using dftrace::detail::parsed_line;
 using dftrace::detail::time_unit;
 
-// Strings as codes into a table of distinct values (names, categories, string arguments). The
-// index is keyed by views of the stored strings (a deque keeps them in place), and the last
-// string looked up is remembered: consecutive lines mostly repeat it. No allocation on a hit.
-struct dictionary {
-  std::deque<std::string> values;
-  std::unordered_map<std::string_view, int32_t> index;
-  std::string_view last;
-  int32_t last_code = -1;
-  int32_t code(std::string_view s) {
-    if (last_code >= 0 && s == last) return last_code;
-    auto it = index.find(s);
-    int32_t c;
-    if (it != index.end()) {
-      c = it->second;
-    } else {
-      c = static_cast<int32_t>(values.size());
-      values.emplace_back(s);
-      index.emplace(values.back(), c);
-    }
-    last = values[static_cast<size_t>(c)];
-    last_code = c;
-    return c;
+// ---- memory of the result
+
+// The result's columns live in anonymous mappings that Python receives without a copy (see
+// column_buffer). A read writes hundreds of MB once: transparent huge pages are asked for, since
+// faulting that memory in 4 KiB pages was a large part of a read. Grown by mremap (no copy by
+// hand); throws std::bad_alloc when the memory is not there.
+class mapping {
+ public:
+  mapping() = default;
+  mapping(const mapping &) = delete;
+  mapping &operator=(const mapping &) = delete;
+  mapping(mapping &&o) noexcept : p_(o.p_), bytes_(o.bytes_) { o.p_ = nullptr, o.bytes_ = 0; }
+  mapping &operator=(mapping &&o) noexcept {
+    std::swap(p_, o.p_);
+    std::swap(bytes_, o.bytes_);
+    return *this;
+  }
+  ~mapping() {
+    if (p_) munmap(p_, bytes_);
+  }
+  char *data() const { return static_cast<char *>(p_); }
+  size_t bytes() const { return bytes_; }
+  // At least n bytes, keeping the first ones.
+  void reserve(size_t n) {
+    if (n <= bytes_) return;
+    constexpr size_t huge = size_t{2} << 20;
+    const size_t want = (std::max(n, bytes_ * 2) + huge - 1) / huge * huge;
+    void *q = p_ ? mremap(p_, bytes_, want, MREMAP_MAYMOVE)
+                 : mmap(nullptr, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (q == MAP_FAILED) throw std::bad_alloc();
+    madvise(q, want, MADV_HUGEPAGE);
+    p_ = q;
+    bytes_ = want;
+  }
+  // Hands the memory over (to a column_buffer, which unmaps it).
+  void *release() {
+    void *p = p_;
+    p_ = nullptr;
+    bytes_ = 0;
+    return p;
+  }
+
+ private:
+  void *p_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+// One column of the whole read.
+template <typename T>
+struct column {
+  mapping m;
+  size_t n = 0;
+  // Room for k more values at the end; returns where they go (the caller writes all k).
+  T *extend(size_t k) {
+    m.reserve((n + k) * sizeof(T));
+    T *p = reinterpret_cast<T *>(m.data()) + n;
+    n += k;
+    return p;
   }
 };
 
-// One requested argument: per row its kind and value (the kinds tell Python the dtype).
+// The integer columns, in this order: pid, tid, ts, dur, level, p_idx, id. Python makes them one
+// (7, rows) int64 array over one mapping (pandas keeps it as one block, without a copy), with
+// `cap` values between the starts of two columns.
+constexpr int k_ints = 7;
+struct int_block {
+  mapping m;
+  size_t cap = 0, n = 0;
+  int64_t *col(int k) const { return reinterpret_cast<int64_t *>(m.data()) + k * cap; }
+  void reserve(size_t rows) {
+    if (rows <= cap) return;
+    const size_t fresh_cap = std::max({rows, cap * 2, size_t{1} << 16});
+    mapping fresh;
+    fresh.reserve(k_ints * fresh_cap * sizeof(int64_t));
+    for (int k = 0; k < k_ints && n; ++k)
+      std::memcpy(reinterpret_cast<int64_t *>(fresh.data()) + k * fresh_cap, col(k), n * 8);
+    m = std::move(fresh);
+    cap = fresh_cap;
+  }
+};
+
+// ---- one block's columns
+
+// Strings as codes into a table of distinct values (names, categories, string arguments).
+// Open addressing over a cheap hash of the bytes; the last string looked up is tried first
+// (consecutive lines often repeat it). No allocation on a hit.
+class dictionary {
+ public:
+  std::deque<std::string> values;  // in code order; a deque keeps them in place for the views
+  int32_t code(std::string_view s) {
+    if (last_ >= 0 && s == views_[static_cast<size_t>(last_)]) return last_;
+    if (views_.size() * 2 >= slots_.size()) grow();
+    const size_t mask = slots_.size() - 1;
+    for (size_t i = hash(s) & mask;; i = (i + 1) & mask) {
+      const int32_t c = slots_[i];
+      if (c < 0) {
+        slots_[i] = last_ = static_cast<int32_t>(views_.size());
+        values.emplace_back(s);
+        views_.push_back(values.back());
+        return last_;
+      }
+      if (views_[static_cast<size_t>(c)] == s) return last_ = c;
+    }
+  }
+  void clear() {
+    values.clear();
+    views_.clear();
+    std::fill(slots_.begin(), slots_.end(), -1);
+    last_ = -1;
+  }
+
+ private:
+  static size_t hash(std::string_view s) {
+    uint64_t h = s.size() * 0x9E3779B97F4A7C15ull;
+    const char *p = s.data();
+    size_t n = s.size();
+    for (; n >= 8; p += 8, n -= 8) {
+      uint64_t x;
+      std::memcpy(&x, p, 8);
+      h = (h ^ x) * 0xff51afd7ed558ccdull;
+    }
+    uint64_t x = 0;
+    for (size_t k = 0; k < n; ++k)
+      x |= static_cast<uint64_t>(static_cast<unsigned char>(p[k])) << (8 * k);
+    h = (h ^ x) * 0xc4ceb9fe1a85ec53ull;
+    return static_cast<size_t>(h ^ (h >> 32));
+  }
+  void grow() {
+    slots_.assign(std::max<size_t>(64, slots_.size() * 2), -1);
+    const size_t mask = slots_.size() - 1;
+    for (size_t c = 0; c < views_.size(); ++c) {
+      size_t i = hash(views_[c]) & mask;
+      while (slots_[i] >= 0) i = (i + 1) & mask;
+      slots_[i] = static_cast<int32_t>(c);
+    }
+  }
+  std::vector<std::string_view> views_;
+  std::vector<int32_t> slots_;
+  int32_t last_ = -1;
+};
+
+// One requested argument. Hash references (hhash, fhash, *_hash) are text codes only (-1:
+// missing); any other argument has a kind per row and an 8-byte value: the int64, the double's
+// bits, or the text's code (the kinds tell Python the dtype).
 enum : uint8_t { k_missing = 0, k_int = 1, k_float = 2, k_text = 3 };
 struct arg_column {
+  bool hash = false;
   std::vector<uint8_t> kind;
-  std::vector<int64_t> i;
-  std::vector<double> d;
-  std::vector<int32_t> s;  // codes into the column's dictionary, -1 for none
+  std::vector<int64_t> v;
+  std::vector<int32_t> s;  // hash references
   dictionary dict;
 };
 
 struct what {
-  std::unordered_set<std::string> cats, names;
+  std::vector<std::string> cat_list, name_list;
+  std::unordered_set<std::string_view> cats, names;  // views of the lists
   bool has_start = false, has_end = false;
   uint64_t start = 0, end = 0;  // ns: events with start <= ts < end
   std::vector<std::string> args;
   bool metadata_only = false;  // only hash definitions and ranks (dftrace.dask's first pass)
 };
 
-// The columns of one block (or, once appended, of the whole read).
+// The columns of one block. Reused from block to block (their vectors keep their capacity).
 struct columns : dftrace::detail::block_result {
-  std::vector<int32_t> name, cat, ph, file;
-  std::vector<int64_t> pid, tid, id, level, p_idx;
-  std::vector<uint64_t> ts, dur;
+  std::vector<int32_t> name, cat, ph;
+  std::vector<int64_t> ints[k_ints];
   dictionary names, cats, phs;
   std::vector<arg_column> args;
   // hash definitions (type, value text) -> string, and pid -> rank, from metadata lines
@@ -83,6 +204,46 @@ struct columns : dftrace::detail::block_result {
   std::vector<std::string> hash_types;
   std::vector<std::pair<int64_t, int64_t>> ranks;
   uint64_t invalid = 0, skipped = 0, lines = 0;
+
+  void reset(const what &w) {
+    for (auto *v : {&name, &cat, &ph}) v->clear();
+    for (auto &v : ints) v.clear();
+    names.clear();
+    cats.clear();
+    phs.clear();
+    args.resize(w.args.size());
+    for (size_t a = 0; a < args.size(); ++a) {
+      args[a].hash = dftrace::detail::is_hash_ref_key(w.args[a]);
+      args[a].kind.clear();
+      args[a].v.clear();
+      args[a].s.clear();
+      args[a].dict.clear();
+    }
+    hashes.clear();
+    hash_types.clear();
+    ranks.clear();
+    invalid = skipped = lines = 0;
+  }
+};
+
+// Blocks' columns waiting for reuse (the workers take, the consumer gives back).
+class column_pool {
+ public:
+  std::unique_ptr<columns> take() {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (free_.empty()) return std::make_unique<columns>();
+    auto c = std::move(free_.back());
+    free_.pop_back();
+    return c;
+  }
+  void give(std::unique_ptr<columns> c) {
+    std::lock_guard<std::mutex> lk(mu_);
+    free_.push_back(std::move(c));
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::unique_ptr<columns>> free_;
 };
 
 int64_t int_or(const jvalue &v, int64_t def) {
@@ -102,19 +263,45 @@ struct cached_int {
   }
 };
 
-void scan(dftrace::detail::text_block &b, const what &w, time_unit unit) {
-  auto r = std::make_unique<columns>();
-  r->args.resize(w.args.size());
+// Reads one requested argument's value into its column.
+void put_arg(arg_column &c, const jvalue *v) {
+  if (c.hash) {  // hashes stay text: matched as written, never rounded
+    c.s.push_back(v && (v->type == jtype::number || v->type == jtype::string) ? c.dict.code(v->text)
+                                                                              : -1);
+    return;
+  }
+  uint8_t kind = k_missing;
+  int64_t iv = 0;
+  if (v && v->type == jtype::number) {
+    if (dftrace::detail::value_is_integer(*v) && dftrace::detail::value_i64(*v, &iv)) {
+      kind = k_int;
+    } else {
+      kind = k_float;
+      const double d = std::strtod(std::string(v->text).c_str(), nullptr);
+      std::memcpy(&iv, &d, 8);
+    }
+  } else if (v &&
+             (v->type == jtype::string || v->type == jtype::object || v->type == jtype::array)) {
+    kind = k_text;  // objects and arrays as JSON text
+    iv = c.dict.code(v->text);
+  } else if (v && v->type == jtype::boolean) {
+    kind = k_int;
+    iv = v->text == "true";
+  }
+  c.kind.push_back(kind);
+  c.v.push_back(iv);
+}
+
+void scan(dftrace::detail::text_block &b, const what &w, time_unit unit, column_pool &pool) {
+  std::unique_ptr<columns> r = pool.take();
+  r->reset(w);
   const size_t guess = b.text.size() / 128 + 16;  // lines of a typical event's length
   for (auto *v : {&r->name, &r->cat, &r->ph}) v->reserve(guess);
-  for (auto *v : {&r->pid, &r->tid, &r->id, &r->level, &r->p_idx}) v->reserve(guess);
-  r->ts.reserve(guess);
-  r->dur.reserve(guess);
+  for (auto &v : r->ints) v.reserve(guess);
   for (auto &c : r->args) {
-    c.kind.reserve(guess);
-    c.i.reserve(guess);
-    c.d.reserve(guess);
-    c.s.reserve(guess);
+    c.kind.reserve(c.hash ? 0 : guess);
+    c.v.reserve(c.hash ? 0 : guess);
+    c.s.reserve(c.hash ? guess : 0);
   }
   std::vector<const jvalue *> found(w.args.size());
   cached_int pid, tid;
@@ -148,118 +335,151 @@ void scan(dftrace::detail::text_block &b, const what &w, time_unit unit) {
       return true;
     }
     if ((w.has_start && ts < w.start) || (w.has_end && ts >= w.end)) return true;
-    if (!w.cats.empty() && !w.cats.count(std::string(pl.cat.text))) return true;
-    if (!w.names.empty() && !w.names.count(std::string(pl.name.text))) return true;
+    if (!w.cats.empty() && !w.cats.count(pl.cat.text)) return true;
+    if (!w.names.empty() && !w.names.count(pl.name.text)) return true;
     if (pl.dur.present()) dftrace::detail::value_ns(pl.dur, unit, &dur);
     r->name.push_back(r->names.code(pl.name.text));
     r->cat.push_back(r->cats.code(pl.cat.text));
     r->ph.push_back(
         r->phs.code(pl.ph.type == jtype::string ? pl.ph.text : std::string_view(&ph, 1)));
-    r->pid.push_back(pid.get(pl.pid));  // the text stays valid: the block outlives the scan
-    r->tid.push_back(tid.get(pl.tid));
-    r->id.push_back(int_or(pl.id, -1));
-    r->ts.push_back(ts);
-    r->dur.push_back(dur);
     // One pass over the arguments finds level, p_idx and the requested keys.
     const jvalue *lv = nullptr, *pi = nullptr;
     for (auto &f : found) f = nullptr;
-    for (int k = 0; k < pl.nargs; ++k) {
-      const std::string_view key = pl.args_kv[k].key;
-      if (key == "level")
-        lv = &pl.args_kv[k].value;
-      else if (key == "p_idx")
-        pi = &pl.args_kv[k].value;
+    for (int a = 0; a < pl.nargs; ++a) {
+      const std::string_view key = pl.args_kv[a].key;
+      if (key.size() == 5 && key[0] == 'l' && key == "level")
+        lv = &pl.args_kv[a].value;
+      else if (key.size() == 5 && key[0] == 'p' && key == "p_idx")
+        pi = &pl.args_kv[a].value;
       else
-        for (size_t a = 0; a < w.args.size(); ++a)
-          if (!found[a] && key == w.args[a]) found[a] = &pl.args_kv[k].value;
+        for (size_t q = 0; q < w.args.size(); ++q)
+          if (!found[q] && key == w.args[q]) found[q] = &pl.args_kv[a].value;
     }
-    r->level.push_back(lv ? int_or(*lv, -1) : -1);
-    r->p_idx.push_back(pi ? int_or(*pi, -1) : -1);
-    for (size_t a = 0; a < w.args.size(); ++a) {
-      arg_column &c = r->args[a];
-      const jvalue *v = found[a];
-      uint8_t kind = k_missing;
-      int64_t iv = 0;
-      double dv = 0;
-      int32_t sv = -1;
-      if (v && dftrace::detail::is_hash_ref_key(w.args[a]) &&
-          (v->type == jtype::number || v->type == jtype::string)) {
-        kind = k_text;  // hashes stay text: matched as written, never rounded
-        sv = c.dict.code(v->text);
-      } else if (v && v->type == jtype::number) {
-        if (dftrace::detail::value_is_integer(*v) && dftrace::detail::value_i64(*v, &iv)) {
-          kind = k_int;
-        } else {
-          kind = k_float;
-          dv = std::strtod(std::string(v->text).c_str(), nullptr);
-        }
-      } else if (v && v->type == jtype::string) {
-        kind = k_text;
-        sv = c.dict.code(v->text);
-      } else if (v && (v->type == jtype::object || v->type == jtype::array)) {
-        kind = k_text;  // as JSON text
-        sv = c.dict.code(v->text);
-      } else if (v && (v->type == jtype::boolean)) {
-        kind = k_int;
-        iv = v->text == "true";
-      }
-      c.kind.push_back(kind);
-      c.i.push_back(iv);
-      c.d.push_back(dv);
-      c.s.push_back(sv);
-    }
+    r->ints[0].push_back(pid.get(pl.pid));  // the text stays valid: the block outlives the scan
+    r->ints[1].push_back(tid.get(pl.tid));
+    r->ints[2].push_back(static_cast<int64_t>(ts));
+    r->ints[3].push_back(static_cast<int64_t>(dur));
+    r->ints[4].push_back(lv ? int_or(*lv, -1) : -1);
+    r->ints[5].push_back(pi ? int_or(*pi, -1) : -1);
+    r->ints[6].push_back(int_or(pl.id, -1));
+    for (size_t q = 0; q < w.args.size(); ++q) put_arg(r->args[q], found[q]);
     return true;
   });
   b.result = std::move(r);
 }
 
-// Rewrites a block's codes (into its own dictionary) as codes into the global dictionary.
-void recode(std::vector<int32_t> &codes, const dictionary &local, dictionary &global) {
+// Codes of a block's dictionary as codes of the read's (-1 stays -1), written to out.
+void recode(const std::vector<int32_t> &codes, const dictionary &local, dictionary &global,
+            int32_t *out) {
   std::vector<int32_t> map(local.values.size());
   for (size_t k = 0; k < local.values.size(); ++k) map[k] = global.code(local.values[k]);
-  for (int32_t &c : codes) c = c < 0 ? -1 : map[static_cast<size_t>(c)];
+  for (const int32_t c : codes) *out++ = c < 0 ? -1 : map[static_cast<size_t>(c)];
 }
 
-// Every block of the read, in file order, its codes rewritten into the global dictionaries;
-// the columns are copied once, from the blocks straight into the Python buffers.
+// The columns of the whole read: every block appended in file order, its codes rewritten into
+// the read's dictionaries.
+struct result_arg {
+  column<int32_t> s;
+  column<uint8_t> kind;
+  column<int64_t> v;
+  dictionary dict;
+};
+
 struct result {
-  std::vector<std::unique_ptr<columns>> blocks;
-  std::vector<int32_t> block_file;
+  column<int32_t> name, cat, ph;
+  int_block ints;
   dictionary names, cats, phs;
-  std::vector<dictionary> arg_dicts;
+  std::vector<result_arg> args;
   std::vector<std::pair<std::string, std::string>> hashes;
   std::vector<std::string> hash_types;
   std::vector<std::pair<int64_t, int64_t>> ranks;
   uint64_t invalid = 0, skipped = 0, lines = 0;
   size_t rows = 0;
 
-  void add(std::unique_ptr<columns> b, int32_t file_index) {
-    recode(b->name, b->names, names);
-    recode(b->cat, b->cats, cats);
-    recode(b->ph, b->phs, phs);
-    for (size_t a = 0; a < arg_dicts.size(); ++a)
-      recode(b->args[a].s, b->args[a].dict, arg_dicts[a]);
-    for (size_t h = 0; h < b->hashes.size(); ++h) {
-      hashes.push_back(std::move(b->hashes[h]));
-      hash_types.push_back(std::move(b->hash_types[h]));
+  void add(columns &b) {
+    const size_t n = b.name.size();
+    recode(b.name, b.names, names, name.extend(n));
+    recode(b.cat, b.cats, cats, cat.extend(n));
+    recode(b.ph, b.phs, phs, ph.extend(n));
+    ints.reserve(rows + n);
+    for (int k = 0; k < k_ints; ++k)
+      if (n) std::memcpy(ints.col(k) + rows, b.ints[k].data(), n * 8);
+    ints.n = rows + n;
+    for (size_t a = 0; a < args.size(); ++a) {
+      arg_column &c = b.args[a];
+      result_arg &out = args[a];
+      if (c.hash) {
+        recode(c.s, c.dict, out.dict, out.s.extend(n));
+        continue;
+      }
+      if (n) std::memcpy(out.kind.extend(n), c.kind.data(), n);
+      int64_t *v = out.v.extend(n);
+      std::vector<int32_t> map(c.dict.values.size());
+      for (size_t k = 0; k < map.size(); ++k) map[k] = out.dict.code(c.dict.values[k]);
+      for (size_t r = 0; r < n; ++r)
+        v[r] = c.kind[r] == k_text ? map[static_cast<size_t>(c.v[r])] : c.v[r];
     }
-    ranks.insert(ranks.end(), b->ranks.begin(), b->ranks.end());
-    invalid += b->invalid;
-    skipped += b->skipped;
-    lines += b->lines;
-    rows += b->ts.size();
-    // What Python does not need is freed now (the dictionaries, the metadata).
-    b->names = dictionary();
-    b->cats = dictionary();
-    b->phs = dictionary();
-    b->hashes.clear();
-    b->hash_types.clear();
-    block_file.push_back(file_index);
-    blocks.push_back(std::move(b));
+    for (size_t h = 0; h < b.hashes.size(); ++h) {
+      hashes.push_back(std::move(b.hashes[h]));
+      hash_types.push_back(std::move(b.hash_types[h]));
+    }
+    ranks.insert(ranks.end(), b.ranks.begin(), b.ranks.end());
+    invalid += b.invalid;
+    skipped += b.skipped;
+    lines += b.lines;
+    rows += n;
   }
 };
 
 // ---- to Python
+
+// A result column as a Python object: it owns the column's mapping and exposes its first `len`
+// bytes through the buffer protocol (numpy.frombuffer wraps them without a copy and keeps the
+// object alive as long as the array).
+struct column_buffer {
+  PyObject_HEAD void *data;
+  size_t bytes;  // of the mapping
+  Py_ssize_t len;
+};
+
+PyObject *g_column_buffer_type = nullptr;
+
+int column_buffer_get(PyObject *o, Py_buffer *view, int flags) {
+  auto *c = reinterpret_cast<column_buffer *>(o);
+  static char empty[1];
+  return PyBuffer_FillInfo(view, o, c->data ? c->data : empty, c->len, 0, flags);
+}
+
+void column_buffer_dealloc(PyObject *o) {
+  auto *c = reinterpret_cast<column_buffer *>(o);
+  if (c->data) munmap(c->data, c->bytes);
+  PyTypeObject *type = Py_TYPE(o);
+  type->tp_free(o);
+  Py_DECREF(type);
+}
+
+PyType_Slot column_buffer_slots[] = {
+    {Py_tp_dealloc, reinterpret_cast<void *>(column_buffer_dealloc)},
+    {Py_bf_getbuffer, reinterpret_cast<void *>(column_buffer_get)},
+    {Py_tp_doc, const_cast<char *>("A column of dftrace._reader.read_columns (a byte buffer).")},
+    {0, nullptr}};
+PyType_Spec column_buffer_spec = {"dftrace._reader.column_buffer", sizeof(column_buffer), 0,
+                                  Py_TPFLAGS_DEFAULT, column_buffer_slots};
+
+// The first len bytes of m, m's memory handed over to Python.
+PyObject *buffer_of(mapping &m, size_t len) {
+  auto *c = PyObject_New(column_buffer, reinterpret_cast<PyTypeObject *>(g_column_buffer_type));
+  if (!c) return nullptr;
+  c->bytes = m.bytes();
+  c->data = m.release();
+  c->len = static_cast<Py_ssize_t>(len);
+  return reinterpret_cast<PyObject *>(c);
+}
+
+template <typename T>
+PyObject *buffer_of(column<T> &c) {
+  return buffer_of(c.m, c.n * sizeof(T));
+}
 
 template <typename T>
 PyObject *bytes_of(const std::vector<T> &v) {
@@ -284,53 +504,6 @@ PyObject *list_of(const Strings &v) {
 }
 
 // d[key] = value, stealing value; false (with an exception set) when value is null.
-// A column of every block, one after the other, in a new bytes object.
-template <typename T, typename Get>
-PyObject *gather(const result &r, Get get) {
-  PyObject *b = PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(r.rows * sizeof(T)));
-  if (!b) return nullptr;
-  char *p = PyBytes_AS_STRING(b);
-  for (const auto &blk : r.blocks) {
-    const std::vector<T> &v = get(*blk);
-    if (!v.empty()) std::memcpy(p, v.data(), v.size() * sizeof(T));
-    p += v.size() * sizeof(T);
-  }
-  return b;
-}
-
-// The integer columns as one C-ordered (7, rows) int64 block, in this order: pid, tid, ts, dur,
-// level, p_idx, id (pandas keeps it as one block, without copying it again).
-PyObject *int_block(const result &r) {
-  PyObject *b = PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(7 * r.rows * 8));
-  if (!b) return nullptr;
-  char *p = PyBytes_AS_STRING(b);
-  auto copy = [&](auto get) {
-    for (const auto &blk : r.blocks) {
-      const auto &v = get(*blk);
-      if (!v.empty()) std::memcpy(p, v.data(), v.size() * 8);
-      p += v.size() * 8;
-    }
-  };
-  copy([](const columns &c) -> const std::vector<int64_t> & { return c.pid; });
-  copy([](const columns &c) -> const std::vector<int64_t> & { return c.tid; });
-  copy([](const columns &c) -> const std::vector<uint64_t> & { return c.ts; });
-  copy([](const columns &c) -> const std::vector<uint64_t> & { return c.dur; });
-  copy([](const columns &c) -> const std::vector<int64_t> & { return c.level; });
-  copy([](const columns &c) -> const std::vector<int64_t> & { return c.p_idx; });
-  copy([](const columns &c) -> const std::vector<int64_t> & { return c.id; });
-  return b;
-}
-
-// The file index of every row.
-PyObject *file_column(const result &r) {
-  PyObject *b = PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(r.rows * 4));
-  if (!b) return nullptr;
-  int32_t *p = reinterpret_cast<int32_t *>(PyBytes_AS_STRING(b));
-  for (size_t k = 0; k < r.blocks.size(); ++k)
-    p = std::fill_n(p, r.blocks[k]->ts.size(), r.block_file[k]);
-  return b;
-}
-
 bool put(PyObject *d, const char *key, PyObject *value) {
   if (!value) return false;
   const int rc = PyDict_SetItemString(d, key, value);
@@ -358,6 +531,24 @@ bool strings_of(PyObject *seq, std::vector<std::string> *out) {
   return true;
 }
 
+// The requested arguments as a list of dicts: {"hash": True, "s", "strings"} for hash
+// references, {"hash": False, "kind", "v", "strings"} for the others.
+PyObject *args_of(result &all, const what &w) {
+  PyObject *args = PyList_New(0);
+  for (size_t k = 0; args && k < all.args.size(); ++k) {
+    result_arg &c = all.args[k];
+    const bool hash = dftrace::detail::is_hash_ref_key(w.args[k]);
+    PyObject *d = PyDict_New();
+    const bool ok = d && put(d, "hash", PyBool_FromLong(hash)) &&
+                    (hash ? put(d, "s", buffer_of(c.s))
+                          : put(d, "kind", buffer_of(c.kind)) && put(d, "v", buffer_of(c.v))) &&
+                    put(d, "strings", list_of(c.dict.values)) && PyList_Append(args, d) == 0;
+    Py_XDECREF(d);
+    if (!ok) Py_CLEAR(args);
+  }
+  return args;
+}
+
 // read_columns(paths, cats, names, start_ns, end_ns, args, threads) -> dict
 PyObject *read_columns(PyObject *, PyObject *a) {
   PyObject *paths_o, *cats_o, *names_o, *start_o, *end_o, *args_o, *parts_o = Py_None;
@@ -365,10 +556,10 @@ PyObject *read_columns(PyObject *, PyObject *a) {
   if (!PyArg_ParseTuple(a, "OOOOOOi|Op", &paths_o, &cats_o, &names_o, &start_o, &end_o, &args_o,
                         &threads, &parts_o, &metadata_only))
     return nullptr;
-  std::vector<std::string> paths, cats, names;
+  std::vector<std::string> paths;
   what w;
-  if (!strings_of(paths_o, &paths) || !strings_of(cats_o, &cats) || !strings_of(names_o, &names) ||
-      !strings_of(args_o, &w.args))
+  if (!strings_of(paths_o, &paths) || !strings_of(cats_o, &w.cat_list) ||
+      !strings_of(names_o, &w.name_list) || !strings_of(args_o, &w.args))
     return nullptr;
   w.metadata_only = metadata_only != 0;
   // parts: per path, None (all) or (first, last): the planned parts to read, inclusive.
@@ -393,8 +584,8 @@ PyObject *read_columns(PyObject *, PyObject *a) {
       return nullptr;
     }
   }
-  w.cats.insert(cats.begin(), cats.end());
-  w.names.insert(names.begin(), names.end());
+  w.cats.insert(w.cat_list.begin(), w.cat_list.end());
+  w.names.insert(w.name_list.begin(), w.name_list.end());
   if (start_o != Py_None) {
     w.has_start = true;
     w.start = PyLong_AsUnsignedLongLong(start_o);
@@ -406,7 +597,8 @@ PyObject *read_columns(PyObject *, PyObject *a) {
   if (PyErr_Occurred()) return nullptr;
 
   result all;
-  all.arg_dicts.resize(w.args.size());
+  all.args.resize(w.args.size());
+  column_pool pool;
   std::vector<std::string> problems;
   std::vector<std::string> units;
   std::string failure;  // an exception of the reader (memory): raised as MemoryError
@@ -440,13 +632,21 @@ PyObject *read_columns(PyObject *, PyObject *a) {
         if (w.has_end && p.dt.ts_min * 1000 >= w.end) return false;
         return true;
       };
-      auto work = [&w, unit](dftrace::detail::text_block &b) { scan(b, w, unit); };
+      // The result's room for the file's members, from their DT line counts (metadata lines
+      // included: a bound); other parts grow it as they come.
+      uint64_t lines = 0;
+      for (const auto &p : tf.parts())
+        if (p.kind == dftrace::detail::planned_part::member && opt.keep_part(p))
+          lines += std::min<uint64_t>(p.dt.lines, p.length * 1032 / 2);
+      if (!w.metadata_only) all.ints.reserve(all.rows + static_cast<size_t>(lines));
+      auto work = [&w, unit, &pool](dftrace::detail::text_block &b) { scan(b, w, unit, pool); };
       dftrace::detail::for_each_block(tf, opt, work, [&](dftrace::detail::text_block &b) {
         for (const auto &i : b.issues)
           problems.push_back(paths[f] + ": byte " + std::to_string(i.offset) + ": " + i.message);
-        if (b.result)
-          all.add(std::unique_ptr<columns>(static_cast<columns *>(b.result.release())),
-                  static_cast<int32_t>(f));
+        if (!b.result) return;
+        std::unique_ptr<columns> c(static_cast<columns *>(b.result.release()));
+        all.add(*c);
+        pool.give(std::move(c));
       });
     }
   } catch (const std::exception &e) {
@@ -460,19 +660,17 @@ PyObject *read_columns(PyObject *, PyObject *a) {
 
   PyObject *d = PyDict_New();
   if (!d) return nullptr;
-  using I32 = const std::vector<int32_t> &;
-  bool ok = put(d, "rows", PyLong_FromSize_t(all.rows)) &&
-            put(d, "name", gather<int32_t>(all, [](const columns &c) -> I32 { return c.name; })) &&
-            put(d, "names", list_of(all.names.values)) &&
-            put(d, "cat", gather<int32_t>(all, [](const columns &c) -> I32 { return c.cat; })) &&
-            put(d, "cats", list_of(all.cats.values)) &&
-            put(d, "ph", gather<int32_t>(all, [](const columns &c) -> I32 { return c.ph; })) &&
-            put(d, "phs", list_of(all.phs.values)) && put(d, "file", file_column(all)) &&
-            put(d, "ints", int_block(all)) &&
+  bool ok = put(d, "rows", PyLong_FromSize_t(all.rows)) && put(d, "name", buffer_of(all.name)) &&
+            put(d, "names", list_of(all.names.values)) && put(d, "cat", buffer_of(all.cat)) &&
+            put(d, "cats", list_of(all.cats.values)) && put(d, "ph", buffer_of(all.ph)) &&
+            put(d, "phs", list_of(all.phs.values)) &&
+            put(d, "ints_stride", PyLong_FromSize_t(all.ints.cap)) &&
+            put(d, "ints", buffer_of(all.ints.m, k_ints * all.ints.cap * 8)) &&
             put(d, "invalid", PyLong_FromUnsignedLongLong(all.invalid)) &&
             put(d, "skipped", PyLong_FromUnsignedLongLong(all.skipped)) &&
             put(d, "lines", PyLong_FromUnsignedLongLong(all.lines)) &&
-            put(d, "problems", list_of(problems)) && put(d, "units", list_of(units));
+            put(d, "problems", list_of(problems)) && put(d, "units", list_of(units)) &&
+            put(d, "args", args_of(all, w));
   if (ok) {
     std::vector<std::string> hv, hs;
     for (auto &h : all.hashes) {
@@ -490,36 +688,53 @@ PyObject *read_columns(PyObject *, PyObject *a) {
     }
     ok = put(d, "rank_pid", bytes_of(rp)) && put(d, "rank", bytes_of(rr));
   }
-  PyObject *args = ok ? PyList_New(0) : nullptr;
-  ok = ok && args;
-  for (size_t k = 0; ok && k < all.arg_dicts.size(); ++k) {
-    PyObject *c = PyDict_New();
-    auto col = [k](const columns &b) -> const arg_column & { return b.args[k]; };
-    ok =
-        c &&
-        put(c, "kind",
-            gather<uint8_t>(
-                all,
-                [&](const columns &b) -> const std::vector<uint8_t> & { return col(b).kind; })) &&
-        put(c, "i",
-            gather<int64_t>(
-                all, [&](const columns &b) -> const std::vector<int64_t> & { return col(b).i; })) &&
-        put(c, "d",
-            gather<double>(
-                all, [&](const columns &b) -> const std::vector<double> & { return col(b).d; })) &&
-        put(c, "s", gather<int32_t>(all, [&](const columns &b) -> I32 { return col(b).s; })) &&
-        put(c, "strings", list_of(all.arg_dicts[k].values)) && PyList_Append(args, c) == 0;
-    Py_XDECREF(c);
-  }
-  if (ok)
-    ok = put(d, "args", args);
-  else
-    Py_XDECREF(args);
   if (!ok) {
     Py_DECREF(d);
     return nullptr;
   }
   return d;
+}
+
+// lookup(values, table, default) -> column_buffer of int64: table[v] (default when absent) for
+// every int64 of the buffer values (the rank of every row's pid, without a Python object per row).
+PyObject *lookup(PyObject *, PyObject *a) {
+  Py_buffer in;
+  PyObject *table;
+  long long def = 0;
+  if (!PyArg_ParseTuple(a, "y*O!L", &in, &PyDict_Type, &table, &def)) return nullptr;
+  std::unordered_map<int64_t, int64_t> map;
+  PyObject *k, *v;
+  Py_ssize_t pos = 0;
+  while (PyDict_Next(table, &pos, &k, &v)) {
+    const long long kk = PyLong_AsLongLong(k), vv = PyLong_AsLongLong(v);
+    if (PyErr_Occurred()) {
+      PyBuffer_Release(&in);
+      return nullptr;
+    }
+    map[kk] = vv;
+  }
+  const size_t n = static_cast<size_t>(in.len) / 8;
+  column<int64_t> out;
+  try {
+    int64_t *o = out.extend(n);
+    const auto *x = static_cast<const int64_t *>(in.buf);
+    int64_t last_key = 0, last_value = def;
+    bool have = false;
+    for (size_t r = 0; r < n; ++r) {
+      if (!have || x[r] != last_key) {
+        const auto it = map.find(x[r]);
+        last_key = x[r];
+        last_value = it == map.end() ? def : it->second;
+        have = true;
+      }
+      o[r] = last_value;
+    }
+  } catch (const std::exception &) {
+    PyBuffer_Release(&in);
+    return PyErr_NoMemory();
+  }
+  PyBuffer_Release(&in);
+  return buffer_of(out);
 }
 
 // plan(path) -> {"unit", "described", "parts": [(kind, lines, text_bytes, ts_min_us, ts_max_us)]}
@@ -560,6 +775,8 @@ PyObject *plan(PyObject *, PyObject *a) {
 
 PyMethodDef methods[] = {
     {"plan", plan, METH_VARARGS, "plan(path) -> the file's parts from its DT fields"},
+    {"lookup", lookup, METH_VARARGS,
+     "lookup(int64 buffer, {int: int}, default) -> int64 column_buffer of the values mapped"},
     {"read_columns", read_columns, METH_VARARGS,
      "read_columns(paths, cats, names, start_ns, end_ns, args, threads[, parts, metadata_only])"
      " -> dict of columns"},
@@ -577,4 +794,18 @@ PyModuleDef module_def = {PyModuleDef_HEAD_INIT,
 
 }  // namespace
 
-PyMODINIT_FUNC PyInit__reader(void) { return PyModule_Create(&module_def); }
+PyMODINIT_FUNC PyInit__reader(void) {
+  if (!g_column_buffer_type) {
+    g_column_buffer_type = PyType_FromSpec(&column_buffer_spec);
+    if (!g_column_buffer_type) return nullptr;
+  }
+  PyObject *m = PyModule_Create(&module_def);
+  if (!m) return nullptr;
+  Py_INCREF(g_column_buffer_type);
+  if (PyModule_AddObject(m, "column_buffer", g_column_buffer_type) != 0) {
+    Py_DECREF(g_column_buffer_type);
+    Py_DECREF(m);
+    return nullptr;
+  }
+  return m;
+}
