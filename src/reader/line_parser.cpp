@@ -103,7 +103,7 @@ inline const char *scan_string(const char *p, const char *end, const char **why)
 
 // The end of the run of digits at p: 16 bytes at a time where the line allows (timestamps and
 // 64-bit hashes are most of a trace's digits).
-inline const char *skip_digits(const char *p, const char *end) {
+[[gnu::always_inline]] inline const char *skip_digits(const char *p, const char *end) {
 #if defined(__SSE2__)
   const __m128i zero = _mm_set1_epi8('0');
   const __m128i nine = _mm_set1_epi8(9);
@@ -119,7 +119,8 @@ inline const char *skip_digits(const char *p, const char *end) {
   return p;
 }
 
-inline const char *scan_number(const char *p, const char *end, const char **why) {
+[[gnu::always_inline]] inline const char *scan_number(const char *p, const char *end,
+                                                      const char **why) {
   if (p < end && *p == '-') ++p;
   if (p >= end || !is_digit(*p)) {
     *why = "bad number";
@@ -232,6 +233,15 @@ inline jvalue *common_key(const char *&p, const char *end, parsed_line &out) {
 inline const char *plain_key(const char *p, const char *end) {
   if (*p != '"') return nullptr;
   ++p;
+#if defined(__SSE2__)
+  if (p + 16 <= end) {  // keys are short: one look at 16 bytes mostly finds the quote
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i *>(p));
+    const int stop = _mm_movemask_epi8(_mm_or_si128(
+        _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')), _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))),
+        _mm_cmplt_epi8(v, _mm_set1_epi8(0x20))));
+    p += stop ? __builtin_ctz(static_cast<unsigned>(stop)) : 16;
+  }
+#endif
   while (p < end && k_chars.plain[static_cast<unsigned char>(*p)]) ++p;
   if (end - p < 2 || p[0] != '"' || p[1] != ':') return nullptr;
   return p + 2;
@@ -524,36 +534,6 @@ bool value_u64(const jvalue &v, uint64_t *out, bool *quoted) {
   if (quoted) *quoted = v.type == jtype::string;
   if (v.type != jtype::number && v.type != jtype::string) return false;
   return digits_u64(v.text, out);
-}
-
-bool value_i64(const jvalue &v, int64_t *out, bool *quoted) {
-  if (quoted) *quoted = v.type == jtype::string;
-  if (v.type != jtype::number && v.type != jtype::string) return false;
-  std::string_view t = v.text;
-  bool neg = false;
-  if (!t.empty() && t[0] == '-') {
-    neg = true;
-    t.remove_prefix(1);
-  }
-  uint64_t u = 0;
-  if (t.empty() || leading_digits(t, &u) != t.size()) return false;
-  if (neg) {
-    if (u > static_cast<uint64_t>(INT64_MAX) + 1) return false;
-    *out = static_cast<int64_t>(0 - u);
-  } else {
-    if (u > static_cast<uint64_t>(INT64_MAX)) return false;
-    *out = static_cast<int64_t>(u);
-  }
-  return true;
-}
-
-bool value_is_integer(const jvalue &v) {
-  if (v.type != jtype::number || v.text.empty()) return false;
-  size_t i = v.text[0] == '-' ? 1 : 0;
-  if (i >= v.text.size()) return false;
-  for (; i < v.text.size(); ++i)
-    if (!is_digit(v.text[i])) return false;
-  return true;
 }
 
 bool canonical_number(std::string_view t, std::string *out) {

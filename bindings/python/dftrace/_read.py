@@ -171,30 +171,25 @@ def frame(raw, want_args, keys, defs, ranks, columns):
     df.insert(0, "name", _categorical(pd, np, raw["name"], raw["names"]))
     df.insert(1, "cat", _categorical(pd, np, raw["cat"], raw["cats"]))
     df.insert(6, "ph", _categorical(pd, np, raw["ph"], raw["phs"]))
-    arg_cols = {}
-    for key, c in zip(keys, raw["args"]):
-        arg_cols[key] = _arg_column(pd, np, c, rows)
+    raw_args = dict(zip(keys, raw["args"]))
     for key in want_args:
-        df[key] = arg_cols[key].values
+        df[key] = _arg_column(pd, np, raw_args[key], rows).values
     resolve = defs is not None
     if resolve:
         from . import _reader
         df["rank"] = np.frombuffer(_reader.lookup(ints[0], ranks, -1), dtype=np.int64) \
             if ranks else np.full(rows, -1, dtype=np.int64)
         for col, key, kind in (("host", "hhash", "HH"), ("file", "fhash", "FH")):
-            h = arg_cols[key]
+            # hash text -> its string, through the codes: no Python object per row
+            c = raw_args[key]
             table = defs.get(kind, {})
-            if isinstance(h.dtype, pd.CategoricalDtype):
-                # hash text -> its string, through codes: no Python object per row
-                names = sorted({table[v] for v in h.cat.categories if v in table})
-                at = {n: k for k, n in enumerate(names)}
-                remap = np.array([at.get(table.get(v), -1) for v in h.cat.categories] + [-1],
-                                 dtype=np.int32)
-                codes = h.cat.codes.to_numpy()
-                df[col] = pd.Categorical.from_codes(remap[np.where(codes < 0, len(remap) - 1, codes)],
-                                                    categories=names)
-            else:
-                df[col] = pd.Categorical.from_codes(np.full(rows, -1, dtype=np.int8), categories=[])
+            names = sorted({table[v] for v in c["strings"] if v in table})
+            at = {n: k for k, n in enumerate(names)}
+            # (the last entry is for code -1, no hash; small codes as int8, as pandas keeps them)
+            remap = np.array([at.get(table.get(v), -1) for v in c["strings"]] + [-1],
+                             dtype=np.int8 if len(names) < 127 else np.int32)
+            codes = np.frombuffer(c["s"], dtype=np.int32)
+            df[col] = pd.Categorical.from_codes(remap[codes], categories=names)
     if columns is None:
         columns = list(_BASE) + want_args + (["rank", "host", "file"] if resolve else [])
     missing = [c for c in columns if c not in df.columns]

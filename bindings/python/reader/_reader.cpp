@@ -198,6 +198,7 @@ struct columns : dftrace::detail::block_result {
   std::vector<int32_t> name, cat, ph;
   std::vector<int64_t> ints[k_ints];
   dictionary names, cats, phs;
+  int32_t letter_code[256];  // phs' code of a one-letter ph, -1 until seen
   std::vector<arg_column> args;
   // hash definitions (type, value text) -> string, and pid -> rank, from metadata lines
   std::vector<std::pair<std::string, std::string>> hashes;  // value text, string
@@ -211,6 +212,7 @@ struct columns : dftrace::detail::block_result {
     names.clear();
     cats.clear();
     phs.clear();
+    std::fill(std::begin(letter_code), std::end(letter_code), -1);
     args.resize(w.args.size());
     for (size_t a = 0; a < args.size(); ++a) {
       args[a].hash = dftrace::detail::is_hash_ref_key(w.args[a]);
@@ -340,20 +342,32 @@ void scan(dftrace::detail::text_block &b, const what &w, time_unit unit, column_
     if (pl.dur.present()) dftrace::detail::value_ns(pl.dur, unit, &dur);
     r->name.push_back(r->names.code(pl.name.text));
     r->cat.push_back(r->cats.code(pl.cat.text));
-    r->ph.push_back(
-        r->phs.code(pl.ph.type == jtype::string ? pl.ph.text : std::string_view(&ph, 1)));
-    // One pass over the arguments finds level, p_idx and the requested keys.
+    const std::string_view ph_text =
+        pl.ph.type == jtype::string ? pl.ph.text : std::string_view(&ph, 1);
+    if (ph_text.size() == 1) {  // a letter (mostly "X"): its code looked up once per block
+      int32_t &c = r->letter_code[static_cast<unsigned char>(ph_text[0])];
+      r->ph.push_back(c >= 0 ? c : (c = r->phs.code(ph_text)));
+    } else {
+      r->ph.push_back(r->phs.code(ph_text));
+    }
+    // One pass over the arguments finds level, p_idx and the requested keys (compared by
+    // length and first letter before their bytes).
     const jvalue *lv = nullptr, *pi = nullptr;
     for (auto &f : found) f = nullptr;
     for (int a = 0; a < pl.nargs; ++a) {
       const std::string_view key = pl.args_kv[a].key;
-      if (key.size() == 5 && key[0] == 'l' && key == "level")
+      if (key.size() == 5 && std::memcmp(key.data(), "level", 5) == 0) {
         lv = &pl.args_kv[a].value;
-      else if (key.size() == 5 && key[0] == 'p' && key == "p_idx")
+      } else if (key.size() == 5 && std::memcmp(key.data(), "p_idx", 5) == 0) {
         pi = &pl.args_kv[a].value;
-      else
-        for (size_t q = 0; q < w.args.size(); ++q)
-          if (!found[q] && key == w.args[q]) found[q] = &pl.args_kv[a].value;
+      } else {
+        for (size_t q = 0; q < w.args.size(); ++q) {
+          const std::string &want = w.args[q];
+          if (!found[q] && key.size() == want.size() && !key.empty() && key[0] == want[0] &&
+              key == want)
+            found[q] = &pl.args_kv[a].value;
+        }
+      }
     }
     r->ints[0].push_back(pid.get(pl.pid));  // the text stays valid: the block outlives the scan
     r->ints[1].push_back(tid.get(pl.tid));
