@@ -249,7 +249,7 @@ inline const char *plain_key(const char *p, const char *end) {
 
 // A string, number, true, false or null at p: its end, its type in *t. nullptr for anything
 // else (objects, arrays) and for anything invalid.
-inline const char *common_scalar(const char *p, const char *end, jtype *t) {
+[[gnu::always_inline]] inline const char *common_scalar(const char *p, const char *end, jtype *t) {
   const char *why = nullptr;
   switch (*p) {
     case '"': *t = jtype::string; return scan_string(p, end, &why);

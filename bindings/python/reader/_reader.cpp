@@ -249,6 +249,19 @@ class column_pool {
 };
 
 int64_t int_or(const jvalue &v, int64_t def) {
+  // Short bare integers (id, level, p_idx) directly: up to 18 digits cannot overflow.
+  const std::string_view t = v.text;
+  if (v.type == jtype::number && !t.empty() && t.size() <= 18) {
+    const bool neg = t[0] == '-';
+    int64_t x = 0;
+    size_t i = neg;
+    for (; i < t.size(); ++i) {
+      const unsigned d = static_cast<unsigned char>(t[i] - '0');
+      if (d > 9) break;
+      x = x * 10 + d;
+    }
+    if (i == t.size() && t.size() > size_t{neg}) return neg ? -x : x;
+  }
   int64_t x = 0;
   return v.present() && dftrace::detail::value_i64(v, &x) ? x : def;
 }
