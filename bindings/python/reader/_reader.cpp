@@ -7,6 +7,10 @@
 #include <Python.h>
 #include <sys/mman.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -190,7 +194,8 @@ struct what {
   bool has_start = false, has_end = false;
   uint64_t start = 0, end = 0;  // ns: events with start <= ts < end
   std::vector<std::string> args;
-  bool metadata_only = false;  // only hash definitions and ranks (dftrace.dask's first pass)
+  // only hash definitions and ranks (dftrace.dask's first pass; no line counts then)
+  bool metadata_only = false;
 };
 
 // The columns of one block. Reused from block to block (their vectors keep their capacity).
@@ -307,9 +312,77 @@ void put_arg(arg_column &c, const jvalue *v) {
   c.v.push_back(iv);
 }
 
+// A metadata line's hash definition (HH, FH, SH) or rank (PR), kept.
+void keep_metadata(const parsed_line &pl, columns &r) {
+  const std::string_view t = pl.name.text;
+  const jvalue *n = pl.arg_value("name");
+  const jvalue *v = pl.arg_value("value");
+  if (n && v && (t == "HH" || t == "FH" || t == "SH") && n->type == jtype::string) {
+    r.hashes.emplace_back(std::string(v->text), std::string(n->text));
+    r.hash_types.emplace_back(t);
+  } else if (n && v && t == "PR" && n->text == "rank") {
+    r.ranks.emplace_back(int_or(pl.pid, -1), int_or(*v, -1));
+  }
+}
+
+// Calls fn(pos) for each position of mark (at least 6 bytes) in text, in order. Two of its
+// bytes that rarely stand at that distance in a trace (its second and its last) are looked
+// for 16 positions at a time; only where both are is the whole mark compared.
+template <typename Fn>
+void find_each(std::string_view text, std::string_view mark, Fn &&fn) {
+  const size_t last = mark.size() - 1;
+  size_t i = 0;
+#if defined(__SSE2__)
+  const __m128i a = _mm_set1_epi8(mark[1]), z = _mm_set1_epi8(mark[last]);
+  for (; i + last + 16 <= text.size(); i += 16) {
+    const char *p = text.data() + i;
+    unsigned both = static_cast<unsigned>(_mm_movemask_epi8(_mm_and_si128(
+        _mm_cmpeq_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p)), a),
+        _mm_cmpeq_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p + last - 1)), z))));
+    for (; both; both &= both - 1) {
+      const size_t at = i + static_cast<size_t>(__builtin_ctz(both));
+      if (at > 0 && text.compare(at - 1, mark.size(), mark) == 0) fn(at - 1);
+    }
+  }
+  if (i > 0) --i;  // a mark that starts one byte before the rest
+#endif
+  for (; i + mark.size() <= text.size(); ++i)
+    if (text.compare(i, mark.size(), mark) == 0) fn(i);
+}
+
+// dftrace.dask's first pass: only the metadata lines, found by searching the block for their
+// phase ("ph":"M", or DFTracer 2.x's "ph":4) instead of going line by line.
+void scan_metadata(std::string_view text, columns &r) {
+  std::vector<size_t> starts;  // of the lines that hold either
+  for (const std::string_view mark :
+       {std::string_view("\"ph\":\"M\""), std::string_view("\"ph\":4")})
+    find_each(text, mark, [&](size_t pos) {
+      const size_t nl = text.rfind('\n', pos);
+      starts.push_back(nl == std::string_view::npos ? 0 : nl + 1);
+    });
+  std::sort(starts.begin(), starts.end());
+  starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
+  parsed_line pl;
+  for (const size_t start : starts) {
+    const size_t nl = text.find('\n', start);
+    const std::string_view line =
+        text.substr(start, nl == std::string_view::npos ? std::string_view::npos : nl - start);
+    if (!dftrace::detail::parse_line(line, pl)) {
+      ++r.invalid;
+    } else if (dftrace::detail::phase(pl) == 'M') {
+      keep_metadata(pl, r);
+    }
+  }
+}
+
 void scan(dftrace::detail::text_block &b, const what &w, time_unit unit, column_pool &pool) {
   std::unique_ptr<columns> r = pool.take();
   r->reset(w);
+  if (w.metadata_only) {
+    scan_metadata(b.whole_lines(), *r);
+    b.result = std::move(r);
+    return;
+  }
   const size_t guess = b.text.size() / 128 + 16;  // lines of a typical event's length
   for (auto *v : {&r->name, &r->cat, &r->ph}) v->reserve(guess);
   for (auto &v : r->ints) v.reserve(guess);
@@ -326,22 +399,13 @@ void scan(dftrace::detail::text_block &b, const what &w, time_unit unit, column_
     size_t k = 0;
     while (k < line.size() && (line[k] == ' ' || line[k] == '\t' || line[k] == '\r')) ++k;
     if (k == line.size() || line[k] == '[' || line[k] == ']') return true;
-    if (w.metadata_only && line.find("\"ph\":\"M\"") == std::string_view::npos) return true;
     if (!dftrace::detail::parse_line(line, pl)) {
       ++r->invalid;
       return true;
     }
     const char ph = dftrace::detail::phase(pl);
     if (ph == 'M') {
-      const std::string_view t = pl.name.text;
-      const jvalue *n = pl.arg_value("name");
-      const jvalue *v = pl.arg_value("value");
-      if (n && v && (t == "HH" || t == "FH" || t == "SH") && n->type == jtype::string) {
-        r->hashes.emplace_back(std::string(v->text), std::string(n->text));
-        r->hash_types.emplace_back(t);
-      } else if (n && v && t == "PR" && n->text == "rank") {
-        r->ranks.emplace_back(int_or(pl.pid, -1), int_or(*v, -1));
-      }
+      keep_metadata(pl, *r);
       return true;
     }
     uint64_t ts = 0, dur = 0;
