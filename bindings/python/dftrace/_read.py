@@ -59,13 +59,13 @@ def _is_hash(key):
 
 
 def int_columns(raw):
-    """The integer columns of a read_columns result as one (7, rows) int64 array over the
-    reader's buffer (no copy): pid, tid, ts, dur, level, p_idx, id."""
+    """The integer columns of a read_columns result as one (8, rows) int64 array over the
+    reader's buffer (no copy): pid, tid, ts, dur, level, p_idx, id, rank."""
     import numpy as np
     rows, stride = raw["rows"], raw["ints_stride"]
     if not stride:
-        return np.zeros((7, rows), dtype=np.int64)
-    return np.ndarray((7, rows), dtype=np.int64, buffer=raw["ints"], strides=(stride * 8, 8))
+        return np.zeros((8, rows), dtype=np.int64)
+    return np.ndarray((8, rows), dtype=np.int64, buffer=raw["ints"], strides=(stride * 8, 8))
 
 
 def arg_floats(c):
@@ -158,27 +158,26 @@ def definitions(raw):
 
 
 def frame(raw, want_args, keys, defs, ranks, columns):
-    """The DataFrame of a read_columns result; hashes and ranks resolved through defs and ranks
-    (None: not resolved)."""
+    """The DataFrame of a read_columns result; hashes resolved through defs (None: neither
+    hashes nor ranks resolved). The ranks are the reader's (read_columns' ranks argument)."""
     import numpy as np
     import pandas as pd
     rows = raw["rows"]
     for p in raw["problems"]:
         print("dftrace.read: " + p, file=sys.stderr)
-    # The integer columns arrive as one (7, rows) block: one pandas block, no copy.
+    # The integer columns arrive as one (8, rows) block (the rank last, filled in by the reader
+    # from the ranks it was given or found): one pandas block, no copy.
+    resolve = defs is not None
     ints = int_columns(raw)
-    df = pd.DataFrame(ints.T, columns=list(_INTS), copy=False)
+    df = pd.DataFrame((ints if resolve else ints[:7]).T,
+                      columns=list(_INTS) + (["rank"] if resolve else []), copy=False)
     df.insert(0, "name", _categorical(pd, np, raw["name"], raw["names"]))
     df.insert(1, "cat", _categorical(pd, np, raw["cat"], raw["cats"]))
     df.insert(6, "ph", _categorical(pd, np, raw["ph"], raw["phs"]))
     raw_args = dict(zip(keys, raw["args"]))
-    for key in want_args:
-        df[key] = _arg_column(pd, np, raw_args[key], rows).values
-    resolve = defs is not None
+    for k, key in enumerate(want_args):  # before rank: the columns stay in their order
+        df.insert(len(_BASE) + k, key, _arg_column(pd, np, raw_args[key], rows).values)
     if resolve:
-        from . import _reader
-        df["rank"] = np.frombuffer(_reader.lookup(ints[0], ranks, -1), dtype=np.int64) \
-            if ranks else np.full(rows, -1, dtype=np.int64)
         for col, key, kind in (("host", "hhash", "HH"), ("file", "fhash", "FH")):
             # hash text -> its string, through the codes: no Python object per row
             c = raw_args[key]

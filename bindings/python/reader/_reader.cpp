@@ -96,10 +96,11 @@ struct column {
   }
 };
 
-// The integer columns, in this order: pid, tid, ts, dur, level, p_idx, id. Python makes them one
-// (7, rows) int64 array over one mapping (pandas keeps it as one block, without a copy), with
-// `cap` values between the starts of two columns.
-constexpr int k_ints = 7;
+// The integer columns, in this order: pid, tid, ts, dur, level, p_idx, id, and the rank of the
+// pid (from PR lines, -1 unknown). Python makes them one (8, rows) int64 array over one mapping
+// (pandas keeps it as one block, without a copy), with `cap` values between the starts of two
+// columns. Blocks read the first seven; the rank is filled in at the end of the read.
+constexpr int k_ints = 7, k_int_rows = 8;
 struct int_block {
   mapping m;
   size_t cap = 0, n = 0;
@@ -108,7 +109,7 @@ struct int_block {
     if (rows <= cap) return;
     const size_t fresh_cap = std::max({rows, cap * 2, size_t{1} << 16});
     mapping fresh;
-    fresh.reserve(k_ints * fresh_cap * sizeof(int64_t));
+    fresh.reserve(k_int_rows * fresh_cap * sizeof(int64_t));
     for (int k = 0; k < k_ints && n; ++k)
       std::memcpy(reinterpret_cast<int64_t *>(fresh.data()) + k * fresh_cap, col(k), n * 8);
     m = std::move(fresh);
@@ -118,6 +119,52 @@ struct int_block {
 
 // ---- one block's columns
 
+// Short strings compared without a call: 8, 4 or 1 bytes at a time, the last load overlapping
+// (no byte outside either string is read).
+inline uint64_t load64(const char *p) {
+  uint64_t x;
+  std::memcpy(&x, p, 8);
+  return x;
+}
+inline uint32_t load32(const char *p) {
+  uint32_t x;
+  std::memcpy(&x, p, 4);
+  return x;
+}
+inline bool same_text(std::string_view a, std::string_view b) {
+  const size_t n = a.size();
+  if (n != b.size()) return false;
+  const char *p = a.data(), *q = b.data();
+  if (n >= 8) {
+    for (size_t i = 0; i + 8 < n; i += 8)
+      if (load64(p + i) != load64(q + i)) return false;
+    return load64(p + n - 8) == load64(q + n - 8);
+  }
+  if (n >= 4) return load32(p) == load32(q) && load32(p + n - 4) == load32(q + n - 4);
+  for (size_t i = 0; i < n; ++i)
+    if (p[i] != q[i]) return false;
+  return true;
+}
+
+// A key's length and up to 8 of its bytes (its first and last four): equal signatures are the
+// same key when it is at most 8 bytes long; longer keys are compared whole as well.
+struct key_sig {
+  size_t n = 0;
+  uint64_t v = 0;
+  bool operator==(const key_sig &o) const { return n == o.n && v == o.v; }
+};
+inline key_sig sig_of(std::string_view k) {
+  key_sig s;
+  s.n = k.size();
+  if (k.size() >= 4) {
+    s.v = load32(k.data()) | static_cast<uint64_t>(load32(k.data() + k.size() - 4)) << 32;
+  } else {
+    for (size_t i = 0; i < k.size(); ++i)
+      s.v |= static_cast<uint64_t>(static_cast<unsigned char>(k[i])) << (8 * i);
+  }
+  return s;
+}
+
 // Strings as codes into a table of distinct values (names, categories, string arguments).
 // Open addressing over a cheap hash of the bytes; the last string looked up is tried first
 // (consecutive lines often repeat it). No allocation on a hit.
@@ -125,7 +172,7 @@ class dictionary {
  public:
   std::deque<std::string> values;  // in code order; a deque keeps them in place for the views
   int32_t code(std::string_view s) {
-    if (last_ >= 0 && s == views_[static_cast<size_t>(last_)]) return last_;
+    if (last_ >= 0 && same_text(s, views_[static_cast<size_t>(last_)])) return last_;
     if (views_.size() * 2 >= slots_.size()) grow();
     const size_t mask = slots_.size() - 1;
     for (size_t i = hash(s) & mask;; i = (i + 1) & mask) {
@@ -136,7 +183,7 @@ class dictionary {
         views_.push_back(values.back());
         return last_;
       }
-      if (views_[static_cast<size_t>(c)] == s) return last_ = c;
+      if (same_text(views_[static_cast<size_t>(c)], s)) return last_ = c;
     }
   }
   void clear() {
@@ -148,17 +195,18 @@ class dictionary {
 
  private:
   static size_t hash(std::string_view s) {
-    uint64_t h = s.size() * 0x9E3779B97F4A7C15ull;
     const char *p = s.data();
-    size_t n = s.size();
-    for (; n >= 8; p += 8, n -= 8) {
-      uint64_t x;
-      std::memcpy(&x, p, 8);
-      h = (h ^ x) * 0xff51afd7ed558ccdull;
+    const size_t n = s.size();
+    uint64_t h = n * 0x9E3779B97F4A7C15ull, x = 0;
+    if (n >= 8) {
+      for (size_t i = 0; i + 8 < n; i += 8) h = (h ^ load64(p + i)) * 0xff51afd7ed558ccdull;
+      x = load64(p + n - 8);
+    } else if (n >= 4) {
+      x = load32(p) | static_cast<uint64_t>(load32(p + n - 4)) << 32;
+    } else {
+      for (size_t k = 0; k < n; ++k)
+        x |= static_cast<uint64_t>(static_cast<unsigned char>(p[k])) << (8 * k);
     }
-    uint64_t x = 0;
-    for (size_t k = 0; k < n; ++k)
-      x |= static_cast<uint64_t>(static_cast<unsigned char>(p[k])) << (8 * k);
     h = (h ^ x) * 0xc4ceb9fe1a85ec53ull;
     return static_cast<size_t>(h ^ (h >> 32));
   }
@@ -194,6 +242,7 @@ struct what {
   bool has_start = false, has_end = false;
   uint64_t start = 0, end = 0;  // ns: events with start <= ts < end
   std::vector<std::string> args;
+  std::vector<key_sig> arg_sigs;  // of args
   // only hash definitions and ranks (dftrace.dask's first pass; no line counts then)
   bool metadata_only = false;
 };
@@ -276,7 +325,7 @@ struct cached_int {
   std::string_view text;
   int64_t value = -1;
   int64_t get(const jvalue &v) {
-    if (v.text.data() && v.text == text && !text.empty()) return value;
+    if (!text.empty() && same_text(v.text, text)) return value;
     value = int_or(v, -1);
     text = v.text;
     return value;
@@ -392,6 +441,7 @@ void scan(dftrace::detail::text_block &b, const what &w, time_unit unit, column_
     c.s.reserve(c.hash ? guess : 0);
   }
   std::vector<const jvalue *> found(w.args.size());
+  const key_sig level_sig = sig_of("level"), p_idx_sig = sig_of("p_idx");
   cached_int pid, tid;
   parsed_line pl;
   dftrace::detail::for_each_line(b.whole_lines(), [&](std::string_view line) {
@@ -427,23 +477,20 @@ void scan(dftrace::detail::text_block &b, const what &w, time_unit unit, column_
     } else {
       r->ph.push_back(r->phs.code(ph_text));
     }
-    // One pass over the arguments finds level, p_idx and the requested keys (compared by
-    // length and first letter before their bytes).
+    // One pass over the arguments finds level, p_idx and the requested keys (by signature).
     const jvalue *lv = nullptr, *pi = nullptr;
     for (auto &f : found) f = nullptr;
     for (int a = 0; a < pl.nargs; ++a) {
       const std::string_view key = pl.args_kv[a].key;
-      if (key.size() == 5 && std::memcmp(key.data(), "level", 5) == 0) {
+      const key_sig ks = sig_of(key);
+      if (ks == level_sig) {
         lv = &pl.args_kv[a].value;
-      } else if (key.size() == 5 && std::memcmp(key.data(), "p_idx", 5) == 0) {
+      } else if (ks == p_idx_sig) {
         pi = &pl.args_kv[a].value;
       } else {
-        for (size_t q = 0; q < w.args.size(); ++q) {
-          const std::string &want = w.args[q];
-          if (!found[q] && key.size() == want.size() && !key.empty() && key[0] == want[0] &&
-              key == want)
+        for (size_t q = 0; q < w.args.size(); ++q)
+          if (!found[q] && ks == w.arg_sigs[q] && (ks.n <= 8 || key == w.args[q]))
             found[q] = &pl.args_kv[a].value;
-        }
       }
     }
     r->ints[0].push_back(pid.get(pl.pid));  // the text stays valid: the block outlives the scan
@@ -622,6 +669,38 @@ bool strings_of(PyObject *seq, std::vector<std::string> *out) {
   return true;
 }
 
+// A dict {int: int} as a map; false with an exception set when it is not one.
+bool int_map(PyObject *d, std::unordered_map<int64_t, int64_t> *out) {
+  if (!PyDict_Check(d)) {
+    PyErr_SetString(PyExc_TypeError, "expected a dict of int to int");
+    return false;
+  }
+  PyObject *k, *v;
+  Py_ssize_t pos = 0;
+  while (PyDict_Next(d, &pos, &k, &v)) {
+    const long long kk = PyLong_AsLongLong(k), vv = PyLong_AsLongLong(v);
+    if (PyErr_Occurred()) return false;
+    (*out)[kk] = vv;
+  }
+  return true;
+}
+
+// out[r] = map[x[r]] (def when absent), looked up once per run of equal values.
+void map_ints(const int64_t *x, size_t n, const std::unordered_map<int64_t, int64_t> &map,
+              int64_t def, int64_t *out) {
+  int64_t last_key = 0, last_value = def;
+  bool have = false;
+  for (size_t r = 0; r < n; ++r) {
+    if (!have || x[r] != last_key) {
+      const auto it = map.find(x[r]);
+      last_key = x[r];
+      last_value = it == map.end() ? def : it->second;
+      have = true;
+    }
+    out[r] = last_value;
+  }
+}
+
 // The requested arguments as a list of dicts: {"hash": True, "s", "strings"} for hash
 // references, {"hash": False, "kind", "v", "strings"} for the others.
 PyObject *args_of(result &all, const what &w) {
@@ -640,19 +719,25 @@ PyObject *args_of(result &all, const what &w) {
   return args;
 }
 
-// read_columns(paths, cats, names, start_ns, end_ns, args, threads) -> dict
+// read_columns(paths, cats, names, start_ns, end_ns, args, threads[, parts, metadata_only,
+// ranks]) -> dict; ranks: {pid: rank} for the rank column (default: the read's PR lines)
 PyObject *read_columns(PyObject *, PyObject *a) {
   PyObject *paths_o, *cats_o, *names_o, *start_o, *end_o, *args_o, *parts_o = Py_None;
+  PyObject *ranks_o = Py_None;
   int threads = 0, metadata_only = 0;
-  if (!PyArg_ParseTuple(a, "OOOOOOi|Op", &paths_o, &cats_o, &names_o, &start_o, &end_o, &args_o,
-                        &threads, &parts_o, &metadata_only))
+  if (!PyArg_ParseTuple(a, "OOOOOOi|OpO", &paths_o, &cats_o, &names_o, &start_o, &end_o, &args_o,
+                        &threads, &parts_o, &metadata_only, &ranks_o))
     return nullptr;
+  // pid -> rank: given (dftrace.dask's first pass), or else from the read's own PR lines
+  std::unordered_map<int64_t, int64_t> given_ranks;
+  if (ranks_o != Py_None && !int_map(ranks_o, &given_ranks)) return nullptr;
   std::vector<std::string> paths;
   what w;
   if (!strings_of(paths_o, &paths) || !strings_of(cats_o, &w.cat_list) ||
       !strings_of(names_o, &w.name_list) || !strings_of(args_o, &w.args))
     return nullptr;
   w.metadata_only = metadata_only != 0;
+  for (const auto &k : w.args) w.arg_sigs.push_back(sig_of(k));
   // parts: per path, None (all) or (first, last): the planned parts to read, inclusive.
   std::vector<std::pair<int64_t, int64_t>> ranges(paths.size(), {0, INT64_MAX});
   if (parts_o != Py_None) {
@@ -743,6 +828,10 @@ PyObject *read_columns(PyObject *, PyObject *a) {
   } catch (const std::exception &e) {
     failure = e.what();
   }
+  if (failure.empty() && all.ints.cap) {
+    if (ranks_o == Py_None) given_ranks.insert(all.ranks.begin(), all.ranks.end());
+    map_ints(all.ints.col(0), all.rows, given_ranks, -1, all.ints.col(k_ints));
+  }
   Py_END_ALLOW_THREADS;
   if (!failure.empty()) {
     PyErr_Format(PyExc_MemoryError, "dftrace.read: %s", failure.c_str());
@@ -756,7 +845,7 @@ PyObject *read_columns(PyObject *, PyObject *a) {
             put(d, "cats", list_of(all.cats.values)) && put(d, "ph", buffer_of(all.ph)) &&
             put(d, "phs", list_of(all.phs.values)) &&
             put(d, "ints_stride", PyLong_FromSize_t(all.ints.cap)) &&
-            put(d, "ints", buffer_of(all.ints.m, k_ints * all.ints.cap * 8)) &&
+            put(d, "ints", buffer_of(all.ints.m, k_int_rows * all.ints.cap * 8)) &&
             put(d, "invalid", PyLong_FromUnsignedLongLong(all.invalid)) &&
             put(d, "skipped", PyLong_FromUnsignedLongLong(all.skipped)) &&
             put(d, "lines", PyLong_FromUnsignedLongLong(all.lines)) &&
@@ -784,48 +873,6 @@ PyObject *read_columns(PyObject *, PyObject *a) {
     return nullptr;
   }
   return d;
-}
-
-// lookup(values, table, default) -> column_buffer of int64: table[v] (default when absent) for
-// every int64 of the buffer values (the rank of every row's pid, without a Python object per row).
-PyObject *lookup(PyObject *, PyObject *a) {
-  Py_buffer in;
-  PyObject *table;
-  long long def = 0;
-  if (!PyArg_ParseTuple(a, "y*O!L", &in, &PyDict_Type, &table, &def)) return nullptr;
-  std::unordered_map<int64_t, int64_t> map;
-  PyObject *k, *v;
-  Py_ssize_t pos = 0;
-  while (PyDict_Next(table, &pos, &k, &v)) {
-    const long long kk = PyLong_AsLongLong(k), vv = PyLong_AsLongLong(v);
-    if (PyErr_Occurred()) {
-      PyBuffer_Release(&in);
-      return nullptr;
-    }
-    map[kk] = vv;
-  }
-  const size_t n = static_cast<size_t>(in.len) / 8;
-  column<int64_t> out;
-  try {
-    int64_t *o = out.extend(n);
-    const auto *x = static_cast<const int64_t *>(in.buf);
-    int64_t last_key = 0, last_value = def;
-    bool have = false;
-    for (size_t r = 0; r < n; ++r) {
-      if (!have || x[r] != last_key) {
-        const auto it = map.find(x[r]);
-        last_key = x[r];
-        last_value = it == map.end() ? def : it->second;
-        have = true;
-      }
-      o[r] = last_value;
-    }
-  } catch (const std::exception &) {
-    PyBuffer_Release(&in);
-    return PyErr_NoMemory();
-  }
-  PyBuffer_Release(&in);
-  return buffer_of(out);
 }
 
 // plan(path) -> {"unit", "described", "parts": [(kind, lines, text_bytes, ts_min_us, ts_max_us)]}
@@ -866,10 +913,9 @@ PyObject *plan(PyObject *, PyObject *a) {
 
 PyMethodDef methods[] = {
     {"plan", plan, METH_VARARGS, "plan(path) -> the file's parts from its DT fields"},
-    {"lookup", lookup, METH_VARARGS,
-     "lookup(int64 buffer, {int: int}, default) -> int64 column_buffer of the values mapped"},
     {"read_columns", read_columns, METH_VARARGS,
-     "read_columns(paths, cats, names, start_ns, end_ns, args, threads[, parts, metadata_only])"
+     "read_columns(paths, cats, names, start_ns, end_ns, args, threads[, parts, metadata_only,"
+     " ranks])"
      " -> dict of columns"},
     {nullptr, nullptr, 0, nullptr}};
 
