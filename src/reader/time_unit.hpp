@@ -25,7 +25,7 @@ time_unit header_time_unit(const trace_file &f);
 // A ts or dur value in nanoseconds: integer nanoseconds as they are, microseconds times 1000
 // plus up to three fraction digits (further digits are dropped). False when the value is no
 // such number or does not fit in 64 bits.
-inline bool value_ns(const jvalue &v, time_unit u, uint64_t *ns) {
+[[gnu::always_inline]] inline bool value_ns(const jvalue &v, time_unit u, uint64_t *ns) {
   if (v.type != jtype::number && v.type != jtype::string) return false;
   std::string_view t = v.text;
   uint64_t whole = 0;
