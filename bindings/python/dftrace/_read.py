@@ -54,10 +54,6 @@ def _categorical(pd, np, codes, strings):
     return pd.Categorical.from_codes(np.frombuffer(codes, dtype=np.int32), categories=strings)
 
 
-def _is_hash(key):
-    return key in ("hhash", "fhash") or key.endswith("_hash")
-
-
 def int_columns(raw):
     """The integer columns of a read_columns result as one (8, rows) int64 array over the
     reader's buffer (no copy): pid, tid, ts, dur, level, p_idx, id, rank."""

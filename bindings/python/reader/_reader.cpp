@@ -824,12 +824,16 @@ PyObject *read_columns(PyObject *, PyObject *a) {
         return true;
       };
       // The result's room for the file's members, from their DT line counts (metadata lines
-      // included: a bound); other parts grow it as they come.
+      // included: a bound). Only a hint: at most a line per compressed byte (a DT field may
+      // lie), untouched room costs no memory, and where it cannot be had the columns grow.
       uint64_t lines = 0;
       for (const auto &p : tf.parts())
         if (p.kind == dftrace::detail::planned_part::member && opt.keep_part(p))
-          lines += std::min<uint64_t>(p.dt.lines, p.length * 1032 / 2);
-      if (!w.metadata_only) all.ints.reserve(all.rows + static_cast<size_t>(lines));
+          lines += std::min<uint64_t>(p.dt.lines, p.length);
+      try {
+        if (!w.metadata_only) all.ints.reserve(all.rows + static_cast<size_t>(lines));
+      } catch (const std::bad_alloc &) {
+      }
       auto work = [&w, unit, &pool](dftrace::detail::text_block &b) { scan(b, w, unit, pool); };
       dftrace::detail::for_each_block(tf, opt, work, [&](dftrace::detail::text_block &b) {
         for (const auto &i : b.issues)
