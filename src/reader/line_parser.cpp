@@ -35,7 +35,8 @@ inline bool is_hex(char c) {
 
 // p at the opening quote. Returns the position after the closing quote, or nullptr with
 // *why set. The inside is [p + 1, result - 1).
-inline const char *scan_string(const char *p, const char *end, const char **why) {
+[[gnu::always_inline]] inline const char *scan_string(const char *p, const char *end,
+                                                      const char **why) {
   ++p;
   for (;;) {
 #if defined(__SSE2__)
