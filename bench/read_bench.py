@@ -3,7 +3,12 @@
 (what a notebook does without it) and `dftrace stat` on the same file, in one run.
 
 Usage: /usr/bin/python3 bench/read_bench.py [BUILD_DIR] [WORK_DIR]   (env: EVENTS=3000000,
-REPEAT=3). Prints a Markdown table (best of REPEAT, wall seconds)."""
+REPEAT=3). Prints a Markdown table (best of REPEAT, wall seconds).
+
+BASE=OTHER_BUILD_DIR measures dftrace.read and `dftrace stat` of that build too, side by side:
+rounds alternate between the two builds (each read in a child process that imports that
+build's package), so that a change is compared on a machine whose speed drifts. NO_DASK=1
+leaves out the Dask rows."""
 import gzip
 import json
 import os
@@ -11,6 +16,28 @@ import subprocess
 import sys
 import tempfile
 import time
+
+# One build's dftrace.read, timed in a child process that imports that build's package: the
+# best of two reads (the first read of a process maps the file and warms the allocator).
+_CHILD = """
+import json, sys, time
+sys.path.insert(0, sys.argv[1])
+import dftrace
+ts = []
+for _ in range(2):
+    t0 = time.perf_counter()
+    n = len(dftrace.read(sys.argv[2], threads=int(sys.argv[3]), resolve=sys.argv[4] == "1"))
+    ts.append(time.perf_counter() - t0)
+print(json.dumps([n, min(ts)]))
+"""
+
+
+def read_in_child(build_dir, threads, resolve):
+    out = subprocess.run([sys.executable, "-c", _CHILD, os.path.join(build_dir, "bindings", "python"),
+                          path, str(threads), "1" if resolve else "0"],
+                         check=True, capture_output=True, text=True).stdout
+    return json.loads(out)
+
 
 def main():
     global build, work, events, repeat, path, env, ranks
@@ -37,16 +64,24 @@ def main():
 
 
     rows = []
-    for threads in (1, 2):
-        for resolve in (True, False):
-            n, t = best(lambda: len(dftrace.read(path, threads=threads, resolve=resolve)))
-            rows.append(("dftrace.read threads=%d resolve=%s" % (threads, resolve), n, t))
     env = dict(os.environ, DFTRACE_NO_PROGRESS="1")
-    for threads in (1, 2):
-        env["DFTRACE_TOOL_THREADS"] = str(threads)
-        n, t = best(lambda: subprocess.run([os.path.join(build, "tools", "dftrace"), "stat", path],
-                                           env=env, check=True, capture_output=True) and events)
-        rows.append(("dftrace stat (threads %d)" % threads, events, t))
+    base = os.environ.get("BASE")
+    builds = [("", build)] + ([(" (BASE)", os.path.abspath(base))] if base else [])
+    fastest = {}
+    for _ in range(repeat):  # rounds alternate between the builds
+        for tag, b in builds:
+            for threads in (1, 2):
+                for resolve in (True, False):
+                    n, t = read_in_child(b, threads, resolve)
+                    key = ("dftrace.read threads=%d resolve=%s%s" % (threads, resolve, tag), n)
+                    fastest[key] = min(fastest.get(key, t), t)
+                env["DFTRACE_TOOL_THREADS"] = str(threads)
+                t0 = time.perf_counter()
+                subprocess.run([os.path.join(b, "tools", "dftrace"), "stat", path], env=env,
+                               check=True, capture_output=True)
+                key = ("dftrace stat (threads %d)%s" % (threads, tag), events)
+                fastest[key] = min(fastest.get(key, 9e9), time.perf_counter() - t0)
+    rows += [(what, n, t) for (what, n), t in sorted(fastest.items())]
 
 
     def by_json():  # a tenth of the file, per line, into a DataFrame
@@ -67,6 +102,9 @@ def main():
 
     n, t = best(by_json)
     rows.append(("json.loads per line + DataFrame (a tenth of the file)", n, t))
+    if os.environ.get("NO_DASK"):
+        report(rows)
+        return
 
     # dftrace.dask.read_pfw on 48 rank files, LocalCluster of 1 and of 2 worker processes: a
     # per-category sum of dur (the result is checked equal to dftrace stat's).
@@ -97,8 +135,12 @@ def main():
                 return nrank * per
             n, t = best(job)
             rows.append(("dftrace.dask.read_pfw, %d files, %d worker(s)" % (nrank, workers), n, t))
+    report(rows)
+
+
+def report(rows):
     print("# %s, %d cores, load average %s" % (time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-                                               os.cpu_count(), open("/proc/loadavg").read().split()[0]))
+                                               os.cpu_count(), open("/proc/loadavg").read().strip()))
     print("| reader | events | seconds | M events/s |")
     print("| --- | ---: | ---: | ---: |")
     for what, n, t in rows:

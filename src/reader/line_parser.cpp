@@ -35,7 +35,8 @@ inline bool is_hex(char c) {
 
 // p at the opening quote. Returns the position after the closing quote, or nullptr with
 // *why set. The inside is [p + 1, result - 1).
-inline const char *scan_string(const char *p, const char *end, const char **why) {
+[[gnu::always_inline]] inline const char *scan_string(const char *p, const char *end,
+                                                      const char **why) {
   ++p;
   for (;;) {
 #if defined(__SSE2__)
@@ -101,7 +102,26 @@ inline const char *scan_string(const char *p, const char *end, const char **why)
   }
 }
 
-inline const char *scan_number(const char *p, const char *end, const char **why) {
+// The end of the run of digits at p: 16 bytes at a time where the line allows (timestamps and
+// 64-bit hashes are most of a trace's digits).
+[[gnu::always_inline]] inline const char *skip_digits(const char *p, const char *end) {
+#if defined(__SSE2__)
+  const __m128i zero = _mm_set1_epi8('0');
+  const __m128i nine = _mm_set1_epi8(9);
+  while (p + 16 <= end) {
+    const __m128i d = _mm_sub_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p)), zero);
+    // a digit is a byte that '0' takes to 0..9 (unsigned): min(d, 9) == d
+    const int digit = _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_min_epu8(d, nine), d));
+    if (digit != 0xFFFF) return p + __builtin_ctz(static_cast<unsigned>(~digit));
+    p += 16;
+  }
+#endif
+  while (p < end && is_digit(*p)) ++p;
+  return p;
+}
+
+[[gnu::always_inline]] inline const char *scan_number(const char *p, const char *end,
+                                                      const char **why) {
   if (p < end && *p == '-') ++p;
   if (p >= end || !is_digit(*p)) {
     *why = "bad number";
@@ -110,7 +130,7 @@ inline const char *scan_number(const char *p, const char *end, const char **why)
   if (*p == '0') {
     ++p;
   } else {
-    while (p < end && is_digit(*p)) ++p;
+    p = skip_digits(p, end);
   }
   if (p < end && *p == '.') {
     ++p;
@@ -118,7 +138,7 @@ inline const char *scan_number(const char *p, const char *end, const char **why)
       *why = "bad number";
       return nullptr;
     }
-    while (p < end && is_digit(*p)) ++p;
+    p = skip_digits(p, end);
   }
   if (p < end && (*p == 'e' || *p == 'E')) {
     ++p;
@@ -159,15 +179,9 @@ inline jvalue *known_slot(parsed_line &out, const char *k, size_t n) {
 }
 
 bool digits_u64(std::string_view t, uint64_t *out) {
-  if (t.empty()) return false;
   uint64_t v = 0;
-  size_t i = 0;
-  for (; i < t.size() && is_digit(t[i]); ++i) {
-    const uint64_t d = static_cast<uint64_t>(t[i] - '0');
-    if (v > (UINT64_MAX - d) / 10) return false;
-    v = v * 10 + d;
-  }
-  if (i == 0) return false;
+  const size_t i = leading_digits(t, &v);
+  if (i == 0 || i == std::string_view::npos) return false;
   if (i < t.size()) {
     // Allow a plain decimal fraction (sub-microsecond timestamps), nothing else.
     if (t[i] != '.' || i + 1 >= t.size()) return false;
@@ -178,10 +192,8 @@ bool digits_u64(std::string_view t, uint64_t *out) {
   return true;
 }
 
-}  // namespace
-
-bool parse_line(std::string_view line, parsed_line &out) {
-  // Reset only what a line sets (the args array is bounded by nargs).
+// Reset only what a line sets (the args array is bounded by nargs).
+inline void reset(parsed_line &out) {
   out.id = out.name = out.cat = out.pid = out.tid = out.ts = out.dur = out.ph = out.args = out.s =
       jvalue{};
   out.nargs = 0;
@@ -189,6 +201,137 @@ bool parse_line(std::string_view line, parsed_line &out) {
   out.duplicate_key = false;
   out.error = nullptr;
   out.error_at = 0;
+}
+
+// p at the quote of a top-level key that dftrace and DFTracer write, followed by its colon:
+// its slot, p moved past the colon. nullptr for any other key (or a key written with blanks).
+inline jvalue *common_key(const char *&p, const char *end, parsed_line &out) {
+  auto is = [&p, end](const char(&k)[8], size_t n) {
+    if (static_cast<size_t>(end - p) < n || std::memcmp(p, k, n) != 0) return false;
+    p += n;
+    return true;
+  };
+  if (end - p < 2) return nullptr;
+  switch (p[1]) {
+    case 'i': return is("\"id\":\0\0", 5) ? &out.id : nullptr;
+    case 'n': return is("\"name\":", 7) ? &out.name : nullptr;
+    case 'c': return is("\"cat\":\0", 6) ? &out.cat : nullptr;
+    case 'p':
+      if (is("\"pid\":\0", 6)) return &out.pid;
+      return is("\"ph\":\0\0", 5) ? &out.ph : nullptr;
+    case 't':
+      if (is("\"tid\":\0", 6)) return &out.tid;
+      return is("\"ts\":\0\0", 5) ? &out.ts : nullptr;
+    case 'd': return is("\"dur\":\0", 6) ? &out.dur : nullptr;
+    case 'a': return is("\"args\":", 7) ? &out.args : nullptr;
+    case 's': return is("\"s\":\0\0\0", 4) ? &out.s : nullptr;
+    default: return nullptr;
+  }
+}
+
+// p at the quote of a key of printable ASCII without escapes, directly followed by its colon:
+// the position after the colon. nullptr for any other key.
+inline const char *plain_key(const char *p, const char *end) {
+  if (*p != '"') return nullptr;
+  ++p;
+#if defined(__SSE2__)
+  if (p + 16 <= end) {  // keys are short: one look at 16 bytes mostly finds the quote
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i *>(p));
+    const int stop = _mm_movemask_epi8(_mm_or_si128(
+        _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')), _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))),
+        _mm_cmplt_epi8(v, _mm_set1_epi8(0x20))));
+    p += stop ? __builtin_ctz(static_cast<unsigned>(stop)) : 16;
+  }
+#endif
+  while (p < end && k_chars.plain[static_cast<unsigned char>(*p)]) ++p;
+  if (end - p < 2 || p[0] != '"' || p[1] != ':') return nullptr;
+  return p + 2;
+}
+
+// A string, number, true, false or null at p: its end, its type in *t. nullptr for anything
+// else (objects, arrays) and for anything invalid.
+[[gnu::always_inline]] inline const char *common_scalar(const char *p, const char *end, jtype *t) {
+  const char *why = nullptr;
+  switch (*p) {
+    case '"': *t = jtype::string; return scan_string(p, end, &why);
+    case 't':
+      *t = jtype::boolean;
+      return end - p >= 4 && std::memcmp(p, "true", 4) == 0 ? p + 4 : nullptr;
+    case 'f':
+      *t = jtype::boolean;
+      return end - p >= 5 && std::memcmp(p, "false", 5) == 0 ? p + 5 : nullptr;
+    case 'n':
+      *t = jtype::null;
+      return end - p >= 4 && std::memcmp(p, "null", 4) == 0 ? p + 4 : nullptr;
+    default: *t = jtype::number; return scan_number(p, end, &why);
+  }
+}
+
+inline void set(jvalue &v, jtype t, const char *vs, const char *ve) {
+  v.type = t;
+  v.text = t == jtype::string ? std::string_view(vs + 1, static_cast<size_t>(ve - 1 - (vs + 1)))
+                              : std::string_view(vs, static_cast<size_t>(ve - vs));
+}
+
+// The lines that dftrace and DFTracer write, read in one straight pass: no blanks, only the
+// known top-level keys (each once), scalar values, and an "args" object of scalars with keys
+// that need no escapes. Anything else returns false, and parse_line reads the line again with
+// the whole grammar: a line's result never depends on which path read it, and this path
+// accepts nothing that the whole grammar rejects.
+bool parse_common(const char *p, const char *end, parsed_line &out) {
+  if (end - p < 2 || *p != '{' || p[1] != '"') return false;
+  ++p;
+  for (;;) {
+    if (p >= end || *p != '"') return false;
+    jvalue *slot = common_key(p, end, out);
+    if (slot && slot->present()) return false;
+    if (!slot && !(p = plain_key(p, end))) return false;  // another key (DFTracer 2.x's type)
+    if (p >= end) return false;
+    const char *vs = p;
+    jtype t;
+    if (*p == '{') {
+      if (!slot || slot != &out.args) return false;
+      ++p;
+      if (p < end && *p == '}') {
+        ++p;
+      } else {
+        for (;;) {
+          if (p >= end || out.nargs == parsed_line::k_max_args) return false;
+          const char *ks = p + 1;
+          if (!(p = plain_key(p, end))) return false;
+          parsed_line::arg &a = out.args_kv[out.nargs++];
+          a.key = std::string_view(ks, static_cast<size_t>(p - 2 - ks));
+          const char *as = p;
+          if (p >= end || !(p = common_scalar(p, end, &t))) return false;
+          set(a.value, t, as, p);
+          if (p >= end) return false;
+          if (*p == '}') break;
+          if (*p++ != ',') return false;
+        }
+        ++p;
+      }
+      slot->type = jtype::object;
+      slot->text = std::string_view(vs, static_cast<size_t>(p - vs));
+    } else {
+      if (!(p = common_scalar(p, end, &t))) return false;
+      if (slot) set(*slot, t, vs, p);
+    }
+    if (p >= end) return false;
+    if (*p == '}') return p + 1 == end;
+    if (*p++ != ',') return false;
+  }
+}
+
+}  // namespace
+
+bool parse_line(std::string_view line, parsed_line &out) {
+  reset(out);
+  if (parse_common(line.data(), line.data() + line.size(), out)) return true;
+  return parse_line_general(line, out);
+}
+
+bool parse_line_general(std::string_view line, parsed_line &out) {
+  reset(out);
 
   const char *const begin = line.data();
   const char *const end = begin + line.size();
@@ -371,46 +514,27 @@ fail:
   return false;
 }
 
+bool same_parse(const parsed_line &a, const parsed_line &b) {
+  auto same = [](const jvalue &x, const jvalue &y) {
+    return x.type == y.type && x.text.data() == y.text.data() && x.text.size() == y.text.size();
+  };
+  if (!same(a.id, b.id) || !same(a.name, b.name) || !same(a.cat, b.cat) || !same(a.pid, b.pid) ||
+      !same(a.tid, b.tid) || !same(a.ts, b.ts) || !same(a.dur, b.dur) || !same(a.ph, b.ph) ||
+      !same(a.args, b.args) || !same(a.s, b.s) || a.nargs != b.nargs ||
+      a.args_overflow != b.args_overflow || a.duplicate_key != b.duplicate_key)
+    return false;
+  for (int k = 0; k < a.nargs; ++k)
+    if (a.args_kv[k].key.data() != b.args_kv[k].key.data() ||
+        a.args_kv[k].key.size() != b.args_kv[k].key.size() ||
+        !same(a.args_kv[k].value, b.args_kv[k].value))
+      return false;
+  return true;
+}
+
 bool value_u64(const jvalue &v, uint64_t *out, bool *quoted) {
   if (quoted) *quoted = v.type == jtype::string;
   if (v.type != jtype::number && v.type != jtype::string) return false;
   return digits_u64(v.text, out);
-}
-
-bool value_i64(const jvalue &v, int64_t *out, bool *quoted) {
-  if (quoted) *quoted = v.type == jtype::string;
-  if (v.type != jtype::number && v.type != jtype::string) return false;
-  std::string_view t = v.text;
-  bool neg = false;
-  if (!t.empty() && t[0] == '-') {
-    neg = true;
-    t.remove_prefix(1);
-  }
-  if (t.empty()) return false;
-  uint64_t u = 0;
-  for (char ch : t) {
-    if (!is_digit(ch)) return false;
-    const uint64_t d = static_cast<uint64_t>(ch - '0');
-    if (u > (UINT64_MAX - d) / 10) return false;
-    u = u * 10 + d;
-  }
-  if (neg) {
-    if (u > static_cast<uint64_t>(INT64_MAX) + 1) return false;
-    *out = static_cast<int64_t>(0 - u);
-  } else {
-    if (u > static_cast<uint64_t>(INT64_MAX)) return false;
-    *out = static_cast<int64_t>(u);
-  }
-  return true;
-}
-
-bool value_is_integer(const jvalue &v) {
-  if (v.type != jtype::number || v.text.empty()) return false;
-  size_t i = v.text[0] == '-' ? 1 : 0;
-  if (i >= v.text.size()) return false;
-  for (; i < v.text.size(); ++i)
-    if (!is_digit(v.text[i])) return false;
-  return true;
 }
 
 bool canonical_number(std::string_view t, std::string *out) {

@@ -92,35 +92,4 @@ time_unit header_time_unit(const trace_file &f) {
   return u;
 }
 
-bool value_ns(const jvalue &v, time_unit u, uint64_t *ns) {
-  if (v.type != jtype::number && v.type != jtype::string) return false;
-  std::string_view t = v.text;
-  uint64_t whole = 0;
-  size_t i = 0;
-  for (; i < t.size() && t[i] >= '0' && t[i] <= '9'; ++i) {
-    const uint64_t d = static_cast<uint64_t>(t[i] - '0');
-    if (whole > (UINT64_MAX - d) / 10) return false;
-    whole = whole * 10 + d;
-  }
-  if (i == 0) return false;
-  uint64_t frac = 0;
-  if (i < t.size()) {
-    if (t[i] != '.') return false;
-    int digits = 0;
-    for (++i; i < t.size(); ++i) {
-      if (t[i] < '0' || t[i] > '9') return false;
-      if (digits < 3) frac = frac * 10 + static_cast<uint64_t>(t[i] - '0');
-      ++digits;
-    }
-    for (; digits < 3; ++digits) frac *= 10;
-  }
-  if (u == time_unit::ns) {
-    *ns = whole;  // a fraction of a nanosecond is dropped
-    return true;
-  }
-  if (whole > (UINT64_MAX - frac) / 1000) return false;
-  *ns = whole * 1000 + frac;
-  return true;
-}
-
 }  // namespace dftrace::detail

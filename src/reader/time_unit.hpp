@@ -25,7 +25,30 @@ time_unit header_time_unit(const trace_file &f);
 // A ts or dur value in nanoseconds: integer nanoseconds as they are, microseconds times 1000
 // plus up to three fraction digits (further digits are dropped). False when the value is no
 // such number or does not fit in 64 bits.
-bool value_ns(const jvalue &v, time_unit u, uint64_t *ns);
+[[gnu::always_inline]] inline bool value_ns(const jvalue &v, time_unit u, uint64_t *ns) {
+  if (v.type != jtype::number && v.type != jtype::string) return false;
+  std::string_view t = v.text;
+  uint64_t whole = 0;
+  size_t i = leading_digits(t, &whole);
+  if (i == 0 || i == std::string_view::npos) return false;
+  uint64_t frac = 0;
+  if (i < t.size()) {
+    if (t[i] != '.') return false;
+    int digits = 0;
+    for (++i; i < t.size(); ++i) {
+      if (t[i] < '0' || t[i] > '9') return false;
+      if (digits < 3) frac = frac * 10 + static_cast<uint64_t>(t[i] - '0');
+      ++digits;
+    }
+    for (; digits < 3; ++digits) frac *= 10;
+  }
+  if (u == time_unit::ns) {
+    *ns = whole;  // a fraction of a nanosecond is dropped
+    return true;
+  }
+  return !__builtin_mul_overflow(whole, uint64_t{1000}, ns) &&
+         !__builtin_add_overflow(*ns, frac, ns);
+}
 
 // Nanoseconds in a unit (truncated) and back, saturating at the 64-bit limits.
 inline uint64_t ns_to_unit(uint64_t ns, time_unit u) { return u == time_unit::ns ? ns : ns / 1000; }

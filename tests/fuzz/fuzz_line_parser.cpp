@@ -1,7 +1,8 @@
 // fuzz_line_parser.cpp: the one-line JSON scanner and the number readers built on it.
 // Input: any bytes, cut into lines at '\n'; every line is parsed, and every value it finds is
 // read as the tools read it. Checks what must hold for any input: views stay inside the line,
-// and a number canonical_number accepts is valid JSON.
+// parse_line agrees with the whole grammar alone, and a number canonical_number accepts is
+// valid JSON.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -37,9 +38,11 @@ void read_value(std::string_view line, const jvalue &v) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const std::string_view text(reinterpret_cast<const char *>(data), size);
-  parsed_line pl;
+  parsed_line pl, whole;
   for_each_line(text, [&](std::string_view line) {
     const bool ok = parse_line(line, pl);
+    // The straight path for common lines gives what the whole grammar gives.
+    if (parse_line_general(line, whole) != ok || (ok && !same_parse(pl, whole))) abort();
     if (!ok) {
       if (!pl.error || pl.error_at > line.size()) abort();
       return true;

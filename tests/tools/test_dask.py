@@ -88,3 +88,17 @@ def test_dftracer_files_and_hash_resolution(client, ref_files):
     assert df.file.value_counts().to_dict() == ref.file.value_counts().to_dict()
     assert df.file.notna().sum() > 0
     assert sorted(df["rank"].unique()) == sorted(ref["rank"].unique())
+
+
+def test_dftracer_v2_metadata_resolves_as_read(client, tmp_path):
+    # DFTracer 2.x writes metadata as "ph":4 with hexadecimal hashes: the workers' first pass
+    # must find those lines too (it looks for them without parsing every line).
+    import os
+    sample = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data",
+                          "dftracer-v2", "v2-sample.pfw")
+    ref = dftrace.read(sample, args=["fhash"])
+    df = dfd.read_pfw(sample, args=["fhash"]).compute()
+    assert len(df) == len(ref) and ref.file.notna().sum() > 0 and ref.host.notna().sum() > 0
+    for col in ("file", "host"):
+        assert df[col].value_counts().to_dict() == ref[col].value_counts().to_dict()
+    assert sorted(df["rank"].unique()) == sorted(ref["rank"].unique()) != [-1]

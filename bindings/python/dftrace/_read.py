@@ -54,39 +54,51 @@ def _categorical(pd, np, codes, strings):
     return pd.Categorical.from_codes(np.frombuffer(codes, dtype=np.int32), categories=strings)
 
 
-def _is_hash(key):
-    return key in ("hhash", "fhash") or key.endswith("_hash")
+def int_columns(raw):
+    """The integer columns of a read_columns result as one (8, rows) int64 array over the
+    reader's buffer (no copy): pid, tid, ts, dur, level, p_idx, id, rank."""
+    import numpy as np
+    rows, stride = raw["rows"], raw["ints_stride"]
+    if not stride:
+        return np.zeros((8, rows), dtype=np.int64)
+    return np.ndarray((8, rows), dtype=np.int64, buffer=raw["ints"], strides=(stride * 8, 8))
 
 
-def _arg_column(pd, np, c, rows, key):
+def arg_floats(c):
+    """A read argument that is no hash, as float64: NaN where a row has no number."""
+    import numpy as np
     kind = np.frombuffer(c["kind"], dtype=np.uint8)
-    present = kind != 0
-    kinds = set(np.unique(kind[present]).tolist())
-    if _is_hash(key):  # hashes are text (as written), also where a read found none
+    v = np.frombuffer(c["v"], dtype=np.int64)
+    out = np.where(kind == 1, v.astype(np.float64), v.view(np.float64))
+    out[(kind != 1) & (kind != 2)] = np.nan
+    return out
+
+
+def _arg_column(pd, np, c, rows):
+    if c["hash"]:  # hashes are text (as written), also where a read found none
         codes = np.frombuffer(c["s"], dtype=np.int32)
         return pd.Series(pd.Categorical.from_codes(codes, categories=c["strings"]))
+    # kinds per row: 0 missing, 1 int64, 2 double (its bits), 3 text (its code)
+    kind = np.frombuffer(c["kind"], dtype=np.uint8)
+    v = np.frombuffer(c["v"], dtype=np.int64)
+    present = kind != 0
+    kinds = set((np.flatnonzero(np.bincount(kind, minlength=4)[1:]) + 1).tolist())
     if not kinds:
         return pd.Series(pd.array([pd.NA] * rows, dtype="Int64"))
     if kinds == {1}:  # integers: exact, missing values as <NA>
-        return pd.Series(pd.arrays.IntegerArray(np.frombuffer(c["i"], dtype=np.int64).copy(),
-                                                ~present))
+        return pd.Series(pd.arrays.IntegerArray(v, ~present))
     if kinds <= {1, 2}:
-        v = np.where(kind == 1, np.frombuffer(c["i"], dtype=np.int64).astype(np.float64),
-                     np.frombuffer(c["d"], dtype=np.float64))
-        v[~present] = np.nan
-        return pd.Series(v)
+        return pd.Series(arg_floats(c))
     if kinds == {3}:
-        codes = np.frombuffer(c["s"], dtype=np.int32)
+        codes = np.where(present, v, -1).astype(np.int32)
         return pd.Series(pd.Categorical.from_codes(codes, categories=c["strings"]))
     # mixed numbers and text: objects, each value as the trace wrote it
     out = np.empty(rows, dtype=object)
-    i = np.frombuffer(c["i"], dtype=np.int64)
-    d = np.frombuffer(c["d"], dtype=np.float64)
-    s = np.frombuffer(c["s"], dtype=np.int32)
+    d = v.view(np.float64)
     for r in range(rows):
         k = kind[r]
-        out[r] = None if k == 0 else int(i[r]) if k == 1 else float(d[r]) if k == 2 \
-            else c["strings"][s[r]]
+        out[r] = None if k == 0 else int(v[r]) if k == 1 else float(d[r]) if k == 2 \
+            else c["strings"][v[r]]
     return pd.Series(out)
 
 
@@ -142,42 +154,37 @@ def definitions(raw):
 
 
 def frame(raw, want_args, keys, defs, ranks, columns):
-    """The DataFrame of a read_columns result; hashes and ranks resolved through defs and ranks
-    (None: not resolved)."""
+    """The DataFrame of a read_columns result; hashes resolved through defs (None: neither
+    hashes nor ranks resolved). The ranks are the reader's (read_columns' ranks argument)."""
     import numpy as np
     import pandas as pd
     rows = raw["rows"]
     for p in raw["problems"]:
         print("dftrace.read: " + p, file=sys.stderr)
-    # The integer columns arrive as one (7, rows) block: one pandas block, no copy.
-    ints = np.frombuffer(raw["ints"], dtype=np.int64).reshape(7, rows)
-    df = pd.DataFrame(ints.T, columns=list(_INTS), copy=False)
+    # The integer columns arrive as one (8, rows) block (the rank last, filled in by the reader
+    # from the ranks it was given or found): one pandas block, no copy.
+    resolve = defs is not None
+    ints = int_columns(raw)
+    df = pd.DataFrame((ints if resolve else ints[:7]).T,
+                      columns=list(_INTS) + (["rank"] if resolve else []), copy=False)
     df.insert(0, "name", _categorical(pd, np, raw["name"], raw["names"]))
     df.insert(1, "cat", _categorical(pd, np, raw["cat"], raw["cats"]))
     df.insert(6, "ph", _categorical(pd, np, raw["ph"], raw["phs"]))
-    arg_cols = {}
-    for key, c in zip(keys, raw["args"]):
-        arg_cols[key] = _arg_column(pd, np, c, rows, key)
-    for key in want_args:
-        df[key] = arg_cols[key].values
-    resolve = defs is not None
+    raw_args = dict(zip(keys, raw["args"]))
+    for k, key in enumerate(want_args):  # before rank: the columns stay in their order
+        df.insert(len(_BASE) + k, key, _arg_column(pd, np, raw_args[key], rows).values)
     if resolve:
-        df["rank"] = df["pid"].map(ranks).fillna(-1).astype(np.int64) if ranks else \
-            np.full(rows, -1, dtype=np.int64)
         for col, key, kind in (("host", "hhash", "HH"), ("file", "fhash", "FH")):
-            h = arg_cols[key]
+            # hash text -> its string, through the codes: no Python object per row
+            c = raw_args[key]
             table = defs.get(kind, {})
-            if isinstance(h.dtype, pd.CategoricalDtype):
-                # hash text -> its string, through codes: no Python object per row
-                names = sorted({table[v] for v in h.cat.categories if v in table})
-                at = {n: k for k, n in enumerate(names)}
-                remap = np.array([at.get(table.get(v), -1) for v in h.cat.categories] + [-1],
-                                 dtype=np.int32)
-                codes = h.cat.codes.to_numpy()
-                df[col] = pd.Categorical.from_codes(remap[np.where(codes < 0, len(remap) - 1, codes)],
-                                                    categories=names)
-            else:
-                df[col] = pd.Categorical.from_codes(np.full(rows, -1, dtype=np.int8), categories=[])
+            names = sorted({table[v] for v in c["strings"] if v in table})
+            at = {n: k for k, n in enumerate(names)}
+            # (the last entry is for code -1, no hash; small codes as int8, as pandas keeps them)
+            remap = np.array([at.get(table.get(v), -1) for v in c["strings"]] + [-1],
+                             dtype=np.int8 if len(names) < 127 else np.int32)
+            codes = np.frombuffer(c["s"], dtype=np.int32)
+            df[col] = pd.Categorical.from_codes(remap[codes], categories=names)
     if columns is None:
         columns = list(_BASE) + want_args + (["rank", "host", "file"] if resolve else [])
     missing = [c for c in columns if c not in df.columns]

@@ -136,8 +136,8 @@ def _partition(reads, cat, name, start, end, want_args, keys, threads, resolved,
         hi = window[1] if hi is None else min(hi, window[1])
     if lo is not None and hi is not None and hi < lo:
         hi = lo
-    raw = _reader.read_columns(files, cat, name, lo, hi, keys, threads, parts)
     defs, ranks = resolved if resolved is not None else (None, None)
+    raw = _reader.read_columns(files, cat, name, lo, hi, keys, threads, parts, False, ranks)
     df = _read.frame(raw, want_args, keys, defs, ranks, columns)
     df.attrs = {}
     if indexed:

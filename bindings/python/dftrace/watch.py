@@ -63,10 +63,11 @@ class Follower:
 
     def _fold(self, raw):
         import numpy as np
+        from . import _read
         rows = raw["rows"]
         if not rows:
             return
-        ints = np.frombuffer(raw["ints"], dtype=np.int64).reshape(7, rows)
+        ints = _read.int_columns(raw)
         ts, dur = ints[2], ints[3]
         names = np.asarray(raw["names"], dtype=object)[np.frombuffer(raw["name"], dtype=np.int32)]
         cats = np.asarray(raw["cats"], dtype=object)[np.frombuffer(raw["cat"], dtype=np.int32)]
@@ -88,11 +89,8 @@ class Follower:
         for c in set(cats[top].tolist()):
             self.by_cat[c] = self.by_cat.get(c, 0) + int(dur[top & (cats == c)].sum())
         self.fetch_ns += int(dur[x & (names == "fetch") & (cats == "dataloader")].sum())
-        mem = raw["args"][0]
-        kind = np.frombuffer(mem["kind"], dtype=np.uint8)
-        vals = np.where(kind == 1, np.frombuffer(mem["i"], dtype=np.int64).astype(float),
-                        np.frombuffer(mem["d"], dtype=np.float64))
-        have = (kind == 1) | (kind == 2)
+        vals = _read.arg_floats(raw["args"][0])
+        have = ~np.isnan(vals)
         if have.any():
             self.memory = float(vals[have][np.argmax(ts[have])])
 

@@ -5,11 +5,18 @@
 // dictionaries, which dftrace/_read.py turns into a pandas DataFrame.
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <sys/mman.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <deque>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -28,64 +35,302 @@ using dftrace::detail::jvalue;
 using dftrace::detail::parsed_line;
 using dftrace::detail::time_unit;
 
-// Strings as codes into a table of distinct values (names, categories, string arguments). The
-// index is keyed by views of the stored strings (a deque keeps them in place), and the last
-// string looked up is remembered: consecutive lines mostly repeat it. No allocation on a hit.
-struct dictionary {
-  std::deque<std::string> values;
-  std::unordered_map<std::string_view, int32_t> index;
-  std::string_view last;
-  int32_t last_code = -1;
-  int32_t code(std::string_view s) {
-    if (last_code >= 0 && s == last) return last_code;
-    auto it = index.find(s);
-    int32_t c;
-    if (it != index.end()) {
-      c = it->second;
-    } else {
-      c = static_cast<int32_t>(values.size());
-      values.emplace_back(s);
-      index.emplace(values.back(), c);
-    }
-    last = values[static_cast<size_t>(c)];
-    last_code = c;
-    return c;
+// ---- memory of the result
+
+// The result's columns live in anonymous mappings that Python receives without a copy (see
+// column_buffer). A read writes hundreds of MB once: transparent huge pages are asked for, since
+// faulting that memory in 4 KiB pages was a large part of a read. Grown by mremap (no copy by
+// hand); throws std::bad_alloc when the memory is not there.
+class mapping {
+ public:
+  mapping() = default;
+  mapping(const mapping &) = delete;
+  mapping &operator=(const mapping &) = delete;
+  mapping(mapping &&o) noexcept : p_(o.p_), bytes_(o.bytes_) { o.p_ = nullptr, o.bytes_ = 0; }
+  mapping &operator=(mapping &&o) noexcept {
+    std::swap(p_, o.p_);
+    std::swap(bytes_, o.bytes_);
+    return *this;
+  }
+  ~mapping() {
+    if (p_) munmap(p_, bytes_);
+  }
+  char *data() const { return static_cast<char *>(p_); }
+  size_t bytes() const { return bytes_; }
+  // At least n bytes, keeping the first ones.
+  void reserve(size_t n) {
+    if (n <= bytes_) return;
+    constexpr size_t huge = size_t{2} << 20;
+    const size_t want = (std::max(n, bytes_ * 2) + huge - 1) / huge * huge;
+    void *q = p_ ? mremap(p_, bytes_, want, MREMAP_MAYMOVE)
+                 : mmap(nullptr, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (q == MAP_FAILED) throw std::bad_alloc();
+    madvise(q, want, MADV_HUGEPAGE);
+    p_ = q;
+    bytes_ = want;
+  }
+  // Hands the memory over (to a column_buffer, which unmaps it).
+  void *release() {
+    void *p = p_;
+    p_ = nullptr;
+    bytes_ = 0;
+    return p;
+  }
+
+ private:
+  void *p_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+// One column of the whole read.
+template <typename T>
+struct column {
+  mapping m;
+  size_t n = 0;
+  // Room for k more values at the end; returns where they go (the caller writes all k).
+  T *extend(size_t k) {
+    m.reserve((n + k) * sizeof(T));
+    T *p = reinterpret_cast<T *>(m.data()) + n;
+    n += k;
+    return p;
   }
 };
 
-// One requested argument: per row its kind and value (the kinds tell Python the dtype).
+// The integer columns, in this order: pid, tid, ts, dur, level, p_idx, id, and the rank of the
+// pid (from PR lines, -1 unknown). Python makes them one (8, rows) int64 array over one mapping
+// (pandas keeps it as one block, without a copy), with `cap` values between the starts of two
+// columns. Blocks read the first seven; the rank is filled in at the end of the read.
+constexpr int k_ints = 7, k_int_rows = 8;
+struct int_block {
+  mapping m;
+  size_t cap = 0, n = 0;
+  int64_t *col(int k) const { return reinterpret_cast<int64_t *>(m.data()) + k * cap; }
+  void reserve(size_t rows) {
+    if (rows <= cap) return;
+    const size_t fresh_cap = std::max({rows, cap * 2, size_t{1} << 16});
+    mapping fresh;
+    fresh.reserve(k_int_rows * fresh_cap * sizeof(int64_t));
+    for (int k = 0; k < k_ints && n; ++k)
+      std::memcpy(reinterpret_cast<int64_t *>(fresh.data()) + k * fresh_cap, col(k), n * 8);
+    m = std::move(fresh);
+    cap = fresh_cap;
+  }
+};
+
+// ---- one block's columns
+
+// Short strings compared without a call: 8, 4 or 1 bytes at a time, the last load overlapping
+// (no byte outside either string is read).
+inline uint64_t load64(const char *p) {
+  uint64_t x;
+  std::memcpy(&x, p, 8);
+  return x;
+}
+inline uint32_t load32(const char *p) {
+  uint32_t x;
+  std::memcpy(&x, p, 4);
+  return x;
+}
+inline bool same_text(std::string_view a, std::string_view b) {
+  const size_t n = a.size();
+  if (n != b.size()) return false;
+  const char *p = a.data(), *q = b.data();
+  if (n >= 8) {
+    for (size_t i = 0; i + 8 < n; i += 8)
+      if (load64(p + i) != load64(q + i)) return false;
+    return load64(p + n - 8) == load64(q + n - 8);
+  }
+  if (n >= 4) return load32(p) == load32(q) && load32(p + n - 4) == load32(q + n - 4);
+  for (size_t i = 0; i < n; ++i)
+    if (p[i] != q[i]) return false;
+  return true;
+}
+
+// A key's length and up to 8 of its bytes (its first and last four): equal signatures are the
+// same key when it is at most 8 bytes long; longer keys are compared whole as well.
+struct key_sig {
+  size_t n = 0;
+  uint64_t v = 0;
+  bool operator==(const key_sig &o) const { return n == o.n && v == o.v; }
+};
+inline key_sig sig_of(std::string_view k) {
+  key_sig s;
+  s.n = k.size();
+  if (k.size() >= 4) {
+    s.v = load32(k.data()) | static_cast<uint64_t>(load32(k.data() + k.size() - 4)) << 32;
+  } else {
+    for (size_t i = 0; i < k.size(); ++i)
+      s.v |= static_cast<uint64_t>(static_cast<unsigned char>(k[i])) << (8 * i);
+  }
+  return s;
+}
+
+// Strings as codes into a table of distinct values (names, categories, string arguments).
+// Open addressing over a cheap hash of the bytes; before it, the last string looked up
+// (consecutive lines often repeat it) and the last one of the same length and first and last
+// letters (a trace's few names alternate). No allocation on a hit.
+class dictionary {
+ public:
+  std::deque<std::string> values;  // in code order; a deque keeps them in place for the views
+  int32_t code(std::string_view s) {
+    if (last_ >= 0 && same_text(s, views_[static_cast<size_t>(last_)])) return last_;
+    // then the code last seen for a string of this length and first and last letters
+    const size_t n = s.size();
+    int32_t &recent = recent_[n ? (n * 7 + static_cast<unsigned char>(s[0]) * 3 +
+                                   static_cast<unsigned char>(s[n - 1])) %
+                                      k_recent
+                                : 0];
+    if (recent >= 0 && same_text(s, views_[static_cast<size_t>(recent)])) return last_ = recent;
+    return last_ = recent = lookup(s);
+  }
+  void clear() {
+    values.clear();
+    views_.clear();
+    std::fill(slots_.begin(), slots_.end(), -1);
+    std::fill(std::begin(recent_), std::end(recent_), -1);
+    last_ = -1;
+  }
+
+ private:
+  static constexpr size_t k_recent = 32;
+  int32_t lookup(std::string_view s) {
+    if (views_.size() * 2 >= slots_.size()) grow();
+    const size_t mask = slots_.size() - 1;
+    for (size_t i = hash(s) & mask;; i = (i + 1) & mask) {
+      const int32_t c = slots_[i];
+      if (c < 0) {
+        slots_[i] = static_cast<int32_t>(views_.size());
+        values.emplace_back(s);
+        views_.push_back(values.back());
+        return slots_[i];
+      }
+      if (same_text(views_[static_cast<size_t>(c)], s)) return c;
+    }
+  }
+  static size_t hash(std::string_view s) {
+    const char *p = s.data();
+    const size_t n = s.size();
+    uint64_t h = n * 0x9E3779B97F4A7C15ull, x = 0;
+    if (n >= 8) {
+      for (size_t i = 0; i + 8 < n; i += 8) h = (h ^ load64(p + i)) * 0xff51afd7ed558ccdull;
+      x = load64(p + n - 8);
+    } else if (n >= 4) {
+      x = load32(p) | static_cast<uint64_t>(load32(p + n - 4)) << 32;
+    } else {
+      for (size_t k = 0; k < n; ++k)
+        x |= static_cast<uint64_t>(static_cast<unsigned char>(p[k])) << (8 * k);
+    }
+    h = (h ^ x) * 0xc4ceb9fe1a85ec53ull;
+    return static_cast<size_t>(h ^ (h >> 32));
+  }
+  void grow() {
+    slots_.assign(std::max<size_t>(64, slots_.size() * 2), -1);
+    const size_t mask = slots_.size() - 1;
+    for (size_t c = 0; c < views_.size(); ++c) {
+      size_t i = hash(views_[c]) & mask;
+      while (slots_[i] >= 0) i = (i + 1) & mask;
+      slots_[i] = static_cast<int32_t>(c);
+    }
+  }
+  std::vector<std::string_view> views_;
+  std::vector<int32_t> slots_;
+  int32_t recent_[k_recent] = {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+                               -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1};
+  int32_t last_ = -1;
+};
+
+// One requested argument. Hash references (hhash, fhash, *_hash) are text codes only (-1:
+// missing); any other argument has a kind per row and an 8-byte value: the int64, the double's
+// bits, or the text's code (the kinds tell Python the dtype).
 enum : uint8_t { k_missing = 0, k_int = 1, k_float = 2, k_text = 3 };
 struct arg_column {
+  bool hash = false;
   std::vector<uint8_t> kind;
-  std::vector<int64_t> i;
-  std::vector<double> d;
-  std::vector<int32_t> s;  // codes into the column's dictionary, -1 for none
+  std::vector<int64_t> v;
+  std::vector<int32_t> s;  // hash references
   dictionary dict;
 };
 
 struct what {
-  std::unordered_set<std::string> cats, names;
+  std::vector<std::string> cat_list, name_list;
+  std::unordered_set<std::string_view> cats, names;  // views of the lists
   bool has_start = false, has_end = false;
   uint64_t start = 0, end = 0;  // ns: events with start <= ts < end
   std::vector<std::string> args;
-  bool metadata_only = false;  // only hash definitions and ranks (dftrace.dask's first pass)
+  std::vector<key_sig> arg_sigs;  // of args
+  // only hash definitions and ranks (dftrace.dask's first pass; no line counts then)
+  bool metadata_only = false;
 };
 
-// The columns of one block (or, once appended, of the whole read).
+// The columns of one block. Reused from block to block (their vectors keep their capacity).
 struct columns : dftrace::detail::block_result {
-  std::vector<int32_t> name, cat, ph, file;
-  std::vector<int64_t> pid, tid, id, level, p_idx;
-  std::vector<uint64_t> ts, dur;
+  std::vector<int32_t> name, cat, ph;
+  std::vector<int64_t> ints[k_ints];
   dictionary names, cats, phs;
+  int32_t letter_code[256];  // phs' code of a one-letter ph, -1 until seen
   std::vector<arg_column> args;
   // hash definitions (type, value text) -> string, and pid -> rank, from metadata lines
   std::vector<std::pair<std::string, std::string>> hashes;  // value text, string
   std::vector<std::string> hash_types;
   std::vector<std::pair<int64_t, int64_t>> ranks;
   uint64_t invalid = 0, skipped = 0, lines = 0;
+
+  void reset(const what &w) {
+    for (auto *v : {&name, &cat, &ph}) v->clear();
+    for (auto &v : ints) v.clear();
+    names.clear();
+    cats.clear();
+    phs.clear();
+    std::fill(std::begin(letter_code), std::end(letter_code), -1);
+    args.resize(w.args.size());
+    for (size_t a = 0; a < args.size(); ++a) {
+      args[a].hash = dftrace::detail::is_hash_ref_key(w.args[a]);
+      args[a].kind.clear();
+      args[a].v.clear();
+      args[a].s.clear();
+      args[a].dict.clear();
+    }
+    hashes.clear();
+    hash_types.clear();
+    ranks.clear();
+    invalid = skipped = lines = 0;
+  }
+};
+
+// Blocks' columns waiting for reuse (the workers take, the consumer gives back).
+class column_pool {
+ public:
+  std::unique_ptr<columns> take() {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (free_.empty()) return std::make_unique<columns>();
+    auto c = std::move(free_.back());
+    free_.pop_back();
+    return c;
+  }
+  void give(std::unique_ptr<columns> c) {
+    std::lock_guard<std::mutex> lk(mu_);
+    free_.push_back(std::move(c));
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::unique_ptr<columns>> free_;
 };
 
 int64_t int_or(const jvalue &v, int64_t def) {
+  // Short bare integers (id, level, p_idx) directly: up to 18 digits cannot overflow.
+  const std::string_view t = v.text;
+  if (v.type == jtype::number && !t.empty() && t.size() <= 18) {
+    const bool neg = t[0] == '-';
+    int64_t x = 0;
+    size_t i = neg;
+    for (; i < t.size(); ++i) {
+      const unsigned d = static_cast<unsigned char>(t[i] - '0');
+      if (d > 9) break;
+      x = x * 10 + d;
+    }
+    if (i == t.size() && t.size() > size_t{neg}) return neg ? -x : x;
+  }
   int64_t x = 0;
   return v.present() && dftrace::detail::value_i64(v, &x) ? x : def;
 }
@@ -95,28 +340,123 @@ struct cached_int {
   std::string_view text;
   int64_t value = -1;
   int64_t get(const jvalue &v) {
-    if (v.text.data() && v.text == text && !text.empty()) return value;
+    if (!text.empty() && same_text(v.text, text)) return value;
     value = int_or(v, -1);
     text = v.text;
     return value;
   }
 };
 
-void scan(dftrace::detail::text_block &b, const what &w, time_unit unit) {
-  auto r = std::make_unique<columns>();
-  r->args.resize(w.args.size());
+// Reads one requested argument's value into its column.
+void put_arg(arg_column &c, const jvalue *v) {
+  if (c.hash) {  // hashes stay text: matched as written, never rounded
+    c.s.push_back(v && (v->type == jtype::number || v->type == jtype::string) ? c.dict.code(v->text)
+                                                                              : -1);
+    return;
+  }
+  uint8_t kind = k_missing;
+  int64_t iv = 0;
+  if (v && v->type == jtype::number) {
+    if (dftrace::detail::value_is_integer(*v) && dftrace::detail::value_i64(*v, &iv)) {
+      kind = k_int;
+    } else {
+      kind = k_float;
+      const double d = std::strtod(std::string(v->text).c_str(), nullptr);
+      std::memcpy(&iv, &d, 8);
+    }
+  } else if (v &&
+             (v->type == jtype::string || v->type == jtype::object || v->type == jtype::array)) {
+    kind = k_text;  // objects and arrays as JSON text
+    iv = c.dict.code(v->text);
+  } else if (v && v->type == jtype::boolean) {
+    kind = k_int;
+    iv = v->text == "true";
+  }
+  c.kind.push_back(kind);
+  c.v.push_back(iv);
+}
+
+// A metadata line's hash definition (HH, FH, SH) or rank (PR), kept.
+void keep_metadata(const parsed_line &pl, columns &r) {
+  const std::string_view t = pl.name.text;
+  const jvalue *n = pl.arg_value("name");
+  const jvalue *v = pl.arg_value("value");
+  if (n && v && (t == "HH" || t == "FH" || t == "SH") && n->type == jtype::string) {
+    r.hashes.emplace_back(std::string(v->text), std::string(n->text));
+    r.hash_types.emplace_back(t);
+  } else if (n && v && t == "PR" && n->text == "rank") {
+    r.ranks.emplace_back(int_or(pl.pid, -1), int_or(*v, -1));
+  }
+}
+
+// Calls fn(pos) for each position of mark (at least 6 bytes) in text, in order. Two of its
+// bytes that rarely stand at that distance in a trace (its second and its last) are looked
+// for 16 positions at a time; only where both are is the whole mark compared.
+template <typename Fn>
+void find_each(std::string_view text, std::string_view mark, Fn &&fn) {
+  const size_t last = mark.size() - 1;
+  size_t i = 0;
+#if defined(__SSE2__)
+  const __m128i a = _mm_set1_epi8(mark[1]), z = _mm_set1_epi8(mark[last]);
+  for (; i + last + 16 <= text.size(); i += 16) {
+    const char *p = text.data() + i;
+    unsigned both = static_cast<unsigned>(_mm_movemask_epi8(_mm_and_si128(
+        _mm_cmpeq_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p)), a),
+        _mm_cmpeq_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p + last - 1)), z))));
+    for (; both; both &= both - 1) {
+      const size_t at = i + static_cast<size_t>(__builtin_ctz(both));
+      if (at > 0 && text.compare(at - 1, mark.size(), mark) == 0) fn(at - 1);
+    }
+  }
+  if (i > 0) --i;  // a mark that starts one byte before the rest
+#endif
+  for (; i + mark.size() <= text.size(); ++i)
+    if (text.compare(i, mark.size(), mark) == 0) fn(i);
+}
+
+// dftrace.dask's first pass: only the metadata lines, found by searching the block for their
+// phase ("ph":"M", or DFTracer 2.x's "ph":4) instead of going line by line.
+void scan_metadata(std::string_view text, columns &r) {
+  std::vector<size_t> starts;  // of the lines that hold either
+  for (const std::string_view mark :
+       {std::string_view("\"ph\":\"M\""), std::string_view("\"ph\":4")})
+    find_each(text, mark, [&](size_t pos) {
+      const size_t nl = text.rfind('\n', pos);
+      starts.push_back(nl == std::string_view::npos ? 0 : nl + 1);
+    });
+  std::sort(starts.begin(), starts.end());
+  starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
+  parsed_line pl;
+  for (const size_t start : starts) {
+    const size_t nl = text.find('\n', start);
+    const std::string_view line =
+        text.substr(start, nl == std::string_view::npos ? std::string_view::npos : nl - start);
+    if (!dftrace::detail::parse_line(line, pl)) {
+      ++r.invalid;
+    } else if (dftrace::detail::phase(pl) == 'M') {
+      keep_metadata(pl, r);
+    }
+  }
+}
+
+void scan(dftrace::detail::text_block &b, const what &w, time_unit unit, column_pool &pool) {
+  std::unique_ptr<columns> r = pool.take();
+  r->reset(w);
+  if (w.metadata_only) {
+    scan_metadata(b.whole_lines(), *r);
+    b.result = std::move(r);
+    return;
+  }
   const size_t guess = b.text.size() / 128 + 16;  // lines of a typical event's length
   for (auto *v : {&r->name, &r->cat, &r->ph}) v->reserve(guess);
-  for (auto *v : {&r->pid, &r->tid, &r->id, &r->level, &r->p_idx}) v->reserve(guess);
-  r->ts.reserve(guess);
-  r->dur.reserve(guess);
+  for (auto &v : r->ints) v.reserve(guess);
   for (auto &c : r->args) {
-    c.kind.reserve(guess);
-    c.i.reserve(guess);
-    c.d.reserve(guess);
-    c.s.reserve(guess);
+    c.kind.reserve(c.hash ? 0 : guess);
+    c.v.reserve(c.hash ? 0 : guess);
+    c.s.reserve(c.hash ? guess : 0);
   }
   std::vector<const jvalue *> found(w.args.size());
+  const key_sig level_sig = sig_of("level"), p_idx_sig = sig_of("p_idx");
   cached_int pid, tid;
   parsed_line pl;
   dftrace::detail::for_each_line(b.whole_lines(), [&](std::string_view line) {
@@ -124,22 +464,13 @@ void scan(dftrace::detail::text_block &b, const what &w, time_unit unit) {
     size_t k = 0;
     while (k < line.size() && (line[k] == ' ' || line[k] == '\t' || line[k] == '\r')) ++k;
     if (k == line.size() || line[k] == '[' || line[k] == ']') return true;
-    if (w.metadata_only && line.find("\"ph\":\"M\"") == std::string_view::npos) return true;
     if (!dftrace::detail::parse_line(line, pl)) {
       ++r->invalid;
       return true;
     }
     const char ph = dftrace::detail::phase(pl);
     if (ph == 'M') {
-      const std::string_view t = pl.name.text;
-      const jvalue *n = pl.arg_value("name");
-      const jvalue *v = pl.arg_value("value");
-      if (n && v && (t == "HH" || t == "FH" || t == "SH") && n->type == jtype::string) {
-        r->hashes.emplace_back(std::string(v->text), std::string(n->text));
-        r->hash_types.emplace_back(t);
-      } else if (n && v && t == "PR" && n->text == "rank") {
-        r->ranks.emplace_back(int_or(pl.pid, -1), int_or(*v, -1));
-      }
+      keep_metadata(pl, *r);
       return true;
     }
     uint64_t ts = 0, dur = 0;
@@ -148,118 +479,160 @@ void scan(dftrace::detail::text_block &b, const what &w, time_unit unit) {
       return true;
     }
     if ((w.has_start && ts < w.start) || (w.has_end && ts >= w.end)) return true;
-    if (!w.cats.empty() && !w.cats.count(std::string(pl.cat.text))) return true;
-    if (!w.names.empty() && !w.names.count(std::string(pl.name.text))) return true;
+    if (!w.cats.empty() && !w.cats.count(pl.cat.text)) return true;
+    if (!w.names.empty() && !w.names.count(pl.name.text)) return true;
     if (pl.dur.present()) dftrace::detail::value_ns(pl.dur, unit, &dur);
     r->name.push_back(r->names.code(pl.name.text));
     r->cat.push_back(r->cats.code(pl.cat.text));
-    r->ph.push_back(
-        r->phs.code(pl.ph.type == jtype::string ? pl.ph.text : std::string_view(&ph, 1)));
-    r->pid.push_back(pid.get(pl.pid));  // the text stays valid: the block outlives the scan
-    r->tid.push_back(tid.get(pl.tid));
-    r->id.push_back(int_or(pl.id, -1));
-    r->ts.push_back(ts);
-    r->dur.push_back(dur);
-    // One pass over the arguments finds level, p_idx and the requested keys.
+    const std::string_view ph_text =
+        pl.ph.type == jtype::string ? pl.ph.text : std::string_view(&ph, 1);
+    if (ph_text.size() == 1) {  // a letter (mostly "X"): its code looked up once per block
+      int32_t &c = r->letter_code[static_cast<unsigned char>(ph_text[0])];
+      r->ph.push_back(c >= 0 ? c : (c = r->phs.code(ph_text)));
+    } else {
+      r->ph.push_back(r->phs.code(ph_text));
+    }
+    // One pass over the arguments finds level, p_idx and the requested keys (by signature).
     const jvalue *lv = nullptr, *pi = nullptr;
     for (auto &f : found) f = nullptr;
-    for (int k = 0; k < pl.nargs; ++k) {
-      const std::string_view key = pl.args_kv[k].key;
-      if (key == "level")
-        lv = &pl.args_kv[k].value;
-      else if (key == "p_idx")
-        pi = &pl.args_kv[k].value;
-      else
-        for (size_t a = 0; a < w.args.size(); ++a)
-          if (!found[a] && key == w.args[a]) found[a] = &pl.args_kv[k].value;
-    }
-    r->level.push_back(lv ? int_or(*lv, -1) : -1);
-    r->p_idx.push_back(pi ? int_or(*pi, -1) : -1);
-    for (size_t a = 0; a < w.args.size(); ++a) {
-      arg_column &c = r->args[a];
-      const jvalue *v = found[a];
-      uint8_t kind = k_missing;
-      int64_t iv = 0;
-      double dv = 0;
-      int32_t sv = -1;
-      if (v && dftrace::detail::is_hash_ref_key(w.args[a]) &&
-          (v->type == jtype::number || v->type == jtype::string)) {
-        kind = k_text;  // hashes stay text: matched as written, never rounded
-        sv = c.dict.code(v->text);
-      } else if (v && v->type == jtype::number) {
-        if (dftrace::detail::value_is_integer(*v) && dftrace::detail::value_i64(*v, &iv)) {
-          kind = k_int;
-        } else {
-          kind = k_float;
-          dv = std::strtod(std::string(v->text).c_str(), nullptr);
-        }
-      } else if (v && v->type == jtype::string) {
-        kind = k_text;
-        sv = c.dict.code(v->text);
-      } else if (v && (v->type == jtype::object || v->type == jtype::array)) {
-        kind = k_text;  // as JSON text
-        sv = c.dict.code(v->text);
-      } else if (v && (v->type == jtype::boolean)) {
-        kind = k_int;
-        iv = v->text == "true";
+    for (int a = 0; a < pl.nargs; ++a) {
+      const std::string_view key = pl.args_kv[a].key;
+      const key_sig ks = sig_of(key);
+      if (ks == level_sig) {
+        lv = &pl.args_kv[a].value;
+      } else if (ks == p_idx_sig) {
+        pi = &pl.args_kv[a].value;
+      } else {
+        for (size_t q = 0; q < w.args.size(); ++q)
+          if (!found[q] && ks == w.arg_sigs[q] && (ks.n <= 8 || key == w.args[q]))
+            found[q] = &pl.args_kv[a].value;
       }
-      c.kind.push_back(kind);
-      c.i.push_back(iv);
-      c.d.push_back(dv);
-      c.s.push_back(sv);
     }
+    r->ints[0].push_back(pid.get(pl.pid));  // the text stays valid: the block outlives the scan
+    r->ints[1].push_back(tid.get(pl.tid));
+    r->ints[2].push_back(static_cast<int64_t>(ts));
+    r->ints[3].push_back(static_cast<int64_t>(dur));
+    r->ints[4].push_back(lv ? int_or(*lv, -1) : -1);
+    r->ints[5].push_back(pi ? int_or(*pi, -1) : -1);
+    r->ints[6].push_back(int_or(pl.id, -1));
+    for (size_t q = 0; q < w.args.size(); ++q) put_arg(r->args[q], found[q]);
     return true;
   });
   b.result = std::move(r);
 }
 
-// Rewrites a block's codes (into its own dictionary) as codes into the global dictionary.
-void recode(std::vector<int32_t> &codes, const dictionary &local, dictionary &global) {
+// Codes of a block's dictionary as codes of the read's (-1 stays -1), written to out.
+void recode(const std::vector<int32_t> &codes, const dictionary &local, dictionary &global,
+            int32_t *out) {
   std::vector<int32_t> map(local.values.size());
   for (size_t k = 0; k < local.values.size(); ++k) map[k] = global.code(local.values[k]);
-  for (int32_t &c : codes) c = c < 0 ? -1 : map[static_cast<size_t>(c)];
+  for (const int32_t c : codes) *out++ = c < 0 ? -1 : map[static_cast<size_t>(c)];
 }
 
-// Every block of the read, in file order, its codes rewritten into the global dictionaries;
-// the columns are copied once, from the blocks straight into the Python buffers.
+// The columns of the whole read: every block appended in file order, its codes rewritten into
+// the read's dictionaries.
+struct result_arg {
+  column<int32_t> s;
+  column<uint8_t> kind;
+  column<int64_t> v;
+  dictionary dict;
+};
+
 struct result {
-  std::vector<std::unique_ptr<columns>> blocks;
-  std::vector<int32_t> block_file;
+  column<int32_t> name, cat, ph;
+  int_block ints;
   dictionary names, cats, phs;
-  std::vector<dictionary> arg_dicts;
+  std::vector<result_arg> args;
   std::vector<std::pair<std::string, std::string>> hashes;
   std::vector<std::string> hash_types;
   std::vector<std::pair<int64_t, int64_t>> ranks;
   uint64_t invalid = 0, skipped = 0, lines = 0;
   size_t rows = 0;
 
-  void add(std::unique_ptr<columns> b, int32_t file_index) {
-    recode(b->name, b->names, names);
-    recode(b->cat, b->cats, cats);
-    recode(b->ph, b->phs, phs);
-    for (size_t a = 0; a < arg_dicts.size(); ++a)
-      recode(b->args[a].s, b->args[a].dict, arg_dicts[a]);
-    for (size_t h = 0; h < b->hashes.size(); ++h) {
-      hashes.push_back(std::move(b->hashes[h]));
-      hash_types.push_back(std::move(b->hash_types[h]));
+  void add(columns &b) {
+    const size_t n = b.name.size();
+    recode(b.name, b.names, names, name.extend(n));
+    recode(b.cat, b.cats, cats, cat.extend(n));
+    recode(b.ph, b.phs, phs, ph.extend(n));
+    ints.reserve(rows + n);
+    for (int k = 0; k < k_ints; ++k)
+      if (n) std::memcpy(ints.col(k) + rows, b.ints[k].data(), n * 8);
+    ints.n = rows + n;
+    for (size_t a = 0; a < args.size(); ++a) {
+      arg_column &c = b.args[a];
+      result_arg &out = args[a];
+      if (c.hash) {
+        recode(c.s, c.dict, out.dict, out.s.extend(n));
+        continue;
+      }
+      if (n) std::memcpy(out.kind.extend(n), c.kind.data(), n);
+      int64_t *v = out.v.extend(n);
+      std::vector<int32_t> map(c.dict.values.size());
+      for (size_t k = 0; k < map.size(); ++k) map[k] = out.dict.code(c.dict.values[k]);
+      for (size_t r = 0; r < n; ++r)
+        v[r] = c.kind[r] == k_text ? map[static_cast<size_t>(c.v[r])] : c.v[r];
     }
-    ranks.insert(ranks.end(), b->ranks.begin(), b->ranks.end());
-    invalid += b->invalid;
-    skipped += b->skipped;
-    lines += b->lines;
-    rows += b->ts.size();
-    // What Python does not need is freed now (the dictionaries, the metadata).
-    b->names = dictionary();
-    b->cats = dictionary();
-    b->phs = dictionary();
-    b->hashes.clear();
-    b->hash_types.clear();
-    block_file.push_back(file_index);
-    blocks.push_back(std::move(b));
+    for (size_t h = 0; h < b.hashes.size(); ++h) {
+      hashes.push_back(std::move(b.hashes[h]));
+      hash_types.push_back(std::move(b.hash_types[h]));
+    }
+    ranks.insert(ranks.end(), b.ranks.begin(), b.ranks.end());
+    invalid += b.invalid;
+    skipped += b.skipped;
+    lines += b.lines;
+    rows += n;
   }
 };
 
 // ---- to Python
+
+// A result column as a Python object: it owns the column's mapping and exposes its first `len`
+// bytes through the buffer protocol (numpy.frombuffer wraps them without a copy and keeps the
+// object alive as long as the array).
+struct column_buffer {
+  PyObject_HEAD void *data;
+  size_t bytes;  // of the mapping
+  Py_ssize_t len;
+};
+
+PyObject *g_column_buffer_type = nullptr;
+
+int column_buffer_get(PyObject *o, Py_buffer *view, int flags) {
+  auto *c = reinterpret_cast<column_buffer *>(o);
+  static char empty[1];
+  return PyBuffer_FillInfo(view, o, c->data ? c->data : empty, c->len, 0, flags);
+}
+
+void column_buffer_dealloc(PyObject *o) {
+  auto *c = reinterpret_cast<column_buffer *>(o);
+  if (c->data) munmap(c->data, c->bytes);
+  PyTypeObject *type = Py_TYPE(o);
+  type->tp_free(o);
+  Py_DECREF(type);
+}
+
+PyType_Slot column_buffer_slots[] = {
+    {Py_tp_dealloc, reinterpret_cast<void *>(column_buffer_dealloc)},
+    {Py_bf_getbuffer, reinterpret_cast<void *>(column_buffer_get)},
+    {Py_tp_doc, const_cast<char *>("A column of dftrace._reader.read_columns (a byte buffer).")},
+    {0, nullptr}};
+PyType_Spec column_buffer_spec = {"dftrace._reader.column_buffer", sizeof(column_buffer), 0,
+                                  Py_TPFLAGS_DEFAULT, column_buffer_slots};
+
+// The first len bytes of m, m's memory handed over to Python.
+PyObject *buffer_of(mapping &m, size_t len) {
+  auto *c = PyObject_New(column_buffer, reinterpret_cast<PyTypeObject *>(g_column_buffer_type));
+  if (!c) return nullptr;
+  c->bytes = m.bytes();
+  c->data = m.release();
+  c->len = static_cast<Py_ssize_t>(len);
+  return reinterpret_cast<PyObject *>(c);
+}
+
+template <typename T>
+PyObject *buffer_of(column<T> &c) {
+  return buffer_of(c.m, c.n * sizeof(T));
+}
 
 template <typename T>
 PyObject *bytes_of(const std::vector<T> &v) {
@@ -284,53 +657,6 @@ PyObject *list_of(const Strings &v) {
 }
 
 // d[key] = value, stealing value; false (with an exception set) when value is null.
-// A column of every block, one after the other, in a new bytes object.
-template <typename T, typename Get>
-PyObject *gather(const result &r, Get get) {
-  PyObject *b = PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(r.rows * sizeof(T)));
-  if (!b) return nullptr;
-  char *p = PyBytes_AS_STRING(b);
-  for (const auto &blk : r.blocks) {
-    const std::vector<T> &v = get(*blk);
-    if (!v.empty()) std::memcpy(p, v.data(), v.size() * sizeof(T));
-    p += v.size() * sizeof(T);
-  }
-  return b;
-}
-
-// The integer columns as one C-ordered (7, rows) int64 block, in this order: pid, tid, ts, dur,
-// level, p_idx, id (pandas keeps it as one block, without copying it again).
-PyObject *int_block(const result &r) {
-  PyObject *b = PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(7 * r.rows * 8));
-  if (!b) return nullptr;
-  char *p = PyBytes_AS_STRING(b);
-  auto copy = [&](auto get) {
-    for (const auto &blk : r.blocks) {
-      const auto &v = get(*blk);
-      if (!v.empty()) std::memcpy(p, v.data(), v.size() * 8);
-      p += v.size() * 8;
-    }
-  };
-  copy([](const columns &c) -> const std::vector<int64_t> & { return c.pid; });
-  copy([](const columns &c) -> const std::vector<int64_t> & { return c.tid; });
-  copy([](const columns &c) -> const std::vector<uint64_t> & { return c.ts; });
-  copy([](const columns &c) -> const std::vector<uint64_t> & { return c.dur; });
-  copy([](const columns &c) -> const std::vector<int64_t> & { return c.level; });
-  copy([](const columns &c) -> const std::vector<int64_t> & { return c.p_idx; });
-  copy([](const columns &c) -> const std::vector<int64_t> & { return c.id; });
-  return b;
-}
-
-// The file index of every row.
-PyObject *file_column(const result &r) {
-  PyObject *b = PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(r.rows * 4));
-  if (!b) return nullptr;
-  int32_t *p = reinterpret_cast<int32_t *>(PyBytes_AS_STRING(b));
-  for (size_t k = 0; k < r.blocks.size(); ++k)
-    p = std::fill_n(p, r.blocks[k]->ts.size(), r.block_file[k]);
-  return b;
-}
-
 bool put(PyObject *d, const char *key, PyObject *value) {
   if (!value) return false;
   const int rc = PyDict_SetItemString(d, key, value);
@@ -358,19 +684,75 @@ bool strings_of(PyObject *seq, std::vector<std::string> *out) {
   return true;
 }
 
-// read_columns(paths, cats, names, start_ns, end_ns, args, threads) -> dict
+// A dict {int: int} as a map; false with an exception set when it is not one.
+bool int_map(PyObject *d, std::unordered_map<int64_t, int64_t> *out) {
+  if (!PyDict_Check(d)) {
+    PyErr_SetString(PyExc_TypeError, "expected a dict of int to int");
+    return false;
+  }
+  PyObject *k, *v;
+  Py_ssize_t pos = 0;
+  while (PyDict_Next(d, &pos, &k, &v)) {
+    const long long kk = PyLong_AsLongLong(k), vv = PyLong_AsLongLong(v);
+    if (PyErr_Occurred()) return false;
+    (*out)[kk] = vv;
+  }
+  return true;
+}
+
+// out[r] = map[x[r]] (def when absent), looked up once per run of equal values.
+void map_ints(const int64_t *x, size_t n, const std::unordered_map<int64_t, int64_t> &map,
+              int64_t def, int64_t *out) {
+  int64_t last_key = 0, last_value = def;
+  bool have = false;
+  for (size_t r = 0; r < n; ++r) {
+    if (!have || x[r] != last_key) {
+      const auto it = map.find(x[r]);
+      last_key = x[r];
+      last_value = it == map.end() ? def : it->second;
+      have = true;
+    }
+    out[r] = last_value;
+  }
+}
+
+// The requested arguments as a list of dicts: {"hash": True, "s", "strings"} for hash
+// references, {"hash": False, "kind", "v", "strings"} for the others.
+PyObject *args_of(result &all, const what &w) {
+  PyObject *args = PyList_New(0);
+  for (size_t k = 0; args && k < all.args.size(); ++k) {
+    result_arg &c = all.args[k];
+    const bool hash = dftrace::detail::is_hash_ref_key(w.args[k]);
+    PyObject *d = PyDict_New();
+    const bool ok = d && put(d, "hash", PyBool_FromLong(hash)) &&
+                    (hash ? put(d, "s", buffer_of(c.s))
+                          : put(d, "kind", buffer_of(c.kind)) && put(d, "v", buffer_of(c.v))) &&
+                    put(d, "strings", list_of(c.dict.values)) && PyList_Append(args, d) == 0;
+    Py_XDECREF(d);
+    if (!ok) Py_CLEAR(args);
+  }
+  return args;
+}
+
+// read_columns(paths, cats, names, start_ns, end_ns, args, threads[, parts, metadata_only,
+// ranks]) -> dict; ranks: {pid: rank} for the rank column (default: the read's PR lines)
 PyObject *read_columns(PyObject *, PyObject *a) {
   PyObject *paths_o, *cats_o, *names_o, *start_o, *end_o, *args_o, *parts_o = Py_None;
+  PyObject *ranks_o = Py_None;
   int threads = 0, metadata_only = 0;
-  if (!PyArg_ParseTuple(a, "OOOOOOi|Op", &paths_o, &cats_o, &names_o, &start_o, &end_o, &args_o,
-                        &threads, &parts_o, &metadata_only))
+  if (!PyArg_ParseTuple(a, "OOOOOOi|OpO", &paths_o, &cats_o, &names_o, &start_o, &end_o, &args_o,
+                        &threads, &parts_o, &metadata_only, &ranks_o))
     return nullptr;
-  std::vector<std::string> paths, cats, names;
+  // pid -> rank: given (dftrace.dask's first pass), or else from the read's own PR lines
+  std::unordered_map<int64_t, int64_t> given_ranks;
+  if (ranks_o != Py_None && !int_map(ranks_o, &given_ranks)) return nullptr;
+  std::vector<std::string> paths;
   what w;
-  if (!strings_of(paths_o, &paths) || !strings_of(cats_o, &cats) || !strings_of(names_o, &names) ||
-      !strings_of(args_o, &w.args))
+  if (!strings_of(paths_o, &paths) || !strings_of(cats_o, &w.cat_list) ||
+      !strings_of(names_o, &w.name_list) || !strings_of(args_o, &w.args))
     return nullptr;
   w.metadata_only = metadata_only != 0;
+  for (const auto &k : w.args) w.arg_sigs.push_back(sig_of(k));
   // parts: per path, None (all) or (first, last): the planned parts to read, inclusive.
   std::vector<std::pair<int64_t, int64_t>> ranges(paths.size(), {0, INT64_MAX});
   if (parts_o != Py_None) {
@@ -393,8 +775,8 @@ PyObject *read_columns(PyObject *, PyObject *a) {
       return nullptr;
     }
   }
-  w.cats.insert(cats.begin(), cats.end());
-  w.names.insert(names.begin(), names.end());
+  w.cats.insert(w.cat_list.begin(), w.cat_list.end());
+  w.names.insert(w.name_list.begin(), w.name_list.end());
   if (start_o != Py_None) {
     w.has_start = true;
     w.start = PyLong_AsUnsignedLongLong(start_o);
@@ -406,7 +788,8 @@ PyObject *read_columns(PyObject *, PyObject *a) {
   if (PyErr_Occurred()) return nullptr;
 
   result all;
-  all.arg_dicts.resize(w.args.size());
+  all.args.resize(w.args.size());
+  column_pool pool;
   std::vector<std::string> problems;
   std::vector<std::string> units;
   std::string failure;  // an exception of the reader (memory): raised as MemoryError
@@ -440,17 +823,33 @@ PyObject *read_columns(PyObject *, PyObject *a) {
         if (w.has_end && p.dt.ts_min * 1000 >= w.end) return false;
         return true;
       };
-      auto work = [&w, unit](dftrace::detail::text_block &b) { scan(b, w, unit); };
+      // The result's room for the file's members, from their DT line counts (metadata lines
+      // included: a bound). Only a hint: at most a line per compressed byte (a DT field may
+      // lie), untouched room costs no memory, and where it cannot be had the columns grow.
+      uint64_t lines = 0;
+      for (const auto &p : tf.parts())
+        if (p.kind == dftrace::detail::planned_part::member && opt.keep_part(p))
+          lines += std::min<uint64_t>(p.dt.lines, p.length);
+      try {
+        if (!w.metadata_only) all.ints.reserve(all.rows + static_cast<size_t>(lines));
+      } catch (const std::bad_alloc &) {
+      }
+      auto work = [&w, unit, &pool](dftrace::detail::text_block &b) { scan(b, w, unit, pool); };
       dftrace::detail::for_each_block(tf, opt, work, [&](dftrace::detail::text_block &b) {
         for (const auto &i : b.issues)
           problems.push_back(paths[f] + ": byte " + std::to_string(i.offset) + ": " + i.message);
-        if (b.result)
-          all.add(std::unique_ptr<columns>(static_cast<columns *>(b.result.release())),
-                  static_cast<int32_t>(f));
+        if (!b.result) return;
+        std::unique_ptr<columns> c(static_cast<columns *>(b.result.release()));
+        all.add(*c);
+        pool.give(std::move(c));
       });
     }
   } catch (const std::exception &e) {
     failure = e.what();
+  }
+  if (failure.empty() && all.ints.cap) {
+    if (ranks_o == Py_None) given_ranks.insert(all.ranks.begin(), all.ranks.end());
+    map_ints(all.ints.col(0), all.rows, given_ranks, -1, all.ints.col(k_ints));
   }
   Py_END_ALLOW_THREADS;
   if (!failure.empty()) {
@@ -460,19 +859,17 @@ PyObject *read_columns(PyObject *, PyObject *a) {
 
   PyObject *d = PyDict_New();
   if (!d) return nullptr;
-  using I32 = const std::vector<int32_t> &;
-  bool ok = put(d, "rows", PyLong_FromSize_t(all.rows)) &&
-            put(d, "name", gather<int32_t>(all, [](const columns &c) -> I32 { return c.name; })) &&
-            put(d, "names", list_of(all.names.values)) &&
-            put(d, "cat", gather<int32_t>(all, [](const columns &c) -> I32 { return c.cat; })) &&
-            put(d, "cats", list_of(all.cats.values)) &&
-            put(d, "ph", gather<int32_t>(all, [](const columns &c) -> I32 { return c.ph; })) &&
-            put(d, "phs", list_of(all.phs.values)) && put(d, "file", file_column(all)) &&
-            put(d, "ints", int_block(all)) &&
+  bool ok = put(d, "rows", PyLong_FromSize_t(all.rows)) && put(d, "name", buffer_of(all.name)) &&
+            put(d, "names", list_of(all.names.values)) && put(d, "cat", buffer_of(all.cat)) &&
+            put(d, "cats", list_of(all.cats.values)) && put(d, "ph", buffer_of(all.ph)) &&
+            put(d, "phs", list_of(all.phs.values)) &&
+            put(d, "ints_stride", PyLong_FromSize_t(all.ints.cap)) &&
+            put(d, "ints", buffer_of(all.ints.m, k_int_rows * all.ints.cap * 8)) &&
             put(d, "invalid", PyLong_FromUnsignedLongLong(all.invalid)) &&
             put(d, "skipped", PyLong_FromUnsignedLongLong(all.skipped)) &&
             put(d, "lines", PyLong_FromUnsignedLongLong(all.lines)) &&
-            put(d, "problems", list_of(problems)) && put(d, "units", list_of(units));
+            put(d, "problems", list_of(problems)) && put(d, "units", list_of(units)) &&
+            put(d, "args", args_of(all, w));
   if (ok) {
     std::vector<std::string> hv, hs;
     for (auto &h : all.hashes) {
@@ -490,31 +887,6 @@ PyObject *read_columns(PyObject *, PyObject *a) {
     }
     ok = put(d, "rank_pid", bytes_of(rp)) && put(d, "rank", bytes_of(rr));
   }
-  PyObject *args = ok ? PyList_New(0) : nullptr;
-  ok = ok && args;
-  for (size_t k = 0; ok && k < all.arg_dicts.size(); ++k) {
-    PyObject *c = PyDict_New();
-    auto col = [k](const columns &b) -> const arg_column & { return b.args[k]; };
-    ok =
-        c &&
-        put(c, "kind",
-            gather<uint8_t>(
-                all,
-                [&](const columns &b) -> const std::vector<uint8_t> & { return col(b).kind; })) &&
-        put(c, "i",
-            gather<int64_t>(
-                all, [&](const columns &b) -> const std::vector<int64_t> & { return col(b).i; })) &&
-        put(c, "d",
-            gather<double>(
-                all, [&](const columns &b) -> const std::vector<double> & { return col(b).d; })) &&
-        put(c, "s", gather<int32_t>(all, [&](const columns &b) -> I32 { return col(b).s; })) &&
-        put(c, "strings", list_of(all.arg_dicts[k].values)) && PyList_Append(args, c) == 0;
-    Py_XDECREF(c);
-  }
-  if (ok)
-    ok = put(d, "args", args);
-  else
-    Py_XDECREF(args);
   if (!ok) {
     Py_DECREF(d);
     return nullptr;
@@ -561,7 +933,8 @@ PyObject *plan(PyObject *, PyObject *a) {
 PyMethodDef methods[] = {
     {"plan", plan, METH_VARARGS, "plan(path) -> the file's parts from its DT fields"},
     {"read_columns", read_columns, METH_VARARGS,
-     "read_columns(paths, cats, names, start_ns, end_ns, args, threads[, parts, metadata_only])"
+     "read_columns(paths, cats, names, start_ns, end_ns, args, threads[, parts, metadata_only,"
+     " ranks])"
      " -> dict of columns"},
     {nullptr, nullptr, 0, nullptr}};
 
@@ -577,4 +950,18 @@ PyModuleDef module_def = {PyModuleDef_HEAD_INIT,
 
 }  // namespace
 
-PyMODINIT_FUNC PyInit__reader(void) { return PyModule_Create(&module_def); }
+PyMODINIT_FUNC PyInit__reader(void) {
+  if (!g_column_buffer_type) {
+    g_column_buffer_type = PyType_FromSpec(&column_buffer_spec);
+    if (!g_column_buffer_type) return nullptr;
+  }
+  PyObject *m = PyModule_Create(&module_def);
+  if (!m) return nullptr;
+  Py_INCREF(g_column_buffer_type);
+  if (PyModule_AddObject(m, "column_buffer", g_column_buffer_type) != 0) {
+    Py_DECREF(g_column_buffer_type);
+    Py_DECREF(m);
+    return nullptr;
+  }
+  return m;
+}

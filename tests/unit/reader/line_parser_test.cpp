@@ -1,9 +1,29 @@
 // line_parser_test.cpp: the trace-line scanner: strict JSON, the keys it records, numbers.
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 #include "reader/line_parser.hpp"
+#include "trace_support.hpp"
 
 using namespace dftrace::detail;
+
+namespace {
+
+// parse_line (straight path for common lines) and the whole grammar agree on line: same
+// verdict, same values. Returns whether the line is valid.
+bool agrees(const std::string &line) {
+  parsed_line fast, whole;
+  const bool ok = parse_line(line, fast);
+  EXPECT_EQ(ok, parse_line_general(line, whole)) << line;
+  if (ok) {
+    EXPECT_TRUE(same_parse(fast, whole)) << line;
+  }
+  return ok;
+}
+
+}  // namespace
 
 TEST(LineParser, RecordsTopLevelKeysAndArgs) {
   parsed_line pl;
@@ -85,6 +105,19 @@ TEST(LineParser, IntegerLimits) {
   uint64_t u = 0;
   int64_t i = 0;
   EXPECT_FALSE(value_u64(pl.id, &u));  // 2^64 does not fit
+  // The longest numbers: 19 digits always fit, 20 only up to 2^64 - 1.
+  for (const char *fits :
+       {"18446744073709551615", "9999999999999999999", "00000000000000000000012"}) {
+    ASSERT_TRUE(value_u64(jvalue{jtype::number, fits}, &u)) << fits;
+    EXPECT_EQ(std::to_string(u),
+              std::string(fits).substr(std::string(fits).find_first_not_of('0')));
+  }
+  for (const char *too_big :
+       {"18446744073709551616", "99999999999999999999", "123456789012345678901"})
+    EXPECT_FALSE(value_u64(jvalue{jtype::number, too_big}, &u)) << too_big;
+  EXPECT_FALSE(value_i64(jvalue{jtype::number, "9223372036854775808"}, &i));
+  ASSERT_TRUE(value_i64(jvalue{jtype::number, "-9223372036854775808"}, &i));
+  EXPECT_EQ(i, INT64_MIN);
   ASSERT_TRUE(value_i64(pl.pid, &i));
   EXPECT_EQ(i, -5);
   ASSERT_TRUE(value_i64(pl.tid, &i));
@@ -104,4 +137,36 @@ TEST(LineParser, CanonicalNumberGivesValidJsonOrRefuses) {
   for (const char *bad : {"0x10", "", "+", "-", ".", "1e", "1e+", "inf", "nan", " 5", "5 ", "1.2.3",
                           "--5", "+-5", "5a", "\\u0035"})
     EXPECT_FALSE(canonical_number(bad, &out)) << bad;
+}
+
+TEST(LineParser, StraightPathAgreesWithTheWholeGrammar) {
+  std::vector<std::string> lines = {
+      R"({"id":9,"name":"fetch","cat":"dataloader","pid":1000,"tid":1000,"ts":1795262848000021,"dur":9,"ph":"X","args":{"hhash":10436887516153130459,"epoch":0,"level":2,"p_idx":8}})",
+      R"({"id":1,"name":"HH","cat":"dftracer","pid":1000,"tid":1000,"ph":"M","args":{"name":"node6","value":10436887516153130459}})",
+      R"({"id":2,"name":"openat","cat":"POSIX","type":3,"pid":33,"tid":33,"ts":17,"dur":21,"ph":1,"args":{"hhash":"83f8066a9f45661e","fhash":"736947895804f538","flags":0,"ok":true,"x":null,"f":-1.5e-3}})",
+      R"({"name":"i","ph":"i","s":"t","ts":"12.250","args":{}})",
+      R"({"id":3,"args":{"nested":{"a":[1,2]}},"name":"n"})",
+      R"({"id":4,"name":"caf\u00e9","args":{"k\"q":1}})",
+  };
+  std::string many = R"({"name":"many","args":{)";
+  for (int k = 0; k < parsed_line::k_max_args + 2; ++k)
+    many += (k ? ",\"a" : "\"a") + std::to_string(k) + "\":" + std::to_string(k);
+  lines.push_back(many + "}}");
+  for (const auto &l : lines) EXPECT_TRUE(agrees(l)) << l;
+  // Every line broken at every byte: removed, replaced, or with a blank or quote inserted.
+  const char subst[] = {'"',  ',', ':', '}', '{', '[',    ' ',
+                        '\\', '1', '-', '.', 'x', '\x01', '\xc3'};
+  for (const auto &l : lines) {
+    for (size_t i = 0; i < l.size(); ++i) {
+      agrees(l.substr(0, i) + l.substr(i + 1));
+      agrees(l.substr(0, i) + " " + l.substr(i));
+      agrees(l.substr(0, i) + "\"" + l.substr(i));
+      for (char c : subst) agrees(l.substr(0, i) + c + l.substr(i + 1));
+    }
+    for (size_t n = 0; n <= l.size(); ++n) agrees(l.substr(0, n));
+  }
+  // The samples of DFTracer 1.x and 2.x, line by line.
+  for (const char *f : {"/tests/data/dftracer/cm1-DEFAULT-3537780-preload.pfw.gz",
+                        "/tests/data/dftracer-v2/v2-sample.pfw"})
+    for (const auto &l : dftrace::test::read_lines(std::string(DFTRACE_SOURCE_DIR) + f)) agrees(l);
 }
