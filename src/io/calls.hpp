@@ -32,10 +32,12 @@ auto traced_path_simple(dftrace_node_t *node, int dirfd, const char *path, Call 
   });
 }
 
-// A call on a descriptor: traced when the descriptor is.
+// A call on a descriptor: traced when the descriptor is. A descriptor known not to be traced
+// (a socket, a file outside the data directories) is decided by one table load, before the
+// rest of recording()'s checks.
 template <typename Call, typename Args>
 auto traced_fd_call(dftrace_node_t *node, int fd, Call call, Args args) -> decltype(call()) {
-  if (!recording(node)) return call();
+  if (!maybe_recording(node) || fd_untraced(fd) || !recording(node)) return call();
   uint64_t h;
   if (!fd_hash(fd, &h)) return call();
   return traced(node, call, [&](auto ret) { return args(h, ret); });

@@ -25,6 +25,13 @@ extern std::atomic<uint64_t> hash[k_max_fd] __attribute__((visibility("hidden"))
 uint8_t look_up(int fd);  // an unknown descriptor's state, from /proc/self/fd
 }  // namespace fd_table
 
+// Whether `fd` is known not to be traced (one load; unknown descriptors are not).
+inline bool fd_untraced(int fd) {
+  using namespace fd_table;
+  return static_cast<unsigned>(fd) < static_cast<unsigned>(k_max_fd) &&
+         state[fd].load(std::memory_order_relaxed) == k_untraced;
+}
+
 // Whether `fd` is traced (*fhash: its file's hash).
 inline bool fd_hash(int fd, uint64_t *fhash) {
   using namespace fd_table;

@@ -18,7 +18,7 @@ __attribute__((constructor)) void io_ready() {
 }
 }  // namespace
 
-void *next_symbol(const char *name, void *self) {
+__attribute__((noinline, cold)) void *next_symbol(const char *name, void *self) {
   void *f = dlsym(RTLD_NEXT, name);
   if (!f || f == self) {
     static const char msg[] = "dftrace: libdftrace_io: the C library has no function to call\n";

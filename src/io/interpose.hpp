@@ -20,10 +20,16 @@
 
 namespace dftrace::io {
 
-// The next definition of `name` after this library (libc's): looked up at the first call.
-#define DFTRACE_IO_REAL(name)                                        \
-  static const auto real_##name = reinterpret_cast<decltype(&name)>( \
-      ::dftrace::io::next_symbol(#name, reinterpret_cast<void *>(&name)))
+// The next definition of `name` after this library (libc's): looked up at the first call
+// (an atomic slot, not a guarded static: no guard to test on every call).
+#define DFTRACE_IO_REAL(name)                                                             \
+  static std::atomic<void *> real_slot_##name{nullptr};                                   \
+  void *real_ptr_##name = real_slot_##name.load(std::memory_order_relaxed);               \
+  if (__builtin_expect(real_ptr_##name == nullptr, 0)) {                                  \
+    real_ptr_##name = ::dftrace::io::next_symbol(#name, reinterpret_cast<void *>(&name)); \
+    real_slot_##name.store(real_ptr_##name, std::memory_order_relaxed);                   \
+  }                                                                                       \
+  const auto real_##name = reinterpret_cast<decltype(&name)>(real_ptr_##name)
 
 // dlsym(RTLD_NEXT, name). A C library without the function ends the process with one message:
 // there is no real call to make (never the case for glibc's functions; HDF5's are only reached
@@ -73,6 +79,9 @@ inline bool recording(dftrace_node_t *node) {
          !dftrace_thread_is_internal();
 }
 
+// The first half of recording(): the node records (one load). DFTRACE_IO_PASS below.
+inline bool maybe_recording(dftrace_node_t *n) { return n && dftrace_node_active_fast(n); }
+
 // The file's hash as DFTracer computes it, its FH line written once.
 uint64_t file_hash(const char *path);
 
@@ -111,9 +120,11 @@ const dftrace_arg_layout_t *layout_of(const std::array<dftrace_arg_t, N> &a, boo
 // failed call adds `errno` (unless `with_errno` is false: readdir's null is also the end). The
 // application sees the real call's result and errno. Each call site's keys are prepared once
 // (dftrace_arg_layout), so that an event passes only its values.
+// Never inlined: the interposers' common path (not recording, or not a traced file) then
+// needs no stack frame for the event's arguments.
 template <typename Call, typename Args>
-auto traced(dftrace_node_t *node, Call call, Args args, bool with_errno = true)
-    -> decltype(call()) {
+__attribute__((noinline)) auto traced(dftrace_node_t *node, Call call, Args args,
+                                      bool with_errno = true) -> decltype(call()) {
   dftrace_region_t r;
   {
     inside g;
@@ -177,6 +188,12 @@ struct registrar {
 #define DFTRACE_IO_NODE(category, name)                     \
   static std::atomic<dftrace_node_t *> node_slot_{nullptr}; \
   dftrace_node_t *const node_ = ::dftrace::io::node_of(node_slot_, category, name)
+
+// The common case first, before any event argument is built (so that the compiler keeps
+// the wrapper's frame for the traced path): the node does not record, the call goes straight
+// to libc. For the calls made most often (transfers, seeks, stat on a descriptor).
+#define DFTRACE_IO_PASS(call) \
+  if (__builtin_expect(!::dftrace::io::maybe_recording(node_), 1)) return call
 
 // Registers `function` under the C library's name `name` (namespace scope).
 #define DFTRACE_IO_REGISTER_AS(name, function)                                                 \

@@ -238,6 +238,7 @@ DFTRACE_IO_REGISTER(close);
   ssize_t name(int fd, buf_type buf, size_t count) {                                       \
     DFTRACE_IO_REAL(name);                                                                 \
     DFTRACE_IO_NODE(k_posix, #name);                                                       \
+    DFTRACE_IO_PASS(real_##name(fd, buf, count));                                          \
     return traced_transfer(node_, fd, count, [&] { return real_##name(fd, buf, count); }); \
   }                                                                                        \
   DFTRACE_IO_REGISTER(name);
@@ -248,6 +249,7 @@ DFTRACE_IO_TRANSFER(write, const void *)
   ssize_t name(int fd, buf_type buf, size_t count, offset_type offset) {            \
     DFTRACE_IO_REAL(name);                                                          \
     DFTRACE_IO_NODE(k_posix, #name);                                                \
+    DFTRACE_IO_PASS(real_##name(fd, buf, count, offset));                           \
     return traced_transfer_at(node_, fd, count, offset,                             \
                               [&] { return real_##name(fd, buf, count, offset); }); \
   }                                                                                 \
@@ -261,6 +263,7 @@ DFTRACE_IO_TRANSFER_AT(pwrite64, const void *, off64_t)
 ssize_t __read_chk(int fd, void *buf, size_t count, size_t size) {
   DFTRACE_IO_REAL(__read_chk);
   DFTRACE_IO_NODE(k_posix, "read");
+  DFTRACE_IO_PASS(real___read_chk(fd, buf, count, size));
   return traced_transfer(node_, fd, count, [&] { return real___read_chk(fd, buf, count, size); });
 }
 DFTRACE_IO_REGISTER(__read_chk);
@@ -268,6 +271,7 @@ DFTRACE_IO_REGISTER(__read_chk);
   ssize_t name(int fd, void *buf, size_t count, offset_type offset, size_t size) {        \
     DFTRACE_IO_REAL(name);                                                                \
     DFTRACE_IO_NODE(k_posix, plain);                                                      \
+    DFTRACE_IO_PASS(real_##name(fd, buf, count, offset, size));                           \
     return traced_transfer_at(node_, fd, count, offset,                                   \
                               [&] { return real_##name(fd, buf, count, offset, size); }); \
   }                                                                                       \
@@ -279,6 +283,7 @@ DFTRACE_IO_PREAD_CHK(__pread64_chk, "pread64", off64_t)
   ssize_t name(int fd, const struct iovec *iov, int n) {                                           \
     DFTRACE_IO_REAL(name);                                                                         \
     DFTRACE_IO_NODE(k_posix, #name);                                                               \
+    DFTRACE_IO_PASS(real_##name(fd, iov, n));                                                      \
     return traced_transfer(node_, fd, iov_bytes(iov, n), [&] { return real_##name(fd, iov, n); }); \
   }                                                                                                \
   DFTRACE_IO_REGISTER(name);
@@ -289,6 +294,7 @@ DFTRACE_IO_VECTOR(writev)
   ssize_t name(int fd, const struct iovec *iov, int n, offset_type offset) {    \
     DFTRACE_IO_REAL(name);                                                      \
     DFTRACE_IO_NODE(k_posix, #name);                                            \
+    DFTRACE_IO_PASS(real_##name(fd, iov, n, offset));                           \
     return traced_transfer_at(node_, fd, iov_bytes(iov, n), offset,             \
                               [&] { return real_##name(fd, iov, n, offset); }); \
   }                                                                             \
@@ -301,6 +307,7 @@ DFTRACE_IO_VECTOR_AT(pwritev64, off64_t)
   ssize_t name(int fd, const struct iovec *iov, int n, offset_type offset, int flags) { \
     DFTRACE_IO_REAL(name);                                                              \
     DFTRACE_IO_NODE(k_posix, #name);                                                    \
+    DFTRACE_IO_PASS(real_##name(fd, iov, n, offset, flags));                            \
     return traced_transfer_at(node_, fd, iov_bytes(iov, n), offset,                     \
                               [&] { return real_##name(fd, iov, n, offset, flags); });  \
   }                                                                                     \
@@ -335,6 +342,7 @@ DFTRACE_IO_SENDFILE(sendfile64, off64_t)
   offset_type name(int fd, offset_type offset, int whence) {             \
     DFTRACE_IO_REAL(name);                                               \
     DFTRACE_IO_NODE(k_posix, #name);                                     \
+    DFTRACE_IO_PASS(real_##name(fd, offset, whence));                    \
     return traced_seek(node_, fd, offset, whence,                        \
                        [&] { return real_##name(fd, offset, whence); }); \
   }                                                                      \
@@ -356,6 +364,7 @@ DFTRACE_IO_FTRUNCATE(ftruncate64, off64_t)
   int name params {                                                       \
     DFTRACE_IO_REAL(name);                                                \
     DFTRACE_IO_NODE(k_posix, #name);                                      \
+    DFTRACE_IO_PASS(real_##name args);                                    \
     return traced_fd_simple(node_, fd, [&] { return real_##name args; }); \
   }                                                                       \
   DFTRACE_IO_REGISTER(name);

@@ -125,6 +125,7 @@ DFTRACE_IO_FREOPEN(freopen64)
 size_t fread(void *buf, size_t size, size_t count, FILE *f) {
   DFTRACE_IO_REAL(fread);
   DFTRACE_IO_NODE(k_stdio, "fread");
+  DFTRACE_IO_PASS(real_fread(buf, size, count, f));
   return traced_items(node_, f, size, count, [&] { return real_fread(buf, size, count, f); });
 }
 DFTRACE_IO_REGISTER(fread);
@@ -133,6 +134,7 @@ DFTRACE_IO_REGISTER(fread);
 size_t __fread_chk(void *buf, size_t room, size_t size, size_t count, FILE *f) {
   DFTRACE_IO_REAL(__fread_chk);
   DFTRACE_IO_NODE(k_stdio, "fread");
+  DFTRACE_IO_PASS(real___fread_chk(buf, room, size, count, f));
   return traced_items(node_, f, size, count,
                       [&] { return real___fread_chk(buf, room, size, count, f); });
 }
@@ -141,6 +143,7 @@ DFTRACE_IO_REGISTER(__fread_chk);
 size_t fwrite(const void *buf, size_t size, size_t count, FILE *f) {
   DFTRACE_IO_REAL(fwrite);
   DFTRACE_IO_NODE(k_stdio, "fwrite");
+  DFTRACE_IO_PASS(real_fwrite(buf, size, count, f));
   return traced_items(node_, f, size, count, [&] { return real_fwrite(buf, size, count, f); });
 }
 DFTRACE_IO_REGISTER(fwrite);
