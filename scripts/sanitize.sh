@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # sanitize.sh: the core's tests under AddressSanitizer+UndefinedBehaviorSanitizer and under
-# ThreadSanitizer (unit tests, the writer and tree integration tests, the DFTracer drop-in),
+# ThreadSanitizer (unit tests, the writer and tree integration tests, the DFTracer drop-in, the
+# I/O interposers),
 # and the dftrace tools on hostile trace files under AddressSanitizer+UBSan.
 # Called by scripts/test.sh; usable alone: scripts/sanitize.sh [address,undefined|thread]...
 # The ThreadSanitizer build compiles no standalone fence (GCC used to warn three times
@@ -16,8 +17,8 @@ for kind in "${kinds[@]}"; do
   dir=build-sanitize-${kind//,/-}
   echo "== sanitizer build: $kind ($dir)"
   cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Debug -DDFTRACE_SANITIZE="$kind" -DDFTRACE_BUILD_BENCH=OFF >/dev/null
-  extra=()
-  [ "$kind" = thread ] || extra=(dftrace_cli gen_trace train_loop nested_ns)  # the tools (ASan+UBSan)
+  extra=(dftrace_cli dftrace_io io_prog io_prog_app dftracer_io io_threads)  # I/O tracing
+  [ "$kind" = thread ] || extra+=(gen_trace train_loop nested_ns)  # the tools (ASan+UBSan)
   cmake --build "$dir" -j"$(nproc)" --target unit_tests writer_prog tree_prog c_program first_call first_call_c \
     dftracer_app_c dftracer_app_cpp "${extra[@]}" >/dev/null
   # A fatal-signal test needs the signal to reach dftrace's handler, not the sanitizer's.
@@ -49,6 +50,25 @@ for kind in "${kinds[@]}"; do
     DFTRACE_TEST_BIN="$PWD/$dir/tests/integration/$t" $py -m pytest -q -p no:cacheprovider "${deselect[@]}" \
       "$src/tests/integration/$t"
   done
+  # I/O tracing: the interposers preloaded into sanitized programs (io_prog, 8 threads at once)
+  # and bound by programs that initialise dftrace (the application mode's GOT rewriting), with
+  # their own configuration read while preloaded. Programs of the system (cp, tar, python3)
+  # can not take a sanitized library: those tests run in the release build.
+  echo "   ($kind: I/O tests on the system's programs skipped: a sanitized library can not be preloaded into them)"
+  io_tests="application_mode or dftracer_annotated_cpp"
+  if [ "$kind" = thread ]; then
+    # ThreadSanitizer's runtime must come before any preloaded library (it is not initialised
+    # when a library preloaded ahead of it makes its first call): the preloaded cases run under
+    # ASan+UBSan, the application mode (no preloading) here.
+    echo "   (thread: the preloaded I/O tests skipped: ThreadSanitizer's runtime must be the first library)"
+  else
+    io_tests="$io_tests or posix_and_stdio or eight_threads or preloaded_and_initialising or data_dirs_limit"
+  fi
+  # (preloaded before the program's own ASan runtime, which is loaded all the same: ASan's check
+  # of the order is off for these.)
+  ASAN_OPTIONS="$ASAN_OPTIONS:verify_asan_link_order=0" \
+    DFTRACE_TEST_BIN="$PWD/$dir/tests/integration/io" DFTRACE_CLI="$PWD/$dir/tools/dftrace" \
+    $py -m pytest -q -p no:cacheprovider -k "$io_tests" "$src/tests/integration/io/test_io.py"
   if [ "$kind" != thread ]; then
     # Hostile trace files (forged DT fields, a deflate bomb, odd numbers, absurd clock
     # offsets) through every tool built with the sanitizers; the streaming merge and split and
