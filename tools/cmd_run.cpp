@@ -185,27 +185,26 @@ int cmd_run(int argc, char **argv) {
     const char *old = std::getenv("PYTHONPATH");
     ::setenv("PYTHONPATH", (old && *old ? start + ":" + old : start).c_str(), 1);
   }
-  if (io) {
-    const std::string lib = io_library();
+  // The I/O interposers first (ahead of libc for every object), libdftrace_mpi last (its MPI_*
+  // ahead of libmpi's); one clear line when one is not found.
+  const auto preload = [](const std::string &lib, bool first, const char *what) {
     if (lib.empty()) {
-      error_line("run: libdftrace_io.so not found beside this dftrace (set DFTRACE_IO_LIBRARY)");
-      return 2;
+      error_line(std::string("run: ") + what + " not found beside this dftrace");
+      return false;
     }
     const char *old = std::getenv("LD_PRELOAD");
-    const std::string preload = old && *old ? lib + ":" + old : lib;
-    ::setenv("LD_PRELOAD", preload.c_str(), 1);
-  }
-  if (mpi) {
-    const std::string lib = mpi_library();
-    if (lib.empty()) {
-      error_line(
-          "run: --mpi: libdftrace_mpi.so not found beside this dftrace (set "
-          "DFTRACE_MPI_LIBRARY)");
-      return 2;
-    }
-    const char *old = std::getenv("LD_PRELOAD");
-    ::setenv("LD_PRELOAD", (old && *old ? std::string(old) + ":" + lib : lib).c_str(), 1);
-  }
+    const std::string rest = old && *old ? old : "";
+    ::setenv("LD_PRELOAD",
+             (rest.empty() ? lib
+              : first      ? lib + ":" + rest
+                           : rest + ":" + lib)
+                 .c_str(),
+             1);
+    return true;
+  };
+  if (io && !preload(io_library(), true, "libdftrace_io.so (set DFTRACE_IO_LIBRARY)")) return 2;
+  if (mpi && !preload(mpi_library(), false, "--mpi: libdftrace_mpi.so (set DFTRACE_MPI_LIBRARY)"))
+    return 2;
   if (!summary) {
     ::execvp(cmd[0], cmd.data());
     error_line(std::string("run: can not run '") + cmd[0] + "': " + std::strerror(errno));

@@ -159,13 +159,17 @@ ssize_t traced_copy(dftrace_node_t *node, int from, int to, size_t count, Call c
 
 extern "C" {
 
+// open's optional mode, read from the variadic arguments after `flags`.
+#define DFTRACE_IO_MODE_FROM_VARARGS(flags) \
+  va_list ap;                               \
+  va_start(ap, flags);                      \
+  const mode_t mode = mode_arg(flags, ap);  \
+  va_end(ap)
+
 #define DFTRACE_IO_OPEN(name)                                           \
   int name(const char *path, int flags, ...) {                          \
     DFTRACE_IO_REAL(name);                                              \
-    va_list ap;                                                         \
-    va_start(ap, flags);                                                \
-    const mode_t mode = mode_arg(flags, ap);                            \
-    va_end(ap);                                                         \
+    DFTRACE_IO_MODE_FROM_VARARGS(flags);                                \
     DFTRACE_IO_NODE(k_posix, #name);                                    \
     return traced_open(node_, AT_FDCWD, path, flags, mode,              \
                        [&] { return real_##name(path, flags, mode); }); \
@@ -177,10 +181,7 @@ DFTRACE_IO_OPEN(open64)
 #define DFTRACE_IO_OPENAT(name)                                                           \
   int name(int dirfd, const char *path, int flags, ...) {                                 \
     DFTRACE_IO_REAL(name);                                                                \
-    va_list ap;                                                                           \
-    va_start(ap, flags);                                                                  \
-    const mode_t mode = mode_arg(flags, ap);                                              \
-    va_end(ap);                                                                           \
+    DFTRACE_IO_MODE_FROM_VARARGS(flags);                                                  \
     DFTRACE_IO_NODE(k_posix, #name);                                                      \
     return traced_open_call(                                                              \
         node_, dirfd, path, [&] { return real_##name(dirfd, path, flags, mode); },        \
