@@ -80,7 +80,10 @@ def test_event_times_agree_with_clock_monotonic(tmp_path, source):
     # With the TSC forced on a kernel that keeps time with another clocksource (kvm-clock here),
     # CLOCK_MONOTONIC is not linear in the TSC: once 6.6 us outside in 25 runs under load
     # (issue 17), so 20 us there. Times within the trace stay mutually ordered either way.
-    limit = 20 if source_expected(source) == "tsc" and tsc_expected() != "tsc" else 1
+    # With the machine 4 to 5x overloaded (load 7 to 9, 2 cores), 1.5 to 4.6 us outside in 1 run
+    # of 4 (a writer preempted between the two readings of an anchor): 5 us, still far below
+    # the drift of a map without anchors.
+    limit = 20 if source_expected(source) == "tsc" and tsc_expected() != "tsc" else 5
     assert worst <= limit, f"a region lies {worst} us outside its CLOCK_MONOTONIC bracket"
 
 
