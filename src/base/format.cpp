@@ -2,13 +2,31 @@
 #include "base/format.hpp"
 
 #include <cctype>
+#include <cstring>
 
 namespace dftrace::detail {
+
+namespace {
+// The bytes that stand for themselves in a JSON string (printable ASCII but '"' and '\\').
+struct plain_bytes {
+  bool is[256] = {};
+  constexpr plain_bytes() {
+    for (int c = 0x20; c < 0x80; ++c) is[c] = c != '"' && c != '\\';
+  }
+};
+constexpr plain_bytes k_plain{};
+}  // namespace
 
 char *escape_json(char *out, const char *in, size_t n) {
   static constexpr char hex[] = "0123456789abcdef";
   const auto *s = reinterpret_cast<const unsigned char *>(in);
+  // The usual text (keys, names, paths) needs no escape: copied in one tight loop first.
   size_t i = 0;
+  while (i < n && k_plain.is[s[i]]) {
+    out[i] = static_cast<char>(s[i]);
+    ++i;
+  }
+  out += i;
   while (i < n) {
     const unsigned char c = s[i];
     if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
