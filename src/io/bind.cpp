@@ -219,10 +219,16 @@ __attribute__((noinline)) void *io_dlopen(const char *name, int flags) {
 
 // The application mode's entry, called by libdftrace when it initialises with I/O tracing on
 // (src/runtime/extensions.cpp): the rules, then every loaded object bound. 0: bound; 1: this
-// library is preloaded (the loader binds it); -1: this architecture can not be bound.
+// libdftrace_io is preloaded (the loader binds it); -1: this architecture can not be bound.
 extern "C" int dftrace_io_bind(const char *data_dirs, const char *exclude) {
   set_rules(data_dirs ? data_dirs : "", exclude ? exclude : "");
-  if (::dlsym(RTLD_DEFAULT, "read") == reinterpret_cast<void *>(&read)) return 1;
+  // Preloaded (this copy, or another libdftrace_io: an installed one beside a built one): the
+  // loader binds every call already. The global scope is searched through the program's own
+  // handle (RTLD_DEFAULT, from here, would also search this copy's local scope and find it).
+  void *program = ::dlopen(nullptr, RTLD_LAZY);
+  const bool preloaded = program && ::dlsym(program, "dftrace_io_bind");
+  if (program) ::dlclose(program);
+  if (preloaded) return 1;
 #ifdef DFTRACE_IO_NO_BIND
   return -1;
 #else

@@ -43,25 +43,34 @@ auto traced_fd_call(dftrace_node_t *node, int fd, Call call, Args args) -> declt
   return traced(node, call, [&](auto ret) { return args(h, ret); });
 }
 
-// An opening call: traced when its file is; the descriptor it returns is followed either way
-// (traced, or known to be untraced). args(h, ret) gives the event's arguments.
-template <typename Call, typename Args>
-int traced_open_call(dftrace_node_t *node, int dirfd, const char *path, Call call, Args args) {
+// An opening call: traced when its file is; the descriptor of what it returns (fd_of(ret): the
+// descriptor itself, a stream's, a directory stream's; -1 for a failure) is followed either way
+// (traced, known to be untraced, or, seen while not recording, looked up at its next use).
+// args(h, ret) gives the event's arguments.
+template <typename Call, typename Args, typename FdOf>
+auto traced_opening(dftrace_node_t *node, int dirfd, const char *path, Call call, Args args,
+                    FdOf fd_of) -> decltype(call()) {
   if (!recording(node)) {
-    const int fd = call();
-    if (fd >= 0) fd_forget(fd);  // a number seen opened while not recording: looked up later
-    return fd;
+    const auto ret = call();
+    fd_forget(fd_of(ret));
+    return ret;
   }
   char abs[PATH_MAX];
   if (!traced_path(dirfd, path, abs)) {
-    const int fd = call();
-    if (fd >= 0) fd_untrack(fd);
-    return fd;
+    const auto ret = call();
+    fd_untrack(fd_of(ret));
+    return ret;
   }
   const uint64_t h = file_hash(abs);
-  const int fd = traced(node, call, [&](int ret) { return args(h, ret); });
-  if (fd >= 0) fd_track(fd, h);
-  return fd;
+  const auto ret = traced(node, call, [&](auto r) { return args(h, r); });
+  fd_track(fd_of(ret), h);  // (no system call: errno stays the real call's)
+  return ret;
+}
+
+// open and its forms: the descriptor is the result.
+template <typename Call, typename Args>
+int traced_open_call(dftrace_node_t *node, int dirfd, const char *path, Call call, Args args) {
+  return traced_opening(node, dirfd, path, call, args, [](int fd) { return fd; });
 }
 
 }  // namespace dftrace::io

@@ -49,11 +49,7 @@ int64_t transfer_bytes(hid_t dataset, hid_t mem_type, hid_t mem_space) {
 // H5Fcreate and H5Fopen: a file by name.
 template <typename Call>
 hid_t traced_file_open(dftrace_node_t *node, const char *name, unsigned flags, Call call) {
-  if (!recording(node)) return call();
-  char abs[PATH_MAX];
-  if (!traced_path(AT_FDCWD, name, abs)) return call();
-  const uint64_t h = file_hash(abs);
-  return traced(node, call, [&](hid_t ret) {
+  return traced_path_call(node, AT_FDCWD, name, call, [&](uint64_t h, hid_t ret) {
     return std::array<dftrace_arg_t, 3>{arg_u("fhash", h), arg_i("flags", flags),
                                         arg_i("ret", ret)};
   });

@@ -15,27 +15,7 @@ namespace {
 constexpr const char *k_posix = "POSIX";
 
 // A directory stream: traced as the directory it reads (through its descriptor).
-DIR *track_dir(DIR *d, bool traced, uint64_t h) {
-  if (d) {
-    const int fd = ::dirfd(d);
-    if (traced)
-      fd_track(fd, h);
-    else
-      fd_untrack(fd);
-  }
-  return d;
-}
-
-template <typename Call>
-DIR *traced_opendir(dftrace_node_t *node, const char *path, Call call) {
-  if (!recording(node)) return call();
-  char abs[PATH_MAX];
-  if (!traced_path(AT_FDCWD, path, abs)) return track_dir(call(), false, 0);
-  const uint64_t h = file_hash(abs);
-  DIR *d =
-      traced(node, call, [&](DIR *) { return std::array<dftrace_arg_t, 1>{arg_u("fhash", h)}; });
-  return track_dir(d, true, h);
-}
+int dir_fd(DIR *d) { return d ? ::dirfd(d) : -1; }
 
 // readdir: fhash, ret (1: an entry, 0: the end or an error).
 template <typename Entry, typename Call>
@@ -154,7 +134,9 @@ DFTRACE_IO_READLINK(__readlinkat_chk, "readlinkat",
 DIR *opendir(const char *path) {
   DFTRACE_IO_REAL(opendir);
   DFTRACE_IO_NODE(k_posix, "opendir");
-  return traced_opendir(node_, path, [&] { return real_opendir(path); });
+  return traced_opening(
+      node_, AT_FDCWD, path, [&] { return real_opendir(path); },
+      [](uint64_t h, DIR *) { return std::array<dftrace_arg_t, 1>{arg_u("fhash", h)}; }, dir_fd);
 }
 DFTRACE_IO_REGISTER(opendir);
 

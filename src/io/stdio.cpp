@@ -17,23 +17,12 @@ int stream_fd(FILE *f) { return f ? ::fileno_unlocked(f) : -1; }
 // An opening call: traced when its path is; the stream's descriptor is followed either way.
 template <typename Call>
 FILE *traced_fopen(dftrace_node_t *node, const char *path, const char *mode, Call call) {
-  if (!recording(node)) {
-    FILE *f = call();
-    fd_forget(stream_fd(f));
-    return f;
-  }
-  char abs[PATH_MAX];
-  if (!traced_path(AT_FDCWD, path, abs)) {
-    FILE *f = call();
-    fd_untrack(stream_fd(f));
-    return f;
-  }
-  const uint64_t h = file_hash(abs);
-  FILE *f = traced(node, call, [&](FILE *) {
-    return std::array<dftrace_arg_t, 2>{arg_u("fhash", h), arg_s("mode", mode)};
-  });
-  if (f) fd_track(stream_fd(f), h);  // (no system call: errno stays the real call's)
-  return f;
+  return traced_opening(
+      node, AT_FDCWD, path, call,
+      [&](uint64_t h, FILE *) {
+        return std::array<dftrace_arg_t, 2>{arg_u("fhash", h), arg_s("mode", mode)};
+      },
+      stream_fd);
 }
 
 // A call on a stream: traced when its descriptor is.

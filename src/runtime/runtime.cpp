@@ -675,8 +675,6 @@ inline char *extend(std::string &out, size_t k) {
 }
 inline char *extend(char_buffer &out, size_t k) { return out.extend(k); }
 
-// Stored raw (key bytes, value bytes): the writer thread escapes and formats them, and
-// resolves a key given twice (the later value wins).
 // Copies n bytes that fit in 16 (an argument's key, usually) with a few fixed-size moves that
 // stay inside both ranges; longer ones with memcpy.
 inline void copy_short(char *d, const char *s, size_t n) {
@@ -719,6 +717,8 @@ inline bool append_number(char_buffer &out, const dftrace_arg &a) {
 }
 inline bool append_number(std::string &, const dftrace_arg &) { return false; }
 
+// Stored raw (key bytes, value bytes): the writer thread escapes and formats them, and
+// resolves a key given twice (the later value wins).
 template <typename Buf>
 inline void append_raw_args(Buf &out, const dftrace_arg *args, size_t nargs) {
   for (size_t i = 0; i < nargs; ++i) {
@@ -896,21 +896,18 @@ void runtime::end_at(uint64_t region, const dftrace_arg *args, size_t nargs, uin
 
 const arg_layout *runtime::make_layout(const dftrace_arg *args, size_t nargs) {
   if (!args || nargs == 0 || nargs > 64) return nullptr;
-  auto l = std::make_unique<arg_layout>();
   for (size_t i = 0; i < nargs; ++i) {
     const dftrace_arg &a = args[i];
     if (!a.key || !*a.key ||
         (a.type != DFTRACE_ARG_INT && a.type != DFTRACE_ARG_UINT && a.type != DFTRACE_ARG_DOUBLE))
       return nullptr;
-    raw_arg h{};
-    h.type = static_cast<uint8_t>(a.type);
-    h.key_len = static_cast<uint16_t>(std::min(std::strlen(a.key), k_max_arg_key));
-    h.value_len = 8;
-    l->raw.append(reinterpret_cast<const char *>(&h), sizeof h);
-    l->raw.append(a.key, h.key_len);
-    l->slots.push_back(static_cast<uint32_t>(l->raw.size()));
-    l->raw.append(8, '\0');
   }
+  // The arguments' raw form, as an event stores them; each value's 8 bytes are its slot.
+  auto l = std::make_unique<arg_layout>();
+  append_raw_args(l->raw, args, nargs);
+  for_each_raw(l->raw, [&](uint8_t, std::string_view, std::string_view value) {
+    l->slots.push_back(static_cast<uint32_t>(value.data() - l->raw.data()));
+  });
   // Never freed (documented: one per call site), but kept reachable: a layout may be used by
   // any thread until the process ends.
   static std::mutex m;
