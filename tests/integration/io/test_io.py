@@ -193,6 +193,46 @@ def test_every_process_it_starts_is_traced(tmp_path):
     assert len(writers) == 1, sorted(os.path.basename(f) for f in traces)
 
 
+def test_forked_children_leaving_with_exit_keep_their_events(tmp_path):
+    """A forked child that leaves with _exit (Python's multiprocessing fork workers, such as a
+    DataLoader's, end with os._exit(), which skips the exit handlers) still finalizes its trace:
+    every event and the end line; a vfork child's _exit (a failed exec in subprocess) does not
+    touch its parent's trace."""
+    data = tmp_path / "data"
+    data.mkdir()
+    script = tmp_path / "fork_exit.py"
+    script.write_text(textwrap.dedent("""
+        import multiprocessing as mp, os, subprocess, sys
+        def work(d, k):
+            for i in range(200):
+                with open(os.path.join(d, "w%d_%03d" % (k, i)), "wb") as f:
+                    f.write(b"x" * 100)
+        if __name__ == "__main__":
+            ctx = mp.get_context("fork")
+            ps = [ctx.Process(target=work, args=(sys.argv[1], k)) for k in range(2)]
+            for p in ps: p.start()
+            for p in ps: p.join()
+            try:
+                subprocess.run(["/nonexistent/program"])  # vfork, exec fails, the child _exits
+            except OSError:
+                pass
+            with open(os.path.join(sys.argv[1], "parent"), "w") as f:
+                f.write("done")
+            sys.exit(max(p.exitcode for p in ps))
+    """))
+    out, _ = run(tmp_path, "/usr/bin/python3", str(script), str(data),
+                 options=("--data-dirs", str(data)))
+    written = collections.Counter()
+    for f in glob.glob(str(out / "*.pfw.gz")):
+        ev = tc.load_checked(f, nesting=False)  # the footer too: every file was finalized
+        names = file_names(ev)
+        for e in io_events(ev):
+            if e["name"] == "write":
+                written[os.path.basename(names[e["args"]["fhash"]])[:2]] += 1
+    # Each worker's 200 writes, none lost at its os._exit; the parent's after the vfork child.
+    assert written == {"w0": 200, "w1": 200, "pa": 1}, written
+
+
 def test_fortify_source_entry_points(tmp_path):
     # A program built with -O2 -D_FORTIFY_SOURCE=2 calls __open_2 and __read_chk (checked with
     # nm: the test means nothing if the compiler chose otherwise); they are recorded as open and
