@@ -1,10 +1,15 @@
 /* io_bench.c: what tracing adds to a pread of 4 KiB from the page cache, in a program never
  * built with dftrace (bench/io_bench.sh runs it bare and under libdftrace_io, side by side).
- * Usage: io_bench FILE [CALLS]; prints ns per call (the median of 5 timed loops). */
+ * Usage: io_bench FILE [CALLS] [mt]; prints ns per call (the median of 5 timed loops). "mt"
+ * starts an idle thread first, so that the C library takes the path of a multi-threaded
+ * process, as it does in a traced one (which has a writer thread): io_instructions.sh
+ * subtracts that run's count to leave only the interposer's and dftrace's own instructions. */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -19,9 +24,17 @@ static int cmp(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+static void *idle(void *arg) {
+  (void)arg;
+  for (;;) pause();
+  return NULL;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) return 2;
   const long calls = argc > 2 ? atol(argv[2]) : 200000;
+  pthread_t t;
+  if (argc > 3 && strcmp(argv[3], "mt") == 0 && pthread_create(&t, NULL, idle, NULL) != 0) return 1;
   int fd = open(argv[1], O_RDONLY);
   if (fd < 0) return 1;
   static char buf[4096];

@@ -4,6 +4,11 @@ the dataset traced), side by side, alternated round by round. Prints each round'
 the median ratio traced/untraced.
 
     /usr/bin/python3 bench/io_dlio_bench.py BUILD [--files 4000] [--rounds 7] [--epochs 2]
+        [--base OTHER_BUILD] [--no-files]
+
+--base adds the same loop traced by another build (a change before and after, side by side);
+--no-files adds a run preloaded with no file in the traced directories (the cost of tracing a
+process before any I/O event: its start, its writer, its finish).
 """
 import argparse
 import os
@@ -46,13 +51,17 @@ def main():
     p.add_argument("--files", type=int, default=4000)
     p.add_argument("--rounds", type=int, default=7)
     p.add_argument("--epochs", type=int, default=2)
+    p.add_argument("--base", help="another build, traced side by side (before/after a change)")
+    p.add_argument("--no-files", action="store_true",
+                   help="also run preloaded with no file in the traced directories (what "
+                        "tracing costs a process before any I/O event: start, writer, finish)")
     a = p.parse_args()
-    cli = os.path.join(os.path.abspath(a.build), "tools", "dftrace")
     tmp = tempfile.mkdtemp(prefix="dlio-bench-")
     try:
         import numpy as np
         data = os.path.join(tmp, "data")
         os.mkdir(data)
+        os.mkdir(os.path.join(tmp, "empty"))
         rng = np.random.default_rng(1)
         for i in range(a.files):  # 16 KiB each, as DLIO's small-sample workloads
             np.save(os.path.join(data, "s%05d.npy" % i), rng.random((64, 64), dtype=np.float32))
@@ -63,33 +72,54 @@ def main():
         env.pop("LD_PRELOAD", None)
         py = "/usr/bin/python3"
         plain_cmd = [py, child, data, str(a.epochs)]
-        traced_cmd = [cli, "run", "--prefix", os.path.join(tmp, "traces", "t"), "--", *plain_cmd]
-        os.mkdir(os.path.join(tmp, "traces"))
+        traces = os.path.join(tmp, "traces")
+
+        def run_cmd(build, *opts):
+            cli = os.path.join(os.path.abspath(build), "tools", "dftrace")
+            return [cli, "run", "--prefix", os.path.join(traces, "t"), *opts, "--", *plain_cmd]
+
+        arms = [("untraced", plain_cmd), ("traced", run_cmd(a.build))]
+        if a.no_files:
+            arms.append(("no file traced", run_cmd(a.build, "--data-dirs", os.path.join(tmp, "empty"))))
+        if a.base:
+            arms.append(("traced, base", run_cmd(a.base)))
+        os.mkdir(traces)
         subprocess.run(plain_cmd, env=env, check=True, capture_output=True)  # warm the cache
-        plain, traced = [], []
+        times = {name: [] for name, _ in arms}
+        io = 0
         for r in range(a.rounds):
-            for name, cmd, out in (("untraced", plain_cmd, plain), ("traced", traced_cmd, traced)):
-                shutil.rmtree(os.path.join(tmp, "traces"))
-                os.mkdir(os.path.join(tmp, "traces"))
+            line = []
+            for name, cmd in arms:
+                shutil.rmtree(traces)
+                os.mkdir(traces)
                 res = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True)
-                out.append(float(res.stdout.strip().splitlines()[-1]))
+                times[name].append(float(res.stdout.strip().splitlines()[-1]))
+                line.append("%s %.3f s" % (name, times[name][-1]))
+                if name == "traced":
+                    io = io_events(os.path.join(os.path.abspath(a.build), "tools", "dftrace"),
+                                   traces)
             with open("/proc/loadavg") as f:
                 load = f.read().split()[0]
-            print("round %d: untraced %.3f s, traced %.3f s, ratio %.3f (load %s)"
-                  % (r + 1, plain[-1], traced[-1], traced[-1] / plain[-1], load), flush=True)
-        events = subprocess.run([cli, "stat", "--json", *sorted(
-            os.path.join(tmp, "traces", f) for f in os.listdir(os.path.join(tmp, "traces")))],
-            capture_output=True, text=True).stdout
-        import json
-        st = json.loads(events)
-        io = sum(r["count"] for r in st["by_name"] if r["cat"] in ("POSIX", "STDIO"))
-        ratios = sorted(t / u for t, u in zip(traced, plain))
+            print("round %d: %s (load %s)" % (r + 1, ", ".join(line), load), flush=True)
         print("files %d x %d epochs; I/O events in the last traced run: %d" % (a.files, a.epochs, io))
-        print("median untraced %.3f s, traced %.3f s; median ratio %.3f (min %.3f, max %.3f)"
-              % (statistics.median(plain), statistics.median(traced), statistics.median(ratios),
-                 ratios[0], ratios[-1]))
+        plain = times["untraced"]
+        print("median untraced %.3f s" % statistics.median(plain))
+        for name, _ in arms[1:]:
+            ratios = sorted(t / u for t, u in zip(times[name], plain))
+            print("%-16s median %.3f s; ratio to untraced: median %.3f (min %.3f, max %.3f)"
+                  % (name, statistics.median(times[name]), statistics.median(ratios), ratios[0],
+                     ratios[-1]))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def io_events(cli, traces):
+    """POSIX and STDIO events in the traces of one run (dftrace stat --json)."""
+    import json
+    files = sorted(os.path.join(traces, f) for f in os.listdir(traces))
+    st = json.loads(subprocess.run([cli, "stat", "--json", *files], capture_output=True,
+                                   text=True).stdout)
+    return sum(r["count"] for r in st["by_name"] if r["cat"] in ("POSIX", "STDIO"))
 
 
 if __name__ == "__main__":

@@ -350,12 +350,18 @@ void dftrace_region_end_ex(dftrace_region_t r, const dftrace_arg_t *args, size_t
   guarded_do([&] { the_runtime().end(r, args, nargs); });
 }
 
-struct dftrace_arg_layout {};  // the C name of dftrace::detail::arg_layout (never dereferenced)
+struct dftrace_arg_layout {};  // the C name of dftrace::detail::prepared_args (never dereferenced)
+
+namespace {
+const dftrace::detail::prepared_args *to_layout(const dftrace_arg_layout_t *l) {
+  return reinterpret_cast<const dftrace::detail::prepared_args *>(l);
+}
+}  // namespace
 
 const dftrace_arg_layout_t *dftrace_arg_layout(const dftrace_arg_t *args, size_t nargs) {
   return reinterpret_cast<const dftrace_arg_layout_t *>(
       guarded([&] { return dftrace::detail::runtime::make_layout(args, nargs); },
-              static_cast<const dftrace::detail::arg_layout *>(nullptr)));
+              static_cast<const dftrace::detail::prepared_args *>(nullptr)));
 }
 
 void dftrace_region_end_values(dftrace_region_t r, const dftrace_arg_layout_t *layout,
@@ -364,9 +370,28 @@ void dftrace_region_end_values(dftrace_region_t r, const dftrace_arg_layout_t *l
   if (!layout || !values) return dftrace_region_end(r);
   static_assert(sizeof(dftrace_value_t) == sizeof(uint64_t), "a value is 8 bytes");
   guarded_do([&] {
-    the_runtime().end_layout(r, *reinterpret_cast<const dftrace::detail::arg_layout *>(layout),
-                             reinterpret_cast<const uint64_t *>(values));
+    the_runtime().end_layout(r, *to_layout(layout), reinterpret_cast<const uint64_t *>(values));
   });
+}
+
+uint64_t dftrace_leaf_begin(dftrace_node_t *n) {
+  if (!n || !to_node(n)->active.load(std::memory_order_relaxed)) return 0;
+  return guarded([&] { return the_runtime().leaf_begin(to_node(n)); }, uint64_t{0});
+}
+
+void dftrace_leaf_end_values(dftrace_node_t *n, uint64_t start, const dftrace_arg_layout_t *layout,
+                             const dftrace_value_t *values) {
+  if (!start || !n) return;
+  guarded_do([&] {
+    the_runtime().leaf_end(to_node(n), start, values ? to_layout(layout) : nullptr,
+                           reinterpret_cast<const uint64_t *>(values));
+  });
+}
+
+void dftrace_leaf_end_ex(dftrace_node_t *n, uint64_t start, const dftrace_arg_t *args,
+                         size_t nargs) {
+  if (!start || !n) return;
+  guarded_do([&] { the_runtime().leaf_end(to_node(n), start, args, nargs); });
 }
 
 void dftrace_region_cancel(dftrace_region_t r) {

@@ -302,6 +302,21 @@ DFTRACE_API void dftrace_region_end_values(dftrace_region_t region,
                                            const dftrace_arg_layout_t *layout,
                                            const dftrace_value_t *values);
 
+/* Leaf events: an event that can contain no other (a system call, a library call that makes
+ * no traced call inside), at the least cost. Nothing is pushed on the thread's stack; the event
+ * is recorded at its end, nested in the thread's innermost open region (its level and p_idx).
+ * dftrace_leaf_begin returns the start (0: not recorded: the node is off, or tracing is); pass
+ * it, on the same thread, to one of the two ends (0 is allowed and does nothing). An event
+ * begun between a leaf's begin and end is not the leaf's child. */
+DFTRACE_API uint64_t dftrace_leaf_begin(dftrace_node_t *node);
+/* Ends a leaf with a layout's arguments (values[i]: its i-th key's); layout may be NULL. */
+DFTRACE_API void dftrace_leaf_end_values(dftrace_node_t *node, uint64_t start,
+                                         const dftrace_arg_layout_t *layout,
+                                         const dftrace_value_t *values);
+/* Ends a leaf with per-use arguments of any type. `args` may be NULL when `nargs` is 0. */
+DFTRACE_API void dftrace_leaf_end_ex(dftrace_node_t *node, uint64_t start,
+                                     const dftrace_arg_t *args, size_t nargs);
+
 /* Drops a region without writing it (for example an iteration that yielded no item). */
 DFTRACE_API void dftrace_region_cancel(dftrace_region_t region);
 

@@ -13,14 +13,14 @@ namespace dftrace::io {
 
 // A call on a path (relative to dirfd): traced when the file is. args(h, ret) gives the
 // event's arguments.
-template <typename Call, typename Args>
+template <nesting Nesting = nesting::leaf, typename Call, typename Args>
 auto traced_path_call(dftrace_node_t *node, int dirfd, const char *path, Call call, Args args)
     -> decltype(call()) {
   if (!recording(node)) return call();
   char abs[PATH_MAX];
   if (!traced_path(dirfd, path, abs)) return call();
   const uint64_t h = file_hash(abs);
-  return traced(node, call, [&](auto ret) { return args(h, ret); });
+  return traced<Nesting>(node, call, [&](auto ret) { return args(h, ret); });
 }
 
 // The common case: fhash and ret.

@@ -49,10 +49,11 @@ int64_t transfer_bytes(hid_t dataset, hid_t mem_type, hid_t mem_space) {
 // H5Fcreate and H5Fopen: a file by name.
 template <typename Call>
 hid_t traced_file_open(dftrace_node_t *node, const char *name, unsigned flags, Call call) {
-  return traced_path_call(node, AT_FDCWD, name, call, [&](uint64_t h, hid_t ret) {
-    return std::array<dftrace_arg_t, 3>{arg_u("fhash", h), arg_i("flags", flags),
-                                        arg_i("ret", ret)};
-  });
+  return traced_path_call<nesting::contains>(
+      node, AT_FDCWD, name, call, [&](uint64_t h, hid_t ret) {
+        return std::array<dftrace_arg_t, 3>{arg_u("fhash", h), arg_i("flags", flags),
+                                            arg_i("ret", ret)};
+      });
 }
 
 // A call on an object of a file: traced when the file is (its name, as the filter sees it).
@@ -71,7 +72,7 @@ auto traced_object_call(dftrace_node_t *node, hid_t object, Call call, Args args
       return call();
     h = file_hash(abs);
   }
-  return traced(node, call, [&](auto ret) { return args(h, ret); });
+  return traced<nesting::contains>(node, call, [&](auto ret) { return args(h, ret); });
 }
 
 // Reads and writes: fhash, size (bytes), ret.

@@ -116,23 +116,29 @@ const dftrace_arg_layout_t *layout_of(const std::array<dftrace_arg_t, N> &a, boo
   return dftrace_arg_layout(all.data(), with_errno ? N + 1 : N);
 }
 
+// Whether a traced call can contain other events. Every POSIX and STDIO call is a leaf (the C
+// library's own calls inside are not interposed) and is recorded as a leaf event
+// (dftrace_leaf_begin: no region on the stack); HDF5's calls contain POSIX ones.
+enum class nesting { leaf, contains };
+
 // One event around `call` on `node`; args(result) gives the event's arguments, to which a
 // failed call adds `errno` (unless `with_errno` is false: readdir's null is also the end). The
 // application sees the real call's result and errno. Each call site's keys are prepared once
 // (dftrace_arg_layout), so that an event passes only its values.
 // Never inlined: the interposers' common path (not recording, or not a traced file) then
 // needs no stack frame for the event's arguments.
-template <typename Call, typename Args>
+template <nesting Nesting = nesting::leaf, typename Call, typename Args>
 __attribute__((noinline)) auto traced(dftrace_node_t *node, Call call, Args args,
                                       bool with_errno = true) -> decltype(call()) {
-  dftrace_region_t r;
+  constexpr bool leaf = Nesting == nesting::leaf;
+  uint64_t begun;  // the leaf's start, or the region
   {
-    inside g;
-    r = dftrace_region_begin(node);
+    inside g;  // the first event may initialise dftrace, which reads files
+    begun = leaf ? dftrace_leaf_begin(node) : dftrace_region_begin(node);
   }
   auto ret = call();
   const int err = errno;
-  if (r) {
+  if (begun) {
     inside g;
     const auto a = args(ret);
     constexpr size_t n = std::tuple_size_v<std::decay_t<decltype(a)>>;
@@ -143,12 +149,19 @@ __attribute__((noinline)) auto traced(dftrace_node_t *node, Call call, Args args
       dftrace_value_t v[n + 1];
       for (size_t i = 0; i < n; ++i) v[i].u = a[i].value.u;
       v[n].i = err;
-      dftrace_region_end_values(r, l, v);
+      if (leaf)
+        dftrace_leaf_end_values(node, begun, l, v);
+      else
+        dftrace_region_end_values(begun, l, v);
     } else {
       std::array<dftrace_arg_t, n + 1> all{};
       std::copy(a.begin(), a.end(), all.begin());
       if (add_errno) all[n] = arg_i("errno", err);
-      dftrace_region_end_ex(r, all.data(), add_errno ? n + 1 : n);
+      const size_t k = add_errno ? n + 1 : n;
+      if (leaf)
+        dftrace_leaf_end_ex(node, begun, all.data(), k);
+      else
+        dftrace_region_end_ex(begun, all.data(), k);
     }
   }
   errno = err;

@@ -834,10 +834,10 @@ uint64_t runtime::begin_at(node *n, int enable, const dftrace_arg *args, size_t 
 }
 
 // write_record's last three arguments, by name.
-constexpr uint32_t k_no_count = 0;      // no "count" (only iter items have one)
-constexpr bool k_raw_args = false;      // per-use arguments stored raw (key, value bytes)
-constexpr bool k_json_args = true;      // per-use arguments already JSON text (counters, marks)
-constexpr bool k_monotonic_ns = false;  // start and end are monotonic ns, not ticks
+constexpr uint32_t k_no_count = 0;                  // no "count" (only iter items have one)
+constexpr args_kind k_raw_args = args_kind::raw;    // per-use arguments stored raw (key, value)
+constexpr args_kind k_json_args = args_kind::json;  // already JSON text (counters, marks)
+constexpr bool k_monotonic_ns = false;              // start and end are monotonic ns, not ticks
 
 __attribute__((always_inline)) inline void runtime::write_complete(thread_state &ts,
                                                                    const activation &a,
@@ -849,13 +849,23 @@ __attribute__((always_inline)) inline void runtime::write_complete(thread_state 
 __attribute__((always_inline)) inline void runtime::write_record(
     thread_state &ts, rec_type type, node *n, uint64_t id, uint64_t start, uint64_t end,
     int64_t tid, uint32_t level, int64_t parent_id, std::string_view use_args, uint32_t count,
-    bool use_args_json, bool ticked) {
+    args_kind kind, bool ticked) {
+  write_record_with(
+      ts, type, n, id, start, end, tid, level, parent_id, use_args.size(),
+      [&](char *p) { std::memcpy(p, use_args.data(), use_args.size()); }, count, kind, ticked);
+}
+
+template <typename PutUse>
+__attribute__((always_inline)) inline void runtime::write_record_with(
+    thread_state &ts, rec_type type, node *n, uint64_t id, uint64_t start, uint64_t end,
+    int64_t tid, uint32_t level, int64_t parent_id, size_t use_len, PutUse put_use, uint32_t count,
+    args_kind kind, bool ticked) {
   // A binary record; the writer thread formats the line. The node's arguments are copied as
   // they are now (the event's end), lock-free.
   const arg_store &args = *n->args_src.load(std::memory_order_acquire);
   size_t room = args.size_hint() + 16;
   for (;;) {
-    char *const p0 = reserve(ts, rec_size(room + use_args.size()));
+    char *const p0 = reserve(ts, rec_size(room + use_len));
     rec &r = *reinterpret_cast<rec *>(p0);
     char *const payload = p0 + sizeof(rec);
     const long got =
@@ -864,10 +874,10 @@ __attribute__((always_inline)) inline void runtime::write_record(
       room = static_cast<size_t>(-got);
       continue;
     }
-    if (!use_args.empty()) std::memcpy(payload + got, use_args.data(), use_args.size());
+    if (use_len) put_use(payload + got);
     r.type = type;
     r.aggregate = type == rec_type::complete && n->aggregate.load(std::memory_order_relaxed);
-    r.use_args_json = use_args_json ? 1 : 0;
+    r.use_args_kind = kind;
     r.ticked = ticked ? 1 : 0;
     r.name_cat = &n->name_cat;
     r.id = id;
@@ -877,9 +887,9 @@ __attribute__((always_inline)) inline void runtime::write_record(
     r.tid = tid;
     r.level = level;
     r.node_args_len = static_cast<uint32_t>(got);
-    r.use_args_len = static_cast<uint32_t>(use_args.size());
+    r.use_args_len = static_cast<uint32_t>(use_len);
     r.count = count;
-    r.size = static_cast<uint32_t>(rec_size(static_cast<size_t>(got) + use_args.size()));
+    r.size = static_cast<uint32_t>(rec_size(static_cast<size_t>(got) + use_len));
     commit(ts, p0 + r.size);
     return;
   }
@@ -894,7 +904,7 @@ void runtime::end_at(uint64_t region, const dftrace_arg *args, size_t nargs, uin
       region, nargs && args, [&](char_buffer &out) { append_args(out, args, nargs); }, now);
 }
 
-const arg_layout *runtime::make_layout(const dftrace_arg *args, size_t nargs) {
+const prepared_args *runtime::make_layout(const dftrace_arg *args, size_t nargs) {
   if (!args || nargs == 0 || nargs > 64) return nullptr;
   for (size_t i = 0; i < nargs; ++i) {
     const dftrace_arg &a = args[i];
@@ -903,21 +913,19 @@ const arg_layout *runtime::make_layout(const dftrace_arg *args, size_t nargs) {
       return nullptr;
   }
   // The arguments' raw form, as an event stores them; each value's 8 bytes are its slot.
-  auto l = std::make_unique<arg_layout>();
-  append_raw_args(l->raw, args, nargs);
-  for_each_raw(l->raw, [&](uint8_t, std::string_view, std::string_view value) {
-    l->slots.push_back(static_cast<uint32_t>(value.data() - l->raw.data()));
-  });
+  std::string raw;
+  append_raw_args(raw, args, nargs);
+  std::unique_ptr<prepared_args> l = prepare_args(std::move(raw));
   // Never freed (documented: one per call site), but kept reachable: a layout may be used by
   // any thread until the process ends.
   static std::mutex m;
-  static auto *all = new std::vector<std::unique_ptr<arg_layout>>();
+  static auto *all = new std::vector<std::unique_ptr<prepared_args>>();
   std::lock_guard<std::mutex> lock(m);
   all->push_back(std::move(l));
   return all->back().get();
 }
 
-void runtime::end_layout(uint64_t region, const arg_layout &layout, const uint64_t *values) {
+void runtime::end_layout(uint64_t region, const prepared_args &layout, const uint64_t *values) {
   end_with(
       region, true,
       [&](char_buffer &out) {
@@ -927,6 +935,53 @@ void runtime::end_layout(uint64_t region, const arg_layout &layout, const uint64
           std::memcpy(p + layout.slots[i], &values[i], 8);
       },
       tick_now());
+}
+
+uint64_t runtime::leaf_begin(node *n) {
+  if (!n->active.load(std::memory_order_relaxed)) return 0;
+  thread_state &ts = thread();
+  // The first use may have initialised the runtime, and switched this node off.
+  if (!ts.w || !n->active.load(std::memory_order_relaxed)) return 0;
+  if (__builtin_expect(forward_, 0)) nvtx_forward::push(n);
+  const uint64_t t = tick_now();
+  return t ? t : 1;  // 0 says "not recording"
+}
+
+template <typename PutUse>
+inline void runtime::write_leaf(thread_state &ts, node *n, uint64_t start, size_t use_len,
+                                PutUse put_use, args_kind kind) {
+  const uint64_t now = tick_now();
+  if (__builtin_expect(forward_, 0)) nvtx_forward::pop();
+  write_record_with(ts, rec_type::complete, n, next_id(ts), start, now, ts.tid,
+                    static_cast<uint32_t>(ts.stack.size() + 1),
+                    ts.stack.empty() ? -1 : static_cast<int64_t>(ts.stack.back().id), use_len,
+                    put_use, k_no_count, kind, true);
+}
+
+void runtime::leaf_end(node *n, uint64_t start, const prepared_args *layout,
+                       const uint64_t *values) {
+  thread_state *ts = t_state;
+  // Begun under another writer (finalised or forked since): nothing to end.
+  if (!ts || ts->generation != generation_.load(std::memory_order_relaxed) || !ts->w) return;
+  const size_t k = layout ? layout->slots.size() : 0;
+  // The layout's address, then its values (writer/record.hpp: prepared_args).
+  write_leaf(
+      *ts, n, start, k ? sizeof layout + 8 * k : 0,
+      [&](char *p) {
+        std::memcpy(p, &layout, sizeof layout);
+        std::memcpy(p + sizeof layout, values, 8 * k);
+      },
+      k ? args_kind::prepared : k_raw_args);
+}
+
+void runtime::leaf_end(node *n, uint64_t start, const dftrace_arg *args, size_t nargs) {
+  thread_state *ts = t_state;
+  if (!ts || ts->generation != generation_.load(std::memory_order_relaxed) || !ts->w) return;
+  ts->use_args.clear();  // reused: no allocation once warm
+  if (nargs && args) append_args(ts->use_args, args, nargs);
+  const std::string &u = ts->use_args;
+  write_leaf(
+      *ts, n, start, u.size(), [&](char *p) { std::memcpy(p, u.data(), u.size()); }, k_raw_args);
 }
 
 template <typename Append>

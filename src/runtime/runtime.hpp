@@ -54,13 +54,6 @@ struct thread_state {
   bool named = false;
 };
 
-// A fixed list of numeric argument keys prepared once (dftrace_arg_layout): their raw form
-// (writer/record.hpp: raw_arg) with a slot of 8 bytes for each value. Immutable once built.
-struct arg_layout {
-  std::string raw;
-  std::vector<uint32_t> slots;  // offset of each value in raw
-};
-
 class runtime {
  public:
   static runtime &get() {
@@ -94,10 +87,17 @@ class runtime {
   // ---- the event path (calling thread)
   uint64_t begin(node *n, int enable, const dftrace_arg *args, size_t nargs);
   void end(uint64_t region, const dftrace_arg *args, size_t nargs);
-  // A layout of numeric argument keys (dftrace_arg_layout), or null; never freed.
-  static const arg_layout *make_layout(const dftrace_arg *args, size_t nargs);
+  // A layout of numeric argument keys (dftrace_arg_layout: writer/record.hpp prepared_args),
+  // or null; never freed.
+  static const prepared_args *make_layout(const dftrace_arg *args, size_t nargs);
   // Ends a region with a prepared layout's arguments (values[i]: the bits of the i-th value).
-  void end_layout(uint64_t region, const arg_layout &layout, const uint64_t *values);
+  void end_layout(uint64_t region, const prepared_args &layout, const uint64_t *values);
+  // Leaf events (dftrace_leaf_begin/_end): no activation on the stack, one record at the end,
+  // nested in the innermost open region. leaf_begin: the start tick, 0 when not recording.
+  uint64_t leaf_begin(node *n);
+  // layout may be null (no per-use arguments); else values[i] is its i-th value.
+  void leaf_end(node *n, uint64_t start, const prepared_args *layout, const uint64_t *values);
+  void leaf_end(node *n, uint64_t start, const dftrace_arg *args, size_t nargs);
   // Iter loops: ends `previous` (if any) and begins the next event on `n` with its item
   // `count`, at one clock read (the two events are back to back).
   uint64_t iter_step(uint64_t previous, node *n, int enable, uint32_t count);
@@ -167,10 +167,21 @@ class runtime {
   void pop_activation(thread_state &ts);
   // One event into the thread's chunk, as a binary record (record.hpp).
   // start and end: ticks when ticked, else monotonic ns (explicit-time events).
+  // use_args: raw entries, JSON text or a prepared layout's address and values (kind).
   void write_record(thread_state &ts, rec_type type, node *n, uint64_t id, uint64_t start,
                     uint64_t end, int64_t tid, uint32_t level, int64_t parent_id,
-                    std::string_view use_args, uint32_t count = 0, bool use_args_json = false,
+                    std::string_view use_args, uint32_t count = 0, args_kind kind = args_kind::raw,
                     bool ticked = true);
+  // The same, the per-use part (use_len bytes) written by put_use(dst).
+  template <typename PutUse>
+  void write_record_with(thread_state &ts, rec_type type, node *n, uint64_t id, uint64_t start,
+                         uint64_t end, int64_t tid, uint32_t level, int64_t parent_id,
+                         size_t use_len, PutUse put_use, uint32_t count, args_kind kind,
+                         bool ticked);
+  // A leaf's record: tick `start` to now, nested in the innermost open region.
+  template <typename PutUse>
+  void write_leaf(thread_state &ts, node *n, uint64_t start, size_t use_len, PutUse put_use,
+                  args_kind kind);
   // The header: "[" and the lines that come first (HH, SH, PR, process_name, the start event).
   std::string header_text();
   // How the runtime's own metadata lines are written (pid, hhash, precision).

@@ -97,16 +97,13 @@ void aggregator::add(const line_format &f, const rec &r) {
   g.dmin = std::min(g.dmin, dur);
   g.dmax = std::max(g.dmax, dur);
   g.dsum += dur;
-  if (r.use_args_json) return;  // JSON text (counters, marks): not events of this kind
-  // Numeric per-use arguments (raw entries: raw_arg, key, 8-byte value).
-  for_each_raw(
-      std::string_view(r.use_args(), r.use_args_len),
-      [&g](uint8_t type, std::string_view key, std::string_view value) {
-        if (value.size() != 8 || is_reserved_arg_key(key) ||
-            (type != DFTRACE_ARG_INT && type != DFTRACE_ARG_UINT && type != DFTRACE_ARG_DOUBLE))
-          return;
-        fold(&g, key, type == DFTRACE_ARG_DOUBLE, value.data());
-      });
+  // Numeric per-use arguments (raw entries or a prepared layout's; JSON text has none).
+  for_each_use_arg(r, [&g](uint8_t type, std::string_view key, std::string_view value) {
+    if (value.size() != 8 || is_reserved_arg_key(key) ||
+        (type != DFTRACE_ARG_INT && type != DFTRACE_ARG_UINT && type != DFTRACE_ARG_DOUBLE))
+      return;
+    fold(&g, key, type == DFTRACE_ARG_DOUBLE, value.data());
+  });
 }
 
 size_t aggregator::line_bound(const line_format &f, const group &g) {

@@ -91,7 +91,7 @@ void member_builder::add_records(const chunk *c, uint32_t from, uint32_t to) {
         members_[open_]->text.size() + bound > member_bytes_)
       close();
     member &m = assembling();
-    if (r.use_args_len > arg_index::k_small * sizeof(raw_arg) && !r.use_args_json)
+    if (r.use_args_len > arg_index::k_small * sizeof(raw_arg) && r.use_args_kind == args_kind::raw)
       arg_index_.fit(std::string_view(r.use_args(), r.use_args_len),
                      true);  // linear time for many arguments
     uint64_t ts;

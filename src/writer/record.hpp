@@ -23,14 +23,18 @@ class event_rules;
 // so that marks and events are converted by the same map (use_args: the JSON-quoted mark name).
 enum class rec_type : uint8_t { complete = 1, instant = 2, counter = 3, mark = 4 };
 
+// What a record's per-use arguments are: raw entries (raw_arg below: key and value bytes), JSON
+// text ("k":v,...: counters, marks), or a prepared layout's values (prepared_args below).
+enum class args_kind : uint8_t { raw = 0, json = 1, prepared = 2 };
+
 // Header of one record; payload follows: the node's argument fragment, then the per-use one
 // (for counters: "series":value). Records are 8-byte aligned.
 struct rec {
   uint32_t size;  // header + payload, rounded up to 8
   rec_type type;
-  uint8_t use_args_json;  // 1: use_args is JSON text ("k":v,...); 0: raw entries (raw_arg below)
-  uint8_t ticked;         // 1: start/end are ticks (base/clock.hpp); 0: monotonic ns
-  uint8_t aggregate;      // 1: folded into an aggregated record (aggregation.*), no line
+  args_kind use_args_kind;
+  uint8_t ticked;               // 1: start/end are ticks (base/clock.hpp); 0: monotonic ns
+  uint8_t aggregate;            // 1: folded into an aggregated record (aggregation.*), no line
   const std::string *name_cat;  // the node's pre-escaped ,"name":..,"cat":.. (nodes live forever)
   uint64_t id;
   uint64_t start;  // a tick, or monotonic ns (see ticked)
@@ -101,6 +105,38 @@ struct raw_arg {
 };
 inline constexpr size_t k_max_arg_key = 1024;  // longer keys are cut (documented)
 
+// Numeric per-use argument keys fixed once per call site (dftrace_arg_layout), so that neither
+// the application thread nor the writer handles a key per event: a record of kind `prepared`
+// holds the layout's address, then one 8-byte value per key. The writer copies each key's JSON,
+// escaped once here. Built by prepare_args (record_format.cpp), immutable, never freed: a layout
+// may be used by any thread until the process ends.
+struct prepared_args {
+  std::string raw;              // the keys' raw entries (raw_arg), with an 8-byte value slot each
+  std::vector<uint32_t> slots;  // each value's offset in raw
+  // Per key: `"key":` in `json` (escaped; a reserved key renamed user_<key>), its type, and
+  // whether it is written (a key given twice is written at its last place only).
+  struct json_key {
+    uint32_t at, len;
+    uint8_t type;
+    bool written;
+  };
+  std::string json;
+  std::vector<json_key> keys;
+  size_t json_bound = 0;  // the longest text the arguments can make (line_bound)
+};
+// The layout of numeric raw entries `raw` (every entry an 8-byte number; checked by the caller).
+std::unique_ptr<prepared_args> prepare_args(std::string raw);
+
+// A prepared record's per-use part: the layout's address, then its values.
+inline const prepared_args &prepared_of(std::string_view use_args) {
+  const prepared_args *p;
+  std::memcpy(&p, use_args.data(), sizeof p);
+  return *p;
+}
+inline const char *prepared_values(std::string_view use_args) {
+  return use_args.data() + sizeof(const prepared_args *);
+}
+
 // Walks raw per-use entries: fn(type, key, value).
 template <typename Fn>
 void for_each_raw(std::string_view use_args, Fn fn) {
@@ -123,9 +159,27 @@ inline char *format_time(const line_format &f, char *p, uint64_t mono) {
   return write_u64(p, mono + f.epoch_offset_ns);
 }
 
+// Walks a record's numeric per-use arguments, raw or prepared: fn(type, key, value) (JSON text
+// has none).
+template <typename Fn>
+void for_each_use_arg(const rec &r, Fn fn) {
+  const std::string_view use_args(r.use_args(), r.use_args_len);
+  if (r.use_args_kind == args_kind::raw) return for_each_raw(use_args, fn);
+  if (r.use_args_kind != args_kind::prepared) return;
+  const prepared_args &p = prepared_of(use_args);
+  const char *values = prepared_values(use_args);
+  size_t i = 0;
+  for_each_raw(p.raw, [&](uint8_t type, std::string_view key, std::string_view) {
+    fn(type, key, std::string_view(values + 8 * i++, 8));
+  });
+}
+
 // Upper bound of the line's length (raw arguments expand at most 8 times: escaping).
 inline size_t line_bound(const rec &r) {
-  return 256 + r.name_cat->size() + r.node_args_len + 8 * static_cast<size_t>(r.use_args_len);
+  const size_t use = r.use_args_kind == args_kind::prepared
+                         ? prepared_of(std::string_view(r.use_args(), r.use_args_len)).json_bound
+                         : 8 * static_cast<size_t>(r.use_args_len);
+  return 256 + r.name_cat->size() + r.node_args_len + use;
 }
 
 // Writes the record's line (with its '\n') at out (room: line_bound(r)); returns the end. Sets

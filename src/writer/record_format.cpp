@@ -228,10 +228,53 @@ char *put_args_indexed(char *p, bool comma, std::string_view node_args, std::str
   return p;
 }
 
+// A prepared layout's arguments after the node's: each key's JSON is copied as prepare_args
+// escaped it, and a node argument of the same key is left out (a node key that is also a
+// layout key is rare: the whole fragment is copied when no key of the layout is in it).
+char *put_prepared_args(char *p, bool comma, std::string_view node_args,
+                        std::string_view use_args) {
+  const prepared_args &prep = prepared_of(use_args);
+  const char *values = prepared_values(use_args);
+  if (!node_args.empty()) {
+    bool clash = false;
+    for (const auto &k : prep.keys)
+      if (k.written && node_args.find(std::string_view(prep.json.data() + k.at, k.len)) !=
+                           std::string_view::npos) {
+        clash = true;
+        break;
+      }
+    if (!clash) {
+      if (comma) *p++ = ',';
+      p = put(p, node_args);
+      comma = true;
+    } else {
+      for_each_entry(node_args, [&](std::string_view key, size_t b, size_t e) {
+        for (const auto &k : prep.keys)  // `"key":` against the entry's key
+          if (k.written && k.len == key.size() + 3 &&
+              std::memcmp(prep.json.data() + k.at + 1, key.data(), key.size()) == 0)
+            return;
+        if (comma) *p++ = ',';
+        p = put(p, node_args.substr(b, e - b));
+        comma = true;
+      });
+    }
+  }
+  for (size_t i = 0; i < prep.keys.size(); ++i) {
+    const auto &k = prep.keys[i];
+    if (!k.written) continue;
+    if (comma) *p++ = ',';
+    comma = true;
+    std::memcpy(p, prep.json.data() + k.at, k.len);
+    p = put_value(p + k.len, k.type, std::string_view(values + 8 * i, 8));
+  }
+  return p;
+}
+
 // The node's arguments, then the per-use ones, which replace node arguments of the same key.
 char *put_args(char *p, bool comma, std::string_view node_args, std::string_view use_args,
-               bool use_args_json, arg_index *ix) {
-  if (use_args_json) {  // counters: use_args is already JSON, and nodes add nothing
+               args_kind kind, arg_index *ix) {
+  if (kind == args_kind::prepared) return put_prepared_args(p, comma, node_args, use_args);
+  if (kind == args_kind::json) {  // counters: use_args is already JSON, and nodes add nothing
     if (!use_args.empty()) {
       if (comma) *p++ = ',';
       p = put(p, use_args);
@@ -261,6 +304,27 @@ char *put_args(char *p, bool comma, std::string_view node_args, std::string_view
 }
 
 }  // namespace
+
+std::unique_ptr<prepared_args> prepare_args(std::string raw) {
+  auto p = std::make_unique<prepared_args>();
+  p->raw = std::move(raw);
+  char kbuf[6 * k_max_arg_key + 8];
+  for_each_raw(p->raw, [&](uint8_t type, std::string_view key, std::string_view value) {
+    p->slots.push_back(static_cast<uint32_t>(value.data() - p->raw.data()));
+    kbuf[0] = '"';
+    const size_t n = escaped_key(key, kbuf + 1);
+    kbuf[n + 1] = '"';
+    kbuf[n + 2] = ':';
+    const std::string_view json(kbuf, n + 3);
+    for (auto &k : p->keys)  // the later entry of a key wins
+      if (k.written && std::string_view(p->json.data() + k.at, k.len) == json) k.written = false;
+    p->keys.push_back(
+        {static_cast<uint32_t>(p->json.size()), static_cast<uint32_t>(json.size()), type, true});
+    p->json.append(json);
+    p->json_bound += json.size() + 1 + 32;  // ',', the key, a number (write_double: 32)
+  });
+  return p;
+}
 
 bool arg_index::fit(std::string_view use_args, bool may_grow) {
   const size_t n = count_raw(use_args);
@@ -331,7 +395,7 @@ char *format_record(const line_format &f, const rec &r, char *p, uint64_t *ts_us
     p = put(p, ",\"ph\":\"i\",\"s\":\"t\",\"args\":{");
   }
   p = put(p, f.hhash_field);
-  p = put_args(p, !f.hhash_field.empty(), node_args, use_args, r.use_args_json != 0, f.index);
+  p = put_args(p, !f.hhash_field.empty(), node_args, use_args, r.use_args_kind, f.index);
   if (r.count) {
     if (!f.hhash_field.empty() || !node_args.empty() || !use_args.empty()) *p++ = ',';
     p = put(p, "\"count\":");

@@ -125,7 +125,7 @@ TEST(Runtime, APreparedLayoutWritesTheSameArgumentsAsTheirList) {
   const dftrace_arg_t keys[] = {{"fhash", DFTRACE_ARG_UINT, {.u = 0}},
                                 {"offset", DFTRACE_ARG_INT, {.i = 0}},
                                 {"a_key_longer_than_sixteen_bytes", DFTRACE_ARG_DOUBLE, {.d = 0}}};
-  const arg_layout *l = runtime::make_layout(keys, 3);
+  const prepared_args *l = runtime::make_layout(keys, 3);
   ASSERT_NE(l, nullptr);
   // Only numbers, with keys; up to 64.
   const dftrace_arg_t text[] = {{"mode", DFTRACE_ARG_STRING, {.s = "r"}}};
@@ -157,6 +157,71 @@ TEST(Runtime, APreparedLayoutWritesTheSameArgumentsAsTheirList) {
       << args[0];
   // the ids differ; everything from the arguments on is the same
   EXPECT_EQ(args[0].substr(args[0].find("fhash")), args[1].substr(args[1].find("fhash")));
+}
+
+// Leaf events (dftrace_leaf_begin/_end: the I/O interposers' path) push nothing on the stack:
+// each is recorded at its end, nested in the innermost open region, with a layout's values,
+// a list of arguments of any type, or none; the node's arguments are kept unless a per-use one
+// has their key.
+TEST(Runtime, LeafEventsNestInTheOpenRegionWithTheirArguments) {
+  temp_dir d;
+  const std::string file = d.path + "/leaf.pfw.gz";
+  runtime &rt = started(file);
+  node *rd = rt.nodes().find("data.item");
+  node *fwd = rt.nodes().find("compute.forward");
+  rt.nodes().update(rd, "epoch", "3");
+  rt.nodes().update(rd, "offset", "7");
+  const dftrace_arg_t keys[] = {{"fhash", DFTRACE_ARG_UINT, {.u = 0}},
+                                {"offset", DFTRACE_ARG_INT, {.i = 0}}};
+  const prepared_args *l = runtime::make_layout(keys, 2);
+  ASSERT_NE(l, nullptr);
+  const uint64_t values[] = {11, 4096};
+  rt.leaf_end(rd, rt.leaf_begin(rd), l, values);  // outside any region
+  const uint64_t outer = rt.begin(fwd, DFTRACE_USE_NODE_STATE, nullptr, 0);
+  const uint64_t inner = rt.begin(fwd, DFTRACE_USE_NODE_STATE, nullptr, 0);
+  rt.leaf_end(rd, rt.leaf_begin(rd), l, values);
+  const dftrace_arg_t mixed[] = {{"mode", DFTRACE_ARG_STRING, {.s = "r+"}},
+                                 {"ret", DFTRACE_ARG_INT, {.i = -1}}};
+  rt.leaf_end(rd, rt.leaf_begin(rd), mixed, 2);
+  rt.end(inner, nullptr, 0);
+  rt.leaf_end(rd, rt.leaf_begin(rd), static_cast<const prepared_args *>(nullptr), nullptr);
+  rt.end(outer, nullptr, 0);
+  ASSERT_EQ(rt.finalize(), DFTRACE_OK);
+  std::vector<std::string> leaves;
+  for (const std::string &line : read_lines(file))
+    if (name_of(line) == "item") leaves.push_back(line.substr(line.find("\"args\"")));
+  ASSERT_EQ(leaves.size(), 4u);
+  EXPECT_NE(leaves[0].find("\"epoch\":3,\"fhash\":11,\"offset\":4096,\"level\":1,\"p_idx\":-1}"),
+            std::string::npos)
+      << leaves[0];
+  const std::string in_inner = ",\"level\":3,\"p_idx\":" + std::to_string(inner) + "}";
+  EXPECT_NE(leaves[1].find("\"epoch\":3,\"fhash\":11,\"offset\":4096" + in_inner),
+            std::string::npos)
+      << leaves[1];
+  EXPECT_NE(leaves[2].find("\"epoch\":3,\"offset\":7,\"mode\":\"r+\",\"ret\":-1" + in_inner),
+            std::string::npos)
+      << leaves[2];
+  EXPECT_NE(leaves[3].find(
+                "\"epoch\":3,\"offset\":7,\"level\":2,\"p_idx\":" + std::to_string(outer) + "}"),
+            std::string::npos)
+      << leaves[3];
+}
+
+// A leaf that was not begun (0) or whose node is off records nothing; one begun before the
+// runtime was finalised is dropped at its end.
+TEST(Runtime, LeafEventsNotBegunOrOutlivingTheirWriterAreDropped) {
+  temp_dir d;
+  const std::string file = d.path + "/drop.pfw.gz";
+  runtime &rt = started(file);
+  node *rd = rt.nodes().find("data.item");
+  rt.nodes().set_enabled(rd, false);
+  EXPECT_EQ(rt.leaf_begin(rd), 0u);
+  rt.nodes().set_enabled(rd, true);
+  const uint64_t begun = rt.leaf_begin(rd);
+  EXPECT_NE(begun, 0u);
+  ASSERT_EQ(rt.finalize(), DFTRACE_OK);
+  rt.leaf_end(rd, begun, static_cast<const prepared_args *>(nullptr), nullptr);
+  EXPECT_EQ(count_named(read_lines(file), "item"), 0u);
 }
 
 TEST(Schedule, PhasesAndWindowsAsTorchProfiler) {

@@ -80,6 +80,38 @@ TEST(Aggregator, FoldsAnIntervalIntoOneRecord) {
   EXPECT_TRUE(a.empty());
 }
 
+// Events whose arguments are a prepared layout's values (leaf events, I/O) fold their numbers
+// as raw entries do.
+TEST(Aggregator, FoldsPreparedArgumentsAsRawOnes) {
+  std::string keys;
+  const raw_arg h{DFTRACE_ARG_INT, 0, 4, 8};
+  keys.append(reinterpret_cast<const char *>(&h), sizeof h);
+  keys += "size";
+  keys.append(8, '\0');
+  const std::unique_ptr<prepared_args> prep = prepare_args(keys);
+  const line_format f = format();
+  std::string outs[2];
+  for (int prepared = 0; prepared < 2; ++prepared) {
+    aggregator a;
+    for (int64_t size : {1, 5, 3}) {
+      std::vector<uint64_t> e = event(10, 12 + static_cast<uint64_t>(size), size);
+      if (prepared) {  // the same record, its per-use part replaced by the layout and the value
+        rec *r = reinterpret_cast<rec *>(e.data());
+        const prepared_args *p = prep.get();
+        r->use_args_kind = args_kind::prepared;
+        r->use_args_len = 16;
+        std::memcpy(const_cast<char *>(r->use_args()), &p, 8);
+        std::memcpy(const_cast<char *>(r->use_args()) + 8, &size, 8);
+      }
+      a.add(f, *reinterpret_cast<const rec *>(e.data()));
+    }
+    member_stats st;
+    EXPECT_EQ(a.take(f, 0, true, &outs[prepared], &st), 3u);
+  }
+  EXPECT_EQ(outs[1], outs[0]);
+  EXPECT_TRUE(has(outs[0], "\"size_min\":1,\"size_max\":5,\"size_sum\":9}}")) << outs[0];
+}
+
 TEST(Aggregator, TheSignalPathTakesEachOpenRecordOnceWithoutCountingItTwice) {
   aggregator a;
   const line_format f = format();

@@ -95,3 +95,98 @@ TEST(ReservedArgKeys, UserKeysOfThoseNamesAreRenamed) {
   EXPECT_FALSE(is_reserved_arg_key("user_level"));
   EXPECT_FALSE(is_reserved_arg_key("levels"));
 }
+
+namespace {
+
+// A per-use argument as a test writes it: key, type, value bits.
+struct use_arg {
+  std::string key;
+  uint8_t type;
+  uint64_t bits;
+};
+
+std::string raw_of(const std::vector<use_arg> &args) {
+  std::string raw;
+  for (const use_arg &a : args) {
+    const raw_arg h{a.type, 0, static_cast<uint16_t>(a.key.size()), 8};
+    raw.append(reinterpret_cast<const char *>(&h), sizeof h);
+    raw += a.key;
+    raw.append(reinterpret_cast<const char *>(&a.bits), 8);
+  }
+  return raw;
+}
+
+// The line of a complete event with the node fragment `node_args` and per-use `args`, stored
+// raw, or as a prepared layout's values (`prep`, made from the same keys).
+std::string line_with(const std::string &node_args, const std::vector<use_arg> &args,
+                      const prepared_args *prep) {
+  std::string use;
+  args_kind kind = args_kind::raw;
+  if (prep) {
+    kind = args_kind::prepared;
+    use.append(reinterpret_cast<const char *>(&prep), sizeof prep);
+    for (const use_arg &a : args) use.append(reinterpret_cast<const char *>(&a.bits), 8);
+  } else {
+    use = raw_of(args);
+  }
+  std::vector<uint64_t> buf(rec_size(node_args.size() + use.size()) / 8);
+  rec *r = new (buf.data()) rec{};
+  static const std::string name_cat = ",\"name\":\"pread\",\"cat\":\"POSIX\"";
+  r->size = static_cast<uint32_t>(rec_size(node_args.size() + use.size()));
+  r->type = rec_type::complete;
+  r->use_args_kind = kind;
+  r->name_cat = &name_cat;
+  r->id = 9;
+  r->start = 1000;
+  r->end = 3000;
+  r->parent_id = 4;
+  r->tid = 2;
+  r->level = 2;
+  r->node_args_len = static_cast<uint32_t>(node_args.size());
+  r->use_args_len = static_cast<uint32_t>(use.size());
+  std::memcpy(const_cast<char *>(r->node_args()), node_args.data(), node_args.size());
+  std::memcpy(const_cast<char *>(r->use_args()), use.data(), use.size());
+  line_format f;
+  f.pid = 1;
+  f.hhash_field = "\"hhash\":7";
+  std::string out(line_bound(*r), '\0');
+  uint64_t ts = 0;
+  out.resize(static_cast<size_t>(format_record(f, *r, out.data(), &ts) - out.data()));
+  return out;
+}
+
+uint64_t bits_of(double d) {
+  uint64_t u;
+  std::memcpy(&u, &d, 8);
+  return u;
+}
+
+}  // namespace
+
+// A prepared layout (dftrace_arg_layout: the keys escaped once, each event only its values)
+// writes exactly the line its raw entries write: types, a key given twice (the later wins), a
+// reserved key (renamed), a key that needs escaping, node arguments replaced by a per-use key
+// of the same name and kept otherwise.
+TEST(PreparedArgs, WriteTheSameLineAsTheirRawEntries) {
+  const std::vector<use_arg> args = {
+      {"fhash", DFTRACE_ARG_UINT, 18446744073709551557ull},
+      {"offset", DFTRACE_ARG_INT, static_cast<uint64_t>(int64_t{-42})},
+      {"ratio", DFTRACE_ARG_DOUBLE, bits_of(0.25)},
+      {"level", DFTRACE_ARG_INT, 3},
+      {"q\"uote\\d", DFTRACE_ARG_INT, 1},
+      {"offset", DFTRACE_ARG_INT, 4096},
+      {"a_key_longer_than_sixteen_bytes", DFTRACE_ARG_UINT, 0}};
+  const std::unique_ptr<prepared_args> prep = prepare_args(raw_of(args));
+  ASSERT_EQ(prep->slots.size(), args.size());
+  for (const std::string &node_args : {std::string(), std::string("\"epoch\":1,\"step\":2"),
+                                       std::string("\"epoch\":1,\"offset\":7,\"step\":\"s\""),
+                                       std::string("\"ratio\":9,\"fhash\":1")}) {
+    const std::string raw_line = line_with(node_args, args, nullptr);
+    EXPECT_EQ(line_with(node_args, args, prep.get()), raw_line) << node_args;
+    EXPECT_EQ(raw_line.find("\"offset\":-42"), std::string::npos) << raw_line;
+    EXPECT_NE(raw_line.find("\"user_level\":3"), std::string::npos) << raw_line;
+    EXPECT_NE(raw_line.find("\"q\\\"uote\\\\d\":1"), std::string::npos) << raw_line;
+  }
+  EXPECT_NE(line_with("\"epoch\":1,\"offset\":7", args, prep.get()).find("\"epoch\":1,\"fhash\""),
+            std::string::npos);
+}

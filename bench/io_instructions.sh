@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# io_instructions.sh BUILD: what libdftrace_io adds to a 4 KiB pread, in instructions, which
+# other work on the machine does not change (io_bench.sh measures time, which it does).
+# valgrind's callgrind counts io_bench's instructions at two numbers of calls; the difference
+# divided by the difference of calls is the instructions per call, start-up cancelled. Per
+# case: the calling thread's instructions per call beyond the bare call in a multi-threaded
+# process (the C library's own pread takes a longer path once a second thread exists, as the
+# writer thread is in every traced process), and the other threads' (the writer formatting
+# and compressing the event) per call.
+set -euo pipefail
+build=$1
+lib=$build/libdftrace_io.so prog=$build/bench/io_bench
+[ -f "$lib" ] && [ -x "$prog" ] || { echo "io_instructions: build $build first" >&2; exit 2; }
+command -v valgrind >/dev/null || { echo "io_instructions: valgrind is missing" >&2; exit 2; }
+n1=20000 n2=40000
+calls() { echo "$1 * 51 / 10" | bc; }  # io_bench makes CALLS/10 warm-up calls and 5 loops of CALLS
+dir=$(mktemp -d) && trap 'rm -rf "$dir"' EXIT
+mkdir "$dir/data" "$dir/other" "$dir/traces"
+head -c $((16 * 4096)) /dev/urandom > "$dir/data/file.bin"
+# count N ENV...: "calling-thread others" instructions of one run
+count() {
+  local n=$1
+  shift
+  rm -f "$dir"/traces/* "$dir"/cg*
+  env -u DFTRACE_ENABLE "$@" valgrind --tool=callgrind --separate-threads=yes \
+    --callgrind-out-file="$dir/cg" "$prog" "$dir/data/file.bin" "$n" mt >/dev/null 2>&1
+  local main=0 others=0 f t
+  for f in "$dir"/cg-*; do
+    t=$(callgrind_annotate "$f" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1; exit}')
+    if [ "${f##*-}" = 01 ]; then main=$t; else others=$((others + t)); fi
+  done
+  echo "$main $others"
+}
+# per_call ENV...: "calling-thread others" instructions per call
+per_call() {
+  local a b
+  read -r -a a <<<"$(count $n1 "$@")"
+  read -r -a b <<<"$(count $n2 "$@")"
+  local d=$(($(calls $n2) - $(calls $n1)))
+  echo "$(echo "scale=1; (${b[0]} - ${a[0]}) / $d" | bc) $(echo "scale=1; (${b[1]} - ${a[1]}) / $d" | bc)"
+}
+on=(DFTRACE_ENABLE=1 DFTRACE_LOG_FILE="$dir/traces/t" LD_PRELOAD="$lib")
+echo "== $(date -u +%Y-%m-%d\ %H:%M) UTC: instructions per pread (callgrind; $n1 and $n2 calls)"
+read -r -a bare <<<"$(per_call env)"
+printf "    %-30s %10s %12s\n" case "added" "other threads"
+printf "    %-30s %10s %12s\n" "bare (libc: ${bare[0]})" 0 "${bare[1]}"
+row() {
+  local label=$1 v
+  shift
+  read -r -a v <<<"$(per_call env "$@")"
+  printf "    %-30s %10s %12s\n" "$label" "$(echo "${v[0]} - ${bare[0]}" | bc)" "${v[1]}"
+}
+row "traced" "${on[@]}" DFTRACE_IO_DATA_DIR="$dir/data"
+row "outside the data dirs" "${on[@]}" DFTRACE_IO_DATA_DIR="$dir/other"
+row "io.enable false" "${on[@]}" DFTRACE_IO_ENABLE=false
