@@ -215,33 +215,65 @@ __attribute__((noinline)) void *io_dlopen(const char *name, int flags) {
   return h;
 }
 
-}  // namespace
-
-// The application mode's entry, called by libdftrace when it initialises with I/O tracing on
-// (src/runtime/extensions.cpp): the rules, then every loaded object bound. 0: bound; 1: this
-// libdftrace_io is preloaded (the loader binds it); -1: this architecture can not be bound.
-extern "C" int dftrace_io_bind(const char *data_dirs, const char *exclude) {
-  set_rules(data_dirs ? data_dirs : "", exclude ? exclude : "");
-  // Preloaded (this copy, or another libdftrace_io: an installed one beside a built one): the
-  // loader binds every call already. The global scope is searched through the program's own
-  // handle (RTLD_DEFAULT, from here, would also search this copy's local scope and find it).
+// Whether a libdftrace_io is preloaded (this copy, or another one: an installed one beside a
+// built one): the loader binds every call to it. The global scope is searched through the
+// program's own handle (RTLD_DEFAULT, from here, would also search this copy's local scope).
+bool preloaded() {
   void *program = ::dlopen(nullptr, RTLD_LAZY);
-  const bool preloaded = program && ::dlsym(program, "dftrace_io_bind");
+  const bool found = program && ::dlsym(program, "dftrace_io_bind");
   if (program) ::dlclose(program);
-  if (preloaded) return 1;
-#ifdef DFTRACE_IO_NO_BIND
-  return -1;
-#else
+  return found;
+}
+
+// Sets the targets once (`to(s)`: where the entries naming s->name go, null to leave them) and
+// binds every loaded object to them; objects loaded later are bound by io_dlopen.
+template <typename To>
+void bind_all(To to) {
   {
     std::lock_guard<std::mutex> lock(g_bind_mutex);
     if (targets().empty()) {
-      for (symbol *s = symbol_list(); s; s = s->next) targets()[s->name] = s->function;
+      for (symbol *s = symbol_list(); s; s = s->next)
+        if (void *f = to(s)) targets()[s->name] = f;
       targets()["dlopen"] = reinterpret_cast<void *>(&io_dlopen);
     }
   }
   inside g;
   errno_keeper keep;
   bind_loaded();
+}
+
+}  // namespace
+
+// The application mode's entry, called by libdftrace when it initialises with I/O tracing on
+// (src/runtime/extensions.cpp): the rules, then every loaded object bound. 0: bound; 1: a
+// libdftrace_io is preloaded (the loader binds it); -1: this architecture can not be bound.
+extern "C" int dftrace_io_bind(const char *data_dirs, const char *exclude) {
+  set_rules(data_dirs ? data_dirs : "", exclude ? exclude : "");
+  if (preloaded()) return 1;
+#ifdef DFTRACE_IO_NO_BIND
+  return -1;
+#else
+  bind_all([](symbol *s) { return s->function; });
+  return 0;
+#endif
+}
+
+// The opposite, for a preloaded libdftrace_io in a process whose I/O tracing is off by its
+// configuration (src/runtime/extensions.cpp): every loaded object's entries of the I/O calls go
+// back to the functions the loader would have bound without this library (the next definition:
+// the C library's, HDF5's), so that a call costs nothing more than without dftrace. _exit and
+// _Exit stay (the trace is finalized even so). Objects loaded later are unbound as they load. 0:
+// unbound; 1: this copy is not preloaded (nothing to undo); -1: this architecture can not be.
+extern "C" int dftrace_io_unbind(void) {
+  if (!preloaded()) return 1;
+#ifdef DFTRACE_IO_NO_BIND
+  return -1;
+#else
+  bind_all([](symbol *s) -> void * {
+    if (std::strcmp(s->name, "_exit") == 0 || std::strcmp(s->name, "_Exit") == 0) return nullptr;
+    void *next = ::dlsym(RTLD_NEXT, s->name);  // null: HDF5's, not loaded (left as it is)
+    return next == s->function ? nullptr : next;
+  });
   return 0;
 #endif
 }

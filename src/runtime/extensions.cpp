@@ -20,6 +20,8 @@ using start_fn = int (*)(const char *kinds, int log_level);
 using stop_fn = void (*)(void);
 // libdftrace_io's application mode (src/io/README.md): the rules, then every loaded object bound.
 using bind_fn = int (*)(const char *data_dirs, const char *exclude);
+// A preloaded libdftrace_io's entries of the I/O calls given back to the C library.
+using unbind_fn = int (*)(void);
 
 std::atomic<stop_fn> g_stop{nullptr};
 
@@ -48,11 +50,32 @@ void *load_component(const char *name, const char *key, const char *without) {
   return lib;
 }
 
+// Whether the configuration switches libdftrace_io's categories off for good: io.enable false,
+// and no `categories` rule turns POSIX, STDIO or H5 back on.
+bool io_off(const config &cfg) {
+  if (cfg.io) return false;
+  for (const auto &[path, on] : cfg.categories) {
+    const std::string top = path.substr(0, path.find('.'));
+    if (on && (top == "POSIX" || top == "STDIO" || top == "H5")) return false;
+  }
+  return true;
+}
+
 // The application mode of I/O tracing: a process that initialises dftrace with data
 // directories set (io.data_dir, DFTRACER_DATA_DIR) and io.init function (DFTracer's
 // DFTRACER_INIT=FUNCTION, the default) has its POSIX and STDIO calls traced without preloading.
 void start_io(const config &cfg) {
-  if (!cfg.io || !cfg.io_function || cfg.data_dir.empty() || (!cfg.posix && !cfg.stdio)) return;
+  if (io_off(cfg)) {
+    // Preloaded (dftrace run --no-io is the way to have none) with its I/O switched off by the
+    // configuration: its calls go back to the C library, at no cost (src/io/README.md).
+    void *program = ::dlopen(nullptr, RTLD_LAZY);
+    const auto unbind =
+        program ? reinterpret_cast<unbind_fn>(::dlsym(program, "dftrace_io_unbind")) : nullptr;
+    if (program) ::dlclose(program);
+    if (unbind) unbind();
+    return;
+  }
+  if (!cfg.io_function || cfg.data_dir.empty() || (!cfg.posix && !cfg.stdio)) return;
   void *lib = load_component("libdftrace_io.so", "io", "without I/O events");
   if (!lib) return;
   auto bind = reinterpret_cast<bind_fn>(::dlsym(lib, "dftrace_io_bind"));

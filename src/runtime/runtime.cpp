@@ -228,6 +228,7 @@ int runtime::init(const dftrace_options *options) {
     std::vector<std::pair<std::string, bool>> rules;
     if (!cfg_.io || !cfg_.posix) rules.emplace_back("POSIX", false);
     if (!cfg_.io || !cfg_.stdio) rules.emplace_back("STDIO", false);
+    if (!cfg_.io) rules.emplace_back("H5", false);
     rules.insert(rules.end(), cfg_.categories.begin(), cfg_.categories.end());
     tree_.set_rules(std::move(rules));
     // aggregation.*: which nodes' events are folded (the writer folds them).

@@ -147,6 +147,48 @@ def test_io_posix_false_switches_the_category_off(tmp_path):
     assert [e["name"] for e in io_events(ev)] == [n for c, n in EXPECTED if c == "STDIO"]
 
 
+def test_io_off_gives_the_calls_back_to_the_c_library(tmp_path):
+    """Preloaded with io.enable false, the interposers are unbound when dftrace initialises: the
+    program's entries for the I/O calls (a PLT's JUMP_SLOT, a function pointer's GLOB_DAT) and
+    those of a library it dlopens later hold libc's functions, so a call costs nothing more than
+    without dftrace; _exit stays (the trace is finalized). A `categories` rule that turns POSIX
+    back on keeps them bound, and traced."""
+    data = tmp_path / "data"
+    data.mkdir()
+    prog = os.path.join(BIN, "io_bound_prog")
+    lib = os.path.join(BIN, "io_bound_lib.so")
+
+    def bound(extra_env):
+        saved = {k: os.environ.get(k) for k in extra_env}
+        os.environ.update(extra_env)
+        try:
+            out, p = run(tmp_path, prog, str(data), lib)
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+        where = dict(line.rsplit(" ", 1) for line in p.stdout.splitlines())
+        traces = glob.glob(str(out / "*.pfw.gz"))
+        assert len(traces) == 1
+        ev = tc.load_checked(traces[0], nesting=False)
+        for f in traces:
+            os.remove(f)
+        return where, [e["name"] for e in io_events(ev)]
+
+    where, names = bound({"DFTRACE_IO_ENABLE": "false"})
+    assert where == {"program pwrite jump_slot": "libc", "program pread pointer": "libc",
+                     "program _exit pointer": "interposer", "library pread pointer": "libc"}
+    assert names == []
+    where, names = bound({})
+    assert set(where.values()) == {"interposer"}, where
+    assert names == ["open", "pwrite", "pread", "close"]
+    where, names = bound({"DFTRACE_IO_ENABLE": "false", "DFTRACE_CATEGORIES": "POSIX"})
+    assert set(where.values()) == {"interposer"}, where
+    assert names == ["open", "pwrite", "pread", "close"]
+
+
 def test_no_io_runs_traced_without_the_interposer(tmp_path):
     data = tmp_path / "data"
     data.mkdir()
