@@ -5,8 +5,8 @@
 # divided by the difference of calls is the instructions per call, start-up cancelled. Per
 # case: the calling thread's instructions per call beyond the bare call in a multi-threaded
 # process (the C library's own pread takes a longer path once a second thread exists, as the
-# writer thread is in every traced process), and the other threads' (the writer formatting
-# and compressing the event) per call.
+# writer thread is in every traced process), and the rest's (the writer formatting and
+# compressing the event) per call.
 set -euo pipefail
 build=$1
 lib=$build/libdftrace_io.so prog=$build/bench/io_bench
@@ -17,19 +17,25 @@ calls() { echo "$1 * 51 / 10" | bc; }  # io_bench makes CALLS/10 warm-up calls a
 dir=$(mktemp -d) && trap 'rm -rf "$dir"' EXIT
 mkdir "$dir/data" "$dir/other" "$dir/traces"
 head -c $((16 * 4096)) /dev/urandom > "$dir/data/file.bin"
-# count N ENV...: "calling-thread others" instructions of one run
+# count N ENV...: "calling-thread others" instructions of one run: the inclusive count of
+# io_bench's main() (the calls), and everything else of every thread but the process's start
+# (the writer's work, wherever it ran: finalize at exit formats what the writer thread had not)
 count() {
   local n=$1
   shift
   rm -f "$dir"/traces/* "$dir"/cg*
   env -u DFTRACE_ENABLE "$@" valgrind --tool=callgrind --separate-threads=yes \
     --callgrind-out-file="$dir/cg" "$prog" "$dir/data/file.bin" "$n" mt >/dev/null 2>&1
-  local main=0 others=0 f t
+  local main=0 all=0 f t
   for f in "$dir"/cg-*; do
     t=$(callgrind_annotate "$f" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1; exit}')
-    if [ "${f##*-}" = 01 ]; then main=$t; else others=$((others + t)); fi
+    all=$((all + t))
+    if [ "${f##*-}" = 01 ]; then
+      main=$(callgrind_annotate --inclusive=yes "$f" 2>/dev/null |
+        awk '/io_bench.c:main / {gsub(",", "", $1); print $1; exit}')
+    fi
   done
-  echo "$main $others"
+  echo "$main $((all - main))"
 }
 # per_call ENV...: "calling-thread others" instructions per call
 per_call() {
@@ -42,7 +48,7 @@ per_call() {
 on=(DFTRACE_ENABLE=1 DFTRACE_LOG_FILE="$dir/traces/t" LD_PRELOAD="$lib")
 echo "== $(date -u +%Y-%m-%d\ %H:%M) UTC: instructions per pread (callgrind; $n1 and $n2 calls)"
 read -r -a bare <<<"$(per_call env)"
-printf "    %-30s %10s %12s\n" case "added" "other threads"
+printf "    %-30s %10s %12s\n" case "added" "writer"
 printf "    %-30s %10s %12s\n" "bare (libc: ${bare[0]})" 0 "${bare[1]}"
 row() {
   local label=$1 v
