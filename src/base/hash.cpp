@@ -23,34 +23,44 @@ constexpr uint8_t k_shifts[64] = {7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22, 7
 
 inline uint32_t rotl(uint32_t x, unsigned c) { return (x << c) | (x >> (32 - c)); }
 
+// One step of round R: f of (b, c, d), the message word g (fixed per step: the loops below
+// unroll, so neither the choice of f nor g costs a branch or a division).
+template <int R>
+inline uint32_t md5_f(uint32_t b, uint32_t c, uint32_t d) {
+  if constexpr (R == 0) return (b & c) | (~b & d);
+  if constexpr (R == 1) return (d & b) | (~d & c);
+  if constexpr (R == 2) return b ^ c ^ d;
+  return c ^ (b | ~d);
+}
+template <int R>
+constexpr unsigned md5_g(unsigned i) {
+  if constexpr (R == 0) return i;
+  if constexpr (R == 1) return (5 * i + 1) % 16;
+  if constexpr (R == 2) return (3 * i + 5) % 16;
+  return (7 * i) % 16;
+}
+template <int R>
+inline void md5_round(uint32_t &a, uint32_t &b, uint32_t &c, uint32_t &d, const uint32_t *m) {
+  for (unsigned i = 16 * R; i < 16 * (R + 1); ++i) {
+    const uint32_t f = md5_f<R>(b, c, d);
+    const uint32_t next = d;
+    d = c;
+    c = b;
+    b = b + rotl(a + f + k_sines[i] + m[md5_g<R>(i)], k_shifts[i]);
+    a = next;
+  }
+}
+
 void md5_block(uint32_t state[4], const uint8_t *block) {
   uint32_t m[16];
   for (int i = 0; i < 16; ++i)
     m[i] = uint32_t(block[i * 4]) | uint32_t(block[i * 4 + 1]) << 8 |
            uint32_t(block[i * 4 + 2]) << 16 | uint32_t(block[i * 4 + 3]) << 24;
   uint32_t a = state[0], b = state[1], c = state[2], d = state[3];
-  for (unsigned i = 0; i < 64; ++i) {
-    uint32_t f;
-    unsigned g;
-    if (i < 16) {
-      f = (b & c) | (~b & d);
-      g = i;
-    } else if (i < 32) {
-      f = (d & b) | (~d & c);
-      g = (5 * i + 1) % 16;
-    } else if (i < 48) {
-      f = b ^ c ^ d;
-      g = (3 * i + 5) % 16;
-    } else {
-      f = c ^ (b | ~d);
-      g = (7 * i) % 16;
-    }
-    const uint32_t next = d;
-    d = c;
-    c = b;
-    b = b + rotl(a + f + k_sines[i] + m[g], k_shifts[i]);
-    a = next;
-  }
+  md5_round<0>(a, b, c, d, m);
+  md5_round<1>(a, b, c, d, m);
+  md5_round<2>(a, b, c, d, m);
+  md5_round<3>(a, b, c, d, m);
   state[0] += a;
   state[1] += b;
   state[2] += c;

@@ -3,7 +3,6 @@
 #include "io/paths.hpp"
 
 #include <fcntl.h>
-#include <fnmatch.h>
 #include <stdio.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -11,19 +10,22 @@
 #include <atomic>
 #include <cstring>
 #include <mutex>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "io/interpose.hpp"
+#include "io/path_pattern.hpp"
 
 namespace dftrace::io {
 
 namespace {
 
 struct rules {
-  bool all = true;                    // no data directory: every file (but the exclusions)
-  std::vector<std::string> include;   // normalised absolute directories
-  std::vector<std::string> exclude;   // likewise
-  std::vector<std::string> patterns;  // fnmatch patterns that exclude
+  bool all = true;                     // no data directory: every file (but the exclusions)
+  std::vector<std::string> include;    // normalised absolute directories
+  std::vector<std::string> exclude;    // likewise
+  std::vector<path_pattern> patterns;  // patterns that exclude
 };
 
 // Published once; never freed (interposers may read it at any time, even during exit).
@@ -69,11 +71,11 @@ bool fd_directory(int fd, char *out) {
   return true;
 }
 
-// Whether `abs` is `dir` or lies below it.
-bool under(const char *abs, const std::string &dir) {
-  if (dir == "/") return true;
-  return std::strncmp(abs, dir.c_str(), dir.size()) == 0 &&
-         (abs[dir.size()] == '/' || abs[dir.size()] == '\0');
+// Whether `abs` (n bytes) is `dir` or lies below it.
+bool under(const char *abs, size_t n, const std::string &dir) {
+  const size_t k = dir.size();
+  if (k == 1) return true;  // "/"
+  return n >= k && std::memcmp(abs, dir.data(), k) == 0 && (abs[k] == '/' || abs[k] == '\0');
 }
 
 void split_into(const std::string &s, rules &r, bool include) {
@@ -89,7 +91,7 @@ void split_into(const std::string &s, rules &r, bool include) {
       continue;
     }
     if (!include && is_pattern(item)) {
-      r.patterns.push_back(item);
+      r.patterns.emplace_back(item);
       continue;
     }
     char abs[PATH_MAX];
@@ -166,18 +168,18 @@ bool traced_file(const char *abs) {
   if (ends_with(".pfw") || ends_with(".pfw.gz")) return false;
   load_rules();
   const rules &r = *g_rules.load(std::memory_order_acquire);
-  for (const std::string &p : r.patterns)
-    if (::fnmatch(p.c_str(), abs, 0) == 0) return false;
   size_t inc = 0, exc = 0;  // the longest matching directory of each list (+1)
   bool included = r.all;
   for (const std::string &d : r.include)
-    if (under(abs, d) && d.size() + 1 > inc) {
+    if (under(abs, n, d) && d.size() + 1 > inc) {
       inc = d.size() + 1;
       included = true;
     }
   if (!included) return false;
+  for (const path_pattern &p : r.patterns)
+    if (p.matches(abs, n)) return false;
   for (const std::string &d : r.exclude)
-    if (under(abs, d) && d.size() + 1 > exc) exc = d.size() + 1;
+    if (under(abs, n, d) && d.size() + 1 > exc) exc = d.size() + 1;
   return exc == 0 || inc > exc;
 }
 

@@ -1125,7 +1125,9 @@ void runtime::mark(node *n, bool start) {
 
 uint64_t runtime::define_hash(int kind, std::string_view value) {
   if (kind < DFTRACE_HASH_HOST || kind > DFTRACE_HASH_FILE) return 0;
-  const std::string v(value);
+  // The key's buffer is the thread's, reused: a file opened again allocates nothing.
+  static thread_local std::string v;
+  v.assign(value.data(), value.size());
   {
     std::lock_guard<std::mutex> lock(hash_mutex_);
     auto it = defined_[kind].find(v);

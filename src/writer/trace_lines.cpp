@@ -10,13 +10,56 @@ namespace dftrace::detail {
 
 namespace {
 
-// {"id":..,"name":<type>,"cat":"dftracer","pid":..,"tid":..,"ph":"M","args":{
-std::string meta_head(const line_format &f, uint64_t id, std::string_view type, int64_t tid) {
-  std::string s = "{\"id\":" + std::to_string(id) + ",\"name\":" + json_quote(type) +
-                  ",\"cat\":\"dftracer\",\"pid\":" + std::to_string(f.pid) +
-                  ",\"tid\":" + std::to_string(tid) + ",\"ph\":\"M\",\"args\":{";
-  return s;
-}
+// A metadata line written into one string sized once (a file's FH line is written at its first
+// open: on the application thread, so no temporary strings).
+class meta_writer {
+ public:
+  explicit meta_writer(size_t room) : s_(room, '\0'), p_(s_.data()) {}
+  meta_writer &lit(std::string_view t) {
+    std::memcpy(p_, t.data(), t.size());
+    p_ += t.size();
+    return *this;
+  }
+  meta_writer &u64(uint64_t v) {
+    p_ = write_u64(p_, v);
+    return *this;
+  }
+  meta_writer &i64(int64_t v) {
+    p_ = write_i64(p_, v);
+    return *this;
+  }
+  meta_writer &quoted(std::string_view t) {
+    *p_++ = '"';
+    p_ = escape_json(p_, t.data(), t.size());
+    *p_++ = '"';
+    return *this;
+  }
+  // {"id":..,"name":<type>,"cat":"dftracer","pid":..,"tid":..,"ph":"M","args":{
+  meta_writer &head(const line_format &f, uint64_t id, std::string_view type, int64_t tid) {
+    return lit("{\"id\":")
+        .u64(id)
+        .lit(",\"name\":")
+        .quoted(type)
+        .lit(",\"cat\":\"dftracer\",\"pid\":")
+        .i64(f.pid)
+        .lit(",\"tid\":")
+        .i64(tid)
+        .lit(",\"ph\":\"M\",\"args\":{");
+  }
+  std::string done() {
+    s_.resize(static_cast<size_t>(p_ - s_.data()));
+    return std::move(s_);
+  }
+  // Room for the head and what follows: the strings escaped (at most 6 bytes per byte, plus
+  // 3 for a replaced invalid byte's U+FFFD: escaped_bound), numbers, punctuation.
+  static size_t room(const line_format &f, std::string_view type, size_t rest) {
+    return 128 + escaped_bound(type.size()) + f.hhash_field.size() + rest;
+  }
+
+ private:
+  std::string s_;
+  char *p_;
+};
 
 }  // namespace
 
@@ -24,23 +67,18 @@ std::string hhash_member(uint64_t host_hash) { return "\"hhash\":" + std::to_str
 
 std::string meta_line(const line_format &f, uint64_t id, std::string_view type, int64_t tid,
                       bool with_hhash, std::string_view name, std::string_view json_value) {
-  std::string s = meta_head(f, id, type, tid);
-  if (with_hhash && !f.hhash_field.empty()) s += f.hhash_field + ",";
-  s += "\"name\":" + json_quote(name) + ",\"value\":";
-  s += json_value;
-  s += "}}\n";
-  return s;
+  meta_writer w(meta_writer::room(f, type, escaped_bound(name.size()) + json_value.size()));
+  w.head(f, id, type, tid);
+  if (with_hhash && !f.hhash_field.empty()) w.lit(f.hhash_field).lit(",");
+  return w.lit("\"name\":").quoted(name).lit(",\"value\":").lit(json_value).lit("}}\n").done();
 }
 
 std::string name_line(const line_format &f, uint64_t id, std::string_view type, int64_t tid,
                       std::string_view name, std::string_view core_affinity) {
-  std::string s = meta_head(f, id, type, tid) + "\"name\":" + json_quote(name);
-  if (!core_affinity.empty()) {
-    s += ",\"core_affinity\":";
-    s += core_affinity;
-  }
-  s += "}}\n";
-  return s;
+  meta_writer w(meta_writer::room(f, type, escaped_bound(name.size()) + core_affinity.size()));
+  w.head(f, id, type, tid).lit("\"name\":").quoted(name);
+  if (!core_affinity.empty()) w.lit(",\"core_affinity\":").lit(core_affinity);
+  return w.lit("}}\n").done();
 }
 
 std::string start_line(const line_format &f, const start_fields &st) {

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static void *jump_slot;  /* the address the PLT entry of `wanted` jumps to */
+static void *jump_slot; /* the address the PLT entry of `wanted` jumps to */
 static const char *wanted;
 
 static int find_slot(struct dl_phdr_info *info, size_t size, void *data) {
@@ -50,7 +50,7 @@ static void *plt_target(const char *name) {
 static const char *who(void *f, const char *name) {
   void *libc = dlopen("libc.so.6", RTLD_NOLOAD | RTLD_LAZY);
   void *io = dlsym(RTLD_DEFAULT, name); /* the preloaded interposer comes first */
-  const char *w = !f                        ? "none"
+  const char *w = !f                       ? "none"
                   : f == dlsym(libc, name) ? "libc"
                   : f == io                ? "interposer"
                                            : "unresolved";
