@@ -42,40 +42,98 @@ inline int decimal_digits(uint64_t v) {
 }
 
 namespace fmt_detail {
-inline constexpr char k_digit_pairs[201] =
-    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
-    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
-    "8081828384858687888990919293949596979899";
-// Exactly 4 / 8 digits of x (leading zeros kept), with 32-bit arithmetic.
-inline void put4(char *p, uint32_t x) {
-  std::memcpy(p, k_digit_pairs + 2 * (x / 100), 2);
-  std::memcpy(p + 2, k_digit_pairs + 2 * (x % 100), 2);
+// The 8 decimal digits of x < 10^8 (leading zeros kept) as 8 ASCII bytes, the first digit in
+// the lowest byte (little-endian memory order), computed side by side in one 64-bit word: two
+// 4-digit halves, then four 2-digit quarters, then eight digits. Each step divides every lane
+// by a multiplication and a shift (exact on its range: y * 5243 >> 19 = y / 100 for y < 10^4,
+// z * 103 >> 10 = z / 10 for z < 100), and no lane's product reaches the next lane.
+inline uint64_t digits8(uint32_t x) {
+  const uint64_t halves = (x / 10000) | (static_cast<uint64_t>(x % 10000) << 32);
+  const uint64_t hundreds = ((halves * 5243) >> 19) & 0x0000007F0000007Full;
+  const uint64_t quarters = hundreds | ((halves - hundreds * 100) << 16);
+  const uint64_t tens = ((quarters * 103) >> 10) & 0x000F000F000F000Full;
+  const uint64_t digits = tens | ((quarters - tens * 10) << 8);
+  return digits | 0x3030303030303030ull;
 }
+// The same for the 4 digits of x < 10^4, in a 32-bit word.
+inline uint32_t digits4(uint32_t x) {
+  const uint32_t hundreds = (x * 5243) >> 19;
+  const uint32_t pairs = hundreds | ((x - hundreds * 100) << 16);
+  const uint32_t tens = ((pairs * 103) >> 10) & 0x000F000Fu;
+  return (tens | ((pairs - tens * 10) << 8)) | 0x30303030u;
+}
+inline uint64_t to_memory_order(uint64_t w) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  return __builtin_bswap64(w);
+#else
+  return w;
+#endif
+}
+inline uint32_t to_memory_order(uint32_t w) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  return __builtin_bswap32(w);
+#else
+  return w;
+#endif
+}
+// Exactly 8 digits of x (leading zeros kept).
 inline void put8(char *p, uint32_t x) {
-  put4(p, x / 10000);
-  put4(p + 4, x % 10000);
+  const uint64_t w = to_memory_order(digits8(x));
+  std::memcpy(p, &w, 8);
 }
-// 1 to 8 digits, no leading zeros.
+// 1 to 8 digits, no leading zeros. Stores 8 bytes at p (callers give 20 bytes of room).
 inline char *put_small(char *p, uint32_t v) {
-  char *const end = p + decimal_digits(v);
-  char *t = end;
-  while (v >= 100) {
-    const uint32_t r = (v % 100) * 2;
-    v /= 100;
-    t -= 2;
-    std::memcpy(t, k_digit_pairs + r, 2);
+  if (v < 10) {
+    *p = static_cast<char>('0' + v);
+    return p + 1;
   }
-  if (v >= 10) {
-    std::memcpy(t - 2, k_digit_pairs + v * 2, 2);
-  } else {
-    t[-1] = static_cast<char>('0' + v);
+  if (v < 10000) {  // counts, descriptors, offsets in pages: the usual argument
+    const int k = v < 100 ? 2 : v < 1000 ? 3 : 4;
+    const uint32_t w = to_memory_order(digits4(v) >> (8 * (4 - k)));
+    std::memcpy(p, &w, 4);
+    return p + k;
   }
-  return end;
+  const int k = decimal_digits(v);
+  // The leading zeros are the word's low bytes: shifted out, the digits start at p.
+  const uint64_t w = to_memory_order(digits8(v) >> (8 * (8 - k)));
+  std::memcpy(p, &w, 8);
+  return p + k;
 }
 }  // namespace fmt_detail
 
-// Writes the decimal form of v at p; returns the end. p needs room for 20 bytes. Eight digits
-// at a time in 32-bit arithmetic (a timestamp in microseconds has 16).
+// Copies n bytes with a few fixed-size moves that stay inside both ranges when n is at most 32
+// (a key, a name, a short fragment: the usual case on the event path and in the line
+// formatter, where a call to memcpy would cost more than the copy); longer ones with memcpy.
+__attribute__((always_inline)) inline void copy_small(char *d, const char *s, size_t n) {
+  auto move = [&](auto word) {  // the first and the last sizeof(word) bytes, overlapping
+    constexpr size_t w = sizeof word;
+    decltype(word) x, y;
+    std::memcpy(&x, s, w);
+    std::memcpy(&y, s + n - w, w);
+    std::memcpy(d, &x, w);
+    std::memcpy(d + n - w, &y, w);
+  };
+  struct w16 {
+    uint64_t a, b;
+  };
+  if (n > 32)
+    std::memcpy(d, s, n);
+  else if (n >= 16)
+    move(w16{});
+  else if (n >= 8)
+    move(uint64_t{});
+  else if (n >= 4)
+    move(uint32_t{});
+  else if (n) {
+    d[0] = s[0];
+    d[n / 2] = s[n / 2];
+    d[n - 1] = s[n - 1];
+  }
+}
+
+// Writes the decimal form of v at p; returns the end. p needs room for 20 bytes (bytes after
+// the digits, within those 20, may be overwritten). Eight digits at a time (a timestamp in
+// microseconds has 16).
 inline char *write_u64(char *p, uint64_t v) {
   using namespace fmt_detail;
   if (v < 100000000u) return put_small(p, static_cast<uint32_t>(v));

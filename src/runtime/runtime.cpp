@@ -676,30 +676,6 @@ inline char *extend(std::string &out, size_t k) {
 }
 inline char *extend(char_buffer &out, size_t k) { return out.extend(k); }
 
-// Copies n bytes that fit in 16 (an argument's key, usually) with a few fixed-size moves that
-// stay inside both ranges; longer ones with memcpy.
-inline void copy_short(char *d, const char *s, size_t n) {
-  if (n > 16) {
-    std::memcpy(d, s, n);
-  } else if (n >= 8) {
-    uint64_t x, y;
-    std::memcpy(&x, s, 8);
-    std::memcpy(&y, s + n - 8, 8);
-    std::memcpy(d, &x, 8);
-    std::memcpy(d + n - 8, &y, 8);
-  } else if (n >= 4) {
-    uint32_t x, y;
-    std::memcpy(&x, s, 4);
-    std::memcpy(&y, s + n - 4, 4);
-    std::memcpy(d, &x, 4);
-    std::memcpy(d + n - 4, &y, 4);
-  } else if (n) {
-    d[0] = s[0];
-    d[n / 2] = s[n / 2];
-    d[n - 1] = s[n - 1];
-  }
-}
-
 // A number (the usual per-use argument: a count, a hash): fixed-size copies for the header and
 // the value. False (nothing written) for anything else.
 inline bool append_number(char_buffer &out, const dftrace_arg &a) {
@@ -712,7 +688,7 @@ inline bool append_number(char_buffer &out, const dftrace_arg &a) {
   h.value_len = 8;
   char *p = out.extend(sizeof h + n + 8);
   std::memcpy(p, &h, sizeof h);
-  copy_short(p + sizeof h, a.key, n);
+  copy_small(p + sizeof h, a.key, n);
   std::memcpy(p + sizeof h + n, &a.value, 8);  // the union's first 8 bytes
   return true;
 }

@@ -1,6 +1,8 @@
 // record_format.cpp: one binary record -> one JSON line, on the writer thread.
 #include <cstring>
 
+#include "dftrace/dftrace.h"
+
 #include "base/clock.hpp"
 #include "base/format.hpp"
 #include "writer/record.hpp"
@@ -15,7 +17,7 @@ inline char *put(char *p, const char (&lit)[N]) {
   return p + N - 1;
 }
 inline char *put(char *p, std::string_view s) {
-  std::memcpy(p, s.data(), s.size());
+  copy_small(p, s.data(), s.size());
   return p + s.size();
 }
 
@@ -24,7 +26,15 @@ inline char *put_pid_tid_ts(const line_format &f, char *p, int64_t tid, uint64_t
   p = put(p, ",\"pid\":");
   p = write_i64(p, f.pid);
   p = put(p, ",\"tid\":");
-  p = write_i64(p, tid);
+  if (tid_text *c = f.tid_cache) {
+    if (c->len == 0 || c->tid != tid) {
+      c->tid = tid;
+      c->len = static_cast<uint32_t>(write_i64(c->text, tid) - c->text);
+    }
+    p = put(p, std::string_view(c->text, c->len));
+  } else {
+    p = write_i64(p, tid);
+  }
   p = put(p, ",\"ts\":");
   return format_time(f, p, mono);
 }
@@ -264,8 +274,15 @@ char *put_prepared_args(char *p, bool comma, std::string_view node_args,
     if (!k.written) continue;
     if (comma) *p++ = ',';
     comma = true;
-    std::memcpy(p, prep.json.data() + k.at, k.len);
-    p = put_value(p + k.len, k.type, std::string_view(values + 8 * i, 8));
+    p = put(p, std::string_view(prep.json.data() + k.at, k.len));
+    uint64_t v;
+    std::memcpy(&v, values + 8 * i, 8);
+    if (k.type == DFTRACE_ARG_INT)
+      p = write_i64(p, static_cast<int64_t>(v));
+    else if (k.type == DFTRACE_ARG_UINT)
+      p = write_u64(p, v);
+    else
+      p = put_value(p, k.type, std::string_view(values + 8 * i, 8));
   }
   return p;
 }

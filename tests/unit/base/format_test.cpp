@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 
@@ -62,6 +63,22 @@ TEST(Format, VeryLongStrings) {
   const std::string q = json_quote(big);
   EXPECT_EQ(q.size(), big.size() + 3);  // quotes + one backslash
   EXPECT_TRUE(is_valid_json_value(q));
+}
+
+// The 8 (4) digits computed side by side in one word, for every value below 10^8 (10^4),
+// against an odometer counting in ASCII.
+TEST(Format, EightDigitsAtOnceForEveryValue) {
+  char want[8] = {'0', '0', '0', '0', '0', '0', '0', '0'};
+  for (uint32_t x = 0; x < 100000000u; ++x) {
+    char got[8];
+    fmt_detail::put8(got, x);
+    ASSERT_EQ(std::memcmp(got, want, 8), 0) << x;
+    if (x < 10000) {
+      const uint32_t w = fmt_detail::to_memory_order(fmt_detail::digits4(x));
+      ASSERT_EQ(std::memcmp(&w, want + 4, 4), 0) << x;
+    }
+    for (int i = 7; i >= 0 && ++want[i] > '9'; --i) want[i] = '0';
+  }
 }
 
 TEST(Format, Integers) {

@@ -18,11 +18,31 @@ TEST(PathPattern, MatchesAsFnmatchDoes) {
       // the other shapes, and what goes to fnmatch
       "/data/*", "*", "**", "*.", "*/", "/x", "*a*b*", "*.[ch]", "*?.py", "*\\*x", "[/]tmp*",
       "*/dist-packages/*", "*.pfw.gz", "*so"};
-  const std::vector<std::string> paths = {
-      "/usr/lib/libc.so", "/usr/lib/libc.so.6", "/a/b.so.x/c", "/home/u/train.py",
-      "/home/u/train.pyc", "/home/u/__pycache__/m.pyc", "/usr/lib/python3/site-packages/np/x",
-      "/data/a.npy", "/data", "/datax/a", "/", "/x", "/a.", "/a/", "/ab", "/tmp/f.c", "/tmp/f.h",
-      "/tmp/ab.py", "/tmp/*x", "/tmp/.so", "so", "", "/t.pfw.gz", "/dist-packages/", "/a*b"};
+  const std::vector<std::string> paths = {"/usr/lib/libc.so",
+                                          "/usr/lib/libc.so.6",
+                                          "/a/b.so.x/c",
+                                          "/home/u/train.py",
+                                          "/home/u/train.pyc",
+                                          "/home/u/__pycache__/m.pyc",
+                                          "/usr/lib/python3/site-packages/np/x",
+                                          "/data/a.npy",
+                                          "/data",
+                                          "/datax/a",
+                                          "/",
+                                          "/x",
+                                          "/a.",
+                                          "/a/",
+                                          "/ab",
+                                          "/tmp/f.c",
+                                          "/tmp/f.h",
+                                          "/tmp/ab.py",
+                                          "/tmp/*x",
+                                          "/tmp/.so",
+                                          "so",
+                                          "",
+                                          "/t.pfw.gz",
+                                          "/dist-packages/",
+                                          "/a*b"};
   for (const std::string &p : patterns) {
     const path_pattern pat(p);
     for (const std::string &path : paths)
