@@ -25,6 +25,9 @@ class path_pattern {
       shape_ = general;
     else
       shape_ = lead && trail ? contains : lead ? ends : trail ? begins : general;
+    // The byte a search for TEXT looks for first: not a separator, which every path is full of.
+    const size_t a = text_.find_first_not_of("/.");
+    anchor_ = a == std::string::npos ? 0 : a;
   }
   // `path` has n bytes and ends with a NUL.
   bool matches(const char *path, size_t n) const {
@@ -32,14 +35,30 @@ class path_pattern {
     switch (shape_) {
       case ends: return n >= k && memcmp(path + n - k, text_.data(), k) == 0;
       case begins: return n >= k && memcmp(path, text_.data(), k) == 0;
-      case contains: return memmem(path, n, text_.data(), k) != nullptr;
+      case contains: return found(path, n);
       default: return fnmatch(whole_.c_str(), path, 0) == 0;
     }
   }
 
  private:
+  // Whether TEXT is in path: its anchor byte found with memchr, then the whole compared (a
+  // general search, memmem, prepares more than a short path repays).
+  bool found(const char *path, size_t n) const {
+    const size_t k = text_.size();
+    if (n < k) return false;
+    const char *p = path + anchor_, *const last = path + (n - k) + anchor_;
+    while (p <= last) {
+      p = static_cast<const char *>(memchr(p, text_[anchor_], static_cast<size_t>(last - p) + 1));
+      if (!p) return false;
+      if (memcmp(p - anchor_, text_.data(), k) == 0) return true;
+      ++p;
+    }
+    return false;
+  }
+
   enum { ends, begins, contains, general } shape_;
   std::string whole_, text_;
+  size_t anchor_ = 0;
 };
 
 }  // namespace dftrace::io

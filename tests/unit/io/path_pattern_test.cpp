@@ -17,7 +17,7 @@ TEST(PathPattern, MatchesAsFnmatchDoes) {
       "*.so", "*.so.*", "*.py", "*.pyc", "*/__pycache__/*", "*/site-packages/*",
       // the other shapes, and what goes to fnmatch
       "/data/*", "*", "**", "*.", "*/", "/x", "*a*b*", "*.[ch]", "*?.py", "*\\*x", "[/]tmp*",
-      "*/dist-packages/*", "*.pfw.gz", "*so"};
+      "*/dist-packages/*", "*.pfw.gz", "*so", "*/.*", "*./*", "*//*"};
   const std::vector<std::string> paths = {"/usr/lib/libc.so",
                                           "/usr/lib/libc.so.6",
                                           "/a/b.so.x/c",
@@ -42,7 +42,17 @@ TEST(PathPattern, MatchesAsFnmatchDoes) {
                                           "",
                                           "/t.pfw.gz",
                                           "/dist-packages/",
-                                          "/a*b"};
+                                          "/a*b",
+                                          "/__pycache__/",
+                                          "/x/__pycache_/__pycache__/y",
+                                          "/x/_pycache__/",
+                                          "/site-packages",
+                                          "site-packages/",
+                                          "/a/.so.",
+                                          ".so.",
+                                          "/a/b/site-packagessite-packages/x",
+                                          "/a//b",
+                                          "/a/./b"};
   for (const std::string &p : patterns) {
     const path_pattern pat(p);
     for (const std::string &path : paths)
