@@ -41,6 +41,7 @@ constexpr unsigned md5_g(unsigned i) {
 }
 template <int R>
 inline void md5_round(uint32_t &a, uint32_t &b, uint32_t &c, uint32_t &d, const uint32_t *m) {
+#pragma GCC unroll 16
   for (unsigned i = 16 * R; i < 16 * (R + 1); ++i) {
     const uint32_t f = md5_f<R>(b, c, d);
     const uint32_t next = d;
