@@ -124,12 +124,12 @@ enum class nesting { leaf, contains };
 // One event around `call` on `node`; args(result) gives the event's arguments, to which a
 // failed call adds `errno` (unless `with_errno` is false: readdir's null is also the end). The
 // application sees the real call's result and errno. Each call site's keys are prepared once
-// (dftrace_arg_layout), so that an event passes only its values.
-// Never inlined: the interposers' common path (not recording, or not a traced file) then
-// needs no stack frame for the event's arguments.
+// (dftrace_arg_layout), so that an event passes only its values. The wrappers called most
+// (transfers, seeks) reach it through out_of_line, so that their pass-through path needs no
+// stack frame for the event's arguments.
 template <nesting Nesting = nesting::leaf, typename Call, typename Args>
-__attribute__((noinline)) auto traced(dftrace_node_t *node, Call call, Args args,
-                                      bool with_errno = true) -> decltype(call()) {
+inline auto traced(dftrace_node_t *node, Call call, Args args, bool with_errno = true)
+    -> decltype(call()) {
   constexpr bool leaf = Nesting == nesting::leaf;
   uint64_t begun;  // the leaf's start, or the region
   {
@@ -166,6 +166,14 @@ __attribute__((noinline)) auto traced(dftrace_node_t *node, Call call, Args args
   }
   errno = err;
   return ret;
+}
+
+// The traced path of a wrapper, called out of line with the wrapper's arguments by value: the
+// wrapper's pass-through path then keeps nothing in memory (lambdas capturing the arguments by
+// reference make the compiler store them all before the first test).
+template <typename Slow, typename... Args>
+__attribute__((noinline)) auto out_of_line(Slow slow, Args... args) -> decltype(slow(args...)) {
+  return slow(args...);
 }
 
 // Keeps errno across the interposer's own system calls (path and descriptor look-ups): a call
@@ -207,6 +215,12 @@ struct registrar {
 // to libc. For the calls made most often (transfers, seeks, stat on a descriptor).
 #define DFTRACE_IO_PASS(call) \
   if (__builtin_expect(!::dftrace::io::maybe_recording(node_), 1)) return call
+// The same for a call on a descriptor, which also passes at once when the descriptor is known
+// not to be traced (a file outside the data directories, a socket: one more load).
+#define DFTRACE_IO_PASS_FD(fd, call)                                                             \
+  if (__builtin_expect(!::dftrace::io::maybe_recording(node_) || ::dftrace::io::fd_untraced(fd), \
+                       1))                                                                       \
+  return call
 
 // Registers `function` under the C library's name `name` (namespace scope).
 #define DFTRACE_IO_REGISTER_AS(name, function)                                                 \

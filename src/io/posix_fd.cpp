@@ -235,25 +235,33 @@ int close(int fd) {
 }
 DFTRACE_IO_REGISTER(close);
 
-#define DFTRACE_IO_TRANSFER(name, buf_type)                                                \
-  ssize_t name(int fd, buf_type buf, size_t count) {                                       \
-    DFTRACE_IO_REAL(name);                                                                 \
-    DFTRACE_IO_NODE(k_posix, #name);                                                       \
-    DFTRACE_IO_PASS(real_##name(fd, buf, count));                                          \
-    return traced_transfer(node_, fd, count, [&] { return real_##name(fd, buf, count); }); \
-  }                                                                                        \
+#define DFTRACE_IO_TRANSFER(name, buf_type)                                              \
+  ssize_t name(int fd, buf_type buf, size_t count) {                                     \
+    DFTRACE_IO_REAL(name);                                                               \
+    DFTRACE_IO_NODE(k_posix, #name);                                                     \
+    DFTRACE_IO_PASS_FD(fd, real_##name(fd, buf, count));                                 \
+    return out_of_line(                                                                  \
+        [](dftrace_node_t *n, decltype(real_##name) real, int d, buf_type b, size_t c) { \
+          return traced_transfer(n, d, c, [&] { return real(d, b, c); });                \
+        },                                                                               \
+        node_, real_##name, fd, buf, count);                                             \
+  }                                                                                      \
   DFTRACE_IO_REGISTER(name);
 DFTRACE_IO_TRANSFER(read, void *)
 DFTRACE_IO_TRANSFER(write, const void *)
 
-#define DFTRACE_IO_TRANSFER_AT(name, buf_type, offset_type)                         \
-  ssize_t name(int fd, buf_type buf, size_t count, offset_type offset) {            \
-    DFTRACE_IO_REAL(name);                                                          \
-    DFTRACE_IO_NODE(k_posix, #name);                                                \
-    DFTRACE_IO_PASS(real_##name(fd, buf, count, offset));                           \
-    return traced_transfer_at(node_, fd, count, offset,                             \
-                              [&] { return real_##name(fd, buf, count, offset); }); \
-  }                                                                                 \
+#define DFTRACE_IO_TRANSFER_AT(name, buf_type, offset_type)                            \
+  ssize_t name(int fd, buf_type buf, size_t count, offset_type offset) {               \
+    DFTRACE_IO_REAL(name);                                                             \
+    DFTRACE_IO_NODE(k_posix, #name);                                                   \
+    DFTRACE_IO_PASS_FD(fd, real_##name(fd, buf, count, offset));                       \
+    return out_of_line(                                                                \
+        [](dftrace_node_t *n, decltype(real_##name) real, int d, buf_type b, size_t c, \
+           offset_type o) {                                                            \
+          return traced_transfer_at(n, d, c, o, [&] { return real(d, b, c, o); });     \
+        },                                                                             \
+        node_, real_##name, fd, buf, count, offset);                                   \
+  }                                                                                    \
   DFTRACE_IO_REGISTER(name);
 DFTRACE_IO_TRANSFER_AT(pread, void *, off_t)
 DFTRACE_IO_TRANSFER_AT(pwrite, const void *, off_t)
@@ -264,7 +272,7 @@ DFTRACE_IO_TRANSFER_AT(pwrite64, const void *, off64_t)
 ssize_t __read_chk(int fd, void *buf, size_t count, size_t size) {
   DFTRACE_IO_REAL(__read_chk);
   DFTRACE_IO_NODE(k_posix, "read");
-  DFTRACE_IO_PASS(real___read_chk(fd, buf, count, size));
+  DFTRACE_IO_PASS_FD(fd, real___read_chk(fd, buf, count, size));
   return traced_transfer(node_, fd, count, [&] { return real___read_chk(fd, buf, count, size); });
 }
 DFTRACE_IO_REGISTER(__read_chk);
@@ -272,7 +280,7 @@ DFTRACE_IO_REGISTER(__read_chk);
   ssize_t name(int fd, void *buf, size_t count, offset_type offset, size_t size) {        \
     DFTRACE_IO_REAL(name);                                                                \
     DFTRACE_IO_NODE(k_posix, plain);                                                      \
-    DFTRACE_IO_PASS(real_##name(fd, buf, count, offset, size));                           \
+    DFTRACE_IO_PASS_FD(fd, real_##name(fd, buf, count, offset, size));                    \
     return traced_transfer_at(node_, fd, count, offset,                                   \
                               [&] { return real_##name(fd, buf, count, offset, size); }); \
   }                                                                                       \
@@ -284,7 +292,7 @@ DFTRACE_IO_PREAD_CHK(__pread64_chk, "pread64", off64_t)
   ssize_t name(int fd, const struct iovec *iov, int n) {                                           \
     DFTRACE_IO_REAL(name);                                                                         \
     DFTRACE_IO_NODE(k_posix, #name);                                                               \
-    DFTRACE_IO_PASS(real_##name(fd, iov, n));                                                      \
+    DFTRACE_IO_PASS_FD(fd, real_##name(fd, iov, n));                                               \
     return traced_transfer(node_, fd, iov_bytes(iov, n), [&] { return real_##name(fd, iov, n); }); \
   }                                                                                                \
   DFTRACE_IO_REGISTER(name);
@@ -295,7 +303,7 @@ DFTRACE_IO_VECTOR(writev)
   ssize_t name(int fd, const struct iovec *iov, int n, offset_type offset) {    \
     DFTRACE_IO_REAL(name);                                                      \
     DFTRACE_IO_NODE(k_posix, #name);                                            \
-    DFTRACE_IO_PASS(real_##name(fd, iov, n, offset));                           \
+    DFTRACE_IO_PASS_FD(fd, real_##name(fd, iov, n, offset));                    \
     return traced_transfer_at(node_, fd, iov_bytes(iov, n), offset,             \
                               [&] { return real_##name(fd, iov, n, offset); }); \
   }                                                                             \
@@ -308,7 +316,7 @@ DFTRACE_IO_VECTOR_AT(pwritev64, off64_t)
   ssize_t name(int fd, const struct iovec *iov, int n, offset_type offset, int flags) { \
     DFTRACE_IO_REAL(name);                                                              \
     DFTRACE_IO_NODE(k_posix, #name);                                                    \
-    DFTRACE_IO_PASS(real_##name(fd, iov, n, offset, flags));                            \
+    DFTRACE_IO_PASS_FD(fd, real_##name(fd, iov, n, offset, flags));                     \
     return traced_transfer_at(node_, fd, iov_bytes(iov, n), offset,                     \
                               [&] { return real_##name(fd, iov, n, offset, flags); });  \
   }                                                                                     \
@@ -339,14 +347,17 @@ DFTRACE_IO_REGISTER(copy_file_range);
 DFTRACE_IO_SENDFILE(sendfile, off_t)
 DFTRACE_IO_SENDFILE(sendfile64, off64_t)
 
-#define DFTRACE_IO_SEEK(name, offset_type)                               \
-  offset_type name(int fd, offset_type offset, int whence) {             \
-    DFTRACE_IO_REAL(name);                                               \
-    DFTRACE_IO_NODE(k_posix, #name);                                     \
-    DFTRACE_IO_PASS(real_##name(fd, offset, whence));                    \
-    return traced_seek(node_, fd, offset, whence,                        \
-                       [&] { return real_##name(fd, offset, whence); }); \
-  }                                                                      \
+#define DFTRACE_IO_SEEK(name, offset_type)                                               \
+  offset_type name(int fd, offset_type offset, int whence) {                             \
+    DFTRACE_IO_REAL(name);                                                               \
+    DFTRACE_IO_NODE(k_posix, #name);                                                     \
+    DFTRACE_IO_PASS_FD(fd, real_##name(fd, offset, whence));                             \
+    return out_of_line(                                                                  \
+        [](dftrace_node_t *n, decltype(real_##name) real, int d, offset_type o, int w) { \
+          return traced_seek(n, d, o, w, [&] { return real(d, o, w); });                 \
+        },                                                                               \
+        node_, real_##name, fd, offset, whence);                                         \
+  }                                                                                      \
   DFTRACE_IO_REGISTER(name);
 DFTRACE_IO_SEEK(lseek, off_t)
 DFTRACE_IO_SEEK(lseek64, off64_t)
@@ -365,7 +376,7 @@ DFTRACE_IO_FTRUNCATE(ftruncate64, off64_t)
   int name params {                                                       \
     DFTRACE_IO_REAL(name);                                                \
     DFTRACE_IO_NODE(k_posix, #name);                                      \
-    DFTRACE_IO_PASS(real_##name args);                                    \
+    DFTRACE_IO_PASS_FD(fd, real_##name args);                             \
     return traced_fd_simple(node_, fd, [&] { return real_##name args; }); \
   }                                                                       \
   DFTRACE_IO_REGISTER(name);
