@@ -26,7 +26,7 @@ bool split_name_cat(const std::string &nc, std::string *name, std::string *cat) 
 member_builder::member_builder(size_t member_bytes, line_format format)
     : member_bytes_(member_bytes), format_(std::move(format)) {
   format_.index = &arg_index_;
-  format_.tid_cache = &tid_text_;
+  format_.cache = &cache_;
   limits_on_ = format_.budget_per_s || format_.budget_bytes_per_h || !format_.sample.empty();
 }
 

@@ -69,7 +69,7 @@ class member_builder {
   const size_t member_bytes_;
   line_format format_;
   arg_index arg_index_;  // formatting scratch for events with many arguments
-  tid_text tid_text_;    // the thread id last formatted
+  format_cache cache_;   // text formatted once for many lines
   aggregator agg_;       // aggregation mode's open intervals
   // output.budget and output.sample, per name: the budget's current window (second or hour)
   // and what the name wrote in it (events or bytes), whether it went over (aggregated from then

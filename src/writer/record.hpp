@@ -75,19 +75,27 @@ struct arg_index {
   static constexpr size_t k_small = 16;  // fewer entries: a direct scan is cheaper
 };
 
-// The text of the thread id last written (a writer's lines come in runs of one thread's), so
-// that it is formatted once per run. Owned by the writer, used under its lock.
-struct tid_text {
-  int64_t tid = 0;
-  uint32_t len = 0;  // 0: nothing cached
-  char text[24];
+// What the writer would otherwise format again and again: the `,"pid":P,"tid":T,"ts":` of the
+// thread whose lines it is writing (they come in runs of one thread's), and the digits of the
+// large numbers that repeat (a file's hash, on every event on that file). Owned by the writer,
+// used under its lock.
+struct format_cache {
+  int64_t pid = 0, tid = 0;
+  uint32_t prefix_len = 0;  // 0: nothing cached
+  char prefix[64];
+  struct number {
+    uint64_t value;
+    uint32_t len;  // 0: empty
+    char text[20];
+  };
+  number numbers[64] = {};  // direct-mapped by the value's hash
 };
 
 // What the writer needs to turn records into lines; fixed when tracing starts (pid changes
 // after fork).
 struct line_format {
   arg_index *index = nullptr;     // the writer's scratch (format_record uses it when it fits)
-  tid_text *tid_cache = nullptr;  // the writer's scratch (null: each tid formatted)
+  format_cache *cache = nullptr;  // the writer's scratch (null: everything formatted each time)
   tick_map *ticks = nullptr;  // ticks -> monotonic ns (the writer adds anchors); null: ns already
   int64_t pid = 0;
   uint64_t epoch_offset_ns = 0;

@@ -21,22 +21,35 @@ inline char *put(char *p, std::string_view s) {
   return p + s.size();
 }
 
-// ,"pid":P,"tid":T,"ts":TS
+// ,"pid":P,"tid":T,"ts":TS (all but TS copied from the cache while the thread stays the same)
 inline char *put_pid_tid_ts(const line_format &f, char *p, int64_t tid, uint64_t mono) {
-  p = put(p, ",\"pid\":");
-  p = write_i64(p, f.pid);
-  p = put(p, ",\"tid\":");
-  if (tid_text *c = f.tid_cache) {
-    if (c->len == 0 || c->tid != tid) {
-      c->tid = tid;
-      c->len = static_cast<uint32_t>(write_i64(c->text, tid) - c->text);
-    }
-    p = put(p, std::string_view(c->text, c->len));
-  } else {
-    p = write_i64(p, tid);
+  format_cache *c = f.cache;
+  if (!c || c->prefix_len == 0 || c->tid != tid || c->pid != f.pid) {
+    char *const start = c ? c->prefix : p;
+    char *q = put(start, ",\"pid\":");
+    q = write_i64(q, f.pid);
+    q = put(q, ",\"tid\":");
+    q = write_i64(q, tid);
+    q = put(q, ",\"ts\":");
+    if (!c) return format_time(f, q, mono);
+    c->pid = f.pid;
+    c->tid = tid;
+    c->prefix_len = static_cast<uint32_t>(q - start);
   }
-  p = put(p, ",\"ts\":");
+  p = put(p, std::string_view(c->prefix, c->prefix_len));
   return format_time(f, p, mono);
+}
+
+// An unsigned number; the large ones (hashes) through the cache, where a file's hash is found
+// again on every event on that file.
+inline char *put_u64(const line_format &f, char *p, uint64_t v) {
+  if (v < 10000000000ull || !f.cache) return write_u64(p, v);
+  format_cache::number &n = f.cache->numbers[(v * 0x9E3779B97F4A7C15ull) >> 58];
+  if (n.len == 0 || n.value != v) {
+    n.value = v;
+    n.len = static_cast<uint32_t>(write_u64(n.text, v) - n.text);
+  }
+  return put(p, std::string_view(n.text, n.len));
 }
 
 // The escaped key (reserved keys renamed user_<key>) into buf (room: 6 * key + 8).
@@ -241,7 +254,7 @@ char *put_args_indexed(char *p, bool comma, std::string_view node_args, std::str
 // A prepared layout's arguments after the node's: each key's JSON is copied as prepare_args
 // escaped it, and a node argument of the same key is left out (a node key that is also a
 // layout key is rare: the whole fragment is copied when no key of the layout is in it).
-char *put_prepared_args(char *p, bool comma, std::string_view node_args,
+char *put_prepared_args(const line_format &f, char *p, bool comma, std::string_view node_args,
                         std::string_view use_args) {
   const prepared_args &prep = prepared_of(use_args);
   const char *values = prepared_values(use_args);
@@ -280,7 +293,7 @@ char *put_prepared_args(char *p, bool comma, std::string_view node_args,
     if (k.type == DFTRACE_ARG_INT)
       p = write_i64(p, static_cast<int64_t>(v));
     else if (k.type == DFTRACE_ARG_UINT)
-      p = write_u64(p, v);
+      p = put_u64(f, p, v);
     else
       p = put_value(p, k.type, std::string_view(values + 8 * i, 8));
   }
@@ -288,9 +301,10 @@ char *put_prepared_args(char *p, bool comma, std::string_view node_args,
 }
 
 // The node's arguments, then the per-use ones, which replace node arguments of the same key.
-char *put_args(char *p, bool comma, std::string_view node_args, std::string_view use_args,
-               args_kind kind, arg_index *ix) {
-  if (kind == args_kind::prepared) return put_prepared_args(p, comma, node_args, use_args);
+char *put_args(const line_format &f, char *p, bool comma, std::string_view node_args,
+               std::string_view use_args, args_kind kind) {
+  arg_index *const ix = f.index;
+  if (kind == args_kind::prepared) return put_prepared_args(f, p, comma, node_args, use_args);
   if (kind == args_kind::json) {  // counters: use_args is already JSON, and nodes add nothing
     if (!use_args.empty()) {
       if (comma) *p++ = ',';
@@ -412,7 +426,7 @@ char *format_record(const line_format &f, const rec &r, char *p, uint64_t *ts_us
     p = put(p, ",\"ph\":\"i\",\"s\":\"t\",\"args\":{");
   }
   p = put(p, f.hhash_field);
-  p = put_args(p, !f.hhash_field.empty(), node_args, use_args, r.use_args_kind, f.index);
+  p = put_args(f, p, !f.hhash_field.empty(), node_args, use_args, r.use_args_kind);
   if (r.count) {
     if (!f.hhash_field.empty() || !node_args.empty() || !use_args.empty()) *p++ = ',';
     p = put(p, "\"count\":");

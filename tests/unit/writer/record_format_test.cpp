@@ -119,7 +119,8 @@ std::string raw_of(const std::vector<use_arg> &args) {
 // The line of a complete event with the node fragment `node_args` and per-use `args`, stored
 // raw, or as a prepared layout's values (`prep`, made from the same keys).
 std::string line_with(const std::string &node_args, const std::vector<use_arg> &args,
-                      const prepared_args *prep) {
+                      const prepared_args *prep, format_cache *cache = nullptr, int64_t tid = 2,
+                      int64_t pid = 1) {
   std::string use;
   args_kind kind = args_kind::raw;
   if (prep) {
@@ -140,15 +141,16 @@ std::string line_with(const std::string &node_args, const std::vector<use_arg> &
   r->start = 1000;
   r->end = 3000;
   r->parent_id = 4;
-  r->tid = 2;
+  r->tid = tid;
   r->level = 2;
   r->node_args_len = static_cast<uint32_t>(node_args.size());
   r->use_args_len = static_cast<uint32_t>(use.size());
   std::memcpy(const_cast<char *>(r->node_args()), node_args.data(), node_args.size());
   std::memcpy(const_cast<char *>(r->use_args()), use.data(), use.size());
   line_format f;
-  f.pid = 1;
+  f.pid = pid;
   f.hhash_field = "\"hhash\":7";
+  f.cache = cache;
   std::string out(line_bound(*r), '\0');
   uint64_t ts = 0;
   out.resize(static_cast<size_t>(format_record(f, *r, out.data(), &ts) - out.data()));
@@ -189,4 +191,30 @@ TEST(PreparedArgs, WriteTheSameLineAsTheirRawEntries) {
   }
   EXPECT_NE(line_with("\"epoch\":1,\"offset\":7", args, prep.get()).find("\"epoch\":1,\"fhash\""),
             std::string::npos);
+}
+
+// The writer's cache (the pid and tid prefix, the digits of large numbers) changes no line: a
+// sequence of events of changing threads, processes and hashes (some sharing a cache slot)
+// formats the same with and without it.
+TEST(FormatCache, ChangesNoLine) {
+  std::vector<use_arg> args = {{"fhash", DFTRACE_ARG_UINT, 0}, {"count", DFTRACE_ARG_INT, 4096}};
+  const std::unique_ptr<prepared_args> prep = prepare_args(raw_of(args));
+  format_cache cache;
+  uint64_t x = 0x9e3779b97f4a7c15ull;
+  std::vector<uint64_t> hashes;
+  for (int i = 0; i < 200; ++i) {  // more than the cache's 64 slots: collisions and reuse
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    hashes.push_back(x);
+  }
+  hashes.push_back(10000000000ull);  // the smallest number cached
+  hashes.push_back(9999999999ull);   // and the largest not
+  for (int i = 0; i < 2000; ++i) {
+    args[0].bits = hashes[(static_cast<size_t>(i) * 7919u) % hashes.size()];
+    const int64_t tid = 100 + (i / 3) % 5, pid = i < 1000 ? 7 : 8;
+    ASSERT_EQ(line_with("", args, prep.get(), &cache, tid, pid),
+              line_with("", args, prep.get(), nullptr, tid, pid))
+        << i;
+  }
 }
