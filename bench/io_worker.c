@@ -1,13 +1,16 @@
 /* io_worker.c: a DLIO-like worker in C: a forked child loads N small files the way numpy.load
  * does (open, fstat, lseek, read of the whole file, read at the end, close) and leaves with
- * _exit, as a PyTorch DataLoader worker does; the parent waits for it. Under callgrind the
- * counters are zeroed just before the fork, so the child's profile holds only what the child
- * did (its fork handlers included): io_worker_instructions.sh compares it traced and not.
- * Usage: io_worker DIR N   (DIR holds N files named f00000 ...; made if missing) */
+ * exit, or with _exit as a PyTorch DataLoader worker does (third argument "_exit": a build
+ * older than the _exit interposer then loses the child's buffered events instead of writing
+ * them); the parent waits for it. Under callgrind the counters are zeroed just before the
+ * fork, so the child's profile holds only what the child did (its fork handlers included):
+ * io_worker_instructions.sh compares it traced and not.
+ * Usage: io_worker DIR N [_exit]   (DIR holds N files named f00000 ...; made if missing) */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -43,9 +46,11 @@ int main(int argc, char **argv) {
   CALLGRIND_ZERO_STATS;
   const pid_t pid = fork();
   if (pid == 0) {
+    const int quick = argc > 3 && strcmp(argv[3], "_exit") == 0;
     for (int i = 0; i < n; ++i)
       if (load(argv[1], i) != 0) _exit(1);
-    _exit(0);
+    if (quick) _exit(0);
+    exit(0);
   }
   int status;
   return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && !WEXITSTATUS(status)

@@ -2,10 +2,10 @@
 # io_worker_instructions.sh BUILD [BASE_BUILD]: what tracing adds to a DLIO-like worker, in
 # instructions (callgrind; other work on the machine does not change them): a forked child
 # loading N files as numpy.load does (io_worker.c: open, fstat, lseek, read, read, close) and
-# leaving with _exit. Per build: the child's instructions per file beyond the untraced child's,
-# traced (every file in the data directory) and preloaded with no file in the data
-# directories, and the first file's (with the child's fixed cost: its fork handlers, header and
-# finalize at _exit). A build without the _exit interposer (before 2026-11-26) loses the
+# leaving with exit (EXIT=_exit: with _exit, as a DataLoader worker does). Per build: the
+# child's instructions per file beyond the untraced child's, traced (every file in the data
+# directory) and preloaded with no file in the data directories, and the first file's (with
+# the child's fixed cost: its fork handlers, header and finalize). With EXIT=_exit, a build without the _exit interposer (before 2026-11-26) loses the
 # child's buffered events instead of writing them, and looks cheaper than it is.
 set -euo pipefail
 n=200
@@ -18,7 +18,8 @@ child() {
   shift 2
   rm -rf "$dir"/cg* "$dir"/traces/*
   env -u DFTRACE_ENABLE "$@" valgrind --tool=callgrind --trace-children=yes --separate-threads=yes \
-    --callgrind-out-file="$dir/cg.%p" "$build/bench/io_worker" "$dir/data" "$k" >/dev/null 2>&1
+    --callgrind-out-file="$dir/cg.%p" "$build/bench/io_worker" "$dir/data" "$k" "${EXIT:-exit}" \
+    >/dev/null 2>&1
   local pid total=0 f t
   pid=$(ls "$dir" | sed -n 's/^cg\.\([0-9]*\).*/\1/p' | sort -n | uniq | tail -1)
   for f in "$dir"/cg."$pid"-*; do
