@@ -275,6 +275,26 @@ def test_forked_children_leaving_with_exit_keep_their_events(tmp_path):
     assert written == {"w0": 200, "w1": 200, "pa": 1}, written
 
 
+def test_application_mode_child_leaving_with_exit_keeps_its_events(tmp_path):
+    """The same in the application mode: the program initialises dftrace, its objects are bound
+    (_exit with the I/O calls), and a forked child that writes a file and leaves with _exit has
+    a finalized trace holding that write."""
+    data = tmp_path / "data"
+    data.mkdir()
+    out, p = run_app(tmp_path, os.path.join(BIN, "fork_exit_prog"), str(data),
+                     env={"DFTRACE_IO_DATA_DIR": str(data)})
+    assert "fork_exit_prog: ok" in p.stdout
+    writes = {}
+    for f in glob.glob(str(out / "*.pfw.gz")):
+        ev = tc.load_checked(f, nesting=False)
+        names = file_names(ev)
+        for e in io_events(ev):
+            if e["name"] == "write":
+                writes[os.path.basename(names[e["args"]["fhash"]])] = e["pid"]
+    assert set(writes) == {"parent", "child"}, writes
+    assert writes["parent"] != writes["child"]
+
+
 def test_fortify_source_entry_points(tmp_path):
     # A program built with -O2 -D_FORTIFY_SOURCE=2 calls __open_2 and __read_chk (checked with
     # nm: the test means nothing if the compiler chose otherwise); they are recorded as open and
