@@ -204,9 +204,9 @@ int runtime::init(const dftrace_options *options) {
     {
       std::lock_guard<std::mutex> hl(hash_mutex_);
       for (auto &m : defined_) m.clear();
-      defined_[DFTRACE_HASH_HOST][host_] = host_hash_;
-      defined_[DFTRACE_HASH_STRING][cmdline_] = dftracer_hash(cmdline_);
-      defined_[DFTRACE_HASH_STRING][exec_] = dftracer_hash(exec_);
+      defined_[DFTRACE_HASH_HOST].add(host_, host_hash_);
+      defined_[DFTRACE_HASH_STRING].add(cmdline_, dftracer_hash(cmdline_));
+      defined_[DFTRACE_HASH_STRING].add(exec_, dftracer_hash(exec_));
     }
 
     static bool exit_bound = false;
@@ -1101,13 +1101,10 @@ void runtime::mark(node *n, bool start) {
 
 uint64_t runtime::define_hash(int kind, std::string_view value) {
   if (kind < DFTRACE_HASH_HOST || kind > DFTRACE_HASH_FILE) return 0;
-  // The key's buffer is the thread's, reused: a file opened again allocates nothing.
-  static thread_local std::string v;
-  v.assign(value.data(), value.size());
+  const std::string_view v = value;
   {
     std::lock_guard<std::mutex> lock(hash_mutex_);
-    auto it = defined_[kind].find(v);
-    if (it != defined_[kind].end()) return it->second;
+    if (const uint64_t *known = defined_[kind].find(v)) return *known;  // no copy, no allocation
   }
   const uint64_t h = dftracer_hash(v);
   static const char *const types[] = {"", "HH", "SH", "FH"};
@@ -1117,7 +1114,7 @@ uint64_t runtime::define_hash(int kind, std::string_view value) {
   // Remembered only once written: a hash defined while not recording is defined again later.
   if (recording()) {
     std::lock_guard<std::mutex> lock(hash_mutex_);
-    defined_[kind].emplace(v, h);
+    defined_[kind].add(v, h);
   }
   return h;
 }
@@ -1174,9 +1171,9 @@ void runtime::on_fork_child() {
     writer_->fork_child(ts && ts->w == writer_.get() ? &ts->buf : nullptr, pid_, path_from_config(),
                         header_text());
   for (auto &m : defined_) m.clear();
-  defined_[DFTRACE_HASH_HOST][host_] = host_hash_;
-  defined_[DFTRACE_HASH_STRING][cmdline_] = dftracer_hash(cmdline_);
-  defined_[DFTRACE_HASH_STRING][exec_] = dftracer_hash(exec_);
+  defined_[DFTRACE_HASH_HOST].add(host_, host_hash_);
+  defined_[DFTRACE_HASH_STRING].add(cmdline_, dftracer_hash(cmdline_));
+  defined_[DFTRACE_HASH_STRING].add(exec_, dftracer_hash(exec_));
   hash_mutex_.unlock();
   tree_.mutex().unlock();
   init_mutex_.unlock();

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <ctime>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -52,6 +53,30 @@ struct thread_state {
   std::vector<activation> stack;
   char_buffer scratch;
   bool named = false;
+};
+
+// The hashes whose definition (HH, SH, FH line) this trace holds, of one kind, looked up by
+// the text without copying it (the keys view strings kept in `texts_`, which never move):
+// every open of a traced file asks. Not thread-safe (the runtime's hash mutex).
+class defined_hashes {
+ public:
+  const uint64_t *find(std::string_view text) const {
+    const auto it = by_text_.find(text);
+    return it == by_text_.end() ? nullptr : &it->second;
+  }
+  void add(std::string_view text, uint64_t h) {
+    if (by_text_.count(text)) return;
+    texts_.emplace_back(text);
+    by_text_.emplace(texts_.back(), h);
+  }
+  void clear() {
+    by_text_.clear();
+    texts_.clear();
+  }
+
+ private:
+  std::unordered_map<std::string_view, uint64_t> by_text_;
+  std::deque<std::string> texts_;
 };
 
 class runtime {
@@ -232,7 +257,7 @@ class runtime {
   std::atomic<int> last_signal_{0};  // the last fatal signal received (footer: "signal")
 
   std::mutex hash_mutex_;
-  std::unordered_map<std::string, uint64_t> defined_[4];
+  defined_hashes defined_[4];
 };
 
 }  // namespace dftrace::detail
