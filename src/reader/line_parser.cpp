@@ -3,7 +3,9 @@
 // allocation): parsing is most of the cost of stat and validate.
 #include "reader/line_parser.hpp"
 
+#include <cstdlib>
 #include <cstring>
+#include <utility>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -578,6 +580,17 @@ build_masks_fn masks_for(line_scan s) {
 }
 
 line_scan best_scan() {
+  // DFTRACE_LINE_SCAN=portable, sse2 or avx2 asks for a narrower scan (comparisons, and CPUs
+  // where wide vectors cost more than they give); a scan the CPU lacks is never taken.
+  if (const char *e = std::getenv("DFTRACE_LINE_SCAN")) {
+    const std::string_view want(e);
+    for (const auto &[name, s] :
+         {std::pair<std::string_view, line_scan>{"portable", line_scan::portable},
+          {"sse2", line_scan::sse2},
+          {"avx2", line_scan::avx2},
+          {"avx512", line_scan::avx512}})
+      if (want == name && line_scan_supported(s)) return s;
+  }
   if (line_scan_supported(line_scan::avx512)) return line_scan::avx512;
   if (line_scan_supported(line_scan::avx2)) return line_scan::avx2;
   return line_scan::sse2;
