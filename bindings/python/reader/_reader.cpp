@@ -166,30 +166,27 @@ inline key_sig sig_of(std::string_view k) {
 }
 
 // Strings as codes into a table of distinct values (names, categories, string arguments).
-// Open addressing over a cheap hash of the bytes; before it, the last string looked up
-// (consecutive lines often repeat it) and the last one of the same length and first and last
-// letters (a trace's few names alternate). No allocation on a hit.
+// Open addressing over a cheap hash of the bytes; before it, the last string looked up of the
+// same length and first and last letters (a trace's few names alternate, and a string that
+// repeats from line to line is found there as well). No allocation on a hit.
 class dictionary {
  public:
   std::deque<std::string> values;  // in code order; a deque keeps them in place for the views
   // Inline: it runs for the name, category and hash arguments of every line, and mostly hits.
   [[gnu::always_inline]] int32_t code(std::string_view s) {
-    if (last_ >= 0 && same_text(s, views_[static_cast<size_t>(last_)])) return last_;
-    // then the code last seen for a string of this length and first and last letters
     const size_t n = s.size();
     int32_t &recent = recent_[n ? (n * 7 + static_cast<unsigned char>(s[0]) * 3 +
                                    static_cast<unsigned char>(s[n - 1])) %
                                       k_recent
                                 : 0];
-    if (recent >= 0 && same_text(s, views_[static_cast<size_t>(recent)])) return last_ = recent;
-    return last_ = recent = lookup(s);
+    if (recent >= 0 && same_text(s, views_[static_cast<size_t>(recent)])) return recent;
+    return recent = lookup(s);
   }
   void clear() {
     values.clear();
     views_.clear();
     std::fill(slots_.begin(), slots_.end(), -1);
     std::fill(std::begin(recent_), std::end(recent_), -1);
-    last_ = -1;
   }
 
  private:
@@ -237,7 +234,6 @@ class dictionary {
   std::vector<int32_t> slots_;
   int32_t recent_[k_recent] = {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
                                -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1};
-  int32_t last_ = -1;
 };
 
 // One requested argument. Hash references (hhash, fhash, *_hash) are text codes only (-1:
