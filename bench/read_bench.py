@@ -8,7 +8,8 @@ REPEAT=3). Prints a Markdown table (best of REPEAT, wall seconds).
 BASE=OTHER_BUILD_DIR measures dftrace.read and `dftrace stat` of that build too, side by side:
 rounds alternate between the two builds (each read in a child process that imports that
 build's package), so that a change is compared on a machine whose speed drifts. NO_DASK=1
-leaves out the Dask rows."""
+leaves out the Dask rows. THREADS=1 measures one thread only (default "1,2"): with REPEAT=8, the
+per-core figure of issue 15 as the best of eight alternating rounds on a shared machine."""
 import gzip
 import json
 import os
@@ -70,7 +71,7 @@ def main():
     fastest = {}
     for _ in range(repeat):  # rounds alternate between the builds
         for tag, b in builds:
-            for threads in (1, 2):
+            for threads in [int(t) for t in os.environ.get("THREADS", "1,2").split(",")]:
                 for resolve in (True, False):
                     n, t = read_in_child(b, threads, resolve)
                     key = ("dftrace.read threads=%d resolve=%s%s" % (threads, resolve, tag), n)

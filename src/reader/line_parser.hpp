@@ -51,6 +51,18 @@ struct parsed_line {
 bool parse_line(std::string_view line, parsed_line &out);
 // The whole grammar alone, without that path (tests compare the two).
 bool parse_line_general(std::string_view line, parsed_line &out);
+
+// How the straight path finds the strings and numbers of a line: by bit masks built a vector at
+// a time (x86-64: SSE2, or AVX2 or AVX-512BW where the CPU has them, chosen once at start), or
+// byte by byte (portable: every other CPU, and lines with escapes or non-ASCII bytes).
+enum class line_scan : uint8_t { portable, sse2, avx2, avx512 };
+line_scan line_scan_in_use();
+bool line_scan_supported(line_scan s);
+// parse_line with the given scan (the portable one when s is not supported here): tests and the
+// fuzz target check that every scan gives the same result. Without whole_grammar, a line that
+// the straight path leaves to the whole grammar is refused (tests: which lines take it).
+bool parse_line_with(std::string_view line, parsed_line &out, line_scan s,
+                     bool whole_grammar = true);
 // True when two successful parses recorded the same keys, values and flags (views compared by
 // position, not only by text).
 bool same_parse(const parsed_line &a, const parsed_line &b);

@@ -43,6 +43,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const bool ok = parse_line(line, pl);
     // The straight path for common lines gives what the whole grammar gives.
     if (parse_line_general(line, whole) != ok || (ok && !same_parse(pl, whole))) abort();
+    // So does each structural scan this CPU has (the vector builds of the line's masks).
+    for (const line_scan s :
+         {line_scan::portable, line_scan::sse2, line_scan::avx2, line_scan::avx512}) {
+      if (!line_scan_supported(s)) continue;
+      if (parse_line_with(line, whole, s) != ok || (ok && !same_parse(pl, whole))) abort();
+    }
     if (!ok) {
       if (!pl.error || pl.error_at > line.size()) abort();
       return true;

@@ -184,7 +184,10 @@ def frame(raw, want_args, keys, defs, ranks, columns):
             remap = np.array([at.get(table.get(v), -1) for v in c["strings"]] + [-1],
                              dtype=np.int8 if len(names) < 127 else np.int32)
             codes = np.frombuffer(c["s"], dtype=np.int32)
-            df[col] = pd.Categorical.from_codes(remap[codes], categories=names)
+            # take with wrap-around reads code -1 as the last entry, as indexing would, at
+            # about 0.7 of its time (one of the few steps here that runs once per row)
+            df[col] = pd.Categorical.from_codes(np.take(remap, codes, mode="wrap"),
+                                                categories=names)
     if columns is None:
         columns = list(_BASE) + want_args + (["rank", "host", "file"] if resolve else [])
     missing = [c for c in columns if c not in df.columns]

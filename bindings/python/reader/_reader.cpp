@@ -166,34 +166,32 @@ inline key_sig sig_of(std::string_view k) {
 }
 
 // Strings as codes into a table of distinct values (names, categories, string arguments).
-// Open addressing over a cheap hash of the bytes; before it, the last string looked up
-// (consecutive lines often repeat it) and the last one of the same length and first and last
-// letters (a trace's few names alternate). No allocation on a hit.
+// Open addressing over a cheap hash of the bytes; before it, the last string looked up of the
+// same length and first and last letters (a trace's few names alternate, and a string that
+// repeats from line to line is found there as well). No allocation on a hit.
 class dictionary {
  public:
   std::deque<std::string> values;  // in code order; a deque keeps them in place for the views
-  int32_t code(std::string_view s) {
-    if (last_ >= 0 && same_text(s, views_[static_cast<size_t>(last_)])) return last_;
-    // then the code last seen for a string of this length and first and last letters
+  // Inline: it runs for the name, category and hash arguments of every line, and mostly hits.
+  [[gnu::always_inline]] int32_t code(std::string_view s) {
     const size_t n = s.size();
     int32_t &recent = recent_[n ? (n * 7 + static_cast<unsigned char>(s[0]) * 3 +
                                    static_cast<unsigned char>(s[n - 1])) %
                                       k_recent
                                 : 0];
-    if (recent >= 0 && same_text(s, views_[static_cast<size_t>(recent)])) return last_ = recent;
-    return last_ = recent = lookup(s);
+    if (recent >= 0 && same_text(s, views_[static_cast<size_t>(recent)])) return recent;
+    return recent = lookup(s);
   }
   void clear() {
     values.clear();
     views_.clear();
     std::fill(slots_.begin(), slots_.end(), -1);
     std::fill(std::begin(recent_), std::end(recent_), -1);
-    last_ = -1;
   }
 
  private:
   static constexpr size_t k_recent = 32;
-  int32_t lookup(std::string_view s) {
+  [[gnu::noinline]] int32_t lookup(std::string_view s) {
     if (views_.size() * 2 >= slots_.size()) grow();
     const size_t mask = slots_.size() - 1;
     for (size_t i = hash(s) & mask;; i = (i + 1) & mask) {
@@ -236,7 +234,6 @@ class dictionary {
   std::vector<int32_t> slots_;
   int32_t recent_[k_recent] = {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
                                -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1};
-  int32_t last_ = -1;
 };
 
 // One requested argument. Hash references (hhash, fhash, *_hash) are text codes only (-1:
@@ -262,10 +259,13 @@ struct what {
   bool metadata_only = false;
 };
 
-// The columns of one block. Reused from block to block (their vectors keep their capacity).
+// The columns of one block. Reused from block to block (their vectors keep their size). The
+// vectors are sized ahead (room), and a line's values are written at index rows without a check
+// per value: one per line.
 struct columns : dftrace::detail::block_result {
   std::vector<int32_t> name, cat, ph;
   std::vector<int64_t> ints[k_ints];
+  size_t rows = 0, cap = 0;  // rows written; rows every vector holds
   dictionary names, cats, phs;
   int32_t letter_code[256];  // phs' code of a one-letter ph, -1 until seen
   std::vector<arg_column> args;
@@ -276,24 +276,35 @@ struct columns : dftrace::detail::block_result {
   uint64_t invalid = 0, skipped = 0, lines = 0;
 
   void reset(const what &w) {
-    for (auto *v : {&name, &cat, &ph}) v->clear();
-    for (auto &v : ints) v.clear();
+    rows = 0;
     names.clear();
     cats.clear();
     phs.clear();
     std::fill(std::begin(letter_code), std::end(letter_code), -1);
-    args.resize(w.args.size());
+    if (args.size() != w.args.size()) {
+      args.resize(w.args.size());
+      cap = 0;  // the new ones have no room yet
+    }
     for (size_t a = 0; a < args.size(); ++a) {
       args[a].hash = dftrace::detail::is_hash_ref_key(w.args[a]);
-      args[a].kind.clear();
-      args[a].v.clear();
-      args[a].s.clear();
       args[a].dict.clear();
     }
     hashes.clear();
     hash_types.clear();
     ranks.clear();
     invalid = skipped = lines = 0;
+  }
+  // Room for at least n rows in every column.
+  void room(size_t n) {
+    if (n <= cap) return;
+    cap = std::max(n, cap * 2);
+    for (auto *v : {&name, &cat, &ph}) v->resize(cap);
+    for (auto &v : ints) v.resize(cap);
+    for (auto &c : args) {
+      c.kind.resize(c.hash ? 0 : cap);
+      c.v.resize(c.hash ? 0 : cap);
+      c.s.resize(c.hash ? cap : 0);
+    }
   }
 };
 
@@ -335,6 +346,45 @@ int64_t int_or(const jvalue &v, int64_t def) {
   return v.present() && dftrace::detail::value_i64(v, &x) ? x : def;
 }
 
+// int_or for the short integers of every line (level, p_idx, id), inline: a number of at most
+// nine characters that the parser found valid is an integer when it is all digits. limit: the
+// end of the readable text (the block's); where 8 bytes can be read from the digits, up to 8 of
+// them are read at once (little-endian CPUs).
+[[gnu::always_inline]] inline int64_t small_int_or(const jvalue &v, int64_t def,
+                                                   const char *limit) {
+  const std::string_view t = v.text;
+  if (v.type == jtype::number && t.size() - 1 < 9) {
+    const bool neg = t[0] == '-';
+    const char *p = t.data() + neg;
+    const size_t n = t.size() - neg;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (n - 4 < 5 && limit - p >= 8) {  // 4 to 8 digits (ids); fewer: the loop below
+      // the n digits moved to the top bytes, '0' below them (leading zeros of the same value)
+      const uint64_t c = load64(p) << (8 * (8 - n)) | (0x3030303030303030ull >> (8 * n - 1) >> 1);
+      constexpr uint64_t hi = 0xF0F0F0F0F0F0F0F0ull;
+      if (((c & hi) | (((c + 0x0606060606060606ull) & hi) >> 4)) == 0x3333333333333333ull) {
+        uint64_t d = c - 0x3030303030303030ull;  // the first digit is the lowest byte
+        d = (d * 10 + (d >> 8)) & 0x00FF00FF00FF00FFull;
+        d = (d * 100 + (d >> 16)) & 0x0000FFFF0000FFFFull;
+        d = (d * 10000 + (d >> 32)) & 0xFFFFFFFFull;
+        return neg ? -static_cast<int64_t>(d) : static_cast<int64_t>(d);
+      }
+      return int_or(v, def);  // a fraction or an exponent
+    }
+#else
+    (void)limit;
+#endif
+    int64_t x = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const unsigned d = static_cast<unsigned char>(p[i] - '0');
+      if (d > 9) return int_or(v, def);  // a fraction or an exponent
+      x = x * 10 + d;
+    }
+    if (n) return neg ? -x : x;
+  }
+  return int_or(v, def);
+}
+
 // An integer field whose text mostly repeats from line to line (pid, tid): parsed once per change.
 struct cached_int {
   std::string_view text;
@@ -347,11 +397,11 @@ struct cached_int {
   }
 };
 
-// Reads one requested argument's value into its column.
-void put_arg(arg_column &c, const jvalue *v) {
+// Reads one requested argument's value into its column, at row.
+void put_arg(arg_column &c, const jvalue *v, size_t row) {
   if (c.hash) {  // hashes stay text: matched as written, never rounded
-    c.s.push_back(v && (v->type == jtype::number || v->type == jtype::string) ? c.dict.code(v->text)
-                                                                              : -1);
+    c.s[row] =
+        v && (v->type == jtype::number || v->type == jtype::string) ? c.dict.code(v->text) : -1;
     return;
   }
   uint8_t kind = k_missing;
@@ -372,8 +422,8 @@ void put_arg(arg_column &c, const jvalue *v) {
     kind = k_int;
     iv = v->text == "true";
   }
-  c.kind.push_back(kind);
-  c.v.push_back(iv);
+  c.kind[row] = kind;
+  c.v[row] = iv;
 }
 
 // A metadata line's hash definition (HH, FH, SH) or rank (PR), kept.
@@ -447,19 +497,17 @@ void scan(dftrace::detail::text_block &b, const what &w, time_unit unit, column_
     b.result = std::move(r);
     return;
   }
-  const size_t guess = b.text.size() / 128 + 16;  // lines of a typical event's length
-  for (auto *v : {&r->name, &r->cat, &r->ph}) v->reserve(guess);
-  for (auto &v : r->ints) v.reserve(guess);
-  for (auto &c : r->args) {
-    c.kind.reserve(c.hash ? 0 : guess);
-    c.v.reserve(c.hash ? 0 : guess);
-    c.s.reserve(c.hash ? guess : 0);
-  }
-  std::vector<const jvalue *> found(w.args.size());
+  r->room(b.text.size() / 128 + 16);  // lines of a typical event's length
+  const size_t nargs = w.args.size();
+  // The requested arguments of a line (null: not in it); put back to null as they are read.
+  std::vector<const jvalue *> found_of(nargs);
+  const jvalue **const found = found_of.data();
   const key_sig level_sig = sig_of("level"), p_idx_sig = sig_of("p_idx");
   cached_int pid, tid;
   parsed_line pl;
-  dftrace::detail::for_each_line(b.whole_lines(), [&](std::string_view line) {
+  const std::string_view text = b.whole_lines();
+  const char *const limit = text.data() + text.size();
+  dftrace::detail::for_each_line(text, [&](std::string_view line) {
     ++r->lines;
     size_t k = 0;
     while (k < line.size() && (line[k] == ' ' || line[k] == '\t' || line[k] == '\r')) ++k;
@@ -482,19 +530,20 @@ void scan(dftrace::detail::text_block &b, const what &w, time_unit unit, column_
     if (!w.cats.empty() && !w.cats.count(pl.cat.text)) return true;
     if (!w.names.empty() && !w.names.count(pl.name.text)) return true;
     if (pl.dur.present()) dftrace::detail::value_ns(pl.dur, unit, &dur);
-    r->name.push_back(r->names.code(pl.name.text));
-    r->cat.push_back(r->cats.code(pl.cat.text));
+    if (r->rows == r->cap) r->room(r->cap + 1);
+    const size_t row = r->rows++;
+    r->name[row] = r->names.code(pl.name.text);
+    r->cat[row] = r->cats.code(pl.cat.text);
     const std::string_view ph_text =
         pl.ph.type == jtype::string ? pl.ph.text : std::string_view(&ph, 1);
     if (ph_text.size() == 1) {  // a letter (mostly "X"): its code looked up once per block
       int32_t &c = r->letter_code[static_cast<unsigned char>(ph_text[0])];
-      r->ph.push_back(c >= 0 ? c : (c = r->phs.code(ph_text)));
+      r->ph[row] = c >= 0 ? c : (c = r->phs.code(ph_text));
     } else {
-      r->ph.push_back(r->phs.code(ph_text));
+      r->ph[row] = r->phs.code(ph_text);
     }
     // One pass over the arguments finds level, p_idx and the requested keys (by signature).
     const jvalue *lv = nullptr, *pi = nullptr;
-    for (auto &f : found) f = nullptr;
     for (int a = 0; a < pl.nargs; ++a) {
       const std::string_view key = pl.args_kv[a].key;
       const key_sig ks = sig_of(key);
@@ -503,30 +552,34 @@ void scan(dftrace::detail::text_block &b, const what &w, time_unit unit, column_
       } else if (ks == p_idx_sig) {
         pi = &pl.args_kv[a].value;
       } else {
-        for (size_t q = 0; q < w.args.size(); ++q)
+        for (size_t q = 0; q < nargs; ++q)
           if (!found[q] && ks == w.arg_sigs[q] && (ks.n <= 8 || key == w.args[q]))
             found[q] = &pl.args_kv[a].value;
       }
     }
-    r->ints[0].push_back(pid.get(pl.pid));  // the text stays valid: the block outlives the scan
-    r->ints[1].push_back(tid.get(pl.tid));
-    r->ints[2].push_back(static_cast<int64_t>(ts));
-    r->ints[3].push_back(static_cast<int64_t>(dur));
-    r->ints[4].push_back(lv ? int_or(*lv, -1) : -1);
-    r->ints[5].push_back(pi ? int_or(*pi, -1) : -1);
-    r->ints[6].push_back(int_or(pl.id, -1));
-    for (size_t q = 0; q < w.args.size(); ++q) put_arg(r->args[q], found[q]);
+    r->ints[0][row] = pid.get(pl.pid);  // the text stays valid: the block outlives the scan
+    r->ints[1][row] = tid.get(pl.tid);
+    r->ints[2][row] = static_cast<int64_t>(ts);
+    r->ints[3][row] = static_cast<int64_t>(dur);
+    r->ints[4][row] = lv ? small_int_or(*lv, -1, limit) : -1;
+    r->ints[5][row] = pi ? small_int_or(*pi, -1, limit) : -1;
+    r->ints[6][row] = small_int_or(pl.id, -1, limit);
+    for (size_t q = 0; q < nargs; ++q) {
+      put_arg(r->args[q], found[q], row);
+      found[q] = nullptr;
+    }
     return true;
   });
   b.result = std::move(r);
 }
 
 // Codes of a block's dictionary as codes of the read's (-1 stays -1), written to out.
-void recode(const std::vector<int32_t> &codes, const dictionary &local, dictionary &global,
-            int32_t *out) {
+void recode(const std::vector<int32_t> &codes, size_t n, const dictionary &local,
+            dictionary &global, int32_t *out) {
   std::vector<int32_t> map(local.values.size());
   for (size_t k = 0; k < local.values.size(); ++k) map[k] = global.code(local.values[k]);
-  for (const int32_t c : codes) *out++ = c < 0 ? -1 : map[static_cast<size_t>(c)];
+  const int32_t *c = codes.data();
+  for (size_t r = 0; r < n; ++r) out[r] = c[r] < 0 ? -1 : map[static_cast<size_t>(c[r])];
 }
 
 // The columns of the whole read: every block appended in file order, its codes rewritten into
@@ -550,10 +603,10 @@ struct result {
   size_t rows = 0;
 
   void add(columns &b) {
-    const size_t n = b.name.size();
-    recode(b.name, b.names, names, name.extend(n));
-    recode(b.cat, b.cats, cats, cat.extend(n));
-    recode(b.ph, b.phs, phs, ph.extend(n));
+    const size_t n = b.rows;
+    recode(b.name, n, b.names, names, name.extend(n));
+    recode(b.cat, n, b.cats, cats, cat.extend(n));
+    recode(b.ph, n, b.phs, phs, ph.extend(n));
     ints.reserve(rows + n);
     for (int k = 0; k < k_ints; ++k)
       if (n) std::memcpy(ints.col(k) + rows, b.ints[k].data(), n * 8);
@@ -562,7 +615,7 @@ struct result {
       arg_column &c = b.args[a];
       result_arg &out = args[a];
       if (c.hash) {
-        recode(c.s, c.dict, out.dict, out.s.extend(n));
+        recode(c.s, n, c.dict, out.dict, out.s.extend(n));
         continue;
       }
       if (n) std::memcpy(out.kind.extend(n), c.kind.data(), n);

@@ -1,6 +1,7 @@
 // line_parser_test.cpp: the trace-line scanner: strict JSON, the keys it records, numbers.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -11,14 +12,25 @@ using namespace dftrace::detail;
 
 namespace {
 
-// parse_line (straight path for common lines) and the whole grammar agree on line: same
-// verdict, same values. Returns whether the line is valid.
+// parse_line (straight path for common lines, with each structural scan this CPU has) and the
+// whole grammar agree on line: same verdict, same values. Returns whether the line is valid.
 bool agrees(const std::string &line) {
   parsed_line fast, whole;
   const bool ok = parse_line(line, fast);
   EXPECT_EQ(ok, parse_line_general(line, whole)) << line;
   if (ok) {
     EXPECT_TRUE(same_parse(fast, whole)) << line;
+  }
+  for (const line_scan s :
+       {line_scan::portable, line_scan::sse2, line_scan::avx2, line_scan::avx512}) {
+    if (!line_scan_supported(s)) continue;
+    // a copy of its own: the vector loads of each scan see only the line
+    const std::string copy = line;
+    EXPECT_EQ(parse_line_with(copy, fast, s), ok) << int(s) << ": " << line;
+    if (ok) {
+      parse_line_general(copy, whole);
+      EXPECT_TRUE(same_parse(fast, whole)) << int(s) << ": " << line;
+    }
   }
   return ok;
 }
@@ -165,6 +177,25 @@ TEST(LineParser, StraightPathAgreesWithTheWholeGrammar) {
     }
     for (size_t n = 0; n <= l.size(); ++n) agrees(l.substr(0, n));
   }
+  // The lines that dftrace and DFTracer write take the straight path with every scan.
+  for (const auto &l : lines) {
+    if (l.find('\\') != std::string::npos || l.find("nested") != std::string::npos ||
+        l.find("many") != std::string::npos)
+      continue;
+    for (const line_scan s :
+         {line_scan::portable, line_scan::sse2, line_scan::avx2, line_scan::avx512}) {
+      parsed_line pl;
+      if (line_scan_supported(s)) {
+        EXPECT_TRUE(parse_line_with(l, pl, s, false)) << int(s) << l;
+      }
+    }
+  }
+#if defined(__x86_64__)
+  // x86-64 always has a vector scan (SSE2), unless DFTRACE_LINE_SCAN asked for the portable one
+  if (!std::getenv("DFTRACE_LINE_SCAN")) {
+    EXPECT_NE(line_scan_in_use(), line_scan::portable);
+  }
+#endif
   // The samples of DFTracer 1.x and 2.x, line by line.
   for (const char *f : {"/tests/data/dftracer/cm1-DEFAULT-3537780-preload.pfw.gz",
                         "/tests/data/dftracer-v2/v2-sample.pfw"})
