@@ -1,14 +1,18 @@
 """io_dlio_bench.py: a DLIO-like loop (PyTorch DataLoader, 2 workers, numpy.load of many small
 files) untraced and under `dftrace run` (libdftrace_io preloaded: every POSIX and STDIO call on
 the dataset traced), side by side, alternated round by round. Prints each round's seconds and
-the median ratio traced/untraced.
+the median ratio traced/untraced, of the loop's wall time and of its CPU time (the main
+process's and its reaped workers': what tracing costs in work, which a machine whose cores the
+loop keeps busy pays in time). On a VM whose speed drifts both vary by +-25% from round to
+round; --instructions gives a figure that does not.
 
     /usr/bin/python3 bench/io_dlio_bench.py BUILD [--files 4000] [--rounds 7] [--epochs 2]
-        [--base OTHER_BUILD] [--no-files]
+        [--base OTHER_BUILD] [--no-files] [--instructions]
 
 --base adds the same loop traced by another build (a change before and after, side by side);
 --no-files adds a run preloaded with no file in the traced directories (the cost of tracing a
-process before any I/O event: its start, its writer, its finish).
+process before any I/O event: its start, its writer, its finish). --instructions counts each
+arm's instructions once under valgrind's callgrind instead (load-independent; slow).
 """
 import argparse
 import os
@@ -20,8 +24,18 @@ import tempfile
 import time
 
 CHILD = r'''
-import sys, time, numpy as np, torch
+import ctypes, os, resource, sys, time, numpy as np, torch
 from torch.utils.data import DataLoader, Dataset
+
+# --instructions: callgrind's counters zeroed where the loop starts, in this process and in
+# each worker (a small library's client request), so that the totals are the loop's.
+zero = ctypes.CDLL(os.environ["DLIO_ZERO"]).dlio_zero if os.environ.get("DLIO_ZERO") else None
+
+def cpu_seconds():
+    """This process's CPU time and that of its children already reaped (the DataLoader's
+    workers, joined at the end of each epoch)."""
+    me, kids = (resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 class Files(Dataset):
     def __init__(self, paths): self.paths = paths
@@ -30,15 +44,17 @@ class Files(Dataset):
 
 def main():
     d, epochs = sys.argv[1], int(sys.argv[2])
-    import os
     paths = sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".npy"))
-    loader = DataLoader(Files(paths), batch_size=32, num_workers=2, shuffle=True)
-    t0 = time.perf_counter()
+    loader = DataLoader(Files(paths), batch_size=32, num_workers=2, shuffle=True,
+                        worker_init_fn=(lambda _: zero()) if zero else None)
+    if zero:
+        zero()
+    c0, t0 = cpu_seconds(), time.perf_counter()
     total = 0.0
     for _ in range(epochs):
         for batch in loader:
             total += float(batch.sum())
-    print("%.6f" % (time.perf_counter() - t0))
+    print("%.6f %.6f" % (time.perf_counter() - t0, cpu_seconds() - c0))
 
 if __name__ == "__main__":
     main()
@@ -52,6 +68,9 @@ def main():
     p.add_argument("--rounds", type=int, default=7)
     p.add_argument("--epochs", type=int, default=2)
     p.add_argument("--base", help="another build, traced side by side (before/after a change)")
+    p.add_argument("--instructions", action="store_true",
+                   help="count the loop's instructions (valgrind's callgrind, every process) "
+                        "untraced and traced, once each, instead of timing rounds")
     p.add_argument("--no-files", action="store_true",
                    help="also run preloaded with no file in the traced directories (what "
                         "tracing costs a process before any I/O event: start, writer, finish)")
@@ -84,8 +103,11 @@ def main():
         if a.base:
             arms.append(("traced, base", run_cmd(a.base)))
         os.mkdir(traces)
+        if a.instructions:
+            return count_instructions(a, arms, env, tmp, traces)
         subprocess.run(plain_cmd, env=env, check=True, capture_output=True)  # warm the cache
-        times = {name: [] for name, _ in arms}
+        wall = {name: [] for name, _ in arms}
+        cpu = {name: [] for name, _ in arms}
         io = 0
         for r in range(a.rounds):
             line = []
@@ -93,8 +115,10 @@ def main():
                 shutil.rmtree(traces)
                 os.mkdir(traces)
                 res = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True)
-                times[name].append(float(res.stdout.strip().splitlines()[-1]))
-                line.append("%s %.3f s" % (name, times[name][-1]))
+                w, c = map(float, res.stdout.strip().splitlines()[-1].split())
+                wall[name].append(w)
+                cpu[name].append(c)
+                line.append("%s %.3f s (cpu %.3f s)" % (name, w, c))
                 if name == "traced":
                     io = io_events(os.path.join(os.path.abspath(a.build), "tools", "dftrace"),
                                    traces)
@@ -102,15 +126,55 @@ def main():
                 load = f.read().split()[0]
             print("round %d: %s (load %s)" % (r + 1, ", ".join(line), load), flush=True)
         print("files %d x %d epochs; I/O events in the last traced run: %d" % (a.files, a.epochs, io))
-        plain = times["untraced"]
-        print("median untraced %.3f s" % statistics.median(plain))
-        for name, _ in arms[1:]:
-            ratios = sorted(t / u for t, u in zip(times[name], plain))
-            print("%-16s median %.3f s; ratio to untraced: median %.3f (min %.3f, max %.3f)"
-                  % (name, statistics.median(times[name]), statistics.median(ratios), ratios[0],
-                     ratios[-1]))
+        for what, times in (("wall", wall), ("cpu", cpu)):
+            plain = times["untraced"]
+            print("%s: median untraced %.3f s" % (what, statistics.median(plain)))
+            for name, _ in arms[1:]:
+                ratios = sorted(t / u for t, u in zip(times[name], plain))
+                print("%s: %-16s median %.3f s; ratio to untraced: median %.3f (min %.3f, max %.3f)"
+                      % (what, name, statistics.median(times[name]), statistics.median(ratios),
+                         ratios[0], ratios[-1]))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+ZERO_C = r'''
+#include <valgrind/callgrind.h>
+void dlio_zero(void) { CALLGRIND_ZERO_STATS; }
+'''
+
+
+def count_instructions(a, arms, env, tmp, traces):
+    """Each arm once under callgrind, following every process (the DataLoader's workers are
+    forked), counters zeroed where the loop starts; prints the loop's instructions, summed over
+    the processes, and the ratio to the untraced loop's. Independent of the machine's load."""
+    src = os.path.join(tmp, "zero.c")
+    lib = os.path.join(tmp, "zero.so")
+    with open(src, "w") as f:
+        f.write(ZERO_C)
+    subprocess.run(["gcc", "-shared", "-fPIC", "-O2", "-o", lib, src], check=True)
+    totals = {}
+    for name, cmd in arms:
+        shutil.rmtree(traces)
+        os.mkdir(traces)
+        out = os.path.join(tmp, "cg-" + name.replace(" ", "_").replace(",", ""))
+        os.mkdir(out)
+        # `dftrace run` sets the environment and executes the command; valgrind follows it.
+        subprocess.run(["valgrind", "--tool=callgrind", "--trace-children=yes",
+                        "--callgrind-out-file=" + os.path.join(out, "cg.%p"), *cmd],
+                       env={**env, "DLIO_ZERO": lib}, check=True, capture_output=True)
+        total = 0
+        for f in os.listdir(out):
+            with open(os.path.join(out, f)) as fh:
+                for line in fh:
+                    if line.startswith(("summary:", "totals:")):
+                        total += int(line.split()[1])
+                        break
+        totals[name] = total
+        print("%-16s %15d instructions" % (name, total), flush=True)
+    for name, _ in arms[1:]:
+        print("%-16s %.3f times the untraced loop's instructions"
+              % (name, totals[name] / totals["untraced"]))
 
 
 def io_events(cli, traces):
