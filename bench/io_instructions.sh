@@ -35,26 +35,38 @@ count() {
         awk '/io_bench.c:main / {gsub(",", "", $1); print $1; exit}')
     fi
   done
-  echo "$main $((all - main))"
+  # the writer's part in formatting (member_builder::add_records) and compressing (ISA-L,
+  # libdeflate or zlib), inclusive, every thread
+  local fmt=0 zip=0 a b
+  for f in "$dir"/cg-*; do
+    a=$(callgrind_annotate --inclusive=yes "$f" 2>/dev/null |
+      awk '/member_builder::add_records/ && $1 ~ /^[0-9,]+$/ {gsub(",", "", $1); print $1; exit}')
+    b=$(callgrind_annotate --inclusive=yes "$f" 2>/dev/null |
+      awk '/member_encoder::encode\(/ && $1 ~ /^[0-9,]+$/ {gsub(",", "", $1); print $1; exit}')
+    fmt=$((fmt + ${a:-0})) zip=$((zip + ${b:-0}))
+  done
+  echo "$main $((all - main)) $fmt $zip"
 }
-# per_call ENV...: "calling-thread others" instructions per call
+# per_call ENV...: "calling-thread writer format compress" instructions per call
 per_call() {
-  local a b
+  local a b i out=""
   read -r -a a <<<"$(count $n1 "$@")"
   read -r -a b <<<"$(count $n2 "$@")"
   local d=$(($(calls $n2) - $(calls $n1)))
-  echo "$(echo "scale=1; (${b[0]} - ${a[0]}) / $d" | bc) $(echo "scale=1; (${b[1]} - ${a[1]}) / $d" | bc)"
+  for i in 0 1 2 3; do out+="$(echo "scale=1; (${b[$i]} - ${a[$i]}) / $d" | bc) "; done
+  echo "$out"
 }
 on=(DFTRACE_ENABLE=1 DFTRACE_LOG_FILE="$dir/traces/t" LD_PRELOAD="$lib")
 echo "== $(date -u +%Y-%m-%d\ %H:%M) UTC: instructions per pread (callgrind; $n1 and $n2 calls)"
 read -r -a bare <<<"$(per_call env)"
-printf "    %-30s %10s %12s\n" case "added" "writer"
+printf "    %-30s %10s %12s %18s\n" case "added" "writer" "(format, compress)"
 printf "    %-30s %10s %12s\n" "bare (libc: ${bare[0]})" 0 "${bare[1]}"
 row() {
   local label=$1 v
   shift
   read -r -a v <<<"$(per_call env "$@")"
-  printf "    %-30s %10s %12s\n" "$label" "$(echo "${v[0]} - ${bare[0]}" | bc)" "${v[1]}"
+  printf "    %-30s %10s %12s %18s\n" "$label" "$(echo "${v[0]} - ${bare[0]}" | bc)" "${v[1]}" \
+    "(${v[2]}, ${v[3]})"
 }
 row "traced" "${on[@]}" DFTRACE_IO_DATA_DIR="$dir/data"
 row "outside the data dirs" "${on[@]}" DFTRACE_IO_DATA_DIR="$dir/other"
