@@ -56,6 +56,11 @@ for kind in "${kinds[@]}"; do
   # can not take a sanitized library: those tests run in the release build.
   echo "   ($kind: I/O tests on the system's programs skipped: a sanitized library can not be preloaded into them)"
   io_tests="application_mode or dftracer_annotated_cpp"
+  # A child forked from a process with a writer thread and leaving with _exit: ASan's allocator
+  # can hang such a child and ThreadSanitizer can not follow its new thread (as above); it runs
+  # in the release build.
+  echo "   ($kind: test_application_mode_child_leaving_with_exit skipped: a child forked from threads)"
+  io_skip=" and not leaving_with_exit"
   if [ "$kind" = thread ]; then
     # ThreadSanitizer's runtime must come before any preloaded library (it is not initialised
     # when a library preloaded ahead of it makes its first call): the preloaded cases run under
@@ -68,7 +73,7 @@ for kind in "${kinds[@]}"; do
   # of the order is off for these.)
   ASAN_OPTIONS="$ASAN_OPTIONS:verify_asan_link_order=0" \
     DFTRACE_TEST_BIN="$PWD/$dir/tests/integration/io" DFTRACE_CLI="$PWD/$dir/tools/dftrace" \
-    $py -m pytest -q -p no:cacheprovider -k "$io_tests" "$src/tests/integration/io/test_io.py"
+    $py -m pytest -q -p no:cacheprovider -k "($io_tests)$io_skip" "$src/tests/integration/io/test_io.py"
   if [ "$kind" != thread ]; then
     # Hostile trace files (forged DT fields, a deflate bomb, odd numbers, absurd clock
     # offsets) through every tool built with the sanitizers; the streaming merge and split and
