@@ -637,6 +637,22 @@ def test_hdf5_calls_with_their_posix_calls_inside(tmp_path):
     wrote = inside[by["H5Dwrite"][0]["id"]] + inside[by["H5Dclose"][0]["id"]]
     assert ("pwrite", 8000) in wrote
     assert ("pread", 8000) in inside[by["H5Dread"][0]["id"]]
+    # io.enable false switches H5 off with POSIX and STDIO; a categories rule turning POSIX back
+    # on keeps the interposers bound, and only POSIX is recorded
+    for f in glob.glob(str(out / "*")):
+        os.remove(f)
+    saved = {k: os.environ.get(k) for k in ("DFTRACE_IO_ENABLE", "DFTRACE_CATEGORIES")}
+    os.environ.update({"DFTRACE_IO_ENABLE": "false", "DFTRACE_CATEGORIES": "POSIX"})
+    try:
+        out, p = run(tmp_path, prog, str(data), options=("--data-dirs", str(data)))
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    ev = tc.load_checked(tc.only_file(str(out)))
+    assert {e["cat"] for e in ev if e.get("ph") == "X" and e["cat"] != "dftracer"} == {"POSIX"}
 
 
 def test_tools_on_io_traces_stat_shows_bytes_per_file_and_bandwidth(tmp_path):
