@@ -41,12 +41,13 @@ EXPECTED = [
 ]
 
 
-def run(tmp_path, *cmd, options=()):
+def run(tmp_path, *cmd, options=(), env_extra=()):
     out = tmp_path / "traces"
     out.mkdir(exist_ok=True)
     env = dict(os.environ)
     for k in ("DFTRACE_ENABLE", "DFTRACE_LOG_FILE", "DFTRACE_IO_DATA_DIR", "LD_PRELOAD"):
         env.pop(k, None)
+    env.update(dict(env_extra))
     p = subprocess.run([CLI, "run", "--prefix", str(out / "t"), *options, "--", *cmd],
                        capture_output=True, text=True, env=env, timeout=120)
     assert p.returncode == 0, p.stdout + p.stderr
@@ -159,16 +160,7 @@ def test_io_off_gives_the_calls_back_to_the_c_library(tmp_path):
     lib = os.path.join(BIN, "io_bound_lib.so")
 
     def bound(extra_env):
-        saved = {k: os.environ.get(k) for k in extra_env}
-        os.environ.update(extra_env)
-        try:
-            out, p = run(tmp_path, prog, str(data), lib)
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
+        out, p = run(tmp_path, prog, str(data), lib, env_extra=extra_env)
         where = dict(line.rsplit(" ", 1) for line in p.stdout.splitlines())
         traces = glob.glob(str(out / "*.pfw.gz"))
         assert len(traces) == 1
@@ -641,16 +633,8 @@ def test_hdf5_calls_with_their_posix_calls_inside(tmp_path):
     # on keeps the interposers bound, and only POSIX is recorded
     for f in glob.glob(str(out / "*")):
         os.remove(f)
-    saved = {k: os.environ.get(k) for k in ("DFTRACE_IO_ENABLE", "DFTRACE_CATEGORIES")}
-    os.environ.update({"DFTRACE_IO_ENABLE": "false", "DFTRACE_CATEGORIES": "POSIX"})
-    try:
-        out, p = run(tmp_path, prog, str(data), options=("--data-dirs", str(data)))
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+    out, p = run(tmp_path, prog, str(data), options=("--data-dirs", str(data)),
+                 env_extra={"DFTRACE_IO_ENABLE": "false", "DFTRACE_CATEGORIES": "POSIX"})
     ev = tc.load_checked(tc.only_file(str(out)))
     assert {e["cat"] for e in ev if e.get("ph") == "X" and e["cat"] != "dftracer"} == {"POSIX"}
 
