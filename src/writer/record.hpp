@@ -89,6 +89,30 @@ struct format_cache {
     char text[20];
   };
   number numbers[64] = {};  // direct-mapped by the value's hash
+
+  // The constant text of a prepared leaf's line (every I/O event), per (node, layout, thread):
+  // `,"name":..,"cat":..,"pid":P,"tid":T,"ts":` after the id, then
+  // `,"ph":"X","args":{"hhash":H,"key":` after the duration, and `,"key":` between the values.
+  // format_record then writes the numbers between these pieces, and nothing else
+  // (record_format.cpp: format_templated). Built on the first line of its key; a layout with
+  // more keys, a key that is not an integer, or longer text is formatted the general way.
+  static constexpr size_t k_template_keys = 12, k_template_text = 448;
+  struct line_template {
+    const std::string *name_cat = nullptr;  // null: an empty slot
+    const void *layout = nullptr;
+    const char *hhash = nullptr;  // the line_format's hhash_field it was built with
+    size_t hhash_len = 0;
+    int64_t pid = 0, tid = 0;
+    bool metadata = true;
+    uint8_t keys = 0;                      // the keys written, in order
+    uint8_t slot[k_template_keys];         // each one's value index in the record
+    uint8_t is_int[k_template_keys];       // 1: INT (signed), 0: UINT
+    uint16_t head_len = 0, open_len = 0;   // text[0, head_len), then the open piece
+    uint16_t key_at[k_template_keys];      // `,"key":` of keys 1.. (key 0 ends the open piece)
+    uint8_t key_len[k_template_keys];
+    char text[k_template_text];
+  };
+  line_template templates[32];  // direct-mapped by (node, layout, thread)
 };
 
 // What the writer needs to turn records into lines; fixed when tracing starts (pid changes

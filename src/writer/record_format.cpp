@@ -334,6 +334,131 @@ char *put_args(const line_format &f, char *p, bool comma, std::string_view node_
   return put_raw_args(p, comma, use_args);
 }
 
+// Copies up to 64 bytes with two overlapping 32-byte moves when more than 32 (a template's
+// head: the name, category, pid and tid), else as copy_small does.
+__attribute__((always_inline)) inline char *put_medium(char *p, const char *s, size_t n) {
+  if (n > 32 && n <= 64) {
+    struct w32 {
+      uint64_t a, b, c, d;
+    } x, y;
+    std::memcpy(&x, s, 32);
+    std::memcpy(&y, s + n - 32, 32);
+    std::memcpy(p, &x, 32);
+    std::memcpy(p + n - 32, &y, 32);
+  } else {
+    copy_small(p, s, n);
+  }
+  return p + n;
+}
+
+using line_template = format_cache::line_template;
+
+// Builds t for the record r (a prepared leaf with no node arguments): false when its line is
+// not made of the pieces a template holds (a key that is not an integer, too many keys, too
+// long a text); t is then left empty.
+bool build_template(const line_format &f, const rec &r, const prepared_args &prep,
+                    line_template &t) {
+  t.name_cat = nullptr;
+  size_t n = 0;
+  bool fits = true;
+  auto add = [&](std::string_view s) {
+    if (n + s.size() > format_cache::k_template_text) {
+      fits = false;
+      return;
+    }
+    std::memcpy(t.text + n, s.data(), s.size());
+    n += s.size();
+  };
+  char num[24];
+  add(*r.name_cat);
+  add(",\"pid\":");
+  add(std::string_view(num, static_cast<size_t>(write_i64(num, f.pid) - num)));
+  add(",\"tid\":");
+  add(std::string_view(num, static_cast<size_t>(write_i64(num, r.tid) - num)));
+  add(",\"ts\":");
+  const size_t head = n;
+  add(",\"ph\":\"X\",\"args\":{");
+  add(f.hhash_field);
+  bool comma = !f.hhash_field.empty();
+  size_t keys = 0, open = 0;
+  for (size_t i = 0; i < prep.keys.size() && fits; ++i) {
+    const auto &k = prep.keys[i];
+    if (!k.written) continue;
+    if ((k.type != DFTRACE_ARG_INT && k.type != DFTRACE_ARG_UINT) ||
+        keys == format_cache::k_template_keys || i > 255 || k.len + 1 > 255)
+      return false;
+    const size_t at = n;
+    if (comma) add(",");
+    add(std::string_view(prep.json.data() + k.at, k.len));
+    comma = true;
+    if (keys == 0) {
+      open = n - head;
+    } else {
+      t.key_at[keys] = static_cast<uint16_t>(at);
+      t.key_len[keys] = static_cast<uint8_t>(n - at);
+    }
+    t.slot[keys] = static_cast<uint8_t>(i);
+    t.is_int[keys] = k.type == DFTRACE_ARG_INT;
+    ++keys;
+  }
+  if (!fits) return false;
+  if (keys == 0) open = n - head;
+  t.head_len = static_cast<uint16_t>(head);
+  t.open_len = static_cast<uint16_t>(open);
+  t.keys = static_cast<uint8_t>(keys);
+  t.layout = &prep;
+  t.hhash = f.hhash_field.data();
+  t.hhash_len = f.hhash_field.size();
+  t.pid = f.pid;
+  t.tid = r.tid;
+  t.metadata = f.metadata;
+  t.name_cat = r.name_cat;
+  return true;
+}
+
+// The template of a prepared leaf record (its cache slot; built on a miss), or null.
+const line_template *template_of(const line_format &f, const rec &r) {
+  const prepared_args &prep = prepared_of(std::string_view(r.use_args(), r.use_args_len));
+  const uint64_t h = reinterpret_cast<uintptr_t>(r.name_cat) * 0x9E3779B97F4A7C15ull ^
+                     reinterpret_cast<uintptr_t>(&prep) * 0xC2B2AE3D27D4EB4Full ^
+                     static_cast<uint64_t>(r.tid) * 0x165667B19E3779F9ull;
+  line_template &t = f.cache->templates[h >> 59];
+  if (t.name_cat == r.name_cat && t.layout == &prep && t.tid == r.tid && t.pid == f.pid &&
+      t.hhash == f.hhash_field.data() && t.hhash_len == f.hhash_field.size() &&
+      t.metadata == f.metadata)
+    return &t;
+  return build_template(f, r, prep, t) ? &t : nullptr;
+}
+
+// A prepared leaf's line from its template: the numbers between the template's pieces.
+char *format_templated(const line_format &f, const line_template &t, const rec &r,
+                       uint64_t start, uint64_t end, uint64_t ts_us, char *p) {
+  const char *values = prepared_values(std::string_view(r.use_args(), r.use_args_len));
+  p = put(p, "{\"id\":");
+  p = write_u64(p, r.id);
+  p = put_medium(p, t.text, t.head_len);
+  p = format_time(f, p, start);
+  p = put(p, ",\"dur\":");
+  p = write_u64(p, f.ns_precision ? end - start : (end + f.epoch_offset_ns) / 1000 - ts_us);
+  p = put_medium(p, t.text + t.head_len, t.open_len);
+  for (size_t k = 0; k < t.keys; ++k) {
+    if (k) {
+      copy_small(p, t.text + t.key_at[k], t.key_len[k]);
+      p += t.key_len[k];
+    }
+    uint64_t v;
+    std::memcpy(&v, values + 8 * size_t{t.slot[k]}, 8);
+    p = t.is_int[k] ? write_i64(p, static_cast<int64_t>(v)) : put_u64(f, p, v);
+  }
+  if (t.metadata) {
+    p = put(p, ",\"level\":");
+    p = write_u64(p, r.level);
+    p = put(p, ",\"p_idx\":");
+    p = write_i64(p, r.parent_id);
+  }
+  return put(p, "}}\n");
+}
+
 }  // namespace
 
 std::unique_ptr<prepared_args> prepare_args(std::string raw) {
@@ -410,6 +535,10 @@ char *format_record(const line_format &f, const rec &r, char *p, uint64_t *ts_us
     p = put(p, use_args);  // counters store their series as JSON
     return put(p, "}}\n");
   }
+  if (r.type == rec_type::complete && r.use_args_kind == args_kind::prepared &&
+      r.node_args_len == 0 && r.count == 0 && f.cache)
+    if (const line_template *t = template_of(f, r))
+      return format_templated(f, *t, r, start, end, *ts_us, p);
   p = put(p, "{\"id\":");
   p = write_u64(p, r.id);
   p = put(p, *r.name_cat);

@@ -218,3 +218,107 @@ TEST(FormatCache, ChangesNoLine) {
         << i;
   }
 }
+
+namespace {
+
+// A prepared leaf's line with every formatting choice given (the template's key and what it
+// bakes in: name, layout, pid, tid, the hhash text, metadata; the precision it does not).
+struct leaf_case {
+  const std::string *name_cat;
+  const prepared_args *prep;
+  std::vector<uint64_t> values;
+  int64_t pid, tid;
+  bool metadata, ns;
+  std::string hhash;
+  uint64_t id, start, end;
+};
+
+std::string leaf_line(const leaf_case &c, format_cache *cache) {
+  std::string use(reinterpret_cast<const char *>(&c.prep), sizeof c.prep);
+  for (uint64_t v : c.values) use.append(reinterpret_cast<const char *>(&v), 8);
+  std::vector<uint64_t> buf(rec_size(use.size()) / 8);
+  rec *r = new (buf.data()) rec{};
+  r->size = static_cast<uint32_t>(rec_size(use.size()));
+  r->type = rec_type::complete;
+  r->use_args_kind = args_kind::prepared;
+  r->name_cat = c.name_cat;
+  r->id = c.id;
+  r->start = c.start;
+  r->end = c.end;
+  r->parent_id = static_cast<int64_t>(c.id % 3) - 1;
+  r->tid = c.tid;
+  r->level = static_cast<uint32_t>(c.id % 4);
+  r->use_args_len = static_cast<uint32_t>(use.size());
+  std::memcpy(const_cast<char *>(r->use_args()), use.data(), use.size());
+  line_format f;
+  f.pid = c.pid;
+  f.metadata = c.metadata;
+  f.ns_precision = c.ns;
+  f.epoch_offset_ns = 1795262848000000000ull;
+  f.hhash_field = c.hhash;
+  f.cache = cache;
+  std::string out(line_bound(*r), '\0');
+  uint64_t ts = 0;
+  out.resize(static_cast<size_t>(format_record(f, *r, out.data(), &ts) - out.data()));
+  return out;
+}
+
+}  // namespace
+
+// A prepared leaf (every I/O event) is written from a line template the cache keeps per node,
+// layout, process and thread: its lines equal the general formatter's for layouts that differ
+// (one key, many, a repeated key, a reserved key, errno, a double: not templated), names,
+// threads and processes sharing cache slots, values of every width and sign, at microsecond
+// and nanosecond precision, with and without metadata.
+TEST(FormatCache, LineTemplatesChangeNoLine) {
+  const std::string names[] = {",\"name\":\"pread\",\"cat\":\"POSIX\"",
+                               ",\"name\":\"fread\",\"cat\":\"STDIO\"",
+                               ",\"name\":\"a_name_long_enough_for_a_head_of_over_64_bytes\",\"cat\":\"POSIX\""};
+  const std::vector<std::vector<use_arg>> layouts = {
+      {{"fhash", DFTRACE_ARG_UINT, 0}, {"fd", DFTRACE_ARG_INT, 0}, {"count", DFTRACE_ARG_INT, 0},
+       {"offset", DFTRACE_ARG_INT, 0}, {"ret", DFTRACE_ARG_INT, 0}},
+      {{"fhash", DFTRACE_ARG_UINT, 0}, {"ret", DFTRACE_ARG_INT, 0}, {"errno", DFTRACE_ARG_INT, 0}},
+      {{"ret", DFTRACE_ARG_INT, 0}},
+      {{"offset", DFTRACE_ARG_INT, 0}, {"level", DFTRACE_ARG_INT, 0}, {"offset", DFTRACE_ARG_INT, 0}},
+      {{"fhash", DFTRACE_ARG_UINT, 0}, {"ratio", DFTRACE_ARG_DOUBLE, 0}},
+      {{"k1", DFTRACE_ARG_INT, 0}, {"k2", DFTRACE_ARG_INT, 0}, {"k3", DFTRACE_ARG_INT, 0},
+       {"k4", DFTRACE_ARG_INT, 0}, {"k5", DFTRACE_ARG_INT, 0}, {"k6", DFTRACE_ARG_INT, 0},
+       {"k7", DFTRACE_ARG_INT, 0}, {"k8", DFTRACE_ARG_INT, 0}, {"k9", DFTRACE_ARG_INT, 0},
+       {"k10", DFTRACE_ARG_INT, 0}, {"k11", DFTRACE_ARG_INT, 0}, {"k12", DFTRACE_ARG_INT, 0},
+       {"k13", DFTRACE_ARG_INT, 0}}};
+  std::vector<std::unique_ptr<prepared_args>> preps;
+  for (const auto &l : layouts) preps.push_back(prepare_args(raw_of(l)));
+  const uint64_t values[] = {0, 7, 9999, 10000, 99999999, 100000000, 9999999999ull,
+                             10000000000ull, 18446744073709551615ull,
+                             static_cast<uint64_t>(int64_t{-1}),
+                             static_cast<uint64_t>(int64_t{-4096}), bits_of(0.5)};
+  format_cache cache;
+  uint64_t x = 0x9e3779b97f4a7c15ull;
+  int templated = 0;
+  for (int i = 0; i < 4000; ++i) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    leaf_case c;
+    c.name_cat = &names[x % 3];
+    const size_t l = (x >> 8) % preps.size();
+    c.prep = preps[l].get();
+    for (size_t k = 0; k < layouts[l].size(); ++k)
+      c.values.push_back(values[(x >> (12 + 3 * k)) % (sizeof values / sizeof values[0])]);
+    c.pid = i < 2000 ? 7 : 8;
+    c.tid = 100 + static_cast<int64_t>((x >> 40) % 41);  // more than the 32 slots
+    c.metadata = ((x >> 50) % 5) != 0;
+    c.ns = ((x >> 53) % 4) == 0;
+    c.hhash = c.metadata ? "\"hhash\":7386335834152862147" : "";
+    c.id = (x >> 20) % 3 ? static_cast<uint64_t>(i) : x;
+    c.start = 1000000 + static_cast<uint64_t>(i) * 1733;
+    c.end = c.start + (x >> 44) % 5000;
+    const std::string with = leaf_line(c, &cache);
+    ASSERT_EQ(with, leaf_line(c, nullptr)) << i;
+    templated += l != 4 && l != 5;
+  }
+  EXPECT_GT(templated, 2000);
+  bool any = false;  // the cache holds templates (the path was taken)
+  for (const auto &t : cache.templates) any |= t.name_cat != nullptr;
+  EXPECT_TRUE(any);
+}
