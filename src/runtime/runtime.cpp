@@ -1110,7 +1110,9 @@ uint64_t runtime::define_hash(int kind, std::string_view value) {
   static const char *const types[] = {"", "HH", "SH", "FH"};
   // Writes the definition, starting the trace when this is the first use of a process the
   // environment enabled (an interposer's first call defines its file before any event).
-  metadata_line(types[kind], v, std::to_string(h), true);
+  char digits[24];
+  metadata_line(types[kind], v,
+                std::string_view(digits, static_cast<size_t>(write_u64(digits, h) - digits)), true);
   // Remembered only once written: a hash defined while not recording is defined again later.
   if (recording()) {
     std::lock_guard<std::mutex> lock(hash_mutex_);

@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstring>
@@ -56,27 +57,103 @@ struct thread_state {
 };
 
 // The hashes whose definition (HH, SH, FH line) this trace holds, of one kind, looked up by
-// the text without copying it (the keys view strings kept in `texts_`, which never move):
-// every open of a traced file asks. Not thread-safe (the runtime's hash mutex).
+// the text without copying it: every open of a traced file asks. An open-addressing table of
+// (a quick hash of the text, the text, its hash); the texts are copied into blocks that never
+// move, so neither a look-up nor an insertion calls the allocator but when a block or the
+// table fills. Not thread-safe (the runtime's hash mutex).
 class defined_hashes {
  public:
-  const uint64_t *find(std::string_view text) const {
-    const auto it = by_text_.find(text);
-    return it == by_text_.end() ? nullptr : &it->second;
-  }
+  const uint64_t *find(std::string_view text) const { return find(text, key_of(text)); }
   void add(std::string_view text, uint64_t h) {
-    if (by_text_.count(text)) return;
-    texts_.emplace_back(text);
-    by_text_.emplace(texts_.back(), h);
+    const uint64_t k = key_of(text);
+    if (find(text, k)) return;
+    if ((used_ + 1) * 2 > slots_.size()) grow();
+    place({k, store(text), text.size(), h});
+    ++used_;
   }
   void clear() {
-    by_text_.clear();
-    texts_.clear();
+    slots_.clear();
+    blocks_.clear();
+    used_ = 0;
+    left_ = 0;
   }
 
  private:
-  std::unordered_map<std::string_view, uint64_t> by_text_;
-  std::deque<std::string> texts_;
+  struct entry {
+    uint64_t key;
+    const char *text;  // null: an empty slot
+    size_t len;
+    uint64_t value;
+  };
+  // A quick hash of the text, 8 bytes at a time (a path: a few multiplications).
+  static uint64_t key_of(std::string_view s) {
+    const char *p = s.data();
+    size_t n = s.size();
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ n;
+    auto mix = [&h](uint64_t w) {
+      h = (h ^ w) * 0xFF51AFD7ED558CCDull;
+      h ^= h >> 32;
+    };
+    if (n >= 8) {
+      for (; n > 8; p += 8, n -= 8) {
+        uint64_t w;
+        std::memcpy(&w, p, 8);
+        mix(w);
+      }
+      uint64_t w;  // the last 8 bytes (overlapping the previous word)
+      std::memcpy(&w, s.data() + s.size() - 8, 8);
+      mix(w);
+    } else {
+      uint64_t w = 0;
+      for (size_t i = 0; i < n; ++i) w |= uint64_t(static_cast<unsigned char>(p[i])) << (8 * i);
+      mix(w);
+    }
+    h ^= h >> 33;  // every bit reaches the low ones, which pick the slot
+    h *= 0xC4CEB9FE1A85EC53ull;
+    return h ^ (h >> 33);
+  }
+  const uint64_t *find(std::string_view text, uint64_t k) const {
+    if (slots_.empty()) return nullptr;
+    const size_t mask = slots_.size() - 1;
+    for (size_t i = k & mask;; i = (i + 1) & mask) {
+      const entry &e = slots_[i];
+      if (!e.text) return nullptr;
+      if (e.key == k && e.len == text.size() && std::memcmp(e.text, text.data(), e.len) == 0)
+        return &e.value;
+    }
+  }
+  void place(const entry &e) {
+    const size_t mask = slots_.size() - 1;
+    size_t i = e.key & mask;
+    while (slots_[i].text) i = (i + 1) & mask;
+    slots_[i] = e;
+  }
+  void grow() {
+    std::vector<entry> old(slots_.empty() ? 64 : 2 * slots_.size(), entry{0, nullptr, 0, 0});
+    old.swap(slots_);
+    for (const entry &e : old)
+      if (e.text) place(e);
+  }
+  const char *store(std::string_view text) {
+    if (text.empty()) return "";  // never null: null marks an empty slot
+    if (text.size() > left_) {
+      const size_t size = std::max<size_t>(k_block, text.size() + 1);
+      blocks_.emplace_back(new char[size]);
+      next_ = blocks_.back().get();
+      left_ = size;
+    }
+    char *at = next_;
+    std::memcpy(at, text.data(), text.size());
+    next_ += text.size();
+    left_ -= text.size();
+    return at;
+  }
+  static constexpr size_t k_block = 64 * 1024;
+  std::vector<entry> slots_;  // a power of two, at most half full
+  size_t used_ = 0;
+  std::vector<std::unique_ptr<char[]>> blocks_;
+  char *next_ = nullptr;
+  size_t left_ = 0;
 };
 
 class runtime {

@@ -104,11 +104,11 @@ struct format_cache {
     size_t hhash_len = 0;
     int64_t pid = 0, tid = 0;
     bool metadata = true;
-    uint8_t keys = 0;                      // the keys written, in order
-    uint8_t slot[k_template_keys];         // each one's value index in the record
-    uint8_t is_int[k_template_keys];       // 1: INT (signed), 0: UINT
-    uint16_t head_len = 0, open_len = 0;   // text[0, head_len), then the open piece
-    uint16_t key_at[k_template_keys];      // `,"key":` of keys 1.. (key 0 ends the open piece)
+    uint8_t keys = 0;                     // the keys written, in order
+    uint8_t slot[k_template_keys];        // each one's value index in the record
+    uint8_t is_int[k_template_keys];      // 1: INT (signed), 0: UINT
+    uint16_t head_len = 0, open_len = 0;  // text[0, head_len), then the open piece
+    uint16_t key_at[k_template_keys];     // `,"key":` of keys 1.. (key 0 ends the open piece)
     uint8_t key_len[k_template_keys];
     char text[k_template_text];
   };

@@ -431,8 +431,8 @@ const line_template *template_of(const line_format &f, const rec &r) {
 }
 
 // A prepared leaf's line from its template: the numbers between the template's pieces.
-char *format_templated(const line_format &f, const line_template &t, const rec &r,
-                       uint64_t start, uint64_t end, uint64_t ts_us, char *p) {
+char *format_templated(const line_format &f, const line_template &t, const rec &r, uint64_t start,
+                       uint64_t end, uint64_t ts_us, char *p) {
   const char *values = prepared_values(std::string_view(r.use_args(), r.use_args_len));
   p = put(p, "{\"id\":");
   p = write_u64(p, r.id);

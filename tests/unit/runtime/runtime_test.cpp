@@ -6,8 +6,10 @@
 #include "runtime/schedule.hpp"
 
 #include <gtest/gtest.h>
+
 #include <sys/stat.h>
 #include <unistd.h>
+#include <cstdio>
 
 #include <cstdlib>
 #include <cstring>
@@ -247,4 +249,35 @@ TEST(Schedule, PhasesAndWindowsAsTorchProfiler) {
   const schedule forever{0, 0, 0, 2, 0};  // repeat 0: no end
   EXPECT_TRUE(forever.records(1000001));
   EXPECT_TRUE(forever.window_ends_after(1000001));
+}
+
+// The table of defined hashes (every open of a traced file asks it): texts that differ only in
+// their last bytes (file names in one directory), every length from empty to past one word and
+// to long paths, each found with its own value after the table has grown many times; a text
+// added twice keeps its first value; a text never added is not found; clear forgets all.
+TEST(DefinedHashes, FindsEveryTextItWasGiven) {
+  defined_hashes t;
+  std::vector<std::string> texts = {""};
+  for (int len = 1; len <= 20; ++len) texts.push_back(std::string(static_cast<size_t>(len), 'a'));
+  for (int i = 0; i < 20000; ++i) {
+    char name[64];
+    std::snprintf(name, sizeof name, "/tmp/dlio/data/s%05d.npy", i);
+    texts.push_back(name);
+  }
+  texts.push_back(std::string(5000, '/') + "long");
+  for (size_t i = 0; i < texts.size(); ++i) t.add(texts[i], i * 7 + 1);
+  for (size_t i = 0; i < texts.size(); ++i) {
+    const uint64_t *v = t.find(texts[i]);
+    ASSERT_NE(v, nullptr) << texts[i];
+    EXPECT_EQ(*v, i * 7 + 1) << texts[i];
+  }
+  t.add(texts[5], 999);
+  EXPECT_EQ(*t.find(texts[5]), 5u * 7 + 1);
+  EXPECT_EQ(t.find("/tmp/dlio/data/s20000.npy"), nullptr);
+  EXPECT_EQ(t.find("aaaaaaaaaaaaaaaaaaaaa"), nullptr);  // 21 bytes: never added
+  EXPECT_EQ(t.find(std::string_view("aaaa\0", 5)), nullptr);
+  t.clear();
+  EXPECT_EQ(t.find(texts[7]), nullptr);
+  t.add(texts[7], 3);
+  EXPECT_EQ(*t.find(texts[7]), 3u);
 }

@@ -271,27 +271,48 @@ std::string leaf_line(const leaf_case &c, format_cache *cache) {
 // threads and processes sharing cache slots, values of every width and sign, at microsecond
 // and nanosecond precision, with and without metadata.
 TEST(FormatCache, LineTemplatesChangeNoLine) {
-  const std::string names[] = {",\"name\":\"pread\",\"cat\":\"POSIX\"",
-                               ",\"name\":\"fread\",\"cat\":\"STDIO\"",
-                               ",\"name\":\"a_name_long_enough_for_a_head_of_over_64_bytes\",\"cat\":\"POSIX\""};
+  const std::string names[] = {
+      ",\"name\":\"pread\",\"cat\":\"POSIX\"", ",\"name\":\"fread\",\"cat\":\"STDIO\"",
+      ",\"name\":\"a_name_long_enough_for_a_head_of_over_64_bytes\",\"cat\":\"POSIX\""};
   const std::vector<std::vector<use_arg>> layouts = {
-      {{"fhash", DFTRACE_ARG_UINT, 0}, {"fd", DFTRACE_ARG_INT, 0}, {"count", DFTRACE_ARG_INT, 0},
-       {"offset", DFTRACE_ARG_INT, 0}, {"ret", DFTRACE_ARG_INT, 0}},
+      {{"fhash", DFTRACE_ARG_UINT, 0},
+       {"fd", DFTRACE_ARG_INT, 0},
+       {"count", DFTRACE_ARG_INT, 0},
+       {"offset", DFTRACE_ARG_INT, 0},
+       {"ret", DFTRACE_ARG_INT, 0}},
       {{"fhash", DFTRACE_ARG_UINT, 0}, {"ret", DFTRACE_ARG_INT, 0}, {"errno", DFTRACE_ARG_INT, 0}},
       {{"ret", DFTRACE_ARG_INT, 0}},
-      {{"offset", DFTRACE_ARG_INT, 0}, {"level", DFTRACE_ARG_INT, 0}, {"offset", DFTRACE_ARG_INT, 0}},
+      {{"offset", DFTRACE_ARG_INT, 0},
+       {"level", DFTRACE_ARG_INT, 0},
+       {"offset", DFTRACE_ARG_INT, 0}},
       {{"fhash", DFTRACE_ARG_UINT, 0}, {"ratio", DFTRACE_ARG_DOUBLE, 0}},
-      {{"k1", DFTRACE_ARG_INT, 0}, {"k2", DFTRACE_ARG_INT, 0}, {"k3", DFTRACE_ARG_INT, 0},
-       {"k4", DFTRACE_ARG_INT, 0}, {"k5", DFTRACE_ARG_INT, 0}, {"k6", DFTRACE_ARG_INT, 0},
-       {"k7", DFTRACE_ARG_INT, 0}, {"k8", DFTRACE_ARG_INT, 0}, {"k9", DFTRACE_ARG_INT, 0},
-       {"k10", DFTRACE_ARG_INT, 0}, {"k11", DFTRACE_ARG_INT, 0}, {"k12", DFTRACE_ARG_INT, 0},
+      {{"k1", DFTRACE_ARG_INT, 0},
+       {"k2", DFTRACE_ARG_INT, 0},
+       {"k3", DFTRACE_ARG_INT, 0},
+       {"k4", DFTRACE_ARG_INT, 0},
+       {"k5", DFTRACE_ARG_INT, 0},
+       {"k6", DFTRACE_ARG_INT, 0},
+       {"k7", DFTRACE_ARG_INT, 0},
+       {"k8", DFTRACE_ARG_INT, 0},
+       {"k9", DFTRACE_ARG_INT, 0},
+       {"k10", DFTRACE_ARG_INT, 0},
+       {"k11", DFTRACE_ARG_INT, 0},
+       {"k12", DFTRACE_ARG_INT, 0},
        {"k13", DFTRACE_ARG_INT, 0}}};
   std::vector<std::unique_ptr<prepared_args>> preps;
   for (const auto &l : layouts) preps.push_back(prepare_args(raw_of(l)));
-  const uint64_t values[] = {0, 7, 9999, 10000, 99999999, 100000000, 9999999999ull,
-                             10000000000ull, 18446744073709551615ull,
+  const uint64_t values[] = {0,
+                             7,
+                             9999,
+                             10000,
+                             99999999,
+                             100000000,
+                             9999999999ull,
+                             10000000000ull,
+                             18446744073709551615ull,
                              static_cast<uint64_t>(int64_t{-1}),
-                             static_cast<uint64_t>(int64_t{-4096}), bits_of(0.5)};
+                             static_cast<uint64_t>(int64_t{-4096}),
+                             bits_of(0.5)};
   format_cache cache;
   uint64_t x = 0x9e3779b97f4a7c15ull;
   int templated = 0;
