@@ -112,7 +112,11 @@ struct format_cache {
     uint8_t key_len[k_template_keys];
     char text[k_template_text];
   };
-  line_template templates[32];  // direct-mapped by (node, layout, thread)
+  // Two ways per set (a process's I/O has a few dozen templates: direct-mapped, two that share
+  // a slot would rebuild each other on every file); a miss replaces the way used less recently.
+  static constexpr size_t k_template_sets = 64;
+  line_template templates[k_template_sets][2];
+  uint8_t recent[k_template_sets] = {};  // the way used last in each set
 };
 
 // What the writer needs to turn records into lines; fixed when tracing starts (pid changes

@@ -416,18 +416,29 @@ bool build_template(const line_format &f, const rec &r, const prepared_args &pre
   return true;
 }
 
-// The template of a prepared leaf record (its cache slot; built on a miss), or null.
+// The template of a prepared leaf record (from its cache set; built on a miss), or null.
 const line_template *template_of(const line_format &f, const rec &r) {
   const prepared_args &prep = prepared_of(std::string_view(r.use_args(), r.use_args_len));
   const uint64_t h = reinterpret_cast<uintptr_t>(r.name_cat) * 0x9E3779B97F4A7C15ull ^
                      reinterpret_cast<uintptr_t>(&prep) * 0xC2B2AE3D27D4EB4Full ^
                      static_cast<uint64_t>(r.tid) * 0x165667B19E3779F9ull;
-  line_template &t = f.cache->templates[h >> 59];
-  if (t.name_cat == r.name_cat && t.layout == &prep && t.tid == r.tid && t.pid == f.pid &&
-      t.hhash == f.hhash_field.data() && t.hhash_len == f.hhash_field.size() &&
-      t.metadata == f.metadata)
-    return &t;
-  return build_template(f, r, prep, t) ? &t : nullptr;
+  format_cache &c = *f.cache;
+  const size_t set = h >> 58;  // 64 sets
+  static_assert(format_cache::k_template_sets == 64, "the set index takes 6 bits");
+  for (size_t way = 0; way < 2; ++way) {
+    line_template &t = c.templates[set][way];
+    if (t.name_cat == r.name_cat && t.layout == &prep && t.tid == r.tid && t.pid == f.pid &&
+        t.hhash == f.hhash_field.data() && t.hhash_len == f.hhash_field.size() &&
+        t.metadata == f.metadata) {
+      c.recent[set] = static_cast<uint8_t>(way);
+      return &t;
+    }
+  }
+  const size_t way = c.recent[set] ^ 1u;  // the way used less recently
+  line_template &t = c.templates[set][way];
+  if (!build_template(f, r, prep, t)) return nullptr;
+  c.recent[set] = static_cast<uint8_t>(way);
+  return &t;
 }
 
 // A prepared leaf's line from its template: the numbers between the template's pieces.

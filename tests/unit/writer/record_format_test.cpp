@@ -327,7 +327,7 @@ TEST(FormatCache, LineTemplatesChangeNoLine) {
     for (size_t k = 0; k < layouts[l].size(); ++k)
       c.values.push_back(values[(x >> (12 + 3 * k)) % (sizeof values / sizeof values[0])]);
     c.pid = i < 2000 ? 7 : 8;
-    c.tid = 100 + static_cast<int64_t>((x >> 40) % 41);  // more than the 32 slots
+    c.tid = 100 + static_cast<int64_t>((x >> 40) % 41);  // sets shared, ways evicted
     c.metadata = ((x >> 50) % 5) != 0;
     c.ns = ((x >> 53) % 4) == 0;
     c.hhash = c.metadata ? "\"hhash\":7386335834152862147" : "";
@@ -340,6 +340,7 @@ TEST(FormatCache, LineTemplatesChangeNoLine) {
   }
   EXPECT_GT(templated, 2000);
   bool any = false;  // the cache holds templates (the path was taken)
-  for (const auto &t : cache.templates) any |= t.name_cat != nullptr;
+  for (const auto &set : cache.templates)
+    for (const auto &t : set) any |= t.name_cat != nullptr;
   EXPECT_TRUE(any);
 }
