@@ -1083,7 +1083,7 @@ void runtime::metadata_line(std::string_view type, std::string_view name,
   thread_state &ts = thread();
   if (!ts.w || !recording()) return;
   ts.w->push_meta(
-      meta_line(line_fmt(), alloc_global_id(), type, ts.tid, with_hhash, name, json_value));
+      meta_line(pid_, hhash_field_, alloc_global_id(), type, ts.tid, with_hhash, name, json_value));
 }
 
 void runtime::mark(node *n, bool start) {

@@ -36,12 +36,15 @@ class meta_writer {
   }
   // {"id":..,"name":<type>,"cat":"dftracer","pid":..,"tid":..,"ph":"M","args":{
   meta_writer &head(const line_format &f, uint64_t id, std::string_view type, int64_t tid) {
+    return head(f.pid, id, type, tid);
+  }
+  meta_writer &head(int64_t pid, uint64_t id, std::string_view type, int64_t tid) {
     return lit("{\"id\":")
         .u64(id)
         .lit(",\"name\":")
         .quoted(type)
         .lit(",\"cat\":\"dftracer\",\"pid\":")
-        .i64(f.pid)
+        .i64(pid)
         .lit(",\"tid\":")
         .i64(tid)
         .lit(",\"ph\":\"M\",\"args\":{");
@@ -53,7 +56,10 @@ class meta_writer {
   // Room for the head and what follows: the strings escaped (at most 6 bytes per byte, plus
   // 3 for a replaced invalid byte's U+FFFD: escaped_bound), numbers, punctuation.
   static size_t room(const line_format &f, std::string_view type, size_t rest) {
-    return 128 + escaped_bound(type.size()) + f.hhash_field.size() + rest;
+    return room(f.hhash_field, type, rest);
+  }
+  static size_t room(std::string_view hhash_field, std::string_view type, size_t rest) {
+    return 128 + escaped_bound(type.size()) + hhash_field.size() + rest;
   }
 
  private:
@@ -67,9 +73,16 @@ std::string hhash_member(uint64_t host_hash) { return "\"hhash\":" + std::to_str
 
 std::string meta_line(const line_format &f, uint64_t id, std::string_view type, int64_t tid,
                       bool with_hhash, std::string_view name, std::string_view json_value) {
-  meta_writer w(meta_writer::room(f, type, escaped_bound(name.size()) + json_value.size()));
-  w.head(f, id, type, tid);
-  if (with_hhash && !f.hhash_field.empty()) w.lit(f.hhash_field).lit(",");
+  return meta_line(f.pid, f.hhash_field, id, type, tid, with_hhash, name, json_value);
+}
+
+std::string meta_line(int64_t pid, std::string_view hhash_field, uint64_t id, std::string_view type,
+                      int64_t tid, bool with_hhash, std::string_view name,
+                      std::string_view json_value) {
+  meta_writer w(
+      meta_writer::room(hhash_field, type, escaped_bound(name.size()) + json_value.size()));
+  w.head(pid, id, type, tid);
+  if (with_hhash && !hhash_field.empty()) w.lit(hhash_field).lit(",");
   return w.lit("\"name\":").quoted(name).lit(",\"value\":").lit(json_value).lit("}}\n").done();
 }
 

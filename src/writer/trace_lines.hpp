@@ -19,6 +19,11 @@ std::string hhash_member(uint64_t host_hash);
 // "args":{["hhash":..,]"name":<name>,"value":<json_value>}} and '\n'. `json_value` is JSON text.
 std::string meta_line(const line_format &f, uint64_t id, std::string_view type, int64_t tid,
                       bool with_hhash, std::string_view name, std::string_view json_value);
+// The same from the two fields of the format it reads (the pid and `"hhash":H` or nothing): what
+// the runtime writes at each file's first open, without building a line_format.
+std::string meta_line(int64_t pid, std::string_view hhash_field, uint64_t id, std::string_view type,
+                      int64_t tid, bool with_hhash, std::string_view name,
+                      std::string_view json_value);
 
 // A naming line (type "thread_name" or "process_name"): args {"name":<name>} and, when given,
 // "core_affinity":<cpus> (a JSON array of the CPUs the thread is bound to).
