@@ -334,6 +334,17 @@ char *put_args(const line_format &f, char *p, bool comma, std::string_view node_
   return put_raw_args(p, comma, use_args);
 }
 
+// The end of an event's line: its place in the tree (with metadata) and the closing braces.
+inline char *put_line_end(char *p, bool metadata, const rec &r) {
+  if (metadata) {
+    p = put(p, ",\"level\":");
+    p = write_u64(p, r.level);
+    p = put(p, ",\"p_idx\":");
+    p = write_i64(p, r.parent_id);
+  }
+  return put(p, "}}\n");
+}
+
 // Copies up to 64 bytes with two overlapping 32-byte moves when more than 32 (a template's
 // head: the name, category, pid and tid), else as copy_small does.
 __attribute__((always_inline)) inline char *put_medium(char *p, const char *s, size_t n) {
@@ -461,13 +472,7 @@ char *format_templated(const line_format &f, const line_template &t, const rec &
     std::memcpy(&v, values + 8 * size_t{t.slot[k]}, 8);
     p = t.is_int[k] ? write_i64(p, static_cast<int64_t>(v)) : put_u64(f, p, v);
   }
-  if (t.metadata) {
-    p = put(p, ",\"level\":");
-    p = write_u64(p, r.level);
-    p = put(p, ",\"p_idx\":");
-    p = write_i64(p, r.parent_id);
-  }
-  return put(p, "}}\n");
+  return put_line_end(p, t.metadata, r);
 }
 
 }  // namespace
@@ -572,13 +577,7 @@ char *format_record(const line_format &f, const rec &r, char *p, uint64_t *ts_us
     p = put(p, "\"count\":");
     p = write_u64(p, r.count);
   }
-  if (f.metadata) {
-    p = put(p, ",\"level\":");
-    p = write_u64(p, r.level);
-    p = put(p, ",\"p_idx\":");
-    p = write_i64(p, r.parent_id);
-  }
-  return put(p, "}}\n");
+  return put_line_end(p, f.metadata, r);
 }
 
 }  // namespace dftrace::detail
