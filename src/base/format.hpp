@@ -101,9 +101,10 @@ inline char *put_small(char *p, uint32_t v) {
 }
 }  // namespace fmt_detail
 
-// Copies n bytes with a few fixed-size moves that stay inside both ranges when n is at most 32
-// (a key, a name, a short fragment: the usual case on the event path and in the line
-// formatter, where a call to memcpy would cost more than the copy); longer ones with memcpy.
+// Copies n bytes with a few fixed-size moves that stay inside both ranges when n is at most 64
+// (a key, a name, a short fragment, a line template's head: the usual case on the event path
+// and in the line formatter, where a call to memcpy would cost more than the copy); longer ones
+// with memcpy.
 __attribute__((always_inline)) inline void copy_small(char *d, const char *s, size_t n) {
   auto move = [&](auto word) {  // the first and the last sizeof(word) bytes, overlapping
     constexpr size_t w = sizeof word;
@@ -116,9 +117,15 @@ __attribute__((always_inline)) inline void copy_small(char *d, const char *s, si
   struct w16 {
     uint64_t a, b;
   };
-  if (n > 32)
-    std::memcpy(d, s, n);
-  else if (n >= 16)
+  struct w32 {
+    uint64_t a, b, c, d;
+  };
+  if (n > 32) {
+    if (n <= 64)
+      move(w32{});
+    else
+      std::memcpy(d, s, n);
+  } else if (n >= 16)
     move(w16{});
   else if (n >= 8)
     move(uint64_t{});

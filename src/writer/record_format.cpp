@@ -345,23 +345,6 @@ inline char *put_line_end(char *p, bool metadata, const rec &r) {
   return put(p, "}}\n");
 }
 
-// Copies up to 64 bytes with two overlapping 32-byte moves when more than 32 (a template's
-// head: the name, category, pid and tid), else as copy_small does.
-__attribute__((always_inline)) inline char *put_medium(char *p, const char *s, size_t n) {
-  if (n > 32 && n <= 64) {
-    struct w32 {
-      uint64_t a, b, c, d;
-    } x, y;
-    std::memcpy(&x, s, 32);
-    std::memcpy(&y, s + n - 32, 32);
-    std::memcpy(p, &x, 32);
-    std::memcpy(p + n - 32, &y, 32);
-  } else {
-    copy_small(p, s, n);
-  }
-  return p + n;
-}
-
 using line_template = format_cache::line_template;
 
 // Builds t for the record r (a prepared leaf with no node arguments): false when its line is
@@ -458,11 +441,11 @@ char *format_templated(const line_format &f, const line_template &t, const rec &
   const char *values = prepared_values(std::string_view(r.use_args(), r.use_args_len));
   p = put(p, "{\"id\":");
   p = write_u64(p, r.id);
-  p = put_medium(p, t.text, t.head_len);
+  p = put(p, std::string_view(t.text, t.head_len));
   p = format_time(f, p, start);
   p = put(p, ",\"dur\":");
   p = write_u64(p, f.ns_precision ? end - start : (end + f.epoch_offset_ns) / 1000 - ts_us);
-  p = put_medium(p, t.text + t.head_len, t.open_len);
+  p = put(p, std::string_view(t.text + t.head_len, t.open_len));
   for (size_t k = 0; k < t.keys; ++k) {
     if (k) {
       copy_small(p, t.text + t.key_at[k], t.key_len[k]);

@@ -129,3 +129,20 @@ TEST(Format, JsonChecker) {
   EXPECT_FALSE(is_valid_json_value("{\"\xc0\xaf\":1}"));    // overlong, in a key
   EXPECT_FALSE(is_valid_json_value("[\"\xed\xa0\x80\"]"));  // surrogate
 }
+
+// copy_small copies exactly n bytes for every length (the fixed-size moves up to 64 bytes, memcpy
+// past them) and writes nothing outside the destination's n bytes.
+TEST(Format, CopySmallCopiesExactlyNBytes) {
+  char src[160], dst[160];
+  for (int i = 0; i < 160; ++i) src[i] = static_cast<char>('A' + i % 53);
+  for (size_t n = 0; n <= 130; ++n) {
+    for (size_t off : {size_t{0}, size_t{3}}) {
+      std::memset(dst, '#', sizeof dst);
+      copy_small(dst + off + 8, src + off, n);
+      for (size_t i = 0; i < sizeof dst; ++i) {
+        const bool inside = i >= off + 8 && i < off + 8 + n;
+        ASSERT_EQ(dst[i], inside ? src[off + i - off - 8] : '#') << "n " << n << " at " << i;
+      }
+    }
+  }
+}
