@@ -7,7 +7,7 @@ loop keeps busy pays in time). On a VM whose speed drifts both vary by +-25% fro
 round; --instructions gives a figure that does not.
 
     /usr/bin/python3 bench/io_dlio_bench.py BUILD [--files 4000] [--rounds 7] [--epochs 2]
-        [--base OTHER_BUILD] [--no-files] [--instructions]
+        [--base OTHER_BUILD] [--no-files] [--instructions [--keep DIR]]
 
 --base adds the same loop traced by another build (a change before and after, side by side);
 --no-files adds a run preloaded with no file in the traced directories (the cost of tracing a
@@ -71,6 +71,9 @@ def main():
     p.add_argument("--instructions", action="store_true",
                    help="count the loop's instructions (valgrind's callgrind, every process) "
                         "untraced and traced, once each, instead of timing rounds")
+    p.add_argument("--keep", metavar="DIR",
+                   help="with --instructions: keep callgrind's output files in DIR, one folder "
+                        "per arm (callgrind_annotate them to see where the instructions go)")
     p.add_argument("--no-files", action="store_true",
                    help="also run preloaded with no file in the traced directories (what "
                         "tracing costs a process before any I/O event: start, writer, finish)")
@@ -172,6 +175,8 @@ def count_instructions(a, arms, env, tmp, traces):
                         break
         totals[name] = total
         print("%-16s %15d instructions" % (name, total), flush=True)
+        if a.keep:
+            shutil.copytree(out, os.path.join(a.keep, os.path.basename(out)), dirs_exist_ok=True)
     for name, _ in arms[1:]:
         print("%-16s %.3f times the untraced loop's instructions"
               % (name, totals[name] / totals["untraced"]))

@@ -2,6 +2,7 @@
 #include "base/format.hpp"
 
 #include <cctype>
+#include <cstdint>
 #include <cstring>
 
 namespace dftrace::detail {
@@ -20,8 +21,21 @@ constexpr plain_bytes k_plain{};
 char *escape_json(char *out, const char *in, size_t n) {
   static constexpr char hex[] = "0123456789abcdef";
   const auto *s = reinterpret_cast<const unsigned char *>(in);
-  // The usual text (keys, names, paths) needs no escape: copied in one tight loop first.
+  // The usual text (keys, names, paths) needs no escape: copied 8 bytes at a time while a word
+  // holds no byte to escape (below 0x20, '"', '\\', or 0x80 and above: each test below is exact
+  // about whether such a byte is in the word), then byte by byte.
   size_t i = 0;
+  constexpr uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, s + i, 8);
+    const uint64_t quote = w ^ (ones * '"'), slash = w ^ (ones * '\\');
+    const uint64_t special = (((w - ones * 0x20) & ~w) | ((quote - ones) & ~quote) |
+                              ((slash - ones) & ~slash) | w) &
+                             highs;
+    if (special) break;
+    std::memcpy(out + i, &w, 8);
+  }
   while (i < n && k_plain.is[s[i]]) {
     out[i] = static_cast<char>(s[i]);
     ++i;

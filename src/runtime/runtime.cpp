@@ -1082,8 +1082,15 @@ void runtime::metadata_line(std::string_view type, std::string_view name,
   if (!recording() && !tree_.root()->active.load(std::memory_order_relaxed)) return;
   thread_state &ts = thread();
   if (!ts.w || !recording()) return;
-  ts.w->push_meta(
-      meta_line(pid_, hhash_field_, alloc_global_id(), type, ts.tid, with_hhash, name, json_value));
+  const uint64_t id = alloc_global_id();
+  // Written where it is (a file's FH line, at its first open: no allocation), or, when the
+  // name is long, into a string made for it.
+  char buf[2048];
+  if (const size_t n = meta_line_into(buf, sizeof buf, pid_, hhash_field_, id, type, ts.tid,
+                                      with_hhash, name, json_value))
+    ts.w->push_meta(std::string_view(buf, n));
+  else
+    ts.w->push_meta(meta_line(pid_, hhash_field_, id, type, ts.tid, with_hhash, name, json_value));
 }
 
 void runtime::mark(node *n, bool start) {

@@ -10,11 +10,12 @@ namespace dftrace::detail {
 
 namespace {
 
-// A metadata line written into one string sized once (a file's FH line is written at its first
-// open: on the application thread, so no temporary strings).
+// A metadata line written into memory sized for it beforehand (room()): a string's or the
+// caller's (a file's FH line is written at its first open, on the application thread: no
+// temporary strings, and none at all through meta_line_into).
 class meta_writer {
  public:
-  explicit meta_writer(size_t room) : s_(room, '\0'), p_(s_.data()) {}
+  explicit meta_writer(char *at) : p_(at) {}
   meta_writer &lit(std::string_view t) {
     std::memcpy(p_, t.data(), t.size());
     p_ += t.size();
@@ -49,10 +50,7 @@ class meta_writer {
         .i64(tid)
         .lit(",\"ph\":\"M\",\"args\":{");
   }
-  std::string done() {
-    s_.resize(static_cast<size_t>(p_ - s_.data()));
-    return std::move(s_);
-  }
+  char *end() const { return p_; }
   // Room for the head and what follows: the strings escaped (at most 6 bytes per byte, plus
   // 3 for a replaced invalid byte's U+FFFD: escaped_bound), numbers, punctuation.
   static size_t room(const line_format &f, std::string_view type, size_t rest) {
@@ -63,9 +61,25 @@ class meta_writer {
   }
 
  private:
-  std::string s_;
   char *p_;
 };
+
+// A line of at most `room` bytes written by fill(meta_writer &) into a string.
+template <typename Fill>
+std::string line_string(size_t room, Fill fill) {
+  std::string s(room, '\0');
+  meta_writer w(s.data());
+  fill(w);
+  s.resize(static_cast<size_t>(w.end() - s.data()));
+  return s;
+}
+
+// The body of a metadata line after its head.
+void meta_body(meta_writer &w, std::string_view hhash_field, bool with_hhash,
+               std::string_view name, std::string_view json_value) {
+  if (with_hhash && !hhash_field.empty()) w.lit(hhash_field).lit(",");
+  w.lit("\"name\":").quoted(name).lit(",\"value\":").lit(json_value).lit("}}\n");
+}
 
 }  // namespace
 
@@ -79,19 +93,32 @@ std::string meta_line(const line_format &f, uint64_t id, std::string_view type, 
 std::string meta_line(int64_t pid, std::string_view hhash_field, uint64_t id, std::string_view type,
                       int64_t tid, bool with_hhash, std::string_view name,
                       std::string_view json_value) {
-  meta_writer w(
-      meta_writer::room(hhash_field, type, escaped_bound(name.size()) + json_value.size()));
-  w.head(pid, id, type, tid);
-  if (with_hhash && !hhash_field.empty()) w.lit(hhash_field).lit(",");
-  return w.lit("\"name\":").quoted(name).lit(",\"value\":").lit(json_value).lit("}}\n").done();
+  return line_string(
+      meta_writer::room(hhash_field, type, escaped_bound(name.size()) + json_value.size()),
+      [&](meta_writer &w) {
+        meta_body(w.head(pid, id, type, tid), hhash_field, with_hhash, name, json_value);
+      });
+}
+
+size_t meta_line_into(char *buf, size_t cap, int64_t pid, std::string_view hhash_field,
+                      uint64_t id, std::string_view type, int64_t tid, bool with_hhash,
+                      std::string_view name, std::string_view json_value) {
+  if (cap < meta_writer::room(hhash_field, type, escaped_bound(name.size()) + json_value.size()))
+    return 0;
+  meta_writer w(buf);
+  meta_body(w.head(pid, id, type, tid), hhash_field, with_hhash, name, json_value);
+  return static_cast<size_t>(w.end() - buf);
 }
 
 std::string name_line(const line_format &f, uint64_t id, std::string_view type, int64_t tid,
                       std::string_view name, std::string_view core_affinity) {
-  meta_writer w(meta_writer::room(f, type, escaped_bound(name.size()) + core_affinity.size()));
-  w.head(f, id, type, tid).lit("\"name\":").quoted(name);
-  if (!core_affinity.empty()) w.lit(",\"core_affinity\":").lit(core_affinity);
-  return w.lit("}}\n").done();
+  return line_string(
+      meta_writer::room(f, type, escaped_bound(name.size()) + core_affinity.size()),
+      [&](meta_writer &w) {
+        w.head(f, id, type, tid).lit("\"name\":").quoted(name);
+        if (!core_affinity.empty()) w.lit(",\"core_affinity\":").lit(core_affinity);
+        w.lit("}}\n");
+      });
 }
 
 std::string start_line(const line_format &f, const start_fields &st) {

@@ -3,6 +3,7 @@
 #include "writer/writer.hpp"
 
 #include <chrono>
+#include <cstring>
 #include <new>
 
 #include "base/clock.hpp"
@@ -12,6 +13,34 @@ namespace dftrace::detail {
 
 namespace {
 thread_local bool t_is_writer = false;
+
+// Lines (each ending with '\n') cut into pieces of whole lines of at most `limit` bytes (a
+// longer line is a piece of its own): f(start, bytes, lines) for each. No allocation (the
+// fatal-signal path writes metadata this way).
+template <typename F>
+void for_each_piece(const char *p, size_t n, size_t limit, F f) {
+  while (n > 0) {
+    size_t take = n;
+    if (n > limit) {
+      take = 0;
+      for (const char *nl = static_cast<const char *>(std::memchr(p, '\n', n));
+           nl && static_cast<size_t>(nl - p) < limit;
+           nl = static_cast<const char *>(std::memchr(nl + 1, '\n', n - (nl + 1 - p))))
+        take = static_cast<size_t>(nl - p) + 1;
+      if (take == 0) {  // one line longer than the limit
+        const void *nl = std::memchr(p, '\n', n);
+        take = nl ? static_cast<size_t>(static_cast<const char *>(nl) - p) + 1 : n;
+      }
+    }
+    uint32_t lines = 0;
+    for (const char *q = p; (q = static_cast<const char *>(std::memchr(q, '\n', take - (q - p))));
+         ++q)
+      ++lines;
+    f(p, take, lines);
+    p += take;
+    n -= take;
+  }
+}
 }  // namespace
 
 writer::writer(writer_settings settings)
@@ -83,9 +112,9 @@ void writer::unregister_buffer(thread_buffer *tb) {
   if (chunk *c = pool_.remove(tb)) submit(c);
 }
 
-void writer::push_meta(std::string line) {
+void writer::push_meta(std::string_view line) {
   std::lock_guard<std::mutex> lock(meta_mutex_);
-  meta_.push_back(std::move(line));
+  meta_.append(line.data(), line.size());
 }
 
 void writer::run() {
@@ -149,16 +178,20 @@ void writer::cycle(bool steal) {
   // 3. metadata: taken after the event lines were observed, so every definition that an
   //    observed event uses is in this batch or an earlier one.
   local_meta_.clear();
+  size_t meta_from = 0;
   {
     std::lock_guard<std::mutex> lock(meta_mutex_);
-    local_meta_.swap(meta_);
+    local_meta_.swap(meta_);  // meta_ keeps the capacity local_meta_ had
     // lines already written by a fatal-signal flush that the process survived
-    local_meta_.erase(local_meta_.begin(),
-                      local_meta_.begin() + static_cast<long>(crash_meta_written_));
-    crash_meta_written_ = 0;
+    meta_from = crash_meta_bytes_;
+    crash_meta_bytes_ = 0;
   }
-  for (const std::string &line : local_meta_)
-    builder_.add_lines(line.data(), line.size(), member_stats{1, 0, 0}, false, false);
+  for_each_piece(local_meta_.data() + meta_from, local_meta_.size() - meta_from,
+                 settings_.member_bytes, [&](const char *p, size_t n, uint32_t lines) {
+                   builder_.add_lines(p, n, member_stats{lines, 0, 0}, false, false);
+                 });
+  // A burst of definitions (a pass over many new files) is not kept for the rest of the run.
+  if (local_meta_.capacity() > 4 * settings_.member_bytes) std::string().swap(local_meta_);
   for (chunk *c : local_queue_) {
     const uint32_t end = c->committed.load(std::memory_order_acquire);
     if (end > c->drained) builder_.add_records(c, c->drained, end);
@@ -329,10 +362,13 @@ void writer::crash_cycle() {
   }
   const bool have_ranges = pool_.take_committed_within(ranges_, limit);  // never grows ranges_
   if (lock_within(meta_mutex_, limit)) {
-    // Freeing the lines here would call the allocator: leave them, remember they are written.
-    for (size_t i = crash_meta_written_; i < meta_.size(); ++i)
-      crash_write(meta_[i].data(), meta_[i].size(), member_stats{1, 0, 0});
-    crash_meta_written_ = meta_.size();
+    // Clearing the lines here could be undone by a pass in progress: leave them, remember
+    // they are written.
+    for_each_piece(meta_.data() + crash_meta_bytes_, meta_.size() - crash_meta_bytes_,
+                   settings_.member_bytes, [&](const char *p, size_t n, uint32_t lines) {
+                     crash_write(p, n, member_stats{lines, 0, 0});
+                   });
+    crash_meta_bytes_ = meta_.size();
     meta_mutex_.unlock();
   }
   if (have_queue) {
@@ -394,6 +430,7 @@ void writer::fork_child(thread_buffer *survivor, int64_t new_pid, std::string pa
   pool_.fork_child(survivor, queue_);
   queued_bytes_ = 0;
   meta_.clear();
+  crash_meta_bytes_ = 0;
   builder_.forget();
   compressors_.fork_child();
   file_.fork_child(std::move(path), std::move(header));

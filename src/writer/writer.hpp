@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -62,8 +63,9 @@ class writer {
   // Hands over the buffer's current chunk and forgets the buffer.
   void unregister_buffer(thread_buffer *tb);
   // A metadata line (with its '\n'); it reaches the file before any event line that was
-  // committed after this call returned.
-  void push_meta(std::string line);
+  // committed after this call returned. Copied into one buffer that passes keep (no
+  // allocation per line once it has grown).
+  void push_meta(std::string_view line);
 
   // ---- control
   // Everything committed before the call is compressed and written when it returns.
@@ -141,13 +143,13 @@ class writer {
   bool thread_started_ = false;  // guarded by queue_mutex_
 
   std::mutex meta_mutex_;
-  std::vector<std::string> meta_;
-  size_t crash_meta_written_ = 0;  // meta_ lines a fatal-signal flush already wrote
+  std::string meta_;             // metadata lines not yet taken by a pass
+  size_t crash_meta_bytes_ = 0;  // the first bytes of meta_ a fatal-signal flush already wrote
 
   // A pass's scratch (io_mutex_).
   std::vector<chunk_range> ranges_;
   std::vector<chunk *> local_queue_;
-  std::vector<std::string> local_meta_;
+  std::string local_meta_;
   std::vector<char> out_;
 
   bool finished_ = false;

@@ -57,6 +57,33 @@ TEST(Format, EscapedOutputIsAlwaysValidJson) {
   EXPECT_TRUE(is_valid_json_value(json_quote(all)));
 }
 
+// Plain text is copied 8 bytes at a time until a word holds a byte to escape: every such byte
+// (each of the 256 values that is not plain) at every position of strings of 1 to 40 bytes,
+// both alignments of the input, gives the text around it unchanged and the byte escaped as
+// it is alone.
+TEST(Format, EveryByteToEscapeIsFoundAtEveryPosition) {
+  std::string buf(64, 'x');
+  for (int c = 0; c < 256; ++c) {
+    const bool plain = c >= 0x20 && c < 0x80 && c != '"' && c != '\\';
+    const std::string alone = esc(std::string(1, static_cast<char>(c)));
+    for (size_t len = 1; len <= 40; ++len)
+      for (size_t at = 0; at < len; ++at)
+        for (size_t shift = 0; shift < 2; ++shift) {
+          std::string text(len, 'a');
+          for (size_t k = 0; k < len; ++k) text[k] = static_cast<char>('a' + (k % 26));
+          text[at] = static_cast<char>(c);
+          buf.assign(shift, '-');
+          buf += text;
+          std::string out(escaped_bound(len), '\0');
+          out.resize(static_cast<size_t>(
+              escape_json(out.data(), buf.data() + shift, len) - out.data()));
+          const std::string want = text.substr(0, at) + (plain ? text.substr(at, 1) : alone) +
+                                   text.substr(at + 1);
+          ASSERT_EQ(out, want) << "byte " << c << " at " << at << " of " << len;
+        }
+  }
+}
+
 TEST(Format, VeryLongStrings) {
   std::string big(1 << 20, 'x');
   big[1000] = '"';

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdlib>
 #include <fstream>
@@ -15,6 +17,7 @@
 #include "writer/member_builder.hpp"
 #include "writer/output_file.hpp"
 #include "writer/trace_lines.hpp"
+#include "base/gzip_member.hpp"
 #include "writer/writer.hpp"
 
 using namespace dftrace::detail;
@@ -205,6 +208,16 @@ TEST(TraceLines, EveryLineIsOneJsonObjectWithItsFields) {
   EXPECT_EQ(pl.arg_value("hhash")->text, "7386335834152862147");
   EXPECT_EQ(pl.arg_value("value")->text, "12345");
 
+  // The same line written into a caller's buffer; nothing when the buffer may be too small.
+  char into[1024];
+  EXPECT_EQ(std::string(into, meta_line_into(into, sizeof into, f.pid, f.hhash_field, 3, "SH",
+                                             4242, true, hostile, "12345")),
+            meta);
+  EXPECT_EQ(meta_line_into(into, 64, f.pid, f.hhash_field, 3, "SH", 4242, true, hostile, "1"), 0u);
+  EXPECT_EQ(std::string(into, meta_line_into(into, sizeof into, f.pid, "", 5, "FH", 4242, false,
+                                             "/p", "7")),
+            meta_line(4242, "", 5, "FH", 4242, false, "/p", "7"));
+
   const std::string named = name_line(f, 4, "thread_name", 7, "worker", "[0]");
   ASSERT_TRUE(parse_line(std::string_view(named).substr(0, named.size() - 1), pl)) << pl.error;
   EXPECT_EQ(pl.tid.text, "7");
@@ -265,6 +278,82 @@ TEST(Writer, WritesHeaderMetadataAndEndAsReadableMembers) {
     EXPECT_EQ(name_of(lines[202]), "end");
     EXPECT_EQ(lines.back(), "]");
   }
+}
+
+// The file's members one by one: each one's text and the line count its DT field gives.
+struct member_text {
+  std::string text;
+  uint32_t dt_lines;
+};
+std::vector<member_text> members_of(const std::string &path) {
+  const std::string file = slurp(path);
+  std::vector<member_text> out;
+  size_t at = 0;
+  while (at < file.size()) {
+    dt_field dt;
+    const auto *p = reinterpret_cast<const uint8_t *>(file.data() + at);
+    if (!parse_dt_field(p, file.size() - at, &dt) || dt.compressed_len == 0) {
+      ADD_FAILURE() << "no DT member at byte " << at;
+      break;
+    }
+    z_stream zs{};
+    inflateInit2(&zs, 16 + 15);
+    zs.next_in = const_cast<Bytef *>(p);
+    zs.avail_in = dt.compressed_len;
+    std::string text;
+    char buf[65536];
+    int rc;
+    do {
+      zs.next_out = reinterpret_cast<Bytef *>(buf);
+      zs.avail_out = sizeof buf;
+      rc = inflate(&zs, Z_NO_FLUSH);
+      text.append(buf, sizeof buf - zs.avail_out);
+    } while (rc == Z_OK);
+    inflateEnd(&zs);
+    EXPECT_EQ(rc, Z_STREAM_END) << "member at byte " << at;
+    out.push_back({text, dt.lines});
+    at += dt.compressed_len;
+  }
+  return out;
+}
+
+// Metadata lines gathered in one pass (a burst of new files) are cut into members of whole
+// lines, each of at most the member size unless one line is longer, each member's DT field
+// counting its lines; every line arrives once, in order, whole.
+TEST(Writer, ManyMetadataLinesBecomeMembersOfWholeLinesCountedRight) {
+  temp_dir d;
+  const std::string path = d.path + "/m.pfw.gz";
+  const line_format f = test_format();
+  writer w(settings_for(path, "[\n", true));
+  std::vector<std::string> want;
+  for (int i = 0; i < 600; ++i) {
+    // names of 1 to ~300 bytes, and two longer than a member (4 KiB here)
+    std::string name = "/data/" + std::string(static_cast<size_t>((i * 37) % 300), 'n');
+    if (i == 100 || i == 400) name += std::string(6000, 'L');
+    want.push_back(meta_line(f, 100 + i, "FH", 4242, true, name + std::to_string(i),
+                             std::to_string(i)));
+    w.push_meta(want.back());
+    if (i == 299) ASSERT_TRUE(w.flush());  // two passes
+  }
+  w.finish(end_fields{});
+  const std::vector<member_text> members = members_of(path);
+  ASSERT_GE(members.size(), 10u);
+  std::string all;
+  for (const member_text &m : members) {
+    const auto lines = static_cast<uint32_t>(std::count(m.text.begin(), m.text.end(), '\n'));
+    EXPECT_EQ(m.dt_lines, lines) << m.text.substr(0, 80);
+    if (lines > 1) {
+      EXPECT_LE(m.text.size(), 4096u);
+    }
+    EXPECT_TRUE(m.text.empty() || m.text.back() == '\n');
+    all += m.text;
+  }
+  std::string expected;
+  for (const std::string &l : want) expected += l;
+  const size_t from = all.find(want.front()), to = all.find("\"name\":\"end\"");
+  ASSERT_NE(from, std::string::npos);
+  ASSERT_NE(to, std::string::npos);
+  EXPECT_EQ(all.substr(from, all.rfind('\n', to) + 1 - from), expected);
 }
 
 TEST(Writer, RelocateBeforeTheFirstWriteUsesTheNewPathAndHeader) {
