@@ -143,8 +143,10 @@ inline auto traced(dftrace_node_t *node, Call call, Args args, bool with_errno =
     const auto a = args(ret);
     constexpr size_t n = std::tuple_size_v<std::decay_t<decltype(a)>>;
     const bool add_errno = with_errno && failed(ret);
-    static const dftrace_arg_layout_t *const plain = layout_of(a, false);
-    static const dftrace_arg_layout_t *const with_err = layout_of(a, true);
+    // The layouts are made from arguments of their own (once): `a` never leaves this function,
+    // so the compiler keeps only its values, never storing its keys and types.
+    static const dftrace_arg_layout_t *const plain = layout_of(args(ret), false);
+    static const dftrace_arg_layout_t *const with_err = layout_of(args(ret), true);
     if (const dftrace_arg_layout_t *l = add_errno ? with_err : plain) {
       dftrace_value_t v[n + 1];
       for (size_t i = 0; i < n; ++i) v[i].u = a[i].value.u;
@@ -155,7 +157,8 @@ inline auto traced(dftrace_node_t *node, Call call, Args args, bool with_errno =
         dftrace_region_end_values(begun, l, v);
     } else {
       std::array<dftrace_arg_t, n + 1> all{};
-      std::copy(a.begin(), a.end(), all.begin());
+      const auto b = args(ret);  // (not `a`: see above)
+      std::copy(b.begin(), b.end(), all.begin());
       if (add_errno) all[n] = arg_i("errno", err);
       const size_t k = add_errno ? n + 1 : n;
       if (leaf)

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "io/interpose.hpp"
+#include "io/path_normal.hpp"
 #include "io/path_pattern.hpp"
 
 namespace dftrace::io {
@@ -33,32 +34,6 @@ std::atomic<const rules *> g_rules{nullptr};
 std::once_flag g_load_once;
 
 bool is_pattern(const std::string &s) { return s.find_first_of("*?[") != std::string::npos; }
-
-// Normalises an absolute path in place: "//", "/./" and "/x/.." removed; "/" stays "/".
-void normalise(char *p) {
-  char *out = p;  // p[0] == '/'
-  const char *in = p;
-  while (*in) {
-    while (*in == '/') ++in;
-    if (!*in) break;
-    const char *end = in;
-    while (*end && *end != '/') ++end;
-    const size_t n = static_cast<size_t>(end - in);
-    if (n == 1 && in[0] == '.') {
-      // nothing
-    } else if (n == 2 && in[0] == '.' && in[1] == '.') {
-      while (out > p && *--out != '/') {
-      }
-    } else {
-      *out++ = '/';
-      std::memmove(out, in, n);
-      out += n;
-    }
-    in = end;
-  }
-  if (out == p) *out++ = '/';
-  *out = '\0';
-}
 
 // The directory a descriptor names, from /proc/self/fd (a system call of its own, not an
 // interposed one).
@@ -143,6 +118,8 @@ bool absolute_path(int dirfd, const char *path, char *out) {
   if (path[0] == '/') {
     if (n >= PATH_MAX) return false;
     std::memcpy(out, path, n + 1);
+    if (!is_normal(out, n)) normalise(out);  // usually nothing to remove: a quick check
+    return true;
   } else {
     errno_keeper keep;
     if (dirfd == AT_FDCWD) {
@@ -154,8 +131,8 @@ bool absolute_path(int dirfd, const char *path, char *out) {
     if (len + 1 + n >= PATH_MAX) return false;
     out[len] = '/';
     std::memcpy(out + len + 1, path, n + 1);
+    if (!is_normal(out, len + 1 + n)) normalise(out);
   }
-  normalise(out);
   return true;
 }
 
