@@ -1,8 +1,9 @@
-// trace_support.hpp: what the unit tests that write traces share: a temporary directory and the
-// lines of a trace read back through the project's reader.
+// trace_support.hpp: what the unit tests that write traces share: a temporary directory, the
+// lines of a trace read back through the project's reader, and one gzip member inflated by zlib.
 #pragma once
 
 #include <gtest/gtest.h>
+#include <zlib.h>
 
 #include <cstdlib>
 #include <string>
@@ -43,6 +44,29 @@ inline std::vector<std::string> read_lines(const std::string &path) {
     });
   });
   return lines;
+}
+
+// The text of the first gzip member at p (n bytes), inflated by zlib (not the project's
+// reader); *consumed: the member's compressed bytes. A member that does not end well is a
+// failure.
+inline std::string inflate_member(const void *p, size_t n, size_t *consumed) {
+  z_stream zs{};
+  inflateInit2(&zs, 16 + 15);
+  zs.next_in = static_cast<Bytef *>(const_cast<void *>(p));
+  zs.avail_in = static_cast<uInt>(n);
+  std::string out;
+  char buf[65536];
+  int rc;
+  do {
+    zs.next_out = reinterpret_cast<Bytef *>(buf);
+    zs.avail_out = sizeof buf;
+    rc = inflate(&zs, Z_NO_FLUSH);
+    out.append(buf, sizeof buf - zs.avail_out);
+  } while (rc == Z_OK);
+  EXPECT_EQ(rc, Z_STREAM_END);
+  *consumed = zs.total_in;
+  inflateEnd(&zs);
+  return out;
 }
 
 // A line's "name", or a note saying why it has none.

@@ -6,27 +6,13 @@
 
 #include <string>
 
+#include "trace_support.hpp"
+
 using namespace dftrace::detail;
 
 namespace {
 std::string inflate_all(const std::vector<char> &gz, size_t *consumed) {
-  z_stream zs{};
-  inflateInit2(&zs, 16 + 15);
-  zs.next_in = reinterpret_cast<Bytef *>(const_cast<char *>(gz.data()));
-  zs.avail_in = static_cast<uInt>(gz.size());
-  std::string out;
-  char buf[65536];
-  int rc;
-  do {
-    zs.next_out = reinterpret_cast<Bytef *>(buf);
-    zs.avail_out = sizeof buf;
-    rc = inflate(&zs, Z_NO_FLUSH);
-    out.append(buf, sizeof buf - zs.avail_out);
-  } while (rc == Z_OK);
-  EXPECT_EQ(rc, Z_STREAM_END);
-  *consumed = zs.total_in;
-  inflateEnd(&zs);
-  return out;
+  return dftrace::test::inflate_member(gz.data(), gz.size(), consumed);
 }
 }  // namespace
 
