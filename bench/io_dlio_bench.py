@@ -7,7 +7,7 @@ loop keeps busy pays in time). On a VM whose speed drifts both vary by +-25% fro
 round; --instructions gives a figure that does not.
 
     /usr/bin/python3 bench/io_dlio_bench.py BUILD [--files 4000] [--rounds 7] [--epochs 2]
-        [--base OTHER_BUILD] [--no-files] [--instructions [--keep DIR]]
+        [--workers 2] [--base OTHER_BUILD] [--no-files] [--instructions [--keep DIR]]
 
 --base adds the same loop traced by another build (a change before and after, side by side);
 --no-files adds a run preloaded with no file in the traced directories (the cost of tracing a
@@ -45,7 +45,7 @@ class Files(Dataset):
 def main():
     d, epochs = sys.argv[1], int(sys.argv[2])
     paths = sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".npy"))
-    loader = DataLoader(Files(paths), batch_size=32, num_workers=2, shuffle=True,
+    loader = DataLoader(Files(paths), batch_size=32, num_workers=int(sys.argv[3]), shuffle=True,
                         worker_init_fn=(lambda _: zero()) if zero else None)
     if zero:
         zero()
@@ -67,6 +67,10 @@ def main():
     p.add_argument("--files", type=int, default=4000)
     p.add_argument("--rounds", type=int, default=7)
     p.add_argument("--epochs", type=int, default=2)
+    p.add_argument("--workers", type=int, default=2,
+                   help="DataLoader workers (2: the issue's loop, which keeps both of this "
+                        "machine's cores busy; 1 leaves a core to the writer threads, as a "
+                        "machine with more cores than workers does)")
     p.add_argument("--base", help="another build, traced side by side (before/after a change)")
     p.add_argument("--instructions", action="store_true",
                    help="count the loop's instructions (valgrind's callgrind, every process) "
@@ -93,7 +97,7 @@ def main():
         env = {k: v for k, v in os.environ.items() if not k.startswith(("DFTRACE_", "DFTRACER_"))}
         env.pop("LD_PRELOAD", None)
         py = "/usr/bin/python3"
-        plain_cmd = [py, child, data, str(a.epochs)]
+        plain_cmd = [py, child, data, str(a.epochs), str(a.workers)]
         traces = os.path.join(tmp, "traces")
 
         def run_cmd(build, *opts):
@@ -128,7 +132,8 @@ def main():
             with open("/proc/loadavg") as f:
                 load = f.read().split()[0]
             print("round %d: %s (load %s)" % (r + 1, ", ".join(line), load), flush=True)
-        print("files %d x %d epochs; I/O events in the last traced run: %d" % (a.files, a.epochs, io))
+        print("files %d x %d epochs, %d workers; I/O events in the last traced run: %d"
+              % (a.files, a.epochs, a.workers, io))
         for what, times in (("wall", wall), ("cpu", cpu)):
             plain = times["untraced"]
             print("%s: median untraced %.3f s" % (what, statistics.median(plain)))
