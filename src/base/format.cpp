@@ -30,9 +30,9 @@ char *escape_json(char *out, const char *in, size_t n) {
     uint64_t w;
     std::memcpy(&w, s + i, 8);
     const uint64_t quote = w ^ (ones * '"'), slash = w ^ (ones * '\\');
-    const uint64_t special = (((w - ones * 0x20) & ~w) | ((quote - ones) & ~quote) |
-                              ((slash - ones) & ~slash) | w) &
-                             highs;
+    const uint64_t special =
+        (((w - ones * 0x20) & ~w) | ((quote - ones) & ~quote) | ((slash - ones) & ~slash) | w) &
+        highs;
     if (special) break;
     std::memcpy(out + i, &w, 8);
   }

@@ -42,11 +42,13 @@ inline void normalise(char *p) {
 inline bool is_normal(const char *p, size_t n) {
   if (n > 1 && p[n - 1] == '/') return false;
   const char *const end = p + n;
-  for (const char *s = p; (s = static_cast<const char *>(memchr(s, '/', static_cast<size_t>(end - s))));) {
+  for (const char *s = p;
+       (s = static_cast<const char *>(memchr(s, '/', static_cast<size_t>(end - s))));) {
     const char *c = s + 1;  // the component after this '/'
     if (c == end) return n == 1;
     if (*c == '/') return false;
-    if (*c == '.' && (c + 1 == end || c[1] == '/' || (c[1] == '.' && (c + 2 == end || c[2] == '/'))))
+    if (*c == '.' &&
+        (c + 1 == end || c[1] == '/' || (c[1] == '.' && (c + 2 == end || c[2] == '/'))))
       return false;
     s = c;
   }

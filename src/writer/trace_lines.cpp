@@ -75,8 +75,8 @@ std::string line_string(size_t room, Fill fill) {
 }
 
 // The body of a metadata line after its head.
-void meta_body(meta_writer &w, std::string_view hhash_field, bool with_hhash,
-               std::string_view name, std::string_view json_value) {
+void meta_body(meta_writer &w, std::string_view hhash_field, bool with_hhash, std::string_view name,
+               std::string_view json_value) {
   if (with_hhash && !hhash_field.empty()) w.lit(hhash_field).lit(",");
   w.lit("\"name\":").quoted(name).lit(",\"value\":").lit(json_value).lit("}}\n");
 }
@@ -100,9 +100,9 @@ std::string meta_line(int64_t pid, std::string_view hhash_field, uint64_t id, st
       });
 }
 
-size_t meta_line_into(char *buf, size_t cap, int64_t pid, std::string_view hhash_field,
-                      uint64_t id, std::string_view type, int64_t tid, bool with_hhash,
-                      std::string_view name, std::string_view json_value) {
+size_t meta_line_into(char *buf, size_t cap, int64_t pid, std::string_view hhash_field, uint64_t id,
+                      std::string_view type, int64_t tid, bool with_hhash, std::string_view name,
+                      std::string_view json_value) {
   if (cap < meta_writer::room(hhash_field, type, escaped_bound(name.size()) + json_value.size()))
     return 0;
   meta_writer w(buf);
@@ -112,13 +112,12 @@ size_t meta_line_into(char *buf, size_t cap, int64_t pid, std::string_view hhash
 
 std::string name_line(const line_format &f, uint64_t id, std::string_view type, int64_t tid,
                       std::string_view name, std::string_view core_affinity) {
-  return line_string(
-      meta_writer::room(f, type, escaped_bound(name.size()) + core_affinity.size()),
-      [&](meta_writer &w) {
-        w.head(f, id, type, tid).lit("\"name\":").quoted(name);
-        if (!core_affinity.empty()) w.lit(",\"core_affinity\":").lit(core_affinity);
-        w.lit("}}\n");
-      });
+  return line_string(meta_writer::room(f, type, escaped_bound(name.size()) + core_affinity.size()),
+                     [&](meta_writer &w) {
+                       w.head(f, id, type, tid).lit("\"name\":").quoted(name);
+                       if (!core_affinity.empty()) w.lit(",\"core_affinity\":").lit(core_affinity);
+                       w.lit("}}\n");
+                     });
 }
 
 std::string start_line(const line_format &f, const start_fields &st) {

@@ -27,9 +27,9 @@ std::string meta_line(int64_t pid, std::string_view hhash_field, uint64_t id, st
 
 // The same line written into buf[cap] (no allocation): its length, or 0 when cap may be too
 // small for it (then meta_line makes it).
-size_t meta_line_into(char *buf, size_t cap, int64_t pid, std::string_view hhash_field,
-                      uint64_t id, std::string_view type, int64_t tid, bool with_hhash,
-                      std::string_view name, std::string_view json_value);
+size_t meta_line_into(char *buf, size_t cap, int64_t pid, std::string_view hhash_field, uint64_t id,
+                      std::string_view type, int64_t tid, bool with_hhash, std::string_view name,
+                      std::string_view json_value);
 
 // A naming line (type "thread_name" or "process_name"): args {"name":<name>} and, when given,
 // "core_affinity":<cpus> (a JSON array of the CPUs the thread is bound to).

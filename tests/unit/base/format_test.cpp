@@ -75,10 +75,10 @@ TEST(Format, EveryByteToEscapeIsFoundAtEveryPosition) {
           buf.assign(shift, '-');
           buf += text;
           std::string out(escaped_bound(len), '\0');
-          out.resize(static_cast<size_t>(
-              escape_json(out.data(), buf.data() + shift, len) - out.data()));
-          const std::string want = text.substr(0, at) + (plain ? text.substr(at, 1) : alone) +
-                                   text.substr(at + 1);
+          out.resize(
+              static_cast<size_t>(escape_json(out.data(), buf.data() + shift, len) - out.data()));
+          const std::string want =
+              text.substr(0, at) + (plain ? text.substr(at, 1) : alone) + text.substr(at + 1);
           ASSERT_EQ(out, want) << "byte " << c << " at " << at << " of " << len;
         }
   }

@@ -21,7 +21,8 @@ std::string normal_form(std::string p) {
 TEST(PathNormal, TheQuickCheckAgreesWithTheRewriteOnEveryPathOfFewComponents) {
   // Every absolute path of up to 4 components drawn from these, with and without a trailing
   // '/': the check says "normal" exactly when the rewrite leaves the path as it is.
-  const std::vector<std::string> parts = {"", ".", "..", "...", "a", "bc", ".x", "x.", "..y", "y.."};
+  const std::vector<std::string> parts = {"",   ".",  "..", "...", "a",
+                                          "bc", ".x", "x.", "..y", "y.."};
   std::vector<std::string> paths = {"/"};
   std::vector<std::string> level = {""};
   for (int depth = 0; depth < 4; ++depth) {

@@ -11,12 +11,12 @@
 #include <string>
 #include <vector>
 
+#include "base/gzip_member.hpp"
 #include "trace_support.hpp"
 #include "writer/chunk_pool.hpp"
 #include "writer/member_builder.hpp"
 #include "writer/output_file.hpp"
 #include "writer/trace_lines.hpp"
-#include "base/gzip_member.hpp"
 #include "writer/writer.hpp"
 
 using namespace dftrace::detail;
@@ -209,8 +209,8 @@ TEST(TraceLines, EveryLineIsOneJsonObjectWithItsFields) {
 
   // The same line written into a caller's buffer; nothing when the buffer may be too small.
   char into[1024];
-  EXPECT_EQ(std::string(into, meta_line_into(into, sizeof into, f.pid, f.hhash_field, 3, "SH",
-                                             4242, true, hostile, "12345")),
+  EXPECT_EQ(std::string(into, meta_line_into(into, sizeof into, f.pid, f.hhash_field, 3, "SH", 4242,
+                                             true, hostile, "12345")),
             meta);
   EXPECT_EQ(meta_line_into(into, 64, f.pid, f.hhash_field, 3, "SH", 4242, true, hostile, "1"), 0u);
   EXPECT_EQ(std::string(into, meta_line_into(into, sizeof into, f.pid, "", 5, "FH", 4242, false,
@@ -317,8 +317,8 @@ TEST(Writer, ManyMetadataLinesBecomeMembersOfWholeLinesCountedRight) {
     // names of 1 to ~300 bytes, and two longer than a member (4 KiB here)
     std::string name = "/data/" + std::string(static_cast<size_t>((i * 37) % 300), 'n');
     if (i == 100 || i == 400) name += std::string(6000, 'L');
-    want.push_back(meta_line(f, 100 + i, "FH", 4242, true, name + std::to_string(i),
-                             std::to_string(i)));
+    want.push_back(
+        meta_line(f, 100 + i, "FH", 4242, true, name + std::to_string(i), std::to_string(i)));
     w.push_meta(want.back());
     if (i == 299) {
       ASSERT_TRUE(w.flush());  // two passes
