@@ -104,6 +104,10 @@ struct format_cache {
     size_t hhash_len = 0;
     int64_t pid = 0, tid = 0;
     bool metadata = true;
+    // false: this key's line is not made of a template's pieces (a key that is not an integer,
+    // too many keys, too long a text); remembered, so that it is formatted the general way
+    // without trying again (and evicting a template that works) on every line.
+    bool templated = false;
     uint8_t keys = 0;                     // the keys written, in order
     uint8_t slot[k_template_keys];        // each one's value index in the record
     uint8_t is_int[k_template_keys];      // 1: INT (signed), 0: UINT

@@ -347,12 +347,19 @@ inline char *put_line_end(char *p, bool metadata, const rec &r) {
 
 using line_template = format_cache::line_template;
 
-// Builds t for the record r (a prepared leaf with no node arguments): false when its line is
-// not made of the pieces a template holds (a key that is not an integer, too many keys, too
-// long a text); t is then left empty.
-bool build_template(const line_format &f, const rec &r, const prepared_args &prep,
+// Builds t for the record r (a prepared leaf with no node arguments), keyed by what it bakes
+// in; t.templated is false when the line is not made of the pieces a template holds (a key that
+// is not an integer, too many keys, too long a text).
+void build_template(const line_format &f, const rec &r, const prepared_args &prep,
                     line_template &t) {
-  t.name_cat = nullptr;
+  t.name_cat = r.name_cat;
+  t.layout = &prep;
+  t.hhash = f.hhash_field.data();
+  t.hhash_len = f.hhash_field.size();
+  t.pid = f.pid;
+  t.tid = r.tid;
+  t.metadata = f.metadata;
+  t.templated = false;
   size_t n = 0;
   bool fits = true;
   auto add = [&](std::string_view s) {
@@ -380,7 +387,7 @@ bool build_template(const line_format &f, const rec &r, const prepared_args &pre
     if (!k.written) continue;
     if ((k.type != DFTRACE_ARG_INT && k.type != DFTRACE_ARG_UINT) ||
         keys == format_cache::k_template_keys || i > 255 || k.len + 1 > 255)
-      return false;
+      return;
     const size_t at = n;
     if (comma) add(",");
     add(std::string_view(prep.json.data() + k.at, k.len));
@@ -395,22 +402,16 @@ bool build_template(const line_format &f, const rec &r, const prepared_args &pre
     t.is_int[keys] = k.type == DFTRACE_ARG_INT;
     ++keys;
   }
-  if (!fits) return false;
+  if (!fits) return;
   if (keys == 0) open = n - head;
   t.head_len = static_cast<uint16_t>(head);
   t.open_len = static_cast<uint16_t>(open);
   t.keys = static_cast<uint8_t>(keys);
-  t.layout = &prep;
-  t.hhash = f.hhash_field.data();
-  t.hhash_len = f.hhash_field.size();
-  t.pid = f.pid;
-  t.tid = r.tid;
-  t.metadata = f.metadata;
-  t.name_cat = r.name_cat;
-  return true;
+  t.templated = true;
 }
 
-// The template of a prepared leaf record (from its cache set; built on a miss), or null.
+// The template of a prepared leaf record (from its cache set; built on a miss), or null when
+// its line is formatted the general way.
 const line_template *template_of(const line_format &f, const rec &r) {
   const prepared_args &prep = prepared_of(std::string_view(r.use_args(), r.use_args_len));
   const uint64_t h = reinterpret_cast<uintptr_t>(r.name_cat) * 0x9E3779B97F4A7C15ull ^
@@ -420,19 +421,19 @@ const line_template *template_of(const line_format &f, const rec &r) {
   const size_t set = h >> 58;  // 64 sets
   static_assert(format_cache::k_template_sets == 64, "the set index takes 6 bits");
   for (size_t way = 0; way < 2; ++way) {
-    line_template &t = c.templates[set][way];
+    const line_template &t = c.templates[set][way];
     if (t.name_cat == r.name_cat && t.layout == &prep && t.tid == r.tid && t.pid == f.pid &&
         t.hhash == f.hhash_field.data() && t.hhash_len == f.hhash_field.size() &&
         t.metadata == f.metadata) {
       c.recent[set] = static_cast<uint8_t>(way);
-      return &t;
+      return t.templated ? &t : nullptr;
     }
   }
   const size_t way = c.recent[set] ^ 1u;  // the way used less recently
   line_template &t = c.templates[set][way];
-  if (!build_template(f, r, prep, t)) return nullptr;
+  build_template(f, r, prep, t);
   c.recent[set] = static_cast<uint8_t>(way);
-  return &t;
+  return t.templated ? &t : nullptr;
 }
 
 // A prepared leaf's line from its template: the numbers between the template's pieces.

@@ -2,6 +2,7 @@
 // them compressed and written; flush, finish, fatal signals and fork.
 #include "writer/writer.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <new>
@@ -22,21 +23,11 @@ void for_each_piece(const char *p, size_t n, size_t limit, F f) {
   while (n > 0) {
     size_t take = n;
     if (n > limit) {
-      take = 0;
-      for (const char *nl = static_cast<const char *>(std::memchr(p, '\n', n));
-           nl && static_cast<size_t>(nl - p) < limit;
-           nl = static_cast<const char *>(std::memchr(nl + 1, '\n', n - (nl + 1 - p))))
-        take = static_cast<size_t>(nl - p) + 1;
-      if (take == 0) {  // one line longer than the limit
-        const void *nl = std::memchr(p, '\n', n);
-        take = nl ? static_cast<size_t>(static_cast<const char *>(nl) - p) + 1 : n;
-      }
+      const void *nl = memrchr(p, '\n', limit);               // the last line end within the limit
+      if (!nl) nl = std::memchr(p + limit, '\n', n - limit);  // one line longer than it
+      take = nl ? static_cast<size_t>(static_cast<const char *>(nl) - p) + 1 : n;
     }
-    uint32_t lines = 0;
-    for (const char *q = p; (q = static_cast<const char *>(std::memchr(q, '\n', take - (q - p))));
-         ++q)
-      ++lines;
-    f(p, take, lines);
+    f(p, take, static_cast<uint32_t>(std::count(p, p + take, '\n')));
     p += take;
     n -= take;
   }

@@ -341,6 +341,40 @@ TEST(FormatCache, LineTemplatesChangeNoLine) {
   EXPECT_GT(templated, 2000);
   bool any = false;  // the cache holds templates (the path was taken)
   for (const auto &set : cache.templates)
-    for (const auto &t : set) any |= t.name_cat != nullptr;
+    for (const auto &t : set) any |= t.name_cat != nullptr && t.templated;
   EXPECT_TRUE(any);
+}
+
+// A line that a template can not hold (here a double among the arguments) is remembered as
+// such in the cache under its key: it is formatted the general way from then on, without a
+// template being tried again (and another evicted) on every line.
+TEST(FormatCache, ALineNoTemplateHoldsIsRememberedSo) {
+  const std::string name = ",\"name\":\"step\",\"cat\":\"POSIX\"";
+  const std::unique_ptr<prepared_args> prep =
+      prepare_args(raw_of({{"fhash", DFTRACE_ARG_UINT, 0}, {"ratio", DFTRACE_ARG_DOUBLE, 0}}));
+  format_cache cache;
+  for (uint64_t i = 0; i < 3; ++i) {
+    leaf_case c;
+    c.name_cat = &name;
+    c.prep = prep.get();
+    c.values = {12345678901ull + i, bits_of(0.5)};
+    c.pid = 7;
+    c.tid = 100;
+    c.metadata = true;
+    c.ns = false;
+    c.hhash = "\"hhash\":1";
+    c.id = i;
+    c.start = 1000 + i;
+    c.end = 2000 + i;
+    ASSERT_EQ(leaf_line(c, &cache), leaf_line(c, nullptr)) << i;
+  }
+  int entries = 0;
+  for (const auto &set : cache.templates)
+    for (const auto &t : set)
+      if (t.name_cat == &name) {
+        ++entries;
+        EXPECT_FALSE(t.templated);
+        EXPECT_EQ(t.layout, prep.get());
+      }
+  EXPECT_EQ(entries, 1);
 }
