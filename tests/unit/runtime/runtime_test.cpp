@@ -13,6 +13,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -117,6 +118,34 @@ TEST(Runtime, AHashIsDefinedOnceAndBeforeItIsUsed) {
   ASSERT_EQ(rt.finalize(), DFTRACE_OK);
   const std::vector<std::string> lines = read_lines(file);
   EXPECT_EQ(count_named(lines, "FH"), 2u);
+}
+
+// A definition's line is written into a stack buffer, or, for a name too long for it, into a
+// string made for it: both names arrive whole, escaped, in their FH lines.
+TEST(Runtime, ShortAndLongNamesAreDefinedWhole) {
+  temp_dir d;
+  const std::string file = d.path + "/n.pfw.gz";
+  runtime &rt = started(file);
+  const std::string shortname = "/data/\"quoted\"";
+  std::string longname = "/data/";
+  for (int i = 0; i < 400; ++i) longname += "dir\\" + std::to_string(i) + "/";  // ~3 KB, escaped x2
+  const uint64_t hs = rt.define_hash(DFTRACE_HASH_FILE, shortname);
+  const uint64_t hl = rt.define_hash(DFTRACE_HASH_FILE, longname);
+  ASSERT_EQ(rt.finalize(), DFTRACE_OK);
+  // the name as its line holds it (escaped), and the value of each FH line
+  std::map<std::string, std::string> named;
+  for (const std::string &l : read_lines(file)) {
+    parsed_line pl;
+    if (name_of(l) != "FH" || !parse_line(l, pl)) continue;
+    named[std::string(pl.arg_value("name")->text)] = std::string(pl.arg_value("value")->text);
+  }
+  const auto escaped = [](const std::string &s) {
+    const std::string q = json_quote(s);
+    return q.substr(1, q.size() - 2);
+  };
+  ASSERT_EQ(named.size(), 2u);
+  EXPECT_EQ(named[escaped(shortname)], std::to_string(hs));
+  EXPECT_EQ(named[escaped(longname)], std::to_string(hl));
 }
 
 TEST(Runtime, APreparedLayoutWritesTheSameArgumentsAsTheirList) {
