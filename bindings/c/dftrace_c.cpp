@@ -507,7 +507,10 @@ void dftrace_process_property_json(const char *key, const char *json) {
   guarded_do([&] {
     const std::string v = json ? json : "null";
     the_runtime().metadata_line("PR", key,
-                                dftrace::detail::is_valid_json_value(v) ? v : json_quote(v), true);
+                                dftrace::detail::is_valid_json_value(v)
+                                    ? dftrace::detail::json_value_on_one_line(v)
+                                    : json_quote(v),
+                                true);
   });
 }
 

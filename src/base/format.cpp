@@ -135,7 +135,7 @@ struct json_checker {
             ++p;
             if (p >= end || !std::isxdigit(static_cast<unsigned char>(*p))) return false;
           }
-        } else if (!std::strchr("\"\\/bfnrt", *p)) {
+        } else if (*p == '\0' || !std::strchr("\"\\/bfnrt", *p)) {
           return false;
         }
       }
@@ -222,6 +222,16 @@ bool is_valid_json_value(std::string_view s) {
   if (!c.value()) return false;
   c.ws();
   return c.p == c.end;
+}
+
+std::string json_value_on_one_line(std::string_view s) {
+  const auto blank = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
+  while (!s.empty() && blank(s.front())) s.remove_prefix(1);
+  while (!s.empty() && blank(s.back())) s.remove_suffix(1);
+  std::string out(s);
+  for (char &c : out)
+    if (c == '\n' || c == '\r') c = ' ';
+  return out;
 }
 
 }  // namespace dftrace::detail

@@ -229,6 +229,12 @@ std::string json_quote(std::string_view s);
 // True if s is one complete JSON value (used to validate raw JSON handed in by callers).
 bool is_valid_json_value(std::string_view s);
 
+// A valid JSON value s as it may go into a trace line: a value holds '\n' and '\r' only as
+// whitespace between its tokens (never raw inside a string), so they become spaces, and
+// whitespace at either end is dropped. Pretty-printed JSON, or a file's text with its last
+// newline, so stays one line.
+std::string json_value_on_one_line(std::string_view s);
+
 // The argument keys the core writes into an event line itself (next to the user's arguments):
 // a user's argument of one of these names is written as "user_<key>", never as a second key of
 // the same name. The one definition, read by the tree (node arguments) and the line formatter

@@ -141,6 +141,7 @@ def test_basic_every_line_kind_and_hostile_strings(tmp_path):
     assert cm["args"]["name"] == "note" and cm["args"]["value"] == hostile
     pr = {e["args"]["name"]: e["args"]["value"] for e in ev if e["name"] == "PR"}
     assert pr["core_affinity"] == [0, 1] and pr["bad_json"] == "[0,1" and pr["exec"] == "writer_prog"
+    assert pr["pretty"] == {"lr": 0.1, "s": "a b"}  # pretty-printed JSON stays one line
     names = [e["args"]["name"] for e in ev if e["name"] == "thread_name"]
     assert "main \"thread\"" in names
     pn = [e for e in ev if e["name"] == "process_name"]

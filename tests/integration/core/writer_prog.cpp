@@ -71,6 +71,7 @@ int mode_basic() {
   dftrace_metadata("note", hostile);
   dftrace_process_property_json("core_affinity", "[0,1]");
   dftrace_process_property_json("bad_json", "[0,1");
+  dftrace_process_property_json("pretty", "{\n  \"lr\": 0.1,\r\n  \"s\": \"a b\"\n}\n");
   dftrace_thread_name("main \"thread\"");
   return 0;
 }

@@ -57,6 +57,27 @@ TEST(Format, EscapedOutputIsAlwaysValidJson) {
   EXPECT_TRUE(is_valid_json_value(json_quote(all)));
 }
 
+// A backslash before a NUL byte is no escape (strchr would find the terminator).
+TEST(Format, ABackslashBeforeANulIsNoEscape) {
+  EXPECT_FALSE(is_valid_json_value(std::string("\"a\\\0b\"", 6)));
+  EXPECT_TRUE(is_valid_json_value(std::string("\"a\\nb\"", 6)));
+}
+
+// Raw JSON from a caller goes into one trace line: its newlines between tokens become spaces,
+// the whitespace at its ends goes, and what is left is the same value.
+TEST(Format, AJsonValueIsPutOnOneLine) {
+  EXPECT_EQ(json_value_on_one_line("{\n  \"lr\": 0.1,\r\n  \"s\": \"a b\"\n}\n"),
+            "{   \"lr\": 0.1,    \"s\": \"a b\" }");
+  EXPECT_EQ(json_value_on_one_line(" \t5\r\n"), "5");
+  EXPECT_EQ(json_value_on_one_line("[0,1]"), "[0,1]");
+  EXPECT_EQ(json_value_on_one_line("\"a\\nb\""), "\"a\\nb\"");  // an escaped newline stays
+  for (const char *v : {"{\n\"a\":[1,\n2]\n}", "\n\n\"x\"\n", "[\r\n]"}) {
+    const std::string one = json_value_on_one_line(v);
+    EXPECT_TRUE(is_valid_json_value(one)) << one;
+    EXPECT_EQ(one.find_first_of("\n\r"), std::string::npos) << one;
+  }
+}
+
 // Plain text is copied 8 bytes at a time until a word holds a byte to escape: every such byte
 // (each of the 256 values that is not plain) at every position of strings of 1 to 40 bytes,
 // both alignments of the input, gives the text around it unchanged and the byte escaped as
