@@ -154,13 +154,21 @@ member_encoder::~member_encoder() {
 #endif
 }
 
+namespace {
+// The room a member of len bytes of text needs: deflate's worst case is a little over the
+// input (stored blocks add 5 bytes per 64 KiB), with the header and trailer.
+size_t member_room(size_t len) { return k_member_header + len + len / 8 + 1024 + k_member_trailer; }
+}  // namespace
+
 void member_encoder::reserve(size_t text_bytes) {
-  const size_t need = k_member_header + text_bytes + text_bytes / 8 + 1024 + k_member_trailer;
+  const size_t need = member_room(text_bytes);
   if (state_->cap < need) {
     state_->buf.reset(new uint8_t[need]);
     state_->cap = need;
   }
 }
+
+bool member_encoder::fits_in_place(size_t len) const { return state_->cap >= member_room(len); }
 
 bool member_encoder::encode(const char *text, size_t len, const member_stats &stats,
                             std::vector<char> &out) {
@@ -174,9 +182,8 @@ bool member_encoder::encode(const char *text, size_t len, const member_stats &st
 bool member_encoder::encode_in_place(const char *text, size_t len, const member_stats &stats,
                                      const char **member, size_t *member_len) {
   if (len > 0xFFFFFFFFu - 1024) return false;  // the DT lengths are 32-bit
-  // Worst case of deflate is a little over the input; stored blocks add 5 bytes per 64 KiB.
-  const size_t bound = len + len / 8 + 1024;
-  const size_t need = k_member_header + bound + k_member_trailer;
+  const size_t need = member_room(len);
+  const size_t bound = need - k_member_header - k_member_trailer;
   if (state_->cap < need) {
     state_->buf.reset(new uint8_t[need]);
     state_->cap = need;

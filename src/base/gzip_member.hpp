@@ -71,6 +71,8 @@ class member_encoder {
                        size_t *member_len);
   // Makes room so that members of up to text_bytes of text need no allocation.
   void reserve(size_t text_bytes);
+  // True if a member of len bytes of text is encoded in place without allocating.
+  bool fits_in_place(size_t len) const;
 
  private:
   struct state;

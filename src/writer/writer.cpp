@@ -16,8 +16,9 @@ namespace {
 thread_local bool t_is_writer = false;
 
 // Lines (each ending with '\n') cut into pieces of whole lines of at most `limit` bytes (a
-// longer line is a piece of its own): f(start, bytes, lines) for each. No allocation (the
-// fatal-signal path writes metadata this way).
+// longer line is a piece of its own): f(start, bytes, lines) for each. No allocation of its
+// own (the fatal-signal path writes metadata this way, and skips a piece longer than its
+// encoder's reserve).
 template <typename F>
 void for_each_piece(const char *p, size_t n, size_t limit, F f) {
   while (n > 0) {
@@ -284,6 +285,9 @@ void writer::crash_write(const char *p, size_t n, const member_stats &st) {
   const char *m;
   size_t len;
   if (settings_.compress) {
+    // A piece the reserve does not cover (one metadata line longer than a member: a property
+    // of over a MiB) would allocate in a signal handler: it is lost instead.
+    if (!crash_encoder_.fits_in_place(n)) return;
     if (crash_encoder_.encode_in_place(p, n, st, &m, &len)) file_.write(m, len);
   } else {
     file_.write(p, n);
@@ -353,8 +357,8 @@ void writer::crash_cycle() {
   }
   const bool have_ranges = pool_.take_committed_within(ranges_, limit);  // never grows ranges_
   if (lock_within(meta_mutex_, limit)) {
-    // Clearing the lines here could be undone by a pass in progress: leave them, remember
-    // they are written.
+    // The lines stay (a later pass would not see the crash's offset if they were cleared);
+    // how many bytes of them are written is remembered.
     for_each_piece(meta_.data() + crash_meta_bytes_, meta_.size() - crash_meta_bytes_,
                    settings_.member_bytes, [&](const char *p, size_t n, uint32_t lines) {
                      crash_write(p, n, member_stats{lines, 0, 0});

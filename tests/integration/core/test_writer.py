@@ -689,6 +689,23 @@ def test_a_killed_process_writes_its_open_aggregation_intervals(tmp_path, how, s
     assert end["args"]["num_events"] == 1400
 
 
+def test_a_crash_loses_only_a_metadata_line_longer_than_its_room(tmp_path):
+    # 4 KiB members: the signal path's encoder has room for ~8 KiB of text and must not
+    # allocate in the handler, so a 20,000-byte property line is lost; the rest is written.
+    env = dict(os.environ, DFTRACE_ENABLE="1", DFTRACE_LOG_FILE=str(tmp_path / "trace"),
+               DFTRACE_OUTPUT_MEMBER_BYTES="4096", DFTRACE_OUTPUT_FLUSH_INTERVAL="3600s")
+    p = subprocess.run([os.path.join(BIN, "writer_prog"), "bigmeta", "20000"], env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == -signal.SIGSEGV, (p.returncode, p.stderr)
+    path = tc.only_file(tmp_path)
+    tc.check_members(path)
+    ev = tc.load(path)
+    pr = {e["args"]["name"]: e["args"]["value"] for e in ev if e["name"] == "PR"}
+    assert pr.get("small") == [1, 2] and "big" not in pr, sorted(pr)
+    assert len(tc.user_events(ev)) == 20
+    assert ev[-1]["name"] == "end" and ev[-1]["args"]["signal"] == "SIGSEGV"
+
+
 def test_open_intervals_written_at_a_signal_the_process_survives_are_not_counted_twice(tmp_path):
     # The application handles SIGTERM and goes on: the signal path writes the open interval's
     # records, the events after it start new records of the same interval, finalize writes

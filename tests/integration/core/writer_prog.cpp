@@ -138,6 +138,18 @@ int mode_signal(const char *how, int n, int delay_ms) {
   return 0;
 }
 
+// A metadata line longer than the crash path's room (a property of n bytes with members of
+// 4 KiB), one that fits, events, then a crash before the writer's next pass: the signal path
+// must not allocate for the long line (it is lost), and writes the rest.
+int mode_bigmeta(int n) {
+  const std::string big = "\"" + std::string(static_cast<size_t>(n), 'b') + "\"";
+  dftrace_process_property_json("big", big.c_str());
+  dftrace_process_property_json("small", "[1,2]");
+  events(10, node("compute.forward"), node("compute.backward"));
+  crash_by_segv();
+  return 0;
+}
+
 // The application's own SIGTERM handler, installed before tracing starts: dftrace's handler
 // writes what is buffered, then this one runs and the process goes on. n events, 1 s for the
 // writer to take them, SIGTERM to itself, n more events, a normal exit.
@@ -374,5 +386,6 @@ int main(int argc, char **argv) {
   if (mode == "bracket") return mode_bracket(n);
   if (mode == "schedule") return mode_schedule(n);
   if (mode == "agg") return mode_agg(n);
+  if (mode == "bigmeta") return mode_bigmeta(n);
   return 2;
 }
