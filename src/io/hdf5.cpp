@@ -30,19 +30,23 @@ F h5_function(const char *name) {
   return reinterpret_cast<F>(::dlsym(RTLD_DEFAULT, name));
 }
 
-// The bytes a read or write of `dataset` moves: the selected points (of the memory space, or
-// of the dataset's whole space for H5S_ALL) times the memory type's size.
-int64_t transfer_bytes(hid_t dataset, hid_t mem_type, hid_t mem_space) {
+// The bytes a read or write of `dataset` moves: the selected points times the memory type's
+// size. The memory space's selection; for H5S_ALL (and HDF5 1.14's H5S_BLOCK and H5S_PLIST,
+// ids 1 and 2, which are no dataspace) the file space's, as HDF5 then uses it for memory too;
+// for H5S_ALL there as well, the dataset's whole space.
+int64_t transfer_bytes(hid_t dataset, hid_t mem_type, hid_t mem_space, hid_t file_space) {
   static const auto get_space = h5_function<hid_t (*)(hid_t)>("H5Dget_space");
   static const auto npoints = h5_function<hssize_t (*)(hid_t)>("H5Sget_select_npoints");
   static const auto type_size = h5_function<size_t (*)(hid_t)>("H5Tget_size");
   static const auto close_space = h5_function<herr_t (*)(hid_t)>("H5Sclose");
   if (!get_space || !npoints || !type_size || !close_space) return 0;
-  hid_t space = mem_space;
-  if (mem_space == H5S_ALL) space = get_space(dataset);
+  constexpr hid_t k_last_constant = 2;  // H5S_ALL 0, H5S_BLOCK 1, H5S_PLIST 2
+  hid_t space = mem_space > k_last_constant ? mem_space : file_space;
+  const bool whole = space <= k_last_constant;
+  if (whole) space = get_space(dataset);
   if (space < 0) return 0;
   const hssize_t points = npoints(space);
-  if (mem_space == H5S_ALL) close_space(space);
+  if (whole) close_space(space);
   return points < 0 ? 0 : static_cast<int64_t>(points) * static_cast<int64_t>(type_size(mem_type));
 }
 
@@ -75,15 +79,17 @@ auto traced_object_call(dftrace_node_t *node, hid_t object, Call call, Args args
   return traced<nesting::contains>(node, call, [&](auto ret) { return args(h, ret); });
 }
 
-// Reads and writes: fhash, size (bytes), ret.
+// Reads and writes: fhash, size (bytes), ret. The size only of a call that succeeded: after a
+// failure, any HDF5 call would clear the error stack the application is about to print, and
+// the ids may be what failed (size 0).
 template <typename Call>
 herr_t traced_transfer(dftrace_node_t *node, hid_t dataset, hid_t mem_type, hid_t mem_space,
-                       Call call) {
+                       hid_t file_space, Call call) {
   return traced_object_call(node, dataset, call, [&](uint64_t h, herr_t ret) {
-    int64_t bytes;
-    {
+    int64_t bytes = 0;
+    if (ret >= 0) {
       inside g;
-      bytes = transfer_bytes(dataset, mem_type, mem_space);
+      bytes = transfer_bytes(dataset, mem_type, mem_space, file_space);
     }
     return std::array<dftrace_arg_t, 3>{arg_u("fhash", h), arg_i("size", bytes), arg_i("ret", ret)};
   });
@@ -152,7 +158,7 @@ herr_t H5Dread(hid_t dataset, hid_t mem_type, hid_t mem_space, hid_t file_space,
                void *buf) {
   DFTRACE_H5_REAL(H5Dread);
   DFTRACE_IO_NODE(k_h5, "H5Dread");
-  return traced_transfer(node_, dataset, mem_type, mem_space, [&] {
+  return traced_transfer(node_, dataset, mem_type, mem_space, file_space, [&] {
     return real_H5Dread(dataset, mem_type, mem_space, file_space, xfer, buf);
   });
 }
@@ -162,7 +168,7 @@ herr_t H5Dwrite(hid_t dataset, hid_t mem_type, hid_t mem_space, hid_t file_space
                 const void *buf) {
   DFTRACE_H5_REAL(H5Dwrite);
   DFTRACE_IO_NODE(k_h5, "H5Dwrite");
-  return traced_transfer(node_, dataset, mem_type, mem_space, [&] {
+  return traced_transfer(node_, dataset, mem_type, mem_space, file_space, [&] {
     return real_H5Dwrite(dataset, mem_type, mem_space, file_space, xfer, buf);
   });
 }

@@ -1,6 +1,9 @@
 /* h5_prog.c: HDF5 I/O of a program never built with dftrace (Debian's serial libhdf5): a file
- * with one dataset of 1000 doubles written, closed, opened again and read back. Traced by
- * `dftrace run` (libdftrace_io's H5 events, with HDF5's POSIX calls inside). */
+ * with one dataset of 1000 doubles written, closed, opened again and read back; then 10 of them
+ * read through a file selection (memory H5S_ALL: HDF5 uses the file's selection for memory),
+ * and a read that fails (a bad memory type), whose HDF5 error stack must still be there for the
+ * program after the tracer's event. Traced by `dftrace run` (libdftrace_io's H5 events, with
+ * HDF5's POSIX calls inside). */
 #include <hdf5.h>
 #include <stdio.h>
 
@@ -21,7 +24,17 @@ int main(int argc, char **argv) {
   d = H5Dopen(f, "values", H5P_DEFAULT);
   ok = ok && f >= 0 && d >= 0;
   ok = ok && H5Dread(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, in) >= 0;
-  ok = ok && H5Dclose(d) >= 0 && H5Fclose(f) >= 0;
+  hid_t fs = H5Dget_space(d);
+  hsize_t start[1] = {100}, count[1] = {10};
+  ok = ok && fs >= 0 && H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) >= 0;
+  ok = ok && H5Dread(d, H5T_NATIVE_DOUBLE, H5S_ALL, fs, H5P_DEFAULT, in) >= 0;
+  H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* the failure below is expected: not printed */
+  ok = ok && H5Dread(d, (hid_t)-1, H5S_ALL, H5S_ALL, H5P_DEFAULT, in) < 0;
+  if (ok && H5Eget_num(H5E_DEFAULT) <= 0) {
+    puts("h5_prog: the failed read's error stack is gone");
+    ok = 0;
+  }
+  ok = ok && H5Sclose(fs) >= 0 && H5Dclose(d) >= 0 && H5Fclose(f) >= 0;
   for (int i = 0; ok && i < 1000; ++i) ok = in[i] == out[i];
   printf("h5_prog: %s\n", ok ? "ok" : "FAILED");
   return ok ? 0 : 1;
