@@ -46,7 +46,8 @@ auto traced_fd_call(dftrace_node_t *node, int fd, Call call, Args args) -> declt
 // An opening call: traced when its file is; the descriptor of what it returns (fd_of(ret): the
 // descriptor itself, a stream's, a directory stream's; -1 for a failure) is followed either way
 // (traced, known to be untraced, or, seen while not recording, looked up at its next use).
-// args(h, ret) gives the event's arguments.
+// args(h, ret) gives the event's arguments. A vfork child shares its parent's table, in which
+// the number is free (or another file, later): it leaves the table alone.
 template <typename Call, typename Args, typename FdOf>
 auto traced_opening(dftrace_node_t *node, int dirfd, const char *path, Call call, Args args,
                     FdOf fd_of) -> decltype(call()) {
@@ -58,12 +59,12 @@ auto traced_opening(dftrace_node_t *node, int dirfd, const char *path, Call call
   char abs[PATH_MAX];
   if (!traced_path(dirfd, path, abs)) {
     const auto ret = call();
-    fd_untrack(fd_of(ret));
+    if (!in_vfork_child()) fd_untrack(fd_of(ret));  // (errno kept)
     return ret;
   }
   const uint64_t h = file_hash(abs);
   const auto ret = traced(node, call, [&](auto r) { return args(h, r); });
-  fd_track(fd_of(ret), h);  // (no system call: errno stays the real call's)
+  if (!in_vfork_child()) fd_track(fd_of(ret), h);  // (errno kept)
   return ret;
 }
 

@@ -35,9 +35,11 @@ std::atomic<int> g_map_count{0};
 
 }  // namespace
 
-// The file an unknown descriptor is open on, from /proc/self/fd.
+// The file an unknown descriptor is open on, from /proc/self/fd. A vfork child, which shares
+// its parent's table, neither looks up nor remembers: its own descriptors are not traced.
 uint8_t fd_table::look_up(int fd) {
   errno_keeper keep;
+  if (in_vfork_child()) return k_untraced;
   inside g;
   char link[64], path[PATH_MAX];
   std::snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
@@ -75,6 +77,12 @@ void fd_untrack(int fd) {
 
 void fd_forget(int fd) {
   if (fd >= 0 && fd < k_max_fd) state[fd].store(k_unknown, std::memory_order_release);
+}
+
+void fd_forget_range(int first, int last) {
+  if (first < 0) first = 0;
+  if (last >= k_max_fd) last = k_max_fd - 1;
+  for (int fd = first; fd <= last; ++fd) state[fd].store(k_unknown, std::memory_order_release);
 }
 
 void map_track(void *addr, size_t length, uint64_t fhash) {

@@ -14,8 +14,9 @@ namespace dftrace::io {
 // before the application mode bound, made by a call that is not interposed) is looked up once
 // in /proc/self/fd and remembered.
 void fd_track(int fd, uint64_t fhash);
-void fd_untrack(int fd);  // opened, not traced
-void fd_forget(int fd);   // closed: the number may be reused by anything
+void fd_untrack(int fd);                    // opened, not traced
+void fd_forget(int fd);                     // closed: the number may be reused by anything
+void fd_forget_range(int first, int last);  // each of first..last (inclusive) closed
 // The table itself (descriptors.cpp), read inline on every call on a descriptor.
 namespace fd_table {
 constexpr int k_max_fd = 1 << 16;  // descriptors below this are followed; higher ones pass

@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -69,9 +70,13 @@ void split_into(const std::string &s, rules &r, bool include) {
       r.patterns.emplace_back(item);
       continue;
     }
-    char abs[PATH_MAX];
+    char abs[PATH_MAX], real[PATH_MAX];
     if (!absolute_path(AT_FDCWD, item.c_str(), abs)) continue;
-    (include ? r.include : r.exclude).push_back(abs);
+    auto &dirs = include ? r.include : r.exclude;
+    dirs.push_back(abs);
+    // Also its links resolved: the working directory and the descriptors' paths in /proc,
+    // against which relative and *at paths are resolved, are physical.
+    if (::realpath(abs, real) && std::strcmp(real, abs) != 0) dirs.push_back(real);
   }
 }
 
@@ -104,6 +109,7 @@ void set_rules(const std::string &data_dirs, const std::string &exclude) {
 
 void load_rules() {
   if (g_rules.load(std::memory_order_acquire)) return;
+  errno_keeper keep;  // reached before the application's first traced call on a path
   inside g;
   // Only reached while recording: the process's tracing starts here if it has not yet (the
   // configuration is read at initialisation; a second init changes nothing).

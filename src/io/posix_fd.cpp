@@ -1,12 +1,16 @@
 // posix_fd.cpp: the POSIX calls that open, use or close a descriptor, as events of category
 // POSIX (README.md, "Events").
+#include <linux/close_range.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <sys/mman.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 #include <unistd.h>
+
+#include <algorithm>
 
 #include "io/calls.hpp"
 
@@ -31,20 +35,28 @@ int traced_open(dftrace_node_t *node, int dirfd, const char *path, int flags, mo
   });
 }
 
+// A transfer's count: the one asked for, or (vectored calls) the sum of the buffers' lengths,
+// summed only after the call succeeded (the buffer array is the application's, and may be
+// what made the call fail: EFAULT, EINVAL; a failed vectored call's count is 0).
+inline int64_t count_of(size_t count, ssize_t) { return static_cast<int64_t>(count); }
+template <typename Count>
+int64_t count_of(const Count &count, ssize_t ret) {
+  return ret >= 0 ? static_cast<int64_t>(count()) : 0;
+}
+
 // read/write and their positioned forms: fhash, fd, count, ret (and offset).
-template <typename Call>
-ssize_t traced_transfer(dftrace_node_t *node, int fd, size_t count, Call call) {
+template <typename Call, typename Count>
+ssize_t traced_transfer(dftrace_node_t *node, int fd, Count count, Call call) {
   return traced_fd_call(node, fd, call, [&](uint64_t h, ssize_t ret) {
     return std::array<dftrace_arg_t, 4>{arg_u("fhash", h), arg_i("fd", fd),
-                                        arg_i("count", static_cast<int64_t>(count)),
-                                        arg_i("ret", ret)};
+                                        arg_i("count", count_of(count, ret)), arg_i("ret", ret)};
   });
 }
-template <typename Call>
-ssize_t traced_transfer_at(dftrace_node_t *node, int fd, size_t count, off64_t offset, Call call) {
+template <typename Call, typename Count>
+ssize_t traced_transfer_at(dftrace_node_t *node, int fd, Count count, off64_t offset, Call call) {
   return traced_fd_call(node, fd, call, [&](uint64_t h, ssize_t ret) {
     return std::array<dftrace_arg_t, 5>{arg_u("fhash", h), arg_i("fd", fd),
-                                        arg_i("count", static_cast<int64_t>(count)),
+                                        arg_i("count", count_of(count, ret)),
                                         arg_i("offset", offset), arg_i("ret", ret)};
   });
 }
@@ -235,6 +247,47 @@ int close(int fd) {
 }
 DFTRACE_IO_REGISTER(close);
 
+// close_range and closefrom (glibc 2.34; Python's os.closerange and subprocess use them) close
+// descriptors the interposer would otherwise believe open: their numbers are forgotten (no
+// event: DFTracer records none). A vfork child's close only its copies: the parent's table
+// stays. Looked up without aborting, so that a program probing for them on an older C
+// library is told they are missing.
+int close_range(unsigned first, unsigned last, int flags) {
+  static const auto real = reinterpret_cast<decltype(&close_range)>(
+      ::dftrace::io::next_symbol_or_null("close_range", reinterpret_cast<void *>(&close_range)));
+  if (!real) {
+    errno = ENOSYS;
+    return -1;
+  }
+  const int ret = real(first, last, flags);
+  if (ret == 0 && !(flags & CLOSE_RANGE_CLOEXEC) && !in_vfork_child())
+    fd_forget_range(static_cast<int>(std::min(first, 1u << 30)),
+                    static_cast<int>(std::min(last, 1u << 30)));
+  return ret;
+}
+DFTRACE_IO_REGISTER(close_range);
+
+void closefrom(int lowfd) {
+  static const auto real = reinterpret_cast<decltype(&closefrom)>(
+      ::dftrace::io::next_symbol_or_null("closefrom", reinterpret_cast<void *>(&closefrom)));
+  if (!real) return;
+  real(lowfd);
+  if (!in_vfork_child()) fd_forget_range(std::max(lowfd, 0), 1 << 30);
+}
+DFTRACE_IO_REGISTER(closefrom);
+
+// pclose closes its pipe's descriptor inside libc: the number is forgotten.
+int pclose(FILE *f) {
+  DFTRACE_IO_REAL(pclose);
+  const int saved = errno;
+  const int fd = f ? ::fileno_unlocked(f) : -1;
+  errno = saved;
+  const int ret = real_pclose(f);
+  if (!in_vfork_child()) fd_forget(fd);  // (errno kept)
+  return ret;
+}
+DFTRACE_IO_REGISTER(pclose);
+
 #define DFTRACE_IO_TRANSFER(name, buf_type)                                              \
   ssize_t name(int fd, buf_type buf, size_t count) {                                     \
     DFTRACE_IO_REAL(name);                                                               \
@@ -288,25 +341,27 @@ DFTRACE_IO_REGISTER(__read_chk);
 DFTRACE_IO_PREAD_CHK(__pread_chk, "pread", off_t)
 DFTRACE_IO_PREAD_CHK(__pread64_chk, "pread64", off64_t)
 
-#define DFTRACE_IO_VECTOR(name)                                                                    \
-  ssize_t name(int fd, const struct iovec *iov, int n) {                                           \
-    DFTRACE_IO_REAL(name);                                                                         \
-    DFTRACE_IO_NODE(k_posix, #name);                                                               \
-    DFTRACE_IO_PASS_FD(fd, real_##name(fd, iov, n));                                               \
-    return traced_transfer(node_, fd, iov_bytes(iov, n), [&] { return real_##name(fd, iov, n); }); \
-  }                                                                                                \
+#define DFTRACE_IO_VECTOR(name)                                                                 \
+  ssize_t name(int fd, const struct iovec *iov, int n) {                                        \
+    DFTRACE_IO_REAL(name);                                                                      \
+    DFTRACE_IO_NODE(k_posix, #name);                                                            \
+    DFTRACE_IO_PASS_FD(fd, real_##name(fd, iov, n));                                            \
+    return traced_transfer(                                                                     \
+        node_, fd, [&] { return iov_bytes(iov, n); }, [&] { return real_##name(fd, iov, n); }); \
+  }                                                                                             \
   DFTRACE_IO_REGISTER(name);
 DFTRACE_IO_VECTOR(readv)
 DFTRACE_IO_VECTOR(writev)
 
-#define DFTRACE_IO_VECTOR_AT(name, offset_type)                                 \
-  ssize_t name(int fd, const struct iovec *iov, int n, offset_type offset) {    \
-    DFTRACE_IO_REAL(name);                                                      \
-    DFTRACE_IO_NODE(k_posix, #name);                                            \
-    DFTRACE_IO_PASS_FD(fd, real_##name(fd, iov, n, offset));                    \
-    return traced_transfer_at(node_, fd, iov_bytes(iov, n), offset,             \
-                              [&] { return real_##name(fd, iov, n, offset); }); \
-  }                                                                             \
+#define DFTRACE_IO_VECTOR_AT(name, offset_type)                              \
+  ssize_t name(int fd, const struct iovec *iov, int n, offset_type offset) { \
+    DFTRACE_IO_REAL(name);                                                   \
+    DFTRACE_IO_NODE(k_posix, #name);                                         \
+    DFTRACE_IO_PASS_FD(fd, real_##name(fd, iov, n, offset));                 \
+    return traced_transfer_at(                                               \
+        node_, fd, [&] { return iov_bytes(iov, n); }, offset,                \
+        [&] { return real_##name(fd, iov, n, offset); });                    \
+  }                                                                          \
   DFTRACE_IO_REGISTER(name);
 DFTRACE_IO_VECTOR_AT(preadv, off_t)
 DFTRACE_IO_VECTOR_AT(pwritev, off_t)
@@ -317,8 +372,9 @@ DFTRACE_IO_VECTOR_AT(pwritev64, off64_t)
     DFTRACE_IO_REAL(name);                                                              \
     DFTRACE_IO_NODE(k_posix, #name);                                                    \
     DFTRACE_IO_PASS_FD(fd, real_##name(fd, iov, n, offset, flags));                     \
-    return traced_transfer_at(node_, fd, iov_bytes(iov, n), offset,                     \
-                              [&] { return real_##name(fd, iov, n, offset, flags); });  \
+    return traced_transfer_at(                                                          \
+        node_, fd, [&] { return iov_bytes(iov, n); }, offset,                           \
+        [&] { return real_##name(fd, iov, n, offset, flags); });                        \
   }                                                                                     \
   DFTRACE_IO_REGISTER(name);
 DFTRACE_IO_VECTOR_AT2(preadv2, off_t)

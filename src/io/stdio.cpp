@@ -11,8 +11,15 @@ namespace {
 
 constexpr const char *k_stdio = "STDIO";
 
-// The stream's descriptor, when it has one (fmemopen's and fopencookie's have none).
-int stream_fd(FILE *f) { return f ? ::fileno_unlocked(f) : -1; }
+// The stream's descriptor, when it has one (fmemopen's and fopencookie's have none: fileno then
+// sets errno, which stays the application's).
+int stream_fd(FILE *f) {
+  if (!f) return -1;
+  const int saved = errno;
+  const int fd = ::fileno_unlocked(f);
+  errno = saved;
+  return fd;
+}
 
 // An opening call: traced when its path is; the stream's descriptor is followed either way.
 template <typename Call>
@@ -60,6 +67,26 @@ int traced_fseek(dftrace_node_t *node, FILE *f, int64_t offset, int whence, Call
   });
 }
 
+// The stream now reads or writes `path`: traced as that file (or no longer traced). With no
+// path, the same file in another mode: traced as the stream was, and still followed.
+template <typename Call>
+FILE *traced_reopen(dftrace_node_t *node, const char *path, const char *mode, FILE *f, Call call) {
+  if (path) {
+    fd_forget(stream_fd(f));
+    return traced_fopen(node, path, mode, call);
+  }
+  const int fd = stream_fd(f);
+  FILE *ret = traced_stream_call(node, f, call, [&](uint64_t h, FILE *) {
+    return std::array<dftrace_arg_t, 2>{arg_u("fhash", h), arg_s("mode", mode)};
+  });
+  const int now = stream_fd(ret);
+  if (now != fd) {  // another number (glibc keeps it): looked up again at its next use
+    fd_forget(fd);
+    fd_forget(now);
+  }
+  return ret;
+}
+
 }  // namespace
 
 extern "C" {
@@ -99,14 +126,13 @@ FILE *fdopen(int fd, const char *mode) {
 }
 DFTRACE_IO_REGISTER(fdopen);
 
-// The stream now reads or writes `path`: traced as that file (or no longer traced).
-#define DFTRACE_IO_FREOPEN(name)                                                        \
-  FILE *name(const char *path, const char *mode, FILE *f) {                             \
-    DFTRACE_IO_REAL(name);                                                              \
-    DFTRACE_IO_NODE(k_stdio, #name);                                                    \
-    fd_forget(stream_fd(f));                                                            \
-    return traced_fopen(node_, path, mode, [&] { return real_##name(path, mode, f); }); \
-  }                                                                                     \
+// The stream now reads or writes `path` (traced_reopen above).
+#define DFTRACE_IO_FREOPEN(name)                                                            \
+  FILE *name(const char *path, const char *mode, FILE *f) {                                 \
+    DFTRACE_IO_REAL(name);                                                                  \
+    DFTRACE_IO_NODE(k_stdio, #name);                                                        \
+    return traced_reopen(node_, path, mode, f, [&] { return real_##name(path, mode, f); }); \
+  }                                                                                         \
   DFTRACE_IO_REGISTER(name);
 DFTRACE_IO_FREOPEN(freopen)
 DFTRACE_IO_FREOPEN(freopen64)

@@ -534,6 +534,58 @@ def test_spawned_children_and_a_vfork_child_that_redirects(tmp_path):
                 and e["args"]["count"] == len("parent says hi\n")]
 
 
+@pytest.mark.parametrize("mode", ["vfork", "close_range", "closefrom", "freopen", "errno"])
+def test_the_descriptor_table_follows_what_changes_behind_it(tmp_path, mode):
+    """table_prog.c: a vfork child's open leaves its parent's table alone; a descriptor closed
+    by close_range or closefrom is forgotten, so the pipe that reuses its number is not taken
+    for the file; freopen(NULL) keeps a stream traced; a stream with no descriptor keeps errno;
+    readv with a bad buffer array fails as untraced, its event's count 0."""
+    data = tmp_path / "data"
+    data.mkdir()
+    out, p = run(tmp_path, os.path.join(BIN, "table_prog"), mode, str(data),
+                 options=("--data-dirs", str(data)))
+    assert "table_prog: ok" in p.stdout, p.stdout + p.stderr
+    mine = [f for f in glob.glob(str(out / "*.pfw.gz")) if "table_prog" in os.path.basename(f)]
+    assert len(mine) == 1, mine
+    ev = tc.load_checked(mine[0])
+    names = file_names(ev)
+    on_file = [e for e in io_events(ev) if names.get(e["args"].get("fhash")) == str(data / "in")]
+    calls = [e["name"] for e in on_file]
+    if mode == "vfork":
+        # the child's own open (recorded in the parent's buffers, which it shares), never a read
+        assert "read" not in calls, calls
+    elif mode in ("close_range", "closefrom"):
+        assert calls.count("read") == 1, calls  # the file's one read, not the pipe's
+    elif mode == "freopen":
+        assert calls[-3:] == ["freopen", "fread", "fclose"], calls
+        assert on_file[-2]["args"]["size"] == 1 and on_file[-2]["args"]["count"] == 4
+    else:
+        readv = [(e["args"]["ret"], e["args"]["count"]) for e in on_file if e["name"] == "readv"]
+        assert readv == [(-1, 0), (-1, 0), (4, 4)], readv
+
+
+def test_a_data_directory_reached_through_a_link(tmp_path):
+    """--data-dirs names a link: a file opened by its path through the link, and one opened
+    by a relative path after chdir into it (the working directory is the physical one), are
+    both traced."""
+    real = tmp_path / "real" / "data"
+    real.mkdir(parents=True)
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    link = tmp_path / "link" / "data"
+    script = tmp_path / "through.py"
+    script.write_text("import os, sys\nopen(sys.argv[1] + '/a.txt', 'w').write('a')\n"
+                      "os.chdir(sys.argv[1])\nopen('b.txt', 'w').write('b')\n")
+    out, _ = run(tmp_path, "/usr/bin/python3", str(script), str(link),
+                 options=("--data-dirs", str(link)))
+    seen = set()
+    for f in glob.glob(str(out / "*.pfw.gz")):
+        ev = tc.load_checked(f)
+        names = file_names(ev)
+        seen |= {os.path.basename(names[e["args"]["fhash"]]) for e in io_events(ev)
+                 if e["name"] == "write" and e["args"].get("fhash") in names}
+    assert seen == {"a.txt", "b.txt"}, seen
+
+
 def test_include_and_exclude_rules_from_yaml_and_environment(tmp_path):
     """Overlapping prefixes: the most specific of io.data_dir and io.exclude decides; a
     directory that merely starts with the same letters is another directory."""
