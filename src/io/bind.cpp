@@ -46,14 +46,20 @@ bool skipped(std::string_view name) {
   return false;
 }
 
+// Never destroyed (as the rules are not): a dlopen made by an exit handler or a destructor
+// still finds them.
 std::unordered_map<std::string_view, void *> &targets() {
-  static std::unordered_map<std::string_view, void *> t;
-  return t;
+  static auto *t = new std::unordered_map<std::string_view, void *>;
+  return *t;
 }
 
 std::mutex g_bind_mutex;
-std::set<std::pair<uintptr_t, const void *>> g_bound;  // (load address, program headers)
-unsigned long long g_subs = 0;                         // objects unloaded, as last seen
+// (load address, program headers) of the objects bound; never destroyed either
+std::set<std::pair<uintptr_t, const void *>> &bound() {
+  static auto *b = new std::set<std::pair<uintptr_t, const void *>>;
+  return *b;
+}
+unsigned long long g_subs = 0;  // objects unloaded, as last seen
 
 // The relocated address a dynamic entry points at (glibc relocates them in place on most
 // architectures; others leave them relative to the load address).
@@ -62,12 +68,14 @@ uintptr_t dyn_address(uintptr_t base, uintptr_t value) {
 }
 
 // Writes `to` into the entry at `slot`, making its page writable for the moment when the entry
-// lies in the part the loader made read-only after relocation (RELRO).
+// lies in the part the loader made read-only after relocation (RELRO). The loader protects
+// only RELRO's whole pages: its last, partial page (on AArch64 with 16 or 64 KiB pages, often
+// all of it) shares a page with writable data and stays writable, so it is written as it is.
 void write_slot(void **slot, void *to, uintptr_t relro_start, uintptr_t relro_end) {
   if (*slot == to) return;
   const auto a = reinterpret_cast<uintptr_t>(slot);
-  if (a >= relro_start && a < relro_end) {
-    const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  if (a >= relro_start && a < (relro_end & ~(page - 1))) {
     void *start = reinterpret_cast<void *>(a & ~(page - 1));
     if (::mprotect(start, page, PROT_READ | PROT_WRITE) != 0) return;  // left as it was
     *slot = to;
@@ -99,7 +107,7 @@ void bind_relocations(uintptr_t base, const ElfW(Rela) * rela, size_t n, const E
 int bind_object(struct dl_phdr_info *info, size_t, void *) {
   const std::string_view name = info->dlpi_name ? info->dlpi_name : "";
   if (skipped(name)) return 0;
-  if (!g_bound.insert({info->dlpi_addr, info->dlpi_phdr}).second) return 0;
+  if (!bound().insert({info->dlpi_addr, info->dlpi_phdr}).second) return 0;
   const uintptr_t base = info->dlpi_addr;
   const ElfW(Dyn) *dyn = nullptr;
   uintptr_t relro_start = 0, relro_end = 0;
@@ -160,7 +168,7 @@ void bind_loaded() {
   unsigned long long subs = 0;
   ::dl_iterate_phdr(count_subs, &subs);
   if (subs != g_subs) {
-    g_bound.clear();
+    bound().clear();
     g_subs = subs;
   }
   ::dl_iterate_phdr(bind_object, nullptr);
