@@ -46,8 +46,9 @@ uint8_t fd_table::look_up(int fd) {
   const long n = ::syscall(SYS_readlinkat, AT_FDCWD, link, path, sizeof path - 1);
   if (n <= 0) return k_unknown;  // not open: the call fails, and the number stays unknown
   path[n] = '\0';
-  // "socket:[...]", "pipe:[...]", "anon_inode:..." are not files.
-  if (path[0] != '/') {
+  // "socket:[...]", "pipe:[...]", "anon_inode:..." are not files, nor is a memfd_create
+  // descriptor ("/memfd:NAME (deleted)").
+  if (path[0] != '/' || std::strncmp(path, "/memfd:", 7) == 0) {
     state[fd].store(k_untraced, std::memory_order_release);
     return k_untraced;
   }

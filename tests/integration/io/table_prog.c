@@ -6,13 +6,15 @@
  *                  a pipe, must not be taken for the file
  *   freopen DIR    freopen(NULL, mode, f) of a traced stream keeps it traced
  *   errno DIR      a stream without a descriptor leaves errno alone; readv with a bad buffer
- *                  array on a traced descriptor fails as it does untraced (no crash) */
+ *                  array on a traced descriptor fails as it does untraced (no crash)
+ *   memfd DIR      a memfd_create descriptor (not interposed: looked up in /proc) is no file */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -98,6 +100,15 @@ static int mode_errno(void) {
   return close(fd) == 0 ? 0 : fail("close");
 }
 
+static int mode_memfd(void) {
+  const int fd = memfd_create("scratch", 0);
+  char b[4];
+  if (fd < 0) return fail("memfd_create");
+  if (write(fd, "abcd", 4) != 4 || lseek(fd, 0, SEEK_SET) != 0 || read(fd, b, 4) != 4)
+    return fail("memfd transfer");
+  return close(fd) == 0 ? 0 : fail("close");
+}
+
 int main(int argc, char **argv) {
   if (argc < 3) return 2;
   snprintf(path, sizeof path, "%s/in", argv[2]);
@@ -109,6 +120,7 @@ int main(int argc, char **argv) {
   if (!strcmp(argv[1], "closefrom")) r = mode_close_range(1);
   if (!strcmp(argv[1], "freopen")) r = mode_freopen();
   if (!strcmp(argv[1], "errno")) r = mode_errno();
+  if (!strcmp(argv[1], "memfd")) r = mode_memfd();
   if (r == 0) puts("table_prog: ok");
   return r;
 }

@@ -534,16 +534,17 @@ def test_spawned_children_and_a_vfork_child_that_redirects(tmp_path):
                 and e["args"]["count"] == len("parent says hi\n")]
 
 
-@pytest.mark.parametrize("mode", ["vfork", "close_range", "closefrom", "freopen", "errno"])
+@pytest.mark.parametrize("mode", ["vfork", "close_range", "closefrom", "freopen", "errno", "memfd"])
 def test_the_descriptor_table_follows_what_changes_behind_it(tmp_path, mode):
     """table_prog.c: a vfork child's open leaves its parent's table alone; a descriptor closed
     by close_range or closefrom is forgotten, so the pipe that reuses its number is not taken
     for the file; freopen(NULL) keeps a stream traced; a stream with no descriptor keeps errno;
-    readv with a bad buffer array fails as untraced, its event's count 0."""
+    readv with a bad buffer array fails as untraced, its event's count 0; a memfd is no file
+    (with every file traced)."""
     data = tmp_path / "data"
     data.mkdir()
     out, p = run(tmp_path, os.path.join(BIN, "table_prog"), mode, str(data),
-                 options=("--data-dirs", str(data)))
+                 options=("--data-dirs", "all" if mode == "memfd" else str(data)))
     assert "table_prog: ok" in p.stdout, p.stdout + p.stderr
     mine = [f for f in glob.glob(str(out / "*.pfw.gz")) if "table_prog" in os.path.basename(f)]
     assert len(mine) == 1, mine
@@ -556,6 +557,9 @@ def test_the_descriptor_table_follows_what_changes_behind_it(tmp_path, mode):
         assert "read" not in calls, calls
     elif mode in ("close_range", "closefrom"):
         assert calls.count("read") == 1, calls  # the file's one read, not the pipe's
+    elif mode == "memfd":
+        assert not [n for n in names.values() if n.startswith("/memfd:")], names
+        assert calls == ["fopen", "fclose"], calls  # making the file, then nothing of it
     elif mode == "freopen":
         assert calls[-3:] == ["freopen", "fread", "fclose"], calls
         assert on_file[-2]["args"]["size"] == 1 and on_file[-2]["args"]["count"] == 4
