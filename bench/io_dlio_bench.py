@@ -9,6 +9,14 @@ round; --instructions gives a figure that does not.
     /usr/bin/python3 bench/io_dlio_bench.py BUILD [--files 4000] [--rounds 7] [--epochs 2]
         [--workers 2] [--base OTHER_BUILD] [--no-files] [--instructions [--keep DIR]]
 
+--perf samples every process of each run on the kernel's cpu-clock (perf, no hardware counter
+needed) and divides each run's samples by those of the interpreter's own code (python3.11:
+the same work in every arm, so a speed meter for the moment the run took): the ratio of
+those, traced against untraced, is the added CPU time with the VM's drift taken out. (The
+writer threads' cache traffic slows the interpreter too; that part is divided away, so this
+figure errs low by it.) Printed with the added samples by part: dftrace, kernel, C library,
+the rest.
+
 --base adds the same loop traced by another build (a change before and after, side by side);
 --no-files adds a run preloaded with no file in the traced directories (the cost of tracing a
 process before any I/O event: its start, its writer, its finish). --instructions counts each
@@ -78,6 +86,9 @@ def main():
     p.add_argument("--keep", metavar="DIR",
                    help="with --instructions: keep callgrind's output files in DIR, one folder "
                         "per arm (callgrind_annotate them to see where the instructions go)")
+    p.add_argument("--perf", action="store_true",
+                   help="sample each run with perf (cpu-clock) and report its CPU time in units "
+                        "of the interpreter's own samples (the VM's drift divided out)")
     p.add_argument("--no-files", action="store_true",
                    help="also run preloaded with no file in the traced directories (what "
                         "tracing costs a process before any I/O event: start, writer, finish)")
@@ -115,13 +126,19 @@ def main():
         subprocess.run(plain_cmd, env=env, check=True, capture_output=True)  # warm the cache
         wall = {name: [] for name, _ in arms}
         cpu = {name: [] for name, _ in arms}
+        parts = {name: [] for name, _ in arms}  # --perf: samples by part, per run
         io = 0
         for r in range(a.rounds):
             line = []
             for name, cmd in arms:
                 shutil.rmtree(traces)
                 os.mkdir(traces)
+                if a.perf:
+                    cmd = ["perf", "record", "-q", "-e", "cpu-clock", "-F", "2000", "-o",
+                           os.path.join(tmp, "perf.data"), "--", *cmd]
                 res = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True)
+                if a.perf:
+                    parts[name].append(perf_parts(os.path.join(tmp, "perf.data")))
                 w, c = map(float, res.stdout.strip().splitlines()[-1].split())
                 wall[name].append(w)
                 cpu[name].append(c)
@@ -142,8 +159,47 @@ def main():
                 print("%s: %-16s median %.3f s; ratio to untraced: median %.3f (min %.3f, max %.3f)"
                       % (what, name, statistics.median(times[name]), statistics.median(ratios),
                          ratios[0], ratios[-1]))
+        if a.perf:
+            report_perf(parts, [name for name, _ in arms])
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+PERF_PARTS = [("dftrace", ("libdftrace", "libisal", "libdeflate")), ("kernel", ("[kernel",)),
+              ("C library", ("libc.so", "libstdc++", "ld-linux")), ("interpreter", ("python3.11",))]
+
+
+def perf_parts(data):
+    """A perf.data file's samples by part (PERF_PARTS, else "rest")."""
+    out = subprocess.run(["perf", "report", "-i", data, "--sort", "dso", "--stdio", "-F",
+                          "sample,dso"], capture_output=True, text=True).stdout
+    got = {}
+    for line in out.splitlines():
+        f = line.split(None, 1)
+        if len(f) != 2 or not f[0].isdigit():
+            continue
+        part = next((p for p, keys in PERF_PARTS if any(k in f[1] for k in keys)), "rest")
+        got[part] = got.get(part, 0) + int(f[0])
+    return got
+
+
+def report_perf(parts, names):
+    """Each arm's samples in units of its interpreter's own, against the untraced arm's, round
+    by round; and what the traced arm added, by part, in percent of the untraced CPU time."""
+    def per_py(d):
+        return {k: v / d["interpreter"] for k, v in d.items()}
+    plain = [per_py(d) for d in parts["untraced"]]
+    for name in names[1:]:
+        mine = [per_py(d) for d in parts[name]]
+        ratios = sorted(sum(m.values()) / sum(u.values()) for m, u in zip(mine, plain))
+        print("perf: %-16s CPU time in units of the interpreter's own samples, times the "
+              "untraced run's: median %.3f (min %.3f, max %.3f)"
+              % (name, statistics.median(ratios), ratios[0], ratios[-1]))
+        keys = sorted({k for d in mine + plain for k in d} - {"interpreter"})
+        added = ", ".join("%s %+.1f%%" % (k, 100 * statistics.median(
+            (m.get(k, 0) - u.get(k, 0)) / sum(u.values()) for m, u in zip(mine, plain)))
+            for k in keys)
+        print("perf: %-16s added, median by part: %s" % (name, added))
 
 
 ZERO_C = r'''

@@ -17,7 +17,7 @@ for kind in "${kinds[@]}"; do
   dir=build-sanitize-${kind//,/-}
   echo "== sanitizer build: $kind ($dir)"
   cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Debug -DDFTRACE_SANITIZE="$kind" -DDFTRACE_BUILD_BENCH=OFF >/dev/null
-  extra=(dftrace_cli dftrace_io io_prog io_prog_app dftracer_io io_threads)  # I/O tracing
+  extra=(dftrace_cli dftrace_io io_prog io_prog_app dftracer_io io_threads table_prog)  # I/O tracing
   [ "$kind" = thread ] || extra+=(gen_trace train_loop nested_ns)  # the tools (ASan+UBSan)
   cmake --build "$dir" -j"$(nproc)" --target unit_tests writer_prog tree_prog c_program first_call first_call_c \
     dftracer_app_c dftracer_app_cpp "${extra[@]}" >/dev/null
@@ -68,6 +68,7 @@ for kind in "${kinds[@]}"; do
     echo "   (thread: the preloaded I/O tests skipped: ThreadSanitizer's runtime must be the first library)"
   else
     io_tests="$io_tests or posix_and_stdio or eight_threads or preloaded_and_initialising or data_dirs_limit"
+    io_tests="$io_tests or descriptor_table or signal_handler"
   fi
   # (preloaded before the program's own ASan runtime, which is loaded all the same: ASan's check
   # of the order is off for these.)

@@ -165,6 +165,8 @@ int dftrace_flush(void) {
   return guarded([] { return the_runtime().flush(); }, DFTRACE_ERR_IO);
 }
 
+void dftrace_flush_from_signal(bool ending) { the_runtime().on_signal_flush(ending); }
+
 bool dftrace_is_enabled(void) { return the_runtime().recording(); }
 
 void dftrace_set_enabled(bool enabled) {

@@ -87,6 +87,15 @@ inline int finalize() {
   return 0;
 #endif
 }
+// From a signal handler: what is recorded, and with `ending` the end line
+// (dftrace_flush_from_signal).
+inline void flush_from_signal(bool ending) noexcept {
+#ifndef DFTRACE_DISABLE
+  dftrace_flush_from_signal(ending);
+#else
+  (void)ending;
+#endif
+}
 // The end of a training step (see dftrace_step): true when an active window of the schedule
 // just closed and its events are in the file.
 inline bool step() {

@@ -31,6 +31,25 @@ Entry *traced_readdir(dftrace_node_t *node, DIR *d, Call call) {
       false);
 }
 
+// symlink and symlinkat: the hash is the target's (as rename's and link's is their source's).
+// A relative target is relative to the directory the link is made in, where the kernel
+// resolves it, not to the working directory.
+template <typename Call>
+int traced_symlink(dftrace_node_t *node, const char *target, int dirfd, const char *link,
+                   Call call) {
+  char where[PATH_MAX], joined[PATH_MAX];
+  if (!target || target[0] == '/' || !recording(node) || !absolute_path(dirfd, link, where))
+    return traced_path_simple(node, AT_FDCWD, target, call);
+  const char *slash = std::strrchr(where, '/');  // (where is absolute: there is one)
+  const size_t dir = static_cast<size_t>(slash - where);
+  const size_t n = std::strlen(target);
+  if (dir + 1 + n >= sizeof joined) return traced_path_simple(node, AT_FDCWD, target, call);
+  std::memcpy(joined, where, dir);
+  joined[dir] = '/';
+  std::memcpy(joined + dir + 1, target, n + 1);
+  return traced_path_simple(node, AT_FDCWD, joined, call);
+}
+
 }  // namespace
 
 extern "C" {
@@ -78,7 +97,12 @@ DFTRACE_IO_PATH_CALL(chdir, (const char *path), (path))
 // Names and links: the hash is the source's (the file the call is about).
 DFTRACE_IO_PATH_CALL(rename, (const char *path, const char *to), (path, to))
 DFTRACE_IO_PATH_CALL(link, (const char *path, const char *to), (path, to))
-DFTRACE_IO_PATH_CALL(symlink, (const char *path, const char *to), (path, to))
+int symlink(const char *path, const char *to) {
+  DFTRACE_IO_REAL(symlink);
+  DFTRACE_IO_NODE(k_posix, "symlink");
+  return traced_symlink(node_, path, AT_FDCWD, to, [&] { return real_symlink(path, to); });
+}
+DFTRACE_IO_REGISTER(symlink);
 
 DFTRACE_IO_PATH_AT_CALL(fstatat, (int dirfd, const char *path, struct stat *st, int flags),
                         (dirfd, path, st, flags))
@@ -103,11 +127,11 @@ DFTRACE_IO_PATH_AT_CALL(renameat, (int dirfd, const char *path, int tofd, const 
 DFTRACE_IO_PATH_AT_CALL(linkat, (int dirfd, const char *path, int tofd, const char *to, int flags),
                         (dirfd, path, tofd, to, flags))
 
-// symlinkat(target, dirfd, linkpath): the target, as symlink's.
+// symlinkat(target, dirfd, linkpath): the target, as symlink's (the link relative to dirfd).
 int symlinkat(const char *path, int dirfd, const char *to) {
   DFTRACE_IO_REAL(symlinkat);
   DFTRACE_IO_NODE(k_posix, "symlinkat");
-  return traced_path_simple(node_, AT_FDCWD, path, [&] { return real_symlinkat(path, dirfd, to); });
+  return traced_symlink(node_, path, dirfd, to, [&] { return real_symlinkat(path, dirfd, to); });
 }
 DFTRACE_IO_REGISTER(symlinkat);
 

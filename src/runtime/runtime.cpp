@@ -501,6 +501,15 @@ void runtime::install_signal_handlers() {
   }
 }
 
+void runtime::on_signal_flush(bool ending) {
+  end_fields end;  // no allocation here
+  if (ending) {
+    end.id = alloc_global_id();
+    end.signal = last_signal_.load(std::memory_order_relaxed);
+  }
+  if (writer_) writer_->crash_flush(ending ? &end : nullptr);
+}
+
 void runtime::on_fatal_signal(int sig, bool dies) {
   last_signal_.store(sig, std::memory_order_relaxed);
   end_fields end;  // no allocation here

@@ -239,6 +239,9 @@ class runtime {
   void on_fork_child();
   // `dies`: the default action follows (no handler of the application's to run).
   void on_fatal_signal(int sig, bool dies);
+  // What on_fatal_signal writes (signal-safe); the end line only when `ending`, else the
+  // trace stays open.
+  void on_signal_flush(bool ending);
 
   // Appends per-use arguments to out in their raw form (writer/record.hpp: raw_arg).
   static void append_args(std::string &out, const dftrace_arg *args, size_t nargs);

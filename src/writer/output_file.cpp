@@ -91,7 +91,7 @@ std::string output_file::path() const {
   return path_.empty() ? planned_ : path_;
 }
 
-bool output_file::open() {
+bool output_file::open(bool quiet) {
   if (tried_) return fd_ >= 0;
   tried_ = true;
   const std::string &p = planned_;
@@ -100,9 +100,10 @@ bool output_file::open() {
     path_.assign(p);  // (allocation-free when reserved by plan)
   }
   if (!make_parent_dirs(p)) {
-    log(log_level::error,
-        "can not create the directory of '%s': %s; tracing continues without a file", p.c_str(),
-        std::strerror(errno));
+    if (!quiet)
+      log(log_level::error,
+          "can not create the directory of '%s': %s; tracing continues without a file", p.c_str(),
+          std::strerror(errno));
     failed_ = true;
     return false;
   }
@@ -115,10 +116,11 @@ bool output_file::open() {
       if (!fresh_name(p, k, fresh, sizeof fresh)) break;
       fd_ = create_new(fresh);
       if (fd_ >= 0) {
-        log(log_level::warn,
-            "'%s' already exists (a file or symbolic link this process did not create); "
-            "leaving it untouched and writing '%s'",
-            p.c_str(), fresh);
+        if (!quiet)
+          log(log_level::warn,
+              "'%s' already exists (a file or symbolic link this process did not create); "
+              "leaving it untouched and writing '%s'",
+              p.c_str(), fresh);
         std::lock_guard<std::mutex> lock(path_mutex_);
         path_.assign(fresh);
         break;
@@ -127,8 +129,9 @@ bool output_file::open() {
     }
   }
   if (fd_ < 0) {
-    log(log_level::error, "can not open '%s' for writing: %s; tracing continues without a file",
-        p.c_str(), std::strerror(errno));
+    if (!quiet)
+      log(log_level::error, "can not open '%s' for writing: %s; tracing continues without a file",
+          p.c_str(), std::strerror(errno));
     failed_ = true;
     return false;
   }

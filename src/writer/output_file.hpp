@@ -16,9 +16,10 @@ class output_file {
   void plan(std::string path, std::string header);
   // Creates the file (once; later calls say whether it is open). A file or symbolic link already
   // at the path is left alone and the first free "<name>.k.pfw.gz" is used. On failure: one
-  // message, failed() is true, and the process goes on without a file. No allocation when plan()
-  // ran (the fatal-signal path may open the file).
-  bool open();
+  // message (none when `quiet`: the fatal-signal path, where writing one would allocate),
+  // failed() is true, and the process goes on without a file. No allocation when plan() ran
+  // and `quiet` (the fatal-signal path may open the file).
+  bool open(bool quiet = false);
   bool is_open() const { return fd_ >= 0; }
   bool tried() const { return tried_; }
   const std::string &header() const { return header_; }

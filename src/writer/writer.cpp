@@ -144,7 +144,7 @@ void writer::run() {
     lock.unlock();
     {
       std::lock_guard<std::mutex> io(io_mutex_);
-      cycle(steal);
+      if (!finished_) cycle(steal);  // nothing after the end line a signal-safe flush wrote
     }
     if (steal) next_steal = clock::now() + interval;
     lock.lock();
@@ -343,7 +343,7 @@ void writer::crash_aggregates() {
 
 void writer::crash_cycle() {
   const auto limit = std::chrono::milliseconds(200);
-  if (!file_.tried() && !file_.failed() && file_.open())
+  if (!file_.tried() && !file_.failed() && file_.open(/*quiet=*/true))
     crash_write(file_.header().data(), file_.header().size(),
                 scan(file_.header().data(), file_.header().size()));
   // The same order as a regular pass: events observed first, then the metadata they need,

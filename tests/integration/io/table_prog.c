@@ -7,14 +7,22 @@
  *   freopen DIR    freopen(NULL, mode, f) of a traced stream keeps it traced
  *   errno DIR      a stream without a descriptor leaves errno alone; readv with a bad buffer
  *                  array on a traced descriptor fails as it does untraced (no crash)
- *   memfd DIR      a memfd_create descriptor (not interposed: looked up in /proc) is no file */
+ *   memfd DIR      a memfd_create descriptor (not interposed: looked up in /proc) is no file
+ *   symlink DIR    a link DIR/sub/l to the relative target ../in, made from another working
+ *                  directory: the event names DIR/in (where the kernel resolves the target)
+ *   exit_in_handler DIR   allocates and writes DIR/in until a SIGALRM handler calls _exit(7),
+ *                  often while the allocator's lock is held: the process must still leave */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -109,6 +117,40 @@ static int mode_memfd(void) {
   return close(fd) == 0 ? 0 : fail("close");
 }
 
+static int mode_symlink(const char *dir) {
+  char sub[4096], link[4096];
+  snprintf(sub, sizeof sub, "%s/sub", dir);
+  snprintf(link, sizeof link, "%s/sub/l", dir);
+  if (mkdir(sub, 0755) != 0 || chdir("/") != 0) return fail("mkdir, chdir");
+  if (symlink("../in", link) != 0) return fail("symlink");
+  char b[4];
+  const int fd = open(link, O_RDONLY);
+  if (fd < 0 || read(fd, b, 4) != 4) return fail("reading through the link");
+  return close(fd) == 0 ? 0 : fail("close");
+}
+
+static void on_alarm(int s) {
+  (void)s;
+  _exit(7);
+}
+
+static int mode_exit_in_handler(void) {
+  signal(SIGALRM, on_alarm);
+  struct itimerval t = {{0, 0}, {0, 50000}};
+  void *keep[64] = {0};
+  for (unsigned i = 0;; ++i) {
+    if (i == 1) setitimer(ITIMER_REAL, &t, NULL); /* once tracing has started */
+    for (int k = 0; k < 64; ++k) {
+      free(keep[k]);
+      keep[k] = malloc(16 + (i * 7 + k) % 2000);
+    }
+    if (i % 16 == 0) {
+      const int fd = open(path, O_WRONLY | O_TRUNC);
+      if (fd < 0 || write(fd, "0123456789", 10) != 10 || close(fd) != 0) return fail("write");
+    }
+  }
+}
+
 int main(int argc, char **argv) {
   if (argc < 3) return 2;
   snprintf(path, sizeof path, "%s/in", argv[2]);
@@ -121,6 +163,8 @@ int main(int argc, char **argv) {
   if (!strcmp(argv[1], "freopen")) r = mode_freopen();
   if (!strcmp(argv[1], "errno")) r = mode_errno();
   if (!strcmp(argv[1], "memfd")) r = mode_memfd();
+  if (!strcmp(argv[1], "exit_in_handler")) r = mode_exit_in_handler();
+  if (!strcmp(argv[1], "symlink")) r = mode_symlink(argv[2]);
   if (r == 0) puts("table_prog: ok");
   return r;
 }

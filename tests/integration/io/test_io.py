@@ -534,7 +534,8 @@ def test_spawned_children_and_a_vfork_child_that_redirects(tmp_path):
                 and e["args"]["count"] == len("parent says hi\n")]
 
 
-@pytest.mark.parametrize("mode", ["vfork", "close_range", "closefrom", "freopen", "errno", "memfd"])
+@pytest.mark.parametrize("mode", ["vfork", "close_range", "closefrom", "freopen", "errno", "memfd",
+                                  "symlink"])
 def test_the_descriptor_table_follows_what_changes_behind_it(tmp_path, mode):
     """table_prog.c: a vfork child's open leaves its parent's table alone; a descriptor closed
     by close_range or closefrom is forgotten, so the pipe that reuses its number is not taken
@@ -557,6 +558,8 @@ def test_the_descriptor_table_follows_what_changes_behind_it(tmp_path, mode):
         assert "read" not in calls, calls
     elif mode in ("close_range", "closefrom"):
         assert calls.count("read") == 1, calls  # the file's one read, not the pipe's
+    elif mode == "symlink":
+        assert "symlink" in calls, calls  # its hash is the target's: DIR/in
     elif mode == "memfd":
         assert not [n for n in names.values() if n.startswith("/memfd:")], names
         assert calls == ["fopen", "fclose"], calls  # making the file, then nothing of it
@@ -566,6 +569,29 @@ def test_the_descriptor_table_follows_what_changes_behind_it(tmp_path, mode):
     else:
         readv = [(e["args"]["ret"], e["args"]["count"]) for e in on_file if e["name"] == "readv"]
         assert readv == [(-1, 0), (-1, 0), (4, 4)], readv
+
+
+def test_exit_from_a_signal_handler_that_interrupted_the_allocator(tmp_path):
+    """table_prog exit_in_handler: a SIGALRM handler calls _exit(7) while the program allocates
+    (a third of such runs hung in finalizing, on the allocator's lock the handler interrupted):
+    every run leaves with its status within the watchdog's 3 s, its trace complete."""
+    data = tmp_path / "data"
+    data.mkdir()
+    for i in range(10):
+        out = tmp_path / ("traces%d" % i)
+        out.mkdir()
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("DFTRACE_ENABLE", "DFTRACE_LOG_FILE", "DFTRACE_IO_DATA_DIR", "LD_PRELOAD")}
+        try:
+            p = subprocess.run([CLI, "run", "--prefix", str(out / "t"), "--data-dirs", str(data),
+                                "--", os.path.join(BIN, "table_prog"), "exit_in_handler",
+                                str(data)], capture_output=True, text=True, env=env, timeout=30)
+        except subprocess.TimeoutExpired:
+            pytest.fail("run %d hung at _exit" % i)
+        assert p.returncode == 7, p.stdout + p.stderr
+        ev = tc.load_checked(tc.only_file(str(out)))
+        assert ev[-1]["name"] == "end", ev[-1]
+        assert [e for e in io_events(ev) if e["name"] == "write"]
 
 
 def test_a_data_directory_reached_through_a_link(tmp_path):
