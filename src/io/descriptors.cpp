@@ -115,15 +115,14 @@ bool map_hash(void *addr, bool exact, uint64_t *fhash) {
   return false;
 }
 
-void map_forget(void *addr) {
+void map_forget_range(void *addr, size_t length) {
   if (g_map_count.load(std::memory_order_acquire) == 0) return;
   const auto a = reinterpret_cast<uintptr_t>(addr);
   for (int i = 0; i < k_maps; ++i) {
-    uintptr_t expected = a;
-    if (a && g_map_addr[i].compare_exchange_strong(expected, 0, std::memory_order_acq_rel)) {
+    uintptr_t start = g_map_addr[i].load(std::memory_order_acquire);
+    if (start == 0 || start < a || start - a >= length) continue;
+    if (g_map_addr[i].compare_exchange_strong(start, 0, std::memory_order_acq_rel))
       g_map_count.fetch_sub(1, std::memory_order_release);
-      return;
-    }
   }
 }
 

@@ -48,6 +48,6 @@ inline bool fd_hash(int fd, uint64_t *fhash) {
 void map_track(void *addr, size_t length, uint64_t fhash);
 // The hash of the map starting at (exact) or containing (!exact) addr; false when untraced.
 bool map_hash(void *addr, bool exact, uint64_t *fhash);
-void map_forget(void *addr);
+void map_forget_range(void *addr, size_t length);  // every map starting in [addr, addr+length)
 
 }  // namespace dftrace::io

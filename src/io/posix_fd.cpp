@@ -129,7 +129,11 @@ int traced_close(dftrace_node_t *node, int fd, Call call) {
 template <typename Call>
 void *traced_mmap(dftrace_node_t *node, size_t length, int prot, int flags, int fd, off64_t offset,
                   Call call) {
-  if (fd < 0 || (flags & MAP_ANONYMOUS)) return call();
+  if (fd < 0 || (flags & MAP_ANONYMOUS)) {
+    void *p = call();
+    if (p != MAP_FAILED && (flags & MAP_FIXED)) map_forget_range(p, length);  // replaced maps
+    return p;
+  }
   uint64_t h = 0;
   void *p = traced_fd_call(node, fd, call, [&](uint64_t hash, void *) {
     h = hash;
@@ -137,6 +141,7 @@ void *traced_mmap(dftrace_node_t *node, size_t length, int prot, int flags, int 
         arg_u("fhash", hash), arg_i("fd", fd),       arg_i("length", static_cast<int64_t>(length)),
         arg_i("prot", prot),  arg_i("flags", flags), arg_i("offset", offset)};
   });
+  if (p != MAP_FAILED && (flags & MAP_FIXED)) map_forget_range(p, length);  // replaced maps
   if (h && p != MAP_FAILED) map_track(p, length, h);
   return p;
 }
@@ -499,14 +504,20 @@ int munmap(void *addr, size_t length) {
   DFTRACE_IO_REAL(munmap);
   DFTRACE_IO_NODE(k_posix, "munmap");
   uint64_t h;
-  if (!recording(node_) || !map_hash(addr, true, &h)) return real_munmap(addr, length);
-  const int ret = traced(
-      node_, [&] { return real_munmap(addr, length); },
-      [&](int r) {
-        return std::array<dftrace_arg_t, 3>{
-            arg_u("fhash", h), arg_i("length", static_cast<int64_t>(length)), arg_i("ret", r)};
-      });
-  if (ret == 0) map_forget(addr);
+  int ret;
+  if (!recording(node_) || !map_hash(addr, true, &h)) {
+    ret = real_munmap(addr, length);
+  } else {
+    ret = traced(
+        node_, [&] { return real_munmap(addr, length); },
+        [&](int r) {
+          return std::array<dftrace_arg_t, 3>{
+              arg_u("fhash", h), arg_i("length", static_cast<int64_t>(length)), arg_i("ret", r)};
+        });
+  }
+  // Every map starting in the range is gone, traced or not (an address reused by malloc's next
+  // map must not be taken for the file's). (no system call: errno stays the real call's)
+  if (ret == 0) map_forget_range(addr, length);
   return ret;
 }
 DFTRACE_IO_REGISTER(munmap);

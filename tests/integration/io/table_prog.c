@@ -10,6 +10,8 @@
  *   memfd DIR      a memfd_create descriptor (not interposed: looked up in /proc) is no file
  *   symlink DIR    a link DIR/sub/l to the relative target ../in, made from another working
  *                  directory: the event names DIR/in (where the kernel resolves the target)
+ *   maps DIR       a map of DIR/in unmapped by a munmap starting lower, then an anonymous map at
+ *                  its address: that map's munmap is not taken for the file's
  *   exit_in_handler DIR   allocates and writes DIR/in until a SIGALRM handler calls _exit(7),
  *                  often while the allocator's lock is held: the process must still leave */
 #define _GNU_SOURCE
@@ -129,6 +131,22 @@ static int mode_symlink(const char *dir) {
   return close(fd) == 0 ? 0 : fail("close");
 }
 
+static int mode_maps(void) {
+  const long page = sysconf(_SC_PAGESIZE);
+  const int fd = open(path, O_RDONLY);
+  if (fd < 0) return fail("open");
+  /* room for a page below the file's map */
+  char *room = mmap(NULL, 2 * page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (room == MAP_FAILED) return fail("mmap room");
+  char *p = mmap(room + page, page, PROT_READ, MAP_SHARED | MAP_FIXED, fd, 0);
+  if (p != room + page || p[0] != '0') return fail("mmap of the file");
+  if (munmap(room, 2 * page) != 0) return fail("munmap from below");
+  char *q = mmap(p, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+  if (q != p) return fail("anonymous map at the same address");
+  if (munmap(q, page) != 0) return fail("munmap of the anonymous map");
+  return close(fd) == 0 ? 0 : fail("close");
+}
+
 static void on_alarm(int s) {
   (void)s;
   _exit(7);
@@ -165,6 +183,7 @@ int main(int argc, char **argv) {
   if (!strcmp(argv[1], "memfd")) r = mode_memfd();
   if (!strcmp(argv[1], "exit_in_handler")) r = mode_exit_in_handler();
   if (!strcmp(argv[1], "symlink")) r = mode_symlink(argv[2]);
+  if (!strcmp(argv[1], "maps")) r = mode_maps();
   if (r == 0) puts("table_prog: ok");
   return r;
 }

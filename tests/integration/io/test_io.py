@@ -535,7 +535,7 @@ def test_spawned_children_and_a_vfork_child_that_redirects(tmp_path):
 
 
 @pytest.mark.parametrize("mode", ["vfork", "close_range", "closefrom", "freopen", "errno", "memfd",
-                                  "symlink"])
+                                  "symlink", "maps"])
 def test_the_descriptor_table_follows_what_changes_behind_it(tmp_path, mode):
     """table_prog.c: a vfork child's open leaves its parent's table alone; a descriptor closed
     by close_range or closefrom is forgotten, so the pipe that reuses its number is not taken
@@ -558,6 +558,8 @@ def test_the_descriptor_table_follows_what_changes_behind_it(tmp_path, mode):
         assert "read" not in calls, calls
     elif mode in ("close_range", "closefrom"):
         assert calls.count("read") == 1, calls  # the file's one read, not the pipe's
+    elif mode == "maps":
+        assert "mmap" in calls and "munmap" not in calls, calls  # neither munmap is the file's
     elif mode == "symlink":
         assert "symlink" in calls, calls  # its hash is the target's: DIR/in
     elif mode == "memfd":
