@@ -6,6 +6,9 @@
 // reached through the loader, so a program without HDF5 never calls these.
 #include <hdf5.h>
 
+#include <cstring>
+#include <map>
+#include <mutex>
 #include <string>
 
 #include "io/calls.hpp"
@@ -50,14 +53,34 @@ int64_t transfer_bytes(hid_t dataset, hid_t mem_type, hid_t mem_space, hid_t fil
   return points < 0 ? 0 : static_cast<int64_t>(points) * static_cast<int64_t>(type_size(mem_type));
 }
 
+// HDF5 gives back a file's name as it was opened (H5Fget_name): a relative one is kept here
+// with the absolute path it had then, so that a chdir afterwards does not move the file's later
+// calls to another path. Never destroyed (calls may come during exit).
+std::mutex g_relative_mutex;
+std::map<std::string, std::string> &relative_names() {
+  static auto *m = new std::map<std::string, std::string>;
+  return *m;
+}
+
 // H5Fcreate and H5Fopen: a file by name.
 template <typename Call>
 hid_t traced_file_open(dftrace_node_t *node, const char *name, unsigned flags, Call call) {
-  return traced_path_call<nesting::contains>(
-      node, AT_FDCWD, name, call, [&](uint64_t h, hid_t ret) {
-        return std::array<dftrace_arg_t, 3>{arg_u("fhash", h), arg_i("flags", flags),
-                                            arg_i("ret", ret)};
-      });
+  char abs[PATH_MAX];
+  bool relative = false;
+  if (name && name[0] != '/' && recording(node)) {
+    errno_keeper keep;
+    relative = absolute_path(AT_FDCWD, name, abs);
+  }
+  const hid_t ret = traced_path_call<
+      nesting::contains>(node, AT_FDCWD, name, call, [&](uint64_t h, hid_t r) {
+    return std::array<dftrace_arg_t, 3>{arg_u("fhash", h), arg_i("flags", flags), arg_i("ret", r)};
+  });
+  if (relative && ret >= 0) {
+    inside g;
+    std::lock_guard<std::mutex> lock(g_relative_mutex);
+    relative_names()[name] = abs;
+  }
+  return ret;
 }
 
 // A call on an object of a file: traced when the file is (its name, as the filter sees it).
@@ -72,8 +95,14 @@ auto traced_object_call(dftrace_node_t *node, hid_t object, Call call, Args args
     static const auto get_name = h5_function<ssize_t (*)(hid_t, char *, size_t)>("H5Fget_name");
     char name[PATH_MAX], abs[PATH_MAX];
     const ssize_t n = get_name ? get_name(object, name, sizeof name) : -1;
-    if (n <= 0 || static_cast<size_t>(n) >= sizeof name || !traced_path(AT_FDCWD, name, abs))
-      return call();
+    if (n <= 0 || static_cast<size_t>(n) >= sizeof name) return call();
+    if (name[0] != '/') {  // as it was when the file was opened, if it was seen
+      std::lock_guard<std::mutex> lock(g_relative_mutex);
+      const auto it = relative_names().find(name);
+      if (it != relative_names().end() && it->second.size() < sizeof name)
+        std::memcpy(name, it->second.c_str(), it->second.size() + 1);
+    }
+    if (!traced_path(AT_FDCWD, name, abs)) return call();
     h = file_hash(abs);
   }
   return traced<nesting::contains>(node, call, [&](auto ret) { return args(h, ret); });

@@ -6,9 +6,28 @@
  * HDF5's POSIX calls inside). */
 #include <hdf5.h>
 #include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+/* h5_prog DIR relative: a file created by a relative name in DIR, written after a chdir away
+ * (HDF5 gives back the name as it was opened: the events must still name DIR/rel.h5). */
+static int relative(const char *dir) {
+  double v[10] = {0};
+  hsize_t dims[1] = {10};
+  if (chdir(dir) != 0) return 1;
+  hid_t f = H5Fcreate("rel.h5", H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  hid_t space = H5Screate_simple(1, dims, NULL);
+  hid_t d = H5Dcreate(f, "v", H5T_NATIVE_DOUBLE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  int ok = f >= 0 && d >= 0 && chdir("/") == 0;
+  ok = ok && H5Dwrite(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) >= 0;
+  ok = ok && H5Dclose(d) >= 0 && H5Sclose(space) >= 0 && H5Fclose(f) >= 0;
+  printf("h5_prog: %s\n", ok ? "ok" : "FAILED");
+  return ok ? 0 : 1;
+}
 
 int main(int argc, char **argv) {
   if (argc < 2) return 2;
+  if (argc > 2 && strcmp(argv[2], "relative") == 0) return relative(argv[1]);
   char path[4096];
   snprintf(path, sizeof path, "%s/values.h5", argv[1]);
   double out[1000], in[1000];

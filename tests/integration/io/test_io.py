@@ -682,6 +682,25 @@ def test_preloaded_and_initialising_itself_with_its_configuration_in_a_traced_di
     assert str(conf) not in file_names(ev).values()
 
 
+def test_hdf5_file_opened_by_a_relative_name_then_chdir(tmp_path):
+    """h5_prog DIR relative: H5Fcreate("rel.h5") in DIR, then chdir("/") before H5Dwrite: the
+    write and the closes still name DIR/rel.h5 (as it was opened), not /rel.h5."""
+    prog = os.path.join(BIN, "h5_prog")
+    if not os.path.exists(prog):
+        pytest.skip("HDF5's headers were not found at build time (Debian: libhdf5-dev)")
+    data = tmp_path / "data"
+    data.mkdir()
+    out, p = run(tmp_path, prog, str(data), "relative", options=("--data-dirs", str(data)))
+    assert "h5_prog: ok" in p.stdout
+    ev = tc.load_checked(tc.only_file(str(out)))
+    names = file_names(ev)
+    h5 = [(e["name"], names.get(e["args"]["fhash"])) for e in ev
+          if e.get("cat") == "H5" and e.get("ph") == "X"]
+    path = str(data / "rel.h5")
+    assert h5 == [("H5Fcreate", path), ("H5Dcreate", path), ("H5Dwrite", path),
+                  ("H5Dclose", path), ("H5Fclose", path)], h5
+
+
 def test_hdf5_calls_with_their_posix_calls_inside(tmp_path):
     prog = os.path.join(BIN, "h5_prog")
     if not os.path.exists(prog):
