@@ -50,8 +50,14 @@ void report_internal_error() noexcept {
 }
 
 // Runs fn; an exception becomes one message and `fallback`: nothing crosses into user code.
+// While it runs, the thread counts as dftrace's own (dftrace_thread_is_internal): a signal
+// handler that interrupts it and does traced I/O passes through untraced. The runtime is not
+// reentrant on a thread (its event ids, its record buffer, whose commit could publish the
+// interrupted record half written; its locks and allocations, which the handler's event would
+// wait on: seen as a hang, and as duplicate event ids).
 template <typename Fn>
 auto guarded(Fn fn, decltype(fn()) fallback) noexcept -> decltype(fn()) {
+  const dftrace::detail::internal_scope own;
   try {
     return fn();
   } catch (...) {
@@ -63,6 +69,7 @@ auto guarded(Fn fn, decltype(fn()) fallback) noexcept -> decltype(fn()) {
 // The same for calls that return nothing.
 template <typename Fn>
 void guarded_do(Fn fn) noexcept {
+  const dftrace::detail::internal_scope own;
   try {
     fn();
   } catch (...) {

@@ -2,26 +2,52 @@
 // compressors), so that I/O interposers (src/io) leave the I/O of those threads untraced.
 #pragma once
 
+#include <pthread.h>
+#include <signal.h>
+
 namespace dftrace::detail {
 
-// Set once by each internal thread when it starts; read through dftrace_thread_is_internal()
-// on every interposed I/O call (initial-exec: no __tls_get_addr call, as for the event path's
-// thread state).
-inline thread_local bool t_internal_thread __attribute__((tls_model("initial-exec"))) = false;
+// Nonzero while the calling thread is dftrace's: set once by each internal thread when it
+// starts, and counted up and down by internal_scope around dftrace's own work on an application
+// thread; read through dftrace_thread_is_internal() on every interposed I/O call
+// (initial-exec: no __tls_get_addr call, as for the event path's thread state). A count, not a
+// saved flag: one increment and one decrement of the thread-local byte, nothing kept in a
+// register across the work (the C ABI marks every call so).
+inline thread_local unsigned char t_internal_thread __attribute__((tls_model("initial-exec"))) = 0;
 
 // Marks the calling (application) thread as dftrace's own while dftrace does its own work on it:
 // initialisation reads the configuration, /proc and the topology, finalisation and a new rank
-// write or rename the trace. A preloaded interposer must neither trace that I/O nor call back
-// into dftrace from it (initialisation holds its lock). Nests.
+// write or rename the trace, and every C ABI call (a signal handler's traced I/O must not
+// re-enter the thread's record buffer or wait on a lock the interrupted call holds). A
+// preloaded interposer must neither trace that I/O nor call back into dftrace from it. Nests.
 class internal_scope {
  public:
-  internal_scope() : outer_(t_internal_thread) { t_internal_thread = true; }
-  ~internal_scope() { t_internal_thread = outer_; }
+  internal_scope() { ++t_internal_thread; }
+  ~internal_scope() { --t_internal_thread; }
   internal_scope(const internal_scope &) = delete;
   internal_scope &operator=(const internal_scope &) = delete;
+};
+
+// Blocks the asynchronous signals in the calling thread while it lives, so that a thread started
+// meanwhile (one of dftrace's own) starts with them blocked: the application's handlers run on
+// its own threads, never on dftrace's, whose locks a handler's traced I/O would wait on (seen:
+// a compressor thread, signalled as it started, waited in the handler for the writer, which
+// waited for it). The synchronous ones (a fault, an abort) stay, so that the fatal-signal path
+// still sees a crash in dftrace's threads.
+class async_signals_blocked {
+ public:
+  async_signals_blocked() {
+    sigset_t async;
+    sigfillset(&async);
+    for (int s : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS}) sigdelset(&async, s);
+    pthread_sigmask(SIG_BLOCK, &async, &saved_);
+  }
+  ~async_signals_blocked() { pthread_sigmask(SIG_SETMASK, &saved_, nullptr); }
+  async_signals_blocked(const async_signals_blocked &) = delete;
+  async_signals_blocked &operator=(const async_signals_blocked &) = delete;
 
  private:
-  const bool outer_;
+  sigset_t saved_;
 };
 
 }  // namespace dftrace::detail

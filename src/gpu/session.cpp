@@ -16,6 +16,7 @@
 #include <thread>
 #include <utility>
 
+#include "base/thread_role.hpp"
 #include "dftrace/dftrace.h"
 #include "gpu/cupti_api.hpp"
 #include "gpu/translate.hpp"
@@ -256,7 +257,11 @@ __attribute__((visibility("default"))) int dftrace_cupti_start(const char *kinds
       g_failed = true;
       return -1;  // the session stays: CUPTI may still call back into it
     }
-    std::thread(worker).detach();
+    {
+      const dftrace::detail::async_signals_blocked
+          no_handlers;  // the application's handlers: not on it
+      std::thread(worker).detach();
+    }
     // A forked child has no worker thread and its own CUDA state: it records no GPU events
     // and its finalize must not wait for a worker that is not there.
     pthread_atfork(nullptr, nullptr, [] { g_failed = true; });

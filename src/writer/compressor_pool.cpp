@@ -22,7 +22,7 @@ compressor_pool::~compressor_pool() {
 
 void compressor_pool::helper_run(size_t k) {
   // Helper k of n compresses members k+1, k+1+(n+1), ... of each pass.
-  t_internal_thread = true;
+  t_internal_thread = 1;
   uint64_t seen = 0;
   for (;;) {
     size_t count;
@@ -58,6 +58,7 @@ void compressor_pool::compress(member_builder &b, bool parallel) {
       std::lock_guard<std::mutex> lock(mutex_);
       for (int h = 0; h < want_helpers; ++h)
         helper_encoders_.push_back(std::make_unique<member_encoder>(kind_, level_));
+      const async_signals_blocked no_handlers;  // the application's handlers: not here
       for (int h = 0; h < want_helpers; ++h)
         helpers_.emplace_back([this, h] { helper_run(static_cast<size_t>(h)); });
     }

@@ -62,6 +62,7 @@ void writer::start_thread() {
   // queue_mutex_ held by the caller
   if (thread_started_ || stop_) return;
   thread_started_ = true;
+  const async_signals_blocked no_handlers;  // the application's handlers stay on its threads
   thread_ = std::thread([this] { run(); });
 }
 
@@ -111,7 +112,7 @@ void writer::push_meta(std::string_view line) {
 
 void writer::run() {
   t_is_writer = true;
-  t_internal_thread = true;
+  t_internal_thread = 1;
   using clock = std::chrono::steady_clock;
   const auto interval = std::chrono::duration_cast<clock::duration>(
       std::chrono::duration<double>(settings_.flush_interval));

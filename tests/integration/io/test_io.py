@@ -596,6 +596,38 @@ def test_exit_from_a_signal_handler_that_interrupted_the_allocator(tmp_path):
         assert [e for e in io_events(ev) if e["name"] == "write"]
 
 
+def test_signal_handler_io_while_the_thread_is_inside_dftrace(tmp_path):
+    """signal_io_prog: regions in a tight loop, a SIGALRM handler writing a traced file every
+    50 us. A handler interrupting a dftrace call on that thread recorded its write into the
+    buffer the call was filling, and hung on the allocator lock the call held (seen in the
+    first run); and on a thread of dftrace's own as it started, where the handler's event
+    waited for the writer, which waited for that thread. Every run must end, its trace valid
+    (dftrace validate: it holds over a million events, too many to parse here), every region
+    in it."""
+    data = tmp_path / "data"
+    data.mkdir()
+    for i in range(3):
+        log = tmp_path / ("t%d" % i)
+        env = dict(os.environ, DFTRACE_ENABLE="1", DFTRACE_LOG_FILE=str(log),
+                   DFTRACE_IO_DATA_DIR=str(data))
+        env.pop("LD_PRELOAD", None)
+        try:
+            p = subprocess.run([os.path.join(BIN, "signal_io_prog"), str(data), "300"],
+                               capture_output=True, text=True, env=env, timeout=60)
+        except subprocess.TimeoutExpired:
+            pytest.fail("run %d hung" % i)
+        assert p.returncode == 0, p.stdout + p.stderr
+        regions, ticks = (int(x) for x in p.stdout.split()[1::2])
+        path = tc.only_file(str(tmp_path), "t%d" % i)
+        v = subprocess.run([CLI, "validate", path], capture_output=True, text=True)
+        assert v.returncode == 0, v.stdout + v.stderr
+        st = json.loads(subprocess.run([CLI, "stat", "--json", path], capture_output=True,
+                                       text=True, check=True).stdout)
+        count = {(r["cat"], r["name"]): r["count"] for r in st["by_name"]}
+        assert count[("compute", "forward")] == regions
+        assert count.get(("POSIX", "write"), 0) <= ticks
+
+
 def test_a_data_directory_reached_through_a_link(tmp_path):
     """--data-dirs names a link: a file opened by its path through the link, and one opened
     by a relative path after chdir into it (the working directory is the physical one), are
