@@ -42,7 +42,8 @@ int main(int argc, char **argv) {
   struct timeval t0;
   gettimeofday(&t0, NULL);
   do {
-    for (int i = 0; i < 1000; ++i, ++regions) dftrace_region_end_ex(dftrace_region_begin(n), args, 2);
+    for (int i = 0; i < 1000; ++i, ++regions)
+      dftrace_region_end_ex(dftrace_region_begin(n), args, 2);
   } while (micros_since(&t0) < limit);
   setitimer(ITIMER_REAL, &off, NULL);
   close(g_fd);
