@@ -255,16 +255,10 @@ DFTRACE_IO_REGISTER(close);
 // close_range and closefrom (glibc 2.34; Python's os.closerange and subprocess use them) close
 // descriptors the interposer would otherwise believe open: their numbers are forgotten (no
 // event: DFTracer records none). A vfork child's close only its copies: the parent's table
-// stays. Looked up without aborting, so that a program probing for them on an older C
-// library is told they are missing.
+// stays. (On a C library without them, next_symbol makes the call fail with ENOSYS.)
 int close_range(unsigned first, unsigned last, int flags) {
-  static const auto real = reinterpret_cast<decltype(&close_range)>(
-      ::dftrace::io::next_symbol_or_null("close_range", reinterpret_cast<void *>(&close_range)));
-  if (!real) {
-    errno = ENOSYS;
-    return -1;
-  }
-  const int ret = real(first, last, flags);
+  DFTRACE_IO_REAL(close_range);
+  const int ret = real_close_range(first, last, flags);
   if (ret == 0 && !(flags & CLOSE_RANGE_CLOEXEC) && !in_vfork_child())
     fd_forget_range(static_cast<int>(std::min(first, 1u << 30)),
                     static_cast<int>(std::min(last, 1u << 30)));
@@ -273,25 +267,11 @@ int close_range(unsigned first, unsigned last, int flags) {
 DFTRACE_IO_REGISTER(close_range);
 
 void closefrom(int lowfd) {
-  static const auto real = reinterpret_cast<decltype(&closefrom)>(
-      ::dftrace::io::next_symbol_or_null("closefrom", reinterpret_cast<void *>(&closefrom)));
-  if (!real) return;
-  real(lowfd);
+  DFTRACE_IO_REAL(closefrom);
+  real_closefrom(lowfd);
   if (!in_vfork_child()) fd_forget_range(std::max(lowfd, 0), 1 << 30);
 }
 DFTRACE_IO_REGISTER(closefrom);
-
-// pclose closes its pipe's descriptor inside libc: the number is forgotten.
-int pclose(FILE *f) {
-  DFTRACE_IO_REAL(pclose);
-  const int saved = errno;
-  const int fd = f ? ::fileno_unlocked(f) : -1;
-  errno = saved;
-  const int ret = real_pclose(f);
-  if (!in_vfork_child()) fd_forget(fd);  // (errno kept)
-  return ret;
-}
-DFTRACE_IO_REGISTER(pclose);
 
 #define DFTRACE_IO_TRANSFER(name, buf_type)                                              \
   ssize_t name(int fd, buf_type buf, size_t count) {                                     \

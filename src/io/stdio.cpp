@@ -113,6 +113,16 @@ int fclose(FILE *f) {
 }
 DFTRACE_IO_REGISTER(fclose);
 
+// pclose closes its pipe's descriptor inside libc: the number is forgotten.
+int pclose(FILE *f) {
+  DFTRACE_IO_REAL(pclose);
+  const int fd = stream_fd(f);
+  const int ret = real_pclose(f);
+  if (!in_vfork_child()) fd_forget(fd);  // (errno kept)
+  return ret;
+}
+DFTRACE_IO_REGISTER(pclose);
+
 // A stream on a traced descriptor is traced as its file.
 FILE *fdopen(int fd, const char *mode) {
   DFTRACE_IO_REAL(fdopen);
