@@ -29,9 +29,14 @@ std::atomic<int> g_exit_status{0};
 void leave_now(int) { ::syscall(SYS_exit_group, g_exit_status.load(std::memory_order_relaxed)); }
 
 // Not in a vfork child (it shares its parent's memory, writer and file: the parent finalizes),
-// nor before this library is ready or while inside dftrace.
+// nor before this library is ready. A handler that interrupted this thread inside dftrace (an
+// interposer's own event) gets only the signal-safe write: finalizing there would re-enter it.
 void finalize_first(int status) {
-  if (!g_ready.load(std::memory_order_acquire) || t_inside || in_vfork_child()) return;
+  if (!g_ready.load(std::memory_order_acquire) || in_vfork_child()) return;
+  if (t_inside) {
+    dftrace_flush_from_signal(true);
+    return;
+  }
   inside g;
   // The watchdog first (SIGALRM's disposition and the real-time timer are the application's,
   // but the process is leaving), then the trace.
