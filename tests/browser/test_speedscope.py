@@ -176,3 +176,31 @@ def test_aggregated_trace_loads_with_its_regions(modules, tmp_path):
     assert sorted(got) == sorted(want)
     for tid, c in want.items():
         assert got[tid] == (c, 1), tid  # side by side, none inside another
+
+
+def test_regions_of_equal_times_nest_outer_first(modules, tmp_path):
+    # Three nested regions that begin and end at the same microsecond, written innermost first
+    # (as a tracer writes them, each when it ends): the viewer must show them outer to inner.
+    t = 1795262848000000
+    src = tmp_path / "eq.pfw"
+    with open(src, "w") as f:
+        f.write("[\n")
+        for k, (level, name) in enumerate(((3, "inner"), (2, "middle"), (1, "outer"))):
+            f.write(json.dumps({"id": k + 1, "name": name, "cat": "c", "pid": 7, "tid": 7,
+                                "ts": t, "dur": 40, "ph": "X", "args": {"level": level}}) + "\n")
+        f.write("]\n")
+    conv = tmp_path / "eq.json"
+    subprocess.run([CLI, "convert", str(src), "--to", "perfetto", "-o", str(conv)], check=True,
+                   capture_output=True, timeout=300)
+    exported, _ = open_in_viewer(modules, conv, tmp_path / "view-eq")
+    frames = [f["name"].split(" {", 1)[0] for f in exported["shared"]["frames"]]
+    stacks = []
+    for p in exported["profiles"]:
+        stack = []
+        for e in p["events"]:
+            if e["type"] == "O":
+                stack.append(frames[e["frame"]])
+                stacks.append(list(stack))
+            else:
+                stack.pop()
+    assert ["outer", "middle", "inner"] in stacks, stacks
