@@ -21,13 +21,15 @@ _MAX_BARS = 2000  # timeline bars per process (its longest top-level regions)
 # Every size a trace decides is bounded: names and categories (any length) are cut to a label of
 # _LABEL characters in plots and to _CELL in tables, where the cell's title (its tooltip) holds
 # up to _TITLE of the full text; plots draw at most _MAX_ROWS processes and _MAX_SERIES lines or
-# stacks (the biggest, the others summed or named in a note), tables at most _MAX_TABLE rows.
+# stacks (the biggest, the others summed or named in a note), tables at most _MAX_TABLE rows
+# (_MAX_LIST for the files and problems).
 _LABEL = 80
 _CELL = 200
 _TITLE = 4096
 _MAX_ROWS = 64
 _MAX_SERIES = 16
 _MAX_TABLE = 40
+_MAX_LIST = 500  # files and problems in the metadata section
 
 
 def _label(text, limit=_LABEL):
@@ -333,11 +335,18 @@ def build(paths, title=None):
     section("io", "I/O", _io(df, t0, span))
     section("mpi", "MPI", _mpi(df))
     section("names", "Top names", _names(df))
-    meta_rows = [(os.path.basename(f), df.attrs["time_units"].get(f, "")) for f in files]
+    meta_rows = [(os.path.basename(f), df.attrs["time_units"].get(f, ""))
+                 for f in files[:_MAX_LIST]]
     problems = df.attrs.get("problems", [])
     meta = _table(["file", "time unit"], meta_rows)
+    if len(files) > _MAX_LIST:
+        meta += "<p>%d of %d files listed.</p>" % (_MAX_LIST, len(files))
     if problems:
-        meta += "<h3>Problems found while reading</h3>" + _table(["problem"], [(p,) for p in problems])
+        meta += "<h3>Problems found while reading</h3>" + _table(
+            ["problem"], [(p,) for p in problems[:_MAX_LIST]])
+        if len(problems) > _MAX_LIST:
+            meta += "<p>%d of %d problems listed (all of them are printed by dftrace.read on " \
+                    "stderr).</p>" % (_MAX_LIST, len(problems))
     section("metadata", "Metadata", meta)
     title = title or "dftrace report: %d trace(s)" % len(files)
     return """<!DOCTYPE html>
