@@ -76,11 +76,28 @@ std::string put_head(std::string &o, const parsed_line &pl, const jvalue *cat,
 // One event for the viewer, its time kept apart: the output is sorted by time and written
 // relative to the trace's first event once every file is read.
 struct entry {
-  uint64_t ts_ns;    // absolute: epoch nanoseconds
-  uint64_t dur_ns;   // 0 for events without a duration
-  std::string head;  // {"name":..,"cat":..,"ph":..,"pid":..,"tid":..
-  std::string tail;  // [,"dur":..][,"id":..][,"s":..][,"args":{..}]}
+  uint64_t ts_ns;               // absolute: epoch nanoseconds
+  uint64_t dur_ns;              // 0 for events without a duration
+  uint64_t seq = 0;             // position in the input (files in order)
+  uint32_t level = UINT32_MAX;  // args.level when written (1: top), else unknown
+  bool aggregated = false;      // a region made of an aggregated record (aggregated_region)
+  uint64_t interval_ns = 0;     // an aggregated record's ts: its interval's start
+  std::string track;            // an aggregated record's pid and tid
+  std::string head;             // {"name":..,"cat":..,"ph":..,"pid":..,"tid":..
+  std::string tail;             // [,"dur":..][,"id":..][,"s":..][,"args":{..}]}
+                                // aggregated: the args after interval_ts, then }}
 };
+
+// The order of the output: by time, at equal times the longer first, and at equal times and
+// durations the outer first (lower level), so that a parent comes before the children that
+// start and end with it. Without a level, the later in the input first: a region is written
+// when it ends, after the children that end with it; with equal levels (siblings), input order.
+bool output_order(const entry &x, const entry &y) {
+  if (x.ts_ns != y.ts_ns) return x.ts_ns < y.ts_ns;
+  if (x.dur_ns != y.dur_ns) return x.dur_ns > y.dur_ns;
+  if (x.level != y.level) return x.level < y.level;
+  return x.level == UINT32_MAX ? x.seq > y.seq : x.seq < y.seq;
+}
 
 // A ts or dur of a file in unit as integer nanoseconds; false when it is negative or not a
 // number. Microseconds may also come as other JSON forms ("1e5"), read through a double.
@@ -113,19 +130,15 @@ bool bookkeeping(std::string_view key) {
 
 bool g_keep_args = false;
 
-// ,"args":{...} with big integers as strings and (unless kept) no bookkeeping keys.
-void put_args(std::string &o, const parsed_line &pl) {
-  if (pl.args.type != jtype::object) return;
-  if (pl.args_overflow) {  // too many to rebuild: as they are
-    o += ",\"args\":";
-    o.append(pl.args.text);
-    return;
-  }
+// "key":value,... (no braces) with big integers as strings and (unless kept) no bookkeeping
+// keys; each pair is written after a ',', or after `first` for the first one.
+std::string args_body(const parsed_line &pl, const char *first) {
   std::string a;
   for (int i = 0; i < pl.nargs; ++i) {
     const auto &kv = pl.args_kv[i];
     if (!g_keep_args && bookkeeping(kv.key)) continue;
-    a += a.empty() ? "{\"" : ",\"";
+    a += a.empty() ? first : ",";
+    a += '"';
     a.append(kv.key);
     a += "\":";
     const bool quote = beyond_double(kv.value);
@@ -139,10 +152,88 @@ void put_args(std::string &o, const parsed_line &pl) {
     }
     if (quote) a += '"';
   }
+  return a;
+}
+
+// ,"args":{...} with big integers as strings and (unless kept) no bookkeeping keys.
+void put_args(std::string &o, const parsed_line &pl) {
+  if (pl.args.type != jtype::object) return;
+  if (pl.args_overflow) {  // too many to rebuild: as they are
+    o += ",\"args\":";
+    o.append(pl.args.text);
+    return;
+  }
+  const std::string a = args_body(pl, "{");
   if (a.empty()) return;
   o += ",\"args\":";
   o += a;
   o += "}";
+}
+
+// True for a record of calls folded by an aggregation: dftrace's "ph":"A" (DFTracer 2.x's
+// "ph":3), and DFTracer 2.0.2's form, a counter line per call with dur_min/dur_max/dur_sum.
+bool aggregated_record(char ph, const parsed_line &pl) {
+  if (ph == 'A') return true;
+  return ph == 'C' && pl.args.type == jtype::object && pl.arg_value("dur_sum") &&
+         pl.arg_value("dur_min") && pl.arg_value("dur_max");
+}
+
+// The time an aggregated record's calls took together: dur_sum, or for a record of equal calls
+// (DFTracer 2.x writes one call's or one value's figure plain) dft_cnt times dur; 0 without
+// either. False when the figure is no duration.
+bool aggregated_ns(const parsed_line &pl, time_unit unit, uint64_t *ns) {
+  *ns = 0;
+  if (const jvalue *sum = pl.arg_value("dur_sum")) return time_ns(*sum, unit, ns);
+  const jvalue *each = pl.arg_value("dur");
+  if (!each) return true;
+  uint64_t n = 1;
+  if (const jvalue *c = pl.arg_value("dft_cnt"))
+    if (!detail::value_u64(*c, &n)) return false;
+  return time_ns(*each, unit, ns) && !__builtin_mul_overflow(*ns, n, ns);
+}
+
+// An aggregated record as a region that viewers draw (Chrome DevTools and speedscope show no
+// counters as regions): as long as its calls took together (aggregated_ns; 1 ns for 0),
+// starting at its interval (placed after the previous aggregated region of the thread in the
+// consumer), with the record's figures as args after the interval's start (interval_ts, written
+// by the consumer). False when its duration is no number (the line is skipped and counted).
+bool aggregated_region(const parsed_line &pl, time_unit unit, entry &e) {
+  if (!aggregated_ns(pl, unit, &e.dur_ns)) return false;
+  if (e.dur_ns == 0) e.dur_ns = 1;
+  e.aggregated = true;
+  e.interval_ns = e.ts_ns;
+  std::string pid, tid;
+  bool number;
+  if (!value_json(pl.pid, &pid, &number)) pid = "0";
+  if (!value_json(pl.tid, &tid, &number)) tid = "0";
+  e.track = pid + "," + tid;
+  put_head(e.head, pl, &pl.cat, "X");
+  const std::string_view args = pl.args.text;  // an object: {...}
+  if (pl.args_overflow && args.size() > 2)     // too many to rebuild: as they are
+    e.tail.assign(",").append(args.substr(1)).append("}");
+  else
+    e.tail = args_body(pl, ",") + "}}";
+  return true;
+}
+
+// Aggregated regions of a thread one after the other from their interval's start, so that the
+// records of one interval (one per name) do not stack into each other.
+void place_aggregated(std::vector<entry> &entries) {
+  std::vector<entry *> agg;
+  for (entry &e : entries)
+    if (e.aggregated) agg.push_back(&e);
+  std::sort(agg.begin(), agg.end(), [](const entry *x, const entry *y) {
+    if (x->track != y->track) return x->track < y->track;
+    return x->ts_ns != y->ts_ns ? x->ts_ns < y->ts_ns : x->seq < y->seq;
+  });
+  const std::string *track = nullptr;
+  uint64_t free_ns = 0;
+  for (entry *e : agg) {
+    if (!track || *track != e->track) free_ns = 0;
+    track = &e->track;
+    e->ts_ns = std::max(e->ts_ns, free_ns);
+    free_ns = e->ts_ns + e->dur_ns;
+  }
 }
 
 struct convert_result : detail::block_result {
@@ -209,17 +300,36 @@ void convert_block(detail::text_block &b, time_unit unit) {
       ++r->skipped;
       return true;
     }
-    // DFTracer 2.x's integer phases as letters; its aggregated records (per interval: counts and
-    // sums) become counters, which a viewer draws as a track.
+    uint64_t level = 0;
+    if (const jvalue *lv = pl.arg_value("level"))
+      if (detail::value_u64(*lv, &level) && level < UINT32_MAX)
+        e.level = static_cast<uint32_t>(level);
+    if (aggregated_record(ph, pl)) {
+      if (!aggregated_region(pl, unit, e)) {
+        ++r->skipped;
+        return true;
+      }
+      std::string tid;
+      bool number;
+      if (value_json(pl.tid, &tid, &number)) {
+        std::string pid;
+        if (!value_json(pl.pid, &pid, &number)) pid = "0";
+        r->threads.insert({pid, tid});
+        r->pids.insert(pid);
+      }
+      r->entries.push_back(std::move(e));
+      ++r->events;
+      return true;
+    }
+    // DFTracer 2.x's integer phases as letters.
     // The process's start and end events (dur 0) are marks, not regions: instants of the
     // process, so that a viewer does not open a thread that holds nothing else.
     const bool mark = ph == 'X' && pl.cat.text == "dftracer" &&
                       (pl.name.text == "start" || pl.name.text == "end");
-    const char letter = ph == 'A' ? 'C' : mark ? 'i' : ph;
+    const char letter = mark ? 'i' : ph;
     const std::string pid =
         put_head(e.head, pl, &pl.cat,
-                 pl.ph.type == jtype::string && ph != 'A' && !mark ? pl.ph.text
-                                                                   : std::string_view(&letter, 1));
+                 pl.ph.type == jtype::string && !mark ? pl.ph.text : std::string_view(&letter, 1));
     std::string &tail = e.tail;
     if (mark) {
       tail += ",\"s\":\"p\"";
@@ -317,7 +427,10 @@ int cmd_convert(const args_t &a) {
     detail::for_each_block(f, opt, work, [&](detail::text_block &b) {
       auto *r = static_cast<convert_result *>(b.result.get());
       out += r->out;
-      std::move(r->entries.begin(), r->entries.end(), std::back_inserter(entries));
+      for (entry &e : r->entries) {
+        e.seq = entries.size();
+        entries.push_back(std::move(e));
+      }
       events += r->events;
       skipped += r->skipped;
       named.insert(r->named_pids.begin(), r->named_pids.end());
@@ -355,13 +468,18 @@ int cmd_convert(const args_t &a) {
   // the longer event first, so that a parent comes before the children that start with it.
   uint64_t origin = UINT64_MAX;
   for (const entry &e : entries) origin = std::min(origin, e.ts_ns);
-  std::stable_sort(entries.begin(), entries.end(), [](const entry &x, const entry &y) {
-    return x.ts_ns != y.ts_ns ? x.ts_ns < y.ts_ns : x.dur_ns > y.dur_ns;
-  });
+  place_aggregated(entries);
+  std::sort(entries.begin(), entries.end(), output_order);
   for (const entry &e : entries) {
     out += e.head;
     out += ",\"ts\":";
     out += us_text(e.ts_ns - origin);
+    if (e.aggregated) {
+      out += ",\"dur\":";
+      out += us_text(e.dur_ns);
+      out += ",\"args\":{\"interval_ts\":";
+      out += us_text(e.interval_ns - origin);
+    }
     out += e.tail;
     out += ",\n";
   }

@@ -144,3 +144,63 @@ def test_a_dftracer_trace_loads_exactly(modules, tmp_path):
     src = tmp_path / "cm1.pfw.gz"
     src.write_bytes(open(DFTRACER, "rb").read())
     check(modules, tmp_path, src, depth=None)
+
+
+def test_aggregated_trace_loads_with_its_regions(modules, tmp_path):
+    # Every compute event folded into aggregated records: converted, each record is a region
+    # as long as its calls took together, and the viewer finishes loading and shows them all
+    # (with counters only it never did).
+    d = tmp_path / "agg"
+    d.mkdir()
+    env = dict(os.environ, DFTRACE_ENABLE="1", DFTRACE_LOG_FILE=str(d / "t"),
+               DFTRACE_AGGREGATION="1", DFTRACE_AGGREGATION_INTERVAL="1ms")
+    subprocess.run([NESTED, "300", "2"], env=env, check=True, timeout=120)
+    (src,) = d.glob("*.pfw.gz")
+    with gzip.open(src, "rt") as f:
+        recs = [json.loads(l) for l in f.read().splitlines() if '"ph":"A"' in l]
+    assert recs
+    conv = tmp_path / "agg.json"
+    subprocess.run([CLI, "convert", str(src), "--to", "perfetto", "-o", str(conv)], check=True,
+                   capture_output=True, timeout=300)
+    exported, console = open_in_viewer(modules, conv, tmp_path / "view-agg")
+    warnings = [c for c in console if c["type"] in ("warn", "warning", "error", "pageerror")
+                and not any(n in c["text"] for n in NOISE)]
+    assert warnings == [], warnings
+    want = collections.defaultdict(collections.Counter)
+    for r in recs:
+        want[r["tid"]][(r["name"], max(1, r["args"]["dur_sum"] * 1000))] += 1
+    got = {}
+    for name, (evs, depth) in viewer_events(exported).items():
+        if evs:
+            got[int(name.rsplit("tid ", 1)[1].rstrip(")"))] = (collections.Counter(evs), depth)
+    assert sorted(got) == sorted(want)
+    for tid, c in want.items():
+        assert got[tid] == (c, 1), tid  # side by side, none inside another
+
+
+def test_regions_of_equal_times_nest_outer_first(modules, tmp_path):
+    # Three nested regions that begin and end at the same microsecond, written innermost first
+    # (as a tracer writes them, each when it ends): the viewer must show them outer to inner.
+    t = 1795262848000000
+    src = tmp_path / "eq.pfw"
+    with open(src, "w") as f:
+        f.write("[\n")
+        for k, (level, name) in enumerate(((3, "inner"), (2, "middle"), (1, "outer"))):
+            f.write(json.dumps({"id": k + 1, "name": name, "cat": "c", "pid": 7, "tid": 7,
+                                "ts": t, "dur": 40, "ph": "X", "args": {"level": level}}) + "\n")
+        f.write("]\n")
+    conv = tmp_path / "eq.json"
+    subprocess.run([CLI, "convert", str(src), "--to", "perfetto", "-o", str(conv)], check=True,
+                   capture_output=True, timeout=300)
+    exported, _ = open_in_viewer(modules, conv, tmp_path / "view-eq")
+    frames = [f["name"].split(" {", 1)[0] for f in exported["shared"]["frames"]]
+    stacks = []
+    for p in exported["profiles"]:
+        stack = []
+        for e in p["events"]:
+            if e["type"] == "O":
+                stack.append(frames[e["frame"]])
+                stacks.append(list(stack))
+            else:
+                stack.pop()
+    assert ["outer", "middle", "inner"] in stacks, stacks

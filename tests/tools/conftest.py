@@ -127,6 +127,21 @@ def dt_field(extra):
     return None
 
 
+def forge_dt_times(src, dst, member, ts_min, ts_max):
+    """A copy of src whose DT field of one member says ts_min..ts_max (docs/format.md section 3:
+    version u8, compressed u32, uncompressed u32, lines u32, ts_min u64, ts_max u64)."""
+    data = bytearray(open(src, "rb").read())
+    off, flg, extra, _ = [m for m in gzip_members(src) if dt_field(m[2])][member]
+    i = 0
+    while extra[i:i + 2] != b"DT":
+        i += 4 + int.from_bytes(extra[i + 2:i + 4], "little")
+    body = off + 12 + i + 4
+    data[body + 13:body + 21] = ts_min.to_bytes(8, "little")
+    data[body + 21:body + 29] = ts_max.to_bytes(8, "little")
+    open(dst, "wb").write(bytes(data))
+    return dst
+
+
 def num(v):
     """A number that older DFTracer may have quoted."""
     return int(v) if isinstance(v, str) else v

@@ -141,3 +141,112 @@ def test_cat_time_window_does_not_inflate_members_outside_it(tmp_path):
     assert p.stderr == "" and p.stdout
     p = run("cat", bad, check=False)
     assert p.returncode == 1 and f"byte {off}" in p.stderr
+
+
+def write_lines(path, objs):
+    with open(path, "w") as f:
+        f.write("[\n" + "".join(json.dumps(o, separators=(",", ":")) + "\n" for o in objs) + "]\n")
+    return path
+
+
+def thread_order(arr, pid, tid):
+    """The names of a thread's complete events in the order a viewer reads them."""
+    return [o["name"] for o in arr if o["ph"] == "X" and o["pid"] == pid and o["tid"] == tid]
+
+
+def test_convert_nests_regions_of_equal_times_by_level(tmp_path):
+    # Three nested regions that begin and end at the same microsecond, written as a tracer
+    # writes them: each when it ends, the innermost first. A viewer nests a later region of the
+    # same times inside the earlier one, so the outermost must come first: on thread 1 by their
+    # level, on thread 2 (no level: DFTracer with metadata off) by being written last.
+    t = 1795262848000000
+    objs = []
+    for tid, with_level in ((1, True), (2, False)):
+        for level, name in ((3, "inner"), (2, "middle"), (1, "outer")):
+            o = {"id": len(objs) + 1, "name": name, "cat": "c", "pid": 7, "tid": tid, "ts": t,
+                 "dur": 40, "ph": "X", "args": {"level": level} if with_level else {}}
+            objs.append(o)
+    # siblings of one level at equal times keep the order they were written in
+    for k, name in enumerate(("first", "second")):
+        objs.append({"id": 10 + k, "name": name, "cat": "c", "pid": 7, "tid": 3, "ts": t,
+                     "dur": 5, "ph": "X", "args": {"level": 2}})
+    src = write_lines(tmp_path / "eq.pfw", objs)
+    out = tmp_path / "eq.json"
+    run("convert", src, "--to", "perfetto", "-o", out)
+    arr = json.load(open(out))["traceEvents"]
+    assert thread_order(arr, 7, 1) == ["outer", "middle", "inner"]
+    assert thread_order(arr, 7, 2) == ["outer", "middle", "inner"]
+    assert thread_order(arr, 7, 3) == ["first", "second"]
+    check_chrome(out, [src])
+
+
+def aggregated_trace(tmp_path):
+    import subprocess
+    e = dict(os.environ, DFTRACE_ENABLE="1", DFTRACE_LOG_FILE=str(tmp_path / "t"),
+             DFTRACE_AGGREGATION="1", DFTRACE_AGGREGATION_INTERVAL="1ms")
+    subprocess.run([os.environ.get("DFTRACE_NESTED_NS", ""), "300", "2"], env=e, check=True,
+                   timeout=120)
+    (src,) = tmp_path.glob("t-*.pfw.gz")
+    return src
+
+
+def region_key(name, cat, pid, tid, interval_ts, dur, figures):
+    dec = lambda v: decimal.Decimal(str(v))
+    return (name, cat, pid, tid, dec(interval_ts), dec(dur), json.dumps(figures, sort_keys=True))
+
+
+def check_aggregated_regions(out, recs):
+    """Each aggregated record is one complete event of its name and thread, as long as its calls
+    took together (dur_sum; 1 ns for 0), its figures exact in args with interval_ts, the start of
+    its interval; the regions of a thread do not overlap and none begins before its interval."""
+    doc = json.load(open(out))
+    arr = doc["traceEvents"]
+    origin = decimal.Decimal(doc["otherData"]["ts_origin_us"])
+    regions = [o for o in arr if o["ph"] == "X" and "interval_ts" in o.get("args", {})]
+    want = []
+    for r in recs:
+        figures = {k: v for k, v in r["args"].items() if k not in ("hhash", "level", "p_idx")}
+        dur = r["args"]["dur_sum"] or "0.001"
+        want.append(region_key(r["name"], r["cat"], r["pid"], r["tid"],
+                               decimal.Decimal(str(r["ts"])) - origin, dur, figures))
+    got = [region_key(o["name"], o["cat"], o["pid"], o["tid"], o["args"]["interval_ts"],
+                      o["dur"], {k: v for k, v in o["args"].items() if k != "interval_ts"})
+           for o in regions]
+    assert sorted(got) == sorted(want)
+    by_thread = {}
+    for o in regions:
+        assert decimal.Decimal(str(o["ts"])) >= decimal.Decimal(str(o["args"]["interval_ts"]))
+        by_thread.setdefault((o["pid"], o["tid"]), []).append(
+            (decimal.Decimal(str(o["ts"])), decimal.Decimal(str(o["dur"]))))
+    for spans in by_thread.values():
+        spans.sort()
+        for (a, da), (b, _) in zip(spans, spans[1:]):
+            assert a + da <= b
+    return arr
+
+
+def test_convert_aggregated_records_become_regions(tmp_path):
+    # A real trace in aggregation mode (every compute event folded): converted, each record is
+    # a region a viewer draws (counters alone leave Chrome DevTools empty and speedscope loading)
+    src = aggregated_trace(tmp_path)
+    recs = [e for e in events(src) if e.get("ph") == "A"]
+    assert len({(r["name"], r["tid"]) for r in recs}) == 4  # step and forward on 2 threads
+    out = tmp_path / "agg.json"
+    run("convert", src, "--to", "perfetto", "-o", out)
+    arr = check_aggregated_regions(out, recs)
+    assert not [o for o in arr if o["ph"] == "C"]
+    # DFTracer 2.0.2's form of the same (a counter line per call, its figures as *_min, *_max,
+    # *_sum; `count` is the call's own argument) goes the same way; plain counters stay counters
+    t = 1795737798200000
+    recs = [{"name": "pread", "cat": "POSIX", "ts": t, "ph": "C", "pid": 5, "tid": 5,
+             "args": {"hhash": "6882804a826580cd", "dur_min": d, "dur_sum": d, "dur_max": d,
+                      "count": 4096, "count_min": 4096, "count_max": 4096, "count_sum": 4096,
+                      "offset": 4096 * k, "level": 1, "p_idx": -1}}
+            for k, d in enumerate((3, 0, 2))]
+    counter = {"name": "mem", "cat": "sys", "ts": t + 5, "ph": "C", "pid": 5, "tid": 5,
+               "args": {"rss": 12}}
+    src = write_lines(tmp_path / "v202.pfw", recs + [counter])
+    out = tmp_path / "v202.json"
+    run("convert", src, "--to", "perfetto", "-o", out)
+    arr = check_aggregated_regions(out, recs)
+    assert [o["args"] for o in arr if o["ph"] == "C"] == [{"rss": 12}]

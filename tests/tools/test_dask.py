@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from conftest import gen, run
+from conftest import dt_field, forge_dt_times, gen, gzip_members, run
 
 pytest.importorskip("pandas", reason="Debian's python3-pandas is not installed "
                                      "(scripts/setup-debian.sh test installs it)")
@@ -102,3 +102,58 @@ def test_dftracer_v2_metadata_resolves_as_read(client, tmp_path):
     for col in ("file", "host"):
         assert df[col].value_counts().to_dict() == ref[col].value_counts().to_dict()
     assert sorted(df["rank"].unique()) == sorted(ref["rank"].unique()) != [-1]
+
+
+def same_rows(df, ref):
+    assert len(df) == len(ref)
+    key = ["ts", "pid", "tid", "id"]
+    a = df.reset_index(drop=True).sort_values(key).reset_index(drop=True)
+    b = ref.sort_values(key).reset_index(drop=True)
+    for col in ("name", "cat", "ts", "dur", "size", "host", "rank"):
+        assert a[col].astype(object).equals(b[col].astype(object)), col
+
+
+@pytest.fixture(scope="module")
+def windowed(tmp_path_factory):
+    """A trace whose DT fields plan time windows at 256KiB, and its members' DT fields."""
+    d = tmp_path_factory.mktemp("dt")
+    f = gen(d / "w.pfw.gz", 40000, threads=2, member_bytes=64 * 1024)
+    cuts, parts = dfd.plan(f, partition_bytes="256KiB")
+    assert cuts is not None and len(parts) >= 4
+    return f, [dt_field(m[2]) for m in gzip_members(f) if dt_field(m[2])]
+
+
+@pytest.mark.parametrize("how", ["last inverted", "middle inverted", "middle without times",
+                                 "beyond int64"])
+def test_odd_dt_times_fall_back_to_members(client, windowed, tmp_path, how):
+    # A DT field is a hint: one whose time range can not be right plans no time windows (which
+    # would read an inverted range nowhere, or make unsorted divisions), and the rows are
+    # dftrace.read's.
+    src, dts = windowed
+    k = len(dts) - 1 if how.startswith("last") else len(dts) // 2
+    lo, hi = dts[k]["ts_min"], dts[k]["ts_max"]
+    lo, hi = {"last inverted": (hi + 5000, lo), "middle inverted": (hi, lo - 1),
+              "middle without times": (0, 0), "beyond int64": (lo, 2 ** 63)}[how]
+    bad = forge_dt_times(src, tmp_path / "bad.pfw.gz", k, lo, hi)
+    ddf = dfd.read_pfw(bad, partition_bytes="256KiB", args=["size"])
+    same_rows(ddf.compute(), dftrace.read(bad, args=["size"]))
+    cuts, _ = dfd.plan(bad, partition_bytes="256KiB")
+    assert cuts is None
+
+
+def test_dt_times_that_lie_fail_the_read(client, windowed, tmp_path):
+    # Ordered but false: a middle member claims the time range of the next one. Windows are
+    # planned from it (nothing in the fields says otherwise), and reading them finds events
+    # outside their member's range: the compute fails, saying so, instead of returning a frame
+    # without the events no window read.
+    src, dts = windowed
+    k = len(dts) // 2
+    bad = forge_dt_times(src, tmp_path / "lie.pfw.gz", k, dts[k + 1]["ts_min"],
+                         dts[k + 1]["ts_max"])
+    ddf = dfd.read_pfw(bad, partition_bytes="256KiB", args=["size"])
+    assert ddf.known_divisions
+    with pytest.raises(ValueError, match="DT field"):
+        ddf.compute()
+    # dftrace.read with a time window skips members the same way, and says so
+    df = dftrace.read(bad, start=dts[k + 1]["ts_min"] * 1000)
+    assert any("DT field" in p for p in df.attrs["problems"]), df.attrs["problems"]

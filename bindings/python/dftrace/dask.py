@@ -13,6 +13,14 @@ would inflate more than 1.5 times the text (members holding run-long events), or
 no DT fields (DFTracer's single-member traces), partitions are runs of members of one file and
 whole files, grouped to about `partition_bytes`, with unknown divisions.
 
+DT fields are hints, never trusted as they are: time windows are planned only when every
+member's time range is ordered (first <= last, in 64-bit nanoseconds), its line count fits its
+text, only a file's first member is without times, and the cuts come out strictly increasing;
+otherwise partitions are runs of members (unknown divisions), which read every line. While a
+window is read, every event is checked to lie in its member's DT range (and a member without
+times, to hold no event): one outside means the windows may have missed events elsewhere, and
+the partition fails with that error rather than return a partial result.
+
 Hashes are resolved as dftrace.read resolves them, through the HH/FH definitions of each file,
 which a first pass (one task per file, metadata lines only) gathers on the workers.
 Each task reads with dftrace's C++ reader on `threads` threads (default 1: the dask workers are
@@ -41,7 +49,7 @@ def plan(paths, partition_bytes="256MiB"):
     files = _read.trace_files(paths)
     target = max(1, _parse_bytes(partition_bytes))
     plans = [_reader.plan(f) for f in files]
-    if files and all(p["described"] for p in plans):
+    if files and all(p["described"] and _plausible(p) for p in plans):
         cuts, parts, reread = _time_windows(files, plans, target)
         if reread <= 1.5:
             return cuts, parts
@@ -74,6 +82,24 @@ def plan(paths, partition_bytes="256MiB"):
     return None, parts
 
 
+_MAX_US = (2 ** 63 - 1) // 1000 - 1  # a DT time whose nanoseconds fit an int64 index
+
+
+def _plausible(p):
+    """Whether a file's DT fields can plan time windows: each member's range ordered and in
+    range, no more lines than bytes of text, only the first member without times."""
+    for k, (kind, lines, nbytes, lo, hi) in enumerate(p["parts"]):
+        if kind != "member" or lines > nbytes:
+            return False
+        if lo == 0 and hi == 0:
+            if k != 0:
+                return False
+            continue
+        if not (0 < lo <= hi <= _MAX_US):
+            return False
+    return True
+
+
 def _time_windows(files, plans, target):
     # Members as (ts_min_ns, ts_end_ns, bytes, file index, part index); windows cut where the
     # members' text, counted at each member's start, passes k * target.
@@ -95,6 +121,8 @@ def _time_windows(files, plans, target):
             k += 1
         acc += nbytes
     cuts.append(max(m[1] for m in members))
+    if any(b <= a for a, b in zip(cuts, cuts[1:])):
+        return None, None, float("inf")  # no windows from these fields
     parts, read = [], 0
     for w in range(len(cuts) - 1):
         lo, hi = cuts[w], cuts[w + 1]
@@ -103,6 +131,11 @@ def _time_windows(files, plans, target):
             if mlo < hi and mhi > lo:
                 first, last = reads.get(fi, (pi, pi))
                 reads[fi] = (min(first, pi), max(last, pi))
+        if w == 0:  # a first member without times is read (and checked) by the first window
+            for fi, p in enumerate(plans):
+                if p["parts"] and p["parts"][0][3] == 0 and p["parts"][0][4] == 0:
+                    first, last = reads.get(fi, (0, 0))
+                    reads[fi] = (0, last)
         for fi, (first, last) in reads.items():
             read += sum(plans[fi]["parts"][k][2] for k in range(first, last + 1))
         parts.append([(files[fi], rng, (lo, hi)) for fi, rng in sorted(reads.items())])
@@ -138,6 +171,9 @@ def _partition(reads, cat, name, start, end, want_args, keys, threads, resolved,
         hi = lo
     defs, ranks = resolved if resolved is not None else (None, None)
     raw = _reader.read_columns(files, cat, name, lo, hi, keys, threads, parts, False, ranks)
+    if window and raw.get("outside_dt"):
+        raise ValueError("dftrace.dask: %s" % "; ".join(
+            p for p in raw["problems"] if "DT field" in p))
     df = _read.frame(raw, want_args, keys, defs, ranks, columns)
     df.attrs = {}
     if indexed:

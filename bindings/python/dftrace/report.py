@@ -9,6 +9,7 @@ into inline SVG, so the file needs no network and no other file. Sections (each 
 STDIO events), mpi (when they hold MPI events), names, metadata.
 """
 import argparse
+import hashlib
 import html
 import io
 import os
@@ -17,6 +18,40 @@ import time
 
 _IO_CATS = ("POSIX", "STDIO")
 _MAX_BARS = 2000  # timeline bars per process (its longest top-level regions)
+# Every size a trace decides is bounded: names and categories (any length) are cut to a label of
+# _LABEL characters in plots and to _CELL in tables, where the cell's title (its tooltip) holds
+# up to _TITLE of the full text; plots draw at most _MAX_ROWS processes and _MAX_SERIES lines or
+# stacks (the biggest, the others summed or named in a note), tables at most _MAX_TABLE rows
+# (_MAX_LIST for the files and problems).
+_LABEL = 80
+_CELL = 200
+_TITLE = 4096
+_MAX_ROWS = 64
+_MAX_SERIES = 16
+_MAX_TABLE = 40
+_MAX_LIST = 500  # files and problems in the metadata section
+
+
+def _label(text, limit=_LABEL):
+    """text cut to `limit` characters, ending in an ellipsis and a short hash of the whole text
+    (distinct long names keep distinct labels); safe for matplotlib (no mathtext)."""
+    text = str(text)
+    if len(text) > limit:
+        digest = hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+        text = text[:limit - 11] + "\u2026 #" + digest
+    return text.replace("$", r"\$")
+
+
+def _ticks(ax, axis, labels):
+    """Category labels set as tick labels at 0..n-1 (never through matplotlib's category units,
+    which try to parse every label as a number and a date)."""
+    pos = list(range(len(labels)))
+    if axis == "y":
+        ax.set_yticks(pos)
+        ax.set_yticklabels([_label(x) for x in labels])
+    else:
+        ax.set_xticks(pos)
+        ax.set_xticklabels([_label(x) for x in labels])
 
 
 def _svg(fig):
@@ -33,9 +68,34 @@ def _table(headers, rows):
     out += ["<th>%s</th>" % html.escape(str(h)) for h in headers]
     out.append("</tr></thead><tbody>")
     for r in rows:
-        out.append("<tr>" + "".join("<td>%s</td>" % html.escape(str(v)) for v in r) + "</tr>")
+        out.append("<tr>" + "".join(_cell(v) for v in r) + "</tr>")
     out.append("</tbody></table>")
     return "".join(out)
+
+
+def _cell(value):
+    text = str(value)
+    if len(text) <= _CELL:
+        return "<td>%s</td>" % html.escape(text)
+    digest = hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    title = text[:_TITLE] + ("\u2026 (%d characters)" % len(text) if len(text) > _TITLE else "")
+    return '<td title="%s">%s</td>' % (html.escape(title), html.escape(
+        text[:_CELL - 11] + "\u2026 #" + digest))
+
+
+def _text_test(col, test):
+    """test(pandas .str accessor) -> booleans, for each row of a text column, computed once per
+    distinct value on Python strings (astype(str) would make a numpy array as wide as the
+    longest name for every row or category)."""
+    import numpy as np
+    import pandas as pd
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        ok = test(pd.Series(col.cat.categories.astype(object)).str).fillna(False)
+        ok = np.asarray(ok, dtype=bool)
+        codes = col.cat.codes.to_numpy()
+        return pd.Series(np.append(ok, False)[codes], index=col.index)
+    ok = test(col.astype(object).str).fillna(False)
+    return pd.Series(np.asarray(ok, dtype=bool), index=col.index)
 
 
 def _who(df):
@@ -52,6 +112,13 @@ def _timeline(df, t0):
         return "<p>No regions in these traces.</p>"
     ev = ev.assign(who=_who(ev))
     whos = sorted(ev.who.unique(), key=lambda w: (w.split()[0], int(w.split()[1])))
+    note = ""
+    if len(whos) > _MAX_ROWS:  # the processes with the most time
+        busy = ev.groupby("who").dur.sum().sort_values(ascending=False)
+        keep = set(busy.index[:_MAX_ROWS])
+        note = "<p>%d of %d processes shown (those with the most time in regions).</p>" % (
+            _MAX_ROWS, len(whos))
+        whos = [w for w in whos if w in keep]
     cats = list(ev.groupby("cat", observed=True).dur.sum().sort_values(ascending=False).index[:12])
     colors = dict(zip(cats, plt.cm.tab20.colors))
     fig, ax = plt.subplots(figsize=(12, 0.45 * len(whos) + 1.5))
@@ -64,9 +131,8 @@ def _timeline(df, t0):
             if part.empty:
                 continue
             ax.broken_barh(list(zip((part.ts - t0) / 1e9, part.dur / 1e9)), (y - 0.4, 0.8),
-                           color=colors[c], label=c, rasterized=True)
-    ax.set_yticks(range(len(whos)))
-    ax.set_yticklabels(whos)
+                           color=colors[c], label=_label(c), rasterized=True)
+    _ticks(ax, "y", whos)
     ax.set_xlabel("seconds since the first event")
     handles, labels = ax.get_legend_handles_labels()
     seen = {}
@@ -74,29 +140,43 @@ def _timeline(df, t0):
         seen.setdefault(l, h)
     ax.legend(seen.values(), seen.keys(), loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
     ax.set_title("Top-level regions per process, by category")
-    return _svg(fig)
+    return _svg(fig) + note
 
 
 def _steps(df):
     import matplotlib.pyplot as plt
-    ev = df[(df.ph == "X") & ((df.name == "step") | df.name.astype(str).str.endswith(".block"))]
+    ev = df[(df.ph == "X") & ((df.name == "step") | _text_test(df.name, lambda s: s.endswith(".block")))]
     if ev.empty:
         return "<p>No <code>compute.step</code> or <code>.block</code> events in these traces.</p>"
     ev = ev.assign(who=_who(ev))
     fig, ax = plt.subplots(figsize=(12, 4))
-    for (w, n), g in ev.groupby(["who", "name"], observed=True):
+    groups = ev.groupby(["who", "name"], observed=True)
+    sizes = groups.size()
+    sizes = sizes[sizes > 0].sort_values(ascending=False, kind="stable")
+    shown = set(sizes.index[:_MAX_SERIES])  # the series with the most steps
+    for (w, n), g in groups:
+        if (w, n) not in shown:
+            continue
         g = g.sort_values("ts")
         ax.plot(range(1, len(g) + 1), g.dur / 1e6, marker=".", linewidth=0.8,
-                label="%s %s" % (w, n))
+                label=_label("%s %s" % (w, n)))
     ax.set_xlabel("step")
     ax.set_ylabel("ms")
     ax.set_title("Step time over steps")
-    if ev.groupby(["who", "name"], observed=True).ngroups <= 16:
-        ax.legend(fontsize=8)
+    ax.legend(fontsize=8)
+    note = ""
+    if len(sizes) > _MAX_SERIES:
+        note = "<p>%d of %d series shown (those with the most steps).</p>" % (_MAX_SERIES,
+                                                                            len(sizes))
     stats = ev.groupby("name", observed=True).dur.agg(["count", "mean", "median", "max"])
+    stats = stats[stats["count"] > 0].sort_values("count", ascending=False, kind="stable")
     rows = [(n, int(r["count"]), "%.3f" % (r["mean"] / 1e6), "%.3f" % (r["median"] / 1e6),
-             "%.3f" % (r["max"] / 1e6)) for n, r in stats.iterrows()]
-    return _svg(fig) + _table(["event", "steps", "mean ms", "median ms", "max ms"], rows)
+             "%.3f" % (r["max"] / 1e6)) for n, r in stats.head(_MAX_TABLE).iterrows()]
+    if len(stats) > _MAX_TABLE:
+        note += "<p>%d of %d names in the table (those with the most steps).</p>" % (
+            _MAX_TABLE, len(stats))
+    return (_svg(fig) + note +
+            _table(["event", "steps", "mean ms", "median ms", "max ms"], rows))
 
 
 def _categories(df):
@@ -105,12 +185,17 @@ def _categories(df):
     if ev.empty:
         return "<p>No regions.</p>"
     by_cat = ev.groupby("cat", observed=True).dur.sum().sort_values() / 1e9
+    by_cat = by_cat.tail(_MAX_ROWS)
     by_name = ev.groupby(["cat", "name"], observed=True).dur.sum().sort_values().tail(20) / 1e9
-    fig, (a, b) = plt.subplots(1, 2, figsize=(12, max(3, 0.3 * len(by_name) + 1)))
-    a.barh([str(c) for c in by_cat.index], by_cat.values, color="tab:blue")
+    rows = max(len(by_name), len(by_cat))
+    fig, (a, b) = plt.subplots(1, 2, figsize=(12, max(3, 0.3 * rows + 1)))
+    a.barh(range(len(by_cat)), by_cat.values, color="tab:blue")
+    _ticks(a, "y", [str(c) for c in by_cat.index])
     a.set_xlabel("seconds (summed over threads)")
-    a.set_title("Time per category")
-    b.barh(["%s.%s" % k for k in by_name.index], by_name.values, color="tab:orange")
+    a.set_title("Time per category" + (" (top %d)" % _MAX_ROWS if len(by_cat) == _MAX_ROWS
+                                       else ""))
+    b.barh(range(len(by_name)), by_name.values, color="tab:orange")
+    _ticks(b, "y", ["%s.%s" % k for k in by_name.index])
     b.set_xlabel("seconds")
     b.set_title("Time per name (top 20)")
     fig.tight_layout()
@@ -123,7 +208,7 @@ def _io(df, t0, span):
     ev = df[(df.ph == "X") & df.cat.isin(_IO_CATS)]
     if ev.empty:
         return None
-    rw = ev[ev.name.astype(str).str.contains("read|write", regex=True)]
+    rw = ev[_text_test(ev.name, lambda s: s.contains("read|write", regex=True))]
     nbytes = rw["ret"].astype("float64").fillna(0).clip(lower=0) if "ret" in rw else 0
     if "size" in rw:  # fread/fwrite return items of `size` bytes
         items = rw.name.isin(["fread", "fwrite"])
@@ -132,7 +217,11 @@ def _io(df, t0, span):
     bins = 100
     width = max(span, 1) / bins
     fig, (a, b) = plt.subplots(2, 1, figsize=(12, 7), sharex=True)
+    moved = rw.groupby("who").bytes.sum().sort_values(ascending=False, kind="stable")
+    shown = set(moved.index[:_MAX_SERIES])  # the processes that moved the most
     for w, g in rw.groupby("who"):
+        if w not in shown:
+            continue
         k = ((g.ts - t0) // width).clip(0, bins - 1).astype(int)
         per = np.bincount(k, weights=g.bytes, minlength=bins)
         x = (np.arange(bins) + 0.5) * width / 1e9
@@ -142,24 +231,45 @@ def _io(df, t0, span):
     a.set_title("I/O bandwidth (read and write calls' bytes) per process")
     b.set_ylabel("MB, cumulative")
     b.set_xlabel("seconds since the first event")
-    if rw.who.nunique() <= 16:
-        a.legend(fontsize=8)
+    a.legend(fontsize=8)
+    note = ""
+    if len(moved) > _MAX_SERIES:
+        note = "<p>%d of %d processes drawn (those that moved the most bytes).</p>" % (
+            _MAX_SERIES, len(moved))
     calls = ev.groupby(["cat", "name"], observed=True).dur.agg(["count", "sum"])
-    rows = [("%s.%s" % k, int(r["count"]), "%.3f" % (r["sum"] / 1e6)) for k, r in calls.iterrows()]
+    calls = calls[calls["count"] > 0].sort_values("sum", ascending=False, kind="stable")
+    rows = [("%s.%s" % k, int(r["count"]), "%.3f" % (r["sum"] / 1e6))
+            for k, r in calls.head(_MAX_TABLE).iterrows()]
+    if len(calls) > _MAX_TABLE:
+        note += "<p>%d of %d calls in the table (those with the most time).</p>" % (
+            _MAX_TABLE, len(calls))
     total = float(np.sum(rw.bytes))
-    return (_svg(fig) + "<p>%.1f MB moved by read and write calls.</p>" % (total / 1e6) +
+    return (_svg(fig) + "<p>%.1f MB moved by read and write calls.</p>" % (total / 1e6) + note +
             _table(["call", "count", "total ms"], rows))
 
 
 def _mpi(df):
     import matplotlib.pyplot as plt
-    ev = df[(df.ph == "X") & df.cat.astype(str).str.upper().isin(["MPI", "COMM"])]
+    ev = df[(df.ph == "X") & _text_test(df.cat, lambda s: s.upper().isin(["MPI", "COMM"]))]
     if ev.empty:
         return None
     ev = ev.assign(who=_who(ev))
-    per = ev.groupby(["who", "name"], observed=True).dur.sum().unstack(fill_value=0) / 1e9
+    # The names with the most time, each a stack; the others summed as one.
+    top = ev.groupby("name", observed=True).dur.sum().sort_values(ascending=False,
+                                                                   kind="stable")
+    top = [n for n in top.index[:_MAX_SERIES]]
+    label = {n: _label(n) for n in top}
+    ev = ev.assign(series=ev.name.astype(object).map(label).fillna("other names"))
+    busy = ev.groupby("who").dur.sum().sort_values(ascending=False, kind="stable")
+    ev = ev[ev.who.isin(set(busy.index[:_MAX_ROWS]))]
+    per = ev.groupby(["who", "series"]).dur.sum().unstack(fill_value=0) / 1e9
     fig, ax = plt.subplots(figsize=(12, 0.4 * len(per) + 1.5))
-    per.plot.barh(stacked=True, ax=ax, legend=True)
+    import numpy as np
+    left = np.zeros(len(per))
+    for col in per.columns:
+        ax.barh(range(len(per)), per[col].to_numpy(), left=left, label=col)
+        left += per[col].to_numpy()
+    _ticks(ax, "y", list(per.index))
     ax.set_xlabel("seconds")
     ax.set_title("MPI and communication time per process")
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
@@ -169,12 +279,24 @@ def _mpi(df):
 def _names(df):
     ev = df[df.ph == "X"]
     g = ev.groupby(["cat", "name"], observed=True).dur
-    t = g.agg(["count", "sum", "mean", "median", lambda s: s.quantile(0.99)])
-    t.columns = ["count", "sum", "mean", "p50", "p99"]
-    t = t.sort_values("sum", ascending=False).head(40)
+    t = g.agg(["count", "sum", "mean", "median"])
+    t.columns = ["count", "sum", "mean", "p50"]
+    t = t[t["count"] > 0].sort_values("sum", ascending=False, kind="stable").head(_MAX_TABLE)
+    # the 99th percentile of the names shown only (one vectorised pass, not one call per name)
+    keep = ev.set_index(["cat", "name"]).index.isin(t.index)
+    p99 = ev[keep].groupby(["cat", "name"], observed=True).dur.quantile(0.99)
+    t["p99"] = p99.reindex(t.index).to_numpy()
     rows = [(c, n, int(r["count"]), "%.3f" % (r["sum"] / 1e6), "%.2f" % (r["mean"] / 1e3),
              "%.2f" % (r["p50"] / 1e3), "%.2f" % (r["p99"] / 1e3)) for (c, n), r in t.iterrows()]
     return _table(["cat", "name", "count", "total ms", "mean us", "p50 us", "p99 us"], rows)
+
+
+def _hosts(df):
+    hosts = sorted(str(h) for h in df.host.dropna().unique())
+    text = ", ".join(hosts[:_MAX_TABLE]) or "-"
+    if len(hosts) > _MAX_TABLE:
+        text += " and %d more" % (len(hosts) - _MAX_TABLE)
+    return text
 
 
 def build(paths, title=None):
@@ -203,7 +325,7 @@ def build(paths, title=None):
         ("complete events", int((df.ph == "X").sum())),
         ("time span", "%.6f s" % (span / 1e9)),
         ("processes", df.pid.nunique()), ("ranks", int((df["rank"].unique() >= 0).sum())),
-        ("hosts", ", ".join(sorted(str(h) for h in df.host.dropna().unique())) or "-"),
+        ("hosts", _hosts(df)),
         ("lines that are not JSON", df.attrs.get("invalid_lines", 0)),
     ])
     section("overview", "Overview", overview)
@@ -213,11 +335,18 @@ def build(paths, title=None):
     section("io", "I/O", _io(df, t0, span))
     section("mpi", "MPI", _mpi(df))
     section("names", "Top names", _names(df))
-    meta_rows = [(os.path.basename(f), df.attrs["time_units"].get(f, "")) for f in files]
+    meta_rows = [(os.path.basename(f), df.attrs["time_units"].get(f, ""))
+                 for f in files[:_MAX_LIST]]
     problems = df.attrs.get("problems", [])
     meta = _table(["file", "time unit"], meta_rows)
+    if len(files) > _MAX_LIST:
+        meta += "<p>%d of %d files listed.</p>" % (_MAX_LIST, len(files))
     if problems:
-        meta += "<h3>Problems found while reading</h3>" + _table(["problem"], [(p,) for p in problems])
+        meta += "<h3>Problems found while reading</h3>" + _table(
+            ["problem"], [(p,) for p in problems[:_MAX_LIST]])
+        if len(problems) > _MAX_LIST:
+            meta += "<p>%d of %d problems listed (all of them are printed by dftrace.read on " \
+                    "stderr).</p>" % (_MAX_LIST, len(problems))
     section("metadata", "Metadata", meta)
     title = title or "dftrace report: %d trace(s)" % len(files)
     return """<!DOCTYPE html>

@@ -257,6 +257,9 @@ struct what {
   std::vector<key_sig> arg_sigs;  // of args
   // only hash definitions and ranks (dftrace.dask's first pass; no line counts then)
   bool metadata_only = false;
+  // a time window skips members by their DT fields: check that each event read lies in its
+  // member's DT range (one that does not may have been skipped by the window elsewhere)
+  bool check_dt = false;
 };
 
 // The columns of one block. Reused from block to block (their vectors keep their size). The
@@ -274,6 +277,7 @@ struct columns : dftrace::detail::block_result {
   std::vector<std::string> hash_types;
   std::vector<std::pair<int64_t, int64_t>> ranks;
   uint64_t invalid = 0, skipped = 0, lines = 0;
+  uint64_t outside_dt = 0;  // events outside their member's DT time range (what::check_dt)
 
   void reset(const what &w) {
     rows = 0;
@@ -292,7 +296,7 @@ struct columns : dftrace::detail::block_result {
     hashes.clear();
     hash_types.clear();
     ranks.clear();
-    invalid = skipped = lines = 0;
+    invalid = skipped = lines = outside_dt = 0;
   }
   // Room for at least n rows in every column.
   void room(size_t n) {
@@ -507,6 +511,10 @@ void scan(dftrace::detail::text_block &b, const what &w, time_unit unit, column_
   parsed_line pl;
   const std::string_view text = b.whole_lines();
   const char *const limit = text.data() + text.size();
+  // DT times are epoch microseconds
+  const dftrace::detail::dt_field *dt =
+      w.check_dt && b.part && b.part->kind == dftrace::detail::planned_part::member ? &b.part->dt
+                                                                                    : nullptr;
   dftrace::detail::for_each_line(text, [&](std::string_view line) {
     ++r->lines;
     size_t k = 0;
@@ -526,6 +534,7 @@ void scan(dftrace::detail::text_block &b, const what &w, time_unit unit, column_
       ++r->skipped;  // not an event with a time
       return true;
     }
+    if (dt && (ts / 1000 < dt->ts_min || ts / 1000 > dt->ts_max)) ++r->outside_dt;
     if ((w.has_start && ts < w.start) || (w.has_end && ts >= w.end)) return true;
     if (!w.cats.empty() && !w.cats.count(pl.cat.text)) return true;
     if (!w.names.empty() && !w.names.count(pl.name.text)) return true;
@@ -599,7 +608,7 @@ struct result {
   std::vector<std::pair<std::string, std::string>> hashes;
   std::vector<std::string> hash_types;
   std::vector<std::pair<int64_t, int64_t>> ranks;
-  uint64_t invalid = 0, skipped = 0, lines = 0;
+  uint64_t invalid = 0, skipped = 0, lines = 0, outside_dt = 0;
   size_t rows = 0;
 
   void add(columns &b) {
@@ -632,6 +641,7 @@ struct result {
     ranks.insert(ranks.end(), b.ranks.begin(), b.ranks.end());
     invalid += b.invalid;
     skipped += b.skipped;
+    outside_dt += b.outside_dt;
     lines += b.lines;
     rows += n;
   }
@@ -838,6 +848,7 @@ PyObject *read_columns(PyObject *, PyObject *a) {
     w.has_end = true;
     w.end = PyLong_AsUnsignedLongLong(end_o);
   }
+  w.check_dt = (w.has_start || w.has_end) && !w.metadata_only;
   if (PyErr_Occurred()) return nullptr;
 
   result all;
@@ -871,7 +882,9 @@ PyObject *read_columns(PyObject *, PyObject *a) {
         const int64_t index = &p - tf.parts().data();
         if (index < range.first || index > range.second) return false;
         if (!window || p.kind != dftrace::detail::planned_part::member) return true;
-        if (p.dt.ts_min == 0 && p.dt.ts_max == 0) return false;
+        // A member without times (a header of metadata) is read: its lines are checked to
+        // hold no event (check_dt), as any member's to lie in its range.
+        if (p.dt.ts_min == 0 && p.dt.ts_max == 0) return true;
         if (w.has_start && p.dt.ts_max * 1000 + 999 < w.start) return false;
         if (w.has_end && p.dt.ts_min * 1000 >= w.end) return false;
         return true;
@@ -888,6 +901,7 @@ PyObject *read_columns(PyObject *, PyObject *a) {
       } catch (const std::bad_alloc &) {
       }
       auto work = [&w, unit, &pool](dftrace::detail::text_block &b) { scan(b, w, unit, pool); };
+      const uint64_t outside_before = all.outside_dt;
       dftrace::detail::for_each_block(tf, opt, work, [&](dftrace::detail::text_block &b) {
         for (const auto &i : b.issues)
           problems.push_back(paths[f] + ": byte " + std::to_string(i.offset) + ": " + i.message);
@@ -896,6 +910,11 @@ PyObject *read_columns(PyObject *, PyObject *a) {
         all.add(*c);
         pool.give(std::move(c));
       });
+      if (all.outside_dt > outside_before)
+        problems.push_back(paths[f] + ": " + std::to_string(all.outside_dt - outside_before) +
+                           " events lie outside the time range of their member's DT field: a "
+                           "time window may have skipped more of them in other members "
+                           "(dftrace validate names the members)");
     }
   } catch (const std::exception &e) {
     failure = e.what();
@@ -920,6 +939,7 @@ PyObject *read_columns(PyObject *, PyObject *a) {
             put(d, "ints", buffer_of(all.ints.m, k_int_rows * all.ints.cap * 8)) &&
             put(d, "invalid", PyLong_FromUnsignedLongLong(all.invalid)) &&
             put(d, "skipped", PyLong_FromUnsignedLongLong(all.skipped)) &&
+            put(d, "outside_dt", PyLong_FromUnsignedLongLong(all.outside_dt)) &&
             put(d, "lines", PyLong_FromUnsignedLongLong(all.lines)) &&
             put(d, "problems", list_of(problems)) && put(d, "units", list_of(units)) &&
             put(d, "args", args_of(all, w));
