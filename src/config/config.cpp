@@ -2,7 +2,6 @@
 #include "config/config.hpp"
 #include "base/gpu_kinds.hpp"
 
-#include <sys/stat.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -12,7 +11,8 @@
 #include <functional>
 #include <sstream>
 
-#include "base/log.hpp"
+#include "config/config_files.hpp"
+#include "config/messages.hpp"
 #include "dftrace/dftrace.h"
 
 namespace dftrace::detail {
@@ -350,6 +350,12 @@ const std::vector<entry> &table() {
                  [](const config &c) { return std::to_string(c.compress_threads); }});
     v.push_back(two_word_key("output.on_full", "DFTRACE_OUTPUT_ON_FULL", "block", "drop",
                              &config::on_full_drop));
+    // What the trace records of the command line (docs/format.md, "What a trace records about
+    // the process"), and the names whose values it hides.
+    v.push_back(word_key("output.cmdline", "DFTRACE_OUTPUT_CMDLINE", "full",
+                         {"full", "exec", "none"}, &config::cmdline));
+    v.push_back(string_key("output.redact", "DFTRACE_OUTPUT_REDACT", nullptr,
+                           "password,passwd,token,secret,api-key", &config::redact));
     v.push_back(bool_key("metadata", "DFTRACE_METADATA", "DFTRACER_INC_METADATA", "true",
                          &config::metadata));
     v.push_back(two_word_key("timer.precision", "DFTRACE_TIMER_PRECISION", "us", "ns",
@@ -497,17 +503,28 @@ std::string suggestion(const std::string &key) {
   return best ? std::string("; did you mean '") + best + "'?" : std::string();
 }
 
-// Applies one value; reports and keeps the earlier value on a bad one.
+// Keys whose every layer adds to the earlier ones' rules instead of replacing them.
+bool adds_up(const std::string &key) {
+  return key == "categories" || key == "aggregation.rules" || key == "output.sample";
+}
+
+// Applies one value; reports and keeps the earlier value on a bad one. A value that replaces
+// another layer's different value is said at info level (which layer won).
 void apply(config &c, const entry &e, const std::string &value, const std::string &source,
-           const std::string &where) {
+           const std::string &where, config_messages &msgs) {
   config trial = c;
   std::string why;
   if (e.set(trial, value, why)) {
+    const std::string before = e.get(c), after = e.get(trial);
+    const std::string was = c.source[e.info.key];
+    if (was != "default" && was != source && before != after && !adds_up(e.info.key))
+      msgs.info("key '%s': %s ('%s') wins over %s ('%s')", e.info.key, source.c_str(),
+                after.c_str(), was.c_str(), before.c_str());
     c = std::move(trial);
     c.source[e.info.key] = source;
   } else {
-    log(log_level::warn, "%s: key '%s': value '%s' %s; keeping %s", where.c_str(), e.info.key,
-        value.c_str(), why.c_str(), e.get(c).c_str());
+    msgs.warn("%s: key '%s': value '%s' %s; keeping %s", where.c_str(), e.info.key, value.c_str(),
+              why.c_str(), e.get(c).c_str());
   }
 }
 
@@ -519,106 +536,123 @@ std::string scalar_text(const YAML::Node &n) {
   return em.c_str();
 }
 
-void apply_yaml_node(config &c, const YAML::Node &node, const std::string &prefix,
-                     const std::string &file) {
+// One YAML file's walk: its name, where to report, and the line of each key seen so far (a key
+// set twice, "output: {prefix: a}" and "output.prefix: b" alike, is said once with the winner).
+struct yaml_walk {
+  const std::string &file;
+  config_messages &msgs;
+  std::map<std::string, int> seen;
+};
+
+// The text of a rules key (categories, aggregation.rules, output.sample): a map {path: bool}
+// ({path: N} for output.sample), a list ["-comm", "+comm.all_reduce"], or a string.
+std::string rules_text(const std::string &key, const YAML::Node &value, yaml_walk &w) {
+  std::string rules;
+  const bool counts = key == "output.sample";
+  if (value.IsMap()) {
+    for (auto r = value.begin(); r != value.end(); ++r) {
+      bool b;
+      const YAML::Node rule_key = r->first;
+      const YAML::Node rule_value = r->second;
+      const std::string path = rule_key.as<std::string>("");
+      if (counts && rule_value.IsScalar()) {  // sample_key checks the count
+        rules += (rules.empty() ? "" : ",") + path + "=" + rule_value.Scalar();
+        continue;
+      }
+      if (!rule_value.IsScalar() || !parse_bool(rule_value.Scalar(), &b)) {
+        w.msgs.warn("%s: key '%s.%s': value '%s' is not a %s; ignored", w.file.c_str(), key.c_str(),
+                    path.c_str(), scalar_text(rule_value).c_str(), counts ? "count" : "boolean");
+        continue;
+      }
+      rules += (rules.empty() ? "" : ",") + std::string(b ? "+" : "-") + path;
+    }
+  } else if (value.IsSequence()) {
+    for (const auto &r : value) rules += (rules.empty() ? "" : ",") + scalar_text(r);
+  } else {
+    rules = scalar_text(value);
+  }
+  return rules;
+}
+
+void apply_yaml_node(config &c, const YAML::Node &node, const std::string &prefix, yaml_walk &w) {
+  const std::string &file = w.file;
+  const std::string source = "yaml " + file;
   for (auto it = node.begin(); it != node.end(); ++it) {
     // Copies: yaml-cpp's iterator hands out a temporary pair, so a reference would dangle.
     const YAML::Node key_node = it->first;
     const YAML::Node value = it->second;
     const std::string key = (prefix.empty() ? "" : prefix + ".") + key_node.as<std::string>("");
-    if (key == "categories" || key == "aggregation.rules" || key == "output.sample") {
-      // A map {path: bool} ({path: N} for output.sample), a list ["-comm", "+comm.all_reduce"],
-      // or a string.
-      std::string rules;
-      const bool counts = key == "output.sample";
-      if (value.IsMap()) {
-        for (auto r = value.begin(); r != value.end(); ++r) {
-          bool b;
-          const YAML::Node rule_key = r->first;
-          const YAML::Node rule_value = r->second;
-          const std::string path = rule_key.as<std::string>("");
-          if (counts && rule_value.IsScalar()) {  // sample_key checks the count
-            rules += (rules.empty() ? "" : ",") + path + "=" + rule_value.Scalar();
-            continue;
-          }
-          if (!rule_value.IsScalar() || !parse_bool(rule_value.Scalar(), &b)) {
-            log(log_level::warn, "%s: key '%s.%s': value '%s' is not a %s; ignored", file.c_str(),
-                key.c_str(), path.c_str(), scalar_text(rule_value).c_str(),
-                counts ? "count" : "boolean");
-            continue;
-          }
-          rules += (rules.empty() ? "" : ",") + std::string(b ? "+" : "-") + path;
-        }
-      } else if (value.IsSequence()) {
-        for (const auto &r : value) rules += (rules.empty() ? "" : ",") + scalar_text(r);
-      } else {
-        rules = scalar_text(value);
-      }
-      if (const entry *e = find_entry(key)) apply(c, *e, rules, "yaml " + file, file);
+    if (adds_up(key)) {
+      if (const entry *e = find_entry(key))
+        apply(c, *e, rules_text(key, value, w), source, file, w.msgs);
       continue;
     }
     if (value.IsMap()) {
-      apply_yaml_node(c, value, key, file);
+      apply_yaml_node(c, value, key, w);
       continue;
     }
     const entry *e = find_entry(key);
     if (!e || key == "config") {
-      log(log_level::warn, "%s: unknown key '%s'%s; ignored", file.c_str(), key.c_str(),
-          key == "config" ? " (the file can not name another file)" : suggestion(key).c_str());
+      // Past the cap nobody reads the suggestion: a file of many unknown keys stays cheap.
+      w.msgs.warn("%s: unknown key '%s'%s; ignored", file.c_str(), key.c_str(),
+                  key == "config" ? " (the file can not name another file)"
+                  : w.msgs.full() ? ""
+                                  : suggestion(key).c_str());
       continue;
+    }
+    const int line = key_node.Mark().line + 1;
+    auto [at, first] = w.seen.emplace(key, line);
+    if (!first) {
+      w.msgs.warn("%s: key '%s' is set twice (lines %d and %d); the later one, line %d, wins",
+                  file.c_str(), key.c_str(), at->second, line, line);
+      at->second = line;
     }
     if (key == "gpu.kinds" && value.IsSequence()) {  // [kernel, memcpy] as well as "kernel,memcpy"
       std::string list;
       for (const auto &item : value) list += (list.empty() ? "" : ",") + scalar_text(item);
-      apply(c, *e, list, "yaml " + file, file);
+      apply(c, *e, list, source, file, w.msgs);
       continue;
     }
     if (!value.IsScalar() && !value.IsNull()) {
-      log(log_level::warn, "%s: key '%s': value '%s' is not a single value; keeping %s",
-          file.c_str(), key.c_str(), scalar_text(value).c_str(), e->get(c).c_str());
+      w.msgs.warn("%s: key '%s': value '%s' is not a single value; keeping %s", file.c_str(),
+                  key.c_str(), scalar_text(value).c_str(), e->get(c).c_str());
       continue;
     }
-    apply(c, *e, scalar_text(value), "yaml " + file, file);
+    apply(c, *e, scalar_text(value), source, file, w.msgs);
   }
 }
 
-void apply_yaml_file(config &c, const std::string &file) {
-  // A path that is there but is not a file (a directory, a device): the user meant something
-  // else entirely, so tracing stays off rather than run with settings nobody chose.
-  struct stat st {};
-  if (::stat(file.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
-    log(log_level::error, "%s: the configuration file is %s, not a file; tracing is off",
-        file.c_str(), S_ISDIR(st.st_mode) ? "a directory" : "not a regular file");
-    c.config_unusable = true;
-    return;
-  }
+void apply_yaml_file(config &c, const std::string &file, config_messages &msgs) {
   YAML::Node root;
-  try {
-    root = YAML::LoadFile(file);
-  } catch (const YAML::BadFile &) {
-    log(log_level::warn, "%s: configuration file can not be read; using the other layers",
-        file.c_str());
-    return;
-  } catch (const YAML::Exception &e) {
-    log(log_level::warn, "%s: not valid YAML (line %d, column %d: %s); ignoring this file",
-        file.c_str(), e.mark.line + 1, e.mark.column + 1, e.msg.c_str());
-    return;
-  } catch (const std::exception &e) {  // a read error below the YAML parser
-    log(log_level::warn, "%s: configuration file can not be read (%s); using the other layers",
-        file.c_str(), e.what());
-    return;
+  std::string why;
+  switch (load_yaml_file(file, &root, &why)) {
+    case yaml_load::ok: break;
+    case yaml_load::not_a_file:
+      // There, but not a file (a directory, a FIFO, a device): the user meant something else
+      // entirely, so tracing stays off rather than run with settings nobody chose.
+      msgs.error("%s: the configuration file is %s, not a file; tracing is off", file.c_str(),
+                 why.c_str());
+      c.config_unusable = true;
+      return;
+    case yaml_load::not_yaml:
+      msgs.warn("%s: not valid YAML (%s); ignoring this file", file.c_str(), why.c_str());
+      return;
+    default:
+      msgs.warn("%s: configuration file can not be read (%s); using the other layers", file.c_str(),
+                why.c_str());
+      return;
   }
   if (root.IsNull()) return;
   if (!root.IsMap()) {
-    log(log_level::warn, "%s: the top level is not a mapping of keys; ignoring this file",
-        file.c_str());
+    msgs.warn("%s: the top level is not a mapping of keys; ignoring this file", file.c_str());
     return;
   }
   try {
-    apply_yaml_node(c, root, "", file);
+    yaml_walk w{file, msgs, {}};
+    apply_yaml_node(c, root, "", w);
   } catch (const std::exception &e) {
-    log(log_level::warn, "%s: could not be applied (%s); ignoring the rest of this file",
-        file.c_str(), e.what());
+    msgs.warn("%s: could not be applied (%s); ignoring the rest of this file", file.c_str(),
+              e.what());
   }
 }
 
@@ -763,55 +797,75 @@ config::config() {
   }
 }
 
-// aggregation.file: DFTracer 2.x's rules file, {inclusion: [expr, ...], exclusion: [...]}. The
-// expressions are compiled later (writer/event_rules.hpp), which reports their own mistakes.
-static void read_rules_file(config &c) {
-  const std::string &file = c.aggregation_file;
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(file);
-  } catch (const std::exception &e) {
-    log(log_level::warn, "aggregation.file: %s can not be read as YAML (%s); no rules from it",
-        file.c_str(), e.what());
-    return;
+namespace {
+
+// The DFTracer name's value as the key reads it: a bare number in the name's unit, and the
+// meaning of DFTRACER_DISABLE_* turned round.
+std::string dftracer_value(const entry &e, std::string value) {
+  if (e.dftracer_unit && !value.empty() &&
+      value.find_first_not_of("0123456789.") == std::string::npos)
+    value += e.dftracer_unit;
+  if (e.dftracer_inverted) {
+    bool b;
+    if (parse_bool(value, &b)) value = b ? "false" : "true";
   }
-  if (!root.IsMap()) {
-    log(log_level::warn,
-        "aggregation.file: %s is not a map of inclusion and exclusion lists; no "
-        "rules from it",
-        file.c_str());
-    return;
-  }
-  for (auto it = root.begin(); it != root.end(); ++it) {
-    const YAML::Node key_node = it->first;
-    const YAML::Node value = it->second;
-    const std::string key = lower(key_node.as<std::string>(""));
-    std::vector<std::string> *list = key == "inclusion"   ? &c.aggregation_include
-                                     : key == "exclusion" ? &c.aggregation_exclude
-                                                          : nullptr;
-    if (!list) {
-      log(log_level::warn, "%s: key '%s' is not inclusion or exclusion; ignored", file.c_str(),
-          key.c_str());
-      continue;
-    }
-    if (value.IsScalar()) {
-      list->push_back(value.Scalar());
-    } else if (value.IsSequence()) {
-      for (const auto &r : value) {
-        if (r.IsScalar())
-          list->push_back(r.Scalar());
-        else
-          log(log_level::warn, "%s: an entry of '%s' is not a rule (%s); ignored", file.c_str(),
-              key.c_str(), scalar_text(r).c_str());
+  return value;
+}
+
+// Environment: the DFTRACE_* name, else the DFTracer name; both set to different values is said.
+void apply_environment(config &c, config_messages &msgs) {
+  for (const auto &e : table()) {
+    if (std::string(e.info.key) == "config") continue;
+    const char *v = getenv_nonempty(e.info.env);
+    const char *d = getenv_nonempty(e.info.dftracer_env);
+    if (v) {
+      if (d) {
+        config ours = c, theirs = c;
+        std::string why;
+        const bool ok = e.set(ours, v, why);
+        if (ok && e.set(theirs, dftracer_value(e, d), why) && e.get(ours) != e.get(theirs))
+          msgs.warn("environment: %s=%s and %s=%s both set key '%s'; %s wins", e.info.env, v,
+                    e.info.dftracer_env, d, e.info.key, e.info.env);
       }
-    } else if (!value.IsNull()) {
-      log(log_level::warn, "%s: '%s' is not a list of rules; ignored", file.c_str(), key.c_str());
+      apply(c, e, v, std::string("env ") + e.info.env, std::string("environment ") + e.info.env,
+            msgs);
+    } else if (d) {
+      apply(c, e, dftracer_value(e, d), std::string("env ") + e.info.dftracer_env,
+            std::string("environment ") + e.info.dftracer_env, msgs);
     }
   }
 }
 
+void apply_init_arguments(config &c, const dftrace_options *options, config_messages &msgs) {
+  auto set = [&](const char *key, const std::string &v) {
+    if (const entry *e = find_entry(key)) apply(c, *e, v, "init", "dftrace_init", msgs);
+  };
+  if (options->enable >= 0) set("enable", options->enable ? "true" : "false");
+  if (options->output_prefix) set("output.prefix", options->output_prefix);
+  if (options->output_file) set("output.file", options->output_file);
+  if (options->compression >= 0) set("output.compression", options->compression ? "gzip" : "none");
+  if (options->level >= 0) set("output.level", std::to_string(options->level));
+  if (options->metadata >= 0) set("metadata", options->metadata ? "true" : "false");
+  if (options->install_signal_handlers >= 0)
+    set("signals", options->install_signal_handlers ? "true" : "false");
+  if (options->bind_atexit >= 0) set("atexit", options->bind_atexit ? "true" : "false");
+  if (options->exec_name) c.exec_name = options->exec_name;
+  if (options->struct_size >= offsetof(dftrace_options_t, io_init) + sizeof(int)) {
+    // DFTracer's init: its data directories join the configured ones.
+    if (options->io_data_dir && *options->io_data_dir) {
+      const bool both = !c.data_dir.empty() && c.data_dir != options->io_data_dir;
+      set("io.data_dir", both ? std::string(options->io_data_dir) + ":" + c.data_dir
+                              : std::string(options->io_data_dir));
+    }
+    if (options->io_init >= 0) set("io.init", options->io_init ? "function" : "preload");
+  }
+}
+
+}  // namespace
+
 config load_config(const dftrace_options *options) {
   config c;
+  config_messages msgs;
   const bool have_opts =
       options && options->struct_size >= offsetof(dftrace_options_t, bind_atexit) + sizeof(int);
 
@@ -826,55 +880,12 @@ config load_config(const dftrace_options *options) {
   if (!file.empty()) {
     c.config_file = file;
     c.source["config"] = have_opts && options->config_file ? "init" : "env";
-    apply_yaml_file(c, file);
+    apply_yaml_file(c, file, msgs);
   }
-
-  // Environment: the DFTRACE_* name, else the DFTracer name.
-  for (const auto &e : table()) {
-    if (std::string(e.info.key) == "config") continue;
-    if (const char *v = getenv_nonempty(e.info.env)) {
-      apply(c, e, v, std::string("env ") + e.info.env, std::string("environment ") + e.info.env);
-    } else if (const char *d = getenv_nonempty(e.info.dftracer_env)) {
-      std::string value = d;
-      if (e.dftracer_unit && !value.empty() &&
-          value.find_first_not_of("0123456789.") == std::string::npos)
-        value += e.dftracer_unit;
-      if (e.dftracer_inverted) {
-        bool b;
-        if (parse_bool(value, &b)) value = b ? "false" : "true";
-      }
-      apply(c, e, value, std::string("env ") + e.info.dftracer_env,
-            std::string("environment ") + e.info.dftracer_env);
-    }
-  }
-
-  // Init arguments.
-  if (have_opts) {
-    auto set = [&](const char *key, const std::string &v) {
-      if (const entry *e = find_entry(key)) apply(c, *e, v, "init", "dftrace_init");
-    };
-    if (options->enable >= 0) set("enable", options->enable ? "true" : "false");
-    if (options->output_prefix) set("output.prefix", options->output_prefix);
-    if (options->output_file) set("output.file", options->output_file);
-    if (options->compression >= 0)
-      set("output.compression", options->compression ? "gzip" : "none");
-    if (options->level >= 0) set("output.level", std::to_string(options->level));
-    if (options->metadata >= 0) set("metadata", options->metadata ? "true" : "false");
-    if (options->install_signal_handlers >= 0)
-      set("signals", options->install_signal_handlers ? "true" : "false");
-    if (options->bind_atexit >= 0) set("atexit", options->bind_atexit ? "true" : "false");
-    if (options->exec_name) c.exec_name = options->exec_name;
-    if (options->struct_size >= offsetof(dftrace_options_t, io_init) + sizeof(int)) {
-      // DFTracer's init: its data directories join the configured ones.
-      if (options->io_data_dir && *options->io_data_dir) {
-        const bool both = !c.data_dir.empty() && c.data_dir != options->io_data_dir;
-        set("io.data_dir", both ? std::string(options->io_data_dir) + ":" + c.data_dir
-                                : std::string(options->io_data_dir));
-      }
-      if (options->io_init >= 0) set("io.init", options->io_init ? "function" : "preload");
-    }
-  }
-  if (!c.aggregation_file.empty()) read_rules_file(c);
+  apply_environment(c, msgs);
+  if (have_opts) apply_init_arguments(c, options, msgs);
+  if (!c.aggregation_file.empty()) read_rules_file(c, msgs);
+  msgs.finish(c.log_level);
   return c;
 }
 

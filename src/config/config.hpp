@@ -35,6 +35,8 @@ struct config {
   bool metadata{};
   bool ns_precision{};
   std::string timer_source;  // auto | tsc | monotonic
+  std::string cmdline;       // output.cmdline: full | exec | none
+  std::string redact;        // output.redact: names whose values the command line hides
   // The step schedule (schedule.*): steps skipped first, then cycles of wait, warmup and
   // active steps, repeat cycles (0: no end); off while schedule_active is 0.
   uint64_t schedule_skip_first{}, schedule_wait{}, schedule_warmup{}, schedule_active{},

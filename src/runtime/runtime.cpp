@@ -11,13 +11,13 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 
 #include "base/format.hpp"
 #include "base/hash.hpp"
 #include "base/log.hpp"
 #include "base/thread_role.hpp"
 #include "dftrace/dftrace.h"
+#include "runtime/command_line.hpp"
 #include "runtime/extensions.hpp"
 #include "runtime/nvtx_forward.hpp"
 #include "topology/topology.hpp"
@@ -88,11 +88,6 @@ void fatal_signal(int sig, siginfo_t *info, void *uctx) {
   g_installed[sig] = false;
   ::raise(sig);
   errno = saved_errno;
-}
-
-std::string read_file(const char *path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
 std::string base_name(const std::string &p) {
@@ -170,17 +165,10 @@ int runtime::init(const dftrace_options *options) {
     host_hash_ = dftracer_hash(host_);
     hhash_field_ = cfg_.metadata ? hhash_member(host_hash_) : std::string();
 
-    // The command line, and the program's name (for Python, the script's).
-    std::string raw = read_file("/proc/self/cmdline");
-    std::vector<std::string> argv;
-    for (size_t s = 0; s < raw.size();) {
-      size_t e = raw.find('\0', s);
-      if (e == std::string::npos) e = raw.size();
-      argv.push_back(raw.substr(s, e - s));
-      s = e + 1;
-    }
-    cmdline_.clear();
-    for (size_t i = 0; i < argv.size(); ++i) cmdline_ += (i ? ";" : "") + argv[i];
+    // The command line as output.cmdline and output.redact allow, and the program's name
+    // (for Python, the script's).
+    const std::vector<std::string> argv = process_arguments();
+    cmdline_ = recorded_command_line(argv, cfg_.cmdline, cfg_.redact);
     exec_ = cfg_.exec_name;
     if (exec_.empty() && !argv.empty()) {
       exec_ = base_name(argv[0]);
@@ -264,6 +252,7 @@ int runtime::init(const dftrace_options *options) {
       disabled_reason_ =
           "disabled by configuration (enable it with DFTRACE_ENABLE=1, `enable: true` "
           "in the YAML file, or the init options)";
+      log(log_level::info, "not recording: %s", disabled_reason_.c_str());
       return DFTRACE_ERR_DISABLED;
     }
     create_writer_locked();

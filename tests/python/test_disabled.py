@@ -88,3 +88,31 @@ def test_unwritable_trace_path_does_not_harm_the_program(runner):
     ''', enable=True, env={"DFTRACE_LOG_FILE": "/nonexistent-dftrace-dir/sub/trace"})
     assert p.returncode == 0 and p.stdout.strip() == "done"
     assert all(line.startswith("dftrace: ") for line in p.stderr.splitlines() if line)
+
+
+def test_initialize_with_data_dir_alone_says_it_records_nothing(runner):
+    """initialize(data_dir=...) without enable records nothing: the session says so and why,
+    and at log_level info one line on stderr does too."""
+    code = '''
+        import dftrace
+        s = dftrace.initialize(data_dir=".")
+        print(s.enabled)
+        print(s.state)
+        print(repr(s))
+        open("data.txt", "w").write("x")
+    '''
+    for env, lines in (({}, 0), ({"DFTRACE_LOG_LEVEL": "info"}, 1)):
+        p = runner.run(code, enable=False, env=dict(env, DFTRACE_LOG_FILE=runner.trace_dir + "/t"))
+        enabled, state, rep = p.stdout.splitlines()
+        assert enabled == "False"
+        assert state.startswith("not recording: disabled by configuration")
+        assert "DFTRACE_ENABLE=1" in state
+        assert rep == "<dftrace session: %s>" % state
+        assert p.stderr.count("\n") == lines, p.stderr
+        if lines:
+            assert p.stderr.startswith("dftrace: info: not recording: disabled by configuration")
+        assert runner.traces() == []
+    p = runner.run(code.replace('data_dir="."', 'data_dir=".", enable=True'), enable=False,
+                   env={"DFTRACE_LOG_FILE": runner.trace_dir + "/t"})
+    enabled, state, _ = p.stdout.splitlines()
+    assert enabled == "True" and state.startswith("recording"), p.stdout

@@ -123,14 +123,22 @@ def version() -> str:
 
 
 class Session:
-    """What initialize() returns: the status, the file, and finalize()."""
+    """What initialize() returns: the status, whether events are recorded and why, the file,
+    and finalize(). `repr(session)` says it in one line."""
 
     def __init__(self, status: int) -> None:
         self.status = status
 
     @property
     def enabled(self) -> bool:
+        """True while events are recorded (False: disabled, e.g. without enable=True or
+        DFTRACE_ENABLE=1; `state` says why)."""
         return _dftrace.is_enabled()
+
+    @property
+    def state(self) -> str:
+        """One line: "recording; file ..." or "not recording: <why>"."""
+        return _dftrace.status()
 
     @property
     def output_path(self) -> Optional[str]:
@@ -159,7 +167,10 @@ def initialize(log_file: Optional[str] = None, *, output_file: Optional[str] = N
     log_file: file-name prefix (files are <prefix>-<script>-<pid>-app.pfw.gz); output_file: an
     exact file. data_dir: directories (':'-separated, or "all") whose files' I/O is traced in
     this process, added to io.data_dir's (pydftracer's data_dir). Options left None come from
-    the configuration and the environment. When this
+    the configuration and the environment. Tracing is off unless enable=True, DFTRACE_ENABLE=1
+    (or DFTRACER_ENABLE=1) or `enable: true` in the configuration file turns it on: data_dir
+    alone records nothing (the session's `enabled` and `state` say so, and so does a line on
+    stderr at log_level info). When this
     call enables tracing and the environment does not, it exports DFTRACE_ENABLE=1 (and the
     prefix) so that spawned children trace too (export_environment=False keeps it unchanged).
     Calling it again while initialised changes nothing.

@@ -785,3 +785,58 @@ def test_a_bad_rules_file_is_one_message_per_mistake(tmp_path):
                                     "DFTRACE_AGGREGATION_FILE": str(missing)})
     assert p.stderr.count("can not be read") == 1, p.stderr
     assert len(stat_of(tc.only_file(d2))) == 3
+
+
+def test_rules_file_that_is_not_a_file_is_one_message_and_the_program_goes_on(tmp_path):
+    # A FIFO froze the program at its first region (yaml-cpp's LoadFile waited for a writer,
+    # under the init lock); a directory, a device, /proc/self/mem and a huge file are each one
+    # line too. The program's exit status and its trace are as with no rules file.
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    huge = tmp_path / "huge.yaml"
+    with open(huge, "wb") as f:
+        f.truncate(1 << 30)  # sparse
+    for i, path in enumerate([fifo, tmp_path, "/dev/zero", "/proc/self/mem", huge]):
+        d = tmp_path / ("t%d" % i)
+        d.mkdir()
+        p = run("agg", 50, tmp=d, timeout=60,
+                env={"DFTRACE_AGGREGATION": "1", "DFTRACE_AGGREGATION_FILE": str(path)})
+        assert p.stderr.count("\n") == 1 and "no rules from it" in p.stderr, (path, p.stderr)
+        assert p.stdout == ""
+        assert len(stat_of(tc.only_file(d))) == 3
+
+
+def header_strings(path):
+    """The header's SH strings and the start event's cmd_hash."""
+    ev = [json.loads(l) for l in tc.read_lines(path)[1:-1]]
+    sh = {e["args"]["value"]: e["args"]["name"] for e in ev if e["name"] == "SH"}
+    start = next(e for e in ev if e["name"] == "start" and e["cat"] == "dftracer")
+    return sh, sh[start["args"]["cmd_hash"]]
+
+
+def test_command_line_hides_secrets_and_output_cmdline_chooses_how_much(tmp_path):
+    prog = os.path.join(BIN, "writer_prog")
+    args = ["basic", "--password=hunter2", "--token", "s3cret", "DB_PASSWORD=pw1",
+            "https://me:pw2@example.org/x", "--keep=1"]
+    d = tmp_path / "full"
+    d.mkdir()
+    run(*args, tmp=d)
+    path = tc.only_file(d)
+    _, cmdline = header_strings(path)
+    assert cmdline == ";".join([prog, "basic", "--password=***", "--token", "***",
+                                "DB_PASSWORD=***", "https://me:***@example.org/x", "--keep=1"])
+    text = "\n".join(tc.read_lines(path))
+    for secret in ("hunter2", "s3cret", "pw1", "pw2"):
+        assert secret not in text
+    d = tmp_path / "noredact"
+    d.mkdir()
+    run(*args, tmp=d, env={"DFTRACE_OUTPUT_REDACT": "none"})
+    assert header_strings(tc.only_file(d))[1] == ";".join([prog] + args)
+    for mode, expected in (("exec", prog), ("none", "")):
+        d = tmp_path / mode
+        d.mkdir()
+        run(*args, tmp=d, env={"DFTRACE_OUTPUT_CMDLINE": mode})
+        path = tc.only_file(d)
+        assert header_strings(path)[1] == expected
+        assert "--keep" not in "\n".join(tc.read_lines(path))
+        tc.load_checked(path)  # every hash still defined

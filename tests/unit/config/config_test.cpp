@@ -419,3 +419,86 @@ TEST_F(Config, ConfigNamingADirectoryIsOneLineAndUnusable) {
   const config c = expect_one_line(dir_, "directory");
   EXPECT_TRUE(c.config_unusable);
 }
+
+// A file of 200,000 unknown keys printed 200,000 lines and stalled the first region for 10 s:
+// the messages are capped, the first few shown and then one line with the count of the rest.
+TEST_F(Config, ManyMistakesAreCappedWithACount) {
+  std::string text = "enable: true\n";
+  for (int i = 0; i < 200000; ++i) text += "no_such_key_" + std::to_string(i) + ": 1\n";
+  std::string err;
+  const config c = load(yaml(text), &err);
+  EXPECT_TRUE(c.enable);  // the one good key still applies
+  EXPECT_LE(lines(err), 11) << err.substr(0, 2000);
+  EXPECT_NE(err.find("unknown key 'no_such_key_0'"), std::string::npos) << err.substr(0, 2000);
+  EXPECT_NE(err.find("199990 more configuration messages not shown"), std::string::npos)
+      << err.substr(0, 2000);
+  // The environment's mistakes count towards the same cap.
+  setenv("DFTRACE_OUTPUT_LEVEL", "fast", 1);
+  load(yaml(text), &err);
+  unsetenv("DFTRACE_OUTPUT_LEVEL");
+  EXPECT_NE(err.find("199991 more configuration messages"), std::string::npos)
+      << err.substr(0, 2000);
+  // Under the cap, nothing extra.
+  load(yaml("a1: 1\na2: 2\n"), &err);
+  EXPECT_EQ(lines(err), 2) << err;
+}
+
+TEST_F(Config, KeySetTwiceInOneFileSaysWhichWins) {
+  std::string err;
+  const std::string f = yaml("output:\n  prefix: /first\nmetadata: true\noutput.prefix: /second\n");
+  config c = load(f, &err);
+  EXPECT_EQ(lines(err), 1) << err;
+  EXPECT_NE(err.find("key 'output.prefix' is set twice (lines 2 and 4); the later one, line 4, "
+                     "wins"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(c.output_prefix, "/second");
+  // The same spelling twice (YAML allows it, yaml-cpp keeps both).
+  c = load(yaml("enable: false\nenable: true\n"), &err);
+  EXPECT_NE(err.find("key 'enable' is set twice (lines 1 and 2)"), std::string::npos) << err;
+  EXPECT_TRUE(c.enable);
+  // Rules keys add up, so two of them are no conflict.
+  c = load(yaml("categories: [-comm]\ncategories: [-io]\n"), &err);
+  EXPECT_EQ(err, "");
+  EXPECT_EQ(c.categories.size(), 2u);
+}
+
+TEST_F(Config, DftraceAndDftracerNamesDisagreeingSaysWhichWins) {
+  std::string err;
+  setenv("DFTRACE_LOG_FILE", "/ours", 1);
+  setenv("DFTRACER_LOG_FILE", "/theirs", 1);
+  config c = load("", &err);
+  EXPECT_EQ(c.output_prefix, "/ours");
+  EXPECT_EQ(lines(err), 1) << err;
+  EXPECT_NE(err.find("DFTRACE_LOG_FILE=/ours and DFTRACER_LOG_FILE=/theirs both set key "
+                     "'output.prefix'; DFTRACE_LOG_FILE wins"),
+            std::string::npos)
+      << err;
+  // Agreeing, in each name's own terms (DISABLE_IO=1 is io.enable=false): nothing to say.
+  setenv("DFTRACER_LOG_FILE", "/ours", 1);
+  setenv("DFTRACE_IO_ENABLE", "false", 1);
+  setenv("DFTRACER_DISABLE_IO", "1", 1);
+  c = load("", &err);
+  EXPECT_EQ(err, "");
+  EXPECT_FALSE(c.io);
+  for (const char *v :
+       {"DFTRACE_LOG_FILE", "DFTRACER_LOG_FILE", "DFTRACE_IO_ENABLE", "DFTRACER_DISABLE_IO"})
+    unsetenv(v);
+}
+
+TEST_F(Config, LayerOverridingAnotherIsSaidAtInfoLevel) {
+  std::string err;
+  const std::string f = yaml("log_level: info\noutput:\n  prefix: /from/yaml\n");
+  setenv("DFTRACE_LOG_FILE", "/from/env", 1);
+  config c = load(f, &err);
+  EXPECT_EQ(c.output_prefix, "/from/env");
+  EXPECT_NE(err.find("dftrace: info: key 'output.prefix': env DFTRACE_LOG_FILE ('/from/env') "
+                     "wins over yaml " +
+                     f + " ('/from/yaml')"),
+            std::string::npos)
+      << err;
+  // At the default level (warn) it is not said.
+  c = load(yaml("output:\n  prefix: /from/yaml\n"), &err);
+  EXPECT_EQ(err, "");
+  unsetenv("DFTRACE_LOG_FILE");
+}
