@@ -381,6 +381,9 @@ void writer::crash_cycle() {
 
 void writer::crash_flush(end_fields *end) {
   if (t_is_writer) return;
+  // dftrace's own work: creating the file here (mkdir, open) must pass through the I/O
+  // interposers untraced, whose FH line would wait on io_mutex_, held below.
+  const internal_scope own;
   if (!lock_within(io_mutex_, std::chrono::milliseconds(1000))) return;
   if (!finished_) {
     crash_cycle();

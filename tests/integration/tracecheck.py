@@ -249,3 +249,111 @@ def pr_values(events):
             if e["args"]["name"] == "affinity_warning":
                 warnings.append(e["args"]["value"])
     return pr, warnings
+
+
+# ---- for the battery (tests/integration/battery), which reports every problem it finds in a
+# trace instead of stopping at the first.
+
+DEFINING = ("HH", "SH", "FH")
+HASH_KEYS = ("hhash", "fhash", "exec_hash", "cmd_hash")
+POSIX_READS = {"read", "pread", "pread64", "readv", "preadv", "preadv64", "preadv2",
+               "preadv64v2", "copy_file_range", "sendfile", "sendfile64"}
+POSIX_WRITES = {"write", "pwrite", "pwrite64", "writev", "pwritev", "pwritev64", "pwritev2",
+                "pwritev64v2"}
+STDIO_READS = {"fread", "fgets", "getline", "getdelim", "fgetc", "getc", "fscanf", "vfscanf"}
+STDIO_WRITES = {"fwrite", "fputs", "fputc", "putc", "fprintf", "vfprintf"}
+
+
+def io_bytes(ev):
+    """(direction, bytes) for an event that moves a file's data ('read' or 'write'), else None.
+    POSIX calls count their `ret` (copy_file_range and sendfile as reads of the file they name);
+    fread and fwrite count `ret` items of `size`; other stdio calls count a `bytes` argument when
+    they have one, else the `ret` of the calls that return a byte count (getline, getdelim,
+    fprintf, vfprintf)."""
+    if ev.get("ph") != "X":
+        return None
+    cat, name, args = ev.get("cat"), ev.get("name"), ev.get("args") or {}
+    ret = args.get("ret")
+    if cat == "POSIX":
+        d = "read" if name in POSIX_READS else "write" if name in POSIX_WRITES else None
+        if d is None:
+            return None
+        return d, ret if isinstance(ret, int) and ret > 0 else 0
+    if cat != "STDIO":
+        return None
+    d = "read" if name in STDIO_READS else "write" if name in STDIO_WRITES else None
+    if d is None:
+        return None
+    if isinstance(args.get("bytes"), int):
+        return d, max(args["bytes"], 0)
+    if name in ("fread", "fwrite") and isinstance(args.get("size"), int):
+        return d, args["size"] * ret if isinstance(ret, int) and ret > 0 else 0
+    if name in ("getline", "getdelim", "fprintf", "vfprintf"):
+        return d, ret if isinstance(ret, int) and ret > 0 else 0
+    return d, 0
+
+
+def trace_problems(path, require_end=True):
+    """Checks one trace file the battery's way and returns (problems, events, names): every
+    problem found (a gzip member cut short or broken, a line that is not JSON, an id used twice,
+    a hash used before its definition in this file, no `end`), the events it could read, and
+    {hash: name} of its FH lines."""
+    problems, events, names = [], [], {}
+    base = os.path.basename(path)
+    try:
+        ms = members(path)
+    except OSError as e:
+        return ["%s: can not be read: %s" % (base, e)], events, names
+    if not ms:
+        return ["%s: empty (no gzip member)" % base], events, names
+    texts = []
+    for i, (_, raw, text) in enumerate(ms):
+        if text is None:
+            problems.append("%s: gzip member %d of %d is cut short or broken (%d bytes)"
+                            % (base, i + 1, len(ms), len(raw)))
+        else:
+            texts.append(text)
+    lines = "".join(texts).splitlines()
+    if not lines or lines[0] != "[":
+        problems.append("%s: the first line is not '['" % base)
+    ids, defined = {}, set()
+    bad_json = undefined = dup = 0
+    first_undefined = first_dup = first_bad = None
+    for n, line in enumerate(lines, start=1):
+        if line in ("[", "]", ""):
+            continue
+        try:
+            ev = json.loads(line)
+        except ValueError:
+            bad_json += 1
+            first_bad = first_bad or (n, line[:120])
+            continue
+        events.append(ev)
+        args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
+        if ev.get("ph") == "M" and ev.get("name") in DEFINING:
+            defined.add(args.get("value"))
+            if ev.get("name") == "FH":
+                names[args.get("value")] = args.get("name")
+        if ev.get("ph") != "C" and "id" in ev:
+            if ev["id"] in ids:
+                dup += 1
+                first_dup = first_dup or (n, ids[ev["id"]], ev["id"])
+            else:
+                ids[ev["id"]] = n
+        if ev.get("ph") != "M":
+            for k in HASH_KEYS:
+                if k in args and args[k] not in defined:
+                    undefined += 1
+                    first_undefined = first_undefined or (n, k, args[k], ev.get("name"))
+    if bad_json:
+        problems.append("%s: %d line(s) are not JSON (first: line %d: %r)" % ((base, bad_json) + first_bad))
+    if dup:
+        problems.append("%s: %d duplicate id(s) (first: line %d repeats the id of line %d: %r)"
+                        % ((base, dup) + first_dup))
+    if undefined:
+        problems.append("%s: %d event(s) use a hash not defined earlier in the file (first: line "
+                        "%d: %s %r in %r)" % ((base, undefined) + first_undefined))
+    has_end = any(e.get("name") == "end" and e.get("cat") == "dftracer" for e in events)
+    if require_end and not has_end:
+        problems.append("%s: no `end` event (%d events)" % (base, len(events)))
+    return problems, events, names

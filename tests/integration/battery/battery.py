@@ -1,0 +1,343 @@
+"""battery.py: runs one case of the battery untraced and traced, and lists every difference.
+
+A case (cases.py) is a program with its setup. The engine runs it twice in the same directory
+path (so that paths the program prints or records are the same): first untraced, then under
+`dftrace run` with its trace directory outside that directory (DFTRACE_LOG_FILE). After each run
+the directory is moved aside, and the two are compared:
+
+- the exit status (a death by signal is a negative status), stdout and stderr (through the
+  case's normaliser, for what legitimately differs);
+- every file and folder produced: kind, mode, content (a case may exempt a file's content, with
+  a reason: git's index records inode numbers);
+- no hang (the case's timeout) and no process left behind in the run's session;
+- the trace: `dftrace validate` accepts it, and the independent checker (tracecheck.py) finds
+  every gzip member whole, every line JSON, no duplicate id, every hash defined in the same file
+  before use, an `end` in every file, and, for the files the case names, the bytes read or
+  written in the events equal to the files' sizes.
+
+Every difference is collected (never only the first); `run_case` returns them as lines."""
+import difflib
+import fnmatch
+import hashlib
+import os
+import re
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional, Tuple, Union
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import tracecheck as tc  # noqa: E402
+
+FIXED_MTIME = 1600000000  # every file a setup makes gets this time (tar, ls -l print it)
+
+
+@dataclass
+class Case:
+    name: str
+    cmd: Union[str, List[str]]  # a string is a bash script (bash -c)
+    setup: Optional[Callable] = None  # setup(work: str): makes the inputs, run untraced
+    env: Dict[str, str] = field(default_factory=dict)  # for both runs
+    traced_env: Dict[str, str] = field(default_factory=dict)  # dftrace's knobs, traced run only
+    timeout: float = 60.0
+    normalise: Optional[Callable[[str], str]] = None  # applied to stdout and stderr
+    ignore_content: Dict[str, str] = field(default_factory=dict)  # glob -> reason
+    ignore_files: Dict[str, str] = field(default_factory=dict)  # glob -> reason (not compared)
+    # (direction 'read'|'write', glob of files relative to the work directory, times each is
+    # moved): the events' bytes on those files equal times x their sizes (inputs: before the
+    # run; outputs: after it)
+    io_bytes: List[Tuple[str, str, int]] = field(default_factory=list)
+    # (signal, milliseconds, file): once the program created `file` in its directory, wait
+    # that long and send it the signal
+    kill: Optional[Tuple[int, int, str]] = None
+    trace_tmpfs: Optional[str] = None  # a tmpfs of this size ('64k') as the trace directory
+    require_end: bool = True  # every trace file has an `end` (not when the disk is full)
+    needs: List[str] = field(default_factory=list)  # programs that must be on PATH
+    defects: str = ""  # what in issue 34 this case is there to catch (for the report)
+
+
+def _fix_mtimes(top):
+    for d, dirs, files in os.walk(top, topdown=False):
+        for n in files + dirs:
+            os.utime(os.path.join(d, n), (FIXED_MTIME, FIXED_MTIME), follow_symlinks=False)
+    os.utime(top, (FIXED_MTIME, FIXED_MTIME))
+
+
+def snapshot(top):
+    """{relative path: (kind, mode, digest or link target, size)} of everything under top."""
+    out = {}
+    for d, dirs, files in os.walk(top):
+        for n in dirs + files:
+            p = os.path.join(d, n)
+            rel = os.path.relpath(p, top)
+            st = os.lstat(p)
+            mode = stat.S_IMODE(st.st_mode)
+            if stat.S_ISLNK(st.st_mode):
+                out[rel] = ("link", mode, os.readlink(p), 0)
+            elif stat.S_ISDIR(st.st_mode):
+                out[rel] = ("dir", mode, "", 0)
+            elif stat.S_ISREG(st.st_mode):
+                h = hashlib.sha256()
+                with open(p, "rb") as f:
+                    for block in iter(lambda: f.read(1 << 20), b""):
+                        h.update(block)
+                out[rel] = ("file", mode, h.hexdigest(), st.st_size)
+            else:
+                out[rel] = ("other", mode, "", 0)
+    return out
+
+
+def _matches(rel, patterns):
+    for pat, why in patterns.items():
+        if fnmatch.fnmatch(rel, pat):
+            return why
+    return None
+
+
+def compare_trees(plain, traced, case):
+    diffs = []
+    for rel in sorted(set(plain) | set(traced)):
+        if _matches(rel, case.ignore_files):
+            continue
+        a, b = plain.get(rel), traced.get(rel)
+        if a is None:
+            diffs.append("file %s: made only when traced (%s, %d bytes)" % (rel, b[0], b[3]))
+        elif b is None:
+            diffs.append("file %s: missing when traced (untraced: %s, %d bytes)" % (rel, a[0], a[3]))
+        elif a[0] != b[0]:
+            diffs.append("file %s: a %s untraced, a %s traced" % (rel, a[0], b[0]))
+        else:
+            if a[1] != b[1]:
+                diffs.append("file %s: mode %o untraced, %o traced" % (rel, a[1], b[1]))
+            if a[2] != b[2] and not _matches(rel, case.ignore_content):
+                diffs.append("file %s: content differs (%d bytes untraced, %d traced)" % (rel, a[3], b[3]))
+    return diffs
+
+
+def _text_diff(what, a, b):
+    lines = list(difflib.unified_diff(a.splitlines(), b.splitlines(), "untraced", "traced", lineterm="", n=1))
+    shown = [l if len(l) < 200 else l[:200] + "..." for l in lines[2:22]]
+    more = " (+%d more diff lines)" % (len(lines) - 22) if len(lines) > 22 else ""
+    return "%s differs%s:\n      %s" % (what, more, "\n      ".join(shown))
+
+
+def session_processes(sid):
+    """(pid, state, command line) of every live process in session sid."""
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                s = f.read()
+            fields = s[s.rindex(")") + 2:].split()
+            if int(fields[3]) != sid or fields[0] == "Z":
+                continue
+            with open("/proc/%s/cmdline" % d, "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+            out.append((int(d), fields[0], cmd[:120]))
+        except (OSError, ValueError, IndexError):
+            continue
+    return out
+
+
+def execute(argv, work, env, case, outdir):
+    """Runs argv in work, in a new session, stdout and stderr into files outside work. Returns
+    (status or None on a hang, stdout, stderr, problems)."""
+    problems = []
+    out_path, err_path = os.path.join(outdir, "stdout"), os.path.join(outdir, "stderr")
+    with open(out_path, "wb") as out, open(err_path, "wb") as err:
+        p = subprocess.Popen(argv, cwd=work, env=env, stdin=subprocess.DEVNULL, stdout=out,
+                             stderr=err, start_new_session=True)
+    deadline = time.monotonic() + case.timeout
+    if case.kill:
+        sig, ms, marker = case.kill
+        while p.poll() is None and not os.path.exists(os.path.join(work, marker)) \
+                and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if p.poll() is None and os.path.exists(os.path.join(work, marker)):
+            time.sleep(ms / 1000.0)
+            try:
+                os.kill(p.pid, sig)
+            except ProcessLookupError:
+                pass
+        elif p.poll() is None:
+            problems.append("never created %s to be signalled" % marker)
+    status = None
+    try:
+        status = p.wait(max(0.1, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        problems.append("hang: still running after %g s (killed)" % case.timeout)
+        _kill_session(p.pid)
+        p.wait()
+    # What the command started must have ended with it.
+    left = session_processes(p.pid)
+    t = time.monotonic()
+    while left and time.monotonic() - t < 3:
+        time.sleep(0.05)
+        left = session_processes(p.pid)
+    if left:
+        problems.append("process(es) left behind: " + "; ".join("%d %s %s" % x for x in left[:5]))
+        _kill_session(p.pid)
+    with open(out_path, "rb") as f:
+        stdout = f.read().decode(errors="replace")
+    with open(err_path, "rb") as f:
+        stderr = f.read().decode(errors="replace")
+    return status, stdout, stderr, problems
+
+
+def _kill_session(sid):
+    for pid, _, _ in session_processes(sid):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    try:
+        os.killpg(sid, signal.SIGKILL)
+    except OSError:
+        pass
+    t = time.monotonic()
+    while session_processes(sid) and time.monotonic() - t < 5:
+        time.sleep(0.05)
+
+
+def base_env(case, home, tmp):
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("DFTRACE_", "DFTRACER_")) and k not in ("LD_PRELOAD", "PYTHONPATH")}
+    env.update({"LC_ALL": "C", "LANG": "C", "TZ": "UTC", "HOME": home, "TMPDIR": tmp,
+                "PYTHONDONTWRITEBYTECODE": "1"})
+    env.update(case.env)
+    return env
+
+
+def describe_status(s):
+    if s is None:
+        return "none (hung)"
+    return "killed by %s" % signal.Signals(-s).name if s < 0 else str(s)
+
+
+def check_trace(case, trace_dir, cli, work, before, after, env):
+    """The traced run's trace: what is wrong with it, as lines."""
+    diffs = []
+    files = sorted(os.path.join(trace_dir, f) for f in os.listdir(trace_dir) if ".pfw" in f)
+    if not files:
+        return ["trace: no trace file in %s" % trace_dir]
+    v = subprocess.run([cli, "validate", "--max-findings", "5", *files], capture_output=True,
+                       text=True, env=env, timeout=120)
+    if v.returncode != 0:
+        lines = [l for l in (v.stdout + v.stderr).splitlines() if l.strip()]
+        diffs.append("trace: dftrace validate exits %d:\n      %s" % (v.returncode, "\n      ".join(lines[:8])))
+    moved = {"read": {}, "write": {}}
+    by_kind = {}
+    for path in files:
+        problems, events, names = tc.trace_problems(path, require_end=case.require_end)
+        for p in problems:
+            by_kind.setdefault(re.sub(r"\d+", "N", p.split(": ", 1)[1].split(" (")[0]), []).append(p)
+        for ev in events:
+            io = tc.io_bytes(ev)
+            fh = (ev.get("args") or {}).get("fhash")
+            if io is None or fh not in names:
+                continue
+            name = os.path.normpath(str(names[fh]))
+            if not name.startswith(work + os.sep):
+                continue
+            rel = os.path.relpath(name, work)
+            moved[io[0]][rel] = moved[io[0]].get(rel, 0) + io[1]
+    for kind, problems in by_kind.items():
+        diffs += ["trace: " + p for p in problems[:3]]
+        if len(problems) > 3:
+            diffs.append("trace: ... and %d more file(s) of the %d with: %s" % (len(problems) - 3, len(files), kind))
+    for direction, pattern, times in case.io_bytes:
+        # inputs as they were before the run (or as the run left them, if it made them)
+        sizes = dict(after, **before) if direction == "read" else after
+        want = sum(v[3] for k, v in sizes.items() if v[0] == "file" and fnmatch.fnmatch(k, pattern))
+        got = sum(n for k, n in moved[direction].items() if fnmatch.fnmatch(k, pattern))
+        if got != times * want:
+            diffs.append("trace: bytes %s on %s: %d in the events, %d expected (%d x the files' %d bytes)"
+                         % (direction, pattern, got, times * want, times, want))
+    return diffs
+
+
+def _mount_tmpfs(path, size):
+    os.makedirs(path, exist_ok=True)
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=%s,mode=0755" % size, "tmpfs", path],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        return "mount -t tmpfs failed (%s)" % (r.stderr.strip() or r.returncode)
+    return None
+
+
+def run_case(case, root, cli, calibrate=False):
+    """Runs the case; returns (differences, skip reason or None). calibrate: the second run is
+    untraced too (to find what in the case itself varies from run to run)."""
+    if os.path.exists(root):
+        shutil.rmtree(root)
+    os.makedirs(root)
+    for prog in case.needs:
+        if shutil.which(prog) is None:
+            return [], "%s is not installed" % prog
+    work = os.path.join(root, "work")
+    home = os.path.join(root, "home")
+    trace_dir = os.path.join(root, "trace")
+    os.makedirs(home)
+    # TMPDIR short: a Unix socket's path (multiprocessing, PyTorch) has room for 107 bytes
+    tmp = tempfile.mkdtemp(prefix="battery-")
+    runs = {}
+    befores = {}
+    mounted = False
+    try:
+        if case.trace_tmpfs and not calibrate:
+            why = _mount_tmpfs(trace_dir, case.trace_tmpfs)
+            if why:
+                return [], why
+            mounted = True
+        else:
+            os.makedirs(trace_dir)
+        for mode in ("untraced", "traced"):
+            os.makedirs(work)
+            if case.setup:
+                case.setup(work)
+            _fix_mtimes(work)
+            befores[mode] = snapshot(work)
+            env = base_env(case, home, tmp)
+            argv = ["bash", "-c", case.cmd] if isinstance(case.cmd, str) else list(case.cmd)
+            if mode == "traced" and not calibrate:
+                env.update({"DFTRACE_LOG_FILE": os.path.join(trace_dir, "t")})
+                env.update(case.traced_env)
+                argv = [cli, "run", "--"] + argv
+            outdir = os.path.join(root, mode + ".out")
+            os.makedirs(outdir)
+            runs[mode] = execute(argv, work, env, case, outdir)
+            os.rename(work, os.path.join(root, mode))
+            for d in (home, tmp):
+                shutil.rmtree(d)
+                os.makedirs(d)
+        (s1, o1, e1, p1), (s2, o2, e2, p2) = runs["untraced"], runs["traced"]
+        diffs = ["untraced run: " + p for p in p1] + ["traced run: " + p for p in p2]
+        if s1 != s2:
+            diffs.append("exit status: %s untraced, %s traced" % (describe_status(s1), describe_status(s2)))
+        norm = case.normalise or (lambda s: s)
+        for what, a, b in (("stdout", o1, o2), ("stderr", e1, e2)):
+            if norm(a) != norm(b):
+                diffs.append(_text_diff(what, norm(a), norm(b)))
+        plain = snapshot(os.path.join(root, "untraced"))
+        traced = snapshot(os.path.join(root, "traced"))
+        diffs += compare_trees(plain, traced, case)
+        if not calibrate:
+            # the traced tree is checked where it was made: its files' names in the trace
+            os.rename(os.path.join(root, "traced"), work)
+            try:
+                diffs += [d for d in check_trace(case, trace_dir, cli, work, befores["traced"],
+                                                 traced, base_env(case, home, tmp)) if d]
+            finally:
+                os.rename(work, os.path.join(root, "traced"))
+        return diffs, None
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if mounted:
+            subprocess.run(["umount", "-l", trace_dir], capture_output=True)

@@ -1,0 +1,1 @@
+long square_area(long side) { return side * side; }
