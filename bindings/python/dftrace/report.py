@@ -16,6 +16,14 @@ import sys
 import time
 
 _IO_CATS = ("POSIX", "STDIO")
+# The calls that move data, by name (as `dftrace stat` counts them): POSIX's return their bytes,
+# fread/fwrite items of `size` bytes, STDIO's folded character and line calls carry `bytes`.
+_POSIX_DATA = {"read", "pread", "pread64", "readv", "preadv", "preadv64", "preadv2",
+               "preadv64v2", "write", "pwrite", "pwrite64", "writev", "pwritev", "pwritev64",
+               "pwritev2", "pwritev64v2"}
+_STDIO_ITEMS = {"fread", "fwrite"}
+_STDIO_FOLDED = {"fgetc", "getc", "getchar", "fgets", "getline", "getdelim", "fputc", "putc",
+                 "putchar", "fputs", "puts", "fprintf", "vfprintf", "printf", "vprintf"}
 _MAX_BARS = 2000  # timeline bars per process (its longest top-level regions)
 
 
@@ -123,11 +131,20 @@ def _io(df, t0, span):
     ev = df[(df.ph == "X") & df.cat.isin(_IO_CATS)]
     if ev.empty:
         return None
-    rw = ev[ev.name.astype(str).str.contains("read|write", regex=True)]
-    nbytes = rw["ret"].astype("float64").fillna(0).clip(lower=0) if "ret" in rw else 0
+    name = ev.name.astype(str)
+    posix, stdio = ev.cat.astype(str) == "POSIX", ev.cat.astype(str) == "STDIO"
+    rw = ev[(posix & name.isin(_POSIX_DATA)) |
+            (stdio & name.isin(_STDIO_ITEMS | _STDIO_FOLDED))]
+    name = rw.name.astype(str)
+
+    def column(key):
+        return (rw[key].astype("float64").fillna(0).clip(lower=0) if key in rw
+                else np.zeros(len(rw)))
+    nbytes = column("ret")
     if "size" in rw:  # fread/fwrite return items of `size` bytes
-        items = rw.name.isin(["fread", "fwrite"])
-        nbytes = np.where(items, nbytes * rw["size"].astype("float64").fillna(1), nbytes)
+        nbytes = np.where(name.isin(_STDIO_ITEMS), nbytes * rw["size"].astype("float64").fillna(1),
+                          nbytes)
+    nbytes = np.where(name.isin(_STDIO_FOLDED), column("bytes"), nbytes)
     rw = rw.assign(bytes=nbytes, who=_who(rw))
     bins = 100
     width = max(span, 1) / bins
@@ -187,7 +204,7 @@ def build(paths, title=None):
     matplotlib.use("Agg")
     from . import _read
     files = _read.trace_files(paths)
-    df = _read.read(files, args=["ret", "size"], threads=0)
+    df = _read.read(files, args=["ret", "size", "bytes"], threads=0)
     x = df[df.ts > 0]
     t0 = int(x.ts.min()) if len(x) else 0
     t1 = int((x.ts + x.dur).max()) if len(x) else 0

@@ -564,7 +564,8 @@ def test_the_descriptor_table_follows_what_changes_behind_it(tmp_path, mode):
         assert "symlink" in calls, calls  # its hash is the target's: DIR/in
     elif mode == "memfd":
         assert not [n for n in names.values() if n.startswith("/memfd:")], names
-        assert calls == ["fopen", "fclose"], calls  # making the file, then nothing of it
+        # making the file (fputs: one folded event), then nothing of it
+        assert calls == ["fopen", "fputs", "fclose"], calls
     elif mode == "freopen":
         assert calls[-3:] == ["freopen", "fread", "fclose"], calls
         assert on_file[-2]["args"]["size"] == 1 and on_file[-2]["args"]["count"] == 4
@@ -812,3 +813,102 @@ def test_tools_on_io_traces_stat_shows_bytes_per_file_and_bandwidth(tmp_path):
     text = subprocess.run([CLI, "stat", str(merged)], capture_output=True, text=True,
                           timeout=60).stdout
     assert "I/O by file" in text and str(src) in text
+
+
+# ---- stdio's character and line calls, folded per stream (src/io/README.md)
+
+FOLDED_READ = ("fgetc", "getc", "getchar", "fgets", "getline", "getdelim")
+FOLDED_WRITE = ("fputc", "putc", "putchar", "fputs", "puts", "fprintf", "vfprintf", "printf")
+
+
+def stdio_totals(io, names, fhash):
+    """{name: [calls, bytes]} of the STDIO events on one file: a folded event's `calls` and
+    `bytes`, an fread's or fwrite's one call and `ret` items of `size`."""
+    out = collections.defaultdict(lambda: [0, 0])
+    for e in io:
+        a = e["args"]
+        if e["cat"] != "STDIO" or a.get("fhash") != fhash:
+            continue
+        if e["name"] in FOLDED_READ + FOLDED_WRITE:
+            out[e["name"]][0] += a["calls"]
+            out[e["name"]][1] += a["bytes"]
+        elif e["name"] in ("fread", "fwrite"):
+            out[e["name"]][0] += 1
+            out[e["name"]][1] += a["ret"] * a["size"]
+    return out
+
+
+def stat_files(out):
+    p = subprocess.run([CLI, "stat", "--json", str(out)], capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 0, p.stderr
+    return {r["path"]: r for r in json.loads(p.stdout)["io_files"] if r["cat"] == "STDIO"}
+
+
+@pytest.mark.parametrize("prog", ["stdio_text_prog", "stdio_text_prog_fortify"])
+def test_stdio_character_and_line_calls_fold_to_exact_totals(tmp_path, prog):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "in.txt").write_bytes(b"".join(b"input line %d\n" % i for i in range(3000)))
+    n = 1000000
+    outdir = tmp_path / "traces"
+    outdir.mkdir()
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("DFTRACE_ENABLE", "DFTRACE_LOG_FILE", "DFTRACE_IO_DATA_DIR", "LD_PRELOAD")}
+    with open(data / "in.txt", "rb") as fin, open(data / "out.txt", "wb") as fout:
+        p = subprocess.run([CLI, "run", "--prefix", str(outdir / "t"), "--",
+                            os.path.join(BIN, prog), str(data), str(n)],
+                           stdin=fin, stdout=fout, stderr=subprocess.PIPE, text=True, env=env,
+                           timeout=300)
+    assert p.returncode == 0 and "stdio_text_prog: ok" in p.stderr, p.stderr
+    said = {}  # the program's own count of its calls and bytes, from their results
+    for line in p.stderr.splitlines()[:-1]:
+        name, calls, nbytes = line.split()
+        said[name] = [int(calls), int(nbytes)]
+    assert said["fgetc"][0] == n + n // 10
+    ev = tc.load_checked(tc.only_file(str(outdir)))
+    io = io_events(ev)
+    names = file_names(ev)
+    hashes = {v: k for k, v in names.items()}
+    text, out_txt, in_txt = (str(data / f) for f in ("text.txt", "out.txt", "in.txt"))
+    got = stdio_totals(io, FOLDED_READ + FOLDED_WRITE, hashes[text])
+    for name in ("fgetc", "getc", "fgets", "getline", "getdelim", "fread", "fputc", "putc",
+                 "fputs", "fprintf", "vfprintf", "fwrite"):
+        assert got[name] == said[name], (name, got[name], said[name])
+    size = os.path.getsize(text)
+    assert sum(got[k][1] for k in FOLDED_READ + ("fread",)) == size
+    assert sum(got[k][1] for k in FOLDED_WRITE + ("fwrite",)) == size
+    got = stdio_totals(io, FOLDED_WRITE, hashes[out_txt])
+    for name in ("printf", "puts", "putchar"):
+        assert got[name] == said[name], (name, got[name], said[name])
+    assert sum(v[1] for v in got.values()) == os.path.getsize(out_txt)
+    got = stdio_totals(io, FOLDED_READ, hashes[in_txt])
+    assert got["getchar"] == said["getchar"] and got["getchar"][1] == os.path.getsize(in_txt)
+    # Folded: a few events, not one per call (the calls number over 2.3 million).
+    folded = [e for e in io if e["name"] in FOLDED_READ + FOLDED_WRITE]
+    assert 0 < len(folded) < 200, len(folded)
+    # dftrace stat counts them as the file's reads and writes.
+    st = stat_files(outdir)
+    assert st[text]["read_bytes"] == size and st[text]["write_bytes"] == size
+    assert st[text]["read_calls"] == sum(said[k][0] for k in ("fgetc", "getc", "fgets", "getline",
+                                                               "getdelim", "fread"))
+    assert st[out_txt]["write_bytes"] == os.path.getsize(out_txt)
+    assert st[in_txt]["read_bytes"] == os.path.getsize(in_txt)
+
+
+def test_application_mode_binds_a_librarys_own_table_of_function_pointers(tmp_path):
+    """fptr_table_lib calls pread, pwrite and fsync through a table the loader filled
+    (R_X86_64_64 / R_AARCH64_ABS64 relocations, as SQLite's aSyscall[]): bound in the application
+    mode, its calls are traced; an entry pointing inside pread (an addend) is left alone."""
+    data = tmp_path / "data"
+    data.mkdir()
+    out, p = run_app(tmp_path, os.path.join(BIN, "fptr_table_prog"), str(data),
+                     env={"DFTRACE_IO_DATA_DIR": str(data)})
+    assert "fptr_table_prog: ok" in p.stdout, p.stdout + p.stderr
+    ev = tc.load_checked(tc.only_file(str(out)))
+    io = io_events(ev)
+    names = file_names(ev)
+    calls = collections.Counter(e["name"] for e in io
+                                if names.get(e["args"].get("fhash")) == str(data / "table.bin"))
+    assert calls["pwrite"] == 7 and calls["pread"] == 7 and calls["fsync"] == 1, calls
+    assert sum(e["args"]["ret"] for e in io if e["name"] == "pread") == 700
