@@ -525,8 +525,15 @@ def test_spawned_children_and_a_vfork_child_that_redirects(tmp_path):
         elif any(e.get("name") == "write" for e in io_events(ev)) or "python" in f or "spawner" in f:
             parent = ev
     assert len(progs) == 2
+    # the first one's stdout is the log file: its puts("io_prog: ok") is that file's
+    puts = [("STDIO", "puts")]
+    assert sorted([(e["cat"], e["name"]) for e in io_events(ev)] for ev in progs) == \
+        sorted([EXPECTED[:-2] + EXPECTED[-1:], EXPECTED[:-2] + EXPECTED[-1:] + puts])
     for ev in progs:
-        assert [(e["cat"], e["name"]) for e in io_events(ev)] == EXPECTED[:-2] + EXPECTED[-1:]
+        for e in io_events(ev):
+            if e["name"] == "puts":
+                assert file_names(ev)[e["args"]["fhash"]] == str(data / "log.txt")
+                assert e["args"]["calls"] == 1 and e["args"]["bytes"] == len("io_prog: ok\n")
     assert parent is not None
     names = file_names(parent)
     writes = [e for e in io_events(parent) if e["name"] == "write"]
