@@ -4,6 +4,7 @@ import collections
 import glob
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -919,3 +920,71 @@ def test_application_mode_binds_a_librarys_own_table_of_function_pointers(tmp_pa
                                 if names.get(e["args"].get("fhash")) == str(data / "table.bin"))
     assert calls["pwrite"] == 7 and calls["pread"] == 7 and calls["fsync"] == 1, calls
     assert sum(e["args"]["ret"] for e in io if e["name"] == "pread") == 700
+
+
+def io_bytes_by_file(out):
+    """{path: [read bytes, write bytes]} over every layer, from `dftrace stat --json`."""
+    p = subprocess.run([CLI, "stat", "--json", str(out)], capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 0, p.stderr
+    files = collections.defaultdict(lambda: [0, 0])
+    for r in json.loads(p.stdout)["io_files"]:
+        files[r["path"]][0] += r["read_bytes"]
+        files[r["path"]][1] += r["write_bytes"]
+    return files
+
+
+def text_file(path, lines, seed):
+    import random
+    r = random.Random(seed)
+    with open(path, "w") as f:
+        for _ in range(lines):
+            f.write("%08d %s\n" % (r.randrange(10 ** 8), "x" * r.randrange(0, 80)))
+
+
+PROGRAMS = {  # name: (shell command in DIR, the inputs it reads whole, its outputs)
+    "sort": ("sort -o sorted.txt big.txt", ["big.txt"], ["sorted.txt"]),
+    # (its output is not checked: it puts the spaces and newline of each line with the C
+    # library's inline putchar_unlocked, which no call reaches: docs/io.md, "Limits")
+    "sha256sum": ("sha256sum many/* > sums.txt", ["many/%03d" % i for i in range(200)], []),
+    "grep": ("grep 7 big.txt > grep.txt", ["big.txt"], ["grep.txt"]),
+    "sed": ("sed -e s/x/y/g big.txt > sed.txt", ["big.txt"], ["sed.txt"]),
+    "awk": ("awk '{ n += length($2) } END { print n }' big.txt > awk.txt", ["big.txt"],
+            ["awk.txt"]),
+    "tar": ("tar cf many.tar many", ["many/%03d" % i for i in range(200)], ["many.tar"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_real_programs_bytes_in_the_trace_equal_the_files(tmp_path, name):
+    """coreutils, grep, sed, awk and tar under `dftrace run`: the bytes the trace says each
+    input was read and each output written (POSIX and STDIO events, as `dftrace stat` adds
+    them) are the files' sizes: gnulib's fread_unlocked/fwrite_unlocked, sed's getdelim and the
+    programs' putc and fputs are traced."""
+    cmd, inputs, outputs = PROGRAMS[name]
+    tool = cmd.split()[0]
+    if not shutil.which(tool):
+        pytest.skip("%s is not installed" % tool)
+    data = tmp_path / "data"
+    (data / "many").mkdir(parents=True)
+    text_file(data / "big.txt", 250000, 1)  # about 12 MB
+    for i in range(200):
+        (data / "many" / ("%03d" % i)).write_bytes(os.urandom(100 + 37 * i))
+    out = tmp_path / "traces"
+    out.mkdir()
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("DFTRACE_ENABLE", "DFTRACE_LOG_FILE", "DFTRACE_IO_DATA_DIR", "LD_PRELOAD")}
+    p = subprocess.run([CLI, "run", "--prefix", str(out / "t"), "--data-dirs", str(data), "--",
+                        "sh", "-c", cmd], cwd=data, capture_output=True, text=True, env=env,
+                       timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    for f in glob.glob(str(out / "*.pfw.gz")):
+        tc.load_checked(f)
+    files = io_bytes_by_file(out)
+    for f in inputs:
+        path = str(data / f)
+        assert files[path][0] == os.path.getsize(path), (f, files[path])
+    for f in outputs:
+        path = str(data / f)
+        assert os.path.getsize(path) > 0
+        assert files[path][1] == os.path.getsize(path), (f, files[path])
