@@ -2,13 +2,17 @@
  * times (N characters one at a time), then read back with each reading call; stdout (printf,
  * puts, putchar) and stdin (getchar) are whatever the caller made them. Prints on stderr, per
  * call, the calls made and the bytes they moved, as the calls' own results say:
- * "name calls bytes" lines, then "stdio_text_prog: ok". Built twice: plain (-O0, every call as
+ * "name calls bytes" lines, then "stdio_text_prog: ok". With a third argument, `threads` or
+ * `fork` (below). Built twice: plain (-O0, every call as
  * written) and with _FORTIFY_SOURCE (the __*_chk forms). */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 enum {
   FGETC,
@@ -52,7 +56,63 @@ static void fail(const char *what) {
   exit(1);
 }
 
+/* threads: 4 threads each put N/4 characters to a file of their own (DIR/tK.txt) and end
+ * without flushing it: their counts are written as each thread ends. */
+static const char *g_dir;
+static long g_n;
+static FILE *g_files[4];
+static void *put_chars(void *arg) {
+  const long k = (long)arg;
+  for (long i = 0; i < g_n / 4; ++i)
+    if (fputc('t', g_files[k]) == EOF) return arg;
+  return NULL;
+}
+static int threads(void) {
+  pthread_t t[4];
+  for (long k = 0; k < 4; ++k) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/t%ld.txt", g_dir, k);
+    if (!(g_files[k] = fopen(path, "w"))) fail("fopen");
+  }
+  for (long k = 0; k < 4; ++k)
+    if (pthread_create(&t[k], NULL, put_chars, (void *)k) != 0) fail("pthread_create");
+  for (long k = 0; k < 4; ++k) {
+    void *r;
+    if (pthread_join(t[k], &r) != 0 || r) fail("thread");
+  }
+  for (long k = 0; k < 4; ++k)
+    if (fclose(g_files[k]) != 0) fail("fclose");
+  fprintf(stderr, "stdio_text_prog: ok\n");
+  return 0;
+}
+
+/* fork: 1000 characters put to DIR/fork.txt, not flushed, then a child puts 500 more and
+ * leaves with exit: its trace has its 500, the parent's its 1000 (the child's buffer holds the
+ * parent's 1000 too, which its exit writes: the file has 2500 bytes). */
+static int forked(void) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/fork.txt", g_dir);
+  FILE *f = fopen(path, "w");
+  if (!f) fail("fopen");
+  for (int i = 0; i < 1000; ++i) fputc('p', f);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    for (int i = 0; i < 500; ++i) fputc('c', f);
+    exit(0);
+  }
+  int status;
+  if (pid < 0 || waitpid(pid, &status, 0) != pid || status != 0) fail("child");
+  if (fclose(f) != 0) fail("fclose");
+  fprintf(stderr, "stdio_text_prog: ok\n");
+  return 0;
+}
+
 int main(int argc, char **argv) {
+  if (argc == 4) {
+    g_dir = argv[1];
+    g_n = atol(argv[2]);
+    return strcmp(argv[3], "threads") == 0 ? threads() : forked();
+  }
   if (argc != 3) return 2;
   const long n = atol(argv[2]);
   char path[4096];
