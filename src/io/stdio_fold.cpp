@@ -24,11 +24,17 @@ std::atomic<int> g_blocks_owned{0};
 pthread_key_t g_fold_key;
 pthread_once_t g_fold_once = PTHREAD_ONCE_INIT;
 
+// Whether the slot is to be written: a traced stream, calls, and its node still records (not
+// after dftrace finalized: no clock read or event may then start dftrace again).
+bool to_write(const fold_slot &s) {
+  return s.fhash && s.calls.load(std::memory_order_relaxed) && dftrace_node_active_fast(s.node);
+}
+
 // One slot's calls as one event: fhash, calls, bytes, from its first call to `end_ns`, on the
 // thread that made them. The slot is freed.
 void emit(fold_slot &s, int64_t tid, uint64_t end_ns) {
   const uint64_t calls = s.calls.load(std::memory_order_relaxed);
-  if (s.fhash && calls) {
+  if (to_write(s)) {
     inside g;
     const dftrace_arg_t args[3] = {arg_u("fhash", s.fhash), arg_u("calls", calls),
                                    arg_u("bytes", s.bytes.load(std::memory_order_relaxed))};
@@ -50,7 +56,7 @@ void emit_block(fold_block *b, FILE *only) {
   uint64_t end = 0;
   for (fold_slot &s : b->slots) {
     if (!s.f || (only && s.f != only)) continue;
-    if (!end && s.fhash) end = now_ns();
+    if (!end && to_write(s)) end = now_ns();
     emit(s, b->tid, end);
   }
 }
@@ -148,8 +154,13 @@ fold_slot *fold_open(dftrace_node_t *node, FILE *f) {
 
 void fold_check(fold_slot *s) {
   errno_keeper keep;
+  if (!t_fold) return;
+  if (!dftrace_node_active_fast(s->node)) {  // (finalized, or switched off): dropped
+    emit(*s, t_fold->tid, 0);
+    return;
+  }
   const uint64_t now = now_ns();
-  if (now - s->start_ns >= k_fold_interval_ns && t_fold) emit(*s, t_fold->tid, now);
+  if (now - s->start_ns >= k_fold_interval_ns) emit(*s, t_fold->tid, now);
 }
 
 void fold_flush_stream(FILE *f, bool closing) {
@@ -174,7 +185,7 @@ extern "C" void dftrace_io_flush_folded(void) {
     if (!b->owned.load(std::memory_order_relaxed)) continue;
     for (fold_slot &s : b->slots) {
       if (!s.f) continue;
-      if (!end) end = now_ns();
+      if (!end && to_write(s)) end = now_ns();
       emit(s, b->tid, end);
     }
   }

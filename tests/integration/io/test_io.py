@@ -1027,3 +1027,19 @@ def test_folded_calls_in_a_forked_child_are_its_own(tmp_path):
                         if e["name"] == "fputc" and names[e["args"]["fhash"]] == path)
                     for ev in evs)
     assert counts == [500, 1000], counts
+
+
+def test_folded_calls_written_at_finalize_and_none_after(tmp_path):
+    """The application mode: 300 fputc on a stream still open when the program calls
+    dftrace_finalize are in the trace (the finalisation writes the folded counts before the end
+    line); the 1,000 after it are not, and do not start a second trace."""
+    data = tmp_path / "data"
+    data.mkdir()
+    out, p = run_app(tmp_path, os.path.join(BIN, "stdio_app_prog"), str(data),
+                     env={"DFTRACE_IO_DATA_DIR": str(data)})
+    assert "stdio_app_prog: ok" in p.stdout
+    assert os.path.getsize(data / "a.txt") == 1300
+    ev = tc.load_checked(tc.only_file(str(out)))
+    puts = [e for e in io_events(ev) if e["name"] == "fputc"]
+    assert [(e["args"]["calls"], e["args"]["bytes"]) for e in puts] == [(300, 300)], puts
+    assert file_names(ev)[puts[0]["args"]["fhash"]] == str(data / "a.txt")
