@@ -7,8 +7,10 @@
 # process (the C library's own pread takes a longer path once a second thread exists, as the
 # writer thread is in every traced process), and the rest's (the writer formatting and
 # compressing the event) per call.
+# io_instructions.sh BUILD fgetc|fputc: the same for a stream's fgetc or fputc of one character
+# (io_bench's stream loops), which libdftrace_io folds per stream instead of an event per call.
 set -euo pipefail
-build=$1
+build=$1 op=${2:-pread}
 lib=$build/libdftrace_io.so prog=$build/bench/io_bench
 [ -f "$lib" ] && [ -x "$prog" ] || { echo "io_instructions: build $build first" >&2; exit 2; }
 command -v valgrind >/dev/null || { echo "io_instructions: valgrind is missing" >&2; exit 2; }
@@ -25,7 +27,7 @@ count() {
   shift
   rm -f "$dir"/traces/* "$dir"/cg*
   env -u DFTRACE_ENABLE "$@" valgrind --tool=callgrind --separate-threads=yes \
-    --callgrind-out-file="$dir/cg" "$prog" "$dir/data/file.bin" "$n" mt >/dev/null 2>&1
+    --callgrind-out-file="$dir/cg" "$prog" "$dir/data/file.bin" "$n" mt $op >/dev/null 2>&1
   local main=0 all=0 f t
   for f in "$dir"/cg-*; do
     t=$(callgrind_annotate "$f" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1; exit}')
@@ -57,7 +59,7 @@ per_call() {
   echo "$out"
 }
 on=(DFTRACE_ENABLE=1 DFTRACE_LOG_FILE="$dir/traces/t" LD_PRELOAD="$lib")
-echo "== $(date -u +%Y-%m-%d\ %H:%M) UTC: instructions per pread (callgrind; $n1 and $n2 calls)"
+echo "== $(date -u +%Y-%m-%d\ %H:%M) UTC: instructions per $op (callgrind; $n1 and $n2 calls)"
 read -r -a bare <<<"$(per_call env)"
 printf "    %-30s %10s %12s %18s\n" case "added" "writer" "(format, compress)"
 printf "    %-30s %10s %12s\n" "bare (libc: ${bare[0]})" 0 "${bare[1]}"

@@ -50,8 +50,9 @@ struct io_stats {
 };
 
 // Whether an I/O event reads (0), writes (1) or neither (-1), and whether its bytes are its
-// `ret` (POSIX), `ret` items of `size` (STDIO) or `bytes`/`size` (MPIIO, H5).
-enum class io_bytes { ret, items, bytes_arg, size_arg };
+// `ret` (POSIX), `ret` items of `size` (STDIO), `bytes`/`size` (MPIIO, H5) or, for STDIO's folded
+// calls, `bytes` over `calls` calls.
+enum class io_bytes { ret, items, bytes_arg, size_arg, folded };
 int io_direction(std::string_view cat, std::string_view name, io_bytes *how) {
   if (cat == "POSIX") {
     *how = io_bytes::ret;
@@ -65,7 +66,16 @@ int io_direction(std::string_view cat, std::string_view name, io_bytes *how) {
   }
   if (cat == "STDIO") {
     *how = io_bytes::items;
-    return name == "fread" ? 0 : name == "fwrite" ? 1 : -1;
+    if (name == "fread") return 0;
+    if (name == "fwrite") return 1;
+    // Folded character and line calls (src/io/README.md): `calls` calls moved `bytes` bytes.
+    *how = io_bytes::folded;
+    for (std::string_view r : {"fgetc", "getc", "getchar", "fgets", "getline", "getdelim"})
+      if (name == r) return 0;
+    for (std::string_view w :
+         {"fputc", "putc", "putchar", "fputs", "puts", "fprintf", "vfprintf", "printf", "vprintf"})
+      if (name == w) return 1;
+    return -1;
   }
   if (cat == "MPIIO" && name.substr(0, 9) == "MPI_File_") {
     *how = io_bytes::bytes_arg;
@@ -152,8 +162,9 @@ uint64_t io_event_bytes(const parsed_line &pl, io_bytes how, bool aggregated) {
     }
     return v;
   }
-  const char *key = how == io_bytes::bytes_arg ? (aggregated ? "bytes_sum" : "bytes")
-                                               : (aggregated ? "size_sum" : "size");
+  const char *key = how == io_bytes::bytes_arg || how == io_bytes::folded
+                        ? (aggregated ? "bytes_sum" : "bytes")
+                        : (aggregated ? "size_sum" : "size");
   const jvalue *b = pl.arg_value(key);
   return b && detail::value_u64(*b, &v) ? v : 0;
 }
@@ -256,6 +267,11 @@ void scan_block(detail::text_block &b, time_unit unit) {
           const jvalue *d = pl.arg_value("dur_sum");
           if (!c || !detail::value_u64(*c, &n)) n = 0;
           if (!d || !detail::value_ns(*d, unit, &dur)) dur = 0;
+        }
+        if (how == io_bytes::folded) {  // its span is not time in the calls, which is unknown
+          const jvalue *c = pl.arg_value(f.ph == 'A' ? "calls_sum" : "calls");
+          if (!c || !detail::value_u64(*c, &n)) n = 0;
+          dur = 0;
         }
         io.calls[dir] += n;
         io.ns[dir] += dur;

@@ -28,9 +28,11 @@ using namespace dftrace::io;
 namespace {
 
 #if defined(__x86_64__)
-constexpr uint32_t k_jump_slot = R_X86_64_JUMP_SLOT, k_glob_dat = R_X86_64_GLOB_DAT;
+constexpr uint32_t k_jump_slot = R_X86_64_JUMP_SLOT, k_glob_dat = R_X86_64_GLOB_DAT,
+                   k_abs64 = R_X86_64_64;
 #elif defined(__aarch64__)
-constexpr uint32_t k_jump_slot = R_AARCH64_JUMP_SLOT, k_glob_dat = R_AARCH64_GLOB_DAT;
+constexpr uint32_t k_jump_slot = R_AARCH64_JUMP_SLOT, k_glob_dat = R_AARCH64_GLOB_DAT,
+                   k_abs64 = R_AARCH64_ABS64;
 #else
 #define DFTRACE_IO_NO_BIND 1
 #endif
@@ -46,12 +48,29 @@ bool skipped(std::string_view name) {
   return false;
 }
 
-// Never destroyed (as the rules are not): a dlopen made by an exit handler or a destructor
-// still finds them.
-std::unordered_map<std::string_view, void *> &targets() {
-  static auto *t = new std::unordered_map<std::string_view, void *>;
+// Where the entries naming a function go (`to`), and the address the loader gave them (`from`:
+// the definition a global lookup finds; null when unknown). Never destroyed (as the rules are
+// not): a dlopen made by an exit handler or a destructor still finds them.
+struct target {
+  void *to;
+  void *from;
+};
+std::unordered_map<std::string_view, target> &targets() {
+  static auto *t = new std::unordered_map<std::string_view, target>;
   return *t;
 }
+
+// An object's writable segments (PT_LOAD with PF_W; RELRO lies in one): an absolute
+// relocation is rewritten only there (a text relocation's page stays as the loader left it).
+struct writable_ranges {
+  uintptr_t start[8] = {}, end[8] = {};
+  int n = 0;
+  bool contain(uintptr_t a) const {
+    for (int i = 0; i < n; ++i)
+      if (a >= start[i] && a + sizeof(void *) <= end[i]) return true;
+    return false;
+  }
+};
 
 std::mutex g_bind_mutex;
 // (load address, program headers) of the objects bound; never destroyed either
@@ -85,22 +104,34 @@ void write_slot(void **slot, void *to, uintptr_t relro_start, uintptr_t relro_en
   }
 }
 
-// Rewrites the entries of one object's relocation table `rela` (n entries).
+// Rewrites the entries of one object's relocation table `rela` (n entries): its global offset
+// table's (JUMP_SLOT, GLOB_DAT), and the absolute addresses of interposed functions in its data
+// (R_X86_64_64, R_AARCH64_ABS64: a table of function pointers, as SQLite's aSyscall[]). An
+// absolute one is rewritten only when it holds exactly the function's address as the loader
+// bound it (addend 0), in a writable segment: data the application has changed since, or a
+// pointer into the middle of a function, stays as it is.
 void bind_relocations(uintptr_t base, const ElfW(Rela) * rela, size_t n, const ElfW(Sym) * symtab,
-                      const char *strtab, uintptr_t relro_start, uintptr_t relro_end) {
+                      const char *strtab, uintptr_t relro_start, uintptr_t relro_end,
+                      const writable_ranges &writable) {
 #ifndef DFTRACE_IO_NO_BIND
   for (size_t i = 0; i < n; ++i) {
     const uint32_t type = ELF64_R_TYPE(rela[i].r_info);
-    if (type != k_jump_slot && type != k_glob_dat) continue;
+    if (type != k_jump_slot && type != k_glob_dat && type != k_abs64) continue;
     const size_t sym = ELF64_R_SYM(rela[i].r_info);
     if (sym == 0) continue;
     const auto it = targets().find(strtab + symtab[sym].st_name);
     if (it == targets().end()) continue;
-    write_slot(reinterpret_cast<void **>(base + rela[i].r_offset), it->second, relro_start,
-               relro_end);
+    const uintptr_t where = base + rela[i].r_offset;
+    if (type == k_abs64) {
+      if (rela[i].r_addend != 0 || !it->second.from || !writable.contain(where) ||
+          *reinterpret_cast<void *const *>(where) != it->second.from)
+        continue;
+    }
+    write_slot(reinterpret_cast<void **>(where), it->second.to, relro_start, relro_end);
   }
 #else
-  (void)base, (void)rela, (void)n, (void)symtab, (void)strtab, (void)relro_start, (void)relro_end;
+  (void)base, (void)rela, (void)n, (void)symtab, (void)strtab, (void)relro_start, (void)relro_end,
+      (void)writable;
 #endif
 }
 
@@ -111,8 +142,13 @@ int bind_object(struct dl_phdr_info *info, size_t, void *) {
   const uintptr_t base = info->dlpi_addr;
   const ElfW(Dyn) *dyn = nullptr;
   uintptr_t relro_start = 0, relro_end = 0;
+  writable_ranges writable;
   for (int i = 0; i < info->dlpi_phnum; ++i) {
     const ElfW(Phdr) &ph = info->dlpi_phdr[i];
+    if (ph.p_type == PT_LOAD && (ph.p_flags & PF_W) && writable.n < 8) {
+      writable.start[writable.n] = base + ph.p_vaddr;
+      writable.end[writable.n++] = base + ph.p_vaddr + ph.p_memsz;
+    }
     if (ph.p_type == PT_DYNAMIC) dyn = reinterpret_cast<const ElfW(Dyn) *>(base + ph.p_vaddr);
     if (ph.p_type == PT_GNU_RELRO) {
       relro_start = base + ph.p_vaddr;
@@ -148,10 +184,10 @@ int bind_object(struct dl_phdr_info *info, size_t, void *) {
   if (!symtab || !strtab) return 0;
   if (jmprel && plt_is_rela)
     bind_relocations(base, jmprel, jmprel_size / sizeof(ElfW(Rela)), symtab, strtab, relro_start,
-                     relro_end);
+                     relro_end, writable);
   if (rela)
     bind_relocations(base, rela, rela_size / sizeof(ElfW(Rela)), symtab, strtab, relro_start,
-                     relro_end);
+                     relro_end, writable);
   return 0;
 }
 
@@ -233,16 +269,17 @@ bool preloaded() {
   return found;
 }
 
-// Sets the targets once (`to(s)`: where the entries naming s->name go, null to leave them) and
-// binds every loaded object to them; objects loaded later are bound by io_dlopen.
-template <typename To>
-void bind_all(To to) {
+// Sets the targets once (`to(s)`: where the entries naming s->name go, null to leave them;
+// `from(s)`: the address the loader bound them to) and binds every loaded object to them;
+// objects loaded later are bound by io_dlopen.
+template <typename To, typename From>
+void bind_all(To to, From from) {
   {
     std::lock_guard<std::mutex> lock(g_bind_mutex);
     if (targets().empty()) {
       for (symbol *s = symbol_list(); s; s = s->next)
-        if (void *f = to(s)) targets()[s->name] = f;
-      targets()["dlopen"] = reinterpret_cast<void *>(&io_dlopen);
+        if (void *f = to(s)) targets()[s->name] = target{f, from(s)};
+      targets()["dlopen"] = target{reinterpret_cast<void *>(&io_dlopen), nullptr};
     }
   }
   inside g;
@@ -261,7 +298,15 @@ extern "C" int dftrace_io_bind(const char *data_dirs, const char *exclude) {
 #ifdef DFTRACE_IO_NO_BIND
   return -1;
 #else
-  bind_all([](symbol *s) { return s->function; });
+  // The loader bound the objects' references to the global definition (the C library's), which
+  // the program's handle finds (RTLD_DEFAULT, from here, would also search this copy).
+  void *program = ::dlopen(nullptr, RTLD_LAZY);
+  bind_all([](symbol *s) { return s->function; },
+           [program](symbol *s) -> void * {
+             void *global = program ? ::dlsym(program, s->name) : nullptr;
+             return global == s->function ? nullptr : global;
+           });
+  if (program) ::dlclose(program);
   return 0;
 #endif
 }
@@ -277,11 +322,14 @@ extern "C" int dftrace_io_unbind(void) {
 #ifdef DFTRACE_IO_NO_BIND
   return -1;
 #else
-  bind_all([](symbol *s) -> void * {
-    if (std::strcmp(s->name, "_exit") == 0 || std::strcmp(s->name, "_Exit") == 0) return nullptr;
-    void *next = ::dlsym(RTLD_NEXT, s->name);  // null: HDF5's, not loaded (left as it is)
-    return next == s->function ? nullptr : next;
-  });
+  bind_all(
+      [](symbol *s) -> void * {
+        if (std::strcmp(s->name, "_exit") == 0 || std::strcmp(s->name, "_Exit") == 0)
+          return nullptr;
+        void *next = ::dlsym(RTLD_NEXT, s->name);  // null: HDF5's, not loaded (left as it is)
+        return next == s->function ? nullptr : next;
+      },
+      [](symbol *s) { return s->function; });  // preloaded: the loader bound them here
   return 0;
 #endif
 }

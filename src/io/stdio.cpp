@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 #include "io/calls.hpp"
+#include "io/stdio_fold.hpp"
 
 using namespace dftrace::io;
 
@@ -71,6 +72,7 @@ int traced_fseek(dftrace_node_t *node, FILE *f, int64_t offset, int whence, Call
 // path, the same file in another mode: traced as the stream was, and still followed.
 template <typename Call>
 FILE *traced_reopen(dftrace_node_t *node, const char *path, const char *mode, FILE *f, Call call) {
+  fold_flush_stream(f, true);  // its folded calls were on the file it had
   if (path) {
     fd_forget(stream_fd(f));
     return traced_fopen(node, path, mode, call);
@@ -91,6 +93,8 @@ FILE *traced_reopen(dftrace_node_t *node, const char *path, const char *mode, FI
 
 extern "C" {
 
+size_t __fread_unlocked_chk(void *buf, size_t room, size_t size, size_t count, FILE *f);
+
 #define DFTRACE_IO_FOPEN(name)                                                       \
   FILE *name(const char *path, const char *mode) {                                   \
     DFTRACE_IO_REAL(name);                                                           \
@@ -107,6 +111,7 @@ int fclose(FILE *f) {
   // The stream's descriptor closes with it (inside libc): forgotten too, so that its number,
   // reused by another file, is not taken for this one.
   const int fd = stream_fd(f);
+  fold_flush_stream(f, true);  // its folded calls first (stdio_fold.hpp)
   const int ret = traced_stream_simple(node_, f, [&] { return real_fclose(f); });
   fd_forget(fd);  // (no system call: errno stays the real call's)
   return ret;
@@ -173,6 +178,35 @@ size_t fwrite(const void *buf, size_t size, size_t count, FILE *f) {
 }
 DFTRACE_IO_REGISTER(fwrite);
 
+// The C library's forms without the stream's lock (gnulib makes every fread and fwrite of
+// coreutils, grep, sed and tar one of these), recorded as fread and fwrite.
+size_t fread_unlocked(void *buf, size_t size, size_t count, FILE *f) {
+  DFTRACE_IO_REAL(fread_unlocked);
+  DFTRACE_IO_NODE(k_stdio, "fread");
+  DFTRACE_IO_PASS(real_fread_unlocked(buf, size, count, f));
+  return traced_items(node_, f, size, count,
+                      [&] { return real_fread_unlocked(buf, size, count, f); });
+}
+DFTRACE_IO_REGISTER(fread_unlocked);
+
+size_t __fread_unlocked_chk(void *buf, size_t room, size_t size, size_t count, FILE *f) {
+  DFTRACE_IO_REAL(__fread_unlocked_chk);
+  DFTRACE_IO_NODE(k_stdio, "fread");
+  DFTRACE_IO_PASS(real___fread_unlocked_chk(buf, room, size, count, f));
+  return traced_items(node_, f, size, count,
+                      [&] { return real___fread_unlocked_chk(buf, room, size, count, f); });
+}
+DFTRACE_IO_REGISTER(__fread_unlocked_chk);
+
+size_t fwrite_unlocked(const void *buf, size_t size, size_t count, FILE *f) {
+  DFTRACE_IO_REAL(fwrite_unlocked);
+  DFTRACE_IO_NODE(k_stdio, "fwrite");
+  DFTRACE_IO_PASS(real_fwrite_unlocked(buf, size, count, f));
+  return traced_items(node_, f, size, count,
+                      [&] { return real_fwrite_unlocked(buf, size, count, f); });
+}
+DFTRACE_IO_REGISTER(fwrite_unlocked);
+
 int fseek(FILE *f, long offset, int whence) {
   DFTRACE_IO_REAL(fseek);
   DFTRACE_IO_NODE(k_stdio, "fseek");
@@ -204,6 +238,7 @@ DFTRACE_IO_FTELL(ftello64, off64_t)
 int fflush(FILE *f) {
   DFTRACE_IO_REAL(fflush);
   DFTRACE_IO_NODE(k_stdio, "fflush");
+  fold_flush_stream(f, false);  // its folded calls (null: every stream's) first
   return traced_stream_simple(node_, f, [&] { return real_fflush(f); });
 }
 DFTRACE_IO_REGISTER(fflush);

@@ -24,6 +24,8 @@ using bind_fn = int (*)(const char *data_dirs, const char *exclude);
 using unbind_fn = int (*)(void);
 
 std::atomic<stop_fn> g_stop{nullptr};
+// libdftrace_io's folded stream calls (src/io/README.md) written before the trace ends.
+std::atomic<stop_fn> g_io_flush{nullptr};
 
 std::string own_directory() {
   Dl_info info{};
@@ -75,9 +77,13 @@ void start_io(const config &cfg) {
     if (unbind) unbind();
     return;
   }
+  // Preloaded: found among the program's symbols.
+  g_io_flush.store(reinterpret_cast<stop_fn>(::dlsym(RTLD_DEFAULT, "dftrace_io_flush_folded")));
   if (!cfg.io_function || cfg.data_dir.empty() || (!cfg.posix && !cfg.stdio)) return;
   void *lib = load_component("libdftrace_io.so", "io", "without I/O events");
   if (!lib) return;
+  if (auto flush = reinterpret_cast<stop_fn>(::dlsym(lib, "dftrace_io_flush_folded")))
+    g_io_flush.store(flush);
   auto bind = reinterpret_cast<bind_fn>(::dlsym(lib, "dftrace_io_bind"));
   if (!bind) {
     log_once(log_level::warn, "io symbols",
@@ -110,6 +116,7 @@ void start_extensions(const config &cfg) {
 }
 
 void stop_extensions() noexcept {
+  if (stop_fn flush = g_io_flush.load()) flush();
   if (stop_fn stop = g_stop.load()) stop();
 }
 

@@ -17,6 +17,14 @@ import sys
 import time
 
 _IO_CATS = ("POSIX", "STDIO")
+# The calls that move data, by name (as `dftrace stat` counts them): POSIX's return their bytes,
+# fread/fwrite items of `size` bytes, STDIO's folded character and line calls carry `bytes`.
+_POSIX_DATA = {"read", "pread", "pread64", "readv", "preadv", "preadv64", "preadv2",
+               "preadv64v2", "write", "pwrite", "pwrite64", "writev", "pwritev", "pwritev64",
+               "pwritev2", "pwritev64v2"}
+_STDIO_ITEMS = {"fread", "fwrite"}
+_STDIO_FOLDED = {"fgetc", "getc", "getchar", "fgets", "getline", "getdelim", "fputc", "putc",
+                 "putchar", "fputs", "puts", "fprintf", "vfprintf", "printf", "vprintf"}
 _MAX_BARS = 2000  # timeline bars per process (its longest top-level regions)
 # Every size a trace decides is bounded: names and categories (any length) are cut to a label of
 # _LABEL characters in plots and to _CELL in tables, where the cell's title (its tooltip) holds
@@ -208,11 +216,19 @@ def _io(df, t0, span):
     ev = df[(df.ph == "X") & df.cat.isin(_IO_CATS)]
     if ev.empty:
         return None
-    rw = ev[_text_test(ev.name, lambda s: s.contains("read|write", regex=True))]
-    nbytes = rw["ret"].astype("float64").fillna(0).clip(lower=0) if "ret" in rw else 0
+    posix, stdio = ev.cat.astype(object) == "POSIX", ev.cat.astype(object) == "STDIO"
+    rw = ev[(posix & _text_test(ev.name, lambda s: s.isin(_POSIX_DATA))) |
+            (stdio & _text_test(ev.name, lambda s: s.isin(_STDIO_ITEMS | _STDIO_FOLDED)))]
+    name = rw.name.astype(object)
+
+    def column(key):
+        return (rw[key].astype("float64").fillna(0).clip(lower=0) if key in rw
+                else np.zeros(len(rw)))
+    nbytes = column("ret")
     if "size" in rw:  # fread/fwrite return items of `size` bytes
-        items = rw.name.isin(["fread", "fwrite"])
-        nbytes = np.where(items, nbytes * rw["size"].astype("float64").fillna(1), nbytes)
+        nbytes = np.where(name.isin(_STDIO_ITEMS), nbytes * rw["size"].astype("float64").fillna(1),
+                          nbytes)
+    nbytes = np.where(name.isin(_STDIO_FOLDED), column("bytes"), nbytes)
     rw = rw.assign(bytes=nbytes, who=_who(rw))
     bins = 100
     width = max(span, 1) / bins
@@ -309,7 +325,7 @@ def build(paths, title=None):
     matplotlib.use("Agg")
     from . import _read
     files = _read.trace_files(paths)
-    df = _read.read(files, args=["ret", "size"], threads=0)
+    df = _read.read(files, args=["ret", "size", "bytes"], threads=0)
     x = df[df.ts > 0]
     t0 = int(x.ts.min()) if len(x) else 0
     t1 = int((x.ts + x.dur).max()) if len(x) else 0

@@ -1,0 +1,78 @@
+// stdio_fold.hpp: the character and line calls of a stream (fgetc, fputs, getline, fprintf...)
+// folded into one event per stream and call between flushes: a call made once per character
+// costs a few instructions, not an event (README.md, "Folded calls").
+#pragma once
+
+#include <stdio.h>
+
+#include <atomic>
+#include <cstdint>
+
+#include "io/interpose.hpp"
+
+namespace dftrace::io {
+
+// One stream's calls of one kind (node) on one thread since the last emission. `fhash` 0: the
+// stream is not traced; the slot only remembers that until its interval ends.
+struct fold_slot {
+  FILE *f = nullptr;  // null: free
+  dftrace_node_t *node = nullptr;
+  uint64_t fhash = 0;
+  uint64_t start_ns = 0;  // the first call's time (dftrace_now_ns)
+  // Written by the owning thread only; atomics (relaxed: plain loads and stores) because the
+  // finalisation reads the slots of threads still running.
+  std::atomic<uint64_t> calls{0}, bytes{0};
+};
+
+constexpr int k_fold_slots = 8;
+// A thread's slots: allocated at its first traced call, reused by a later thread once it ends.
+struct fold_block {
+  fold_slot slots[k_fold_slots];
+  uint32_t epoch = 0;  // g_fold_epoch when the slots were last checked
+  uint32_t victim = 0;
+  int64_t tid = 0;
+  std::atomic<bool> owned{false};
+  fold_block *next = nullptr;
+};
+
+inline thread_local fold_block *t_fold __attribute__((tls_model("initial-exec"))) = nullptr;
+// Moved on by every fclose and freopen while more than one thread has slots: a stream pointer
+// may then name another file, so each thread emits and forgets its slots at its next call.
+inline std::atomic<uint32_t> g_fold_epoch{0};
+
+// The slow half: decides whether the stream is traced, takes a slot (emitting the one it
+// replaces). Null when the call is not to be counted (not recording, dftrace's own I/O).
+fold_slot *fold_open(dftrace_node_t *node, FILE *f);
+// Every 256 calls of a slot: emits it once its interval is over (errno kept).
+void fold_check(fold_slot *s);
+// The calling thread's slots of `f` (every stream: null) emitted and freed: fflush, fclose,
+// freopen. `closing`: the stream pointer ends, so other threads' slots of it must go too.
+void fold_flush_stream(FILE *f, bool closing);
+
+// A character or line call on stream f: the call, then its bytes (bytes(ret)) counted in the
+// stream's slot. The application sees the real call's result and errno.
+template <typename Call, typename Bytes>
+inline auto folded(dftrace_node_t *node, FILE *f, Call call, Bytes bytes) -> decltype(call()) {
+  fold_slot *s = nullptr;
+  fold_block *b = t_fold;
+  if (__builtin_expect(b != nullptr && !t_inside, 1) &&
+      __builtin_expect(b->epoch == g_fold_epoch.load(std::memory_order_relaxed), 1)) {
+    for (fold_slot &x : b->slots)
+      if (x.f == f && x.node == node) {
+        s = &x;
+        break;
+      }
+  }
+  if (__builtin_expect(s == nullptr, 0)) s = fold_open(node, f);
+  const auto ret = call();
+  if (s) {
+    const uint64_t n = s->calls.load(std::memory_order_relaxed) + 1;
+    s->calls.store(n, std::memory_order_relaxed);
+    s->bytes.store(s->bytes.load(std::memory_order_relaxed) + bytes(ret),
+                   std::memory_order_relaxed);
+    if (__builtin_expect((n & 255) == 0, 0)) fold_check(s);
+  }
+  return ret;
+}
+
+}  // namespace dftrace::io
