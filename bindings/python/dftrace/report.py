@@ -106,6 +106,17 @@ def _text_test(col, test):
     return pd.Series(np.asarray(ok, dtype=bool), index=col.index)
 
 
+def _text_in(col, names):
+    """Whether each row of a text column is exactly one of `names`, decided once per distinct
+    value as _text_test does."""
+    import numpy as np
+    import pandas as pd
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        ok = np.asarray(pd.Series(col.cat.categories.astype(object)).isin(names), dtype=bool)
+        return pd.Series(np.append(ok, False)[col.cat.codes.to_numpy()], index=col.index)
+    return col.astype(object).isin(names)
+
+
 def _who(df):
     """The row label of each event: its rank when known, else its pid."""
     import numpy as np
@@ -217,8 +228,8 @@ def _io(df, t0, span):
     if ev.empty:
         return None
     posix, stdio = ev.cat.astype(object) == "POSIX", ev.cat.astype(object) == "STDIO"
-    rw = ev[(posix & _text_test(ev.name, lambda s: s.isin(_POSIX_DATA))) |
-            (stdio & _text_test(ev.name, lambda s: s.isin(_STDIO_ITEMS | _STDIO_FOLDED)))]
+    rw = ev[(posix & _text_in(ev.name, _POSIX_DATA)) |
+            (stdio & _text_in(ev.name, _STDIO_ITEMS | _STDIO_FOLDED))]
     name = rw.name.astype(object)
 
     def column(key):
