@@ -2,6 +2,7 @@
 #include "topology/topology.hpp"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -9,7 +10,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <mutex>
 
 #include "base/format.hpp"
@@ -51,7 +51,7 @@ std::string json_int_list(const std::vector<int> &v) {
   return s + "]";
 }
 
-// CPU lists as sysfs writes them ("0-3,8,10-11").
+// CPU (and node) lists as sysfs writes them ("0-3,8,10-11").
 std::vector<int> parse_cpu_list(const std::string &text) {
   std::vector<int> out;
   const char *p = text.c_str();
@@ -73,11 +73,16 @@ std::vector<int> parse_cpu_list(const std::string &text) {
   return out;
 }
 
-// The first line of a small sysfs file, or empty.
+// The first line of a small sysfs file, or empty (plain system calls: tens of them per process).
 std::string read_line(const std::string &path) {
-  std::ifstream in(path);
   std::string line;
-  std::getline(in, line);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return line;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) line.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  const size_t nl = line.find('\n');
+  if (nl != std::string::npos) line.resize(nl);
   return line;
 }
 
@@ -124,16 +129,11 @@ sys_topology read_sys_topology() {
         if (m < n) t.package_of[m] = static_cast<int>(id);
     }
   }
-  // NUMA nodes: those with CPUs listed (a machine without the node directory has one, node 0).
-  for (int node = 0, misses = 0; misses < 64 && node < 4096; ++node) {
+  // NUMA nodes: those the kernel lists online (a machine without them has one, node 0).
+  for (int node : parse_cpu_list(read_line("/sys/devices/system/node/online"))) {
+    ++t.nodes;
     const std::string list =
         read_line("/sys/devices/system/node/node" + std::to_string(node) + "/cpulist");
-    if (list.empty() &&
-        ::access(("/sys/devices/system/node/node" + std::to_string(node)).c_str(), F_OK) != 0) {
-      ++misses;
-      continue;
-    }
-    ++t.nodes;
     for (int c : parse_cpu_list(list))
       if (c < n) t.node_of[c] = node;
   }

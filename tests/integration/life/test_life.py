@@ -180,6 +180,15 @@ def test_a_c_program_killed_by_a_request_to_end_still_gets_its_end_line(tmp_path
     assert ev[-1]["name"] == "end" and ev[-1]["args"]["signal"] == signal.Signals(sig).name
 
 
+def test_a_request_to_end_the_application_handles_stays_its_own(tmp_path):
+    env = clean_env(DFTRACE_ENABLE="1", DFTRACE_LOG_FILE=str(tmp_path / "trace"))
+    p = subprocess.run([os.path.join(BIN, "term_prog"), "handled"], capture_output=True,
+                       text=True, env=env, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split("\n") == ["own SIGTERM", "own SIGINT", ""]
+    assert tc.load(tc.only_file(str(tmp_path)))[-1]["name"] == "end"
+
+
 # ------------------------------------------------------------------ address space
 
 def run_limited(limit_mb, env):
