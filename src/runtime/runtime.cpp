@@ -98,19 +98,26 @@ void fatal_signal(int sig, siginfo_t *info, void *uctx) {
   errno = saved_errno;
 }
 
-// Whether the process is a Python interpreter (its executable, or a libpython loaded globally).
-// Python decides at its start whether to take SIGINT: only when it finds SIG_DFL there; a
-// handler of dftrace's, installed by a preloaded library before the interpreter started, would
-// leave it without KeyboardInterrupt, and signal.getsignal() would say None (which
-// multiprocessing's forkserver, saving and restoring the handler, takes for an error).
-bool python_host() { return ::dlsym(RTLD_DEFAULT, "Py_IsInitialized") != nullptr; }
+// Whether the process is a Python interpreter (its executable, or a libpython loaded globally),
+// and whether that interpreter has started. Python reads the dispositions when it starts: it
+// takes SIGINT (KeyboardInterrupt) only where it finds the default action, and its
+// signal.getsignal reports what it found then (a foreign handler as None, which
+// multiprocessing's forkserver, saving and restoring the handler, takes for an error). Once it
+// has started, it never reads them again.
+enum class python { none, starting, started };
+python python_host() {
+  void *f = ::dlsym(RTLD_DEFAULT, "Py_IsInitialized");
+  if (!f) return python::none;
+  return reinterpret_cast<int (*)()>(f)() ? python::started : python::starting;
+}
 
 // The fatal-signal flush for a request to end (SIGINT, SIGTERM) only where nobody else handles
-// it: with the default action in place, and never under an interpreter, which reads it at its
-// start to decide on its own handler. The faults (SIGSEGV, ...) are always chained.
-bool takes_over_request(int sig, const struct sigaction &old, bool interpreter) {
+// it: the default action in place, never SIGINT under Python (its KeyboardInterrupt), and
+// SIGTERM under Python only once it has started (it then reports what it found: SIG_DFL). The
+// faults (SIGSEGV, ...) are always chained.
+bool takes_over_request(int sig, const struct sigaction &old, python host) {
   if (sig != SIGINT && sig != SIGTERM) return true;
-  if (interpreter) return false;
+  if (host != python::none && (sig == SIGINT || host == python::starting)) return false;
   return !(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_DFL;
 }
 
@@ -521,8 +528,20 @@ uint64_t runtime::events_dropped() const {
   return w ? w->events_dropped() : 0;
 }
 
+void signals_in_fork_child() {
+  runtime &r = runtime::get();
+  if (r.initialized() && r.cfg_.signals) r.install_signal_handlers();
+}
+
 void runtime::install_signal_handlers() {
-  const bool interpreter = python_host();
+  const python interpreter = python_host();
+  // A forked child of an interpreter that was starting here (preloaded) takes what it could
+  // not (its Pool workers' SIGTERM: Pool.terminate()).
+  static bool again_in_children = false;
+  if (interpreter == python::starting && !again_in_children) {
+    again_in_children = true;
+    pthread_atfork(nullptr, nullptr, signals_in_fork_child);
+  }
   for (int sig : k_fatal_signals) {
     if (g_installed[sig]) continue;
     struct sigaction old {};

@@ -304,7 +304,10 @@ class runtime {
   std::string path_from_config();
   void refresh_thread_ids(thread_state &ts);
   void emit_thread_name(thread_state &ts, std::string_view name);
+  // The fatal-signal handlers (runtime.cpp, "signals"); again in a forked child, where an
+  // interpreter has started by then (what it could not take at initialisation).
   void install_signal_handlers();
+  friend void signals_in_fork_child();
   void reset_process_info();
 
   std::atomic<bool> initialized_{false};

@@ -57,7 +57,9 @@ def test_first_interposed_call_during_exit_keeps_the_exit_status(tmp_path, cmd):
 
 # ------------------------------------------------------------------ hwloc
 
-def test_a_traced_echo_loads_no_hwloc_plugin_and_reaches_no_x_server(tmp_path):
+def strace_traced_echo(tmp_path):
+    """The system calls connect, open and openat of a traced /usr/bin/echo and its children,
+    and the echo's trace."""
     strace = shutil.which("strace")
     if not strace:
         pytest.skip("strace is not installed (scripts/setup-debian.sh installs it)")
@@ -73,24 +75,28 @@ def test_a_traced_echo_loads_no_hwloc_plugin_and_reaches_no_x_server(tmp_path):
     if p.returncode != 0 and "ptrace" in p.stderr:
         pytest.skip("strace can not trace here: " + p.stderr.strip())
     assert p.returncode == 0 and (tmp_path / "echo.out").read_text() == "hello\n", p.stderr
-    calls = log.read_text().splitlines()
+    return log.read_text().splitlines(), tc.load(tc.only_file(str(tmp_path / "traces")))
+
+
+def test_a_traced_echo_reaches_no_x_server_and_says_where_it_ran(tmp_path):
+    calls, ev = strace_traced_echo(tmp_path)
     x11 = [c for c in calls if "connect(" in c and (".X11-unix" in c or "htons(60" in c)]
     assert not x11, x11
-    gpu_driver = os.path.exists("/dev/kfd") or bool(glob.glob("/proc/driver/nvidia/gpus/*"))
-    plugins = [c for c in calls if "/hwloc/hwloc_" in c or "libX11" in c or "libOpenCL" in c]
-    if gpu_driver:
-        # hwloc places the GPUs: its plugins load (the GL and OpenCL components are not used).
-        print("SKIPPED: plugin check: a GPU driver is loaded, hwloc is used to place the GPUs")
-    else:
-        assert not plugins, plugins
     # The header still says where the process runs.
-    ev = tc.load(tc.only_file(str(tmp_path / "traces")))
     pr, _ = tc.pr_values(ev)
     for key in ("core_affinity", "numa_node", "package", "host_cores", "host_pus",
                 "host_numa_nodes", "host_packages"):
         assert key in pr, (key, sorted(pr))
     assert pr["host_pus"] == os.cpu_count()
     assert pr["core_affinity"] == sorted(os.sched_getaffinity(0))
+
+
+def test_a_traced_echo_loads_no_hwloc_plugin(tmp_path):
+    if os.path.exists("/dev/kfd") or glob.glob("/proc/driver/nvidia/gpus/*"):
+        pytest.skip("a GPU driver is loaded: hwloc is used to place the GPUs, and loads its plugins")
+    calls, _ = strace_traced_echo(tmp_path)
+    plugins = [c for c in calls if "/hwloc/hwloc_" in c or "libX11" in c or "libOpenCL" in c]
+    assert not plugins, plugins
 
 
 # ------------------------------------------------------------------ signals
@@ -165,6 +171,37 @@ def test_a_traced_forkserver_pool_maps_and_exits(tmp_path):
     assert p.returncode == 0, p.stderr[-2000:]
     assert p.stdout == "%d\n" % sum(x * x for x in range(200))
     assert "Traceback" not in p.stderr, p.stderr[-2000:]
+
+
+TERMINATED = textwrap.dedent("""
+    import multiprocessing as mp, signal, time
+    def work(i):
+        with open(%r + "/w%%d" %% i, "w") as f:
+            f.write(str(signal.getsignal(signal.SIGTERM) == signal.SIG_DFL))
+        time.sleep(60)
+    if __name__ == "__main__":
+        mp.set_start_method("fork")
+        pool = mp.Pool(2)
+        pool.map_async(work, range(2))
+        time.sleep(2)
+        pool.terminate()
+        pool.join()
+""")
+
+
+def test_preloaded_python_fork_workers_terminated_end_their_traces(tmp_path):
+    # The interpreter was starting when dftrace initialised (preloaded): SIGTERM was left to it;
+    # its forked workers, where it has started, take it (Python reports SIG_DFL as untraced).
+    (tmp_path / "traces").mkdir()
+    script = tmp_path / "terminate.py"
+    script.write_text(TERMINATED % str(tmp_path))
+    p = subprocess.run(traced(tmp_path, sys.executable, str(script)), capture_output=True,
+                       text=True, env=clean_env(), timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert [(tmp_path / ("w%d" % i)).read_text() for i in range(2)] == ["True", "True"]
+    ends = [tc.load(f)[-1]["args"].get("signal")
+            for f in glob.glob(str(tmp_path / "traces" / "*.pfw.gz"))]
+    assert ends.count("SIGTERM") == 2, ends
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
