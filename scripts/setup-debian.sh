@@ -16,6 +16,7 @@ test=("${core[@]}" python3-dev python3-pytest python3-numpy python3-pandas pytho
       clang-14 libclang-rt-14-dev libfuzzer-14-dev  # the fuzz targets (scripts/fuzz.sh)
       clang-format-14  # the `format` test (scripts/format.sh --check)
       chromium nodejs  # the browser tests (tests/browser: a viewer from npm in chromium)
+      strace  # tests/integration/life: what a traced process opens and connects to
       tmux  # dftrace watch checked in a real terminal
       git sqlite3 tar gzip findutils make)  # the battery of real programs (tests/integration/battery)
 case "$set_name" in

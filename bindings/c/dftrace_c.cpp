@@ -1,9 +1,11 @@
 // dftrace_c.cpp: the exported C ABI (include/dftrace/dftrace.h) over the runtime in src/.
 // Every entry point catches everything: no C++ exception ever reaches the caller.
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -38,14 +40,30 @@ const char *thread_copy(const std::string &s) {
 }
 
 // Reports an exception caught at the ABI boundary, once per message (called inside a catch).
+// Out of memory is said once, without allocating (log_once keeps the messages it said: it
+// could not); the events it costs are counted as dropped where they were held. Other exceptions
+// are said once each.
 void report_internal_error() noexcept {
+  static std::atomic<bool> memory_said{false};
   try {
     throw;
+  } catch (const std::bad_alloc &) {
+    if (!memory_said.exchange(true))
+      dftrace::detail::log(dftrace::detail::log_level::error,
+                           "out of memory: events are dropped, the program goes on");
   } catch (const std::exception &e) {
-    dftrace::detail::log_once(dftrace::detail::log_level::error, e.what(), "internal error: %s",
-                              e.what());
+    try {
+      dftrace::detail::log_once(dftrace::detail::log_level::error, e.what(), "internal error: %s",
+                                e.what());
+    } catch (...) {
+      dftrace::detail::log(dftrace::detail::log_level::error, "internal error: %s", e.what());
+    }
   } catch (...) {
-    dftrace::detail::log_once(dftrace::detail::log_level::error, "unknown", "internal error");
+    try {
+      dftrace::detail::log_once(dftrace::detail::log_level::error, "unknown", "internal error");
+    } catch (...) {
+      dftrace::detail::log(dftrace::detail::log_level::error, "internal error");
+    }
   }
 }
 
@@ -87,7 +105,14 @@ std::string number(double v) {
 }
 
 // Load time: when the environment enables tracing, the first use of a node initialises it.
+// The exit handler that marks the start of exit is registered here, after this library's static
+// data (the configuration's tables: config.cpp) and that of the libraries it uses were made, so
+// it runs before any of them is destroyed: a first call made by a later finaliser (libstdc++'s
+// stream flush at the end of a program that never called an interposed function before) does
+// not initialise dftrace from destroyed data (runtime::exit_begun).
+void mark_exit_begun() { runtime::mark_exit_begun(); }
 __attribute__((constructor)) void dftrace_on_load() {
+  std::atexit(mark_exit_begun);  // (fails only without memory for the handler's entry)
   guarded_do([] {
     const char *v = std::getenv("DFTRACE_ENABLE");
     if (!v || !*v) v = std::getenv("DFTRACER_ENABLE");
@@ -172,9 +197,21 @@ int dftrace_flush(void) {
   return guarded([] { return the_runtime().flush(); }, DFTRACE_ERR_IO);
 }
 
-void dftrace_flush_from_signal(bool ending) { the_runtime().on_signal_flush(ending); }
+void dftrace_flush_from_signal(bool ending) {
+  try {
+    the_runtime().on_signal_flush(ending);
+  } catch (...) {  // (allocates nothing; a first use that makes the runtime may fail)
+  }
+}
 
-bool dftrace_is_enabled(void) { return the_runtime().recording(); }
+bool dftrace_is_enabled(void) {
+  try {
+    return the_runtime().recording();
+  } catch (...) {  // the first use makes the runtime, which may find no memory
+    report_internal_error();
+    return false;
+  }
+}
 
 void dftrace_set_enabled(bool enabled) {
   guarded_do([&] { the_runtime().set_recording(enabled); });
@@ -219,7 +256,10 @@ const char *dftrace_config_describe(void) {
   return guarded([] { return thread_copy(the_runtime().config_text()); }, "");
 }
 
-dftrace_node_t *dftrace_node_root(void) { return to_handle(the_runtime().nodes().root()); }
+dftrace_node_t *dftrace_node_root(void) {
+  return guarded([] { return to_handle(the_runtime().nodes().root()); },
+                 static_cast<dftrace_node_t *>(nullptr));
+}
 
 dftrace_node_t *dftrace_node_find(const char *path) {
   if (!path) return nullptr;
@@ -449,7 +489,14 @@ dftrace_region_t dftrace_region_current(void) {
 
 // The event path's clock (a tick through the map); the first call initialises the runtime when
 // the environment enabled tracing (init catches what it throws).
-uint64_t dftrace_now_ns(void) { return the_runtime().now_ns(); }
+uint64_t dftrace_now_ns(void) {
+  try {
+    return the_runtime().now_ns();
+  } catch (...) {
+    report_internal_error();
+    return 0;
+  }
+}
 
 bool dftrace_thread_is_internal(void) { return dftrace::detail::t_internal_thread; }
 
@@ -537,7 +584,11 @@ void dftrace_thread_name(const char *name) {
   guarded_do([&] { the_runtime().thread_name(name); });
 }
 
-uint64_t dftrace_events_written(void) { return the_runtime().events_written(); }
-uint64_t dftrace_events_dropped(void) { return the_runtime().events_dropped(); }
+uint64_t dftrace_events_written(void) {
+  return guarded([] { return the_runtime().events_written(); }, uint64_t{0});
+}
+uint64_t dftrace_events_dropped(void) {
+  return guarded([] { return the_runtime().events_dropped(); }, uint64_t{0});
+}
 
 }  // extern "C"

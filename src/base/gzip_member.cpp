@@ -50,7 +50,11 @@ struct member_encoder::state {
   bool zs_ready = false;
 #ifdef DFTRACE_HAVE_ISAL
   isal_zstream isal{};
-  std::vector<uint8_t> isal_level_buf;
+  // ISA-L's working memory for levels 1 to 3 (hundreds of KiB): not zero-filled here (ISA-L
+  // initialises what it uses), so that an encoder costs no page until it compresses (the
+  // signal path's, reserved in every process, usually never does).
+  std::unique_ptr<uint8_t[]> isal_level_buf;
+  uint32_t isal_level_bytes = 0;
 #endif
 #ifdef DFTRACE_HAVE_LIBDEFLATE
   libdeflate_compressor *ld = nullptr;
@@ -135,7 +139,8 @@ member_encoder::member_encoder(codec c, int level)
     {
       static const uint32_t sizes[] = {ISAL_DEF_LVL0_DEFAULT, ISAL_DEF_LVL1_DEFAULT,
                                        ISAL_DEF_LVL2_DEFAULT, ISAL_DEF_LVL3_DEFAULT};
-      state_->isal_level_buf.resize(sizes[level_]);
+      state_->isal_level_bytes = sizes[level_];
+      if (state_->isal_level_bytes) state_->isal_level_buf.reset(new uint8_t[sizes[level_]]);
     }
 #endif
     break;
@@ -210,8 +215,8 @@ bool member_encoder::encode_in_place(const char *text, size_t len, const member_
       isal_zstream &zs = state_->isal;
       isal_deflate_stateless_init(&zs);
       zs.level = static_cast<uint32_t>(level_);
-      zs.level_buf = state_->isal_level_buf.empty() ? nullptr : state_->isal_level_buf.data();
-      zs.level_buf_size = static_cast<uint32_t>(state_->isal_level_buf.size());
+      zs.level_buf = state_->isal_level_buf.get();
+      zs.level_buf_size = state_->isal_level_bytes;
       zs.gzip_flag = IGZIP_DEFLATE;
       zs.end_of_stream = 1;
       zs.flush = NO_FLUSH;

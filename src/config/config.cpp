@@ -262,8 +262,11 @@ entry rules_key(const char *key, const char *env,
 
 const entry *find_entry(const std::string &key);
 
+// Never destroyed (as the other tables below): an initialisation during the process's exit
+// would otherwise read them after their destructor (the runtime refuses to initialise then, and
+// this keeps any later reader safe too).
 const std::vector<entry> &table() {
-  static const std::vector<entry> t = [] {
+  static const std::vector<entry> &t = *new std::vector<entry>([] {
     std::vector<entry> v;
     v.push_back(bool_key("enable", "DFTRACE_ENABLE", "DFTRACER_ENABLE", "false", &config::enable));
     v.push_back(
@@ -464,7 +467,7 @@ const std::vector<entry> &table() {
                  },
                  [](const config &c) { return c.gpu_kinds; }});
     return v;
-  }();
+  }());
   return t;
 }
 
@@ -900,11 +903,11 @@ std::string describe(const config &cfg) {
 }
 
 const std::vector<key_info> &config_keys() {
-  static const std::vector<key_info> keys = [] {
+  static const std::vector<key_info> &keys = *new std::vector<key_info>([] {
     std::vector<key_info> k;
     for (const auto &e : table()) k.push_back(e.info);
     return k;
-  }();
+  }());
   return keys;
 }
 

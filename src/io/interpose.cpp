@@ -11,8 +11,10 @@ namespace dftrace::io {
 namespace {
 std::atomic<pid_t> g_pid{0};
 void refresh_pid() { g_pid.store(static_cast<pid_t>(::syscall(SYS_getpid))); }
+void exit_begins() { g_exit_begun.store(true, std::memory_order_release); }
 __attribute__((constructor)) void io_ready() {
   refresh_pid();
+  ::atexit(exit_begins);
   ::pthread_atfork(nullptr, nullptr, refresh_pid);  // a vfork child runs no handler
   g_ready.store(true, std::memory_order_release);
 }
@@ -44,7 +46,8 @@ void *next_symbol_or_null(const char *name, void *self) {
 
 dftrace_node_t *find_node(std::atomic<dftrace_node_t *> &slot, const char *category,
                           const char *name) {
-  if (!g_ready.load(std::memory_order_acquire)) return nullptr;
+  if (!g_ready.load(std::memory_order_acquire) || g_exit_begun.load(std::memory_order_acquire))
+    return nullptr;
   dftrace_node_t *n = slot.load(std::memory_order_acquire);
   if (!n) {
     inside g;

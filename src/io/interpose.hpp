@@ -57,6 +57,13 @@ struct inside {
 // earlier, by other libraries' constructors, pass through.
 inline std::atomic<bool> g_ready{false};
 
+// True once the process's exit has begun (this library's exit handler ran: after the
+// application's own handlers, before the static data of the libraries loaded before this one is
+// destroyed). From then on a call site that has not found its node passes through untraced: it
+// never initialises dftrace, whose static data may be gone (a program whose first interposed
+// call is the C++ streams' final flush).
+inline std::atomic<bool> g_exit_begun{false};
+
 // The event node category.name, found once and kept in `slot`; null before g_ready.
 dftrace_node_t *find_node(std::atomic<dftrace_node_t *> &slot, const char *category,
                           const char *name);

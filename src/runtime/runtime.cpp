@@ -2,6 +2,7 @@
 // fork, exit and fatal signals.
 #include "runtime/runtime.hpp"
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/syscall.h>
@@ -55,7 +56,14 @@ void thread_exit(void *p) {
   delete ts;
 }
 
-void at_exit() { runtime::get().finalize(); }
+void at_exit() {
+  runtime::mark_exit_begun();
+  try {
+    runtime::get().finalize();
+  } catch (...) {
+    // an exit handler must not throw (std::terminate): the trace is as the writer left it
+  }
+}
 void fork_prepare() { runtime::get().on_fork_prepare(); }
 void fork_parent() { runtime::get().on_fork_parent(); }
 void fork_child() { runtime::get().on_fork_child(); }
@@ -90,6 +98,29 @@ void fatal_signal(int sig, siginfo_t *info, void *uctx) {
   errno = saved_errno;
 }
 
+// Whether the process is a Python interpreter (its executable, or a libpython loaded globally),
+// and whether that interpreter has started. Python reads the dispositions when it starts: it
+// takes SIGINT (KeyboardInterrupt) only where it finds the default action, and its
+// signal.getsignal reports what it found then (a foreign handler as None, which
+// multiprocessing's forkserver, saving and restoring the handler, takes for an error). Once it
+// has started, it never reads them again.
+enum class python { none, starting, started };
+python python_host() {
+  void *f = ::dlsym(RTLD_DEFAULT, "Py_IsInitialized");
+  if (!f) return python::none;
+  return reinterpret_cast<int (*)()>(f)() ? python::started : python::starting;
+}
+
+// The fatal-signal flush for a request to end (SIGINT, SIGTERM) only where nobody else handles
+// it: the default action in place, never SIGINT under Python (its KeyboardInterrupt), and
+// SIGTERM under Python only once it has started (it then reports what it found: SIG_DFL). The
+// faults (SIGSEGV, ...) are always chained.
+bool takes_over_request(int sig, const struct sigaction &old, python host) {
+  if (sig != SIGINT && sig != SIGTERM) return true;
+  if (host != python::none && (sig == SIGINT || host == python::starting)) return false;
+  return !(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_DFL;
+}
+
 std::string base_name(const std::string &p) {
   auto slash = p.rfind('/');
   return slash == std::string::npos ? p : p.substr(slash + 1);
@@ -98,6 +129,7 @@ std::string base_name(const std::string &p) {
 }  // namespace
 
 std::atomic<runtime *> runtime::s_instance{nullptr};
+std::atomic<bool> runtime::s_exit_begun{false};
 
 runtime &runtime::create() {
   // Never destroyed: threads and exit handlers may use it during process teardown.
@@ -148,6 +180,15 @@ int runtime::init(const dftrace_options *options) {
   internal_scope own_work;  // its I/O is not the application's (base/thread_role.hpp)
   std::lock_guard<std::mutex> lock(init_mutex_);
   if (initialized_.load()) return recording() ? DFTRACE_OK : DFTRACE_ERR_DISABLED;
+  if (exit_begun()) {
+    // Too late: what initialisation reads (the configuration's tables, yaml-cpp, the C++
+    // streams) may already be destroyed. Off for good, quietly (log() may be gone too).
+    disabled_reason_ = "the process was exiting";
+    recording_.store(false);
+    tree_.set_recording(false);
+    initialized_.store(true, std::memory_order_release);
+    return DFTRACE_ERR_STATE;
+  }
   // Before anything can fail: every later thread binding needs the key, failed init or not.
   pthread_once(&g_once, [] {
     pthread_key_create(&g_thread_key, thread_exit);
@@ -476,12 +517,26 @@ uint64_t runtime::events_dropped() const {
   return w ? w->events_dropped() : 0;
 }
 
+void signals_in_fork_child() {
+  runtime &r = runtime::get();
+  if (r.initialized() && r.cfg_.signals) r.install_signal_handlers();
+}
+
 void runtime::install_signal_handlers() {
+  const python interpreter = python_host();
+  // A forked child of an interpreter that was starting here (preloaded) takes what it could
+  // not (its Pool workers' SIGTERM: Pool.terminate()).
+  static bool again_in_children = false;
+  if (interpreter == python::starting && !again_in_children) {
+    again_in_children = true;
+    pthread_atfork(nullptr, nullptr, signals_in_fork_child);
+  }
   for (int sig : k_fatal_signals) {
     if (g_installed[sig]) continue;
     struct sigaction old {};
     if (::sigaction(sig, nullptr, &old) != 0) continue;
     if (!(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_IGN) continue;  // leave ignored ones
+    if (!takes_over_request(sig, old, interpreter)) continue;
     struct sigaction sa {};
     sa.sa_sigaction = fatal_signal;
     sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
@@ -585,14 +640,18 @@ thread_state *runtime::bind_thread() {
   if (!initialized_.load(std::memory_order_acquire)) init(nullptr);
   thread_state *ts = t_state;
   if (!ts) {
-    ts = new thread_state;
-    ts->stack.reserve(64);
-    ts->scratch.reserve(1024);
+    auto fresh = std::make_unique<thread_state>();
+    fresh->stack.reserve(64);
+    fresh->scratch.reserve(1024);
+    ts = fresh.release();
     t_state = ts;
     pthread_setspecific(g_thread_key, ts);
   }
   std::lock_guard<std::mutex> lock(init_mutex_);
   writer *w = writer_.get();
+  // The thread's first chunk before anything changes: without memory for it, the thread stays
+  // unbound and its next event tries again (a thread bound to a writer always has a chunk).
+  chunk *first = w ? w->new_chunk(0) : nullptr;
   if (ts->w && ts->w != w) ts->w->unregister_buffer(&ts->buf);
   ts->w = w;
   ts->generation = generation_.load(std::memory_order_acquire);
@@ -601,7 +660,7 @@ thread_state *runtime::bind_thread() {
   ts->next_id = ts->id_end = 0;
   refresh_thread_ids(*ts);
   if (w) {
-    ts->cur = w->new_chunk(0);
+    ts->cur = first;
     ts->buf.pos = 0;
     ts->buf.current.store(ts->cur, std::memory_order_release);
     w->register_buffer(&ts->buf);

@@ -163,6 +163,14 @@ class runtime {
     return __builtin_expect(r != nullptr, 1) ? *r : create();
   }
 
+  // Exit has begun (exit() or a return from main is running the exit handlers, or the runtime
+  // was finalized by its own handler): from then on init never initialises (the static data of
+  // this library and of those it uses may already be destroyed), and every call that would
+  // initialise passes through untraced. Set by mark_exit_begun, an exit handler registered when
+  // libdftrace loads (after its own static data, so it runs before that is destroyed).
+  static bool exit_begun() { return s_exit_begun.load(std::memory_order_acquire); }
+  static void mark_exit_begun() { s_exit_begun.store(true, std::memory_order_release); }
+
   // ---- set-up
   int init(const dftrace_options *options);
   int finalize();
@@ -251,6 +259,7 @@ class runtime {
   runtime() = default;
   static runtime &create();
   static std::atomic<runtime *> s_instance;
+  static std::atomic<bool> s_exit_begun;
   thread_state &thread();
   void create_writer_locked();
   // aggregation.file's rules, compiled for the writer (null when there are none).
@@ -295,7 +304,10 @@ class runtime {
   std::string path_from_config();
   void refresh_thread_ids(thread_state &ts);
   void emit_thread_name(thread_state &ts, std::string_view name);
+  // The fatal-signal handlers (runtime.cpp, "signals"); again in a forked child, where an
+  // interpreter has started by then (what it could not take at initialisation).
   void install_signal_handlers();
+  friend void signals_in_fork_child();
   void reset_process_info();
 
   std::atomic<bool> initialized_{false};

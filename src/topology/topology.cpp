@@ -1,12 +1,15 @@
 // topology.cpp: CPU sets from the kernel, NUMA nodes, packages and GPU locality from hwloc.
 #include "topology/topology.hpp"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <mutex>
 
 #include "base/format.hpp"
@@ -48,14 +51,163 @@ std::string json_int_list(const std::vector<int> &v) {
   return s + "]";
 }
 
+// CPU (and node) lists as sysfs writes them ("0-3,8,10-11").
+std::vector<int> parse_cpu_list(const std::string &text) {
+  std::vector<int> out;
+  const char *p = text.c_str();
+  while (*p) {
+    char *end = nullptr;
+    const long a = std::strtol(p, &end, 10);
+    if (end == p || a < 0 || a >= CPU_SETSIZE) break;
+    long b = a;
+    p = end;
+    if (*p == '-') {
+      b = std::strtol(p + 1, &end, 10);
+      if (end == p + 1 || b < a || b >= CPU_SETSIZE) break;
+      p = end;
+    }
+    for (long c = a; c <= b; ++c) out.push_back(static_cast<int>(c));
+    if (*p != ',') break;
+    ++p;
+  }
+  return out;
+}
+
+// The first line of a small sysfs file, or empty (plain system calls: tens of them per process).
+std::string read_line(const std::string &path) {
+  std::string line;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return line;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) line.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  const size_t nl = line.find('\n');
+  if (nl != std::string::npos) line.resize(nl);
+  return line;
+}
+
+// The machine as sysfs describes it: the NUMA node and package of each online CPU, and how many
+// cores, packages and nodes there are. One file per core and per package (a core's and a
+// package's CPU lists mark all their CPUs at once), one per NUMA node: tens of opens on a large
+// host, no library loaded.
+struct sys_topology {
+  std::vector<int> online;
+  std::vector<int> node_of, package_of;  // by CPU index; -1 when not known
+  int cores = 0, packages = 0, nodes = 0;
+};
+
+sys_topology read_sys_topology() {
+  sys_topology t;
+  t.online = parse_cpu_list(read_line("/sys/devices/system/cpu/online"));
+  if (t.online.empty())
+    for (int c = 0; c < online_cpus(); ++c) t.online.push_back(c);
+  const int n = t.online.back() + 1;
+  t.node_of.assign(n, -1);
+  t.package_of.assign(n, -1);
+  std::vector<char> in_core(n, 0);
+  const std::string cpu_dir = "/sys/devices/system/cpu/cpu";
+  for (int c : t.online) {
+    const std::string topo = cpu_dir + std::to_string(c) + "/topology/";
+    if (!in_core[c]) {
+      ++t.cores;
+      std::vector<int> siblings = parse_cpu_list(read_line(topo + "core_cpus_list"));
+      if (siblings.empty()) siblings = parse_cpu_list(read_line(topo + "thread_siblings_list"));
+      in_core[c] = 1;
+      for (int s : siblings)
+        if (s < n) in_core[s] = 1;
+    }
+    if (t.package_of[c] < 0) {
+      ++t.packages;
+      char *end = nullptr;
+      const std::string id_text = read_line(topo + "physical_package_id");
+      long id = std::strtol(id_text.c_str(), &end, 10);
+      if (id_text.empty() || id < 0) id = t.packages - 1;
+      std::vector<int> mates = parse_cpu_list(read_line(topo + "package_cpus_list"));
+      if (mates.empty()) mates = parse_cpu_list(read_line(topo + "core_siblings_list"));
+      t.package_of[c] = static_cast<int>(id);
+      for (int m : mates)
+        if (m < n) t.package_of[m] = static_cast<int>(id);
+    }
+  }
+  // NUMA nodes: those the kernel lists online (a machine without them has one, node 0).
+  for (int node : parse_cpu_list(read_line("/sys/devices/system/node/online"))) {
+    ++t.nodes;
+    const std::string list =
+        read_line("/sys/devices/system/node/node" + std::to_string(node) + "/cpulist");
+    for (int c : parse_cpu_list(list))
+      if (c < n) t.node_of[c] = node;
+  }
+  if (t.nodes == 0) {
+    t.nodes = 1;
+    for (int c : t.online) t.node_of[c] = 0;
+  }
+  return t;
+}
+
+// Sorted distinct values of `of` over `cpus` (unknown ones skipped).
+std::vector<int> values_over(const std::vector<int> &of, const std::vector<int> &cpus) {
+  std::vector<int> out;
+  for (int c : cpus)
+    if (c < static_cast<int>(of.size()) && of[c] >= 0) out.push_back(of[c]);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+void add_affinity_warning(const std::vector<int> &cpus, const std::vector<int> &numa, bool bound,
+                          std::vector<std::pair<std::string, std::string>> *out) {
+  if (!bound || numa.size() <= 1) return;
+  std::string numa_text;
+  for (size_t i = 0; i < numa.size(); ++i) numa_text += (i ? "," : "") + std::to_string(numa[i]);
+  out->emplace_back("affinity_warning",
+                    json_quote("the process is bound to CPUs " + json_int_list(cpus) +
+                               " that span NUMA nodes " + numa_text));
+}
+
+void add_sys_properties(const std::vector<int> &cpus,
+                        std::vector<std::pair<std::string, std::string>> *out) {
+  const sys_topology t = read_sys_topology();
+  const std::vector<int> numa = values_over(t.node_of, cpus);
+  out->emplace_back("numa_node", json_int_list(numa));
+  out->emplace_back("package", json_int_list(values_over(t.package_of, cpus)));
+  out->emplace_back("host_cores", std::to_string(t.cores));
+  out->emplace_back("host_pus", std::to_string(t.online.size()));
+  out->emplace_back("host_numa_nodes", std::to_string(t.nodes));
+  out->emplace_back("host_packages", std::to_string(t.packages));
+  add_affinity_warning(cpus, numa, cpus.size() < t.online.size(), out);
+}
+
 #ifdef DFTRACE_HAVE_HWLOC
-// Loads the topology once per process (with I/O devices, to find GPUs). Kept for the process's
-// life: fork children share the same machine.
+// Whether hwloc is needed: to find GPUs (a GPU driver is loaded: NVIDIA's, or AMD's compute
+// device), or because hwloc is told to read a described machine (HWLOC_XMLFILE, HWLOC_SYNTHETIC).
+// Otherwise sysfs gives the same answers without loading hwloc's plugins (their X11, OpenCL and
+// PCI libraries, and the X servers the GL plugin tries to reach: tens of milliseconds in every
+// traced process).
+bool hwloc_needed() {
+  if (std::getenv("HWLOC_XMLFILE") || std::getenv("HWLOC_SYNTHETIC")) return true;
+  if (::access("/dev/kfd", F_OK) == 0) return true;
+  if (DIR *d = ::opendir("/proc/driver/nvidia/gpus")) {
+    bool any = false;
+    while (dirent *e = ::readdir(d))
+      if (e->d_name[0] != '.') any = true;
+    ::closedir(d);
+    return any;
+  }
+  return false;
+}
+
+// Loads the topology once per process (a forked child keeps its parent's: the same machine).
+// I/O objects only where GPUs may be (to place them), and never through the GL (X servers) or
+// OpenCL components.
 hwloc_topology_t shared_topology() {
   static hwloc_topology_t topo = [] {
     hwloc_topology_t t = nullptr;
     if (hwloc_topology_init(&t) != 0) return static_cast<hwloc_topology_t>(nullptr);
     hwloc_topology_set_io_types_filter(t, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+#if HWLOC_API_VERSION >= 0x00020100
+    hwloc_topology_set_components(t, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "gl");
+    hwloc_topology_set_components(t, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "opencl");
+#endif
     if (hwloc_topology_load(t) != 0) {
       hwloc_topology_destroy(t);
       return static_cast<hwloc_topology_t>(nullptr);
@@ -103,14 +255,9 @@ void add_hwloc_properties(const std::vector<int> &cpus,
   out->emplace_back("host_packages",
                     std::to_string(hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PACKAGE)));
   // Bound: allowed fewer CPUs than the machine has (as hwloc sees it).
-  const bool bound = static_cast<int>(cpus.size()) < hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU);
-  if (bound && numa.size() > 1) {
-    std::string numa_text;
-    for (size_t i = 0; i < numa.size(); ++i) numa_text += (i ? "," : "") + std::to_string(numa[i]);
-    out->emplace_back("affinity_warning",
-                      json_quote("the process is bound to CPUs " + json_int_list(cpus) +
-                                 " that span NUMA nodes " + numa_text));
-  }
+  add_affinity_warning(cpus, numa,
+                       static_cast<int>(cpus.size()) < hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU),
+                       out);
   // GPUs: OS devices that are GPUs or compute co-processors, with the NUMA nodes of their
   // closest non-I/O ancestor.
   std::string gpus;
@@ -149,8 +296,12 @@ std::vector<std::pair<std::string, std::string>> topology_properties(pid_t pid) 
     if (!affinity_of(pid, &cpus)) return out;
     out.emplace_back("core_affinity", json_int_list(cpus));
 #ifdef DFTRACE_HAVE_HWLOC
-    add_hwloc_properties(cpus, &out);
+    if (hwloc_needed()) {
+      add_hwloc_properties(cpus, &out);
+      return out;
+    }
 #endif
+    add_sys_properties(cpus, &out);
   } catch (...) {
     // A header without topology is better than no trace.
   }

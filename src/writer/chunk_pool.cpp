@@ -32,14 +32,18 @@ chunk *chunk_pool::take(size_t min_bytes) {
   return c;
 }
 
-void chunk_pool::recycle(chunk *c) {
+void chunk_pool::recycle(chunk *c) noexcept {
   if (c->cap != chunk_bytes_) {  // an oversized chunk for one huge record
     free_chunk(c);
     return;
   }
   c->reset();
   std::lock_guard<std::mutex> lock(pool_mutex_);
-  pool_.push_back(c);
+  try {
+    pool_.push_back(c);
+  } catch (...) {  // no memory for the list: the chunk is freed instead of kept
+    free_chunk(c);
+  }
 }
 
 size_t chunk_pool::add(thread_buffer *tb) {

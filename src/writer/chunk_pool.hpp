@@ -65,7 +65,7 @@ class chunk_pool {
   // A fresh chunk of at least min_bytes.
   chunk *take(size_t min_bytes);
   // Takes back a chunk nobody writes into any more.
-  void recycle(chunk *c);
+  void recycle(chunk *c) noexcept;  // (freed when it can not be kept)
   size_t chunk_bytes() const { return chunk_bytes_; }
 
   // Registry. add() returns how many buffers are registered.

@@ -7,6 +7,20 @@
 
 namespace dftrace::detail {
 
+namespace {
+// One member compressed; false when it could not be (its events are then counted as dropped):
+// out of memory for the output never leaves the thread.
+bool encode_member(member_encoder &e, member &m) noexcept {
+  try {
+    m.out.clear();
+    return e.encode(m.text.data(), m.text.size(), m.stats, m.out);
+  } catch (...) {
+    std::vector<char>().swap(m.out);
+    return false;
+  }
+}
+}  // namespace
+
 compressor_pool::compressor_pool(codec kind, int level, int threads)
     : kind_(kind), level_(level), threads_(threads), encoder_(kind, level) {}
 
@@ -38,8 +52,7 @@ void compressor_pool::helper_run(size_t k) {
     const size_t stride = helpers_.size() + 1;
     for (size_t i = k + 1; i < count; i += stride) {
       member &m = b->at(i);
-      m.out.clear();
-      m.ok = helper_encoders_[k]->encode(m.text.data(), m.text.size(), m.stats, m.out);
+      m.ok = encode_member(*helper_encoders_[k], m);
     }
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -54,14 +67,7 @@ void compressor_pool::compress(member_builder &b, bool parallel) {
   const int want_helpers = std::max(0, threads_ - 1);
   size_t stride = 1;
   if (parallel && count > 1 && want_helpers > 0) {
-    if (helpers_.empty()) {
-      std::lock_guard<std::mutex> lock(mutex_);
-      for (int h = 0; h < want_helpers; ++h)
-        helper_encoders_.push_back(std::make_unique<member_encoder>(kind_, level_));
-      const async_signals_blocked no_handlers;  // the application's handlers: not here
-      for (int h = 0; h < want_helpers; ++h)
-        helpers_.emplace_back([this, h] { helper_run(static_cast<size_t>(h)); });
-    }
+    if (helpers_.empty() && !helpers_failed_) start_helpers(want_helpers);
     stride = helpers_.size() + 1;
     std::lock_guard<std::mutex> lock(mutex_);
     pass_ = &b;
@@ -72,12 +78,29 @@ void compressor_pool::compress(member_builder &b, bool parallel) {
   if (stride > 1) cv_.notify_all();
   for (size_t i = 0; i < count; i += stride) {
     member &m = b.at(i);
-    m.out.clear();
-    m.ok = encoder_.encode(m.text.data(), m.text.size(), m.stats, m.out);
+    m.ok = encode_member(encoder_, m);
   }
   if (stride > 1) {
     std::unique_lock<std::mutex> lock(mutex_);
     done_cv_.wait(lock, [&] { return pending_ == 0; });
+  }
+}
+
+void compressor_pool::start_helpers(int want) {
+  // As many as can be made: a helper's encoder or thread that can not be (no memory for its
+  // stack under an address-space limit) leaves its members to the writer thread, and no later
+  // pass tries again.
+  std::lock_guard<std::mutex> lock(mutex_);
+  const async_signals_blocked no_handlers;  // the application's handlers: not here
+  try {
+    helpers_.reserve(static_cast<size_t>(want));
+    helper_encoders_.reserve(static_cast<size_t>(want));
+    for (int h = 0; h < want; ++h) {
+      helper_encoders_.push_back(std::make_unique<member_encoder>(kind_, level_));
+      helpers_.emplace_back([this, h] { helper_run(static_cast<size_t>(h)); });
+    }
+  } catch (...) {
+    helpers_failed_ = true;
   }
 }
 

@@ -23,7 +23,9 @@ class compressor_pool {
   compressor_pool(const compressor_pool &) = delete;
   compressor_pool &operator=(const compressor_pool &) = delete;
 
-  // Sets each closed member's `out` and `ok`; helpers share the work when `parallel`.
+  // Sets each closed member's `out` and `ok`; helpers share the work when `parallel`. Never
+  // throws: a member that can not be compressed (no memory) is not `ok`; helpers that can not
+  // be started leave the work to the calling thread.
   void compress(member_builder &b, bool parallel);
   // The calling thread's encoder (the header's member).
   member_encoder &encoder() { return encoder_; }
@@ -37,12 +39,14 @@ class compressor_pool {
 
  private:
   void helper_run(size_t k);
+  void start_helpers(int want);  // mutex_ not held
 
   const codec kind_;
   const int level_;
   const int threads_;
   member_encoder encoder_;
   std::vector<std::thread> helpers_;
+  bool helpers_failed_ = false;  // a helper could not be made: the writer thread does the rest
   std::vector<std::unique_ptr<member_encoder>> helper_encoders_;
   std::mutex mutex_;
   std::condition_variable cv_, done_cv_;

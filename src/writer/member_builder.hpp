@@ -54,6 +54,16 @@ class member_builder {
   // The line format: pid and precision (the writer's end line uses it too).
   line_format &format() { return format_; }
   size_t member_bytes() const { return member_bytes_; }
+  // Drops this pass's members, closed and open (a pass that ran out of memory); returns the
+  // events they held.
+  uint64_t discard() {
+    uint64_t events = 0;
+    const size_t n = open_ + (has_open_ ? 1 : 0);
+    for (size_t i = 0; i < n && i < members_.size(); ++i) events += members_[i]->events;
+    open_ = 0;
+    has_open_ = false;
+    return events;
+  }
   // Forgets the pass being assembled (fork's child).
   void forget() {
     open_ = 0;

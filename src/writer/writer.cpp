@@ -8,6 +8,7 @@
 #include <new>
 
 #include "base/clock.hpp"
+#include "base/log.hpp"
 #include "base/thread_role.hpp"
 
 namespace dftrace::detail {
@@ -58,33 +59,49 @@ writer::~writer() {
   if (thread_.joinable()) thread_.join();
 }
 
-void writer::start_thread() {
+bool writer::start_thread() {
   // queue_mutex_ held by the caller
-  if (thread_started_ || stop_) return;
-  thread_started_ = true;
+  if (thread_started_ || stop_) return thread_started_;
   const async_signals_blocked no_handlers;  // the application's handlers stay on its threads
-  thread_ = std::thread([this] { run(); });
+  try {
+    thread_ = std::thread([this] { run(); });
+  } catch (...) {  // std::system_error (EAGAIN: no memory for its stack) or std::bad_alloc
+    return false;
+  }
+  thread_started_ = true;
+  return true;
+}
+
+void writer::drop_chunk(chunk *c) noexcept {
+  uint64_t n = 0;  // the records not written yet
+  const uint32_t bytes = c->committed.load(std::memory_order_relaxed);
+  for (uint32_t off = c->drained.load(std::memory_order_relaxed); off < bytes;
+       off += reinterpret_cast<const rec *>(c->data + off)->size)
+    ++n;
+  dropped_.fetch_add(n, std::memory_order_relaxed);
+  pool_.recycle(c);
 }
 
 void writer::submit(chunk *c) {
   const size_t bytes = c->committed.load(std::memory_order_relaxed);
   std::unique_lock<std::mutex> lock(queue_mutex_);
-  start_thread();
+  const bool writing = start_thread();
   if (queued_bytes_ + bytes > settings_.queue_bytes && !stop_) {
-    if (settings_.drop_when_full) {
+    if (settings_.drop_when_full || !writing) {
       lock.unlock();
-      uint64_t n = 0;  // the records not written yet
-      for (uint32_t off = c->drained.load(std::memory_order_relaxed); off < bytes;
-           off += reinterpret_cast<const rec *>(c->data + off)->size)
-        ++n;
-      dropped_.fetch_add(n, std::memory_order_relaxed);
-      pool_.recycle(c);
+      drop_chunk(c);
       return;
     }
     queue_cv_.notify_one();
     space_cv_.wait(lock, [&] { return queued_bytes_ + bytes <= settings_.queue_bytes || stop_; });
   }
-  queue_.push_back(c);
+  try {
+    queue_.push_back(c);
+  } catch (...) {  // no memory for the queue: the chunk's records are dropped, the thread goes on
+    lock.unlock();
+    drop_chunk(c);
+    return;
+  }
   queued_bytes_ += bytes;
   // Records are about half the size of their lines: wake the writer at half a member.
   if (queued_bytes_ >= settings_.member_bytes / 2) queue_cv_.notify_one();
@@ -152,8 +169,47 @@ void writer::run() {
   }
 }
 
-void writer::cycle(bool steal) {
+void writer::cycle(bool steal) noexcept {
+  try {
+    cycle_steps(steal);
+  } catch (...) {  // std::bad_alloc: a line, a member or a list could not grow
+    drop_failed_pass();
+  }
+}
+
+void writer::drop_failed_pass() noexcept {
+  // What the pass held is lost: the members it made, the chunks and ranges it had not reached
+  // (the one it was in counts whole: some of its events may be in a dropped member too).
+  uint64_t lost = builder_.discard();
+  for (size_t i = queue_done_; i < local_queue_.size(); ++i) {
+    chunk *c = local_queue_[i];
+    const uint32_t end = c->committed.load(std::memory_order_acquire);
+    for (uint32_t off = c->drained.load(std::memory_order_relaxed); off < end;
+         off += reinterpret_cast<const rec *>(c->data + off)->size)
+      ++lost;
+    pool_.recycle(c);
+  }
+  local_queue_.clear();
+  queue_done_ = 0;
+  for (size_t i = ranges_done_; i < ranges_.size(); ++i)
+    for (uint32_t off = ranges_[i].from; off < ranges_[i].to;
+         off += reinterpret_cast<const rec *>(ranges_[i].c->data + off)->size)
+      ++lost;
+  ranges_.clear();
+  ranges_done_ = 0;
+  dropped_.fetch_add(lost, std::memory_order_relaxed);
+  if (!memory_said_) {
+    memory_said_ = true;
+    log(log_level::error,
+        "out of memory while writing the trace: %llu events dropped (later losses are counted "
+        "in the end line's dropped count); the program goes on",
+        static_cast<unsigned long long>(lost));
+  }
+}
+
+void writer::cycle_steps(bool steal) {
   // 1. chunks handed over, in order
+  queue_done_ = ranges_done_ = 0;
   local_queue_.clear();
   {
     std::lock_guard<std::mutex> lock(queue_mutex_);
@@ -185,12 +241,16 @@ void writer::cycle(bool steal) {
                  });
   // A burst of definitions (a pass over many new files) is not kept for the rest of the run.
   if (local_meta_.capacity() > 4 * settings_.member_bytes) std::string().swap(local_meta_);
-  for (chunk *c : local_queue_) {
+  for (; queue_done_ < local_queue_.size(); ++queue_done_) {
+    chunk *c = local_queue_[queue_done_];
     const uint32_t end = c->committed.load(std::memory_order_acquire);
     if (end > c->drained) builder_.add_records(c, c->drained, end);
     pool_.recycle(c);
   }
-  for (const chunk_range &r : ranges_) builder_.add_records(r.c, r.from, r.to);
+  for (; ranges_done_ < ranges_.size(); ++ranges_done_) {
+    const chunk_range &r = ranges_[ranges_done_];
+    builder_.add_records(r.c, r.from, r.to);
+  }
   // Aggregated intervals are written once no thread can still hold events of them: two flush
   // intervals after them (a thread's chunk is taken at least every flush interval).
   builder_.add_aggregates(static_cast<uint64_t>(2 * settings_.flush_interval * 1e9), false);
@@ -253,15 +313,23 @@ void writer::finish(end_fields end) {
     std::lock_guard<std::mutex> io(io_mutex_);
     if (finished_) return;
     cycle(true);
-    builder_.add_aggregates(0, true);  // every interval still open, written before the end
-    builder_.close();                  // line so that its count holds their events
-    write_members(true);
+    try {
+      builder_.add_aggregates(0, true);  // every interval still open, written before the end
+      builder_.close();                  // line so that its count holds their events
+      write_members(true);
+    } catch (...) {  // out of memory: what was folded is dropped, the end line still comes
+      drop_failed_pass();
+    }
     char buf[2048];
     const size_t n = end_line(end, buf, sizeof buf);
     const member_stats st = scan(buf, n);
-    builder_.add_lines(buf, n, st, (st.ts_min | st.ts_max) != 0, false);
-    builder_.close();
-    write_members(true);
+    try {
+      builder_.add_lines(buf, n, st, (st.ts_min | st.ts_max) != 0, false);
+      builder_.close();
+      write_members(true);
+    } catch (...) {
+      drop_failed_pass();
+    }
     finished_ = true;
     file_.close();
   }

@@ -94,11 +94,18 @@ class writer {
   const writer_settings &settings() const { return settings_; }
 
  private:
-  void start_thread();
+  // False when the thread can not be made (no memory, no thread left): the chunks then wait
+  // for the next try, or are dropped when the queue is full (never a wait without a writer).
+  bool start_thread();
   void run();
+  void drop_chunk(chunk *c) noexcept;  // its records counted as dropped, the chunk recycled
   // One pass: metadata, handed-over chunks and (when steal) the committed part of every
-  // thread's current chunk, into members. Caller holds io_mutex_.
-  void cycle(bool steal);
+  // thread's current chunk, into members. Caller holds io_mutex_. Never throws: a pass that
+  // runs out of memory drops what it held (counted as dropped, said once), and the writer goes
+  // on with the next pass.
+  void cycle(bool steal) noexcept;
+  void cycle_steps(bool steal);
+  void drop_failed_pass() noexcept;
   // The closed members compressed (in parallel when `parallel`) and written in order, after
   // the header when the file is new.
   void write_members(bool parallel);
@@ -149,6 +156,8 @@ class writer {
   // A pass's scratch (io_mutex_).
   std::vector<chunk_range> ranges_;
   std::vector<chunk *> local_queue_;
+  size_t ranges_done_ = 0, queue_done_ = 0;  // how far the pass got (drop_failed_pass)
+  bool memory_said_ = false;
   std::string local_meta_;
   std::vector<char> out_;
 

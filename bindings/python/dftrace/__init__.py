@@ -210,7 +210,8 @@ _nodes: Dict[Tuple[str, str], Profiler] = {}
 def _finalize_after_keyboard_interrupt() -> None:
     # An uncaught KeyboardInterrupt ends Python by raising SIGINT again after Python's own
     # exit handlers, so the C library's exit handler never runs and the trace would lack its
-    # end line: finalize here. The library saw the SIGINT, so the end line says "SIGINT".
+    # end line: finalize here. (SIGINT is Python's: the library never takes it from the
+    # interpreter, so the end line does not name it.)
     if isinstance(getattr(sys, "last_value", None), KeyboardInterrupt):
         finalize()
 

@@ -1,0 +1,256 @@
+"""test_life.py: a traced process lives as it does untraced (src/runtime, src/io, src/topology,
+src/writer): its exit status when its first interposed call comes during exit, hwloc's plugins
+and X servers left alone, SIGINT in Python (KeyboardInterrupt, signal.getsignal, a forkserver
+Pool), SIGTERM in C (the trace's end line), and an address-space limit (no abort)."""
+import glob
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+import tracecheck as tc  # noqa: E402
+
+BIN = os.environ["DFTRACE_TEST_BIN"]
+CLI = os.environ["DFTRACE_CLI"]
+
+
+def clean_env(**extra):
+    env = dict(os.environ)
+    for k in list(env):
+        if k.startswith(("DFTRACE_", "DFTRACER_")) or k == "LD_PRELOAD":
+            del env[k]
+    env.update(extra)
+    return env
+
+
+def traced(tmp_path, *cmd):
+    return [CLI, "run", "--prefix", str(tmp_path / "traces" / "t"), "--", *cmd]
+
+
+# ------------------------------------------------------------------ exit
+
+@pytest.mark.parametrize("cmd", [["/bin/true"], ["/bin/false"], ["env", "true"],
+                                 ["/bin/kill", "-0", "PID"]])
+def test_first_interposed_call_during_exit_keeps_the_exit_status(tmp_path, cmd):
+    # Standard output to a file: the program's first interposed call is the C++ streams' final
+    # flush, made by a library's finaliser after libdftrace's own static data was destroyed.
+    cmd = [str(os.getpid()) if a == "PID" else a for a in cmd]
+    if shutil.which(cmd[0]) is None:
+        pytest.skip("%s is not installed" % cmd[0])
+    (tmp_path / "traces").mkdir()
+    with open(tmp_path / "untraced.log", "w") as out:
+        want = subprocess.run(cmd, stdout=out, env=clean_env(), timeout=60).returncode
+    assert want in (0, 1)
+    for i in range(20):
+        with open(tmp_path / "traced.log", "w") as out:
+            p = subprocess.run(traced(tmp_path, *cmd), stdout=out, stderr=subprocess.PIPE,
+                               env=clean_env(), timeout=60)
+        assert p.returncode == want, (i, p.returncode, p.stderr)
+        assert p.stderr == b"", p.stderr
+
+
+# ------------------------------------------------------------------ hwloc
+
+def strace_traced_echo(tmp_path):
+    """The system calls connect, open and openat of a traced /usr/bin/echo and its children,
+    and the echo's trace."""
+    strace = shutil.which("strace")
+    if not strace:
+        pytest.skip("strace is not installed (scripts/setup-debian.sh installs it)")
+    (tmp_path / "traces").mkdir()
+    log = tmp_path / "strace.log"
+    # Its output to a file: its writes are traced, so dftrace initialises (and reads where the
+    # process runs) in it.
+    with open(tmp_path / "echo.out", "w") as out:
+        p = subprocess.run([strace, "-f", "-qq", "-o", str(log), "-e",
+                            "trace=connect,openat,open", *traced(tmp_path, "/usr/bin/echo", "hello")],
+                           stdout=out, stderr=subprocess.PIPE, text=True,
+                           env=clean_env(DISPLAY=""), timeout=120)
+    if p.returncode != 0 and "ptrace" in p.stderr:
+        pytest.skip("strace can not trace here: " + p.stderr.strip())
+    assert p.returncode == 0 and (tmp_path / "echo.out").read_text() == "hello\n", p.stderr
+    return log.read_text().splitlines(), tc.load(tc.only_file(str(tmp_path / "traces")))
+
+
+def test_a_traced_echo_reaches_no_x_server_and_says_where_it_ran(tmp_path):
+    calls, ev = strace_traced_echo(tmp_path)
+    x11 = [c for c in calls if "connect(" in c and (".X11-unix" in c or "htons(60" in c)]
+    assert not x11, x11
+    # The header still says where the process runs.
+    pr, _ = tc.pr_values(ev)
+    for key in ("core_affinity", "numa_node", "package", "host_cores", "host_pus",
+                "host_numa_nodes", "host_packages"):
+        assert key in pr, (key, sorted(pr))
+    assert pr["host_pus"] == os.cpu_count()
+    assert pr["core_affinity"] == sorted(os.sched_getaffinity(0))
+
+
+def test_a_traced_echo_loads_no_hwloc_plugin(tmp_path):
+    if os.path.exists("/dev/kfd") or glob.glob("/proc/driver/nvidia/gpus/*"):
+        pytest.skip("a GPU driver is loaded: hwloc is used to place the GPUs, and loads its plugins")
+    calls, _ = strace_traced_echo(tmp_path)
+    plugins = [c for c in calls if "/hwloc/hwloc_" in c or "libX11" in c or "libOpenCL" in c]
+    assert not plugins, plugins
+
+
+# ------------------------------------------------------------------ signals
+
+LOOP = textwrap.dedent("""
+    import signal, sys, time
+    checkpoint = sys.argv[1]
+    print("handlers", signal.getsignal(signal.SIGINT) is signal.default_int_handler,
+          signal.getsignal(signal.SIGTERM) == signal.SIG_DFL, flush=True)
+    step = 0
+    try:
+        with open(checkpoint + ".log", "w") as log:
+            while True:
+                log.write("step %d\\n" % step)
+                log.flush()
+                step += 1
+                if step == 20:
+                    print("ready", flush=True)
+                time.sleep(0.002)
+    except KeyboardInterrupt:
+        print("interrupted", flush=True)
+        sys.exit(3)
+    finally:
+        with open(checkpoint, "w") as f:
+            f.write("saved")
+""")
+
+
+def interrupt_loop(tmp_path, name, wrap):
+    script = tmp_path / "loop.py"
+    script.write_text(LOOP)
+    ck = tmp_path / name
+    p = subprocess.Popen(wrap(sys.executable, str(script), str(ck)), stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=clean_env())
+    lines = [p.stdout.readline().strip()]
+    lines.append(p.stdout.readline().strip())
+    assert lines[-1] == "ready", (lines, p.stderr.read() if p.poll() is not None else "")
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    return p.returncode, lines + out.split(), ck.read_text() if ck.exists() else None
+
+
+def test_ctrl_c_on_a_traced_python_loop_raises_keyboard_interrupt(tmp_path):
+    (tmp_path / "traces").mkdir()
+    want = interrupt_loop(tmp_path, "untraced.ck", lambda *c: list(c))
+    assert want == (3, ["handlers True True", "ready", "interrupted"], "saved")
+    got = interrupt_loop(tmp_path, "traced.ck", lambda *c: traced(tmp_path, *c))
+    assert got == want
+    # Traced all the same: the loop's writes, and the end of the process.
+    ev = tc.load(tc.only_file(str(tmp_path / "traces")))
+    assert any(e.get("name") == "write" and e.get("cat") == "POSIX" for e in ev)
+    assert ev[-1]["name"] == "end"
+
+
+FORKSERVER = textwrap.dedent("""
+    import multiprocessing as mp
+    def square(x):
+        return x * x
+    if __name__ == "__main__":
+        with mp.get_context("forkserver").Pool(2) as pool:
+            print(sum(pool.map(square, range(200))))
+""")
+
+
+def test_a_traced_forkserver_pool_maps_and_exits(tmp_path):
+    (tmp_path / "traces").mkdir()
+    script = tmp_path / "pool.py"
+    script.write_text(FORKSERVER)
+    # A hang (workers dying and respawned for ever) fails here instead of hanging the suite.
+    p = subprocess.run(traced(tmp_path, sys.executable, str(script)), capture_output=True,
+                       text=True, env=clean_env(), timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert p.stdout == "%d\n" % sum(x * x for x in range(200))
+    assert "Traceback" not in p.stderr, p.stderr[-2000:]
+
+
+TERMINATED = textwrap.dedent("""
+    import multiprocessing as mp, signal, time
+    def work(i):
+        with open(%r + "/w%%d" %% i, "w") as f:
+            f.write(str(signal.getsignal(signal.SIGTERM) == signal.SIG_DFL))
+        time.sleep(60)
+    if __name__ == "__main__":
+        mp.set_start_method("fork")
+        pool = mp.Pool(2)
+        pool.map_async(work, range(2))
+        time.sleep(2)
+        pool.terminate()
+        pool.join()
+""")
+
+
+def test_preloaded_python_fork_workers_terminated_end_their_traces(tmp_path):
+    # The interpreter was starting when dftrace initialised (preloaded): SIGTERM was left to it;
+    # its forked workers, where it has started, take it (Python reports SIG_DFL as untraced).
+    (tmp_path / "traces").mkdir()
+    script = tmp_path / "terminate.py"
+    script.write_text(TERMINATED % str(tmp_path))
+    p = subprocess.run(traced(tmp_path, sys.executable, str(script)), capture_output=True,
+                       text=True, env=clean_env(), timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert [(tmp_path / ("w%d" % i)).read_text() for i in range(2)] == ["True", "True"]
+    ends = [tc.load(f)[-1]["args"].get("signal")
+            for f in glob.glob(str(tmp_path / "traces" / "*.pfw.gz"))]
+    assert ends.count("SIGTERM") == 2, ends
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_c_program_killed_by_a_request_to_end_still_gets_its_end_line(tmp_path, sig):
+    env = clean_env(DFTRACE_ENABLE="1", DFTRACE_LOG_FILE=str(tmp_path / "trace"))
+    p = subprocess.Popen([os.path.join(BIN, "term_prog")], stdout=subprocess.PIPE, env=env,
+                         text=True)
+    assert p.stdout.readline().strip() == "ready"
+    p.send_signal(sig)
+    p.wait(timeout=60)
+    assert p.returncode == -sig
+    ev = tc.load(tc.only_file(str(tmp_path)))
+    assert ev[-1]["name"] == "end" and ev[-1]["args"]["signal"] == signal.Signals(sig).name
+
+
+def test_a_request_to_end_the_application_handles_stays_its_own(tmp_path):
+    env = clean_env(DFTRACE_ENABLE="1", DFTRACE_LOG_FILE=str(tmp_path / "trace"))
+    p = subprocess.run([os.path.join(BIN, "term_prog"), "handled"], capture_output=True,
+                       text=True, env=env, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split("\n") == ["own SIGTERM", "own SIGINT", ""]
+    assert tc.load(tc.only_file(str(tmp_path)))[-1]["name"] == "end"
+
+
+# ------------------------------------------------------------------ address space
+
+def run_limited(limit_mb, env):
+    def set_limit():
+        b = limit_mb << 20
+        resource.setrlimit(resource.RLIMIT_AS, (b, b))
+    return subprocess.run([os.path.join(BIN, "limit_prog"), "60000"], env=env,
+                          preexec_fn=set_limit, capture_output=True, text=True, timeout=60)
+
+
+def test_no_address_space_limit_aborts_a_traced_program(tmp_path):
+    untraced = clean_env(DFTRACE_ENABLE="0")
+    smallest = next((mb for mb in range(8, 121, 4) if run_limited(mb, untraced).returncode == 0),
+                    None)
+    assert smallest is not None, "limit_prog does not run untraced under 120 MB"
+    tried = []
+    for mb in range(smallest, 121, 4):
+        if run_limited(mb, untraced).returncode != 0:
+            continue
+        d = tmp_path / str(mb)
+        d.mkdir()
+        p = run_limited(mb, clean_env(DFTRACE_ENABLE="1", DFTRACE_LOG_FILE=str(d / "trace")))
+        tried.append(mb)
+        assert p.returncode == 0, (mb, p.returncode, p.stderr[-2000:])
+        assert "limit_prog: 60000 events each" in p.stdout
+        # Out of memory is said, never once per lost event.
+        assert len(p.stderr.splitlines()) <= 3, (mb, p.stderr[-2000:])
+    assert len(tried) >= 5, tried
