@@ -3,14 +3,15 @@
  * reuse or overwrite. Built twice: for `dftrace run` (libdftrace_io preloaded), and with
  * TRACE_FD_LINKED, linked with libdftrace only (no interposer: a region per 500 lines makes
  * the events, DFTRACE_ENABLE starts the trace).
- * Usage: trace_fd_prog MODE DIR
+ * Usage: trace_fd_prog MODE DIR, or trace_fd_prog_linked fill N
  *   reuse       open and close a file, wait past the flush interval, close the number again
  *   closerange  close_range(3, ~0U, 0)
  *   closeloop   for (fd = 3; fd < 1024; ++fd) close(fd)
  *   closefrom   closefrom(3)
  *   dup2        dup2 its own file onto 1000 (the trace's number when the limit allows)
  *   fork        a forked child writing to a file its parent opened
- *   fill N      (linked) N regions with incompressible arguments, then dftrace_finalize
+ *   fill N      N regions with incompressible arguments, then dftrace_finalize (the trace
+ *               goes where DFTRACE_LOG_FILE says)
  * Every mode but fill then writes DIR/out.txt: 20,000 numbered lines. What it sees (results,
  * errno, descriptor numbers) goes to stdout, which must be as untraced; the trace's descriptor
  * number, when one is open, to stderr. */
@@ -157,7 +158,7 @@ int main(int argc, char **argv) {
   const char *mode = argv[1];
   setvbuf(stdout, NULL, _IOLBF, 0);
 #ifdef TRACE_FD_LINKED
-  if (strcmp(mode, "fill") == 0) return fill(argc > 3 ? atol(argv[3]) : 100000);
+  if (strcmp(mode, "fill") == 0) return fill(atol(argv[2]));
 #endif
   if (strcmp(mode, "fork") == 0) return fork_mode();
   start();
