@@ -16,6 +16,7 @@
 #include "config/config.hpp"
 #include "dftrace/dftrace.h"
 #include "runtime/runtime.hpp"
+#include "writer/output_file.hpp"
 
 using dftrace::detail::json_quote;
 using dftrace::detail::node;
@@ -499,6 +500,22 @@ uint64_t dftrace_now_ns(void) {
 }
 
 bool dftrace_thread_is_internal(void) { return dftrace::detail::t_internal_thread; }
+
+// std::atomic<int> is an int in memory (lock-free, no padding); the interposer reads it with
+// one relaxed load.
+static_assert(sizeof(std::atomic<int>) == sizeof(int) && std::atomic<int>::is_always_lock_free);
+const int *dftrace_trace_fd_address(void) {
+  return reinterpret_cast<const int *>(&dftrace::detail::g_trace_fd);
+}
+
+bool dftrace_trace_fd_release(int fd) {
+  const dftrace::detail::internal_scope own_work;
+  return fd >= 0 && dftrace::detail::release_trace_fd(fd);
+}
+
+bool dftrace_hash_redefine(int kind, uint64_t hash) {
+  return guarded([&] { return the_runtime().redefine_hash(kind, hash); }, false);
+}
 
 uint64_t dftrace_trace_time_ns(void) {
   return guarded([] { return the_runtime().now_ns() + the_runtime().epoch_offset_ns(); },

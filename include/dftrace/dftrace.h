@@ -102,7 +102,9 @@ DFTRACE_API int dftrace_init(const dftrace_options_t *options);
 
 /* Writes everything buffered, the "end" event and the closing "]", closes the file. Regions
  * still open are not written. Safe to call more than once and from any thread; also runs at
- * process exit when the application never calls it. */
+ * process exit when the application never calls it. DFTRACE_ERR_IO when the file could not be
+ * made or written (a full file system, the file-size limit): events were lost (the end line,
+ * when it could be written, counts them as dropped). */
 DFTRACE_API int dftrace_finalize(void);
 
 /* Compresses and writes everything buffered so far, as whole gzip members. Blocks until the
@@ -427,6 +429,19 @@ DFTRACE_API uint64_t dftrace_trace_time_ns(void);
 /* Whether the calling thread is one of dftrace's own (the writer, its compressors): an
  * interposer (libdftrace_io, src/io) must not trace the I/O those threads do. Thread-safe. */
 DFTRACE_API bool dftrace_thread_is_internal(void);
+
+/* For an interposer (libdftrace_io) only. The trace file's descriptor is not the program's: it
+ * lives at a high number (the first free one at or above 1000, or the highest free one below a
+ * smaller RLIMIT_NOFILE). dftrace_trace_fd_address: where that number is, or -1 while no file
+ * is open; read it with one relaxed atomic load (a close or dup2 compares it). */
+DFTRACE_API const int *dftrace_trace_fd_address(void);
+/* When `fd` is the trace file's descriptor: the file is moved to another number and `fd` is
+ * closed, so that the program's dup2/dup3 onto `fd` may follow; true. False otherwise. */
+DFTRACE_API bool dftrace_trace_fd_release(int fd);
+/* A hash (kind as dftrace_hash_define) this process defined, or the process it was forked from
+ * did: its definition is written to this process's trace if it is not there yet (a forked
+ * child's events on an inherited descriptor). False when the hash is unknown. */
+DFTRACE_API bool dftrace_hash_redefine(int kind, uint64_t hash);
 
 /* ---------------------------------------------------------------- argument helpers */
 

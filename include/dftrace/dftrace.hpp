@@ -80,6 +80,8 @@ inline int init(bool enable = true, const char *output_file = nullptr) {
   return 0;
 #endif
 }
+// 0, or DFTRACE_ERR_IO when the file could not be written and events were lost
+// (dftrace_finalize).
 inline int finalize() {
 #ifndef DFTRACE_DISABLE
   return dftrace_finalize();

@@ -17,13 +17,18 @@ void fd_track(int fd, uint64_t fhash);
 void fd_untrack(int fd);                    // opened, not traced
 void fd_forget(int fd);                     // closed: the number may be reused by anything
 void fd_forget_range(int first, int last);  // each of first..last (inclusive) closed
+// In a forked child: every traced descriptor is inherited, its hash defined in the parent's
+// trace only; its first use defines it in the child's (dftrace_hash_redefine).
+void fd_inherited();
 // The table itself (descriptors.cpp), read inline on every call on a descriptor.
 namespace fd_table {
 constexpr int k_max_fd = 1 << 16;  // descriptors below this are followed; higher ones pass
-enum : uint8_t { k_unknown = 0, k_untraced = 1, k_traced = 2 };
+enum : uint8_t { k_unknown = 0, k_untraced = 1, k_traced = 2, k_inherited = 3 };
 extern std::atomic<uint8_t> state[k_max_fd] __attribute__((visibility("hidden")));
 extern std::atomic<uint64_t> hash[k_max_fd] __attribute__((visibility("hidden")));
-uint8_t look_up(int fd);  // an unknown descriptor's state, from /proc/self/fd
+// An unknown descriptor's state, from /proc/self/fd; an inherited one's, its hash defined in
+// this process's trace.
+uint8_t look_up(int fd, uint8_t state);
 }  // namespace fd_table
 
 // Whether `fd` is known not to be traced (one load; unknown descriptors are not).
@@ -38,8 +43,10 @@ inline bool fd_hash(int fd, uint64_t *fhash) {
   using namespace fd_table;
   if (static_cast<unsigned>(fd) >= static_cast<unsigned>(k_max_fd)) return false;
   uint8_t s = state[fd].load(std::memory_order_acquire);
-  if (__builtin_expect(s == k_unknown, 0)) s = look_up(fd);
-  if (s != k_traced) return false;
+  if (__builtin_expect(s != k_traced, 0)) {
+    if (s == k_untraced) return false;
+    if (look_up(fd, s) != k_traced) return false;
+  }
   *fhash = hash[fd].load(std::memory_order_relaxed);
   return true;
 }

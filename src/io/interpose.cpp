@@ -6,19 +6,29 @@
 #include <stdlib.h>
 #include <sys/syscall.h>
 
+#include "io/descriptors.hpp"
+
 namespace dftrace::io {
 
 namespace {
 std::atomic<pid_t> g_pid{0};
 void refresh_pid() { g_pid.store(static_cast<pid_t>(::syscall(SYS_getpid))); }
 void exit_begins() { g_exit_begun.store(true, std::memory_order_release); }
+void forked_child() {
+  refresh_pid();
+  fd_inherited();  // the child's trace defines the hashes of the descriptors it uses
+}
+const int k_no_trace_fd = -1;
 __attribute__((constructor)) void io_ready() {
   refresh_pid();
+  g_trace_fd_at = dftrace_trace_fd_address();
   ::atexit(exit_begins);
-  ::pthread_atfork(nullptr, nullptr, refresh_pid);  // a vfork child runs no handler
+  ::pthread_atfork(nullptr, nullptr, forked_child);  // a vfork child runs no handler
   g_ready.store(true, std::memory_order_release);
 }
 }  // namespace
+
+const int *g_trace_fd_at = &k_no_trace_fd;
 
 namespace {
 // What a call of a function the C library lacks does (statx before glibc 2.28, preadv2 before

@@ -89,6 +89,14 @@ inline bool recording(dftrace_node_t *node) {
 // The first half of recording(): the node records (one load). DFTRACE_IO_PASS below.
 inline bool maybe_recording(dftrace_node_t *n) { return n && dftrace_node_active_fast(n); }
 
+// The trace file's descriptor (dftrace_trace_fd_address: a high number, or -1), which is not
+// the program's: a close of it fails with EBADF as if it were not open, a dup2 onto it moves
+// the trace first, close_range and closefrom go around it.
+extern const int *g_trace_fd_at __attribute__((visibility("hidden")));
+inline bool is_trace_fd(int fd) {
+  return __builtin_expect(fd == __atomic_load_n(g_trace_fd_at, __ATOMIC_RELAXED), 0) && fd >= 0;
+}
+
 // The file's hash as DFTracer computes it, its FH line written once.
 uint64_t file_hash(const char *path);
 

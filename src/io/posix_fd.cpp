@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -245,8 +246,16 @@ DFTRACE_IO_OPEN_2(__open64_2, "open64")
 DFTRACE_IO_OPENAT_2(__openat_2, "openat")
 DFTRACE_IO_OPENAT_2(__openat64_2, "openat64")
 
+// The trace's descriptor is not the program's: for it, the call fails as on a number that is
+// not open.
+static int not_open() {
+  errno = EBADF;
+  return -1;
+}
+
 int close(int fd) {
   DFTRACE_IO_REAL(close);
+  if (is_trace_fd(fd)) return not_open();
   DFTRACE_IO_NODE(k_posix, "close");
   return traced_close(node_, fd, [&] { return real_close(fd); });
 }
@@ -256,9 +265,20 @@ DFTRACE_IO_REGISTER(close);
 // descriptors the interposer would otherwise believe open: their numbers are forgotten (no
 // event: DFTracer records none). A vfork child's close only its copies: the parent's table
 // stays. (On a C library without them, next_symbol makes the call fail with ENOSYS.)
+// The trace's descriptor is left open (CLOSE_RANGE_CLOEXEC on it changes nothing: it has
+// FD_CLOEXEC): the range is closed in two parts around it.
 int close_range(unsigned first, unsigned last, int flags) {
   DFTRACE_IO_REAL(close_range);
-  const int ret = real_close_range(first, last, flags);
+  const int t = __atomic_load_n(g_trace_fd_at, __ATOMIC_RELAXED);
+  int ret;
+  if (__builtin_expect(t >= 0 && first <= static_cast<unsigned>(t) &&
+                           static_cast<unsigned>(t) <= last && first <= last,
+                       0)) {
+    ret = static_cast<unsigned>(t) > first ? real_close_range(first, t - 1, flags) : 0;
+    if (ret == 0 && static_cast<unsigned>(t) < last) ret = real_close_range(t + 1, last, flags);
+  } else {
+    ret = real_close_range(first, last, flags);
+  }
   if (ret == 0 && !(flags & CLOSE_RANGE_CLOEXEC) && !in_vfork_child())
     fd_forget_range(static_cast<int>(std::min(first, 1u << 30)),
                     static_cast<int>(std::min(last, 1u << 30)));
@@ -268,7 +288,23 @@ DFTRACE_IO_REGISTER(close_range);
 
 void closefrom(int lowfd) {
   DFTRACE_IO_REAL(closefrom);
-  real_closefrom(lowfd);
+  const int t = __atomic_load_n(g_trace_fd_at, __ATOMIC_RELAXED);
+  if (__builtin_expect(t >= 0 && t >= lowfd, 0)) {
+    // below the trace's descriptor, then above it
+    const int low = std::max(lowfd, 0);
+#ifdef SYS_close_range
+    const bool ranged = t <= low || ::syscall(SYS_close_range, low, t - 1, 0) == 0;
+#else
+    const bool ranged = t <= low;
+#endif
+    if (!ranged) {
+      DFTRACE_IO_REAL(close);
+      for (int fd = low; fd < t; ++fd) real_close(fd);  // a kernel without close_range
+    }
+    real_closefrom(t + 1);
+  } else {
+    real_closefrom(lowfd);
+  }
   if (!in_vfork_child()) fd_forget_range(std::max(lowfd, 0), 1 << 30);
 }
 DFTRACE_IO_REGISTER(closefrom);
@@ -434,13 +470,22 @@ DFTRACE_IO_FD_CALL(__fxstat64, (int ver, int fd, struct stat64 *st), (ver, fd, s
 
 int dup(int fd) {
   DFTRACE_IO_REAL(dup);
+  if (is_trace_fd(fd)) return not_open();
   DFTRACE_IO_NODE(k_posix, "dup");
   return traced_dup(node_, fd, [&] { return real_dup(fd); });
 }
 DFTRACE_IO_REGISTER(dup);
 
+// A dup2 or dup3 onto the trace's descriptor: the trace moves to another number first, then
+// the program's call puts its file there, as on a number that was free. From it: EBADF.
 int dup2(int fd, int to) {
   DFTRACE_IO_REAL(dup2);
+  if (__builtin_expect(is_trace_fd(fd) || is_trace_fd(to), 0)) {
+    if (is_trace_fd(fd)) return not_open();
+    inside g;
+    errno_keeper keep;
+    dftrace_trace_fd_release(to);
+  }
   DFTRACE_IO_NODE(k_posix, "dup2");
   return traced_dup(node_, fd, [&] { return real_dup2(fd, to); });
 }
@@ -448,6 +493,12 @@ DFTRACE_IO_REGISTER(dup2);
 
 int dup3(int fd, int to, int flags) {
   DFTRACE_IO_REAL(dup3);
+  if (__builtin_expect(is_trace_fd(fd) || is_trace_fd(to), 0)) {
+    if (is_trace_fd(fd)) return not_open();
+    inside g;
+    errno_keeper keep;
+    dftrace_trace_fd_release(to);
+  }
   DFTRACE_IO_NODE(k_posix, "dup3");
   return traced_dup(node_, fd, [&] { return real_dup3(fd, to, flags); });
 }
@@ -460,6 +511,7 @@ DFTRACE_IO_REGISTER(dup3);
     va_start(ap, cmd);                                                              \
     void *arg = va_arg(ap, void *);                                                 \
     va_end(ap);                                                                     \
+    if (::dftrace::io::is_trace_fd(fd)) return not_open();                          \
     DFTRACE_IO_NODE(k_posix, #name);                                                \
     return traced_fcntl(node_, fd, cmd, [&] { return real_##name(fd, cmd, arg); }); \
   }                                                                                 \

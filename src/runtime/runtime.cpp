@@ -244,13 +244,8 @@ int runtime::init(const dftrace_options *options) {
       std::atexit(at_exit);
     }
     if (cfg_.signals) install_signal_handlers();
-    // A trace must never kill the application: with SIGXFSZ ignored, a file-size limit
-    // turns into a write error that the writer reports once.
-    struct sigaction xfsz {};
-    if (::sigaction(SIGXFSZ, nullptr, &xfsz) == 0 && xfsz.sa_handler == SIG_DFL) {
-      xfsz.sa_handler = SIG_IGN;
-      ::sigaction(SIGXFSZ, &xfsz, nullptr);
-    }
+    // SIGXFSZ keeps the program's disposition: the writer never writes past the file-size
+    // limit (src/writer/output_file.cpp), so that the signal is the program's own.
 
     // io.*: the I/O interposers' categories (src/io) are switched like any category, so that
     // `categories` rules given after can still turn them back on.
@@ -438,6 +433,7 @@ void runtime::preload_enable() {
 
 int runtime::finalize() {
   internal_scope own_work;  // its I/O is not the application's (base/thread_role.hpp)
+  bool failed = false;
   // Components write what they still hold (GPU activity) while the trace is open; they call
   // back into the runtime, so this runs before the lock is taken.
   if (initialized_.load()) stop_extensions();
@@ -450,7 +446,7 @@ int runtime::finalize() {
     end.id = alloc_global_id();
     end.signal = last_signal_.load(std::memory_order_relaxed);
     writer_->finish(end);
-    const bool failed = writer_->failed();
+    failed = writer_->failed();
     if (!failed)
       log(log_level::info, "wrote %llu events to %s",
           static_cast<unsigned long long>(writer_->events_written()), writer_->path().c_str());
@@ -459,7 +455,8 @@ int runtime::finalize() {
   }
   initialized_.store(false);
   disabled_reason_ = "finalized";
-  return DFTRACE_OK;
+  // Events were lost (a full file system, the file-size limit, a file that could not be made).
+  return failed ? DFTRACE_ERR_IO : DFTRACE_OK;
 }
 
 int runtime::flush() {
@@ -1185,6 +1182,20 @@ uint64_t runtime::define_hash(int kind, std::string_view value) {
   return h;
 }
 
+bool runtime::redefine_hash(int kind, uint64_t hash) {
+  if (kind < DFTRACE_HASH_HOST || kind > DFTRACE_HASH_FILE) return false;
+  std::string text;
+  {
+    std::lock_guard<std::mutex> lock(hash_mutex_);
+    std::string_view v;
+    bool defined = false;
+    if (!defined_[kind].text_of(hash, &v, &defined)) return false;
+    if (defined) return true;
+    text.assign(v);  // (the table may grow while the line is written)
+  }
+  return define_hash(kind, text) == hash;
+}
+
 int runtime::set_rank(int rank, int size) {
   internal_scope own_work;  // its I/O is not the application's (base/thread_role.hpp)
   if (rank < 0 || size <= rank) return DFTRACE_ERR_INVALID_ARGUMENT;
@@ -1236,7 +1247,9 @@ void runtime::on_fork_child() {
   if (writer_)
     writer_->fork_child(ts && ts->w == writer_.get() ? &ts->buf : nullptr, pid_, path_from_config(),
                         header_text());
-  for (auto &m : defined_) m.clear();
+  // The child's file defines nothing yet; the parent's definitions stay known, so that an
+  // inherited descriptor's hash is defined again where the child uses it.
+  for (auto &m : defined_) m.new_file();
   defined_[DFTRACE_HASH_HOST].add(host_, host_hash_);
   defined_[DFTRACE_HASH_STRING].add(cmdline_, dftracer_hash(cmdline_));
   defined_[DFTRACE_HASH_STRING].add(exec_, dftracer_hash(exec_));

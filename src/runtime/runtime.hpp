@@ -60,17 +60,40 @@ struct thread_state {
 // the text without copying it: every open of a traced file asks. An open-addressing table of
 // (a quick hash of the text, the text, its hash); the texts are copied into blocks that never
 // move, so neither a look-up nor an insertion calls the allocator but when a block or the
-// table fills. Not thread-safe (the runtime's hash mutex).
+// table fills. A forked child's file starts a new epoch: the parent's entries stay known (a
+// descriptor the child inherited has its hash, whose text is found again by its value) but are
+// not defined in the child's file until written there. Not thread-safe (the runtime's hash
+// mutex).
 class defined_hashes {
  public:
-  const uint64_t *find(std::string_view text) const { return find(text, key_of(text)); }
+  // The hash of `text` when its definition is in this file.
+  const uint64_t *find(std::string_view text) const {
+    const entry *e = find(text, key_of(text));
+    return e && e->epoch == epoch_ ? &e->value : nullptr;
+  }
+  // Defined in this file from now on.
   void add(std::string_view text, uint64_t h) {
     const uint64_t k = key_of(text);
-    if (find(text, k)) return;
+    if (entry *e = const_cast<entry *>(find(text, k))) {
+      e->epoch = epoch_;
+      return;
+    }
     if ((used_ + 1) * 2 > slots_.size()) grow();
-    place({k, store(text), text.size(), h});
+    place({k, store(text), text.size(), h, epoch_});
     ++used_;
   }
+  // The text of a hash known from this file or an earlier one (a parent's), whether it is
+  // defined in this file; false when unknown. A scan: once per inherited descriptor.
+  bool text_of(uint64_t h, std::string_view *text, bool *defined) const {
+    for (const entry &e : slots_)
+      if (e.text && e.value == h) {
+        *text = std::string_view(e.text, e.len);
+        *defined = e.epoch == epoch_;
+        return true;
+      }
+    return false;
+  }
+  void new_file() { ++epoch_; }  // a forked child's file: nothing is defined in it yet
   void clear() {
     slots_.clear();
     blocks_.clear();
@@ -84,6 +107,7 @@ class defined_hashes {
     const char *text;  // null: an empty slot
     size_t len;
     uint64_t value;
+    uint32_t epoch;  // the file whose definition it has
   };
   // A quick hash of the text, 8 bytes at a time (a path: a few multiplications).
   static uint64_t key_of(std::string_view s) {
@@ -112,14 +136,14 @@ class defined_hashes {
     h *= 0xC4CEB9FE1A85EC53ull;
     return h ^ (h >> 33);
   }
-  const uint64_t *find(std::string_view text, uint64_t k) const {
+  const entry *find(std::string_view text, uint64_t k) const {
     if (slots_.empty()) return nullptr;
     const size_t mask = slots_.size() - 1;
     for (size_t i = k & mask;; i = (i + 1) & mask) {
       const entry &e = slots_[i];
       if (!e.text) return nullptr;
       if (e.key == k && e.len == text.size() && std::memcmp(e.text, text.data(), e.len) == 0)
-        return &e.value;
+        return &e;
     }
   }
   void place(const entry &e) {
@@ -129,7 +153,7 @@ class defined_hashes {
     slots_[i] = e;
   }
   void grow() {
-    std::vector<entry> old(slots_.empty() ? 64 : 2 * slots_.size(), entry{0, nullptr, 0, 0});
+    std::vector<entry> old(slots_.empty() ? 64 : 2 * slots_.size(), entry{0, nullptr, 0, 0, 0});
     old.swap(slots_);
     for (const entry &e : old)
       if (e.text) place(e);
@@ -154,6 +178,7 @@ class defined_hashes {
   std::vector<std::unique_ptr<char[]>> blocks_;
   char *next_ = nullptr;
   size_t left_ = 0;
+  uint32_t epoch_ = 0;
 };
 
 class runtime {
@@ -223,6 +248,9 @@ class runtime {
   void metadata_line(std::string_view type, std::string_view name, std::string_view json_value,
                      bool with_hhash);
   uint64_t define_hash(int kind, std::string_view value);
+  // A hash this process or the one it was forked from defined, defined in this process's file
+  // when it is not yet (a forked child's event on an inherited descriptor). False if unknown.
+  bool redefine_hash(int kind, uint64_t hash);
   int set_rank(int rank, int size);
   void thread_name(std::string_view name);
   // CLOCK_MONOTONIC ns through the event path's clock (a tick and the map), as events are

@@ -2,19 +2,72 @@
 #include "writer/output_file.hpp"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <new>
 
 #include "base/log.hpp"
+#include "writer/chunk_pool.hpp"  // lock_within
 
 namespace dftrace::detail {
 
+std::atomic<int> g_trace_fd{-1};
+
 namespace {
+
+std::atomic<output_file *> g_trace_file{nullptr};
+
+// dftrace's own calls on its file go to the kernel, never through an interposer
+// (libdftrace_io): one refuses a close of the trace's descriptor, which is how it keeps the
+// application from closing it, and one that records the call may wait on a lock that a fork
+// in progress holds while it waits for this writer.
+int sys_close(int fd) { return static_cast<int>(::syscall(SYS_close, fd)); }
+int sys_open(const char *path, int flags, mode_t mode) {
+  return static_cast<int>(::syscall(SYS_openat, AT_FDCWD, path, flags, mode));
+}
+ssize_t sys_write(int fd, const void *p, size_t n) { return ::syscall(SYS_write, fd, p, n); }
+int sys_dup_from(int fd, int from) {
+  return static_cast<int>(::syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, from));
+}
+bool sys_identity(int fd, dev_t *dev, ino_t *ino, uint64_t *size) {
+  struct stat st;
+  if (::syscall(SYS_fstat, fd, &st) != 0) return false;
+  *dev = st.st_dev;
+  *ino = st.st_ino;
+  if (size) *size = static_cast<uint64_t>(st.st_size);
+  return true;
+}
+
+// `fd` moved to the lowest free number at or above k_trace_fd_floor, or below a soft
+// RLIMIT_NOFILE that is not above the floor, to (nearly) the highest free number: `fd` is then
+// closed. When no higher number is free, `fd` itself. No allocation (the fatal-signal path may
+// create the file).
+int move_high(int fd) {
+  long limit = INT_MAX;
+  struct rlimit rl;
+  if (::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+    limit = static_cast<long>(std::min<rlim_t>(rl.rlim_cur, INT_MAX));
+  // F_DUPFD_CLOEXEC(k) takes the lowest free number >= k: below a small limit, k steps down
+  // from the top (1, 2, 4, ... apart) until a free number is above it.
+  long step = 1;
+  for (long k = std::min<long>(k_trace_fd_floor, limit - 1); k > fd; k -= step, step *= 2) {
+    const int r = sys_dup_from(fd, static_cast<int>(k));
+    if (r >= 0) {
+      sys_close(fd);
+      return r;
+    }
+    if (errno != EMFILE && errno != EINVAL) break;
+  }
+  return fd;
+}
 
 // Creates every missing directory of the file's parent. Works in a stack buffer: it may run
 // in a fatal-signal handler, where allocating is not safe.
@@ -32,7 +85,7 @@ bool make_parent_dirs(const std::string &path) {
     if (buf[i] != '/' && buf[i] != '\0') continue;
     const char saved = buf[i];
     buf[i] = '\0';
-    if (::mkdir(buf, 0755) != 0 && errno != EEXIST) return false;
+    if (::syscall(SYS_mkdirat, AT_FDCWD, buf, 0755) != 0 && errno != EEXIST) return false;
     buf[i] = saved;
   }
   return true;
@@ -42,7 +95,7 @@ bool make_parent_dirs(const std::string &path) {
 // process did not create is truncated (a link planted in a shared /tmp must not make the trace
 // overwrite its target).
 int create_new(const char *path) {
-  return ::open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  return sys_open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_APPEND, 0644);
 }
 
 // `path` with ".k" before its ".pfw" (or at its end) into buf; false when it does not fit. No
@@ -92,7 +145,7 @@ std::string output_file::path() const {
 }
 
 bool output_file::open(bool quiet) {
-  if (tried_) return fd_ >= 0;
+  if (tried_) return open_;
   tried_ = true;
   const std::string &p = planned_;
   {
@@ -107,15 +160,15 @@ bool output_file::open(bool quiet) {
     failed_ = true;
     return false;
   }
-  fd_ = create_new(p.c_str());
-  if (fd_ < 0 && errno == EEXIST) {
+  int fd = create_new(p.c_str());
+  if (fd < 0 && errno == EEXIST) {
     // Something is already there (a file from elsewhere, or a symbolic link): leave it alone and
     // take the first free name "<name>.1.pfw.gz", "<name>.2.pfw.gz", ...
     char fresh[4096];
     for (int k = 1; k < 1000; ++k) {
       if (!fresh_name(p, k, fresh, sizeof fresh)) break;
-      fd_ = create_new(fresh);
-      if (fd_ >= 0) {
+      fd = create_new(fresh);
+      if (fd >= 0) {
         if (!quiet)
           log(log_level::warn,
               "'%s' already exists (a file or symbolic link this process did not create); "
@@ -128,7 +181,7 @@ bool output_file::open(bool quiet) {
       if (errno != EEXIST) break;
     }
   }
-  if (fd_ < 0) {
+  if (fd < 0 || !adopt(fd)) {
     if (!quiet)
       log(log_level::error, "can not open '%s' for writing: %s; tracing continues without a file",
           p.c_str(), std::strerror(errno));
@@ -138,22 +191,128 @@ bool output_file::open(bool quiet) {
   return true;
 }
 
+bool output_file::adopt(int fd) {
+  if (!sys_identity(fd, &dev_, &ino_, &size_)) {
+    const int err = errno;
+    sys_close(fd);
+    errno = err;
+    return false;
+  }
+  fd_ = move_high(fd);
+  open_ = true;
+  g_trace_fd.store(fd_, std::memory_order_release);
+  g_trace_file.store(this, std::memory_order_release);
+  return true;
+}
+
+bool output_file::same_file(int fd) const {
+  dev_t dev;
+  ino_t ino;
+  return fd >= 0 && sys_identity(fd, &dev, &ino, nullptr) && dev == dev_ && ino == ino_;
+}
+
+bool output_file::still_ours() {
+  if (same_file(fd_)) return true;
+  // The number is not the file's any more (closed behind dftrace's back, perhaps reused by the
+  // program): it is never touched again. The file is opened again by its path, when what is
+  // there is still this file (nothing is created over something else).
+  int expected = fd_;
+  g_trace_fd.compare_exchange_strong(expected, -1);
+  fd_ = -1;
+  const int fd = sys_open(path_.c_str(), O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0);
+  if (fd < 0) return false;
+  if (!same_file(fd)) {
+    sys_close(fd);
+    errno = ESTALE;
+    return false;
+  }
+  fd_ = move_high(fd);
+  g_trace_fd.store(fd_, std::memory_order_release);
+  if (!reopened_) {
+    reopened_ = true;
+    log(log_level::warn,
+        "the descriptor of '%s' was closed or replaced by the program; the file was opened "
+        "again and nothing was written elsewhere",
+        path_.c_str());
+  }
+  return true;
+}
+
+bool output_file::move_off(int fd) {
+  const bool locked = lock_within(fd_mutex_, std::chrono::milliseconds(1000));
+  bool moved = false;
+  if (fd >= 0 && fd == fd_) {
+    moved = true;
+    const int to = move_high(fd);
+    if (to == fd) {  // no other number free: closed, opened again by path at the next write
+      sys_close(fd);
+      fd_ = -1;
+    } else {
+      fd_ = to;
+    }
+    g_trace_fd.store(fd_, std::memory_order_release);
+  }
+  if (locked) fd_mutex_.unlock();
+  return moved;
+}
+
+bool release_trace_fd(int fd) {
+  output_file *f = g_trace_file.load(std::memory_order_acquire);
+  return f && f->move_off(fd);
+}
+
 bool output_file::write(const char *p, size_t n) {
-  if (fd_ < 0 || failed_) return false;
-  while (n > 0) {
-    ssize_t w = ::write(fd_, p, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
+  if (!open_ || failed_) return false;
+  return append(p, n, false);
+}
+
+bool output_file::write_last(const char *p, size_t n) {
+  if (!open_ || !failed_ || !room_failure_) return false;
+  return append(p, n, true);
+}
+
+bool output_file::append(const char *p, size_t n, bool quiet) {
+  const bool locked = lock_within(fd_mutex_, std::chrono::milliseconds(1000));
+  struct unlock_at_end {
+    std::mutex &m;
+    bool locked;
+    ~unlock_at_end() {
+      if (locked) m.unlock();
+    }
+  } unlock{fd_mutex_, locked};
+  const auto fail = [&](const char *what, int err, bool room) {
+    if (!quiet && !failed_.load(std::memory_order_relaxed))
       log(log_level::error,
           "writing '%s' failed: %s; later events are counted as dropped, the file keeps every "
           "member written before",
-          path_.c_str(), std::strerror(errno));
-      failed_ = true;
-      return false;
+          path_.c_str(), what ? what : std::strerror(err));
+    room_failure_ = room;
+    failed_ = true;
+    return false;
+  };
+  if (!still_ours()) return fail(nullptr, errno, false);
+  // Never past the file-size limit: the kernel would send SIGXFSZ, whose default kills the
+  // program (its disposition is the program's).
+  struct rlimit fl;
+  if (::getrlimit(RLIMIT_FSIZE, &fl) == 0 && fl.rlim_cur != RLIM_INFINITY &&
+      size_ + n > static_cast<uint64_t>(fl.rlim_cur))
+    return fail("the file would grow past the file-size limit (RLIMIT_FSIZE)", EFBIG, true);
+  size_t done = 0;
+  while (done < n) {
+    const ssize_t w = sys_write(fd_, p + done, n - done);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      const int err = errno;
+      // A member written in part (a full file system) is cut off: the file ends with whole
+      // members.
+      while (done > 0 && ::syscall(SYS_ftruncate, fd_, static_cast<off_t>(size_)) != 0 &&
+             errno == EINTR) {
+      }
+      return fail(nullptr, err, err == ENOSPC || err == EDQUOT || err == EFBIG);
     }
-    p += w;
-    n -= static_cast<size_t>(w);
+    done += static_cast<size_t>(w);
   }
+  size_ += n;
   return true;
 }
 
@@ -163,7 +322,7 @@ void output_file::relocate(const std::string &new_path, std::string header) {
     return;
   }
   std::lock_guard<std::mutex> lock(path_mutex_);
-  if (fd_ < 0 || new_path == path_) return;
+  if (!open_ || new_path == path_) return;
   if (rename_new(path_.c_str(), new_path.c_str())) {
     path_ = new_path;
   } else if (errno == EEXIST) {
@@ -190,19 +349,40 @@ void output_file::relocate(const std::string &new_path, std::string header) {
 }
 
 void output_file::sync() {
-  if (fd_ >= 0) ::fsync(fd_);
+  if (same_file(fd_)) ::syscall(SYS_fsync, fd_);
+}
+
+void output_file::forget_descriptor() {
+  int expected = fd_;
+  if (expected >= 0) g_trace_fd.compare_exchange_strong(expected, -1);
+  output_file *self = this;
+  g_trace_file.compare_exchange_strong(self, nullptr);
+  fd_ = -1;
+  open_ = false;
 }
 
 void output_file::close() {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = -1;
+  const std::lock_guard<std::mutex> lock(fd_mutex_);
+  if (same_file(fd_)) sys_close(fd_);  // only the file: the number may be the program's now
+  forget_descriptor();
+}
+
+output_file::~output_file() {
+  output_file *self = this;
+  g_trace_file.compare_exchange_strong(self, nullptr);
 }
 
 void output_file::fork_child(std::string path, std::string header) {
-  if (fd_ >= 0) ::close(fd_);  // the parent's descriptor: the parent goes on writing it
-  fd_ = -1;
+  // The parent's descriptor (the parent goes on writing it), when it still is the file: a
+  // program may have closed the number and put its own file or pipe there.
+  if (same_file(fd_)) sys_close(fd_);
+  forget_descriptor();
+  size_ = 0;
+  reopened_ = false;
+  room_failure_ = false;
   tried_ = false;
   failed_ = false;
+  new (&fd_mutex_) std::mutex();
   new (&path_mutex_) std::mutex();  // made anew, not unlocked (writer.cpp's fork_child says why)
   path_.clear();
   plan(std::move(path), std::move(header));

@@ -1,12 +1,28 @@
 // output_file.hpp: the trace file being written: created at first use without following or
-// replacing anything, appended to, renamed when the rank becomes known, closed. It knows bytes.
+// replacing anything, kept at a high descriptor that is not the application's, appended to one
+// whole member at a time, renamed when the rank becomes known, closed. It knows bytes.
 #pragma once
 
+#include <sys/types.h>
+
 #include <atomic>
+#include <cstdint>
 #include <mutex>
 #include <string>
 
 namespace dftrace::detail {
+
+// The trace file's descriptor is moved to the lowest free number at or above this floor (or,
+// when the soft RLIMIT_NOFILE is not above it, to the highest free number below the limit), so
+// that it is never a number the application expects to get from open, pipe or dup.
+constexpr int k_trace_fd_floor = 1000;
+
+// The descriptor of the trace file being written in this process, or -1: what an interposer
+// compares a close, dup2 or close_range with (one load).
+extern std::atomic<int> g_trace_fd;
+// When `fd` is the trace file's descriptor: the file is moved to another number and `fd` is
+// closed (the application is about to put something there), true. False otherwise.
+bool release_trace_fd(int fd);
 
 // Calls other than path() and failed() are made under the writer's I/O lock (one at a time).
 class output_file {
@@ -20,19 +36,30 @@ class output_file {
   // failed() is true, and the process goes on without a file. No allocation when plan() ran
   // and `quiet` (the fatal-signal path may open the file).
   bool open(bool quiet = false);
-  bool is_open() const { return fd_ >= 0; }
+  bool is_open() const { return open_; }
   bool tried() const { return tried_; }
   const std::string &header() const { return header_; }
-  // Appends all n bytes; on an error, one message and failed() from then on.
+  // Appends all n bytes (one whole member), after checking that the descriptor is still the
+  // file's (device and inode: a program linked with dftrace alone may have closed it and put
+  // something else on its number; then the file is opened again by its path, never another).
+  // A member that would cross the file-size limit (RLIMIT_FSIZE) is not written. On an error
+  // the file is cut back to its last whole member; one message, and failed() from then on.
   bool write(const char *p, size_t n);
+  // After a failure: the end line's member, when it fits where the failed member was (a full
+  // file system freed that room; a file-size limit may leave room for it).
+  bool write_last(const char *p, size_t n);
   // The file moves to new_path: renamed when open (a name taken by something else is left alone
   // and a free one near it used), planned with `header` otherwise.
   void relocate(const std::string &new_path, std::string header);
   void sync();
   void close();
+  ~output_file();
 
   std::string path() const;  // thread-safe
   bool failed() const { return failed_.load(std::memory_order_relaxed); }
+
+  // release_trace_fd's work on this file.
+  bool move_off(int fd);
 
   // fork(): the child forgets the parent's file and plans its own.
   void fork_prepare() { path_mutex_.lock(); }
@@ -44,7 +71,21 @@ class output_file {
   std::string header_;
   std::string path_;  // the path in use (planned_ or a free name near it)
   mutable std::mutex path_mutex_;
-  int fd_ = -1;
+  bool append(const char *p, size_t n, bool quiet);
+  bool still_ours();             // the descriptor is the file's, or the file was opened again
+  bool adopt(int fd);            // fd (the created file) moved high, its identity kept
+  bool same_file(int fd) const;  // fd is open on this file (device and inode)
+  void forget_descriptor();
+
+  int fd_ = -1;  // -1 while open_: closed by a move, opened again at the next write
+  bool open_ = false;
+  bool reopened_ = false;      // (said once)
+  bool room_failure_ = false;  // the failure was a full file system or the file-size limit
+  dev_t dev_ = 0;
+  ino_t ino_ = 0;
+  uint64_t size_ = 0;  // bytes of whole members in the file
+  bool limit_hit_ = false;
+  std::mutex fd_mutex_;  // a write against a move of the descriptor (release_trace_fd)
   bool tried_ = false;
   std::atomic<bool> failed_{false};
 };

@@ -327,6 +327,18 @@ void writer::finish(end_fields end) {
       builder_.add_lines(buf, n, st, (st.ts_min | st.ts_max) != 0, false);
       builder_.close();
       write_members(true);
+      if (file_.failed()) {
+        // A full file system or the file-size limit: the file was cut back to its last whole
+        // member; the end line, with the events dropped since, still fits where the lost member
+        // was, most of the time.
+        const size_t k = end_line(end, buf, sizeof buf);
+        const member_stats ks = scan(buf, k);
+        out_.clear();
+        if (!settings_.compress)
+          file_.write_last(buf, k);
+        else if (compressors_.encoder().encode(buf, k, ks, out_))
+          file_.write_last(out_.data(), out_.size());
+      }
     } catch (...) {
       drop_failed_pass();
     }

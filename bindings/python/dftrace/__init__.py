@@ -200,7 +200,9 @@ def initialize(log_file: Optional[str] = None, *, output_file: Optional[str] = N
 
 
 def finalize() -> int:
-    """Writes everything and closes the trace file (also done at exit)."""
+    """Writes everything and closes the trace file (also done at exit). Returns 0, or the C
+    ABI's negative status: -3 (DFTRACE_ERR_IO) when the file could not be written (a full file
+    system, the file-size limit) and events were lost."""
     return _dftrace.finalize()
 
 

@@ -310,3 +310,24 @@ TEST(DefinedHashes, FindsEveryTextItWasGiven) {
   t.add(texts[7], 3);
   EXPECT_EQ(*t.find(texts[7]), 3u);
 }
+
+// A forked child's file (new_file): the parent's texts are known by their hash but defined in
+// the child's file only once added there again.
+TEST(DefinedHashes, AForkedChildsFileDefinesNothingYetButKnowsTheParentsTexts) {
+  defined_hashes t;
+  t.add("/data/a", 11);
+  t.add("/data/b", 22);
+  t.new_file();
+  EXPECT_EQ(t.find("/data/a"), nullptr);
+  std::string_view text;
+  bool defined = true;
+  ASSERT_TRUE(t.text_of(22, &text, &defined));
+  EXPECT_EQ(text, "/data/b");
+  EXPECT_FALSE(defined);
+  EXPECT_FALSE(t.text_of(33, &text, &defined));
+  t.add("/data/b", 22);
+  ASSERT_NE(t.find("/data/b"), nullptr);
+  ASSERT_TRUE(t.text_of(22, &text, &defined));
+  EXPECT_TRUE(defined);
+  EXPECT_EQ(t.find("/data/a"), nullptr);
+}

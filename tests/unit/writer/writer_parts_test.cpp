@@ -1,7 +1,10 @@
 // writer_parts_test.cpp: the writer's parts one by one (chunk pool, member builder, output file,
 // trace lines) and the writer over them: files read back through the project's reader.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -190,6 +193,82 @@ TEST(OutputFile, AnUnusableDirectoryFailsWithoutThrowing) {
   EXPECT_FALSE(f.open());
   EXPECT_TRUE(f.failed());
   EXPECT_FALSE(f.write("x", 1));
+}
+
+TEST(OutputFile, TheDescriptorIsHighAndAReplacedOneIsNeverWrittenTo) {
+  temp_dir d;
+  output_file f;
+  f.plan(d.path + "/t.pfw", "[\n");
+  ASSERT_TRUE(f.open());
+  const int fd = g_trace_fd.load();
+  struct rlimit rl;
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &rl), 0);
+  if (rl.rlim_cur > static_cast<rlim_t>(k_trace_fd_floor)) {
+    EXPECT_GE(fd, k_trace_fd_floor);
+  }
+  ASSERT_TRUE(f.write("a", 1));
+  // A program linked with dftrace alone puts its own file on the number.
+  const std::string other = d.path + "/other";
+  const int o = ::open(other.c_str(), O_CREAT | O_WRONLY, 0644);
+  ASSERT_GE(o, 0);
+  ASSERT_EQ(::dup2(o, fd), fd);
+  ASSERT_TRUE(f.write("b", 1));  // opened again by its path, elsewhere
+  EXPECT_NE(g_trace_fd.load(), fd);
+  ASSERT_TRUE(::write(fd, "mine", 4) == 4);
+  // ... and when it closes it, likewise.
+  ASSERT_EQ(::close(g_trace_fd.load()), 0);
+  ASSERT_TRUE(f.write("c", 1));
+  f.close();
+  ::close(fd);
+  ::close(o);
+  EXPECT_EQ(slurp(d.path + "/t.pfw"), "abc");
+  EXPECT_EQ(slurp(other), "mine");
+  EXPECT_EQ(g_trace_fd.load(), -1);
+}
+
+TEST(OutputFile, ReleaseMovesTheFileOffItsNumber) {
+  temp_dir d;
+  output_file f;
+  f.plan(d.path + "/t.pfw", "[\n");
+  ASSERT_TRUE(f.open());
+  const int fd = g_trace_fd.load();
+  EXPECT_FALSE(release_trace_fd(fd + 1));
+  ASSERT_TRUE(release_trace_fd(fd));
+  EXPECT_NE(g_trace_fd.load(), fd);
+  EXPECT_EQ(::fcntl(fd, F_GETFD), -1);  // closed: the program's dup2 may take it
+  ASSERT_TRUE(f.write("x", 1));
+  f.close();
+  EXPECT_EQ(slurp(d.path + "/t.pfw"), "x");
+}
+
+TEST(OutputFile, AMemberThatWouldCrossTheFileSizeLimitIsNotWritten) {
+  // In a child of its own: the limit is the process's, and another thread's file (a writer of
+  // an earlier test) crossing it would die of SIGXFSZ, which keeps its default here.
+  temp_dir d;
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    // (the failure's message goes to stderr, which may be a file longer than the limit)
+    const int null = ::open("/dev/null", O_WRONLY);
+    if (null < 0 || ::dup2(null, 2) != 2) ::_exit(9);
+    output_file f;
+    f.plan(d.path + "/t.pfw", "[\n");
+    if (!f.open()) ::_exit(10);
+    struct rlimit small;
+    ::getrlimit(RLIMIT_FSIZE, &small);
+    small.rlim_cur = 10;
+    if (::setrlimit(RLIMIT_FSIZE, &small) != 0) ::_exit(11);
+    if (!f.write("0123456", 7)) ::_exit(12);
+    if (f.write("789ab", 5) || !f.failed()) ::_exit(13);  // 12 > 10: not written, no SIGXFSZ
+    if (!f.write_last("end", 3)) ::_exit(14);             // what still fits after the failure
+    f.close();
+    ::_exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << "signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(slurp(d.path + "/t.pfw"), "0123456end");
 }
 
 // ---------------------------------------------------------------- trace lines

@@ -1,0 +1,259 @@
+"""test_trace_fd.py: the trace's descriptor is not the program's, and the trace file never
+harms it. Programs that close every descriptor, close a number twice, dup2 onto the trace's
+number or fork children that write to inherited files are run untraced and traced (preloaded
+by `dftrace run`, and linked with libdftrace alone): what they print, their files and exit
+status must be the same, and every trace valid with its end line. Also a full file system and
+a file-size limit (RLIMIT_FSIZE) as the trace's limits."""
+import glob
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+import tracecheck as tc  # noqa: E402
+
+BIN = os.environ["DFTRACE_TEST_BIN"]
+CLI = os.environ["DFTRACE_CLI"]
+PROG = os.path.join(BIN, "trace_fd_prog")
+LINKED = os.path.join(BIN, "trace_fd_prog_linked")
+FLUSH = "100ms"  # short, so that the trace file exists and is written while the program runs
+
+
+def clean_env():
+    e = {k: v for k, v in os.environ.items() if not k.startswith(("DFTRACE_", "DFTRACER_"))}
+    e.pop("LD_PRELOAD", None)
+    return e
+
+
+def untraced(cmd, preexec=None):
+    return subprocess.run(cmd, capture_output=True, text=True, env=clean_env(), timeout=300,
+                          preexec_fn=preexec)
+
+
+def preloaded(out, cmd, preexec=None, env=()):
+    e = clean_env()
+    e["DFTRACE_OUTPUT_FLUSH_INTERVAL"] = FLUSH
+    e.update(dict(env))
+    return subprocess.run([CLI, "run", "--prefix", str(out / "t"), "--", *cmd],
+                          capture_output=True, text=True, env=e, timeout=300, preexec_fn=preexec)
+
+
+def linked(out, cmd, preexec=None, env=()):
+    e = clean_env()
+    e.update({"DFTRACE_ENABLE": "1", "DFTRACE_LOG_FILE": str(out / "t"),
+              "DFTRACE_OUTPUT_FLUSH_INTERVAL": FLUSH})
+    e.update(dict(env))
+    return subprocess.run(cmd, capture_output=True, text=True, env=e, timeout=300,
+                          preexec_fn=preexec)
+
+
+def validate(path):
+    """`dftrace validate` on one trace: no error, and its end line is there."""
+    v = subprocess.run([CLI, "validate", path], capture_output=True, text=True, timeout=120)
+    assert v.returncode == 0, f"{path}: {v.stdout}{v.stderr}"
+    assert "truncated" not in v.stdout + v.stderr, v.stdout + v.stderr
+    ev = tc.load(path, complete=False)
+    assert ev and ev[-1].get("name") == "end", f"{path}: no end line"
+    return ev
+
+
+def traces(out):
+    found = sorted(glob.glob(str(out / "*.pfw*")))
+    assert found, "no trace written"
+    return found
+
+
+def files_of(d):
+    return {p: open(os.path.join(d, p), "rb").read() for p in sorted(os.listdir(d))}
+
+
+MODES = ["reuse", "closerange", "closeloop", "closefrom", "dup2"]
+
+
+@pytest.mark.parametrize("way", ["preloaded", "linked"])
+@pytest.mark.parametrize("mode", MODES)
+def test_a_program_that_closes_reuses_or_dup2s_descriptors_runs_as_untraced(tmp_path, mode, way):
+    """Untraced, a second close of a number fails with EBADF, closing every descriptor closes
+    only the program's, and out.txt gets exactly its 20,000 lines. Traced, before the trace
+    lived at a high number, the second close (or the loop, or close_range) closed the trace,
+    whose next members went into out.txt."""
+    prog = PROG if way == "preloaded" else LINKED
+    run = preloaded if way == "preloaded" else linked
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "traced").mkdir()
+    (tmp_path / "out").mkdir()
+    u = untraced([prog, mode, str(tmp_path / "plain")])
+    t = run(tmp_path / "out", [prog, mode, str(tmp_path / "traced")])
+    assert (t.returncode, t.stdout) == (u.returncode, u.stdout), t.stderr
+    assert u.returncode == 0, u.stdout + u.stderr
+    assert files_of(tmp_path / "traced") == files_of(tmp_path / "plain")
+    assert len(files_of(tmp_path / "plain")["out.txt"].splitlines()) == 20000
+    # the trace lived above the program's numbers (the floor, 1000)
+    assert "trace fd before: 1000" in t.stderr, t.stderr
+    for p in traces(tmp_path / "out"):
+        validate(p)
+
+
+def test_a_small_descriptor_limit_puts_the_trace_at_the_highest_free_number(tmp_path):
+    def limit():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "traced").mkdir()
+    (tmp_path / "out").mkdir()
+    u = untraced([PROG, "closeloop", str(tmp_path / "plain")], preexec=limit)
+    t = preloaded(tmp_path / "out", [PROG, "closeloop", str(tmp_path / "traced")], preexec=limit)
+    assert (t.returncode, t.stdout) == (u.returncode, u.stdout), t.stderr
+    assert files_of(tmp_path / "traced") == files_of(tmp_path / "plain")
+    assert "trace fd before: 63" in t.stderr, t.stderr
+    for p in traces(tmp_path / "out"):
+        validate(p)
+
+
+def shell_compare(tmp_path, script, stderr=True):
+    (tmp_path / "out").mkdir()
+    u = untraced(["bash", "-c", script])
+    t = preloaded(tmp_path / "out", ["bash", "-c", script])
+    assert (t.returncode, t.stdout) == (u.returncode, u.stdout), t.stderr
+    if stderr:
+        assert t.stderr == u.stderr
+    for p in traces(tmp_path / "out"):
+        validate(p)
+    return u
+
+
+def test_bash_pipeline_counts_what_it_counts_untraced(tmp_path):
+    """bash closes a pipe's end twice; traced, the second close took the trace's descriptor
+    and the next pipe got its number: `ls -lR | wc -l` printed 0."""
+    u = shell_compare(tmp_path, "ls -lR /usr/share/doc 2>/dev/null | wc -l; echo rc=$?")
+    assert int(u.stdout.split()[0]) > 100
+
+
+def test_bash_loop_of_command_substitutions(tmp_path):
+    u = shell_compare(tmp_path, "for i in $(seq 200); do x=$(basename /a/b/f$i.txt); "
+                                "echo \"$x\"; done | tail -n 2")
+    assert u.stdout == "f199.txt\nf200.txt\n"
+
+
+def undefined_hashes(ev):
+    """fhash values that an event uses and no FH line of the same file defines."""
+    defined = {e["args"]["value"] for e in ev if e.get("name") == "FH"}
+    return {e["args"]["fhash"] for e in ev if "fhash" in e.get("args", {})} - defined
+
+
+def test_a_forked_child_defines_the_hash_of_an_inherited_file(tmp_path):
+    """Before: the child's writes on the descriptor its parent opened carried the parent's
+    fhash, whose FH line is only in the parent's file."""
+    (tmp_path / "d").mkdir()
+    (tmp_path / "out").mkdir()
+    t = preloaded(tmp_path / "out", [PROG, "fork", str(tmp_path / "d")])
+    assert t.returncode == 0 and "child: 0" in t.stdout, t.stdout + t.stderr
+    files = traces(tmp_path / "out")
+    assert len(files) == 2
+    writes = 0
+    for p in files:
+        ev = validate(p)
+        assert not undefined_hashes(ev), p
+        writes += sum(1 for e in ev if e.get("name") == "write")
+    assert writes == 4
+
+
+def test_bash_subshell_and_multiprocessing_fork_worker_on_inherited_files(tmp_path):
+    d = tmp_path / "d"
+    d.mkdir()
+    (tmp_path / "out").mkdir()
+    script = f"exec 3>{d}/f; echo a >&3; (echo b >&3; echo c >&3); echo d >&3"
+    t = preloaded(tmp_path / "out", ["bash", "-c", script])
+    assert t.returncode == 0 and open(d / "f").read() == "a\nb\nc\nd\n", t.stderr
+    py = (f"import multiprocessing as mp\n"
+          f"f = open('{d}/g', 'w', buffering=1)\n"
+          f"f.write('parent\\n')\n"
+          f"def work(i):\n    f.write('worker %d\\n' % i); f.flush(); return i\n"
+          f"if __name__ == '__main__':\n"
+          f"    p = mp.get_context('fork').Pool(2)\n"
+          f"    print(sum(p.map(work, range(4))))\n"
+          f"    p.close(); p.join()\n")  # (no terminate: its SIGTERM may cut a worker's exit)
+    t = preloaded(tmp_path / "out", ["/usr/bin/python3", "-c", py])
+    assert t.returncode == 0 and t.stdout == "6\n", t.stderr
+    users = 0  # the processes with events on f or g
+    for p in traces(tmp_path / "out"):
+        ev = validate(p)
+        assert not undefined_hashes(ev), p
+        names = {e["args"]["value"]: e["args"]["name"] for e in ev if e.get("name") == "FH"}
+        users += any(names.get(e.get("args", {}).get("fhash")) in (str(d / "f"), str(d / "g"))
+                     for e in ev)
+    assert users >= 4  # bash and its subshell, python and its workers (one may get no task)
+
+
+@pytest.fixture
+def small_fs(tmp_path):
+    """A 256 KiB tmpfs (root may mount one); unmounted after the test."""
+    mnt = tmp_path / "full"
+    mnt.mkdir()
+    m = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mnt)],
+                       capture_output=True, text=True)
+    if m.returncode != 0:
+        pytest.skip(f"can not mount a small tmpfs here (needs root): {m.stderr.strip()}")
+    yield mnt
+    subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def test_a_full_file_system_leaves_whole_members_and_finalize_says_so(small_fs, tmp_path):
+    """Before: the file ended inside a gzip member ("truncated final gzip member") and
+    dftrace_finalize returned 0."""
+    t = linked(small_fs, [LINKED, "fill", "60000"], env={"DFTRACE_OUTPUT_MEMBER_BYTES": "65536"})
+    assert t.returncode == 0, t.stdout + t.stderr
+    assert t.stdout == "finalize -3\n", t.stdout + t.stderr  # DFTRACE_ERR_IO
+    assert "No space left on device" in t.stderr
+    (p,) = traces(small_fs)
+    tc.check_members(p)  # every member whole
+    ev = validate(p)  # and its end line, written where the cut member was, counts what was lost
+    end = ev[-1]["args"]
+    assert end["dropped_events"] > 0 and end["num_events"] + end["dropped_events"] == 60000
+
+
+def test_python_finalize_returns_the_write_error(small_fs, tmp_path):
+    py = ("import dftrace, os\n"
+          "dftrace.initialize(enable=True)\n"
+          "for i in range(60000):\n"
+          "    dftrace.instant('step', args={'junk': os.urandom(48).hex()})\n"
+          "print(dftrace.finalize())\n")
+    e = {"DFTRACE_LOG_FILE": str(small_fs / "t"), "DFTRACE_OUTPUT_MEMBER_BYTES": "65536",
+         "PYTHONPATH": os.environ["DFTRACE_TEST_PYTHONPATH"]}
+    t = linked(small_fs, [sys.executable, "-c", py], env=e)
+    assert t.returncode == 0 and t.stdout == "-3\n", t.stdout + t.stderr
+
+
+def test_sigxfsz_is_the_programs_own(tmp_path):
+    """Under `ulimit -f`, dd writing past the limit dies of SIGXFSZ, traced as untraced (it got
+    EFBIG when dftrace ignored SIGXFSZ in every process and exec passed that on)."""
+    (tmp_path / "d").mkdir()
+    script = (f"ulimit -f 64; dd if=/dev/zero of={tmp_path}/d/big bs=1k count=200 2>/dev/null;"
+              f" echo rc=$?")
+    u = shell_compare(tmp_path, script, stderr=False)  # (bash's message names the pid)
+    assert u.stdout == f"rc={128 + signal.SIGXFSZ}\n"
+
+
+def test_the_trace_stops_at_the_file_size_limit_without_killing_the_program(tmp_path):
+    """The program's own file fits under the limit, the trace would not: the program is not
+    killed (SIGXFSZ keeps its default) and the trace ends with whole members."""
+    def limit():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (300 * 1024, resource.RLIM_INFINITY))
+
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "traced").mkdir()
+    (tmp_path / "out").mkdir()
+    u = untraced([PROG, "reuse", str(tmp_path / "plain")], preexec=limit)
+    t = preloaded(tmp_path / "out", [PROG, "reuse", str(tmp_path / "traced")], preexec=limit,
+                  env={"DFTRACE_OUTPUT_MEMBER_BYTES": "65536", "DFTRACE_OUTPUT_COMPRESSION": "0"})
+    assert u.returncode == 0, u.stderr
+    assert (t.returncode, t.stdout) == (u.returncode, u.stdout), t.stderr
+    assert files_of(tmp_path / "traced") == files_of(tmp_path / "plain")
+    assert "file-size limit" in t.stderr
+    for p in traces(tmp_path / "out"):
+        assert os.path.getsize(p) <= 300 * 1024
