@@ -80,34 +80,58 @@ std::vector<proc> build_processes(collection &c, std::vector<size_t> *roots) {
   return ps;
 }
 
-// The time each layer is the innermost work of a thread: a sweep over its events in start
-// order (at equal times the enclosing first: longer, or written later).
-void innermost_segments(std::vector<layered_event> &ev, std::vector<std::vector<interval>> *self) {
+struct group_work {
+  std::vector<std::vector<interval>> layer_iv, self_iv;    // per layer: the threads' runs
+  std::vector<std::vector<size_t>> layer_runs, self_runs;  // where each thread's run begins
+  std::vector<step_event> steps, iters;
+};
+
+// One sweep over a thread's events in start order (at equal times the enclosing first: longer,
+// or written later): the union of each layer on the thread, and the time each layer is the
+// innermost work of the thread. Both come out sorted, so the group's unions merge short lists.
+void sweep_thread(std::vector<layered_event> &ev, group_work &w) {
+  std::vector<std::vector<interval>> *layer_iv = &w.layer_iv, *self = &w.self_iv;
   std::sort(ev.begin(), ev.end(), [](const layered_event &a, const layered_event &b) {
     if (a.start != b.start) return a.start < b.start;
     if (a.end != b.end) return a.end > b.end;
     return a.seq > b.seq;
   });
+  auto add = [](std::vector<interval> &v, uint64_t s, uint64_t e) {
+    if (!v.empty() && v.back().end >= s) {  // abutting or overlapping: one interval
+      if (e > v.back().end) v.back().end = e;
+    } else {
+      v.push_back({s, e});
+    }
+  };
+  std::vector<std::vector<interval>> own(layer_iv->size()), own_self(layer_iv->size());
   std::vector<const layered_event *> stack;
   uint64_t t = 0;
   auto advance = [&](uint64_t to) {
     while (!stack.empty()) {
       const layered_event &top = *stack.back();
       if (top.end > to) {
-        if (t < to) (*self)[top.layer].push_back({t, to});
+        if (t < to) add(own_self[top.layer], t, to);
         break;
       }
-      if (t < top.end) (*self)[top.layer].push_back({t, top.end});
+      if (t < top.end) add(own_self[top.layer], t, top.end);
       t = std::max(t, top.end);
       stack.pop_back();
     }
     t = std::max(t, to);
   };
   for (const layered_event &e : ev) {
+    if (e.end <= e.start) continue;
     advance(e.start);
-    if (e.end > e.start) stack.push_back(&e);
+    stack.push_back(&e);
+    add(own[e.layer], e.start, e.end);
   }
   advance(UINT64_MAX);
+  for (size_t l = 0; l < own.size(); ++l) {
+    if (!own[l].empty()) w.layer_runs[l].push_back((*layer_iv)[l].size());
+    if (!own_self[l].empty()) w.self_runs[l].push_back((*self)[l].size());
+    (*layer_iv)[l].insert((*layer_iv)[l].end(), own[l].begin(), own[l].end());
+    (*self)[l].insert((*self)[l].end(), own_self[l].begin(), own_self[l].end());
+  }
 }
 
 // The outermost `.iter` events of a thread (not inside another `.iter` event of it).
@@ -125,11 +149,6 @@ void outermost(std::vector<step_event> &it, std::vector<step_event> *out) {
   }
 }
 
-struct group_work {
-  std::vector<std::vector<interval>> layer_iv, self_iv;
-  std::vector<step_event> steps, iters;
-};
-
 void layer_figures(group_work &w, const layer_table &table, group_result *g,
                    std::vector<interval_set> *unions) {
   const size_t nl = table.layers().size();
@@ -137,9 +156,9 @@ void layer_figures(group_work &w, const layer_table &table, group_result *g,
   g->union_ns.assign(nl, 0);
   g->self_ns.assign(nl, 0);
   for (size_t l = 0; l < nl; ++l) {
-    (*unions)[l] = union_of(w.layer_iv[l]);
+    (*unions)[l] = union_of_runs(w.layer_iv[l], w.layer_runs[l]);
     g->union_ns[l] = measure((*unions)[l]);
-    g->self_ns[l] = measure(union_of(w.self_iv[l]));
+    g->self_ns[l] = measure(union_of_runs(w.self_iv[l], w.self_runs[l]));
     std::vector<interval>().swap(w.layer_iv[l]);
   }
   for (size_t a = 0; a < nl; ++a)
@@ -259,6 +278,8 @@ analysis_result analyze(collection &c, const layer_table &table) {
   for (size_t g = 0; g < roots.size(); ++g) {
     work[g].layer_iv.resize(nl);
     work[g].self_iv.resize(nl);
+    work[g].layer_runs.resize(nl);
+    work[g].self_runs.resize(nl);
     const proc &root = ps[roots[g]];
     r.groups[g].has_rank = root.facts->has_rank;
     r.groups[g].rank = root.facts->rank;
@@ -284,9 +305,8 @@ analysis_result analyze(collection &c, const layer_table &table) {
     if (pi == proc_index.end()) continue;
     group_work &w = work[ps[pi->second].group];
     thread_events &te = kv.second;
-    for (const layered_event &e : te.layered) w.layer_iv[e.layer].push_back({e.start, e.end});
-    innermost_segments(te.layered, &w.self_iv);
-    std::vector<layered_event>().swap(te.layered);
+    std::vector<layered_event> ev = te.take_layered();
+    sweep_thread(ev, w);
     any_step_event = any_step_event || !te.steps.empty();
     w.steps.insert(w.steps.end(), te.steps.begin(), te.steps.end());
     outermost(te.iters, &w.iters);

@@ -13,18 +13,28 @@ using detail::jvalue;
 using detail::parsed_line;
 
 void thread_events::append(thread_events &o) {
-  const uint32_t base = static_cast<uint32_t>(layered.size());
-  if (layered.empty()) {
-    layered = std::move(o.layered);
-  } else {
-    layered.reserve(layered.size() + o.layered.size());
-    for (layered_event e : o.layered) {
-      e.seq += base;
-      layered.push_back(e);
-    }
+  for (auto &v : o.layered) {
+    for (layered_event &e : v) e.seq += count;
+    count += static_cast<uint32_t>(v.size());
+    layered.push_back(std::move(v));
   }
   steps.insert(steps.end(), o.steps.begin(), o.steps.end());
   iters.insert(iters.end(), o.iters.begin(), o.iters.end());
+}
+
+std::vector<layered_event> thread_events::take_layered() {
+  std::vector<layered_event> all;
+  if (layered.size() == 1) {
+    all = std::move(layered[0]);
+  } else {
+    all.reserve(count);
+    for (auto &v : layered) {
+      all.insert(all.end(), v.begin(), v.end());
+      std::vector<layered_event>().swap(v);
+    }
+  }
+  layered.clear();
+  return all;
 }
 
 void process_facts::merge(const process_facts &o) {
@@ -194,8 +204,11 @@ void scan_block(detail::text_block &b, detail::time_unit unit, const layer_table
       te = &r->threads[key];
       last_tid = pl.tid.text;
     }
-    if (c.layer != event_class::k_no_layer)
-      te->layered.push_back({ts, end, static_cast<uint32_t>(te->layered.size()), c.layer});
+    if (c.layer != event_class::k_no_layer) {
+      if (te->layered.empty()) te->layered.emplace_back();
+      auto &v = te->layered.back();
+      v.push_back({ts, end, static_cast<uint32_t>(v.size()), c.layer});
+    }
     if (c.step) te->steps.push_back(step_of(pl, ts, end));
     if (c.iter) te->iters.push_back(step_of(pl, ts, end));
     return true;

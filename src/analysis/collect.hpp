@@ -33,9 +33,13 @@ struct step_event {
 };
 
 struct thread_events {
-  std::vector<layered_event> layered;
+  // Blocks' events as they came (seq numbered across them): appending moves a block's vector,
+  // it copies nothing; take_layered() makes one array when the thread is analysed.
+  std::vector<std::vector<layered_event>> layered;
+  uint32_t count = 0;
   std::vector<step_event> steps, iters;
   void append(thread_events &o);
+  std::vector<layered_event> take_layered();
 };
 
 // What a file says of one process, and what was read of it.

@@ -22,6 +22,37 @@ interval_set union_of(std::vector<interval> &v) {
   return out;
 }
 
+interval_set union_of_runs(std::vector<interval> &v, std::vector<size_t> runs) {
+  const auto by_start = [](const interval &a, const interval &b) { return a.start < b.start; };
+  // Bottom-up: merge neighbouring runs until one is left (log2(runs) passes). bounds holds
+  // each run's first index, then v.size().
+  std::vector<size_t> bounds = std::move(runs);
+  bounds.push_back(v.size());
+  while (bounds.size() > 2) {
+    const size_t k = bounds.size() - 1;  // runs
+    std::vector<size_t> next;
+    for (size_t r = 0; r < k; r += 2) {
+      next.push_back(bounds[r]);
+      if (r + 1 < k)
+        std::inplace_merge(v.begin() + static_cast<std::ptrdiff_t>(bounds[r]),
+                           v.begin() + static_cast<std::ptrdiff_t>(bounds[r + 1]),
+                           v.begin() + static_cast<std::ptrdiff_t>(bounds[r + 2]), by_start);
+    }
+    next.push_back(v.size());
+    bounds = std::move(next);
+  }
+  interval_set out;
+  for (const interval &i : v) {
+    if (i.end <= i.start) continue;
+    if (!out.empty() && i.start <= out.back().end) {
+      if (i.end > out.back().end) out.back().end = i.end;
+    } else {
+      out.push_back(i);
+    }
+  }
+  return out;
+}
+
 uint64_t measure(const interval_set &a) {
   uint64_t n = 0;
   for (const interval &i : a) n += i.end - i.start;

@@ -19,6 +19,9 @@ using interval_set = std::vector<interval>;
 // The union of any intervals (sorted in place, then merged): nested, abutting and identical
 // intervals count once; empty ones vanish.
 interval_set union_of(std::vector<interval> &v);
+// The same for v made of sorted runs (each run sorted by start; runs[i] is where run i begins):
+// the runs are merged, not sorted again (the per-thread unions of a group).
+interval_set union_of_runs(std::vector<interval> &v, std::vector<size_t> runs);
 // Total length.
 uint64_t measure(const interval_set &a);
 // a AND b, a MINUS b (both unions; linear in their sizes).
