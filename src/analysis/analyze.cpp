@@ -37,8 +37,8 @@ struct proc {
 };
 
 // Processes, their parents (the process of the same host whose pid is the `ppid` of their
-// `start` event) and their groups (a process with a rank, or without a parent in the trace,
-// roots a group; every other process joins its parent's).
+// `start` event) and their groups (a process with a rank other than its parent's, or without
+// a parent in the trace, roots a group; every other process joins its parent's).
 std::vector<proc> build_processes(collection &c, std::vector<size_t> *roots) {
   std::vector<proc> ps;
   std::unordered_map<std::string, std::vector<size_t>> by_pid;
@@ -61,8 +61,13 @@ std::vector<proc> build_processes(collection &c, std::vector<size_t> *roots) {
   std::map<size_t, size_t> group_of_root;
   for (size_t i = 0; i < ps.size(); ++i) {
     size_t r = i;
-    for (size_t hops = 0; !ps[r].facts->has_rank && ps[r].parent >= 0 && hops < ps.size(); ++hops)
+    // Up while the process has no rank of its own, or its parent's (a worker that inherited
+    // its rank from the environment, as torch's RANK is).
+    for (size_t hops = 0; ps[r].parent >= 0 && hops < ps.size(); ++hops) {
+      const process_facts &f = *ps[r].facts, &pf = *ps[static_cast<size_t>(ps[r].parent)].facts;
+      if (f.has_rank && !(pf.has_rank && pf.rank == f.rank)) break;
       r = static_cast<size_t>(ps[r].parent);
+    }
     ps[i].group = r;  // the root's index for now
   }
   for (size_t i = 0; i < ps.size(); ++i)

@@ -142,13 +142,17 @@ def test_dataloader_worker_joins_its_parent(tmp_path):
     worker = Proc(101, ppid=100).ev("read", "POSIX", 500, 1500).ev("item", "data", 1500, 1700)
     grandchild = Proc(102, ppid=101).ev("read", "POSIX", 1900, 1950)
     other = Proc(200, ppid=1).ev("read", "POSIX", 0, 10)
-    paths = [x.write(tmp_path) for x in (main, worker, grandchild, other)]
+    # a worker that inherited its parent's rank (torch's RANK) joins it; another rank does not
+    same_rank = Proc(103, rank=0, ppid=100).ev("read", "POSIX", 2100, 2200)
+    rank1 = Proc(300, rank=1, ppid=100).ev("read", "POSIX", 0, 10)
+    paths = [x.write(tmp_path) for x in (main, worker, grandchild, other, same_rank, rank1)]
     d, _ = analyze(*paths)
-    assert [g["pids"] for g in d["groups"]] == [[100, 101, 102], [200]]
-    assert [g["rank"] for g in d["groups"]] == [0, None]
+    assert [g["pids"] for g in d["groups"]] == [[100, 101, 102, 103], [300], [200]]
+    assert [g["rank"] for g in d["groups"]] == [0, 1, None]
+    assert d["inputs"]["ranks"] == 2 and d["inputs"]["processes"] == 6
     g = d["groups"][0]
-    assert g["overlap_ns"]["compute+io"] == 500 and g["unoverlapped_ns"]["io"] == 550
-    check_group(g, [main, worker, grandchild])
+    assert g["overlap_ns"]["compute+io"] == 500 and g["unoverlapped_ns"]["io"] == 650
+    check_group(g, [main, worker, grandchild, same_rank])
     s = d["steps"]
     assert s["source"] == "step" and s["count"] == 1
     item, = s["items"]
