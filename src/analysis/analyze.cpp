@@ -262,6 +262,67 @@ void check_counts(const std::vector<proc> &ps, analysis_result *r) {
   }
 }
 
+// The group's steps, each split by the priority timeline of its unions.
+void group_steps(std::vector<step_event> &st, size_t g, const priority_timeline &tl,
+                 analysis_result *r, std::vector<uint64_t> *durs) {
+  std::sort(st.begin(), st.end(), [](const step_event &a, const step_event &b) {
+    return a.start != b.start ? a.start < b.start : a.end < b.end;
+  });
+  std::vector<uint64_t> parts;
+  for (size_t i = 0; i < st.size(); ++i) {
+    step_result s;
+    s.group = g;
+    s.index = i;
+    s.start = st[i].start;
+    s.dur = st[i].end - st[i].start;
+    s.has_step = st[i].has_step;
+    s.step = st[i].step;
+    s.has_epoch = st[i].has_epoch;
+    s.epoch = st[i].epoch;
+    tl.split(st[i].start, st[i].end, &parts);
+    for (size_t k = 0; k <= k_nbound; ++k) {
+      s.parts[k] = parts[k];
+      r->bound_total[k] += parts[k];
+    }
+    r->step_total += s.dur;
+    durs->push_back(s.dur);
+    r->steps.push_back(s);
+  }
+  r->groups[g].steps = st.size();
+}
+
+// Each group's result with its root's rank and host, its pids (root first) and its span.
+void init_groups(const std::vector<proc> &ps, const std::vector<size_t> &roots, size_t nl,
+                 std::vector<group_work> *work, analysis_result *r) {
+  work->resize(roots.size());
+  r->groups.resize(roots.size());
+  for (size_t g = 0; g < roots.size(); ++g) {
+    group_work &w = (*work)[g];
+    w.layer_iv.resize(nl);
+    w.self_iv.resize(nl);
+    w.layer_runs.resize(nl);
+    w.self_runs.resize(nl);
+    const proc &root = ps[roots[g]];
+    r->groups[g].has_rank = root.facts->has_rank;
+    r->groups[g].rank = root.facts->rank;
+    r->groups[g].host = root.host;
+    r->groups[g].pids.push_back(root.pid);
+  }
+  std::vector<uint64_t> gmin(roots.size(), UINT64_MAX), gmax(roots.size(), 0);
+  for (size_t i = 0; i < ps.size(); ++i) {
+    const size_t g = ps[i].group;
+    if (i != roots[g]) r->groups[g].pids.push_back(ps[i].pid);
+    gmin[g] = std::min(gmin[g], ps[i].facts->ts_min);
+    gmax[g] = std::max(gmax[g], ps[i].facts->end_max);
+  }
+  for (size_t g = 0; g < roots.size(); ++g) {
+    group_result &x = r->groups[g];
+    std::sort(x.pids.begin() + 1, x.pids.end(), pid_less);
+    x.start = gmin[g] == UINT64_MAX ? 0 : gmin[g];
+    x.span = gmax[g] > x.start ? gmax[g] - x.start : 0;
+  }
+}
+
 }  // namespace
 
 analysis_result analyze(collection &c, const layer_table &table) {
@@ -277,32 +338,8 @@ analysis_result analyze(collection &c, const layer_table &table) {
   std::unordered_map<std::string, size_t> proc_index;
   for (size_t i = 0; i < ps.size(); ++i) proc_index[ps[i].key] = i;
 
-  const size_t nl = table.layers().size();
-  std::vector<group_work> work(roots.size());
-  r.groups.resize(roots.size());
-  for (size_t g = 0; g < roots.size(); ++g) {
-    work[g].layer_iv.resize(nl);
-    work[g].self_iv.resize(nl);
-    work[g].layer_runs.resize(nl);
-    work[g].self_runs.resize(nl);
-    const proc &root = ps[roots[g]];
-    r.groups[g].has_rank = root.facts->has_rank;
-    r.groups[g].rank = root.facts->rank;
-    r.groups[g].host = root.host;
-    r.groups[g].pids.push_back(root.pid);
-  }
-  std::vector<uint64_t> gmin(roots.size(), UINT64_MAX), gmax(roots.size(), 0);
-  for (size_t i = 0; i < ps.size(); ++i) {
-    const size_t g = ps[i].group;
-    if (i != roots[g]) r.groups[g].pids.push_back(ps[i].pid);
-    gmin[g] = std::min(gmin[g], ps[i].facts->ts_min);
-    gmax[g] = std::max(gmax[g], ps[i].facts->end_max);
-  }
-  for (size_t g = 0; g < roots.size(); ++g) {
-    std::sort(r.groups[g].pids.begin() + 1, r.groups[g].pids.end(), pid_less);
-    r.groups[g].start = gmin[g] == UINT64_MAX ? 0 : gmin[g];
-    r.groups[g].span = gmax[g] > r.groups[g].start ? gmax[g] - r.groups[g].start : 0;
-  }
+  std::vector<group_work> work;
+  init_groups(ps, roots, table.layers().size(), &work, &r);
   bool any_step_event = false;
   for (auto &kv : c.threads) {
     const size_t sep = kv.first.find('\x1f', kv.first.find('\x1f') + 1);
@@ -329,32 +366,8 @@ analysis_result analyze(collection &c, const layer_table &table) {
       classes.push_back(li < 0 ? interval_set() : unions[li]);
     }
     const priority_timeline tl(classes);
-    std::vector<step_event> &st =
-        any_step_event || table.explicit_steps() ? work[g].steps : work[g].iters;
-    std::sort(st.begin(), st.end(), [](const step_event &a, const step_event &b) {
-      return a.start != b.start ? a.start < b.start : a.end < b.end;
-    });
-    std::vector<uint64_t> parts;
-    for (size_t i = 0; i < st.size(); ++i) {
-      step_result s;
-      s.group = g;
-      s.index = i;
-      s.start = st[i].start;
-      s.dur = st[i].end - st[i].start;
-      s.has_step = st[i].has_step;
-      s.step = st[i].step;
-      s.has_epoch = st[i].has_epoch;
-      s.epoch = st[i].epoch;
-      tl.split(st[i].start, st[i].end, &parts);
-      for (size_t k = 0; k <= k_nbound; ++k) {
-        s.parts[k] = parts[k];
-        r.bound_total[k] += parts[k];
-      }
-      r.step_total += s.dur;
-      durs.push_back(s.dur);
-      r.steps.push_back(s);
-    }
-    r.groups[g].steps = st.size();
+    group_steps(any_step_event || table.explicit_steps() ? work[g].steps : work[g].iters, g, tl, &r,
+                &durs);
     work[g] = group_work();
   }
   if (r.steps.empty()) r.step_source = table.explicit_steps() ? r.step_source : "";

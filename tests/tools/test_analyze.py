@@ -345,3 +345,16 @@ def test_real_dftrace_trace(real_trace):
     for it in d["steps"]["items"]:
         assert sum(it[k] for k in ("compute_ns", "comm_ns", "io_ns", "data_ns", "other_ns")) == \
             it["dur_ns"]
+
+
+def test_text_summary(tmp_path):
+    procs, paths = straggler_run(tmp_path)
+    out = run("analyze", *paths).stdout
+    assert out.startswith("4 file(s), 4 process(es), 4 rank(s)")
+    assert "rank 2 (1 process(es))" in out and "steps (step): 12" in out
+    assert "stragglers (over 1.25 x the step's median and 1 ms more): 1" in out
+    assert "  rank 2 step 0:1: " in out
+    short = Proc(102, rank=9).ev("a", "compute", 0, 5).ev("b", "compute", 5, 9)
+    r = run("analyze", short.write(tmp_path, drop_last_event=True), check=False)
+    assert r.returncode == 2 and "NOT READ: process 102 on node1" in r.stdout
+    assert "--allow-damaged" in r.stderr
