@@ -32,6 +32,8 @@ LAYERS = {
     # the writer and the reader, side by side on the base
     "src/writer": ["src/base"],
     "src/reader": ["src/base"],
+    # the analysis engine: on the reader (and the configuration's safe file reading)
+    "src/analysis": ["src/base", "src/config", "src/reader"],
     # the event path
     "src/runtime": ["src/base", "src/config", "src/tree", "src/topology", "src/writer"],
     # the faces
@@ -47,7 +49,7 @@ LAYERS = {
     # libdftrace_cupti links none of the core: it may use header-only base vocabulary only
     # (gpu_kinds.hpp); what it needs at run time comes through the private plugin interface.
     "src/gpu": ["src/base"],
-    "tools": ["src/base", "src/config", "src/reader"],
+    "tools": ["src/base", "src/config", "src/reader", "src/analysis"],
     # the public headers
     "include/dftrace": [],
     "include/dftracer": [],

@@ -22,6 +22,11 @@ const char *k_usage =
     "      stand-alone pieces, each with the definitions and names it uses\n"
     "  stat FILES... [--json] [--fast]\n"
     "      counts and durations per category/name, pid and thread (--fast: DT fields only)\n"
+    "  analyze TRACES... [--json] [--steps NAME] [--layers FILE] [--allow-damaged]\n"
+    "      what bound the run, exact to the ns: per rank (and the processes it started) the\n"
+    "      union of each layer's time, overlaps, time not hidden by compute, self time; steps\n"
+    "      split over compute, comm, io, data and other; stragglers and imbalance; exit\n"
+    "      status 2 when part of the input could not be read (unless --allow-damaged)\n"
     "  validate FILES... [--max-findings N] [--quiet]\n"
     "      line-numbered findings; exit status 1 when there are errors\n"
     "  convert FILE --to perfetto -o OUT.json[.gz] [--keep-args]\n"
@@ -75,6 +80,9 @@ int main(int argc, char **argv) {
   } else if (cmd == "stat") {
     parsed = parse_args(argc, argv, 2, {}, {"--json", "--fast"}, &a);
     fn = cmd_stat;
+  } else if (cmd == "analyze") {
+    parsed = parse_args(argc, argv, 2, {"--steps", "--layers"}, {"--json", "--allow-damaged"}, &a);
+    fn = cmd_analyze;
   } else if (cmd == "validate") {
     parsed = parse_args(argc, argv, 2, {"--max-findings"}, {"--quiet"}, &a);
     fn = cmd_validate;

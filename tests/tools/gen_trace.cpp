@@ -199,6 +199,7 @@ int main(int argc, char **argv) {
   std::vector<bool> named(tids.size(), false);
   uint64_t files_defined = 0;
   uint64_t written = 0;
+  uint64_t counters = 0;  // counter lines, events too (the writer counts them in num_events)
   std::uniform_int_distribution<int> pick(0, 7);
   std::uniform_int_distribution<uint64_t> dur(1, 400);
   while (written < o.events) {
@@ -244,18 +245,20 @@ int main(int argc, char **argv) {
            ",\"step\":" + num(written / 10) + ",\"level\":1,\"p_idx\":-1}}");
     ++written;
     clock[t] = at + 2;
-    if (written % 97 == 0)
+    if (written % 97 == 0) {
+      ++counters;
       s.line("{\"name\":\"memory\",\"cat\":\"device\",\"pid\":" + P + ",\"tid\":" + num(tids[t]) +
              ",\"ts\":" + num(at) + ",\"ph\":\"C\",\"args\":{\"bytes\":" + num(rng() % 1000000) +
              "}}");
+    }
   }
   uint64_t last = 0;
   for (auto c : clock) last = std::max(last, c);
   if (o.close) {
     s.line("{\"id\":" + num(++id) + ",\"name\":\"end\",\"cat\":\"dftracer\",\"pid\":" + P +
            ",\"tid\":" + P + ",\"ts\":" + num(last) +
-           ",\"dur\":0,\"ph\":\"X\",\"args\":{\"hhash\":" + hhs +
-           ",\"num_events\":" + num(written) + ",\"dropped_events\":0,\"level\":1,\"p_idx\":-1}}");
+           ",\"dur\":0,\"ph\":\"X\",\"args\":{\"hhash\":" + hhs + ",\"num_events\":" +
+           num(written + counters) + ",\"dropped_events\":0,\"level\":1,\"p_idx\":-1}}");
     s.line("]");
   }
   return 0;

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# analyze_bench.sh: end-to-end speed of `dftrace analyze --json` (read, parse, analyse) on one
+# core (DFTRACE_TOOL_THREADS=1), in events per CPU second and per wall second, with the peak
+# resident set: on a synthetic dftrace run (gen_trace, one file per rank) and on the DFTracer
+# cm1 traces of tests/data/dftracer (repeated REPEAT times, they are small).
+# Usage: bench/analyze_bench.sh [BUILD_DIR] [WORK_DIR]   (env: RANKS=4 EVENTS=1000000 REPEAT=3)
+# Prints a Markdown table: the best of REPEAT runs by CPU time.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+work=${2:-$(mktemp -d)}
+ranks=${RANKS:-4}
+events=${EVENTS:-1000000}
+repeat=${REPEAT:-3}
+cli=$build/tools/dftrace
+gen=$build/tests/tools/gen_trace
+[ -x "$cli" ] && [ -x "$gen" ] && [ -x /usr/bin/time ] ||
+  { echo "build dftrace_cli and gen_trace first (and install time)" >&2; exit 2; }
+mkdir -p "$work"
+if [ ! -f "$work/r$((ranks - 1)).pfw.gz" ]; then
+  for i in $(seq 0 $((ranks - 1))); do
+    "$gen" "$work/r$i.pfw.gz" --events "$events" --pid $((7000 + i)) --rank "$i" --seed "$i" \
+      --threads 2
+  done
+fi
+calc() { awk "BEGIN { print $1 }"; }
+echo "# $(date -u '+%F %H:%M') UTC, $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo
+echo "| input | events | CPU s | M events / CPU s | wall s | peak RSS MiB |"
+echo "| --- | ---: | ---: | ---: | ---: | ---: |"
+measure() {
+  local label=$1
+  shift
+  local n best_cpu="" best_wall="" rss=""
+  n=$(DFTRACE_NO_PROGRESS=1 "$cli" analyze --json --allow-damaged "$@" | jq '.inputs.events')
+  for _ in $(seq "$repeat"); do
+    local out cpu wall kb
+    out=$( { DFTRACE_TOOL_THREADS=1 DFTRACE_NO_PROGRESS=1 /usr/bin/time -f '%U %S %e %M' \
+      "$cli" analyze --json --allow-damaged "$@" > /dev/null; } 2>&1 | tail -1)
+    cpu=$(echo "$out" | awk '{print $1 + $2}')
+    wall=$(echo "$out" | awk '{print $3}')
+    kb=$(echo "$out" | awk '{print $4}')
+    if [ -z "$best_cpu" ] || [ "$(calc "$cpu < $best_cpu")" = 1 ]; then
+      best_cpu=$cpu best_wall=$wall rss=$kb
+    fi
+  done
+  printf "| %s | %d | %.2f | %.2f | %.2f | %.0f |\n" "$label" "$n" "$best_cpu" \
+    "$(calc "$n / $best_cpu / 1000000")" "$best_wall" "$(calc "$rss / 1024")"
+}
+measure "gen_trace: $ranks ranks x $events events" "$work"/r*.pfw.gz
+# the cm1 traces, listed 20 times over: analyze reads each file each time it is named (the
+# processes then meet again, so the groups are the same but the events count 20 times)
+cm1=()
+for _ in $(seq 20); do cm1+=(tests/data/dftracer/cm1-*.pfw.gz); done
+measure "DFTracer cm1, 8 ranks, each file 20 times" "${cm1[@]}"

@@ -1,0 +1,381 @@
+// analyze.cpp: groups from ranks and parents, then per group the exact unions, overlaps, self
+// time and steps; then the comparison of steps across ranks.
+#include "analysis/analyze.hpp"
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+#include "analysis/intervals.hpp"
+#include "reader/line_parser.hpp"
+
+namespace dftrace::analysis {
+
+uint64_t percentile_sorted(const std::vector<uint64_t> &v, unsigned p) {
+  if (v.empty()) return 0;
+  size_t k = (static_cast<size_t>(p) * v.size() + 99) / 100;  // ceil(p% of n), nearest rank
+  return v[k ? k - 1 : 0];
+}
+
+namespace {
+
+std::string canonical_pid(const std::string &s) {
+  std::string n;
+  return detail::canonical_number(s, &n) ? n : s;
+}
+
+// Numbers by value (shorter first), then text.
+bool pid_less(const std::string &a, const std::string &b) {
+  return a.size() != b.size() ? a.size() < b.size() : a < b;
+}
+
+struct proc {
+  std::string key, host, pid;  // key: host '\x1f' pid as written; pid: canonical
+  process_facts *facts = nullptr;
+  long parent = -1;
+  size_t group = 0;
+};
+
+// Processes, their parents (the process of the same host whose pid is the `ppid` of their
+// `start` event) and their groups (a process with a rank other than its parent's, or without
+// a parent in the trace, roots a group; every other process joins its parent's).
+std::vector<proc> build_processes(collection &c, std::vector<size_t> *roots) {
+  std::vector<proc> ps;
+  std::unordered_map<std::string, std::vector<size_t>> by_pid;
+  for (auto &kv : c.procs) {
+    proc p;
+    p.key = kv.first;
+    p.host = kv.second.host;
+    p.pid = canonical_pid(kv.first.substr(kv.first.find('\x1f') + 1));
+    p.facts = &kv.second;
+    by_pid[p.pid].push_back(ps.size());
+    ps.push_back(std::move(p));
+  }
+  for (proc &p : ps) {
+    if (p.facts->ppid.empty()) continue;
+    const auto it = by_pid.find(canonical_pid(p.facts->ppid));
+    if (it == by_pid.end()) continue;
+    for (size_t q : it->second)
+      if (ps[q].host == p.host || it->second.size() == 1) p.parent = static_cast<long>(q);
+  }
+  std::map<size_t, size_t> group_of_root;
+  for (size_t i = 0; i < ps.size(); ++i) {
+    size_t r = i;
+    // Up while the process has no rank of its own, or its parent's (a worker that inherited
+    // its rank from the environment, as torch's RANK is).
+    for (size_t hops = 0; ps[r].parent >= 0 && hops < ps.size(); ++hops) {
+      const process_facts &f = *ps[r].facts, &pf = *ps[static_cast<size_t>(ps[r].parent)].facts;
+      if (f.has_rank && !(pf.has_rank && pf.rank == f.rank)) break;
+      r = static_cast<size_t>(ps[r].parent);
+    }
+    ps[i].group = r;  // the root's index for now
+  }
+  for (size_t i = 0; i < ps.size(); ++i)
+    if (ps[i].group == i) roots->push_back(i);
+  // Groups in a fixed order: ranked ones by rank, then the others by host and pid.
+  std::sort(roots->begin(), roots->end(), [&](size_t a, size_t b) {
+    const process_facts &fa = *ps[a].facts, &fb = *ps[b].facts;
+    if (fa.has_rank != fb.has_rank) return fa.has_rank;
+    if (fa.has_rank && fa.rank != fb.rank) return fa.rank < fb.rank;
+    if (ps[a].pid != ps[b].pid) return pid_less(ps[a].pid, ps[b].pid);
+    return ps[a].host < ps[b].host;
+  });
+  for (size_t g = 0; g < roots->size(); ++g) group_of_root[(*roots)[g]] = g;
+  for (proc &p : ps) p.group = group_of_root[p.group];
+  return ps;
+}
+
+struct group_work {
+  std::vector<std::vector<interval>> layer_iv, self_iv;    // per layer: the threads' runs
+  std::vector<std::vector<size_t>> layer_runs, self_runs;  // where each thread's run begins
+  std::vector<step_event> steps, iters;
+};
+
+// One sweep over a thread's events in start order (at equal times the enclosing first: longer,
+// or written later): the union of each layer on the thread, and the time each layer is the
+// innermost work of the thread. Both come out sorted, so the group's unions merge short lists.
+void sweep_thread(std::vector<layered_event> &ev, group_work &w) {
+  std::vector<std::vector<interval>> *layer_iv = &w.layer_iv, *self = &w.self_iv;
+  std::sort(ev.begin(), ev.end(), [](const layered_event &a, const layered_event &b) {
+    if (a.start != b.start) return a.start < b.start;
+    if (a.end != b.end) return a.end > b.end;
+    return a.seq > b.seq;
+  });
+  auto add = [](std::vector<interval> &v, uint64_t s, uint64_t e) {
+    if (!v.empty() && v.back().end >= s) {  // abutting or overlapping: one interval
+      if (e > v.back().end) v.back().end = e;
+    } else {
+      v.push_back({s, e});
+    }
+  };
+  std::vector<std::vector<interval>> own(layer_iv->size()), own_self(layer_iv->size());
+  std::vector<const layered_event *> stack;
+  uint64_t t = 0;
+  auto advance = [&](uint64_t to) {
+    while (!stack.empty()) {
+      const layered_event &top = *stack.back();
+      if (top.end > to) {
+        if (t < to) add(own_self[top.layer], t, to);
+        break;
+      }
+      if (t < top.end) add(own_self[top.layer], t, top.end);
+      t = std::max(t, top.end);
+      stack.pop_back();
+    }
+    t = std::max(t, to);
+  };
+  for (const layered_event &e : ev) {
+    if (e.end <= e.start) continue;
+    advance(e.start);
+    stack.push_back(&e);
+    add(own[e.layer], e.start, e.end);
+  }
+  advance(UINT64_MAX);
+  for (size_t l = 0; l < own.size(); ++l) {
+    if (!own[l].empty()) w.layer_runs[l].push_back((*layer_iv)[l].size());
+    if (!own_self[l].empty()) w.self_runs[l].push_back((*self)[l].size());
+    (*layer_iv)[l].insert((*layer_iv)[l].end(), own[l].begin(), own[l].end());
+    (*self)[l].insert((*self)[l].end(), own_self[l].begin(), own_self[l].end());
+  }
+}
+
+// The outermost `.iter` events of a thread (not inside another `.iter` event of it).
+void outermost(std::vector<step_event> &it, std::vector<step_event> *out) {
+  std::sort(it.begin(), it.end(), [](const step_event &a, const step_event &b) {
+    return a.start != b.start ? a.start < b.start : a.end > b.end;
+  });
+  uint64_t cur_end = 0;
+  bool any = false;
+  for (const step_event &s : it) {
+    if (any && s.end <= cur_end) continue;
+    out->push_back(s);
+    cur_end = s.end;
+    any = true;
+  }
+}
+
+void layer_figures(group_work &w, const layer_table &table, group_result *g,
+                   std::vector<interval_set> *unions) {
+  const size_t nl = table.layers().size();
+  unions->resize(nl);
+  g->union_ns.assign(nl, 0);
+  g->self_ns.assign(nl, 0);
+  for (size_t l = 0; l < nl; ++l) {
+    (*unions)[l] = union_of_runs(w.layer_iv[l], w.layer_runs[l]);
+    g->union_ns[l] = measure((*unions)[l]);
+    g->self_ns[l] = measure(union_of_runs(w.self_iv[l], w.self_runs[l]));
+    std::vector<interval>().swap(w.layer_iv[l]);
+  }
+  for (size_t a = 0; a < nl; ++a)
+    for (size_t b = a + 1; b < nl; ++b)
+      g->overlap_ns.emplace_back(table.layers()[a].name + "+" + table.layers()[b].name,
+                                 intersect_measure((*unions)[a], (*unions)[b]));
+  const int ci = table.index_of("compute");
+  for (size_t l = 0; l < nl; ++l) {
+    if (static_cast<int>(l) == ci) continue;
+    const uint64_t hidden = ci < 0 ? 0 : intersect_measure((*unions)[l], (*unions)[ci]);
+    g->unoverlapped_ns.emplace_back(table.layers()[l].name, g->union_ns[l] - hidden);
+  }
+}
+
+std::string step_key(const step_result &s, bool by_arg) {
+  if (!by_arg) return "#" + std::to_string(s.index);
+  return s.has_epoch ? std::to_string(s.epoch) + ":" + std::to_string(s.step)
+                     : std::to_string(s.step);
+}
+
+// Stragglers and imbalance: steps matched across groups by their `step` (and `epoch`)
+// arguments when every step has one and no group repeats one, else by index.
+void compare_steps(analysis_result *r) {
+  bool by_arg = !r->steps.empty();
+  for (const step_result &s : r->steps) by_arg = by_arg && s.has_step;
+  std::map<std::string, std::vector<const step_result *>> by_key;
+  for (int pass = 0; pass < 2; ++pass) {
+    by_key.clear();
+    bool repeated = false;
+    for (const step_result &s : r->steps) {
+      auto &v = by_key[step_key(s, by_arg)];
+      for (const step_result *o : v) repeated = repeated || o->group == s.group;
+      v.push_back(&s);
+    }
+    if (!repeated || !by_arg) break;
+    by_arg = false;
+  }
+  std::vector<double> ratios;
+  for (auto &kv : by_key) {
+    if (kv.second.size() < 2) continue;
+    std::vector<uint64_t> d;
+    for (const step_result *s : kv.second) d.push_back(s->dur);
+    std::sort(d.begin(), d.end());
+    const size_t n = d.size();
+    const uint64_t median = n % 2 ? d[n / 2] : d[n / 2 - 1] + (d[n / 2] - d[n / 2 - 1]) / 2;
+    const step_result *worst = kv.second[0];
+    for (const step_result *s : kv.second) {
+      if (s->dur > worst->dur) worst = s;
+      if (s->dur > median && s->dur - median > k_straggler_margin_ns &&
+          s->dur * k_straggler_den > median * k_straggler_num)
+        r->stragglers.push_back({s->group, kv.first, s->dur, median});
+    }
+    if (median == 0) continue;
+    const double ratio = static_cast<double>(d.back()) / static_cast<double>(median);
+    if (ratio > r->imbalance_max || ratios.empty()) {
+      r->imbalance_max = ratio;
+      r->imbalance_worst_step = kv.first;
+      r->imbalance_worst_group = worst->group;
+    }
+    ratios.push_back(ratio);
+  }
+  r->steps_compared = ratios.size();
+  if (!ratios.empty()) {
+    double sum = 0;
+    for (double x : ratios) sum += x;
+    r->imbalance_mean = sum / static_cast<double>(ratios.size());
+    std::sort(ratios.begin(), ratios.end());
+    r->imbalance_p50 = ratios[(ratios.size() + 1) / 2 - 1];
+  }
+  std::sort(r->stragglers.begin(), r->stragglers.end(), [](const straggler &a, const straggler &b) {
+    return a.dur - a.median != b.dur - b.median ? a.dur - a.median > b.dur - b.median
+                                                : a.group < b.group;
+  });
+}
+
+void check_counts(const std::vector<proc> &ps, analysis_result *r) {
+  for (const proc &p : ps) {
+    const process_facts &f = *p.facts;
+    if (!f.has_end) {
+      ++r->processes_without_end;
+      continue;
+    }
+    // dftrace counts events (aggregated records by dft_cnt); DFTracer every line with an id,
+    // metadata included, which `dftrace merge` keeps once for all processes.
+    if (f.end_num_events == f.event_records) continue;
+    if (!f.dftrace_writer && f.end_num_events == f.id_lines) continue;
+    const std::string what = "process " + p.pid + (p.host.empty() ? "" : " on " + p.host) +
+                             ": its end event says " + std::to_string(f.end_num_events) +
+                             " events, " + std::to_string(f.event_records) + " were read";
+    if (!f.dftrace_writer && f.shared_file && f.event_records <= f.end_num_events)
+      r->process_warnings.push_back(what +
+                                    " (not checked: DFTracer counts metadata lines, "
+                                    "which a merged trace holds once)");
+    else
+      r->process_problems.push_back(what);
+  }
+}
+
+// The group's steps, each split by the priority timeline of its unions.
+void group_steps(std::vector<step_event> &st, size_t g, const priority_timeline &tl,
+                 analysis_result *r, std::vector<uint64_t> *durs) {
+  std::sort(st.begin(), st.end(), [](const step_event &a, const step_event &b) {
+    return a.start != b.start ? a.start < b.start : a.end < b.end;
+  });
+  std::vector<uint64_t> parts;
+  for (size_t i = 0; i < st.size(); ++i) {
+    step_result s;
+    s.group = g;
+    s.index = i;
+    s.start = st[i].start;
+    s.dur = st[i].end - st[i].start;
+    s.has_step = st[i].has_step;
+    s.step = st[i].step;
+    s.has_epoch = st[i].has_epoch;
+    s.epoch = st[i].epoch;
+    tl.split(st[i].start, st[i].end, &parts);
+    for (size_t k = 0; k <= k_nbound; ++k) {
+      s.parts[k] = parts[k];
+      r->bound_total[k] += parts[k];
+    }
+    r->step_total += s.dur;
+    durs->push_back(s.dur);
+    r->steps.push_back(s);
+  }
+  r->groups[g].steps = st.size();
+}
+
+// Each group's result with its root's rank and host, its pids (root first) and its span.
+void init_groups(const std::vector<proc> &ps, const std::vector<size_t> &roots, size_t nl,
+                 std::vector<group_work> *work, analysis_result *r) {
+  work->resize(roots.size());
+  r->groups.resize(roots.size());
+  for (size_t g = 0; g < roots.size(); ++g) {
+    group_work &w = (*work)[g];
+    w.layer_iv.resize(nl);
+    w.self_iv.resize(nl);
+    w.layer_runs.resize(nl);
+    w.self_runs.resize(nl);
+    const proc &root = ps[roots[g]];
+    r->groups[g].has_rank = root.facts->has_rank;
+    r->groups[g].rank = root.facts->rank;
+    r->groups[g].host = root.host;
+    r->groups[g].pids.push_back(root.pid);
+  }
+  std::vector<uint64_t> gmin(roots.size(), UINT64_MAX), gmax(roots.size(), 0);
+  for (size_t i = 0; i < ps.size(); ++i) {
+    const size_t g = ps[i].group;
+    if (i != roots[g]) r->groups[g].pids.push_back(ps[i].pid);
+    gmin[g] = std::min(gmin[g], ps[i].facts->ts_min);
+    gmax[g] = std::max(gmax[g], ps[i].facts->end_max);
+  }
+  for (size_t g = 0; g < roots.size(); ++g) {
+    group_result &x = r->groups[g];
+    std::sort(x.pids.begin() + 1, x.pids.end(), pid_less);
+    x.start = gmin[g] == UINT64_MAX ? 0 : gmin[g];
+    x.span = gmax[g] > x.start ? gmax[g] - x.start : 0;
+  }
+}
+
+}  // namespace
+
+analysis_result analyze(collection &c, const layer_table &table) {
+  analysis_result r;
+  for (const auto &l : table.layers()) r.layers.push_back(l.name);
+  std::vector<size_t> roots;
+  std::vector<proc> ps = build_processes(c, &roots);
+  check_counts(ps, &r);
+  std::map<int64_t, bool> ranks;
+  for (const proc &p : ps)
+    if (p.facts->has_rank) ranks[p.facts->rank] = true;
+  r.ranks = ranks.size();
+  std::unordered_map<std::string, size_t> proc_index;
+  for (size_t i = 0; i < ps.size(); ++i) proc_index[ps[i].key] = i;
+
+  std::vector<group_work> work;
+  init_groups(ps, roots, table.layers().size(), &work, &r);
+  bool any_step_event = false;
+  for (auto &kv : c.threads) {
+    const size_t sep = kv.first.find('\x1f', kv.first.find('\x1f') + 1);
+    const auto pi = proc_index.find(kv.first.substr(0, sep));
+    if (pi == proc_index.end()) continue;
+    group_work &w = work[ps[pi->second].group];
+    thread_events &te = kv.second;
+    std::vector<layered_event> ev = te.take_layered();
+    sweep_thread(ev, w);
+    any_step_event = any_step_event || !te.steps.empty();
+    w.steps.insert(w.steps.end(), te.steps.begin(), te.steps.end());
+    outermost(te.iters, &w.iters);
+  }
+  r.step_source = table.explicit_steps() ? "--steps " + table.step_name()
+                  : any_step_event       ? "step"
+                                         : ".iter";
+  std::vector<uint64_t> durs;
+  for (size_t g = 0; g < roots.size(); ++g) {
+    std::vector<interval_set> unions;
+    layer_figures(work[g], table, &r.groups[g], &unions);
+    std::vector<interval_set> classes;
+    for (const char *name : k_bound_classes) {
+      const int li = table.index_of(name);
+      classes.push_back(li < 0 ? interval_set() : unions[li]);
+    }
+    const priority_timeline tl(classes);
+    group_steps(any_step_event || table.explicit_steps() ? work[g].steps : work[g].iters, g, tl, &r,
+                &durs);
+    work[g] = group_work();
+  }
+  if (r.steps.empty()) r.step_source = table.explicit_steps() ? r.step_source : "";
+  std::sort(durs.begin(), durs.end());
+  r.step_p50 = percentile_sorted(durs, 50);
+  r.step_p99 = percentile_sorted(durs, 99);
+  compare_steps(&r);
+  return r;
+}
+
+}  // namespace dftrace::analysis

@@ -1,0 +1,80 @@
+// analyze.hpp: from what was collected to the figures: groups, exact layer unions and overlaps,
+// self time, steps split over what bound them, stragglers and imbalance.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "analysis/collect.hpp"
+#include "analysis/layers.hpp"
+
+namespace dftrace::analysis {
+
+// The classes a step's time is split over, in priority order (the first that holds an instant
+// takes it), then `other`.
+constexpr const char *k_bound_classes[] = {"compute", "comm", "io", "data"};
+constexpr size_t k_nbound = 4;
+
+// Stragglers: a rank's step is one when it exceeds the median of that step across ranks by
+// both the factor (5/4) and the margin (1 ms).
+constexpr uint64_t k_straggler_num = 5, k_straggler_den = 4;
+constexpr uint64_t k_straggler_margin_ns = 1000000;
+
+struct step_result {
+  size_t group = 0;  // index into analysis_result::groups
+  size_t index = 0;  // position among its group's steps, by start time
+  uint64_t start = 0, dur = 0;
+  bool has_step = false, has_epoch = false;
+  int64_t step = 0, epoch = 0;
+  uint64_t parts[k_nbound + 1] = {};  // compute, comm, io, data not hidden, other: sum = dur
+};
+
+struct group_result {
+  bool has_rank = false;
+  int64_t rank = 0;
+  std::string host;
+  std::vector<std::string> pids;  // canonical text, root first, then by number
+  uint64_t start = 0, span = 0;
+  std::vector<uint64_t> union_ns, self_ns;                        // per layer
+  std::vector<std::pair<std::string, uint64_t>> overlap_ns;       // "a+b", a before b in the table
+  std::vector<std::pair<std::string, uint64_t>> unoverlapped_ns;  // non-compute layers
+  size_t steps = 0;
+};
+
+struct straggler {
+  size_t group = 0;
+  std::string step;  // the step's key: "epoch:step", "step" or "#index"
+  uint64_t dur = 0, median = 0;
+};
+
+struct analysis_result {
+  std::vector<std::string> layers;
+  std::vector<group_result> groups;
+  // steps
+  std::string step_source;  // "step", "--steps NAME", ".iter" or "" (none)
+  std::vector<step_result> steps;
+  uint64_t step_p50 = 0, step_p99 = 0, step_total = 0;
+  uint64_t bound_total[k_nbound + 1] = {};
+  // across ranks
+  std::vector<straggler> stragglers;
+  size_t steps_compared = 0;  // step keys seen in at least two groups
+  double imbalance_max = 0, imbalance_mean = 0, imbalance_p50 = 0;
+  std::string imbalance_worst_step;
+  size_t imbalance_worst_group = 0;
+  // processes whose read disagrees with their `end` event: one line each
+  std::vector<std::string> process_problems;
+  std::vector<std::string> process_warnings;  // counts that cannot be checked (merged DFTracer)
+  size_t processes_without_end = 0;
+  size_t ranks = 0;
+};
+
+// Computes everything from c (whose thread data it consumes). Deterministic: independent of
+// the order in which files were read.
+analysis_result analyze(collection &c, const layer_table &table);
+
+// Nearest-rank percentile (p in percent) of sorted values; 0 for none.
+uint64_t percentile_sorted(const std::vector<uint64_t> &v, unsigned p);
+
+}  // namespace dftrace::analysis

@@ -1,0 +1,244 @@
+// collect.cpp: the per-block scan (worker threads) and the folding of blocks and files into
+// processes and threads (the caller's thread, in file order).
+#include "analysis/collect.hpp"
+
+#include <algorithm>
+
+#include "reader/line_parser.hpp"
+
+namespace dftrace::analysis {
+
+using detail::jtype;
+using detail::jvalue;
+using detail::parsed_line;
+
+void thread_events::append(thread_events &o) {
+  for (auto &v : o.layered) {
+    for (layered_event &e : v) e.seq += count;
+    count += static_cast<uint32_t>(v.size());
+    layered.push_back(std::move(v));
+  }
+  steps.insert(steps.end(), o.steps.begin(), o.steps.end());
+  iters.insert(iters.end(), o.iters.begin(), o.iters.end());
+}
+
+std::vector<layered_event> thread_events::take_layered() {
+  std::vector<layered_event> all;
+  if (layered.size() == 1) {
+    all = std::move(layered[0]);
+  } else {
+    all.reserve(count);
+    for (auto &v : layered) {
+      all.insert(all.end(), v.begin(), v.end());
+      std::vector<layered_event>().swap(v);
+    }
+  }
+  layered.clear();
+  return all;
+}
+
+void process_facts::merge(const process_facts &o) {
+  if (host.empty()) host = o.host;
+  if (ppid.empty()) ppid = o.ppid;
+  if (hhash.empty()) hhash = o.hhash;
+  if (!has_rank && o.has_rank) {
+    has_rank = true;
+    rank = o.rank;
+  }
+  if (!has_end && o.has_end) {
+    has_end = true;
+    end_num_events = o.end_num_events;
+  }
+  dftrace_writer = dftrace_writer || o.dftrace_writer;
+  shared_file = shared_file || o.shared_file;
+  event_records += o.event_records;
+  id_lines += o.id_lines;
+  ts_min = std::min(ts_min, o.ts_min);
+  end_max = std::max(end_max, o.end_max);
+}
+
+void line_counts::merge(const line_counts &o) {
+  lines += o.lines;
+  objects += o.objects;
+  invalid += o.invalid;
+  complete += o.complete;
+  metadata += o.metadata;
+  counters += o.counters;
+  instants += o.instants;
+  aggregated += o.aggregated;
+  unknown_phase += o.unknown_phase;
+}
+
+namespace {
+
+bool blank_or_bracket(std::string_view line) {
+  size_t i = 0, j = line.size();
+  while (i < j && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r')) ++i;
+  while (j > i && (line[j - 1] == ' ' || line[j - 1] == '\t' || line[j - 1] == '\r')) --j;
+  return i == j || (j - i == 1 && (line[i] == '[' || line[i] == ']'));
+}
+
+// What a metadata line says of its process: the host (HH, PR hostname) and the rank.
+void metadata_fact(const parsed_line &pl, process_facts &pf) {
+  const jvalue *n = pl.arg_value("name");
+  const jvalue *v = pl.arg_value("value");
+  if (!n || !v) return;
+  if (pl.name.text == "HH" && pf.host.empty()) {
+    pf.host.assign(n->text);
+  } else if (pl.name.text == "PR" && n->text == "hostname" && pf.host.empty()) {
+    pf.host.assign(v->text);
+  } else if (pl.name.text == "PR" && n->text == "rank") {
+    int64_t r = 0;
+    if (detail::value_i64(*v, &r)) {
+      pf.has_rank = true;
+      pf.rank = r;
+    }
+  }
+}
+
+step_event step_of(const parsed_line &pl, uint64_t ts, uint64_t end) {
+  step_event s;
+  s.start = ts;
+  s.end = end;
+  if (const jvalue *v = pl.arg_value("step")) s.has_step = detail::value_i64(*v, &s.step);
+  if (const jvalue *v = pl.arg_value("epoch")) s.has_epoch = detail::value_i64(*v, &s.epoch);
+  return s;
+}
+
+// A few (cat, name) pairs make most of a trace: a direct-mapped cache in front of classify().
+struct class_cache {
+  struct entry {
+    std::string cat, name;
+    event_class c;
+    bool used = false;
+  } e[32];
+  event_class get(const layer_table &t, std::string_view cat, std::string_view name) {
+    const size_t slot = (name.size() * 31 + (name.empty() ? 0 : name[0]) * 7 +
+                         (name.empty() ? 0 : name.back()) + (cat.empty() ? 0 : cat[0]) * 13) &
+                        31;
+    entry &x = e[slot];
+    if (!x.used || x.name != name || x.cat != cat) {
+      x.cat.assign(cat);
+      x.name.assign(name);
+      x.c = t.classify(cat, name);
+      x.used = true;
+    }
+    return x.c;
+  }
+};
+
+}  // namespace
+
+void scan_block(detail::text_block &b, detail::time_unit unit, const layer_table &table) {
+  auto r = std::make_unique<block_part>();
+  parsed_line pl;
+  class_cache cache;
+  std::string key;
+  process_facts *pf = nullptr;
+  thread_events *te = nullptr;
+  std::string_view last_pid, last_tid;
+  line_counts &n = r->counts;
+  detail::for_each_line(b.whole_lines(), [&](std::string_view line) {
+    ++n.lines;
+    if ((line.empty() || line[0] != '{') && blank_or_bracket(line)) return true;
+    if (!detail::parse_line(line, pl)) {
+      ++n.invalid;
+      return true;
+    }
+    ++n.objects;
+    const char ph = detail::phase(pl);
+    if (!pf || pl.pid.text != last_pid) {
+      key.assign(pl.pid.text);
+      pf = &r->procs[key];
+      last_pid = pl.pid.text;
+      te = nullptr;
+    }
+    const bool is_end = pl.name.text == "end" && pl.cat.text == "dftracer";
+    if (pl.id.present() && !is_end) ++pf->id_lines;
+    switch (ph) {
+      case 'M':
+        ++n.metadata;
+        metadata_fact(pl, *pf);
+        if (pl.name.text == "HH") {
+          const jvalue *hn = pl.arg_value("name"), *hv = pl.arg_value("value");
+          if (hn && hv) r->hosts.emplace(std::string(hv->text), std::string(hn->text));
+        }
+        return true;
+      case 'X': ++n.complete; break;
+      case 'C': ++n.counters; break;
+      case 'i':
+      case 'I': ++n.instants; break;
+      case 'A': ++n.aggregated; break;
+      default: ++n.unknown_phase; return true;
+    }
+    uint64_t ts = 0, dur = 0;
+    if (!pl.ts.present() || !detail::value_ns(pl.ts, unit, &ts)) return true;
+    if (pl.dur.present() && !detail::value_ns(pl.dur, unit, &dur)) dur = 0;
+    const uint64_t end = ts + dur < ts ? UINT64_MAX : ts + dur;
+    pf->ts_min = std::min(pf->ts_min, ts);
+    pf->end_max = std::max(pf->end_max, end);
+    if (ph == 'A') {
+      uint64_t cnt = 0;
+      const jvalue *c = pl.arg_value("dft_cnt");
+      if (c && detail::value_u64(*c, &cnt)) pf->event_records += cnt;
+      return true;
+    }
+    if (pl.cat.text == "dftracer" && (is_end || pl.name.text == "start")) {
+      const jvalue *v = pl.arg_value(is_end ? "num_events" : "ppid");
+      if (is_end && v && detail::value_u64(*v, &pf->end_num_events)) pf->has_end = true;
+      if (!is_end && v && (v->type == jtype::number || v->type == jtype::string))
+        pf->ppid.assign(v->text);
+      if (!is_end && pl.arg_value("timer_source")) pf->dftrace_writer = true;
+      if (const jvalue *h = is_end ? nullptr : pl.arg_value("hhash"))
+        if (pf->hhash.empty()) pf->hhash.assign(h->text);
+      return true;
+    }
+    ++pf->event_records;
+    if (ph != 'X') return true;
+    const event_class c = cache.get(table, pl.cat.text, pl.name.text);
+    if (c.layer == event_class::k_no_layer && !c.step && !c.iter) return true;
+    if (!te || pl.tid.text != last_tid) {
+      key.assign(pl.pid.text);
+      key.push_back('\x1f');
+      key.append(pl.tid.text);
+      te = &r->threads[key];
+      last_tid = pl.tid.text;
+    }
+    if (c.layer != event_class::k_no_layer) {
+      if (te->layered.empty()) te->layered.emplace_back();
+      auto &v = te->layered.back();
+      v.push_back({ts, end, static_cast<uint32_t>(v.size()), c.layer});
+    }
+    if (c.step) te->steps.push_back(step_of(pl, ts, end));
+    if (c.iter) te->iters.push_back(step_of(pl, ts, end));
+    return true;
+  });
+  b.result = std::move(r);
+}
+
+void file_folder::add(block_part &p) {
+  counts_.merge(p.counts);
+  for (auto &kv : p.procs) procs_[kv.first].merge(kv.second);
+  for (auto &kv : p.threads) threads_[kv.first].append(kv.second);
+  for (auto &kv : p.hosts) hosts_.emplace(kv.first, std::move(kv.second));
+}
+
+void file_folder::finish(collection *c) {
+  c->counts.merge(counts_);
+  for (auto &kv : procs_) {
+    kv.second.shared_file = procs_.size() > 1;
+    // The host its start event names (a merged trace holds each HH line once, for one pid).
+    const auto h = hosts_.find(kv.second.hhash);
+    if (!kv.second.hhash.empty() && h != hosts_.end()) kv.second.host = h->second;
+  }
+  for (auto &kv : procs_) c->procs[kv.second.host + '\x1f' + kv.first].merge(kv.second);
+  for (auto &kv : threads_) {
+    const size_t sep = kv.first.find('\x1f');
+    const auto p = procs_.find(kv.first.substr(0, sep));
+    const std::string host = p == procs_.end() ? std::string() : p->second.host;
+    c->threads[host + '\x1f' + kv.first].append(kv.second);
+  }
+  *this = file_folder();
+}
+
+}  // namespace dftrace::analysis

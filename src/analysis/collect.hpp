@@ -1,0 +1,103 @@
+// collect.hpp: turns blocks of trace lines into what the analysis needs: per thread the
+// intervals of layered events and the step candidates, per process the facts that tie it to
+// a group (rank, parent, host) and the counts that check the read against the file's own.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "analysis/layers.hpp"
+#include "reader/time_unit.hpp"
+#include "reader/trace_reader.hpp"
+
+namespace dftrace::analysis {
+
+// A layered event of one thread: 24 bytes. seq orders the thread's events as written (an
+// enclosing event is written after what it encloses), which decides nesting at equal times.
+struct layered_event {
+  uint64_t start, end;
+  uint32_t seq;
+  uint8_t layer;
+};
+
+// A step candidate: a step event or a `.iter` event, with its `step` / `epoch` arguments.
+struct step_event {
+  uint64_t start = 0, end = 0;
+  int64_t step = 0, epoch = 0;
+  bool has_step = false, has_epoch = false;
+};
+
+struct thread_events {
+  // Blocks' events as they came (seq numbered across them): appending moves a block's vector,
+  // it copies nothing; take_layered() makes one array when the thread is analysed.
+  std::vector<std::vector<layered_event>> layered;
+  uint32_t count = 0;
+  std::vector<step_event> steps, iters;
+  void append(thread_events &o);
+  std::vector<layered_event> take_layered();
+};
+
+// What a file says of one process, and what was read of it.
+struct process_facts {
+  std::string host;   // the name of its HH (or PR hostname) line; "" when none
+  std::string ppid;   // the `ppid` of its `start` event, as written; "" when none
+  std::string hhash;  // the `hhash` of its `start` event (names the host through an HH line)
+  bool has_rank = false;
+  int64_t rank = 0;
+  bool has_end = false;
+  uint64_t end_num_events = 0;  // the `end` event's num_events
+  uint64_t event_records = 0;   // events as dftrace counts them (aggregated: their dft_cnt)
+  uint64_t id_lines = 0;        // lines with an `id` but the `end` event (DFTracer's count)
+  uint64_t ts_min = UINT64_MAX, end_max = 0;
+  bool dftrace_writer = false;  // its `start` event has dftrace's clock fields
+  bool shared_file = false;     // read from a file that holds other processes (a merged trace)
+  void merge(const process_facts &o);
+};
+
+// Counts that match `dftrace stat`'s (same definitions).
+struct line_counts {
+  uint64_t lines = 0, objects = 0, invalid = 0, complete = 0, metadata = 0, counters = 0,
+           instants = 0, aggregated = 0, unknown_phase = 0;
+  void merge(const line_counts &o);
+};
+
+// The result of one block, built on a worker thread.
+struct block_part : detail::block_result {
+  line_counts counts;
+  std::unordered_map<std::string, process_facts> procs;    // pid as written
+  std::unordered_map<std::string, thread_events> threads;  // pid '\x1f' tid
+  std::unordered_map<std::string, std::string> hosts;      // HH value -> host name
+};
+
+// Scans one block (the worker of for_each_block): thread-safe, no shared state but the
+// read-only table.
+void scan_block(detail::text_block &b, detail::time_unit unit, const layer_table &table);
+
+// Everything read, keyed so that the order of the input files does not matter: processes by
+// (host, pid), threads by (host, pid, tid).
+struct collection {
+  line_counts counts;
+  std::map<std::string, process_facts> procs;    // host '\x1f' pid
+  std::map<std::string, thread_events> threads;  // host '\x1f' pid '\x1f' tid
+};
+
+// Folds one file's blocks (in file order) and then files into the collection.
+class file_folder {
+ public:
+  void add(block_part &p);
+  // Moves the file's data into c, once the file is read (the pid's host is known only then).
+  void finish(collection *c);
+
+ private:
+  line_counts counts_;
+  std::unordered_map<std::string, process_facts> procs_;
+  std::unordered_map<std::string, thread_events> threads_;
+  std::unordered_map<std::string, std::string> hosts_;
+};
+
+}  // namespace dftrace::analysis

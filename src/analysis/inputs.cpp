@@ -1,0 +1,82 @@
+// inputs.cpp: the block loop over each file, with every kind of damage the reader reports
+// (and the members' DT line counts) turned into a listed problem.
+#include "analysis/inputs.hpp"
+
+#include <algorithm>
+
+#include "reader/time_unit.hpp"
+
+namespace dftrace::analysis {
+
+namespace {
+
+void read_one(detail::trace_file &f, const layer_table &table, const detail::read_options &opt,
+              collection *c, input_report *rep, const std::function<void(uint64_t)> &progress) {
+  file_report fr;
+  fr.path = f.path();
+  fr.compressed_bytes = f.size();
+  fr.members = f.parts().size();
+  fr.dt_members = f.dt_members();
+  auto problem = [&](bool error, const std::string &what) {
+    (error ? rep->damaged : rep->warnings).push_back({f.path(), what});
+    if (error) fr.damaged = true;
+  };
+  for (const auto &i : f.plan_issues())
+    problem(i.error, "byte " + std::to_string(i.offset) + ": " + i.message);
+  const detail::time_unit unit = detail::header_time_unit(f);
+  file_folder folder;
+  uint64_t invalid_before = 0;
+  detail::for_each_block(
+      f, opt, [&](detail::text_block &b) { scan_block(b, unit, table); },
+      [&](detail::text_block &b) {
+        auto *p = static_cast<block_part *>(b.result.get());
+        for (const auto &i : b.issues)
+          problem(i.error, "byte " + std::to_string(i.offset) + ": " + i.message);
+        if (b.partial_tail)
+          problem(true, "byte " + std::to_string(b.in_offset) +
+                            ": the last line is cut short by the damage above");
+        if (b.part && b.part->kind == detail::planned_part::member &&
+            b.part->dt.lines != p->counts.lines)
+          problem(true, "member at byte " + std::to_string(b.in_offset) + ": its DT field says " +
+                            std::to_string(b.part->dt.lines) + " lines, it holds " +
+                            std::to_string(p->counts.lines));
+        fr.lines += p->counts.lines;
+        fr.text_bytes += b.text.size();
+        invalid_before += p->counts.invalid;
+        folder.add(*p);
+        b.result.reset();
+        if (progress) progress(b.in_bytes);
+        f.release(b.in_offset, b.in_bytes);
+      });
+  if (invalid_before)
+    problem(true, std::to_string(invalid_before) + " line(s) are not valid JSON objects");
+  folder.finish(c);
+  rep->files.push_back(fr);
+}
+
+}  // namespace
+
+void read_traces(const std::vector<std::string> &paths, const layer_table &table,
+                 const detail::read_options &opt, collection *c, input_report *rep,
+                 const std::function<void(uint64_t)> &progress) {
+  for (const std::string &path : paths) {
+    detail::trace_file f;
+    std::string why;
+    if (!f.open(path, &why)) {
+      rep->damaged.push_back({path, "cannot be read: " + why});
+      rep->files.push_back({path, 0, 0, 0, 0, 0, true});
+      continue;
+    }
+    read_one(f, table, opt, c, rep, progress);
+  }
+  rep->counts = c->counts;
+  // By path, so that nothing reported depends on the order of the inputs.
+  std::stable_sort(rep->files.begin(), rep->files.end(),
+                   [](const file_report &a, const file_report &b) { return a.path < b.path; });
+  for (auto *v : {&rep->damaged, &rep->warnings})
+    std::stable_sort(v->begin(), v->end(), [](const input_problem &a, const input_problem &b) {
+      return a.path < b.path;
+    });
+}
+
+}  // namespace dftrace::analysis

@@ -1,0 +1,42 @@
+// inputs.hpp: reads every trace file for the analysis and says exactly what was read and what
+// could not be: files, members, lines, and processes whose counts disagree with their files.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "analysis/collect.hpp"
+#include "analysis/layers.hpp"
+#include "reader/trace_reader.hpp"
+
+namespace dftrace::analysis {
+
+struct file_report {
+  std::string path;
+  uint64_t lines = 0, text_bytes = 0, compressed_bytes = 0;
+  size_t members = 0, dt_members = 0;
+  bool damaged = false;
+};
+
+// One thing that could not be read (exit status 2 unless --allow-damaged), or a warning.
+struct input_problem {
+  std::string path;  // the file, or "" for a process
+  std::string what;
+};
+
+struct input_report {
+  std::vector<file_report> files;
+  std::vector<input_problem> damaged, warnings;
+  line_counts counts;
+};
+
+// Reads the files in the order given (the results do not depend on it) into *c, reporting in
+// *rep. progress (may be empty) gets the compressed bytes of each block consumed. Not
+// thread-safe; uses opt.threads workers.
+void read_traces(const std::vector<std::string> &paths, const layer_table &table,
+                 const detail::read_options &opt, collection *c, input_report *rep,
+                 const std::function<void(uint64_t)> &progress);
+
+}  // namespace dftrace::analysis

@@ -1,0 +1,157 @@
+// result_json.cpp: writes inputs, groups, steps, stragglers and imbalance as JSON.
+#include "analysis/result_json.hpp"
+
+#include <cstdio>
+
+#include "base/format.hpp"
+
+namespace dftrace::analysis {
+
+namespace {
+
+std::string num(uint64_t v) { return std::to_string(v); }
+
+std::string ratio(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", x);
+  return buf;
+}
+
+// A pid as JSON: its canonical number, or a string when it is none.
+std::string pid_json(const std::string &p) {
+  for (char ch : p)
+    if ((ch < '0' || ch > '9') && ch != '-') return detail::json_quote(p);
+  return p.empty() ? "null" : p;
+}
+
+std::string rank_json(const group_result &g) {
+  return g.has_rank ? std::to_string(g.rank) : std::string("null");
+}
+
+void named_map(std::string &o, const char *key, const std::vector<std::string> &names,
+               const std::vector<uint64_t> &v) {
+  o += std::string(",\"") + key + "\":{";
+  for (size_t i = 0; i < v.size(); ++i)
+    o += (i ? "," : "") + detail::json_quote(names[i]) + ":" + num(v[i]);
+  o += "}";
+}
+
+void pair_map(std::string &o, const char *key,
+              const std::vector<std::pair<std::string, uint64_t>> &v) {
+  o += std::string(",\"") + key + "\":{";
+  for (size_t i = 0; i < v.size(); ++i)
+    o += (i ? "," : "") + detail::json_quote(v[i].first) + ":" + num(v[i].second);
+  o += "}";
+}
+
+void inputs_json(std::string &o, const input_report &in, const analysis_result &r,
+                 size_t processes) {
+  const line_counts &c = in.counts;
+  o += "\"inputs\":{\"files\":" + num(in.files.size()) + ",\"processes\":" + num(processes) +
+       ",\"ranks\":" + num(r.ranks) + ",\"events\":" + num(c.objects) +
+       ",\"lines\":" + num(c.lines) + ",\"complete_events\":" + num(c.complete) +
+       ",\"aggregated_records\":" + num(c.aggregated) + ",\"metadata\":" + num(c.metadata) +
+       ",\"invalid_lines\":" + num(c.invalid) +
+       ",\"processes_without_end\":" + num(r.processes_without_end) +
+       ",\"complete\":" + (in.damaged.empty() && r.process_problems.empty() ? "true" : "false") +
+       ",\"damaged\":[";
+  bool first = true;
+  for (const auto &d : in.damaged) {
+    o += std::string(first ? "" : ",") + "{\"file\":" + detail::json_quote(d.path) +
+         ",\"what\":" + detail::json_quote(d.what) + "}";
+    first = false;
+  }
+  for (const auto &p : r.process_problems) {
+    o += std::string(first ? "" : ",") + "{\"file\":null,\"what\":" + detail::json_quote(p) + "}";
+    first = false;
+  }
+  o += "],\"warnings\":[";
+  for (size_t i = 0; i < in.warnings.size(); ++i)
+    o += (i ? "," : "") + std::string("{\"file\":") + detail::json_quote(in.warnings[i].path) +
+         ",\"what\":" + detail::json_quote(in.warnings[i].what) + "}";
+  for (size_t i = 0; i < r.process_warnings.size(); ++i)
+    o += (i || !in.warnings.empty() ? "," : "") + std::string("{\"file\":null,\"what\":") +
+         detail::json_quote(r.process_warnings[i]) + "}";
+  o += "],\"per_file\":[";
+  for (size_t i = 0; i < in.files.size(); ++i) {
+    const file_report &f = in.files[i];
+    o += (i ? "," : "") + std::string("{\"path\":") + detail::json_quote(f.path) +
+         ",\"lines\":" + num(f.lines) + ",\"text_bytes\":" + num(f.text_bytes) +
+         ",\"compressed_bytes\":" + num(f.compressed_bytes) + ",\"members\":" + num(f.members) +
+         ",\"dt_members\":" + num(f.dt_members) + ",\"damaged\":" + (f.damaged ? "true" : "false") +
+         "}";
+  }
+  o += "]}";
+}
+
+std::string step_json(const step_result &s, const analysis_result &r) {
+  std::string o = "{\"rank\":" + rank_json(r.groups[s.group]) + ",\"group\":" + num(s.group) +
+                  ",\"index\":" + num(s.index) +
+                  ",\"step\":" + (s.has_step ? std::to_string(s.step) : "null") +
+                  ",\"epoch\":" + (s.has_epoch ? std::to_string(s.epoch) : "null") +
+                  ",\"ts_ns\":" + num(s.start) + ",\"dur_ns\":" + num(s.dur);
+  for (size_t k = 0; k < k_nbound; ++k)
+    o += std::string(",\"") + k_bound_classes[k] + "_ns\":" + num(s.parts[k]);
+  return o + ",\"other_ns\":" + num(s.parts[k_nbound]) + "}";
+}
+
+}  // namespace
+
+std::string group_label(const group_result &g) {
+  if (g.has_rank) return "rank " + std::to_string(g.rank);
+  return "pid " + (g.pids.empty() ? std::string("?") : g.pids[0]) +
+         (g.host.empty() ? "" : " on " + g.host);
+}
+
+std::string result_json(const input_report &in, const analysis_result &r, size_t processes) {
+  std::string o = "{\"version\":1,";
+  inputs_json(o, in, r, processes);
+  o += ",\"layers\":[";
+  for (size_t i = 0; i < r.layers.size(); ++i)
+    o += (i ? "," : "") + detail::json_quote(r.layers[i]);
+  o += "],\"groups\":[";
+  for (size_t g = 0; g < r.groups.size(); ++g) {
+    const group_result &x = r.groups[g];
+    o += (g ? "," : "") + std::string("{\"rank\":") + rank_json(x) +
+         ",\"host\":" + (x.host.empty() ? std::string("null") : detail::json_quote(x.host)) +
+         ",\"pids\":[";
+    for (size_t i = 0; i < x.pids.size(); ++i) o += (i ? "," : "") + pid_json(x.pids[i]);
+    o += "],\"start_ns\":" + num(x.start) + ",\"span_ns\":" + num(x.span) +
+         ",\"steps\":" + num(x.steps);
+    named_map(o, "union_ns", r.layers, x.union_ns);
+    pair_map(o, "overlap_ns", x.overlap_ns);
+    pair_map(o, "unoverlapped_ns", x.unoverlapped_ns);
+    named_map(o, "self_ns", r.layers, x.self_ns);
+    o += "}";
+  }
+  o += "],\"steps\":{\"source\":" +
+       (r.step_source.empty() ? std::string("null") : detail::json_quote(r.step_source)) +
+       ",\"count\":" + num(r.steps.size()) + ",\"p50_ns\":" + num(r.step_p50) +
+       ",\"p99_ns\":" + num(r.step_p99) + ",\"total_ns\":" + num(r.step_total) + ",\"bound_by\":{";
+  for (size_t k = 0; k < k_nbound; ++k)
+    o += std::string(k ? "," : "") + "\"" + k_bound_classes[k] + "_ns\":" + num(r.bound_total[k]);
+  o += ",\"other_ns\":" + num(r.bound_total[k_nbound]) + "},\"items\":[";
+  for (size_t i = 0; i < r.steps.size(); ++i) o += (i ? "," : "") + step_json(r.steps[i], r);
+  o += "]},\"stragglers\":[";
+  for (size_t i = 0; i < r.stragglers.size(); ++i) {
+    const straggler &s = r.stragglers[i];
+    o += (i ? "," : "") + std::string("{\"rank\":") + rank_json(r.groups[s.group]) +
+         ",\"group\":" + num(s.group) + ",\"step\":" + detail::json_quote(s.step) +
+         ",\"dur_ns\":" + num(s.dur) + ",\"median_ns\":" + num(s.median) + "}";
+  }
+  o += "],\"imbalance\":{\"factor\":" + ratio(double(k_straggler_num) / double(k_straggler_den)) +
+       ",\"margin_ns\":" + num(k_straggler_margin_ns) +
+       ",\"steps_compared\":" + num(r.steps_compared) +
+       ",\"max_over_median_max\":" + ratio(r.imbalance_max) +
+       ",\"max_over_median_mean\":" + ratio(r.imbalance_mean) +
+       ",\"max_over_median_p50\":" + ratio(r.imbalance_p50) + ",\"worst\":";
+  if (r.steps_compared)
+    o += "{\"step\":" + detail::json_quote(r.imbalance_worst_step) +
+         ",\"rank\":" + rank_json(r.groups[r.imbalance_worst_group]) +
+         ",\"group\":" + num(r.imbalance_worst_group) + "}";
+  else
+    o += "null";
+  return o + "}}\n";
+}
+
+}  // namespace dftrace::analysis

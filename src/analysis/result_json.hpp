@@ -1,0 +1,18 @@
+// result_json.hpp: the analysis as one JSON document (the schema in src/analysis/README.md),
+// shared by `dftrace analyze --json` and, later, the Python face.
+#pragma once
+
+#include <string>
+
+#include "analysis/analyze.hpp"
+#include "analysis/inputs.hpp"
+
+namespace dftrace::analysis {
+
+// One JSON object (with a trailing newline). Times are integer nanoseconds.
+std::string result_json(const input_report &in, const analysis_result &r, size_t processes);
+
+// A group's name for people: "rank 3", or "pid 4242" (with its host when known).
+std::string group_label(const group_result &g);
+
+}  // namespace dftrace::analysis

@@ -1,0 +1,360 @@
+# test_analyze.py: dftrace analyze on synthetic traces with stated intervals, checked to the
+# nanosecond against a brute-force reference computed here (sets of nanoseconds), and on the
+# DFTracer traces, whose counts must equal dftrace stat's.
+import gzip
+import json
+import os
+import random
+import stat as stat_mod
+
+import pytest
+
+from conftest import run
+
+T0 = 1_700_000_000_000_000_000  # epoch ns; every trace here is in nanoseconds
+
+
+class Proc:
+    """One process's trace file, written as dftrace writes it (JSON lines, gzip'd)."""
+
+    def __init__(self, pid, rank=None, ppid=1, host="node1"):
+        self.pid, self.rank, self.ppid, self.host = pid, rank, ppid, host
+        self.events = []  # (name, cat, tid, start, end, args)
+
+    def ev(self, name, cat, start, end, tid=None, **args):
+        self.events.append((name, cat, self.pid if tid is None else tid, start, end, args))
+        return self
+
+    def lines(self, drop_last_event=False):
+        p, out, nid = self.pid, ["["], [0]
+
+        def line(d):
+            nid[0] += 1
+            out.append(json.dumps(dict(id=nid[0], **d), separators=(",", ":")))
+
+        meta = dict(cat="dftracer", pid=p, tid=p, ph="M")
+        line(dict(name="PR", **meta, args=dict(name="time_metric", value="ns")))
+        line(dict(name="HH", **meta, args=dict(name=self.host, value=12345)))
+        if self.rank is not None:
+            line(dict(name="PR", **meta, args=dict(name="rank", value=self.rank)))
+        starts = [e[3] for e in self.events] or [0]
+        ends = [e[4] for e in self.events] or [0]
+        line(dict(name="start", cat="dftracer", pid=p, tid=p, ts=T0 + min(starts), dur=0, ph="X",
+                  args=dict(ppid=self.ppid)))
+        evs = self.events[:-1] if drop_last_event else self.events
+        # written when they end: an enclosing event after what it encloses
+        for name, cat, tid, s, e, args in sorted(evs, key=lambda x: (x[4], -x[3])):
+            line(dict(name=name, cat=cat, pid=p, tid=tid, ts=T0 + s, dur=e - s, ph="X", args=args))
+        line(dict(name="end", cat="dftracer", pid=p, tid=p, ts=T0 + max(ends), dur=0, ph="X",
+                  args=dict(num_events=len(self.events))))
+        out.append("]")
+        return "\n".join(out) + "\n"
+
+    def write(self, d, **kw):
+        path = os.path.join(str(d), f"t-{self.pid}.pfw.gz")
+        with gzip.open(path, "wt") as f:
+            f.write(self.lines(**kw))
+        return path
+
+
+def analyze(*paths, check=True, extra=()):
+    p = run("analyze", "--json", *extra, *paths, check=check)
+    return json.loads(p.stdout), p
+
+
+# ---- the reference: the same definitions on sets of nanoseconds
+
+LAYERS = {"compute": {"compute", "device"}, "io": {"POSIX", "STDIO", "H5", "MPIIO", "checkpoint"},
+          "comm": {"comm", "MPI"}, "data": {"data", "dataloader"}, "app": {"C_APP", "CPP_APP"}}
+
+
+def layer_of(cat, name):
+    if name == "step" or name.endswith(".iter") or name.endswith(".block") or cat == "pipeline":
+        return None
+    return next((l for l, cats in LAYERS.items() if cat in cats), None)
+
+
+def reference(procs):
+    """Per group (list of Proc): union, overlap, unoverlapped and self as sets of ns."""
+    u = {l: set() for l in LAYERS}
+    selfs = {l: set() for l in LAYERS}
+    threads = {}
+    for pr in procs:
+        for name, cat, tid, s, e, _ in pr.events:
+            l = layer_of(cat, name)
+            if l:
+                u[l] |= set(range(s, e))
+                threads.setdefault((pr.pid, tid), []).append((s, e, l))
+    for evs in threads.values():
+        # innermost: of the layered events holding the instant, the last to start (at equal
+        # starts the first to end; at equal both the first written)
+        for t in set().union(*[set(range(s, e)) for s, e, _ in evs]):
+            holding = [(-s, e, i, l) for i, (s, e, l) in enumerate(evs) if s <= t < e]
+            selfs[min(holding)[3]].add(t)
+    names = list(LAYERS)
+    return {
+        "union_ns": {l: len(u[l]) for l in names},
+        "overlap_ns": {f"{a}+{b}": len(u[a] & u[b]) for i, a in enumerate(names) for b in names[i + 1:]},
+        "unoverlapped_ns": {l: len(u[l] - u["compute"]) for l in names if l != "compute"},
+        "self_ns": {l: len(selfs[l]) for l in names},
+    }, u
+
+
+def split_ref(u, s, e):
+    w = set(range(s, e))
+    c = w & u["compute"]
+    m = (w & u["comm"]) - c
+    i = (w & u["io"]) - c - m
+    d = (w & u["data"]) - c - m - i
+    return [len(c), len(m), len(i), len(d), len(w) - len(c) - len(m) - len(i) - len(d)]
+
+
+def check_group(g, procs):
+    ref, u = reference(procs)
+    for k in ("union_ns", "overlap_ns", "unoverlapped_ns", "self_ns"):
+        assert g[k] == ref[k], k
+    for k in ("union_ns", "overlap_ns", "unoverlapped_ns", "self_ns"):
+        assert all(v <= g["span_ns"] for v in g[k].values())
+    return u
+
+
+def test_nested_abutting_identical(tmp_path):
+    p = Proc(100, rank=0)
+    p.ev("outer", "compute", 0, 100).ev("inner", "compute", 10, 20)      # nested
+    p.ev("read", "POSIX", 30, 40)                                          # io inside compute
+    p.ev("next", "compute", 100, 150).ev("same", "compute", 100, 150)     # abutting, identical
+    p.ev("write", "POSIX", 140, 200, tid=7).ev("write", "POSIX", 140, 200, tid=8)
+    p.ev("allreduce", "comm", 190, 260, tid=7)
+    d, _ = analyze(p.write(tmp_path))
+    g, = d["groups"]
+    assert g["rank"] == 0 and g["pids"] == [100] and g["span_ns"] == 260
+    # stated answers, besides the reference
+    assert g["union_ns"]["compute"] == 150 and g["union_ns"]["io"] == 70
+    assert g["overlap_ns"]["compute+io"] == 20 and g["unoverlapped_ns"]["io"] == 50
+    assert g["self_ns"]["compute"] == 140 and g["self_ns"]["io"] == 70
+    assert g["overlap_ns"]["io+comm"] == 10
+    check_group(g, [p])
+    assert d["inputs"]["complete"] and d["inputs"]["processes"] == 1
+
+
+def test_dataloader_worker_joins_its_parent(tmp_path):
+    main = Proc(100, rank=0).ev("forward", "compute", 0, 1000).ev("step", "compute", 0, 2000)
+    worker = Proc(101, ppid=100).ev("read", "POSIX", 500, 1500).ev("item", "data", 1500, 1700)
+    grandchild = Proc(102, ppid=101).ev("read", "POSIX", 1900, 1950)
+    other = Proc(200, ppid=1).ev("read", "POSIX", 0, 10)
+    # a worker that inherited its parent's rank (torch's RANK) joins it; another rank does not
+    same_rank = Proc(103, rank=0, ppid=100).ev("read", "POSIX", 2100, 2200)
+    rank1 = Proc(300, rank=1, ppid=100).ev("read", "POSIX", 0, 10)
+    paths = [x.write(tmp_path) for x in (main, worker, grandchild, other, same_rank, rank1)]
+    d, _ = analyze(*paths)
+    assert [g["pids"] for g in d["groups"]] == [[100, 101, 102, 103], [300], [200]]
+    assert [g["rank"] for g in d["groups"]] == [0, 1, None]
+    assert d["inputs"]["ranks"] == 2 and d["inputs"]["processes"] == 6
+    g = d["groups"][0]
+    assert g["overlap_ns"]["compute+io"] == 500 and g["unoverlapped_ns"]["io"] == 650
+    check_group(g, [main, worker, grandchild, same_rank])
+    s = d["steps"]
+    assert s["source"] == "step" and s["count"] == 1
+    item, = s["items"]
+    # the step is a frame: compute is forward only; io not hidden 500 + 50; data 200
+    assert [item[k] for k in ("compute_ns", "comm_ns", "io_ns", "data_ns", "other_ns")] == \
+        [1000, 0, 550, 200, 250]
+
+
+def straggler_run(tmp_path, slow_rank=2, factor=3):
+    procs = []
+    for r in range(4):
+        p = Proc(1000 + r, rank=r)
+        t = 0
+        for k in range(3):
+            dur = int(4_000_000 * (factor if (r == slow_rank and k == 1) else 1)) + r * 1000
+            p.ev("step", "compute", t, t + dur, step=k, epoch=0)
+            p.ev("forward", "compute", t, t + dur // 2)
+            t += dur + 100
+        procs.append(p)
+    return procs, [p.write(tmp_path) for p in procs]
+
+
+def test_straggler_rank(tmp_path):
+    procs, paths = straggler_run(tmp_path)
+    d, _ = analyze(*paths)
+    durs = {(it["rank"], it["step"]): it["dur_ns"] for it in d["steps"]["items"]}
+    med = sorted(durs[(r, 1)] for r in range(4))
+    median = med[1] + (med[2] - med[1]) // 2
+    assert d["stragglers"] == [{"rank": 2, "group": 2, "step": "0:1", "dur_ns": durs[(2, 1)],
+                                "median_ns": median}]
+    imb = d["imbalance"]
+    assert imb["steps_compared"] == 3 and imb["worst"]["rank"] == 2 and imb["worst"]["step"] == "0:1"
+    assert imb["max_over_median_max"] == pytest.approx(durs[(2, 1)] / median, rel=1e-5)
+    # 1.2 x the median is under the factor: no straggler
+    mild = tmp_path / "mild"
+    mild.mkdir()
+    _, paths = straggler_run(mild, factor=1.2)
+    d, _ = analyze(*paths)
+    assert d["stragglers"] == []
+
+
+def random_procs(seed, n=3):
+    rnd = random.Random(seed)
+    procs = []
+    cats = ["compute", "POSIX", "comm", "data", "device", "sys", "pipeline"]
+    for i in range(n):
+        p = Proc(500 + i, rank=i if i < 2 else None, ppid=500 if i == 2 else 1)
+        for tid in (500 + i, 900 + i):
+            t = 0
+            for _ in range(12):  # a top-level event with a nested child, sometimes
+                s = t + rnd.randrange(0, 30)
+                e = s + rnd.randrange(0, 80)
+                p.ev("x", rnd.choice(cats), s, e, tid=tid)
+                if e - s > 4 and rnd.random() < 0.6:
+                    cs = rnd.randrange(s, e)
+                    p.ev("y", rnd.choice(cats), cs, rnd.randrange(cs, e + 1), tid=tid)
+                t = e
+        t = 0
+        for k in range(4):
+            p.ev("step", "compute", t, t + 150, step=k)
+            t += 150 + rnd.randrange(0, 10)
+        procs.append(p)
+    return procs
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_random_against_reference_and_order(tmp_path, seed):
+    procs = random_procs(seed)
+    paths = [p.write(tmp_path) for p in procs]
+    d, p1 = analyze(*paths)
+    assert [g["pids"] for g in d["groups"]] == [[500, 502], [501]]
+    us = [check_group(d["groups"][0], [procs[0], procs[2]]), check_group(d["groups"][1], [procs[1]])]
+    for it in d["steps"]["items"]:
+        parts = [it[k] for k in ("compute_ns", "comm_ns", "io_ns", "data_ns", "other_ns")]
+        assert sum(parts) == it["dur_ns"]
+        assert parts == split_ref(us[it["group"]], it["ts_ns"] - T0, it["ts_ns"] - T0 + it["dur_ns"])
+    b = d["steps"]["bound_by"]
+    assert sum(b.values()) == d["steps"]["total_ns"]
+    _, p2 = analyze(*reversed(paths))
+    assert p1.stdout == p2.stdout  # independent of the order of the files
+
+
+def test_damaged_file_exit_2(tmp_path):
+    good = Proc(100, rank=0).ev("forward", "compute", 0, 100).write(tmp_path)
+    # a multi-member file whose last member is cut short
+    p = Proc(101, rank=1)
+    for k in range(200):
+        p.ev("forward", "compute", k * 10, k * 10 + 5)
+    text = p.lines().encode()
+    half = len(text) // 2
+    cut = text.rfind(b"\n", 0, half) + 1
+    damaged = tmp_path / "damaged.pfw.gz"
+    data = gzip.compress(text[:cut]) + gzip.compress(text[cut:])
+    damaged.write_bytes(data[:-40])
+    d, p2 = analyze(good, damaged, check=False)
+    assert p2.returncode == 2
+    assert not d["inputs"]["complete"]
+    assert any(x["file"] == str(damaged) for x in d["inputs"]["damaged"])
+    d, p3 = analyze(good, damaged, check=False, extra=["--allow-damaged"])
+    assert p3.returncode == 0 and d["inputs"]["damaged"]
+    # a process whose end event says more events than the file holds
+    short = Proc(102, rank=2).ev("a", "compute", 0, 5).ev("b", "compute", 5, 9)
+    path = short.write(tmp_path, drop_last_event=True)
+    d, p4 = analyze(path, check=False)
+    assert p4.returncode == 2
+    assert d["inputs"]["damaged"] == [{"file": None, "what": "process 102 on node1: its end event "
+                                       "says 2 events, 1 were read"}]
+    # a missing file
+    d, p5 = analyze(good, tmp_path / "nope.pfw.gz", check=False)
+    assert p5.returncode == 2 and "cannot be read" in d["inputs"]["damaged"][0]["what"]
+
+
+def test_layers_file(tmp_path):
+    p = Proc(100, rank=0).ev("read", "POSIX", 0, 100).ev("forward", "compute", 50, 80)
+    path = p.write(tmp_path)
+    y = tmp_path / "layers.yaml"
+    y.write_text("layers:\n  compute: [compute]\n  storage: [POSIX]\n")
+    d, _ = analyze(path, extra=["--layers", str(y)])
+    g, = d["groups"]
+    assert d["layers"] == ["compute", "storage"]
+    assert g["union_ns"] == {"compute": 30, "storage": 100}
+    assert g["unoverlapped_ns"] == {"storage": 70} and g["overlap_ns"] == {"compute+storage": 30}
+    fifo = tmp_path / "fifo.yaml"
+    os.mkfifo(fifo)
+    assert stat_mod.S_ISFIFO(os.stat(fifo).st_mode)
+    r = run("analyze", "--layers", fifo, path, check=False)
+    assert r.returncode == 2 and "FIFO" in r.stderr
+    y.write_text("layers:\n  a: [POSIX]\n  b: [POSIX]\n")
+    r = run("analyze", "--layers", y, path, check=False)
+    assert r.returncode == 2 and "two layers" in r.stderr
+
+
+def test_steps_option_and_iter(tmp_path):
+    p = Proc(100, rank=0)
+    for k in range(3):
+        p.ev("train.iter", "pipeline", k * 100, k * 100 + 90)
+        p.ev("inner.iter", "pipeline", k * 100 + 10, k * 100 + 20)
+        p.ev("fwd", "compute", k * 100, k * 100 + 50)
+    d, _ = analyze(p.write(tmp_path))
+    assert d["steps"]["source"] == ".iter" and d["steps"]["count"] == 3
+    assert [i["dur_ns"] for i in d["steps"]["items"]] == [90, 90, 90]
+    assert d["steps"]["p50_ns"] == 90 and d["steps"]["bound_by"]["compute_ns"] == 150
+    d, _ = analyze(p.write(tmp_path), extra=["--steps", "compute.fwd"])
+    assert d["steps"]["count"] == 3 and d["groups"][0]["union_ns"]["compute"] == 0
+
+
+def stat_counts(paths):
+    s = json.loads(run("stat", "--json", *paths).stdout)
+    return {"events": s["events"], "lines": s["lines"], "complete_events": s["complete_events"],
+            "metadata": s["metadata"], "invalid_lines": s["invalid_lines"],
+            "aggregated_records": s["aggregated_records"]}
+
+
+def test_dftracer_traces_counts_equal_stat(ref_files):
+    d, p = analyze(*ref_files)
+    assert p.returncode == 0 and d["inputs"]["complete"], d["inputs"]["damaged"]
+    assert {k: d["inputs"][k] for k in stat_counts(ref_files)} == stat_counts(ref_files)
+    ref_files = [f for f in ref_files if os.path.basename(f).startswith("cm1-")]
+    d, p = analyze(*ref_files)
+    assert p.returncode == 0 and d["inputs"]["complete"], d["inputs"]["damaged"]
+    assert {k: d["inputs"][k] for k in stat_counts(ref_files)} == stat_counts(ref_files)
+    assert d["inputs"]["files"] == len(ref_files) == d["inputs"]["processes"]
+    assert d["inputs"]["ranks"] == 8 and [g["rank"] for g in d["groups"]] == list(range(8))
+    for g in d["groups"]:
+        assert g["union_ns"]["io"] <= g["span_ns"]
+
+
+def test_dftracer_v2_and_merged(ref_files, tmp_path):
+    v2 = os.path.join(os.path.dirname(ref_files[0]), "..", "dftracer-v2", "v2-sample.pfw")
+    d, p = analyze(v2)
+    assert p.returncode == 0 and d["inputs"]["complete"]
+    assert {k: d["inputs"][k] for k in stat_counts([v2])} == stat_counts([v2])
+    assert d["steps"]["count"] == 3 and d["groups"][0]["rank"] == 3
+    cm1 = [f for f in ref_files if os.path.basename(f).startswith("cm1-")]
+    merged = tmp_path / "merged.pfw.gz"
+    run("merge", *cm1, "-o", merged)
+    dm, _ = analyze(merged)
+    ds, _ = analyze(*cm1)
+    assert dm["groups"] == ds["groups"] and dm["inputs"]["processes"] == 8
+    # merge keeps DFTracer's metadata once, so its per-process line counts cannot be checked
+    w = dm["inputs"]["warnings"]
+    assert dm["inputs"]["complete"] and w and all("not checked" in x["what"] for x in w)
+
+
+def test_real_dftrace_trace(real_trace):
+    d, p = analyze(real_trace)
+    assert p.returncode == 0 and d["inputs"]["complete"], d["inputs"]["damaged"]
+    assert {k: d["inputs"][k] for k in stat_counts([real_trace])} == stat_counts([real_trace])
+    assert d["steps"]["count"] > 0
+    for it in d["steps"]["items"]:
+        assert sum(it[k] for k in ("compute_ns", "comm_ns", "io_ns", "data_ns", "other_ns")) == \
+            it["dur_ns"]
+
+
+def test_text_summary(tmp_path):
+    procs, paths = straggler_run(tmp_path)
+    out = run("analyze", *paths).stdout
+    assert out.startswith("4 file(s), 4 process(es), 4 rank(s)")
+    assert "rank 2 (1 process(es))" in out and "steps (step): 12" in out
+    assert "stragglers (over 1.25 x the step's median and 1 ms more): 1" in out
+    assert "  rank 2 step 0:1: " in out
+    short = Proc(102, rank=9).ev("a", "compute", 0, 5).ev("b", "compute", 5, 9)
+    r = run("analyze", short.write(tmp_path, drop_last_event=True), check=False)
+    assert r.returncode == 2 and "NOT READ: process 102 on node1" in r.stdout
+    assert "--allow-damaged" in r.stderr

@@ -1,0 +1,149 @@
+// cmd_analyze.cpp: dftrace analyze: what bound a run (layers, overlap, steps, stragglers),
+// exact, from the engine in src/analysis; a readable summary or JSON.
+#include <cinttypes>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include "analysis/analyze.hpp"
+#include "analysis/inputs.hpp"
+#include "analysis/result_json.hpp"
+#include "common.hpp"
+
+namespace dftrace::tools {
+
+namespace {
+
+using namespace dftrace::analysis;
+
+std::string ms(uint64_t ns) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.3f", static_cast<double>(ns) / 1e6);
+  return buf;
+}
+
+std::string pct(uint64_t part, uint64_t whole) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%5.1f%%",
+                whole ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0);
+  return buf;
+}
+
+void text_inputs(std::string &o, const input_report &in, const analysis_result &r, size_t procs) {
+  const line_counts &c = in.counts;
+  o += std::to_string(in.files.size()) + " file(s), " + std::to_string(procs) + " process(es), " +
+       std::to_string(r.ranks) + " rank(s), " + std::to_string(c.objects) + " events (" +
+       std::to_string(c.complete) + " complete, " + std::to_string(c.aggregated) +
+       " aggregated records, not placed in time)\n";
+  for (const auto &d : in.damaged) o += "NOT READ: " + d.path + ": " + d.what + "\n";
+  for (const auto &p : r.process_problems) o += "NOT READ: " + p + "\n";
+  for (const auto &w : in.warnings) o += "warning: " + w.path + ": " + w.what + "\n";
+  for (const auto &w : r.process_warnings) o += "warning: " + w + "\n";
+}
+
+void text_groups(std::string &o, const analysis_result &r) {
+  o += "\ngroups (a rank and the processes it started); time in ms, share of the span\n";
+  for (const group_result &g : r.groups) {
+    o += group_label(g) + " (" + std::to_string(g.pids.size()) + " process(es)): span " +
+         ms(g.span) + " ms\n";
+    for (size_t l = 0; l < r.layers.size(); ++l) {
+      if (!g.union_ns[l]) continue;
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "  %-10s %12s ms %s   self %12s ms", r.layers[l].c_str(),
+                    ms(g.union_ns[l]).c_str(), pct(g.union_ns[l], g.span).c_str(),
+                    ms(g.self_ns[l]).c_str());
+      o += buf;
+      for (const auto &u : g.unoverlapped_ns)
+        if (u.first == r.layers[l]) o += "   not hidden by compute " + ms(u.second) + " ms";
+      o += "\n";
+    }
+    for (const auto &p : g.overlap_ns)
+      if (p.second) o += "  overlap " + p.first + ": " + ms(p.second) + " ms\n";
+  }
+}
+
+void text_steps(std::string &o, const analysis_result &r) {
+  if (r.steps.empty()) {
+    o += "\nno steps (no step events, no .iter events; --steps NAME names them)\n";
+    return;
+  }
+  o += "\nsteps (" + r.step_source + "): " + std::to_string(r.steps.size()) + ", p50 " +
+       ms(r.step_p50) + " ms, p99 " + ms(r.step_p99) + " ms\n  bound by:";
+  for (size_t k = 0; k < k_nbound; ++k)
+    o += std::string(" ") + k_bound_classes[k] + (k ? " not hidden " : " ") +
+         pct(r.bound_total[k], r.step_total) + ",";
+  o += " other " + pct(r.bound_total[k_nbound], r.step_total) + "\n";
+  if (r.steps_compared) {
+    char buf[200];
+    std::snprintf(buf, sizeof buf,
+                  "imbalance (slowest over median, %zu steps compared): max %.3f, mean %.3f, p50 "
+                  "%.3f\n",
+                  r.steps_compared, r.imbalance_max, r.imbalance_mean, r.imbalance_p50);
+    o += buf;
+  }
+  const size_t shown = r.stragglers.size() < 10 ? r.stragglers.size() : 10;
+  if (!r.stragglers.empty())
+    o += "stragglers (over 1.25 x the step's median and 1 ms more): " +
+         std::to_string(r.stragglers.size()) + "\n";
+  for (size_t i = 0; i < shown; ++i) {
+    const straggler &s = r.stragglers[i];
+    o += "  " + group_label(r.groups[s.group]) + " step " + s.step + ": " + ms(s.dur) +
+         " ms, median " + ms(s.median) + " ms\n";
+  }
+}
+
+}  // namespace
+
+int cmd_analyze(const args_t &a) {
+  bool ok = true;
+  const std::vector<std::string> files = input_files(a, "analyze", &ok);
+  if (files.empty()) return 2;
+  layer_table table;
+  if (a.has("--layers")) {
+    std::string why;
+    if (!table.load_yaml(a.get("--layers"), &why)) {
+      error_line("analyze: --layers " + why);
+      return 2;
+    }
+  }
+  if (a.has("--steps")) {
+    if (a.get("--steps").empty()) {
+      error_line("analyze: --steps needs an event name");
+      return 2;
+    }
+    table.set_step_name(a.get("--steps"));
+  }
+  uint64_t total = 0;
+  for (const auto &f : files) {
+    std::error_code ec;
+    const auto n = std::filesystem::file_size(f, ec);
+    if (!ec) total += n;
+  }
+  progress bar("analyze", total);
+  collection c;
+  input_report in;
+  read_traces(files, table, tool_read_options(), &c, &in, [&](uint64_t n) { bar.add(n); });
+  bar.done();
+  const size_t procs = c.procs.size();
+  const analysis_result r = analyze(c, table);
+  std::string out;
+  if (a.has("--json")) {
+    out = result_json(in, r, procs);
+  } else {
+    text_inputs(out, in, r, procs);
+    text_groups(out, r);
+    text_steps(out, r);
+  }
+  fwrite(out.data(), 1, out.size(), stdout);
+  fflush(stdout);
+  const bool damaged = !in.damaged.empty() || !r.process_problems.empty();
+  if (damaged && !a.has("--allow-damaged")) {
+    error_line(
+        "analyze: part of the input could not be read (listed above); --allow-damaged "
+        "accepts the results of what was read");
+    return 2;
+  }
+  return 0;
+}
+
+}  // namespace dftrace::tools
