@@ -32,6 +32,9 @@ struct parsed_line {
   int nargs = 0;
   bool args_overflow = false;  // more children than k_max_args (the rest were validated only)
   bool duplicate_key = false;  // one of the known top-level keys appeared twice
+  // Set when the line is known to hold no backslash (the straight path's masks saw none): its
+  // strings need no decoding (json_string.hpp). False says nothing.
+  bool no_escapes = false;
 
   // Set when the line is not valid JSON: a short reason and the 0-based byte offset.
   const char *error = nullptr;
