@@ -913,6 +913,18 @@ bool canonical_number(std::string_view t, std::string *out) {
   return true;
 }
 
+const jvalue *parsed_line::escaped_arg_value(std::string_view key) const {
+  std::string meant;
+  for (int i = 0; i < nargs; ++i) {
+    const std::string_view k = args_kv[i].key;
+    if (k.size() <= key.size() || !has_backslash(k)) continue;  // escapes lengthen a key
+    meant.clear();
+    json_unescape_append(k, &meant);
+    if (meant == key) return &args_kv[i].value;
+  }
+  return nullptr;
+}
+
 char phase(const parsed_line &pl) {
   if (pl.ph.type == jtype::string) {
     if (pl.ph.text.empty()) return 0;

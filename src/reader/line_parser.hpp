@@ -40,11 +40,13 @@ struct parsed_line {
   const char *error = nullptr;
   size_t error_at = 0;
 
+  // The value of args' key (a key written with escapes matches as it is meant).
   const jvalue *arg_value(std::string_view key) const {
     for (int i = 0; i < nargs; ++i)
       if (args_kv[i].key == key) return &args_kv[i].value;
-    return nullptr;
+    return no_escapes ? nullptr : escaped_arg_value(key);
   }
+  const jvalue *escaped_arg_value(std::string_view key) const;  // keys with a backslash
 };
 
 // Parses line (no trailing newline) into out. Returns false if it is not exactly one JSON

@@ -43,6 +43,15 @@ def test_read_decodes_names_cats_args_and_files():
     assert df.attrs["invalid_lines"] == 0
 
 
+def test_read_matches_argument_keys_as_meant():
+    dftrace = pytest.importorskip("dftrace")
+    pytest.importorskip("pandas")
+    df = dftrace.read(HOSTILE, args=["key"])  # written "k\u0065y"
+    assert [v if isinstance(v, str) else None for v in df["key"]] == \
+        ["v"] + [None] * (len(df) - 1)
+    assert "key" in dftrace.read(HOSTILE, args=True).columns
+
+
 def test_read_name_filter_matches_the_meaning():
     dftrace = pytest.importorskip("dftrace")
     pytest.importorskip("pandas")

@@ -599,7 +599,8 @@ void scan(dftrace::detail::text_block &b, const what &w, time_unit unit, column_
     // One pass over the arguments finds level, p_idx and the requested keys (by signature).
     const jvalue *lv = nullptr, *pi = nullptr;
     for (int a = 0; a < pl.nargs; ++a) {
-      const std::string_view key = pl.args_kv[a].key;
+      std::string_view key = pl.args_kv[a].key;
+      if (!pl.no_escapes) key = dftrace::detail::string_text(key, &key_buf);  // as meant
       const key_sig ks = sig_of(key);
       if (ks == level_sig) {
         lv = &pl.args_kv[a].value;

@@ -106,3 +106,12 @@ TEST(Aggregated, Dftracer202Counters) {
   EXPECT_FALSE(is_counter_aggregate(pl));
   EXPECT_FALSE(aggregated_calls(pl, time_unit::us, &n, &d));
 }
+
+TEST(JsonString, EscapedArgumentKeys) {
+  parsed_line pl;
+  ASSERT_TRUE(parse_line(R"({"name":"a","ph":"X","args":{"d\u0066t_cnt":3,"x":1}})", pl));
+  const jvalue *v = pl.arg_value("dft_cnt");
+  ASSERT_NE(v, nullptr);
+  EXPECT_EQ(v->text, "3");
+  EXPECT_EQ(pl.arg_value("nope"), nullptr);
+}
