@@ -15,6 +15,7 @@
 
 #include "base/format.hpp"
 #include "common.hpp"
+#include "reader/aggregated.hpp"
 
 namespace dftrace::tools {
 
@@ -161,6 +162,8 @@ void convert_block(detail::text_block &b, time_unit unit) {
   const std::string_view text = b.whole_lines();
   for_each_record(text, pl, &r->skipped, [&](std::string_view, char ph) {
     std::string &o = r->out;
+    // DFTracer 2.0.2's aggregated calls are counter lines: aggregated records like "A" ones.
+    if (ph == 'C' && detail::is_counter_aggregate(pl)) ph = 'A';
     if (ph == 'M') {
       const bool proc = pl.name.text == "process_name";
       if (proc || pl.name.text == "thread_name") {
