@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common.hpp"
+#include "reader/json_string.hpp"
 
 namespace dftrace::tools {
 
@@ -20,8 +21,9 @@ struct filter {
   bool time() const { return has_from || has_to; }
 
   bool keep(const parsed_line &pl, time_unit unit) const {
-    if (!cats.empty() && !cats.count(std::string(pl.cat.text))) return false;
-    if (!names.empty() && !names.count(std::string(pl.name.text))) return false;
+    // Names and categories as they are meant: "\u0066orward" is "forward".
+    if (!cats.empty() && !cats.count(detail::decoded(pl.cat))) return false;
+    if (!names.empty() && !names.count(detail::decoded(pl.name))) return false;
     if (!pids.empty() && !pids.count(std::string(pl.pid.text))) return false;
     if (time()) {
       uint64_t ns = 0;  // compared in whole microseconds, as --from and --to are given

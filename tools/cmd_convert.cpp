@@ -15,6 +15,7 @@
 
 #include "base/format.hpp"
 #include "common.hpp"
+#include "reader/aggregated.hpp"
 
 namespace dftrace::tools {
 
@@ -252,6 +253,8 @@ void convert_block(detail::text_block &b, time_unit unit) {
   const std::string_view text = b.whole_lines();
   for_each_record(text, pl, &r->skipped, [&](std::string_view, char ph) {
     std::string &o = r->out;
+    // DFTracer 2.0.2's aggregated calls are counter lines: aggregated records like "A" ones.
+    if (ph == 'C' && detail::is_counter_aggregate(pl)) ph = 'A';
     if (ph == 'M') {
       const bool proc = pl.name.text == "process_name";
       if (proc || pl.name.text == "thread_name") {
@@ -399,10 +402,14 @@ bool write_file(const std::string &path, const char *p, size_t n, std::string *w
 
 int cmd_convert(const args_t &a) {
   const std::string to = a.get("--to", "perfetto");
-  if (to == "dftracer-v2") return convert_dialect(a, true);
-  if (to == "dftracer" || to == "dftrace") return convert_dialect(a, false);
+  // dftracer-v2, the name before DFTracer 2.0.2's own form was known, stays for the typed form.
+  if (to == "dftracer-2-typed" || to == "dftracer-v2") return convert_dialect(a, dialect::v2_typed);
+  if (to == "dftracer-2.0.2") return convert_dialect(a, dialect::v2_0_2);
+  if (to == "dftracer" || to == "dftrace") return convert_dialect(a, dialect::dftrace);
   if (to != "perfetto" && to != "chrome") {
-    error_line("convert: --to must be perfetto (Chrome JSON), dftracer-v2 or dftracer");
+    error_line(
+        "convert: --to must be perfetto (Chrome JSON), dftracer-2.0.2, dftracer-2-typed "
+        "(alias dftracer-v2) or dftracer");
     return 2;
   }
   const std::string out_path = a.output("convert", "OUT.json[.gz]");

@@ -9,6 +9,8 @@
 
 #include "base/format.hpp"
 #include "common.hpp"
+#include "reader/aggregated.hpp"
+#include "reader/json_string.hpp"
 
 namespace dftrace::tools {
 
@@ -91,7 +93,8 @@ int io_direction(std::string_view cat, std::string_view name, io_bytes *how) {
   return -1;
 }
 
-// What one block (or the whole run) adds up to. Keys are the escaped JSON text of the values.
+// What one block (or the whole run) adds up to. Keys are the text the values stand for (JSON
+// escapes decoded; an object or array in a hostile trace as its raw text).
 struct partial : detail::block_result {
   uint64_t lines = 0;
   uint64_t objects = 0;
@@ -172,12 +175,17 @@ uint64_t io_event_bytes(const parsed_line &pl, io_bytes how, bool aggregated) {
 void scan_block(detail::text_block &b, time_unit unit) {
   auto r = std::make_unique<partial>();
   parsed_line pl;
-  std::string key;
+  std::string key, name_buf, cat_buf;
   span_stats *pid_stats = nullptr, *thread_stats = nullptr;
   std::string_view last_pid, last_tid;
+  // Per (cat, name) as written: its stats, its decoded text (views of the map's key, which
+  // stays where it is) and its I/O kind, worked out once.
   struct name_cache_entry {
-    std::string_view cat, name;
+    std::string_view cat, name;            // as written
+    std::string_view cat_text, name_text;  // as meant
     name_stats *stats = nullptr;
+    int dir = -1;
+    io_bytes how = io_bytes::ret;
   } cache[16];
   const std::string_view text = b.whole_lines();
   detail::for_each_line(text, [&](std::string_view line) {
@@ -191,26 +199,25 @@ void scan_block(detail::text_block &b, time_unit unit) {
       return true;
     }
     ++r->objects;
-    const event_fields f = fields_of(pl, unit);
+    event_fields f = fields_of(pl, unit);
+    // DFTracer 2.0.2 writes its aggregated calls as counters: they are calls, as "A" records are.
+    if (f.ph == 'C' && detail::is_counter_aggregate(pl)) f.ph = 'A';
     r->by_ph[static_cast<unsigned char>(f.ph) & 127]++;
-    if (f.ph == 'M' && pl.name.text == "PR") {  // the MPI rank of a pid, when it is known
+    if (f.ph == 'M') {
+      const std::string_view mname = detail::string_text(pl.name, &name_buf);
       const jvalue *n = pl.arg_value("name");
       const jvalue *v = pl.arg_value("value");
-      if (n && v && n->text == "rank" && v->type == jtype::number)
-        r->ranks[std::string(pl.pid.text)] = std::string(v->text);
-    }
-    if (f.ph == 'M' && pl.name.text == "FH") {  // a file's hash and its path
-      const jvalue *n = pl.arg_value("name");
-      const jvalue *v = pl.arg_value("value");
-      if (n && v) r->files.emplace(std::string(v->text), std::string(n->text));
-    }
-    if (f.ph == 'M' && (pl.name.text == "budget" || pl.name.text == "sample") &&
-        pl.cat.text == "dftracer") {
-      const jvalue *n = pl.arg_value("name");
-      const jvalue *v = pl.arg_value("value");
-      if (n && v)
-        r->limits.insert(std::string(pl.name.text) + '\x1f' + std::string(n->text) + '\x1f' +
-                         std::string(v->text));
+      if (mname == "PR") {  // the MPI rank of a pid, when it is known
+        if (n && v && detail::text_equals(*n, "rank") && v->type == jtype::number)
+          r->ranks[std::string(pl.pid.text)] = std::string(v->text);
+      } else if (mname == "FH") {  // a file's hash and its path
+        if (n && v) r->files.emplace(detail::decoded(*v), detail::decoded(*n));
+      } else if ((mname == "budget" || mname == "sample") &&
+                 detail::text_equals(pl.cat, "dftracer")) {
+        if (n && v)
+          r->limits.insert(std::string(mname) + '\x1f' + detail::decoded(*n) + '\x1f' +
+                           detail::decoded(*v));
+      }
     }
     if (!f.has_ts || f.ph == 'M') return true;
     const uint64_t end = f.ts + (f.has_dur ? f.dur : 0);
@@ -233,41 +240,41 @@ void scan_block(detail::text_block &b, time_unit unit) {
     }
     thread_stats->add(f.ts, end);
     if (f.ph != 'X' && f.ph != 'A') return true;
-    if (pl.name.text == "end" && pl.cat.text == "dftracer") {
-      if (const jvalue *d = pl.arg_value("dropped_events")) {
-        uint64_t v = 0;
-        if (detail::value_u64(*d, &v)) r->dropped += v;
-      }
-    }
     // A few names make most of a trace: a small direct-mapped cache in front of the map.
     const size_t slot = (pl.name.text.size() * 31 + (pl.name.text.empty() ? 0 : pl.name.text[0]) +
                          (pl.cat.text.empty() ? 0 : pl.cat.text[0]) * 7) &
                         15;
     name_cache_entry &ce = cache[slot];
     if (!ce.stats || ce.name != pl.name.text || ce.cat != pl.cat.text) {
-      key.assign(pl.cat.text);
+      key.assign(detail::string_text(pl.cat, &cat_buf));
       key.push_back('\x1f');
-      key.append(pl.name.text);
-      ce.stats = &r->names[key];
+      key.append(detail::string_text(pl.name, &name_buf));
+      const auto it = r->names.try_emplace(key).first;
+      ce.stats = &it->second;
       ce.name = pl.name.text;
       ce.cat = pl.cat.text;
+      const size_t sep = it->first.find('\x1f');
+      ce.cat_text = std::string_view(it->first).substr(0, sep);
+      ce.name_text = std::string_view(it->first).substr(sep + 1);
+      ce.dir = io_direction(ce.cat_text, ce.name_text, &ce.how);
     }
     name_stats &ns = *ce.stats;
-    io_bytes how;
-    const int dir = io_direction(pl.cat.text, pl.name.text, &how);
+    if (ce.name_text == "end" && ce.cat_text == "dftracer") {
+      if (const jvalue *d = pl.arg_value("dropped_events")) {
+        uint64_t v = 0;
+        if (detail::value_u64(*d, &v)) r->dropped += v;
+      }
+    }
+    const io_bytes how = ce.how;
+    const int dir = ce.dir;
     if (dir >= 0) {
       if (const jvalue *fh = pl.arg_value("fhash")) {
-        key.assign(pl.cat.text);
+        key.assign(ce.cat_text);
         key.push_back('\x1f');
-        key.append(fh->text);
+        key.append(detail::string_text(*fh, &name_buf));
         io_stats &io = r->io[key];
         uint64_t n = 1, dur = f.dur;
-        if (f.ph == 'A') {
-          const jvalue *c = pl.arg_value("dft_cnt");
-          const jvalue *d = pl.arg_value("dur_sum");
-          if (!c || !detail::value_u64(*c, &n)) n = 0;
-          if (!d || !detail::value_ns(*d, unit, &dur)) dur = 0;
-        }
+        if (f.ph == 'A' && !detail::aggregated_calls(pl, unit, &n, &dur)) n = dur = 0;
         if (how == io_bytes::folded) {  // its span is not time in the calls, which is unknown
           const jvalue *c = pl.arg_value(f.ph == 'A' ? "calls_sum" : "calls");
           if (!c || !detail::value_u64(*c, &n)) n = 0;
@@ -283,11 +290,7 @@ void scan_block(detail::text_block &b, time_unit unit) {
       // for one event or one value, "dur"); folded into the counts and totals exactly, not
       // into the percentiles (their single durations are not in the trace).
       uint64_t n = 0, sum = 0;
-      const jvalue *c = pl.arg_value("dft_cnt");
-      const jvalue *d = pl.arg_value("dur_sum");
-      if (!d) d = pl.arg_value("dur");
-      if (!c || !detail::value_u64(*c, &n)) return true;
-      if (d && detail::value_ns(*d, unit, &sum) && !pl.arg_value("dur_sum")) sum *= n;
+      if (!detail::aggregated_calls(pl, unit, &n, &sum)) return true;
       ++r->aggregated;
       ns.count += n;
       ns.total += sum;
@@ -319,13 +322,8 @@ struct file_summary {
   bool lines_from_dt = false;
 };
 
-// Keys hold the text of a value as it stood in the line: the escaped inside of a string,
-// or the raw text of another value (an object or array in a hostile trace), which is quoted
-// anew when it is not valid inside quotes.
-std::string jstr(std::string_view s) {
-  std::string q = "\"" + std::string(s) + "\"";
-  return detail::is_valid_json_value(q) ? q : detail::json_quote(s);
-}
+// Keys hold decoded text: quoted and escaped anew.
+std::string jstr(std::string_view s) { return detail::json_quote(s); }
 
 // A pid/tid as JSON: a number when it is one (also when it was quoted, leading zeros and
 // '+' dropped: "0677792" is 677792), else a string.

@@ -9,6 +9,8 @@
 #include <unordered_set>
 
 #include "common.hpp"
+#include "reader/aggregated.hpp"
+#include "reader/json_string.hpp"
 
 namespace dftrace::tools {
 
@@ -74,6 +76,11 @@ struct check_result : detail::block_result {
   detail::member_stats ts_range;  // lines unused
   bool any_ts = false;
   std::string quoted_keys;  // of the line being checked
+  // Who wrote the trace (docs/format.md section 4): DFTracer's marks (a hash definition whose
+  // value is a string, a start event whose version is a number or begins with 'v') and
+  // dftrace's (a start event with timer_source). DFTracer's traces get warnings for what
+  // DFTracer writes and dftrace must not.
+  bool dftracer_mark = false, dftrace_mark = false;
 };
 
 bool is_uint_text(std::string_view t) {
@@ -174,7 +181,8 @@ void check_block(detail::text_block &b, time_unit unit) {
     need_number(*r, cur, pl.tid, "tid", true, false);
     if (pl.args.present() && pl.args.type != jtype::object)
       r->findings.push_back({cur, true, "type", "\"args\" is not an object"});
-    if (ph && pl.ph.type == jtype::string && pl.ph.text.size() != 1)
+    std::string ph_buf;
+    if (ph && pl.ph.type == jtype::string && detail::string_text(pl.ph, &ph_buf).size() != 1)
       r->findings.push_back({cur, true, "type", "\"ph\" is not one character"});
     switch (ph) {
       case 'X':  // a trace in integer nanoseconds has no fractions
@@ -213,13 +221,15 @@ void check_block(detail::text_block &b, time_unit unit) {
                                  "): older DFTracer; Perfetto drops such events"});
       r->quoted_keys.clear();
     }
-    if (meta && (pl.name.text == "HH" || pl.name.text == "SH" || pl.name.text == "FH")) {
+    if (meta && (detail::text_equals(pl.name, "HH") || detail::text_equals(pl.name, "SH") ||
+                 detail::text_equals(pl.name, "FH"))) {
       const jvalue *v = pl.arg_value("value");
       if (!v || (v->type != jtype::number && v->type != jtype::string)) {
         r->findings.push_back(
             {cur, true, "hash", std::string(pl.name.text) + " line without a hash \"value\""});
       } else {
         r->defs.emplace_back(std::string(v->text), cur);
+        if (v->type == jtype::string) r->dftracer_mark = true;  // dftrace writes integers
       }
     }
     refs.clear();
@@ -241,13 +251,21 @@ void check_block(detail::text_block &b, time_unit unit) {
     uint64_t ts = 0;  // ns
     if (pl.ts.present() && detail::value_ns(pl.ts, unit, &ts)) {
       r->ts_range.add_ts(ts / 1000, r->any_ts);  // DT fields hold epoch microseconds
-      if (!meta && ph && ph != 'A') {  // the process's span (aggregated records: intervals)
+      // The process's span (aggregated records, also DFTracer 2.0.2's counter form, stand for
+      // intervals that may begin before the process did).
+      if (!meta && ph && ph != 'A' && !(ph == 'C' && detail::is_counter_aggregate(pl))) {
         pid_span one;
-        if (ph == 'X' && pl.cat.text == "dftracer" && pl.name.text == "start") {
+        const bool ours = ph == 'X' && detail::text_equals(pl.cat, "dftracer");
+        if (ours && detail::text_equals(pl.name, "start")) {
+          if (pl.arg_value("timer_source")) r->dftrace_mark = true;
+          const jvalue *ver = pl.arg_value("version");
+          if (ver && (ver->type == jtype::number ||
+                      (ver->type == jtype::string && !ver->text.empty() && ver->text[0] == 'v')))
+            r->dftracer_mark = true;
           one.has_start = true;
           one.start_ts = ts;
           one.start_line = cur + 1;
-        } else if (ph == 'X' && pl.cat.text == "dftracer" && pl.name.text == "end") {
+        } else if (ours && detail::text_equals(pl.name, "end")) {
           one.has_end = true;
           one.end_ts = ts;
           one.end_line = cur + 1;
@@ -337,6 +355,7 @@ int cmd_validate(const args_t &a) {
     std::unordered_set<std::string> reported_hash;
     std::vector<std::pair<uint64_t, uint64_t>> ids;  // (id, absolute line)
     std::map<std::string, pid_span> spans;
+    bool dftracer_mark = false, dftrace_mark = false;
     const time_unit unit = detail::header_time_unit(f);
     auto work = [unit](detail::text_block &b) { check_block(b, unit); };
     detail::for_each_block(f, opt, work, [&](detail::text_block &b) {
@@ -403,6 +422,8 @@ int cmd_validate(const args_t &a) {
       for (const auto &d : r->defs) defined.insert(d.first);
       for (const auto &i : r->ids) ids.emplace_back(i.first, base + i.second + 1);
       for (const auto &kv : r->spans) spans[kv.first].merge(kv.second, base);
+      dftracer_mark = dftracer_mark || r->dftracer_mark;
+      dftrace_mark = dftrace_mark || r->dftrace_mark;
       base += r->lines;
       bar.add(b.in_bytes);
       f.release(b.in_offset, b.in_bytes);
@@ -412,18 +433,22 @@ int cmd_validate(const args_t &a) {
       rep.add(base, false, "structure",
               "no closing ']' (the process did not finish; readers accept this)");
     if (!seen_first) rep.add(0, true, "structure", "no lines at all");
-    // Every event of a process lies inside its start..end events (one finding per side).
+    // Every event of a process lies inside its start..end events (one finding per side), and
+    // ids are unique. DFTracer breaks both (2.0.2 without metadata repeats ids of nested
+    // regions; see docs/format.md section 4): in a trace that is not dftrace's own they are
+    // warnings.
+    const bool own = dftrace_mark || !dftracer_mark;
     for (const auto &kv : spans) {
       const pid_span &sp = kv.second;
       if (!sp.any) continue;
       if (sp.has_start && sp.first_ts < sp.start_ts)
-        rep.add(sp.first_line, true, "span",
+        rep.add(sp.first_line, own, "span",
                 "pid " + kv.first + ": an event starts at ts " + us_text(sp.first_ts) + ", " +
                     us_text(sp.start_ts - sp.first_ts) +
                     " us before its process's start event (line " + std::to_string(sp.start_line) +
                     ")");
       if (sp.has_end && sp.last_end > sp.end_ts)
-        rep.add(sp.last_line, true, "span",
+        rep.add(sp.last_line, own, "span",
                 "pid " + kv.first + ": an event ends at ts " + us_text(sp.last_end) + ", " +
                     us_text(sp.last_end - sp.end_ts) + " us after its process's end event (line " +
                     std::to_string(sp.end_line) + ")");
@@ -440,7 +465,7 @@ int cmd_validate(const args_t &a) {
       for (const auto &i : ids) {
         uint64_t &f = first[static_cast<size_t>(i.first - lo)];
         if (f)
-          rep.add(i.second, true, "id",
+          rep.add(i.second, own, "id",
                   "duplicate id " + std::to_string(i.first) + " (first on line " +
                       std::to_string(f) + ")");
         else
@@ -451,7 +476,7 @@ int cmd_validate(const args_t &a) {
                        [](const auto &x, const auto &y) { return x.first < y.first; });
       for (size_t i = 1; i < ids.size(); ++i)
         if (ids[i].first == ids[i - 1].first)
-          rep.add(ids[i].second, true, "id",
+          rep.add(ids[i].second, own, "id",
                   "duplicate id " + std::to_string(ids[i].first) + " (first on line " +
                       std::to_string(ids[i - 1].second) + ")");
     }

@@ -195,9 +195,13 @@ std::string python_dir();
 // first python3 on PATH.
 std::string python_interpreter();
 
-// convert --to dftracer-v2 (to_v2) or --to dftracer: the trace in DFTracer 2.x's dialect or in
-// dftrace's own (convert_dialect.cpp; cmd_convert hands over to it).
-int convert_dialect(const args_t &a, bool to_v2);
+// The dialects convert writes besides Perfetto's: dftrace's own (DFTracer 1.x's lines), what
+// DFTracer 2.0.2 writes (string ph, 16-hex hashes, aggregated records as counters) and the form
+// DFTracer's newer documentation describes (integer ph, a type key, no brackets).
+enum class dialect { dftrace, v2_0_2, v2_typed };
+// convert --to dftracer | dftracer-2.0.2 | dftracer-2-typed (convert_dialect.cpp; cmd_convert
+// hands over to it).
+int convert_dialect(const args_t &a, dialect to);
 
 // Subcommands.
 int cmd_cat(const args_t &a);

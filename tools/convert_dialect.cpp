@@ -1,12 +1,16 @@
-// convert_dialect.cpp: dftrace convert --to dftracer-v2 | dftrace: a trace rewritten line by
-// line in DFTracer 2.x's dialect, or back into dftrace's (DFTracer 1.x's) (tools/README.md).
+// convert_dialect.cpp: dftrace convert --to dftracer-2.0.2 | dftracer-2-typed | dftracer: a
+// trace rewritten line by line in one of DFTracer 2.x's dialects, or back into dftrace's
+// (DFTracer 1.x's) (tools/README.md).
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
 #include <memory>
 #include <string>
 
+#include "base/format.hpp"
 #include "common.hpp"
+#include "reader/aggregated.hpp"
+#include "reader/json_string.hpp"
 
 namespace dftrace::tools {
 
@@ -70,7 +74,8 @@ void put_hash(std::string &o, const jvalue &v, bool to_v2) {
 
 // The line's args with hashes in the target dialect; HH/SH/FH values are hashes too.
 void put_args(std::string &o, const parsed_line &pl, bool to_v2, bool definition,
-              std::string_view extra, std::string_view drop = {}) {
+              std::string_view extra, std::string_view drop = {}, std::string_view rename = {},
+              std::string_view renamed = {}) {
   o += ",\"args\":";
   if (pl.args_overflow || pl.args.type != jtype::object) {
     if (pl.args.present())
@@ -87,7 +92,7 @@ void put_args(std::string &o, const parsed_line &pl, bool to_v2, bool definition
     if (!first) o += ',';
     first = false;
     o += '"';
-    o.append(kv.key);
+    o.append(!rename.empty() && kv.key == rename ? renamed : kv.key);
     o += "\":";
     if (detail::is_hash_ref_key(kv.key) || (definition && kv.key == "value")) {
       put_hash(o, kv.value, to_v2);
@@ -108,15 +113,26 @@ struct dialect_result : detail::block_result {
   uint64_t lines = 0, skipped = 0;
 };
 
-void rewrite_block(detail::text_block &b, bool to_v2, time_unit unit) {
+void rewrite_block(detail::text_block &b, dialect to, time_unit unit) {
+  const bool to_v2 = to != dialect::dftrace;   // hashes as 16 hexadecimal characters
+  const bool typed = to == dialect::v2_typed;  // integer ph and a type key
   auto r = std::make_unique<dialect_result>();
   parsed_line pl;
   for_each_record(b.whole_lines(), pl, &r->skipped, [&](std::string_view, char ph) {
     std::string &o = r->out;
+    // DFTracer 2.0.2's aggregated counters are aggregated records ("A", 3) in the other
+    // dialects, with the calls they fold as dft_cnt.
+    std::string extra;
+    if (ph == 'C' && to != dialect::v2_0_2 && detail::is_counter_aggregate(pl)) {
+      uint64_t calls = 0, dur = 0;
+      ph = 'A';
+      if (!pl.arg_value("dft_cnt") && detail::aggregated_calls(pl, unit, &calls, &dur))
+        extra = "\"dft_cnt\":" + std::to_string(calls);
+    }
     const bool meta = ph == 'M';
-    const bool complete = ph == 'X' || (to_v2 && (ph == 'i' || ph == 'I'));
+    const bool complete = ph == 'X' || (typed && (ph == 'i' || ph == 'I'));
     o += '{';
-    if (pl.id.present() && (complete || (!to_v2 && ph != 'C' && ph != 'A'))) {
+    if (pl.id.present() && (complete || (!typed && ph != 'C' && ph != 'A'))) {
       o += "\"id\":";
       put_value(o, pl.id);
       o += ',';
@@ -128,7 +144,7 @@ void rewrite_block(detail::text_block &b, bool to_v2, time_unit unit) {
       put_value(o, pl.cat);
     else
       o += "\"dftracer\"";
-    if (to_v2) {
+    if (typed) {
       o += ",\"type\":";
       o += std::to_string(layer_of(pl.cat.text));
     }
@@ -142,34 +158,52 @@ void rewrite_block(detail::text_block &b, bool to_v2, time_unit unit) {
     }
     if (complete) put_field(o, ",\"dur\":", pl.dur);
     o += ",\"ph\":";
-    if (to_v2) {
+    // DFTracer 2.0.2 writes its aggregated records as counters that hold dur_min/_max/_sum and
+    // `count`, the calls: an "A" record's dft_cnt is renamed so, unless a call's own argument
+    // is named count (then dft_cnt stays, which dftrace's readers prefer).
+    const bool a_as_c = to == dialect::v2_0_2 && ph == 'A';
+    std::string_view rename;
+    if (a_as_c && !pl.arg_value("count") && !pl.arg_value("count_sum")) rename = "dft_cnt";
+    if (a_as_c && !pl.arg_value("dur_sum")) {  // one plain dur for all: 2.0.2 needs the sum
+      uint64_t calls = 0, sum = 0;
+      if (detail::aggregated_calls(pl, unit, &calls, &sum))
+        extra = "\"dur_sum\":" + (unit == time_unit::ns ? std::to_string(sum) : us_text(sum));
+    }
+    if (typed) {
       // 1 complete (instants too: v2 has no instant), 2 counter, 3 aggregated, 4 metadata
       o += complete ? "1" : ph == 'C' ? "2" : ph == 'A' ? "3" : meta ? "4" : "0";
     } else {
-      o += '"';
-      o += ph;
-      o += '"';
-      if (ph == 'i' || ph == 'I')
-        o += pl.s.present() ? ",\"s\":\"" + std::string(pl.s.text) + "\"" : "";
+      // The phase letter; any other phase (a quote, a backslash, a control character, however
+      // the input spelled it) quoted and escaped anew, so that the line stays valid JSON.
+      if (a_as_c)
+        o += "\"C\"";
+      else if ((ph >= 'A' && ph <= 'Z') || (ph >= 'a' && ph <= 'z'))
+        (o += '"', o += ph) += '"';
+      else
+        o += detail::json_quote(std::string_view(&ph, 1));
+      if ((ph == 'i' || ph == 'I') && pl.s.present()) {
+        o += ",\"s\":";
+        put_value(o, pl.s);
+      }
     }
     // v2's end event says the unit of its times in cfg.time_metric.
-    std::string extra;
-    if (to_v2 && ph == 'X' && pl.name.text == "end" && pl.cat.text == "dftracer" &&
-        !pl.arg_value("cfg"))
+    if (typed && ph == 'X' && detail::text_equals(pl.name, "end") &&
+        detail::text_equals(pl.cat, "dftracer") && !pl.arg_value("cfg"))
       extra = std::string("\"cfg\":{\"time_metric\":\"") + (unit == time_unit::ns ? "NS" : "US") +
               "\"}";
     const bool definition =
-        meta && (pl.name.text == "HH" || pl.name.text == "SH" || pl.name.text == "FH");
+        meta && (detail::text_equals(pl.name, "HH") || detail::text_equals(pl.name, "SH") ||
+                 detail::text_equals(pl.name, "FH"));
     // Back in dftrace's dialect, an end event's cfg that holds only time_metric (what the way
     // to v2 adds) is dropped: dftrace declares its unit with the PR time_metric line.
     std::string_view drop;
-    if (!to_v2 && ph == 'X' && pl.name.text == "end") {
+    if (!to_v2 && ph == 'X' && detail::text_equals(pl.name, "end")) {
       const jvalue *cfg = pl.arg_value("cfg");
       if (cfg && cfg->type == jtype::object &&
           (cfg->text == "{\"time_metric\":\"US\"}" || cfg->text == "{\"time_metric\":\"NS\"}"))
         drop = "cfg";
     }
-    put_args(o, pl, to_v2, definition, extra, drop);
+    put_args(o, pl, to_v2, definition, extra, drop, rename, "count");
     o += "}\n";
     ++r->lines;
     if (has_ts) r->ends.emplace_back(o.size(), ts_ns);
@@ -180,7 +214,8 @@ void rewrite_block(detail::text_block &b, bool to_v2, time_unit unit) {
 
 }  // namespace
 
-int convert_dialect(const args_t &a, bool to_v2) {
+int convert_dialect(const args_t &a, dialect to) {
+  const bool brackets = to != dialect::v2_typed;  // the newer form is bare JSON lines
   const std::string out_path = a.output("convert", "OUT.pfw[.gz]");
   if (out_path.empty()) return 2;
   bool ok = true;
@@ -193,7 +228,7 @@ int convert_dialect(const args_t &a, bool to_v2) {
   }
   time_unit first_unit = time_unit::us;
   uint64_t lines = 0, skipped = 0;
-  if (!to_v2) w.line("[", false, 0);
+  if (brackets) w.line("[", false, 0);
   for (size_t k = 0; k < files.size(); ++k) {
     detail::trace_file f;
     if (!open_trace(files[k], &f, &ok)) continue;
@@ -205,7 +240,7 @@ int convert_dialect(const args_t &a, bool to_v2) {
                  " have different time units; convert traces of one unit together");
       return 2;
     }
-    auto work = [to_v2, unit](detail::text_block &b) { rewrite_block(b, to_v2, unit); };
+    auto work = [to, unit](detail::text_block &b) { rewrite_block(b, to, unit); };
     detail::for_each_block(f, tool_read_options(), work, [&](detail::text_block &b) {
       auto *r = static_cast<dialect_result *>(b.result.get());
       size_t start = 0, e = 0;
@@ -226,7 +261,7 @@ int convert_dialect(const args_t &a, bool to_v2) {
       }
     });
   }
-  if (!to_v2) w.line("]", false, 0);
+  if (brackets) w.line("]", false, 0);
   if (!w.finish()) {
     error_line(w.error());
     return 1;
@@ -235,7 +270,10 @@ int convert_dialect(const args_t &a, bool to_v2) {
     error_line("convert: skipped " + std::to_string(skipped) +
                " lines that are not valid events (run dftrace validate for details)");
   fprintf(stderr, "converted %llu lines -> %s (%s)\n", static_cast<unsigned long long>(lines),
-          out_path.c_str(), to_v2 ? "DFTracer 2.x" : "dftrace / DFTracer 1.x");
+          out_path.c_str(),
+          to == dialect::v2_typed ? "DFTracer 2.x, typed: integer ph and type"
+          : to == dialect::v2_0_2 ? "DFTracer 2.0.2"
+                                  : "dftrace / DFTracer 1.x");
   return ok ? 0 : 1;
 }
 

@@ -33,7 +33,7 @@ const char *k_usage =
     "      Chrome JSON for Perfetto, chrome://tracing and speedscope: times relative to the\n"
     "      first event, exact to the ns; 64-bit integers as strings; parents before children;\n"
     "      --keep-args keeps the bookkeeping arguments (level, p_idx, hhash)\n"
-    "  convert FILES --to dftracer-v2|dftracer -o OUT.pfw[.gz]\n"
+    "  convert FILES --to dftracer-2.0.2|dftracer-2-typed|dftracer -o OUT.pfw[.gz]\n"
     "      the trace in DFTracer 2.x's dialect, or back in this one; every event kept\n"
     "  report TRACES... -o report.html [--title T]\n"
     "      one self-contained HTML file of plots and tables (Python: pandas, matplotlib)\n"

@@ -16,6 +16,7 @@
 #endif
 
 #include "base/format.hpp"
+#include "reader/json_string.hpp"
 
 namespace dftrace::detail {
 
@@ -205,6 +206,7 @@ inline void reset(parsed_line &out) {
   out.nargs = 0;
   out.args_overflow = false;
   out.duplicate_key = false;
+  out.no_escapes = false;
   out.error = nullptr;
   out.error_at = 0;
 }
@@ -624,7 +626,10 @@ const build_masks_fn g_masks = masks_for(g_scan);
   if (masks && n >= 2 && n <= k_mask_bytes && b[0] == '{' && b[1] == '"') {
     line_masks m;
     if (!masks(b, n, m)) {
-      if (parse_masked(b, n, m, out)) return true;
+      if (parse_masked(b, n, m, out)) {
+        out.no_escapes = true;  // no special byte: no backslash
+        return true;
+      }
       return whole_grammar ? parse_line_general(line, out) : left_to_whole_grammar(out);
     }
   }
@@ -908,8 +913,27 @@ bool canonical_number(std::string_view t, std::string *out) {
   return true;
 }
 
+const jvalue *parsed_line::escaped_arg_value(std::string_view key) const {
+  std::string meant;
+  for (int i = 0; i < nargs; ++i) {
+    const std::string_view k = args_kv[i].key;
+    if (k.size() <= key.size() || !has_backslash(k)) continue;  // escapes lengthen a key
+    meant.clear();
+    json_unescape_append(k, &meant);
+    if (meant == key) return &args_kv[i].value;
+  }
+  return nullptr;
+}
+
 char phase(const parsed_line &pl) {
-  if (pl.ph.type == jtype::string) return pl.ph.text.empty() ? 0 : pl.ph.text[0];
+  if (pl.ph.type == jtype::string) {
+    if (pl.ph.text.empty()) return 0;
+    if (pl.ph.text[0] != '\\') return pl.ph.text[0];
+    // Written with an escape ("\u0058" is "X"): the character it stands for, when ASCII.
+    std::string t;
+    json_unescape_append(pl.ph.text, &t);
+    return !t.empty() && static_cast<unsigned char>(t[0]) < 0x80 ? t[0] : 0;
+  }
   if (pl.ph.type != jtype::number || pl.ph.text.size() != 1) return 0;
   switch (pl.ph.text[0]) {
     case '1': return 'X';

@@ -32,16 +32,21 @@ struct parsed_line {
   int nargs = 0;
   bool args_overflow = false;  // more children than k_max_args (the rest were validated only)
   bool duplicate_key = false;  // one of the known top-level keys appeared twice
+  // Set when the line is known to hold no backslash (the straight path's masks saw none): its
+  // strings need no decoding (json_string.hpp). False says nothing.
+  bool no_escapes = false;
 
   // Set when the line is not valid JSON: a short reason and the 0-based byte offset.
   const char *error = nullptr;
   size_t error_at = 0;
 
+  // The value of args' key (a key written with escapes matches as it is meant).
   const jvalue *arg_value(std::string_view key) const {
     for (int i = 0; i < nargs; ++i)
       if (args_kv[i].key == key) return &args_kv[i].value;
-    return nullptr;
+    return no_escapes ? nullptr : escaped_arg_value(key);
   }
+  const jvalue *escaped_arg_value(std::string_view key) const;  // keys with a backslash
 };
 
 // Parses line (no trailing newline) into out. Returns false if it is not exactly one JSON

@@ -301,3 +301,21 @@ def test_merge_ids_too_large_to_remap_are_kept_and_reported(tmp_path):
     assert "6 ids or p_idx values are too large to remap" in p.stderr
     ids = sorted(e["id"] for e in events(out) if e.get("ph") == "X")
     assert ids == [15, 16, 17, big, big, big]  # 5 * 3 + file index; the big ones kept
+
+
+@pytest.mark.parametrize("to", ["dftracer", "dftracer-2.0.2", "dftracer-2-typed"])
+def test_dialect_conversions_of_hostile_files_are_valid(tmp_path, to):
+    # convert --to dftracer once wrote "ph":"\" for a phase written "\u0058" (exit 0): every
+    # line a dialect conversion writes parses, or the tool fails with a message.
+    d = os.path.join(os.path.dirname(__file__), "..", "data", "hostile")
+    files = sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith((".pfw", ".gz")))
+    for f in files:
+        out = tmp_path / "out.pfw"
+        if out.exists():
+            out.unlink()
+        p = run("convert", f, "--to", to, "-o", out, check=False)
+        check_sane("convert-" + to, p, out)
+        if p.returncode == 0 or out.exists():
+            for l in lines(out):
+                if l.strip() not in ("", "[", "]"):
+                    json.loads(l)

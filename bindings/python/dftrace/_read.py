@@ -111,7 +111,10 @@ def read(paths, columns=None, cat=None, name=None, start=None, end=None, args=No
     events of these categories or names. start, end: epoch nanoseconds: keep events with
     start <= ts < end (members outside the window are skipped by their DT fields without being
     inflated). args: argument keys to add as columns (integers exactly, as nullable Int64;
-    hashes as text). resolve: add `host` (from hhash) and `file` (from fhash) resolved through
+    hashes as text; strings with their JSON escapes decoded), or True: every argument key the
+    events carry, in the order first seen (level and p_idx are columns already). An aggregated record (ph "A", or DFTracer 2.0.2's
+    counter form of it) is one row of ph "A" whose dur is the total time of the calls it folds;
+    the argument dft_cnt holds how many (derived for DFTracer 2.0.2, docs/format.md section 4). resolve: add `host` (from hhash) and `file` (from fhash) resolved through
     the traces' HH/FH lines, and `rank` from their PR lines (-1 when unknown). columns: the
     columns to return (default: name, cat, pid, tid, ts, dur, ph, level, p_idx, id, the args,
     and with resolve rank, host, file).
@@ -124,6 +127,13 @@ def read(paths, columns=None, cat=None, name=None, start=None, end=None, args=No
     from . import _reader
 
     files = trace_files(paths)
+    if args is True:  # every argument: a first pass over the files finds their keys
+        args = _reader.read_columns(files, _as_list(cat), _as_list(name), _ns(start, "start"),
+                                    _ns(end, "end"), [], int(threads), None, False, None,
+                                    True)["arg_keys"]
+        args = [k for k in args if k not in _BASE]  # level and p_idx are columns already
+    elif args is False:
+        args = None
     want_args, keys = _keys(args, resolve)
     raw = _reader.read_columns(files, _as_list(cat), _as_list(name), _ns(start, "start"),
                                _ns(end, "end"), keys, int(threads))

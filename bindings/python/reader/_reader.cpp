@@ -24,6 +24,8 @@
 #include <unordered_set>
 #include <vector>
 
+#include "reader/aggregated.hpp"
+#include "reader/json_string.hpp"
 #include "reader/line_parser.hpp"
 #include "reader/time_unit.hpp"
 #include "reader/trace_reader.hpp"
@@ -131,7 +133,7 @@ inline uint32_t load32(const char *p) {
   std::memcpy(&x, p, 4);
   return x;
 }
-inline bool same_text(std::string_view a, std::string_view b) {
+[[gnu::always_inline]] inline bool same_text(std::string_view a, std::string_view b) {
   const size_t n = a.size();
   if (n != b.size()) return false;
   const char *p = a.data(), *q = b.data();
@@ -260,6 +262,8 @@ struct what {
   // a time window skips members by their DT fields: check that each event read lies in its
   // member's DT range (one that does not may have been skipped by the window elsewhere)
   bool check_dt = false;
+  // only the keys of the events' arguments (dftrace.read(args=True)'s first pass)
+  bool keys_only = false;
 };
 
 // The columns of one block. Reused from block to block (their vectors keep their size). The
@@ -276,10 +280,12 @@ struct columns : dftrace::detail::block_result {
   std::vector<std::pair<std::string, std::string>> hashes;  // value text, string
   std::vector<std::string> hash_types;
   std::vector<std::pair<int64_t, int64_t>> ranks;
+  std::vector<std::string> arg_keys;  // keys_only: in the order first seen (decoded)
   uint64_t invalid = 0, skipped = 0, lines = 0;
   uint64_t outside_dt = 0;  // events outside their member's DT time range (what::check_dt)
 
   void reset(const what &w) {
+    arg_keys.clear();
     rows = 0;
     names.clear();
     cats.clear();
@@ -402,7 +408,7 @@ struct cached_int {
 };
 
 // Reads one requested argument's value into its column, at row.
-void put_arg(arg_column &c, const jvalue *v, size_t row) {
+void put_arg(arg_column &c, const jvalue *v, size_t row, std::string *scratch) {
   if (c.hash) {  // hashes stay text: matched as written, never rounded
     c.s[row] =
         v && (v->type == jtype::number || v->type == jtype::string) ? c.dict.code(v->text) : -1;
@@ -420,8 +426,8 @@ void put_arg(arg_column &c, const jvalue *v, size_t row) {
     }
   } else if (v &&
              (v->type == jtype::string || v->type == jtype::object || v->type == jtype::array)) {
-    kind = k_text;  // objects and arrays as JSON text
-    iv = c.dict.code(v->text);
+    kind = k_text;  // strings as they are meant (escapes decoded); objects and arrays as JSON text
+    iv = c.dict.code(dftrace::detail::string_text(*v, scratch));
   } else if (v && v->type == jtype::boolean) {
     kind = k_int;
     iv = v->text == "true";
@@ -432,13 +438,15 @@ void put_arg(arg_column &c, const jvalue *v, size_t row) {
 
 // A metadata line's hash definition (HH, FH, SH) or rank (PR), kept.
 void keep_metadata(const parsed_line &pl, columns &r) {
-  const std::string_view t = pl.name.text;
   const jvalue *n = pl.arg_value("name");
   const jvalue *v = pl.arg_value("value");
+  std::string buf;
+  const std::string_view t = dftrace::detail::string_text(pl.name, &buf);
   if (n && v && (t == "HH" || t == "FH" || t == "SH") && n->type == jtype::string) {
-    r.hashes.emplace_back(std::string(v->text), std::string(n->text));
+    // the hash as written (references match it so), the string as it is meant
+    r.hashes.emplace_back(std::string(v->text), dftrace::detail::decoded(*n));
     r.hash_types.emplace_back(t);
-  } else if (n && v && t == "PR" && n->text == "rank") {
+  } else if (n && v && t == "PR" && dftrace::detail::text_equals(*n, "rank")) {
     r.ranks.emplace_back(int_or(pl.pid, -1), int_or(*v, -1));
   }
 }
@@ -493,6 +501,30 @@ void scan_metadata(std::string_view text, columns &r) {
   }
 }
 
+// keys_only: the line's argument keys (decoded) not seen before, in order; an aggregated
+// record's calls count as its dft_cnt.
+[[gnu::noinline]] void collect_keys(const parsed_line &pl, bool folded,
+                                    std::unordered_set<std::string> &seen, columns &r) {
+  std::string buf;
+  for (int a = 0; a < pl.nargs; ++a) {
+    const std::string_view key = dftrace::detail::string_text(pl.args_kv[a].key, &buf);
+    if (seen.insert(std::string(key)).second) r.arg_keys.emplace_back(key);
+  }
+  if (folded && seen.insert("dft_cnt").second) r.arg_keys.emplace_back("dft_cnt");
+}
+
+// An aggregated record without dft_cnt (DFTracer 2.0.2's counter form): a requested dft_cnt
+// is the calls it folds, derived.
+[[gnu::noinline]] void derive_calls(const what &w, uint64_t calls, const jvalue **found,
+                                    std::string *text, jvalue *value) {
+  for (size_t q = 0; q < w.args.size(); ++q)
+    if (!found[q] && w.args[q] == "dft_cnt") {
+      *text = std::to_string(calls);
+      *value = jvalue{jtype::number, *text};
+      found[q] = value;
+    }
+}
+
 void scan(dftrace::detail::text_block &b, const what &w, time_unit unit, column_pool &pool) {
   std::unique_ptr<columns> r = pool.take();
   r->reset(w);
@@ -509,6 +541,10 @@ void scan(dftrace::detail::text_block &b, const what &w, time_unit unit, column_
   const key_sig level_sig = sig_of("level"), p_idx_sig = sig_of("p_idx");
   cached_int pid, tid;
   parsed_line pl;
+  std::string name_buf, cat_buf, ph_buf, key_buf;
+  std::string calls_text;  // an aggregated record's calls, as a number's text
+  jvalue calls_value;
+  std::unordered_set<std::string> seen_keys;
   const std::string_view text = b.whole_lines();
   const char *const limit = text.data() + text.size();
   // DT times are epoch microseconds
@@ -524,7 +560,7 @@ void scan(dftrace::detail::text_block &b, const what &w, time_unit unit, column_
       ++r->invalid;
       return true;
     }
-    const char ph = dftrace::detail::phase(pl);
+    char ph = dftrace::detail::phase(pl);
     if (ph == 'M') {
       keep_metadata(pl, *r);
       return true;
@@ -536,15 +572,33 @@ void scan(dftrace::detail::text_block &b, const what &w, time_unit unit, column_
     }
     if (dt && (ts / 1000 < dt->ts_min || ts / 1000 > dt->ts_max)) ++r->outside_dt;
     if ((w.has_start && ts < w.start) || (w.has_end && ts >= w.end)) return true;
-    if (!w.cats.empty() && !w.cats.count(pl.cat.text)) return true;
-    if (!w.names.empty() && !w.names.count(pl.name.text)) return true;
+    // names and categories as they are meant (escapes decoded; without a backslash, no copy)
+    if (!w.cats.empty() && !w.cats.count(dftrace::detail::string_text(pl, pl.cat, &cat_buf)))
+      return true;
+    if (!w.names.empty() && !w.names.count(dftrace::detail::string_text(pl, pl.name, &name_buf)))
+      return true;
     if (pl.dur.present()) dftrace::detail::value_ns(pl.dur, unit, &dur);
+    // An aggregated record ("A", or DFTracer 2.0.2's counter form) is a row of ph "A" whose dur
+    // is its calls' total time; the calls are its dft_cnt argument.
+    uint64_t calls = 0;
+    bool folded = false;
+    if (ph == 'A' || (ph == 'C' && dftrace::detail::is_counter_aggregate(pl))) {
+      folded = dftrace::detail::aggregated_calls(pl, unit, &calls, &dur);
+      ph = 'A';
+    }
+    if (w.keys_only) {
+      collect_keys(pl, folded, seen_keys, *r);
+      return true;
+    }
     if (r->rows == r->cap) r->room(r->cap + 1);
     const size_t row = r->rows++;
-    r->name[row] = r->names.code(pl.name.text);
-    r->cat[row] = r->cats.code(pl.cat.text);
+    r->name[row] = r->names.code(dftrace::detail::string_text(pl, pl.name, &name_buf));
+    r->cat[row] = r->cats.code(dftrace::detail::string_text(pl, pl.cat, &cat_buf));
+    // a phase of one character holds no escape: only longer ones ("\u0058") are decoded
     const std::string_view ph_text =
-        pl.ph.type == jtype::string ? pl.ph.text : std::string_view(&ph, 1);
+        pl.ph.type != jtype::string || ph == 'A' ? std::string_view(&ph, 1)
+        : pl.ph.text.size() == 1                 ? pl.ph.text
+                                                 : dftrace::detail::string_text(pl.ph, &ph_buf);
     if (ph_text.size() == 1) {  // a letter (mostly "X"): its code looked up once per block
       int32_t &c = r->letter_code[static_cast<unsigned char>(ph_text[0])];
       r->ph[row] = c >= 0 ? c : (c = r->phs.code(ph_text));
@@ -554,7 +608,8 @@ void scan(dftrace::detail::text_block &b, const what &w, time_unit unit, column_
     // One pass over the arguments finds level, p_idx and the requested keys (by signature).
     const jvalue *lv = nullptr, *pi = nullptr;
     for (int a = 0; a < pl.nargs; ++a) {
-      const std::string_view key = pl.args_kv[a].key;
+      std::string_view key = pl.args_kv[a].key;
+      if (!pl.no_escapes) key = dftrace::detail::string_text(key, &key_buf);  // as meant
       const key_sig ks = sig_of(key);
       if (ks == level_sig) {
         lv = &pl.args_kv[a].value;
@@ -573,8 +628,9 @@ void scan(dftrace::detail::text_block &b, const what &w, time_unit unit, column_
     r->ints[4][row] = lv ? small_int_or(*lv, -1, limit) : -1;
     r->ints[5][row] = pi ? small_int_or(*pi, -1, limit) : -1;
     r->ints[6][row] = small_int_or(pl.id, -1, limit);
+    if (folded) derive_calls(w, calls, found, &calls_text, &calls_value);
     for (size_t q = 0; q < nargs; ++q) {
-      put_arg(r->args[q], found[q], row);
+      put_arg(r->args[q], found[q], row, &key_buf);
       found[q] = nullptr;
     }
     return true;
@@ -608,6 +664,8 @@ struct result {
   std::vector<std::pair<std::string, std::string>> hashes;
   std::vector<std::string> hash_types;
   std::vector<std::pair<int64_t, int64_t>> ranks;
+  std::vector<std::string> arg_keys;  // keys_only: every argument key, in the order first seen
+  std::unordered_set<std::string> seen_keys;
   uint64_t invalid = 0, skipped = 0, lines = 0, outside_dt = 0;
   size_t rows = 0;
 
@@ -639,6 +697,8 @@ struct result {
       hash_types.push_back(std::move(b.hash_types[h]));
     }
     ranks.insert(ranks.end(), b.ranks.begin(), b.ranks.end());
+    for (auto &k : b.arg_keys)
+      if (seen_keys.insert(k).second) arg_keys.push_back(std::move(k));
     invalid += b.invalid;
     skipped += b.skipped;
     outside_dt += b.outside_dt;
@@ -798,13 +858,14 @@ PyObject *args_of(result &all, const what &w) {
 }
 
 // read_columns(paths, cats, names, start_ns, end_ns, args, threads[, parts, metadata_only,
-// ranks]) -> dict; ranks: {pid: rank} for the rank column (default: the read's PR lines)
+// ranks, keys_only]) -> dict; ranks: {pid: rank} for the rank column (default: the read's PR
+// lines); keys_only: no rows, only "arg_keys" (every argument key of the events)
 PyObject *read_columns(PyObject *, PyObject *a) {
   PyObject *paths_o, *cats_o, *names_o, *start_o, *end_o, *args_o, *parts_o = Py_None;
   PyObject *ranks_o = Py_None;
-  int threads = 0, metadata_only = 0;
-  if (!PyArg_ParseTuple(a, "OOOOOOi|OpO", &paths_o, &cats_o, &names_o, &start_o, &end_o, &args_o,
-                        &threads, &parts_o, &metadata_only, &ranks_o))
+  int threads = 0, metadata_only = 0, keys_only = 0;
+  if (!PyArg_ParseTuple(a, "OOOOOOi|OpOp", &paths_o, &cats_o, &names_o, &start_o, &end_o, &args_o,
+                        &threads, &parts_o, &metadata_only, &ranks_o, &keys_only))
     return nullptr;
   // pid -> rank: given (dftrace.dask's first pass), or else from the read's own PR lines
   std::unordered_map<int64_t, int64_t> given_ranks;
@@ -815,6 +876,7 @@ PyObject *read_columns(PyObject *, PyObject *a) {
       !strings_of(names_o, &w.name_list) || !strings_of(args_o, &w.args))
     return nullptr;
   w.metadata_only = metadata_only != 0;
+  w.keys_only = keys_only != 0;
   for (const auto &k : w.args) w.arg_sigs.push_back(sig_of(k));
   // parts: per path, None (all) or (first, last): the planned parts to read, inclusive.
   std::vector<std::pair<int64_t, int64_t>> ranges(paths.size(), {0, INT64_MAX});
@@ -950,7 +1012,7 @@ PyObject *read_columns(PyObject *, PyObject *a) {
       hs.push_back(h.second);
     }
     ok = put(d, "hash_values", list_of(hv)) && put(d, "hash_strings", list_of(hs)) &&
-         put(d, "hash_types", list_of(all.hash_types));
+         put(d, "hash_types", list_of(all.hash_types)) && put(d, "arg_keys", list_of(all.arg_keys));
   }
   if (ok) {
     std::vector<int64_t> rp, rr;
@@ -1007,7 +1069,7 @@ PyMethodDef methods[] = {
     {"plan", plan, METH_VARARGS, "plan(path) -> the file's parts from its DT fields"},
     {"read_columns", read_columns, METH_VARARGS,
      "read_columns(paths, cats, names, start_ns, end_ns, args, threads[, parts, metadata_only,"
-     " ranks])"
+     " ranks, keys_only])"
      " -> dict of columns"},
     {nullptr, nullptr, 0, nullptr}};
 
