@@ -93,7 +93,8 @@ def test_convert_keeps_every_ns_and_two_levels(ns_trace, tmp_path):
     for e in conv:
         f = by_key[(e["tid"], e["id"])]
         assert decimal.Decimal(repr(e["ts"])) * 1000 + origin == f["ts"], (e, f)
-        assert decimal.Decimal(repr(e["dur"])) * 1000 == f["dur"], (e, f)
+        # a region of 0 ns (two equal clock reads) is written 1 ns long: viewers drop empty ones
+        assert decimal.Decimal(repr(e["dur"])) * 1000 == (f["dur"] or 1), (e, f)
         got[e["name"]] += f["dur"]
     assert got == totals(ev)
     # Nesting as a viewer builds it: a stack per thread over the converted order.
