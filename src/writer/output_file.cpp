@@ -98,6 +98,48 @@ int create_new(const char *path) {
   return sys_open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_APPEND, 0644);
 }
 
+// Renames without replacing anything at `to` (defined below).
+bool rename_new(const char *from, const char *to);
+
+// Creates the file at `path` holding `first` from the moment it has that name: a hidden file
+// beside it (".<name>.tmp") is created, written and renamed without replacing anything, so a
+// reader that opens the file as soon as it appears finds its first member whole, and a file
+// system too full for that member leaves no empty file behind. -1 with errno on failure (EEXIST:
+// something is at `path`); the hidden file is then removed. No allocation.
+int create_with(const char *path, const char *first, size_t n) {
+  char tmp[4096];
+  const char *slash = std::strrchr(path, '/');
+  const size_t dir = slash ? static_cast<size_t>(slash - path) + 1 : 0;
+  const size_t len = std::strlen(path);
+  if (len + 6 > sizeof tmp) {
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  std::memcpy(tmp, path, dir);
+  tmp[dir] = '.';
+  std::memcpy(tmp + dir + 1, path + dir, len - dir);
+  std::memcpy(tmp + len + 1, ".tmp", 5);
+  const int fd = create_new(tmp);
+  if (fd < 0) return -1;
+  const auto give_up = [&]() {
+    const int err = errno;
+    sys_close(fd);
+    ::syscall(SYS_unlinkat, AT_FDCWD, tmp, 0);
+    errno = err;
+    return -1;
+  };
+  for (size_t done = 0; done < n;) {
+    const ssize_t w = sys_write(fd, first + done, n - done);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return give_up();
+    }
+    done += static_cast<size_t>(w);
+  }
+  if (!rename_new(tmp, path)) return give_up();
+  return fd;
+}
+
 // `path` with ".k" before its ".pfw" (or at its end) into buf; false when it does not fit. No
 // allocation (the fatal-signal path may open the file).
 bool fresh_name(const std::string &path, int k, char *buf, size_t cap) {
@@ -144,7 +186,7 @@ std::string output_file::path() const {
   return path_.empty() ? planned_ : path_;
 }
 
-bool output_file::open(bool quiet) {
+bool output_file::open(bool quiet, const char *first, size_t first_n) {
   if (tried_) return open_;
   tried_ = true;
   const std::string &p = planned_;
@@ -160,14 +202,17 @@ bool output_file::open(bool quiet) {
     failed_ = true;
     return false;
   }
-  int fd = create_new(p.c_str());
+  const auto create = [&](const char *path) {
+    return first_n ? create_with(path, first, first_n) : create_new(path);
+  };
+  int fd = create(p.c_str());
   if (fd < 0 && errno == EEXIST) {
     // Something is already there (a file from elsewhere, or a symbolic link): leave it alone and
     // take the first free name "<name>.1.pfw.gz", "<name>.2.pfw.gz", ...
     char fresh[4096];
     for (int k = 1; k < 1000; ++k) {
       if (!fresh_name(p, k, fresh, sizeof fresh)) break;
-      fd = create_new(fresh);
+      fd = create(fresh);
       if (fd >= 0) {
         if (!quiet)
           log(log_level::warn,
@@ -228,9 +273,9 @@ bool output_file::still_ours() {
   }
   fd_ = move_high(fd);
   g_trace_fd.store(fd_, std::memory_order_release);
-  if (!reopened_) {
+  if (!reopened_) {  // nothing was lost: said at `info`, the program's stderr stays its own
     reopened_ = true;
-    log(log_level::warn,
+    log(log_level::info,
         "the descriptor of '%s' was closed or replaced by the program; the file was opened "
         "again and nothing was written elsewhere",
         path_.c_str());

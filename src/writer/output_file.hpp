@@ -34,8 +34,9 @@ class output_file {
   // at the path is left alone and the first free "<name>.k.pfw.gz" is used. On failure: one
   // message (none when `quiet`: the fatal-signal path, where writing one would allocate),
   // failed() is true, and the process goes on without a file. No allocation when plan() ran
-  // and `quiet` (the fatal-signal path may open the file).
-  bool open(bool quiet = false);
+  // and `quiet` (the fatal-signal path may open the file). With `first` (the header's member),
+  // the file holds those bytes from the moment it has its name (never seen empty by a reader).
+  bool open(bool quiet = false, const char *first = nullptr, size_t first_n = 0);
   bool is_open() const { return open_; }
   bool tried() const { return tried_; }
   const std::string &header() const { return header_; }

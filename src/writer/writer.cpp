@@ -260,15 +260,15 @@ void writer::cycle_steps(bool steal) {
 
 bool writer::open_file() {
   if (file_.tried()) return file_.is_open();
-  if (!file_.open()) return false;
-  // The header is its own first member.
+  // The header is its own first member, in the file from the moment the file has its name (a
+  // reader may open it as soon as it appears).
   const std::string &header = file_.header();
   const member_stats hs = scan(header.data(), header.size());
-  if (!settings_.compress) return file_.write(header.data(), header.size());
   out_.clear();
-  if (compressors_.encoder().encode(header.data(), header.size(), hs, out_))
-    return file_.write(out_.data(), out_.size());
-  return false;
+  if (settings_.compress && !compressors_.encoder().encode(header.data(), header.size(), hs, out_))
+    return file_.open();  // (out of memory) a file without its header is still a valid trace
+  return settings_.compress ? file_.open(false, out_.data(), out_.size())
+                            : file_.open(false, header.data(), header.size());
 }
 
 void writer::write_members(bool parallel) {
@@ -424,9 +424,16 @@ void writer::crash_aggregates() {
 
 void writer::crash_cycle() {
   const auto limit = std::chrono::milliseconds(200);
-  if (!file_.tried() && !file_.failed() && file_.open(/*quiet=*/true))
-    crash_write(file_.header().data(), file_.header().size(),
-                scan(file_.header().data(), file_.header().size()));
+  if (!file_.tried() && !file_.failed()) {  // created holding its header (as open_file does)
+    const std::string &h = file_.header();
+    const char *m = h.data();
+    size_t len = h.size();
+    if (settings_.compress &&
+        !(crash_encoder_.fits_in_place(len) &&
+          crash_encoder_.encode_in_place(h.data(), h.size(), scan(h.data(), h.size()), &m, &len)))
+      len = 0;
+    file_.open(/*quiet=*/true, m, len);
+  }
   // The same order as a regular pass: events observed first, then the metadata they need,
   // which is written before them.
   ranges_.clear();
