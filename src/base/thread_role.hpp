@@ -15,6 +15,14 @@ namespace dftrace::detail {
 // register across the work (the C ABI marks every call so).
 inline thread_local unsigned char t_internal_thread __attribute__((tls_model("initial-exec"))) = 0;
 
+// A request to end the process (SIGTERM, SIGINT) that arrived while this thread was inside
+// dftrace, where the handler could not write the trace (it would wait on a lock the interrupted
+// work holds): the runtime's handler leaves it here, and it is raised as the thread leaves
+// dftrace (t_deferred_signal_raise, set by the runtime: writes the end line, then the signal's
+// default action ends the process as it would have untraced).
+inline thread_local int t_deferred_signal __attribute__((tls_model("initial-exec"))) = 0;
+inline void (*t_deferred_signal_raise)(int sig) = nullptr;
+
 // Marks the calling (application) thread as dftrace's own while dftrace does its own work on it:
 // initialisation reads the configuration, /proc and the topology, finalisation and a new rank
 // write or rename the trace, and every C ABI call (a signal handler's traced I/O must not
@@ -23,7 +31,13 @@ inline thread_local unsigned char t_internal_thread __attribute__((tls_model("in
 class internal_scope {
  public:
   internal_scope() { ++t_internal_thread; }
-  ~internal_scope() { --t_internal_thread; }
+  ~internal_scope() {
+    if (--t_internal_thread == 0 && __builtin_expect(t_deferred_signal != 0, 0)) {
+      const int sig = t_deferred_signal;
+      t_deferred_signal = 0;
+      if (t_deferred_signal_raise) t_deferred_signal_raise(sig);
+    }
+  }
   internal_scope(const internal_scope &) = delete;
   internal_scope &operator=(const internal_scope &) = delete;
 };

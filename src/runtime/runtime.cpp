@@ -72,6 +72,20 @@ struct sigaction g_old_actions[65];
 bool g_installed[65];
 const int k_fatal_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT};
 
+// The default action of `sig` put back, and the signal raised: the process ends as it would
+// have untraced.
+void die_of(int sig) {
+  ::sigaction(sig, &g_old_actions[sig], nullptr);
+  g_installed[sig] = false;
+  ::raise(sig);
+}
+
+// A request deferred while the thread was inside dftrace (thread_role.hpp), now that it left.
+void raise_deferred_signal(int sig) {
+  runtime::get().on_fatal_signal(sig, true);
+  die_of(sig);
+}
+
 void fatal_signal(int sig, siginfo_t *info, void *uctx) {
   const int saved_errno = errno;
   const struct sigaction &old = g_old_actions[sig];
@@ -79,6 +93,14 @@ void fatal_signal(int sig, siginfo_t *info, void *uctx) {
   // process right after this: the trace gets its end line, marked with the signal.
   const bool dies =
       (old.sa_flags & SA_SIGINFO) ? old.sa_sigaction == nullptr : old.sa_handler == SIG_DFL;
+  if ((sig == SIGTERM || sig == SIGINT) && dies && detail::t_internal_thread != 0) {
+    // The thread was inside dftrace (an event, a flush, the finish at exit), maybe holding a
+    // lock the trace's writing needs: the signal takes effect as the thread leaves dftrace.
+    detail::t_deferred_signal_raise = raise_deferred_signal;
+    detail::t_deferred_signal = sig;
+    errno = saved_errno;
+    return;
+  }
   runtime::get().on_fatal_signal(sig, dies);
   if (old.sa_flags & SA_SIGINFO) {
     if (old.sa_sigaction) {
@@ -92,9 +114,7 @@ void fatal_signal(int sig, siginfo_t *info, void *uctx) {
     return;
   }
   // The default action: put it back and let the signal kill the process as it would have.
-  ::sigaction(sig, &old, nullptr);
-  g_installed[sig] = false;
-  ::raise(sig);
+  die_of(sig);
   errno = saved_errno;
 }
 
