@@ -233,7 +233,8 @@ void place_aggregated(std::vector<entry> &entries) {
     if (!track || *track != e->track) free_ns = 0;
     track = &e->track;
     e->ts_ns = std::max(e->ts_ns, free_ns);
-    free_ns = e->ts_ns + e->dur_ns + 1;  // a 1 ns gap: viewers order an end and a begin at one time either way
+    free_ns = e->ts_ns + e->dur_ns +
+              1;  // a 1 ns gap: viewers order an end and a begin at one time either way
   }
 }
 
