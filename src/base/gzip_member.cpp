@@ -49,7 +49,10 @@ struct member_encoder::state {
   z_stream zs{};
   bool zs_ready = false;
 #ifdef DFTRACE_HAVE_ISAL
-  isal_zstream isal{};
+  // Not zero-filled either: isal_deflate_stateless_init sets what the stateless call reads (the
+  // stream's internal buffers, 80 KiB of it, would otherwise be cleared and faulted in for each
+  // encoder, the signal path's included, in every process).
+  isal_zstream isal;
   // ISA-L's working memory for levels 1 to 3 (hundreds of KiB): not zero-filled here (ISA-L
   // initialises what it uses), so that an encoder costs no page until it compresses (the
   // signal path's, reserved in every process, usually never does).
