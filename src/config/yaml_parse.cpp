@@ -81,8 +81,8 @@ char *copy_out(char tag, const std::string &body, size_t *out_len) {
 }  // namespace
 
 extern "C" __attribute__((visibility("default"))) char *dftrace_yaml_parse(const char *text,
-                                                                             size_t len,
-                                                                             size_t *out_len) {
+                                                                           size_t len,
+                                                                           size_t *out_len) {
   try {
     std::string why;
     try {

@@ -120,8 +120,7 @@ bool hwloc_properties(hwloc_topology_t topo, const int *cpus, size_t n, properti
 }  // namespace dftrace::detail
 
 extern "C" __attribute__((visibility("default"))) char *dftrace_hwloc_probe(const int *cpus,
-                                                                              size_t n,
-                                                                              size_t *len) {
+                                                                            size_t n, size_t *len) {
   using namespace dftrace::detail;
   try {
     hwloc_topology_t topo = shared_topology();

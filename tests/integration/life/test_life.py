@@ -172,6 +172,36 @@ def test_a_described_machine_loads_hwloc_and_is_read(tmp_path):
     assert (pr["host_packages"], pr["host_cores"], pr["host_pus"]) == (3, 6, 6), pr
 
 
+def test_the_descriptor_table_grows_before_the_writer_thread_shares_it(tmp_path):
+    # Growing the table of a process whose threads share it waits for an RCU grace period
+    # (10 to 20 ms): the trace file's high descriptor is made room for while there is one thread.
+    strace = shutil.which("strace")
+    if not strace:
+        pytest.skip("strace is not installed (scripts/setup-debian.sh installs it)")
+    if resource.getrlimit(resource.RLIMIT_NOFILE)[0] <= 1000:
+        pytest.skip("the descriptor limit is below dftrace's floor: the file goes below it")
+    (tmp_path / "traces").mkdir()
+    log = tmp_path / "strace.log"
+    # Only the echo is traced: `env` sets its environment after strace started.
+    with open(tmp_path / "out.txt", "w") as out:
+        p = subprocess.run([strace, "-f", "-qq", "-o", str(log), "-e",
+                            "trace=clone,clone3,fcntl", "env",
+                            "LD_PRELOAD=" + os.environ["DFTRACE_IO_LIB"], "DFTRACE_ENABLE=1",
+                            "DFTRACE_LOG_FILE=" + str(tmp_path / "traces" / "t"),
+                            "/usr/bin/echo", "hello"],
+                           stdout=out, stderr=subprocess.PIPE, text=True, env=clean_env(),
+                           timeout=120)
+    if p.returncode != 0 and "ptrace" in p.stderr:
+        pytest.skip("strace can not trace here: " + p.stderr.strip())
+    assert p.returncode == 0, p.stderr
+    calls = log.read_text().splitlines()
+    high = [i for i, c in enumerate(calls) if "F_DUPFD_CLOEXEC, 1000)" in c]
+    threads = [i for i, c in enumerate(calls) if "clone" in c]
+    assert high and threads, calls
+    assert high[0] < threads[0], calls
+    assert len(tc.load(tc.only_file(str(tmp_path / "traces")))) > 0
+
+
 # ------------------------------------------------------------------ signals
 
 LOOP = textwrap.dedent("""
