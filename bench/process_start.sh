@@ -9,8 +9,8 @@
 #   bare                 no dftrace
 #   traced (preload)     the environment `dftrace run` gives it (LD_PRELOAD libdftrace_io,
 #                        DFTRACE_ENABLE=1): the cost inside the traced process
-#   traced, output null  the same, its output to /dev/null (no traced call: dftrace never
-#                        initialises)
+#   traced, output null  the same, its output to /dev/null (not a traced file: dftrace
+#                        initialises at the write and writes a trace with no I/O event)
 #   dftrace run          through the command (one more exec: the dftrace program's own start)
 # With OTHER_BUILD, its "traced (preload)" is measured in the same rounds (before/after).
 set -euo pipefail

@@ -2,11 +2,10 @@
 // classification (layer, frame, step).
 #include "analysis/layers.hpp"
 
-#include <yaml-cpp/yaml.h>
-
 #include <set>
 
 #include "config/config_files.hpp"
+#include "config/yaml_tree.hpp"
 
 namespace dftrace::analysis {
 
@@ -34,52 +33,59 @@ int layer_table::index_of(std::string_view name) const {
 }
 
 bool layer_table::load_yaml(const std::string &path, std::string *why) {
-  YAML::Node root;
+  detail::yaml_value root;
   std::string reason;
   if (detail::load_yaml_file(path, &root, &reason) != detail::yaml_load::ok) {
     *why = path + ": " + reason;
     return false;
   }
-  try {
-    const YAML::Node l = root["layers"];
-    if (!l || !l.IsMap()) {
-      *why = path + ": no `layers` map (layers: {NAME: [CATEGORY, ...], ...})";
-      return false;
-    }
-    std::vector<layer_def> out;
-    std::set<std::string> seen_cat, seen_name;
-    for (const auto &kv : l) {
-      layer_def d;
-      d.name = kv.first.as<std::string>();
-      if (d.name.empty() || d.name.find('+') != std::string::npos ||
-          !seen_name.insert(d.name).second) {
-        *why = path + ": layer '" + d.name + "': empty, repeated or holding '+'";
-        return false;
-      }
-      if (!kv.second.IsSequence()) {
-        *why = path + ": layer '" + d.name + "': a list of categories is expected";
-        return false;
-      }
-      for (const auto &c : kv.second) {
-        const std::string cat = c.as<std::string>();
-        if (!seen_cat.insert(cat).second) {
-          *why = path + ": category '" + cat + "' is in two layers";
-          return false;
-        }
-        d.categories.push_back(cat);
-      }
-      out.push_back(std::move(d));
-    }
-    if (out.size() > 32) {
-      *why = path + ": more than 32 layers";
-      return false;
-    }
-    layers_ = std::move(out);
-    return true;
-  } catch (const std::exception &e) {
-    *why = path + ": " + e.what();
+  const detail::yaml_value *l = nullptr;
+  for (size_t i = 0; root.is_map() && !l && i + 1 < root.items.size(); i += 2)
+    if (root.items[i].is_scalar() && root.items[i].text == "layers") l = &root.items[i + 1];
+  if (!l || !l->is_map()) {
+    *why = path + ": no `layers` map (layers: {NAME: [CATEGORY, ...], ...})";
     return false;
   }
+  // A name or category reads as YAML text: `~` is "null"; a list or map is not one.
+  const auto single = [](const detail::yaml_value &v, std::string *out) {
+    if (v.is_sequence() || v.is_map()) return false;
+    *out = v.is_null() ? "null" : v.text;
+    return true;
+  };
+  std::vector<layer_def> out;
+  std::set<std::string> seen_cat, seen_name;
+  for (size_t i = 0; i + 1 < l->items.size(); i += 2) {
+    layer_def d;
+    const detail::yaml_value &cats = l->items[i + 1];
+    if (!single(l->items[i], &d.name) || d.name.empty() || d.name.find('+') != std::string::npos ||
+        !seen_name.insert(d.name).second) {
+      *why = path + ": layer '" + d.name + "': empty, repeated, holding '+' or not a name";
+      return false;
+    }
+    if (!cats.is_sequence()) {
+      *why = path + ": layer '" + d.name + "': a list of categories is expected";
+      return false;
+    }
+    for (const auto &c : cats.items) {
+      std::string cat;
+      if (!single(c, &cat)) {
+        *why = path + ": layer '" + d.name + "': an entry is not a category (" + c.text + ")";
+        return false;
+      }
+      if (!seen_cat.insert(cat).second) {
+        *why = path + ": category '" + cat + "' is in two layers";
+        return false;
+      }
+      d.categories.push_back(cat);
+    }
+    out.push_back(std::move(d));
+  }
+  if (out.size() > 32) {
+    *why = path + ": more than 32 layers";
+    return false;
+  }
+  layers_ = std::move(out);
+  return true;
 }
 
 event_class layer_table::classify(std::string_view cat, std::string_view name) const {

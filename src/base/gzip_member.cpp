@@ -49,7 +49,11 @@ struct member_encoder::state {
   z_stream zs{};
   bool zs_ready = false;
 #ifdef DFTRACE_HAVE_ISAL
-  isal_zstream isal{};
+  // Zero-filled at the encoder's first member, not here: isal_deflate_stateless_init leaves
+  // fields the stateless call reads (valgrind), but the stream is 80 KiB, cleared and faulted
+  // in for each encoder, the signal path's (which usually never compresses) included.
+  isal_zstream isal;
+  bool isal_cleared = false;
   // ISA-L's working memory for levels 1 to 3 (hundreds of KiB): not zero-filled here (ISA-L
   // initialises what it uses), so that an encoder costs no page until it compresses (the
   // signal path's, reserved in every process, usually never does).
@@ -213,6 +217,10 @@ bool member_encoder::encode_in_place(const char *text, size_t len, const member_
     case codec::isal: {
 #ifdef DFTRACE_HAVE_ISAL
       isal_zstream &zs = state_->isal;
+      if (!state_->isal_cleared) {
+        std::memset(static_cast<void *>(&zs), 0, sizeof zs);
+        state_->isal_cleared = true;
+      }
       isal_deflate_stateless_init(&zs);
       zs.level = static_cast<uint32_t>(level_);
       zs.level_buf = state_->isal_level_buf.get();

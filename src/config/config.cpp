@@ -2,8 +2,6 @@
 #include "config/config.hpp"
 #include "base/gpu_kinds.hpp"
 
-#include <yaml-cpp/yaml.h>
-
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -13,6 +11,7 @@
 
 #include "config/config_files.hpp"
 #include "config/messages.hpp"
+#include "config/yaml_tree.hpp"
 #include "dftrace/dftrace.h"
 
 namespace dftrace::detail {
@@ -531,14 +530,6 @@ void apply(config &c, const entry &e, const std::string &value, const std::strin
   }
 }
 
-std::string scalar_text(const YAML::Node &n) {
-  if (n.IsScalar()) return n.Scalar();
-  if (n.IsNull()) return "";
-  YAML::Emitter em;
-  em << YAML::Flow << n;
-  return em.c_str();
-}
-
 // One YAML file's walk: its name, where to report, and the line of each key seen so far (a key
 // set twice, "output: {prefix: a}" and "output.prefix: b" alike, is said once with the winner).
 struct yaml_walk {
@@ -549,48 +540,46 @@ struct yaml_walk {
 
 // The text of a rules key (categories, aggregation.rules, output.sample): a map {path: bool}
 // ({path: N} for output.sample), a list ["-comm", "+comm.all_reduce"], or a string.
-std::string rules_text(const std::string &key, const YAML::Node &value, yaml_walk &w) {
+std::string rules_text(const std::string &key, const yaml_value &value, yaml_walk &w) {
   std::string rules;
   const bool counts = key == "output.sample";
-  if (value.IsMap()) {
-    for (auto r = value.begin(); r != value.end(); ++r) {
+  if (value.is_map()) {
+    for (size_t i = 0; i + 1 < value.items.size(); i += 2) {
       bool b;
-      const YAML::Node rule_key = r->first;
-      const YAML::Node rule_value = r->second;
-      const std::string path = rule_key.as<std::string>("");
-      if (counts && rule_value.IsScalar()) {  // sample_key checks the count
-        rules += (rules.empty() ? "" : ",") + path + "=" + rule_value.Scalar();
+      const std::string &path = value.items[i].text;
+      const yaml_value &rule_value = value.items[i + 1];
+      if (counts && rule_value.is_scalar()) {  // sample_key checks the count
+        rules += (rules.empty() ? "" : ",") + path + "=" + rule_value.text;
         continue;
       }
-      if (!rule_value.IsScalar() || !parse_bool(rule_value.Scalar(), &b)) {
+      if (!rule_value.is_scalar() || !parse_bool(rule_value.text, &b)) {
         w.msgs.warn("%s: key '%s.%s': value '%s' is not a %s; ignored", w.file.c_str(), key.c_str(),
-                    path.c_str(), scalar_text(rule_value).c_str(), counts ? "count" : "boolean");
+                    path.c_str(), rule_value.text.c_str(), counts ? "count" : "boolean");
         continue;
       }
       rules += (rules.empty() ? "" : ",") + std::string(b ? "+" : "-") + path;
     }
-  } else if (value.IsSequence()) {
-    for (const auto &r : value) rules += (rules.empty() ? "" : ",") + scalar_text(r);
+  } else if (value.is_sequence()) {
+    for (const auto &r : value.items) rules += (rules.empty() ? "" : ",") + r.text;
   } else {
-    rules = scalar_text(value);
+    rules = value.text;
   }
   return rules;
 }
 
-void apply_yaml_node(config &c, const YAML::Node &node, const std::string &prefix, yaml_walk &w) {
+void apply_yaml_node(config &c, const yaml_value &node, const std::string &prefix, yaml_walk &w) {
   const std::string &file = w.file;
   const std::string source = "yaml " + file;
-  for (auto it = node.begin(); it != node.end(); ++it) {
-    // Copies: yaml-cpp's iterator hands out a temporary pair, so a reference would dangle.
-    const YAML::Node key_node = it->first;
-    const YAML::Node value = it->second;
-    const std::string key = (prefix.empty() ? "" : prefix + ".") + key_node.as<std::string>("");
+  for (size_t i = 0; i + 1 < node.items.size(); i += 2) {
+    const yaml_value &key_node = node.items[i];
+    const yaml_value &value = node.items[i + 1];
+    const std::string key = (prefix.empty() ? "" : prefix + ".") + key_node.text;
     if (adds_up(key)) {
       if (const entry *e = find_entry(key))
         apply(c, *e, rules_text(key, value, w), source, file, w.msgs);
       continue;
     }
-    if (value.IsMap()) {
+    if (value.is_map()) {
       apply_yaml_node(c, value, key, w);
       continue;
     }
@@ -603,30 +592,30 @@ void apply_yaml_node(config &c, const YAML::Node &node, const std::string &prefi
                                   : suggestion(key).c_str());
       continue;
     }
-    const int line = key_node.Mark().line + 1;
+    const int line = key_node.line;
     auto [at, first] = w.seen.emplace(key, line);
     if (!first) {
       w.msgs.warn("%s: key '%s' is set twice (lines %d and %d); the later one, line %d, wins",
                   file.c_str(), key.c_str(), at->second, line, line);
       at->second = line;
     }
-    if (key == "gpu.kinds" && value.IsSequence()) {  // [kernel, memcpy] as well as "kernel,memcpy"
+    if (key == "gpu.kinds" && value.is_sequence()) {  // [kernel, memcpy] as well as "kernel,memcpy"
       std::string list;
-      for (const auto &item : value) list += (list.empty() ? "" : ",") + scalar_text(item);
+      for (const auto &item : value.items) list += (list.empty() ? "" : ",") + item.text;
       apply(c, *e, list, source, file, w.msgs);
       continue;
     }
-    if (!value.IsScalar() && !value.IsNull()) {
+    if (!value.is_scalar() && !value.is_null()) {
       w.msgs.warn("%s: key '%s': value '%s' is not a single value; keeping %s", file.c_str(),
-                  key.c_str(), scalar_text(value).c_str(), e->get(c).c_str());
+                  key.c_str(), value.text.c_str(), e->get(c).c_str());
       continue;
     }
-    apply(c, *e, scalar_text(value), source, file, w.msgs);
+    apply(c, *e, value.text, source, file, w.msgs);
   }
 }
 
 void apply_yaml_file(config &c, const std::string &file, config_messages &msgs) {
-  YAML::Node root;
+  yaml_value root;
   std::string why;
   switch (load_yaml_file(file, &root, &why)) {
     case yaml_load::ok: break;
@@ -645,8 +634,8 @@ void apply_yaml_file(config &c, const std::string &file, config_messages &msgs) 
                 why.c_str());
       return;
   }
-  if (root.IsNull()) return;
-  if (!root.IsMap()) {
+  if (root.is_null()) return;
+  if (!root.is_map()) {
     msgs.warn("%s: the top level is not a mapping of keys; ignoring this file", file.c_str());
     return;
   }

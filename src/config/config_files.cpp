@@ -5,7 +5,6 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <yaml-cpp/yaml.h>
 
 #include <cctype>
 #include <cerrno>
@@ -13,6 +12,7 @@
 
 #include "config/config.hpp"
 #include "config/messages.hpp"
+#include "config/yaml_tree.hpp"
 
 namespace dftrace::detail {
 
@@ -80,7 +80,7 @@ file_read read_regular_file(const std::string &path, size_t max_bytes, std::stri
   return result;
 }
 
-yaml_load load_yaml_file(const std::string &path, YAML::Node *root, std::string *why) {
+yaml_load load_yaml_file(const std::string &path, yaml_value *root, std::string *why) {
   std::string text;
   switch (read_regular_file(path, k_config_file_max_bytes, &text, why)) {
     case file_read::ok: break;
@@ -90,34 +90,15 @@ yaml_load load_yaml_file(const std::string &path, YAML::Node *root, std::string 
     case file_read::too_large:
     case file_read::unreadable: return yaml_load::unreadable;
   }
-  try {
-    *root = YAML::Load(text);
-    return yaml_load::ok;
-  } catch (const YAML::Exception &e) {
-    *why = "line " + std::to_string(e.mark.line + 1) + ", column " +
-           std::to_string(e.mark.column + 1) + ": " + e.msg;
-  } catch (const std::exception &e) {
-    *why = e.what();
-  }
-  return yaml_load::not_yaml;
+  return parse_yaml(text, root, why) ? yaml_load::ok : yaml_load::not_yaml;
 }
 
 namespace {
 
-std::string scalar_or_flow(const YAML::Node &n) {
-  if (n.IsScalar()) return n.Scalar();
-  if (n.IsNull()) return "";
-  YAML::Emitter em;
-  em << YAML::Flow << n;
-  return em.c_str();
-}
-
-void read_rules(config &c, const YAML::Node &root, const std::string &file, config_messages &msgs) {
-  for (auto it = root.begin(); it != root.end(); ++it) {
-    // Copies: yaml-cpp's iterator hands out a temporary pair, so a reference would dangle.
-    const YAML::Node key_node = it->first;
-    const YAML::Node value = it->second;
-    std::string key = key_node.as<std::string>("");
+void read_rules(config &c, const yaml_value &root, const std::string &file, config_messages &msgs) {
+  for (size_t i = 0; i + 1 < root.items.size(); i += 2) {
+    const yaml_value &value = root.items[i + 1];
+    std::string key = root.items[i].text;
     for (char &ch : key) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     std::vector<std::string> *list = key == "inclusion"   ? &c.aggregation_include
                                      : key == "exclusion" ? &c.aggregation_exclude
@@ -126,17 +107,17 @@ void read_rules(config &c, const YAML::Node &root, const std::string &file, conf
       msgs.warn("%s: key '%s' is not inclusion or exclusion; ignored", file.c_str(), key.c_str());
       continue;
     }
-    if (value.IsScalar()) {
-      list->push_back(value.Scalar());
-    } else if (value.IsSequence()) {
-      for (const auto &r : value) {
-        if (r.IsScalar())
-          list->push_back(r.Scalar());
+    if (value.is_scalar()) {
+      list->push_back(value.text);
+    } else if (value.is_sequence()) {
+      for (const auto &r : value.items) {
+        if (r.is_scalar())
+          list->push_back(r.text);
         else
           msgs.warn("%s: an entry of '%s' is not a rule (%s); ignored", file.c_str(), key.c_str(),
-                    scalar_or_flow(r).c_str());
+                    r.text.c_str());
       }
-    } else if (!value.IsNull()) {
+    } else if (!value.is_null()) {
       msgs.warn("%s: '%s' is not a list of rules; ignored", file.c_str(), key.c_str());
     }
   }
@@ -148,7 +129,7 @@ void read_rules_file(config &c, config_messages &msgs) {
   // The expressions are compiled later (writer/event_rules.hpp), which reports their mistakes.
   const std::string &file = c.aggregation_file;
   const std::string what = "aggregation.file: " + file;
-  YAML::Node root;
+  yaml_value root;
   std::string why;
   switch (load_yaml_file(file, &root, &why)) {
     case yaml_load::ok: break;
@@ -162,7 +143,7 @@ void read_rules_file(config &c, config_messages &msgs) {
       msgs.warn("%s can not be read (%s); no rules from it", what.c_str(), why.c_str());
       return;
   }
-  if (!root.IsMap()) {
+  if (!root.is_map()) {
     msgs.warn("%s is not a map of inclusion and exclusion lists; no rules from it", what.c_str());
     return;
   }

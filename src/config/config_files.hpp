@@ -6,13 +6,10 @@
 #include <cstddef>
 #include <string>
 
-namespace YAML {
-class Node;
-}
-
 namespace dftrace::detail {
 
 struct config;
+struct yaml_value;
 class config_messages;
 
 // The largest file the configuration reads (a configuration or rules file is a few KiB).
@@ -39,7 +36,7 @@ enum class yaml_load { ok, missing, not_a_file, unreadable, not_yaml };
 // Reads (as read_regular_file does) and parses a YAML file: ok with *root set, or the reason in
 // *why: "a FIFO" (not_a_file), "Permission denied" (missing, unreadable), "line 3, column 2:
 // ..." (not_yaml). Prints nothing; never throws.
-yaml_load load_yaml_file(const std::string &path, YAML::Node *root, std::string *why);
+yaml_load load_yaml_file(const std::string &path, yaml_value *root, std::string *why);
 
 // aggregation.file: DFTracer 2.x's rules file, {inclusion: [expr, ...], exclusion: [...]},
 // appended to c.aggregation_include / aggregation_exclude. Problems are one message each.

@@ -1,4 +1,5 @@
-// topology.cpp: CPU sets from the kernel, NUMA nodes, packages and GPU locality from hwloc.
+// topology.cpp: CPU sets from the kernel, NUMA nodes and packages from sysfs, and from hwloc (a
+// component, hwloc_probe.hpp) where GPUs may be.
 #include "topology/topology.hpp"
 
 #include <dirent.h>
@@ -10,13 +11,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <mutex>
 
 #include "base/format.hpp"
+#include "base/log.hpp"
 
-#ifdef DFTRACE_HAVE_HWLOC
-#include <hwloc.h>
-#endif
+#include "topology/hwloc_probe.hpp"
 
 namespace dftrace::detail {
 
@@ -154,6 +155,8 @@ std::vector<int> values_over(const std::vector<int> &of, const std::vector<int> 
   return out;
 }
 
+}  // namespace
+
 void add_affinity_warning(const std::vector<int> &cpus, const std::vector<int> &numa, bool bound,
                           std::vector<std::pair<std::string, std::string>> *out) {
   if (!bound || numa.size() <= 1) return;
@@ -163,6 +166,8 @@ void add_affinity_warning(const std::vector<int> &cpus, const std::vector<int> &
                     json_quote("the process is bound to CPUs " + json_int_list(cpus) +
                                " that span NUMA nodes " + numa_text));
 }
+
+namespace {
 
 void add_sys_properties(const std::vector<int> &cpus,
                         std::vector<std::pair<std::string, std::string>> *out) {
@@ -177,12 +182,11 @@ void add_sys_properties(const std::vector<int> &cpus,
   add_affinity_warning(cpus, numa, cpus.size() < t.online.size(), out);
 }
 
-#ifdef DFTRACE_HAVE_HWLOC
 // Whether hwloc is needed: to find GPUs (a GPU driver is loaded: NVIDIA's, or AMD's compute
 // device), or because hwloc is told to read a described machine (HWLOC_XMLFILE, HWLOC_SYNTHETIC).
-// Otherwise sysfs gives the same answers without loading hwloc's plugins (their X11, OpenCL and
-// PCI libraries, and the X servers the GL plugin tries to reach: tens of milliseconds in every
-// traced process).
+// Otherwise sysfs gives the same answers without loading hwloc (its library, libudev, and its
+// plugins: their X11, OpenCL and PCI libraries, and the X servers the GL plugin tries to reach:
+// tens of milliseconds in every traced process).
 bool hwloc_needed() {
   if (std::getenv("HWLOC_XMLFILE") || std::getenv("HWLOC_SYNTHETIC")) return true;
   if (::access("/dev/kfd", F_OK) == 0) return true;
@@ -196,94 +200,34 @@ bool hwloc_needed() {
   return false;
 }
 
-// Loads the topology once per process (a forked child keeps its parent's: the same machine).
-// I/O objects only where GPUs may be (to place them), and never through the GL (X servers) or
-// OpenCL components.
-hwloc_topology_t shared_topology() {
-  static hwloc_topology_t topo = [] {
-    hwloc_topology_t t = nullptr;
-    if (hwloc_topology_init(&t) != 0) return static_cast<hwloc_topology_t>(nullptr);
-    hwloc_topology_set_io_types_filter(t, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
-#if HWLOC_API_VERSION >= 0x00020100
-    hwloc_topology_set_components(t, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "gl");
-    hwloc_topology_set_components(t, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "opencl");
-#endif
-    if (hwloc_topology_load(t) != 0) {
-      hwloc_topology_destroy(t);
-      return static_cast<hwloc_topology_t>(nullptr);
-    }
-    return t;
-  }();
-  return topo;
-}
-
-// OS indices of the objects of `type` whose CPUs intersect `set`.
-std::vector<int> objects_touching(hwloc_topology_t topo, hwloc_obj_type_t type,
-                                  hwloc_const_cpuset_t set) {
-  std::vector<int> out;
-  const int n = hwloc_get_nbobjs_by_type(topo, type);
-  for (int i = 0; i < n; ++i) {
-    hwloc_obj_t o = hwloc_get_obj_by_type(topo, type, static_cast<unsigned>(i));
-    if (o && o->cpuset && hwloc_bitmap_intersects(o->cpuset, set))
-      out.push_back(o->os_index == HWLOC_UNKNOWN_INDEX ? static_cast<int>(o->logical_index)
-                                                       : static_cast<int>(o->os_index));
-  }
-  return out;
-}
-
-std::vector<int> nodeset_list(hwloc_const_nodeset_t ns) {
-  std::vector<int> out;
-  if (!ns) return out;
-  for (int i = hwloc_bitmap_first(ns); i >= 0; i = hwloc_bitmap_next(ns, i)) out.push_back(i);
-  return out;
-}
-
-void add_hwloc_properties(const std::vector<int> &cpus,
+// hwloc's answers through the probe (hwloc_probe.hpp); false when there is no probe or hwloc
+// could not load the topology (then sysfs answers).
+bool add_hwloc_properties(const std::vector<int> &cpus,
                           std::vector<std::pair<std::string, std::string>> *out) {
-  hwloc_topology_t topo = shared_topology();
-  if (!topo) return;
-  hwloc_bitmap_t set = hwloc_bitmap_alloc();
-  if (!set) return;
-  for (int c : cpus) hwloc_bitmap_set(set, static_cast<unsigned>(c));
-  const std::vector<int> numa = objects_touching(topo, HWLOC_OBJ_NUMANODE, set);
-  out->emplace_back("numa_node", json_int_list(numa));
-  out->emplace_back("package", json_int_list(objects_touching(topo, HWLOC_OBJ_PACKAGE, set)));
-  out->emplace_back("host_cores", std::to_string(hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE)));
-  out->emplace_back("host_pus", std::to_string(hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU)));
-  out->emplace_back("host_numa_nodes",
-                    std::to_string(hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE)));
-  out->emplace_back("host_packages",
-                    std::to_string(hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PACKAGE)));
-  // Bound: allowed fewer CPUs than the machine has (as hwloc sees it).
-  add_affinity_warning(cpus, numa,
-                       static_cast<int>(cpus.size()) < hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU),
-                       out);
-  // GPUs: OS devices that are GPUs or compute co-processors, with the NUMA nodes of their
-  // closest non-I/O ancestor.
-  std::string gpus;
-  for (hwloc_obj_t o = hwloc_get_next_osdev(topo, nullptr); o; o = hwloc_get_next_osdev(topo, o)) {
-    if (!o->attr) continue;
-    const auto kind = o->attr->osdev.type;
-    if (kind != HWLOC_OBJ_OSDEV_GPU && kind != HWLOC_OBJ_OSDEV_COPROC) continue;
-    hwloc_obj_t anc = hwloc_get_non_io_ancestor_obj(topo, o);
-    std::string pci;
-    for (hwloc_obj_t p = o->parent; p; p = p->parent) {
-      if (p->type == HWLOC_OBJ_PCI_DEVICE) {
-        char buf[32];
-        std::snprintf(buf, sizeof buf, "%04x:%02x:%02x.%01x", p->attr->pcidev.domain,
-                      p->attr->pcidev.bus, p->attr->pcidev.dev, p->attr->pcidev.func);
-        pci = buf;
-        break;
-      }
-    }
-    if (!gpus.empty()) gpus += ',';
-    gpus += "{\"name\":" + json_quote(o->name ? o->name : "") + ",\"pci\":" + json_quote(pci) +
-            ",\"numa_node\":" + json_int_list(nodeset_list(anc ? anc->nodeset : nullptr)) + "}";
+  std::string why;
+  const dftrace_hwloc_probe_fn probe = hwloc_probe(&why);
+  if (!probe) {
+    if (!why.empty())
+      log_once(log_level::warn, "hwloc probe",
+               "hwloc is needed here (GPUs, or a described machine) but %s; the header's "
+               "topology comes from sysfs, without gpu_numa",
+               why.c_str());
+    return false;
   }
-  if (!gpus.empty()) out->emplace_back("gpu_numa", "[" + gpus + "]");
-  hwloc_bitmap_free(set);
+  size_t len = 0;
+  std::unique_ptr<char, void (*)(void *)> text(probe(cpus.data(), cpus.size(), &len), std::free);
+  if (!text) return false;
+  // key\0value\0 ... up to an empty key
+  for (size_t at = 0; at < len && text.get()[at];) {
+    const std::string key = text.get() + at;
+    at += key.size() + 1;
+    if (at >= len) break;
+    const std::string value = text.get() + at;
+    at += value.size() + 1;
+    out->emplace_back(key, value);
+  }
+  return true;
 }
-#endif
 
 }  // namespace
 
@@ -295,12 +239,7 @@ std::vector<std::pair<std::string, std::string>> topology_properties(pid_t pid) 
     std::vector<int> cpus;
     if (!affinity_of(pid, &cpus)) return out;
     out.emplace_back("core_affinity", json_int_list(cpus));
-#ifdef DFTRACE_HAVE_HWLOC
-    if (hwloc_needed()) {
-      add_hwloc_properties(cpus, &out);
-      return out;
-    }
-#endif
+    if (hwloc_needed() && add_hwloc_properties(cpus, &out)) return out;
     add_sys_properties(cpus, &out);
   } catch (...) {
     // A header without topology is better than no trace.

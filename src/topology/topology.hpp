@@ -19,6 +19,10 @@ std::vector<std::pair<std::string, std::string>> topology_properties(pid_t pid);
 // CPUs; empty otherwise.
 std::string thread_affinity_json();
 
+// Adds the affinity_warning line when a bound process's CPUs span several NUMA nodes.
+void add_affinity_warning(const std::vector<int> &cpus, const std::vector<int> &numa, bool bound,
+                          std::vector<std::pair<std::string, std::string>> *out);
+
 // Formats a sorted list of CPU indices as a JSON array.
 std::string cpu_list_json(const std::vector<int> &cpus);
 

@@ -23,6 +23,11 @@ extern std::atomic<int> g_trace_fd;
 // When `fd` is the trace file's descriptor: the file is moved to another number and `fd` is
 // closed (the application is about to put something there), true. False otherwise.
 bool release_trace_fd(int fd);
+// Grows the process's descriptor table up to the floor now, while the process may still have
+// one thread: growing it later, when the file is created and the writer thread shares the
+// table, makes the kernel wait for an RCU grace period (10 to 20 ms on a small VM, most of a
+// short traced process's life). Called before the writer thread starts. No allocation.
+void grow_descriptor_table();
 
 // Calls other than path() and failed() are made under the writer's I/O lock (one at a time).
 class output_file {

@@ -63,6 +63,7 @@ bool writer::start_thread() {
   // queue_mutex_ held by the caller
   if (thread_started_ || stop_) return thread_started_;
   const async_signals_blocked no_handlers;  // the application's handlers stay on its threads
+  grow_descriptor_table();  // before the table is shared with the thread (output_file.hpp)
   try {
     thread_ = std::thread([this] { run(); });
   } catch (...) {  // std::system_error (EAGAIN: no memory for its stack) or std::bad_alloc

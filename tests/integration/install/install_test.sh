@@ -24,6 +24,12 @@ cmake -S "$src/consumer" -B "$tmp/cb" -DCMAKE_PREFIX_PATH="$tmp/prefix" >/dev/nu
 cmake --build "$tmp/cb" >/dev/null
 LD_LIBRARY_PATH="$libdir" DFTRACE_ENABLE=1 DFTRACE_LOG_FILE="$tmp/out/a" "$tmp/cb/consumer"
 has_line "$(ls "$tmp"/out/a-consumer-*-app.pfw.gz)" '"name":"forward","cat":"compute"'
+# The YAML parser is a component installed beside the library and opened from there when a
+# configuration file is read (src/config/yaml_tree.hpp).
+test -f "$libdir/libdftrace_yaml.so"
+printf 'output:\n  prefix: %s\n' "$tmp/out/y" >"$tmp/conf.yaml"
+LD_LIBRARY_PATH="$libdir" DFTRACE_ENABLE=1 DFTRACE_CONFIG="$tmp/conf.yaml" "$tmp/cb/consumer"
+has_line "$(ls "$tmp"/out/y-consumer-*-app.pfw.gz)" '"name":"forward","cat":"compute"'
 export PKG_CONFIG_PATH="$libdir/pkgconfig"
 # shellcheck disable=SC2046
 cc -std=c99 "$src/consumer/consumer.c" $(pkg-config --cflags --libs dftrace) -o "$tmp/cc"

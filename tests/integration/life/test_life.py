@@ -99,6 +99,109 @@ def test_a_traced_echo_loads_no_hwloc_plugin(tmp_path):
     assert not plugins, plugins
 
 
+# ------------------------------------------------------------------ what a traced process loads
+
+# Libraries only some processes need: yaml-cpp (a YAML file to read), hwloc and libudev (GPUs,
+# or a described machine), the shared C++ runtime (dftrace has its own inside), and the
+# components that bring them.
+ON_DEMAND = ("libdftrace_yaml.so", "libyaml-cpp.so", "libdftrace_hwloc.so", "libhwloc.so",
+             "libudev.so", "libstdc++.so")
+
+
+def loaded_libraries(tmp_path, cmd=("/usr/bin/echo", "hello"), **extra):
+    """The shared objects the dynamic loader opened in a traced (preloaded) process, its output
+    to a file so that dftrace initialises and writes its trace; and that trace's events."""
+    traces = tmp_path / "traces"
+    traces.mkdir(exist_ok=True)
+    env = clean_env(LD_PRELOAD=os.environ["DFTRACE_IO_LIB"], DFTRACE_ENABLE="1",
+                    LD_DEBUG="files", LD_DEBUG_OUTPUT=str(tmp_path / "ld"), **extra)
+    env.setdefault("DFTRACE_LOG_FILE", str(traces / "t"))
+    with open(tmp_path / "out.txt", "w") as out:
+        p = subprocess.run(list(cmd), stdout=out, stderr=subprocess.PIPE, text=True, env=env,
+                           timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert "dftrace" not in p.stderr, p.stderr
+    assert (tmp_path / "out.txt").read_text() == "hello\n"
+    logs = glob.glob(str(tmp_path / "ld.*"))
+    assert logs, "LD_DEBUG_OUTPUT wrote nothing"
+    opened = set()
+    for log in logs:
+        for line in open(log):
+            # "     12345:	file=libz.so.1 [0];  needed by ..." / "...;  dynamically loaded by ..."
+            if "file=" in line and ("needed by" in line or "dynamically loaded by" in line):
+                opened.add(os.path.basename(line.split("file=", 1)[1].split()[0]))
+    return opened, tc.load(tc.only_file(str(traces)))
+
+
+def on_demand(opened):
+    return sorted(o for o in opened if o.startswith(ON_DEMAND))
+
+
+def test_a_traced_echo_loads_no_library_it_does_not_need(tmp_path):
+    if os.path.exists("/dev/kfd") or glob.glob("/proc/driver/nvidia/gpus/*"):
+        pytest.skip("a GPU driver is loaded: hwloc is needed here to place the GPUs")
+    opened, ev = loaded_libraries(tmp_path)
+    assert "libdftrace.so.0" in opened, sorted(opened)  # the log is what we think it is
+    assert on_demand(opened) == [], sorted(opened)
+    # and the trace is whole: it says where the process ran, and has the echo's write
+    pr, _ = tc.pr_values(ev)
+    assert pr["host_pus"] == os.cpu_count() and "numa_node" in pr, pr
+    assert any(e.get("cat") == "STDIO" for e in ev), ev
+
+
+def test_a_yaml_configuration_loads_the_parser_and_is_read(tmp_path):
+    conf = tmp_path / "conf.yaml"
+    conf.write_text("output:\n  prefix: %s\n  cmdline: exec\ncategories: [\"-POSIX\"]\n"
+                    % (tmp_path / "traces" / "from_yaml"))
+    opened, ev = loaded_libraries(tmp_path, DFTRACE_CONFIG=str(conf), DFTRACE_LOG_FILE="")
+    assert "libdftrace_yaml.so" in opened, sorted(opened)
+    assert any(o.startswith("libyaml-cpp.so") for o in opened), sorted(opened)
+    names = os.listdir(tmp_path / "traces")
+    assert len(names) == 1 and names[0].startswith("from_yaml-echo-"), names
+    sh = [e["args"]["name"] for e in ev if e.get("ph") == "M" and e["name"] == "SH"]
+    assert "/usr/bin/echo" in sh and not any("hello" in n for n in sh), sh  # cmdline: exec
+
+
+def test_a_described_machine_loads_hwloc_and_is_read(tmp_path):
+    if os.environ.get("DFTRACE_TEST_HWLOC") != "1":
+        pytest.skip("this build has no hwloc (its pkg-config file was not found)")
+    opened, ev = loaded_libraries(tmp_path, HWLOC_SYNTHETIC="pack:3 core:2 pu:1")
+    assert "libdftrace_hwloc.so" in opened, sorted(opened)
+    assert any(o.startswith("libhwloc.so") for o in opened), sorted(opened)
+    pr, _ = tc.pr_values(ev)
+    assert (pr["host_packages"], pr["host_cores"], pr["host_pus"]) == (3, 6, 6), pr
+
+
+def test_the_descriptor_table_grows_before_the_writer_thread_shares_it(tmp_path):
+    # Growing the table of a process whose threads share it waits for an RCU grace period
+    # (10 to 20 ms): the trace file's high descriptor is made room for while there is one thread.
+    strace = shutil.which("strace")
+    if not strace:
+        pytest.skip("strace is not installed (scripts/setup-debian.sh installs it)")
+    if resource.getrlimit(resource.RLIMIT_NOFILE)[0] <= 1000:
+        pytest.skip("the descriptor limit is below dftrace's floor: the file goes below it")
+    (tmp_path / "traces").mkdir()
+    log = tmp_path / "strace.log"
+    # Only the echo is traced: `env` sets its environment after strace started.
+    with open(tmp_path / "out.txt", "w") as out:
+        p = subprocess.run([strace, "-f", "-qq", "-o", str(log), "-e",
+                            "trace=clone,clone3,fcntl", "env",
+                            "LD_PRELOAD=" + os.environ["DFTRACE_IO_LIB"], "DFTRACE_ENABLE=1",
+                            "DFTRACE_LOG_FILE=" + str(tmp_path / "traces" / "t"),
+                            "/usr/bin/echo", "hello"],
+                           stdout=out, stderr=subprocess.PIPE, text=True, env=clean_env(),
+                           timeout=120)
+    if p.returncode != 0 and "ptrace" in p.stderr:
+        pytest.skip("strace can not trace here: " + p.stderr.strip())
+    assert p.returncode == 0, p.stderr
+    calls = log.read_text().splitlines()
+    high = [i for i, c in enumerate(calls) if "F_DUPFD_CLOEXEC, 1000)" in c]
+    threads = [i for i, c in enumerate(calls) if "clone" in c]
+    assert high and threads, calls
+    assert high[0] < threads[0], calls
+    assert len(tc.load(tc.only_file(str(tmp_path / "traces")))) > 0
+
+
 # ------------------------------------------------------------------ signals
 
 LOOP = textwrap.dedent("""
