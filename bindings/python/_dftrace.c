@@ -939,6 +939,32 @@ static PyObject *node_instant(NodeObject *self, PyObject *const *argv, Py_ssize_
   Py_RETURN_NONE;
 }
 
+/* _complete(start_ns, end_ns, track, args=None): a complete event with explicit times
+ * (now_ns() clock) on a track (a thread id), written from any thread: work that begins on one
+ * thread and ends on another (a DDP bucket's reduction, ended on the backend's thread). */
+static PyObject *node_complete(NodeObject *self, PyObject *const *argv, Py_ssize_t n) {
+  if (n < 3 || n > 4) {
+    warn("_complete needs a start, an end, a track and optional args (ignored)");
+    Py_RETURN_NONE;
+  }
+  const unsigned long long start = PyLong_AsUnsignedLongLong(argv[0]);
+  const unsigned long long end = PyLong_AsUnsignedLongLong(argv[1]);
+  const long long track = PyLong_AsLongLong(argv[2]);
+  if (PyErr_Occurred()) {
+    warn_and_clear("_complete");
+    Py_RETURN_NONE;
+  }
+  if (!use_wanted(self->node, self->enable)) Py_RETURN_NONE;
+  materialize(self);
+  arg_list a = {NULL, 0};
+  if (args_copy(&a, &self->args) < 0) return PyErr_NoMemory();
+  if (n > 3 && argv[3] != Py_None) args_add_dict(&a, argv[3]);
+  dftrace_event_complete(self->node, (uint64_t)start, (uint64_t)end, (int64_t)track, a.v,
+                         (size_t)a.n);
+  args_free(&a);
+  Py_RETURN_NONE;
+}
+
 /* _counter(series, value): a counter sample named after the node. */
 static PyObject *node_counter(NodeObject *self, PyObject *const *argv, Py_ssize_t n) {
   if (n != 2) {
@@ -1028,6 +1054,7 @@ static PyMethodDef node_methods[] = {
     {"_end", (PyCFunction)node_end, METH_O, NULL},
     {"_instant", (PyCFunction)(void (*)(void))node_instant, METH_FASTCALL, NULL},
     {"_counter", (PyCFunction)(void (*)(void))node_counter, METH_FASTCALL, NULL},
+    {"_complete", (PyCFunction)(void (*)(void))node_complete, METH_FASTCALL, NULL},
     {NULL, NULL, 0, NULL}};
 
 static PyGetSetDef node_getset[] = {
@@ -1233,6 +1260,7 @@ NOARGS_FUNCTION(output_path, str_or_none(dftrace_output_path()))
 NOARGS_FUNCTION(config_describe, str_or_none(dftrace_config_describe()))
 NOARGS_FUNCTION(version, str_or_none(dftrace_version()))
 NOARGS_FUNCTION(now_ns, PyLong_FromUnsignedLongLong(dftrace_now_ns()))
+NOARGS_FUNCTION(trace_time_ns, PyLong_FromUnsignedLongLong(dftrace_trace_time_ns()))
 NOARGS_FUNCTION(events_written, PyLong_FromUnsignedLongLong(dftrace_events_written()))
 NOARGS_FUNCTION(events_dropped, PyLong_FromUnsignedLongLong(dftrace_events_dropped()))
 NOARGS_FUNCTION(open_depth, PyLong_FromLong(t_depth))
@@ -1429,6 +1457,8 @@ static PyMethodDef module_methods[] = {
     {"version", mod_version, METH_NOARGS, "The library's version."},
     {"status_string", mod_status_string, METH_O, "Name of a status code."},
     {"now_ns", mod_now_ns, METH_NOARGS, "The tracer's clock (monotonic ns)."},
+    {"trace_time_ns", mod_trace_time_ns, METH_NOARGS,
+     "The trace's time base (ns since the Unix epoch): what ts is written from."},
     {"events_written", mod_events_written, METH_NOARGS, NULL},
     {"events_dropped", mod_events_dropped, METH_NOARGS, NULL},
     {"metadata", (PyCFunction)(void (*)(void))mod_metadata, METH_FASTCALL,
