@@ -23,8 +23,9 @@ import pytest
 from conftest import PYTHON, read_traces
 
 torch = pytest.importorskip("torch", reason="python3-torch is not installed (scripts/setup-debian.sh test)")
-if not (torch.distributed.is_available() and torch.distributed.is_gloo_available()):
-    pytest.skip("this torch has no gloo backend", allow_module_level=True)
+pytestmark = pytest.mark.skipif(
+    not (torch.distributed.is_available() and torch.distributed.is_gloo_available()),
+    reason="this torch has no gloo backend")
 
 SKEW_NS = 5 * 10**9  # rank 1's trace clock runs 5 s ahead
 
@@ -403,3 +404,76 @@ def test_spawned_ddp_under_dftrace_run(spawn):
         others = [e for e in t.named("all_reduce") if "bucket" not in e["args"]]
         assert len(others) == 1 and len(buckets) == sum(
             len([e for e in buckets if s["ts"] <= e["ts"] <= s["ts"] + s["dur"]]) for s in steps)
+
+
+FOUR = r"""
+import os
+import torch
+import torch.distributed as dist
+from dftrace import ai
+import dftrace.torch as dt
+
+dt.instrument_distributed()
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+odd = dist.new_group([1, 3])
+with ai.pipeline.train:
+    if rank in (1, 3):
+        dist.all_reduce(torch.ones(4, dtype=torch.float64), group=odd)
+    dist.all_gather([torch.zeros(3) for _ in range(4)], torch.ones(3), async_op=True).wait()
+    for _ in range(5):
+        dist.barrier()
+dist.destroy_process_group()
+"""
+SKEWS = {0: 0, 1: -3 * 10**9, 2: 2 * 10**9, 3: 7 * 10**9}
+
+
+@pytest.fixture(scope="module")
+def four(tmp_path_factory):
+    """4 ranks launched by hand, three of them with skewed clocks, one subgroup."""
+    d = tmp_path_factory.mktemp("four")
+    script = d / "four.py"
+    script.write_text(FOUR)
+    port = free_port()
+    procs = []
+    for rank in range(4):
+        env = dict(clean_env(), RANK=str(rank), WORLD_SIZE="4", MASTER_ADDR="127.0.0.1",
+                   MASTER_PORT=str(port), DFTRACE_ENABLE="1", DFTRACE_LOG_FILE=str(d / "t"),
+                   DFTRACE_TEST_CLOCK_SKEW_NS=str(SKEWS[rank]), DFTRACE_TORCH_CLOCK_ROUNDS="4")
+        procs.append(subprocess.Popen([PYTHON, str(script)], cwd=str(d), env=env, text=True,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, out + err
+    return {"dir": d, "traces": {pr_lines(t)["rank"]: t for t in read_traces(str(d))}}
+
+
+def test_four_ranks_subgroup_and_clocks(four):
+    assert sorted(four["traces"]) == [0, 1, 2, 3]
+    for rank, t in four["traces"].items():
+        (train,) = t.named("train")
+        sub = t.named("all_reduce")
+        if rank in (1, 3):  # the subgroup's size and this rank's rank in it
+            assert [(e["args"]["comm_size"], e["args"]["comm_rank"], e["args"]["bytes"]) for e in sub] == \
+                [(2, (rank - 1) // 2, 32)]
+        else:
+            assert sub == []
+        (g,) = t.named("all_gather")
+        assert (g["args"]["comm_size"], g["args"]["comm_rank"], g["args"]["bytes"]) == (4, rank, 12)
+        (w,) = t.named("wait")
+        assert w["args"]["comm_id"] == g["args"]["comm_id"] and w["args"]["op"] == "all_gather"
+        bars = [e for e in t.named("barrier") if e["args"]["p_idx"] == train["id"]]
+        assert len(bars) == 5
+        pr = pr_lines(t)
+        assert pr["clock_sync_rounds"] == (0 if rank == 0 else 4)
+        assert abs(pr["clock_offset_ns"] + SKEWS[rank]) <= pr["clock_offset_uncertainty_ns"] + 200_000, (rank, pr)
+    # merged: each barrier begins on every rank before it ends on any (within the uncertainties)
+    files = [four["traces"][r].path for r in range(4)]
+    merged = str(four["dir"] / "merged.pfw.gz")
+    p = subprocess.run([cli(), "merge", "-o", merged] + files, capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    b = barriers(merged)
+    unc_us = sum(pr_lines(four["traces"][r])["clock_offset_uncertainty_ns"] for r in range(4)) / 1000
+    assert len(b) == 4 and all(len(v) == 5 for v in b.values()), b
+    for i in range(5):
+        assert max(v[i][0] for v in b.values()) <= min(v[i][1] for v in b.values()) + unc_us + 300, (i, b)

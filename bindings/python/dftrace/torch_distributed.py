@@ -348,11 +348,15 @@ def _bucket_args(state: _HookState, bucket) -> Dict[str, Any]:
             "comm_rank": rank, "hook": state.name, "async_op": True}
 
 
+# DDP model -> the state of its hook (kept out of the model, which pickles its attributes)
+_ddp_hooked: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
 def instrument_ddp(model) -> bool:
     """Installs the bucket-recording hook on a DistributedDataParallel model built before
     instrument_distributed() (models built after it get it when they are built). False when
     the model has a communication hook already (its buckets are then not recorded)."""
-    if "_dftrace_hook" in model.__dict__:
+    if model in _ddp_hooked:
         return True
     state = _HookState(getattr(model, "process_group", None) or
                        dist.distributed_c10d._get_default_group())
@@ -362,7 +366,7 @@ def instrument_ddp(model) -> bool:
         register(model, state, _bucket_hook)
     except RuntimeError:  # a hook is there already (registered only once): leave it alone
         return False
-    model.__dict__["_dftrace_hook"] = state
+    _ddp_hooked[model] = state
     return True
 
 
@@ -381,7 +385,7 @@ def _ddp_patches() -> List[Any]:
 
     def make_register(original):
         def register_comm_hook(self, state, hook):
-            mine = self.__dict__.get("_dftrace_hook")
+            mine = _ddp_hooked.get(self)
             if mine is None:
                 return original(self, state, hook)
             if mine.user is not None:  # as torch says on a second registration
@@ -398,7 +402,7 @@ def _ddp_patches() -> List[Any]:
 
     def make_builtin(original):
         def _register_builtin_comm_hook(self, comm_hook_type):
-            mine = self.__dict__.get("_dftrace_hook")
+            mine = _ddp_hooked.get(self)
             if mine is None:
                 return original(self, comm_hook_type)
             from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
