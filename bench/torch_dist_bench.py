@@ -30,7 +30,7 @@ def wrapper_cost(calls: int, repeat: int) -> None:
     t = torch.ones(4)
     nothing = lambda *a, **k: None  # noqa: E731
     traced = td._recorded("all_reduce", td._all_reduce, nothing)
-    td._groups[None] = (2, 0)  # as if a group of 2 were set up: what _group() caches
+    td._groups[None] = (("comm_size", 2), ("comm_rank", 0))  # as _group() caches a group of 2
     plain, wrapped = [], []
     for _ in range(repeat):
         for fn, out in ((nothing, plain), (traced, wrapped)):

@@ -1354,24 +1354,17 @@ static PyObject *mod_region_arg_int(PyObject *m, PyObject *args) {
   Py_RETURN_NONE;
 }
 
-/* region_arg(region, key, value): an argument of any supported type (int, float, bool, str,
- * numpy scalar; other objects as their str()) on the innermost open region of this thread. */
-static PyObject *mod_region_arg(PyObject *m, PyObject *const *argv, Py_ssize_t n) {
-  (void)m;
-  if (n != 3) {
-    warn("region_arg needs a region, a key and a value (ignored)");
-    Py_RETURN_NONE;
-  }
-  const dftrace_region_t region = region_of(argv[0]);
-  if (!region || argv[2] == Py_None) Py_RETURN_NONE;
+/* One argument of any supported type on an open region; 0, or -1 with the error cleared. */
+static int region_arg_one(dftrace_region_t region, PyObject *k, PyObject *v, const char *what) {
+  if (v == Py_None) return 0;
   PyObject *kh = NULL;
-  const char *key = key_utf8(argv[1], &kh);
+  const char *key = key_utf8(k, &kh);
   dftrace_arg_t a;
   memset(&a, 0, sizeof a);
-  if (!key || convert_value(argv[2], &a) < 0) {
+  if (!key || convert_value(v, &a) < 0) {
     Py_XDECREF(kh);
-    warn_and_clear("region_arg");
-    Py_RETURN_NONE;
+    warn_and_clear(what);
+    return -1;
   }
   switch (a.type) {
     case DFTRACE_ARG_INT: dftrace_region_arg_int(region, key, a.value.i); break;
@@ -1385,6 +1378,40 @@ static PyObject *mod_region_arg(PyObject *m, PyObject *const *argv, Py_ssize_t n
     default: break;
   }
   Py_XDECREF(kh);
+  return 0;
+}
+
+/* region_arg(region, key, value): an argument of any supported type (int, float, bool, str,
+ * numpy scalar; other objects as their str()) on the innermost open region of this thread. */
+static PyObject *mod_region_arg(PyObject *m, PyObject *const *argv, Py_ssize_t n) {
+  (void)m;
+  if (n != 3) {
+    warn("region_arg needs a region, a key and a value (ignored)");
+    Py_RETURN_NONE;
+  }
+  const dftrace_region_t region = region_of(argv[0]);
+  if (region) region_arg_one(region, argv[1], argv[2], "region_arg");
+  Py_RETURN_NONE;
+}
+
+/* region_args(region, pairs): region_arg for each (key, value) of a tuple, in one call (the
+ * arguments of a torch.distributed call: 8 calls cost 0.4 us more). */
+static PyObject *mod_region_args(PyObject *m, PyObject *const *argv, Py_ssize_t n) {
+  (void)m;
+  if (n != 2 || !PyTuple_Check(argv[1])) {
+    warn("region_args needs a region and a tuple of (key, value) pairs (ignored)");
+    Py_RETURN_NONE;
+  }
+  const dftrace_region_t region = region_of(argv[0]);
+  if (!region) Py_RETURN_NONE;
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(argv[1]); ++i) {
+    PyObject *pair = PyTuple_GET_ITEM(argv[1], i);
+    if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
+      warn("region_args: item %zd is not a (key, value) pair (ignored)", i);
+      continue;
+    }
+    region_arg_one(region, PyTuple_GET_ITEM(pair, 0), PyTuple_GET_ITEM(pair, 1), "region_args");
+  }
   Py_RETURN_NONE;
 }
 
@@ -1467,6 +1494,7 @@ static PyMethodDef module_methods[] = {
      "process_property(key, value): a process property line."},
     {"thread_name", mod_thread_name, METH_O, "Names the calling thread in the trace."},
     {"set_rank", (PyCFunction)(void (*)(void))mod_set_rank, METH_FASTCALL, NULL},
+    {"region_args", (PyCFunction)(void (*)(void))mod_region_args, METH_FASTCALL, NULL},
     {"_set_async_wrapper", mod_set_async_wrapper, METH_O, NULL},
     {"_set_capture_factory", mod_set_capture_factory, METH_O, NULL},
     {"_open_depth", mod_open_depth, METH_NOARGS, NULL},

@@ -43,10 +43,14 @@ from .torch import _Call, _patch, _Patches
 
 __all__ = ["instrument_distributed", "instrument_ddp", "align_clocks"]
 
-_tls = threading.local()  # .inside: a recorded call (or a DDP bucket hook) is running here
+class _Local(threading.local):
+    inside = 0  # a recorded call (or a DDP bucket hook) is running on this thread
+
+
+_tls = _Local()  # (a class default: reading a missing attribute of a local costs an exception)
 _ids = itertools.count(1)  # comm_id of asynchronous calls
 _pending: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # Work -> (comm_id, op)
-_groups: Dict[Any, Tuple[int, int]] = {}  # group (None: the default) -> (size, rank)
+_groups: Dict[Any, tuple] = {}  # group (None: the default) -> its comm_size, comm_rank pairs
 _dtypes: Dict[Any, str] = {}
 _nodes: Dict[str, Profiler] = {}
 _on = [False]
@@ -82,21 +86,31 @@ def _many(ts) -> tuple:
     return (("bytes", b), ("dtype", _dtype(ts[0]) if ts else None), ("count", n))
 
 
-def _op(op) -> tuple:
+def _op_name(op) -> str:
     # torch 1.13: a ReduceOp object whose .op is a RedOpType; 2.x: the RedOpType itself
-    return (("op", getattr(getattr(op, "op", op), "name", None) or str(op)),)
+    return getattr(getattr(op, "op", op), "name", None) or str(op)
+
+
+# The ReduceOp constants by identity (a pybind enum's name costs 1.5 us; ReduceOp hashes to 0)
+_OPS = {id(getattr(dist.ReduceOp, n)): (("op", _op_name(getattr(dist.ReduceOp, n))),)
+        for n in ("SUM", "AVG", "PRODUCT", "MIN", "MAX", "BAND", "BOR", "BXOR", "PREMUL_SUM")
+        if hasattr(dist.ReduceOp, n)}
+
+
+def _op(op) -> tuple:
+    return _OPS.get(id(op)) or (("op", _op_name(op)),)
 
 
 def _group(group) -> tuple:
-    info = _groups.get(group)
-    if info is None:
+    pairs = _groups.get(group)
+    if pairs is None:
         g = None if group is None or group is dist.GroupMember.WORLD else group
-        info = _groups.get(g)
-        if info is None:
-            info = (dist.get_world_size(g), dist.get_rank(g))
-            _groups[g] = info
-        _groups[group] = info
-    return (("comm_size", info[0]), ("comm_rank", info[1]))
+        pairs = _groups.get(g)
+        if pairs is None:
+            pairs = (("comm_size", dist.get_world_size(g)), ("comm_rank", dist.get_rank(g)))
+            _groups[g] = pairs
+        _groups[group] = pairs
+    return pairs
 
 
 _SUM = dist.ReduceOp.SUM
@@ -211,7 +225,7 @@ _CALLS: Dict[str, Tuple[str, Callable]] = {
 
 
 def _inside() -> int:
-    return getattr(_tls, "inside", 0)
+    return _tls.inside
 
 
 def _recorded(name: str, describe: Callable, original: Callable) -> Callable:
@@ -220,13 +234,14 @@ def _recorded(name: str, describe: Callable, original: Callable) -> Callable:
     arg = _dftrace.region_arg
 
     def call(*args, **kwargs):
-        if getattr(_tls, "inside", 0):
+        if _tls.inside:
             return original(*args, **kwargs)
         r = node._begin()
         if not r:
             return original(*args, **kwargs)
         try:
-            _rank_seen()
+            if not _rank[0]:
+                _rank_seen()
             pairs, async_op = describe(*args, **kwargs)
         except Exception:  # noqa: BLE001  (arguments torch will reject itself: let it say so)
             pairs, async_op = (), False
@@ -242,8 +257,9 @@ def _recorded(name: str, describe: Callable, original: Callable) -> Callable:
             _tls.inside = 0
             try:
                 _finish(r, name, pairs, async_op, out)
-            finally:
-                node._end(r)
+            except Exception:  # noqa: BLE001  (never in the way of the call's own outcome)
+                pass
+            node._end(r)
     call.__name__ = getattr(original, "__name__", name)
     call.__qualname__ = getattr(original, "__qualname__", name)
     call.__doc__ = getattr(original, "__doc__", None)
@@ -254,20 +270,19 @@ def _recorded(name: str, describe: Callable, original: Callable) -> Callable:
 def _finish(r: int, name: str, pairs: tuple, async_op: bool, out: Any) -> None:
     """The arguments of a call's event, once it returned: a Work it returned is remembered
     for its wait(); recv says the peer it actually received from."""
-    arg = _dftrace.region_arg
     if name == "recv" and isinstance(out, int):
         pairs = tuple(p for p in pairs if p[0] != "peer") + (("peer", out),)
-    for k, v in pairs:
-        arg(r, k, v)
-    arg(r, "async_op", bool(async_op))
     if async_op and out is not None:
         cid = next(_ids)
-        arg(r, "comm_id", cid)
         for w in (out if isinstance(out, (list, tuple)) else (out,)):
             try:
                 _pending[w] = (cid, name)
             except TypeError:  # not weakly referenceable: its wait is not recorded
                 pass
+        pairs += (("async_op", True), ("comm_id", cid))
+    else:
+        pairs += (("async_op", bool(async_op)),)
+    _dftrace.region_args(r, pairs)
 
 
 def _traced_wait(original: Callable) -> Callable:
@@ -309,7 +324,7 @@ def _bucket_hook(state: _HookState, bucket):
     bucket being ready (now) to its reduction ending (the returned future completing), and
     recorded once as comm.all_reduce; the collectives the hook calls are not recorded again."""
     start = _dftrace.now_ns()
-    outer = getattr(_tls, "inside", 0)
+    outer = _tls.inside
     _tls.inside = 1
     try:
         if state.user is None:
@@ -342,7 +357,7 @@ def _default_hook(process_group, bucket):
 def _bucket_args(state: _HookState, bucket) -> Dict[str, Any]:
     buf = bucket.buffer()
     n = buf.numel()
-    size, rank = (v for _, v in _group(state.process_group))
+    size, rank = (v for _, v in _group(state.process_group))  # (cached pairs)
     return {"bucket": bucket.index(), "bytes": n * buf.element_size(), "dtype": _dtype(buf),
             "count": n, "params": len(bucket.parameters()), "comm_size": size,
             "comm_rank": rank, "hook": state.name, "async_op": True}
