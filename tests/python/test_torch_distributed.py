@@ -477,3 +477,38 @@ def test_four_ranks_subgroup_and_clocks(four):
     assert len(b) == 4 and all(len(v) == 5 for v in b.values()), b
     for i in range(5):
         assert max(v[i][0] for v in b.values()) <= min(v[i][1] for v in b.values()) + unc_us + 300, (i, b)
+
+
+HELPERS = r"""
+import threading, time
+import dftrace
+from dftrace import _dftrace
+node = dftrace.region("op", "comm")
+r = node._begin()
+_dftrace.region_args(r, (("bytes", 24), ("dtype", "float32"), ("async_op", True), ("none", None),
+                         ("ratio", 0.5)))
+_dftrace.region_args(r, "not a tuple")      # warned, ignored
+_dftrace.region_args(r, (("bad",), ("tag", 3)))  # the bad item warned, the rest kept
+node._end(r)
+start = _dftrace.now_ns()
+done = []
+t = threading.Thread(target=lambda: node._complete(start, start + 5000, 4242, {"bucket": 1}))
+t.start(); t.join()
+node._complete("x", 1, 2)                   # warned, ignored
+print("skew", abs(_dftrace.trace_time_ns() - time.time_ns()) < 10**9)
+"""
+
+
+def test_extension_helpers(runner):
+    """region_args (all of a call's arguments in one call), Node._complete (an event with
+    explicit times written from another thread) and trace_time_ns."""
+    p = runner.run(HELPERS)
+    assert "skew True" in p.stdout
+    assert p.stderr.count("dftrace: ") == 3, p.stderr
+    (t,) = runner.traces()
+    (a,) = [e for e in t.named("op") if e["tid"] != 4242]
+    (b,) = [e for e in t.named("op") if e["tid"] == 4242]
+    assert {k: a["args"][k] for k in ("bytes", "dtype", "async_op", "ratio", "tag")} == \
+        {"bytes": 24, "dtype": "float32", "async_op": True, "ratio": 0.5, "tag": 3}
+    assert "none" not in a["args"] and "bad" not in a["args"]
+    assert b["tid"] == 4242 and b["dur"] == 5 and b["args"]["bucket"] == 1

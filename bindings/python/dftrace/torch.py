@@ -681,6 +681,8 @@ def instrument_distributed(ddp: bool = True) -> "_Patches":
     an asynchronous one as `comm.wait`, linked by `comm_id`), DDP's gradient buckets (`ddp`),
     and the rank and clock offset at init_process_group (dftrace.torch_distributed). Returns a
     handle; `remove()` undoes it."""
+    if not torch.distributed.is_available():  # a torch built without it: nothing to trace
+        return _Patches([])
     from .torch_distributed import instrument_distributed as instrument
     return instrument(ddp=ddp)
 
