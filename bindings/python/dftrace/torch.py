@@ -39,7 +39,7 @@ from .frameworks import huggingface_callback, lightning_callback
 
 __all__ = ["step", "trace_model", "ModelHandle", "instrument_dataloader", "bridge_record_function",
            "summary", "instrument_checkpoints", "instrument_transfers", "auto",
-           "huggingface_callback", "lightning_callback", "model_graph"]
+           "huggingface_callback", "lightning_callback", "model_graph", "instrument_distributed"]
 
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 
@@ -593,7 +593,8 @@ def auto(deep: bool = False) -> "_Patches":
     through the start-up hook): steps (see _AutoSteps), the outermost module call as
     `forward`, every `Tensor.backward` as `backward`, every optimizer class's `step` as
     `step.optimizer`, data loading (instrument_dataloader: fetch, batch, item, collate),
-    device copies (instrument_transfers) and checkpoints (instrument_checkpoints). `deep`:
+    device copies (instrument_transfers), checkpoints (instrument_checkpoints) and
+    torch.distributed (instrument_distributed: collectives, DDP's buckets, ranks). `deep`:
     also every model's layers with their memory (trace_model(..., memory=True) on each
     outermost module when it is first called). Inside `with step(...)` blocks the automatic
     step, forward, backward and optimizer events stand aside. Returns a handle; `remove()`
@@ -657,6 +658,10 @@ def auto(deep: bool = False) -> "_Patches":
     patches = [instrument_dataloader(), instrument_checkpoints(), instrument_transfers(),
                _patch(torch.nn.Module, "__call__", make_call),
                _patch(torch.Tensor, "backward", make_backward)]
+    try:
+        patches.append(instrument_distributed())
+    except Exception as e:  # noqa: BLE001  (the rest of auto() still works)
+        print("dftrace: torch.distributed not instrumented: %s" % e, file=sys.stderr)
     for cls in _all_subclasses(torch.optim.Optimizer):
         if "step" in cls.__dict__:
             patches.append(_patch(cls, "step", make_step))
@@ -668,6 +673,18 @@ def auto(deep: bool = False) -> "_Patches":
 
 
 _auto_on = [False]
+
+
+def instrument_distributed(ddp: bool = True) -> "_Patches":
+    """torch.distributed traced: each collective and point-to-point call as `comm.<function>`
+    (bytes, dtype, count, reduce op, group size and rank, root or peer, async_op; the wait of
+    an asynchronous one as `comm.wait`, linked by `comm_id`), DDP's gradient buckets (`ddp`),
+    and the rank and clock offset at init_process_group (dftrace.torch_distributed). Returns a
+    handle; `remove()` undoes it."""
+    if not torch.distributed.is_available():  # a torch built without it: nothing to trace
+        return _Patches([])
+    from .torch_distributed import instrument_distributed as instrument
+    return instrument(ddp=ddp)
 
 
 class _Patches:
