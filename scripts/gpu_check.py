@@ -321,6 +321,8 @@ def check_torch_deep(fig):
     fig["kernels"] = len(kernels)
     fig["kernels_by_host_region"] = dict(host.most_common(12))
     fig["kernels_untied"] = len(kernels) - len(tied)
+    assert fig["kernels_untied"] <= 0.02 * len(kernels), \
+        "%d of %d kernels not tied to a host region" % (fig["kernels_untied"], len(kernels))
     early = [k for k in tied if k["ts"] < by_id[k["args"]["host_region"]]["ts"] - SLACK_US]
     assert not early, "%d kernels start before the region that launched them" % len(early)
     steps_ev = sorted((e for e in evs if e["name"] == "step"), key=lambda e: e["ts"])
@@ -341,28 +343,40 @@ def check_torch_deep(fig):
     assert len(memcpy) >= 2 * steps, "%d HtoD copies from CUPTI" % len(memcpy)
 
 
-def check_torch_compile(fig):
+def compile_run(fig, label, run_opts):
     need_python_face()
     version, cuda = torch_info()
     fig.update(torch=version, device="cuda" if cuda else "cpu")
     if int(version.split(".")[0]) < 2:
         raise Skip("torch.compile needs torch 2 (here %s)" % version)
     steps = 100
-    p, d = run_train("torch_compile", steps, 1, 2, extra=("compile",), timeout=300)
+    p, d = run_train(label, steps, 1, 2, extra=("compile",), run_opts=run_opts, timeout=300)
     m = re.search(r"graph_breaks (\d+) frames_ok (\d+)", p.stdout)
     if m:
         fig.update(graph_breaks=int(m.group(1)), unique_graphs=int(m.group(2)))
     fig["dftrace_lines"] = [l for l in p.stderr.splitlines() if l.startswith("dftrace:")][:5]
     traces = traces_in(d)
-    keep_traces(d, "torch_compile")
+    keep_traces(d, label)
     main = [r for r in traces.values() if any(e["name"] == "step" for e in events(r))]
     assert len(main) == 1, "%d traces with steps" % len(main)
     evs = events(main[0])
     c = counts(evs)
-    fig["counts"] = {k: v for k, v in sorted(c.items()) if k in ("step", "forward", "backward",
-                     "step.optimizer", "fetch", "transfer", "kernel") or k.startswith(("forward.", "backward."))}
+    fig["counts"] = {k: v for k, v in sorted(c.items()) if k in (
+        "step", "forward", "backward", "step.optimizer", "fetch", "transfer", "kernel")
+        or k.startswith(("forward.", "backward."))}
     for name in ("step", "forward", "backward", "step.optimizer"):
         assert c.get(name) == steps, "%s: %s events, want %d" % (name, c.get(name), steps)
+
+
+def check_torch_compile(fig):
+    """torch.compile under `dftrace run --torch --deep --no-io`: what is recorded."""
+    compile_run(fig, "torch_compile", ("--torch", "--deep", "--no-io"))
+
+
+def check_torch_compile_io(fig):
+    """The same with libdftrace_io preloaded (the default): Triton's compiler workers run
+    ptxas, which inherits the preload."""
+    compile_run(fig, "torch_compile_io", ("--torch", "--deep"))
 
 
 API = """
@@ -502,7 +516,7 @@ def framework(fig, label, module_names, code, layer_prefixes):
         raise Skip("%s not installed for %s" % (" or ".join(module_names), PY))
     d = os.path.join(A.work, label)
     os.makedirs(d, exist_ok=True)
-    p = run(label, [PY, write(label + ".py", code)],
+    p = run(label, [PY, write("check_%s.py" % label, code)],  # not lightning.py: import lightning
             env_base(DFTRACE_ENABLE=1, DFTRACE_LOG_FILE=os.path.join(d, label)), 300, cwd=A.work)
     check_ok(p, label)
     fig["stdout"] = [l for l in p.stdout.splitlines() if l.startswith("global_step")]
@@ -616,6 +630,7 @@ def check_analyze(fig):
 # name, function, seconds it may take, phase (1: side by side, 2: alone, in order)
 CHECKS = [
     ("torch_compile", check_torch_compile, 300, 1),
+    ("torch_compile_io", check_torch_compile_io, 300, 1),
     ("torch_deep", check_torch_deep, 240, 1),
     ("huggingface", check_huggingface, 300, 1),
     ("cupti_program", check_cupti_program, 240, 1),
