@@ -107,7 +107,7 @@ def main():
             f.write(CHILD)
         env = {k: v for k, v in os.environ.items() if not k.startswith(("DFTRACE_", "DFTRACER_"))}
         env.pop("LD_PRELOAD", None)
-        py = "/usr/bin/python3"
+        py = sys.executable  # the interpreter running this script (its numpy and torch)
         plain_cmd = [py, child, data, str(a.epochs), str(a.workers)]
         traces = os.path.join(tmp, "traces")
 

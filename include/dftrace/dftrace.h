@@ -181,7 +181,9 @@ typedef struct dftrace_node dftrace_node_t; /* opaque; lives until process exit 
 DFTRACE_API dftrace_node_t *dftrace_node_root(void);
 
 /* Finds a node by dotted path from the root: "compute", "compute.forward",
- * "data.preprocess.collate". "" or "ai" is the root. NULL if there is no such node. */
+ * "data.preprocess.collate". "" or "ai" is the root. NULL if there is no such node. A node
+ * derived with dots in its name (a module path, "transformer.h.0") is found by its path too
+ * (dftrace_node_path). */
 DFTRACE_API dftrace_node_t *dftrace_node_find(const char *path);
 
 /* The category `name` (a child of the root whose event name and category are `name`),

@@ -45,6 +45,7 @@ void say(const char *fmt, ...) {
 struct session {
   const cupti_api *api = nullptr;
   correlation_ring ring;
+  std::vector<bool> remembered_runtime, remembered_driver;  // by callback id (remember_call)
   translator tr{&ring, nullptr, kinds{}};
   CUpti_SubscriberHandle subscriber{};
 
@@ -72,11 +73,14 @@ const char *api_name(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
 }
 
 // Runs on the application's threads, inside every CUDA runtime/driver call: keep it short.
-void CUPTIAPI on_api(void *, CUpti_CallbackDomain domain, CUpti_CallbackId, const void *data) {
+void CUPTIAPI on_api(void *, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data) {
   if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
   const auto *cb = static_cast<const CUpti_CallbackData *>(data);
   if (!cb || cb->callbackSite != CUPTI_API_ENTER) return;
-  g_session->ring.remember(cb->correlationId, dftrace_region_current());
+  session &s = *g_session;
+  remember_call(s.ring,
+                domain == CUPTI_CB_DOMAIN_RUNTIME_API ? s.remembered_runtime : s.remembered_driver,
+                cbid, cb->correlationId, dftrace_region_current());
 }
 
 void CUPTIAPI on_buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records) {
@@ -177,6 +181,17 @@ bool start_cupti(session &s, const kinds &k) {
     return false;
   }
   api.set_thread_id_type(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);  // tids as dftrace writes them
+  // Before the domains are enabled: the callback reads these.
+  auto names = [&api](CUpti_CallbackDomain domain) {
+    return [&api, domain](uint32_t cbid) -> const char * {
+      const char *name = nullptr;
+      return api.callback_name(domain, cbid, &name) == CUPTI_SUCCESS ? name : nullptr;
+    };
+  };
+  s.remembered_runtime = remembered_calls(CUPTI_RUNTIME_TRACE_CBID_SIZE, k.api_all,
+                                          names(CUPTI_CB_DOMAIN_RUNTIME_API));
+  s.remembered_driver =
+      remembered_calls(CUPTI_DRIVER_TRACE_CBID_SIZE, k.api_all, names(CUPTI_CB_DOMAIN_DRIVER_API));
   api.enable_domain(1, s.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);
   api.enable_domain(1, s.subscriber, CUPTI_CB_DOMAIN_DRIVER_API);
   r = api.register_callbacks(on_buffer_requested, on_buffer_completed);

@@ -92,6 +92,17 @@ bool api_issues_work(const std::string &n) {
   return false;
 }
 
+std::vector<bool> remembered_calls(uint32_t count, bool all,
+                                   const std::function<const char *(uint32_t)> &name) {
+  std::vector<bool> out(count, all);
+  if (all) return out;
+  for (uint32_t id = 0; id < count; ++id) {
+    const char *n = name(id);
+    out[id] = n && api_issues_work(api_base_name(n));
+  }
+  return out;
+}
+
 namespace {
 
 const char *copy_kind_name(uint8_t k) {

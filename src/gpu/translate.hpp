@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -45,6 +46,23 @@ class correlation_ring {
   };
   std::unique_ptr<slot[]> slots_;
 };
+
+// Which API calls of a domain are remembered in the ring, by callback id: those that issue or
+// wait for GPU work (api_issues_work on the name without its suffix), or all of them with
+// `all` (gpu.kinds api_all, whose API events all look their region up). `name` gives a
+// callback id's name, or null.
+std::vector<bool> remembered_calls(uint32_t count, bool all,
+                                   const std::function<const char *(uint32_t)> &name);
+
+// On API entry (the CUPTI callback): the open region under the call's correlation id, for the
+// calls `remembered[cbid]` selects. Every CUDA call takes a correlation id (PyTorch's warm-up
+// makes tens of thousands a second of cuGetProcAddress, module loads, cudaGetDevice); storing
+// only the calls an activity record can name keeps those from pushing a launch's slot out of
+// the ring before its record is translated.
+inline void remember_call(correlation_ring &ring, const std::vector<bool> &remembered,
+                          uint32_t cbid, uint32_t correlation_id, uint64_t region) noexcept {
+  if (cbid < remembered.size() && remembered[cbid]) ring.remember(correlation_id, region);
+}
 
 // Track (tid) of a device/stream pair: 2^30 + device * 2^20 + stream. A stream of
 // CUPTI_SYNCHRONIZATION_INVALID_VALUE (no stream) maps to the device's "sync" track.

@@ -125,24 +125,31 @@ node *tree::make_child(node *parent, std::string_view key, std::string event_nam
   return raw;
 }
 
+namespace {
+
+// The node under n at `rest`, a dotted path. A derived node's key may hold dots (a module path
+// "transformer.h.0" derived from compute.forward): a child matches when its key is the rest up
+// to a dot, or the whole rest; shorter keys are tried first, then longer ones.
+node *find_under(node *n, std::string_view rest) {
+  for (size_t end = rest.find('.');; end = rest.find('.', end + 1)) {
+    const std::string_view key = rest.substr(0, end);
+    for (auto &c : n->children) {
+      if (c->hidden || c->key != key) continue;
+      if (end == std::string_view::npos) return c.get();
+      if (node *hit = find_under(c.get(), rest.substr(end + 1))) return hit;
+    }
+    if (end == std::string_view::npos) return nullptr;
+  }
+}
+
+}  // namespace
+
 node *tree::find_locked(std::string_view path) {
   if (path.empty() || path == "ai") return root_.get();
   if (path.size() > 3 && path.substr(0, 3) == "ai.") path.remove_prefix(3);
   std::vector<std::string_view> parts;
-  if (!split_path(path, &parts)) return nullptr;
-  node *n = root_.get();
-  for (auto part : parts) {
-    node *next = nullptr;
-    for (auto &c : n->children) {
-      if (!c->hidden && c->key == part) {
-        next = c.get();
-        break;
-      }
-    }
-    if (!next) return nullptr;
-    n = next;
-  }
-  return n;
+  if (!split_path(path, &parts)) return nullptr;  // an empty segment
+  return find_under(root_.get(), path);
 }
 
 node *tree::find(std::string_view path) {

@@ -73,6 +73,35 @@ def test_steps_layers_and_gradient_accumulation(runner):
     assert len(mem) == 6 and all(r["args"]["memory"] > 10 * 2**20 for r in mem)
 
 
+NESTED = """
+import torch
+import dftrace.torch as dt
+
+torch.manual_seed(0)
+block = lambda: torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
+model = torch.nn.Sequential(block(), block(), torch.nn.Linear(4, 1))
+handle = dt.trace_model(model, leaf_only=True)
+print("paths", handle.paths)
+x = torch.randn(8, 4)
+for _ in range(3):
+    model(x).sum().backward()
+"""
+
+
+def test_nested_module_paths_name_their_events(runner):
+    """A module inside another (every real model: `transformer.h.0.attn`) is recorded under
+    its whole path, not under its last name shared with its namesakes in other blocks."""
+    p = runner.run(NESTED)
+    assert "paths ['0.0', '0.1', '1.0', '1.1', '2']" in p.stdout, p.stdout
+    (t,) = runner.traces()
+    c = t.counts()
+    for path in ("0.0", "0.1", "1.0", "1.1", "2"):
+        assert c.get("forward." + path) == 3, (path, c)
+    for path in ("0.0", "1.0", "2"):  # the ones with parameters
+        assert c.get("backward." + path) == 3, (path, c)
+    assert not {"0", "1", "2"} & set(c), c
+
+
 LOADER = """
 import sys
 import torch

@@ -464,6 +464,39 @@ TEST(GpuCorrelation, RingFindsRecentIdsAndNeverAStaleOne) {
   EXPECT_GT(found.load(), 0u);
 }
 
+// PyTorch makes far more CUDA calls that issue no work (cuGetProcAddress, module loads,
+// cudaGetDevice) than launches: each takes a correlation id, and if each were stored the
+// launch's slot would be reused before its kernel record is translated.
+TEST(GpuCorrelation, OnlyCallsThatIssueWorkAreRemembered) {
+  const char *names[] = {"cudaGetDevice_v3020",
+                         "cudaLaunchKernel_v7000",
+                         "cuGetProcAddress_v2",
+                         "cuLaunchKernel",
+                         nullptr,
+                         "cudaMemcpyAsync_v3020",
+                         "cuStreamSynchronize",
+                         "cuModuleGetFunction"};
+  const uint32_t n = sizeof names / sizeof *names;
+  auto name = [&](uint32_t id) { return names[id]; };
+  EXPECT_EQ(remembered_calls(n, false, name),
+            (std::vector<bool>{false, true, false, true, false, true, true, false}));
+  EXPECT_EQ(remembered_calls(n, true, name), std::vector<bool>(n, true));  // api_all
+
+  const std::vector<bool> remembered = remembered_calls(n, false, name);
+  correlation_ring ring;
+  remember_call(ring, remembered, 1, 10, 77);  // cudaLaunchKernel inside region 77
+  uint32_t id = 11;
+  for (; id < 10 + 3 * correlation_ring::k_slots; ++id)  // three rings' worth of other calls
+    remember_call(ring, remembered, id % 2 ? 0 : 7, id, 5);
+  EXPECT_EQ(ring.lookup(10), 77u);
+  EXPECT_EQ(ring.lookup(11), 0u);
+  remember_call(ring, remembered, 99, id, 5);  // a callback id past the table: not stored
+  EXPECT_EQ(ring.lookup(id), 0u);
+  remember_call(ring, remembered, 3, 10 + 4 * correlation_ring::k_slots, 88);  // a launch reuses it
+  EXPECT_EQ(ring.lookup(10), 0u);
+  EXPECT_EQ(ring.lookup(10 + 4 * correlation_ring::k_slots), 88u);
+}
+
 TEST(GpuKinds, ParsesListsAndRejectsUnknownWords) {
   kinds k;
   std::string err;

@@ -49,6 +49,24 @@ TEST(Tree, BuiltinNodesHaveSpecNamesAndCategories) {
   EXPECT_EQ(t.find("compute..forward"), nullptr);
 }
 
+// A module path derived from compute.forward is one key with dots; its node's path must lead
+// back to it (the Python face makes its nodes from paths), not to a chain of new children.
+TEST(Tree, DerivedKeyWithDotsIsFoundByItsPath) {
+  tree t;
+  node *fwd = t.find("compute.forward");
+  node *layer = t.derive(fwd, "transformer.h.0.ln_1");
+  EXPECT_EQ(layer->name, "forward.transformer.h.0.ln_1");
+  EXPECT_EQ(layer->path, "compute.forward.transformer.h.0.ln_1");
+  EXPECT_EQ(t.find(layer->path), layer);
+  node *block = t.derive(fwd, "transformer.h.0");  // a prefix of the other key
+  EXPECT_EQ(t.find(block->path), block);
+  EXPECT_EQ(t.find(layer->path), layer);
+  EXPECT_EQ(t.find("compute.forward.transformer.h"), nullptr);
+  EXPECT_EQ(t.find("compute.forward.transformer..h.0"), nullptr);
+  node *plain = t.child(t.child(fwd, "transformer"), "x");  // a real chain still wins first
+  EXPECT_EQ(t.find("compute.forward.transformer.x"), plain);
+}
+
 TEST(Tree, DeriveNamesAndIdempotence) {
   tree t;
   node *pre = t.find("data.preprocess");
