@@ -215,6 +215,21 @@ def test_fresh_venv_dftrace_run_traces_io(venv, tmp_path):
             and e["args"].get("fhash") == fhash], events
 
 
+def test_fresh_venv_dftrace_run_torch_starts_its_hook(venv, tmp_path):
+    """`dftrace run --torch` in the fresh environment (no torch, no numpy): the start-up hook is
+    the environment's, the script runs and is traced, and the summary, which needs numpy, says
+    so in one line instead of failing."""
+    (tmp_path / "prog.py").write_text(TRACED)
+    p = venv.run(["dftrace", "run", "--torch", "--no-io", "--out", "out", "prog.py", "prog.py"],
+                 tmp_path)
+    _uses_the_venv(venv, p.stdout)
+    assert _said(p.stdout, "start-up") == os.path.join(venv.package, "_autostart",
+                                                       "sitecustomize.py"), p.stdout
+    assert "Traceback" not in p.stderr and "needs numpy" in p.stderr, p.stderr
+    (trace,) = glob.glob(str(tmp_path / "out" / "trace-*.pfw.gz"))
+    assert [e for e in _events(venv, trace, tmp_path) if e["name"] == "forward"]
+
+
 @pytest.fixture(scope="module")
 def venv_with_system(venv):
     """The same environment, seeing the system's pandas and torch after its own packages."""
