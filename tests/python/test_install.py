@@ -156,6 +156,12 @@ def test_wheel_holds_everything(venv):
     assert venv.command in {os.path.normpath(os.path.join(venv.site, i)) for i in installed}
     for top, _, files in os.walk(venv.package):
         assert not [f for f in files if os.path.islink(os.path.join(top, f))], top
+        # no compiled file points back into the sources or pip's build folder (dftrace-wheel-*)
+        for f in files:
+            with open(os.path.join(top, f), "rb") as data:
+                content = data.read()
+            if content.startswith(b"\x7fELF"):
+                assert SOURCE.encode() not in content and b"dftrace-wheel-" not in content, f
 
 
 TRACED = """
