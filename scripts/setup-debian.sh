@@ -11,6 +11,7 @@ test=("${core[@]}" python3-dev python3-pytest python3-numpy python3-pandas pytho
       python3-distributed pybind11-dev python3-pybind11
       gfortran libopenmpi-dev openmpi-bin python3-mpi4py libhwloc-dev hwloc libsimdjson-dev
       jq python3-torch python3-pip python3-setuptools
+      python3-venv  # pip install of the repository into a fresh venv (tests/python/test_install.py)
       python3-matplotlib  # dftrace report (its plots as SVG)
       libhdf5-dev  # HDF5 I/O traced (libdftrace_io H5 events) and tested
       clang-14 libclang-rt-14-dev libfuzzer-14-dev  # the fuzz targets (scripts/fuzz.sh)

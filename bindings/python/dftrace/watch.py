@@ -150,6 +150,11 @@ def _summary(prefix, pid):
     if not path:
         print("dftrace run: no trace of process %s under %s" % (pid, prefix), file=sys.stderr)
         return 0
+    try:
+        import numpy  # noqa: F401  (the summary's columns; not a dependency of tracing)
+    except ImportError:
+        print("dftrace run: no summary: it needs numpy; trace: " + path, file=sys.stderr)
+        return 0
     f = Follower(path)
     f.poll()
     lines = f.frame(os.path.basename(path), (f.last_ts - f.first_ts) / 1e9 if f.first_ts else 0,
