@@ -46,7 +46,7 @@ __all__ = [
     "output_path", "config_describe", "events_written", "events_dropped", "now_ns", "version",
     "Node", "Profiler", "DFTracerAI", "ProfileCategory", "ComputeEvent", "DataEvent",
     "DataLoaderEvent", "CommunicationEvent", "DeviceEvent", "CheckpointEvent", "PipelineEvent",
-    "dftracer", "Session", "read", "schedule", "step", "file_hash", "read_calls", "summarize",
+    "dftracer", "Session", "read", "schedule", "step", "trigger", "file_hash", "read_calls", "summarize",
 ]
 
 
@@ -74,6 +74,14 @@ def schedule(*, skip_first: int = 0, wait: int = 0, warmup: int = 0, active: int
     if on_trace_ready is not None:
         _on_trace_ready.append(on_trace_ready)
     return _dftrace.schedule_set(skip_first, wait, warmup, active, repeat)
+
+
+def trigger(reason: str = "") -> bool:
+    """A trigger of the flight recorder (`output.mode: ring`, docs/flight-recorder.md): the
+    last `ring.seconds` of events are written to the trace with a trigger line naming `reason`,
+    then full detail follows for `ring.after`. False when not taken (not in ring mode, not
+    tracing, within `trigger.min_gap` of the last trigger)."""
+    return _dftrace.trigger(str(reason)) == 1
 
 
 def step() -> bool:
