@@ -440,7 +440,7 @@ int runtime::step() {
 }
 
 int runtime::trigger(std::string_view source, std::string_view reason) {
-  if (!initialized_.load()) init(nullptr);
+  if (!initialized_.load()) return 0;  // a trigger never starts tracing
   std::lock_guard<std::mutex> lock(init_mutex_);
   return trigger_locked(source, reason, mono_ns());
 }

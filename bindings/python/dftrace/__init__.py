@@ -230,6 +230,23 @@ import atexit as _atexit  # noqa: E402
 
 _atexit.register(_finalize_after_keyboard_interrupt)
 
+_previous_excepthook = sys.excepthook
+
+
+def _trigger_on_unhandled(kind, value, tb) -> None:
+    # An unhandled exception ends the interpreter: in ring mode (the flight recorder) the
+    # window before it is written with a trigger line that names it (finalize, at exit, writes
+    # it). Nothing happens when tracing is off or not in ring mode. Then Python's own report.
+    try:
+        if _dftrace.is_enabled():
+            _dftrace.trigger("unhandled exception %s: %s" % (kind.__name__, value))
+    except Exception:  # noqa: BLE001  (the report must come whatever happens here)
+        pass
+    _previous_excepthook(kind, value, tb)
+
+
+sys.excepthook = _trigger_on_unhandled
+
 
 def _node(name: str, cat: str) -> Profiler:
     key = (cat, name)

@@ -5,8 +5,10 @@
  *   ring_prog api SECONDS AT    regions for SECONDS, dftrace_trigger("at AT s") at AT seconds
  *   ring_prog steps N SLOW MS   N steps of MS/2 regions 2 ms apart; step SLOW's (0-based) 40 ms
  * apart ring_prog wait SECONDS      regions for SECONDS ("ready" on stdout after the first second)
- *   ring_prog fast EVENTS       EVENTS regions as fast as it can, then its VmHWM (kB) */
+ *   ring_prog fast EVENTS       EVENTS regions as fast as it can, then its VmHWM (kB)
+ *   ring_prog crash SECONDS     regions for SECONDS, then a SIGSEGV */
 #include <dftrace/dftrace.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,6 +79,13 @@ int main(int argc, char **argv) {
       dftrace_region_end(s);
       dftrace_step();
     }
+  } else if (strcmp(mode, "crash") == 0) {
+    const uint64_t end = atol(argv[2]) * 1000;
+    while (now_ms() - g_t0 < end) {
+      region(-1);
+      sleep_ms(2);
+    }
+    raise(SIGSEGV);
   } else if (strcmp(mode, "wait") == 0) {
     const uint64_t end = atol(argv[2]) * 1000;
     int said = 0;

@@ -144,6 +144,21 @@ def test_a_signal_the_program_ignores_is_left_alone(tmp_path):
     assert triggers == [] and work(events) == []
 
 
+def test_a_crash_writes_the_window_before_it(tmp_path):
+    p = subprocess.run([PROG, "crash", "3"], env=ring_env(tmp_path, DFTRACE_RING_SECONDS="1"),
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == -signal.SIGSEGV, (p.returncode, p.stderr)
+    events, triggers, end = trace(tmp_path)
+    assert [(x["args"]["name"], x["args"]["value"]) for x in triggers] == [("crash", "SIGSEGV")]
+    assert end["args"]["signal"] == "SIGSEGV", end
+    ts = sorted(e["ts"] for e in work(events))
+    t = triggers[0]["args"]
+    # The last second before the crash (a quarter more at most), up to the crash.
+    assert t["from"] - unit_us(0.35) <= ts[0] <= t["from"] + unit_us(0.1), (ts[0], t)
+    assert ts[-1] >= t["time"] - unit_us(0.1), (ts[-1], t)
+    assert end["args"]["num_events"] == len(ts)
+
+
 @pytest.mark.parametrize("aggregate", [False, True])
 def test_no_trigger_leaves_only_header_metadata_and_end(tmp_path, aggregate):
     extra = {"DFTRACE_AGGREGATION": "1"} if aggregate else {}
