@@ -298,11 +298,15 @@ int runtime::init(const dftrace_options *options) {
       log(log_level::info, "not recording: %s", disabled_reason_.c_str());
       return DFTRACE_ERR_DISABLED;
     }
+    // Before the header is made: it says which signal triggers (dftrace trigger PID reads it).
+    trigger_signal_ =
+        cfg_.ring && cfg_.trigger_signal &&
+                install_trigger_signal(cfg_.trigger_signal, python_host() == python::starting)
+            ? cfg_.trigger_signal
+            : 0;
     create_writer_locked();
     step_watch_.start(mono_ns());
     hold_steps_left_ = 0;
-    if (cfg_.ring && cfg_.trigger_signal)
-      install_trigger_signal(cfg_.trigger_signal, python_host() == python::starting);
     schedule_ = {cfg_.schedule_skip_first, cfg_.schedule_wait, cfg_.schedule_warmup,
                  cfg_.schedule_active, cfg_.schedule_repeat};
     user_on_ = true;
@@ -659,6 +663,11 @@ std::string runtime::header_text() {
       topology_known_ = true;
     }
     for (const auto &kv : topology_) meta("PR", kv.first, kv.second);
+  }
+  if (trigger_signal_) {  // the flight recorder's signal (dftrace trigger PID sends it)
+    const char *abbrev = sigabbrev_np(trigger_signal_);
+    meta("PR", "trigger_signal",
+         json_quote(abbrev ? std::string("SIG") + abbrev : std::to_string(trigger_signal_)));
   }
   h += name_line(f, header_id(), "process_name", pid_,
                  rank_ >= 0 ? "rank " + std::to_string(rank_) : exec_);

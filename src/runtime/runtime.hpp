@@ -354,6 +354,7 @@ class runtime {
   // steps; 0: none, or ring.after is a time).
   step_watch step_watch_;
   uint64_t hold_steps_left_ = 0;
+  int trigger_signal_ = 0;  // trigger.signal, when its handler is installed (the header says it)
   int trigger_locked(std::string_view source, std::string_view reason, uint64_t now);
   void apply_recording_locked();
   std::atomic<uint64_t> generation_{0};

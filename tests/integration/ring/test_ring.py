@@ -129,6 +129,52 @@ def test_trigger_signal_from_another_process(tmp_path):
     assert end["args"]["ring_discarded_events"] > 0
 
 
+@pytest.mark.parametrize("how", ["pid", "all"])
+def test_dftrace_trigger_from_another_process(tmp_path, how):
+    p = subprocess.Popen([PROG, "wait", "4"], env=ring_env(tmp_path, DFTRACE_RING_SECONDS="1",
+                                                         DFTRACE_RING_AFTER="1s"),
+                         stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline() == "ready\n"
+    args = [str(p.pid)] if how == "pid" else ["--all", str(tmp_path / "traces")]
+    t = subprocess.run([CLI, "trigger", *args], capture_output=True, text=True, timeout=60)
+    assert t.returncode == 0 and "pid %d: USR2 sent" % p.pid in t.stdout, t.stdout + t.stderr
+    p.stdout.read()
+    assert p.wait(timeout=60) == 0
+    events, triggers, end = trace(tmp_path)
+    assert [(x["args"]["name"], x["args"]["value"]) for x in triggers] == [("signal", "SIGUSR2")]
+
+
+def test_dftrace_trigger_never_signals_a_process_dftrace_does_not_trace(tmp_path):
+    # A process that is not in ring mode (a pid reused by another program, say): SIGUSR2 would
+    # end it. It is not sent.
+    p = subprocess.Popen(["sleep", "30"])
+    try:
+        t = subprocess.run([CLI, "trigger", str(p.pid)], capture_output=True, text=True,
+                           timeout=60)
+        assert t.returncode == 1 and "not signalled" in t.stderr, t.stderr
+        assert p.poll() is None
+    finally:
+        p.kill()
+        p.wait()
+
+
+def test_dftrace_trigger_refuses_another_users_process(tmp_path):
+    if os.geteuid() == 0:  # root: a process of the user nobody
+        p = subprocess.Popen(["sleep", "30"], preexec_fn=lambda: os.setuid(65534))
+        pid = p.pid
+    else:
+        p, pid = None, 1  # init, root's
+    try:
+        t = subprocess.run([CLI, "trigger", str(pid)], capture_output=True, text=True, timeout=60)
+        assert t.returncode == 1, t.stdout + t.stderr
+        assert t.stderr.strip().endswith("another user's process; only its owner can trigger it")
+        assert len(t.stderr.strip().splitlines()) == 1
+    finally:
+        if p:
+            p.kill()
+            p.wait()
+
+
 def test_a_signal_the_program_ignores_is_left_alone(tmp_path):
     # SIGUSR2 ignored (inherited through exec): dftrace does not take it; the program lives.
     def ignore():
