@@ -6,7 +6,9 @@
  *   ring_prog steps N SLOW MS   N steps of MS/2 regions 2 ms apart; step SLOW's (0-based) 40 ms
  * apart ring_prog wait SECONDS      regions for SECONDS ("ready" on stdout after the first second)
  *   ring_prog fast EVENTS       EVENTS regions as fast as it can, then its VmHWM (kB)
- *   ring_prog crash SECONDS     regions for SECONDS, then a SIGSEGV */
+ *   ring_prog crash SECONDS     regions for SECONDS, then a SIGSEGV
+ *   ring_prog latency EVENTS    EVENTS regions, then a trigger and a flush: how long the two
+ *                               took (the ring is on disk when the flush returns), in ms */
 #include <dftrace/dftrace.h>
 #include <signal.h>
 #include <stdint.h>
@@ -98,7 +100,7 @@ int main(int argc, char **argv) {
       }
       sleep_ms(2);
     }
-  } else if (strcmp(mode, "fast") == 0) {
+  } else if (strcmp(mode, "fast") == 0 || strcmp(mode, "latency") == 0) {
     const long n = atol(argv[2]);
     uint64_t x = 88172645463325252ull;
     for (long i = 0; i < n; ++i) {
@@ -107,6 +109,15 @@ int main(int argc, char **argv) {
       dftrace_region_arg_uint(r, "x", x);
       dftrace_region_arg_int(r, "i", i);
       dftrace_region_end(r);
+    }
+    if (strcmp(mode, "latency") == 0) {
+      struct timespec a, b;
+      clock_gettime(CLOCK_MONOTONIC, &a);
+      const int taken = dftrace_trigger("latency");
+      dftrace_flush();
+      clock_gettime(CLOCK_MONOTONIC, &b);
+      printf("trigger %d, on disk after %.1f ms\n", taken,
+             (b.tv_sec - a.tv_sec) * 1e3 + (b.tv_nsec - a.tv_nsec) / 1e6);
     }
     printf("vmhwm_kb %ld\n", vm_hwm_kb());
   } else {
