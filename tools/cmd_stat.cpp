@@ -110,6 +110,9 @@ struct partial : detail::block_result {
   std::unordered_map<std::string, std::string> ranks;   // pid -> rank
   // The writer's budget and sample lines: kind '\x1f' name '\x1f' value (what it folded).
   std::set<std::string> limits;
+  // The flight recorder's trigger lines: time '\x1f' pid '\x1f' source '\x1f' reason '\x1f'
+  // from '\x1f' after (the window each wrote).
+  std::set<std::string> triggers;
   std::unordered_map<std::string, io_stats> io;        // cat '\x1f' fhash
   std::unordered_map<std::string, std::string> files;  // fhash -> path (FH lines)
 
@@ -136,6 +139,7 @@ struct partial : detail::block_result {
     for (auto &kv : o.threads) threads[kv.first].merge(kv.second);
     for (auto &kv : o.ranks) ranks[kv.first] = kv.second;
     limits.insert(o.limits.begin(), o.limits.end());
+    triggers.insert(o.triggers.begin(), o.triggers.end());
     for (auto &kv : o.io) io[kv.first].merge(kv.second);
     for (auto &kv : o.files) files.emplace(kv.first, std::move(kv.second));
   }
@@ -218,6 +222,15 @@ void scan_block(detail::text_block &b, time_unit unit) {
           r->limits.insert(std::string(mname) + '\x1f' + detail::decoded(*n) + '\x1f' +
                            detail::decoded(*v));
       }
+    }
+    if (f.ph == 'M' && detail::text_equals(pl.name, "trigger") &&
+        detail::text_equals(pl.cat, "dftracer")) {
+      auto arg = [&pl](const char *k) {
+        const jvalue *v = pl.arg_value(k);
+        return v ? detail::decoded(*v) : std::string();
+      };
+      r->triggers.insert(arg("time") + '\x1f' + std::string(pl.pid.text) + '\x1f' + arg("name") +
+                         '\x1f' + arg("value") + '\x1f' + arg("from") + '\x1f' + arg("after"));
     }
     if (!f.has_ts || f.ph == 'M') return true;
     const uint64_t end = f.ts + (f.has_dur ? f.dur : 0);
@@ -321,6 +334,17 @@ struct file_summary {
   size_t dt_members = 0;
   bool lines_from_dt = false;
 };
+
+// The fields of a text joined by '\x1f'.
+std::vector<std::string> split_fields(const std::string &t) {
+  std::vector<std::string> f;
+  size_t a = 0;
+  for (size_t b; (b = t.find('\x1f', a)) != std::string::npos; a = b + 1)
+    f.push_back(t.substr(a, b - a));
+  f.push_back(t.substr(a));
+  f.resize(6);
+  return f;
+}
 
 // Keys hold decoded text: quoted and escaped anew.
 std::string jstr(std::string_view s) { return detail::json_quote(s); }
@@ -487,6 +511,13 @@ int cmd_stat(const args_t &a) {
              ",\"name\":" + jstr(l.substr(a + 1, b - a - 1)) +
              ",\"value\":" + jstr(l.substr(b + 1)) + "}";
     }
+    out += "],\"triggers\":[";
+    for (const std::string &t : all.triggers) {
+      const std::vector<std::string> f = split_fields(t);
+      out += std::string(&t == &*all.triggers.begin() ? "" : ",") + "{\"time\":" + f[0] +
+             ",\"pid\":" + f[1] + ",\"source\":" + jstr(f[2]) + ",\"reason\":" + jstr(f[3]) +
+             ",\"from\":" + f[4] + ",\"after\":" + jstr(f[5]) + "}";
+    }
     out += "]";
     if (have_span) {
       out += ",\"ts_min\":" + us_text(all.ts_min) + ",\"ts_end\":" + us_text(all.end_max) +
@@ -573,6 +604,11 @@ int cmd_stat(const args_t &a) {
       for (const std::string &l : all.limits) {  // what a budget or sampling folded, and why
         const size_t a = l.find('\x1f'), b = l.find('\x1f', a + 1);
         out += l.substr(0, a) + " " + l.substr(a + 1, b - a - 1) + ": " + l.substr(b + 1) + "\n";
+      }
+      for (const std::string &t : all.triggers) {  // the flight recorder's captured windows
+        const std::vector<std::string> f = split_fields(t);
+        out += "trigger at " + f[0] + " (pid " + f[1] + "): " + f[2] + ": " + f[3] +
+               "; window from " + f[4] + ", then full detail for " + f[5] + "\n";
       }
     }
     if (have_span) {

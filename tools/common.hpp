@@ -212,6 +212,7 @@ int cmd_merge(const args_t &a);
 int cmd_split(const args_t &a);
 int cmd_convert(const args_t &a);
 int cmd_config(const args_t &a);
+int cmd_trigger(const args_t &a);       // the flight recorder's trigger in running processes
 int cmd_run(int argc, char **argv);     // takes the command line itself (the command after --)
 int cmd_report(int argc, char **argv);  // runs the Python report (dftrace.report)
 int cmd_watch(int argc, char **argv);   // runs the Python dashboard (dftrace.watch)

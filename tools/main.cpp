@@ -45,6 +45,10 @@ const char *k_usage =
     "      run CMD traced, with its POSIX and STDIO calls (libdftrace_io), and every process\n"
     "      it starts; --torch (implied by SCRIPT.py): PyTorch's steps, forward, backward,\n"
     "      optimizer, data loading, copies and checkpoints too; --deep: and every layer\n"
+    "  trigger PID... | --all DIR\n"
+    "      the flight recorder's trigger (output.mode: ring) in running processes of this\n"
+    "      user, by the signal their trace's header names; --all: every process writing a\n"
+    "      trace in DIR\n"
     "  config [--keys]\n"
     "      the effective configuration (defaults < DFTRACE_CONFIG file < environment) and\n"
     "      where each value comes from; --keys: every key, its default and variables\n"
@@ -89,6 +93,9 @@ int main(int argc, char **argv) {
   } else if (cmd == "convert") {
     parsed = parse_args(argc, argv, 2, {"-o", "--output", "--to"}, {"--keep-args"}, &a);
     fn = cmd_convert;
+  } else if (cmd == "trigger") {
+    parsed = parse_args(argc, argv, 2, {"--all"}, {}, &a);
+    fn = cmd_trigger;
   } else if (cmd == "config") {
     parsed = parse_args(argc, argv, 2, {}, {"--keys"}, &a);
     fn = cmd_config;

@@ -232,6 +232,10 @@ int dftrace_schedule_set(const dftrace_schedule_t *s) {
       DFTRACE_ERR_STATE);
 }
 
+int dftrace_trigger(const char *reason) {
+  return guarded([reason] { return the_runtime().trigger("api", reason ? reason : ""); }, 0);
+}
+
 int dftrace_step_phase(void) {
   return guarded([] { return the_runtime().step_phase(); }, DFTRACE_ERR_STATE);
 }

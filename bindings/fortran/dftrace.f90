@@ -48,7 +48,7 @@ module dftrace
 
   ! ------------------------------------------------------------------ public procedures
 
-  public :: dftrace_init, dftrace_finalize, dftrace_flush, dftrace_step
+  public :: dftrace_init, dftrace_finalize, dftrace_flush, dftrace_step, dftrace_trigger
   public :: dftrace_is_enabled, dftrace_set_enabled
   public :: dftrace_output_path, dftrace_version, dftrace_status_string
   public :: dftrace_node_derive, dftrace_node_name, dftrace_node_category, dftrace_node_path
@@ -174,6 +174,11 @@ module dftrace
       import :: c_int
       integer(c_int) :: st
     end function c_step
+    function c_trigger(reason) bind(c, name='dftrace_trigger') result(st)
+      import :: c_char, c_int
+      character(kind=c_char), dimension(*), intent(in) :: reason
+      integer(c_int) :: st
+    end function c_trigger
     function c_is_enabled() bind(c, name='dftrace_is_enabled') result(on)
       import :: c_bool
       logical(c_bool) :: on
@@ -660,6 +665,17 @@ contains
     if (present(ready)) ready = st == 1
     if (present(status)) status = merge(0, int(st), st == 1)
   end subroutine dftrace_step
+
+  !> A trigger of the flight recorder (output.mode: ring, docs/flight-recorder.md): the last
+  !> ring.seconds of events are written with a trigger line naming reason. taken is .true.
+  !> when the trigger was taken (not: not in ring mode, not tracing, within trigger.min_gap).
+  subroutine dftrace_trigger(reason, taken)
+    character(*), intent(in) :: reason
+    logical, intent(out), optional :: taken
+    integer(c_int) :: st
+    st = c_trigger(c_value(trim(reason)))
+    if (present(taken)) taken = st == 1
+  end subroutine dftrace_trigger
 
   !> True while events are being recorded.
   logical function dftrace_is_enabled()

@@ -1312,6 +1312,22 @@ static PyObject *mod_process_property(PyObject *m, PyObject *const *argv, Py_ssi
   return two_strings(argv, n, dftrace_process_property_string, "process_property");
 }
 
+/* trigger(reason="") -> 1 when the flight recorder took the trigger, 0 when not. The ring is
+ * written by the writer thread: nothing here waits for it. */
+static PyObject *mod_trigger(PyObject *m, PyObject *const *argv, Py_ssize_t n) {
+  (void)m;
+  PyObject *h = NULL;
+  const char *s = n >= 1 ? key_utf8(argv[0], &h) : "";
+  if (!s) {
+    warn_and_clear("trigger");
+    Py_RETURN_NONE;
+  }
+  int rc;
+  Py_BEGIN_ALLOW_THREADS rc = dftrace_trigger(s);
+  Py_END_ALLOW_THREADS Py_XDECREF(h);
+  return PyLong_FromLong(rc);
+}
+
 static PyObject *mod_thread_name(PyObject *m, PyObject *name) {
   (void)m;
   PyObject *h = NULL;
@@ -1495,6 +1511,8 @@ static PyMethodDef module_methods[] = {
     {"thread_name", mod_thread_name, METH_O, "Names the calling thread in the trace."},
     {"set_rank", (PyCFunction)(void (*)(void))mod_set_rank, METH_FASTCALL, NULL},
     {"region_args", (PyCFunction)(void (*)(void))mod_region_args, METH_FASTCALL, NULL},
+    {"trigger", (PyCFunction)(void (*)(void))mod_trigger, METH_FASTCALL,
+     "A trigger of the flight recorder (output.mode: ring): 1 when taken."},
     {"_set_async_wrapper", mod_set_async_wrapper, METH_O, NULL},
     {"_set_capture_factory", mod_set_capture_factory, METH_O, NULL},
     {"_open_depth", mod_open_depth, METH_NOARGS, NULL},

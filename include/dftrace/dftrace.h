@@ -156,6 +156,13 @@ DFTRACE_API int dftrace_step(void);
  * warmup, skip_first or repeat without active steps. */
 DFTRACE_API int dftrace_schedule_set(const dftrace_schedule_t *schedule);
 
+/* A trigger of the flight recorder (output.mode: ring; docs/flight-recorder.md): the ring,
+ * the last ring.seconds of events, is written to the trace with a trigger line that says
+ * `reason` (NULL: none), then full detail follows for ring.after. Any thread; not from a
+ * signal handler (trigger.signal is the signal's way). 1 when taken, 0 when not (not in ring
+ * mode, not tracing, within trigger.min_gap of the last trigger). */
+DFTRACE_API int dftrace_trigger(const char *reason);
+
 /* The phase of the step under way (DFTRACE_STEP_*), and the number of steps ended so far. */
 DFTRACE_API int dftrace_step_phase(void);
 DFTRACE_API uint64_t dftrace_step_count(void);

@@ -98,6 +98,15 @@ inline void flush_from_signal(bool ending) noexcept {
   (void)ending;
 #endif
 }
+// A trigger of the flight recorder (see dftrace_trigger): true when taken.
+inline bool trigger(const char *reason = "") {
+#ifndef DFTRACE_DISABLE
+  return dftrace_trigger(reason) == 1;
+#else
+  (void)reason;
+  return false;
+#endif
+}
 // The end of a training step (see dftrace_step): true when an active window of the schedule
 // just closed and its events are in the file.
 inline bool step() {

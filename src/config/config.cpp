@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <csignal>
 #include <cstdlib>
 #include <functional>
 #include <sstream>
@@ -237,6 +238,88 @@ entry sample_key() {
           }};
 }
 
+// ring.after: steps (a bare count) or a time with its unit ("2s", "500ms").
+entry ring_after_key() {
+  return {{"ring.after", "DFTRACE_RING_AFTER", nullptr, "2s"},
+          false,
+          [](config &c, const std::string &v, std::string &why) {
+            uint64_t n = 0;
+            double d = 0;
+            if (parse_count(v, &n) && n > 0) {
+              c.ring_after_steps = n;
+              c.ring_after_seconds = 0;
+            } else if (parse_duration(v, &d) && d >= 0.001 && d <= 86400) {
+              c.ring_after_steps = 0;
+              c.ring_after_seconds = d;
+            } else {
+              why = "is not a count of steps (from 1) or a duration from 1ms to 1 day (2s, 500ms)";
+              return false;
+            }
+            return true;
+          },
+          [](const config &c) {
+            return c.ring_after_steps ? std::to_string(c.ring_after_steps)
+                                      : to_text(c.ring_after_seconds) + "s";
+          }};
+}
+
+// trigger.step_factor: a factor over the median step (0: off, else from 1.01).
+entry step_factor_key() {
+  return {{"trigger.step_factor", "DFTRACE_TRIGGER_STEP_FACTOR", nullptr, "3"},
+          false,
+          [](config &c, const std::string &v, std::string &why) {
+            const std::string t = trim(v);
+            char *end = nullptr;
+            const double f = std::strtod(t.c_str(), &end);
+            if (t.empty() || *end || !std::isfinite(f) || (f != 0 && (f < 1.01 || f > 1e6))) {
+              why = "is not 0 (off) or a factor from 1.01 to 10^6";
+              return false;
+            }
+            c.trigger_step_factor = f;
+            return true;
+          },
+          [](const config &c) { return to_text(c.trigger_step_factor); }};
+}
+
+// trigger.signal: a signal's name (USR2, SIGUSR2) or number; none or 0: no signal.
+entry trigger_signal_key() {
+  return {{"trigger.signal", "DFTRACE_TRIGGER_SIGNAL", nullptr, "SIGUSR2"},
+          false,
+          [](config &c, const std::string &v, std::string &why) {
+            std::string t = lower(trim(v));
+            if (t.compare(0, 3, "sig") == 0) t.erase(0, 3);
+            static const std::pair<const char *, int> names[] = {
+                {"usr1", SIGUSR1},   {"usr2", SIGUSR2}, {"hup", SIGHUP},
+                {"winch", SIGWINCH}, {"urg", SIGURG},   {"pwr", SIGPWR}};
+            for (const auto &n : names)
+              if (t == n.first) {
+                c.trigger_signal = n.second;
+                return true;
+              }
+            uint64_t n = 0;
+            if (t == "none" || (parse_count(t, &n) && n == 0)) {
+              c.trigger_signal = 0;
+              return true;
+            }
+            if (parse_count(t, &n) && n >= 1 && n < static_cast<uint64_t>(SIGRTMAX) + 1 &&
+                n != SIGKILL && n != SIGSTOP && n != SIGSEGV && n != SIGBUS && n != SIGFPE &&
+                n != SIGILL && n != SIGABRT) {
+              c.trigger_signal = static_cast<int>(n);
+              return true;
+            }
+            why =
+                "is not a signal (USR1, USR2, HUP, WINCH, URG, PWR or a number that is not a "
+                "fault, KILL or STOP) or none";
+            return false;
+          },
+          [](const config &c) {
+            return c.trigger_signal == SIGUSR2   ? std::string("SIGUSR2")
+                   : c.trigger_signal == SIGUSR1 ? std::string("SIGUSR1")
+                   : c.trigger_signal == 0       ? std::string("none")
+                                                 : std::to_string(c.trigger_signal);
+          }};
+}
+
 // Rules on node paths ("-comm,+comm.all_reduce"): later and more specific win; each layer adds
 // to the earlier layers' rules.
 entry rules_key(const char *key, const char *env,
@@ -404,6 +487,18 @@ const std::vector<entry> &table() {
         rules_key("aggregation.rules", "DFTRACE_AGGREGATION_RULES", &config::aggregation_rules));
     v.push_back(budget_key());
     v.push_back(sample_key());
+    // The flight recorder and its triggers (docs/flight-recorder.md).
+    v.push_back(two_word_key("output.mode", "DFTRACE_OUTPUT_MODE", "file", "ring", &config::ring));
+    v.push_back(duration_key("ring.seconds", "DFTRACE_RING_SECONDS", "30s", &config::ring_seconds));
+    v.push_back(size_key("ring.bytes", "DFTRACE_RING_BYTES", nullptr, "67108864",
+                         &config::ring_bytes, 65536, size_t{64} << 30));
+    v.push_back(ring_after_key());
+    v.push_back(step_factor_key());
+    v.push_back(count_key("trigger.step_ns", "DFTRACE_TRIGGER_STEP_NS", "0", "nanoseconds",
+                          &config::trigger_step_ns));
+    v.push_back(trigger_signal_key());
+    v.push_back(duration_key("trigger.min_gap", "DFTRACE_TRIGGER_MIN_GAP", "10s",
+                             &config::trigger_min_gap));
     v.push_back(
         bool_key("nvtx.forward", "DFTRACE_NVTX_FORWARD", nullptr, "false", &config::nvtx_forward));
     v.push_back(

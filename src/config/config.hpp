@@ -55,6 +55,20 @@ struct config {
   // hour (one of the two; 0: none); output.sample: (cat or cat.name, N): 1 event in N kept.
   uint64_t budget{}, budget_bytes{};
   std::vector<std::pair<std::string, uint64_t>> sample;
+  // The flight recorder (output.mode: ring; docs/flight-recorder.md): the last ring_seconds
+  // (at most ring_bytes) of compressed members kept in memory; a trigger writes them and keeps
+  // full detail for ring.after (steps, or seconds when ring_after_steps is 0).
+  bool ring{};
+  double ring_seconds{};
+  size_t ring_bytes{};
+  uint64_t ring_after_steps{};
+  double ring_after_seconds{};
+  // Triggers: a step longer than step_factor x the median of the recent steps (0: off) or than
+  // step_ns (0: off); a signal (0: none); at least min_gap seconds apart.
+  double trigger_step_factor{};
+  uint64_t trigger_step_ns{};
+  int trigger_signal{};
+  double trigger_min_gap{};
   bool nvtx_forward{};  // regions as NVTX ranges, instants as marks (runtime/nvtx_forward)
   bool signals{};
   bool atexit{};

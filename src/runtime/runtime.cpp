@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -139,6 +140,12 @@ bool takes_over_request(int sig, const struct sigaction &old, python host) {
   if (sig != SIGINT && sig != SIGTERM) return true;
   if (host != python::none && (sig == SIGINT || host == python::starting)) return false;
   return !(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_DFL;
+}
+
+std::string seconds_text(double s) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%gs", s);
+  return buf;
 }
 
 std::string base_name(const std::string &p) {
@@ -311,7 +318,15 @@ int runtime::init(const dftrace_options *options) {
       log(log_level::info, "not recording: %s", disabled_reason_.c_str());
       return DFTRACE_ERR_DISABLED;
     }
+    // Before the header is made: it says which signal triggers (dftrace trigger PID reads it).
+    trigger_signal_ =
+        cfg_.ring && cfg_.trigger_signal &&
+                install_trigger_signal(cfg_.trigger_signal, python_host() == python::starting)
+            ? cfg_.trigger_signal
+            : 0;
     create_writer_locked();
+    step_watch_.start(mono_ns());
+    hold_steps_left_ = 0;
     schedule_ = {cfg_.schedule_skip_first, cfg_.schedule_wait, cfg_.schedule_warmup,
                  cfg_.schedule_active, cfg_.schedule_repeat};
     user_on_ = true;
@@ -369,6 +384,20 @@ void runtime::create_writer_locked() {
   ws.format.hhash_field = hhash_field_;
   ws.path = path_from_config();
   ws.header = header_text();
+  if (cfg_.ring) {
+    // Members closed at least every quarter of the window, so that what a trigger writes
+    // covers the window to within a quarter of it; members small beside the ring, so that it
+    // holds many of them.
+    ws.ring_seconds = cfg_.ring_seconds;
+    ws.ring_bytes = cfg_.ring_bytes;
+    ws.flush_interval = std::min(ws.flush_interval, cfg_.ring_seconds / 4);
+    ws.member_bytes = std::min(ws.member_bytes, std::max<size_t>(4096, cfg_.ring_bytes / 4));
+    ws.chunk_bytes = std::min(ws.chunk_bytes, ws.member_bytes);
+    ws.ring_after_seconds = cfg_.ring_after_steps ? 0 : cfg_.ring_after_seconds;
+    ws.ring_after_text = cfg_.ring_after_steps ? std::to_string(cfg_.ring_after_steps) + " steps"
+                                               : seconds_text(cfg_.ring_after_seconds);
+    ws.trigger_min_gap = cfg_.trigger_min_gap;
+  }
   writer_ = std::make_unique<writer>(std::move(ws));
   generation_.fetch_add(1, std::memory_order_release);
   disabled_reason_.clear();
@@ -415,6 +444,13 @@ int runtime::step() {
   if (!initialized_.load()) init(nullptr);
   std::lock_guard<std::mutex> lock(init_mutex_);
   const uint64_t ended = step_.fetch_add(1);
+  if (writer_ && writer_->ring_on()) {
+    const uint64_t now = mono_ns();
+    std::string why;
+    if (hold_steps_left_ && --hold_steps_left_ == 0) writer_->ring_release();
+    if (step_watch_.ended(now, ended, cfg_.trigger_step_factor, cfg_.trigger_step_ns, &why))
+      trigger_locked("slow_step", why, now);
+  }
   if (!schedule_.on()) return 0;
   const bool gate = schedule_.records(ended + 1);
   if (gate != gate_) {
@@ -424,6 +460,18 @@ int runtime::step() {
   if (!schedule_.window_ends_after(ended)) return 0;
   // The window's events on disk before the caller is told (on_trace_ready).
   if (writer_ && !writer_->flush()) return DFTRACE_ERR_IO;
+  return 1;
+}
+
+int runtime::trigger(std::string_view source, std::string_view reason) {
+  if (!initialized_.load()) return 0;  // a trigger never starts tracing
+  std::lock_guard<std::mutex> lock(init_mutex_);
+  return trigger_locked(source, reason, mono_ns());
+}
+
+int runtime::trigger_locked(std::string_view source, std::string_view reason, uint64_t now) {
+  if (!writer_ || !writer_->ring_on() || !writer_->trigger(source, reason, now)) return 0;
+  if (cfg_.ring_after_steps) hold_steps_left_ = cfg_.ring_after_steps;
   return 1;
 }
 
@@ -576,7 +624,7 @@ void runtime::on_fatal_signal(int sig, bool dies) {
   end_fields end;  // no allocation here
   end.id = alloc_global_id();
   end.signal = sig;
-  if (writer_) writer_->crash_flush(dies ? &end : nullptr);
+  if (writer_) writer_->crash_flush(dies ? &end : nullptr, sig);
 }
 
 // ---------------------------------------------------------------- header and footer
@@ -635,6 +683,11 @@ std::string runtime::header_text() {
       topology_known_ = true;
     }
     for (const auto &kv : topology_) meta("PR", kv.first, kv.second);
+  }
+  if (trigger_signal_) {  // the flight recorder's signal (dftrace trigger PID sends it)
+    const char *abbrev = sigabbrev_np(trigger_signal_);
+    meta("PR", "trigger_signal",
+         json_quote(abbrev ? std::string("SIG") + abbrev : std::to_string(trigger_signal_)));
   }
   h += name_line(f, header_id(), "process_name", pid_,
                  rank_ >= 0 ? "rank " + std::to_string(rank_) : exec_);

@@ -23,6 +23,7 @@
 #include "base/clock.hpp"
 #include "config/config.hpp"
 #include "runtime/schedule.hpp"
+#include "runtime/triggers.hpp"
 #include "tree/tree.hpp"
 #include "writer/writer.hpp"
 
@@ -206,6 +207,9 @@ class runtime {
   // Replaces the schedule and restarts counting at step 0.
   int set_schedule(const schedule &s);
   int step_phase();
+  // A flight recorder's trigger (output.mode: ring; docs/flight-recorder.md): 1 when taken, 0
+  // when not (not in ring mode, not recording, within trigger.min_gap of the last one).
+  int trigger(std::string_view source, std::string_view reason);
   uint64_t steps() const { return step_.load(std::memory_order_relaxed); }
   bool initialized() const { return initialized_.load(std::memory_order_acquire); }
   bool recording() const { return recording_.load(std::memory_order_relaxed); }
@@ -346,6 +350,12 @@ class runtime {
   bool gate_ = true;
   schedule schedule_;
   std::atomic<uint64_t> step_{0};
+  // Ring mode: slow steps, and the steps of full detail left after a trigger (ring.after in
+  // steps; 0: none, or ring.after is a time).
+  step_watch step_watch_;
+  uint64_t hold_steps_left_ = 0;
+  int trigger_signal_ = 0;  // trigger.signal, when its handler is installed (the header says it)
+  int trigger_locked(std::string_view source, std::string_view reason, uint64_t now);
   void apply_recording_locked();
   std::atomic<uint64_t> generation_{0};
   std::atomic<uint64_t> id_counter_{k_first_event_id};

@@ -42,6 +42,7 @@ member &member_builder::assembling() {
     m.has_ts = false;
     m.events = 0;
     m.ok = false;
+    m.kept = false;
     has_open_ = true;
   }
   return *members_[open_];

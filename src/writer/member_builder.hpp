@@ -25,6 +25,8 @@ struct member {
   uint64_t events = 0;  // event lines (not metadata)
   std::vector<char> out;
   bool ok = false;  // compressed
+  // Written to the file even in ring mode (metadata, aggregated records, the end line).
+  bool kept = false;
 };
 
 // Used by one thread at a time (the writer's I/O lock). Buffers are reused from pass to pass.
@@ -46,6 +48,10 @@ class member_builder {
   }
   // Closes the member being assembled (if any).
   void close();
+  // The closed members from the i-th on are written even in ring mode (member::kept).
+  void keep_from(size_t i) {
+    for (; i < open_; ++i) members_[i]->kept = true;
+  }
   // Closed members of this pass, in order.
   size_t closed() const { return open_; }
   member &at(size_t i) { return *members_[i]; }

@@ -165,6 +165,10 @@ size_t end_line_into(const line_format &f, const end_fields &e, char *buf, size_
   p = write_u64(p, e.events);
   lit(",\"dropped_events\":");
   p = write_u64(p, e.dropped);
+  if (e.ring) {
+    lit(",\"ring_discarded_events\":");
+    p = write_u64(p, e.ring_discarded);
+  }
   // The process ends by (or after) this signal: SIGTERM, SIGINT (KeyboardInterrupt), ...
   if (e.signal) {
     lit(",\"signal\":\"SIG");
@@ -175,6 +179,27 @@ size_t end_line_into(const line_format &f, const end_fields &e, char *buf, size_
   if (f.metadata) lit(",\"level\":1,\"p_idx\":-1");
   lit("}}\n]\n");
   return static_cast<size_t>(p - buf);
+}
+
+size_t trigger_line_into(const line_format &f, const trigger_fields &t, char *buf, size_t cap) {
+  const std::string_view reason = t.reason.substr(0, 512);
+  const std::string_view source = t.source.substr(0, 64), after = t.after.substr(0, 64);
+  if (cap <
+      256 + f.hhash_field.size() + escaped_bound(reason.size() + source.size() + after.size()))
+    return 0;
+  meta_writer w(buf);
+  w.lit("{\"name\":\"trigger\",\"cat\":\"dftracer\",\"pid\":").i64(f.pid);
+  w.lit(",\"tid\":").i64(f.pid).lit(",\"ph\":\"M\",\"args\":{");
+  if (!f.hhash_field.empty()) w.lit(f.hhash_field).lit(",");
+  w.lit("\"name\":").quoted(source).lit(",\"value\":").quoted(reason);
+  char *p = w.lit(",\"time\":").end();
+  p = format_time(f, p, t.mono_ns);
+  meta_writer w2(p);
+  p = w2.lit(",\"from\":").end();
+  p = format_time(f, p, t.from_ns);
+  meta_writer w3(p);
+  w3.lit(",\"after\":").quoted(after).lit("}}\n");
+  return static_cast<size_t>(w3.end() - buf);
 }
 
 }  // namespace dftrace::detail

@@ -54,9 +54,27 @@ struct end_fields {
   uint64_t mono_ns = 0;
   uint64_t events = 0, dropped = 0;
   int signal = 0;  // the fatal signal the process ends by, or 0
+  // The flight recorder (output.mode: ring): the events its ring let go without a trigger
+  // (written as ring_discarded_events only when `ring`).
+  bool ring = false;
+  uint64_t ring_discarded = 0;
 };
 // The end line and the closing "]\n" into buf; 0 when cap is too small. No allocation: the
 // fatal-signal path writes it.
 size_t end_line_into(const line_format &f, const end_fields &e, char *buf, size_t cap);
+
+// What a flight recorder's trigger line says (docs/flight-recorder.md): where it came from
+// (`slow_step`, `api`, `signal`, `crash`), why (a short text), when (CLOCK_MONOTONIC ns), and
+// the window it writes: from from_ns, then full detail for `after` (text such as "2s" or
+// "3 steps").
+struct trigger_fields {
+  std::string_view source, reason, after;
+  uint64_t mono_ns = 0, from_ns = 0;
+};
+// {"name":"trigger","cat":"dftracer","pid":..,"tid":..,"ph":"M","args":{["hhash":..,]
+// "name":<source>,"value":<reason>,"time":T,"from":F,"after":<after>}} and '\n', into buf[cap]
+// (no allocation: the fatal-signal path writes one); 0 when cap is too small. The reason is cut
+// to 512 bytes.
+size_t trigger_line_into(const line_format &f, const trigger_fields &t, char *buf, size_t cap);
 
 }  // namespace dftrace::detail

@@ -43,6 +43,9 @@ writer::writer(writer_settings settings)
       compressors_(settings_.kind, settings_.level, settings_.compress_threads),
       crash_encoder_(settings_.kind, settings_.level) {
   file_.plan(settings_.path, settings_.header);
+  if (settings_.ring_seconds > 0)
+    ring_ = std::make_unique<member_ring>(static_cast<uint64_t>(settings_.ring_seconds * 1e9),
+                                          settings_.ring_bytes);
   out_.reserve(settings_.member_bytes / 2);
   crash_encoder_.reserve(settings_.member_bytes + 4096);
   crash_text_.reserve(settings_.member_bytes + 4096);
@@ -146,11 +149,20 @@ void writer::run() {
       const auto due = clock::now() + std::chrono::nanoseconds(tm->ns_until_due());
       if (due < wake) wake = due;
     }
+    if (ring_) {  // a signal's trigger is looked at every 100 ms; full detail ends on time
+      const auto poll = clock::now() + std::chrono::milliseconds(100);
+      if (poll < wake) wake = poll;
+      const uint64_t until = hold_until_ns_.load(std::memory_order_relaxed);
+      const auto hold_end = clock::time_point(std::chrono::nanoseconds(until));
+      if (until && hold_end < wake) wake = hold_end;
+    }
     const bool woken = queue_cv_.wait_until(lock, wake, [&] {
       return stop_ || queued_bytes_ >= settings_.member_bytes / 2 || flush_wanted_;
     });
     if (stop_) break;
-    if (tm && !woken && clock::now() < next_steal) {  // only an anchor is due
+    const bool ring_now = ring_ && (steal_wanted_ || ring_due());
+    if (!woken && !ring_now && clock::now() < next_steal) {  // only an anchor is due, or a poll
+      if (!tm) continue;
       lock.unlock();
       {
         std::lock_guard<std::mutex> io(io_mutex_);
@@ -159,7 +171,7 @@ void writer::run() {
       lock.lock();
       continue;
     }
-    const bool steal = clock::now() >= next_steal;
+    const bool steal = clock::now() >= next_steal || ring_now;
     lock.unlock();
     {
       std::lock_guard<std::mutex> io(io_mutex_);
@@ -217,6 +229,7 @@ void writer::cycle_steps(bool steal) {
     local_queue_.swap(queue_);
     queued_bytes_ = 0;
     flush_wanted_ = false;
+    steal_wanted_ = false;
   }
   space_cv_.notify_all();
   // 2. the committed part of each thread's current chunk
@@ -240,6 +253,10 @@ void writer::cycle_steps(bool steal) {
                  settings_.member_bytes, [&](const char *p, size_t n, uint32_t lines) {
                    builder_.add_lines(p, n, member_stats{lines, 0, 0}, false, false);
                  });
+  if (ring_) {  // metadata is written to the file in ring mode too: members of its own
+    builder_.close();
+    builder_.keep_from(0);
+  }
   // A burst of definitions (a pass over many new files) is not kept for the rest of the run.
   if (local_meta_.capacity() > 4 * settings_.member_bytes) std::string().swap(local_meta_);
   for (; queue_done_ < local_queue_.size(); ++queue_done_) {
@@ -254,9 +271,13 @@ void writer::cycle_steps(bool steal) {
   }
   // Aggregated intervals are written once no thread can still hold events of them: two flush
   // intervals after them (a thread's chunk is taken at least every flush interval).
+  builder_.close();
+  const size_t events_end = builder_.closed();
   builder_.add_aggregates(static_cast<uint64_t>(2 * settings_.flush_interval * 1e9), false);
   builder_.close();
+  builder_.keep_from(events_end);  // aggregated records are written in ring mode too
   write_members(true);
+  ring_after_pass();
 }
 
 bool writer::open_file() {
@@ -280,6 +301,10 @@ void writer::write_members(bool parallel) {
   if (writing && settings_.compress) compressors_.compress(builder_, parallel);
   for (size_t i = 0; i < count; ++i) {
     member &m = builder_.at(i);
+    if (ring_ && !holding_ && !m.kept) {
+      ring_keep(m);
+      continue;
+    }
     bool ok = false;
     if (file_.is_open() && !file_.failed()) {
       if (settings_.compress)
@@ -306,6 +331,8 @@ size_t writer::end_line(end_fields e, char *buf, size_t cap) {
   e.mono_ns = f.ticks ? f.ticks->to_ns(tick_now()) : e.mono_ns;
   e.events = events_written();
   e.dropped = events_dropped();
+  e.ring = ring_ != nullptr;
+  e.ring_discarded = ring_ ? ring_->discarded() + (crash_wrote_ring_ ? 0 : ring_->events()) : 0;
   return end_line_into(f, e, buf, cap);
 }
 
@@ -317,6 +344,7 @@ void writer::finish(end_fields end) {
     try {
       builder_.add_aggregates(0, true);  // every interval still open, written before the end
       builder_.close();                  // line so that its count holds their events
+      builder_.keep_from(0);
       write_members(true);
     } catch (...) {  // out of memory: what was folded is dropped, the end line still comes
       drop_failed_pass();
@@ -327,6 +355,7 @@ void writer::finish(end_fields end) {
     try {
       builder_.add_lines(buf, n, st, (st.ts_min | st.ts_max) != 0, false);
       builder_.close();
+      builder_.keep_from(0);
       write_members(true);
       if (file_.failed()) {
         // A full file system or the file-size limit: the file was cut back to its last whole
@@ -435,6 +464,7 @@ void writer::crash_cycle() {
       len = 0;
     file_.open(/*quiet=*/true, m, len);
   }
+  crash_ring(crash_sig_);
   // The same order as a regular pass: events observed first, then the metadata they need,
   // which is written before them.
   ranges_.clear();
@@ -467,13 +497,14 @@ void writer::crash_cycle() {
   crash_aggregates();
 }
 
-void writer::crash_flush(end_fields *end) {
+void writer::crash_flush(end_fields *end, int fatal_sig) {
   if (t_is_writer) return;
   // dftrace's own work: creating the file here (mkdir, open) must pass through the I/O
   // interposers untraced, whose FH line would wait on io_mutex_, held below.
   const internal_scope own;
   if (!lock_within(io_mutex_, std::chrono::milliseconds(1000))) return;
   if (!finished_) {
+    crash_sig_ = fatal_sig;
     crash_cycle();
     if (end && file_.is_open() && !file_.failed()) {
       char buf[2048];
@@ -492,6 +523,7 @@ void writer::crash_flush(end_fields *end) {
 
 void writer::fork_prepare() {
   io_mutex_.lock();
+  trigger_mutex_.lock();
   compressors_.fork_prepare();
   queue_mutex_.lock();
   meta_mutex_.lock();
@@ -505,6 +537,7 @@ void writer::fork_parent() {
   meta_mutex_.unlock();
   queue_mutex_.unlock();
   compressors_.fork_parent();
+  trigger_mutex_.unlock();
   io_mutex_.unlock();
 }
 
@@ -534,6 +567,14 @@ void writer::fork_child(thread_buffer *survivor, int64_t new_pid, std::string pa
   // fork time), and the child's new writer thread would wait behind ghosts that never leave,
   // so that a broadcast at exit could wait for them forever. Only this thread exists: nothing
   // is waiting on or holding these objects, and their old state is dropped, not destroyed.
+  if (ring_) ring_->forget();  // the parent's window is the parent's
+  holding_ = crash_wrote_ring_ = steal_wanted_ = false;
+  hold_until_ns_ = 0;
+  release_wanted_ = false;
+  triggers_ = 0;
+  pending_.clear();
+  any_trigger_ = false;
+  new (&trigger_mutex_) std::mutex();
   new (&io_mutex_) std::mutex();
   new (&queue_mutex_) std::mutex();
   new (&meta_mutex_) std::mutex();

@@ -20,6 +20,7 @@
 #include "writer/chunk_pool.hpp"
 #include "writer/compressor_pool.hpp"
 #include "writer/member_builder.hpp"
+#include "writer/member_ring.hpp"
 #include "writer/output_file.hpp"
 #include "writer/record.hpp"
 #include "writer/trace_lines.hpp"
@@ -46,7 +47,21 @@ struct writer_settings {
   // is created when the first member is written.
   std::string path;
   std::string header;
+  // The flight recorder (output.mode: ring; docs/flight-recorder.md): when ring_seconds > 0,
+  // members of events are kept in memory (the last ring_seconds, at most ring_bytes) instead of
+  // written; metadata, aggregated records and the end line are written as usual. A trigger
+  // writes the ring, then full detail for ring_after_seconds (0: until ring_release()).
+  double ring_seconds{};
+  size_t ring_bytes{};
+  double ring_after_seconds{};
+  std::string ring_after_text;  // what the trigger line says of it ("2s", "3 steps")
+  double trigger_min_gap{};     // seconds between two triggers
 };
+
+// A trigger from a signal handler (the runtime's, for trigger.signal): the signal and the time
+// (CLOCK_MONOTONIC ns), stored with two lock-free atomic stores; the writer thread looks at them
+// at least every 100 ms in ring mode.
+void signal_trigger(int sig, uint64_t mono_ns) noexcept;
 
 class writer {
  public:
@@ -79,13 +94,27 @@ class writer {
   // From a fatal signal handler: write what can be written within about a second; with `end`
   // (the process is about to die), then the end line and "]" as the last member, and the file
   // is finished. No allocation.
-  void crash_flush(end_fields *end);
+  // `fatal_sig`: the fatal signal that called it (0: another path, such as _exit): in ring mode
+  // the ring is written first, with a trigger line naming the signal.
+  void crash_flush(end_fields *end, int fatal_sig = 0);
   // fork() support: prepare locks everything, parent unlocks, child unlocks and forgets the
   // parent's data, file and threads (keeping `survivor`, the forking thread's buffer), and
   // plans its own file.
   void fork_prepare();
   void fork_parent();
   void fork_child(thread_buffer *survivor, int64_t new_pid, std::string path, std::string header);
+
+  // ---- the flight recorder (ring mode)
+  bool ring_on() const { return ring_ != nullptr; }
+  // A trigger from any thread (not a signal handler: signal_trigger): the ring (the window
+  // before mono_ns) is written at the writer's next pass, with a trigger line, then full detail
+  // follows. False when refused: not in ring mode, finished, or within trigger_min_gap of the
+  // last trigger accepted.
+  bool trigger(std::string_view source, std::string_view reason, uint64_t mono_ns);
+  // The full detail after a trigger ends (ring.after in steps): what is committed when the
+  // writer's next pass runs is written, later members go to the ring again.
+  void ring_release();
+  uint64_t triggers() const { return triggers_.load(std::memory_order_relaxed); }
 
   uint64_t events_written() const { return events_written_.load(std::memory_order_relaxed); }
   uint64_t events_dropped() const { return dropped_.load(std::memory_order_relaxed); }
@@ -129,6 +158,14 @@ class writer {
     uint64_t events = 0;
   } crash_batch_;
   size_t end_line(end_fields e, char *buf, size_t cap);
+  // Ring mode: a member of events into the ring (write_members), and the triggers pending, the
+  // signal's and the end of full detail, after a pass's members were written (io_mutex_).
+  void ring_keep(member &m);
+  void ring_after_pass();
+  bool accept_trigger(uint64_t mono_ns);  // min_gap (trigger_mutex_ held)
+  void write_trigger(std::string_view source, std::string_view reason, uint64_t mono_ns);
+  bool ring_due() const;     // a signal's trigger waits, or full detail's time ran out
+  void crash_ring(int sig);  // the fatal-signal path's write of the ring
 
   writer_settings settings_;
   chunk_pool pool_;
@@ -160,6 +197,25 @@ class writer {
   bool memory_said_ = false;
   std::string local_meta_;
   std::vector<char> out_;
+
+  // Ring mode (null otherwise); holding_: full detail after a trigger (io_mutex_), until
+  // hold_until_ns_ (0: until ring_release).
+  std::unique_ptr<member_ring> ring_;
+  bool holding_ = false;
+  std::atomic<uint64_t> hold_until_ns_{0};
+  std::atomic<bool> release_wanted_{false};
+  bool steal_wanted_ = false;  // a trigger or a release wants the threads' chunks (queue_mutex_)
+  bool crash_wrote_ring_ = false;
+  int crash_sig_ = 0;  // what crash_flush was given (crash_ring's reason)
+  struct pending_trigger {
+    std::string source, reason;
+    uint64_t mono_ns = 0;
+  };
+  std::mutex trigger_mutex_;
+  std::vector<pending_trigger> pending_;  // trigger_mutex_
+  uint64_t last_trigger_ns_ = 0;          // trigger_mutex_
+  bool any_trigger_ = false;              // trigger_mutex_
+  std::atomic<uint64_t> triggers_{0};
 
   bool finished_ = false;
   std::atomic<uint64_t> events_written_{0};

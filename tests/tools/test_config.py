@@ -28,3 +28,29 @@ def test_keys_lists_every_key_with_its_variables():
     p = run("config", "--keys")
     assert "output.prefix" in p.stdout and "DFTRACE_LOG_FILE" in p.stdout and "DFTRACER_LOG_FILE" in p.stdout
     assert "gpu.cupti" in p.stdout and "output.compress_threads" in p.stdout
+
+
+def test_flight_recorder_keys():
+    # ring.after: a bare number is steps, a unit makes it a time; trigger.signal: a name with or
+    # without SIG, a number, or none; the faults, KILL and STOP are refused (the key keeps its
+    # default).
+    def effective(**env):
+        p = run("config", env=env)
+        return dict(l.split(" = ", 1) for l in p.stdout.splitlines()), p.stderr
+
+    lines, err = effective(DFTRACE_RING_AFTER="5", DFTRACE_TRIGGER_SIGNAL="usr1",
+                           DFTRACE_OUTPUT_MODE="RING", DFTRACE_TRIGGER_STEP_FACTOR="2.5")
+    assert err == ""
+    assert lines["ring.after"] == "5  (env DFTRACE_RING_AFTER)"
+    assert lines["trigger.signal"] == "SIGUSR1  (env DFTRACE_TRIGGER_SIGNAL)"
+    assert lines["output.mode"] == "ring  (env DFTRACE_OUTPUT_MODE)"
+    assert lines["trigger.step_factor"] == "2.5  (env DFTRACE_TRIGGER_STEP_FACTOR)"
+    lines, err = effective(DFTRACE_RING_AFTER="500ms", DFTRACE_TRIGGER_SIGNAL="none")
+    assert lines["ring.after"] == "0.5s  (env DFTRACE_RING_AFTER)" and err == ""
+    assert lines["trigger.signal"] == "none  (env DFTRACE_TRIGGER_SIGNAL)"
+    for bad in ("SEGV", "9", "0.5s"):
+        lines, err = effective(DFTRACE_TRIGGER_SIGNAL=bad)
+        assert lines["trigger.signal"] == "SIGUSR2  (default)" and err.count("\n") == 1, err
+    lines, err = effective(DFTRACE_TRIGGER_STEP_FACTOR="1", DFTRACE_RING_AFTER="0")
+    assert lines["trigger.step_factor"] == "3  (default)" and lines["ring.after"] == "2s  (default)"
+    assert err.count("\n") == 2, err

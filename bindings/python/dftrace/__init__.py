@@ -46,7 +46,7 @@ __all__ = [
     "output_path", "config_describe", "events_written", "events_dropped", "now_ns", "version",
     "Node", "Profiler", "DFTracerAI", "ProfileCategory", "ComputeEvent", "DataEvent",
     "DataLoaderEvent", "CommunicationEvent", "DeviceEvent", "CheckpointEvent", "PipelineEvent",
-    "dftracer", "Session", "read", "schedule", "step", "file_hash", "read_calls", "summarize",
+    "dftracer", "Session", "read", "schedule", "step", "trigger", "file_hash", "read_calls", "summarize",
 ]
 
 
@@ -74,6 +74,14 @@ def schedule(*, skip_first: int = 0, wait: int = 0, warmup: int = 0, active: int
     if on_trace_ready is not None:
         _on_trace_ready.append(on_trace_ready)
     return _dftrace.schedule_set(skip_first, wait, warmup, active, repeat)
+
+
+def trigger(reason: str = "") -> bool:
+    """A trigger of the flight recorder (`output.mode: ring`, docs/flight-recorder.md): the
+    last `ring.seconds` of events are written to the trace with a trigger line naming `reason`,
+    then full detail follows for `ring.after`. False when not taken (not in ring mode, not
+    tracing, within `trigger.min_gap` of the last trigger)."""
+    return _dftrace.trigger(str(reason)) == 1
 
 
 def step() -> bool:
@@ -221,6 +229,23 @@ def _finalize_after_keyboard_interrupt() -> None:
 import atexit as _atexit  # noqa: E402
 
 _atexit.register(_finalize_after_keyboard_interrupt)
+
+_previous_excepthook = sys.excepthook
+
+
+def _trigger_on_unhandled(kind, value, tb) -> None:
+    # An unhandled exception ends the interpreter: in ring mode (the flight recorder) the
+    # window before it is written with a trigger line that names it (finalize, at exit, writes
+    # it). Nothing happens when tracing is off or not in ring mode. Then Python's own report.
+    try:
+        if _dftrace.is_enabled():
+            _dftrace.trigger("unhandled exception %s: %s" % (kind.__name__, value))
+    except Exception:  # noqa: BLE001  (the report must come whatever happens here)
+        pass
+    _previous_excepthook(kind, value, tb)
+
+
+sys.excepthook = _trigger_on_unhandled
 
 
 def _node(name: str, cat: str) -> Profiler:

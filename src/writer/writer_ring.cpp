@@ -1,0 +1,174 @@
+// writer_ring.cpp: the writer's flight recorder (output.mode: ring): members of events kept in
+// a member_ring instead of written, triggers that write the ring and a trigger line, full
+// detail after a trigger, and the ring on the fatal-signal path.
+#include <string.h>
+
+#include <cstring>
+
+#include "base/clock.hpp"
+#include "writer/writer.hpp"
+
+namespace dftrace::detail {
+
+namespace {
+std::atomic<int> g_signal_trigger_sig{0};
+std::atomic<uint64_t> g_signal_trigger_ns{0};
+static_assert(std::atomic<uint64_t>::is_always_lock_free, "a signal handler stores it");
+}  // namespace
+
+void signal_trigger(int sig, uint64_t mono_ns) noexcept {
+  g_signal_trigger_sig.store(sig, std::memory_order_relaxed);
+  g_signal_trigger_ns.store(mono_ns ? mono_ns : 1, std::memory_order_release);
+}
+
+bool writer::ring_due() const {
+  if (g_signal_trigger_ns.load(std::memory_order_relaxed)) return true;
+  const uint64_t until = hold_until_ns_.load(std::memory_order_relaxed);
+  return (until && mono_ns() >= until) || release_wanted_.load(std::memory_order_relaxed);
+}
+
+void writer::ring_keep(member &m) {
+  // The member as it would have been written: compressed when the trace is.
+  const bool compressed = settings_.compress;
+  if (compressed && !m.ok) {
+    dropped_.fetch_add(m.events, std::memory_order_relaxed);
+    return;
+  }
+  const char *p = compressed ? m.out.data() : m.text.data();
+  const size_t n = compressed ? m.out.size() : m.text.size();
+  ring_->push(p, n, mono_ns(), m.events);  // std::bad_alloc: the pass is dropped (cycle)
+}
+
+bool writer::accept_trigger(uint64_t mono_ns) {
+  const uint64_t gap = static_cast<uint64_t>(settings_.trigger_min_gap * 1e9);
+  if (any_trigger_ && mono_ns < last_trigger_ns_ + gap) return false;
+  any_trigger_ = true;
+  last_trigger_ns_ = mono_ns;
+  return true;
+}
+
+bool writer::trigger(std::string_view source, std::string_view reason, uint64_t mono_ns) {
+  if (!ring_) return false;
+  {
+    std::lock_guard<std::mutex> lock(trigger_mutex_);
+    if (!accept_trigger(mono_ns)) return false;
+    pending_.push_back({std::string(source), std::string(reason), mono_ns});
+  }
+  {
+    std::lock_guard<std::mutex> lock(queue_mutex_);
+    if (stop_) return true;  // finish's pass takes it
+    flush_wanted_ = steal_wanted_ = true;
+    start_thread();
+  }
+  queue_cv_.notify_one();
+  return true;
+}
+
+void writer::ring_release() {
+  if (!ring_) return;
+  release_wanted_.store(true, std::memory_order_relaxed);
+  {
+    std::lock_guard<std::mutex> lock(queue_mutex_);
+    flush_wanted_ = steal_wanted_ = true;
+  }
+  queue_cv_.notify_one();
+}
+
+void writer::write_trigger(std::string_view source, std::string_view reason, uint64_t mono_ns) {
+  if (!open_file() || file_.failed()) return;
+  const uint64_t window = ring_->window_ns();
+  if (!holding_) {  // the window before the trigger, oldest member first
+    ring_->forget_before(mono_ns > window ? mono_ns - window : 0);
+    ring_->drain([&](const char *p, size_t n, uint64_t events) {
+      const bool ok = !file_.failed() && file_.write(p, n);
+      (ok ? events_written_ : dropped_).fetch_add(events, std::memory_order_relaxed);
+    });
+  }
+  trigger_fields t;
+  t.source = source;
+  t.reason = reason;
+  t.after = settings_.ring_after_text;
+  t.mono_ns = mono_ns;
+  t.from_ns = mono_ns > window ? mono_ns - window : 0;
+  char buf[4096];
+  const size_t n = trigger_line_into(builder_.format(), t, buf, sizeof buf);
+  if (n) {
+    if (!settings_.compress) {
+      file_.write(buf, n);
+    } else {
+      out_.clear();
+      if (compressors_.encoder().encode(buf, n, scan(buf, n), out_))
+        file_.write(out_.data(), out_.size());
+    }
+  }
+  triggers_.fetch_add(1, std::memory_order_relaxed);
+  holding_ = true;
+  if (settings_.ring_after_seconds > 0) {
+    const uint64_t until = mono_ns + static_cast<uint64_t>(settings_.ring_after_seconds * 1e9);
+    if (until > hold_until_ns_.load(std::memory_order_relaxed))
+      hold_until_ns_.store(until, std::memory_order_relaxed);
+  }
+}
+
+void writer::ring_after_pass() {
+  if (!ring_) return;
+  if (crash_wrote_ring_) {  // a fatal signal's path wrote the ring and the process went on
+    crash_wrote_ring_ = false;
+    ring_->drain([](const char *, size_t, uint64_t) {});
+  }
+  std::vector<pending_trigger> pending;
+  {
+    std::lock_guard<std::mutex> lock(trigger_mutex_);
+    if (const uint64_t at = g_signal_trigger_ns.exchange(0, std::memory_order_acquire)) {
+      const int sig = g_signal_trigger_sig.load(std::memory_order_relaxed);
+      if (accept_trigger(at)) {
+        const char *abbrev = sigabbrev_np(sig);
+        pending_.push_back({"signal", std::string("SIG") + (abbrev ? abbrev : "UNKNOWN"), at});
+      }
+    }
+    pending.swap(pending_);
+  }
+  for (const pending_trigger &p : pending) write_trigger(p.source, p.reason, p.mono_ns);
+  if (!holding_) {
+    release_wanted_.store(false, std::memory_order_relaxed);
+    return;
+  }
+  // Full detail ends: what this pass took is in the file, later members go to the ring.
+  const uint64_t until = hold_until_ns_.load(std::memory_order_relaxed);
+  const bool released = release_wanted_.exchange(false, std::memory_order_relaxed);
+  if ((until && mono_ns() >= until) || (!until && released)) {
+    holding_ = false;
+    hold_until_ns_.store(0, std::memory_order_relaxed);
+  }
+}
+
+void writer::crash_ring(int sig) {
+  // The fatal-signal path (no allocation, no free): the ring as it is, then a trigger line that
+  // names the signal; the buffered lines follow (crash_cycle).
+  if (!ring_ || !sig || holding_ || crash_wrote_ring_ || !file_.is_open() || file_.failed()) return;
+  ring_->for_each([&](const char *p, size_t n, uint64_t events) {
+    const bool ok = !file_.failed() && file_.write(p, n);
+    (ok ? events_written_ : dropped_).fetch_add(events, std::memory_order_relaxed);
+  });
+  crash_wrote_ring_ = true;
+  const uint64_t now = mono_ns();
+  const uint64_t window = ring_->window_ns();
+  trigger_fields t;
+  t.source = "crash";
+  const char *abbrev = sigabbrev_np(sig);
+  char reason[32] = "fatal signal";
+  if (abbrev) {
+    std::memcpy(reason, "SIG", 3);
+    std::strncpy(reason + 3, abbrev, sizeof reason - 4);
+  }
+  t.reason = reason;
+  t.after = "0s";
+  t.mono_ns = now;
+  t.from_ns = now > window ? now - window : 0;
+  char buf[1024];
+  const size_t n = trigger_line_into(builder_.format(), t, buf, sizeof buf);
+  if (n) crash_write(buf, n, scan(buf, n));
+  triggers_.fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace dftrace::detail

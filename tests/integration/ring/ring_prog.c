@@ -1,0 +1,127 @@
+/* ring_prog.c: a C program for the flight recorder's tests (test_ring.py), in ring mode by its
+ * environment (DFTRACE_OUTPUT_MODE=ring, ...). Each region carries `ms`, the milliseconds since
+ * the program started, so that the test can say which part of the run a trace holds.
+ * Usage:
+ *   ring_prog api SECONDS AT    regions for SECONDS, dftrace_trigger("at AT s") at AT seconds
+ *   ring_prog steps N SLOW MS   N steps of MS/2 regions 2 ms apart; step SLOW's (0-based) 40 ms
+ * apart ring_prog wait SECONDS      regions for SECONDS ("ready" on stdout after the first second)
+ *   ring_prog fast EVENTS       EVENTS regions as fast as it can, then its VmHWM (kB)
+ *   ring_prog crash SECONDS     regions for SECONDS, then a SIGSEGV
+ *   ring_prog latency EVENTS    EVENTS regions, then a trigger and a flush: how long the two
+ *                               took (the ring is on disk when the flush returns), in ms */
+#include <dftrace/dftrace.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static uint64_t now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
+}
+
+static void sleep_ms(long ms) {
+  struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
+  while (nanosleep(&t, &t) != 0) {
+  }
+}
+
+static uint64_t g_t0;
+static dftrace_node_t *g_work;
+
+static void region(long step) {
+  dftrace_region_t r = dftrace_region_begin(g_work);
+  dftrace_region_arg_int(r, "ms", (int64_t)(now_ms() - g_t0));
+  if (step >= 0) dftrace_region_arg_int(r, "step", step);
+  dftrace_region_end(r);
+}
+
+static long vm_hwm_kb(void) {
+  FILE *f = fopen("/proc/self/status", "r");
+  char line[256];
+  long kb = -1;
+  while (f && fgets(line, sizeof line, f))
+    if (strncmp(line, "VmHWM:", 6) == 0) kb = atol(line + 6);
+  if (f) fclose(f);
+  return kb;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 3) return 2;
+  g_t0 = now_ms();
+  g_work = dftrace_node_child(dftrace_category("ring"), "work");
+  const char *mode = argv[1];
+  if (strcmp(mode, "api") == 0 && argc >= 4) {
+    const uint64_t end = atol(argv[2]) * 1000, at = atol(argv[3]) * 1000;
+    int fired = 0;
+    while (now_ms() - g_t0 < end) {
+      region(-1);
+      if (!fired && now_ms() - g_t0 >= at) {
+        char reason[64];
+        snprintf(reason, sizeof reason, "at %s s", argv[3]);
+        printf("trigger %d at %llu ms\n", dftrace_trigger(reason),
+               (unsigned long long)(now_ms() - g_t0));
+        fired = 1;
+      }
+      sleep_ms(2);
+    }
+  } else if (strcmp(mode, "steps") == 0 && argc >= 5) {
+    const long n = atol(argv[2]), slow = atol(argv[3]), ms = atol(argv[4]);
+    dftrace_node_t *step_node = dftrace_node_child(dftrace_category("ring"), "step");
+    for (long i = 0; i < n; ++i) {
+      dftrace_region_t s = dftrace_region_begin(step_node);
+      dftrace_region_arg_int(s, "step", i);
+      for (long k = 0; k < ms / 2; ++k) {
+        region(i);
+        sleep_ms(i == slow ? 40 : 2);
+      }
+      dftrace_region_end(s);
+      dftrace_step();
+    }
+  } else if (strcmp(mode, "crash") == 0) {
+    const uint64_t end = atol(argv[2]) * 1000;
+    while (now_ms() - g_t0 < end) {
+      region(-1);
+      sleep_ms(2);
+    }
+    raise(SIGSEGV);
+  } else if (strcmp(mode, "wait") == 0) {
+    const uint64_t end = atol(argv[2]) * 1000;
+    int said = 0;
+    while (now_ms() - g_t0 < end) {
+      region(-1);
+      if (!said && now_ms() - g_t0 >= 1000) {
+        printf("ready\n");
+        fflush(stdout);
+        said = 1;
+      }
+      sleep_ms(2);
+    }
+  } else if (strcmp(mode, "fast") == 0 || strcmp(mode, "latency") == 0) {
+    const long n = atol(argv[2]);
+    uint64_t x = 88172645463325252ull;
+    for (long i = 0; i < n; ++i) {
+      dftrace_region_t r = dftrace_region_begin(g_work);
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17; /* values that do not compress away */
+      dftrace_region_arg_uint(r, "x", x);
+      dftrace_region_arg_int(r, "i", i);
+      dftrace_region_end(r);
+    }
+    if (strcmp(mode, "latency") == 0) {
+      struct timespec a, b;
+      clock_gettime(CLOCK_MONOTONIC, &a);
+      const int taken = dftrace_trigger("latency");
+      dftrace_flush();
+      clock_gettime(CLOCK_MONOTONIC, &b);
+      printf("trigger %d, on disk after %.1f ms\n", taken,
+             (b.tv_sec - a.tv_sec) * 1e3 + (b.tv_nsec - a.tv_nsec) / 1e6);
+    }
+    printf("vmhwm_kb %ld\n", vm_hwm_kb());
+  } else {
+    return 2;
+  }
+  return 0;
+}

@@ -1,0 +1,244 @@
+"""test_ring.py: the flight recorder (output.mode: ring; docs/flight-recorder.md), from a C
+program (ring_prog.c): what a trigger writes (the window before it, full detail after it, a
+trigger line), slow steps, the trigger signal (and a signal the program ignores left alone), no
+trigger (only the header, metadata, aggregated records and the end line), and the memory bound at
+a high event rate. Every trace passes `dftrace validate`."""
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+import tracecheck as tc  # noqa: E402
+
+BIN = os.environ["DFTRACE_TEST_BIN"]
+CLI = os.environ["DFTRACE_CLI"]
+PROG = os.path.join(BIN, "ring_prog")
+
+
+def ring_env(tmp_path, **extra):
+    env = dict(os.environ)
+    for k in list(env):
+        if k.startswith(("DFTRACE_", "DFTRACER_")) or k == "LD_PRELOAD":
+            del env[k]
+    env.update(DFTRACE_ENABLE="1", DFTRACE_LOG_FILE=str(tmp_path / "traces" / "t"),
+               DFTRACE_OUTPUT_MODE="ring", DFTRACE_CORE_AFFINITY="0")
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+def run(tmp_path, *args, **env):
+    p = subprocess.run([PROG, *map(str, args)], env=ring_env(tmp_path, **env),
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, (p.returncode, p.stdout, p.stderr)
+    return p
+
+
+def trace(tmp_path):
+    """The process's trace: valid for `dftrace validate`, with whole members and lines; its
+    events, its trigger lines and its end line."""
+    path = tc.only_file(str(tmp_path / "traces"))
+    v = subprocess.run([CLI, "validate", path], capture_output=True, text=True, timeout=120)
+    assert v.returncode == 0, v.stdout + v.stderr
+    tc.check_members(path)
+    events = tc.load(path)
+    # Every line but the trigger lines (which, as the budget lines, carry no id) and the
+    # aggregated records as any trace's.
+    tc.check_format([e for e in events if e["name"] != "trigger" and e["ph"] != "A"])
+    end = events[-1]
+    assert end["name"] == "end" and end["cat"] == "dftracer", end
+    triggers = [e for e in events if e["ph"] == "M" and e["name"] == "trigger"]
+    return events, triggers, end
+
+
+def work(events):
+    return [e for e in events if e["ph"] == "X" and e["cat"] == "ring" and e["name"] == "work"]
+
+
+def unit_us(seconds):
+    return int(seconds * 1e6)
+
+
+def test_api_trigger_writes_the_second_before_and_after(tmp_path):
+    # 5 s of regions, a trigger at 3 s; a window of 1 s, full detail for 1 s after.
+    run(tmp_path, "api", 5, 3, DFTRACE_RING_SECONDS="1", DFTRACE_RING_AFTER="1s")
+    events, triggers, end = trace(tmp_path)
+    assert len(triggers) == 1, triggers
+    t = triggers[0]["args"]
+    assert t["name"] == "api" and t["value"] == "at 3 s" and t["after"] == "1s", t
+    assert t["time"] - t["from"] == unit_us(1), t
+    w = work(events)
+    ts = sorted(e["ts"] for e in w)
+    quarter, slack = unit_us(0.25), unit_us(0.1)
+    # The second before the trigger, to within a quarter of it (members close every quarter).
+    assert t["from"] - quarter - slack <= ts[0] <= t["from"] + slack, (ts[0], t)
+    # Then full detail for a second after it, and nothing later.
+    assert t["time"] + unit_us(1) - slack <= ts[-1] <= t["time"] + unit_us(1) + quarter + slack
+    # Everything in between: no gap in the regions (one every 2 ms or so).
+    assert max(b - a for a, b in zip(ts, ts[1:])) < unit_us(0.2)
+    # The run's other 3 s were let go, and the end line says so; its count is what the file holds.
+    assert end["args"]["num_events"] == len(w)
+    assert end["args"]["ring_discarded_events"] > len(w)
+    stat = subprocess.run([CLI, "stat", tc.only_file(str(tmp_path / "traces"))],
+                          capture_output=True, text=True, timeout=60)
+    assert stat.returncode == 0 and "trigger at %d" % t["time"] in stat.stdout, stat.stdout
+    assert "api: at 3 s" in stat.stdout, stat.stdout
+    js = subprocess.run([CLI, "stat", "--json", tc.only_file(str(tmp_path / "traces"))],
+                        capture_output=True, text=True, timeout=60)
+    got = json.loads(js.stdout)["triggers"]
+    assert [(g["source"], g["reason"], g["time"]) for g in got] == [("api", "at 3 s", t["time"])]
+
+
+def test_slow_step_writes_the_step_and_the_steps_after(tmp_path):
+    # 20 steps of about 100 ms; step 6 (the 7th) lasts about 2 s; a window of 1 s; full detail
+    # for the 2 steps after it.
+    run(tmp_path, "steps", 20, 6, 100, DFTRACE_RING_SECONDS="1", DFTRACE_RING_AFTER="2",
+        DFTRACE_TRIGGER_STEP_FACTOR="3")
+    events, triggers, end = trace(tmp_path)
+    assert len(triggers) == 1, triggers
+    t = triggers[0]["args"]
+    assert t["name"] == "slow_step" and t["value"].startswith("step 6 lasted "), t
+    assert t["after"] == "2 steps", t
+    w = work(events)
+    steps = sorted({e["args"]["step"] for e in w})
+    # The slow step's last second, and the two steps after it in full; a third one may have
+    # begun by the time the writer looked; nothing before the window.
+    assert steps[:3] == [6, 7, 8] and steps[-1] <= 9, steps
+    slow = sorted(e["ts"] for e in w if e["args"]["step"] == 6)
+    assert t["from"] - unit_us(0.35) <= slow[0] <= t["from"] + unit_us(0.1), (slow[0], t)
+    after = [e for e in w if e["args"]["step"] in (7, 8)]
+    assert len(after) == 2 * 50, len(after)  # every region of the steps after it
+    outer = [e for e in events if e["name"] == "step" and e["cat"] == "ring"]
+    assert 6 in [e["args"]["step"] for e in outer], outer
+
+
+def test_trigger_signal_from_another_process(tmp_path):
+    p = subprocess.Popen([PROG, "wait", "4"], env=ring_env(tmp_path, DFTRACE_RING_SECONDS="1",
+                                                         DFTRACE_RING_AFTER="1s"),
+                         stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline() == "ready\n"
+    os.kill(p.pid, signal.SIGUSR2)
+    p.stdout.read()
+    assert p.wait(timeout=60) == 0
+    events, triggers, end = trace(tmp_path)
+    assert [(x["args"]["name"], x["args"]["value"]) for x in triggers] == [("signal", "SIGUSR2")]
+    assert len(work(events)) > 0
+    assert end["args"]["ring_discarded_events"] > 0
+
+
+@pytest.mark.parametrize("how", ["pid", "all"])
+def test_dftrace_trigger_from_another_process(tmp_path, how):
+    p = subprocess.Popen([PROG, "wait", "4"], env=ring_env(tmp_path, DFTRACE_RING_SECONDS="1",
+                                                         DFTRACE_RING_AFTER="1s"),
+                         stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline() == "ready\n"
+    args = [str(p.pid)] if how == "pid" else ["--all", str(tmp_path / "traces")]
+    t = subprocess.run([CLI, "trigger", *args], capture_output=True, text=True, timeout=60)
+    assert t.returncode == 0 and "pid %d: USR2 sent" % p.pid in t.stdout, t.stdout + t.stderr
+    p.stdout.read()
+    assert p.wait(timeout=60) == 0
+    events, triggers, end = trace(tmp_path)
+    assert [(x["args"]["name"], x["args"]["value"]) for x in triggers] == [("signal", "SIGUSR2")]
+
+
+def test_dftrace_trigger_never_signals_a_process_dftrace_does_not_trace(tmp_path):
+    # A process that is not in ring mode (a pid reused by another program, say): SIGUSR2 would
+    # end it. It is not sent.
+    p = subprocess.Popen(["sleep", "30"])
+    try:
+        t = subprocess.run([CLI, "trigger", str(p.pid)], capture_output=True, text=True,
+                           timeout=60)
+        assert t.returncode == 1 and "not signalled" in t.stderr, t.stderr
+        assert p.poll() is None
+    finally:
+        p.kill()
+        p.wait()
+
+
+def test_dftrace_trigger_refuses_another_users_process(tmp_path):
+    if os.geteuid() == 0:  # root: a process of the user nobody
+        p = subprocess.Popen(["sleep", "30"], preexec_fn=lambda: os.setuid(65534))
+        pid = p.pid
+    else:
+        p, pid = None, 1  # init, root's
+    try:
+        t = subprocess.run([CLI, "trigger", str(pid)], capture_output=True, text=True, timeout=60)
+        assert t.returncode == 1, t.stdout + t.stderr
+        assert t.stderr.strip().endswith("another user's process; only its owner can trigger it")
+        assert len(t.stderr.strip().splitlines()) == 1
+    finally:
+        if p:
+            p.kill()
+            p.wait()
+
+
+def test_a_signal_the_program_ignores_is_left_alone(tmp_path):
+    # SIGUSR2 ignored (inherited through exec): dftrace does not take it; the program lives.
+    def ignore():
+        signal.signal(signal.SIGUSR2, signal.SIG_IGN)
+    p = subprocess.Popen([PROG, "wait", "3"], env=ring_env(tmp_path), stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, preexec_fn=ignore)
+    assert p.stdout.readline() == "ready\n"
+    os.kill(p.pid, signal.SIGUSR2)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0
+    assert "trigger.signal: signal %d is handled or ignored" % signal.SIGUSR2 in err, err
+    events, triggers, end = trace(tmp_path)
+    assert triggers == [] and work(events) == []
+
+
+def test_a_crash_writes_the_window_before_it(tmp_path):
+    p = subprocess.run([PROG, "crash", "3"], env=ring_env(tmp_path, DFTRACE_RING_SECONDS="1"),
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == -signal.SIGSEGV, (p.returncode, p.stderr)
+    events, triggers, end = trace(tmp_path)
+    assert [(x["args"]["name"], x["args"]["value"]) for x in triggers] == [("crash", "SIGSEGV")]
+    assert end["args"]["signal"] == "SIGSEGV", end
+    ts = sorted(e["ts"] for e in work(events))
+    t = triggers[0]["args"]
+    # The last second before the crash (a quarter more at most), up to the crash.
+    assert t["from"] - unit_us(0.35) <= ts[0] <= t["from"] + unit_us(0.1), (ts[0], t)
+    assert ts[-1] >= t["time"] - unit_us(0.1), (ts[-1], t)
+    assert end["args"]["num_events"] == len(ts)
+
+
+@pytest.mark.parametrize("aggregate", [False, True])
+def test_no_trigger_leaves_only_header_metadata_and_end(tmp_path, aggregate):
+    extra = {"DFTRACE_AGGREGATION": "1"} if aggregate else {}
+    run(tmp_path, "wait", 2, DFTRACE_RING_SECONDS="1", DFTRACE_TRIGGER_SIGNAL="none", **extra)
+    events, triggers, end = trace(tmp_path)
+    assert triggers == [] and work(events) == []
+    kinds = {(e["ph"], e["cat"] if e["ph"] != "M" else "dftracer") for e in events}
+    want = {("M", "dftracer"), ("X", "dftracer")} | ({("A", "ring")} if aggregate else set())
+    assert kinds == want, kinds
+    if aggregate:  # the totals stay exact for the whole run
+        folded = sum(e["args"]["dft_cnt"] for e in events if e["ph"] == "A")
+        assert folded > 500 and end["args"]["ring_discarded_events"] == 0, (folded, end)
+    else:
+        assert end["args"]["ring_discarded_events"] > 500, end
+
+
+def test_memory_stays_within_the_ring_at_a_high_event_rate(tmp_path):
+    # 3 M regions with values that do not compress away: about 60 MB of members, which a ring
+    # that kept them would hold. With ring.bytes at 1 MiB the process's high-water mark stays
+    # within that of the same run writing its file, plus the ring and 8 MiB.
+    n = 3000000
+
+    def hwm_kib(where, **env):
+        p = subprocess.run([PROG, "fast", str(n)], capture_output=True, text=True, timeout=300,
+                           env=ring_env(where, DFTRACE_OUTPUT_QUEUE_BYTES="4MiB", **env))
+        assert p.returncode == 0, p.stderr
+        return int(p.stdout.split()[-1])
+
+    normal = hwm_kib(tmp_path / "normal", DFTRACE_OUTPUT_MODE="file")
+    written = os.path.getsize(tc.only_file(str(tmp_path / "normal" / "traces")))
+    ring = hwm_kib(tmp_path, DFTRACE_RING_BYTES="1MiB", DFTRACE_RING_SECONDS="3600")
+    slack_kib = (1 + 8) * 1024
+    assert written > 4 * slack_kib * 1024, written  # a ring that kept them all would go over
+    assert ring < normal + slack_kib, (ring, normal, written)
+    events, triggers, end = trace(tmp_path)
+    assert work(events) == [] and end["args"]["ring_discarded_events"] == n
+    assert end["args"]["dropped_events"] == 0
