@@ -2,6 +2,7 @@
 // exact, from the engine in src/analysis; a readable summary or JSON.
 #include <cinttypes>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 
@@ -92,6 +93,14 @@ void text_steps(std::string &o, const analysis_result &r) {
   }
 }
 
+// Layered events held in memory before they go to a temporary file (24 bytes each):
+// DFTRACE_ANALYZE_SPILL_EVENTS, 0 for never.
+size_t spill_budget() {
+  if (const char *e = std::getenv("DFTRACE_ANALYZE_SPILL_EVENTS"))
+    return static_cast<size_t>(std::strtoull(e, nullptr, 10));
+  return size_t{2} << 20;
+}
+
 }  // namespace
 
 int cmd_analyze(const args_t &a) {
@@ -121,6 +130,7 @@ int cmd_analyze(const args_t &a) {
   }
   progress bar("analyze", total);
   collection c;
+  c.spill_after = spill_budget();
   input_report in;
   read_traces(files, table, tool_read_options(), &c, &in, [&](uint64_t n) { bar.add(n); });
   bar.done();
@@ -128,7 +138,10 @@ int cmd_analyze(const args_t &a) {
   const analysis_result r = analyze(c, table);
   std::string out;
   if (a.has("--json")) {
-    out = result_json(in, r, procs);
+    result_json(in, r, procs, [](std::string &part) {
+      fwrite(part.data(), 1, part.size(), stdout);
+      part.clear();
+    });
   } else {
     text_inputs(out, in, r, procs);
     text_groups(out, r);

@@ -13,28 +13,64 @@ using detail::jvalue;
 using detail::parsed_line;
 
 void thread_events::append(thread_events &o) {
+  const uint32_t base = count;
+  for (spilled_run r : o.spilled) {
+    r.seq_add += base;
+    spilled.push_back(r);
+  }
   for (auto &v : o.layered) {
-    for (layered_event &e : v) e.seq += count;
-    count += static_cast<uint32_t>(v.size());
+    if (base)
+      for (layered_event &e : v) e.seq += base;
     layered.push_back(std::move(v));
   }
+  count += o.count;
   steps.insert(steps.end(), o.steps.begin(), o.steps.end());
   iters.insert(iters.end(), o.iters.begin(), o.iters.end());
 }
 
-std::vector<layered_event> thread_events::take_layered() {
-  std::vector<layered_event> all;
-  if (layered.size() == 1) {
-    all = std::move(layered[0]);
+size_t thread_events::spill(spill_store &store) {
+  size_t n = 0;
+  std::vector<std::vector<layered_event>> kept;
+  for (auto &v : layered) {
+    spilled_run r;
+    if (v.empty()) continue;
+    if (!store.write(v.data(), v.size(), &r.offset)) {
+      kept.push_back(std::move(v));
+      continue;
+    }
+    r.count = static_cast<uint32_t>(v.size());
+    spilled.push_back(r);
+    n += v.size();
+    std::vector<layered_event>().swap(v);
+  }
+  layered = std::move(kept);
+  return n;
+}
+
+bool thread_events::take_layered(const spill_store *store, std::vector<layered_event> *out) {
+  bool ok = true;
+  out->clear();
+  if (spilled.empty() && layered.size() == 1) {
+    *out = std::move(layered[0]);
   } else {
-    all.reserve(count);
+    out->reserve(count);
+    for (const spilled_run &r : spilled) {
+      const size_t at = out->size();
+      if (!store || !store->read(r.offset, r.count, out)) {
+        ok = false;
+        continue;
+      }
+      if (r.seq_add)
+        for (size_t i = at; i < out->size(); ++i) (*out)[i].seq += r.seq_add;
+    }
     for (auto &v : layered) {
-      all.insert(all.end(), v.begin(), v.end());
+      out->insert(out->end(), v.begin(), v.end());
       std::vector<layered_event>().swap(v);
     }
   }
+  spilled.clear();
   layered.clear();
-  return all;
+  return ok;
 }
 
 void process_facts::merge(const process_facts &o) {
@@ -207,7 +243,7 @@ void scan_block(detail::text_block &b, detail::time_unit unit, const layer_table
     if (c.layer != event_class::k_no_layer) {
       if (te->layered.empty()) te->layered.emplace_back();
       auto &v = te->layered.back();
-      v.push_back({ts, end, static_cast<uint32_t>(v.size()), c.layer});
+      v.push_back({ts, end, te->count++, c.layer});
     }
     if (c.step) te->steps.push_back(step_of(pl, ts, end));
     if (c.iter) te->iters.push_back(step_of(pl, ts, end));
@@ -216,11 +252,19 @@ void scan_block(detail::text_block &b, detail::time_unit unit, const layer_table
   b.result = std::move(r);
 }
 
-void file_folder::add(block_part &p) {
+void file_folder::add(block_part &p, collection *c) {
   counts_.merge(p.counts);
   for (auto &kv : p.procs) procs_[kv.first].merge(kv.second);
-  for (auto &kv : p.threads) threads_[kv.first].append(kv.second);
+  for (auto &kv : p.threads) {
+    c->buffered += kv.second.count;
+    threads_[kv.first].append(kv.second);
+  }
   for (auto &kv : p.hosts) hosts_.emplace(kv.first, std::move(kv.second));
+  if (!c->spill_after || c->buffered < c->spill_after) return;
+  size_t out = 0;
+  for (auto &kv : threads_) out += kv.second.spill(c->spill);
+  for (auto &kv : c->threads) out += kv.second.spill(c->spill);
+  c->buffered -= out < c->buffered ? out : c->buffered;
 }
 
 void file_folder::finish(collection *c) {

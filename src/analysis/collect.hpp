@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "analysis/layers.hpp"
+#include "analysis/spill.hpp"
 #include "reader/time_unit.hpp"
 #include "reader/trace_reader.hpp"
 
@@ -32,14 +33,28 @@ struct step_event {
   bool has_step = false, has_epoch = false;
 };
 
+// Events of a thread written to the spill file: seq_add is added to their seq when read back.
+struct spilled_run {
+  uint64_t offset = 0;
+  uint32_t count = 0, seq_add = 0;
+};
+
 struct thread_events {
-  // Blocks' events as they came (seq numbered across them): appending moves a block's vector,
-  // it copies nothing; take_layered() makes one array when the thread is analysed.
+  // The thread's events as they came, seq numbered from 0 across all of them (count is the
+  // next): first those spilled to disk, then blocks' vectors in memory. Appending moves a
+  // block's vector, it copies nothing; take_layered() makes one array when the thread is
+  // analysed.
+  std::vector<spilled_run> spilled;
   std::vector<std::vector<layered_event>> layered;
   uint32_t count = 0;
   std::vector<step_event> steps, iters;
   void append(thread_events &o);
-  std::vector<layered_event> take_layered();
+  // Writes the vectors in memory to the store (kept in memory when it cannot); returns how
+  // many events left memory.
+  size_t spill(spill_store &store);
+  // All the thread's events; false when the spill file cannot be read back (*out then holds
+  // what could be).
+  bool take_layered(const spill_store *store, std::vector<layered_event> *out);
 };
 
 // What a file says of one process, and what was read of it.
@@ -81,6 +96,10 @@ void scan_block(detail::text_block &b, detail::time_unit unit, const layer_table
 // Everything read, keyed so that the order of the input files does not matter: processes by
 // (host, pid), threads by (host, pid, tid).
 struct collection {
+  // Layered events held in memory since the last spill; past spill_after (0: never) every
+  // thread's vectors go to the spill store.
+  size_t buffered = 0, spill_after = 0;
+  spill_store spill;
   line_counts counts;
   std::map<std::string, process_facts> procs;    // host '\x1f' pid
   std::map<std::string, thread_events> threads;  // host '\x1f' pid '\x1f' tid
@@ -89,7 +108,9 @@ struct collection {
 // Folds one file's blocks (in file order) and then files into the collection.
 class file_folder {
  public:
-  void add(block_part &p);
+  // Folds a block in; spills everything in memory (this file's and c's) once c's budget of
+  // buffered events is passed.
+  void add(block_part &p, collection *c);
   // Moves the file's data into c, once the file is read (the pid's host is known only then).
   void finish(collection *c);
 

@@ -104,6 +104,16 @@ std::string group_label(const group_result &g) {
 }
 
 std::string result_json(const input_report &in, const analysis_result &r, size_t processes) {
+  std::string all;
+  result_json(in, r, processes, [&](std::string &part) {
+    all += part;
+    part.clear();
+  });
+  return all;
+}
+
+void result_json(const input_report &in, const analysis_result &r, size_t processes,
+                 const std::function<void(std::string &)> &sink) {
   std::string o = "{\"version\":1,";
   inputs_json(o, in, r, processes);
   o += ",\"layers\":[";
@@ -131,7 +141,10 @@ std::string result_json(const input_report &in, const analysis_result &r, size_t
   for (size_t k = 0; k < k_nbound; ++k)
     o += std::string(k ? "," : "") + "\"" + k_bound_classes[k] + "_ns\":" + num(r.bound_total[k]);
   o += ",\"other_ns\":" + num(r.bound_total[k_nbound]) + "},\"items\":[";
-  for (size_t i = 0; i < r.steps.size(); ++i) o += (i ? "," : "") + step_json(r.steps[i], r);
+  for (size_t i = 0; i < r.steps.size(); ++i) {
+    o += (i ? "," : "") + step_json(r.steps[i], r);
+    if (o.size() >= (1u << 20)) sink(o);
+  }
   o += "]},\"stragglers\":[";
   for (size_t i = 0; i < r.stragglers.size(); ++i) {
     const straggler &s = r.stragglers[i];
@@ -151,7 +164,8 @@ std::string result_json(const input_report &in, const analysis_result &r, size_t
          ",\"group\":" + num(r.imbalance_worst_group) + "}";
   else
     o += "null";
-  return o + "}}\n";
+  o += "}}\n";
+  sink(o);
 }
 
 }  // namespace dftrace::analysis

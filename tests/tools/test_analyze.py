@@ -9,7 +9,7 @@ import stat as stat_mod
 
 import pytest
 
-from conftest import run
+from conftest import gen, run
 
 T0 = 1_700_000_000_000_000_000  # epoch ns; every trace here is in nanoseconds
 
@@ -233,6 +233,33 @@ def test_random_against_reference_and_order(tmp_path, seed):
     assert sum(b.values()) == d["steps"]["total_ns"]
     _, p2 = analyze(*reversed(paths))
     assert p1.stdout == p2.stdout  # independent of the order of the files
+
+
+@pytest.mark.parametrize("seed", [4, 5])
+def test_spilled_events_against_reference(tmp_path, seed):
+    # every block's events go to the temporary file at once: the same figures, to the ns
+    procs = random_procs(seed)
+    paths = [p.write(tmp_path) for p in procs]
+    p = run("analyze", "--json", *paths, env={"DFTRACE_ANALYZE_SPILL_EVENTS": "1"})
+    d = json.loads(p.stdout)
+    check_group(d["groups"][0], [procs[0], procs[2]])
+    check_group(d["groups"][1], [procs[1]])
+    assert p.stdout == run("analyze", "--json", *paths, env={"DFTRACE_ANALYZE_SPILL_EVENTS": "0"}).stdout
+
+
+def test_spilled_many_blocks_equal_in_memory(tmp_path):
+    # two threads whose events span many blocks and two files, spilled every few blocks
+    a, b = tmp_path / "a.pfw.gz", tmp_path / "b.pfw.gz"
+    gen(a, 120000, pid=41, rank=0, seed=3, threads=2)
+    gen(b, 80000, pid=42, rank=1, seed=4, threads=2)
+    outs = [run("analyze", "--json", a, b, env={"DFTRACE_ANALYZE_SPILL_EVENTS": n,
+                                                   "DFTRACE_TOOL_THREADS": "2"}).stdout
+            for n in ("0", "1", "30000")]
+    d = json.loads(outs[0])
+    assert len(d["inputs"]["per_file"]) == 2
+    assert min(f["members"] for f in d["inputs"]["per_file"]) > 3  # several blocks each
+    assert d["steps"]["count"] > 1000
+    assert outs[1] == outs[0] and outs[2] == outs[0]
 
 
 def test_damaged_file_exit_2(tmp_path):
