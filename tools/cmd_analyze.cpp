@@ -94,11 +94,11 @@ void text_steps(std::string &o, const analysis_result &r) {
 }
 
 // Layered events held in memory before they go to a temporary file (24 bytes each):
-// DFTRACE_ANALYZE_SPILL_EVENTS, 0 for never.
+// DFTRACE_ANALYZE_SPILL_EVENTS, 0 for never; 256 Ki (6 MiB) by default.
 size_t spill_budget() {
   if (const char *e = std::getenv("DFTRACE_ANALYZE_SPILL_EVENTS"))
     return static_cast<size_t>(std::strtoull(e, nullptr, 10));
-  return size_t{2} << 20;
+  return size_t{1} << 18;
 }
 
 }  // namespace

@@ -276,8 +276,8 @@ void group_steps(std::vector<step_event> &st, size_t g, const priority_timeline 
   std::vector<uint64_t> parts;
   for (size_t i = 0; i < st.size(); ++i) {
     step_result s;
-    s.group = g;
-    s.index = i;
+    s.group = static_cast<uint32_t>(g);
+    s.index = static_cast<uint32_t>(i);
     s.start = st[i].start;
     s.dur = st[i].end - st[i].start;
     s.has_step = st[i].has_step;
@@ -390,6 +390,10 @@ analysis_result analyze(collection &c, const layer_table &table) {
   r.step_p50 = percentile_sorted(durs, 50);
   r.step_p99 = percentile_sorted(durs, 99);
   compare_steps(&r);
+  r.io = summarize_io(c.io, [&](const std::string &key) -> long {
+    const auto pi = proc_index.find(key);
+    return pi == proc_index.end() ? -1 : static_cast<long>(ps[pi->second].group);
+  });
   return r;
 }
 

@@ -198,6 +198,9 @@ void scan_block(detail::text_block &b, detail::time_unit unit, const layer_table
         if (pl.name.text == "HH") {
           const jvalue *hn = pl.arg_value("name"), *hv = pl.arg_value("value");
           if (hn && hv) r->hosts.emplace(std::string(hv->text), std::string(hn->text));
+        } else if (pl.name.text == "FH") {
+          const jvalue *fn = pl.arg_value("name"), *fv = pl.arg_value("value");
+          if (fn && fv) r->io.fh_paths.emplace(std::string(fv->text), std::string(fn->text));
         }
         return true;
       case 'X': ++n.complete; break;
@@ -213,6 +216,7 @@ void scan_block(detail::text_block &b, detail::time_unit unit, const layer_table
     const uint64_t end = ts + dur < ts ? UINT64_MAX : ts + dur;
     pf->ts_min = std::min(pf->ts_min, ts);
     pf->end_max = std::max(pf->end_max, end);
+    if (ph == 'X' || ph == 'A') scan_io(pl, ph, ts, dur, unit, &r->io);
     if (ph == 'A') {
       uint64_t cnt = 0;
       const jvalue *c = pl.arg_value("dft_cnt");
@@ -260,6 +264,7 @@ void file_folder::add(block_part &p, collection *c) {
     threads_[kv.first].append(kv.second);
   }
   for (auto &kv : p.hosts) hosts_.emplace(kv.first, std::move(kv.second));
+  io_.add(p.io, &c->io);
   if (!c->spill_after || c->buffered < c->spill_after) return;
   size_t out = 0;
   for (auto &kv : threads_) out += kv.second.spill(c->spill);
@@ -276,6 +281,12 @@ void file_folder::finish(collection *c) {
     if (!kv.second.hhash.empty() && h != hosts_.end()) kv.second.host = h->second;
   }
   for (auto &kv : procs_) c->procs[kv.second.host + '\x1f' + kv.first].merge(kv.second);
+  io_.finish(
+      [&](const std::string &pid) {
+        const auto p = procs_.find(pid);
+        return (p == procs_.end() ? std::string() : p->second.host) + '\x1f' + pid;
+      },
+      &c->io);
   for (auto &kv : threads_) {
     const size_t sep = kv.first.find('\x1f');
     const auto p = procs_.find(kv.first.substr(0, sep));

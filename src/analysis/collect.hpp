@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "analysis/io_collect.hpp"
 #include "analysis/layers.hpp"
 #include "analysis/spill.hpp"
 #include "reader/time_unit.hpp"
@@ -87,6 +88,7 @@ struct block_part : detail::block_result {
   std::unordered_map<std::string, process_facts> procs;    // pid as written
   std::unordered_map<std::string, thread_events> threads;  // pid '\x1f' tid
   std::unordered_map<std::string, std::string> hosts;      // HH value -> host name
+  io_block io;
 };
 
 // Scans one block (the worker of for_each_block): thread-safe, no shared state but the
@@ -103,6 +105,7 @@ struct collection {
   line_counts counts;
   std::map<std::string, process_facts> procs;    // host '\x1f' pid
   std::map<std::string, thread_events> threads;  // host '\x1f' pid '\x1f' tid
+  io_data io;
 };
 
 // Folds one file's blocks (in file order) and then files into the collection.
@@ -119,6 +122,7 @@ class file_folder {
   std::unordered_map<std::string, process_facts> procs_;
   std::unordered_map<std::string, thread_events> threads_;
   std::unordered_map<std::string, std::string> hosts_;
+  io_folder io_;
 };
 
 }  // namespace dftrace::analysis
