@@ -2,13 +2,12 @@
 // exact, from the engine in src/analysis; a readable summary or JSON.
 #include <cinttypes>
 #include <cstdio>
-#include <cstdlib>
-#include <filesystem>
 #include <string>
 
 #include "analysis/analyze.hpp"
 #include "analysis/inputs.hpp"
 #include "analysis/result_json.hpp"
+#include "analysis_run.hpp"
 #include "common.hpp"
 
 namespace dftrace::tools {
@@ -93,14 +92,6 @@ void text_steps(std::string &o, const analysis_result &r) {
   }
 }
 
-// Layered events held in memory before they go to a temporary file (24 bytes each):
-// DFTRACE_ANALYZE_SPILL_EVENTS, 0 for never; 256 Ki (6 MiB) by default.
-size_t spill_budget() {
-  if (const char *e = std::getenv("DFTRACE_ANALYZE_SPILL_EVENTS"))
-    return static_cast<size_t>(std::strtoull(e, nullptr, 10));
-  return size_t{1} << 18;
-}
-
 }  // namespace
 
 int cmd_analyze(const args_t &a) {
@@ -108,34 +99,12 @@ int cmd_analyze(const args_t &a) {
   const std::vector<std::string> files = input_files(a, "analyze", &ok);
   if (files.empty()) return 2;
   layer_table table;
-  if (a.has("--layers")) {
-    std::string why;
-    if (!table.load_yaml(a.get("--layers"), &why)) {
-      error_line("analyze: --layers " + why);
-      return 2;
-    }
-  }
-  if (a.has("--steps")) {
-    if (a.get("--steps").empty()) {
-      error_line("analyze: --steps needs an event name");
-      return 2;
-    }
-    table.set_step_name(a.get("--steps"));
-  }
-  uint64_t total = 0;
-  for (const auto &f : files) {
-    std::error_code ec;
-    const auto n = std::filesystem::file_size(f, ec);
-    if (!ec) total += n;
-  }
-  progress bar("analyze", total);
-  collection c;
-  c.spill_after = spill_budget();
-  input_report in;
-  read_traces(files, table, tool_read_options(), &c, &in, [&](uint64_t n) { bar.add(n); });
-  bar.done();
-  const size_t procs = c.procs.size();
-  const analysis_result r = analyze(c, table);
+  if (!analysis_table(a, "analyze", &table)) return 2;
+  analysis_run run;
+  run_analysis(files, table, "analyze", &run);
+  const analysis_result &r = run.r;
+  const input_report &in = run.in;
+  const size_t procs = run.processes;
   std::string out;
   if (a.has("--json")) {
     result_json(in, r, procs, [](std::string &part) {
@@ -149,8 +118,7 @@ int cmd_analyze(const args_t &a) {
   }
   fwrite(out.data(), 1, out.size(), stdout);
   fflush(stdout);
-  const bool damaged = !in.damaged.empty() || !r.process_problems.empty();
-  if (damaged && !a.has("--allow-damaged")) {
+  if (run.damaged() && !a.has("--allow-damaged")) {
     error_line(
         "analyze: part of the input could not be read (listed above); --allow-damaged "
         "accepts the results of what was read");

@@ -93,6 +93,15 @@ void process_facts::merge(const process_facts &o) {
   end_max = std::max(end_max, o.end_max);
 }
 
+void name_durations::merge(name_durations &o) {
+  calls += o.calls;
+  total += o.total;
+  if (durs.empty())
+    durs = std::move(o.durs);
+  else
+    durs.insert(durs.end(), o.durs.begin(), o.durs.end());
+}
+
 void line_counts::merge(const line_counts &o) {
   lines += o.lines;
   objects += o.objects;
@@ -163,13 +172,36 @@ struct class_cache {
   }
 };
 
+// A complete event's duration, or an aggregated record's count and total (as `dftrace stat`).
+void name_call(const parsed_line &pl, char ph, uint64_t dur, detail::time_unit unit,
+               std::string *key, std::unordered_map<std::string, name_durations> *names) {
+  key->assign(pl.cat.text);
+  key->push_back('\x1f');
+  key->append(pl.name.text);
+  name_durations &n = (*names)[*key];
+  if (ph == 'X') {
+    ++n.calls;
+    n.total += dur;
+    n.durs.push_back(dur);
+    return;
+  }
+  uint64_t cnt = 0, sum = 0;
+  const jvalue *c = pl.arg_value("dft_cnt");
+  const jvalue *d = pl.arg_value("dur_sum");
+  if (!d) d = pl.arg_value("dur");
+  if (!c || !detail::value_u64(*c, &cnt)) return;
+  if (d && detail::value_ns(*d, unit, &sum) && !pl.arg_value("dur_sum")) sum *= cnt;
+  n.calls += cnt;
+  n.total += sum;
+}
+
 }  // namespace
 
 void scan_block(detail::text_block &b, detail::time_unit unit, const layer_table &table) {
   auto r = std::make_unique<block_part>();
   parsed_line pl;
   class_cache cache;
-  std::string key;
+  std::string key, names_key;
   process_facts *pf = nullptr;
   thread_events *te = nullptr;
   std::string_view last_pid, last_tid;
@@ -217,6 +249,8 @@ void scan_block(detail::text_block &b, detail::time_unit unit, const layer_table
     pf->ts_min = std::min(pf->ts_min, ts);
     pf->end_max = std::max(pf->end_max, end);
     if (ph == 'X' || ph == 'A') scan_io(pl, ph, ts, dur, unit, &r->io);
+    if (table.name_stats() && (ph == 'X' || ph == 'A') && pl.cat.text != "dftracer")
+      name_call(pl, ph, dur, unit, &names_key, &r->names);
     if (ph == 'A') {
       uint64_t cnt = 0;
       const jvalue *c = pl.arg_value("dft_cnt");
@@ -265,6 +299,7 @@ void file_folder::add(block_part &p, collection *c) {
   }
   for (auto &kv : p.hosts) hosts_.emplace(kv.first, std::move(kv.second));
   io_.add(p.io, &c->io);
+  for (auto &kv : p.names) c->names[kv.first].merge(kv.second);
   if (!c->spill_after || c->buffered < c->spill_after) return;
   size_t out = 0;
   for (auto &kv : threads_) out += kv.second.spill(c->spill);

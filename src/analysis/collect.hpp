@@ -75,6 +75,14 @@ struct process_facts {
   void merge(const process_facts &o);
 };
 
+// Calls and durations of one (cat, name): complete events and, counted but not in durs,
+// aggregated records (their single durations are not in the trace).
+struct name_durations {
+  uint64_t calls = 0, total = 0;
+  std::vector<uint64_t> durs;
+  void merge(name_durations &o);
+};
+
 // Counts that match `dftrace stat`'s (same definitions).
 struct line_counts {
   uint64_t lines = 0, objects = 0, invalid = 0, complete = 0, metadata = 0, counters = 0,
@@ -89,6 +97,7 @@ struct block_part : detail::block_result {
   std::unordered_map<std::string, thread_events> threads;  // pid '\x1f' tid
   std::unordered_map<std::string, std::string> hosts;      // HH value -> host name
   io_block io;
+  std::unordered_map<std::string, name_durations> names;  // cat '\x1f' name (name_stats())
 };
 
 // Scans one block (the worker of for_each_block): thread-safe, no shared state but the
@@ -106,6 +115,7 @@ struct collection {
   std::map<std::string, process_facts> procs;    // host '\x1f' pid
   std::map<std::string, thread_events> threads;  // host '\x1f' pid '\x1f' tid
   io_data io;
+  std::unordered_map<std::string, name_durations> names;  // cat '\x1f' name (name_stats())
 };
 
 // Folds one file's blocks (in file order) and then files into the collection.
