@@ -144,7 +144,9 @@ bool load_run(const std::string &arg, const layer_table &table, const char *what
   *damaged = *damaged || run.damaged() || !ok;
   out->events = run.events;
   out->names = summarize_names(run.names);
+  out->steps = run.r.steps.size();
   out->r = std::move(run.r);
+  std::vector<step_result>().swap(out->r.steps);  // one per step of every rank: not compared
   return true;
 }
 

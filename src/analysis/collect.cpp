@@ -155,9 +155,11 @@ struct class_cache {
   struct entry {
     std::string cat, name;
     event_class c;
+    io_kind io;
+    name_durations *names = nullptr;  // its figures in the block, once it is counted
     bool used = false;
   } e[32];
-  event_class get(const layer_table &t, std::string_view cat, std::string_view name) {
+  entry &get(const layer_table &t, std::string_view cat, std::string_view name) {
     const size_t slot = (name.size() * 31 + (name.empty() ? 0 : name[0]) * 7 +
                          (name.empty() ? 0 : name.back()) + (cat.empty() ? 0 : cat[0]) * 13) &
                         31;
@@ -166,19 +168,25 @@ struct class_cache {
       x.cat.assign(cat);
       x.name.assign(name);
       x.c = t.classify(cat, name);
+      x.io = io_classify(cat, name);
+      x.names = nullptr;
       x.used = true;
     }
-    return x.c;
+    return x;
   }
 };
 
 // A complete event's duration, or an aggregated record's count and total (as `dftrace stat`).
-void name_call(const parsed_line &pl, char ph, uint64_t dur, detail::time_unit unit,
-               std::string *key, std::unordered_map<std::string, name_durations> *names) {
+name_durations &name_entry(const parsed_line &pl, std::string *key,
+                           std::unordered_map<std::string, name_durations> *names) {
   key->assign(pl.cat.text);
   key->push_back('\x1f');
   key->append(pl.name.text);
-  name_durations &n = (*names)[*key];
+  return (*names)[*key];
+}
+
+void name_call(const parsed_line &pl, char ph, uint64_t dur, detail::time_unit unit,
+               name_durations &n) {
   if (ph == 'X') {
     ++n.calls;
     n.total += dur;
@@ -202,6 +210,7 @@ void scan_block(detail::text_block &b, detail::time_unit unit, const layer_table
   parsed_line pl;
   class_cache cache;
   std::string key, names_key;
+  io_scan_state io_state;
   process_facts *pf = nullptr;
   thread_events *te = nullptr;
   std::string_view last_pid, last_tid;
@@ -248,9 +257,11 @@ void scan_block(detail::text_block &b, detail::time_unit unit, const layer_table
     const uint64_t end = ts + dur < ts ? UINT64_MAX : ts + dur;
     pf->ts_min = std::min(pf->ts_min, ts);
     pf->end_max = std::max(pf->end_max, end);
-    if (ph == 'X' || ph == 'A') scan_io(pl, ph, ts, dur, unit, &r->io);
-    if (table.name_stats() && (ph == 'X' || ph == 'A') && pl.cat.text != "dftracer")
-      name_call(pl, ph, dur, unit, &names_key, &r->names);
+    // the line's class, I/O kind and name figures, looked up once
+    auto &ce = cache.get(table, pl.cat.text, pl.name.text);
+    if (ph == 'X' || ph == 'A') scan_io(pl, ph, ts, dur, unit, ce.io, &r->io, &io_state);
+    if (table.name_stats() && ph == 'A' && pl.cat.text != "dftracer")
+      name_call(pl, ph, dur, unit, name_entry(pl, &names_key, &r->names));
     if (ph == 'A') {
       uint64_t cnt = 0;
       const jvalue *c = pl.arg_value("dft_cnt");
@@ -269,7 +280,11 @@ void scan_block(detail::text_block &b, detail::time_unit unit, const layer_table
     }
     ++pf->event_records;
     if (ph != 'X') return true;
-    const event_class c = cache.get(table, pl.cat.text, pl.name.text);
+    if (table.name_stats() && pl.cat.text != "dftracer") {
+      if (!ce.names) ce.names = &name_entry(pl, &names_key, &r->names);
+      name_call(pl, ph, dur, unit, *ce.names);
+    }
+    const event_class c = ce.c;
     if (c.layer == event_class::k_no_layer && !c.step && !c.iter) return true;
     if (!te || pl.tid.text != last_tid) {
       key.assign(pl.pid.text);

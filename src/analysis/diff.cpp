@@ -48,10 +48,10 @@ std::vector<std::pair<std::string, double>> run_figures(const run_summary &s) {
   std::vector<std::pair<std::string, double>> v;
   auto d = [](uint64_t x) { return static_cast<double>(x); };
   v.emplace_back("events", d(s.events));
-  v.emplace_back("step.count", d(r.steps.size()));
+  v.emplace_back("step.count", d(s.steps));
   v.emplace_back("step.p50", d(r.step_p50));
   v.emplace_back("step.p99", d(r.step_p99));
-  v.emplace_back("step.mean", r.steps.empty() ? 0 : d(r.step_total) / d(r.steps.size()));
+  v.emplace_back("step.mean", s.steps ? d(r.step_total) / d(s.steps) : 0);
   for (size_t k = 0; k <= k_nbound; ++k)
     v.emplace_back(std::string("bound_by.") + (k < k_nbound ? k_bound_classes[k] : "other"),
                    share(r.bound_total[k], r.step_total));

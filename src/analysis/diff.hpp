@@ -18,7 +18,8 @@ struct name_summary {
 };
 struct run_summary {
   uint64_t events = 0;
-  analysis_result r;
+  size_t steps = 0;
+  analysis_result r;                          // its step items may be dropped (steps counts them)
   std::map<std::string, name_summary> names;  // "cat/name"
 };
 

@@ -48,12 +48,23 @@ bool arg_i64(const parsed_line &pl, const char *key, int64_t *out) {
 
 }  // namespace
 
+io_kind io_classify(std::string_view cat, std::string_view name) {
+  io_kind k;
+  k.io = io_call_category(cat);
+  if (!k.io) return k;
+  k.dir = static_cast<int8_t>(io_direction(cat, name, &k.how));
+  k.posix = cat == "POSIX";
+  if (k.posix) k.kind = posix_kind(name);
+  k.creat = k.posix && name.substr(0, 5) == "creat";
+  return k;
+}
+
 void scan_io(const parsed_line &pl, char ph, uint64_t ts, uint64_t dur, detail::time_unit unit,
-             io_block *b) {
-  if (!io_call_category(pl.cat.text)) return;
+             const io_kind &k, io_block *b, io_scan_state *st) {
+  if (!k.io) return;
   io_op op;
-  io_bytes how = io_bytes::ret;
-  op.dir = static_cast<int8_t>(io_direction(pl.cat.text, pl.name.text, &how));
+  const io_bytes how = k.how;
+  op.dir = k.dir;
   op.ts = ts;
   op.dur = dur;
   const bool aggregated = ph == 'A';
@@ -81,30 +92,36 @@ void scan_io(const parsed_line &pl, char ph, uint64_t ts, uint64_t dur, detail::
                                                                      : "bytes";
     if (!pl.arg_value(key)) op.single = false;
   }
-  const bool posix = pl.cat.text == "POSIX";
-  if (posix && !aggregated) {
-    op.kind = posix_kind(pl.name.text);
+  if (k.posix && !aggregated) {
+    op.kind = k.kind;
     arg_i64(pl, "fd", &op.fd);
     if (arg_i64(pl, "ret", &op.ret) && op.ret < 0) op.failed = true;
     if (op.kind == io_op::transfer_at && !arg_i64(pl, "offset", &op.offset))
       op.kind = io_op::transfer;  // no offset written: treated as the descriptor's
     if (op.kind == io_op::open) {
-      arg_i64(pl, "flags", &op.flags);
+      if (!k.creat) arg_i64(pl, "flags", &op.flags);
       op.fd = op.ret;
-      if (pl.name.text.substr(0, 5) == "creat") op.flags = 0;
     }
   }
   if (const jvalue *fh = pl.arg_value("fhash")) {
-    const auto it = b->file_index.find(std::string(fh->text));
-    if (it != b->file_index.end()) {
-      op.file = it->second;
-    } else {
-      op.file = static_cast<uint32_t>(b->files.size());
-      b->files.emplace_back(fh->text);
-      b->file_index.emplace(b->files.back(), op.file);
+    if (st->file == UINT32_MAX || fh->text != st->fhash) {
+      st->fhash.assign(fh->text);
+      const auto it = b->file_index.find(st->fhash);
+      if (it != b->file_index.end()) {
+        st->file = it->second;
+      } else {
+        st->file = static_cast<uint32_t>(b->files.size());
+        b->files.push_back(st->fhash);
+        b->file_index.emplace(st->fhash, st->file);
+      }
     }
+    op.file = st->file;
   }
-  b->by_pid[std::string(pl.pid.text)].push_back(op);
+  if (!st->ops || pl.pid.text != st->pid) {
+    st->pid.assign(pl.pid.text);
+    st->ops = &b->by_pid[st->pid];
+  }
+  st->ops->push_back(op);
 }
 
 void time_bins::widen(uint64_t w) {
@@ -121,7 +138,12 @@ void time_bins::widen(uint64_t w) {
 }
 
 void time_bins::add(uint64_t ts, int dir, uint64_t bytes) {
-  bins[ts / width_ns][dir] += bytes;
+  const uint64_t k = ts / width_ns;
+  if (!bins.empty() && bins.rbegin()->first == k) {  // calls come mostly in time order
+    bins.rbegin()->second[dir] += bytes;
+    return;
+  }
+  bins[k][dir] += bytes;
   while (bins.size() > k_max_bins) widen(width_ns * 2);
 }
 
@@ -150,11 +172,8 @@ void file_io::merge(const file_io &o) {
   procs.insert(o.procs.begin(), o.procs.end());
 }
 
-void io_folder::apply(const std::string &pid, const io_op &op, const std::string *file,
-                      io_data *job) {
-  auto &fds = fds_[pid];
-  file_io *f = file ? &files_[*file] : nullptr;
-  if (f) f->procs.insert(pid);
+void io_folder::apply(std::unordered_map<int64_t, fd_state> &fds, time_bins &bins, const io_op &op,
+                      file_io *f, io_data *job) {
   if (op.dir < 0) {
     job->meta_ops += op.calls;
     job->meta_ns += op.dur;
@@ -185,7 +204,7 @@ void io_folder::apply(const std::string &pid, const io_op &op, const std::string
     f->ops[d] += op.calls;
     f->ns[d] += op.dur;
   }
-  if (op.bytes) bins_[pid].add(op.ts, d, op.bytes);
+  if (op.bytes) bins.add(op.ts, d, op.bytes);
   if (op.failed) return;
   if (!op.single) {
     job->unbinned[d] += op.calls;
@@ -215,16 +234,30 @@ void io_folder::apply(const std::string &pid, const io_op &op, const std::string
 
 void io_folder::add(io_block &b, io_data *job) {
   for (auto &kv : b.fh_paths) job->fh_paths.emplace(kv.first, std::move(kv.second));
-  for (auto &kv : b.by_pid)
-    for (const io_op &op : kv.second)
-      apply(kv.first, op, op.file == UINT32_MAX ? nullptr : &b.files[op.file], job);
+  std::vector<file_io *> files(b.files.size());
+  for (auto &kv : b.by_pid) {
+    auto &fds = fds_[kv.first];
+    time_bins &bins = bins_[kv.first];
+    std::fill(files.begin(), files.end(), nullptr);
+    for (const io_op &op : kv.second) {
+      file_io *f = nullptr;
+      if (op.file != UINT32_MAX) {
+        if (!files[op.file]) {
+          files[op.file] = &files_[b.files[op.file]];
+          files[op.file]->procs.insert(kv.first);
+        }
+        f = files[op.file];
+      }
+      apply(fds, bins, op, f, job);
+    }
+  }
   b = io_block();
 }
 
 void io_folder::finish(const std::function<std::string(const std::string &)> &proc_key,
                        io_data *job) {
   for (auto &kv : files_) {
-    file_io f = std::move(kv.second);
+    file_io &f = kv.second;
     std::set<std::string> keys;
     for (const std::string &p : f.procs) keys.insert(proc_key(p));
     f.procs.swap(keys);

@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "analysis/io_class.hpp"
 #include "reader/line_parser.hpp"
 #include "reader/time_unit.hpp"
 
@@ -43,9 +44,26 @@ struct io_block {
   std::unordered_map<std::string, std::string> fh_paths;  // fhash -> path (FH lines)
 };
 
-// Reads the I/O call of a complete or aggregated event into b (dur in ns).
+// What a (cat, name) is as an I/O call: decided once per name (the scan caches it).
+struct io_kind {
+  bool io = false;  // an I/O call's category
+  bool posix = false, creat = false;
+  int8_t dir = -1;
+  io_bytes how = io_bytes::ret;
+  io_op::kind_t kind = io_op::other;
+};
+io_kind io_classify(std::string_view cat, std::string_view name);
+
+// The scan's last process and file, so that consecutive calls look nothing up.
+struct io_scan_state {
+  std::string pid, fhash;
+  std::vector<io_op> *ops = nullptr;
+  uint32_t file = UINT32_MAX;
+};
+
+// Reads the I/O call of a complete or aggregated event into b (dur in ns); k: its io_classify.
 void scan_io(const detail::parsed_line &pl, char ph, uint64_t ts, uint64_t dur,
-             detail::time_unit unit, io_block *b);
+             detail::time_unit unit, const io_kind &k, io_block *b, io_scan_state *st);
 
 // Bytes moved per time bin of a process (bins aligned to multiples of width_ns, widened by
 // doubling so that a process holds at most k_max_bins).
@@ -114,9 +132,10 @@ class io_folder {
     int64_t offset = 0;
     int64_t last_end[2] = {-1, -1};
   };
-  void apply(const std::string &pid, const io_op &op, const std::string *file, io_data *job);
+  void apply(std::unordered_map<int64_t, fd_state> &fds, time_bins &bins, const io_op &op,
+             file_io *f, io_data *job);
   std::unordered_map<std::string, std::unordered_map<int64_t, fd_state>> fds_;
-  std::map<std::string, file_io> files_;
+  std::unordered_map<std::string, file_io> files_;  // fhash -> figures (procs: pids)
   std::unordered_map<std::string, time_bins> bins_;
 };
 
