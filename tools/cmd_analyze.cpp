@@ -92,6 +92,38 @@ void text_steps(std::string &o, const analysis_result &r) {
   }
 }
 
+std::string mb(uint64_t bytes) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.3f", static_cast<double>(bytes) / 1e6);
+  return buf;
+}
+
+void text_io(std::string &o, const analysis_result &r) {
+  const io_summary &s = r.io;
+  if (!s.ops[0] && !s.ops[1] && !s.meta_ops) return;
+  o += "\nI/O: read " + mb(s.bytes[0]) + " MB in " + std::to_string(s.ops[0]) + " calls, wrote " +
+       mb(s.bytes[1]) + " MB in " + std::to_string(s.ops[1]) + " calls; time in data calls " +
+       ms(s.ns[0] + s.ns[1]) + " ms, in metadata calls " + ms(s.meta_ns) + " ms (" +
+       std::to_string(s.meta_ops) + ")\n";
+  for (int k = 0; k < 2; ++k) {
+    o += k ? "  write sizes:" : "  read sizes: ";
+    for (size_t i = 0; i < k_size_buckets; ++i)
+      if (s.hist[k][i])
+        o += std::string(" ") + k_size_bucket_names[i] + ":" + std::to_string(s.hist[k][i]);
+    o += "\n";
+  }
+  const size_t shown = s.files.size() < 10 ? s.files.size() : 10;
+  if (shown)
+    o += "  files (" + std::to_string(shown) + " of " + std::to_string(s.files.size()) +
+         ", most bytes first): read MB, write MB, sequential reads/writes, ranks\n";
+  for (size_t i = 0; i < shown; ++i) {
+    const io_file_summary &f = s.files[i];
+    o += "  " + mb(f.fig.bytes[0]) + " " + mb(f.fig.bytes[1]) + " " + std::to_string(f.fig.seq[0]) +
+         "/" + std::to_string(f.fig.seq[1]) + " " + std::to_string(f.groups.size()) +
+         (f.groups.size() > 1 ? " shared " : " ") + f.name + "\n";
+  }
+}
+
 }  // namespace
 
 int cmd_analyze(const args_t &a) {
@@ -115,6 +147,7 @@ int cmd_analyze(const args_t &a) {
     text_inputs(out, in, r, procs);
     text_groups(out, r);
     text_steps(out, r);
+    text_io(out, r);
   }
   fwrite(out.data(), 1, out.size(), stdout);
   fflush(stdout);
