@@ -5,6 +5,7 @@
 #include <string>
 
 #include "analysis/analyze.hpp"
+#include "analysis/findings.hpp"
 #include "analysis/inputs.hpp"
 #include "analysis/result_json.hpp"
 #include "analysis_run.hpp"
@@ -124,6 +125,17 @@ void text_io(std::string &o, const analysis_result &r) {
   }
 }
 
+void text_findings(std::string &o, const analysis_result &r) {
+  if (r.findings.empty()) return;
+  o += "\nfindings (rules: docs/analysis.md; --rules FILE adds or changes them)\n";
+  for (const finding &f : r.findings) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.1f", f.value);
+    o += "  " + f.severity + " " + f.rule + ": " + f.metric + " = " + buf + "\n    " +
+         f.suggestion + "\n";
+  }
+}
+
 }  // namespace
 
 int cmd_analyze(const args_t &a) {
@@ -132,8 +144,16 @@ int cmd_analyze(const args_t &a) {
   if (files.empty()) return 2;
   layer_table table;
   if (!analysis_table(a, "analyze", &table)) return 2;
+  std::vector<rule> rules;
+  std::string why;
+  if (!parse_rules(k_default_rules, "the built-in rules", &rules, &why) ||
+      (a.has("--rules") && !load_rules_file(a.get("--rules"), &rules, &why))) {
+    error_line("analyze: --rules " + why);
+    return 2;
+  }
   analysis_run run;
   run_analysis(files, table, "analyze", &run);
+  run.r.findings = evaluate_rules(rules, run.r);
   const analysis_result &r = run.r;
   const input_report &in = run.in;
   const size_t procs = run.processes;
@@ -148,6 +168,7 @@ int cmd_analyze(const args_t &a) {
     text_groups(out, r);
     text_steps(out, r);
     text_io(out, r);
+    text_findings(out, r);
   }
   fwrite(out.data(), 1, out.size(), stdout);
   fflush(stdout);

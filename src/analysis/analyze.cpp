@@ -318,6 +318,9 @@ void init_groups(const std::vector<proc> &ps, const std::vector<size_t> &roots, 
     const size_t g = ps[i].group;
     if (i != roots[g]) r->groups[g].pids.push_back(ps[i].pid);
     gmin[g] = std::min(gmin[g], ps[i].facts->ts_min);
+    r->groups[g].checkpoint_events += ps[i].facts->checkpoint_events;
+    r->groups[g].checkpoint_max_ns =
+        std::max(r->groups[g].checkpoint_max_ns, ps[i].facts->checkpoint_max_ns);
     gmax[g] = std::max(gmax[g], ps[i].facts->end_max);
   }
   for (size_t g = 0; g < roots.size(); ++g) {

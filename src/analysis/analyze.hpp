@@ -43,12 +43,20 @@ struct group_result {
   std::vector<std::pair<std::string, uint64_t>> overlap_ns;       // "a+b", a before b in the table
   std::vector<std::pair<std::string, uint64_t>> unoverlapped_ns;  // non-compute layers
   size_t steps = 0;
+  uint64_t checkpoint_events = 0, checkpoint_max_ns = 0;  // its processes' `checkpoint` events
 };
 
 struct straggler {
   size_t group = 0;
   std::string step;  // the step's key: "epoch:step", "step" or "#index"
   uint64_t dur = 0, median = 0;
+};
+
+// What a rule found (findings.hpp).
+struct finding {
+  std::string rule, severity, metric, suggestion;  // severity: critical, warning, info
+  double value = 0;
+  std::string evidence;  // a JSON object: the numbers and names behind it
 };
 
 struct analysis_result {
@@ -71,6 +79,7 @@ struct analysis_result {
   size_t processes_without_end = 0;
   size_t ranks = 0;
   io_summary io;
+  std::vector<finding> findings;  // filled by evaluate_rules
 };
 
 // Computes everything from c (whose thread data it consumes). Deterministic: independent of

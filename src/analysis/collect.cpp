@@ -91,6 +91,8 @@ void process_facts::merge(const process_facts &o) {
   id_lines += o.id_lines;
   ts_min = std::min(ts_min, o.ts_min);
   end_max = std::max(end_max, o.end_max);
+  checkpoint_events += o.checkpoint_events;
+  checkpoint_max_ns = std::max(checkpoint_max_ns, o.checkpoint_max_ns);
 }
 
 void name_durations::merge(name_durations &o) {
@@ -280,6 +282,10 @@ void scan_block(detail::text_block &b, detail::time_unit unit, const layer_table
     }
     ++pf->event_records;
     if (ph != 'X') return true;
+    if (pl.cat.text == "checkpoint") {
+      ++pf->checkpoint_events;
+      pf->checkpoint_max_ns = std::max(pf->checkpoint_max_ns, dur);
+    }
     if (table.name_stats() && pl.cat.text != "dftracer") {
       if (!ce.names) ce.names = &name_entry(pl, &names_key, &r->names);
       name_call(pl, ph, dur, unit, *ce.names);

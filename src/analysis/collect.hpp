@@ -70,6 +70,7 @@ struct process_facts {
   uint64_t event_records = 0;   // events as dftrace counts them (aggregated: their dft_cnt)
   uint64_t id_lines = 0;        // lines with an `id` but the `end` event (DFTracer's count)
   uint64_t ts_min = UINT64_MAX, end_max = 0;
+  uint64_t checkpoint_events = 0, checkpoint_max_ns = 0;  // `checkpoint` events, the longest
   bool dftrace_writer = false;  // its `start` event has dftrace's clock fields
   bool shared_file = false;     // read from a file that holds other processes (a merged trace)
   void merge(const process_facts &o);

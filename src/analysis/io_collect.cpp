@@ -166,6 +166,7 @@ void file_io::merge(const file_io &o) {
     ns[k] += o.ns[k];
     seq[k] += o.seq[k];
     consec[k] += o.consec[k];
+    ordered[k] += o.ordered[k];
   }
   meta_ops += o.meta_ops;
   meta_ns += o.meta_ns;
@@ -226,6 +227,7 @@ void io_folder::apply(std::unordered_map<int64_t, fd_state> &fds, time_bins &bin
   if (!op.bytes) return;  // nothing moved: no access to order
   fd_state &s = fds[op.fd];
   if (f && s.last_end[d] >= 0) {
+    ++f->ordered[d];
     if (at >= s.last_end[d]) ++f->seq[d];
     if (at == s.last_end[d]) ++f->consec[d];
   }

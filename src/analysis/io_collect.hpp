@@ -78,6 +78,7 @@ struct time_bins {
 
 struct file_io {
   uint64_t bytes[2] = {}, ops[2] = {}, ns[2] = {}, seq[2] = {}, consec[2] = {};
+  uint64_t ordered[2] = {};  // accesses that had a previous one to compare with
   uint64_t meta_ops = 0, meta_ns = 0;
   std::set<std::string> procs;  // process keys (host '\x1f' pid once finished)
   void merge(const file_io &o);

@@ -240,7 +240,18 @@ void result_json(const input_report &in, const analysis_result &r, size_t proces
     o += "null";
   o += "}";
   io_json(o, r, sink);
-  o += "}\n";
+  o += ",\"findings\":[";
+  for (size_t i = 0; i < r.findings.size(); ++i) {
+    const finding &f = r.findings[i];
+    char v[40];
+    std::snprintf(v, sizeof v, "%.6g", f.value);
+    o += (i ? "," : "") + std::string("{\"rule\":") + detail::json_quote(f.rule) +
+         ",\"severity\":" + detail::json_quote(f.severity) +
+         ",\"metric\":" + detail::json_quote(f.metric) + ",\"value\":" + v +
+         ",\"evidence\":" + f.evidence + ",\"suggestion\":" + detail::json_quote(f.suggestion) +
+         "}";
+  }
+  o += "]}\n";
   sink(o);
 }
 
