@@ -17,11 +17,20 @@ std::map<std::string, name_summary> summarize_names(
     const size_t sep = key.find('\x1f');
     if (sep != std::string::npos) key[sep] = '/';
     name_summary &s = out[key];
-    std::sort(kv.second.durs.begin(), kv.second.durs.end());
     s.calls = kv.second.calls;
     s.total = kv.second.total;
-    s.p50 = percentile_sorted(kv.second.durs, 50);
-    s.p99 = percentile_sorted(kv.second.durs, 99);
+    // the nearest ranks, placed by selection (linear), not by sorting: p99's first, then p50's
+    // among the values below it
+    std::vector<uint64_t> &d = kv.second.durs;
+    if (!d.empty()) {
+      const size_t n = d.size(), k99 = (99 * n + 99) / 100, k50 = (50 * n + 99) / 100;
+      const auto at99 = d.begin() + static_cast<std::ptrdiff_t>(k99 - 1);
+      std::nth_element(d.begin(), at99, d.end());
+      s.p99 = *at99;
+      const auto at50 = d.begin() + static_cast<std::ptrdiff_t>(k50 - 1);
+      std::nth_element(d.begin(), at50, at99);
+      s.p50 = k50 == k99 ? s.p99 : *at50;
+    }
     std::vector<uint64_t>().swap(kv.second.durs);
   }
   return out;

@@ -23,7 +23,7 @@ struct run_summary {
   std::map<std::string, name_summary> names;  // "cat/name"
 };
 
-// Sorts each name's durations for its percentiles (nearest rank) and frees them.
+// Each name's p50 and p99 (nearest rank, as percentile_sorted); frees the durations.
 std::map<std::string, name_summary> summarize_names(
     std::unordered_map<std::string, name_durations> &names);
 
