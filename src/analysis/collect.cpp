@@ -178,6 +178,29 @@ struct class_cache {
   }
 };
 
+// A metadata line: the process's host and rank, the hosts' and files' names.
+void metadata_line(const parsed_line &pl, process_facts *pf, block_part *r) {
+  metadata_fact(pl, *pf);
+  if (pl.name.text == "HH") {
+    const jvalue *hn = pl.arg_value("name"), *hv = pl.arg_value("value");
+    if (hn && hv) r->hosts.emplace(std::string(hv->text), std::string(hn->text));
+  } else if (pl.name.text == "FH") {
+    const jvalue *fn = pl.arg_value("name"), *fv = pl.arg_value("value");
+    if (fn && fv) r->io.fh_paths.emplace(std::string(fv->text), std::string(fn->text));
+  }
+}
+
+// The `start` event's parent, writer and host; the `end` event's count.
+void start_or_end(const parsed_line &pl, bool is_end, process_facts *pf) {
+  const jvalue *v = pl.arg_value(is_end ? "num_events" : "ppid");
+  if (is_end && v && detail::value_u64(*v, &pf->end_num_events)) pf->has_end = true;
+  if (!is_end && v && (v->type == jtype::number || v->type == jtype::string))
+    pf->ppid.assign(v->text);
+  if (!is_end && pl.arg_value("timer_source")) pf->dftrace_writer = true;
+  if (const jvalue *h = is_end ? nullptr : pl.arg_value("hhash"))
+    if (pf->hhash.empty()) pf->hhash.assign(h->text);
+}
+
 // A complete event's duration, or an aggregated record's count and total (as `dftrace stat`).
 name_durations &name_entry(const parsed_line &pl, std::string *key,
                            std::unordered_map<std::string, name_durations> *names) {
@@ -237,14 +260,7 @@ void scan_block(detail::text_block &b, detail::time_unit unit, const layer_table
     switch (ph) {
       case 'M':
         ++n.metadata;
-        metadata_fact(pl, *pf);
-        if (pl.name.text == "HH") {
-          const jvalue *hn = pl.arg_value("name"), *hv = pl.arg_value("value");
-          if (hn && hv) r->hosts.emplace(std::string(hv->text), std::string(hn->text));
-        } else if (pl.name.text == "FH") {
-          const jvalue *fn = pl.arg_value("name"), *fv = pl.arg_value("value");
-          if (fn && fv) r->io.fh_paths.emplace(std::string(fv->text), std::string(fn->text));
-        }
+        metadata_line(pl, pf, r.get());
         return true;
       case 'X': ++n.complete; break;
       case 'C': ++n.counters; break;
@@ -271,13 +287,7 @@ void scan_block(detail::text_block &b, detail::time_unit unit, const layer_table
       return true;
     }
     if (pl.cat.text == "dftracer" && (is_end || pl.name.text == "start")) {
-      const jvalue *v = pl.arg_value(is_end ? "num_events" : "ppid");
-      if (is_end && v && detail::value_u64(*v, &pf->end_num_events)) pf->has_end = true;
-      if (!is_end && v && (v->type == jtype::number || v->type == jtype::string))
-        pf->ppid.assign(v->text);
-      if (!is_end && pl.arg_value("timer_source")) pf->dftrace_writer = true;
-      if (const jvalue *h = is_end ? nullptr : pl.arg_value("hhash"))
-        if (pf->hhash.empty()) pf->hhash.assign(h->text);
+      start_or_end(pl, is_end, pf);
       return true;
     }
     ++pf->event_records;

@@ -25,6 +25,7 @@ struct layered_event {
   uint64_t start, end;
   uint32_t seq;
   uint8_t layer;
+  uint8_t pad[3] = {};  // written to the spill file: no byte left uninitialised
 };
 
 // A step candidate: a step event or a `.iter` event, with its `step` / `epoch` arguments.
