@@ -250,6 +250,17 @@ def test_spilled_events_against_reference(tmp_path, seed):
     assert p.stdout == run("analyze", "--json", *paths, env={"DFTRACE_ANALYZE_SPILL_EVENTS": "0"}).stdout
 
 
+def test_spill_file_that_cannot_be_made_keeps_events_in_memory(tmp_path):
+    procs = random_procs(6)
+    paths = [p.write(tmp_path) for p in procs]
+    p = run("analyze", "--json", *paths, env={"DFTRACE_ANALYZE_SPILL_EVENTS": "1",
+                                              "TMPDIR": str(tmp_path / "no-such-dir")})
+    d = json.loads(p.stdout)
+    assert any("temporary file" in w["what"] for w in d["inputs"]["warnings"])
+    check_group(d["groups"][0], [procs[0], procs[2]])
+    check_group(d["groups"][1], [procs[1]])
+
+
 def test_spilled_many_blocks_equal_in_memory(tmp_path):
     # two threads whose events span many blocks and two files, spilled every few blocks
     a, b = tmp_path / "a.pfw.gz", tmp_path / "b.pfw.gz"
