@@ -2,12 +2,13 @@
 // exact, from the engine in src/analysis; a readable summary or JSON.
 #include <cinttypes>
 #include <cstdio>
-#include <filesystem>
 #include <string>
 
 #include "analysis/analyze.hpp"
+#include "analysis/findings.hpp"
 #include "analysis/inputs.hpp"
 #include "analysis/result_json.hpp"
+#include "analysis_run.hpp"
 #include "common.hpp"
 
 namespace dftrace::tools {
@@ -92,6 +93,49 @@ void text_steps(std::string &o, const analysis_result &r) {
   }
 }
 
+std::string mb(uint64_t bytes) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.3f", static_cast<double>(bytes) / 1e6);
+  return buf;
+}
+
+void text_io(std::string &o, const analysis_result &r) {
+  const io_summary &s = r.io;
+  if (!s.ops[0] && !s.ops[1] && !s.meta_ops) return;
+  o += "\nI/O: read " + mb(s.bytes[0]) + " MB in " + std::to_string(s.ops[0]) + " calls, wrote " +
+       mb(s.bytes[1]) + " MB in " + std::to_string(s.ops[1]) + " calls; time in data calls " +
+       ms(s.ns[0] + s.ns[1]) + " ms, in metadata calls " + ms(s.meta_ns) + " ms (" +
+       std::to_string(s.meta_ops) + ")\n";
+  for (int k = 0; k < 2; ++k) {
+    o += k ? "  write sizes:" : "  read sizes: ";
+    for (size_t i = 0; i < k_size_buckets; ++i)
+      if (s.hist[k][i])
+        o += std::string(" ") + k_size_bucket_names[i] + ":" + std::to_string(s.hist[k][i]);
+    o += "\n";
+  }
+  const size_t shown = s.files.size() < 10 ? s.files.size() : 10;
+  if (shown)
+    o += "  files (" + std::to_string(shown) + " of " + std::to_string(s.files.size()) +
+         ", most bytes first): read MB, write MB, sequential reads/writes, ranks\n";
+  for (size_t i = 0; i < shown; ++i) {
+    const io_file_summary &f = s.files[i];
+    o += "  " + mb(f.fig.bytes[0]) + " " + mb(f.fig.bytes[1]) + " " + std::to_string(f.fig.seq[0]) +
+         "/" + std::to_string(f.fig.seq[1]) + " " + std::to_string(f.groups.size()) +
+         (f.groups.size() > 1 ? " shared " : " ") + f.name + "\n";
+  }
+}
+
+void text_findings(std::string &o, const analysis_result &r) {
+  if (r.findings.empty()) return;
+  o += "\nfindings (rules: docs/analysis.md; --rules FILE adds or changes them)\n";
+  for (const finding &f : r.findings) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.1f", f.value);
+    o += "  " + f.severity + " " + f.rule + ": " + f.metric + " = " + buf + "\n    " +
+         f.suggestion + "\n";
+  }
+}
+
 }  // namespace
 
 int cmd_analyze(const args_t &a) {
@@ -99,45 +143,36 @@ int cmd_analyze(const args_t &a) {
   const std::vector<std::string> files = input_files(a, "analyze", &ok);
   if (files.empty()) return 2;
   layer_table table;
-  if (a.has("--layers")) {
-    std::string why;
-    if (!table.load_yaml(a.get("--layers"), &why)) {
-      error_line("analyze: --layers " + why);
-      return 2;
-    }
+  if (!analysis_table(a, "analyze", &table)) return 2;
+  std::vector<rule> rules;
+  std::string why;
+  if (!parse_rules(k_default_rules, "the built-in rules", &rules, &why) ||
+      (a.has("--rules") && !load_rules_file(a.get("--rules"), &rules, &why))) {
+    error_line("analyze: --rules " + why);
+    return 2;
   }
-  if (a.has("--steps")) {
-    if (a.get("--steps").empty()) {
-      error_line("analyze: --steps needs an event name");
-      return 2;
-    }
-    table.set_step_name(a.get("--steps"));
-  }
-  uint64_t total = 0;
-  for (const auto &f : files) {
-    std::error_code ec;
-    const auto n = std::filesystem::file_size(f, ec);
-    if (!ec) total += n;
-  }
-  progress bar("analyze", total);
-  collection c;
-  input_report in;
-  read_traces(files, table, tool_read_options(), &c, &in, [&](uint64_t n) { bar.add(n); });
-  bar.done();
-  const size_t procs = c.procs.size();
-  const analysis_result r = analyze(c, table);
+  analysis_run run;
+  run_analysis(files, table, "analyze", &run);
+  run.r.findings = evaluate_rules(rules, run.r);
+  const analysis_result &r = run.r;
+  const input_report &in = run.in;
+  const size_t procs = run.processes;
   std::string out;
   if (a.has("--json")) {
-    out = result_json(in, r, procs);
+    result_json(in, r, procs, [](std::string &part) {
+      fwrite(part.data(), 1, part.size(), stdout);
+      part.clear();
+    });
   } else {
     text_inputs(out, in, r, procs);
     text_groups(out, r);
     text_steps(out, r);
+    text_io(out, r);
+    text_findings(out, r);
   }
   fwrite(out.data(), 1, out.size(), stdout);
   fflush(stdout);
-  const bool damaged = !in.damaged.empty() || !r.process_problems.empty();
-  if (damaged && !a.has("--allow-damaged")) {
+  if (run.damaged() && !a.has("--allow-damaged")) {
     error_line(
         "analyze: part of the input could not be read (listed above); --allow-damaged "
         "accepts the results of what was read");

@@ -7,6 +7,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "analysis/io_class.hpp"
 #include "base/format.hpp"
 #include "common.hpp"
 #include "reader/aggregated.hpp"
@@ -15,6 +16,10 @@
 namespace dftrace::tools {
 
 namespace {
+
+using analysis::io_bytes;
+using analysis::io_direction;
+using analysis::io_event_bytes;
 
 struct name_stats {
   uint64_t count = 0;
@@ -50,48 +55,6 @@ struct io_stats {
     }
   }
 };
-
-// Whether an I/O event reads (0), writes (1) or neither (-1), and whether its bytes are its
-// `ret` (POSIX), `ret` items of `size` (STDIO), `bytes`/`size` (MPIIO, H5) or, for STDIO's folded
-// calls, `bytes` over `calls` calls.
-enum class io_bytes { ret, items, bytes_arg, size_arg, folded };
-int io_direction(std::string_view cat, std::string_view name, io_bytes *how) {
-  if (cat == "POSIX") {
-    *how = io_bytes::ret;
-    for (std::string_view r :
-         {"read", "pread", "pread64", "readv", "preadv", "preadv64", "preadv2", "preadv64v2"})
-      if (name == r) return 0;
-    for (std::string_view w : {"write", "pwrite", "pwrite64", "writev", "pwritev", "pwritev64",
-                               "pwritev2", "pwritev64v2"})
-      if (name == w) return 1;
-    return -1;
-  }
-  if (cat == "STDIO") {
-    *how = io_bytes::items;
-    if (name == "fread") return 0;
-    if (name == "fwrite") return 1;
-    // Folded character and line calls (src/io/README.md): `calls` calls moved `bytes` bytes.
-    *how = io_bytes::folded;
-    for (std::string_view r : {"fgetc", "getc", "getchar", "fgets", "getline", "getdelim"})
-      if (name == r) return 0;
-    for (std::string_view w :
-         {"fputc", "putc", "putchar", "fputs", "puts", "fprintf", "vfprintf", "printf", "vprintf"})
-      if (name == w) return 1;
-    return -1;
-  }
-  if (cat == "MPIIO" && name.substr(0, 9) == "MPI_File_") {
-    *how = io_bytes::bytes_arg;
-    const std::string_view op = name.substr(9);
-    if (op.substr(0, 4) == "read" || op.substr(0, 5) == "iread") return 0;
-    if (op.substr(0, 5) == "write" || op.substr(0, 6) == "iwrite") return 1;
-    return -1;
-  }
-  if (cat == "H5") {
-    *how = io_bytes::size_arg;
-    return name == "H5Dread" ? 0 : name == "H5Dwrite" ? 1 : -1;
-  }
-  return -1;
-}
 
 // What one block (or the whole run) adds up to. Keys are the text the values stand for (JSON
 // escapes decoded; an object or array in a hostile trace as its raw text).
@@ -144,37 +107,6 @@ struct partial : detail::block_result {
     for (auto &kv : o.files) files.emplace(kv.first, std::move(kv.second));
   }
 };
-
-// The bytes an I/O event (or, aggregated, its dft_cnt events) moved.
-uint64_t io_event_bytes(const parsed_line &pl, io_bytes how, bool aggregated) {
-  uint64_t v = 0;
-  int64_t signed_v = 0;
-  if (how == io_bytes::ret || how == io_bytes::items) {
-    if (aggregated) {
-      const jvalue *sum = pl.arg_value("ret_sum");
-      if (!sum || !detail::value_u64(*sum, &v)) return 0;
-    } else {
-      const jvalue *ret = pl.arg_value("ret");
-      if (!ret || !detail::value_i64(*ret, &signed_v) || signed_v <= 0) return 0;
-      v = static_cast<uint64_t>(signed_v);
-    }
-    if (how == io_bytes::items) {  // items of `size` bytes (one size when aggregated)
-      uint64_t size = 0;
-      const jvalue *sz = pl.arg_value(aggregated ? "size_max" : "size");
-      const jvalue *lo = aggregated ? pl.arg_value("size_min") : nullptr;
-      uint64_t low = 0;
-      if (!sz || !detail::value_u64(*sz, &size)) return 0;
-      if (lo && (!detail::value_u64(*lo, &low) || low != size)) return 0;
-      v *= size;
-    }
-    return v;
-  }
-  const char *key = how == io_bytes::bytes_arg || how == io_bytes::folded
-                        ? (aggregated ? "bytes_sum" : "bytes")
-                        : (aggregated ? "size_sum" : "size");
-  const jvalue *b = pl.arg_value(key);
-  return b && detail::value_u64(*b, &v) ? v : 0;
-}
 
 void scan_block(detail::text_block &b, time_unit unit) {
   auto r = std::make_unique<partial>();

@@ -207,6 +207,7 @@ int convert_dialect(const args_t &a, dialect to);
 int cmd_cat(const args_t &a);
 int cmd_stat(const args_t &a);
 int cmd_analyze(const args_t &a);  // cmd_analyze.cpp, on src/analysis
+int cmd_diff(const args_t &a);     // cmd_diff.cpp, on src/analysis
 int cmd_validate(const args_t &a);
 int cmd_merge(const args_t &a);
 int cmd_split(const args_t &a);

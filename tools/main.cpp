@@ -22,11 +22,16 @@ const char *k_usage =
     "      stand-alone pieces, each with the definitions and names it uses\n"
     "  stat FILES... [--json] [--fast]\n"
     "      counts and durations per category/name, pid and thread (--fast: DT fields only)\n"
-    "  analyze TRACES... [--json] [--steps NAME] [--layers FILE] [--allow-damaged]\n"
+    "  analyze TRACES... [--json] [--steps NAME] [--layers FILE] [--rules FILE] [--allow-damaged]\n"
     "      what bound the run, exact to the ns: per rank (and the processes it started) the\n"
     "      union of each layer's time, overlaps, time not hidden by compute, self time; steps\n"
-    "      split over compute, comm, io, data and other; stragglers and imbalance; exit\n"
+    "      split over compute, comm, io, data and other; stragglers and imbalance; the I/O\n"
+    "      characterisation (Darshan's); findings from rules (--rules FILE adds); exit\n"
     "      status 2 when part of the input could not be read (unless --allow-damaged)\n"
+    "  diff BASE NEW [--json] [--fail-if 'METRIC OP VALUE']... [--steps NAME] [--layers FILE]\n"
+    "      two runs (each a trace, a directory or a comma-separated list) compared: steps,\n"
+    "      bound_by shares, I/O bytes and bandwidth, calls and times per name; exit status 1\n"
+    "      when a gate holds, e.g. --fail-if 'step.p50 > +5%'\n"
     "  validate FILES... [--max-findings N] [--quiet]\n"
     "      line-numbered findings; exit status 1 when there are errors\n"
     "  convert FILE --to perfetto -o OUT.json[.gz] [--keep-args]\n"
@@ -85,8 +90,13 @@ int main(int argc, char **argv) {
     parsed = parse_args(argc, argv, 2, {}, {"--json", "--fast"}, &a);
     fn = cmd_stat;
   } else if (cmd == "analyze") {
-    parsed = parse_args(argc, argv, 2, {"--steps", "--layers"}, {"--json", "--allow-damaged"}, &a);
+    parsed = parse_args(argc, argv, 2, {"--steps", "--layers", "--rules"},
+                        {"--json", "--allow-damaged"}, &a);
     fn = cmd_analyze;
+  } else if (cmd == "diff") {
+    parsed = parse_args(argc, argv, 2, {"--steps", "--layers", "--fail-if"},
+                        {"--json", "--allow-damaged"}, &a);
+    fn = cmd_diff;
   } else if (cmd == "validate") {
     parsed = parse_args(argc, argv, 2, {"--max-findings"}, {"--quiet"}, &a);
     fn = cmd_validate;

@@ -85,6 +85,11 @@ std::vector<proc> build_processes(collection &c, std::vector<size_t> *roots) {
   return ps;
 }
 
+std::string group_label_of(const group_result &g) {
+  return g.has_rank ? "rank " + std::to_string(g.rank)
+                    : "pid " + (g.pids.empty() ? std::string("?") : g.pids[0]);
+}
+
 struct group_work {
   std::vector<std::vector<interval>> layer_iv, self_iv;    // per layer: the threads' runs
   std::vector<std::vector<size_t>> layer_runs, self_runs;  // where each thread's run begins
@@ -271,8 +276,8 @@ void group_steps(std::vector<step_event> &st, size_t g, const priority_timeline 
   std::vector<uint64_t> parts;
   for (size_t i = 0; i < st.size(); ++i) {
     step_result s;
-    s.group = g;
-    s.index = i;
+    s.group = static_cast<uint32_t>(g);
+    s.index = static_cast<uint32_t>(i);
     s.start = st[i].start;
     s.dur = st[i].end - st[i].start;
     s.has_step = st[i].has_step;
@@ -313,6 +318,9 @@ void init_groups(const std::vector<proc> &ps, const std::vector<size_t> &roots, 
     const size_t g = ps[i].group;
     if (i != roots[g]) r->groups[g].pids.push_back(ps[i].pid);
     gmin[g] = std::min(gmin[g], ps[i].facts->ts_min);
+    r->groups[g].checkpoint_events += ps[i].facts->checkpoint_events;
+    r->groups[g].checkpoint_max_ns =
+        std::max(r->groups[g].checkpoint_max_ns, ps[i].facts->checkpoint_max_ns);
     gmax[g] = std::max(gmax[g], ps[i].facts->end_max);
   }
   for (size_t g = 0; g < roots.size(); ++g) {
@@ -340,41 +348,55 @@ analysis_result analyze(collection &c, const layer_table &table) {
 
   std::vector<group_work> work;
   init_groups(ps, roots, table.layers().size(), &work, &r);
+  // Each group's threads, then one group at a time: only its events are in memory (read back
+  // from the spill file), and what it leaves is its figures and its steps.
+  std::vector<std::vector<thread_events *>> threads_of(roots.size());
   bool any_step_event = false;
   for (auto &kv : c.threads) {
     const size_t sep = kv.first.find('\x1f', kv.first.find('\x1f') + 1);
     const auto pi = proc_index.find(kv.first.substr(0, sep));
     if (pi == proc_index.end()) continue;
-    group_work &w = work[ps[pi->second].group];
-    thread_events &te = kv.second;
-    std::vector<layered_event> ev = te.take_layered();
-    sweep_thread(ev, w);
-    any_step_event = any_step_event || !te.steps.empty();
-    w.steps.insert(w.steps.end(), te.steps.begin(), te.steps.end());
-    outermost(te.iters, &w.iters);
+    threads_of[ps[pi->second].group].push_back(&kv.second);
+    any_step_event = any_step_event || !kv.second.steps.empty();
   }
   r.step_source = table.explicit_steps() ? "--steps " + table.step_name()
                   : any_step_event       ? "step"
                                          : ".iter";
   std::vector<uint64_t> durs;
+  std::vector<layered_event> ev;
   for (size_t g = 0; g < roots.size(); ++g) {
+    group_work &w = work[g];
+    for (thread_events *te : threads_of[g]) {
+      if (!te->take_layered(&c.spill, &ev))
+        r.process_problems.push_back("the analysis's temporary file could not be read back: " +
+                                     group_label_of(r.groups[g]) + " is incomplete");
+      sweep_thread(ev, w);
+      w.steps.insert(w.steps.end(), te->steps.begin(), te->steps.end());
+      outermost(te->iters, &w.iters);
+      std::vector<step_event>().swap(te->steps);
+      std::vector<step_event>().swap(te->iters);
+    }
     std::vector<interval_set> unions;
-    layer_figures(work[g], table, &r.groups[g], &unions);
+    layer_figures(w, table, &r.groups[g], &unions);
     std::vector<interval_set> classes;
     for (const char *name : k_bound_classes) {
       const int li = table.index_of(name);
       classes.push_back(li < 0 ? interval_set() : unions[li]);
     }
     const priority_timeline tl(classes);
-    group_steps(any_step_event || table.explicit_steps() ? work[g].steps : work[g].iters, g, tl, &r,
-                &durs);
-    work[g] = group_work();
+    group_steps(any_step_event || table.explicit_steps() ? w.steps : w.iters, g, tl, &r, &durs);
+    w = group_work();
   }
+  std::vector<layered_event>().swap(ev);
   if (r.steps.empty()) r.step_source = table.explicit_steps() ? r.step_source : "";
   std::sort(durs.begin(), durs.end());
   r.step_p50 = percentile_sorted(durs, 50);
   r.step_p99 = percentile_sorted(durs, 99);
   compare_steps(&r);
+  r.io = summarize_io(c.io, [&](const std::string &key) -> long {
+    const auto pi = proc_index.find(key);
+    return pi == proc_index.end() ? -1 : static_cast<long>(ps[pi->second].group);
+  });
   return r;
 }
 

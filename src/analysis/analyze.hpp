@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "analysis/collect.hpp"
+#include "analysis/io_collect.hpp"
 #include "analysis/layers.hpp"
 
 namespace dftrace::analysis {
@@ -22,13 +23,14 @@ constexpr size_t k_nbound = 4;
 constexpr uint64_t k_straggler_num = 5, k_straggler_den = 4;
 constexpr uint64_t k_straggler_margin_ns = 1000000;
 
+// 80 bytes: a run holds one per step of every rank.
 struct step_result {
-  size_t group = 0;  // index into analysis_result::groups
-  size_t index = 0;  // position among its group's steps, by start time
   uint64_t start = 0, dur = 0;
-  bool has_step = false, has_epoch = false;
   int64_t step = 0, epoch = 0;
   uint64_t parts[k_nbound + 1] = {};  // compute, comm, io, data not hidden, other: sum = dur
+  uint32_t group = 0;                 // index into analysis_result::groups
+  uint32_t index = 0;                 // position among its group's steps, by start time
+  bool has_step = false, has_epoch = false;
 };
 
 struct group_result {
@@ -41,12 +43,20 @@ struct group_result {
   std::vector<std::pair<std::string, uint64_t>> overlap_ns;       // "a+b", a before b in the table
   std::vector<std::pair<std::string, uint64_t>> unoverlapped_ns;  // non-compute layers
   size_t steps = 0;
+  uint64_t checkpoint_events = 0, checkpoint_max_ns = 0;  // its processes' `checkpoint` events
 };
 
 struct straggler {
   size_t group = 0;
   std::string step;  // the step's key: "epoch:step", "step" or "#index"
   uint64_t dur = 0, median = 0;
+};
+
+// What a rule found (findings.hpp).
+struct finding {
+  std::string rule, severity, metric, suggestion;  // severity: critical, warning, info
+  double value = 0;
+  std::string evidence;  // a JSON object: the numbers and names behind it
 };
 
 struct analysis_result {
@@ -68,6 +78,8 @@ struct analysis_result {
   std::vector<std::string> process_warnings;  // counts that cannot be checked (merged DFTracer)
   size_t processes_without_end = 0;
   size_t ranks = 0;
+  io_summary io;
+  std::vector<finding> findings;  // filled by evaluate_rules
 };
 
 // Computes everything from c (whose thread data it consumes). Deterministic: independent of

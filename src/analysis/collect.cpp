@@ -13,28 +13,64 @@ using detail::jvalue;
 using detail::parsed_line;
 
 void thread_events::append(thread_events &o) {
+  const uint32_t base = count;
+  for (spilled_run r : o.spilled) {
+    r.seq_add += base;
+    spilled.push_back(r);
+  }
   for (auto &v : o.layered) {
-    for (layered_event &e : v) e.seq += count;
-    count += static_cast<uint32_t>(v.size());
+    if (base)
+      for (layered_event &e : v) e.seq += base;
     layered.push_back(std::move(v));
   }
+  count += o.count;
   steps.insert(steps.end(), o.steps.begin(), o.steps.end());
   iters.insert(iters.end(), o.iters.begin(), o.iters.end());
 }
 
-std::vector<layered_event> thread_events::take_layered() {
-  std::vector<layered_event> all;
-  if (layered.size() == 1) {
-    all = std::move(layered[0]);
+size_t thread_events::spill(spill_store &store) {
+  size_t n = 0;
+  std::vector<std::vector<layered_event>> kept;
+  for (auto &v : layered) {
+    spilled_run r;
+    if (v.empty()) continue;
+    if (!store.write(v.data(), v.size(), &r.offset)) {
+      kept.push_back(std::move(v));
+      continue;
+    }
+    r.count = static_cast<uint32_t>(v.size());
+    spilled.push_back(r);
+    n += v.size();
+    std::vector<layered_event>().swap(v);
+  }
+  layered = std::move(kept);
+  return n;
+}
+
+bool thread_events::take_layered(const spill_store *store, std::vector<layered_event> *out) {
+  bool ok = true;
+  out->clear();
+  if (spilled.empty() && layered.size() == 1) {
+    *out = std::move(layered[0]);
   } else {
-    all.reserve(count);
+    out->reserve(count);
+    for (const spilled_run &r : spilled) {
+      const size_t at = out->size();
+      if (!store || !store->read(r.offset, r.count, out)) {
+        ok = false;
+        continue;
+      }
+      if (r.seq_add)
+        for (size_t i = at; i < out->size(); ++i) (*out)[i].seq += r.seq_add;
+    }
     for (auto &v : layered) {
-      all.insert(all.end(), v.begin(), v.end());
+      out->insert(out->end(), v.begin(), v.end());
       std::vector<layered_event>().swap(v);
     }
   }
+  spilled.clear();
   layered.clear();
-  return all;
+  return ok;
 }
 
 void process_facts::merge(const process_facts &o) {
@@ -55,6 +91,17 @@ void process_facts::merge(const process_facts &o) {
   id_lines += o.id_lines;
   ts_min = std::min(ts_min, o.ts_min);
   end_max = std::max(end_max, o.end_max);
+  checkpoint_events += o.checkpoint_events;
+  checkpoint_max_ns = std::max(checkpoint_max_ns, o.checkpoint_max_ns);
+}
+
+void name_durations::merge(name_durations &o) {
+  calls += o.calls;
+  total += o.total;
+  if (durs.empty())
+    durs = std::move(o.durs);
+  else
+    durs.insert(durs.end(), o.durs.begin(), o.durs.end());
 }
 
 void line_counts::merge(const line_counts &o) {
@@ -110,9 +157,11 @@ struct class_cache {
   struct entry {
     std::string cat, name;
     event_class c;
+    io_kind io;
+    name_durations *names = nullptr;  // its figures in the block, once it is counted
     bool used = false;
   } e[32];
-  event_class get(const layer_table &t, std::string_view cat, std::string_view name) {
+  entry &get(const layer_table &t, std::string_view cat, std::string_view name) {
     const size_t slot = (name.size() * 31 + (name.empty() ? 0 : name[0]) * 7 +
                          (name.empty() ? 0 : name.back()) + (cat.empty() ? 0 : cat[0]) * 13) &
                         31;
@@ -121,11 +170,63 @@ struct class_cache {
       x.cat.assign(cat);
       x.name.assign(name);
       x.c = t.classify(cat, name);
+      x.io = io_classify(cat, name);
+      x.names = nullptr;
       x.used = true;
     }
-    return x.c;
+    return x;
   }
 };
+
+// A metadata line: the process's host and rank, the hosts' and files' names.
+void metadata_line(const parsed_line &pl, process_facts *pf, block_part *r) {
+  metadata_fact(pl, *pf);
+  if (pl.name.text == "HH") {
+    const jvalue *hn = pl.arg_value("name"), *hv = pl.arg_value("value");
+    if (hn && hv) r->hosts.emplace(std::string(hv->text), std::string(hn->text));
+  } else if (pl.name.text == "FH") {
+    const jvalue *fn = pl.arg_value("name"), *fv = pl.arg_value("value");
+    if (fn && fv) r->io.fh_paths.emplace(std::string(fv->text), std::string(fn->text));
+  }
+}
+
+// The `start` event's parent, writer and host; the `end` event's count.
+void start_or_end(const parsed_line &pl, bool is_end, process_facts *pf) {
+  const jvalue *v = pl.arg_value(is_end ? "num_events" : "ppid");
+  if (is_end && v && detail::value_u64(*v, &pf->end_num_events)) pf->has_end = true;
+  if (!is_end && v && (v->type == jtype::number || v->type == jtype::string))
+    pf->ppid.assign(v->text);
+  if (!is_end && pl.arg_value("timer_source")) pf->dftrace_writer = true;
+  if (const jvalue *h = is_end ? nullptr : pl.arg_value("hhash"))
+    if (pf->hhash.empty()) pf->hhash.assign(h->text);
+}
+
+// A complete event's duration, or an aggregated record's count and total (as `dftrace stat`).
+name_durations &name_entry(const parsed_line &pl, std::string *key,
+                           std::unordered_map<std::string, name_durations> *names) {
+  key->assign(pl.cat.text);
+  key->push_back('\x1f');
+  key->append(pl.name.text);
+  return (*names)[*key];
+}
+
+void name_call(const parsed_line &pl, char ph, uint64_t dur, detail::time_unit unit,
+               name_durations &n) {
+  if (ph == 'X') {
+    ++n.calls;
+    n.total += dur;
+    n.durs.push_back(dur);
+    return;
+  }
+  uint64_t cnt = 0, sum = 0;
+  const jvalue *c = pl.arg_value("dft_cnt");
+  const jvalue *d = pl.arg_value("dur_sum");
+  if (!d) d = pl.arg_value("dur");
+  if (!c || !detail::value_u64(*c, &cnt)) return;
+  if (d && detail::value_ns(*d, unit, &sum) && !pl.arg_value("dur_sum")) sum *= cnt;
+  n.calls += cnt;
+  n.total += sum;
+}
 
 }  // namespace
 
@@ -133,7 +234,8 @@ void scan_block(detail::text_block &b, detail::time_unit unit, const layer_table
   auto r = std::make_unique<block_part>();
   parsed_line pl;
   class_cache cache;
-  std::string key;
+  std::string key, names_key;
+  io_scan_state io_state;
   process_facts *pf = nullptr;
   thread_events *te = nullptr;
   std::string_view last_pid, last_tid;
@@ -158,11 +260,7 @@ void scan_block(detail::text_block &b, detail::time_unit unit, const layer_table
     switch (ph) {
       case 'M':
         ++n.metadata;
-        metadata_fact(pl, *pf);
-        if (pl.name.text == "HH") {
-          const jvalue *hn = pl.arg_value("name"), *hv = pl.arg_value("value");
-          if (hn && hv) r->hosts.emplace(std::string(hv->text), std::string(hn->text));
-        }
+        metadata_line(pl, pf, r.get());
         return true;
       case 'X': ++n.complete; break;
       case 'C': ++n.counters; break;
@@ -177,6 +275,11 @@ void scan_block(detail::text_block &b, detail::time_unit unit, const layer_table
     const uint64_t end = ts + dur < ts ? UINT64_MAX : ts + dur;
     pf->ts_min = std::min(pf->ts_min, ts);
     pf->end_max = std::max(pf->end_max, end);
+    // the line's class, I/O kind and name figures, looked up once
+    auto &ce = cache.get(table, pl.cat.text, pl.name.text);
+    if (ph == 'X' || ph == 'A') scan_io(pl, ph, ts, dur, unit, ce.io, &r->io, &io_state);
+    if (table.name_stats() && ph == 'A' && pl.cat.text != "dftracer")
+      name_call(pl, ph, dur, unit, name_entry(pl, &names_key, &r->names));
     if (ph == 'A') {
       uint64_t cnt = 0;
       const jvalue *c = pl.arg_value("dft_cnt");
@@ -184,18 +287,20 @@ void scan_block(detail::text_block &b, detail::time_unit unit, const layer_table
       return true;
     }
     if (pl.cat.text == "dftracer" && (is_end || pl.name.text == "start")) {
-      const jvalue *v = pl.arg_value(is_end ? "num_events" : "ppid");
-      if (is_end && v && detail::value_u64(*v, &pf->end_num_events)) pf->has_end = true;
-      if (!is_end && v && (v->type == jtype::number || v->type == jtype::string))
-        pf->ppid.assign(v->text);
-      if (!is_end && pl.arg_value("timer_source")) pf->dftrace_writer = true;
-      if (const jvalue *h = is_end ? nullptr : pl.arg_value("hhash"))
-        if (pf->hhash.empty()) pf->hhash.assign(h->text);
+      start_or_end(pl, is_end, pf);
       return true;
     }
     ++pf->event_records;
     if (ph != 'X') return true;
-    const event_class c = cache.get(table, pl.cat.text, pl.name.text);
+    if (pl.cat.text == "checkpoint") {
+      ++pf->checkpoint_events;
+      pf->checkpoint_max_ns = std::max(pf->checkpoint_max_ns, dur);
+    }
+    if (table.name_stats() && pl.cat.text != "dftracer") {
+      if (!ce.names) ce.names = &name_entry(pl, &names_key, &r->names);
+      name_call(pl, ph, dur, unit, *ce.names);
+    }
+    const event_class c = ce.c;
     if (c.layer == event_class::k_no_layer && !c.step && !c.iter) return true;
     if (!te || pl.tid.text != last_tid) {
       key.assign(pl.pid.text);
@@ -207,7 +312,7 @@ void scan_block(detail::text_block &b, detail::time_unit unit, const layer_table
     if (c.layer != event_class::k_no_layer) {
       if (te->layered.empty()) te->layered.emplace_back();
       auto &v = te->layered.back();
-      v.push_back({ts, end, static_cast<uint32_t>(v.size()), c.layer});
+      v.push_back({ts, end, te->count++, c.layer});
     }
     if (c.step) te->steps.push_back(step_of(pl, ts, end));
     if (c.iter) te->iters.push_back(step_of(pl, ts, end));
@@ -216,11 +321,21 @@ void scan_block(detail::text_block &b, detail::time_unit unit, const layer_table
   b.result = std::move(r);
 }
 
-void file_folder::add(block_part &p) {
+void file_folder::add(block_part &p, collection *c) {
   counts_.merge(p.counts);
   for (auto &kv : p.procs) procs_[kv.first].merge(kv.second);
-  for (auto &kv : p.threads) threads_[kv.first].append(kv.second);
+  for (auto &kv : p.threads) {
+    c->buffered += kv.second.count;
+    threads_[kv.first].append(kv.second);
+  }
   for (auto &kv : p.hosts) hosts_.emplace(kv.first, std::move(kv.second));
+  io_.add(p.io, &c->io);
+  for (auto &kv : p.names) c->names[kv.first].merge(kv.second);
+  if (!c->spill_after || c->buffered < c->spill_after) return;
+  size_t out = 0;
+  for (auto &kv : threads_) out += kv.second.spill(c->spill);
+  for (auto &kv : c->threads) out += kv.second.spill(c->spill);
+  c->buffered -= out < c->buffered ? out : c->buffered;
 }
 
 void file_folder::finish(collection *c) {
@@ -232,6 +347,12 @@ void file_folder::finish(collection *c) {
     if (!kv.second.hhash.empty() && h != hosts_.end()) kv.second.host = h->second;
   }
   for (auto &kv : procs_) c->procs[kv.second.host + '\x1f' + kv.first].merge(kv.second);
+  io_.finish(
+      [&](const std::string &pid) {
+        const auto p = procs_.find(pid);
+        return (p == procs_.end() ? std::string() : p->second.host) + '\x1f' + pid;
+      },
+      &c->io);
   for (auto &kv : threads_) {
     const size_t sep = kv.first.find('\x1f');
     const auto p = procs_.find(kv.first.substr(0, sep));

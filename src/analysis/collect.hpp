@@ -11,7 +11,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "analysis/io_collect.hpp"
 #include "analysis/layers.hpp"
+#include "analysis/spill.hpp"
 #include "reader/time_unit.hpp"
 #include "reader/trace_reader.hpp"
 
@@ -23,6 +25,7 @@ struct layered_event {
   uint64_t start, end;
   uint32_t seq;
   uint8_t layer;
+  uint8_t pad[3] = {};  // written to the spill file: no byte left uninitialised
 };
 
 // A step candidate: a step event or a `.iter` event, with its `step` / `epoch` arguments.
@@ -32,14 +35,28 @@ struct step_event {
   bool has_step = false, has_epoch = false;
 };
 
+// Events of a thread written to the spill file: seq_add is added to their seq when read back.
+struct spilled_run {
+  uint64_t offset = 0;
+  uint32_t count = 0, seq_add = 0;
+};
+
 struct thread_events {
-  // Blocks' events as they came (seq numbered across them): appending moves a block's vector,
-  // it copies nothing; take_layered() makes one array when the thread is analysed.
+  // The thread's events as they came, seq numbered from 0 across all of them (count is the
+  // next): first those spilled to disk, then blocks' vectors in memory. Appending moves a
+  // block's vector, it copies nothing; take_layered() makes one array when the thread is
+  // analysed.
+  std::vector<spilled_run> spilled;
   std::vector<std::vector<layered_event>> layered;
   uint32_t count = 0;
   std::vector<step_event> steps, iters;
   void append(thread_events &o);
-  std::vector<layered_event> take_layered();
+  // Writes the vectors in memory to the store (kept in memory when it cannot); returns how
+  // many events left memory.
+  size_t spill(spill_store &store);
+  // All the thread's events; false when the spill file cannot be read back (*out then holds
+  // what could be).
+  bool take_layered(const spill_store *store, std::vector<layered_event> *out);
 };
 
 // What a file says of one process, and what was read of it.
@@ -54,9 +71,18 @@ struct process_facts {
   uint64_t event_records = 0;   // events as dftrace counts them (aggregated: their dft_cnt)
   uint64_t id_lines = 0;        // lines with an `id` but the `end` event (DFTracer's count)
   uint64_t ts_min = UINT64_MAX, end_max = 0;
+  uint64_t checkpoint_events = 0, checkpoint_max_ns = 0;  // `checkpoint` events, the longest
   bool dftrace_writer = false;  // its `start` event has dftrace's clock fields
   bool shared_file = false;     // read from a file that holds other processes (a merged trace)
   void merge(const process_facts &o);
+};
+
+// Calls and durations of one (cat, name): complete events and, counted but not in durs,
+// aggregated records (their single durations are not in the trace).
+struct name_durations {
+  uint64_t calls = 0, total = 0;
+  std::vector<uint64_t> durs;
+  void merge(name_durations &o);
 };
 
 // Counts that match `dftrace stat`'s (same definitions).
@@ -72,6 +98,8 @@ struct block_part : detail::block_result {
   std::unordered_map<std::string, process_facts> procs;    // pid as written
   std::unordered_map<std::string, thread_events> threads;  // pid '\x1f' tid
   std::unordered_map<std::string, std::string> hosts;      // HH value -> host name
+  io_block io;
+  std::unordered_map<std::string, name_durations> names;  // cat '\x1f' name (name_stats())
 };
 
 // Scans one block (the worker of for_each_block): thread-safe, no shared state but the
@@ -81,15 +109,23 @@ void scan_block(detail::text_block &b, detail::time_unit unit, const layer_table
 // Everything read, keyed so that the order of the input files does not matter: processes by
 // (host, pid), threads by (host, pid, tid).
 struct collection {
+  // Layered events held in memory since the last spill; past spill_after (0: never) every
+  // thread's vectors go to the spill store.
+  size_t buffered = 0, spill_after = 0;
+  spill_store spill;
   line_counts counts;
   std::map<std::string, process_facts> procs;    // host '\x1f' pid
   std::map<std::string, thread_events> threads;  // host '\x1f' pid '\x1f' tid
+  io_data io;
+  std::unordered_map<std::string, name_durations> names;  // cat '\x1f' name (name_stats())
 };
 
 // Folds one file's blocks (in file order) and then files into the collection.
 class file_folder {
  public:
-  void add(block_part &p);
+  // Folds a block in; spills everything in memory (this file's and c's) once c's budget of
+  // buffered events is passed.
+  void add(block_part &p, collection *c);
   // Moves the file's data into c, once the file is read (the pid's host is known only then).
   void finish(collection *c);
 
@@ -98,6 +134,7 @@ class file_folder {
   std::unordered_map<std::string, process_facts> procs_;
   std::unordered_map<std::string, thread_events> threads_;
   std::unordered_map<std::string, std::string> hosts_;
+  io_folder io_;
 };
 
 }  // namespace dftrace::analysis

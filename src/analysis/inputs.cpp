@@ -43,7 +43,7 @@ void read_one(detail::trace_file &f, const layer_table &table, const detail::rea
         fr.lines += p->counts.lines;
         fr.text_bytes += b.text.size();
         invalid_before += p->counts.invalid;
-        folder.add(*p);
+        folder.add(*p, c);
         b.result.reset();
         if (progress) progress(b.in_bytes);
         f.release(b.in_offset, b.in_bytes);
@@ -70,6 +70,9 @@ void read_traces(const std::vector<std::string> &paths, const layer_table &table
     read_one(f, table, opt, c, rep, progress);
   }
   rep->counts = c->counts;
+  if (!c->spill.error().empty())
+    rep->warnings.push_back({"", "the temporary file for events failed (" + c->spill.error() +
+                                     "); the rest was kept in memory"});
   // By path, so that nothing reported depends on the order of the inputs.
   std::stable_sort(rep->files.begin(), rep->files.end(),
                    [](const file_report &a, const file_report &b) { return a.path < b.path; });

@@ -38,6 +38,10 @@ class layer_table {
   void set_step_name(const std::string &name) { step_name_ = name; }
   const std::string &step_name() const { return step_name_; }
   bool explicit_steps() const { return !step_name_.empty(); }
+  // Whether the scan also keeps each (cat, name)'s calls, total and durations (`dftrace diff`:
+  // 8 bytes per complete event).
+  void set_name_stats(bool on) { name_stats_ = on; }
+  bool name_stats() const { return name_stats_; }
 
   const std::vector<layer_def> &layers() const { return layers_; }
   // The index of a layer by name, or -1 (compute, comm, io and data have roles in bound_by).
@@ -49,6 +53,7 @@ class layer_table {
  private:
   std::vector<layer_def> layers_;
   std::string step_name_;
+  bool name_stats_ = false;
 };
 
 }  // namespace dftrace::analysis

@@ -84,6 +84,80 @@ void inputs_json(std::string &o, const input_report &in, const analysis_result &
   o += "]}";
 }
 
+// A value's text as it stood in the line (the escaped inside of a string), quoted again.
+std::string jstr(const std::string &s) {
+  std::string q = "\"" + s + "\"";
+  return detail::is_valid_json_value(q) ? q : detail::json_quote(s);
+}
+
+void io_file_json(std::string &o, const io_file_summary &f, const analysis_result &r) {
+  const file_io &x = f.fig;
+  o += "{\"file\":" + jstr(f.name) + ",\"path_known\":" + (f.path_known ? "true" : "false");
+  for (int k = 0; k < 2; ++k) {
+    const std::string d = k ? "write" : "read";
+    o += ",\"" + d + "_bytes\":" + num(x.bytes[k]) + ",\"" + d + "s\":" + num(x.ops[k]) + ",\"" +
+         d + "_ns\":" + num(x.ns[k]) + ",\"sequential_" + d + "s\":" + num(x.seq[k]) +
+         ",\"consecutive_" + d + "s\":" + num(x.consec[k]);
+  }
+  o += ",\"metadata_ops\":" + num(x.meta_ops) + ",\"metadata_ns\":" + num(x.meta_ns) +
+       ",\"ranks\":[";
+  bool first = true;
+  for (size_t g : f.groups)
+    if (r.groups[g].has_rank) {
+      o += (first ? "" : ",") + std::to_string(r.groups[g].rank);
+      first = false;
+    }
+  o += "],\"groups\":[";
+  for (size_t i = 0; i < f.groups.size(); ++i) o += (i ? "," : "") + num(f.groups[i]);
+  o += std::string("],\"shared\":") + (f.groups.size() > 1 ? "true" : "false") + "}";
+}
+
+void io_json(std::string &o, const analysis_result &r,
+             const std::function<void(std::string &)> &sink) {
+  const io_summary &s = r.io;
+  o += ",\"io\":{";
+  for (int k = 0; k < 2; ++k) {
+    const std::string d = k ? "write" : "read";
+    o += (k ? "," : "") + std::string("\"") + d + "_bytes\":" + num(s.bytes[k]) + ",\"" + d +
+         "s\":" + num(s.ops[k]) + ",\"" + d + "_ns\":" + num(s.ns[k]);
+  }
+  o += ",\"metadata_ops\":" + num(s.meta_ops) + ",\"metadata_ns\":" + num(s.meta_ns) +
+       ",\"data_ns\":" + num(s.ns[0] + s.ns[1]) + ",\"access_sizes\":{";
+  for (int k = 0; k < 2; ++k) {
+    o += std::string(k ? "," : "") + (k ? "\"write\":{" : "\"read\":{");
+    for (size_t i = 0; i < k_size_buckets; ++i)
+      o += std::string(i ? "," : "") + "\"" + k_size_bucket_names[i] + "\":" + num(s.hist[k][i]);
+    o += "}";
+  }
+  o += ",\"not_binned\":{\"read\":" + num(s.unbinned[0]) + ",\"write\":" + num(s.unbinned[1]) +
+       "}},\"common_access_sizes\":[";
+  for (size_t i = 0; i < s.common_sizes.size(); ++i)
+    o += (i ? "," : "") + std::string("{\"size\":") + num(s.common_sizes[i].first) +
+         ",\"count\":" + num(s.common_sizes[i].second) + "}";
+  o += "],\"offset_unknown\":{\"read\":" + num(s.offset_unknown[0]) +
+       ",\"write\":" + num(s.offset_unknown[1]) + "},\"files\":[";
+  for (size_t i = 0; i < s.files.size(); ++i) {
+    if (i) o += ",";
+    io_file_json(o, s.files[i], r);
+    if (o.size() >= (1u << 20)) sink(o);
+  }
+  o += "],\"bandwidth\":{\"bin_ns\":" + num(s.bin_ns) + ",\"start_ns\":" + num(s.bin_start_ns) +
+       ",\"groups\":[";
+  for (size_t i = 0; i < s.bandwidth.size(); ++i) {
+    const io_group_bins &b = s.bandwidth[i];
+    o += (i ? "," : "") + std::string("{\"group\":") + num(b.group) +
+         ",\"rank\":" + rank_json(r.groups[b.group]);
+    for (int k = 0; k < 2; ++k) {
+      o += k ? ",\"write_bytes\":[" : ",\"read_bytes\":[";
+      for (size_t j = 0; j < b.bytes[k].size(); ++j) o += (j ? "," : "") + num(b.bytes[k][j]);
+      o += "]";
+    }
+    o += "}";
+    if (o.size() >= (1u << 20)) sink(o);
+  }
+  o += "]}}";
+}
+
 std::string step_json(const step_result &s, const analysis_result &r) {
   std::string o = "{\"rank\":" + rank_json(r.groups[s.group]) + ",\"group\":" + num(s.group) +
                   ",\"index\":" + num(s.index) +
@@ -104,6 +178,16 @@ std::string group_label(const group_result &g) {
 }
 
 std::string result_json(const input_report &in, const analysis_result &r, size_t processes) {
+  std::string all;
+  result_json(in, r, processes, [&](std::string &part) {
+    all += part;
+    part.clear();
+  });
+  return all;
+}
+
+void result_json(const input_report &in, const analysis_result &r, size_t processes,
+                 const std::function<void(std::string &)> &sink) {
   std::string o = "{\"version\":1,";
   inputs_json(o, in, r, processes);
   o += ",\"layers\":[";
@@ -131,7 +215,10 @@ std::string result_json(const input_report &in, const analysis_result &r, size_t
   for (size_t k = 0; k < k_nbound; ++k)
     o += std::string(k ? "," : "") + "\"" + k_bound_classes[k] + "_ns\":" + num(r.bound_total[k]);
   o += ",\"other_ns\":" + num(r.bound_total[k_nbound]) + "},\"items\":[";
-  for (size_t i = 0; i < r.steps.size(); ++i) o += (i ? "," : "") + step_json(r.steps[i], r);
+  for (size_t i = 0; i < r.steps.size(); ++i) {
+    o += (i ? "," : "") + step_json(r.steps[i], r);
+    if (o.size() >= (1u << 20)) sink(o);
+  }
   o += "]},\"stragglers\":[";
   for (size_t i = 0; i < r.stragglers.size(); ++i) {
     const straggler &s = r.stragglers[i];
@@ -151,7 +238,21 @@ std::string result_json(const input_report &in, const analysis_result &r, size_t
          ",\"group\":" + num(r.imbalance_worst_group) + "}";
   else
     o += "null";
-  return o + "}}\n";
+  o += "}";
+  io_json(o, r, sink);
+  o += ",\"findings\":[";
+  for (size_t i = 0; i < r.findings.size(); ++i) {
+    const finding &f = r.findings[i];
+    char v[40];
+    std::snprintf(v, sizeof v, "%.6g", f.value);
+    o += (i ? "," : "") + std::string("{\"rule\":") + detail::json_quote(f.rule) +
+         ",\"severity\":" + detail::json_quote(f.severity) +
+         ",\"metric\":" + detail::json_quote(f.metric) + ",\"value\":" + v +
+         ",\"evidence\":" + f.evidence + ",\"suggestion\":" + detail::json_quote(f.suggestion) +
+         "}";
+  }
+  o += "]}\n";
+  sink(o);
 }
 
 }  // namespace dftrace::analysis

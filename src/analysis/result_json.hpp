@@ -2,6 +2,7 @@
 // shared by `dftrace analyze --json` and, later, the Python face.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "analysis/analyze.hpp"
@@ -11,6 +12,10 @@ namespace dftrace::analysis {
 
 // One JSON object (with a trailing newline). Times are integer nanoseconds.
 std::string result_json(const input_report &in, const analysis_result &r, size_t processes);
+// The same in parts: sink gets each part (about 1 MiB) and may clear it; a document of many
+// steps is never held whole.
+void result_json(const input_report &in, const analysis_result &r, size_t processes,
+                 const std::function<void(std::string &)> &sink);
 
 // A group's name for people: "rank 3", or "pid 4242" (with its host when known).
 std::string group_label(const group_result &g);

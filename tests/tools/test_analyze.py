@@ -9,7 +9,7 @@ import stat as stat_mod
 
 import pytest
 
-from conftest import run
+from conftest import gen, run
 
 T0 = 1_700_000_000_000_000_000  # epoch ns; every trace here is in nanoseconds
 
@@ -20,6 +20,7 @@ class Proc:
     def __init__(self, pid, rank=None, ppid=1, host="node1"):
         self.pid, self.rank, self.ppid, self.host = pid, rank, ppid, host
         self.events = []  # (name, cat, tid, start, end, args)
+        self.files = {}  # path -> hash: FH lines
 
     def ev(self, name, cat, start, end, tid=None, **args):
         self.events.append((name, cat, self.pid if tid is None else tid, start, end, args))
@@ -37,6 +38,8 @@ class Proc:
         line(dict(name="HH", **meta, args=dict(name=self.host, value=12345)))
         if self.rank is not None:
             line(dict(name="PR", **meta, args=dict(name="rank", value=self.rank)))
+        for path, h in self.files.items():
+            line(dict(name="FH", **meta, args=dict(name=path, value=h)))
         starts = [e[3] for e in self.events] or [0]
         ends = [e[4] for e in self.events] or [0]
         line(dict(name="start", cat="dftracer", pid=p, tid=p, ts=T0 + min(starts), dur=0, ph="X",
@@ -235,6 +238,44 @@ def test_random_against_reference_and_order(tmp_path, seed):
     assert p1.stdout == p2.stdout  # independent of the order of the files
 
 
+@pytest.mark.parametrize("seed", [4, 5])
+def test_spilled_events_against_reference(tmp_path, seed):
+    # every block's events go to the temporary file at once: the same figures, to the ns
+    procs = random_procs(seed)
+    paths = [p.write(tmp_path) for p in procs]
+    p = run("analyze", "--json", *paths, env={"DFTRACE_ANALYZE_SPILL_EVENTS": "1"})
+    d = json.loads(p.stdout)
+    check_group(d["groups"][0], [procs[0], procs[2]])
+    check_group(d["groups"][1], [procs[1]])
+    assert p.stdout == run("analyze", "--json", *paths, env={"DFTRACE_ANALYZE_SPILL_EVENTS": "0"}).stdout
+
+
+def test_spill_file_that_cannot_be_made_keeps_events_in_memory(tmp_path):
+    procs = random_procs(6)
+    paths = [p.write(tmp_path) for p in procs]
+    p = run("analyze", "--json", *paths, env={"DFTRACE_ANALYZE_SPILL_EVENTS": "1",
+                                              "TMPDIR": str(tmp_path / "no-such-dir")})
+    d = json.loads(p.stdout)
+    assert any("temporary file" in w["what"] for w in d["inputs"]["warnings"])
+    check_group(d["groups"][0], [procs[0], procs[2]])
+    check_group(d["groups"][1], [procs[1]])
+
+
+def test_spilled_many_blocks_equal_in_memory(tmp_path):
+    # two threads whose events span many blocks and two files, spilled every few blocks
+    a, b = tmp_path / "a.pfw.gz", tmp_path / "b.pfw.gz"
+    gen(a, 120000, pid=41, rank=0, seed=3, threads=2)
+    gen(b, 80000, pid=42, rank=1, seed=4, threads=2)
+    outs = [run("analyze", "--json", a, b, env={"DFTRACE_ANALYZE_SPILL_EVENTS": n,
+                                                   "DFTRACE_TOOL_THREADS": "2"}).stdout
+            for n in ("0", "1", "30000")]
+    d = json.loads(outs[0])
+    assert len(d["inputs"]["per_file"]) == 2
+    assert min(f["members"] for f in d["inputs"]["per_file"]) > 3  # several blocks each
+    assert d["steps"]["count"] > 1000
+    assert outs[1] == outs[0] and outs[2] == outs[0]
+
+
 def test_damaged_file_exit_2(tmp_path):
     good = Proc(100, rank=0).ev("forward", "compute", 0, 100).write(tmp_path)
     # a multi-member file whose last member is cut short
@@ -358,3 +399,173 @@ def test_text_summary(tmp_path):
     r = run("analyze", short.write(tmp_path, drop_last_event=True), check=False)
     assert r.returncode == 2 and "NOT READ: process 102 on node1" in r.stdout
     assert "--allow-damaged" in r.stderr
+
+
+# ---- the io section: an independent reference of Darshan's figures
+
+BUCKETS = [("0-100", 100), ("100-1K", 1024), ("1K-10K", 10240), ("10K-100K", 102400),
+           ("100K-1M", 1 << 20), ("1M-4M", 4 << 20), ("4M-10M", 10 << 20),
+           ("10M-100M", 100 << 20), ("100M-1G", 1 << 30), ("1G+", None)]
+READS = {"read", "pread", "pread64", "readv", "preadv"}
+WRITES = {"write", "pwrite", "pwrite64", "writev", "pwritev"}
+
+
+def bucket(n):
+    return next(name for name, up in BUCKETS if up is None or n <= up)
+
+
+def io_reference(procs):
+    """Per file (by hash): bytes, ops, seq/consec; job-wide: histograms, meta/data time."""
+    files = {}
+    hist = {d: dict.fromkeys([b for b, _ in BUCKETS], 0) for d in ("read", "write")}
+    meta_ns = data_ns = 0
+    sizes = {}
+    for pr in procs:
+        fds = {}  # fd -> [offset or None, last end per direction]
+        for name, cat, tid, s, e, a in sorted(pr.events, key=lambda x: (x[4], -x[3])):
+            if cat not in ("POSIX", "STDIO"):
+                continue
+            f = files.setdefault(a.get("fhash"), dict(read_bytes=0, write_bytes=0, reads=0,
+                                                      writes=0, sequential_reads=0,
+                                                      consecutive_reads=0, sequential_writes=0,
+                                                      consecutive_writes=0, metadata_ops=0,
+                                                      pids=set()))
+            f["pids"].add(pr.pid)
+            d = "read" if name in READS or name == "fread" else "write" if (
+                name in WRITES or name in ("fwrite", "fputs")) else None
+            if d is None:
+                meta_ns += e - s
+                f["metadata_ops"] += 1
+                if name == "open":
+                    fds[a["ret"]] = [None if a["flags"] & 0o2000 else 0, {}]
+                elif name == "lseek":
+                    fds[a["fd"]][0] = a["ret"]
+                elif name == "close":
+                    fds.pop(a["fd"], None)
+                continue
+            if name == "fputs":  # folded: calls and bytes, no size per call, no time
+                f[d + "s"] += a["calls"]
+                f[d + "_bytes"] += a["bytes"]
+                continue
+            data_ns += e - s
+            n = a["ret"] * (a["size"] if cat == "STDIO" else 1)
+            f[d + "s"] += 1
+            f[d + "_bytes"] += n
+            hist[d][bucket(n)] += 1
+            sizes[n] = sizes.get(n, 0) + 1
+            if cat != "POSIX":
+                continue
+            st = fds.setdefault(a["fd"], [None, {}])
+            if name.startswith("p"):
+                at = a["offset"]
+            elif st[0] is None:
+                continue
+            else:
+                at = st[0]
+                st[0] += n
+            last = st[1].get(d)
+            if last is not None and n:
+                f["sequential_" + d + "s"] += at >= last
+                f["consecutive_" + d + "s"] += at == last
+            if n:
+                st[1][d] = at + n
+    return files, hist, meta_ns, data_ns, sizes
+
+
+def io_procs():
+    h1, h2 = 1111, 2222
+    a = Proc(300, rank=0)
+    a.files = {"/d/one.bin": h1, "/d/two.log": h2}
+    t = 0
+
+    def ev(p, name, cat, dur, **args):
+        nonlocal t
+        p.ev(name, cat, t, t + dur, **args)
+        t += dur + 3
+
+    ev(a, "open", "POSIX", 7, fhash=h1, flags=0, mode=0, ret=3)
+    ev(a, "read", "POSIX", 11, fhash=h1, fd=3, count=100, ret=100)      # first: neither
+    ev(a, "read", "POSIX", 13, fhash=h1, fd=3, count=4096, ret=4096)    # consecutive
+    ev(a, "lseek", "POSIX", 2, fhash=h1, fd=3, offset=10000, whence=0, ret=10000)
+    ev(a, "read", "POSIX", 17, fhash=h1, fd=3, count=1000, ret=1000)    # sequential, a gap
+    ev(a, "lseek", "POSIX", 2, fhash=h1, fd=3, offset=0, whence=0, ret=0)
+    ev(a, "read", "POSIX", 5, fhash=h1, fd=3, count=50, ret=50)         # backwards: random
+    ev(a, "pread64", "POSIX", 19, fhash=h1, fd=3, count=2048, offset=50, ret=2048)  # consecutive
+    ev(a, "pread64", "POSIX", 19, fhash=h1, fd=3, count=1 << 20, offset=0, ret=(1 << 20) + 1)
+    ev(a, "read", "POSIX", 3, fhash=h1, fd=3, count=10, ret=0)          # end of file: 0 bytes
+    ev(a, "close", "POSIX", 4, fhash=h1, fd=3, ret=0)
+    ev(a, "open", "POSIX", 7, fhash=h2, flags=0o2001, mode=0, ret=4)    # O_APPEND: offset unknown
+    ev(a, "write", "POSIX", 23, fhash=h2, fd=4, count=100000, ret=100000)
+    ev(a, "pwrite", "POSIX", 29, fhash=h2, fd=4, count=102400, offset=0, ret=102400)
+    ev(a, "pwrite", "POSIX", 29, fhash=h2, fd=4, count=102401, offset=102400, ret=102401)
+    ev(a, "fwrite", "STDIO", 31, fhash=h2, size=512, ret=2)            # 1024 bytes: 100-1K
+    ev(a, "fputs", "STDIO", 40, fhash=h2, calls=5, bytes=50)           # folded: not binned
+    ev(a, "compute", "compute", 50)
+    b = Proc(301, rank=1)
+    b.files = {"/d/one.bin": h1}
+    t = 5
+    ev(b, "open", "POSIX", 8, fhash=h1, flags=0, mode=0, ret=5)
+    for k in range(3):
+        ev(b, "read", "POSIX", 9, fhash=h1, fd=5, count=4096, ret=4096)  # 2 consecutive
+    ev(b, "stat", "POSIX", 6, fhash=h1, ret=0)
+    return [a, b]
+
+
+def test_io_section_against_reference(tmp_path):
+    procs = io_procs()
+    d, _ = analyze(*[p.write(tmp_path) for p in procs])
+    io = d["io"]
+    files, hist, meta_ns, data_ns, sizes = io_reference(procs)
+    assert io["access_sizes"]["read"] == hist["read"]
+    assert io["access_sizes"]["write"] == hist["write"]
+    assert io["access_sizes"]["not_binned"] == {"read": 0, "write": 5}
+    # stated: 1024 bytes is in 100-1K, 1 MiB + 1 in 1M-4M, a 0-byte read in 0-100
+    assert hist["write"]["100-1K"] == 1 and hist["read"]["1M-4M"] == 1
+    assert io["metadata_ns"] == meta_ns and io["data_ns"] == data_ns
+    assert io["offset_unknown"] == {"read": 0, "write": 1}
+    common = sorted(sizes.items(), key=lambda kv: (-kv[1], kv[0]))[:4]
+    assert io["common_access_sizes"] == [{"size": s, "count": c} for s, c in common]
+    assert io["common_access_sizes"][0] == {"size": 4096, "count": 4}
+    by_name = {f["file"]: f for f in io["files"]}
+    for path, h in (("/d/one.bin", 1111), ("/d/two.log", 2222)):
+        f, ref = by_name[path], files[h]
+        for k in ("read_bytes", "write_bytes", "reads", "writes", "sequential_reads",
+                  "consecutive_reads", "sequential_writes", "consecutive_writes", "metadata_ops"):
+            assert f[k] == ref[k], (path, k)
+    one, two = by_name["/d/one.bin"], by_name["/d/two.log"]
+    # stated: rank 0 reads sequentially 3 times (2 consecutive), rank 1 twice (both)
+    assert (one["sequential_reads"], one["consecutive_reads"]) == (5, 4)
+    assert one["ranks"] == [0, 1] and one["shared"] and not two["shared"] and two["ranks"] == [0]
+    assert (two["sequential_writes"], two["consecutive_writes"]) == (1, 1)
+    assert io["read_bytes"] == one["read_bytes"] and io["write_bytes"] == two["write_bytes"]
+    # bytes over time: per rank, bins of bin_ns from start_ns, summing to its bytes
+    bw = io["bandwidth"]
+    for g in bw["groups"]:
+        pr = procs[g["rank"]]
+        ref = {}
+        for name, cat, tid, s, e, a in pr.events:
+            if name in READS | WRITES | {"fwrite", "fputs"}:
+                n = a.get("bytes", a.get("ret", 0) * a.get("size", 1))
+                k = (T0 + s - bw["start_ns"]) // bw["bin_ns"]
+                dr = "read" if name in READS else "write"
+                ref[(dr, k)] = ref.get((dr, k), 0) + n
+        for dr in ("read", "write"):
+            got = {(dr, i): v for i, v in enumerate(g[dr + "_bytes"]) if v}
+            assert got == {k: v for k, v in ref.items() if k[0] == dr and v}
+    assert bw["start_ns"] % bw["bin_ns"] == 0
+    paths = [os.path.join(str(tmp_path), f"t-{p.pid}.pfw.gz") for p in procs]
+    rev, _ = analyze(*reversed(paths))
+    assert rev["io"] == io and rev["findings"] == d["findings"]  # independent of the order
+    text = run("analyze", *paths).stdout
+    assert f"I/O: read {io['read_bytes'] / 1e6:.3f} MB in {io['reads']} calls" in text
+    assert " 2 shared /d/one.bin" in text
+
+
+def test_io_matches_stat_on_dftracer(ref_files):
+    # per file bytes and calls equal dftrace stat's (same classification), summed over layers
+    paths = ref_files  # every DFTracer trace: 1.x (cm1) and 2.x (aggregated records)
+    d, _ = analyze(*paths)
+    st = json.loads(run("stat", "--json", *paths).stdout)
+    for k, sk in (("read_bytes", "read_bytes"), ("reads", "read_calls"),
+                  ("write_bytes", "write_bytes"), ("writes", "write_calls")):
+        assert sum(f[k] for f in d["io"]["files"]) == sum(f[sk] for f in st["io_files"]), k

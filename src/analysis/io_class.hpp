@@ -1,0 +1,27 @@
+// io_class.hpp: which I/O calls read, write or do neither (metadata), and the bytes each moved:
+// the one classification `dftrace stat` and the analysis's `io` section share.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "reader/line_parser.hpp"
+
+namespace dftrace::analysis {
+
+// How an I/O event's bytes are written: its `ret` (POSIX), `ret` items of `size` (STDIO's
+// fread/fwrite), `bytes` (MPIIO), `size` (H5) or, for STDIO's folded character and line calls,
+// `bytes` over `calls` calls.
+enum class io_bytes { ret, items, bytes_arg, size_arg, folded };
+
+// The categories whose events are I/O calls: POSIX, STDIO, MPIIO, H5.
+bool io_call_category(std::string_view cat);
+
+// Whether an I/O event reads (0), writes (1) or neither (-1: metadata, or not an I/O call), and
+// how its bytes are written (*how).
+int io_direction(std::string_view cat, std::string_view name, io_bytes *how);
+
+// The bytes an I/O event (or, aggregated, its dft_cnt events) moved; 0 for a failed call.
+uint64_t io_event_bytes(const detail::parsed_line &pl, io_bytes how, bool aggregated);
+
+}  // namespace dftrace::analysis

@@ -1,0 +1,356 @@
+// io_collect.cpp: I/O calls read by the workers, then folded in the order each process wrote
+// them: descriptors' offsets, per-file figures, access sizes and bytes over time.
+#include "analysis/io_collect.hpp"
+
+#include <algorithm>
+
+#include "analysis/io_class.hpp"
+
+namespace dftrace::analysis {
+
+using detail::jvalue;
+using detail::parsed_line;
+
+const char *const k_size_bucket_names[k_size_buckets] = {"0-100",   "100-1K", "1K-10K", "10K-100K",
+                                                         "100K-1M", "1M-4M",  "4M-10M", "10M-100M",
+                                                         "100M-1G", "1G+"};
+
+size_t size_bucket(uint64_t b) {
+  constexpr uint64_t K = 1024, M = K * K, G = M * K;
+  const uint64_t upper[k_size_buckets - 1] = {100,   K,      10 * K,  100 * K, M,
+                                              4 * M, 10 * M, 100 * M, G};
+  for (size_t i = 0; i < k_size_buckets - 1; ++i)
+    if (b <= upper[i]) return i;
+  return k_size_buckets - 1;
+}
+
+namespace {
+
+io_op::kind_t posix_kind(std::string_view name) {
+  for (std::string_view n : {"open", "open64", "openat", "openat64", "creat", "creat64", "__open_2",
+                             "__open64_2", "__openat_2", "__openat64_2"})
+    if (name == n) return io_op::open;
+  if (name == "lseek" || name == "lseek64") return io_op::seek;
+  if (name == "close") return io_op::close;
+  for (std::string_view n : {"read", "write", "readv", "writev"})
+    if (name == n) return io_op::transfer;
+  for (std::string_view n :
+       {"pread", "pread64", "preadv", "preadv64", "preadv2", "preadv64v2", "pwrite", "pwrite64",
+        "pwritev", "pwritev64", "pwritev2", "pwritev64v2"})
+    if (name == n) return io_op::transfer_at;
+  return io_op::other;
+}
+
+bool arg_i64(const parsed_line &pl, const char *key, int64_t *out) {
+  const jvalue *v = pl.arg_value(key);
+  return v && detail::value_i64(*v, out);
+}
+
+}  // namespace
+
+io_kind io_classify(std::string_view cat, std::string_view name) {
+  io_kind k;
+  k.io = io_call_category(cat);
+  if (!k.io) return k;
+  k.dir = static_cast<int8_t>(io_direction(cat, name, &k.how));
+  k.posix = cat == "POSIX";
+  if (k.posix) k.kind = posix_kind(name);
+  k.creat = k.posix && name.substr(0, 5) == "creat";
+  return k;
+}
+
+void scan_io(const parsed_line &pl, char ph, uint64_t ts, uint64_t dur, detail::time_unit unit,
+             const io_kind &k, io_block *b, io_scan_state *st) {
+  if (!k.io) return;
+  io_op op;
+  const io_bytes how = k.how;
+  op.dir = k.dir;
+  op.ts = ts;
+  op.dur = dur;
+  const bool aggregated = ph == 'A';
+  uint64_t n = 1;
+  if (aggregated) {
+    const jvalue *c = pl.arg_value("dft_cnt");
+    const jvalue *d = pl.arg_value("dur_sum");
+    if (!c || !detail::value_u64(*c, &n)) n = 0;
+    op.dur = 0;
+    if (d && !detail::value_ns(*d, unit, &op.dur)) op.dur = 0;
+    op.single = false;
+  }
+  if (op.dir >= 0 && how == io_bytes::folded) {  // its span is not time in the calls
+    const jvalue *c = pl.arg_value(aggregated ? "calls_sum" : "calls");
+    if (!c || !detail::value_u64(*c, &n)) n = 0;
+    op.dur = 0;
+    op.single = false;
+  }
+  op.calls = n;
+  if (op.dir >= 0) {
+    op.bytes = io_event_bytes(pl, how, aggregated);
+    // a call whose size is not written (no `ret`, `bytes` or `size`) has no place in the sizes
+    const char *key = how == io_bytes::ret || how == io_bytes::items ? "ret"
+                      : how == io_bytes::size_arg                    ? "size"
+                                                                     : "bytes";
+    if (!pl.arg_value(key)) op.single = false;
+  }
+  if (k.posix && !aggregated) {
+    op.kind = k.kind;
+    arg_i64(pl, "fd", &op.fd);
+    if (arg_i64(pl, "ret", &op.ret) && op.ret < 0) op.failed = true;
+    if (op.kind == io_op::transfer_at && !arg_i64(pl, "offset", &op.offset))
+      op.kind = io_op::transfer;  // no offset written: treated as the descriptor's
+    if (op.kind == io_op::open) {
+      if (!k.creat) arg_i64(pl, "flags", &op.flags);
+      op.fd = op.ret;
+    }
+  }
+  if (const jvalue *fh = pl.arg_value("fhash")) {
+    if (st->file == UINT32_MAX || fh->text != st->fhash) {
+      st->fhash.assign(fh->text);
+      const auto it = b->file_index.find(st->fhash);
+      if (it != b->file_index.end()) {
+        st->file = it->second;
+      } else {
+        st->file = static_cast<uint32_t>(b->files.size());
+        b->files.push_back(st->fhash);
+        b->file_index.emplace(st->fhash, st->file);
+      }
+    }
+    op.file = st->file;
+  }
+  if (!st->ops || pl.pid.text != st->pid) {
+    st->pid.assign(pl.pid.text);
+    st->ops = &b->by_pid[st->pid];
+  }
+  st->ops->push_back(op);
+}
+
+void time_bins::widen(uint64_t w) {
+  while (width_ns < w) {
+    std::map<uint64_t, std::array<uint64_t, 2>> next;
+    for (const auto &kv : bins) {
+      auto &x = next[kv.first / 2];
+      x[0] += kv.second[0];
+      x[1] += kv.second[1];
+    }
+    bins.swap(next);
+    width_ns *= 2;
+  }
+}
+
+void time_bins::add(uint64_t ts, int dir, uint64_t bytes) {
+  const uint64_t k = ts / width_ns;
+  if (!bins.empty() && bins.rbegin()->first == k) {  // calls come mostly in time order
+    bins.rbegin()->second[dir] += bytes;
+    return;
+  }
+  bins[k][dir] += bytes;
+  while (bins.size() > k_max_bins) widen(width_ns * 2);
+}
+
+void time_bins::merge(const time_bins &o) {
+  time_bins other = o;
+  other.widen(width_ns);
+  widen(other.width_ns);
+  for (const auto &kv : other.bins) {
+    auto &x = bins[kv.first];
+    x[0] += kv.second[0];
+    x[1] += kv.second[1];
+  }
+  while (bins.size() > k_max_bins) widen(width_ns * 2);
+}
+
+void file_io::merge(const file_io &o) {
+  for (int k = 0; k < 2; ++k) {
+    bytes[k] += o.bytes[k];
+    ops[k] += o.ops[k];
+    ns[k] += o.ns[k];
+    seq[k] += o.seq[k];
+    consec[k] += o.consec[k];
+    ordered[k] += o.ordered[k];
+  }
+  meta_ops += o.meta_ops;
+  meta_ns += o.meta_ns;
+  procs.insert(o.procs.begin(), o.procs.end());
+}
+
+void io_folder::apply(std::unordered_map<int64_t, fd_state> &fds, time_bins &bins, const io_op &op,
+                      file_io *f, io_data *job) {
+  if (op.dir < 0) {
+    job->meta_ops += op.calls;
+    job->meta_ns += op.dur;
+    if (f) {
+      f->meta_ops += op.calls;
+      f->meta_ns += op.dur;
+    }
+    if (op.failed) return;
+    if (op.kind == io_op::open && op.fd >= 0) {
+      fd_state s;
+      s.known = !(op.flags & 02000);  // O_APPEND: the offset is the file's end, unknown here
+      fds[op.fd] = s;
+    } else if (op.kind == io_op::seek && op.fd >= 0) {
+      fd_state &s = fds[op.fd];
+      s.known = true;
+      s.offset = op.ret;  // lseek returns the offset it set
+    } else if (op.kind == io_op::close) {
+      fds.erase(op.fd);
+    }
+    return;
+  }
+  const int d = op.dir;
+  job->bytes[d] += op.bytes;
+  job->ops[d] += op.calls;
+  job->ns[d] += op.dur;
+  if (f) {
+    f->bytes[d] += op.bytes;
+    f->ops[d] += op.calls;
+    f->ns[d] += op.dur;
+  }
+  if (op.bytes) bins.add(op.ts, d, op.bytes);
+  if (op.failed) return;
+  if (!op.single) {
+    job->unbinned[d] += op.calls;
+    return;
+  }
+  ++job->hist[d][size_bucket(op.bytes)];
+  ++job->sizes[op.bytes];
+  if (op.kind != io_op::transfer && op.kind != io_op::transfer_at) return;
+  int64_t at = op.offset;
+  if (op.kind == io_op::transfer) {
+    const auto it = fds.find(op.fd);
+    if (it == fds.end() || !it->second.known) {
+      ++job->offset_unknown[d];
+      return;
+    }
+    at = it->second.offset;
+    it->second.offset += static_cast<int64_t>(op.bytes);
+  }
+  if (!op.bytes) return;  // nothing moved: no access to order
+  fd_state &s = fds[op.fd];
+  if (f && s.last_end[d] >= 0) {
+    ++f->ordered[d];
+    if (at >= s.last_end[d]) ++f->seq[d];
+    if (at == s.last_end[d]) ++f->consec[d];
+  }
+  s.last_end[d] = at + static_cast<int64_t>(op.bytes);
+}
+
+void io_folder::add(io_block &b, io_data *job) {
+  for (auto &kv : b.fh_paths) job->fh_paths.emplace(kv.first, std::move(kv.second));
+  std::vector<file_io *> files(b.files.size());
+  for (auto &kv : b.by_pid) {
+    auto &fds = fds_[kv.first];
+    time_bins &bins = bins_[kv.first];
+    std::fill(files.begin(), files.end(), nullptr);
+    for (const io_op &op : kv.second) {
+      file_io *f = nullptr;
+      if (op.file != UINT32_MAX) {
+        if (!files[op.file]) {
+          files[op.file] = &files_[b.files[op.file]];
+          files[op.file]->procs.insert(kv.first);
+        }
+        f = files[op.file];
+      }
+      apply(fds, bins, op, f, job);
+    }
+  }
+  b = io_block();
+}
+
+void io_folder::finish(const std::function<std::string(const std::string &)> &proc_key,
+                       io_data *job) {
+  for (auto &kv : files_) {
+    file_io &f = kv.second;
+    std::set<std::string> keys;
+    for (const std::string &p : f.procs) keys.insert(proc_key(p));
+    f.procs.swap(keys);
+    job->files[kv.first].merge(f);
+  }
+  for (auto &kv : bins_) job->proc_bins[proc_key(kv.first)].merge(kv.second);
+  *this = io_folder();
+}
+
+namespace {
+
+std::vector<std::pair<uint64_t, uint64_t>> most_common(const std::map<uint64_t, uint64_t> &sizes) {
+  std::vector<std::pair<uint64_t, uint64_t>> v(sizes.begin(), sizes.end());
+  std::stable_sort(v.begin(), v.end(), [](const auto &a, const auto &b) {
+    return a.second > b.second;  // ties: the smaller size first (map order)
+  });
+  if (v.size() > 4) v.resize(4);
+  return v;
+}
+
+void group_bandwidth(io_data &d, const std::function<long(const std::string &)> &group_of,
+                     io_summary *s) {
+  std::map<size_t, time_bins> per_group;
+  for (auto &kv : d.proc_bins) {
+    const long g = group_of(kv.first);
+    if (g >= 0) per_group[static_cast<size_t>(g)].merge(kv.second);
+  }
+  uint64_t w = 0;
+  for (auto &kv : per_group) w = std::max(w, kv.second.width_ns);
+  for (;;) {
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (auto &kv : per_group) {
+      kv.second.widen(w);
+      if (kv.second.bins.empty()) continue;
+      lo = std::min(lo, kv.second.bins.begin()->first);
+      hi = std::max(hi, kv.second.bins.rbegin()->first);
+    }
+    if (lo == UINT64_MAX) return;
+    if (hi - lo + 1 > time_bins::k_max_bins) {
+      w *= 2;
+      continue;
+    }
+    s->bin_ns = w;
+    s->bin_start_ns = lo * w;
+    for (auto &kv : per_group) {
+      io_group_bins b;
+      b.group = kv.first;
+      for (auto &v : b.bytes) v.assign(hi - lo + 1, 0);
+      for (const auto &x : kv.second.bins)
+        for (int k = 0; k < 2; ++k) b.bytes[k][x.first - lo] = x.second[k];
+      s->bandwidth.push_back(std::move(b));
+    }
+    return;
+  }
+}
+
+}  // namespace
+
+io_summary summarize_io(io_data &d, const std::function<long(const std::string &)> &group_of) {
+  io_summary s;
+  for (int k = 0; k < 2; ++k) {
+    s.bytes[k] = d.bytes[k];
+    s.ops[k] = d.ops[k];
+    s.ns[k] = d.ns[k];
+    s.unbinned[k] = d.unbinned[k];
+    s.offset_unknown[k] = d.offset_unknown[k];
+    for (size_t i = 0; i < k_size_buckets; ++i) s.hist[k][i] = d.hist[k][i];
+  }
+  s.meta_ops = d.meta_ops;
+  s.meta_ns = d.meta_ns;
+  s.common_sizes = most_common(d.sizes);
+  for (auto &kv : d.files) {
+    io_file_summary f;
+    const auto p = d.fh_paths.find(kv.first);
+    f.path_known = p != d.fh_paths.end();
+    f.name = f.path_known ? p->second : kv.first;
+    f.fig = std::move(kv.second);
+    std::set<size_t> gs;
+    for (const std::string &k : f.fig.procs) {
+      const long g = group_of(k);
+      if (g >= 0) gs.insert(static_cast<size_t>(g));
+    }
+    f.groups.assign(gs.begin(), gs.end());
+    s.files.push_back(std::move(f));
+  }
+  std::sort(s.files.begin(), s.files.end(), [](const io_file_summary &a, const io_file_summary &b) {
+    const uint64_t x = a.fig.bytes[0] + a.fig.bytes[1], y = b.fig.bytes[0] + b.fig.bytes[1];
+    return x != y ? x > y : a.name < b.name;
+  });
+  group_bandwidth(d, group_of, &s);
+  return s;
+}
+
+}  // namespace dftrace::analysis

@@ -1,0 +1,59 @@
+// analysis_run.cpp: one run read and analysed, for analyze and diff.
+#include "analysis_run.hpp"
+
+#include <cstdlib>
+#include <filesystem>
+
+namespace dftrace::tools {
+
+namespace {
+
+// Layered events held in memory before they go to a temporary file (24 bytes each):
+// DFTRACE_ANALYZE_SPILL_EVENTS, 0 for never; 256 Ki (6 MiB) by default.
+size_t spill_budget() {
+  if (const char *e = std::getenv("DFTRACE_ANALYZE_SPILL_EVENTS"))
+    return static_cast<size_t>(std::strtoull(e, nullptr, 10));
+  return size_t{1} << 18;
+}
+
+}  // namespace
+
+bool analysis_table(const args_t &a, const char *cmd, analysis::layer_table *table) {
+  if (a.has("--layers")) {
+    std::string why;
+    if (!table->load_yaml(a.get("--layers"), &why)) {
+      error_line(std::string(cmd) + ": --layers " + why);
+      return false;
+    }
+  }
+  if (a.has("--steps")) {
+    if (a.get("--steps").empty()) {
+      error_line(std::string(cmd) + ": --steps needs an event name");
+      return false;
+    }
+    table->set_step_name(a.get("--steps"));
+  }
+  return true;
+}
+
+void run_analysis(const std::vector<std::string> &files, const analysis::layer_table &table,
+                  const char *what, analysis_run *out) {
+  uint64_t total = 0;
+  for (const auto &f : files) {
+    std::error_code ec;
+    const auto n = std::filesystem::file_size(f, ec);
+    if (!ec) total += n;
+  }
+  progress bar(what, total);
+  analysis::collection c;
+  c.spill_after = spill_budget();
+  analysis::read_traces(files, table, tool_read_options(), &c, &out->in,
+                        [&](uint64_t n) { bar.add(n); });
+  bar.done();
+  out->processes = c.procs.size();
+  out->events = c.counts.objects;
+  out->names = std::move(c.names);
+  out->r = analysis::analyze(c, table);
+}
+
+}  // namespace dftrace::tools

@@ -1,0 +1,31 @@
+// analysis_run.hpp: one run read and analysed (src/analysis), as `dftrace analyze` and
+// `dftrace diff` both do it: the layer table from the options, the progress bar, the spill
+// budget.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "analysis/analyze.hpp"
+#include "analysis/inputs.hpp"
+#include "common.hpp"
+
+namespace dftrace::tools {
+
+struct analysis_run {
+  analysis::input_report in;
+  analysis::analysis_result r;
+  size_t processes = 0;
+  uint64_t events = 0;
+  std::unordered_map<std::string, analysis::name_durations> names;  // with table.name_stats()
+  bool damaged() const { return !in.damaged.empty() || !r.process_problems.empty(); }
+};
+
+// --layers FILE and --steps NAME into *table; false after one error line.
+bool analysis_table(const args_t &a, const char *cmd, analysis::layer_table *table);
+
+// Reads and analyses files.
+void run_analysis(const std::vector<std::string> &files, const analysis::layer_table &table,
+                  const char *what, analysis_run *out);
+
+}  // namespace dftrace::tools

@@ -1,0 +1,210 @@
+// cmd_diff.cpp: dftrace diff BASE NEW: two runs analysed and compared (per name, steps,
+// bound_by, I/O), with --fail-if gates for CI (exit status 1 when one fails).
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "analysis/diff.hpp"
+#include "analysis_run.hpp"
+#include "base/format.hpp"
+#include "common.hpp"
+
+namespace dftrace::tools {
+
+namespace {
+
+using namespace dftrace::analysis;
+
+// A run on the command line: a trace, a directory of traces, or a comma-separated list.
+std::vector<std::string> run_files(const std::string &arg, bool *ok) {
+  std::vector<std::string> parts;
+  size_t at = 0;
+  for (;;) {
+    const size_t c = arg.find(',', at);
+    parts.push_back(arg.substr(at, c == std::string::npos ? std::string::npos : c - at));
+    if (c == std::string::npos) break;
+    at = c + 1;
+  }
+  return expand_inputs(parts, ok);
+}
+
+std::string number(double x) {
+  if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
+  char buf[48];
+  if (x == std::floor(x) && std::fabs(x) < 1e15)
+    std::snprintf(buf, sizeof buf, "%.0f", x);
+  else
+    std::snprintf(buf, sizeof buf, "%.6g", x);
+  return buf;
+}
+
+// Exact in JSON: integers as integers, other values with every digit.
+std::string json_number(double x) {
+  if (!std::isfinite(x)) return "null";
+  if (x == std::floor(x) && std::fabs(x) < 1e15) return number(x);
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.17g", x);
+  return buf;
+}
+
+bool is_name_metric(const std::string &key) { return key.find('/') != std::string::npos; }
+
+void text_out(std::string &o, const std::vector<metric> &ms, const run_summary &base,
+              const run_summary &now, const std::vector<std::string> &appeared,
+              const std::vector<std::string> &vanished) {
+  char buf[320];
+  std::snprintf(buf, sizeof buf, "%-34s %18s %18s %18s %9s\n", "metric", "base", "new", "change",
+                "%");
+  o += buf;
+  auto row = [&](const metric &m) {
+    std::snprintf(buf, sizeof buf, "%-34s %18s %18s %18s %9s\n", m.key.c_str(),
+                  m.in_base ? number(m.base).c_str() : "-", m.in_new ? number(m.now).c_str() : "-",
+                  number(m.change()).c_str(),
+                  (std::isfinite(m.change_pct()) ? number(std::round(m.change_pct() * 10) / 10)
+                                                 : std::string("-"))
+                      .c_str());
+    o += buf;
+  };
+  for (const metric &m : ms)
+    if (!is_name_metric(m.key)) row(m);
+  o += "\nper name (cat/name; times in ns):\n";
+  for (const metric &m : ms)
+    if (is_name_metric(m.key) && m.in_base && m.in_new && m.base != m.now) row(m);
+  (void)base;
+  (void)now;
+  for (const auto &n : appeared) o += "appeared: " + n + "\n";
+  for (const auto &n : vanished) o += "vanished: " + n + "\n";
+}
+
+void name_json(std::string &o, const std::map<std::string, name_summary> &names,
+               const std::string &key) {
+  const auto it = names.find(key);
+  if (it == names.end()) {
+    o += "null";
+    return;
+  }
+  const name_summary &n = it->second;
+  o += "{\"calls\":" + std::to_string(n.calls) + ",\"total_ns\":" + std::to_string(n.total) +
+       ",\"mean_ns\":" + json_number(n.calls ? double(n.total) / double(n.calls) : 0) +
+       ",\"p50_ns\":" + std::to_string(n.p50) + ",\"p99_ns\":" + std::to_string(n.p99) + "}";
+}
+
+void json_out(std::string &o, const std::vector<metric> &ms, const run_summary &base,
+              const run_summary &now, const std::vector<std::string> &appeared,
+              const std::vector<std::string> &vanished, const std::vector<std::string> &failed) {
+  o += "{\"version\":1,\"base\":{\"events\":" + std::to_string(base.events) +
+       "},\"new\":{\"events\":" + std::to_string(now.events) + "},\"metrics\":{";
+  bool first = true;
+  for (const metric &m : ms) {
+    if (is_name_metric(m.key)) continue;
+    o += std::string(first ? "" : ",") + detail::json_quote(m.key) +
+         ":{\"base\":" + json_number(m.base) + ",\"new\":" + json_number(m.now) +
+         ",\"change\":" + json_number(m.change()) +
+         ",\"change_pct\":" + json_number(m.change_pct()) + "}";
+    first = false;
+  }
+  o += "},\"names\":[";
+  std::map<std::string, bool> keys;
+  for (const auto &kv : base.names) keys[kv.first] = true;
+  for (const auto &kv : now.names) keys[kv.first] = true;
+  first = true;
+  for (const auto &kv : keys) {
+    o += std::string(first ? "" : ",") + "{\"name\":" + detail::json_quote(kv.first) + ",\"base\":";
+    name_json(o, base.names, kv.first);
+    o += ",\"new\":";
+    name_json(o, now.names, kv.first);
+    o += "}";
+    first = false;
+  }
+  auto list = [&](const char *k, const std::vector<std::string> &v) {
+    o += std::string("],\"") + k + "\":[";
+    for (size_t i = 0; i < v.size(); ++i) o += (i ? "," : "") + detail::json_quote(v[i]);
+  };
+  list("appeared", appeared);
+  list("vanished", vanished);
+  list("failed", failed);
+  o += "]}\n";
+}
+
+bool load_run(const std::string &arg, const layer_table &table, const char *what, run_summary *out,
+              bool *damaged) {
+  bool ok = true;
+  const std::vector<std::string> files = run_files(arg, &ok);
+  if (files.empty()) {
+    error_line(std::string("diff: ") + what + ": no trace files in " + arg);
+    return false;
+  }
+  analysis_run run;
+  run_analysis(files, table, "diff", &run);
+  for (const auto &d : run.in.damaged)
+    error_line(std::string("diff: ") + what + ": NOT READ: " + d.path + ": " + d.what);
+  for (const auto &p : run.r.process_problems)
+    error_line(std::string("diff: ") + what + ": NOT READ: " + p);
+  *damaged = *damaged || run.damaged() || !ok;
+  out->events = run.events;
+  out->names = summarize_names(run.names);
+  out->steps = run.r.steps.size();
+  out->r = std::move(run.r);
+  std::vector<step_result>().swap(out->r.steps);  // one per step of every rank: not compared
+  return true;
+}
+
+}  // namespace
+
+int cmd_diff(const args_t &a) {
+  if (a.positional.size() != 2) {
+    error_line("diff: expected BASE NEW (each a trace, a directory or a comma-separated list)");
+    return 2;
+  }
+  layer_table table;
+  if (!analysis_table(a, "diff", &table)) return 2;
+  table.set_name_stats(true);
+  std::vector<fail_rule> rules;
+  for (const std::string &t : a.get_all("--fail-if")) {
+    fail_rule r;
+    std::string why;
+    if (!parse_fail_rule(t, &r, &why)) {
+      error_line("diff: --fail-if " + why);
+      return 2;
+    }
+    rules.push_back(r);
+  }
+  run_summary base, now;
+  bool damaged = false;
+  if (!load_run(a.positional[0], table, "BASE", &base, &damaged) ||
+      !load_run(a.positional[1], table, "NEW", &now, &damaged))
+    return 2;
+  const std::vector<metric> ms = compare_runs(base, now);
+  std::vector<std::string> appeared, vanished, failed;
+  appeared_vanished(base, now, &appeared, &vanished);
+  for (const fail_rule &r : rules) {
+    const metric *m = nullptr;
+    for (const metric &x : ms)
+      if (x.key == r.metric) m = &x;
+    if (!m) {
+      error_line("diff: --fail-if '" + r.text + "': no metric " + r.metric +
+                 " in either run (see the metric column)");
+      return 2;
+    }
+    std::string line;
+    if (rule_fails(r, *m, &line)) failed.push_back(line);
+  }
+  std::string out;
+  if (a.has("--json")) {
+    json_out(out, ms, base, now, appeared, vanished, failed);
+  } else {
+    text_out(out, ms, base, now, appeared, vanished);
+    for (const auto &f : failed) out += "FAILED: " + f + "\n";
+  }
+  fwrite(out.data(), 1, out.size(), stdout);
+  fflush(stdout);
+  for (const auto &f : failed) error_line("diff: failed: " + f);
+  if (damaged && !a.has("--allow-damaged")) {
+    error_line("diff: part of the input could not be read; --allow-damaged accepts it");
+    return 2;
+  }
+  return failed.empty() ? 0 : 1;
+}
+
+}  // namespace dftrace::tools
