@@ -637,11 +637,39 @@ def check_gpu_translate(fig):
 
 
 def check_distributed(fig):
-    raise Skip("dftrace's distributed PyTorch support has not landed on this branch")
+    """tests/python/test_torch_distributed.py and test_torch_torchrun.py (real gloo jobs) on
+    this machine's torch."""
+    need_python_face()
+    version, _ = torch_info()
+    fig["torch"] = version
+    if not have_module("pytest"):
+        raise Skip("pytest is not installed for %s" % PY)
+    suites = [os.path.join(A.src, "tests", "python", n)
+              for n in ("test_torch_distributed.py", "test_torch_torchrun.py")]
+    env = env_base(DFTRACE_BUILD_DIR=A.build)
+    p = run("distributed", [PY, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider",
+                            "--basetemp", os.path.join(A.work, "dist-tmp"), *suites], env, 240,
+            cwd=os.path.join(A.src, "tests", "python"))
+    fig["result"] = tail(p.stdout, 3)
+    check_ok(p, "distributed")
 
 
 def check_analyze(fig):
-    raise Skip("`dftrace analyze` has not landed on this branch")
+    """`dftrace analyze` on the CUDA training trace (torch_deep's): the GPU's kernels in the
+    compute layer, and no damage reported."""
+    d = os.path.join(A.work, "torch_deep")
+    files = sorted(glob.glob(os.path.join(d, "*.pfw*")))
+    if not files:
+        raise Skip("no torch_deep trace to analyse (that check did not run or wrote none)")
+    p = run("analyze", [cli(), "analyze", "--json", *files], env_base(), 120)
+    check_ok(p, "analyze")
+    doc = json.loads(p.stdout)
+    fig["inputs"] = doc.get("inputs", {}).get("events")
+    groups = doc.get("groups", [])
+    assert groups, "no group in the analysis"
+    compute = max(g.get("union_ns", {}).get("compute", 0) for g in groups)
+    fig["compute_union_ns"] = compute
+    assert compute > 0, "no time in the compute layer"
 
 
 # name, function, seconds it may take, phase (1: side by side, 2: alone, in order)
@@ -655,8 +683,8 @@ CHECKS = [
     ("torch_api", check_torch_api, 240, 1),
     ("gpu_no_device", check_gpu_no_device, 120, 1),
     ("gpu_translate", check_gpu_translate, 1, 1),
-    ("distributed", check_distributed, 1, 1),
-    ("analyze", check_analyze, 1, 1),
+    ("distributed", check_distributed, 240, 1),
+    ("analyze", check_analyze, 120, 2),
     ("dlio_2_workers", check_dlio_2, 120, 2),
     ("overhead", check_overhead, 150, 2),
     ("dlio_8_workers", check_dlio_8, 120, 2),
