@@ -370,6 +370,7 @@ def spawn(tmp_path_factory):
     script = d / "train.py"
     script.write_text(SPAWN)
     env = {k: v for k, v in clean_env().items() if k != "PYTHONPATH"}  # run finds the package
+    env["DFTRACE_PYTHON"] = sys.executable  # the interpreter that has torch (a venv's, say)
     # `dftrace run train.py`: a script is run as with --torch
     p = subprocess.run([cli(), "run", "--no-io", "--prefix", str(d / "t"), str(script), str(free_port())],
                        cwd=str(d), env=env, capture_output=True, text=True, timeout=300)
