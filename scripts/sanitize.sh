@@ -17,7 +17,8 @@ for kind in "${kinds[@]}"; do
   dir=build-sanitize-${kind//,/-}
   echo "== sanitizer build: $kind ($dir)"
   cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Debug -DDFTRACE_SANITIZE="$kind" -DDFTRACE_BUILD_BENCH=OFF >/dev/null
-  extra=(dftrace_cli dftrace_io io_prog io_prog_app dftracer_io io_threads table_prog signal_io_prog)  # I/O tracing
+  extra=(dftrace_cli dftrace_io io_prog io_prog_app dftracer_io io_threads table_prog signal_io_prog
+         fptr_table_prog)  # I/O tracing
   [ "$kind" = thread ] || extra+=(gen_trace train_loop nested_ns)  # the tools (ASan+UBSan)
   cmake --build "$dir" -j"$(nproc)" --target unit_tests writer_prog tree_prog c_program first_call first_call_c \
     dftracer_app_c dftracer_app_cpp "${extra[@]}" >/dev/null
