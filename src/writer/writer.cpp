@@ -190,6 +190,23 @@ void writer::cycle(bool steal) noexcept {
   }
 }
 
+void writer::keep_failed_metadata() noexcept {
+  // The definitions a failed pass took are put back before any taken since: the events of
+  // later passes use them (a hash must be defined in the file before its first use).
+  if (!meta_pending_) return;
+  meta_pending_ = false;
+  try {
+    std::lock_guard<std::mutex> lock(meta_mutex_);
+    if (crash_meta_bytes_ == 0) {  // (else a fatal-signal flush wrote meta_'s first lines)
+      local_meta_.erase(0, meta_from_);
+      local_meta_.append(meta_);
+      meta_.swap(local_meta_);
+    }
+  } catch (...) {  // (out of memory still) the definitions are lost with the pass
+  }
+  local_meta_.clear();
+}
+
 void writer::drop_failed_pass() noexcept {
   // What the pass held is lost: the members it made, the chunks and ranges it had not reached
   // (the one it was in counts whole: some of its events may be in a dropped member too).
@@ -210,6 +227,7 @@ void writer::drop_failed_pass() noexcept {
       ++lost;
   ranges_.clear();
   ranges_done_ = 0;
+  keep_failed_metadata();
   dropped_.fetch_add(lost, std::memory_order_relaxed);
   if (!memory_said_) {
     memory_said_ = true;
@@ -241,14 +259,16 @@ void writer::cycle_steps(bool steal) {
   // 3. metadata: taken after the event lines were observed, so every definition that an
   //    observed event uses is in this batch or an earlier one.
   local_meta_.clear();
-  size_t meta_from = 0;
+  meta_from_ = 0;
   {
     std::lock_guard<std::mutex> lock(meta_mutex_);
     local_meta_.swap(meta_);  // meta_ keeps the capacity local_meta_ had
     // lines already written by a fatal-signal flush that the process survived
-    meta_from = crash_meta_bytes_;
+    meta_from_ = crash_meta_bytes_;
     crash_meta_bytes_ = 0;
   }
+  meta_pending_ = true;
+  const size_t meta_from = meta_from_;
   for_each_piece(local_meta_.data() + meta_from, local_meta_.size() - meta_from,
                  settings_.member_bytes, [&](const char *p, size_t n, uint32_t lines) {
                    builder_.add_lines(p, n, member_stats{lines, 0, 0}, false, false);
@@ -277,6 +297,7 @@ void writer::cycle_steps(bool steal) {
   builder_.close();
   builder_.keep_from(events_end);  // aggregated records are written in ring mode too
   write_members(true);
+  meta_pending_ = false;
   ring_after_pass();
 }
 

@@ -196,6 +196,9 @@ class writer {
   size_t ranges_done_ = 0, queue_done_ = 0;  // how far the pass got (drop_failed_pass)
   bool memory_said_ = false;
   std::string local_meta_;
+  size_t meta_from_ = 0;       // where the pass's own metadata begins in local_meta_
+  bool meta_pending_ = false;  // local_meta_ taken by the pass and not yet written
+  void keep_failed_metadata() noexcept;
   std::vector<char> out_;
 
   // Ring mode (null otherwise); holding_: full detail after a trigger (io_mutex_), until
