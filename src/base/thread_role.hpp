@@ -15,11 +15,14 @@ namespace dftrace::detail {
 // register across the work (the C ABI marks every call so).
 inline thread_local unsigned char t_internal_thread __attribute__((tls_model("initial-exec"))) = 0;
 
-// A request to end the process (SIGTERM, SIGINT) that arrived while this thread was inside
-// dftrace, where the handler could not write the trace (it would wait on a lock the interrupted
-// work holds): the runtime's handler leaves it here, and it is raised as the thread leaves
-// dftrace (t_deferred_signal_raise, set by the runtime: writes the end line, then the signal's
-// default action ends the process as it would have untraced).
+// A request to end the process (SIGTERM, SIGINT) that arrived while this thread was in one of
+// dftrace's lifecycle calls (lifecycle_scope: init, flush, finalize, a new rank), where the
+// handler could not write the trace (it would wait on a lock the interrupted work holds): the
+// runtime's handler leaves it here, and it is raised as the call returns
+// (t_deferred_signal_raise, set by the runtime: writes the end line, then the signal's default
+// action ends the process as it would have untraced). The event path is not such a call: it
+// holds no lock a handler waits on for long, and it stays a bare counter.
+inline thread_local unsigned char t_lifecycle __attribute__((tls_model("initial-exec"))) = 0;
 inline thread_local int t_deferred_signal __attribute__((tls_model("initial-exec"))) = 0;
 inline void (*t_deferred_signal_raise)(int sig) = nullptr;
 
@@ -31,15 +34,28 @@ inline void (*t_deferred_signal_raise)(int sig) = nullptr;
 class internal_scope {
  public:
   internal_scope() { ++t_internal_thread; }
-  ~internal_scope() {
-    if (--t_internal_thread == 0 && __builtin_expect(t_deferred_signal != 0, 0)) {
+  ~internal_scope() { --t_internal_thread; }
+  internal_scope(const internal_scope &) = delete;
+  internal_scope &operator=(const internal_scope &) = delete;
+};
+
+// internal_scope for the lifecycle calls (t_lifecycle): a request to end the process that
+// arrives meanwhile takes effect as the call returns. Nests.
+class lifecycle_scope {
+ public:
+  lifecycle_scope() { ++t_lifecycle; }
+  ~lifecycle_scope() {
+    if (--t_lifecycle == 0 && t_deferred_signal != 0) {
       const int sig = t_deferred_signal;
       t_deferred_signal = 0;
       if (t_deferred_signal_raise) t_deferred_signal_raise(sig);
     }
   }
-  internal_scope(const internal_scope &) = delete;
-  internal_scope &operator=(const internal_scope &) = delete;
+  lifecycle_scope(const lifecycle_scope &) = delete;
+  lifecycle_scope &operator=(const lifecycle_scope &) = delete;
+
+ private:
+  internal_scope own_;
 };
 
 // Blocks the asynchronous signals in the calling thread while it lives, so that a thread started

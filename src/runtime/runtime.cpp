@@ -94,9 +94,9 @@ void fatal_signal(int sig, siginfo_t *info, void *uctx) {
   // process right after this: the trace gets its end line, marked with the signal.
   const bool dies =
       (old.sa_flags & SA_SIGINFO) ? old.sa_sigaction == nullptr : old.sa_handler == SIG_DFL;
-  if ((sig == SIGTERM || sig == SIGINT) && dies && detail::t_internal_thread != 0) {
-    // The thread was inside dftrace (an event, a flush, the finish at exit), maybe holding a
-    // lock the trace's writing needs: the signal takes effect as the thread leaves dftrace.
+  if ((sig == SIGTERM || sig == SIGINT) && dies && detail::t_lifecycle != 0) {
+    // The thread was in a lifecycle call (a flush, the finish at exit), maybe holding a lock
+    // the trace's writing needs: the signal takes effect as the call returns.
     detail::t_deferred_signal_raise = raise_deferred_signal;
     detail::t_deferred_signal = sig;
     errno = saved_errno;
@@ -204,7 +204,7 @@ uint64_t runtime::epoch_offset_ns() {
 }
 
 int runtime::init(const dftrace_options *options) {
-  internal_scope own_work;  // its I/O is not the application's (base/thread_role.hpp)
+  lifecycle_scope own_work;  // its I/O is not the application's (base/thread_role.hpp)
   std::lock_guard<std::mutex> lock(init_mutex_);
   if (initialized_.load()) return recording() ? DFTRACE_OK : DFTRACE_ERR_DISABLED;
   if (exit_begun()) {
@@ -500,7 +500,7 @@ void runtime::preload_enable() {
 }
 
 int runtime::finalize() {
-  internal_scope own_work;  // its I/O is not the application's (base/thread_role.hpp)
+  lifecycle_scope own_work;  // its I/O is not the application's (base/thread_role.hpp)
   bool failed = false;
   // Components write what they still hold (GPU activity) while the trace is open; they call
   // back into the runtime, so this runs before the lock is taken.
@@ -528,7 +528,7 @@ int runtime::finalize() {
 }
 
 int runtime::flush() {
-  internal_scope own_work;  // its I/O is not the application's (base/thread_role.hpp)
+  lifecycle_scope own_work;  // its I/O is not the application's (base/thread_role.hpp)
   if (!writer_) return recording() ? DFTRACE_OK : DFTRACE_ERR_STATE;
   return writer_->flush() ? DFTRACE_OK : DFTRACE_ERR_IO;
 }
@@ -1270,7 +1270,7 @@ bool runtime::redefine_hash(int kind, uint64_t hash) {
 }
 
 int runtime::set_rank(int rank, int size) {
-  internal_scope own_work;  // its I/O is not the application's (base/thread_role.hpp)
+  lifecycle_scope own_work;  // its I/O is not the application's (base/thread_role.hpp)
   if (rank < 0 || size <= rank) return DFTRACE_ERR_INVALID_ARGUMENT;
   rank_ = rank;
   size_ = size;
