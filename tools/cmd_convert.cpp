@@ -171,14 +171,6 @@ void put_args(std::string &o, const parsed_line &pl) {
   o += "}";
 }
 
-// True for a record of calls folded by an aggregation: dftrace's "ph":"A" (DFTracer 2.x's
-// "ph":3), and DFTracer 2.0.2's form, a counter line per call with dur_min/dur_max/dur_sum.
-bool aggregated_record(char ph, const parsed_line &pl) {
-  if (ph == 'A') return true;
-  return ph == 'C' && pl.args.type == jtype::object && pl.arg_value("dur_sum") &&
-         pl.arg_value("dur_min") && pl.arg_value("dur_max");
-}
-
 // The time an aggregated record's calls took together: dur_sum, or for a record of equal calls
 // (DFTracer 2.x writes one call's or one value's figure plain) dft_cnt times dur; 0 without
 // either. False when the figure is no duration.
@@ -308,7 +300,7 @@ void convert_block(detail::text_block &b, time_unit unit) {
     if (const jvalue *lv = pl.arg_value("level"))
       if (detail::value_u64(*lv, &level) && level < UINT32_MAX)
         e.level = static_cast<uint32_t>(level);
-    if (aggregated_record(ph, pl)) {
+    if (ph == 'A') {  // aggregated calls (2.0.2's counter form was made 'A' above)
       if (!aggregated_region(pl, unit, e)) {
         ++r->skipped;
         return true;

@@ -6,12 +6,12 @@
 
 namespace dftrace::analysis {
 
-interval_set union_of(std::vector<interval> &v) {
-  std::sort(v.begin(), v.end(), [](const interval &a, const interval &b) {
-    return a.start != b.start ? a.start < b.start : a.end > b.end;
-  });
+namespace {
+
+// Intervals sorted by start merged where they overlap or abut; empty ones dropped.
+interval_set coalesce(const std::vector<interval> &sorted) {
   interval_set out;
-  for (const interval &i : v) {
+  for (const interval &i : sorted) {
     if (i.end <= i.start) continue;
     if (!out.empty() && i.start <= out.back().end) {
       if (i.end > out.back().end) out.back().end = i.end;
@@ -20,6 +20,15 @@ interval_set union_of(std::vector<interval> &v) {
     }
   }
   return out;
+}
+
+}  // namespace
+
+interval_set union_of(std::vector<interval> &v) {
+  std::sort(v.begin(), v.end(), [](const interval &a, const interval &b) {
+    return a.start != b.start ? a.start < b.start : a.end > b.end;
+  });
+  return coalesce(v);
 }
 
 interval_set union_of_runs(std::vector<interval> &v, std::vector<size_t> runs) {
@@ -41,16 +50,7 @@ interval_set union_of_runs(std::vector<interval> &v, std::vector<size_t> runs) {
     next.push_back(v.size());
     bounds = std::move(next);
   }
-  interval_set out;
-  for (const interval &i : v) {
-    if (i.end <= i.start) continue;
-    if (!out.empty() && i.start <= out.back().end) {
-      if (i.end > out.back().end) out.back().end = i.end;
-    } else {
-      out.push_back(i);
-    }
-  }
-  return out;
+  return coalesce(v);
 }
 
 uint64_t measure(const interval_set &a) {
