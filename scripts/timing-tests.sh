@@ -22,7 +22,8 @@ export PYTHONPATH="$build/bindings/python" PYTHONDONTWRITEBYTECODE=1 DFTRACE_BUI
 
 # name -> command (run from the build tree). Each is the part of a suite that compares times.
 declare -A cmd
-names=(tree.metadata_mode first_call writer.clock tickmap compat fortran mixed mpi python.timing)
+names=(tree.metadata_mode first_call writer.clock tickmap compat fortran mixed mpi python.timing ring
+       torch.clock)
 cmd[tree.metadata_mode]="${pyt[*]} $core/test_tree.py -k metadata_mode"
 cmd[first_call]="${pyt[*]} $core/test_first_call.py"
 cmd[writer.clock]="${pyt[*]} $core/test_writer.py -k 'times_agree or nest_concurrently or clock_maps'"
@@ -31,6 +32,8 @@ cmd[compat]="ctest --test-dir $build -R '^integration\\.dftracer_compat\$' --out
 cmd[fortran]="ctest --test-dir $build -R '^integration\\.fortran\\.(trace|threads)\$' --output-on-failure"
 cmd[mixed]="ctest --test-dir $build -R '^integration\\.mixed\\.' --output-on-failure"
 cmd[mpi]="ctest --test-dir $build -R '^mpi_(train|skew|python|fortran)\$' --output-on-failure"
+cmd[ring]="ctest --test-dir $build -R '^(integration\\.ring|python_test_ring|integration\\.fortran\\.ring)\$' --output-on-failure"
+cmd[torch.clock]="ctest --test-dir $build -R '^python_test_torch_distributed\$' --output-on-failure"
 cmd[python.timing]="${pyt[*]} $src/tests/python/test_api.py $src/tests/python/test_defects.py $src/tests/python/test_emission.py -k 'decorator_and_context or update_levels or generators_and_async or recursion or parenthesised or training_loop_structure or metadata_mode'"
 
 if [ $# -gt 0 ]; then
