@@ -84,9 +84,10 @@ def bash_job_pids(s):
 
 
 def dftrace_disk_full(s):
-    """dftrace's one message that its trace file system is full (the program's own output is
-    compared without it)."""
-    return re.sub(r"(?m)^dftrace: error: writing '[^']*' failed: No space left on device;.*\n", "", s)
+    """dftrace's one message that its trace file system is full, when writing a member or when
+    creating the file with its header (the program's own output is compared without it)."""
+    return re.sub(r"(?m)^dftrace: error: (writing '[^']*' failed|can not open '[^']*' for writing): "
+                  r"No space left on device;.*\n", "", s)
 
 
 def dftrace_out_of_memory(s):
