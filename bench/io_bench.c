@@ -6,7 +6,7 @@
  * subtracts that run's count to leave only the interposer's and dftrace's own instructions.
  * io_bench FILE CALLS mt|st fgetc|fputc: the same loops of fgetc on FILE (from its start again
  * at its end), or of fputc to FILE.out, instead of pread: a stream's character calls, which
- * libdftrace_io folds per stream (src/io/README.md). */
+ * libdftrace_io folds per stream (src/plugins/io/README.md). */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <pthread.h>

@@ -43,12 +43,12 @@ LAYERS = {
     # dftrace._reader: the Python face of the trace reader (dftrace.read), like the tools
     "bindings/python/reader": ["src/base", "src/reader"],
     "bindings/fortran": [],
-    "src/mpi": [],
+    "src/plugins/mpi": [],
     # libdftrace_io (LD_PRELOAD): over the C ABI only, like libdftrace_mpi
-    "src/io": [],
+    "src/plugins/io": [],
     # libdftrace_cupti links none of the core: it may use header-only base vocabulary only
     # (gpu_kinds.hpp); what it needs at run time comes through the private plugin interface.
-    "src/gpu": ["src/base"],
+    "src/plugins/gpu": ["src/base"],
     "tools": ["src/base", "src/config", "src/reader", "src/analysis"],
     # the public headers
     "include/dftrace": [],

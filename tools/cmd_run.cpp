@@ -46,12 +46,12 @@ std::string io_library() {
       {"/../lib/libdftrace_io.so", "/../lib64/libdftrace_io.so", "/../libdftrace_io.so"}, "");
 }
 
-// libdftrace_mpi: DFTRACE_MPI_LIBRARY, else as installed (../lib) or as built (../src/mpi).
+// libdftrace_mpi: DFTRACE_MPI_LIBRARY, else as installed (../lib) or as built (../src/plugins/mpi).
 std::string mpi_library() {
   if (const char *e = std::getenv("DFTRACE_MPI_LIBRARY"); e && *e) return e;
-  return beside_self(
-      {"/../lib/libdftrace_mpi.so", "/../lib64/libdftrace_mpi.so", "/../src/mpi/libdftrace_mpi.so"},
-      "");
+  return beside_self({"/../lib/libdftrace_mpi.so", "/../lib64/libdftrace_mpi.so",
+                      "/../src/plugins/mpi/libdftrace_mpi.so"},
+                     "");
 }
 
 }  // namespace

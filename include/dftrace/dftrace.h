@@ -436,7 +436,8 @@ DFTRACE_API uint64_t dftrace_events_dropped(void);
 DFTRACE_API uint64_t dftrace_trace_time_ns(void);
 
 /* Whether the calling thread is one of dftrace's own (the writer, its compressors): an
- * interposer (libdftrace_io, src/io) must not trace the I/O those threads do. Thread-safe. */
+ * interposer (libdftrace_io, src/plugins/io) must not trace the I/O those threads do. Thread-safe.
+ */
 DFTRACE_API bool dftrace_thread_is_internal(void);
 
 /* For an interposer (libdftrace_io) only. The trace file's descriptor is not the program's: it

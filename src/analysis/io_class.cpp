@@ -25,7 +25,8 @@ int io_direction(std::string_view cat, std::string_view name, io_bytes *how) {
     *how = io_bytes::items;
     if (name == "fread") return 0;
     if (name == "fwrite") return 1;
-    // Folded character and line calls (src/io/README.md): `calls` calls moved `bytes` bytes.
+    // Folded character and line calls (src/plugins/io/README.md): `calls` calls moved `bytes`
+    // bytes.
     *how = io_bytes::folded;
     for (std::string_view r : {"fgetc", "getc", "getchar", "fgets", "getline", "getdelim"})
       if (name == r) return 0;

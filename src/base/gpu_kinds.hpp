@@ -9,7 +9,7 @@
 
 namespace dftrace::detail {
 
-// One bit per kind; src/gpu/README.md says what each records.
+// One bit per kind; src/plugins/gpu/README.md says what each records.
 enum gpu_kind_bits : unsigned {
   k_gpu_kernel = 1u << 0,
   k_gpu_memcpy = 1u << 1,

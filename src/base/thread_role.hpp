@@ -1,5 +1,5 @@
 // thread_role.hpp: whether the calling thread is one of dftrace's own (the writer and its
-// compressors), so that I/O interposers (src/io) leave the I/O of those threads untraced.
+// compressors), so that I/O interposers (src/plugins/io) leave the I/O of those threads untraced.
 #pragma once
 
 #include <pthread.h>

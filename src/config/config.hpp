@@ -75,7 +75,7 @@ struct config {
   bool core_affinity{};
   int log_level{};  // error=0 warn=1 info=2 debug=3
   bool tids{};      // false: tid = pid (DFTRACER_DISABLE_TIDS)
-  // I/O tracing (src/io): the data directories ("" or "all": every file), what is excluded,
+  // I/O tracing (src/plugins/io): the data directories ("" or "all": every file), what is excluded,
   // whether a process that initialises dftrace binds the interposers itself (function) or
   // leaves that to the preloaded library (preload), and the category switches.
   std::string data_dir;

@@ -13,18 +13,19 @@ namespace dftrace::detail {
 
 namespace {
 
-// The plugin interface of libdftrace_cupti (src/gpu/README.md): start with the kinds list
+// The plugin interface of libdftrace_cupti (src/plugins/gpu/README.md): start with the kinds list
 // and the log level (0 error .. 3 debug), stop (flush and drain). Both are safe to call more
 // than once.
 using start_fn = int (*)(const char *kinds, int log_level);
 using stop_fn = void (*)(void);
-// libdftrace_io's application mode (src/io/README.md): the rules, then every loaded object bound.
+// libdftrace_io's application mode (src/plugins/io/README.md): the rules, then every loaded object
+// bound.
 using bind_fn = int (*)(const char *data_dirs, const char *exclude);
 // A preloaded libdftrace_io's entries of the I/O calls given back to the C library.
 using unbind_fn = int (*)(void);
 
 std::atomic<stop_fn> g_stop{nullptr};
-// libdftrace_io's folded stream calls (src/io/README.md) written before the trace ends.
+// libdftrace_io's folded stream calls (src/plugins/io/README.md) written before the trace ends.
 std::atomic<stop_fn> g_io_flush{nullptr};
 
 std::string own_directory() {
@@ -69,7 +70,7 @@ bool io_off(const config &cfg) {
 void start_io(const config &cfg) {
   if (io_off(cfg)) {
     // Preloaded (dftrace run --no-io is the way to have none) with its I/O switched off by the
-    // configuration: its calls go back to the C library, at no cost (src/io/README.md).
+    // configuration: its calls go back to the C library, at no cost (src/plugins/io/README.md).
     void *program = ::dlopen(nullptr, RTLD_LAZY);
     const auto unbind =
         program ? reinterpret_cast<unbind_fn>(::dlsym(program, "dftrace_io_unbind")) : nullptr;

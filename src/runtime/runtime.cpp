@@ -179,7 +179,7 @@ void runtime::reset_process_info() {
 
 int64_t runtime::test_clock_skew_ns() {
   // Test only: shifts this process's trace clock by a known amount, so that the MPI clock
-  // alignment can be checked against a known skew (src/mpi/README.md).
+  // alignment can be checked against a known skew (src/plugins/mpi/README.md).
   const char *v = std::getenv("DFTRACE_TEST_CLOCK_SKEW_NS");
   if (!v || !*v) return 0;
   char *end = nullptr;
@@ -274,8 +274,8 @@ int runtime::init(const dftrace_options *options) {
     // SIGXFSZ keeps the program's disposition: the writer never writes past the file-size
     // limit (src/writer/output_file.cpp), so that the signal is the program's own.
 
-    // io.*: the I/O interposers' categories (src/io) are switched like any category, so that
-    // `categories` rules given after can still turn them back on.
+    // io.*: the I/O interposers' categories (src/plugins/io) are switched like any category, so
+    // that `categories` rules given after can still turn them back on.
     std::vector<std::pair<std::string, bool>> rules;
     if (!cfg_.io || !cfg_.posix) rules.emplace_back("POSIX", false);
     if (!cfg_.io || !cfg_.stdio) rules.emplace_back("STDIO", false);

@@ -146,7 +146,7 @@ def test_wheel_holds_everything(venv):
         assert glob.glob(os.path.join(venv.package, ext + ".cpython-*.so")), ext
     expected = ["lib/libdftrace.so.0", "lib/libdftrace_io.so", "bin/dftrace"]
     # The optional plug-ins wherever this machine builds them (the CMake build tree says).
-    if BUILD and os.path.exists(os.path.join(BUILD, "src", "mpi", "libdftrace_mpi.so")):
+    if BUILD and os.path.exists(os.path.join(BUILD, "src", "plugins", "mpi", "libdftrace_mpi.so")):
         expected.append("lib/libdftrace_mpi.so")
     if BUILD and os.path.exists(os.path.join(BUILD, "libdftrace_cupti.so")):
         expected.append("lib/libdftrace_cupti.so")

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "dftrace/dftrace.h"
-#include "gpu/activity_record.hpp"
-#include "gpu/translate.hpp"
+#include "plugins/gpu/activity_record.hpp"
+#include "plugins/gpu/translate.hpp"
 
 namespace {
 

@@ -823,7 +823,7 @@ def test_tools_on_io_traces_stat_shows_bytes_per_file_and_bandwidth(tmp_path):
     assert "I/O by file" in text and str(src) in text
 
 
-# ---- stdio's character and line calls, folded per stream (src/io/README.md)
+# ---- stdio's character and line calls, folded per stream (src/plugins/io/README.md)
 
 FOLDED_READ = ("fgetc", "getc", "getchar", "fgets", "getline", "getdelim")
 FOLDED_WRITE = ("fputc", "putc", "putchar", "fputs", "puts", "fprintf", "vfprintf", "printf")

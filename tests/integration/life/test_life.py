@@ -1,4 +1,4 @@
-"""test_life.py: a traced process lives as it does untraced (src/runtime, src/io, src/topology,
+"""test_life.py: a traced process lives as it does untraced (src/runtime, src/plugins/io, src/topology,
 src/writer): its exit status when its first interposed call comes during exit, hwloc's plugins
 and X servers left alone, SIGINT in Python (KeyboardInterrupt, signal.getsignal, a forkserver
 Pool), SIGTERM in C (the trace's end line), and an address-space limit (no abort)."""

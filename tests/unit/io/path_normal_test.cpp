@@ -1,6 +1,6 @@
 // path_normal_test.cpp: the quick check (is_normal) never skips a path the rewrite (normalise)
 // would change, and passes the paths applications build; the rewrite's own results.
-#include "io/path_normal.hpp"
+#include "plugins/io/path_normal.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
-// path_pattern_test.cpp: io.exclude's patterns (src/io/path_pattern.hpp) match exactly as
+// path_pattern_test.cpp: io.exclude's patterns (src/plugins/io/path_pattern.hpp) match exactly as
 // fnmatch(pattern, path, 0), whether decided by their shape or by fnmatch itself.
-#include "io/path_pattern.hpp"
+#include "plugins/io/path_pattern.hpp"
 
 #include <fnmatch.h>
 #include <gtest/gtest.h>

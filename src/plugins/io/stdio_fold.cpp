@@ -1,6 +1,6 @@
 // stdio_fold.cpp: the slots of folded character and line calls: which stream is traced, the
 // emission of a slot as one event, and the points where slots are emitted (README.md).
-#include "io/stdio_fold.hpp"
+#include "plugins/io/stdio_fold.hpp"
 
 #include <pthread.h>
 #include <sys/syscall.h>
@@ -8,7 +8,7 @@
 
 #include <mutex>
 
-#include "io/descriptors.hpp"
+#include "plugins/io/descriptors.hpp"
 
 namespace dftrace::io {
 

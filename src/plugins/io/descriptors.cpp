@@ -1,7 +1,7 @@
 // descriptors.cpp: the descriptor table and the map table (descriptors.hpp). Lock-free: every
 // entry is an atomic, and a race between the close of a number and its reuse on another thread
 // leaves the entry unknown, which the next call looks up again.
-#include "io/descriptors.hpp"
+#include "plugins/io/descriptors.hpp"
 
 #include <fcntl.h>
 #include <limits.h>
@@ -12,8 +12,8 @@
 #include <atomic>
 #include <cstring>
 
-#include "io/interpose.hpp"
-#include "io/paths.hpp"
+#include "plugins/io/interpose.hpp"
+#include "plugins/io/paths.hpp"
 
 namespace dftrace::io {
 

@@ -8,7 +8,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "io/interpose.hpp"
+#include "plugins/io/interpose.hpp"
 
 namespace dftrace::io {
 

@@ -13,7 +13,7 @@
 
 #include <algorithm>
 
-#include "io/calls.hpp"
+#include "plugins/io/calls.hpp"
 
 using namespace dftrace::io;
 

@@ -18,8 +18,8 @@
 
 #include "base/thread_role.hpp"
 #include "dftrace/dftrace.h"
-#include "gpu/cupti_api.hpp"
-#include "gpu/translate.hpp"
+#include "plugins/gpu/cupti_api.hpp"
+#include "plugins/gpu/translate.hpp"
 
 namespace dftrace::gpu {
 namespace {
@@ -231,7 +231,7 @@ using namespace dftrace::gpu;
 
 extern "C" {
 
-// Plugin entry point (src/gpu/README.md): start recording the kinds listed in `kinds_text`
+// Plugin entry point (src/plugins/gpu/README.md): start recording the kinds listed in `kinds_text`
 // (gpu.kinds); `log_level` is the core's (0 error .. 3 debug). Called by the core each time
 // tracing starts, while it holds its initialisation lock: nothing here may call back into
 // dftrace (the worker thread does that later). Later calls only update the kinds and name

@@ -20,8 +20,8 @@
 #include <utility>
 #include <vector>
 
-#include "io/interpose.hpp"
-#include "io/paths.hpp"
+#include "plugins/io/interpose.hpp"
+#include "plugins/io/paths.hpp"
 
 using namespace dftrace::io;
 

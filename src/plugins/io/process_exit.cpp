@@ -17,7 +17,7 @@
 
 #include <atomic>
 
-#include "io/interpose.hpp"
+#include "plugins/io/interpose.hpp"
 
 using namespace dftrace::io;
 

@@ -1,5 +1,5 @@
 // cupti_api.cpp: dlopen()s libcupti and resolves the functions of cupti_api.
-#include "gpu/cupti_api.hpp"
+#include "plugins/gpu/cupti_api.hpp"
 
 #include <dlfcn.h>
 

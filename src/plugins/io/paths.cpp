@@ -1,6 +1,6 @@
 // paths.cpp: the path filter (paths.hpp): rules from the configuration, absolute paths, and the
 // most-specific-wins decision.
-#include "io/paths.hpp"
+#include "plugins/io/paths.hpp"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -15,9 +15,9 @@
 #include <utility>
 #include <vector>
 
-#include "io/interpose.hpp"
-#include "io/path_normal.hpp"
-#include "io/path_pattern.hpp"
+#include "plugins/io/interpose.hpp"
+#include "plugins/io/path_normal.hpp"
+#include "plugins/io/path_pattern.hpp"
 
 namespace dftrace::io {
 

@@ -1,5 +1,5 @@
 // translate.cpp: CUPTI activity records -> dftrace_event_complete calls.
-#include "gpu/translate.hpp"
+#include "plugins/gpu/translate.hpp"
 
 #include "base/gpu_kinds.hpp"
 

@@ -5,9 +5,9 @@
 #include <fcntl.h>
 #include <limits.h>
 
-#include "io/descriptors.hpp"
-#include "io/interpose.hpp"
-#include "io/paths.hpp"
+#include "plugins/io/descriptors.hpp"
+#include "plugins/io/interpose.hpp"
+#include "plugins/io/paths.hpp"
 
 namespace dftrace::io {
 

@@ -1,12 +1,12 @@
 // interpose.cpp: the shared parts of the interposers: symbol lookup, nodes, the process id, file
 // hashes and the registry of interposers.
-#include "io/interpose.hpp"
+#include "plugins/io/interpose.hpp"
 
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
 
-#include "io/descriptors.hpp"
+#include "plugins/io/descriptors.hpp"
 
 namespace dftrace::io {
 

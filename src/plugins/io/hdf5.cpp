@@ -11,7 +11,7 @@
 #include <mutex>
 #include <string>
 
-#include "io/calls.hpp"
+#include "plugins/io/calls.hpp"
 
 using namespace dftrace::io;
 

@@ -10,8 +10,8 @@
 #include <string>
 
 #include "dftrace/dftrace.h"
-#include "gpu/activity_record.hpp"
-#include "gpu/translate.hpp"
+#include "plugins/gpu/activity_record.hpp"
+#include "plugins/gpu/translate.hpp"
 
 namespace {
 

@@ -3,8 +3,8 @@
 // interposer bound, and stdin or stdout redirected to a data file all follow their file.
 #include <stdio.h>
 
-#include "io/calls.hpp"
-#include "io/stdio_fold.hpp"
+#include "plugins/io/calls.hpp"
+#include "plugins/io/stdio_fold.hpp"
 
 using namespace dftrace::io;
 

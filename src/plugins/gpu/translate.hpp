@@ -17,7 +17,7 @@
 
 namespace dftrace::gpu {
 
-// Which activity to record (gpu.kinds; src/gpu/README.md says what each kind means).
+// Which activity to record (gpu.kinds; src/plugins/gpu/README.md says what each kind means).
 struct kinds {
   bool kernel = false, memcpy = false, memset = false, sync = false;
   bool runtime = false, driver = false, api_all = false;

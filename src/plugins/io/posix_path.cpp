@@ -6,7 +6,7 @@
 #include <unistd.h>
 #include <utime.h>
 
-#include "io/calls.hpp"
+#include "plugins/io/calls.hpp"
 
 using namespace dftrace::io;
 

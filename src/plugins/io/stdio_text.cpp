@@ -5,7 +5,7 @@
 #include <stdarg.h>
 #include <string.h>
 
-#include "io/stdio_fold.hpp"
+#include "plugins/io/stdio_fold.hpp"
 
 using namespace dftrace::io;
 
