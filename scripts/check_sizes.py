@@ -417,19 +417,21 @@ def self_check():
     otherwise."""
     body_c = "\n".join(f"    std::printf(\"{{%d}}\\n\", {i});" for i in range(85))
     body_py = "\n".join(f"        x = {i}" for i in range(85))
+    cpp = SELF_CPP.replace("%BODY%", body_c)
+    tree = {
+        "src/a/long.cpp": cpp,
+        "src/a/README.md": "# a\n\n## Long functions\n- `excused` in `long.cpp`: planted\n"
+                           "- `gone` in `long.cpp`: stale\n\n## Other\n"
+                           "- `widget::widget` in `long.cpp`: no\n",
+        "src/a/big.h": "int x;\n" * (MAX_FILE_LINES + 1),
+        "src/a/ok.h": "int y;\n" * MAX_FILE_LINES,
+        "bindings/p/mod.py": SELF_PY.replace("%BODY%", body_py),
+    }
     with tempfile.TemporaryDirectory() as tmp:
-        def put(rel, text):
-            path = os.path.join(tmp, rel)
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            with open(path, "w") as f:
+        for rel, text in tree.items():
+            os.makedirs(os.path.dirname(os.path.join(tmp, rel)), exist_ok=True)
+            with open(os.path.join(tmp, rel), "w") as f:
                 f.write(text)
-        cpp = SELF_CPP.replace("%BODY%", body_c)
-        put("src/a/long.cpp", cpp)
-        put("src/a/README.md", "# a\n\n## Long functions\n- `excused` in `long.cpp`: planted\n"
-            "- `gone` in `long.cpp`: stale\n\n## Other\n- `widget::widget` in `long.cpp`: no\n")
-        put("src/a/big.h", "int x;\n" * (MAX_FILE_LINES + 1))
-        put("src/a/ok.h", "int y;\n" * MAX_FILE_LINES)
-        put("bindings/p/mod.py", SELF_PY.replace("%BODY%", body_py))
         found = sorted(m for msgs in check(tmp).values() for m in msgs)
 
     def at(needle):
@@ -450,13 +452,8 @@ def self_check():
     return None
 
 
-def main():
-    root = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.dirname(
-        os.path.abspath(__file__)))
-    err = self_check()
-    if err:
-        print(err)
-        return 1
+def report(root):
+    """Prints every problem of the tree at root; the exit status (0: none that fails)."""
     problems = check(root)
     allowed = read_exceptions(root)
     failing = tolerated = 0
@@ -479,4 +476,9 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    failure = self_check()
+    if failure:
+        print(failure)
+        sys.exit(1)
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.exit(report(sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(here)))

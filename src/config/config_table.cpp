@@ -172,16 +172,13 @@ entry budget_key() {
         const std::string amount = v.substr(0, slash);
         uint64_t n = 0;
         size_t bytes = 0;
-        if (per == "s" && parse_count(amount, &n)) {
-          c.budget = n;
-          c.budget_bytes = 0;
-        } else if (per == "h" && parse_size(amount, &bytes)) {
-          c.budget = 0;
-          c.budget_bytes = bytes;
-        } else {
+        const bool per_second = per == "s" && parse_count(amount, &n);
+        if (!per_second && !(per == "h" && parse_size(amount, &bytes))) {
           why = "is not events per second (1000, 1000/s) or bytes per hour (200MB/h)";
           return false;
         }
+        c.budget = n;  // the one not given stays 0
+        c.budget_bytes = bytes;
         return true;
       },
       [](const config &c) {
