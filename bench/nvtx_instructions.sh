@@ -5,13 +5,9 @@
 # short spin): forwarding off, on with no NVTX tool, on with the counting tool of
 # tests/integration/nvtx.
 set -euo pipefail
-build=$1 rounds=${2:-2}
-prog=$build/tests/integration/core/writer_prog
+build=$1 rounds=${2:-2} me=nvtx_instructions
 recorder=$build/tests/integration/nvtx/libnvtx_recorder.so
-[ -f "$recorder" ] && [ -x "$prog" ] || { echo "nvtx_instructions: build the tests first" >&2; exit 2; }
-command -v valgrind >/dev/null || { echo "nvtx_instructions: valgrind is missing" >&2; exit 2; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+[ -f "$recorder" ] || { echo "$me: build the tests first (nvtx_recorder)" >&2; exit 2; }
 source "$(dirname "$0")/loop_instructions.sh"
 for r in $(seq "$rounds"); do
   echo "== round $r, $(date -u +%H:%M:%S) UTC, load $(cut -d' ' -f1 /proc/loadavg): instructions per region"

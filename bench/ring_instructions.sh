@@ -4,12 +4,7 @@
 # machine does not change), beside the normal mode, as loop_instructions.sh counts them. The
 # ring is in the writer, after compression: the calling thread does the same work in both modes.
 set -euo pipefail
-build=$1 rounds=${2:-2}
-prog=$build/tests/integration/core/writer_prog
-[ -x "$prog" ] || { echo "ring_instructions: build the tests first (writer_prog)" >&2; exit 2; }
-command -v valgrind >/dev/null || { echo "ring_instructions: valgrind is missing" >&2; exit 2; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+build=$1 rounds=${2:-2} me=ring_instructions
 source "$(dirname "$0")/loop_instructions.sh"
 for r in $(seq "$rounds"); do
   echo "== round $r, $(date -u +%H:%M:%S) UTC, load $(cut -d' ' -f1 /proc/loadavg): instructions per region"
