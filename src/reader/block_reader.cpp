@@ -122,7 +122,8 @@ read_issue stop_issue(stream_inflater::result r, uint64_t pos, uint64_t size,
     return {true, pos,
             "truncated final gzip member (the file ends inside it); the lines before it are kept"};
   return {true, pos,
-          "corrupt gzip data (" + (r == stream_inflater::stalled ? std::string("no progress") : why) +
+          "corrupt gzip data (" +
+              (r == stream_inflater::stalled ? std::string("no progress") : why) +
               "); the lines before it are kept"};
 }
 
