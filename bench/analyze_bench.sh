@@ -9,17 +9,11 @@
 #        DIFF=0 CM1=1)
 # Prints a Markdown table: the best of REPEAT runs by CPU time.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-build=${1:-build}
-work=${2:-$(mktemp -d)}
+source "$(dirname "$0")/tools_common.sh"
+[ -x /usr/bin/time ] || { echo "install time (/usr/bin/time) first" >&2; exit 2; }
 ranks=${RANKS:-4}
 events=${EVENTS:-1000000}
 repeat=${REPEAT:-3}
-cli=$build/tools/dftrace
-gen=$build/tests/tools/gen_trace
-[ -x "$cli" ] && [ -x "$gen" ] && [ -x /usr/bin/time ] ||
-  { echo "build dftrace_cli and gen_trace first (and install time)" >&2; exit 2; }
-mkdir -p "$work"
 generate() {  # DIR SEED_BASE
   [ -f "$1/r$((ranks - 1)).pfw.gz" ] && return
   mkdir -p "$1"

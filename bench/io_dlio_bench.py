@@ -76,22 +76,23 @@ def main():
     p.add_argument("--rounds", type=int, default=7)
     p.add_argument("--epochs", type=int, default=2)
     p.add_argument("--workers", type=int, default=2,
-                   help="DataLoader workers (2: the issue's loop, which keeps both of this "
+                   help="DataLoader workers (2: the loop that keeps both of this "
                         "machine's cores busy; 1 leaves a core to the writer threads, as a "
                         "machine with more cores than workers does)")
     p.add_argument("--base", help="another build, traced side by side (before/after a change)")
-    p.add_argument("--instructions", action="store_true",
-                   help="count the loop's instructions (valgrind's callgrind, every process) "
-                        "untraced and traced, once each, instead of timing rounds")
+    switches = {
+        "--instructions": "count the loop's instructions (valgrind's callgrind, every process) "
+                          "untraced and traced, once each, instead of timing rounds",
+        "--perf": "sample each run with perf (cpu-clock) and report its CPU time in units of the "
+                  "interpreter's own samples (the VM's drift divided out)",
+        "--no-files": "also run preloaded with no file in the traced directories (what tracing "
+                      "costs a process before any I/O event: start, writer, finish)",
+    }
+    for flag, text in switches.items():
+        p.add_argument(flag, action="store_true", help=text)
     p.add_argument("--keep", metavar="DIR",
                    help="with --instructions: keep callgrind's output files in DIR, one folder "
                         "per arm (callgrind_annotate them to see where the instructions go)")
-    p.add_argument("--perf", action="store_true",
-                   help="sample each run with perf (cpu-clock) and report its CPU time in units "
-                        "of the interpreter's own samples (the VM's drift divided out)")
-    p.add_argument("--no-files", action="store_true",
-                   help="also run preloaded with no file in the traced directories (what "
-                        "tracing costs a process before any I/O event: start, writer, finish)")
     a = p.parse_args()
     tmp = tempfile.mkdtemp(prefix="dlio-bench-")
     try:

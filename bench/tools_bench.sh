@@ -5,16 +5,10 @@
 #        NO_DT=1 for DFTracer-1.0.8-like files: one gzip member each, no DT fields)
 # Prints a Markdown table: wall seconds (best of REPEAT), CPU seconds, MB/s of uncompressed text.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-build=${1:-build}
-work=${2:-$(mktemp -d)}
+source "$(dirname "$0")/tools_common.sh"
 files=${FILES:-16}
 events=${EVENTS:-330000}
 repeat=${REPEAT:-3}
-cli=$build/tools/dftrace
-gen=$build/tests/tools/gen_trace
-[ -x "$cli" ] && [ -x "$gen" ] || { echo "build dftrace_cli and gen_trace first" >&2; exit 2; }
-mkdir -p "$work"
 if [ ! -f "$work/r$((files - 1)).pfw.gz" ]; then
   for i in $(seq 0 $((files - 1))); do
     "$gen" "$work/r$i.pfw.gz" --events "$events" --pid $((5000 + i)) --seed "$i" --threads 2 \

@@ -105,6 +105,15 @@ def keep_traces(d, label):
         shutil.copy(p, dst)
 
 
+def step_trace(d, label):
+    """The traces in d (kept for traces.tar.gz) and the records of the one that has steps."""
+    traces = traces_in(d)
+    keep_traces(d, label)
+    main = [r for r in traces.values() if any(e["name"] == "step" for e in events(r))]
+    assert len(main) == 1, "%d traces with steps" % len(main)
+    return traces, main[0]
+
+
 def torch_info():
     """(torch version, cuda available) of PY, or raises Skip."""
     p = subprocess.run([PY, "-c", "import torch; print(torch.__version__, torch.cuda.is_available())"],
@@ -273,11 +282,7 @@ def check_torch_deep(fig):
     assert "dftrace: torch auto-instrumentation off" not in p.stderr, tail(p.stderr)
     complaints = [l for l in p.stderr.splitlines() if l.startswith("dftrace:")]
     fig["dftrace_lines"] = complaints[:5]
-    traces = traces_in(d)
-    keep_traces(d, "torch_deep")
-    main = [r for r in traces.values() if any(e["name"] == "step" for e in events(r))]
-    assert len(main) == 1, "%d traces with steps" % len(main)
-    recs = main[0]
+    traces, recs = step_trace(d, "torch_deep")
     evs = events(recs)
     c = counts(evs)
     fig["counts"] = {k: v for k, v in sorted(c.items()) if not k.startswith(("read", "open", "close",
@@ -372,11 +377,7 @@ def compile_run(fig, label, run_opts):
     if m:
         fig.update(graph_breaks=int(m.group(1)), unique_graphs=int(m.group(2)))
     fig["dftrace_lines"] = [l for l in p.stderr.splitlines() if l.startswith("dftrace:")][:5]
-    traces = traces_in(d)
-    keep_traces(d, label)
-    main = [r for r in traces.values() if any(e["name"] == "step" for e in events(r))]
-    assert len(main) == 1, "%d traces with steps" % len(main)
-    evs = events(main[0])
+    evs = events(step_trace(d, label)[1])
     c = counts(evs)
     fig["counts"] = {k: v for k, v in sorted(c.items()) if k in (
         "step", "forward", "backward", "step.optimizer", "fetch", "transfer", "kernel")
@@ -538,11 +539,7 @@ def framework(fig, label, module_names, code, layer_prefixes):
     check_ok(p, label)
     fig["stdout"] = [l for l in p.stdout.splitlines() if l.startswith("global_step")]
     assert "global_step 20" in p.stdout, tail(p.stdout)
-    traces = traces_in(d)
-    keep_traces(d, label)
-    main = [r for r in traces.values() if any(e["name"] == "step" for e in events(r))]
-    assert len(main) == 1, "%d traces with steps" % len(main)
-    evs = events(main[0])
+    evs = events(step_trace(d, label)[1])
     c = counts(evs)
     for name in ("step", "forward", "backward"):
         assert c.get(name) == 20, "%s: %s events, want 20 (%s)" % (name, c.get(name), c)

@@ -107,8 +107,8 @@ std::string number(double v) {
 
 // Load time: when the environment enables tracing, the first use of a node initialises it.
 // The exit handler that marks the start of exit is registered here, after this library's static
-// data (the configuration's tables: config.cpp) and that of the libraries it uses were made, so
-// it runs before any of them is destroyed: a first call made by a later finaliser (libstdc++'s
+// data (the configuration's tables: config_table.cpp) and that of the libraries it uses were made,
+// so it runs before any of them is destroyed: a first call made by a later finaliser (libstdc++'s
 // stream flush at the end of a program that never called an interposed function before) does
 // not initialise dftrace from destroyed data (runtime::exit_begun).
 void mark_exit_begun() { runtime::mark_exit_begun(); }

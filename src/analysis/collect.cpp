@@ -228,6 +228,31 @@ void name_call(const parsed_line &pl, char ph, uint64_t dur, detail::time_unit u
   n.total += sum;
 }
 
+// Counts a line by its phase; false for a line whose work ends there (metadata, whose caller
+// reads it, and an unknown phase).
+bool count_phase(char ph, line_counts &n) {
+  switch (ph) {
+    case 'M': ++n.metadata; return false;
+    case 'X': ++n.complete; return true;
+    case 'C': ++n.counters; return true;
+    case 'i':
+    case 'I': ++n.instants; return true;
+    case 'A': ++n.aggregated; return true;
+    default: ++n.unknown_phase; return false;
+  }
+}
+
+// A thread's complete event of class c from ts to end: a layered event, a step, an iteration.
+void add_to_thread(thread_events &te, const event_class &c, const parsed_line &pl, uint64_t ts,
+                   uint64_t end) {
+  if (c.layer != event_class::k_no_layer) {
+    if (te.layered.empty()) te.layered.emplace_back();
+    te.layered.back().push_back({ts, end, te.count++, c.layer});
+  }
+  if (c.step) te.steps.push_back(step_of(pl, ts, end));
+  if (c.iter) te.iters.push_back(step_of(pl, ts, end));
+}
+
 }  // namespace
 
 void scan_block(detail::text_block &b, detail::time_unit unit, const layer_table &table) {
@@ -257,17 +282,9 @@ void scan_block(detail::text_block &b, detail::time_unit unit, const layer_table
     }
     const bool is_end = pl.name.text == "end" && pl.cat.text == "dftracer";
     if (pl.id.present() && !is_end) ++pf->id_lines;
-    switch (ph) {
-      case 'M':
-        ++n.metadata;
-        metadata_line(pl, pf, r.get());
-        return true;
-      case 'X': ++n.complete; break;
-      case 'C': ++n.counters; break;
-      case 'i':
-      case 'I': ++n.instants; break;
-      case 'A': ++n.aggregated; break;
-      default: ++n.unknown_phase; return true;
+    if (!count_phase(ph, n)) {
+      if (ph == 'M') metadata_line(pl, pf, r.get());
+      return true;
     }
     uint64_t ts = 0, dur = 0;
     if (!pl.ts.present() || !detail::value_ns(pl.ts, unit, &ts)) return true;
@@ -309,13 +326,7 @@ void scan_block(detail::text_block &b, detail::time_unit unit, const layer_table
       te = &r->threads[key];
       last_tid = pl.tid.text;
     }
-    if (c.layer != event_class::k_no_layer) {
-      if (te->layered.empty()) te->layered.emplace_back();
-      auto &v = te->layered.back();
-      v.push_back({ts, end, te->count++, c.layer});
-    }
-    if (c.step) te->steps.push_back(step_of(pl, ts, end));
-    if (c.iter) te->iters.push_back(step_of(pl, ts, end));
+    add_to_thread(*te, c, pl, ts, end);
     return true;
   });
   b.result = std::move(r);

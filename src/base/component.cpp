@@ -32,4 +32,13 @@ void *component_symbol(void *component, const char *symbol, std::string *why) {
   return nullptr;
 }
 
+void *component_entry::get(std::string *why) {
+  std::call_once(once_, [this] {
+    if (void *lib = open_component(name_, &failure_))
+      address_ = component_symbol(lib, symbol_, &failure_);
+  });
+  if (!address_) *why = failure_;
+  return address_;
+}
+
 }  // namespace dftrace::detail

@@ -3,6 +3,7 @@
 // where hwloc is needed).
 #pragma once
 
+#include <mutex>
 #include <string>
 
 namespace dftrace::detail {
@@ -16,5 +17,19 @@ void *open_component(const char *name, std::string *why);
 
 // The address of `symbol` in a component opened by open_component, or null with *why set.
 void *component_symbol(void *component, const char *symbol, std::string *why);
+
+// One entry point of a component, opened and looked up the first time get() is called (once,
+// thread-safe); later calls return the same address, or null with the same *why.
+class component_entry {
+ public:
+  component_entry(const char *name, const char *symbol) : name_(name), symbol_(symbol) {}
+  void *get(std::string *why);
+
+ private:
+  const char *name_, *symbol_;
+  std::once_flag once_;
+  void *address_ = nullptr;
+  std::string failure_;
+};
 
 }  // namespace dftrace::detail

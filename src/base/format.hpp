@@ -62,16 +62,16 @@ inline uint32_t digits4(uint32_t x) {
   const uint32_t tens = ((pairs * 103) >> 10) & 0x000F000Fu;
   return (tens | ((pairs - tens * 10) << 8)) | 0x30303030u;
 }
-inline uint64_t to_memory_order(uint64_t w) {
+// A word of digits (digits8, digits4: the first digit in the low byte) in the byte order that
+// puts its first digit first in memory.
+template <typename W>
+inline W to_memory_order(W w) {
+  static_assert(sizeof(W) == 8 || sizeof(W) == 4, "a 64-bit or a 32-bit word");
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-  return __builtin_bswap64(w);
-#else
-  return w;
-#endif
-}
-inline uint32_t to_memory_order(uint32_t w) {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-  return __builtin_bswap32(w);
+  if constexpr (sizeof(W) == 8)
+    return __builtin_bswap64(w);
+  else
+    return __builtin_bswap32(w);
 #else
   return w;
 #endif

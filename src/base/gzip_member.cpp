@@ -167,6 +167,42 @@ namespace {
 // The room a member of len bytes of text needs: deflate's worst case is a little over the
 // input (stored blocks add 5 bytes per 64 KiB), with the header and trailer.
 size_t member_room(size_t len) { return k_member_header + len + len / 8 + 1024 + k_member_trailer; }
+
+// The gzip CRC-32 of the text, by the fastest library built in.
+uint32_t text_crc(const char *text, size_t len) {
+#ifdef DFTRACE_HAVE_ISAL
+  return crc32_gzip_refl(0, reinterpret_cast<const unsigned char *>(text), len);
+#elif defined(DFTRACE_HAVE_LIBDEFLATE)
+  return libdeflate_crc32(0, text, len);
+#else
+  return static_cast<uint32_t>(
+      crc32(0L, reinterpret_cast<const Bytef *>(text), static_cast<uInt>(len)));
+#endif
+}
+
+// The member's fixed header and its DT field (docs/format.md section 3): magic, deflate,
+// FEXTRA, mtime 0, xfl 0, os 3 (Unix); then the member's and the text's lengths, lines and
+// time range.
+void put_member_header(uint8_t *base, size_t total, size_t len, const member_stats &stats) {
+  base[0] = 0x1f;
+  base[1] = 0x8b;
+  base[2] = 8;
+  base[3] = 0x04;
+  put_u32(base + 4, 0);
+  base[8] = 0;
+  base[9] = 3;
+  put_u16(base + 10, static_cast<uint16_t>(4 + k_dt_payload));
+  base[12] = 'D';
+  base[13] = 'T';
+  put_u16(base + 14, static_cast<uint16_t>(k_dt_payload));
+  uint8_t *dt = base + 16;
+  dt[0] = k_dt_version;
+  put_u32(dt + 1, static_cast<uint32_t>(total));
+  put_u32(dt + 5, static_cast<uint32_t>(len));
+  put_u32(dt + 9, stats.lines);
+  put_u64(dt + 13, stats.ts_min);
+  put_u64(dt + 21, stats.ts_max);
+}
 }  // namespace
 
 void member_encoder::reserve(size_t text_bytes) {
@@ -191,12 +227,8 @@ bool member_encoder::encode(const char *text, size_t len, const member_stats &st
 bool member_encoder::encode_in_place(const char *text, size_t len, const member_stats &stats,
                                      const char **member, size_t *member_len) {
   if (len > 0xFFFFFFFFu - 1024) return false;  // the DT lengths are 32-bit
-  const size_t need = member_room(len);
-  const size_t bound = need - k_member_header - k_member_trailer;
-  if (state_->cap < need) {
-    state_->buf.reset(new uint8_t[need]);
-    state_->cap = need;
-  }
+  const size_t bound = member_room(len) - k_member_header - k_member_trailer;
+  reserve(len);
   uint8_t *base = state_->buf.get();
   uint8_t *body = base + k_member_header;
   size_t body_len = 0;
@@ -252,37 +284,10 @@ bool member_encoder::encode_in_place(const char *text, size_t len, const member_
     }
   }
   if (!ok) return false;
-  uint32_t crc;
-#ifdef DFTRACE_HAVE_ISAL
-  crc = crc32_gzip_refl(0, reinterpret_cast<const unsigned char *>(text), len);
-#elif defined(DFTRACE_HAVE_LIBDEFLATE)
-  crc = libdeflate_crc32(0, text, len);
-#else
-  crc = static_cast<uint32_t>(
-      crc32(0L, reinterpret_cast<const Bytef *>(text), static_cast<uInt>(len)));
-#endif
   const size_t total = k_member_header + body_len + k_member_trailer;
-  // Fixed header: magic, deflate, FEXTRA, mtime 0, xfl 0, os 3 (Unix).
-  base[0] = 0x1f;
-  base[1] = 0x8b;
-  base[2] = 8;
-  base[3] = 0x04;
-  put_u32(base + 4, 0);
-  base[8] = 0;
-  base[9] = 3;
-  put_u16(base + 10, static_cast<uint16_t>(4 + k_dt_payload));
-  base[12] = 'D';
-  base[13] = 'T';
-  put_u16(base + 14, static_cast<uint16_t>(k_dt_payload));
-  uint8_t *dt = base + 16;
-  dt[0] = k_dt_version;
-  put_u32(dt + 1, static_cast<uint32_t>(total));
-  put_u32(dt + 5, static_cast<uint32_t>(len));
-  put_u32(dt + 9, stats.lines);
-  put_u64(dt + 13, stats.ts_min);
-  put_u64(dt + 21, stats.ts_max);
+  put_member_header(base, total, len, stats);
   uint8_t *trailer = body + body_len;
-  put_u32(trailer, crc);
+  put_u32(trailer, text_crc(text, len));
   put_u32(trailer + 4, static_cast<uint32_t>(len));
   *member = reinterpret_cast<const char *>(base);
   *member_len = total;

@@ -14,7 +14,7 @@ struct dftrace_options;
 namespace dftrace::detail {
 
 // Every field that is a key starts at that key's default, which lives only in the key table
-// (config.cpp, listed by config_keys()): the constructor applies the table's defaults.
+// (config_table.cpp, listed by config_keys()): the constructor applies the table's defaults.
 struct config {
   config();
 

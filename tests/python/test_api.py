@@ -326,8 +326,8 @@ def test_guide_examples_run_with_the_import_changed(runner):
 
         class Checkpoint:
             @ai.checkpoint.init
-            def __init__(self):
-                pass
+            def __init__(self, folder="."):
+                self.folder = folder
 
             @ai.checkpoint.capture
             def save(self, state):
@@ -438,27 +438,19 @@ def test_extension_uses_only_the_c_abi():
     assert not [s for s in used if s.startswith("_Z")]  # no C++ symbol of the core
 
 
-def test_categories_switched_by_the_environment(runner):
-    runner.run('''
-        from dftrace import ai
-
-        for node in (ai.comm.barrier, ai.comm.all_reduce, ai.compute.step, ai.compute.forward):
-            with node:
-                pass
-    ''', env={"DFTRACE_CATEGORIES": "-comm,+comm.all_reduce,-compute.step"})
-    assert runner.trace().counts() == {"all_reduce": 1, "forward": 1}
+CATEGORY_NODES = """
+from dftrace import ai
+for node in (ai.comm.barrier, ai.comm.all_reduce, ai.compute.step, ai.compute.forward):
+    with node:
+        pass
+"""
 
 
-def test_categories_switched_by_the_environment_after_initialize(runner):
-    runner.run('''
-        import dftrace
-        from dftrace import ai
-
-        dftrace.initialize()
-        for node in (ai.comm.barrier, ai.comm.all_reduce, ai.compute.step, ai.compute.forward):
-            with node:
-                pass
-    ''', env={"DFTRACE_CATEGORIES": "-comm,+comm.all_reduce,-compute.step"})
+@pytest.mark.parametrize("first", ["", "import dftrace\ndftrace.initialize()\n"],
+                         ids=["at_first_use", "after_initialize"])
+def test_categories_switched_by_the_environment(runner, first):
+    runner.run(first + CATEGORY_NODES,
+               env={"DFTRACE_CATEGORIES": "-comm,+comm.all_reduce,-compute.step"})
     assert runner.trace().counts() == {"all_reduce": 1, "forward": 1}
 
 

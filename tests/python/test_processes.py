@@ -151,8 +151,7 @@ def work(i):
     time.sleep(60)
 
 if __name__ == "__main__":
-    mp.set_start_method("fork")
-    pool = mp.Pool(2)
+    pool = mp.get_context("fork").Pool(2)
     pool.map_async(work, range(2))
     time.sleep(2)
     pool.terminate()

@@ -168,24 +168,33 @@ def cli():
     return os.path.join(os.environ["DFTRACE_BUILD_DIR"], "tools", "dftrace")
 
 
-@pytest.fixture(scope="module")
-def calls(tmp_path_factory):
-    d = tmp_path_factory.mktemp("calls")
-    script = d / "calls.py"
-    script.write_text(CALLS)
+def run_ranks(d, name, code, world, env_of_rank):
+    """Runs `code` as `world` ranks launched by hand in folder d, each with the environment
+    env_of_rank(rank) adds; every rank must succeed. Returns their standard outputs."""
+    script = d / name
+    script.write_text(code)
     port = free_port()
     procs = []
-    for rank in (0, 1):
-        env = dict(clean_env(), RANK=str(rank), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1",
+    for rank in range(world):
+        env = dict(clean_env(), RANK=str(rank), WORLD_SIZE=str(world), MASTER_ADDR="127.0.0.1",
                    MASTER_PORT=str(port), DFTRACE_ENABLE="1", DFTRACE_LOG_FILE=str(d / "t"),
-                   DFTRACE_TEST_CLOCK_SKEW_NS=str(SKEW_NS if rank == 1 else 0))
+                   **env_of_rank(rank))
         procs.append(subprocess.Popen([PYTHON, str(script)], cwd=str(d), env=env, text=True,
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE))
-    reports = []
+    outs = []
     for p in procs:
         out, err = p.communicate(timeout=300)
         assert p.returncode == 0, out + err
-        reports.append(json.loads(out.split("REPORT ", 1)[1]))
+        outs.append(out)
+    return outs
+
+
+@pytest.fixture(scope="module")
+def calls(tmp_path_factory):
+    d = tmp_path_factory.mktemp("calls")
+    outs = run_ranks(d, "calls.py", CALLS, 2, lambda rank: {
+        "DFTRACE_TEST_CLOCK_SKEW_NS": str(SKEW_NS if rank == 1 else 0)})
+    reports = [json.loads(out.split("REPORT ", 1)[1]) for out in outs]
     traces = {pr_lines(t)["rank"]: t for t in read_traces(str(d))}
     return {"dir": d, "reports": reports, "traces": traces}
 
@@ -433,19 +442,8 @@ SKEWS = {0: 0, 1: -3 * 10**9, 2: 2 * 10**9, 3: 7 * 10**9}
 def four(tmp_path_factory):
     """4 ranks launched by hand, three of them with skewed clocks, one subgroup."""
     d = tmp_path_factory.mktemp("four")
-    script = d / "four.py"
-    script.write_text(FOUR)
-    port = free_port()
-    procs = []
-    for rank in range(4):
-        env = dict(clean_env(), RANK=str(rank), WORLD_SIZE="4", MASTER_ADDR="127.0.0.1",
-                   MASTER_PORT=str(port), DFTRACE_ENABLE="1", DFTRACE_LOG_FILE=str(d / "t"),
-                   DFTRACE_TEST_CLOCK_SKEW_NS=str(SKEWS[rank]), DFTRACE_TORCH_CLOCK_ROUNDS="4")
-        procs.append(subprocess.Popen([PYTHON, str(script)], cwd=str(d), env=env, text=True,
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE))
-    for p in procs:
-        out, err = p.communicate(timeout=300)
-        assert p.returncode == 0, out + err
+    run_ranks(d, "four.py", FOUR, 4, lambda rank: {
+        "DFTRACE_TEST_CLOCK_SKEW_NS": str(SKEWS[rank]), "DFTRACE_TORCH_CLOCK_ROUNDS": "4"})
     return {"dir": d, "traces": {pr_lines(t)["rank"]: t for t in read_traces(str(d))}}
 
 

@@ -154,6 +154,13 @@ const char *test_names(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
   return nullptr;
 }
 
+// Places a record on a device's stream.
+template <typename R>
+void on_stream(R &r, uint32_t device, uint32_t stream) {
+  r.deviceId = device;
+  r.streamId = stream;
+}
+
 CUpti_ActivityKernel10 kernel_record(uint32_t device, uint32_t stream, uint32_t correlation,
                                      uint64_t start, uint64_t end) {
   auto r = activity<CUpti_ActivityKernel10>(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, correlation,
@@ -293,8 +300,7 @@ TEST_F(GpuTranslate, PeerCopyMemsetAndSync) {
       activity<CUpti_ActivityMemcpyPtoP4>(CUPTI_ACTIVITY_KIND_MEMCPY2, 701, t + 2000, t + 3000);
   p.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_PTOP;
   p.bytes = 12345;
-  p.deviceId = 2;
-  p.streamId = 9;
+  on_stream(p, 2, 9);
   p.srcDeviceId = 2;
   p.dstDeviceId = 3;
   EXPECT_TRUE(tr.translate(A(&p)));
@@ -302,9 +308,8 @@ TEST_F(GpuTranslate, PeerCopyMemsetAndSync) {
   auto m = activity<CUpti_ActivityMemset4>(CUPTI_ACTIVITY_KIND_MEMSET, 702, t + 4000, t + 5000);
   m.bytes = 777;
   m.value = 255;
-  m.deviceId = 2;
+  on_stream(m, 2, 9);
   m.contextId = 13;
-  m.streamId = 9;
   EXPECT_TRUE(tr.translate(A(&m)));
 
   auto s = activity<CUpti_ActivitySynchronization2>(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, 703,

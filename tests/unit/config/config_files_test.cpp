@@ -14,24 +14,15 @@
 #include <string>
 
 #include "config/config.hpp"
+#include "config_fixture.hpp"
 
 using namespace dftrace::detail;
 
 namespace {
 
-class ConfigFiles : public ::testing::Test {
+class ConfigFiles : public ConfigFixture {
  protected:
-  void SetUp() override {
-    for (const auto &k : config_keys()) {
-      unsetenv(k.env);
-      if (k.dftracer_env) unsetenv(k.dftracer_env);
-    }
-    unsetenv("DFTRACE_CONFIG");
-    unsetenv("DFTRACER_CONFIGURATION");
-    dir_ = testing::TempDir() + "cfgfiles-" + std::to_string(getpid());
-    (void)system(("rm -rf " + dir_ + " && mkdir -p " + dir_).c_str());
-  }
-  void TearDown() override { (void)system(("rm -rf " + dir_).c_str()); }
+  ConfigFiles() : ConfigFixture("cfgfiles") {}
 
   // Runs load_config() in a child with `name`=`value` in its environment, so that a load that
   // blocks (a FIFO nobody writes) is seen as a timeout instead of a test that never ends.
@@ -102,7 +93,6 @@ class ConfigFiles : public ::testing::Test {
     close(fd);
     return p;
   }
-  std::string dir_;
 };
 
 }  // namespace

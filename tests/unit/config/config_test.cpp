@@ -8,6 +8,7 @@
 #include <fstream>
 #include <string>
 
+#include "config_fixture.hpp"
 #include "dftrace/dftrace.h"
 
 using namespace dftrace::detail;
@@ -22,19 +23,9 @@ dftrace_options_t options_unset() {
   return o;
 }
 
-class Config : public ::testing::Test {
+class Config : public ConfigFixture {
  protected:
-  void SetUp() override {
-    for (const auto &k : config_keys()) {
-      unsetenv(k.env);
-      if (k.dftracer_env) unsetenv(k.dftracer_env);
-    }
-    unsetenv("DFTRACE_CONFIG");
-    unsetenv("DFTRACER_CONFIGURATION");
-    dir_ = testing::TempDir() + "cfg-" + std::to_string(getpid());
-    (void)system(("mkdir -p " + dir_).c_str());
-  }
-  void TearDown() override { (void)system(("rm -rf " + dir_).c_str()); }
+  Config() : ConfigFixture("cfg") {}
   std::string yaml(const std::string &text) {
     std::string p = dir_ + "/c" + std::to_string(n_++) + ".yaml";
     std::ofstream(p) << text;
@@ -60,7 +51,6 @@ class Config : public ::testing::Test {
     EXPECT_NE(err.find(words), std::string::npos) << err;
     return c;
   }
-  std::string dir_;
   int n_ = 0;
 };
 

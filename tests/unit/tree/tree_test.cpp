@@ -49,14 +49,20 @@ TEST(Tree, BuiltinNodesHaveSpecNamesAndCategories) {
   EXPECT_EQ(t.find("compute..forward"), nullptr);
 }
 
+// A node's name and path (its category is checked where the test says which).
+static void expect_named(const node *n, const std::string &name, const std::string &path) {
+  ASSERT_NE(n, nullptr) << path;
+  EXPECT_EQ(n->name, name);
+  EXPECT_EQ(n->path, path);
+}
+
 // A module path derived from compute.forward is one key with dots; its node's path must lead
 // back to it (the Python face makes its nodes from paths), not to a chain of new children.
 TEST(Tree, DerivedKeyWithDotsIsFoundByItsPath) {
   tree t;
   node *fwd = t.find("compute.forward");
   node *layer = t.derive(fwd, "transformer.h.0.ln_1");
-  EXPECT_EQ(layer->name, "forward.transformer.h.0.ln_1");
-  EXPECT_EQ(layer->path, "compute.forward.transformer.h.0.ln_1");
+  expect_named(layer, "forward.transformer.h.0.ln_1", "compute.forward.transformer.h.0.ln_1");
   EXPECT_EQ(t.find(layer->path), layer);
   node *block = t.derive(fwd, "transformer.h.0");  // a prefix of the other key
   EXPECT_EQ(t.find(block->path), block);
@@ -71,9 +77,8 @@ TEST(Tree, DeriveNamesAndIdempotence) {
   tree t;
   node *pre = t.find("data.preprocess");
   node *collate = t.derive(pre, "collate");
-  EXPECT_EQ(collate->name, "preprocess.collate");
+  expect_named(collate, "preprocess.collate", "data.preprocess.collate");
   EXPECT_EQ(collate->cat, "data");
-  EXPECT_EQ(collate->path, "data.preprocess.collate");
   EXPECT_EQ(t.derive(pre, "collate"), collate);
   EXPECT_EQ(t.find("data.preprocess.collate"), collate);
   EXPECT_EQ(t.iter_of(t.find("pipeline.epoch"))->name, "epoch.iter");

@@ -195,12 +195,17 @@ TEST(OutputFile, AnUnusableDirectoryFailsWithoutThrowing) {
   EXPECT_FALSE(f.write("x", 1));
 }
 
+// Plans and opens d/t.pfw: the trace's descriptor, or -1 when the file did not open.
+int open_trace(output_file &f, const temp_dir &d) {
+  f.plan(d.path + "/t.pfw", "[\n");
+  return f.open() ? g_trace_fd.load() : -1;
+}
+
 TEST(OutputFile, TheDescriptorIsHighAndAReplacedOneIsNeverWrittenTo) {
   temp_dir d;
   output_file f;
-  f.plan(d.path + "/t.pfw", "[\n");
-  ASSERT_TRUE(f.open());
-  const int fd = g_trace_fd.load();
+  const int fd = open_trace(f, d);
+  ASSERT_GE(fd, 0);
   struct rlimit rl;
   ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &rl), 0);
   if (rl.rlim_cur > static_cast<rlim_t>(k_trace_fd_floor)) {
@@ -229,9 +234,8 @@ TEST(OutputFile, TheDescriptorIsHighAndAReplacedOneIsNeverWrittenTo) {
 TEST(OutputFile, ReleaseMovesTheFileOffItsNumber) {
   temp_dir d;
   output_file f;
-  f.plan(d.path + "/t.pfw", "[\n");
-  ASSERT_TRUE(f.open());
-  const int fd = g_trace_fd.load();
+  const int fd = open_trace(f, d);
+  ASSERT_GE(fd, 0);
   EXPECT_FALSE(release_trace_fd(fd + 1));
   ASSERT_TRUE(release_trace_fd(fd));
   EXPECT_NE(g_trace_fd.load(), fd);
