@@ -1,6 +1,8 @@
 // io_class.cpp: the read/write/metadata classification of I/O calls and their bytes.
 #include "analysis/io_class.hpp"
 
+#include <vector>
+
 namespace dftrace::analysis {
 
 using detail::jvalue;
@@ -10,31 +12,44 @@ bool io_call_category(std::string_view cat) {
   return cat == "POSIX" || cat == "STDIO" || cat == "MPIIO" || cat == "H5";
 }
 
+namespace {
+
+// The calls that read or write, from the table of interposed calls (dftrace/io_calls.def): one
+// entry per category and event name (several functions record the same event).
+struct data_call {
+  std::string_view cat, event;
+  int dir;
+  io_bytes how;
+};
+
+constexpr int dir_of_READ = 0, dir_of_WRITE = 1, dir_of_META = -1, dir_of_OTHER = -1;
+constexpr io_bytes how_of_RET = io_bytes::ret, how_of_ITEMS = io_bytes::items,
+                   how_of_SIZE = io_bytes::size_arg, how_of_FOLDED = io_bytes::folded,
+                   how_of_NONE = io_bytes::ret;
+
+constexpr data_call k_rows[] = {
+#define DFTRACE_IO_CALL(cat, symbol, event, shape, cls, bytes, types) \
+  {#cat, event, dir_of_##cls, how_of_##bytes},
+#include "dftrace/io_calls.def"
+};
+
+const std::vector<data_call> &data_calls() {
+  static const std::vector<data_call> calls = [] {
+    std::vector<data_call> v;
+    for (const data_call &r : k_rows) {
+      if (r.dir < 0) continue;
+      bool seen = false;
+      for (const data_call &c : v) seen = seen || (c.cat == r.cat && c.event == r.event);
+      if (!seen) v.push_back(r);
+    }
+    return v;
+  }();
+  return calls;
+}
+
+}  // namespace
+
 int io_direction(std::string_view cat, std::string_view name, io_bytes *how) {
-  if (cat == "POSIX") {
-    *how = io_bytes::ret;
-    for (std::string_view r :
-         {"read", "pread", "pread64", "readv", "preadv", "preadv64", "preadv2", "preadv64v2"})
-      if (name == r) return 0;
-    for (std::string_view w : {"write", "pwrite", "pwrite64", "writev", "pwritev", "pwritev64",
-                               "pwritev2", "pwritev64v2"})
-      if (name == w) return 1;
-    return -1;
-  }
-  if (cat == "STDIO") {
-    *how = io_bytes::items;
-    if (name == "fread") return 0;
-    if (name == "fwrite") return 1;
-    // Folded character and line calls (src/plugins/io/README.md): `calls` calls moved `bytes`
-    // bytes.
-    *how = io_bytes::folded;
-    for (std::string_view r : {"fgetc", "getc", "getchar", "fgets", "getline", "getdelim"})
-      if (name == r) return 0;
-    for (std::string_view w :
-         {"fputc", "putc", "putchar", "fputs", "puts", "fprintf", "vfprintf", "printf", "vprintf"})
-      if (name == w) return 1;
-    return -1;
-  }
   if (cat == "MPIIO" && name.substr(0, 9) == "MPI_File_") {
     *how = io_bytes::bytes_arg;
     const std::string_view op = name.substr(9);
@@ -42,10 +57,13 @@ int io_direction(std::string_view cat, std::string_view name, io_bytes *how) {
     if (op.substr(0, 5) == "write" || op.substr(0, 6) == "iwrite") return 1;
     return -1;
   }
-  if (cat == "H5") {
-    *how = io_bytes::size_arg;
-    return name == "H5Dread" ? 0 : name == "H5Dwrite" ? 1 : -1;
-  }
+  // (a call that neither reads nor writes: its category's way, never used)
+  *how = cat == "STDIO" ? io_bytes::folded : cat == "H5" ? io_bytes::size_arg : io_bytes::ret;
+  for (const data_call &c : data_calls())
+    if (c.event == name && c.cat == cat) {
+      *how = c.how;
+      return c.dir;
+    }
   return -1;
 }
 

@@ -18,7 +18,9 @@ enum class io_bytes { ret, items, bytes_arg, size_arg, folded };
 bool io_call_category(std::string_view cat);
 
 // Whether an I/O event reads (0), writes (1) or neither (-1: metadata, or not an I/O call), and
-// how its bytes are written (*how).
+// how its bytes are written (*how): the POSIX, STDIO and H5 calls' class and bytes as the table
+// of interposed calls (dftrace/io_calls.def) says; MPIIO's by name (MPI_File_read*, _write*,
+// _iread*, _iwrite*).
 int io_direction(std::string_view cat, std::string_view name, io_bytes *how);
 
 // The bytes an I/O event (or, aggregated, its dft_cnt events) moved; 0 for a failed call.

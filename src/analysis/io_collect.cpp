@@ -26,18 +26,28 @@ size_t size_bucket(uint64_t b) {
 
 namespace {
 
+// What a POSIX call does with its descriptor's offset, from the shape of its wrapper in the
+// table of interposed calls (dftrace/io_calls.def), by the function's name.
+io_op::kind_t kind_of_shape(std::string_view shape) {
+  if (shape.substr(0, 4) == "OPEN" || shape == "CREAT") return io_op::open;
+  if (shape == "SEEK") return io_op::seek;
+  if (shape == "TRANSFER" || shape == "VECTOR") return io_op::transfer;
+  if (shape == "TRANSFER_AT" || shape == "PREAD_CHK" || shape.substr(0, 9) == "VECTOR_AT")
+    return io_op::transfer_at;
+  return io_op::other;
+}
+
 io_op::kind_t posix_kind(std::string_view name) {
-  for (std::string_view n : {"open", "open64", "openat", "openat64", "creat", "creat64", "__open_2",
-                             "__open64_2", "__openat_2", "__openat64_2"})
-    if (name == n) return io_op::open;
-  if (name == "lseek" || name == "lseek64") return io_op::seek;
   if (name == "close") return io_op::close;
-  for (std::string_view n : {"read", "write", "readv", "writev"})
-    if (name == n) return io_op::transfer;
-  for (std::string_view n :
-       {"pread", "pread64", "preadv", "preadv64", "preadv2", "preadv64v2", "pwrite", "pwrite64",
-        "pwritev", "pwritev64", "pwritev2", "pwritev64v2"})
-    if (name == n) return io_op::transfer_at;
+  struct row {
+    std::string_view cat, symbol, shape;
+  };
+  static constexpr row k_rows[] = {
+#define DFTRACE_IO_CALL(cat, symbol, event, shape, cls, bytes, types) {#cat, #symbol, #shape},
+#include "dftrace/io_calls.def"
+  };
+  for (const row &r : k_rows)
+    if (r.symbol == name && r.cat == "POSIX") return kind_of_shape(r.shape);
   return io_op::other;
 }
 

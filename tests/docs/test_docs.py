@@ -132,6 +132,38 @@ def test_ai_tree_doc_names_every_built_in_node_as_the_library_does():
         assert name == path.split(".")[-1], path  # never prefixed with the category
 
 
+def io_calls():
+    """dftrace._reader.io_calls(): the table of interposed calls, as the built extension has it."""
+    script = "import json\nfrom dftrace import _reader\nprint(json.dumps(_reader.io_calls()))\n"
+    env = dict(os.environ, PYTHONPATH=PYTHONPATH)
+    env.pop("DFTRACE_ENABLE", None)
+    p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env,
+                       timeout=60)
+    assert p.returncode == 0, p.stderr
+    import json
+    return json.loads(p.stdout)
+
+
+def test_io_doc_lists_every_interposed_call_as_the_table_has_it():
+    doc = read("docs", "io.md").split("### The calls")[1].split("\n## ")[0]
+    classes = {"READ": "read", "WRITE": "write", "META": "metadata", "OTHER": "other"}
+    places = {"RET": "`ret`", "ITEMS": "`ret` × `size`", "SIZE": "`size`", "FOLDED": "`bytes`",
+              "NONE": "-"}
+    documented = set()
+    for row in doc.splitlines():
+        cells = [c.strip() for c in row.strip().strip("|").split("|")]
+        if len(cells) != 5 or cells[0] in ("category", "---"):
+            continue
+        event = cells[1].strip("`") if cells[1] != "(none)" else ""
+        for fn in re.findall(r"`([A-Za-z0-9_]+)`", cells[2]):
+            documented.add((cells[0], fn, event, cells[3], cells[4]))
+    table = {(cat, fn, event, classes[cls], places[nbytes])
+             for cat, fn, event, cls, nbytes in io_calls()}
+    assert len(table) > 100  # every POSIX, STDIO and H5 function
+    assert not table - documented, "missing from docs/io.md: %s" % sorted(table - documented)
+    assert not documented - table, "not interposed: %s" % sorted(documented - table)
+
+
 def markdown_files():
     for root, dirs, files in os.walk(SOURCE):
         dirs[:] = [d for d in dirs if d != ".git"

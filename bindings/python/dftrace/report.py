@@ -17,14 +17,6 @@ import sys
 import time
 
 _IO_CATS = ("POSIX", "STDIO")
-# The calls that move data, by name (as `dftrace stat` counts them): POSIX's return their bytes,
-# fread/fwrite items of `size` bytes, STDIO's folded character and line calls carry `bytes`.
-_POSIX_DATA = {"read", "pread", "pread64", "readv", "preadv", "preadv64", "preadv2",
-               "preadv64v2", "write", "pwrite", "pwrite64", "writev", "pwritev", "pwritev64",
-               "pwritev2", "pwritev64v2"}
-_STDIO_ITEMS = {"fread", "fwrite"}
-_STDIO_FOLDED = {"fgetc", "getc", "getchar", "fgets", "getline", "getdelim", "fputc", "putc",
-                 "putchar", "fputs", "puts", "fprintf", "vfprintf", "printf", "vprintf"}
 _MAX_BARS = 2000  # timeline bars per process (its longest top-level regions)
 # Every size a trace decides is bounded: names and categories (any length) are cut to a label of
 # _LABEL characters in plots and to _CELL in tables, where the cell's title (its tooltip) holds
@@ -89,6 +81,23 @@ def _cell(value):
     title = text[:_TITLE] + ("\u2026 (%d characters)" % len(text) if len(text) > _TITLE else "")
     return '<td title="%s">%s</td>' % (html.escape(title), html.escape(
         text[:_CELL - 11] + "\u2026 #" + digest))
+
+
+def _data_calls():
+    """The calls that read or write, as `dftrace stat` counts them, from the table of interposed
+    calls (dftrace._reader.io_calls()): {category: {event name: where its bytes are}}, the bytes
+    "RET" (its `ret`), "ITEMS" (`ret` items of `size` bytes), "FOLDED" (`bytes`) or "SIZE"."""
+    from . import _reader
+    calls = {}
+    for cat, _symbol, event, cls, nbytes in _reader.io_calls():
+        if cls in ("READ", "WRITE"):
+            calls.setdefault(cat, {})[event] = nbytes
+    return calls
+
+
+def _cut_note(shown, total, what):
+    """A note that `shown` of `total` `what` are drawn or listed; "" when all of them are."""
+    return "<p>%d of %d %s.</p>" % (shown, total, what) if total > shown else ""
 
 
 def _text_test(col, test):
@@ -183,17 +192,12 @@ def _steps(df):
     ax.set_ylabel("ms")
     ax.set_title("Step time over steps")
     ax.legend(fontsize=8)
-    note = ""
-    if len(sizes) > _MAX_SERIES:
-        note = "<p>%d of %d series shown (those with the most steps).</p>" % (_MAX_SERIES,
-                                                                            len(sizes))
+    note = _cut_note(_MAX_SERIES, len(sizes), "series shown (those with the most steps)")
     stats = ev.groupby("name", observed=True).dur.agg(["count", "mean", "median", "max"])
     stats = stats[stats["count"] > 0].sort_values("count", ascending=False, kind="stable")
     rows = [(n, int(r["count"]), "%.3f" % (r["mean"] / 1e6), "%.3f" % (r["median"] / 1e6),
              "%.3f" % (r["max"] / 1e6)) for n, r in stats.head(_MAX_TABLE).iterrows()]
-    if len(stats) > _MAX_TABLE:
-        note += "<p>%d of %d names in the table (those with the most steps).</p>" % (
-            _MAX_TABLE, len(stats))
+    note += _cut_note(_MAX_TABLE, len(stats), "names in the table (those with the most steps)")
     return (_svg(fig) + note +
             _table(["event", "steps", "mean ms", "median ms", "max ms"], rows))
 
@@ -227,19 +231,27 @@ def _io(df, t0, span):
     ev = df[(df.ph == "X") & df.cat.isin(_IO_CATS)]
     if ev.empty:
         return None
-    posix, stdio = ev.cat.astype(object) == "POSIX", ev.cat.astype(object) == "STDIO"
-    rw = ev[(posix & _text_in(ev.name, _POSIX_DATA)) |
-            (stdio & _text_in(ev.name, _STDIO_ITEMS | _STDIO_FOLDED))]
+    data_calls = {c: _data_calls().get(c, {}) for c in _IO_CATS}
+    cat = ev.cat.astype(object)
+    data = np.zeros(len(ev), dtype=bool)
+    for c, names in data_calls.items():
+        data |= np.asarray((cat == c) & _text_in(ev.name, set(names)), dtype=bool)
+    rw = ev[data]
     name = rw.name.astype(object)
 
     def column(key):
         return (rw[key].astype("float64").fillna(0).clip(lower=0) if key in rw
                 else np.zeros(len(rw)))
+
+    def named(kind):
+        return name.isin({n for names in data_calls.values() for n, k in names.items()
+                          if k == kind})
     nbytes = column("ret")
     if "size" in rw:  # fread/fwrite return items of `size` bytes
-        nbytes = np.where(name.isin(_STDIO_ITEMS), nbytes * rw["size"].astype("float64").fillna(1),
+        nbytes = np.where(named("ITEMS"), nbytes * rw["size"].astype("float64").fillna(1),
                           nbytes)
-    nbytes = np.where(name.isin(_STDIO_FOLDED), column("bytes"), nbytes)
+    nbytes = np.where(named("FOLDED"), column("bytes"), nbytes)
+    nbytes = np.where(named("SIZE"), column("size"), nbytes)
     rw = rw.assign(bytes=nbytes, who=_who(rw))
     bins = 100
     width = max(span, 1) / bins
@@ -259,17 +271,12 @@ def _io(df, t0, span):
     b.set_ylabel("MB, cumulative")
     b.set_xlabel("seconds since the first event")
     a.legend(fontsize=8)
-    note = ""
-    if len(moved) > _MAX_SERIES:
-        note = "<p>%d of %d processes drawn (those that moved the most bytes).</p>" % (
-            _MAX_SERIES, len(moved))
+    note = _cut_note(_MAX_SERIES, len(moved), "processes drawn (those that moved the most bytes)")
     calls = ev.groupby(["cat", "name"], observed=True).dur.agg(["count", "sum"])
     calls = calls[calls["count"] > 0].sort_values("sum", ascending=False, kind="stable")
     rows = [("%s.%s" % k, int(r["count"]), "%.3f" % (r["sum"] / 1e6))
             for k, r in calls.head(_MAX_TABLE).iterrows()]
-    if len(calls) > _MAX_TABLE:
-        note += "<p>%d of %d calls in the table (those with the most time).</p>" % (
-            _MAX_TABLE, len(calls))
+    note += _cut_note(_MAX_TABLE, len(calls), "calls in the table (those with the most time)")
     total = float(np.sum(rw.bytes))
     return (_svg(fig) + "<p>%.1f MB moved by read and write calls.</p>" % (total / 1e6) + note +
             _table(["call", "count", "total ms"], rows))

@@ -24,6 +24,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "io_calls.hpp"
 #include "reader/aggregated.hpp"
 #include "reader/json_string.hpp"
 #include "reader/line_parser.hpp"
@@ -1071,6 +1072,8 @@ PyMethodDef methods[] = {
      "read_columns(paths, cats, names, start_ns, end_ns, args, threads[, parts, metadata_only,"
      " ranks, keys_only])"
      " -> dict of columns"},
+    {"io_calls", dftrace_py_io_calls, METH_NOARGS,
+     "io_calls() -> ((category, symbol, event, class, bytes), ...): the interposed I/O calls"},
     {nullptr, nullptr, 0, nullptr}};
 
 PyModuleDef module_def = {PyModuleDef_HEAD_INIT,

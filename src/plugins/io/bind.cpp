@@ -287,6 +287,19 @@ void bind_all(To to, From from) {
   bind_loaded();
 }
 
+// Whether the entries naming `name` stay this library's when the rest are given back: the calls
+// that leave the process (the table's EXIT_OWN rows), so that the trace is still finalized.
+bool stays_bound(const char *name) {
+  static const char *const k_leaving[] = {
+#define DFTRACE_IO_CALL(cat, symbol, event, shape, cls, bytes, types) \
+  std::string_view(#shape) == "EXIT_OWN" ? #symbol : nullptr,
+#include "dftrace/io_calls.def"
+  };
+  for (const char *n : k_leaving)
+    if (n && std::strcmp(n, name) == 0) return true;
+  return false;
+}
+
 }  // namespace
 
 // The application mode's entry, called by libdftrace when it initialises with I/O tracing on
@@ -315,8 +328,9 @@ extern "C" int dftrace_io_bind(const char *data_dirs, const char *exclude) {
 // configuration (src/runtime/extensions.cpp): every loaded object's entries of the I/O calls go
 // back to the functions the loader would have bound without this library (the next definition:
 // the C library's, HDF5's), so that a call costs nothing more than without dftrace. _exit and
-// _Exit stay (the trace is finalized even so). Objects loaded later are unbound as they load. 0:
-// unbound; 1: this copy is not preloaded (nothing to undo); -1: this architecture can not be.
+// _Exit stay (stays_bound: the trace is finalized even so). Objects loaded later are unbound as
+// they load. 0: unbound; 1: this copy is not preloaded (nothing to undo); -1: this architecture
+// can not be.
 extern "C" int dftrace_io_unbind(void) {
   if (!preloaded()) return 1;
 #ifdef DFTRACE_IO_NO_BIND
@@ -324,8 +338,7 @@ extern "C" int dftrace_io_unbind(void) {
 #else
   bind_all(
       [](symbol *s) -> void * {
-        if (std::strcmp(s->name, "_exit") == 0 || std::strcmp(s->name, "_Exit") == 0)
-          return nullptr;
+        if (stays_bound(s->name)) return nullptr;
         void *next = ::dlsym(RTLD_NEXT, s->name);  // null: HDF5's, not loaded (left as it is)
         return next == s->function ? nullptr : next;
       },

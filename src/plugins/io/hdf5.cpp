@@ -134,19 +134,17 @@ hid_t H5Fcreate(const char *name, unsigned flags, hid_t fcpl, hid_t fapl) {
   return traced_file_open(node_, name, flags,
                           [&] { return real_H5Fcreate(name, flags, fcpl, fapl); });
 }
-DFTRACE_IO_REGISTER(H5Fcreate);
 
 hid_t H5Fopen(const char *name, unsigned flags, hid_t fapl) {
   DFTRACE_H5_REAL(H5Fopen);
   DFTRACE_IO_NODE(k_h5, "H5Fopen");
   return traced_file_open(node_, name, flags, [&] { return real_H5Fopen(name, flags, fapl); });
 }
-DFTRACE_IO_REGISTER(H5Fopen);
 
-#define DFTRACE_H5_CLOSE(name)                                                       \
+#define DFTRACE_IO_SHAPE_H5_CLOSE(cat, name, event, ...)                             \
   herr_t name(hid_t id) {                                                            \
     DFTRACE_H5_REAL(name);                                                           \
-    DFTRACE_IO_NODE(k_h5, #name);                                                    \
+    DFTRACE_IO_NODE(cat, event);                                                     \
     return traced_object_call(                                                       \
         node_, id, [&] { return real_##name(id); },                                  \
         [](uint64_t h, herr_t ret) {                                                 \
@@ -154,8 +152,6 @@ DFTRACE_IO_REGISTER(H5Fopen);
         });                                                                          \
   }                                                                                  \
   DFTRACE_IO_REGISTER(name);
-DFTRACE_H5_CLOSE(H5Fclose)
-DFTRACE_H5_CLOSE(H5Dclose)
 
 // Datasets by name: fhash, the dataset's name, ret (its identifier).
 hid_t H5Dcreate2(hid_t loc, const char *name, hid_t type, hid_t space, hid_t lcpl, hid_t dcpl,
@@ -169,7 +165,6 @@ hid_t H5Dcreate2(hid_t loc, const char *name, hid_t type, hid_t space, hid_t lcp
                                             arg_i("ret", ret)};
       });
 }
-DFTRACE_IO_REGISTER(H5Dcreate2);
 
 hid_t H5Dopen2(hid_t loc, const char *name, hid_t dapl) {
   DFTRACE_H5_REAL(H5Dopen2);
@@ -181,7 +176,6 @@ hid_t H5Dopen2(hid_t loc, const char *name, hid_t dapl) {
                                             arg_i("ret", ret)};
       });
 }
-DFTRACE_IO_REGISTER(H5Dopen2);
 
 herr_t H5Dread(hid_t dataset, hid_t mem_type, hid_t mem_space, hid_t file_space, hid_t xfer,
                void *buf) {
@@ -191,7 +185,6 @@ herr_t H5Dread(hid_t dataset, hid_t mem_type, hid_t mem_space, hid_t file_space,
     return real_H5Dread(dataset, mem_type, mem_space, file_space, xfer, buf);
   });
 }
-DFTRACE_IO_REGISTER(H5Dread);
 
 herr_t H5Dwrite(hid_t dataset, hid_t mem_type, hid_t mem_space, hid_t file_space, hid_t xfer,
                 const void *buf) {
@@ -201,6 +194,11 @@ herr_t H5Dwrite(hid_t dataset, hid_t mem_type, hid_t mem_space, hid_t file_space
     return real_H5Dwrite(dataset, mem_type, mem_space, file_space, xfer, buf);
   });
 }
-DFTRACE_IO_REGISTER(H5Dwrite);
+
+// The wrappers of the table's rows written here, and the registry's entries of those above.
+#define DFTRACE_IO_SHAPE_H5_OWN(cat, name, ...) DFTRACE_IO_REGISTER(name);
+#include "plugins/io/shapes.hpp"
+#define DFTRACE_IO_CALL DFTRACE_IO_WRAPPER
+#include "dftrace/io_calls.def"
 
 }  // extern "C"

@@ -173,6 +173,26 @@ ssize_t traced_copy(dftrace_node_t *node, int from, int to, size_t count, Call c
   });
 }
 
+// The trace's descriptor is not the program's: for it, the call fails as on a number that is
+// not open.
+int not_open() {
+  errno = EBADF;
+  return -1;
+}
+
+// Before a dup2 or dup3 of `fd` onto `to`: false when `fd` is the trace's descriptor; when `to`
+// is, the trace moves to another number first, so that the program's call puts its file there
+// as on a number that was free.
+bool dup_onto_allowed(int fd, int to) {
+  if (__builtin_expect(is_trace_fd(fd) || is_trace_fd(to), 0)) {
+    if (is_trace_fd(fd)) return false;
+    inside g;
+    errno_keeper keep;
+    dftrace_trace_fd_release(to);
+  }
+  return true;
+}
+
 }  // namespace
 
 extern "C" {
@@ -184,23 +204,21 @@ extern "C" {
   const mode_t mode = mode_arg(flags, ap);  \
   va_end(ap)
 
-#define DFTRACE_IO_OPEN(name)                                           \
+#define DFTRACE_IO_SHAPE_OPEN(cat, name, event, ...)                    \
   int name(const char *path, int flags, ...) {                          \
     DFTRACE_IO_REAL(name);                                              \
     DFTRACE_IO_MODE_FROM_VARARGS(flags);                                \
-    DFTRACE_IO_NODE(k_posix, #name);                                    \
+    DFTRACE_IO_NODE(cat, event);                                        \
     return traced_open(node_, AT_FDCWD, path, flags, mode,              \
                        [&] { return real_##name(path, flags, mode); }); \
   }                                                                     \
   DFTRACE_IO_REGISTER(name);
-DFTRACE_IO_OPEN(open)
-DFTRACE_IO_OPEN(open64)
 
-#define DFTRACE_IO_OPENAT(name)                                                           \
+#define DFTRACE_IO_SHAPE_OPENAT(cat, name, event, ...)                                    \
   int name(int dirfd, const char *path, int flags, ...) {                                 \
     DFTRACE_IO_REAL(name);                                                                \
     DFTRACE_IO_MODE_FROM_VARARGS(flags);                                                  \
-    DFTRACE_IO_NODE(k_posix, #name);                                                      \
+    DFTRACE_IO_NODE(cat, event);                                                          \
     return traced_open_call(                                                              \
         node_, dirfd, path, [&] { return real_##name(dirfd, path, flags, mode); },        \
         [&](uint64_t h, int ret) {                                                        \
@@ -210,48 +228,22 @@ DFTRACE_IO_OPEN(open64)
         });                                                                               \
   }                                                                                       \
   DFTRACE_IO_REGISTER(name);
-DFTRACE_IO_OPENAT(openat)
-DFTRACE_IO_OPENAT(openat64)
 
-#define DFTRACE_IO_CREAT(name)                                                    \
-  int name(const char *path, mode_t mode) {                                       \
-    DFTRACE_IO_REAL(name);                                                        \
-    DFTRACE_IO_NODE(k_posix, #name);                                              \
-    return traced_open(node_, AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC, mode, \
-                       [&] { return real_##name(path, mode); });                  \
-  }                                                                               \
-  DFTRACE_IO_REGISTER(name);
-DFTRACE_IO_CREAT(creat)
-DFTRACE_IO_CREAT(creat64)
+#define DFTRACE_IO_SHAPE_CREAT(cat, name, event, ...)                                             \
+  DFTRACE_IO_DEFINE(cat, name, event, int, (const char *path, mode_t mode),                       \
+                    return traced_open(node_, AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC, mode, \
+                                       [&] { return real_##name(path, mode); });)
 
 // _FORTIFY_SOURCE's checked entry points: the calls the program wrote, recorded under their
 // plain names (the mode is not passed: these are only called without O_CREAT).
-#define DFTRACE_IO_OPEN_2(name, plain)                                                             \
-  int name(const char *path, int flags) {                                                          \
-    DFTRACE_IO_REAL(name);                                                                         \
-    DFTRACE_IO_NODE(k_posix, plain);                                                               \
-    return traced_open(node_, AT_FDCWD, path, flags, 0, [&] { return real_##name(path, flags); }); \
-  }                                                                                                \
-  DFTRACE_IO_REGISTER(name);
-DFTRACE_IO_OPEN_2(__open_2, "open")
-DFTRACE_IO_OPEN_2(__open64_2, "open64")
-#define DFTRACE_IO_OPENAT_2(name, plain)                                 \
-  int name(int dirfd, const char *path, int flags) {                     \
-    DFTRACE_IO_REAL(name);                                               \
-    DFTRACE_IO_NODE(k_posix, plain);                                     \
-    return traced_open(node_, dirfd, path, flags, 0,                     \
-                       [&] { return real_##name(dirfd, path, flags); }); \
-  }                                                                      \
-  DFTRACE_IO_REGISTER(name);
-DFTRACE_IO_OPENAT_2(__openat_2, "openat")
-DFTRACE_IO_OPENAT_2(__openat64_2, "openat64")
-
-// The trace's descriptor is not the program's: for it, the call fails as on a number that is
-// not open.
-static int not_open() {
-  errno = EBADF;
-  return -1;
-}
+#define DFTRACE_IO_SHAPE_OPEN_2(cat, name, event, ...)                    \
+  DFTRACE_IO_DEFINE(cat, name, event, int, (const char *path, int flags), \
+                    return traced_open(node_, AT_FDCWD, path, flags, 0,   \
+                                       [&] { return real_##name(path, flags); });)
+#define DFTRACE_IO_SHAPE_OPENAT_2(cat, name, event, ...)                             \
+  DFTRACE_IO_DEFINE(cat, name, event, int, (int dirfd, const char *path, int flags), \
+                    return traced_open(node_, dirfd, path, flags, 0,                 \
+                                       [&] { return real_##name(dirfd, path, flags); });)
 
 int close(int fd) {
   DFTRACE_IO_REAL(close);
@@ -259,7 +251,6 @@ int close(int fd) {
   DFTRACE_IO_NODE(k_posix, "close");
   return traced_close(node_, fd, [&] { return real_close(fd); });
 }
-DFTRACE_IO_REGISTER(close);
 
 // close_range and closefrom (glibc 2.34; Python's os.closerange and subprocess use them) close
 // descriptors the interposer would otherwise believe open: their numbers are forgotten (no
@@ -284,7 +275,6 @@ int close_range(unsigned first, unsigned last, int flags) {
                     static_cast<int>(std::min(last, 1u << 30)));
   return ret;
 }
-DFTRACE_IO_REGISTER(close_range);
 
 void closefrom(int lowfd) {
   DFTRACE_IO_REAL(closefrom);
@@ -307,40 +297,27 @@ void closefrom(int lowfd) {
   }
   if (!in_vfork_child()) fd_forget_range(std::max(lowfd, 0), 1 << 30);
 }
-DFTRACE_IO_REGISTER(closefrom);
 
-#define DFTRACE_IO_TRANSFER(name, buf_type)                                              \
-  ssize_t name(int fd, buf_type buf, size_t count) {                                     \
-    DFTRACE_IO_REAL(name);                                                               \
-    DFTRACE_IO_NODE(k_posix, #name);                                                     \
-    DFTRACE_IO_PASS_FD(fd, real_##name(fd, buf, count));                                 \
-    return out_of_line(                                                                  \
-        [](dftrace_node_t *n, decltype(real_##name) real, int d, buf_type b, size_t c) { \
-          return traced_transfer(n, d, c, [&] { return real(d, b, c); });                \
-        },                                                                               \
-        node_, real_##name, fd, buf, count);                                             \
-  }                                                                                      \
-  DFTRACE_IO_REGISTER(name);
-DFTRACE_IO_TRANSFER(read, void *)
-DFTRACE_IO_TRANSFER(write, const void *)
+#define DFTRACE_IO_SHAPE_TRANSFER(cat, name, event, buf_type)                              \
+  DFTRACE_IO_DEFINE(                                                                       \
+      cat, name, event, ssize_t, (int fd, buf_type buf, size_t count),                     \
+      DFTRACE_IO_PASS_FD(fd, real_##name(fd, buf, count));                                 \
+      return out_of_line(                                                                  \
+          [](dftrace_node_t *n, decltype(real_##name) real, int d, buf_type b, size_t c) { \
+            return traced_transfer(n, d, c, [&] { return real(d, b, c); });                \
+          },                                                                               \
+          node_, real_##name, fd, buf, count);)
 
-#define DFTRACE_IO_TRANSFER_AT(name, buf_type, offset_type)                            \
-  ssize_t name(int fd, buf_type buf, size_t count, offset_type offset) {               \
-    DFTRACE_IO_REAL(name);                                                             \
-    DFTRACE_IO_NODE(k_posix, #name);                                                   \
-    DFTRACE_IO_PASS_FD(fd, real_##name(fd, buf, count, offset));                       \
-    return out_of_line(                                                                \
-        [](dftrace_node_t *n, decltype(real_##name) real, int d, buf_type b, size_t c, \
-           offset_type o) {                                                            \
-          return traced_transfer_at(n, d, c, o, [&] { return real(d, b, c, o); });     \
-        },                                                                             \
-        node_, real_##name, fd, buf, count, offset);                                   \
-  }                                                                                    \
-  DFTRACE_IO_REGISTER(name);
-DFTRACE_IO_TRANSFER_AT(pread, void *, off_t)
-DFTRACE_IO_TRANSFER_AT(pwrite, const void *, off_t)
-DFTRACE_IO_TRANSFER_AT(pread64, void *, off64_t)
-DFTRACE_IO_TRANSFER_AT(pwrite64, const void *, off64_t)
+#define DFTRACE_IO_SHAPE_TRANSFER_AT(cat, name, event, buf_type, offset_type)                      \
+  DFTRACE_IO_DEFINE(cat, name, event, ssize_t,                                                     \
+                    (int fd, buf_type buf, size_t count, offset_type offset),                      \
+                    DFTRACE_IO_PASS_FD(fd, real_##name(fd, buf, count, offset));                   \
+                    return out_of_line(                                                            \
+                        [](dftrace_node_t *n, decltype(real_##name) real, int d, buf_type b,       \
+                           size_t c, offset_type o) {                                              \
+                          return traced_transfer_at(n, d, c, o, [&] { return real(d, b, c, o); }); \
+                        },                                                                         \
+                        node_, real_##name, fd, buf, count, offset);)
 
 // The checked reads of _FORTIFY_SOURCE, recorded under the names the program wrote.
 ssize_t __read_chk(int fd, void *buf, size_t count, size_t size) {
@@ -349,59 +326,35 @@ ssize_t __read_chk(int fd, void *buf, size_t count, size_t size) {
   DFTRACE_IO_PASS_FD(fd, real___read_chk(fd, buf, count, size));
   return traced_transfer(node_, fd, count, [&] { return real___read_chk(fd, buf, count, size); });
 }
-DFTRACE_IO_REGISTER(__read_chk);
-#define DFTRACE_IO_PREAD_CHK(name, plain, offset_type)                                    \
-  ssize_t name(int fd, void *buf, size_t count, offset_type offset, size_t size) {        \
-    DFTRACE_IO_REAL(name);                                                                \
-    DFTRACE_IO_NODE(k_posix, plain);                                                      \
-    DFTRACE_IO_PASS_FD(fd, real_##name(fd, buf, count, offset, size));                    \
-    return traced_transfer_at(node_, fd, count, offset,                                   \
-                              [&] { return real_##name(fd, buf, count, offset, size); }); \
-  }                                                                                       \
-  DFTRACE_IO_REGISTER(name);
-DFTRACE_IO_PREAD_CHK(__pread_chk, "pread", off_t)
-DFTRACE_IO_PREAD_CHK(__pread64_chk, "pread64", off64_t)
+#define DFTRACE_IO_SHAPE_PREAD_CHK(cat, name, event, offset_type)                       \
+  DFTRACE_IO_DEFINE(cat, name, event, ssize_t,                                          \
+                    (int fd, void *buf, size_t count, offset_type offset, size_t size), \
+                    DFTRACE_IO_PASS_FD(fd, real_##name(fd, buf, count, offset, size));  \
+                    return traced_transfer_at(node_, fd, count, offset, [&] {           \
+                      return real_##name(fd, buf, count, offset, size);                 \
+                    });)
 
-#define DFTRACE_IO_VECTOR(name)                                                                 \
-  ssize_t name(int fd, const struct iovec *iov, int n) {                                        \
-    DFTRACE_IO_REAL(name);                                                                      \
-    DFTRACE_IO_NODE(k_posix, #name);                                                            \
-    DFTRACE_IO_PASS_FD(fd, real_##name(fd, iov, n));                                            \
-    return traced_transfer(                                                                     \
-        node_, fd, [&] { return iov_bytes(iov, n); }, [&] { return real_##name(fd, iov, n); }); \
-  }                                                                                             \
-  DFTRACE_IO_REGISTER(name);
-DFTRACE_IO_VECTOR(readv)
-DFTRACE_IO_VECTOR(writev)
+#define DFTRACE_IO_SHAPE_VECTOR(cat, name, event, ...)                     \
+  DFTRACE_IO_DEFINE(                                                       \
+      cat, name, event, ssize_t, (int fd, const struct iovec *iov, int n), \
+      DFTRACE_IO_PASS_FD(fd, real_##name(fd, iov, n));                     \
+      return traced_transfer(                                              \
+          node_, fd, [&] { return iov_bytes(iov, n); }, [&] { return real_##name(fd, iov, n); });)
 
-#define DFTRACE_IO_VECTOR_AT(name, offset_type)                              \
-  ssize_t name(int fd, const struct iovec *iov, int n, offset_type offset) { \
-    DFTRACE_IO_REAL(name);                                                   \
-    DFTRACE_IO_NODE(k_posix, #name);                                         \
-    DFTRACE_IO_PASS_FD(fd, real_##name(fd, iov, n, offset));                 \
-    return traced_transfer_at(                                               \
-        node_, fd, [&] { return iov_bytes(iov, n); }, offset,                \
-        [&] { return real_##name(fd, iov, n, offset); });                    \
-  }                                                                          \
-  DFTRACE_IO_REGISTER(name);
-DFTRACE_IO_VECTOR_AT(preadv, off_t)
-DFTRACE_IO_VECTOR_AT(pwritev, off_t)
-DFTRACE_IO_VECTOR_AT(preadv64, off64_t)
-DFTRACE_IO_VECTOR_AT(pwritev64, off64_t)
-#define DFTRACE_IO_VECTOR_AT2(name, offset_type)                                        \
-  ssize_t name(int fd, const struct iovec *iov, int n, offset_type offset, int flags) { \
-    DFTRACE_IO_REAL(name);                                                              \
-    DFTRACE_IO_NODE(k_posix, #name);                                                    \
-    DFTRACE_IO_PASS_FD(fd, real_##name(fd, iov, n, offset, flags));                     \
-    return traced_transfer_at(                                                          \
-        node_, fd, [&] { return iov_bytes(iov, n); }, offset,                           \
-        [&] { return real_##name(fd, iov, n, offset, flags); });                        \
-  }                                                                                     \
-  DFTRACE_IO_REGISTER(name);
-DFTRACE_IO_VECTOR_AT2(preadv2, off_t)
-DFTRACE_IO_VECTOR_AT2(pwritev2, off_t)
-DFTRACE_IO_VECTOR_AT2(preadv64v2, off64_t)
-DFTRACE_IO_VECTOR_AT2(pwritev64v2, off64_t)
+#define DFTRACE_IO_SHAPE_VECTOR_AT(cat, name, event, offset_type)                 \
+  DFTRACE_IO_DEFINE(cat, name, event, ssize_t,                                    \
+                    (int fd, const struct iovec *iov, int n, offset_type offset), \
+                    DFTRACE_IO_PASS_FD(fd, real_##name(fd, iov, n, offset));      \
+                    return traced_transfer_at(                                    \
+                        node_, fd, [&] { return iov_bytes(iov, n); }, offset,     \
+                        [&] { return real_##name(fd, iov, n, offset); });)
+#define DFTRACE_IO_SHAPE_VECTOR_AT2(cat, name, event, offset_type)                           \
+  DFTRACE_IO_DEFINE(cat, name, event, ssize_t,                                               \
+                    (int fd, const struct iovec *iov, int n, offset_type offset, int flags), \
+                    DFTRACE_IO_PASS_FD(fd, real_##name(fd, iov, n, offset, flags));          \
+                    return traced_transfer_at(                                               \
+                        node_, fd, [&] { return iov_bytes(iov, n); }, offset,                \
+                        [&] { return real_##name(fd, iov, n, offset, flags); });)
 
 ssize_t copy_file_range(int from, off64_t *from_off, int to, off64_t *to_off, size_t count,
                         unsigned int flags) {
@@ -411,62 +364,31 @@ ssize_t copy_file_range(int from, off64_t *from_off, int to, off64_t *to_off, si
     return real_copy_file_range(from, from_off, to, to_off, count, flags);
   });
 }
-DFTRACE_IO_REGISTER(copy_file_range);
 
-#define DFTRACE_IO_SENDFILE(name, offset_type)                                \
-  ssize_t name(int to, int from, offset_type *offset, size_t count) {         \
-    DFTRACE_IO_REAL(name);                                                    \
-    DFTRACE_IO_NODE(k_posix, #name);                                          \
-    return traced_copy(node_, from, to, count,                                \
-                       [&] { return real_##name(to, from, offset, count); }); \
-  }                                                                           \
-  DFTRACE_IO_REGISTER(name);
-DFTRACE_IO_SENDFILE(sendfile, off_t)
-DFTRACE_IO_SENDFILE(sendfile64, off64_t)
+#define DFTRACE_IO_SHAPE_SENDFILE(cat, name, event, offset_type)           \
+  DFTRACE_IO_DEFINE(cat, name, event, ssize_t,                             \
+                    (int to, int from, offset_type *offset, size_t count), \
+                    return traced_copy(node_, from, to, count,             \
+                                       [&] { return real_##name(to, from, offset, count); });)
 
-#define DFTRACE_IO_SEEK(name, offset_type)                                               \
-  offset_type name(int fd, offset_type offset, int whence) {                             \
-    DFTRACE_IO_REAL(name);                                                               \
-    DFTRACE_IO_NODE(k_posix, #name);                                                     \
-    DFTRACE_IO_PASS_FD(fd, real_##name(fd, offset, whence));                             \
-    return out_of_line(                                                                  \
-        [](dftrace_node_t *n, decltype(real_##name) real, int d, offset_type o, int w) { \
-          return traced_seek(n, d, o, w, [&] { return real(d, o, w); });                 \
-        },                                                                               \
-        node_, real_##name, fd, offset, whence);                                         \
-  }                                                                                      \
-  DFTRACE_IO_REGISTER(name);
-DFTRACE_IO_SEEK(lseek, off_t)
-DFTRACE_IO_SEEK(lseek64, off64_t)
+#define DFTRACE_IO_SHAPE_SEEK(cat, name, event, offset_type)                               \
+  DFTRACE_IO_DEFINE(                                                                       \
+      cat, name, event, offset_type, (int fd, offset_type offset, int whence),             \
+      DFTRACE_IO_PASS_FD(fd, real_##name(fd, offset, whence));                             \
+      return out_of_line(                                                                  \
+          [](dftrace_node_t *n, decltype(real_##name) real, int d, offset_type o, int w) { \
+            return traced_seek(n, d, o, w, [&] { return real(d, o, w); });                 \
+          },                                                                               \
+          node_, real_##name, fd, offset, whence);)
 
-#define DFTRACE_IO_FTRUNCATE(name, offset_type)                                         \
-  int name(int fd, offset_type length) {                                                \
-    DFTRACE_IO_REAL(name);                                                              \
-    DFTRACE_IO_NODE(k_posix, #name);                                                    \
-    return traced_truncate(node_, fd, length, [&] { return real_##name(fd, length); }); \
-  }                                                                                     \
-  DFTRACE_IO_REGISTER(name);
-DFTRACE_IO_FTRUNCATE(ftruncate, off_t)
-DFTRACE_IO_FTRUNCATE(ftruncate64, off64_t)
+#define DFTRACE_IO_SHAPE_FTRUNCATE(cat, name, event, offset_type) \
+  DFTRACE_IO_DEFINE(                                              \
+      cat, name, event, int, (int fd, offset_type length),        \
+      return traced_truncate(node_, fd, length, [&] { return real_##name(fd, length); });)
 
-#define DFTRACE_IO_FD_CALL(name, params, args)                            \
-  int name params {                                                       \
-    DFTRACE_IO_REAL(name);                                                \
-    DFTRACE_IO_NODE(k_posix, #name);                                      \
-    DFTRACE_IO_PASS_FD(fd, real_##name args);                             \
-    return traced_fd_simple(node_, fd, [&] { return real_##name args; }); \
-  }                                                                       \
-  DFTRACE_IO_REGISTER(name);
-DFTRACE_IO_FD_CALL(fsync, (int fd), (fd))
-DFTRACE_IO_FD_CALL(fdatasync, (int fd), (fd))
-DFTRACE_IO_FD_CALL(fstat, (int fd, struct stat *st), (fd, st))
-DFTRACE_IO_FD_CALL(fstat64, (int fd, struct stat64 *st), (fd, st))
-DFTRACE_IO_FD_CALL(fchmod, (int fd, mode_t mode), (fd, mode))
-DFTRACE_IO_FD_CALL(fchown, (int fd, uid_t owner, gid_t group), (fd, owner, group))
-DFTRACE_IO_FD_CALL(fchdir, (int fd), (fd))
-// glibc's older fstat entry points (programs built against glibc < 2.33 call these).
-DFTRACE_IO_FD_CALL(__fxstat, (int ver, int fd, struct stat *st), (ver, fd, st))
-DFTRACE_IO_FD_CALL(__fxstat64, (int ver, int fd, struct stat64 *st), (ver, fd, st))
+#define DFTRACE_IO_SHAPE_FD_CALL(cat, name, event, params, args)                             \
+  DFTRACE_IO_DEFINE(cat, name, event, int, params, DFTRACE_IO_PASS_FD(fd, real_##name args); \
+                    return traced_fd_simple(node_, fd, [&] { return real_##name args; });)
 
 int dup(int fd) {
   DFTRACE_IO_REAL(dup);
@@ -474,37 +396,23 @@ int dup(int fd) {
   DFTRACE_IO_NODE(k_posix, "dup");
   return traced_dup(node_, fd, [&] { return real_dup(fd); });
 }
-DFTRACE_IO_REGISTER(dup);
 
-// A dup2 or dup3 onto the trace's descriptor: the trace moves to another number first, then
-// the program's call puts its file there, as on a number that was free. From it: EBADF.
+// A dup2 or dup3 onto the trace's descriptor moves the trace first (dup_onto_allowed).
 int dup2(int fd, int to) {
   DFTRACE_IO_REAL(dup2);
-  if (__builtin_expect(is_trace_fd(fd) || is_trace_fd(to), 0)) {
-    if (is_trace_fd(fd)) return not_open();
-    inside g;
-    errno_keeper keep;
-    dftrace_trace_fd_release(to);
-  }
+  if (!dup_onto_allowed(fd, to)) return not_open();
   DFTRACE_IO_NODE(k_posix, "dup2");
   return traced_dup(node_, fd, [&] { return real_dup2(fd, to); });
 }
-DFTRACE_IO_REGISTER(dup2);
 
 int dup3(int fd, int to, int flags) {
   DFTRACE_IO_REAL(dup3);
-  if (__builtin_expect(is_trace_fd(fd) || is_trace_fd(to), 0)) {
-    if (is_trace_fd(fd)) return not_open();
-    inside g;
-    errno_keeper keep;
-    dftrace_trace_fd_release(to);
-  }
+  if (!dup_onto_allowed(fd, to)) return not_open();
   DFTRACE_IO_NODE(k_posix, "dup3");
   return traced_dup(node_, fd, [&] { return real_dup3(fd, to, flags); });
 }
-DFTRACE_IO_REGISTER(dup3);
 
-#define DFTRACE_IO_FCNTL(name)                                                      \
+#define DFTRACE_IO_SHAPE_FCNTL(cat, name, event, ...)                               \
   int name(int fd, int cmd, ...) {                                                  \
     DFTRACE_IO_REAL(name);                                                          \
     va_list ap;                                                                     \
@@ -512,23 +420,17 @@ DFTRACE_IO_REGISTER(dup3);
     void *arg = va_arg(ap, void *);                                                 \
     va_end(ap);                                                                     \
     if (::dftrace::io::is_trace_fd(fd)) return not_open();                          \
-    DFTRACE_IO_NODE(k_posix, #name);                                                \
+    DFTRACE_IO_NODE(cat, event);                                                    \
     return traced_fcntl(node_, fd, cmd, [&] { return real_##name(fd, cmd, arg); }); \
   }                                                                                 \
   DFTRACE_IO_REGISTER(name);
-DFTRACE_IO_FCNTL(fcntl)
-DFTRACE_IO_FCNTL(fcntl64)
 
-#define DFTRACE_IO_MMAP(name, offset_type)                                                  \
-  void *name(void *addr, size_t length, int prot, int flags, int fd, offset_type offset) {  \
-    DFTRACE_IO_REAL(name);                                                                  \
-    DFTRACE_IO_NODE(k_posix, #name);                                                        \
-    return traced_mmap(node_, length, prot, flags, fd, offset,                              \
-                       [&] { return real_##name(addr, length, prot, flags, fd, offset); }); \
-  }                                                                                         \
-  DFTRACE_IO_REGISTER(name);
-DFTRACE_IO_MMAP(mmap, off_t)
-DFTRACE_IO_MMAP(mmap64, off64_t)
+#define DFTRACE_IO_SHAPE_MMAP(cat, name, event, offset_type)                                      \
+  DFTRACE_IO_DEFINE(cat, name, event, void *,                                                     \
+                    (void *addr, size_t length, int prot, int flags, int fd, offset_type offset), \
+                    return traced_mmap(node_, length, prot, flags, fd, offset, [&] {              \
+                      return real_##name(addr, length, prot, flags, fd, offset);                  \
+                    });)
 
 // munmap and msync of a map of a traced file: fhash, length, ret (and flags). munmap is also how
 // malloc returns memory: one load decides when no traced file is mapped.
@@ -552,7 +454,6 @@ int munmap(void *addr, size_t length) {
   if (ret == 0) map_forget_range(addr, length);
   return ret;
 }
-DFTRACE_IO_REGISTER(munmap);
 
 int msync(void *addr, size_t length, int flags) {
   DFTRACE_IO_REAL(msync);
@@ -567,6 +468,11 @@ int msync(void *addr, size_t length, int flags) {
                                             arg_i("flags", flags), arg_i("ret", r)};
       });
 }
-DFTRACE_IO_REGISTER(msync);
+
+// The wrappers of the table's rows written here, and the registry's entries of those above.
+#define DFTRACE_IO_SHAPE_FD_OWN(cat, name, ...) DFTRACE_IO_REGISTER(name);
+#include "plugins/io/shapes.hpp"
+#define DFTRACE_IO_CALL DFTRACE_IO_WRAPPER
+#include "dftrace/io_calls.def"
 
 }  // extern "C"

@@ -54,78 +54,18 @@ int traced_symlink(dftrace_node_t *node, const char *target, int dirfd, const ch
 
 extern "C" {
 
-// Calls on a path relative to the working directory: fhash, ret.
-#define DFTRACE_IO_PATH_CALL(name, params, args)                                        \
-  int name params {                                                                     \
-    DFTRACE_IO_REAL(name);                                                              \
-    DFTRACE_IO_NODE(k_posix, #name);                                                    \
-    return traced_path_simple(node_, AT_FDCWD, path, [&] { return real_##name args; }); \
-  }                                                                                     \
-  DFTRACE_IO_REGISTER(name);
-// The *at forms: the path is relative to dirfd's directory.
-#define DFTRACE_IO_PATH_AT_CALL(name, params, args)                                  \
-  int name params {                                                                  \
-    DFTRACE_IO_REAL(name);                                                           \
-    DFTRACE_IO_NODE(k_posix, #name);                                                 \
-    return traced_path_simple(node_, dirfd, path, [&] { return real_##name args; }); \
-  }                                                                                  \
-  DFTRACE_IO_REGISTER(name);
+// Calls on a path relative to `dirfd` (AT_FDCWD: the working directory): fhash, ret.
+#define DFTRACE_IO_SHAPE_PATH(cat, name, event, result, dirfd, params, args) \
+  DFTRACE_IO_DEFINE(                                                         \
+      cat, name, event, result, params,                                      \
+      return traced_path_simple(node_, dirfd, path, [&] { return real_##name args; });)
 
-DFTRACE_IO_PATH_CALL(stat, (const char *path, struct stat *st), (path, st))
-DFTRACE_IO_PATH_CALL(stat64, (const char *path, struct stat64 *st), (path, st))
-DFTRACE_IO_PATH_CALL(lstat, (const char *path, struct stat *st), (path, st))
-DFTRACE_IO_PATH_CALL(lstat64, (const char *path, struct stat64 *st), (path, st))
-// glibc's older stat entry points (programs built against glibc < 2.33 call these).
-DFTRACE_IO_PATH_CALL(__xstat, (int ver, const char *path, struct stat *st), (ver, path, st))
-DFTRACE_IO_PATH_CALL(__xstat64, (int ver, const char *path, struct stat64 *st), (ver, path, st))
-DFTRACE_IO_PATH_CALL(__lxstat, (int ver, const char *path, struct stat *st), (ver, path, st))
-DFTRACE_IO_PATH_CALL(__lxstat64, (int ver, const char *path, struct stat64 *st), (ver, path, st))
-DFTRACE_IO_PATH_CALL(access, (const char *path, int mode), (path, mode))
-DFTRACE_IO_PATH_CALL(mkdir, (const char *path, mode_t mode), (path, mode))
-DFTRACE_IO_PATH_CALL(rmdir, (const char *path), (path))
-DFTRACE_IO_PATH_CALL(unlink, (const char *path), (path))
-DFTRACE_IO_PATH_CALL(remove, (const char *path), (path))
-DFTRACE_IO_PATH_CALL(truncate, (const char *path, off_t length), (path, length))
-DFTRACE_IO_PATH_CALL(truncate64, (const char *path, off64_t length), (path, length))
-DFTRACE_IO_PATH_CALL(chmod, (const char *path, mode_t mode), (path, mode))
-DFTRACE_IO_PATH_CALL(chown, (const char *path, uid_t owner, gid_t group), (path, owner, group))
-DFTRACE_IO_PATH_CALL(lchown, (const char *path, uid_t owner, gid_t group), (path, owner, group))
-DFTRACE_IO_PATH_CALL(utime, (const char *path, const struct utimbuf *times), (path, times))
-DFTRACE_IO_PATH_CALL(utimes, (const char *path, const struct timeval times[2]), (path, times))
-DFTRACE_IO_PATH_CALL(mkfifo, (const char *path, mode_t mode), (path, mode))
-DFTRACE_IO_PATH_CALL(chdir, (const char *path), (path))
-// Names and links: the hash is the source's (the file the call is about).
-DFTRACE_IO_PATH_CALL(rename, (const char *path, const char *to), (path, to))
-DFTRACE_IO_PATH_CALL(link, (const char *path, const char *to), (path, to))
+// symlink and symlinkat: the target's hash (traced_symlink).
 int symlink(const char *path, const char *to) {
   DFTRACE_IO_REAL(symlink);
   DFTRACE_IO_NODE(k_posix, "symlink");
   return traced_symlink(node_, path, AT_FDCWD, to, [&] { return real_symlink(path, to); });
 }
-DFTRACE_IO_REGISTER(symlink);
-
-DFTRACE_IO_PATH_AT_CALL(fstatat, (int dirfd, const char *path, struct stat *st, int flags),
-                        (dirfd, path, st, flags))
-DFTRACE_IO_PATH_AT_CALL(fstatat64, (int dirfd, const char *path, struct stat64 *st, int flags),
-                        (dirfd, path, st, flags))
-DFTRACE_IO_PATH_AT_CALL(__fxstatat,
-                        (int ver, int dirfd, const char *path, struct stat *st, int flags),
-                        (ver, dirfd, path, st, flags))
-DFTRACE_IO_PATH_AT_CALL(__fxstatat64,
-                        (int ver, int dirfd, const char *path, struct stat64 *st, int flags),
-                        (ver, dirfd, path, st, flags))
-DFTRACE_IO_PATH_AT_CALL(statx,
-                        (int dirfd, const char *path, int flags, unsigned int mask,
-                         struct statx *st),
-                        (dirfd, path, flags, mask, st))
-DFTRACE_IO_PATH_AT_CALL(faccessat, (int dirfd, const char *path, int mode, int flags),
-                        (dirfd, path, mode, flags))
-DFTRACE_IO_PATH_AT_CALL(mkdirat, (int dirfd, const char *path, mode_t mode), (dirfd, path, mode))
-DFTRACE_IO_PATH_AT_CALL(unlinkat, (int dirfd, const char *path, int flags), (dirfd, path, flags))
-DFTRACE_IO_PATH_AT_CALL(renameat, (int dirfd, const char *path, int tofd, const char *to),
-                        (dirfd, path, tofd, to))
-DFTRACE_IO_PATH_AT_CALL(linkat, (int dirfd, const char *path, int tofd, const char *to, int flags),
-                        (dirfd, path, tofd, to, flags))
 
 // symlinkat(target, dirfd, linkpath): the target, as symlink's (the link relative to dirfd).
 int symlinkat(const char *path, int dirfd, const char *to) {
@@ -133,26 +73,6 @@ int symlinkat(const char *path, int dirfd, const char *to) {
   DFTRACE_IO_NODE(k_posix, "symlinkat");
   return traced_symlink(node_, path, dirfd, to, [&] { return real_symlinkat(path, dirfd, to); });
 }
-DFTRACE_IO_REGISTER(symlinkat);
-
-// readlink: the link's hash and the length read.
-#define DFTRACE_IO_READLINK(name, plain, params, dirfd, args)                        \
-  ssize_t name params {                                                              \
-    DFTRACE_IO_REAL(name);                                                           \
-    DFTRACE_IO_NODE(k_posix, plain);                                                 \
-    return traced_path_simple(node_, dirfd, path, [&] { return real_##name args; }); \
-  }                                                                                  \
-  DFTRACE_IO_REGISTER(name);
-DFTRACE_IO_READLINK(readlink, "readlink", (const char *path, char *buf, size_t size), AT_FDCWD,
-                    (path, buf, size))
-DFTRACE_IO_READLINK(readlinkat, "readlinkat", (int dirfd, const char *path, char *buf, size_t size),
-                    dirfd, (dirfd, path, buf, size))
-DFTRACE_IO_READLINK(__readlink_chk, "readlink",
-                    (const char *path, char *buf, size_t size, size_t room), AT_FDCWD,
-                    (path, buf, size, room))
-DFTRACE_IO_READLINK(__readlinkat_chk, "readlinkat",
-                    (int dirfd, const char *path, char *buf, size_t size, size_t room), dirfd,
-                    (dirfd, path, buf, size, room))
 
 // Directory streams.
 DIR *opendir(const char *path) {
@@ -162,7 +82,6 @@ DIR *opendir(const char *path) {
       node_, AT_FDCWD, path, [&] { return real_opendir(path); },
       [](uint64_t h, DIR *) { return std::array<dftrace_arg_t, 1>{arg_u("fhash", h)}; }, dir_fd);
 }
-DFTRACE_IO_REGISTER(opendir);
 
 // A stream on a descriptor: traced when the descriptor is.
 DIR *fdopendir(int fd) {
@@ -174,21 +93,18 @@ DIR *fdopendir(int fd) {
         return std::array<dftrace_arg_t, 2>{arg_u("fhash", h), arg_i("fd", fd)};
       });
 }
-DFTRACE_IO_REGISTER(fdopendir);
 
 struct dirent *readdir(DIR *d) {
   DFTRACE_IO_REAL(readdir);
   DFTRACE_IO_NODE(k_posix, "readdir");
   return traced_readdir<struct dirent>(node_, d, [&] { return real_readdir(d); });
 }
-DFTRACE_IO_REGISTER(readdir);
 
 struct dirent64 *readdir64(DIR *d) {
   DFTRACE_IO_REAL(readdir64);
   DFTRACE_IO_NODE(k_posix, "readdir64");
   return traced_readdir<struct dirent64>(node_, d, [&] { return real_readdir64(d); });
 }
-DFTRACE_IO_REGISTER(readdir64);
 
 int closedir(DIR *d) {
   DFTRACE_IO_REAL(closedir);
@@ -208,6 +124,11 @@ int closedir(DIR *d) {
   fd_forget(fd);
   return ret;
 }
-DFTRACE_IO_REGISTER(closedir);
+
+// The wrappers of the table's rows written here, and the registry's entries of those above.
+#define DFTRACE_IO_SHAPE_PATH_OWN(cat, name, ...) DFTRACE_IO_REGISTER(name);
+#include "plugins/io/shapes.hpp"
+#define DFTRACE_IO_CALL DFTRACE_IO_WRAPPER
+#include "dftrace/io_calls.def"
 
 }  // extern "C"

@@ -63,7 +63,6 @@ void _exit(int status) {
   real__exit(status);
   __builtin_unreachable();
 }
-DFTRACE_IO_REGISTER(_exit);
 
 void _Exit(int status) {
   DFTRACE_IO_REAL(_Exit);
@@ -71,4 +70,9 @@ void _Exit(int status) {
   real__Exit(status);
   __builtin_unreachable();
 }
-DFTRACE_IO_REGISTER(_Exit);
+
+// The registry's entries of the table's rows written here.
+#define DFTRACE_IO_SHAPE_EXIT_OWN(cat, name, ...) DFTRACE_IO_REGISTER(name);
+#include "plugins/io/shapes.hpp"
+#define DFTRACE_IO_CALL DFTRACE_IO_WRAPPER
+#include "dftrace/io_calls.def"

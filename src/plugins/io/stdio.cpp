@@ -95,15 +95,10 @@ extern "C" {
 
 size_t __fread_unlocked_chk(void *buf, size_t room, size_t size, size_t count, FILE *f);
 
-#define DFTRACE_IO_FOPEN(name)                                                       \
-  FILE *name(const char *path, const char *mode) {                                   \
-    DFTRACE_IO_REAL(name);                                                           \
-    DFTRACE_IO_NODE(k_stdio, #name);                                                 \
-    return traced_fopen(node_, path, mode, [&] { return real_##name(path, mode); }); \
-  }                                                                                  \
-  DFTRACE_IO_REGISTER(name);
-DFTRACE_IO_FOPEN(fopen)
-DFTRACE_IO_FOPEN(fopen64)
+#define DFTRACE_IO_SHAPE_FOPEN(cat, name, event, ...)                 \
+  DFTRACE_IO_DEFINE(                                                  \
+      cat, name, event, FILE *, (const char *path, const char *mode), \
+      return traced_fopen(node_, path, mode, [&] { return real_##name(path, mode); });)
 
 int fclose(FILE *f) {
   DFTRACE_IO_REAL(fclose);
@@ -116,7 +111,6 @@ int fclose(FILE *f) {
   fd_forget(fd);  // (no system call: errno stays the real call's)
   return ret;
 }
-DFTRACE_IO_REGISTER(fclose);
 
 // pclose closes its pipe's descriptor inside libc: the number is forgotten.
 int pclose(FILE *f) {
@@ -126,7 +120,6 @@ int pclose(FILE *f) {
   if (!in_vfork_child()) fd_forget(fd);  // (errno kept)
   return ret;
 }
-DFTRACE_IO_REGISTER(pclose);
 
 // A stream on a traced descriptor is traced as its file.
 FILE *fdopen(int fd, const char *mode) {
@@ -139,101 +132,35 @@ FILE *fdopen(int fd, const char *mode) {
                                             arg_s("mode", mode)};
       });
 }
-DFTRACE_IO_REGISTER(fdopen);
 
 // The stream now reads or writes `path` (traced_reopen above).
-#define DFTRACE_IO_FREOPEN(name)                                                            \
-  FILE *name(const char *path, const char *mode, FILE *f) {                                 \
-    DFTRACE_IO_REAL(name);                                                                  \
-    DFTRACE_IO_NODE(k_stdio, #name);                                                        \
-    return traced_reopen(node_, path, mode, f, [&] { return real_##name(path, mode, f); }); \
-  }                                                                                         \
-  DFTRACE_IO_REGISTER(name);
-DFTRACE_IO_FREOPEN(freopen)
-DFTRACE_IO_FREOPEN(freopen64)
+#define DFTRACE_IO_SHAPE_FREOPEN(cat, name, event, ...)                        \
+  DFTRACE_IO_DEFINE(                                                           \
+      cat, name, event, FILE *, (const char *path, const char *mode, FILE *f), \
+      return traced_reopen(node_, path, mode, f, [&] { return real_##name(path, mode, f); });)
 
-size_t fread(void *buf, size_t size, size_t count, FILE *f) {
-  DFTRACE_IO_REAL(fread);
-  DFTRACE_IO_NODE(k_stdio, "fread");
-  DFTRACE_IO_PASS(real_fread(buf, size, count, f));
-  return traced_items(node_, f, size, count, [&] { return real_fread(buf, size, count, f); });
-}
-DFTRACE_IO_REGISTER(fread);
+// fread, fwrite and their forms without the stream's lock: fhash, size, count, ret (items).
+#define DFTRACE_IO_SHAPE_ITEMS(cat, name, event, buf_type)                                         \
+  DFTRACE_IO_DEFINE(cat, name, event, size_t, (buf_type buf, size_t size, size_t count, FILE * f), \
+                    DFTRACE_IO_PASS(real_##name(buf, size, count, f));                             \
+                    return traced_items(node_, f, size, count,                                     \
+                                        [&] { return real_##name(buf, size, count, f); });)
+// _FORTIFY_SOURCE's checked freads, recorded as fread.
+#define DFTRACE_IO_SHAPE_ITEMS_CHK(cat, name, event, ...)                         \
+  DFTRACE_IO_DEFINE(cat, name, event, size_t,                                     \
+                    (void *buf, size_t room, size_t size, size_t count, FILE *f), \
+                    DFTRACE_IO_PASS(real_##name(buf, room, size, count, f));      \
+                    return traced_items(node_, f, size, count,                    \
+                                        [&] { return real_##name(buf, room, size, count, f); });)
 
-// _FORTIFY_SOURCE's checked fread, recorded as fread.
-size_t __fread_chk(void *buf, size_t room, size_t size, size_t count, FILE *f) {
-  DFTRACE_IO_REAL(__fread_chk);
-  DFTRACE_IO_NODE(k_stdio, "fread");
-  DFTRACE_IO_PASS(real___fread_chk(buf, room, size, count, f));
-  return traced_items(node_, f, size, count,
-                      [&] { return real___fread_chk(buf, room, size, count, f); });
-}
-DFTRACE_IO_REGISTER(__fread_chk);
+#define DFTRACE_IO_SHAPE_FSEEKO(cat, name, event, offset_type)                         \
+  DFTRACE_IO_DEFINE(cat, name, event, int, (FILE * f, offset_type offset, int whence), \
+                    return traced_fseek(node_, f, offset, whence,                      \
+                                        [&] { return real_##name(f, offset, whence); });)
 
-size_t fwrite(const void *buf, size_t size, size_t count, FILE *f) {
-  DFTRACE_IO_REAL(fwrite);
-  DFTRACE_IO_NODE(k_stdio, "fwrite");
-  DFTRACE_IO_PASS(real_fwrite(buf, size, count, f));
-  return traced_items(node_, f, size, count, [&] { return real_fwrite(buf, size, count, f); });
-}
-DFTRACE_IO_REGISTER(fwrite);
-
-// The C library's forms without the stream's lock (gnulib makes every fread and fwrite of
-// coreutils, grep, sed and tar one of these), recorded as fread and fwrite.
-size_t fread_unlocked(void *buf, size_t size, size_t count, FILE *f) {
-  DFTRACE_IO_REAL(fread_unlocked);
-  DFTRACE_IO_NODE(k_stdio, "fread");
-  DFTRACE_IO_PASS(real_fread_unlocked(buf, size, count, f));
-  return traced_items(node_, f, size, count,
-                      [&] { return real_fread_unlocked(buf, size, count, f); });
-}
-DFTRACE_IO_REGISTER(fread_unlocked);
-
-size_t __fread_unlocked_chk(void *buf, size_t room, size_t size, size_t count, FILE *f) {
-  DFTRACE_IO_REAL(__fread_unlocked_chk);
-  DFTRACE_IO_NODE(k_stdio, "fread");
-  DFTRACE_IO_PASS(real___fread_unlocked_chk(buf, room, size, count, f));
-  return traced_items(node_, f, size, count,
-                      [&] { return real___fread_unlocked_chk(buf, room, size, count, f); });
-}
-DFTRACE_IO_REGISTER(__fread_unlocked_chk);
-
-size_t fwrite_unlocked(const void *buf, size_t size, size_t count, FILE *f) {
-  DFTRACE_IO_REAL(fwrite_unlocked);
-  DFTRACE_IO_NODE(k_stdio, "fwrite");
-  DFTRACE_IO_PASS(real_fwrite_unlocked(buf, size, count, f));
-  return traced_items(node_, f, size, count,
-                      [&] { return real_fwrite_unlocked(buf, size, count, f); });
-}
-DFTRACE_IO_REGISTER(fwrite_unlocked);
-
-int fseek(FILE *f, long offset, int whence) {
-  DFTRACE_IO_REAL(fseek);
-  DFTRACE_IO_NODE(k_stdio, "fseek");
-  return traced_fseek(node_, f, offset, whence, [&] { return real_fseek(f, offset, whence); });
-}
-DFTRACE_IO_REGISTER(fseek);
-
-#define DFTRACE_IO_FSEEKO(name, offset_type)                                                       \
-  int name(FILE *f, offset_type offset, int whence) {                                              \
-    DFTRACE_IO_REAL(name);                                                                         \
-    DFTRACE_IO_NODE(k_stdio, #name);                                                               \
-    return traced_fseek(node_, f, offset, whence, [&] { return real_##name(f, offset, whence); }); \
-  }                                                                                                \
-  DFTRACE_IO_REGISTER(name);
-DFTRACE_IO_FSEEKO(fseeko, off_t)
-DFTRACE_IO_FSEEKO(fseeko64, off64_t)
-
-#define DFTRACE_IO_FTELL(name, result_type)                                \
-  result_type name(FILE *f) {                                              \
-    DFTRACE_IO_REAL(name);                                                 \
-    DFTRACE_IO_NODE(k_stdio, #name);                                       \
-    return traced_stream_simple(node_, f, [&] { return real_##name(f); }); \
-  }                                                                        \
-  DFTRACE_IO_REGISTER(name);
-DFTRACE_IO_FTELL(ftell, long)
-DFTRACE_IO_FTELL(ftello, off_t)
-DFTRACE_IO_FTELL(ftello64, off64_t)
+#define DFTRACE_IO_SHAPE_FTELL(cat, name, event, result_type)  \
+  DFTRACE_IO_DEFINE(cat, name, event, result_type, (FILE * f), \
+                    return traced_stream_simple(node_, f, [&] { return real_##name(f); });)
 
 int fflush(FILE *f) {
   DFTRACE_IO_REAL(fflush);
@@ -241,6 +168,11 @@ int fflush(FILE *f) {
   fold_flush_stream(f, false);  // its folded calls (null: every stream's) first
   return traced_stream_simple(node_, f, [&] { return real_fflush(f); });
 }
-DFTRACE_IO_REGISTER(fflush);
+
+// The wrappers of the table's rows written here, and the registry's entries of those above.
+#define DFTRACE_IO_SHAPE_STDIO_OWN(cat, name, ...) DFTRACE_IO_REGISTER(name);
+#include "plugins/io/shapes.hpp"
+#define DFTRACE_IO_CALL DFTRACE_IO_WRAPPER
+#include "dftrace/io_calls.def"
 
 }  // extern "C"

@@ -43,98 +43,74 @@ extern "C" {
       node_, f, [&] { return call; }, [&](auto ret) { return bytes; })
 
 // ---- characters
-#define DFTRACE_IO_GETC(name, event)                              \
+#define DFTRACE_IO_SHAPE_GETC(cat, name, event, ...)              \
   int name(FILE *f) {                                             \
     DFTRACE_IO_REAL(name);                                        \
     DFTRACE_IO_FOLDED(event, f, real_##name(f), char_bytes(ret)); \
   }                                                               \
   DFTRACE_IO_REGISTER(name);
-DFTRACE_IO_GETC(fgetc, "fgetc")
-DFTRACE_IO_GETC(fgetc_unlocked, "fgetc")
-DFTRACE_IO_GETC(getc, "getc")
-DFTRACE_IO_GETC(getc_unlocked, "getc")
-DFTRACE_IO_GETC(_IO_getc, "getc")
 
-#define DFTRACE_IO_GETCHAR(name)                                         \
-  int name(void) {                                                       \
-    DFTRACE_IO_REAL(name);                                               \
-    DFTRACE_IO_FOLDED("getchar", stdin, real_##name(), char_bytes(ret)); \
-  }                                                                      \
+#define DFTRACE_IO_SHAPE_GETCHAR(cat, name, event, ...)              \
+  int name(void) {                                                   \
+    DFTRACE_IO_REAL(name);                                           \
+    DFTRACE_IO_FOLDED(event, stdin, real_##name(), char_bytes(ret)); \
+  }                                                                  \
   DFTRACE_IO_REGISTER(name);
-DFTRACE_IO_GETCHAR(getchar)
-DFTRACE_IO_GETCHAR(getchar_unlocked)
 
-#define DFTRACE_IO_PUTC(name, event)                                 \
+#define DFTRACE_IO_SHAPE_PUTC(cat, name, event, ...)                 \
   int name(int c, FILE *f) {                                         \
     DFTRACE_IO_REAL(name);                                           \
     DFTRACE_IO_FOLDED(event, f, real_##name(c, f), char_bytes(ret)); \
   }                                                                  \
   DFTRACE_IO_REGISTER(name);
-DFTRACE_IO_PUTC(fputc, "fputc")
-DFTRACE_IO_PUTC(fputc_unlocked, "fputc")
-DFTRACE_IO_PUTC(putc, "putc")
-DFTRACE_IO_PUTC(putc_unlocked, "putc")
-DFTRACE_IO_PUTC(_IO_putc, "putc")
 
-#define DFTRACE_IO_PUTCHAR(name)                                           \
-  int name(int c) {                                                        \
-    DFTRACE_IO_REAL(name);                                                 \
-    DFTRACE_IO_FOLDED("putchar", stdout, real_##name(c), char_bytes(ret)); \
-  }                                                                        \
+#define DFTRACE_IO_SHAPE_PUTCHAR(cat, name, event, ...)                \
+  int name(int c) {                                                    \
+    DFTRACE_IO_REAL(name);                                             \
+    DFTRACE_IO_FOLDED(event, stdout, real_##name(c), char_bytes(ret)); \
+  }                                                                    \
   DFTRACE_IO_REGISTER(name);
-DFTRACE_IO_PUTCHAR(putchar)
-DFTRACE_IO_PUTCHAR(putchar_unlocked)
 
 // ---- lines
-#define DFTRACE_IO_FGETS(name)                                              \
-  char *name(char *buf, int n, FILE *f) {                                   \
-    DFTRACE_IO_REAL(name);                                                  \
-    DFTRACE_IO_FOLDED("fgets", f, real_##name(buf, n, f), line_bytes(ret)); \
-  }                                                                         \
+#define DFTRACE_IO_SHAPE_FGETS(cat, name, event, ...)                     \
+  char *name(char *buf, int n, FILE *f) {                                 \
+    DFTRACE_IO_REAL(name);                                                \
+    DFTRACE_IO_FOLDED(event, f, real_##name(buf, n, f), line_bytes(ret)); \
+  }                                                                       \
   DFTRACE_IO_REGISTER(name);
-DFTRACE_IO_FGETS(fgets)
-DFTRACE_IO_FGETS(fgets_unlocked)
 
-#define DFTRACE_IO_FGETS_CHK(name)                                                \
-  char *name(char *buf, size_t room, int n, FILE *f) {                            \
-    DFTRACE_IO_REAL(name);                                                        \
-    DFTRACE_IO_FOLDED("fgets", f, real_##name(buf, room, n, f), line_bytes(ret)); \
-  }                                                                               \
+#define DFTRACE_IO_SHAPE_FGETS_CHK(cat, name, event, ...)                       \
+  char *name(char *buf, size_t room, int n, FILE *f) {                          \
+    DFTRACE_IO_REAL(name);                                                      \
+    DFTRACE_IO_FOLDED(event, f, real_##name(buf, room, n, f), line_bytes(ret)); \
+  }                                                                             \
   DFTRACE_IO_REGISTER(name);
-DFTRACE_IO_FGETS_CHK(__fgets_chk)
-DFTRACE_IO_FGETS_CHK(__fgets_unlocked_chk)
 
 // fputs writes the whole string or fails (EOF).
-#define DFTRACE_IO_FPUTS(name)                                                    \
-  int name(const char *s, FILE *f) {                                              \
-    DFTRACE_IO_REAL(name);                                                        \
-    DFTRACE_IO_FOLDED("fputs", f, real_##name(s, f), ret == EOF ? 0 : strlen(s)); \
-  }                                                                               \
+#define DFTRACE_IO_SHAPE_FPUTS(cat, name, event, ...)                           \
+  int name(const char *s, FILE *f) {                                            \
+    DFTRACE_IO_REAL(name);                                                      \
+    DFTRACE_IO_FOLDED(event, f, real_##name(s, f), ret == EOF ? 0 : strlen(s)); \
+  }                                                                             \
   DFTRACE_IO_REGISTER(name);
-DFTRACE_IO_FPUTS(fputs)
-DFTRACE_IO_FPUTS(fputs_unlocked)
 
 // puts: the string and a newline.
 int puts(const char *s) {
   DFTRACE_IO_REAL(puts);
   DFTRACE_IO_FOLDED("puts", stdout, real_puts(s), ret == EOF ? 0 : strlen(s) + 1);
 }
-DFTRACE_IO_REGISTER(puts);
 
-#define DFTRACE_IO_GETDELIM(name)                                                          \
-  ssize_t name(char **line, size_t *room, int delim, FILE *f) {                            \
-    DFTRACE_IO_REAL(name);                                                                 \
-    DFTRACE_IO_FOLDED("getdelim", f, real_##name(line, room, delim, f), count_bytes(ret)); \
-  }                                                                                        \
+#define DFTRACE_IO_SHAPE_GETDELIM(cat, name, event, ...)                              \
+  ssize_t name(char **line, size_t *room, int delim, FILE *f) {                       \
+    DFTRACE_IO_REAL(name);                                                            \
+    DFTRACE_IO_FOLDED(event, f, real_##name(line, room, delim, f), count_bytes(ret)); \
+  }                                                                                   \
   DFTRACE_IO_REGISTER(name);
-DFTRACE_IO_GETDELIM(getdelim)
-DFTRACE_IO_GETDELIM(__getdelim)
 
 ssize_t getline(char **line, size_t *room, FILE *f) {
   DFTRACE_IO_REAL(getline);
   DFTRACE_IO_FOLDED("getline", f, real_getline(line, room, f), count_bytes(ret));
 }
-DFTRACE_IO_REGISTER(getline);
 
 // ---- formatted output: the bytes are the result. The variadic forms call the C library's
 // va_list form (what its own variadic forms do).
@@ -142,25 +118,21 @@ int vfprintf(FILE *f, const char *format, va_list ap) {
   DFTRACE_IO_REAL(vfprintf);
   DFTRACE_IO_FOLDED("vfprintf", f, real_vfprintf(f, format, ap), count_bytes(ret));
 }
-DFTRACE_IO_REGISTER(vfprintf);
 
 int __vfprintf_chk(FILE *f, int flag, const char *format, va_list ap) {
   DFTRACE_IO_REAL(__vfprintf_chk);
   DFTRACE_IO_FOLDED("vfprintf", f, real___vfprintf_chk(f, flag, format, ap), count_bytes(ret));
 }
-DFTRACE_IO_REGISTER(__vfprintf_chk);
 
 int vprintf(const char *format, va_list ap) {
   DFTRACE_IO_REAL(vprintf);
   DFTRACE_IO_FOLDED("vprintf", stdout, real_vprintf(format, ap), count_bytes(ret));
 }
-DFTRACE_IO_REGISTER(vprintf);
 
 int __vprintf_chk(int flag, const char *format, va_list ap) {
   DFTRACE_IO_REAL(__vprintf_chk);
   DFTRACE_IO_FOLDED("vprintf", stdout, real___vprintf_chk(flag, format, ap), count_bytes(ret));
 }
-DFTRACE_IO_REGISTER(__vprintf_chk);
 
 // The variadic forms: the event is named after them; the work is the va_list form's.
 #define DFTRACE_IO_VARIADIC(event, f, real_call)                                    \
@@ -180,24 +152,26 @@ int fprintf(FILE *f, const char *format, ...) {
   DFTRACE_IO_REAL(vfprintf);
   DFTRACE_IO_VARIADIC("fprintf", f, real_vfprintf(f, format, ap));
 }
-DFTRACE_IO_REGISTER(fprintf);
 
 int __fprintf_chk(FILE *f, int flag, const char *format, ...) {
   DFTRACE_IO_REAL(__vfprintf_chk);
   DFTRACE_IO_VARIADIC("fprintf", f, real___vfprintf_chk(f, flag, format, ap));
 }
-DFTRACE_IO_REGISTER(__fprintf_chk);
 
 int printf(const char *format, ...) {
   DFTRACE_IO_REAL(vprintf);
   DFTRACE_IO_VARIADIC("printf", stdout, real_vprintf(format, ap));
 }
-DFTRACE_IO_REGISTER(printf);
 
 int __printf_chk(int flag, const char *format, ...) {
   DFTRACE_IO_REAL(__vprintf_chk);
   DFTRACE_IO_VARIADIC("printf", stdout, real___vprintf_chk(flag, format, ap));
 }
-DFTRACE_IO_REGISTER(__printf_chk);
+
+// The wrappers of the table's rows written here, and the registry's entries of those above.
+#define DFTRACE_IO_SHAPE_TEXT_OWN(cat, name, ...) DFTRACE_IO_REGISTER(name);
+#include "plugins/io/shapes.hpp"
+#define DFTRACE_IO_CALL DFTRACE_IO_WRAPPER
+#include "dftrace/io_calls.def"
 
 }  // extern "C"
