@@ -75,8 +75,9 @@ def test_four_ranks_write_one_shared_file(tmp_path):
 
 
 def test_a_file_opened_through_dots_is_named_by_its_normalised_absolute_path(tmp_path):
-    """MPI_File_open("./x/../shared.bin") from the data directory: the FH line names the file
-    as libdftrace_io names it, absolute and normalised, so both plug-ins' events share its hash."""
+    """MPI_File_open of a name that goes through "./x/.." from the data directory: the FH line
+    names the file as libdftrace_io names it, absolute and normalised, so both plug-ins' events
+    share its hash."""
     data = tmp_path / "data"
     (data / "x").mkdir(parents=True)
     out = tmp_path / "traces"
