@@ -9,8 +9,9 @@ a new folder fails until it is given its place. Tests, benchmarks and examples m
 layer and are not checked.
 
 Usage: check_layers.py [ROOT]   (ROOT: the repository, default: this script's parent folder).
-Before the repository, the checker runs itself on a small tree with one upward include and
-fails if it does not report it, so a passing run is never a checker that sees nothing.
+Before the repository, the checker runs itself on a small tree with an upward include, a public
+header that includes the plug-ins' private plugin.h and a plug-in that includes the core, and
+fails if it does not report exactly those, so a passing run is never a checker that sees nothing.
 Exit status: 0 when every include points down, 1 otherwise.
 """
 import os
@@ -20,8 +21,11 @@ import tempfile
 
 # folder -> the folders its files may include, besides their own folder and the public
 # headers (include/dftrace, include/dftracer: the C ABI contract, which includes nothing of
-# the project). Layers, bottom up: base; the model (config, tree, topology); the writer and,
+# the project). An entry may name one file (plugin.h: not a public header, so only the folders
+# that list it may include it). Layers, bottom up: base; the model (config, tree, topology); the writer and,
 # beside it, the reader; the runtime; the faces.
+PLUGIN_H = "include/dftrace/plugin.h"
+PLUGIN_SIDE = [PLUGIN_H, "src/plugins/common"]
 LAYERS = {
     # base: what every layer uses
     "src/base": [],
@@ -35,24 +39,27 @@ LAYERS = {
     # the analysis engine: on the reader (and the configuration's safe file reading)
     "src/analysis": ["src/base", "src/config", "src/reader"],
     # the event path
-    "src/runtime": ["src/base", "src/config", "src/tree", "src/topology", "src/writer"],
+    "src/runtime": ["src/base", "src/config", "src/tree", "src/topology", "src/writer",
+                    PLUGIN_H],
     # the faces
     "bindings/c": ["src/base", "src/config", "src/tree", "src/topology", "src/writer",
-                   "src/runtime"],
+                   "src/runtime", PLUGIN_H],
     "bindings/python": [],
     # dftrace._reader: the Python face of the trace reader (dftrace.read), like the tools
     "bindings/python/reader": ["src/base", "src/reader"],
     "bindings/fortran": [],
-    "src/plugins/mpi": [],
-    # libdftrace_io (LD_PRELOAD): over the C ABI only, like libdftrace_mpi
-    "src/plugins/io": [],
-    # libdftrace_cupti links none of the core: it may use header-only base vocabulary only
-    # (gpu_kinds.hpp); what it needs at run time comes through the private plugin interface.
-    "src/plugins/gpu": ["src/base"],
+    # the plug-ins (libdftrace_io, libdftrace_mpi, libdftrace_cupti): over the C ABI only, the
+    # public headers and their private contract (plugin.h), and what they share
+    "src/plugins/common": [PLUGIN_H],
+    "src/plugins/io": PLUGIN_SIDE,
+    "src/plugins/mpi": PLUGIN_SIDE,
+    "src/plugins/gpu": PLUGIN_SIDE,
     "tools": ["src/base", "src/config", "src/reader", "src/analysis"],
-    # the public headers
+    # the public headers, and the plug-ins' private contract beside them (which no public
+    # header includes: an application never sees it)
     "include/dftrace": [],
     "include/dftracer": [],
+    PLUGIN_H: [],
 }
 PUBLIC = ("include/dftrace", "include/dftracer")
 CHECKED_ROOTS = ("src", "bindings", "tools", "include")
@@ -128,9 +135,19 @@ def self_check():
         put("src/runtime/runtime.hpp", '#include "base/log.hpp"\n')
         put("src/base/log.hpp", "#pragma once\n")
         put("src/base/log.cpp", '#include "base/log.hpp"\n#include "runtime/runtime.hpp"\n')
+        # The plug-ins: plugin.h and src/plugins/common, never the core; plugin.h never from a
+        # public header.
+        put("include/dftrace/dftrace.h", "\n")
+        put("include/dftrace/plugin.h", '#include "dftrace/dftrace.h"\n')
+        put("include/dftrace/dftrace.hpp", '#include "dftrace/plugin.h"\n')
+        put("src/plugins/common/call_event.hpp", '#include "dftrace/plugin.h"\n')
+        put("src/plugins/gpu/session.cpp", '#include "plugins/common/call_event.hpp"\n'
+            '#include "dftrace/plugin.h"\n#include "base/log.hpp"\n')
         found = check(tmp)
-        if len(found) != 1 or "src/base/log.cpp:2" not in found[0]:
-            return f"self-check: expected one upward include at src/base/log.cpp:2, got {found}"
+        expected = ["include/dftrace/dftrace.hpp:1", "src/base/log.cpp:2",
+                    "src/plugins/gpu/session.cpp:3"]
+        if len(found) != len(expected) or any(e not in f for e, f in zip(expected, sorted(found))):
+            return f"self-check: expected includes against the layers at {expected}, got {found}"
     return None
 
 

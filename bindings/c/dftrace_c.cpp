@@ -15,6 +15,7 @@
 #include "base/thread_role.hpp"
 #include "config/config.hpp"
 #include "dftrace/dftrace.h"
+#include "dftrace/plugin.h"
 #include "runtime/runtime.hpp"
 #include "writer/output_file.hpp"
 
@@ -259,6 +260,23 @@ const char *dftrace_output_path(void) {
 
 const char *dftrace_config_describe(void) {
   return guarded([] { return thread_copy(the_runtime().config_text()); }, "");
+}
+
+int dftrace_config_get(const char *key, char *buf, size_t size) {
+  if (!key || (!buf && size > 0)) return DFTRACE_ERR_INVALID_ARGUMENT;
+  return guarded(
+      [&] {
+        std::string value;
+        if (!the_runtime().config_value(key, &value))
+          return static_cast<int>(DFTRACE_ERR_NOT_FOUND);
+        if (size > 0) {
+          const size_t n = std::min(value.size(), size - 1);
+          std::memcpy(buf, value.data(), n);
+          buf[n] = '\0';
+        }
+        return static_cast<int>(std::min<size_t>(value.size(), INT32_MAX));
+      },
+      static_cast<int>(DFTRACE_ERR_STATE));
 }
 
 dftrace_node_t *dftrace_node_root(void) {

@@ -432,26 +432,11 @@ DFTRACE_API uint64_t dftrace_events_dropped(void);
 /* The current time in the trace's time base, in nanoseconds since the Unix epoch: what `ts`
  * is written from (dftrace_now_ns() plus the epoch offset of the "start" event). Callable
  * before initialisation (the offset is then fixed by this first call). For comparing clocks
- * across processes (libdftrace_mpi's clock alignment). */
+ * across processes (libdftrace_mpi's clock alignment, torch.distributed's in the Python face). */
 DFTRACE_API uint64_t dftrace_trace_time_ns(void);
 
-/* Whether the calling thread is one of dftrace's own (the writer, its compressors): an
- * interposer (libdftrace_io, src/plugins/io) must not trace the I/O those threads do. Thread-safe.
- */
-DFTRACE_API bool dftrace_thread_is_internal(void);
-
-/* For an interposer (libdftrace_io) only. The trace file's descriptor is not the program's: it
- * lives at a high number (the first free one at or above 1000, or the highest free one below a
- * smaller RLIMIT_NOFILE). dftrace_trace_fd_address: where that number is, or -1 while no file
- * is open; read it with one relaxed atomic load (a close or dup2 compares it). */
-DFTRACE_API const int *dftrace_trace_fd_address(void);
-/* When `fd` is the trace file's descriptor: the file is moved to another number and `fd` is
- * closed, so that the program's dup2/dup3 onto `fd` may follow; true. False otherwise. */
-DFTRACE_API bool dftrace_trace_fd_release(int fd);
-/* A hash (kind as dftrace_hash_define) this process defined, or the process it was forked from
- * did: its definition is written to this process's trace if it is not there yet (a forked
- * child's events on an inherited descriptor). False when the hash is unknown. */
-DFTRACE_API bool dftrace_hash_redefine(int kind, uint64_t hash);
+/* A few more calls are exported for dftrace's own plug-ins only (libdftrace_io, libdftrace_mpi,
+ * libdftrace_cupti); they are declared in a private header that is not installed. */
 
 /* ---------------------------------------------------------------- argument helpers */
 

@@ -311,6 +311,15 @@ std::string describe(const config &cfg) {
   return out;
 }
 
+bool config_value(const config &cfg, std::string_view key, std::string *value) {
+  for (const auto &e : table())
+    if (key == e.info.key) {
+      *value = e.get(cfg);
+      return true;
+    }
+  return false;
+}
+
 const std::vector<key_info> &config_keys() {
   static const std::vector<key_info> &keys = *new std::vector<key_info>([] {
     std::vector<key_info> k;

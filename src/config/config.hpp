@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -116,6 +117,8 @@ int parse_log_level(const std::string &text);               // -1 if unknown
 
 // One line per key: "key = value  (source)".
 std::string describe(const config &cfg);
+// The value of one key as describe() writes it; false for a key the table does not have.
+bool config_value(const config &cfg, std::string_view key, std::string *value);
 
 // Every key with its default and the environment names that set it (for docs and tests).
 struct key_info {

@@ -7,26 +7,26 @@
 #include <atomic>
 #include <string>
 
+#include "base/gpu_kinds.hpp"
 #include "base/log.hpp"
+#include "dftrace/plugin.h"
 
 namespace dftrace::detail {
 
 namespace {
 
-// The plugin interface of libdftrace_cupti (src/plugins/gpu/README.md): start with the kinds list
-// and the log level (0 error .. 3 debug), stop (flush and drain). Both are safe to call more
-// than once.
-using start_fn = int (*)(const char *kinds, int log_level);
-using stop_fn = void (*)(void);
-// libdftrace_io's application mode (src/plugins/io/README.md): the rules, then every loaded object
-// bound.
-using bind_fn = int (*)(const char *data_dirs, const char *exclude);
-// A preloaded libdftrace_io's entries of the I/O calls given back to the C library.
-using unbind_fn = int (*)(void);
-
-std::atomic<stop_fn> g_stop{nullptr};
+// The plug-ins' entry points have the types plugin.h declares (the plug-ins define them with
+// those types). The gpu.kinds bits agree with the configuration's words.
+std::atomic<dftrace_cupti_stop_t *> g_stop{nullptr};
 // libdftrace_io's folded stream calls (src/plugins/io/README.md) written before the trace ends.
-std::atomic<stop_fn> g_io_flush{nullptr};
+std::atomic<dftrace_io_flush_folded_t *> g_io_flush{nullptr};
+
+constexpr bool same_bits(unsigned ours, unsigned plugins) { return ours == plugins; }
+static_assert(
+    same_bits(k_gpu_kernel, DFTRACE_GPU_KERNEL) && same_bits(k_gpu_memcpy, DFTRACE_GPU_MEMCPY) &&
+    same_bits(k_gpu_memset, DFTRACE_GPU_MEMSET) && same_bits(k_gpu_sync, DFTRACE_GPU_SYNC) &&
+    same_bits(k_gpu_runtime, DFTRACE_GPU_RUNTIME) && same_bits(k_gpu_driver, DFTRACE_GPU_DRIVER) &&
+    same_bits(k_gpu_api_all, DFTRACE_GPU_API_ALL) && same_bits(k_gpu_all, DFTRACE_GPU_ALL));
 
 std::string own_directory() {
   Dl_info info{};
@@ -72,20 +72,18 @@ void start_io(const config &cfg) {
     // Preloaded (dftrace run --no-io is the way to have none) with its I/O switched off by the
     // configuration: its calls go back to the C library, at no cost (src/plugins/io/README.md).
     void *program = ::dlopen(nullptr, RTLD_LAZY);
-    const auto unbind =
-        program ? reinterpret_cast<unbind_fn>(::dlsym(program, "dftrace_io_unbind")) : nullptr;
+    const auto unbind = program ? DFTRACE_PLUGIN_LOOKUP(program, dftrace_io_unbind) : nullptr;
     if (program) ::dlclose(program);
     if (unbind) unbind();
     return;
   }
   // Preloaded: found among the program's symbols.
-  g_io_flush.store(reinterpret_cast<stop_fn>(::dlsym(RTLD_DEFAULT, "dftrace_io_flush_folded")));
+  g_io_flush.store(DFTRACE_PLUGIN_LOOKUP(RTLD_DEFAULT, dftrace_io_flush_folded));
   if (!cfg.io_function || cfg.data_dir.empty() || (!cfg.posix && !cfg.stdio)) return;
   void *lib = load_component("libdftrace_io.so", "io", "without I/O events");
   if (!lib) return;
-  if (auto flush = reinterpret_cast<stop_fn>(::dlsym(lib, "dftrace_io_flush_folded")))
-    g_io_flush.store(flush);
-  auto bind = reinterpret_cast<bind_fn>(::dlsym(lib, "dftrace_io_bind"));
+  if (auto flush = DFTRACE_PLUGIN_LOOKUP(lib, dftrace_io_flush_folded)) g_io_flush.store(flush);
+  auto bind = DFTRACE_PLUGIN_LOOKUP(lib, dftrace_io_bind);
   if (!bind) {
     log_once(log_level::warn, "io symbols",
              "libdftrace_io.so lacks dftrace_io_bind; tracing goes on without I/O events");
@@ -105,20 +103,23 @@ void start_extensions(const config &cfg) {
   const char *name = "libdftrace_cupti.so";
   void *lib = load_component(name, "gpu.cupti", "without GPU events");
   if (!lib) return;
-  auto start = reinterpret_cast<start_fn>(::dlsym(lib, "dftrace_cupti_start"));
-  auto stop = reinterpret_cast<stop_fn>(::dlsym(lib, "dftrace_cupti_stop"));
+  auto start = DFTRACE_PLUGIN_LOOKUP(lib, dftrace_cupti_start);
+  auto stop = DFTRACE_PLUGIN_LOOKUP(lib, dftrace_cupti_stop);
   if (!start || !stop) {
     log_once(log_level::warn, "gpu.cupti symbols",
              "%s lacks dftrace_cupti_start/stop; tracing goes on without GPU events", name);
     return;
   }
-  // The component reports its own failure (no GPU, no CUPTI) in one line.
-  if (start(cfg.gpu_kinds.c_str(), cfg.log_level) == 0) g_stop.store(stop);
+  // The configuration accepted the words (its normal form): only the bits go across. The
+  // component reports its own failure (no GPU, no CUPTI) in one line.
+  unsigned kinds = 0;
+  if (!parse_gpu_kinds(cfg.gpu_kinds, &kinds, nullptr, nullptr)) return;
+  if (start(kinds, cfg.log_level) == 0) g_stop.store(stop);
 }
 
 void stop_extensions() noexcept {
-  if (stop_fn flush = g_io_flush.load()) flush();
-  if (stop_fn stop = g_stop.load()) stop();
+  if (auto *flush = g_io_flush.load()) flush();
+  if (auto *stop = g_stop.load()) stop();
 }
 
 }  // namespace dftrace::detail

@@ -568,6 +568,11 @@ std::string runtime::config_text() const {
   return describe(cfg_);
 }
 
+bool runtime::config_value(std::string_view key, std::string *value) const {
+  std::lock_guard<std::mutex> lock(init_mutex_);
+  return detail::config_value(cfg_, key, value);
+}
+
 uint64_t runtime::events_written() const {
   std::lock_guard<std::mutex> lock(init_mutex_);
   const writer *w =

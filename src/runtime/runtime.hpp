@@ -218,6 +218,8 @@ class runtime {
   std::string status() const;
   std::string output_path() const;
   std::string config_text() const;
+  // One key's effective value (config_value); false for an unknown key.
+  bool config_value(std::string_view key, std::string *value) const;
   uint64_t events_written() const;
   uint64_t events_dropped() const;
   tree &nodes() { return tree_; }

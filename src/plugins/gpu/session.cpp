@@ -3,6 +3,7 @@
 // dftrace_cupti_start/stop that the core calls (src/runtime/extensions.cpp).
 #include <dlfcn.h>
 #include <pthread.h>
+#include <signal.h>
 
 #include <atomic>
 #include <chrono>
@@ -16,8 +17,7 @@
 #include <thread>
 #include <utility>
 
-#include "base/thread_role.hpp"
-#include "dftrace/dftrace.h"
+#include "dftrace/plugin.h"
 #include "plugins/gpu/cupti_api.hpp"
 #include "plugins/gpu/translate.hpp"
 
@@ -167,6 +167,24 @@ std::string driver_hint() {
 }
 
 // Starts CUPTI; returns false (after one line) when it can not.
+// The worker thread, started with the asynchronous signals blocked: the application's handlers
+// run on its own threads, never on this one (whose lock a handler's traced call could wait on).
+// The synchronous ones (a fault, an abort) stay, for the fatal-signal path.
+void start_worker() {
+  sigset_t blocked, saved;
+  sigfillset(&blocked);
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS})
+    sigdelset(&blocked, sig);
+  pthread_sigmask(SIG_BLOCK, &blocked, &saved);
+  try {
+    std::thread(worker).detach();
+  } catch (...) {
+    pthread_sigmask(SIG_SETMASK, &saved, nullptr);
+    throw;
+  }
+  pthread_sigmask(SIG_SETMASK, &saved, nullptr);
+}
+
 bool start_cupti(session &s, const kinds &k) {
   const cupti_api &api = *s.api;
   CUptiResult r =
@@ -231,24 +249,16 @@ using namespace dftrace::gpu;
 
 extern "C" {
 
-// Plugin entry point (src/plugins/gpu/README.md): start recording the kinds listed in `kinds_text`
-// (gpu.kinds); `log_level` is the core's (0 error .. 3 debug). Called by the core each time
-// tracing starts, while it holds its initialisation lock: nothing here may call back into
-// dftrace (the worker thread does that later). Later calls only update the kinds and name
-// the tracks again in the new file. 0 when recording, -1 otherwise (after one line on
-// stderr, once per process).
-__attribute__((visibility("default"))) int dftrace_cupti_start(const char *kinds_text,
-                                                               int log_level) {
+// Plugin entry point (dftrace/plugin.h, src/plugins/gpu/README.md): start recording `kind_bits`
+// (DFTRACE_GPU_*: gpu.kinds as the configuration accepted it); `log_level` is the core's (0 error
+// .. 3 debug). Called by the core each time tracing starts, while it holds its initialisation lock:
+// nothing here may call back into dftrace (the worker thread does that later). Later calls only
+// update the kinds and name the tracks again in the new file. 0 when recording, -1 otherwise (after
+// one line on stderr, once per process).
+__attribute__((visibility("default"))) int dftrace_cupti_start(unsigned kind_bits, int log_level) {
   try {
     g_log_level.store(log_level);
-    kinds k;
-    std::string error;
-    // The core passes gpu.kinds as the configuration normalised it (never empty: the key
-    // table holds the default).
-    if (!parse_kinds(kinds_text ? kinds_text : "", &k, &error)) {
-      say("gpu.kinds %s; tracing goes on without GPU events", error.c_str());
-      return -1;
-    }
+    const kinds k = kinds_of(kind_bits);
     std::lock_guard<std::mutex> guard(g_start_mutex);
     if (g_failed) return -1;
     if (g_session) {
@@ -272,11 +282,7 @@ __attribute__((visibility("default"))) int dftrace_cupti_start(const char *kinds
       g_failed = true;
       return -1;  // the session stays: CUPTI may still call back into it
     }
-    {
-      const dftrace::detail::async_signals_blocked
-          no_handlers;  // the application's handlers: not on it
-      std::thread(worker).detach();
-    }
+    start_worker();
     // A forked child has no worker thread and its own CUDA state: it records no GPU events
     // and its finalize must not wait for a worker that is not there.
     pthread_atfork(nullptr, nullptr, [] { g_failed = true; });

@@ -1,8 +1,6 @@
 // translate.cpp: CUPTI activity records -> dftrace_event_complete calls.
 #include "plugins/gpu/translate.hpp"
 
-#include "base/gpu_kinds.hpp"
-
 #include <cxxabi.h>
 
 #include <cctype>
@@ -14,19 +12,22 @@ namespace dftrace::gpu {
 
 // ---------------------------------------------------------------- kinds
 
-bool parse_kinds(const std::string &text, kinds *out, std::string *error) {
-  unsigned bits = 0;
-  if (!detail::parse_gpu_kinds(text, &bits, nullptr, error)) return false;
-  if (out) {
-    out->kernel = bits & detail::k_gpu_kernel;
-    out->memcpy = bits & detail::k_gpu_memcpy;
-    out->memset = bits & detail::k_gpu_memset;
-    out->sync = bits & detail::k_gpu_sync;
-    out->runtime = bits & detail::k_gpu_runtime;
-    out->driver = bits & detail::k_gpu_driver;
-    out->api_all = bits & detail::k_gpu_api_all;
-  }
-  return true;
+kinds kinds_of(unsigned bits) {
+  kinds k;
+  k.kernel = bits & DFTRACE_GPU_KERNEL;
+  k.memcpy = bits & DFTRACE_GPU_MEMCPY;
+  k.memset = bits & DFTRACE_GPU_MEMSET;
+  k.sync = bits & DFTRACE_GPU_SYNC;
+  k.runtime = bits & DFTRACE_GPU_RUNTIME;
+  k.driver = bits & DFTRACE_GPU_DRIVER;
+  k.api_all = bits & DFTRACE_GPU_API_ALL;
+  return k;
+}
+
+// A CUPTI activity record as the record type its kind says it is.
+template <typename Record>
+const Record &as(const CUpti_Activity *record) {
+  return *reinterpret_cast<const Record *>(record);
 }
 
 // ---------------------------------------------------------------- correlation ring
@@ -325,27 +326,25 @@ bool translator::api(const CUpti_ActivityAPI &r, CUpti_CallbackDomain domain) {
 bool translator::translate(const CUpti_Activity *record) {
   if (!record) return false;
   ensure_nodes();
+  const auto rt = CUPTI_CB_DOMAIN_RUNTIME_API, drv = CUPTI_CB_DOMAIN_DRIVER_API;
   switch (record->kind) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
-      return kinds_.kernel && kernel(*reinterpret_cast<const CUpti_ActivityKernel10 *>(record));
+      return kinds_.kernel && kernel(as<CUpti_ActivityKernel10>(record));
     case CUPTI_ACTIVITY_KIND_MEMCPY:
-      return kinds_.memcpy && memcpy(*reinterpret_cast<const CUpti_ActivityMemcpy6 *>(record));
+      return kinds_.memcpy && memcpy(as<CUpti_ActivityMemcpy6>(record));
     case CUPTI_ACTIVITY_KIND_MEMCPY2:
-      return kinds_.memcpy &&
-             peer_copy(*reinterpret_cast<const CUpti_ActivityMemcpyPtoP4 *>(record));
+      return kinds_.memcpy && peer_copy(as<CUpti_ActivityMemcpyPtoP4>(record));
     case CUPTI_ACTIVITY_KIND_MEMSET:
-      return kinds_.memset && memset(*reinterpret_cast<const CUpti_ActivityMemset4 *>(record));
+      return kinds_.memset && memset(as<CUpti_ActivityMemset4>(record));
     case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
-      return kinds_.sync && sync(*reinterpret_cast<const CUpti_ActivitySynchronization2 *>(record));
+      return kinds_.sync && sync(as<CUpti_ActivitySynchronization2>(record));
     case CUPTI_ACTIVITY_KIND_RUNTIME:
-      return kinds_.runtime &&
-             api(*reinterpret_cast<const CUpti_ActivityAPI *>(record), CUPTI_CB_DOMAIN_RUNTIME_API);
+      return kinds_.runtime && api(as<CUpti_ActivityAPI>(record), rt);
     case CUPTI_ACTIVITY_KIND_DRIVER:
-      return kinds_.driver &&
-             api(*reinterpret_cast<const CUpti_ActivityAPI *>(record), CUPTI_CB_DOMAIN_DRIVER_API);
+      return kinds_.driver && api(as<CUpti_ActivityAPI>(record), drv);
     case CUPTI_ACTIVITY_KIND_CONTEXT: {
-      const auto &c = *reinterpret_cast<const CUpti_ActivityContext3 *>(record);
+      const auto &c = as<CUpti_ActivityContext3>(record);
       context_device_[c.contextId] = c.deviceId;
       return false;
     }

@@ -13,7 +13,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "dftrace/dftrace.h"
+#include "dftrace/plugin.h"
 
 namespace dftrace::gpu {
 
@@ -23,9 +23,9 @@ struct kinds {
   bool runtime = false, driver = false, api_all = false;
 };
 
-// Parses "kernel,memcpy", "[kernel, memcpy]" or "all" with the one gpu.kinds parser
-// (base/gpu_kinds.hpp). False (and *error) on an unknown word.
-bool parse_kinds(const std::string &text, kinds *out, std::string *error);
+// The kinds of DFTRACE_GPU_* bits (dftrace/plugin.h): what the configuration accepted from
+// gpu.kinds, as libdftrace passes it to dftrace_cupti_start.
+kinds kinds_of(unsigned bits);
 
 // Correlation id -> the host region open when the API call that carries it began.
 // Written on application threads (CUPTI API-entry callback), read by the translator: no

@@ -1,6 +1,6 @@
 // interpose.hpp: what every interposed I/O function shares: the real function, the guard that
 // keeps dftrace's own I/O untraced, the registry of interposers (for the application mode's
-// binding), and the event around a call (README.md).
+// binding), and the event around a call (plugins/common/call_event.hpp; README.md).
 #pragma once
 
 #include <dlfcn.h>
@@ -16,7 +16,8 @@
 #include <cstring>
 #include <type_traits>
 
-#include "dftrace/dftrace.h"
+#include "dftrace/plugin.h"
+#include "plugins/common/call_event.hpp"
 
 namespace dftrace::io {
 
@@ -100,90 +101,23 @@ inline bool is_trace_fd(int fd) {
 // The file's hash as DFTracer computes it, its FH line written once.
 uint64_t file_hash(const char *path);
 
-// Event arguments (dftrace_arg_t) of each type.
-inline dftrace_arg_t arg_i(const char *key, int64_t v) { return {key, DFTRACE_ARG_INT, {.i = v}}; }
-inline dftrace_arg_t arg_u(const char *key, uint64_t v) {
-  return {key, DFTRACE_ARG_UINT, {.u = v}};
-}
-inline dftrace_arg_t arg_s(const char *key, const char *v) {
-  return {key, DFTRACE_ARG_STRING, {.s = v}};
-}
+// The event around a call and its arguments: plugins/common/call_event.hpp, shared with
+// libdftrace_mpi.
+using plugin::arg_i;
+using plugin::arg_s;
+using plugin::arg_u;
+using plugin::errno_keeper;
+using plugin::failed;
+using plugin::nesting;
 
-// Whether a call's result says it failed (errno then says why): a negative number, a null
-// pointer or MAP_FAILED. Unsigned results (fread's item count) never do.
-template <typename T>
-bool failed(T ret) {
-  if constexpr (std::is_pointer_v<T>)
-    return ret == nullptr || reinterpret_cast<void *>(ret) == MAP_FAILED;
-  else if constexpr (std::is_signed_v<T>)
-    return ret < 0;
-  else
-    return false;
-}
-
-// The prepared layout of an event's argument keys (and `errno` after them), or null when an
-// argument is not a number (dftrace_arg_layout).
-template <size_t N>
-const dftrace_arg_layout_t *layout_of(const std::array<dftrace_arg_t, N> &a, bool with_errno) {
-  std::array<dftrace_arg_t, N + 1> all{};
-  std::copy(a.begin(), a.end(), all.begin());
-  all[N] = arg_i("errno", 0);
-  return dftrace_arg_layout(all.data(), with_errno ? N + 1 : N);
-}
-
-// Whether a traced call can contain other events. Every POSIX and STDIO call is a leaf (the C
-// library's own calls inside are not interposed) and is recorded as a leaf event
-// (dftrace_leaf_begin: no region on the stack); HDF5's calls contain POSIX ones.
-enum class nesting { leaf, contains };
-
-// One event around `call` on `node`; args(result) gives the event's arguments, to which a
-// failed call adds `errno` (unless `with_errno` is false: readdir's null is also the end). The
-// application sees the real call's result and errno. Each call site's keys are prepared once
-// (dftrace_arg_layout), so that an event passes only its values. The wrappers called most
-// (transfers, seeks) reach it through out_of_line, so that their pass-through path needs no
-// stack frame for the event's arguments.
+// One event around `call` on `node` (plugin::call_event), with dftrace's own work inside
+// (`inside`: the first event may initialise dftrace, which reads files). The wrappers called
+// most (transfers, seeks) reach it through out_of_line, so that their pass-through path needs
+// no stack frame for the event's arguments.
 template <nesting Nesting = nesting::leaf, typename Call, typename Args>
 inline auto traced(dftrace_node_t *node, Call call, Args args, bool with_errno = true)
     -> decltype(call()) {
-  constexpr bool leaf = Nesting == nesting::leaf;
-  uint64_t begun;  // the leaf's start, or the region
-  {
-    inside g;  // the first event may initialise dftrace, which reads files
-    begun = leaf ? dftrace_leaf_begin(node) : dftrace_region_begin(node);
-  }
-  auto ret = call();
-  const int err = errno;
-  if (begun) {
-    inside g;
-    const auto a = args(ret);
-    constexpr size_t n = std::tuple_size_v<std::decay_t<decltype(a)>>;
-    const bool add_errno = with_errno && failed(ret);
-    // The layouts are made from arguments of their own (once): `a` never leaves this function,
-    // so the compiler keeps only its values, never storing its keys and types.
-    static const dftrace_arg_layout_t *const plain = layout_of(args(ret), false);
-    static const dftrace_arg_layout_t *const with_err = layout_of(args(ret), true);
-    if (const dftrace_arg_layout_t *l = add_errno ? with_err : plain) {
-      dftrace_value_t v[n + 1];
-      for (size_t i = 0; i < n; ++i) v[i].u = a[i].value.u;
-      v[n].i = err;
-      if (leaf)
-        dftrace_leaf_end_values(node, begun, l, v);
-      else
-        dftrace_region_end_values(begun, l, v);
-    } else {
-      std::array<dftrace_arg_t, n + 1> all{};
-      const auto b = args(ret);  // (not `a`: see above)
-      std::copy(b.begin(), b.end(), all.begin());
-      if (add_errno) all[n] = arg_i("errno", err);
-      const size_t k = add_errno ? n + 1 : n;
-      if (leaf)
-        dftrace_leaf_end_ex(node, begun, all.data(), k);
-      else
-        dftrace_region_end_ex(begun, all.data(), k);
-    }
-  }
-  errno = err;
-  return ret;
+  return plugin::call_event<Nesting, inside>(node, call, args, with_errno);
 }
 
 // The traced path of a wrapper, called out of line with the wrapper's arguments by value: the
@@ -193,18 +127,6 @@ template <typename Slow, typename... Args>
 __attribute__((noinline)) auto out_of_line(Slow slow, Args... args) -> decltype(slow(args...)) {
   return slow(args...);
 }
-
-// Keeps errno across the interposer's own system calls (path and descriptor look-ups): a call
-// that succeeds leaves the application's errno as it was.
-struct errno_keeper {
-  errno_keeper() : saved_(errno) {}
-  ~errno_keeper() { errno = saved_; }
-  errno_keeper(const errno_keeper &) = delete;
-  errno_keeper &operator=(const errno_keeper &) = delete;
-
- private:
-  const int saved_;
-};
 
 // The registry of interposers: every interposed function, by the C library's name, for the
 // application mode's binding (bind.cpp). Filled by static registrars before main.

@@ -8,6 +8,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <mutex>
@@ -16,7 +17,6 @@
 #include <vector>
 
 #include "plugins/io/interpose.hpp"
-#include "plugins/io/path_normal.hpp"
 #include "plugins/io/path_pattern.hpp"
 
 namespace dftrace::io {
@@ -35,17 +35,6 @@ std::atomic<const rules *> g_rules{nullptr};
 std::once_flag g_load_once;
 
 bool is_pattern(const std::string &s) { return s.find_first_of("*?[") != std::string::npos; }
-
-// The directory a descriptor names, from /proc/self/fd (a system call of its own, not an
-// interposed one).
-bool fd_directory(int fd, char *out) {
-  char link[64];
-  std::snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-  const long n = ::syscall(SYS_readlinkat, AT_FDCWD, link, out, PATH_MAX - 1);
-  if (n <= 0 || out[0] != '/') return false;
-  out[n] = '\0';
-  return true;
-}
 
 // Whether `abs` (n bytes) is `dir` or lies below it.
 bool under(const char *abs, size_t n, const std::string &dir) {
@@ -80,16 +69,15 @@ void split_into(const std::string &s, rules &r, bool include) {
   }
 }
 
-// "key = value  (source)" lines of dftrace_config_describe(): the value of `key`.
-std::string described(const char *text, const char *key) {
-  const std::string k = std::string(key) + " = ";
-  const char *line = text ? std::strstr(text, k.c_str()) : nullptr;
-  if (!line) return "";
-  const char *start = line + k.size();
-  const char *end = std::strchr(start, '\n');
-  std::string value(start, end ? end : start + std::strlen(start));
-  const size_t source = value.rfind("  (");
-  if (source != std::string::npos) value.erase(source);
+// The effective value of a configuration key (dftrace_config_get), "" when there is none.
+std::string config_value(const char *key) {
+  char small[512];
+  const int n = dftrace_config_get(key, small, sizeof small);
+  if (n < 0) return "";
+  if (static_cast<size_t>(n) < sizeof small) return std::string(small, static_cast<size_t>(n));
+  std::string value(static_cast<size_t>(n) + 1, '\0');
+  const int again = dftrace_config_get(key, value.data(), value.size());
+  value.resize(again < 0 ? 0 : std::min(static_cast<size_t>(again), value.size() - 1));
   return value;
 }
 
@@ -114,32 +102,11 @@ void load_rules() {
   // Only reached while recording: the process's tracing starts here if it has not yet (the
   // configuration is read at initialisation; a second init changes nothing).
   dftrace_init(nullptr);
-  const char *text = dftrace_config_describe();
-  set_rules(described(text, "io.data_dir"), described(text, "io.exclude"));
+  set_rules(config_value("io.data_dir"), config_value("io.exclude"));
 }
 
 bool absolute_path(int dirfd, const char *path, char *out) {
-  if (!path || !*path) return false;
-  const size_t n = std::strlen(path);
-  if (path[0] == '/') {
-    if (n >= PATH_MAX) return false;
-    std::memcpy(out, path, n + 1);
-    if (!is_normal(out, n)) normalise(out);  // usually nothing to remove: a quick check
-    return true;
-  } else {
-    errno_keeper keep;
-    if (dirfd == AT_FDCWD) {
-      if (!::getcwd(out, PATH_MAX)) return false;
-    } else if (!fd_directory(dirfd, out)) {
-      return false;
-    }
-    const size_t len = std::strlen(out);
-    if (len + 1 + n >= PATH_MAX) return false;
-    out[len] = '/';
-    std::memcpy(out + len + 1, path, n + 1);
-    if (!is_normal(out, len + 1 + n)) normalise(out);
-  }
-  return true;
+  return plugin::absolute_path(dirfd, path, out);
 }
 
 bool traced_file(const char *abs) {

@@ -276,9 +276,8 @@ int MPI_Recv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Com
   if (!dftrace_node_active_fast(nodes.receive))
     return PMPI_Recv(buf, count, dt, source, tag, comm, status);
   // What arrived is known only afterwards: bytes, source and tag come from the status.
-  const dftrace_arg_t in[] = {arg("comm_size", size_of(comm))};
   return traced_receive(
-      nodes.receive, in, 1, source, tag, {"bytes", "peer", "tag"}, status,
+      nodes.receive, comm_size_args(size_of(comm)), source, tag, {"bytes", "peer", "tag"}, status,
       [&](MPI_Status *filled) { return PMPI_Recv(buf, count, dt, source, tag, comm, filled); });
 }
 

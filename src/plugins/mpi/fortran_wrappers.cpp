@@ -77,6 +77,26 @@ receipt received_f(const fint *filled, fint rc, int posted_source, int posted_ta
   return received(MPI_SUCCESS, &c_status, posted_source, posted_tag);
 }
 
+// traced_receive (wrap.hpp) for a Fortran call: its status is a Fortran one (the wrapper's own
+// when the caller passed MPI_F_STATUS_IGNORE), and ierr carries the result.
+template <size_t N, typename Call>
+void traced_receive_f(dftrace_node_t *node, const std::array<dftrace_arg_t, N> &in, int source,
+                      int tag, receipt_keys keys, fint *status, fint *ierr, Call call) {
+  fint local[k_status_room];
+  fint *filled = status == MPI_F_STATUS_IGNORE ? local : status;
+  region_around(
+      node, [&] { return in; },
+      [&] {
+        call(filled);
+        return static_cast<int>(*ierr);
+      },
+      [&](int rc) {
+        const receipt got = received_f(filled, rc, source, tag);
+        return std::array<dftrace_arg_t, 3>{arg(keys.bytes, got.bytes),
+                                            arg(keys.source, got.source), arg(keys.tag, got.tag)};
+      });
+}
+
 }  // namespace
 
 extern "C" {
@@ -120,17 +140,10 @@ void mpi_recv_(void *buf, fint *count, fint *dt, fint *source, fint *tag, fint *
                fint *ierr) {
   if (!dftrace_node_active_fast(nodes.receive))
     return pmpi_recv_(buf, count, dt, source, tag, comm, status, ierr);
-  fint local[k_status_room];
-  fint *filled = status == MPI_F_STATUS_IGNORE ? local : status;
-  const dftrace_arg_t in[] = {arg("comm_size", size_of(comm_of(comm)))};
-  const dftrace_region_t r = dftrace_region_begin_ex(nodes.receive, DFTRACE_USE_NODE_STATE, in, 1);
-  pmpi_recv_(buf, count, dt, source, tag, comm, filled, ierr);
-  if (r) {
-    const receipt got = received_f(filled, *ierr, *source, *tag);
-    const dftrace_arg_t out[] = {arg("bytes", got.bytes), arg("peer", got.source),
-                                 arg("tag", got.tag)};
-    dftrace_region_end_ex(r, out, 3);
-  }
+  traced_receive_f(nodes.receive, comm_size_args(size_of(comm_of(comm))), *source, *tag,
+                   {"bytes", "peer", "tag"}, status, ierr, [&](fint *filled) {
+                     pmpi_recv_(buf, count, dt, source, tag, comm, filled, ierr);
+                   });
 }
 
 void mpi_isend_(const void *buf, fint *count, fint *dt, fint *dest, fint *tag, fint *comm,
@@ -164,18 +177,11 @@ void mpi_sendrecv_(const void *sb, fint *sc, fint *st, fint *dest, fint *stag, v
                    fint *rt, fint *source, fint *rtag, fint *comm, fint *status, fint *ierr) {
   if (!dftrace_node_active_fast(nodes.sendrecv))
     return pmpi_sendrecv_(sb, sc, st, dest, stag, rb, rc, rt, source, rtag, comm, status, ierr);
-  fint local[k_status_room];
-  fint *filled = status == MPI_F_STATUS_IGNORE ? local : status;
-  const dftrace_arg_t in[] = {arg("bytes", bytes_of(sc, st)), arg("peer", *dest), arg("tag", *stag),
-                              arg("comm_size", size_of(comm_of(comm)))};
-  const dftrace_region_t r = dftrace_region_begin_ex(nodes.sendrecv, DFTRACE_USE_NODE_STATE, in, 4);
-  pmpi_sendrecv_(sb, sc, st, dest, stag, rb, rc, rt, source, rtag, comm, filled, ierr);
-  if (r) {
-    const receipt got = received_f(filled, *ierr, *source, *rtag);
-    const dftrace_arg_t out[] = {arg("recv_bytes", got.bytes), arg("source", got.source),
-                                 arg("recv_tag", got.tag)};
-    dftrace_region_end_ex(r, out, 3);
-  }
+  traced_receive_f(
+      nodes.sendrecv, peer_args(bytes_of(sc, st), *dest, *stag, size_of(comm_of(comm))), *source,
+      *rtag, {"recv_bytes", "source", "recv_tag"}, status, ierr, [&](fint *filled) {
+        pmpi_sendrecv_(sb, sc, st, dest, stag, rb, rc, rt, source, rtag, comm, filled, ierr);
+      });
 }
 
 // ---------------------------------------------------------------- collectives

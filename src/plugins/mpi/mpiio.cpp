@@ -2,6 +2,7 @@
 // names POSIX events): the file's hash (with its FH line, the absolute path as libdftrace_io
 // names files), the bytes moved, the offset and the return code. The POSIX calls MPI makes
 // underneath, when libdftrace_io traces them, nest inside. Over the C ABI and PMPI only.
+#include <fcntl.h>
 #include <limits.h>
 #include <mpi.h>
 #include <unistd.h>
@@ -13,12 +14,14 @@
 #include <unordered_map>
 
 #include "dftrace/dftrace.h"
+#include "plugins/common/call_event.hpp"
 #include "wrap.hpp"
 
 namespace {
 
 using dftrace::mpi::arg;
 using dftrace::mpi::bytes_of;
+using dftrace::plugin::region_around;
 
 // An MPIIO node by function name, found once per wrapper.
 dftrace_node_t *io_node(const char *name) {
@@ -40,31 +43,37 @@ uint64_t hash_of(MPI_File fh) {
   return it == files().end() ? 0 : it->second;
 }
 
-// The name as libdftrace_io writes it: absolute (MPI-IO's "ufs:" style prefixes kept as given).
+// The name as libdftrace_io writes it: absolute and normalised (plugin::absolute_path); MPI-IO's
+// "ufs:" style prefixes kept as given.
 std::string absolute(const char *name) {
   if (!name) return "";
-  if (name[0] == '/' || std::strchr(name, ':')) return name;
-  char cwd[PATH_MAX];
-  if (!::getcwd(cwd, sizeof cwd)) return name;
-  return std::string(cwd) + "/" + name;
+  if (std::strchr(name, ':')) return name;
+  char path[PATH_MAX];
+  return dftrace::plugin::absolute_path(AT_FDCWD, name, path) ? path : name;
 }
+
+// A file's hash with its FH line (its absolute path), as an event argument.
+dftrace_arg_t file_hash_arg(const char *name) {
+  return dftrace::plugin::arg_u("fhash",
+                                dftrace_hash_define(DFTRACE_HASH_FILE, absolute(name).c_str()));
+}
+
+// The end of every MPI-IO event: the call's return code.
+std::array<dftrace_arg_t, 1> ret_args(int rc) { return {arg("ret", rc)}; }
 
 // One event around a call on an open file: its hash and the call's own arguments, then ret.
 template <size_t N, typename Call>
 int traced_file_call(dftrace_node_t *node, MPI_File fh, const std::array<dftrace_arg_t, N> &in,
                      Call call) {
-  if (!dftrace_node_active_fast(node)) return call();
-  std::array<dftrace_arg_t, N + 1> args{};
-  args[0].key = "fhash";
-  args[0].type = DFTRACE_ARG_UINT;
-  args[0].value.u = hash_of(fh);
-  for (size_t i = 0; i < N; ++i) args[i + 1] = in[i];
-  const dftrace_region_t r =
-      dftrace_region_begin_ex(node, DFTRACE_USE_NODE_STATE, args.data(), args.size());
-  const int rc = call();
-  const dftrace_arg_t out[] = {arg("ret", rc)};
-  dftrace_region_end_ex(r, out, 1);
-  return rc;
+  return region_around(
+      node,
+      [&] {
+        std::array<dftrace_arg_t, N + 1> args{};
+        args[0] = dftrace::plugin::arg_u("fhash", hash_of(fh));
+        for (size_t i = 0; i < N; ++i) args[i + 1] = in[i];
+        return args;
+      },
+      call, ret_args);
 }
 
 // Reads and writes: count, bytes (count items of the datatype) and, for the _at forms, offset.
@@ -81,21 +90,24 @@ extern "C" {
 
 int MPI_File_open(MPI_Comm comm, const char *name, int amode, MPI_Info info, MPI_File *fh) {
   DFTRACE_MPIIO_NODE("MPI_File_open");
-  if (!dftrace_node_active_fast(node_)) return PMPI_File_open(comm, name, amode, info, fh);
-  const std::string path = absolute(name);
-  const uint64_t h = dftrace_hash_define(DFTRACE_HASH_FILE, path.c_str());
-  const dftrace_arg_t in[] = {{"fhash", DFTRACE_ARG_UINT, {.u = h}},
-                              arg("amode", amode),
-                              arg("comm_size", dftrace::mpi::size_of(comm))};
-  const dftrace_region_t r = dftrace_region_begin_ex(node_, DFTRACE_USE_NODE_STATE, in, 3);
-  const int rc = PMPI_File_open(comm, name, amode, info, fh);
-  if (rc == MPI_SUCCESS && fh) {
-    std::lock_guard<std::mutex> lock(g_files_mutex);
-    files()[*fh] = h;
-  }
-  const dftrace_arg_t out[] = {arg("ret", rc)};
-  dftrace_region_end_ex(r, out, 1);
-  return rc;
+  uint64_t hash = 0;
+  return region_around(
+      node_,
+      [&] {
+        const dftrace_arg_t file = file_hash_arg(name);
+        hash = file.value.u;
+        return std::array<dftrace_arg_t, 3>{file, arg("amode", amode),
+                                            arg("comm_size", dftrace::mpi::size_of(comm))};
+      },
+      [&] {
+        const int rc = PMPI_File_open(comm, name, amode, info, fh);
+        if (rc == MPI_SUCCESS && fh && hash) {
+          std::lock_guard<std::mutex> lock(g_files_mutex);
+          files()[*fh] = hash;
+        }
+        return rc;
+      },
+      ret_args);
 }
 
 int MPI_File_close(MPI_File *fh) {
@@ -108,49 +120,38 @@ int MPI_File_close(MPI_File *fh) {
   return rc;
 }
 
-#define DFTRACE_MPIIO_TRANSFER(name, buf_type)                                            \
-  int name(MPI_File fh, buf_type buf, int count, MPI_Datatype type, MPI_Status *status) { \
+// A read or write, blocking (done: MPI_Status *) or not (MPI_Request *), at the file pointer or
+// at an offset (_AT).
+#define DFTRACE_MPIIO_TRANSFER(name, buf_type, done_type)                             \
+  int name(MPI_File fh, buf_type buf, int count, MPI_Datatype type, done_type done) { \
+    DFTRACE_MPIIO_NODE(#name);                                                        \
+    return traced_file_call(node_, fh, transfer_args(count, type),                    \
+                            [&] { return P##name(fh, buf, count, type, done); });     \
+  }
+#define DFTRACE_MPIIO_TRANSFER_AT(name, buf_type, done_type)                              \
+  int name(MPI_File fh, MPI_Offset offset, buf_type buf, int count, MPI_Datatype type,    \
+           done_type done) {                                                              \
     DFTRACE_MPIIO_NODE(#name);                                                            \
-    return traced_file_call(node_, fh, transfer_args(count, type),                        \
-                            [&] { return P##name(fh, buf, count, type, status); });       \
-  }
-#define DFTRACE_MPIIO_TRANSFER_AT(name, buf_type)                                           \
-  int name(MPI_File fh, MPI_Offset offset, buf_type buf, int count, MPI_Datatype type,      \
-           MPI_Status *status) {                                                            \
-    DFTRACE_MPIIO_NODE(#name);                                                              \
-    return traced_file_call(node_, fh, transfer_at_args(offset, count, type),               \
-                            [&] { return P##name(fh, offset, buf, count, type, status); }); \
-  }
-#define DFTRACE_MPIIO_ITRANSFER(name, buf_type)                                             \
-  int name(MPI_File fh, buf_type buf, int count, MPI_Datatype type, MPI_Request *request) { \
-    DFTRACE_MPIIO_NODE(#name);                                                              \
-    return traced_file_call(node_, fh, transfer_args(count, type),                          \
-                            [&] { return P##name(fh, buf, count, type, request); });        \
-  }
-#define DFTRACE_MPIIO_ITRANSFER_AT(name, buf_type)                                           \
-  int name(MPI_File fh, MPI_Offset offset, buf_type buf, int count, MPI_Datatype type,       \
-           MPI_Request *request) {                                                           \
-    DFTRACE_MPIIO_NODE(#name);                                                               \
-    return traced_file_call(node_, fh, transfer_at_args(offset, count, type),                \
-                            [&] { return P##name(fh, offset, buf, count, type, request); }); \
+    return traced_file_call(node_, fh, transfer_at_args(offset, count, type),             \
+                            [&] { return P##name(fh, offset, buf, count, type, done); }); \
   }
 
-DFTRACE_MPIIO_TRANSFER(MPI_File_read, void *)
-DFTRACE_MPIIO_TRANSFER(MPI_File_read_all, void *)
-DFTRACE_MPIIO_TRANSFER(MPI_File_read_shared, void *)
-DFTRACE_MPIIO_TRANSFER(MPI_File_read_ordered, void *)
-DFTRACE_MPIIO_TRANSFER(MPI_File_write, const void *)
-DFTRACE_MPIIO_TRANSFER(MPI_File_write_all, const void *)
-DFTRACE_MPIIO_TRANSFER(MPI_File_write_shared, const void *)
-DFTRACE_MPIIO_TRANSFER(MPI_File_write_ordered, const void *)
-DFTRACE_MPIIO_TRANSFER_AT(MPI_File_read_at, void *)
-DFTRACE_MPIIO_TRANSFER_AT(MPI_File_read_at_all, void *)
-DFTRACE_MPIIO_TRANSFER_AT(MPI_File_write_at, const void *)
-DFTRACE_MPIIO_TRANSFER_AT(MPI_File_write_at_all, const void *)
-DFTRACE_MPIIO_ITRANSFER(MPI_File_iread, void *)
-DFTRACE_MPIIO_ITRANSFER(MPI_File_iwrite, const void *)
-DFTRACE_MPIIO_ITRANSFER_AT(MPI_File_iread_at, void *)
-DFTRACE_MPIIO_ITRANSFER_AT(MPI_File_iwrite_at, const void *)
+DFTRACE_MPIIO_TRANSFER(MPI_File_read, void *, MPI_Status *)
+DFTRACE_MPIIO_TRANSFER(MPI_File_read_all, void *, MPI_Status *)
+DFTRACE_MPIIO_TRANSFER(MPI_File_read_shared, void *, MPI_Status *)
+DFTRACE_MPIIO_TRANSFER(MPI_File_read_ordered, void *, MPI_Status *)
+DFTRACE_MPIIO_TRANSFER(MPI_File_write, const void *, MPI_Status *)
+DFTRACE_MPIIO_TRANSFER(MPI_File_write_all, const void *, MPI_Status *)
+DFTRACE_MPIIO_TRANSFER(MPI_File_write_shared, const void *, MPI_Status *)
+DFTRACE_MPIIO_TRANSFER(MPI_File_write_ordered, const void *, MPI_Status *)
+DFTRACE_MPIIO_TRANSFER_AT(MPI_File_read_at, void *, MPI_Status *)
+DFTRACE_MPIIO_TRANSFER_AT(MPI_File_read_at_all, void *, MPI_Status *)
+DFTRACE_MPIIO_TRANSFER_AT(MPI_File_write_at, const void *, MPI_Status *)
+DFTRACE_MPIIO_TRANSFER_AT(MPI_File_write_at_all, const void *, MPI_Status *)
+DFTRACE_MPIIO_TRANSFER(MPI_File_iread, void *, MPI_Request *)
+DFTRACE_MPIIO_TRANSFER(MPI_File_iwrite, const void *, MPI_Request *)
+DFTRACE_MPIIO_TRANSFER_AT(MPI_File_iread_at, void *, MPI_Request *)
+DFTRACE_MPIIO_TRANSFER_AT(MPI_File_iwrite_at, const void *, MPI_Request *)
 
 int MPI_File_seek(MPI_File fh, MPI_Offset offset, int whence) {
   DFTRACE_MPIIO_NODE("MPI_File_seek");
@@ -188,15 +189,9 @@ int MPI_File_set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype etype, MPI_Data
 
 int MPI_File_delete(const char *name, MPI_Info info) {
   DFTRACE_MPIIO_NODE("MPI_File_delete");
-  if (!dftrace_node_active_fast(node_)) return PMPI_File_delete(name, info);
-  const std::string path = absolute(name);
-  const dftrace_arg_t in[] = {
-      {"fhash", DFTRACE_ARG_UINT, {.u = dftrace_hash_define(DFTRACE_HASH_FILE, path.c_str())}}};
-  const dftrace_region_t r = dftrace_region_begin_ex(node_, DFTRACE_USE_NODE_STATE, in, 1);
-  const int rc = PMPI_File_delete(name, info);
-  const dftrace_arg_t out[] = {arg("ret", rc)};
-  dftrace_region_end_ex(r, out, 1);
-  return rc;
+  return region_around(
+      node_, [&] { return std::array<dftrace_arg_t, 1>{file_hash_arg(name)}; },
+      [&] { return PMPI_File_delete(name, info); }, ret_args);
 }
 
 }  // extern "C"

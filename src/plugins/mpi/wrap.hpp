@@ -1,5 +1,6 @@
 // wrap.hpp: what the C and Fortran wrappers of libdftrace_mpi share: the comm nodes, the
-// argument helpers and the traced-call templates. Only the C ABI (dftrace.h) and MPI.
+// argument helpers and the traced-call templates (over plugins/common/call_event.hpp). Only the
+// C ABI and MPI.
 #pragma once
 
 #include <mpi.h>
@@ -8,6 +9,7 @@
 #include <cstdint>
 
 #include "dftrace/dftrace.h"
+#include "plugins/common/call_event.hpp"
 
 namespace dftrace::mpi {
 
@@ -28,13 +30,9 @@ struct comm_nodes {
 // The comm nodes every wrapper records on, filled once when the library loads (dftrace_mpi.cpp).
 extern comm_nodes nodes;
 
-inline dftrace_arg_t arg(const char *key, int64_t v) {
-  dftrace_arg_t a;
-  a.key = key;
-  a.type = DFTRACE_ARG_INT;
-  a.value.i = v;
-  return a;
-}
+using plugin::no_args;
+using plugin::region_around;
+inline constexpr dftrace_arg_t arg(const char *key, int64_t v) { return plugin::arg_i(key, v); }
 
 inline int64_t bytes_of(int64_t count, MPI_Datatype t) {
   int size = 0;
@@ -118,28 +116,18 @@ inline receipt received(int rc, const MPI_Status *filled, int posted_source, int
 // One event around one PMPI call. The arguments are built only when the node records.
 template <typename Args, typename Call>
 inline int traced(dftrace_node_t *node, Args make_args, Call call) {
-  if (!dftrace_node_active_fast(node)) return call();
-  const auto args = make_args();
-  const dftrace_region_t r =
-      dftrace_region_begin_ex(node, DFTRACE_USE_NODE_STATE, args.data(), args.size());
-  const int rc = call();
-  dftrace_region_end(r);
-  return rc;
+  return region_around(node, make_args, call, [](int) { return no_args(); });
 }
 
 // Test calls: one event per call (they are often polled: `comm.test: false` switches them
 // off), with how many requests were asked about and how many completed.
 template <typename Call>
 inline int traced_test(int requests, Call call, int *completed) {
-  if (!dftrace_node_active_fast(nodes.test)) return call();
-  const dftrace_arg_t in[] = {arg("requests", requests)};
-  const dftrace_region_t r = dftrace_region_begin_ex(nodes.test, DFTRACE_USE_NODE_STATE, in, 1);
-  const int rc = call();
-  if (r) {
-    const dftrace_arg_t out[] = {arg("completed", rc == MPI_SUCCESS ? *completed : 0)};
-    dftrace_region_end_ex(r, out, 1);
-  }
-  return rc;
+  return region_around(
+      nodes.test, [&] { return std::array<dftrace_arg_t, 1>{arg("requests", requests)}; }, call,
+      [&](int rc) {
+        return std::array<dftrace_arg_t, 1>{arg("completed", rc == MPI_SUCCESS ? *completed : 0)};
+      });
 }
 
 // The names of a receipt's arguments in the end event.
@@ -149,20 +137,18 @@ struct receipt_keys {
 
 // One event around a call that receives: `in` is known before; what arrived (from the status MPI
 // fills: the caller's, or a local one when it passed MPI_STATUS_IGNORE) is added at its end.
-template <typename Call>
-int traced_receive(dftrace_node_t *node, const dftrace_arg_t *in, size_t nin, int source, int tag,
-                   receipt_keys keys, MPI_Status *status, Call call) {
+template <size_t N, typename Call>
+int traced_receive(dftrace_node_t *node, const std::array<dftrace_arg_t, N> &in, int source,
+                   int tag, receipt_keys keys, MPI_Status *status, Call call) {
   MPI_Status local;
   MPI_Status *filled = status == MPI_STATUS_IGNORE ? &local : status;
-  const dftrace_region_t r = dftrace_region_begin_ex(node, DFTRACE_USE_NODE_STATE, in, nin);
-  const int rc = call(filled);
-  if (r) {
-    const receipt got = received(rc, filled, source, tag);
-    const dftrace_arg_t out[] = {arg(keys.bytes, got.bytes), arg(keys.source, got.source),
-                                 arg(keys.tag, got.tag)};
-    dftrace_region_end_ex(r, out, 3);
-  }
-  return rc;
+  return region_around(
+      node, [&] { return in; }, [&] { return call(filled); },
+      [&](int rc) {
+        const receipt got = received(rc, filled, source, tag);
+        return std::array<dftrace_arg_t, 3>{arg(keys.bytes, got.bytes),
+                                            arg(keys.source, got.source), arg(keys.tag, got.tag)};
+      });
 }
 
 // all_to_all: this rank sends `count` items of `type` to each of comm_size ranks (its receive
@@ -178,10 +164,8 @@ template <typename Call>
 int traced_sendrecv(int64_t bytes, int dest, int sendtag, int source, int recvtag, MPI_Comm comm,
                     MPI_Status *status, Call call) {
   if (!dftrace_node_active_fast(nodes.sendrecv)) return call(status);
-  const dftrace_arg_t in[] = {arg("bytes", bytes), arg("peer", dest), arg("tag", sendtag),
-                              arg("comm_size", size_of(comm))};
-  return traced_receive(nodes.sendrecv, in, 4, source, recvtag,
-                        {"recv_bytes", "source", "recv_tag"}, status, call);
+  return traced_receive(nodes.sendrecv, peer_args(bytes, dest, sendtag, size_of(comm)), source,
+                        recvtag, {"recv_bytes", "source", "recv_tag"}, status, call);
 }
 
 // Collectives whose bytes are what this rank contributes (contributed_bytes), with a root or not.

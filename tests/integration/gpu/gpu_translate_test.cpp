@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/gpu_kinds.hpp"
 #include "dftrace/dftrace.h"
 #include "plugins/gpu/activity_record.hpp"
 #include "plugins/gpu/translate.hpp"
@@ -135,6 +136,15 @@ std::vector<std::string> thread_names(const std::vector<std::string> &lines, int
     if (!e["args"]["name"].get(n)) out.emplace_back(n);
   }
   return out;
+}
+
+// gpu.kinds as it reaches the translator: the configuration's words to bits (the core), the bits
+// to kinds (this library: dftrace_cupti_start).
+bool parse_kinds(const std::string &text, kinds *out, std::string *error) {
+  unsigned bits = 0;
+  if (!dftrace::detail::parse_gpu_kinds(text, &bits, nullptr, error)) return false;
+  *out = kinds_of(bits);
+  return true;
 }
 
 kinds all_kinds() {

@@ -19,6 +19,8 @@ cmake -DBUILD_DIR="$build" -DPREFIX="$tmp/prefix" -DWORK="$tmp/work" \
 libdir=$(ls -d "$tmp"/prefix/lib*/ | head -1)
 test -f "$tmp/prefix/include/dftrace/dftrace.h"
 test -f "$tmp/prefix/include/dftracer/dftracer.h"
+# The plug-ins' private contract is not part of the installed API.
+test ! -e "$tmp/prefix/include/dftrace/plugin.h" || { echo "plugin.h is installed" >&2; exit 1; }
 test -f "$tmp/prefix/share/dftrace/dftrace.yaml"
 cmake -S "$src/consumer" -B "$tmp/cb" -DCMAKE_PREFIX_PATH="$tmp/prefix" >/dev/null
 cmake --build "$tmp/cb" >/dev/null

@@ -72,3 +72,29 @@ def test_four_ranks_write_one_shared_file(tmp_path):
     counts = {(r["cat"], r["name"]): r["count"] for r in st["by_name"]}
     assert counts[("MPIIO", "MPI_File_write_at_all")] == 4
     assert counts[("MPIIO", "MPI_File_open")] == 4
+
+
+def test_a_file_opened_through_dots_is_named_by_its_normalised_absolute_path(tmp_path):
+    """MPI_File_open of a name that goes through "./x/.." from the data directory: the FH line
+    names the file as libdftrace_io names it, absolute and normalised, so both plug-ins' events
+    share its hash."""
+    data = tmp_path / "data"
+    (data / "x").mkdir(parents=True)
+    out = tmp_path / "traces"
+    out.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DFTRACE_", "DFTRACER_"))}
+    env.pop("LD_PRELOAD", None)
+    p = subprocess.run([CLI, "run", "--mpi", "--prefix", str(out / "t"), "--data-dirs", str(data),
+                        "--", *MPIRUN[:-1], "1", PROG, "./x/.."],
+                       capture_output=True, text=True, env=env, timeout=150, cwd=data)
+    assert p.returncode == 0 and "mpiio_prog: ok" in p.stdout, p.stdout + p.stderr
+    [trace] = glob.glob(str(out / "t-mpiio_prog-*.pfw.gz"))
+    ev = tc.load_checked(trace)
+    names = {e["args"]["value"]: e["args"]["name"] for e in ev if e.get("name") == "FH"}
+    opened = [e for e in ev if e.get("cat") == "MPIIO" and e.get("name") == "MPI_File_open"]
+    assert len(opened) == 1
+    assert names[opened[0]["args"]["fhash"]] == str(data / "shared.bin")
+    # the POSIX open underneath names the same file by the same hash
+    posix = [e for e in ev if e.get("cat") == "POSIX" and e["args"].get("fhash") ==
+             opened[0]["args"]["fhash"]]
+    assert posix, "libdftrace_io's events on the file carry the MPI-IO open's hash"

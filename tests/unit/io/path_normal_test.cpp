@@ -1,6 +1,6 @@
 // path_normal_test.cpp: the quick check (is_normal) never skips a path the rewrite (normalise)
 // would change, and passes the paths applications build; the rewrite's own results.
-#include "plugins/io/path_normal.hpp"
+#include "plugins/common/path_normal.hpp"
 
 #include <gtest/gtest.h>
 
@@ -8,8 +8,8 @@
 #include <utility>
 #include <vector>
 
-using dftrace::io::is_normal;
-using dftrace::io::normalise;
+using dftrace::plugin::is_normal;
+using dftrace::plugin::normalise;
 
 namespace {
 std::string normal_form(std::string p) {

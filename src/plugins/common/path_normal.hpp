@@ -1,13 +1,14 @@
 // path_normal.hpp: an absolute path's normal form ("//", "." and ".." removed, without resolving
-// links: README.md, "Which files"), computed on every open and stat of a file. Header-only and
-// free of the rest of the library, so that a unit test holds the quick check to the rewrite.
+// links: src/plugins/io/README.md, "Which files"), computed on every open and stat of a file and
+// on every MPI-IO open. Header-only and free of the rest of the plug-ins, so that a unit test
+// holds the quick check to the rewrite.
 #pragma once
 
 #include <string.h>
 
 #include <cstddef>
 
-namespace dftrace::io {
+namespace dftrace::plugin {
 
 // Normalises an absolute path (p[0] == '/') in place: "//", "/./" and "/x/.." removed, a
 // trailing '/' dropped; "/" stays "/".
@@ -55,4 +56,4 @@ inline bool is_normal(const char *p, size_t n) {
   return true;
 }
 
-}  // namespace dftrace::io
+}  // namespace dftrace::plugin
