@@ -41,7 +41,7 @@ LAYERS = {
                    "src/runtime"],
     "bindings/python": [],
     # dftrace._reader: the Python face of the trace reader (dftrace.read), like the tools
-    "bindings/python/reader": ["src/base", "src/reader"],
+    "bindings/python/ext/reader": ["src/base", "src/reader"],
     "bindings/fortran": [],
     "src/plugins/mpi": [],
     # libdftrace_io (LD_PRELOAD): over the C ABI only, like libdftrace_mpi

@@ -1,4 +1,4 @@
-# _dftrace.pyi: types of the compiled extension (bindings/python/_dftrace.c).
+# _dftrace.pyi: types of the compiled extension (bindings/python/ext/core/_dftrace.c).
 from typing import Any, Callable, Dict, Iterable, Iterator, Optional, Tuple, TypeVar, overload
 
 _F = TypeVar("_F", bound=Callable[..., Any])

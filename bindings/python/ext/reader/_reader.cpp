@@ -1,4 +1,4 @@
-// _reader.cpp: dftrace._reader, the columns behind dftrace.read (bindings/python/reader/README.md).
+// _reader.cpp: dftrace._reader, the columns behind dftrace.read (bindings/python/ext/reader/README.md).
 // Files are read by the C++ reader (src/reader: members inflated and lines parsed on a pool of
 // threads); each block becomes columns of its own, which are appended in file order. Nothing
 // here builds Python objects per line: the result is a few byte buffers and small
