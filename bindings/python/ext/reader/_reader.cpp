@@ -188,29 +188,44 @@ PyObject *args_of(result &all, const what &w) {
 // read_columns(paths, cats, names, start_ns, end_ns, args, threads[, parts, metadata_only,
 // ranks, keys_only]) -> dict; ranks: {pid: rank} for the rank column (default: the read's PR
 // lines); keys_only: no rows, only "arg_keys" (every argument key of the events)
-PyObject *read_columns(PyObject *, PyObject *a) {
+// What read_columns is asked for: the files, the filter (what), each file's range of parts
+// and the pid -> rank map given by the caller (dftrace.dask's first pass), if any.
+struct request {
+  std::vector<std::string> paths;
+  what w;
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  std::unordered_map<int64_t, int64_t> given_ranks;
+  bool ranks_given = false;
+  int threads = 0;
+};
+
+// read_columns' arguments into a request; false with a Python error set.
+bool parse_request(PyObject *a, request *rq) {
   PyObject *paths_o, *cats_o, *names_o, *start_o, *end_o, *args_o, *parts_o = Py_None;
   PyObject *ranks_o = Py_None;
   int threads = 0, metadata_only = 0, keys_only = 0;
   if (!PyArg_ParseTuple(a, "OOOOOOi|OpOp", &paths_o, &cats_o, &names_o, &start_o, &end_o, &args_o,
                         &threads, &parts_o, &metadata_only, &ranks_o, &keys_only))
-    return nullptr;
+    return false;
+  rq->threads = threads;
+  rq->ranks_given = ranks_o != Py_None;
+  std::unordered_map<int64_t, int64_t> &given_ranks = rq->given_ranks;
+  std::vector<std::string> &paths = rq->paths;
+  what &w = rq->w;
   // pid -> rank: given (dftrace.dask's first pass), or else from the read's own PR lines
-  std::unordered_map<int64_t, int64_t> given_ranks;
-  if (ranks_o != Py_None && !int_map(ranks_o, &given_ranks)) return nullptr;
-  std::vector<std::string> paths;
-  what w;
+  if (ranks_o != Py_None && !int_map(ranks_o, &given_ranks)) return false;
   if (!strings_of(paths_o, &paths) || !strings_of(cats_o, &w.cat_list) ||
       !strings_of(names_o, &w.name_list) || !strings_of(args_o, &w.args))
-    return nullptr;
+    return false;
   w.metadata_only = metadata_only != 0;
   w.keys_only = keys_only != 0;
   for (const auto &k : w.args) w.arg_sigs.push_back(sig_of(k));
   // parts: per path, None (all) or (first, last): the planned parts to read, inclusive.
-  std::vector<std::pair<int64_t, int64_t>> ranges(paths.size(), {0, INT64_MAX});
+  std::vector<std::pair<int64_t, int64_t>> &ranges = rq->ranges;
+  ranges.assign(paths.size(), {0, INT64_MAX});
   if (parts_o != Py_None) {
     PyObject *fast = PySequence_Fast(parts_o, "parts must be a sequence");
-    if (!fast) return nullptr;
+    if (!fast) return false;
     const bool same = PySequence_Fast_GET_SIZE(fast) == static_cast<Py_ssize_t>(paths.size());
     for (Py_ssize_t k = 0; same && k < PySequence_Fast_GET_SIZE(fast); ++k) {
       PyObject *item = PySequence_Fast_GET_ITEM(fast, k);
@@ -218,14 +233,14 @@ PyObject *read_columns(PyObject *, PyObject *a) {
       long long first = 0, last = 0;
       if (!PyArg_ParseTuple(item, "LL", &first, &last)) {
         Py_DECREF(fast);
-        return nullptr;
+        return false;
       }
       ranges[static_cast<size_t>(k)] = {first, last};
     }
     Py_DECREF(fast);
     if (!same) {
       PyErr_SetString(PyExc_ValueError, "parts must have one entry per path");
-      return nullptr;
+      return false;
     }
   }
   w.cats.insert(w.cat_list.begin(), w.cat_list.end());
@@ -239,86 +254,70 @@ PyObject *read_columns(PyObject *, PyObject *a) {
     w.end = PyLong_AsUnsignedLongLong(end_o);
   }
   w.check_dt = (w.has_start || w.has_end) && !w.metadata_only;
-  if (PyErr_Occurred()) return nullptr;
+  return !PyErr_Occurred();
+}
 
-  result all;
-  all.args.resize(w.args.size());
-  column_pool pool;
-  std::vector<std::string> problems;
-  std::vector<std::string> units;
-  std::string failure;  // an exception of the reader (memory): raised as MemoryError
-  Py_BEGIN_ALLOW_THREADS;
+// One file's events appended to the read (`all`); what went wrong goes to `problems`, the
+// file's time unit (or "" when it could not be opened) to `units`. Runs without the GIL.
+void read_file(const std::string &path, std::pair<int64_t, int64_t> range, const what &w,
+               dftrace::detail::read_options &opt, result &all, column_pool &pool,
+               std::vector<std::string> &problems, std::vector<std::string> &units) {
+  dftrace::detail::trace_file tf;
+  std::string why;
+  if (!tf.open(path, &why)) {
+    problems.push_back(path + ": " + why);
+    units.emplace_back("");
+    return;
+  }
+  for (const auto &i : tf.plan_issues())
+    problems.push_back(path + ": byte " + std::to_string(i.offset) + ": " + i.message);
+  const time_unit unit = dftrace::detail::header_time_unit(tf);
+  units.emplace_back(unit == time_unit::ns ? "ns" : "us");
+  // Parts outside the requested range, and members outside the time window (their DT
+  // times are epoch microseconds), are neither inflated nor parsed.
+  const bool window = (w.has_start || w.has_end) && !w.metadata_only;
+  opt.keep_part = [&w, &tf, range, window](const dftrace::detail::planned_part &p) {
+    const int64_t index = &p - tf.parts().data();
+    if (index < range.first || index > range.second) return false;
+    if (!window || p.kind != dftrace::detail::planned_part::member) return true;
+    // A member without times (a header of metadata) is read: its lines are checked to
+    // hold no event (check_dt), as any member's to lie in its range.
+    if (p.dt.ts_min == 0 && p.dt.ts_max == 0) return true;
+    if (w.has_start && p.dt.ts_max * 1000 + 999 < w.start) return false;
+    if (w.has_end && p.dt.ts_min * 1000 >= w.end) return false;
+    return true;
+  };
+  // The result's room for the file's members, from their DT line counts (metadata lines
+  // included: a bound). Only a hint: at most a line per compressed byte (a DT field may
+  // lie), untouched room costs no memory, and where it cannot be had the columns grow.
+  uint64_t lines = 0;
+  for (const auto &p : tf.parts())
+    if (p.kind == dftrace::detail::planned_part::member && opt.keep_part(p))
+      lines += std::min<uint64_t>(p.dt.lines, p.length);
   try {
-    dftrace::detail::read_options opt;
-    opt.threads =
-        threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    for (size_t f = 0; f < paths.size(); ++f) {
-      dftrace::detail::trace_file tf;
-      std::string why;
-      if (!tf.open(paths[f], &why)) {
-        problems.push_back(paths[f] + ": " + why);
-        units.emplace_back("");
-        continue;
-      }
-      for (const auto &i : tf.plan_issues())
-        problems.push_back(paths[f] + ": byte " + std::to_string(i.offset) + ": " + i.message);
-      const time_unit unit = dftrace::detail::header_time_unit(tf);
-      units.emplace_back(unit == time_unit::ns ? "ns" : "us");
-      // Parts outside the requested range, and members outside the time window (their DT
-      // times are epoch microseconds), are neither inflated nor parsed.
-      const std::pair<int64_t, int64_t> range = ranges[f];
-      const bool window = (w.has_start || w.has_end) && !w.metadata_only;
-      opt.keep_part = [&w, &tf, range, window](const dftrace::detail::planned_part &p) {
-        const int64_t index = &p - tf.parts().data();
-        if (index < range.first || index > range.second) return false;
-        if (!window || p.kind != dftrace::detail::planned_part::member) return true;
-        // A member without times (a header of metadata) is read: its lines are checked to
-        // hold no event (check_dt), as any member's to lie in its range.
-        if (p.dt.ts_min == 0 && p.dt.ts_max == 0) return true;
-        if (w.has_start && p.dt.ts_max * 1000 + 999 < w.start) return false;
-        if (w.has_end && p.dt.ts_min * 1000 >= w.end) return false;
-        return true;
-      };
-      // The result's room for the file's members, from their DT line counts (metadata lines
-      // included: a bound). Only a hint: at most a line per compressed byte (a DT field may
-      // lie), untouched room costs no memory, and where it cannot be had the columns grow.
-      uint64_t lines = 0;
-      for (const auto &p : tf.parts())
-        if (p.kind == dftrace::detail::planned_part::member && opt.keep_part(p))
-          lines += std::min<uint64_t>(p.dt.lines, p.length);
-      try {
-        if (!w.metadata_only) all.ints.reserve(all.rows + static_cast<size_t>(lines));
-      } catch (const std::bad_alloc &) {
-      }
-      auto work = [&w, unit, &pool](dftrace::detail::text_block &b) { scan(b, w, unit, pool); };
-      const uint64_t outside_before = all.outside_dt;
-      dftrace::detail::for_each_block(tf, opt, work, [&](dftrace::detail::text_block &b) {
-        for (const auto &i : b.issues)
-          problems.push_back(paths[f] + ": byte " + std::to_string(i.offset) + ": " + i.message);
-        if (!b.result) return;
-        std::unique_ptr<columns> c(static_cast<columns *>(b.result.release()));
-        all.add(*c);
-        pool.give(std::move(c));
-      });
-      if (all.outside_dt > outside_before)
-        problems.push_back(paths[f] + ": " + std::to_string(all.outside_dt - outside_before) +
-                           " events lie outside the time range of their member's DT field: a "
-                           "time window may have skipped more of them in other members "
-                           "(dftrace validate names the members)");
-    }
-  } catch (const std::exception &e) {
-    failure = e.what();
+    if (!w.metadata_only) all.ints.reserve(all.rows + static_cast<size_t>(lines));
+  } catch (const std::bad_alloc &) {
   }
-  if (failure.empty() && all.ints.cap) {
-    if (ranks_o == Py_None) given_ranks.insert(all.ranks.begin(), all.ranks.end());
-    map_ints(all.ints.col(0), all.rows, given_ranks, -1, all.ints.col(k_ints));
-  }
-  Py_END_ALLOW_THREADS;
-  if (!failure.empty()) {
-    PyErr_Format(PyExc_MemoryError, "dftrace.read: %s", failure.c_str());
-    return nullptr;
-  }
+  auto work = [&w, unit, &pool](dftrace::detail::text_block &b) { scan(b, w, unit, pool); };
+  const uint64_t outside_before = all.outside_dt;
+  dftrace::detail::for_each_block(tf, opt, work, [&](dftrace::detail::text_block &b) {
+    for (const auto &i : b.issues)
+      problems.push_back(path + ": byte " + std::to_string(i.offset) + ": " + i.message);
+    if (!b.result) return;
+    std::unique_ptr<columns> c(static_cast<columns *>(b.result.release()));
+    all.add(*c);
+    pool.give(std::move(c));
+  });
+  if (all.outside_dt > outside_before)
+    problems.push_back(path + ": " + std::to_string(all.outside_dt - outside_before) +
+                       " events lie outside the time range of their member's DT field: a "
+                       "time window may have skipped more of them in other members "
+                       "(dftrace validate names the members)");
+}
 
+// The read as the dict dftrace/_read.py builds its DataFrame from; nullptr with an error set.
+PyObject *result_dict(result &all, const what &w, const std::vector<std::string> &problems,
+                      const std::vector<std::string> &units) {
   PyObject *d = PyDict_New();
   if (!d) return nullptr;
   bool ok = put(d, "rows", PyLong_FromSize_t(all.rows)) && put(d, "name", buffer_of(all.name)) &&
@@ -355,6 +354,39 @@ PyObject *read_columns(PyObject *, PyObject *a) {
     return nullptr;
   }
   return d;
+}
+
+PyObject *read_columns(PyObject *, PyObject *a) {
+  request rq;
+  if (!parse_request(a, &rq)) return nullptr;
+  const what &w = rq.w;
+  result all;
+  all.args.resize(w.args.size());
+  column_pool pool;
+  std::vector<std::string> problems;
+  std::vector<std::string> units;
+  std::string failure;  // an exception of the reader (memory): raised as MemoryError
+  Py_BEGIN_ALLOW_THREADS;
+  try {
+    dftrace::detail::read_options opt;
+    opt.threads = rq.threads > 0
+                      ? rq.threads
+                      : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    for (size_t f = 0; f < rq.paths.size(); ++f)
+      read_file(rq.paths[f], rq.ranges[f], w, opt, all, pool, problems, units);
+  } catch (const std::exception &e) {
+    failure = e.what();
+  }
+  if (failure.empty() && all.ints.cap) {
+    if (!rq.ranks_given) rq.given_ranks.insert(all.ranks.begin(), all.ranks.end());
+    map_ints(all.ints.col(0), all.rows, rq.given_ranks, -1, all.ints.col(k_ints));
+  }
+  Py_END_ALLOW_THREADS;
+  if (!failure.empty()) {
+    PyErr_Format(PyExc_MemoryError, "dftrace.read: %s", failure.c_str());
+    return nullptr;
+  }
+  return result_dict(all, w, problems, units);
 }
 
 // plan(path) -> {"unit", "described", "parts": [(kind, lines, text_bytes, ts_min_us, ts_max_us)]}

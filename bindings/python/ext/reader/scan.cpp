@@ -198,21 +198,18 @@ void scan_metadata(std::string_view text, columns &r) {
     }
 }
 
-}  // namespace
-
-void scan(dftrace::detail::text_block &b, const what &w, time_unit unit, column_pool &pool) {
-  std::unique_ptr<columns> r = pool.take();
-  r->reset(w);
-  if (w.metadata_only) {
-    scan_metadata(b.whole_lines(), *r);
-    b.result = std::move(r);
-    return;
-  }
-  r->room(b.text.size() / 128 + 16);  // lines of a typical event's length
-  const size_t nargs = w.args.size();
-  // The requested arguments of a line (null: not in it); put back to null as they are read.
-  std::vector<const jvalue *> found_of(nargs);
-  const jvalue **const found = found_of.data();
+// The scan of one block's lines into its columns: the line's filters (line()), then its row
+// (row()). The requested arguments of a line are found in one pass and put back to null as
+// they are written.
+struct block_scan {
+  const what &w;
+  const time_unit unit;
+  columns &r;
+  const dftrace::detail::dt_field *dt;  // the member's DT field when it is checked, else null
+  const char *limit;                    // the block's end (numbers are read inline up to it)
+  const size_t nargs;
+  std::vector<const jvalue *> found_of;
+  const jvalue **const found;  // found_of's items: the requested arguments of this line
   const key_sig level_sig = sig_of("level"), p_idx_sig = sig_of("p_idx");
   cached_int pid, tid;
   parsed_line pl;
@@ -220,32 +217,38 @@ void scan(dftrace::detail::text_block &b, const what &w, time_unit unit, column_
   std::string calls_text;  // an aggregated record's calls, as a number's text
   jvalue calls_value;
   std::unordered_set<std::string> seen_keys;
-  const std::string_view text = b.whole_lines();
-  const char *const limit = text.data() + text.size();
-  // DT times are epoch microseconds
-  const dftrace::detail::dt_field *dt =
-      w.check_dt && b.part && b.part->kind == dftrace::detail::planned_part::member ? &b.part->dt
-                                                                                    : nullptr;
-  dftrace::detail::for_each_line(text, [&](std::string_view line) {
-    ++r->lines;
+
+  block_scan(const what &w_, time_unit unit_, columns &r_, const dftrace::detail::dt_field *dt_,
+             const char *limit_)
+      : w(w_),
+        unit(unit_),
+        r(r_),
+        dt(dt_),
+        limit(limit_),
+        nargs(w_.args.size()),
+        found_of(nargs),
+        found(found_of.data()) {}
+
+  bool line(std::string_view line) {
+    ++r.lines;
     size_t k = 0;
     while (k < line.size() && (line[k] == ' ' || line[k] == '\t' || line[k] == '\r')) ++k;
     if (k == line.size() || line[k] == '[' || line[k] == ']') return true;
     if (!dftrace::detail::parse_line(line, pl)) {
-      ++r->invalid;
+      ++r.invalid;
       return true;
     }
     char ph = dftrace::detail::phase(pl);
     if (ph == 'M') {
-      keep_metadata(pl, *r);
+      keep_metadata(pl, r);
       return true;
     }
     uint64_t ts = 0, dur = 0;
     if (!pl.ts.present() || !dftrace::detail::value_ns(pl.ts, unit, &ts)) {
-      ++r->skipped;  // not an event with a time
+      ++r.skipped;  // not an event with a time
       return true;
     }
-    if (dt && (ts / 1000 < dt->ts_min || ts / 1000 > dt->ts_max)) ++r->outside_dt;
+    if (dt && (ts / 1000 < dt->ts_min || ts / 1000 > dt->ts_max)) ++r.outside_dt;
     if ((w.has_start && ts < w.start) || (w.has_end && ts >= w.end)) return true;
     // names and categories as they are meant (escapes decoded; without a backslash, no copy)
     if (!w.cats.empty() && !w.cats.count(dftrace::detail::string_text(pl, pl.cat, &cat_buf)))
@@ -262,23 +265,28 @@ void scan(dftrace::detail::text_block &b, const what &w, time_unit unit, column_
       ph = 'A';
     }
     if (w.keys_only) {
-      collect_keys(pl, folded, seen_keys, *r);
+      collect_keys(pl, folded, seen_keys, r);
       return true;
     }
-    if (r->rows == r->cap) r->room(r->cap + 1);
-    const size_t row = r->rows++;
-    r->name[row] = r->names.code(dftrace::detail::string_text(pl, pl.name, &name_buf));
-    r->cat[row] = r->cats.code(dftrace::detail::string_text(pl, pl.cat, &cat_buf));
+    row(ph, ts, dur, folded, calls);
+    return true;
+  }
+
+  void row(char ph, uint64_t ts, uint64_t dur, bool folded, uint64_t calls) {
+    if (r.rows == r.cap) r.room(r.cap + 1);
+    const size_t row = r.rows++;
+    r.name[row] = r.names.code(dftrace::detail::string_text(pl, pl.name, &name_buf));
+    r.cat[row] = r.cats.code(dftrace::detail::string_text(pl, pl.cat, &cat_buf));
     // a phase of one character holds no escape: only longer ones ("\u0058") are decoded
     const std::string_view ph_text =
         pl.ph.type != jtype::string || ph == 'A' ? std::string_view(&ph, 1)
         : pl.ph.text.size() == 1                 ? pl.ph.text
                                                  : dftrace::detail::string_text(pl.ph, &ph_buf);
     if (ph_text.size() == 1) {  // a letter (mostly "X"): its code looked up once per block
-      int32_t &c = r->letter_code[static_cast<unsigned char>(ph_text[0])];
-      r->ph[row] = c >= 0 ? c : (c = r->phs.code(ph_text));
+      int32_t &c = r.letter_code[static_cast<unsigned char>(ph_text[0])];
+      r.ph[row] = c >= 0 ? c : (c = r.phs.code(ph_text));
     } else {
-      r->ph[row] = r->phs.code(ph_text);
+      r.ph[row] = r.phs.code(ph_text);
     }
     // One pass over the arguments finds level, p_idx and the requested keys (by signature).
     const jvalue *lv = nullptr, *pi = nullptr;
@@ -296,20 +304,39 @@ void scan(dftrace::detail::text_block &b, const what &w, time_unit unit, column_
             found[q] = &pl.args_kv[a].value;
       }
     }
-    r->ints[0][row] = pid.get(pl.pid);  // the text stays valid: the block outlives the scan
-    r->ints[1][row] = tid.get(pl.tid);
-    r->ints[2][row] = static_cast<int64_t>(ts);
-    r->ints[3][row] = static_cast<int64_t>(dur);
-    r->ints[4][row] = lv ? small_int_or(*lv, -1, limit) : -1;
-    r->ints[5][row] = pi ? small_int_or(*pi, -1, limit) : -1;
-    r->ints[6][row] = small_int_or(pl.id, -1, limit);
+    r.ints[0][row] = pid.get(pl.pid);  // the text stays valid: the block outlives the scan
+    r.ints[1][row] = tid.get(pl.tid);
+    r.ints[2][row] = static_cast<int64_t>(ts);
+    r.ints[3][row] = static_cast<int64_t>(dur);
+    r.ints[4][row] = lv ? small_int_or(*lv, -1, limit) : -1;
+    r.ints[5][row] = pi ? small_int_or(*pi, -1, limit) : -1;
+    r.ints[6][row] = small_int_or(pl.id, -1, limit);
     if (folded) derive_calls(w, calls, found, &calls_text, &calls_value);
     for (size_t q = 0; q < nargs; ++q) {
-      put_arg(r->args[q], found[q], row, &key_buf);
+      put_arg(r.args[q], found[q], row, &key_buf);
       found[q] = nullptr;
     }
-    return true;
-  });
+  }
+};
+
+}  // namespace
+
+void scan(dftrace::detail::text_block &b, const what &w, time_unit unit, column_pool &pool) {
+  std::unique_ptr<columns> r = pool.take();
+  r->reset(w);
+  if (w.metadata_only) {
+    scan_metadata(b.whole_lines(), *r);
+    b.result = std::move(r);
+    return;
+  }
+  r->room(b.text.size() / 128 + 16);  // lines of a typical event's length
+  const std::string_view text = b.whole_lines();
+  // DT times are epoch microseconds
+  const dftrace::detail::dt_field *dt =
+      w.check_dt && b.part && b.part->kind == dftrace::detail::planned_part::member ? &b.part->dt
+                                                                                    : nullptr;
+  block_scan s(w, unit, *r, dt, text.data() + text.size());
+  dftrace::detail::for_each_line(text, [&s](std::string_view line) { return s.line(line); });
   b.result = std::move(r);
 }
 
