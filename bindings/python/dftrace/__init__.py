@@ -539,16 +539,18 @@ class _DFTracerCompat:
 
     @staticmethod
     def get_time() -> int:
-        """The tracer's clock in microseconds (pydftracer's unit).
+        """pydftracer's dftracer.get_time(): the tracer's clock in microseconds, the unit of
+        pydftracer's timestamps.
 
         Args:
             None.
 
         Returns:
-            Monotonic microseconds.
+            Monotonic microseconds (dftrace.now_ns() // 1000).
 
         Example:
-            >>> t0 = dftracer.get_time()
+            >>> start = dftracer.get_time()
+            >>> elapsed_us = dftracer.get_time() - start
         """
         return _dftrace.now_ns() // 1000
 

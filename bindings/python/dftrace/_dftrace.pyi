@@ -131,19 +131,7 @@ def init(*, enable: Optional[bool] = ..., output_prefix: Optional[str] = ...,
          exec_name: Optional[str] = ..., metadata: Optional[bool] = ...,
          compression: Optional[bool] = ..., level: int = ...,
          bind_atexit: Optional[bool] = ..., io_data_dir: Optional[str] = ...) -> int: ...
-def finalize() -> int:
-    """Writes the rest of the trace and closes it.
-
-    Args:
-        None.
-
-    Returns:
-        A status code (dftrace._dftrace.OK, 0, on success).
-
-    Example:
-        >>> dftrace.finalize()
-        0
-    """
+def finalize() -> int: ...
 def flush() -> int:
     """Writes what is buffered to the trace file.
 
@@ -220,19 +208,7 @@ def config_describe() -> str:
     Example:
         >>> print(dftrace.config_describe())
     """
-def version() -> str:
-    """The library's version.
-
-    Args:
-        None.
-
-    Returns:
-        The version as text.
-
-    Example:
-        >>> dftrace._dftrace.version()
-        '0.9.0'
-    """
+def version() -> str: ...
 def status_string(code: int) -> str: ...
 def now_ns() -> int:
     """The tracer's clock.
