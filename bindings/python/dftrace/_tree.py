@@ -294,6 +294,26 @@ def summarize(v: Any) -> Any:
         return "<%s>" % type(v).__name__
 
 
+def _capture_settings(names: Any, first: Any, where: str) -> tuple:
+    """capture= as a tuple of names and first= as a count, bad values reported (on `where`)."""
+    if first is None:
+        first = CAPTURE_FIRST
+    elif isinstance(first, bool) or not isinstance(first, int) or first < 0:
+        _warn(f"capture on {where}: first must be an int >= 0, not {first!r}; using "
+              f"{CAPTURE_FIRST}")
+        first = CAPTURE_FIRST
+    if names is None:
+        return (), first
+    if isinstance(names, str):
+        return (names,), first
+    try:
+        return tuple(names), first
+    except TypeError:
+        _warn(f"capture on {where}: capture= needs a list of parameter names, not "
+              f"{type(names).__name__} (no argument captured)")
+        return (), first
+
+
 def _capture_factory(fn: Callable[..., Any], settings: tuple) -> Optional[tuple]:
     """Called once when a node used with capture=, result= or first= decorates fn: checks the
     names against fn's signature (bad ones reported in one line, never raised: the function is
@@ -302,23 +322,7 @@ def _capture_factory(fn: Callable[..., Any], settings: tuple) -> Optional[tuple]
 
     names, result, first = settings
     where = getattr(fn, "__qualname__", None) or repr(fn)
-    if first is None:
-        first = CAPTURE_FIRST
-    elif isinstance(first, bool) or not isinstance(first, int) or first < 0:
-        _warn(f"capture on {where}: first must be an int >= 0, not {first!r}; using "
-              f"{CAPTURE_FIRST}")
-        first = CAPTURE_FIRST
-    if names is None:
-        names = ()
-    elif isinstance(names, str):
-        names = (names,)
-    else:
-        try:
-            names = tuple(names)
-        except TypeError:
-            _warn(f"capture on {where}: capture= needs a list of parameter names, not "
-                  f"{type(names).__name__} (no argument captured)")
-            names = ()
+    names, first = _capture_settings(names, first, where)
     sig = None
     if names:
         try:
