@@ -46,7 +46,7 @@ LAYERS = {
                    "src/runtime", PLUGIN_H],
     "bindings/python": [],
     # dftrace._reader: the Python face of the trace reader (dftrace.read), like the tools
-    "bindings/python/reader": ["src/base", "src/reader"],
+    "bindings/python/ext/reader": ["src/base", "src/reader"],
     "bindings/fortran": [],
     # the plug-ins (libdftrace_io, libdftrace_mpi, libdftrace_cupti): over the C ABI only, the
     # public headers and their private contract (plugin.h), and what they share

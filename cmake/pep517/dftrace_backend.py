@@ -152,7 +152,8 @@ def _staged_files(site):
 
 
 def _check(arcnames):
-    need = ["dftrace/__init__.py", "dftrace/_autostart/sitecustomize.py", "dftrace/bin/dftrace",
+    need = ["dftrace/__init__.py", "dftrace/_autostart/sitecustomize.py", "dftrace/_read.py",
+            "dftrace/torch/__init__.py", "dftrace/bin/dftrace",
             "dftrace/lib/libdftrace.so.0", "dftrace/lib/libdftrace_io.so"]
     missing = [n for n in need if n not in arcnames]
     for ext in ("_dftrace", "_reader"):

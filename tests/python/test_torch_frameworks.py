@@ -39,7 +39,7 @@ def test_frameworks_are_imported_lazily(runner):
 
 PHASES = """
 import torch
-from dftrace.frameworks import _Phases
+from dftrace.torch.frameworks import _Phases
 
 # The sequence of Lightning's documented hooks, called by a hand-written loop (Lightning itself
 # is not installed): batch start, before/after backward, before optimizer step (every second

@@ -53,7 +53,18 @@ __all__ = [
 def file_hash(path) -> int:
     """The hash of a file name as DFTracer computes it, its FH line written once: pass it as
     the `fhash` argument of an event so that the tools resolve it to the path (an unsigned
-    64-bit integer, kept exact)."""
+    64-bit integer, kept exact).
+
+    Args:
+        path: the file's path (text or os.PathLike).
+
+    Returns:
+        The hash, an unsigned 64-bit integer.
+
+    Example:
+        >>> with dftrace.region("load", "io", args={"fhash": dftrace.file_hash("data.bin")}):
+        ...     data = open("data.bin", "rb").read()
+    """
     return _dftrace.file_hash(os.fspath(path))
 
 _on_trace_ready = []
@@ -68,7 +79,26 @@ def schedule(*, skip_first: int = 0, wait: int = 0, warmup: int = 0, active: int
     events are flushed to the file and `on_trace_ready(path, window)` is called. The schedule
     lives in the core (C ABI dftrace_schedule_set, configuration keys schedule.*), shared with
     C, C++ and Fortran; this replaces it and restarts counting at step 0. Returns the status
-    (0, or DFTRACE_ERR_INVALID_ARGUMENT -1 for counts that make no schedule)."""
+    (0, or DFTRACE_ERR_INVALID_ARGUMENT -1 for counts that make no schedule).
+
+    Args:
+        skip_first: steps skipped before the first cycle.
+        wait: steps not recorded at the start of each cycle.
+        warmup: steps not recorded after those (torch.profiler's warm-up).
+        active: steps recorded in each cycle.
+        repeat: cycles (0: no end).
+        on_trace_ready: called as on_trace_ready(path, window) when an active window closes.
+
+    Returns:
+        0, or -1 (DFTRACE_ERR_INVALID_ARGUMENT) for counts that make no schedule.
+
+    Example:
+        >>> dftrace.schedule(wait=1, warmup=1, active=2, repeat=1)
+        0
+        >>> for batch in loader:
+        ...     train(batch)
+        ...     dftrace.step()
+    """
     del _on_trace_ready[:]
     _windows[0] = 0
     if on_trace_ready is not None:
@@ -80,14 +110,37 @@ def trigger(reason: str = "") -> bool:
     """A trigger of the flight recorder (`output.mode: ring`, docs/flight-recorder.md): the
     last `ring.seconds` of events are written to the trace with a trigger line naming `reason`,
     then full detail follows for `ring.after`. False when not taken (not in ring mode, not
-    tracing, within `trigger.min_gap` of the last trigger)."""
+    tracing, within `trigger.min_gap` of the last trigger).
+
+    Args:
+        reason: what the trigger line names.
+
+    Returns:
+        True when the trigger was taken.
+
+    Example:
+        >>> if loss != loss:   # NaN: keep the last seconds before it
+        ...     dftrace.trigger("loss is NaN")
+    """
     return _dftrace.trigger(str(reason)) == 1
 
 
 def step() -> bool:
     """The end of a training step: advances the schedule (dftrace_step). True when the step
     closed an active window; its events are then in the file, and the on_trace_ready callback
-    of `schedule()` has run (an exception it raises is reported on stderr, never raised)."""
+    of `schedule()` has run (an exception it raises is reported on stderr, never raised).
+
+    Args:
+        None.
+
+    Returns:
+        True when this step closed an active window of the schedule.
+
+    Example:
+        >>> for batch in loader:
+        ...     train(batch)
+        ...     dftrace.step()
+    """
     rc = _dftrace.step()
     if rc != 1:
         return False
@@ -104,7 +157,18 @@ def step() -> bool:
 
 def read_calls(paths):
     """The arguments and return values recorded by decorators with capture=/result=, by
-    stage: read_calls("traces/")["dataloader.fetch"] prints as a table (dftrace._calls)."""
+    stage: read_calls("traces/")["dataloader.fetch"] prints as a table (dftrace._calls).
+
+    Args:
+        paths: a trace file, a directory, a glob, or a list of these.
+
+    Returns:
+        A Calls dict: stage name -> its calls (a Stage, printable as a table).
+
+    Example:
+        >>> calls = dftrace.read_calls("traces/")
+        >>> print(calls["dataloader.fetch"])
+    """
     from ._calls import read_calls as _read_calls
     return _read_calls(paths)
 
@@ -112,7 +176,26 @@ def read_calls(paths):
 def read(paths, columns=None, cat=None, name=None, start=None, end=None, args=None,
          resolve=True, threads=0):
     """Traces into a pandas DataFrame through the C++ reader (dftrace._read.read documents it;
-    pandas is imported only when this is called)."""
+    pandas is imported only when this is called).
+
+    Args:
+        paths: a file, directory, glob or a list of them.
+        columns: the columns to return (default: all of them).
+        cat: keep only events of these categories (a string or a list).
+        name: keep only events of these names (a string or a list).
+        start: keep events with ts >= start (epoch nanoseconds).
+        end: keep events with ts < end (epoch nanoseconds).
+        args: argument keys to add as columns, or True for every key.
+        resolve: add host, file and rank resolved through the traces' metadata lines.
+        threads: reader threads (0: every core).
+
+    Returns:
+        A pandas DataFrame, one row per event; ts and dur in int64 nanoseconds.
+
+    Example:
+        >>> df = dftrace.read("traces/", cat="POSIX", args=["size"])
+        >>> df.groupby("name").dur.sum()
+    """
     from ._read import read as _read
     return _read(paths, columns=columns, cat=cat, name=name, start=start, end=end, args=args,
                  resolve=resolve, threads=threads)
@@ -126,7 +209,18 @@ _process.install()
 
 
 def version() -> str:
-    """The version of the dftrace library this module uses."""
+    """The version of the dftrace library this module uses.
+
+    Args:
+        None.
+
+    Returns:
+        The version as text.
+
+    Example:
+        >>> dftrace.version()
+        '0.9.0'
+    """
     return _dftrace.version()
 
 
@@ -153,6 +247,19 @@ class Session:
         return _dftrace.output_path()
 
     def finalize(self) -> int:
+        """Writes everything and closes the trace file, as dftrace.finalize().
+
+        Args:
+            None.
+
+        Returns:
+            0, or the C ABI's negative status (see dftrace.finalize).
+
+        Example:
+            >>> session = dftrace.initialize("traces/run", enable=True)
+            >>> session.finalize()
+            0
+        """
         return finalize()
 
     def __enter__(self) -> "Session":
@@ -182,6 +289,26 @@ def initialize(log_file: Optional[str] = None, *, output_file: Optional[str] = N
     call enables tracing and the environment does not, it exports DFTRACE_ENABLE=1 (and the
     prefix) so that spawned children trace too (export_environment=False keeps it unchanged).
     Calling it again while initialised changes nothing.
+
+    Args:
+        log_file: file-name prefix of the trace.
+        output_file: an exact trace file name instead.
+        enable: turn tracing on (None: the configuration and the environment decide).
+        config_file: a YAML configuration file.
+        exec_name: the name of the program in file names (default: the script's).
+        metadata: metadata mode (pydftracer's).
+        compression: gzip the trace (None: the configuration's).
+        level: the compression level.
+        data_dir: directories whose files' I/O is traced (':'-separated, or "all").
+        export_environment: export DFTRACE_ENABLE (and the prefix) for spawned children.
+
+    Returns:
+        A Session: status, enabled, state, output_path and finalize().
+
+    Example:
+        >>> session = dftrace.initialize("traces/run", enable=True)
+        >>> session.enabled
+        True
     """
     if log_file is not None:
         log_file = os.fspath(log_file)
@@ -210,7 +337,18 @@ def initialize(log_file: Optional[str] = None, *, output_file: Optional[str] = N
 def finalize() -> int:
     """Writes everything and closes the trace file (also done at exit). Returns 0, or the C
     ABI's negative status: -3 (DFTRACE_ERR_IO) when the file could not be written (a full file
-    system, the file-size limit) and events were lost."""
+    system, the file-size limit) and events were lost.
+
+    Args:
+        None.
+
+    Returns:
+        0, or a negative status (-3: the file could not be written).
+
+    Example:
+        >>> dftrace.finalize()
+        0
+    """
     return _dftrace.finalize()
 
 
@@ -259,7 +397,21 @@ def _node(name: str, cat: str) -> Profiler:
 
 def region(name: str, cat: str = DEFAULT_CATEGORY, *, args: Optional[Dict[str, Any]] = None,
            enable: Optional[bool] = None) -> Profiler:
-    """A context manager: one complete event `name` in category `cat` around the block."""
+    """A context manager: one complete event `name` in category `cat` around the block.
+
+    Args:
+        name: the event's name.
+        cat: its category.
+        args: arguments of the event.
+        enable: force recording on or off (None: the node's state).
+
+    Returns:
+        A Profiler usable as `with` (and as a decorator).
+
+    Example:
+        >>> with dftrace.region("load", "io", args={"shard": 3}):
+        ...     data = load_shard(3)
+    """
     node = _node(name, cat)
     if args is None and enable is None:
         return node
@@ -277,7 +429,22 @@ def trace(name: Optional[str] = None, cat: str = DEFAULT_CATEGORY, *,
 def trace(name: Union[str, Callable[..., Any], None] = None, cat: str = DEFAULT_CATEGORY, *,
           args: Optional[Dict[str, Any]] = None, enable: Optional[bool] = None) -> Any:
     """A decorator: one complete event per call, named `name` (default: the function's
-    qualified name) in category `cat`. Usable bare (@trace) or called (@trace(cat="io"))."""
+    qualified name) in category `cat`. Usable bare (@trace) or called (@trace(cat="io")).
+
+    Args:
+        name: the event's name, or the function itself when used bare.
+        cat: its category.
+        args: arguments of every event.
+        enable: force recording on or off (None: the node's state).
+
+    Returns:
+        The traced function (bare use), or a decorator.
+
+    Example:
+        >>> @dftrace.trace(cat="io")
+        ... def load(path):
+        ...     return open(path, "rb").read()
+    """
     if callable(name):
         fn = name
         return _node(fn.__qualname__, cat)(fn)
@@ -291,13 +458,38 @@ def trace(name: Union[str, Callable[..., Any], None] = None, cat: str = DEFAULT_
 
 
 def instant(name: str, cat: str = DEFAULT_CATEGORY, args: Optional[Dict[str, Any]] = None) -> None:
-    """An instant event."""
+    """An instant event.
+
+    Args:
+        name: the event's name.
+        cat: its category.
+        args: arguments of the event.
+
+    Returns:
+        None.
+
+    Example:
+        >>> dftrace.instant("checkpoint_saved", "train", args={"epoch": 3})
+    """
     _node(name, cat)._instant(args)
 
 
 def counter(name: str, value: Union[int, float], series: Optional[str] = None,
             cat: str = DEFAULT_CATEGORY) -> None:
-    """A counter sample: event `name`, args {series (default: name): value}."""
+    """A counter sample: event `name`, args {series (default: name): value}.
+
+    Args:
+        name: the event's name.
+        value: the sample.
+        series: the argument's name (default: name).
+        cat: the event's category.
+
+    Returns:
+        None.
+
+    Example:
+        >>> dftrace.counter("loss", 0.42, cat="train")
+    """
     _node(name, cat)._counter(series or name, value)
 
 
@@ -312,19 +504,69 @@ class _DFTracerCompat:
     @staticmethod
     def initialize_log(logfile: Optional[str] = None, data_dir: Optional[str] = None,
                        process_id: int = -1) -> _Logger:
+        """Starts tracing as pydftracer's dftracer.initialize_log does (see initialize).
+
+        Args:
+            logfile: file-name prefix of the trace.
+            data_dir: directories whose files' I/O is traced.
+            process_id: accepted for pydftracer's signature; the process's own id is used.
+
+        Returns:
+            A logger whose finalize() closes the trace.
+
+        Example:
+            >>> from dftrace import dftracer
+            >>> log = dftracer.initialize_log(logfile="traces/run", data_dir=None, process_id=-1)
+            >>> log.finalize()
+        """
         initialize(log_file=logfile, data_dir=data_dir)
         return _Logger()
 
     @staticmethod
     def get_instance() -> "_DFTracerCompat":
+        """pydftracer's singleton access.
+
+        Args:
+            None.
+
+        Returns:
+            The `dftracer` object itself.
+
+        Example:
+            >>> dftracer.get_instance().finalize()
+        """
         return dftracer
 
     @staticmethod
     def get_time() -> int:
+        """pydftracer's dftracer.get_time(): the tracer's clock in microseconds, the unit of
+        pydftracer's timestamps.
+
+        Args:
+            None.
+
+        Returns:
+            Monotonic microseconds (dftrace.now_ns() // 1000).
+
+        Example:
+            >>> start = dftracer.get_time()
+            >>> elapsed_us = dftracer.get_time() - start
+        """
         return _dftrace.now_ns() // 1000
 
     @staticmethod
     def finalize() -> None:
+        """Writes everything and closes the trace file (dftrace.finalize).
+
+        Args:
+            None.
+
+        Returns:
+            None.
+
+        Example:
+            >>> dftracer.finalize()
+        """
         finalize()
 
 

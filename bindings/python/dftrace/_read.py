@@ -1,4 +1,4 @@
-"""dftrace.read: traces into a pandas DataFrame through the C++ reader (bindings/python/reader).
+"""dftrace.read: traces into a pandas DataFrame through the C++ reader (bindings/python/ext/reader).
 
 Every trace dftrace's tools read (dftrace and DFTracer traces, compressed or not) is read by
 the extension `dftrace._reader` on a pool of threads; this module only wraps its columns (byte

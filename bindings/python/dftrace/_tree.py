@@ -45,14 +45,38 @@ class Profiler(_dftrace.Node):
         self._children: Dict[str, Profiler] = {}
 
     def create_children(self, names: Dict[str, str]) -> None:
-        """Adds children as attributes: {attribute: event name}."""
+        """Adds children as attributes: {attribute: event name}.
+
+        Args:
+            names: {attribute: event name}.
+
+        Returns:
+            None.
+
+        Example:
+            >>> node = dftrace.Profiler(cat="app", name="phase")
+            >>> node.create_children({"load": "phase.load"})
+            >>> with node.load:
+            ...     pass
+        """
         for attr, name in names.items():
             child = Profiler(self._child_path(str(name)))
             setattr(self, attr, child)
             self._children[attr] = child
 
     def derive(self, name: str) -> "Profiler":
-        """The node `<name of this node>.<name>` in the same category (created once)."""
+        """The node `<name of this node>.<name>` in the same category (created once).
+
+        Args:
+            name: the last part of the new node's name.
+
+        Returns:
+            The derived Profiler.
+
+        Example:
+            >>> with ai.compute.forward.derive("encoder"):   # forward.encoder, category compute
+            ...     h = encoder(x)
+        """
         path = self._derive_path(str(name))
         children = self.__dict__.setdefault("_children", {})  # a use has none of its own
         child = children.get(path)
@@ -65,13 +89,39 @@ class Profiler(_dftrace.Node):
     def init(self) -> "Profiler":
         """The node `<name>.init`: a node like any other (decorator, context manager,
         start/stop), created on first use. A property rather than __getattr__, which would
-        slow every attribute look-up on the tree."""
+        slow every attribute look-up on the tree.
+
+        Args:
+            None.
+
+        Returns:
+            The `<name>.init` Profiler.
+
+        Example:
+            >>> with ai.data.init():
+            ...     dataset = build_dataset()
+        """
         return self.derive("init")
 
     def update(self, epoch: Any = _UNSET, step: Any = _UNSET, image_idx: Any = _UNSET,
                image_size: Any = _UNSET, args: Optional[Dict[str, Any]] = None,
                **kwargs: Any) -> "Profiler":
-        """Sets arguments on this node and its whole subtree; None removes one."""
+        """Sets arguments on this node and its whole subtree; None removes one.
+
+        Args:
+            epoch: the `epoch` argument.
+            step: the `step` argument.
+            image_idx: the `image_idx` argument.
+            image_size: the `image_size` argument.
+            args: more arguments, as a dict.
+            **kwargs: more arguments by name.
+
+        Returns:
+            This node.
+
+        Example:
+            >>> ai.update(epoch=2)   # every event of the tree carries epoch 2 from here on
+        """
         if epoch is not _UNSET:
             self._update("epoch", epoch)
         if step is not _UNSET:
@@ -91,10 +141,30 @@ class Profiler(_dftrace.Node):
         return self
 
     def reset(self) -> None:
-        """pydftracer compatibility: nothing is kept per node, so nothing to reset."""
+        """pydftracer compatibility: nothing is kept per node, so nothing to reset.
+
+        Args:
+            None.
+
+        Returns:
+            None.
+
+        Example:
+            >>> ai.reset()
+        """
 
     def get_time(self) -> int:
-        """The tracer's clock in microseconds."""
+        """The tracer's clock in microseconds.
+
+        Args:
+            None.
+
+        Returns:
+            Monotonic microseconds.
+
+        Example:
+            >>> t0 = ai.get_time()
+        """
         return _dftrace.now_ns() // 1000
 
     # typing of the C methods (the implementations are in _dftrace.Node)
@@ -180,7 +250,18 @@ def summarize(v: Any) -> Any:
     """What capture writes for a value: numbers and bools as they are; a tensor (torch, numpy
     or any object with shape and dtype) as its shape, dtype and device; a container by its
     type and length (with its items' summaries when it holds up to 4 tensors, like a batch
-    (x, y)); anything else as its repr, cut to 120 characters. Never raises."""
+    (x, y)); anything else as its repr, cut to 120 characters. Never raises.
+
+    Args:
+        v: the value.
+
+    Returns:
+        The value as capture writes it (a number, a bool or text).
+
+    Example:
+        >>> dftrace.summarize(numpy.zeros((2, 3), dtype="float32"))
+        'ndarray float32 (2, 3)'
+    """
     try:
         t = type(v)
         if t in (bool, int, float):
@@ -213,6 +294,26 @@ def summarize(v: Any) -> Any:
         return "<%s>" % type(v).__name__
 
 
+def _capture_settings(names: Any, first: Any, where: str) -> tuple:
+    """capture= as a tuple of names and first= as a count, bad values reported (on `where`)."""
+    if first is None:
+        first = CAPTURE_FIRST
+    elif isinstance(first, bool) or not isinstance(first, int) or first < 0:
+        _warn(f"capture on {where}: first must be an int >= 0, not {first!r}; using "
+              f"{CAPTURE_FIRST}")
+        first = CAPTURE_FIRST
+    if names is None:
+        return (), first
+    if isinstance(names, str):
+        return (names,), first
+    try:
+        return tuple(names), first
+    except TypeError:
+        _warn(f"capture on {where}: capture= needs a list of parameter names, not "
+              f"{type(names).__name__} (no argument captured)")
+        return (), first
+
+
 def _capture_factory(fn: Callable[..., Any], settings: tuple) -> Optional[tuple]:
     """Called once when a node used with capture=, result= or first= decorates fn: checks the
     names against fn's signature (bad ones reported in one line, never raised: the function is
@@ -221,23 +322,7 @@ def _capture_factory(fn: Callable[..., Any], settings: tuple) -> Optional[tuple]
 
     names, result, first = settings
     where = getattr(fn, "__qualname__", None) or repr(fn)
-    if first is None:
-        first = CAPTURE_FIRST
-    elif isinstance(first, bool) or not isinstance(first, int) or first < 0:
-        _warn(f"capture on {where}: first must be an int >= 0, not {first!r}; using "
-              f"{CAPTURE_FIRST}")
-        first = CAPTURE_FIRST
-    if names is None:
-        names = ()
-    elif isinstance(names, str):
-        names = (names,)
-    else:
-        try:
-            names = tuple(names)
-        except TypeError:
-            _warn(f"capture on {where}: capture= needs a list of parameter names, not "
-                  f"{type(names).__name__} (no argument captured)")
-            names = ()
+    names, first = _capture_settings(names, first, where)
     sig = None
     if names:
         try:

@@ -44,7 +44,21 @@ def _parse_bytes(v):
 
 def plan(paths, partition_bytes="256MiB"):
     """The partitions read_pfw would read: (divisions or None, [[(file, (first, last part),
-    (start_ns, end_ns) or None), ...] per partition])."""
+    (start_ns, end_ns) or None), ...] per partition]).
+
+    Args:
+        paths: a file, directory, glob or a list of them.
+        partition_bytes: the text each partition should read about ("256MiB" or a number).
+
+    Returns:
+        (divisions or None, partitions), each partition a list of (file, (first, last part),
+        (start_ns, end_ns) or None).
+
+    Example:
+        >>> divisions, parts = dftrace.dask.plan("traces/*.pfw.gz")
+        >>> len(parts)
+        12
+    """
     from . import _reader
     files = _read.trace_files(paths)
     target = max(1, _parse_bytes(partition_bytes))
@@ -189,7 +203,27 @@ def read_pfw(paths, columns=None, cat=None, name=None, start=None, end=None, arg
              resolve=True, partition_bytes="256MiB", threads=1):
     """A dask DataFrame of the traces, with the columns and filters of dftrace.read (ts and dur
     in int64 nanoseconds). With DT fields in every file the index is the event time (`time`,
-    epoch ns, sorted) and the divisions are known."""
+    epoch ns, sorted) and the divisions are known.
+
+    Args:
+        paths: a file, directory, glob or a list of them.
+        columns: the columns to return.
+        cat: keep only events of these categories.
+        name: keep only events of these names.
+        start: keep events with ts >= start (epoch nanoseconds).
+        end: keep events with ts < end (epoch nanoseconds).
+        args: argument keys to add as columns.
+        resolve: add host, file and rank.
+        partition_bytes: the text each partition reads about.
+        threads: reader threads per partition.
+
+    Returns:
+        A dask DataFrame.
+
+    Example:
+        >>> ddf = dftrace.dask.read_pfw("/lustre/run42/*.pfw.gz", args=["size"])
+        >>> ddf.groupby("name").dur.sum().compute()
+    """
     from . import _reader  # noqa: F401  (fails here, not on the workers, when it is missing)
     want_args, keys = _read._keys(args, resolve)
     cat, name = _read._as_list(cat), _read._as_list(name)

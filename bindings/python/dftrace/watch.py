@@ -178,8 +178,8 @@ def _find_trace(prefix, pid):
     return found[0] if found else None
 
 
-def main(argv=None):
-    argv = sys.argv[1:] if argv is None else argv
+def _parse(argv):
+    """(options, command) of `dftrace watch`'s arguments."""
     p = argparse.ArgumentParser(prog="dftrace watch",
                                 description="run a Python script traced, with a live dashboard")
     p.add_argument("--interval", type=float, default=1.0, help="seconds between frames (<= 1)")
@@ -193,11 +193,62 @@ def main(argv=None):
                    and (k == 0 or argv[k - 1] not in ("--prefix", "--out", "--interval"))), None)
     if "--" in argv and (script is None or argv.index("--") < script):
         k = argv.index("--")
-        a, cmd = p.parse_args(argv[:k]), argv[k + 1:]
-    elif script is not None:  # watch [options] train.py ARGS: the script's options are its own
-        a, cmd = p.parse_args(argv[:script]), [sys.executable] + argv[script:]
+        return p.parse_args(argv[:k]), argv[k + 1:]
+    if script is not None:  # watch [options] train.py ARGS: the script's options are its own
+        return p.parse_args(argv[:script]), [sys.executable] + argv[script:]
+    return p.parse_known_args(argv)
+
+
+def _dashboard(child, prefix, title, interval):
+    """Frames until the child ends, then the last one; returns the child's status."""
+    t0 = time.time()
+    follower = None
+    tty = sys.stdout.isatty()
+    while True:
+        rc = child.poll()
+        if follower is None:
+            path = _find_trace(prefix, child.pid)
+            if path:
+                follower = Follower(path)
+        if follower is not None:
+            follower.poll()
+        if rc is not None:
+            break
+        frame = follower.frame(title, time.time() - t0) if follower else \
+            ["dftrace watch: " + title[:64], "", "waiting for the first events ..."]
+        sys.stdout.write((_CLEAR if tty else "") + "\n".join(frame) + "\n")
+        sys.stdout.flush()
+        time.sleep(interval)
+    status = "exit status %d" % rc if rc >= 0 else "killed by signal %d" % -rc
+    if follower is None:
+        path = _find_trace(prefix, child.pid)
+        follower = Follower(path) if path else None
+    if follower is not None:
+        time.sleep(0.1)
+        follower.poll()
+        frame = follower.frame(title, time.time() - t0, done=True, status=status)
     else:
-        a, cmd = p.parse_known_args(argv)
+        frame = ["dftrace watch: " + title[:64], "", "no trace was written", "finished: " + status]
+    sys.stdout.write((_CLEAR if tty else "") + "\n".join(frame) + "\n")
+    sys.stdout.flush()
+    return rc
+
+
+def main(argv=None):
+    """`dftrace watch`: runs a Python script traced, with a live dashboard of its trace.
+
+    Args:
+        argv: the command's arguments (default: sys.argv[1:]).
+
+    Returns:
+        The script's exit status (128 + the signal when a signal ended it), or 2 for bad usage.
+
+    Example:
+        >>> from dftrace import watch
+        >>> watch.main(["--interval", "0.5", "train.py", "--epochs", "1"])
+        0
+    """
+    a, cmd = _parse(sys.argv[1:] if argv is None else argv)
     if a.summary:
         return _summary(a.prefix or "./trace", a.pid)
     if not cmd:
@@ -236,43 +287,12 @@ def main(argv=None):
             pass
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, forward)
-    t0 = time.time()
-    follower = None
-    interval = min(max(a.interval, 0.1), 1.0)
-    tty = sys.stdout.isatty()
     title = " ".join(os.path.basename(c) if i == 0 else c for i, c in enumerate(cmd))
-    while True:
-        rc = child.poll()
-        if follower is None:
-            path = _find_trace(prefix, child.pid)
-            if path:
-                follower = Follower(path)
-        if follower is not None:
-            follower.poll()
-        if rc is not None:
-            break
-        frame = follower.frame(title, time.time() - t0) if follower else \
-            ["dftrace watch: " + title[:64], "", "waiting for the first events ..."]
-        sys.stdout.write((_CLEAR if tty else "") + "\n".join(frame) + "\n")
-        sys.stdout.flush()
-        time.sleep(interval)
-    status = "exit status %d" % rc if rc >= 0 else "killed by signal %d" % -rc
-    if follower is None:
-        path = _find_trace(prefix, child.pid)
-        follower = Follower(path) if path else None
-    if follower is not None:
-        time.sleep(0.1)
-        follower.poll()
-        frame = follower.frame(title, time.time() - t0, done=True, status=status)
-    else:
-        frame = ["dftrace watch: " + title[:64], "", "no trace was written", "finished: " + status]
-    sys.stdout.write((_CLEAR if tty else "") + "\n".join(frame) + "\n")
-    sys.stdout.flush()
+    rc = _dashboard(child, prefix, title, min(max(a.interval, 0.1), 1.0))
     if rc < 0:  # end as the script ended: killed by the same signal
         signal.signal(-rc, signal.SIG_DFL)
         os.kill(os.getpid(), -rc)
     return rc if rc >= 0 else 128 - rc
-
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -43,7 +43,7 @@ class _Phases:
     """The step and its parts from a framework's hook calls (all on the training thread)."""
 
     def __init__(self) -> None:
-        from . import _tree
+        from .. import _tree
         ai = _tree.ai
         self.nodes = {"step": ai.compute.step, "forward": ai.compute.forward,
                       "backward": ai.compute.backward,
@@ -68,7 +68,7 @@ class _Phases:
         self.begin("forward")
 
     def end_step(self) -> None:
-        from . import torch as dt
+        from ._common import _memory_bytes
         if "step" not in self.open:
             return
         for part in ("forward", "backward", "optimizer"):
@@ -76,14 +76,14 @@ class _Phases:
         if not self.stepped:
             with self.nodes["optimizer"](args={"skipped": True}):
                 pass
-        self.nodes["step"]._counter("memory", float(dt._memory_bytes()))
+        self.nodes["step"]._counter("memory", float(_memory_bytes()))
         self.end("step")
         import dftrace
         dftrace.step()
 
     def trace_layers(self, model: Any, kwargs: Optional[dict]) -> None:
         if kwargs is not None and model is not None and self.layers is None:
-            from . import torch as dt
+            from .. import torch as dt
             self.layers = dt.trace_model(model, **kwargs)
 
     def untrace_layers(self) -> None:
@@ -99,7 +99,18 @@ def huggingface_callback(layers: Any = True):
     on_step_end (the optimizer stepped: the step ends), on_train_end (layers removed). Inside a
     step, forward, backward and the optimizer's `step()` are timed by dftrace.torch.step's
     hooks (the model's forward hooks, Tensor.backward, the optimizer instance's step).
-    Raises ImportError (one line) when transformers is not installed."""
+    Raises ImportError (one line) when transformers is not installed.
+
+    Args:
+        layers: trace each model's layers (True, False or trace_model's keywords as a dict).
+
+    Returns:
+        A transformers.TrainerCallback.
+
+    Example:
+        >>> trainer = transformers.Trainer(model=model, args=args, train_dataset=ds,
+        ...                                callbacks=[dftrace.torch.huggingface_callback()])
+    """
     transformers = _need("huggingface_callback", "transformers", "pip install transformers")
     layer_kwargs = _layer_kwargs(layers)
 
@@ -109,7 +120,7 @@ def huggingface_callback(layers: Any = True):
             self._step = None
 
         def _open(self, model, optimizer) -> None:
-            from . import torch as dt
+            from .. import torch as dt
             self._step = dt.step(model, optimizer)
             self._step.__enter__()
 
@@ -147,7 +158,18 @@ def lightning_callback(layers: Any = True):
     on_before_optimizer_step (the optimizer's part begins), on_train_batch_end (it and the
     step end; a batch without on_before_optimizer_step gets a skipped optimizer event);
     layers are traced from on_fit_start to on_fit_end on the LightningModule.
-    Raises ImportError (one line) when neither package is installed."""
+    Raises ImportError (one line) when neither package is installed.
+
+    Args:
+        layers: trace each model's layers (True, False or trace_model's keywords as a dict).
+
+    Returns:
+        A lightning.pytorch.Callback (pytorch_lightning's where only that is installed).
+
+    Example:
+        >>> trainer = lightning.Trainer(max_epochs=1,
+        ...                             callbacks=[dftrace.torch.lightning_callback()])
+    """
     try:
         pl = _need("lightning_callback", "lightning.pytorch", "pip install lightning")
     except ImportError:

@@ -1,0 +1,204 @@
+"""dftrace.torch.auto: PyTorch traced with no change to the script (`dftrace run --torch`)."""
+from __future__ import annotations
+
+import sys
+import threading
+import weakref
+from typing import List
+
+import torch
+
+import dftrace
+
+from .. import ai
+from . import _common
+from ._common import _memory_bytes, _optimizer_node
+from ._undo import Undo, patch
+from .checkpoints import instrument_checkpoints
+from .data import instrument_dataloader
+from .model import ModelHandle, trace_model
+from .transfers import instrument_transfers
+
+
+def _all_subclasses(cls) -> list:
+    out, todo = [], list(cls.__subclasses__())
+    while todo:
+        c = todo.pop()
+        out.append(c)
+        todo.extend(c.__subclasses__())
+    return out
+
+
+class _AutoSteps:
+    """The steps of a loop nobody annotated (auto()), on the main thread: a step begins at
+    the outermost module call made with gradients enabled while no step is open, and ends
+    when the optimizer's `step()` returns; a forward that begins after a backward while the
+    step is still open starts a new micro-batch (gradient accumulation: the step ends with a
+    zero-length `step.optimizer`, `skipped: true`). A step still open at exit ends there.
+    Each end advances the schedule (dftrace.step()) and samples the `memory` counter."""
+
+    def __init__(self) -> None:
+        self.main = threading.main_thread().ident
+        self.open = False
+        self.region = 0
+        self.backward = False
+
+    def forward(self) -> None:
+        if threading.get_ident() != self.main or not torch.is_grad_enabled():
+            return
+        if self.open and self.backward:
+            self.close(skipped=True)
+        if not self.open:
+            if torch.cuda.is_initialized():
+                torch.cuda.reset_peak_memory_stats()
+            self.open, self.backward = True, False
+            self.region = ai.compute.step._begin()
+
+    def close(self, skipped: bool = False) -> None:
+        if not self.open or threading.get_ident() != self.main:
+            return
+        if skipped:
+            with _optimizer_node()(args={"skipped": True}):
+                pass
+        ai.compute.step._counter("memory", float(_memory_bytes()))
+        ai.compute.step._end(self.region)
+        self.open, self.region = False, 0
+        dftrace.step()
+
+    def at_exit(self) -> None:
+        if self.open:
+            self.close(skipped=self.backward)
+
+
+def _module_call(steps: _AutoSteps, deep: bool, layers: List[ModelHandle]):
+    """The wrapper maker for torch.nn.Module.__call__ under auto(): the outermost call (no
+    `with step(...)` open) opens the automatic step and is recorded as `forward`; with `deep`,
+    each module first called that way gets trace_model(..., memory=True) (kept in `layers`)."""
+    depth = [0]
+    traced: "weakref.WeakSet" = weakref.WeakSet()
+    forward = ai.compute.forward
+
+    def make_call(call):
+        def module_call(self, *args, **kwargs):
+            if depth[0] or _common._explicit[0]:
+                return call(self, *args, **kwargs)
+            depth[0] += 1
+            try:
+                steps.forward()
+                if deep and self not in traced:
+                    traced.add(self)
+                    layers.append(trace_model(self, memory=True))
+                r = forward._begin()
+                try:
+                    return call(self, *args, **kwargs)
+                finally:
+                    forward._end(r)
+            finally:
+                depth[0] -= 1
+        module_call.__wrapped__ = call
+        return module_call
+    return make_call
+
+
+def _timed_method(node, name, before=None, after=None):
+    """A wrapper maker for the methods auto() times (backward, each optimizer's step)."""
+    def make(original):
+        def method(self, *args, **kwargs):
+            if _common._explicit[0]:
+                return original(self, *args, **kwargs)
+            if before is not None:
+                before()
+            r = node._begin()
+            try:
+                return original(self, *args, **kwargs)
+            finally:
+                node._end(r)
+                if after is not None:
+                    after()
+        method.__name__, method.__doc__, method.__wrapped__ = name, original.__doc__, original
+        if getattr(original, "hooked", None):  # torch's profiler hook is inside: keep it once
+            method.hooked = True
+        return method
+    return make
+
+
+def auto(deep: bool = False) -> Undo:
+    """PyTorch traced with no change to the script (what `dftrace run` and `dftrace watch` do
+    through the start-up hook): steps (see _AutoSteps), the outermost module call as
+    `forward`, every `Tensor.backward` as `backward`, every optimizer class's `step` as
+    `step.optimizer`, data loading (instrument_dataloader: fetch, batch, item, collate),
+    device copies (instrument_transfers), checkpoints (instrument_checkpoints) and
+    torch.distributed (instrument_distributed: collectives, DDP's buckets, ranks). `deep`:
+    also every model's layers with their memory (trace_model(..., memory=True) on each
+    outermost module when it is first called). Inside `with step(...)` blocks the automatic
+    step, forward, backward and optimizer events stand aside.
+
+    Args:
+        deep: also trace every model's layers with their memory.
+
+    Returns:
+        An Undo handle; `remove()` undoes every part (a second call while one is on returns an
+        empty one).
+
+    Example:
+        >>> handle = dftrace.torch.auto()
+        >>> for x, y in loader:                      # step, forward, backward, step.optimizer
+        ...     loss_fn(model(x), y).backward(); optimizer.step(); optimizer.zero_grad()
+        >>> handle.remove()
+    """
+    import atexit
+    if _auto_on[0]:  # dftrace run installed it already: a second one would double every event
+        print("dftrace: dftrace.torch.auto() is on already (dftrace run?); this call does "
+              "nothing", file=sys.stderr)
+        return Undo()
+    _auto_on[0] = True
+    steps = _AutoSteps()
+    layers: List[ModelHandle] = []
+    make_call = _module_call(steps, deep, layers)
+    make_backward = _timed_method(ai.compute.backward, "backward",
+                                  before=lambda: setattr(steps, "backward", True))
+    make_step = _timed_method(_optimizer_node(), "step", after=steps.close)
+
+    patches = [instrument_dataloader(), instrument_checkpoints(), instrument_transfers(),
+               patch(torch.nn.Module, "__call__", make_call),
+               patch(torch.Tensor, "backward", make_backward)]
+    try:
+        patches.append(instrument_distributed())
+    except Exception as e:  # noqa: BLE001  (the rest of auto() still works)
+        print("dftrace: torch.distributed not instrumented: %s" % e, file=sys.stderr)
+    for cls in _all_subclasses(torch.optim.Optimizer):
+        if "step" in cls.__dict__:
+            patches.append(patch(cls, "step", make_step))
+    patches.append(lambda: [h.remove() for h in layers])
+    atexit.register(steps.at_exit)
+    patches.append(lambda: atexit.unregister(steps.at_exit))
+    patches.append(lambda: _auto_on.__setitem__(0, False))
+    return Undo(patches)
+
+
+_auto_on = [False]
+
+
+def instrument_distributed(ddp: bool = True) -> Undo:
+    """torch.distributed traced: each collective and point-to-point call as `comm.<function>`
+    (bytes, dtype, count, reduce op, group size and rank, root or peer, async_op; the wait of
+    an asynchronous one as `comm.wait`, linked by `comm_id`), DDP's gradient buckets (`ddp`),
+    and the rank and clock offset at init_process_group (dftrace.torch_distributed). Returns a
+    handle; `remove()` undoes it.
+
+    Args:
+        ddp: also record DistributedDataParallel's gradient buckets.
+
+    Returns:
+        An Undo handle (empty where torch has no torch.distributed); `remove()` undoes it.
+
+    Example:
+        >>> handle = dftrace.torch.instrument_distributed()
+        >>> torch.distributed.init_process_group("gloo")
+        >>> torch.distributed.all_reduce(torch.ones(4))   # comm.all_reduce, bytes 16
+        >>> handle.remove()
+    """
+    if not torch.distributed.is_available():  # a torch built without it: nothing to trace
+        return Undo()
+    from .distributed import instrument_distributed as instrument
+    return instrument(ddp=ddp)

@@ -1,0 +1,465 @@
+// _reader.cpp: dftrace._reader, the columns behind dftrace.read
+// (bindings/python/ext/reader/README.md). Files are read by the C++ reader (src/reader: members
+// inflated and lines parsed on a pool of threads); each block becomes columns of its own, which are
+// appended in file order. Nothing here builds Python objects per line: the result is a few byte
+// buffers and small dictionaries, which dftrace/_read.py turns into a pandas DataFrame.
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <sys/mman.h>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "columns.hpp"
+#include "io_calls.hpp"
+#include "reader/aggregated.hpp"
+#include "reader/json_string.hpp"
+#include "reader/line_parser.hpp"
+#include "reader/time_unit.hpp"
+#include "reader/trace_reader.hpp"
+
+namespace {
+
+using namespace dftrace::pyreader;
+
+// ---- to Python
+
+// A result column as a Python object: it owns the column's mapping and exposes its first `len`
+// bytes through the buffer protocol (numpy.frombuffer wraps them without a copy and keeps the
+// object alive as long as the array).
+struct column_buffer {
+  PyObject_HEAD void *data;
+  size_t bytes;  // of the mapping
+  Py_ssize_t len;
+};
+
+PyObject *g_column_buffer_type = nullptr;
+
+int column_buffer_get(PyObject *o, Py_buffer *view, int flags) {
+  auto *c = reinterpret_cast<column_buffer *>(o);
+  static char empty[1];
+  return PyBuffer_FillInfo(view, o, c->data ? c->data : empty, c->len, 0, flags);
+}
+
+void column_buffer_dealloc(PyObject *o) {
+  auto *c = reinterpret_cast<column_buffer *>(o);
+  if (c->data) munmap(c->data, c->bytes);
+  PyTypeObject *type = Py_TYPE(o);
+  type->tp_free(o);
+  Py_DECREF(type);
+}
+
+PyType_Slot column_buffer_slots[] = {
+    {Py_tp_dealloc, reinterpret_cast<void *>(column_buffer_dealloc)},
+    {Py_bf_getbuffer, reinterpret_cast<void *>(column_buffer_get)},
+    {Py_tp_doc, const_cast<char *>("A column of dftrace._reader.read_columns (a byte buffer).")},
+    {0, nullptr}};
+PyType_Spec column_buffer_spec = {"dftrace._reader.column_buffer", sizeof(column_buffer), 0,
+                                  Py_TPFLAGS_DEFAULT, column_buffer_slots};
+
+// The first len bytes of m, m's memory handed over to Python.
+PyObject *buffer_of(mapping &m, size_t len) {
+  auto *c = PyObject_New(column_buffer, reinterpret_cast<PyTypeObject *>(g_column_buffer_type));
+  if (!c) return nullptr;
+  c->bytes = m.bytes();
+  c->data = m.release();
+  c->len = static_cast<Py_ssize_t>(len);
+  return reinterpret_cast<PyObject *>(c);
+}
+
+template <typename T>
+PyObject *buffer_of(column<T> &c) {
+  return buffer_of(c.m, c.n * sizeof(T));
+}
+
+template <typename T>
+PyObject *bytes_of(const std::vector<T> &v) {
+  return PyBytes_FromStringAndSize(reinterpret_cast<const char *>(v.data()),
+                                   static_cast<Py_ssize_t>(v.size() * sizeof(T)));
+}
+
+template <typename Strings>
+PyObject *list_of(const Strings &v) {
+  PyObject *l = PyList_New(static_cast<Py_ssize_t>(v.size()));
+  if (!l) return nullptr;
+  for (size_t k = 0; k < v.size(); ++k) {
+    PyObject *s =
+        PyUnicode_DecodeUTF8(v[k].data(), static_cast<Py_ssize_t>(v[k].size()), "surrogateescape");
+    if (!s) {
+      Py_DECREF(l);
+      return nullptr;
+    }
+    PyList_SET_ITEM(l, static_cast<Py_ssize_t>(k), s);
+  }
+  return l;
+}
+
+// d[key] = value, stealing value; false (with an exception set) when value is null.
+bool put(PyObject *d, const char *key, PyObject *value) {
+  if (!value) return false;
+  const int rc = PyDict_SetItemString(d, key, value);
+  Py_DECREF(value);
+  return rc == 0;
+}
+
+bool strings_of(PyObject *seq, std::vector<std::string> *out) {
+  if (seq == Py_None) return true;
+  PyObject *fast = PySequence_Fast(seq, "expected a sequence of strings");
+  if (!fast) return false;
+  const Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+  for (Py_ssize_t k = 0; k < n; ++k) {
+    PyObject *item = PySequence_Fast_GET_ITEM(fast, k);
+    Py_ssize_t len = 0;
+    const char *s = PyUnicode_Check(item) ? PyUnicode_AsUTF8AndSize(item, &len) : nullptr;
+    if (!s) {
+      Py_DECREF(fast);
+      if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "expected a sequence of strings");
+      return false;
+    }
+    out->emplace_back(s, static_cast<size_t>(len));
+  }
+  Py_DECREF(fast);
+  return true;
+}
+
+// A dict {int: int} as a map; false with an exception set when it is not one.
+bool int_map(PyObject *d, std::unordered_map<int64_t, int64_t> *out) {
+  if (!PyDict_Check(d)) {
+    PyErr_SetString(PyExc_TypeError, "expected a dict of int to int");
+    return false;
+  }
+  PyObject *k, *v;
+  Py_ssize_t pos = 0;
+  while (PyDict_Next(d, &pos, &k, &v)) {
+    const long long kk = PyLong_AsLongLong(k), vv = PyLong_AsLongLong(v);
+    if (PyErr_Occurred()) return false;
+    (*out)[kk] = vv;
+  }
+  return true;
+}
+
+// out[r] = map[x[r]] (def when absent), looked up once per run of equal values.
+void map_ints(const int64_t *x, size_t n, const std::unordered_map<int64_t, int64_t> &map,
+              int64_t def, int64_t *out) {
+  int64_t last_key = 0, last_value = def;
+  bool have = false;
+  for (size_t r = 0; r < n; ++r) {
+    if (!have || x[r] != last_key) {
+      const auto it = map.find(x[r]);
+      last_key = x[r];
+      last_value = it == map.end() ? def : it->second;
+      have = true;
+    }
+    out[r] = last_value;
+  }
+}
+
+// The requested arguments as a list of dicts: {"hash": True, "s", "strings"} for hash
+// references, {"hash": False, "kind", "v", "strings"} for the others.
+PyObject *args_of(result &all, const what &w) {
+  PyObject *args = PyList_New(0);
+  for (size_t k = 0; args && k < all.args.size(); ++k) {
+    result_arg &c = all.args[k];
+    const bool hash = dftrace::detail::is_hash_ref_key(w.args[k]);
+    PyObject *d = PyDict_New();
+    const bool ok = d && put(d, "hash", PyBool_FromLong(hash)) &&
+                    (hash ? put(d, "s", buffer_of(c.s))
+                          : put(d, "kind", buffer_of(c.kind)) && put(d, "v", buffer_of(c.v))) &&
+                    put(d, "strings", list_of(c.dict.values)) && PyList_Append(args, d) == 0;
+    Py_XDECREF(d);
+    if (!ok) Py_CLEAR(args);
+  }
+  return args;
+}
+
+// read_columns(paths, cats, names, start_ns, end_ns, args, threads[, parts, metadata_only,
+// ranks, keys_only]) -> dict; ranks: {pid: rank} for the rank column (default: the read's PR
+// lines); keys_only: no rows, only "arg_keys" (every argument key of the events)
+// What read_columns is asked for: the files, the filter (what), each file's range of parts
+// and the pid -> rank map given by the caller (dftrace.dask's first pass), if any.
+struct request {
+  std::vector<std::string> paths;
+  what w;
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  std::unordered_map<int64_t, int64_t> given_ranks;
+  bool ranks_given = false;
+  int threads = 0;
+};
+
+// read_columns' arguments into a request; false with a Python error set.
+bool parse_request(PyObject *a, request *rq) {
+  PyObject *paths_o, *cats_o, *names_o, *start_o, *end_o, *args_o, *parts_o = Py_None;
+  PyObject *ranks_o = Py_None;
+  int threads = 0, metadata_only = 0, keys_only = 0;
+  if (!PyArg_ParseTuple(a, "OOOOOOi|OpOp", &paths_o, &cats_o, &names_o, &start_o, &end_o, &args_o,
+                        &threads, &parts_o, &metadata_only, &ranks_o, &keys_only))
+    return false;
+  rq->threads = threads;
+  rq->ranks_given = ranks_o != Py_None;
+  std::unordered_map<int64_t, int64_t> &given_ranks = rq->given_ranks;
+  std::vector<std::string> &paths = rq->paths;
+  what &w = rq->w;
+  // pid -> rank: given (dftrace.dask's first pass), or else from the read's own PR lines
+  if (ranks_o != Py_None && !int_map(ranks_o, &given_ranks)) return false;
+  if (!strings_of(paths_o, &paths) || !strings_of(cats_o, &w.cat_list) ||
+      !strings_of(names_o, &w.name_list) || !strings_of(args_o, &w.args))
+    return false;
+  w.metadata_only = metadata_only != 0;
+  w.keys_only = keys_only != 0;
+  for (const auto &k : w.args) w.arg_sigs.push_back(sig_of(k));
+  // parts: per path, None (all) or (first, last): the planned parts to read, inclusive.
+  std::vector<std::pair<int64_t, int64_t>> &ranges = rq->ranges;
+  ranges.assign(paths.size(), {0, INT64_MAX});
+  if (parts_o != Py_None) {
+    PyObject *fast = PySequence_Fast(parts_o, "parts must be a sequence");
+    if (!fast) return false;
+    const bool same = PySequence_Fast_GET_SIZE(fast) == static_cast<Py_ssize_t>(paths.size());
+    for (Py_ssize_t k = 0; same && k < PySequence_Fast_GET_SIZE(fast); ++k) {
+      PyObject *item = PySequence_Fast_GET_ITEM(fast, k);
+      if (item == Py_None) continue;
+      long long first = 0, last = 0;
+      if (!PyArg_ParseTuple(item, "LL", &first, &last)) {
+        Py_DECREF(fast);
+        return false;
+      }
+      ranges[static_cast<size_t>(k)] = {first, last};
+    }
+    Py_DECREF(fast);
+    if (!same) {
+      PyErr_SetString(PyExc_ValueError, "parts must have one entry per path");
+      return false;
+    }
+  }
+  w.cats.insert(w.cat_list.begin(), w.cat_list.end());
+  w.names.insert(w.name_list.begin(), w.name_list.end());
+  if (start_o != Py_None) {
+    w.has_start = true;
+    w.start = PyLong_AsUnsignedLongLong(start_o);
+  }
+  if (end_o != Py_None) {
+    w.has_end = true;
+    w.end = PyLong_AsUnsignedLongLong(end_o);
+  }
+  w.check_dt = (w.has_start || w.has_end) && !w.metadata_only;
+  return !PyErr_Occurred();
+}
+
+// One file's events appended to the read (`all`); what went wrong goes to `problems`, the
+// file's time unit (or "" when it could not be opened) to `units`. Runs without the GIL.
+void read_file(const std::string &path, std::pair<int64_t, int64_t> range, const what &w,
+               dftrace::detail::read_options &opt, result &all, column_pool &pool,
+               std::vector<std::string> &problems, std::vector<std::string> &units) {
+  dftrace::detail::trace_file tf;
+  std::string why;
+  if (!tf.open(path, &why)) {
+    problems.push_back(path + ": " + why);
+    units.emplace_back("");
+    return;
+  }
+  for (const auto &i : tf.plan_issues())
+    problems.push_back(path + ": byte " + std::to_string(i.offset) + ": " + i.message);
+  const time_unit unit = dftrace::detail::header_time_unit(tf);
+  units.emplace_back(unit == time_unit::ns ? "ns" : "us");
+  // Parts outside the requested range, and members outside the time window (their DT
+  // times are epoch microseconds), are neither inflated nor parsed.
+  const bool window = (w.has_start || w.has_end) && !w.metadata_only;
+  opt.keep_part = [&w, &tf, range, window](const dftrace::detail::planned_part &p) {
+    const int64_t index = &p - tf.parts().data();
+    if (index < range.first || index > range.second) return false;
+    if (!window || p.kind != dftrace::detail::planned_part::member) return true;
+    // A member without times (a header of metadata) is read: its lines are checked to
+    // hold no event (check_dt), as any member's to lie in its range.
+    if (p.dt.ts_min == 0 && p.dt.ts_max == 0) return true;
+    if (w.has_start && p.dt.ts_max * 1000 + 999 < w.start) return false;
+    if (w.has_end && p.dt.ts_min * 1000 >= w.end) return false;
+    return true;
+  };
+  // The result's room for the file's members, from their DT line counts (metadata lines
+  // included: a bound). Only a hint: at most a line per compressed byte (a DT field may
+  // lie), untouched room costs no memory, and where it cannot be had the columns grow.
+  uint64_t lines = 0;
+  for (const auto &p : tf.parts())
+    if (p.kind == dftrace::detail::planned_part::member && opt.keep_part(p))
+      lines += std::min<uint64_t>(p.dt.lines, p.length);
+  try {
+    if (!w.metadata_only) all.ints.reserve(all.rows + static_cast<size_t>(lines));
+  } catch (const std::bad_alloc &) {
+  }
+  auto work = [&w, unit, &pool](dftrace::detail::text_block &b) { scan(b, w, unit, pool); };
+  const uint64_t outside_before = all.outside_dt;
+  dftrace::detail::for_each_block(tf, opt, work, [&](dftrace::detail::text_block &b) {
+    for (const auto &i : b.issues)
+      problems.push_back(path + ": byte " + std::to_string(i.offset) + ": " + i.message);
+    if (!b.result) return;
+    std::unique_ptr<columns> c(static_cast<columns *>(b.result.release()));
+    all.add(*c);
+    pool.give(std::move(c));
+  });
+  if (all.outside_dt > outside_before)
+    problems.push_back(path + ": " + std::to_string(all.outside_dt - outside_before) +
+                       " events lie outside the time range of their member's DT field: a "
+                       "time window may have skipped more of them in other members "
+                       "(dftrace validate names the members)");
+}
+
+// The read as the dict dftrace/_read.py builds its DataFrame from; nullptr with an error set.
+PyObject *result_dict(result &all, const what &w, const std::vector<std::string> &problems,
+                      const std::vector<std::string> &units) {
+  PyObject *d = PyDict_New();
+  if (!d) return nullptr;
+  bool ok = put(d, "rows", PyLong_FromSize_t(all.rows)) && put(d, "name", buffer_of(all.name)) &&
+            put(d, "names", list_of(all.names.values)) && put(d, "cat", buffer_of(all.cat)) &&
+            put(d, "cats", list_of(all.cats.values)) && put(d, "ph", buffer_of(all.ph)) &&
+            put(d, "phs", list_of(all.phs.values)) &&
+            put(d, "ints_stride", PyLong_FromSize_t(all.ints.cap)) &&
+            put(d, "ints", buffer_of(all.ints.m, k_int_rows * all.ints.cap * 8)) &&
+            put(d, "invalid", PyLong_FromUnsignedLongLong(all.invalid)) &&
+            put(d, "skipped", PyLong_FromUnsignedLongLong(all.skipped)) &&
+            put(d, "outside_dt", PyLong_FromUnsignedLongLong(all.outside_dt)) &&
+            put(d, "lines", PyLong_FromUnsignedLongLong(all.lines)) &&
+            put(d, "problems", list_of(problems)) && put(d, "units", list_of(units)) &&
+            put(d, "args", args_of(all, w));
+  if (ok) {
+    std::vector<std::string> hv, hs;
+    for (auto &h : all.hashes) {
+      hv.push_back(h.first);
+      hs.push_back(h.second);
+    }
+    ok = put(d, "hash_values", list_of(hv)) && put(d, "hash_strings", list_of(hs)) &&
+         put(d, "hash_types", list_of(all.hash_types)) && put(d, "arg_keys", list_of(all.arg_keys));
+  }
+  if (ok) {
+    std::vector<int64_t> rp, rr;
+    for (auto &x : all.ranks) {
+      rp.push_back(x.first);
+      rr.push_back(x.second);
+    }
+    ok = put(d, "rank_pid", bytes_of(rp)) && put(d, "rank", bytes_of(rr));
+  }
+  if (!ok) {
+    Py_DECREF(d);
+    return nullptr;
+  }
+  return d;
+}
+
+PyObject *read_columns(PyObject *, PyObject *a) {
+  request rq;
+  if (!parse_request(a, &rq)) return nullptr;
+  const what &w = rq.w;
+  result all;
+  all.args.resize(w.args.size());
+  column_pool pool;
+  std::vector<std::string> problems;
+  std::vector<std::string> units;
+  std::string failure;  // an exception of the reader (memory): raised as MemoryError
+  Py_BEGIN_ALLOW_THREADS;
+  try {
+    dftrace::detail::read_options opt;
+    opt.threads = rq.threads > 0
+                      ? rq.threads
+                      : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    for (size_t f = 0; f < rq.paths.size(); ++f)
+      read_file(rq.paths[f], rq.ranges[f], w, opt, all, pool, problems, units);
+  } catch (const std::exception &e) {
+    failure = e.what();
+  }
+  if (failure.empty() && all.ints.cap) {
+    if (!rq.ranks_given) rq.given_ranks.insert(all.ranks.begin(), all.ranks.end());
+    map_ints(all.ints.col(0), all.rows, rq.given_ranks, -1, all.ints.col(k_ints));
+  }
+  Py_END_ALLOW_THREADS;
+  if (!failure.empty()) {
+    PyErr_Format(PyExc_MemoryError, "dftrace.read: %s", failure.c_str());
+    return nullptr;
+  }
+  return result_dict(all, w, problems, units);
+}
+
+// plan(path) -> {"unit", "described", "parts": [(kind, lines, text_bytes, ts_min_us, ts_max_us)]}
+// from the DT fields, without inflating (kind: "member", "plain" or "stream"; a stream's size
+// is its compressed length, its lines and times unknown: 0).
+PyObject *plan(PyObject *, PyObject *a) {
+  const char *path = nullptr;
+  if (!PyArg_ParseTuple(a, "s", &path)) return nullptr;
+  dftrace::detail::trace_file tf;
+  std::string why;
+  if (!tf.open(path, &why)) {
+    PyErr_Format(PyExc_OSError, "%s: %s", path, why.c_str());
+    return nullptr;
+  }
+  const time_unit unit = dftrace::detail::header_time_unit(tf);
+  PyObject *parts = PyList_New(0);
+  if (!parts) return nullptr;
+  for (const auto &p : tf.parts()) {
+    const char *kind = p.kind == dftrace::detail::planned_part::member  ? "member"
+                       : p.kind == dftrace::detail::planned_part::plain ? "plain"
+                                                                        : "stream";
+    const bool m = p.kind == dftrace::detail::planned_part::member;
+    PyObject *t =
+        Py_BuildValue("(sKKKK)", kind, static_cast<unsigned long long>(m ? p.dt.lines : 0),
+                      static_cast<unsigned long long>(m ? p.dt.uncompressed_len : p.length),
+                      static_cast<unsigned long long>(m ? p.dt.ts_min : 0),
+                      static_cast<unsigned long long>(m ? p.dt.ts_max : 0));
+    if (!t || PyList_Append(parts, t) != 0) {
+      Py_XDECREF(t);
+      Py_DECREF(parts);
+      return nullptr;
+    }
+    Py_DECREF(t);
+  }
+  return Py_BuildValue("{s:s,s:O,s:N}", "unit", unit == time_unit::ns ? "ns" : "us", "described",
+                       tf.fully_described() ? Py_True : Py_False, "parts", parts);
+}
+
+PyMethodDef methods[] = {
+    {"plan", plan, METH_VARARGS, "plan(path) -> the file's parts from its DT fields"},
+    {"read_columns", read_columns, METH_VARARGS,
+     "read_columns(paths, cats, names, start_ns, end_ns, args, threads[, parts, metadata_only,"
+     " ranks, keys_only])"
+     " -> dict of columns"},
+    {"io_calls", dftrace_py_io_calls, METH_NOARGS,
+     "io_calls() -> ((category, symbol, event, class, bytes), ...): the interposed I/O calls"},
+    {nullptr, nullptr, 0, nullptr}};
+
+PyModuleDef module_def = {PyModuleDef_HEAD_INIT,
+                          "dftrace._reader",
+                          "The columns behind dftrace.read (the C++ trace reader).",
+                          -1,
+                          methods,
+                          nullptr,
+                          nullptr,
+                          nullptr,
+                          nullptr};
+
+}  // namespace
+
+PyMODINIT_FUNC PyInit__reader(void) {
+  if (!g_column_buffer_type) {
+    g_column_buffer_type = PyType_FromSpec(&column_buffer_spec);
+    if (!g_column_buffer_type) return nullptr;
+  }
+  PyObject *m = PyModule_Create(&module_def);
+  if (!m) return nullptr;
+  Py_INCREF(g_column_buffer_type);
+  if (PyModule_AddObject(m, "column_buffer", g_column_buffer_type) != 0) {
+    Py_DECREF(g_column_buffer_type);
+    Py_DECREF(m);
+    return nullptr;
+  }
+  return m;
+}
