@@ -42,6 +42,8 @@ LAYERS = {
     "bindings/python": [],
     # dftrace._reader: the Python face of the trace reader (dftrace.read), like the tools
     "bindings/python/reader": ["src/base", "src/reader"],
+    # dftrace._analysis: the Python face of the analysis engine (dftrace.analyze)
+    "bindings/python/analysis": ["src/base", "src/config", "src/reader", "src/analysis"],
     "bindings/fortran": [],
     "src/plugins/mpi": [],
     # libdftrace_io (LD_PRELOAD): over the C ABI only, like libdftrace_mpi
