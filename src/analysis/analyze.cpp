@@ -435,7 +435,14 @@ bool merge_partials(std::vector<analysis_partial> &parts, const layer_table &tab
   r.step_source = table.explicit_steps() ? "--steps " + table.step_name()
                   : any_step_event       ? "step"
                                          : ".iter";
+  // Room for every step at once: each group's are moved in and freed, so the steps are held
+  // once (pages of the room are touched only as they are filled).
+  size_t nsteps = 0;
+  for (const analysis_partial &p : parts)
+    for (const group_partial &gp : p.groups) nsteps += gp.steps.size();
   std::vector<uint64_t> durs;
+  durs.reserve(nsteps);
+  r.steps.reserve(nsteps);
   r.groups.resize(roots.size());
   for (size_t g = 0; g < roots.size(); ++g) {
     const analysis_partial &part = parts[src[g].first];
@@ -457,6 +464,7 @@ bool merge_partials(std::vector<analysis_partial> &parts, const layer_table &tab
       durs.push_back(s.dur);
       r.steps.push_back(s);
     }
+    std::vector<step_result>().swap(gp.steps);  // held once: a run holds millions
   }
   if (r.steps.empty()) r.step_source = table.explicit_steps() ? r.step_source : "";
   std::sort(durs.begin(), durs.end());
