@@ -1,22 +1,9 @@
 // analysis_run.cpp: one run read and analysed, for analyze and diff.
 #include "analysis_run.hpp"
 
-#include <cstdlib>
 #include <filesystem>
 
 namespace dftrace::tools {
-
-namespace {
-
-// Layered events held in memory before they go to a temporary file (24 bytes each):
-// DFTRACE_ANALYZE_SPILL_EVENTS, 0 for never; 256 Ki (6 MiB) by default.
-size_t spill_budget() {
-  if (const char *e = std::getenv("DFTRACE_ANALYZE_SPILL_EVENTS"))
-    return static_cast<size_t>(std::strtoull(e, nullptr, 10));
-  return size_t{1} << 18;
-}
-
-}  // namespace
 
 bool analysis_table(const args_t &a, const char *cmd, analysis::layer_table *table) {
   if (a.has("--layers")) {
@@ -46,7 +33,7 @@ void run_analysis(const std::vector<std::string> &files, const analysis::layer_t
   }
   progress bar(what, total);
   analysis::collection c;
-  c.spill_after = spill_budget();
+  c.spill_after = analysis::spill_budget();
   analysis::read_traces(files, table, tool_read_options(), &c, &out->in,
                         [&](uint64_t n) { bar.add(n); });
   bar.done();

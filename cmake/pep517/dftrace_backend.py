@@ -156,7 +156,7 @@ def _check(arcnames):
             "dftrace/torch/__init__.py", "dftrace/bin/dftrace",
             "dftrace/lib/libdftrace.so.0", "dftrace/lib/libdftrace_io.so"]
     missing = [n for n in need if n not in arcnames]
-    for ext in ("_dftrace", "_reader"):
+    for ext in ("_dftrace", "_reader", "_analysis"):
         if not any(re.fullmatch(r"dftrace/%s\..*\.so" % ext, n) for n in arcnames):
             missing.append("dftrace/%s.<abi>.so" % ext)
     if missing:

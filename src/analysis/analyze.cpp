@@ -39,10 +39,11 @@ struct proc {
 // Processes, their parents (the process of the same host whose pid is the `ppid` of their
 // `start` event) and their groups (a process with a rank other than its parent's, or without
 // a parent in the trace, roots a group; every other process joins its parent's).
-std::vector<proc> build_processes(collection &c, std::vector<size_t> *roots) {
+std::vector<proc> build_processes(std::map<std::string, process_facts> &procs,
+                                  std::vector<size_t> *roots) {
   std::vector<proc> ps;
   std::unordered_map<std::string, std::vector<size_t>> by_pid;
-  for (auto &kv : c.procs) {
+  for (auto &kv : procs) {
     proc p;
     p.key = kv.first;
     p.host = kv.second.host;
@@ -269,7 +270,7 @@ void check_counts(const std::vector<proc> &ps, analysis_result *r) {
 
 // The group's steps, each split by the priority timeline of its unions.
 void group_steps(std::vector<step_event> &st, size_t g, const priority_timeline &tl,
-                 analysis_result *r, std::vector<uint64_t> *durs) {
+                 std::vector<step_result> *out) {
   std::sort(st.begin(), st.end(), [](const step_event &a, const step_event &b) {
     return a.start != b.start ? a.start < b.start : a.end < b.end;
   });
@@ -285,22 +286,16 @@ void group_steps(std::vector<step_event> &st, size_t g, const priority_timeline 
     s.has_epoch = st[i].has_epoch;
     s.epoch = st[i].epoch;
     tl.split(st[i].start, st[i].end, &parts);
-    for (size_t k = 0; k <= k_nbound; ++k) {
-      s.parts[k] = parts[k];
-      r->bound_total[k] += parts[k];
-    }
-    r->step_total += s.dur;
-    durs->push_back(s.dur);
-    r->steps.push_back(s);
+    for (size_t k = 0; k <= k_nbound; ++k) s.parts[k] = parts[k];
+    out->push_back(s);
   }
-  r->groups[g].steps = st.size();
 }
 
 // Each group's result with its root's rank and host, its pids (root first) and its span.
 void init_groups(const std::vector<proc> &ps, const std::vector<size_t> &roots, size_t nl,
-                 std::vector<group_work> *work, analysis_result *r) {
+                 std::vector<group_work> *work, std::vector<group_partial> *r) {
   work->resize(roots.size());
-  r->groups.resize(roots.size());
+  r->resize(roots.size());
   for (size_t g = 0; g < roots.size(); ++g) {
     group_work &w = (*work)[g];
     w.layer_iv.resize(nl);
@@ -308,68 +303,88 @@ void init_groups(const std::vector<proc> &ps, const std::vector<size_t> &roots, 
     w.layer_runs.resize(nl);
     w.self_runs.resize(nl);
     const proc &root = ps[roots[g]];
-    r->groups[g].has_rank = root.facts->has_rank;
-    r->groups[g].rank = root.facts->rank;
-    r->groups[g].host = root.host;
-    r->groups[g].pids.push_back(root.pid);
+    group_result &x = (*r)[g].fig;
+    x.has_rank = root.facts->has_rank;
+    x.rank = root.facts->rank;
+    x.host = root.host;
+    x.pids.push_back(root.pid);
+    (*r)[g].procs.push_back(root.key);
   }
   std::vector<uint64_t> gmin(roots.size(), UINT64_MAX), gmax(roots.size(), 0);
   for (size_t i = 0; i < ps.size(); ++i) {
     const size_t g = ps[i].group;
-    if (i != roots[g]) r->groups[g].pids.push_back(ps[i].pid);
+    group_result &x = (*r)[g].fig;
+    if (i != roots[g]) {
+      x.pids.push_back(ps[i].pid);
+      (*r)[g].procs.push_back(ps[i].key);
+    }
     gmin[g] = std::min(gmin[g], ps[i].facts->ts_min);
-    r->groups[g].checkpoint_events += ps[i].facts->checkpoint_events;
-    r->groups[g].checkpoint_max_ns =
-        std::max(r->groups[g].checkpoint_max_ns, ps[i].facts->checkpoint_max_ns);
+    x.checkpoint_events += ps[i].facts->checkpoint_events;
+    x.checkpoint_max_ns = std::max(x.checkpoint_max_ns, ps[i].facts->checkpoint_max_ns);
     gmax[g] = std::max(gmax[g], ps[i].facts->end_max);
   }
   for (size_t g = 0; g < roots.size(); ++g) {
-    group_result &x = r->groups[g];
+    group_result &x = (*r)[g].fig;
     std::sort(x.pids.begin() + 1, x.pids.end(), pid_less);
     x.start = gmin[g] == UINT64_MAX ? 0 : gmin[g];
     x.span = gmax[g] > x.start ? gmax[g] - x.start : 0;
   }
 }
 
-}  // namespace
-
-analysis_result analyze(collection &c, const layer_table &table) {
-  analysis_result r;
-  for (const auto &l : table.layers()) r.layers.push_back(l.name);
-  std::vector<size_t> roots;
-  std::vector<proc> ps = build_processes(c, &roots);
-  check_counts(ps, &r);
-  std::map<int64_t, bool> ranks;
-  for (const proc &p : ps)
-    if (p.facts->has_rank) ranks[p.facts->rank] = true;
-  r.ranks = ranks.size();
+// Each group of a partial matched with the group of the same root in the whole run: the same
+// processes, all of them (*src: the partial and the group there, per group of the run).
+bool match_groups(const std::vector<analysis_partial> &parts, const std::vector<proc> &ps,
+                  const std::vector<size_t> &roots, std::vector<std::pair<size_t, size_t>> *src,
+                  std::string *why) {
   std::unordered_map<std::string, size_t> proc_index;
   for (size_t i = 0; i < ps.size(); ++i) proc_index[ps[i].key] = i;
+  std::vector<size_t> gsize(roots.size(), 0);
+  for (const proc &p : ps) ++gsize[p.group];
+  src->assign(roots.size(), {SIZE_MAX, 0});
+  for (size_t p = 0; p < parts.size(); ++p) {
+    for (size_t j = 0; j < parts[p].groups.size(); ++j) {
+      const group_partial &gp = parts[p].groups[j];
+      const size_t g = ps[proc_index.at(gp.procs[0])].group;
+      bool ok = roots[g] == proc_index.at(gp.procs[0]) && gsize[g] == gp.procs.size() &&
+                (*src)[g].first == SIZE_MAX;
+      for (const std::string &k : gp.procs) ok = ok && ps[proc_index.at(k)].group == g;
+      if (!ok) {
+        *why = "the group of " + group_label_of(gp.fig) +
+               " was split: its processes were not all analysed together";
+        return false;
+      }
+      (*src)[g] = {p, j};
+    }
+  }
+  return true;
+}
 
+}  // namespace
+
+analysis_partial analyze_groups(collection &c, const layer_table &table) {
+  analysis_partial out;
+  std::vector<size_t> roots;
+  std::vector<proc> ps = build_processes(c.procs, &roots);
+  std::unordered_map<std::string, size_t> proc_index;
+  for (size_t i = 0; i < ps.size(); ++i) proc_index[ps[i].key] = i;
   std::vector<group_work> work;
-  init_groups(ps, roots, table.layers().size(), &work, &r);
+  init_groups(ps, roots, table.layers().size(), &work, &out.groups);
   // Each group's threads, then one group at a time: only its events are in memory (read back
   // from the spill file), and what it leaves is its figures and its steps.
   std::vector<std::vector<thread_events *>> threads_of(roots.size());
-  bool any_step_event = false;
   for (auto &kv : c.threads) {
     const size_t sep = kv.first.find('\x1f', kv.first.find('\x1f') + 1);
     const auto pi = proc_index.find(kv.first.substr(0, sep));
     if (pi == proc_index.end()) continue;
     threads_of[ps[pi->second].group].push_back(&kv.second);
-    any_step_event = any_step_event || !kv.second.steps.empty();
+    out.any_step_event = out.any_step_event || !kv.second.steps.empty();
   }
-  r.step_source = table.explicit_steps() ? "--steps " + table.step_name()
-                  : any_step_event       ? "step"
-                                         : ".iter";
-  std::vector<uint64_t> durs;
   std::vector<layered_event> ev;
   for (size_t g = 0; g < roots.size(); ++g) {
     group_work &w = work[g];
+    group_partial &gp = out.groups[g];
     for (thread_events *te : threads_of[g]) {
-      if (!te->take_layered(&c.spill, &ev))
-        r.process_problems.push_back("the analysis's temporary file could not be read back: " +
-                                     group_label_of(r.groups[g]) + " is incomplete");
+      if (!te->take_layered(&c.spill, &ev)) gp.readback_failed = true;
       sweep_thread(ev, w);
       w.steps.insert(w.steps.end(), te->steps.begin(), te->steps.end());
       outermost(te->iters, &w.iters);
@@ -377,26 +392,103 @@ analysis_result analyze(collection &c, const layer_table &table) {
       std::vector<step_event>().swap(te->iters);
     }
     std::vector<interval_set> unions;
-    layer_figures(w, table, &r.groups[g], &unions);
+    layer_figures(w, table, &gp.fig, &unions);
     std::vector<interval_set> classes;
     for (const char *name : k_bound_classes) {
       const int li = table.index_of(name);
       classes.push_back(li < 0 ? interval_set() : unions[li]);
     }
     const priority_timeline tl(classes);
-    group_steps(any_step_event || table.explicit_steps() ? w.steps : w.iters, g, tl, &r, &durs);
+    group_steps(out.any_step_event || table.explicit_steps() ? w.steps : w.iters, g, tl, &gp.steps);
+    gp.fig.steps = gp.steps.size();
     w = group_work();
   }
-  std::vector<layered_event>().swap(ev);
+  out.procs = std::move(c.procs);
+  out.io = std::move(c.io);
+  return out;
+}
+
+bool merge_partials(std::vector<analysis_partial> &parts, const layer_table &table,
+                    analysis_result *out, std::string *why) {
+  analysis_result r;
+  for (const auto &l : table.layers()) r.layers.push_back(l.name);
+  std::map<std::string, process_facts> procs;
+  bool any_step_event = false;
+  for (analysis_partial &p : parts) {
+    any_step_event = any_step_event || p.any_step_event;
+    for (auto &kv : p.procs)
+      if (!procs.emplace(kv.first, kv.second).second) {
+        *why = "process " + kv.first.substr(kv.first.find('\x1f') + 1) +
+               " was read in two parts: its files were not all analysed together";
+        return false;
+      }
+  }
+  std::vector<size_t> roots;
+  std::vector<proc> ps = build_processes(procs, &roots);
+  std::vector<std::pair<size_t, size_t>> src;
+  if (!match_groups(parts, ps, roots, &src, why)) return false;
+  check_counts(ps, &r);
+  std::map<int64_t, bool> ranks;
+  for (const proc &p : ps)
+    if (p.facts->has_rank) ranks[p.facts->rank] = true;
+  r.ranks = ranks.size();
+  r.step_source = table.explicit_steps() ? "--steps " + table.step_name()
+                  : any_step_event       ? "step"
+                                         : ".iter";
+  // Room for every step at once: each group's are moved in and freed, so the steps are held
+  // once (pages of the room are touched only as they are filled).
+  size_t nsteps = 0;
+  for (const analysis_partial &p : parts)
+    for (const group_partial &gp : p.groups) nsteps += gp.steps.size();
+  std::vector<uint64_t> durs;
+  durs.reserve(nsteps);
+  r.steps.reserve(nsteps);
+  r.groups.resize(roots.size());
+  for (size_t g = 0; g < roots.size(); ++g) {
+    const analysis_partial &part = parts[src[g].first];
+    group_partial &gp = parts[src[g].first].groups[src[g].second];
+    r.groups[g] = std::move(gp.fig);
+    if (gp.readback_failed)
+      r.process_problems.push_back("the analysis's temporary file could not be read back: " +
+                                   group_label_of(r.groups[g]) + " is incomplete");
+    // A part without step events took its `.iter` events; the run has step events, so this
+    // group has no steps (its own would be step events).
+    if (any_step_event && !part.any_step_event && !table.explicit_steps()) {
+      r.groups[g].steps = 0;
+      continue;
+    }
+    for (step_result s : gp.steps) {
+      s.group = static_cast<uint32_t>(g);
+      for (size_t k = 0; k <= k_nbound; ++k) r.bound_total[k] += s.parts[k];
+      r.step_total += s.dur;
+      durs.push_back(s.dur);
+      r.steps.push_back(s);
+    }
+    std::vector<step_result>().swap(gp.steps);  // held once: a run holds millions
+  }
   if (r.steps.empty()) r.step_source = table.explicit_steps() ? r.step_source : "";
   std::sort(durs.begin(), durs.end());
   r.step_p50 = percentile_sorted(durs, 50);
   r.step_p99 = percentile_sorted(durs, 99);
   compare_steps(&r);
-  r.io = summarize_io(c.io, [&](const std::string &key) -> long {
+  io_data io;
+  for (analysis_partial &p : parts) io.merge(p.io);
+  std::unordered_map<std::string, size_t> proc_index;
+  for (size_t i = 0; i < ps.size(); ++i) proc_index[ps[i].key] = i;
+  r.io = summarize_io(io, [&](const std::string &key) -> long {
     const auto pi = proc_index.find(key);
     return pi == proc_index.end() ? -1 : static_cast<long>(ps[pi->second].group);
   });
+  *out = std::move(r);
+  return true;
+}
+
+analysis_result analyze(collection &c, const layer_table &table) {
+  std::vector<analysis_partial> parts;
+  parts.push_back(analyze_groups(c, table));
+  analysis_result r;
+  std::string why;
+  merge_partials(parts, table, &r, &why);  // one partial holds every group whole
   return r;
 }
 

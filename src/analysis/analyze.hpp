@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -83,8 +84,31 @@ struct analysis_result {
 };
 
 // Computes everything from c (whose thread data it consumes). Deterministic: independent of
-// the order in which files were read.
+// the order in which files were read. It is analyze_groups then merge_partials of that one
+// partial: the single-machine run and the distributed one are the same code.
 analysis_result analyze(collection &c, const layer_table &table);
+
+// Phase 1, the per-group pass: what one set of files gives of each group it holds whole.
+struct group_partial {
+  std::vector<std::string> procs;  // process keys (host '\x1f' pid), the root first
+  group_result fig;                // every figure of the group, steps counted
+  std::vector<step_result> steps;  // their `group` is the index in the partial
+  bool readback_failed = false;    // the spill file could not be read back
+};
+struct analysis_partial {
+  std::map<std::string, process_facts> procs;  // host '\x1f' pid
+  std::vector<group_partial> groups;
+  bool any_step_event = false;  // a step event was read (else the steps are the `.iter` ones)
+  io_data io;
+};
+analysis_partial analyze_groups(collection &c, const layer_table &table);
+
+// Phase 2, the cross-group merge: groups ordered, steps compared (stragglers, imbalance), the
+// processes' counts checked, the I/O summarised. Partials must hold disjoint processes and
+// every group whole; false with *why when they do not (a group split over partials: its
+// figures would be wrong, so nothing is returned). Consumes the partials.
+bool merge_partials(std::vector<analysis_partial> &parts, const layer_table &table,
+                    analysis_result *out, std::string *why);
 
 // Nearest-rank percentile (p in percent) of sorted values; 0 for none.
 uint64_t percentile_sorted(const std::vector<uint64_t> &v, unsigned p);

@@ -186,7 +186,10 @@ void metadata_line(const parsed_line &pl, process_facts *pf, block_part *r) {
     if (hn && hv) r->hosts.emplace(std::string(hv->text), std::string(hn->text));
   } else if (pl.name.text == "FH") {
     const jvalue *fn = pl.arg_value("name"), *fv = pl.arg_value("value");
-    if (fn && fv) r->io.fh_paths.emplace(std::string(fv->text), std::string(fn->text));
+    if (fn && fv) {  // of two paths for one hash the smaller (io_data::name_file)
+      auto it = r->io.fh_paths.emplace(std::string(fv->text), std::string(fn->text)).first;
+      if (fn->text < it->second) it->second = std::string(fn->text);
+    }
   }
 }
 

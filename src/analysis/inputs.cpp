@@ -3,6 +3,7 @@
 #include "analysis/inputs.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "reader/time_unit.hpp"
 
@@ -55,6 +56,12 @@ void read_one(detail::trace_file &f, const layer_table &table, const detail::rea
 }
 
 }  // namespace
+
+size_t spill_budget() {
+  if (const char *e = std::getenv("DFTRACE_ANALYZE_SPILL_EVENTS"))
+    return static_cast<size_t>(std::strtoull(e, nullptr, 10));
+  return size_t{1} << 18;
+}
 
 void read_traces(const std::vector<std::string> &paths, const layer_table &table,
                  const detail::read_options &opt, collection *c, input_report *rep,

@@ -32,6 +32,10 @@ struct input_report {
   line_counts counts;
 };
 
+// Layered events held in memory before they go to a temporary file (24 bytes each):
+// DFTRACE_ANALYZE_SPILL_EVENTS, 0 for never; 256 Ki (6 MiB) by default.
+size_t spill_budget();
+
 // Reads the files in the order given (the results do not depend on it) into *c, reporting in
 // *rep. progress (may be empty) gets the compressed bytes of each block consumed. Not
 // thread-safe; uses opt.threads workers.

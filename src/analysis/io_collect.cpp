@@ -169,6 +169,24 @@ void time_bins::merge(const time_bins &o) {
   while (bins.size() > k_max_bins) widen(width_ns * 2);
 }
 
+void io_data::merge(io_data &o) {
+  for (int d = 0; d < 2; ++d) {
+    bytes[d] += o.bytes[d];
+    ops[d] += o.ops[d];
+    ns[d] += o.ns[d];
+    unbinned[d] += o.unbinned[d];
+    offset_unknown[d] += o.offset_unknown[d];
+    for (size_t b = 0; b < k_size_buckets; ++b) hist[d][b] += o.hist[d][b];
+  }
+  meta_ops += o.meta_ops;
+  meta_ns += o.meta_ns;
+  for (const auto &kv : o.sizes) sizes[kv.first] += kv.second;
+  for (auto &kv : o.files) files[kv.first].merge(kv.second);
+  for (auto &kv : o.fh_paths) name_file(kv.first, kv.second);
+  for (auto &kv : o.proc_bins) proc_bins[kv.first].merge(kv.second);
+  o = io_data();
+}
+
 void file_io::merge(const file_io &o) {
   for (int k = 0; k < 2; ++k) {
     bytes[k] += o.bytes[k];
@@ -244,8 +262,16 @@ void io_folder::apply(std::unordered_map<int64_t, fd_state> &fds, time_bins &bin
   s.last_end[d] = at + static_cast<int64_t>(op.bytes);
 }
 
+void io_data::name_file(const std::string &fhash, std::string &path) {
+  const auto it = fh_paths.find(fhash);
+  if (it == fh_paths.end())
+    fh_paths.emplace(fhash, std::move(path));
+  else if (path < it->second)
+    it->second = std::move(path);
+}
+
 void io_folder::add(io_block &b, io_data *job) {
-  for (auto &kv : b.fh_paths) job->fh_paths.emplace(kv.first, std::move(kv.second));
+  for (auto &kv : b.fh_paths) job->name_file(kv.first, kv.second);
   std::vector<file_io *> files(b.files.size());
   for (auto &kv : b.by_pid) {
     auto &fds = fds_[kv.first];

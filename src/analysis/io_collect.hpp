@@ -94,6 +94,11 @@ struct io_data {
   std::map<std::string, file_io> files;  // fhash text -> figures
   std::unordered_map<std::string, std::string> fh_paths;  // fhash -> path
   std::map<std::string, time_bins> proc_bins;             // process key -> bins
+  // Names a file: of two paths given one hash (processes that hashed different paths alike),
+  // the smaller, so that the name does not depend on the order of the files.
+  void name_file(const std::string &fhash, std::string &path);
+  // Adds o's figures (o's processes were read apart from these); consumes o.
+  void merge(io_data &o);
 };
 
 // The `io` section: files with their groups, the common sizes and bytes over time per group.

@@ -46,7 +46,7 @@ __all__ = [
     "output_path", "config_describe", "events_written", "events_dropped", "now_ns", "version",
     "Node", "Profiler", "DFTracerAI", "ProfileCategory", "ComputeEvent", "DataEvent",
     "DataLoaderEvent", "CommunicationEvent", "DeviceEvent", "CheckpointEvent", "PipelineEvent",
-    "dftracer", "Session", "read", "schedule", "step", "trigger", "file_hash", "read_calls", "summarize",
+    "dftracer", "Session", "read", "schedule", "step", "trigger", "file_hash", "read_calls", "summarize", "analyze",
 ]
 
 
@@ -171,6 +171,15 @@ def read_calls(paths):
     """
     from ._calls import read_calls as _read_calls
     return _read_calls(paths)
+
+
+def analyze(paths, client=None, steps=None, layers=None, allow_damaged=False, rules=None,
+            threads=0):
+    """What bound a run, exactly: the document of `dftrace analyze --json` as a dict, on this
+    machine or on a Dask cluster (`client`); dftrace._analyze.analyze documents it."""
+    from ._analyze import analyze as _analyze
+    return _analyze(paths, client=client, steps=steps, layers=layers,
+                    allow_damaged=allow_damaged, rules=rules, threads=threads)
 
 
 def read(paths, columns=None, cat=None, name=None, start=None, end=None, args=None,

@@ -1,0 +1,80 @@
+#!/usr/bin/python3
+"""analyze_dask_bench.py: dftrace.analyze on a Dask LocalCluster of 1 worker against 2 workers
+(one thread each, one reader thread per partial), on a synthetic run the benchmark makes:
+RANKS files of EVENTS events each (tests/tools/gen_trace, one file per rank). It checks that
+both documents equal the single-machine one, then prints a Markdown row per cluster with the
+best wall time of REPEAT runs and the speed-up.
+
+Usage: /usr/bin/python3 bench/analyze_dask_bench.py
+           [BUILD_DIR] [WORK_DIR]     (env: RANKS=48 EVENTS=200000 REPEAT=3)
+"""
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def generate(gen, work, ranks, events):
+    files = []
+    for i in range(ranks):
+        path = os.path.join(work, "r%d.pfw.gz" % i)
+        if not os.path.exists(path):
+            subprocess.run([gen, path, "--events", str(events), "--pid", str(7000 + i),
+                            "--rank", str(i), "--seed", str(i), "--threads", "2"], check=True)
+        files.append(path)
+    return files
+
+
+def _warm():
+    import dftrace._analysis  # noqa: F401
+    return True
+
+
+def best_of(repeat, fn):
+    best, out = None, None
+    for _ in range(repeat):
+        t = time.perf_counter()
+        out = fn()
+        dt = time.perf_counter() - t
+        best = dt if best is None else min(best, dt)
+    return best, out
+
+
+def main():
+    build = sys.argv[1] if len(sys.argv) > 1 else "build"
+    work = sys.argv[2] if len(sys.argv) > 2 else tempfile.mkdtemp(prefix="dftrace-dask-bench-")
+    ranks = int(os.environ.get("RANKS", "48"))
+    events = int(os.environ.get("EVENTS", "200000"))
+    repeat = int(os.environ.get("REPEAT", "3"))
+    pkg = os.path.abspath(os.path.join(build, "bindings", "python"))
+    sys.path.insert(0, pkg)
+    os.environ["PYTHONPATH"] = pkg + os.pathsep + os.environ.get("PYTHONPATH", "")  # workers
+    import dftrace
+    from distributed import Client, LocalCluster
+
+    files = generate(os.path.join(build, "tests", "tools", "gen_trace"), work, ranks, events)
+    single = dftrace.analyze(files, threads=1, allow_damaged=True)
+    n = single["inputs"]["events"]
+    with open("/proc/loadavg") as f:
+        load = " ".join(f.read().split()[:3])
+    print("# %s UTC, %d cores, load average %s; %d ranks, %d events" %
+          (time.strftime("%F %H:%M", time.gmtime()), os.cpu_count(), load, ranks, n))
+    print()
+    print("| Dask workers | wall s (best of %d) | M events / s | speed-up |" % repeat)
+    print("| ---: | ---: | ---: | ---: |")
+    base = None
+    for workers in (1, 2):
+        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                          dashboard_address=None) as cluster, Client(cluster) as client:
+            client.run(_warm)  # the extension imported on every worker before timing
+            wall, r = best_of(repeat, lambda: dftrace.analyze(files, client=client, threads=1,
+                                                              allow_damaged=True))
+        if r != single:
+            sys.exit("the document on %d worker(s) differs from the single-machine one" % workers)
+        base = base or wall
+        print("| %d | %.2f | %.2f | %.2fx |" % (workers, wall, n / wall / 1e6, base / wall))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,203 @@
+"""dftrace.analyze: what bound a run, exactly: the document of `dftrace analyze --json`.
+
+The figures come from the C++ engine of `dftrace analyze` (src/analysis) through the extension
+`dftrace._analysis`, in two phases: `partial` reads a set of files and analyses every group they
+hold (a rank's main process with the processes it started), `merge` joins partials into the
+document (groups ordered, steps compared across ranks, the I/O summarised, the findings). On one
+machine the whole input is one partial. With a Dask client the files are cut into batches that
+keep each group's files together, one task per worker computes each batch's partial, and the
+client merges them: the same code on the same intervals, so the same document. A batch that
+split a group (the files' headers, which place them, can mislead) is detected by the merge and
+the run is redone as one task (a warning says so): never a partial answer.
+"""
+import gzip
+import json
+import os
+import warnings
+import zlib
+
+from ._read import trace_files
+
+__all__ = ["analyze", "Analysis", "DamagedTraceError"]
+
+# Text read from the start of each file to place it (its processes, ranks and parents).
+_HEAD_BYTES = 1 << 20
+
+
+class DamagedTraceError(RuntimeError):
+    """Part of the input could not be read; `.result` holds the analysis of what was read, and
+    `result["inputs"]["damaged"]` lists what was not."""
+
+    def __init__(self, result):
+        self.result = result
+        lost = result["inputs"]["damaged"]
+        what = "; ".join("%s: %s" % (d["file"] or "process", d["what"]) for d in lost[:3])
+        more = " (and %d more)" % (len(lost) - 3) if len(lost) > 3 else ""
+        super().__init__("dftrace.analyze: part of the input could not be read: %s%s; "
+                         "allow_damaged=True accepts the results of what was read" % (what, more))
+
+
+class Analysis(dict):
+    """The document of `dftrace analyze --json` (a dict; src/analysis/README.md gives its
+    schema), with pandas views of its tables."""
+
+    def groups_frame(self):
+        """One row per group: rank, host, pids, span_ns, steps, and a column per figure and
+        layer (`union_ns.io`, `overlap_ns.compute+io`, ...)."""
+        import pandas as pd
+        rows = []
+        for g in self["groups"]:
+            row = {k: g[k] for k in ("rank", "host", "pids", "start_ns", "span_ns", "steps")}
+            for k in ("union_ns", "overlap_ns", "unoverlapped_ns", "self_ns"):
+                for layer, v in g[k].items():
+                    row["%s.%s" % (k, layer)] = v
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+    def steps_frame(self):
+        """One row per step: rank, group, index, step, epoch, ts_ns, dur_ns and its split
+        (compute_ns, comm_ns, io_ns, data_ns, other_ns: they sum to dur_ns)."""
+        import pandas as pd
+        cols = ["rank", "group", "index", "step", "epoch", "ts_ns", "dur_ns", "compute_ns",
+                "comm_ns", "io_ns", "data_ns", "other_ns"]
+        return pd.DataFrame(self["steps"]["items"], columns=cols)
+
+
+def analyze(paths, client=None, steps=None, layers=None, allow_damaged=False, rules=None,
+            threads=0):
+    """Analyses traces as `dftrace analyze --json` does, on this machine or on a Dask cluster.
+
+    Args:
+        paths: a trace file, a directory (its *.pfw and *.pfw.gz), a glob, or a list of these.
+        client: a `distributed.Client`; None analyses here.
+        steps: the step events' name (`--steps NAME`); None: `step` events, else `.iter` ones.
+        layers: a YAML file of layers (`--layers FILE`); None: the documented defaults.
+        allow_damaged: return the results of what could be read when part of the input could
+            not be (listed in `inputs.damaged`); without it that raises DamagedTraceError.
+        rules: a YAML file of finding rules added to the built-in ones (`--rules FILE`).
+        threads: reader threads per partial (0: the machine's cores).
+
+    Returns:
+        An Analysis: the JSON document as a dict, with groups_frame() and steps_frame().
+
+    Example:
+        >>> r = dftrace.analyze("traces/")
+        >>> r["steps"]["bound_by"], r.steps_frame().dur_ns.describe()
+    """
+    from . import _analysis
+    files = trace_files(paths)
+    if not files:
+        raise FileNotFoundError("dftrace.analyze: no trace files in %r" % (paths,))
+    layers = os.fspath(layers) if layers is not None else None
+    rules = os.fspath(rules) if rules is not None else None
+    if client is None:
+        parts = [_analysis.partial(files, steps, layers, threads)]
+        doc = _analysis.merge(parts, steps, layers, rules)
+    else:
+        doc = _on_cluster(client, files, steps, layers, rules, threads)
+    result = Analysis(json.loads(doc))
+    if not allow_damaged and not result["inputs"]["complete"]:
+        raise DamagedTraceError(result)
+    return result
+
+
+def _partial(files, steps, layers, threads):
+    """A task: one batch's partial (bytes), computed on a worker."""
+    from . import _analysis
+    return _analysis.partial(files, steps, layers, threads)
+
+
+def _on_cluster(client, files, steps, layers, rules, threads):
+    from . import _analysis
+    workers = sorted(client.scheduler_info().get("workers", {}))
+    batches = batches_for(files, max(1, len(workers)))
+    futures = [client.submit(_partial, b, steps, layers, threads, pure=False,
+                             workers=[workers[i % len(workers)]] if workers else None,
+                             allow_other_workers=True)
+               for i, b in enumerate(batches)]
+    parts = client.gather(futures)
+    try:
+        return _analysis.merge(parts, steps, layers, rules)
+    except _analysis.SplitGroups as e:
+        warnings.warn("dftrace.analyze: %s; analysed again as one task" % e, RuntimeWarning,
+                      stacklevel=3)
+    part = client.submit(_partial, files, steps, layers, threads, pure=False).result()
+    return _analysis.merge([part], steps, layers, rules)
+
+
+def _head_processes(path):
+    """(pid, ppid or None, rank or None) of the processes named at the start of a file, as
+    far as its first _HEAD_BYTES of text say; only a hint for placing files."""
+    procs = {}
+    opener = gzip.open if path.endswith(".gz") else open
+    chunks, total = [], 0
+    try:  # what could be read: a damaged file is placed by its readable start
+        with opener(path, "rb") as f:
+            while total < _HEAD_BYTES:
+                c = f.read1(65536)
+                if not c:
+                    break
+                chunks.append(c)
+                total += len(c)
+    except (OSError, EOFError, zlib.error):
+        pass
+    head = b"".join(chunks)
+    for line in head.split(b"\n"):
+        line = line.strip().rstrip(b",")
+        if not line.startswith(b"{"):
+            continue
+        try:
+            ev = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(ev, dict) or ev.get("pid") is None:
+            continue
+        pid = ev["pid"]
+        p = procs.setdefault(str(pid), [None, None])
+        args = ev.get("args") or {}
+        if ev.get("name") == "start" and "ppid" in args:
+            p[0] = str(args["ppid"])
+        elif ev.get("name") == "PR" and args.get("name") == "rank":
+            p[1] = args.get("value")
+    return procs
+
+
+def batches_for(files, n):
+    """files cut into at most n batches of about equal compressed size, each group's files in
+    one batch as far as the files' headers tell (a process with the pid of another file's
+    process, or whose parent is another file's process of its rank or none, goes with it)."""
+    heads = [_head_processes(f) for f in files]
+    parent = list(range(len(files)))
+
+    def find(i):
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    where = {}  # pid -> (file, rank)
+    for i, h in enumerate(heads):
+        for pid, (_, rank) in h.items():
+            if pid in where:
+                parent[find(i)] = find(where[pid][0])
+            where.setdefault(pid, (i, rank))
+    for i, h in enumerate(heads):
+        for pid, (ppid, rank) in h.items():
+            if ppid in where and ppid != pid:
+                j, prank = where[ppid]
+                if rank is None or rank == prank:
+                    parent[find(i)] = find(j)
+    clusters = {}
+    for i in range(len(files)):
+        clusters.setdefault(find(i), []).append(files[i])
+
+    def size(fs):
+        return sum(os.path.getsize(f) if os.path.exists(f) else 0 for f in fs)
+
+    batches = [[] for _ in range(min(n, len(clusters)))]
+    loads = [0] * len(batches)
+    for c in sorted(clusters.values(), key=lambda c: (-size(c), c)):
+        k = loads.index(min(loads))
+        batches[k] += c
+        loads[k] += size(c)
+    return [b for b in batches if b]

@@ -1,0 +1,186 @@
+// _analysis.cpp: dftrace._analysis, the analysis engine of `dftrace analyze` (src/analysis)
+// for dftrace.analyze (bindings/python/analysis/README.md). Two phases, so that a Dask
+// cluster can run the first on its workers: partial() reads a set of files and analyses the
+// groups they hold (bytes out), merge() joins partials into the document of
+// `dftrace analyze --json`. The single-machine call is one partial merged: the same code.
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "analysis/analyze.hpp"
+#include "analysis/findings.hpp"
+#include "analysis/inputs.hpp"
+#include "analysis/partial_codec.hpp"
+#include "analysis/result_json.hpp"
+
+namespace {
+
+using namespace dftrace::analysis;
+
+PyObject *g_split_error = nullptr;
+
+bool strings_of(PyObject *seq, std::vector<std::string> *out) {
+  PyObject *fast = PySequence_Fast(seq, "paths must be a sequence of str");
+  if (!fast) return false;
+  const Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject *o = PySequence_Fast_GET_ITEM(fast, i);
+    Py_ssize_t len = 0;
+    const char *s = PyUnicode_Check(o) ? PyUnicode_AsUTF8AndSize(o, &len) : nullptr;
+    if (!s) {
+      Py_DECREF(fast);
+      if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "paths must be str");
+      return false;
+    }
+    out->emplace_back(s, static_cast<size_t>(len));
+  }
+  Py_DECREF(fast);
+  return true;
+}
+
+// The layer table of `--layers FILE` and `--steps NAME` (None: the defaults).
+bool make_table(const char *layers, const char *steps, layer_table *table) {
+  std::string why;
+  if (layers && !table->load_yaml(layers, &why)) {
+    PyErr_SetString(PyExc_ValueError, ("layers: " + why).c_str());
+    return false;
+  }
+  if (steps) {
+    if (!*steps) {
+      PyErr_SetString(PyExc_ValueError, "steps needs an event name");
+      return false;
+    }
+    table->set_step_name(steps);
+  }
+  return true;
+}
+
+PyObject *partial(PyObject *, PyObject *args) {
+  PyObject *paths_o;
+  const char *steps = nullptr, *layers = nullptr;
+  int threads = 0;
+  if (!PyArg_ParseTuple(args, "Ozzi", &paths_o, &steps, &layers, &threads)) return nullptr;
+  std::vector<std::string> paths;
+  if (!strings_of(paths_o, &paths)) return nullptr;
+  layer_table table;
+  if (!make_table(layers, steps, &table)) return nullptr;
+  std::string bytes, failure;
+  Py_BEGIN_ALLOW_THREADS;
+  try {
+    dftrace::detail::read_options opt;
+    opt.threads =
+        threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    collection c;
+    c.spill_after = spill_budget();
+    input_report in;
+    read_traces(paths, table, opt, &c, &in, {});
+    bytes = encode_partial(in, analyze_groups(c, table));
+  } catch (const std::exception &e) {
+    failure = e.what();
+  }
+  Py_END_ALLOW_THREADS;
+  if (!failure.empty()) {
+    PyErr_SetString(PyExc_MemoryError, failure.c_str());
+    return nullptr;
+  }
+  return PyBytes_FromStringAndSize(bytes.data(), static_cast<Py_ssize_t>(bytes.size()));
+}
+
+PyObject *merge(PyObject *, PyObject *args) {
+  PyObject *parts_o;
+  const char *steps = nullptr, *layers = nullptr, *rules_path = nullptr;
+  if (!PyArg_ParseTuple(args, "Ozzz", &parts_o, &steps, &layers, &rules_path)) return nullptr;
+  layer_table table;
+  if (!make_table(layers, steps, &table)) return nullptr;
+  std::vector<rule> rules;
+  std::string why;
+  if (!parse_rules(k_default_rules, "the built-in rules", &rules, &why) ||
+      (rules_path && !load_rules_file(rules_path, &rules, &why))) {
+    PyErr_SetString(PyExc_ValueError, ("rules: " + why).c_str());
+    return nullptr;
+  }
+  PyObject *fast = PySequence_Fast(parts_o, "partials must be a sequence of bytes");
+  if (!fast) return nullptr;
+  const Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+  std::vector<input_report> ins(static_cast<size_t>(n));
+  std::vector<analysis_partial> parts(static_cast<size_t>(n));
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    char *data = nullptr;
+    Py_ssize_t len = 0;
+    if (PyBytes_AsStringAndSize(PySequence_Fast_GET_ITEM(fast, i), &data, &len) != 0) {
+      Py_DECREF(fast);
+      return nullptr;
+    }
+    if (!decode_partial(std::string_view(data, static_cast<size_t>(len)), &ins[i], &parts[i],
+                        &why)) {
+      Py_DECREF(fast);
+      PyErr_SetString(PyExc_ValueError, why.c_str());
+      return nullptr;
+    }
+  }
+  Py_DECREF(fast);
+  std::string json, failure;
+  bool split = false;
+  Py_BEGIN_ALLOW_THREADS;
+  try {
+    analysis_result r;
+    if (merge_partials(parts, table, &r, &why)) {
+      size_t processes = 0;
+      for (const analysis_partial &p : parts) processes += p.procs.size();
+      r.findings = evaluate_rules(rules, r);
+      json = result_json(merge_inputs(ins), r, processes);
+    } else {
+      split = true;
+    }
+  } catch (const std::exception &e) {
+    failure = e.what();
+  }
+  Py_END_ALLOW_THREADS;
+  if (split) {
+    PyErr_SetString(g_split_error, why.c_str());
+    return nullptr;
+  }
+  if (!failure.empty()) {
+    PyErr_SetString(PyExc_MemoryError, failure.c_str());
+    return nullptr;
+  }
+  return PyUnicode_FromStringAndSize(json.data(), static_cast<Py_ssize_t>(json.size()));
+}
+
+PyMethodDef methods[] = {
+    {"partial", partial, METH_VARARGS,
+     "partial(paths, steps, layers, threads) -> bytes: the files read and their groups analysed"},
+    {"merge", merge, METH_VARARGS,
+     "merge(partials, steps, layers, rules) -> str: the JSON document of `dftrace analyze`"},
+    {nullptr, nullptr, 0, nullptr}};
+
+PyModuleDef module_def = {PyModuleDef_HEAD_INIT,
+                          "dftrace._analysis",
+                          "The analysis engine of `dftrace analyze`, in two phases.",
+                          -1,
+                          methods,
+                          nullptr,
+                          nullptr,
+                          nullptr,
+                          nullptr};
+
+}  // namespace
+
+PyMODINIT_FUNC PyInit__analysis(void) {
+  PyObject *m = PyModule_Create(&module_def);
+  if (!m) return nullptr;
+  if (!g_split_error)
+    g_split_error =
+        PyErr_NewException("dftrace._analysis.SplitGroups", PyExc_RuntimeError, nullptr);
+  Py_XINCREF(g_split_error);
+  if (!g_split_error || PyModule_AddObject(m, "SplitGroups", g_split_error) != 0) {
+    Py_XDECREF(g_split_error);
+    Py_DECREF(m);
+    return nullptr;
+  }
+  return m;
+}
