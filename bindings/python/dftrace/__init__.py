@@ -173,13 +173,7 @@ def read_calls(paths):
     return _read_calls(paths)
 
 
-def analyze(paths, client=None, steps=None, layers=None, allow_damaged=False, rules=None,
-            threads=0):
-    """What bound a run, exactly: the document of `dftrace analyze --json` as a dict, on this
-    machine or on a Dask cluster (`client`); dftrace._analyze.analyze documents it."""
-    from ._analyze import analyze as _analyze
-    return _analyze(paths, client=client, steps=steps, layers=layers,
-                    allow_damaged=allow_damaged, rules=rules, threads=threads)
+from ._analyze import analyze  # noqa: E402  (light: json, gzip and os; the engine loads on call)
 
 
 def read(paths, columns=None, cat=None, name=None, start=None, end=None, args=None,
