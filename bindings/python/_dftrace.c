@@ -232,47 +232,6 @@ static inline int use_wanted(const dftrace_node_t *n, int enable) {
   return enable < 0 ? dftrace_node_active_fast(n) : enable > 0;
 }
 
-/* ---------------------------------------------------------------- per-thread open uses */
-
-/* `with node:` and start()/stop() are called on shared objects: the region of each use is
- * kept per thread, and __exit__/stop() ends the innermost open use of the same node. */
-#define OPEN_MAX 256
-typedef struct {
-  dftrace_node_t *node;
-  dftrace_region_t region;
-} open_use;
-static _Thread_local open_use t_open[OPEN_MAX];
-static _Thread_local int t_depth;
-
-static void use_push(dftrace_node_t *n, dftrace_region_t r) {
-  if (t_depth < OPEN_MAX) {
-    t_open[t_depth].node = n;
-    t_open[t_depth].region = r;
-    ++t_depth;
-    return;
-  }
-  static int warned;
-  if (!warned) {
-    warned = 1;
-    warn(
-        "more than %d regions open at once on a thread (start() without stop()?); "
-        "the excess is not recorded",
-        OPEN_MAX);
-  }
-  if (r) dftrace_region_cancel(r);
-}
-
-static void use_pop(dftrace_node_t *n) {
-  for (int i = t_depth - 1; i >= 0; --i) {
-    if (t_open[i].node != n) continue;
-    const dftrace_region_t r = t_open[i].region;
-    memmove(&t_open[i], &t_open[i + 1], (size_t)(t_depth - i - 1) * sizeof(open_use));
-    --t_depth;
-    if (r) dftrace_region_end(r);
-    return;
-  }
-}
-
 /* ---------------------------------------------------------------- Traced: the decorator */
 
 typedef struct {
@@ -586,6 +545,15 @@ static inline dftrace_region_t node_region_begin(NodeObject *self) {
   return dftrace_region_begin_ex(self->node, self->enable, self->args.v, (size_t)self->args.n);
 }
 
+/* `with node:` and start()/stop() are called on shared objects: each use's region lives on the
+ * core's stack of the calling thread, and __exit__/stop() ends the innermost open region of the
+ * same node there (dftrace_node_stop). A use forced off begins nothing, so it ends nothing. */
+static inline void use_begin(NodeObject *self) { (void)node_region_begin(self); }
+
+static inline void use_end(NodeObject *self) {
+  if (self->enable != DFTRACE_FORCE_OFF) (void)dftrace_node_stop(self->node);
+}
+
 /* For a Python subclass, subtype_dealloc calls this and then drops the type's reference. */
 static void node_dealloc(NodeObject *self) {
   PyObject_GC_UnTrack(self);
@@ -748,14 +716,14 @@ static PyObject *node_call(NodeObject *self, PyObject *args, PyObject *kw) {
 
 static PyObject *node_enter(NodeObject *self, PyObject *unused) {
   (void)unused;
-  use_push(self->node, node_region_begin(self));
+  use_begin(self);
   return Py_NewRef(self);
 }
 
 static PyObject *node_exit(NodeObject *self, PyObject *const *argv, Py_ssize_t n) {
   (void)argv;
   (void)n;
-  use_pop(self->node);
+  use_end(self);
   Py_RETURN_FALSE;
 }
 
@@ -779,7 +747,7 @@ static PyObject *node_start(NodeObject *self, PyObject *const *argv, Py_ssize_t 
   if (metadata_flag(argv, nargs, kwnames)) {
     if (use_wanted(self->node, self->enable)) dftrace_node_mark_start(self->node);
   } else {
-    use_push(self->node, node_region_begin(self));
+    use_begin(self);
   }
   Py_RETURN_NONE;
 }
@@ -790,7 +758,7 @@ static PyObject *node_stop(NodeObject *self, PyObject *const *argv, Py_ssize_t n
   if (metadata_flag(argv, nargs, kwnames)) {
     if (use_wanted(self->node, self->enable)) dftrace_node_mark_end(self->node);
   } else {
-    use_pop(self->node);
+    use_end(self);
   }
   Py_RETURN_NONE;
 }
@@ -1263,7 +1231,8 @@ NOARGS_FUNCTION(now_ns, PyLong_FromUnsignedLongLong(dftrace_now_ns()))
 NOARGS_FUNCTION(trace_time_ns, PyLong_FromUnsignedLongLong(dftrace_trace_time_ns()))
 NOARGS_FUNCTION(events_written, PyLong_FromUnsignedLongLong(dftrace_events_written()))
 NOARGS_FUNCTION(events_dropped, PyLong_FromUnsignedLongLong(dftrace_events_dropped()))
-NOARGS_FUNCTION(open_depth, PyLong_FromLong(t_depth))
+/* 1 while a region is open on the calling thread (the core's stack), else 0. */
+NOARGS_FUNCTION(open_depth, PyLong_FromLong(dftrace_region_current() != 0))
 #undef NOARGS_FUNCTION
 
 static PyObject *mod_status_string(PyObject *m, PyObject *code) {
@@ -1466,11 +1435,10 @@ static PyObject *mod_set_async_wrapper(PyObject *m, PyObject *fn) {
   Py_RETURN_NONE;
 }
 
-/* In a forked child: the parent's open uses end in the parent (the core drops them too). */
+/* In a forked child: the parent's open uses end in the parent (the core drops them). */
 static PyObject *mod_after_fork_child(PyObject *m, PyObject *u) {
   (void)m;
   (void)u;
-  t_depth = 0;
   Py_RETURN_NONE;
 }
 
