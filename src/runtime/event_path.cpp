@@ -464,7 +464,7 @@ __attribute__((always_inline)) inline void runtime::end_activation(thread_state 
 }
 
 int runtime::node_start(node *n) {
-  return begin_at(n, DFTRACE_USE_NODE_STATE, nullptr, 0, 0, 0) ? DFTRACE_OK : DFTRACE_ERR_DISABLED;
+  return begin(n, DFTRACE_USE_NODE_STATE, nullptr, 0) ? DFTRACE_OK : DFTRACE_ERR_DISABLED;
 }
 
 int runtime::node_stop(node *n) {

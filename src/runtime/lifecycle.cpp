@@ -51,7 +51,6 @@ runtime &runtime::create() {
   return *r;
 }
 
-
 // ---------------------------------------------------------------- initialisation
 
 int runtime::init(const dftrace_options *options) {
