@@ -74,7 +74,7 @@ void report_internal_error() noexcept {
 // handler that interrupts it and does traced I/O passes through untraced. The runtime is not
 // reentrant on a thread (its event ids, its record buffer, whose commit could publish the
 // interrupted record half written; its locks and allocations, which the handler's event would
-// wait on: seen as a hang, and as duplicate event ids).
+// wait on; its id block, which would hand out an id twice).
 template <typename Fn>
 auto guarded(Fn fn, decltype(fn()) fallback) noexcept -> decltype(fn()) {
   const dftrace::detail::internal_scope own;
@@ -469,6 +469,17 @@ void dftrace_leaf_end_ex(dftrace_node_t *n, uint64_t start, const dftrace_arg_t 
 void dftrace_region_cancel(dftrace_region_t r) {
   if (!r) return;
   guarded_do([&] { the_runtime().cancel(r); });
+}
+
+int dftrace_node_start(dftrace_node_t *n) {
+  if (!n) return DFTRACE_ERR_INVALID_ARGUMENT;
+  if (!to_node(n)->active.load(std::memory_order_relaxed)) return DFTRACE_ERR_DISABLED;
+  return guarded([&] { return the_runtime().node_start(to_node(n)); }, int{DFTRACE_ERR_DISABLED});
+}
+
+int dftrace_node_stop(dftrace_node_t *n) {
+  if (!n) return DFTRACE_ERR_INVALID_ARGUMENT;
+  return guarded([&] { return the_runtime().node_stop(to_node(n)); }, int{DFTRACE_ERR_STATE});
 }
 
 void dftrace_iter_begin(dftrace_iter_t *it, dftrace_node_t *n, uint32_t flags,

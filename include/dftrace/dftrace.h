@@ -339,6 +339,18 @@ DFTRACE_API void dftrace_leaf_end_ex(dftrace_node_t *node, uint64_t start,
 /* Drops a region without writing it (for example an iteration that yielded no item). */
 DFTRACE_API void dftrace_region_cancel(dftrace_region_t region);
 
+/* Start and stop by node, for hooks that can not keep a region handle (a callback pair, a
+ * language's enter and exit): the region lives on the calling thread's own stack.
+ * dftrace_node_start begins a region on `node` as dftrace_region_begin does: DFTRACE_OK, or
+ * DFTRACE_ERR_DISABLED when nothing was begun (the node or tracing is off) and
+ * DFTRACE_ERR_INVALID_ARGUMENT for NULL. dftrace_node_stop ends and writes the innermost open
+ * region of `node` on the calling thread, however it was begun: DFTRACE_OK, or
+ * DFTRACE_ERR_STATE when none is open there (never started, already stopped, started on
+ * another thread, or by the parent of a forked child); a region open when the trace was
+ * finalized is closed without being written. Neither call ever fails visibly otherwise. */
+DFTRACE_API int dftrace_node_start(dftrace_node_t *node);
+DFTRACE_API int dftrace_node_stop(dftrace_node_t *node);
+
 /* ---------------------------------------------------------------- iteration */
 
 /* Flags for dftrace_iter_begin. */

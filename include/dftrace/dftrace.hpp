@@ -52,6 +52,10 @@ inline dftrace_region_t begin_ex(dftrace_node_t *n, int enable, const dftrace_ar
 inline void end(dftrace_region_t r) {
   if (r) dftrace_region_end(r);
 }
+inline void start(dftrace_node_t *n) {
+  if (__builtin_expect(active(n), 0)) dftrace_node_start(n);
+}
+inline void stop(dftrace_node_t *n) { dftrace_node_stop(n); }
 #else
 inline bool active(dftrace_node_t *) { return false; }
 inline dftrace_node_t *find(const char *) { return nullptr; }
@@ -61,6 +65,8 @@ inline dftrace_node_t *derive(dftrace_node_t *, const char *) { return nullptr; 
 inline dftrace_region_t begin(dftrace_node_t *) { return 0; }
 inline dftrace_region_t begin_ex(dftrace_node_t *, int, const dftrace_arg_t *, size_t) { return 0; }
 inline void end(dftrace_region_t) {}
+inline void start(dftrace_node_t *) {}
+inline void stop(dftrace_node_t *) {}
 #endif
 }  // namespace detail
 
@@ -375,23 +381,11 @@ class node {
     };
   }
 
-  // start()/stop() pairs for hooks that can not hold a scope: stop() ends the latest
-  // start() of this node on the calling thread.
-  void start() const {
-    dftrace_node_t *h = handle();
-    if (dftrace_region_t r = detail::begin(h)) open_list().push_back({h, r});
-  }
-  void stop() const {
-    dftrace_node_t *h = handle();
-    auto &l = open_list();
-    for (size_t i = l.size(); i > 0; --i) {
-      if (l[i - 1].first == h) {
-        detail::end(l[i - 1].second);
-        l.erase(l.begin() + static_cast<std::ptrdiff_t>(i - 1));
-        return;
-      }
-    }
-  }
+  // start()/stop() pairs for hooks that can not hold a scope, on the runtime's stack of the
+  // calling thread (dftrace_node_start/_stop): stop() ends the innermost open region of this
+  // node on the calling thread; without one it does nothing.
+  void start() const { detail::start(handle()); }
+  void stop() const { detail::stop(handle()); }
 
   // Metadata (streaming) mode: CM lines "<n>.start" / "<n>.end" instead of an event.
   void mark_start() const {
@@ -478,11 +472,6 @@ class node {
     (void)path;
     return nullptr;
 #endif
-  }
-
-  static std::vector<std::pair<dftrace_node_t *, dftrace_region_t>> &open_list() {
-    static thread_local std::vector<std::pair<dftrace_node_t *, dftrace_region_t>> l;
-    return l;
   }
 
   const char *path_;

@@ -5,6 +5,8 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <initializer_list>
+
 namespace dftrace::detail {
 
 // Nonzero while the calling thread is dftrace's: set once by each internal thread when it
@@ -60,10 +62,10 @@ class lifecycle_scope {
 
 // Blocks the asynchronous signals in the calling thread while it lives, so that a thread started
 // meanwhile (one of dftrace's own) starts with them blocked: the application's handlers run on
-// its own threads, never on dftrace's, whose locks a handler's traced I/O would wait on (seen:
-// a compressor thread, signalled as it started, waited in the handler for the writer, which
-// waited for it). The synchronous ones (a fault, an abort) stay, so that the fatal-signal path
-// still sees a crash in dftrace's threads.
+// its own threads, never on dftrace's, whose locks a handler's traced I/O would wait on (a
+// compressor thread waiting in a handler for the writer, which waits for it, is a deadlock).
+// The synchronous ones (a fault, an abort) stay, so that the fatal-signal path still sees a
+// crash in dftrace's threads.
 class async_signals_blocked {
  public:
   async_signals_blocked() {

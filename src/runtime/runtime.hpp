@@ -1,5 +1,7 @@
 // runtime.hpp: the process's tracing state and the per-thread event path. Everything the C
-// ABI does goes through here; nothing here knows about the C ABI's types beyond args.
+// ABI does goes through here; nothing here knows about the C ABI's types beyond args. Defined
+// by job: process.cpp (identity, header), lifecycle.cpp (init, writer, finalize, fork),
+// signals.cpp (fatal signals), event_path.cpp (the calling thread's events).
 #pragma once
 
 #include <sys/types.h>
@@ -243,6 +245,13 @@ class runtime {
   // `count`, at one clock read (the two events are back to back).
   uint64_t iter_step(uint64_t previous, node *n, int enable, uint32_t count);
   void cancel(uint64_t region);
+  // Start and stop by node on the calling thread (dftrace_node_start/_stop). node_start begins
+  // a region as begin(n, node state) does: DFTRACE_OK, or DFTRACE_ERR_DISABLED when nothing was
+  // begun. node_stop ends the innermost open region of `n` on this thread, however it was
+  // begun: DFTRACE_OK, or DFTRACE_ERR_STATE when none is open here (never begun, ended,
+  // begun on another thread or before fork). A region of a finished trace is closed unwritten.
+  int node_start(node *n);
+  int node_stop(node *n);
   void region_arg(uint64_t region, const dftrace_arg &arg);
   void instant(node *n, const dftrace_arg *args, size_t nargs);
   uint64_t current_region();
@@ -294,8 +303,25 @@ class runtime {
   static runtime &create();
   static std::atomic<runtime *> s_instance;
   static std::atomic<bool> s_exit_begun;
-  thread_state &thread();
+  thread_state &thread();  // inline, in event_path.cpp
+  // The same, out of line, for the other files; and the thread's state if it has one.
+  thread_state &calling_thread();
+  thread_state *calling_thread_state();
+  // The key whose destructor frees a thread's state (once per process, from init).
+  static void create_thread_key();
+  // init's steps (lifecycle.cpp).
+  void install_process_hooks();
+  void identify_process();             // host, command line, program name (process.cpp)
+  void define_header_hashes_locked();  // the hashes the header defines (hash_mutex_ held)
+  void install_exit_and_signals();
+  void apply_category_rules();
+  void start_clock();
+  void start_recording_locked();
+  // Off for good with `reason` (initialised, not recording); returns status.
+  int stay_off_locked(std::string reason, int status);
   void create_writer_locked();
+  void choose_codec(writer_settings &ws) const;
+  void ring_settings(writer_settings &ws) const;
   // aggregation.file's rules, compiled for the writer (null when there are none).
   std::shared_ptr<const event_rules> compile_rules();
   std::shared_ptr<event_rules> rules_;  // the same, kept to tell it the rank
@@ -311,6 +337,9 @@ class runtime {
   // end_at's work, the per-use arguments appended by append(scratch) when there are any.
   template <typename Append>
   void end_with(uint64_t region, bool has_args, Append append, uint64_t now);
+  // Ends the activation at ts.stack[at] (end_with's and node_stop's common part).
+  template <typename Append>
+  void end_activation(thread_state &ts, size_t at, bool has_args, Append append, uint64_t now);
   // Removes the innermost activation (and its NVTX range, when it has one).
   void pop_activation(thread_state &ts);
   // One event into the thread's chunk, as a binary record (record.hpp).
@@ -338,7 +367,7 @@ class runtime {
   std::string path_from_config();
   void refresh_thread_ids(thread_state &ts);
   void emit_thread_name(thread_state &ts, std::string_view name);
-  // The fatal-signal handlers (runtime.cpp, "signals"); again in a forked child, where an
+  // The fatal-signal handlers (signals.cpp); again in a forked child, where an
   // interpreter has started by then (what it could not take at initialisation).
   void install_signal_handlers();
   friend void signals_in_fork_child();

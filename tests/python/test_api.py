@@ -466,3 +466,36 @@ with dftrace.region("big", args={"h": 2**64 - 1, "i": -2**63, "huge": 2**70, "lo
     (e,) = t.named("big")
     assert e["args"]["h"] == 2**64 - 1 and e["args"]["i"] == -2**63
     assert e["args"]["huge"] == float(2**70) and e["args"]["low"] == float(-2**64)
+
+
+def test_with_and_start_stop_share_the_cores_stack(runner):
+    """`with node:` and start()/stop() end the innermost open region of the node on the calling
+    thread (the core's stack, dftrace_node_stop): a use forced off inside ends nothing, and a
+    stop on another thread finds nothing."""
+    runner.run('''
+        import threading
+        from dftrace import ai, _dftrace
+
+        with ai.compute.forward:
+            with ai.compute.forward(enable=False):   # begins nothing, so ends nothing
+                pass
+            with ai.compute.backward:
+                pass
+        ai.compute.step.start()
+        t = threading.Thread(target=ai.compute.step.stop)   # not open there: nothing
+        t.start()
+        t.join()
+        assert _dftrace._open_depth() == 1
+        with ai.compute.forward:
+            pass
+        ai.compute.step.stop()
+        ai.compute.step.stop()                # nothing open: nothing, no error
+        assert _dftrace._open_depth() == 0
+    ''')
+    t = runner.trace()
+    assert t.counts() == {"forward": 2, "backward": 1, "step": 1}
+    f_outer = [e for e in t.named("forward") if e["args"]["level"] == 1]
+    f_inner = [e for e in t.named("forward") if e["args"]["level"] == 2]
+    backward, step = t.named("backward")[0], t.named("step")[0]
+    assert len(f_outer) == 1 and backward["args"]["p_idx"] == f_outer[0]["id"]
+    assert len(f_inner) == 1 and f_inner[0]["args"]["p_idx"] == step["id"]

@@ -154,6 +154,23 @@ def test_metadata_mode_writes_cm_lines_instead_of_epoch_events(tmp_path):
     assert all(c["cat"] == "dftracer" and c["ph"] == "M" for c in cm)
 
 
+def test_start_stop_by_node_on_the_threads_stack(tmp_path):
+    e = {k: v for k, v in os.environ.items() if not k.startswith(("DFTRACE", "DFTRACER"))}
+    e.update({"DFTRACE_ENABLE": "1", "DFTRACE_LOG_FILE": str(tmp_path / "t")})
+    p = subprocess.run([os.path.join(BIN, "tree_prog"), "start_stop"], env=e, capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    # the inner forward ends before backward, inside it: not enclosed in time, so no nesting check
+    ev = tc.load_checked(tc.only_file(tmp_path), nesting=False)
+    x = tc.user_events(ev)
+    assert [(e["name"], e["args"]["level"]) for e in x] == [
+        ("forward", 3), ("backward", 4), ("forward", 2), ("train", 1)]
+    by_level = {e["args"]["level"]: e for e in x}
+    assert [by_level[k]["args"]["p_idx"] for k in (1, 2, 3, 4)] == [
+        -1, by_level[1]["id"], by_level[2]["id"], by_level[3]["id"]]
+    assert len({e["tid"] for e in x}) == 1
+
+
 def test_section8_defects_do_not_happen(tmp_path):
     ev = trace(tmp_path, "defects")
     x = tc.user_events(ev)

@@ -182,6 +182,22 @@ int mode_count() {
   return 0;
 }
 
+// start()/stop() by node (the runtime's stack): a node nested in itself, another node inside
+// it that ends after it, and stops with nothing open (here, and on another thread).
+int mode_start_stop() {
+  ai.pipeline.train.start();
+  ai.compute.forward.start();
+  ai.compute.forward.start();
+  ai.compute.backward.start();
+  ai.compute.forward.stop();  // the inner forward, while backward (inside it) is open
+  ai.compute.backward.stop();
+  ai.compute.forward.stop();
+  ai.compute.forward.stop();                             // nothing open: nothing
+  std::thread([] { ai.pipeline.train.stop(); }).join();  // open here, not there: nothing
+  ai.pipeline.train.stop();
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -200,6 +216,8 @@ int main(int argc, char **argv) {
     rc = mode_defects();
   else if (m == "count")
     rc = mode_count();
+  else if (m == "start_stop")
+    rc = mode_start_stop();
   dftrace::finalize();
   return rc;
 }

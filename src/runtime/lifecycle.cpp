@@ -1,0 +1,475 @@
+// lifecycle.cpp: the process's tracing state over time: initialisation (as named steps), the
+// writer, recording and the schedule, flush, finalize, and fork.
+#include <pthread.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+
+#include "base/log.hpp"
+#include "base/thread_role.hpp"
+#include "dftrace/dftrace.h"
+#include "runtime/extensions.hpp"
+#include "runtime/nvtx_forward.hpp"
+#include "runtime/runtime.hpp"
+#include "runtime/signals.hpp"
+#include "writer/event_rules.hpp"
+
+namespace dftrace::detail {
+
+namespace {
+
+pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+void at_exit() {
+  runtime::mark_exit_begun();
+  try {
+    runtime::get().finalize();
+  } catch (...) {
+    // an exit handler must not throw (std::terminate): the trace is as the writer left it
+  }
+}
+void fork_prepare() { runtime::get().on_fork_prepare(); }
+void fork_parent() { runtime::get().on_fork_parent(); }
+void fork_child() { runtime::get().on_fork_child(); }
+
+std::string seconds_text(double s) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%gs", s);
+  return buf;
+}
+
+}  // namespace
+
+std::atomic<runtime *> runtime::s_instance{nullptr};
+std::atomic<bool> runtime::s_exit_begun{false};
+
+runtime &runtime::create() {
+  // Never destroyed: threads and exit handlers may use it during process teardown.
+  static runtime *r = new runtime;
+  s_instance.store(r, std::memory_order_release);
+  return *r;
+}
+
+// ---------------------------------------------------------------- initialisation
+
+int runtime::init(const dftrace_options *options) {
+  lifecycle_scope own_work;  // its I/O is not the application's (base/thread_role.hpp)
+  std::lock_guard<std::mutex> lock(init_mutex_);
+  if (initialized_.load()) return recording() ? DFTRACE_OK : DFTRACE_ERR_DISABLED;
+  // Too late once exit has begun: what initialisation reads (the configuration's tables,
+  // yaml-cpp, the C++ streams) may already be destroyed. Off for good, quietly (log() may be
+  // gone too).
+  if (exit_begun()) return stay_off_locked("the process was exiting", DFTRACE_ERR_STATE);
+  install_process_hooks();
+  try {
+    ticks().prepare();  // the first tick slope spans initialisation
+    cfg_ = load_config(options);
+    set_log_level(static_cast<log_level>(cfg_.log_level));
+    reset_process_info();
+    identify_process();
+    {
+      std::lock_guard<std::mutex> hl(hash_mutex_);
+      for (auto &m : defined_) m.clear();
+      define_header_hashes_locked();
+    }
+    install_exit_and_signals();
+    apply_category_rules();
+    start_clock();
+    topology_known_ = false;
+    initialized_.store(true, std::memory_order_release);
+    if (cfg_.config_unusable)
+      return stay_off_locked("the configuration file " + cfg_.config_file + " is not a file",
+                             DFTRACE_ERR_CONFIG);
+    if (!cfg_.enable) {
+      const int status = stay_off_locked(
+          "disabled by configuration (enable it with DFTRACE_ENABLE=1, `enable: true` "
+          "in the YAML file, or the init options)",
+          DFTRACE_ERR_DISABLED);
+      log(log_level::info, "not recording: %s", disabled_reason_.c_str());
+      return status;
+    }
+    start_recording_locked();
+    return DFTRACE_OK;
+  } catch (const std::exception &e) {
+    // Off for good: said once, and no later call tries again (each first use on a thread
+    // would otherwise initialise, and fail, anew).
+    log(log_level::error, "initialisation failed (%s); tracing is off", e.what());
+    return stay_off_locked(std::string("initialisation failed: ") + e.what(), DFTRACE_ERR_CONFIG);
+  }
+}
+
+int runtime::stay_off_locked(std::string reason, int status) {
+  disabled_reason_ = std::move(reason);
+  recording_.store(false);
+  tree_.set_recording(false);
+  initialized_.store(true, std::memory_order_release);
+  return status;
+}
+
+void runtime::install_process_hooks() {
+  // Before anything can fail: every later thread binding needs the key, failed init or not.
+  pthread_once(&g_once, [] {
+    create_thread_key();
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+  });
+}
+
+void runtime::install_exit_and_signals() {
+  static bool exit_bound = false;
+  if (cfg_.atexit && !exit_bound) {
+    exit_bound = true;
+    std::atexit(at_exit);
+  }
+  if (cfg_.signals) install_signal_handlers();
+  // SIGXFSZ keeps the program's disposition: the writer never writes past the file-size
+  // limit (src/writer/output_file.cpp), so that the signal is the program's own.
+}
+
+void runtime::apply_category_rules() {
+  // io.*: the I/O interposers' categories (src/plugins/io) are switched like any category, so
+  // that `categories` rules given after can still turn them back on.
+  std::vector<std::pair<std::string, bool>> rules;
+  if (!cfg_.io || !cfg_.posix) rules.emplace_back("POSIX", false);
+  if (!cfg_.io || !cfg_.stdio) rules.emplace_back("STDIO", false);
+  if (!cfg_.io) rules.emplace_back("H5", false);
+  rules.insert(rules.end(), cfg_.categories.begin(), cfg_.categories.end());
+  tree_.set_rules(std::move(rules));
+  // aggregation.*: which nodes' events are folded (the writer folds them).
+  if (cfg_.aggregation)
+    tree_.set_aggregation(cfg_.aggregation_full, cfg_.aggregation_rules);
+  else
+    tree_.set_aggregation(false, {});
+}
+
+void runtime::start_clock() {
+  // The event path's clock, fixed before any event reads it (base/clock.hpp).
+  const char *why = "";
+  const bool forced = cfg_.timer_source == "tsc";
+  if (!ticks().start(cfg_.timer_source != "monotonic", forced, &why)) {
+    if (forced)
+      log(log_level::warn,
+          "timer.source is tsc but the TSC can not be used (%s); using CLOCK_MONOTONIC", why);
+  } else if (forced && !kernel_uses_tsc()) {
+    log_once(log_level::info, "tsc-forced",
+             "timer.source is tsc: using the invariant TSC although the kernel keeps time with "
+             "another clocksource");
+  }
+  // Every time in the trace comes from ticks through the map, the start line's too.
+  start_mono_ = ticks().to_ns(tick_now());
+}
+
+void runtime::start_recording_locked() {
+  // Before the header is made: it says which signal triggers (dftrace trigger PID reads it).
+  trigger_signal_ =
+      cfg_.ring && cfg_.trigger_signal &&
+              install_trigger_signal(cfg_.trigger_signal, python_host() == python::starting)
+          ? cfg_.trigger_signal
+          : 0;
+  create_writer_locked();
+  step_watch_.start(mono_ns());
+  hold_steps_left_ = 0;
+  schedule_ = {cfg_.schedule_skip_first, cfg_.schedule_wait, cfg_.schedule_warmup,
+               cfg_.schedule_active, cfg_.schedule_repeat};
+  user_on_ = true;
+  gate_ = schedule_.records(step_.load());
+  apply_recording_locked();
+  forward_ = nvtx_forward::start(cfg_.nvtx_forward);
+  start_extensions(cfg_);
+}
+
+// ---------------------------------------------------------------- the writer
+
+void runtime::create_writer_locked() {
+  if (writer_) return;
+  writer_settings ws;
+  ws.compress = cfg_.compression;
+  choose_codec(ws);
+  ws.member_bytes = cfg_.member_bytes;
+  ws.flush_interval = cfg_.flush_interval;
+  ws.chunk_bytes = std::min(cfg_.buffer_bytes, cfg_.member_bytes);
+  ws.queue_bytes = std::max(cfg_.queue_bytes, 4 * cfg_.member_bytes);
+  ws.drop_when_full = cfg_.on_full_drop;
+  ws.compress_threads = cfg_.compress_threads;
+  ws.format.ticks = &ticks();
+  ws.format.pid = pid_;
+  ws.format.epoch_offset_ns = epoch_offset_ns_;
+  ws.format.ns_precision = cfg_.ns_precision;
+  ws.format.metadata = cfg_.metadata;
+  ws.format.aggregate_interval_ns = static_cast<uint64_t>(cfg_.aggregation_interval * 1e9);
+  ws.format.budget_per_s = cfg_.budget;
+  ws.format.budget_bytes_per_h = cfg_.budget_bytes;
+  ws.format.sample = cfg_.sample;
+  ws.format.rules = compile_rules();
+  ws.format.hhash_field = hhash_field_;
+  ws.path = path_from_config();
+  ws.header = header_text();
+  if (cfg_.ring) ring_settings(ws);
+  writer_ = std::make_unique<writer>(std::move(ws));
+  generation_.fetch_add(1, std::memory_order_release);
+  disabled_reason_.clear();
+}
+
+void runtime::choose_codec(writer_settings &ws) const {
+  codec c = codec_auto();
+  if (cfg_.compressor != "auto" && !codec_from_name(cfg_.compressor, &c)) c = codec_auto();
+  if (!codec_available(c)) {
+    log(log_level::warn, "compressor '%s' is not available in this build; using %s",
+        cfg_.compressor.c_str(), codec_name(codec_auto()));
+    c = codec_auto();
+  }
+  ws.kind = c;
+  ws.level = cfg_.level >= 0 ? cfg_.level : codec_default_level(c);
+  if (ws.level < codec_min_level(c) || ws.level > codec_max_level(c)) {
+    log(log_level::warn, "output.level %d is outside %s's range %d..%d; using %d", ws.level,
+        codec_name(c), codec_min_level(c), codec_max_level(c), codec_default_level(c));
+    ws.level = codec_default_level(c);
+  }
+}
+
+void runtime::ring_settings(writer_settings &ws) const {
+  // Members closed at least every quarter of the window, so that what a trigger writes covers
+  // the window to within a quarter of it; members small beside the ring, so that it holds many
+  // of them.
+  ws.ring_seconds = cfg_.ring_seconds;
+  ws.ring_bytes = cfg_.ring_bytes;
+  ws.flush_interval = std::min(ws.flush_interval, cfg_.ring_seconds / 4);
+  ws.member_bytes = std::min(ws.member_bytes, std::max<size_t>(4096, cfg_.ring_bytes / 4));
+  ws.chunk_bytes = std::min(ws.chunk_bytes, ws.member_bytes);
+  ws.ring_after_seconds = cfg_.ring_after_steps ? 0 : cfg_.ring_after_seconds;
+  ws.ring_after_text = cfg_.ring_after_steps ? std::to_string(cfg_.ring_after_steps) + " steps"
+                                             : seconds_text(cfg_.ring_after_seconds);
+  ws.trigger_min_gap = cfg_.trigger_min_gap;
+}
+
+std::shared_ptr<const event_rules> runtime::compile_rules() {
+  rules_.reset();
+  if (!cfg_.aggregation || (cfg_.aggregation_include.empty() && cfg_.aggregation_exclude.empty()))
+    return nullptr;
+  auto rules = std::make_shared<event_rules>();
+  std::string why;
+  for (int inclusion = 1; inclusion >= 0; --inclusion)
+    for (const std::string &text : inclusion ? cfg_.aggregation_include : cfg_.aggregation_exclude)
+      if (!rules->add(inclusion != 0, text, &why))
+        log(log_level::warn, "aggregation.file: %s: the %s rule \"%s\" is ignored: %s",
+            cfg_.aggregation_file.c_str(), inclusion ? "inclusion" : "exclusion", text.c_str(),
+            why.c_str());
+  if (rules->empty()) return nullptr;
+  rules->set_app(exec_);
+  rules->set_rank(rank_);
+  rules_ = rules;
+  return rules;
+}
+
+void runtime::set_recording(bool on) {
+  if (on && !initialized_.load()) init(nullptr);
+  std::lock_guard<std::mutex> lock(init_mutex_);
+  if (on && initialized_.load()) create_writer_locked();
+  if (!on && writer_) disabled_reason_ = "switched off by dftrace_set_enabled(false)";
+  user_on_ = on;
+  apply_recording_locked();
+}
+
+void runtime::apply_recording_locked() {
+  if (user_on_ && !gate_ && writer_)
+    disabled_reason_ =
+        "outside the schedule's active steps (step " + std::to_string(step_.load()) + ")";
+  const bool on = user_on_ && gate_ && writer_ != nullptr;
+  recording_.store(on, std::memory_order_relaxed);
+  tree_.set_recording(on);
+}
+
+int runtime::step() {
+  if (!initialized_.load()) init(nullptr);
+  std::lock_guard<std::mutex> lock(init_mutex_);
+  const uint64_t ended = step_.fetch_add(1);
+  if (writer_ && writer_->ring_on()) {
+    const uint64_t now = mono_ns();
+    std::string why;
+    if (hold_steps_left_ && --hold_steps_left_ == 0) writer_->ring_release();
+    if (step_watch_.ended(now, ended, cfg_.trigger_step_factor, cfg_.trigger_step_ns, &why))
+      trigger_locked("slow_step", why, now);
+  }
+  if (!schedule_.on()) return 0;
+  const bool gate = schedule_.records(ended + 1);
+  if (gate != gate_) {
+    gate_ = gate;
+    apply_recording_locked();
+  }
+  if (!schedule_.window_ends_after(ended)) return 0;
+  // The window's events on disk before the caller is told (on_trace_ready).
+  if (writer_ && !writer_->flush()) return DFTRACE_ERR_IO;
+  return 1;
+}
+
+int runtime::trigger(std::string_view source, std::string_view reason) {
+  if (!initialized_.load()) return 0;  // a trigger never starts tracing
+  std::lock_guard<std::mutex> lock(init_mutex_);
+  return trigger_locked(source, reason, mono_ns());
+}
+
+int runtime::trigger_locked(std::string_view source, std::string_view reason, uint64_t now) {
+  if (!writer_ || !writer_->ring_on() || !writer_->trigger(source, reason, now)) return 0;
+  if (cfg_.ring_after_steps) hold_steps_left_ = cfg_.ring_after_steps;
+  return 1;
+}
+
+int runtime::set_schedule(const schedule &s) {
+  if (s.active == 0 && (s.wait || s.warmup || s.skip_first || s.repeat))
+    return DFTRACE_ERR_INVALID_ARGUMENT;
+  if (!initialized_.load()) init(nullptr);
+  std::lock_guard<std::mutex> lock(init_mutex_);
+  schedule_ = s;
+  step_.store(0);
+  gate_ = schedule_.records(0);
+  apply_recording_locked();
+  return DFTRACE_OK;
+}
+
+int runtime::step_phase() {
+  if (!initialized_.load()) init(nullptr);  // the schedule comes from the configuration
+  std::lock_guard<std::mutex> lock(init_mutex_);
+  return static_cast<int>(schedule_.phase(step_.load()));
+}
+
+void runtime::preload_enable() {
+  // Called at load time when the environment enables tracing: nodes become active so that
+  // their first use initialises the runtime (with whatever init options came first).
+  tree_.set_recording(true);
+}
+
+int runtime::finalize() {
+  lifecycle_scope own_work;  // its I/O is not the application's (base/thread_role.hpp)
+  bool failed = false;
+  // Components write what they still hold (GPU activity) while the trace is open; they call
+  // back into the runtime, so this runs before the lock is taken.
+  if (initialized_.load()) stop_extensions();
+  std::lock_guard<std::mutex> lock(init_mutex_);
+  if (!initialized_.load()) return DFTRACE_OK;
+  recording_.store(false);
+  tree_.set_recording(false);
+  if (writer_) {
+    end_fields end;
+    end.id = alloc_global_id();
+    end.signal = last_signal_.load(std::memory_order_relaxed);
+    writer_->finish(end);
+    failed = writer_->failed();
+    if (!failed)
+      log(log_level::info, "wrote %llu events to %s",
+          static_cast<unsigned long long>(writer_->events_written()), writer_->path().c_str());
+    old_writers_.push_back(std::move(writer_));
+    generation_.fetch_add(1, std::memory_order_release);
+  }
+  initialized_.store(false);
+  disabled_reason_ = "finalized";
+  // Events were lost (a full file system, the file-size limit, a file that could not be made).
+  return failed ? DFTRACE_ERR_IO : DFTRACE_OK;
+}
+
+int runtime::flush() {
+  lifecycle_scope own_work;  // its I/O is not the application's (base/thread_role.hpp)
+  if (!writer_) return recording() ? DFTRACE_OK : DFTRACE_ERR_STATE;
+  return writer_->flush() ? DFTRACE_OK : DFTRACE_ERR_IO;
+}
+
+std::string runtime::status() const {
+  std::lock_guard<std::mutex> lock(init_mutex_);
+  std::string s;
+  if (writer_ && recording()) {
+    s = "recording";
+  } else {
+    s = "not recording: " + disabled_reason_;
+  }
+  const writer *w =
+      writer_ ? writer_.get() : (old_writers_.empty() ? nullptr : old_writers_.back().get());
+  if (w) {
+    const std::string p = w->path();
+    s += "; file " + (p.empty() ? std::string("(not opened yet)") : p);
+    s += "; " + std::to_string(w->events_written()) + " events written, " +
+         std::to_string(w->events_dropped()) + " dropped";
+    s += std::string("; ") +
+         (w->settings().compress ? codec_name(w->settings().kind) : "uncompressed");
+    if (w->settings().compress) s += " level " + std::to_string(w->settings().level);
+    if (w->failed()) s += "; writing failed";
+  }
+  return s;
+}
+
+std::string runtime::output_path() const {
+  std::lock_guard<std::mutex> lock(init_mutex_);
+  const writer *w =
+      writer_ ? writer_.get() : (old_writers_.empty() ? nullptr : old_writers_.back().get());
+  return w ? w->path() : std::string();
+}
+
+std::string runtime::config_text() const {
+  std::lock_guard<std::mutex> lock(init_mutex_);
+  return describe(cfg_);
+}
+
+bool runtime::config_value(std::string_view key, std::string *value) const {
+  std::lock_guard<std::mutex> lock(init_mutex_);
+  return detail::config_value(cfg_, key, value);
+}
+
+uint64_t runtime::events_written() const {
+  std::lock_guard<std::mutex> lock(init_mutex_);
+  const writer *w =
+      writer_ ? writer_.get() : (old_writers_.empty() ? nullptr : old_writers_.back().get());
+  return w ? w->events_written() : 0;
+}
+
+uint64_t runtime::events_dropped() const {
+  std::lock_guard<std::mutex> lock(init_mutex_);
+  const writer *w =
+      writer_ ? writer_.get() : (old_writers_.empty() ? nullptr : old_writers_.back().get());
+  return w ? w->events_dropped() : 0;
+}
+
+// ---------------------------------------------------------------- fork
+
+void runtime::on_fork_prepare() {
+  init_mutex_.lock();
+  tree_.mutex().lock();
+  hash_mutex_.lock();
+  if (writer_) writer_->fork_prepare();
+}
+
+void runtime::on_fork_parent() {
+  if (writer_) writer_->fork_parent();
+  hash_mutex_.unlock();
+  tree_.mutex().unlock();
+  init_mutex_.unlock();
+}
+
+void runtime::on_fork_child() {
+  thread_state *ts = calling_thread_state();
+  reset_process_info();
+  start_mono_ = ticks().to_ns(tick_now());  // the parent's map: the same TSC
+  rank_ = -1;                               // a forked child is not the rank's main process
+  if (rules_) rules_->set_rank(-1);
+  if (ts) {
+    // Regions open in the parent end in the parent; the child's NVTX stack is left empty.
+    for (const activation &a : ts->stack)
+      if (a.forwarded) nvtx_forward::pop();
+    ts->stack.clear();
+    ts->scratch.clear();
+    refresh_thread_ids(*ts);
+  }
+  if (writer_)
+    writer_->fork_child(ts && ts->w == writer_.get() ? &ts->buf : nullptr, pid_, path_from_config(),
+                        header_text());
+  // The child's file defines nothing yet; the parent's definitions stay known, so that an
+  // inherited descriptor's hash is defined again where the child uses it.
+  for (auto &m : defined_) m.new_file();
+  define_header_hashes_locked();
+  hash_mutex_.unlock();
+  tree_.mutex().unlock();
+  init_mutex_.unlock();
+  if (ts && writer_ && ts->w == writer_.get()) {
+    ts->cur = ts->buf.current.load(std::memory_order_relaxed);
+    emit_thread_name(*ts, exec_);
+  }
+}
+
+}  // namespace dftrace::detail
