@@ -20,8 +20,9 @@ import tempfile
 
 # folder -> the folders its files may include, besides their own folder and the public
 # headers (include/dftrace, include/dftracer: the C ABI contract, which includes nothing of
-# the project). Layers, bottom up: base; the model (config, tree, topology); the writer and,
-# beside it, the reader; the runtime; the faces.
+# the project). Layers, bottom up: base; the model (config, tree, topology) and the output
+# (gzip members compressed in order into a file); the writer and, beside it, the reader; the
+# runtime; the faces.
 LAYERS = {
     # base: what every layer uses
     "src/base": [],
@@ -29,16 +30,20 @@ LAYERS = {
     "src/config": ["src/base"],
     "src/tree": ["src/base"],
     "src/topology": ["src/base"],
+    # the output: members compressed on a pool of threads and appended to a file (the writer's
+    # and the tools')
+    "src/output": ["src/base"],
     # the writer and the reader, side by side on the base
-    "src/writer": ["src/base"],
+    "src/writer": ["src/base", "src/output"],
     "src/reader": ["src/base"],
     # the analysis engine: on the reader (and the configuration's safe file reading)
     "src/analysis": ["src/base", "src/config", "src/reader"],
     # the event path
-    "src/runtime": ["src/base", "src/config", "src/tree", "src/topology", "src/writer"],
+    "src/runtime": ["src/base", "src/config", "src/tree", "src/topology", "src/output",
+                    "src/writer"],
     # the faces
-    "bindings/c": ["src/base", "src/config", "src/tree", "src/topology", "src/writer",
-                   "src/runtime"],
+    "bindings/c": ["src/base", "src/config", "src/tree", "src/topology", "src/output",
+                   "src/writer", "src/runtime"],
     "bindings/python": [],
     # dftrace._reader: the Python face of the trace reader (dftrace.read), like the tools
     "bindings/python/reader": ["src/base", "src/reader"],
@@ -49,7 +54,7 @@ LAYERS = {
     # libdftrace_cupti links none of the core: it may use header-only base vocabulary only
     # (gpu_kinds.hpp); what it needs at run time comes through the private plugin interface.
     "src/plugins/gpu": ["src/base"],
-    "tools": ["src/base", "src/config", "src/reader", "src/analysis"],
+    "tools": ["src/base", "src/config", "src/output", "src/reader", "src/analysis"],
     # the public headers
     "include/dftrace": [],
     "include/dftracer": [],

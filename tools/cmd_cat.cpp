@@ -7,7 +7,10 @@
 #include <utility>
 #include <vector>
 
-#include "common.hpp"
+#include "args.hpp"
+#include "commands.hpp"
+#include "inputs.hpp"
+#include "lines.hpp"
 #include "reader/json_string.hpp"
 
 namespace dftrace::tools {

@@ -13,8 +13,14 @@
 #include <set>
 #include <string>
 
+#include "args.hpp"
 #include "base/format.hpp"
-#include "common.hpp"
+#include "commands.hpp"
+#include "convert.hpp"
+#include "inputs.hpp"
+#include "lines.hpp"
+#include "output/output_file.hpp"
+#include "progress.hpp"
 #include "reader/aggregated.hpp"
 
 namespace dftrace::tools {
@@ -367,28 +373,14 @@ void convert_block(detail::text_block &b, time_unit unit) {
   b.result = std::move(r);
 }
 
+// The whole output at path (created, or truncated), through the tools' output file.
 bool write_file(const std::string &path, const char *p, size_t n, std::string *why) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    *why = std::strerror(errno);
-    return false;
-  }
-  while (n > 0) {
-    const ssize_t w = ::write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) {
-      *why = std::strerror(errno);
-      ::close(fd);
-      return false;
-    }
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-  if (::close(fd) != 0) {
-    *why = std::strerror(errno);
-    return false;
-  }
-  return true;
+  detail::output_file f;
+  if (!f.create(path, why)) return false;
+  const bool ok = f.write(p, n);
+  if (!ok) *why = f.failure();
+  f.close();
+  return ok;
 }
 
 }  // namespace
@@ -504,11 +496,11 @@ int cmd_convert(const args_t &a) {
       return 1;
     }
     if (!write_file(out_path, z.data(), z.size(), &why)) {
-      error_line(out_path + ": " + why);
+      error_line(why);
       return 1;
     }
   } else if (!write_file(out_path, out.data(), out.size(), &why)) {
-    error_line(out_path + ": " + why);
+    error_line(why);
     return 1;
   }
   if (skipped)

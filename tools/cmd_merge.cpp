@@ -16,8 +16,13 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "args.hpp"
 #include "base/format.hpp"
-#include "common.hpp"
+#include "commands.hpp"
+#include "inputs.hpp"
+#include "lines.hpp"
+#include "output/member_stream.hpp"
+#include "progress.hpp"
 #include "sorted_runs.hpp"
 
 namespace dftrace::tools {
@@ -445,7 +450,7 @@ int cmd_merge(const args_t &a) {
   phase("sorted runs");
 
   // ---- the k-way merge over every run, into the output
-  trace_writer w(out_path, tool_threads());
+  detail::member_stream w(out_path, tool_threads());
   if (!w.ok()) {
     error_line(w.error());
     return 1;

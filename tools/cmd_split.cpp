@@ -17,7 +17,12 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "common.hpp"
+#include "args.hpp"
+#include "commands.hpp"
+#include "inputs.hpp"
+#include "lines.hpp"
+#include "output/member_stream.hpp"
+#include "progress.hpp"
 #include "sorted_runs.hpp"
 
 namespace dftrace::tools {
@@ -323,7 +328,7 @@ int cmd_split(const args_t &a) {
     // Original file order inside each group keeps the piece looking like its source.
     std::sort(defs.begin(), defs.end());
     std::sort(meta.begin(), meta.end());
-    trace_writer w(path, tool_threads());
+    detail::member_stream w(path, tool_threads());
     if (!w.ok()) {
       error_line(w.error());
       cleanup();

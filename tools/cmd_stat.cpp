@@ -8,8 +8,12 @@
 #include <unordered_map>
 
 #include "analysis/io_class.hpp"
+#include "args.hpp"
 #include "base/format.hpp"
-#include "common.hpp"
+#include "commands.hpp"
+#include "inputs.hpp"
+#include "lines.hpp"
+#include "progress.hpp"
 #include "reader/aggregated.hpp"
 #include "reader/json_string.hpp"
 

@@ -8,7 +8,11 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "common.hpp"
+#include "args.hpp"
+#include "commands.hpp"
+#include "inputs.hpp"
+#include "lines.hpp"
+#include "progress.hpp"
 #include "reader/aggregated.hpp"
 #include "reader/json_string.hpp"
 

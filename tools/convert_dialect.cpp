@@ -7,8 +7,12 @@
 #include <memory>
 #include <string>
 
+#include "args.hpp"
 #include "base/format.hpp"
-#include "common.hpp"
+#include "convert.hpp"
+#include "inputs.hpp"
+#include "lines.hpp"
+#include "output/member_stream.hpp"
 #include "reader/aggregated.hpp"
 #include "reader/json_string.hpp"
 
@@ -221,7 +225,7 @@ int convert_dialect(const args_t &a, dialect to) {
   bool ok = true;
   const std::vector<std::string> files = input_files(a, "convert", &ok);
   if (files.empty()) return 2;
-  trace_writer w(out_path, tool_threads());
+  detail::member_stream w(out_path, tool_threads());
   if (!w.ok()) {
     error_line(w.error());
     return 1;

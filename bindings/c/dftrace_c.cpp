@@ -15,8 +15,8 @@
 #include "base/thread_role.hpp"
 #include "config/config.hpp"
 #include "dftrace/dftrace.h"
+#include "output/output_file.hpp"
 #include "runtime/runtime.hpp"
-#include "writer/output_file.hpp"
 
 using dftrace::detail::json_quote;
 using dftrace::detail::node;
