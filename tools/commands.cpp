@@ -10,9 +10,12 @@ namespace dftrace::tools {
 namespace {
 
 const option_spec k_output{"-o", "--output", "OUT", "the output file"};
+// analyze's and diff's: how a run is read.
+const option_spec k_steps{"--steps", nullptr, "NAME", "the event that marks a step"};
+const option_spec k_layers{"--layers", nullptr, "FILE", "the layers' definitions"};
 
-std::vector<command_spec> make_table() {
-  std::vector<command_spec> t;
+// cat, merge, split and stat: the trace's lines, read, joined, cut and counted.
+void add_line_commands(std::vector<command_spec> &t) {
   t.push_back({"cat",
                {{"cat FILES... [--cat C] [--name N] [--pid P] [--from T] [--to T]",
                  "print the JSON lines that match (T: epoch microseconds); members outside the\n"
@@ -50,6 +53,10 @@ std::vector<command_spec> make_table() {
        {{"--json", nullptr, nullptr, "the figures as one JSON document"},
         {"--fast", nullptr, nullptr, "line counts and times from the DT fields only"}},
        cmd_stat});
+}
+
+// analyze, diff, validate and convert: what the trace says, whether it holds, other forms.
+void add_analysis_commands(std::vector<command_spec> &t) {
   t.push_back(
       {"analyze",
        {{"analyze TRACES... [--json] [--steps NAME] [--layers FILE] [--rules FILE] "
@@ -60,8 +67,8 @@ std::vector<command_spec> make_table() {
          "characterisation (Darshan's); findings from rules (--rules FILE adds); exit\n"
          "status 2 when part of the input could not be read (unless --allow-damaged)"}},
        {{"--json", nullptr, nullptr, "the analysis as one JSON document"},
-        {"--steps", nullptr, "NAME", "the event that marks a step"},
-        {"--layers", nullptr, "FILE", "the layers' definitions"},
+        k_steps,
+        k_layers,
         {"--rules", nullptr, "FILE", "rules that change or extend the built-in findings"},
         {"--allow-damaged", nullptr, nullptr,
          "exit status 0 even when part of the input is damaged"}},
@@ -75,8 +82,8 @@ std::vector<command_spec> make_table() {
          "when a gate holds, e.g. --fail-if 'step.p50 > +5%'"}},
        {{"--json", nullptr, nullptr, "the comparison as one JSON document"},
         {"--fail-if", nullptr, "GATE", "exit status 1 when the gate holds (repeatable)"},
-        {"--steps", nullptr, "NAME", "the event that marks a step"},
-        {"--layers", nullptr, "FILE", "the layers' definitions"},
+        k_steps,
+        k_layers,
         {"--allow-damaged", nullptr, nullptr, "compare even when part of the input is damaged"}},
        cmd_diff});
   t.push_back({"validate",
@@ -97,6 +104,10 @@ std::vector<command_spec> make_table() {
         k_output,
         {"--keep-args", nullptr, nullptr, "keep the bookkeeping arguments (level, p_idx, hhash)"}},
        cmd_convert});
+}
+
+// report, watch, run, trigger and config: dftrace around a running program.
+void add_program_commands(std::vector<command_spec> &t) {
   t.push_back({"report",
                {{"report TRACES... -o report.html [--title T]",
                  "one self-contained HTML file of plots and tables (Python: pandas, matplotlib)"}},
@@ -156,6 +167,13 @@ std::vector<command_spec> make_table() {
                  "where each value comes from; --keys: every key, its default and variables"}},
                {{"--keys", nullptr, nullptr, "every key, its default and its variables"}},
                cmd_config});
+}
+
+std::vector<command_spec> make_table() {
+  std::vector<command_spec> t;
+  add_line_commands(t);
+  add_analysis_commands(t);
+  add_program_commands(t);
   return t;
 }
 

@@ -19,7 +19,7 @@ def commands():
         m = re.match(r"^  ([a-z]+)( .*)?$", line)
         if m:
             found.setdefault(m.group(1), []).append(line)
-        elif re.match(r"^ {5,6}\S", line) and not line.startswith("      ") and found:
+        elif re.match(r"^ {5,}\[", line) and found:
             found[list(found)[-1]].append(line)  # a synopsis continued on the next line
     return found
 
@@ -58,8 +58,12 @@ def test_each_command_help_comes_from_the_table():
         # The synopsis in `dftrace --help` and the options listed by `dftrace CMD --help` are
         # the same set, and so is the synopsis in `dftrace CMD --help`.
         assert shown == set(listed) - {"--output"}, (name, shown, listed)
-        usage = p.stdout.split("\n  ", 1)[0]
-        assert {m for m in OPTION.findall(usage)} == shown, (name, usage)
+        usage = []  # the synopsis lines, up to the description (indented by two)
+        for line in p.stdout.splitlines():
+            if re.match(r"^  \S", line):
+                break
+            usage.append(line)
+        assert {m for line in usage for m in OPTION.findall(line)} == shown, (name, usage)
         for opt, takes_value in listed.items():
             # The parser accepts each option the help lists (parsing stops at --help, before
             # the command would run).
