@@ -23,9 +23,9 @@ int tool_level(codec c) {
 member_stream::member_stream(const std::string &path, int threads, size_t member_bytes)
     : path_(path), gz_(ends_with_gz(path)), member_bytes_(member_bytes) {
   threads = std::max(1, threads);
-  batch_members_ = static_cast<size_t>(threads) * 2;
+  batch_members_ = static_cast<size_t>(threads);
+  max_pending_ = 3;
   fill_ = std::make_unique<batch>();
-  flush_ = std::make_unique<batch>();
   std::string why;
   if (!file_.create(path, &why)) {
     fail(why);
@@ -95,9 +95,14 @@ void member_stream::hand_over() {
     return;
   }
   std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return !pending_; });
-  std::swap(fill_, flush_);
-  pending_ = true;
+  cv_.wait(lock, [&] { return pending_.size() < max_pending_; });
+  pending_.push_back(std::move(fill_));
+  if (spare_.empty()) {
+    fill_ = std::make_unique<batch>();
+  } else {
+    fill_ = std::move(spare_.back());
+    spare_.pop_back();
+  }
   cv_.notify_all();
 }
 
@@ -116,14 +121,17 @@ void member_stream::write_batch(batch &b) {
 
 void member_stream::flush_loop() {
   for (;;) {
+    batch *b;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return pending_ || stop_; });
-      if (!pending_) return;
+      cv_.wait(lock, [&] { return !pending_.empty() || stop_; });
+      if (pending_.empty()) return;
+      b = pending_.front().get();  // stays at the front (the caller never touches it)
     }
-    write_batch(*flush_);
+    write_batch(*b);
     std::lock_guard<std::mutex> lock(mu_);
-    pending_ = false;
+    spare_.push_back(std::move(pending_.front()));
+    pending_.pop_front();
     cv_.notify_all();
   }
 }

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -43,7 +44,8 @@ class member_stream {
   bool finish();
 
  private:
-  // Members filled by the caller, then compressed and written by the flusher.
+  // Members filled by the caller, then compressed and written by the flusher. The caller waits
+  // only when max_pending_ batches wait already.
   struct batch final : member_list {
     std::vector<std::unique_ptr<text_member>> members;
     size_t count = 0;  // closed members
@@ -63,14 +65,16 @@ class member_stream {
   size_t batch_members_;
   output_file file_;
   std::unique_ptr<compressor_pool> pool_;
-  std::unique_ptr<batch> fill_, flush_;
+  std::unique_ptr<batch> fill_;                 // being filled by the caller
+  std::deque<std::unique_ptr<batch>> pending_;  // handed over, in file order
+  std::vector<std::unique_ptr<batch>> spare_;   // written, to be filled again
+  size_t max_pending_;
   bool open_member_ = false;  // fill_'s member at `count` holds lines
   std::string line_;
   std::atomic<bool> ok_{true};
   std::string error_;
   std::mutex mu_;
   std::condition_variable cv_;
-  bool pending_ = false;  // flush_ holds a batch to write
   bool stop_ = false;
   bool finished_ = false;
   std::thread flusher_;
