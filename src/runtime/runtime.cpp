@@ -272,7 +272,7 @@ int runtime::init(const dftrace_options *options) {
     }
     if (cfg_.signals) install_signal_handlers();
     // SIGXFSZ keeps the program's disposition: the writer never writes past the file-size
-    // limit (src/output/output_file.cpp), so that the signal is the program's own.
+    // limit (src/writer/output_file.cpp), so that the signal is the program's own.
 
     // io.*: the I/O interposers' categories (src/plugins/io) are switched like any category, so
     // that `categories` rules given after can still turn them back on.
