@@ -56,5 +56,7 @@ measure '`dftrace stat`' "$cli stat $in"
 measure '`dftrace validate`' "$cli validate $in"
 measure '`dftrace cat` (no filter) `> /dev/null`' "$cli cat $in"
 measure '`dftrace merge -o OUT.pfw.gz`' "$cli merge $in -o $work/merged.pfw.gz"
+measure '`dftrace convert --to dftracer-2.0.2 -o OUT.pfw.gz`' \
+  "$cli convert $in --to dftracer-2.0.2 -o $work/converted.pfw.gz"
 # jq cannot read the '[' line; users drop it first. (SKIP_JQ=1: it takes minutes.)
 [ -n "${SKIP_JQ:-}" ] || measure "\`zcat | grep -v '^[][]' | jq -c .\`" "zcat $in | grep -v '^[][]' | jq -c ." 1

@@ -22,8 +22,9 @@ import tempfile
 # folder -> the folders its files may include, besides their own folder and the public
 # headers (include/dftrace, include/dftracer: the C ABI contract, which includes nothing of
 # the project). An entry may name one file (plugin.h: not a public header, so only the folders
-# that list it may include it). Layers, bottom up: base; the model (config, tree, topology); the writer and,
-# beside it, the reader; the runtime; the faces.
+# that list it may include it). Layers, bottom up: base; the model (config, tree, topology) and
+# the output (gzip members compressed in order into a file); the writer and, beside it, the
+# reader; the runtime; the faces.
 PLUGIN_H = "include/dftrace/plugin.h"
 PLUGIN_SIDE = [PLUGIN_H, "src/plugins/common"]
 LAYERS = {
@@ -33,17 +34,20 @@ LAYERS = {
     "src/config": ["src/base"],
     "src/tree": ["src/base"],
     "src/topology": ["src/base"],
+    # the output: members compressed on a pool of threads and appended to a file (the writer's
+    # and the tools')
+    "src/output": ["src/base"],
     # the writer and the reader, side by side on the base
-    "src/writer": ["src/base"],
+    "src/writer": ["src/base", "src/output"],
     "src/reader": ["src/base"],
     # the analysis engine: on the reader (and the configuration's safe file reading)
     "src/analysis": ["src/base", "src/config", "src/reader"],
     # the event path
-    "src/runtime": ["src/base", "src/config", "src/tree", "src/topology", "src/writer",
-                    PLUGIN_H],
+    "src/runtime": ["src/base", "src/config", "src/tree", "src/topology", "src/output",
+                    "src/writer", PLUGIN_H],
     # the faces
-    "bindings/c": ["src/base", "src/config", "src/tree", "src/topology", "src/writer",
-                   "src/runtime", PLUGIN_H],
+    "bindings/c": ["src/base", "src/config", "src/tree", "src/topology", "src/output",
+                   "src/writer", "src/runtime", PLUGIN_H],
     "bindings/python": [],
     # dftrace._reader: the Python face of the trace reader (dftrace.read), like the tools
     "bindings/python/ext/reader": ["src/base", "src/reader"],
@@ -56,7 +60,7 @@ LAYERS = {
     "src/plugins/io": PLUGIN_SIDE,
     "src/plugins/mpi": PLUGIN_SIDE,
     "src/plugins/gpu": PLUGIN_SIDE,
-    "tools": ["src/base", "src/config", "src/reader", "src/analysis"],
+    "tools": ["src/base", "src/config", "src/output", "src/reader", "src/analysis"],
     # the public headers, and the plug-ins' private contract beside them (which no public
     # header includes: an application never sees it)
     "include/dftrace": [],

@@ -1,6 +1,10 @@
 // analysis_run.cpp: one run read and analysed, for analyze and diff.
 #include "analysis_run.hpp"
 
+#include "inputs.hpp"
+#include "progress.hpp"
+
+#include <cstdlib>
 #include <filesystem>
 
 namespace dftrace::tools {

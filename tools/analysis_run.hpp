@@ -4,11 +4,12 @@
 #pragma once
 
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "analysis/analyze.hpp"
 #include "analysis/inputs.hpp"
-#include "common.hpp"
+#include "args.hpp"
 
 namespace dftrace::tools {
 

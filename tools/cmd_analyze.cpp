@@ -9,7 +9,9 @@
 #include "analysis/inputs.hpp"
 #include "analysis/result_json.hpp"
 #include "analysis_run.hpp"
-#include "common.hpp"
+#include "args.hpp"
+#include "commands.hpp"
+#include "inputs.hpp"
 
 namespace dftrace::tools {
 

@@ -7,7 +7,10 @@
 #include <utility>
 #include <vector>
 
-#include "common.hpp"
+#include "args.hpp"
+#include "commands.hpp"
+#include "inputs.hpp"
+#include "lines.hpp"
 #include "reader/json_string.hpp"
 
 namespace dftrace::tools {
@@ -71,51 +74,6 @@ struct json {
   }
 };
 
-void put_utf8(std::string &out, unsigned cp) {
-  if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
-
-// The inside of a JSON string (escaped) as its text; false on a bad escape.
-bool unescape(std::string_view in, std::string *out) {
-  for (size_t i = 0; i < in.size(); ++i) {
-    const char c = in[i];
-    if (c != '\\') {
-      out->push_back(c);
-      continue;
-    }
-    if (++i >= in.size()) return false;
-    switch (in[i]) {
-      case 'n': out->push_back('\n'); break;
-      case 't': out->push_back('\t'); break;
-      case 'r': out->push_back('\r'); break;
-      case 'b': out->push_back('\b'); break;
-      case 'f': out->push_back('\f'); break;
-      case 'u': {
-        if (i + 4 >= in.size()) return false;
-        unsigned cp = 0;
-        for (int k = 1; k <= 4; ++k) {
-          const char h = in[i + k];
-          cp = cp * 16 + static_cast<unsigned>(h <= '9' ? h - '0' : (h | 0x20) - 'a' + 10);
-        }
-        put_utf8(*out, cp);  // a surrogate half stays as it is (names are ASCII here)
-        i += 4;
-        break;
-      }
-      default: out->push_back(in[i]);  // \" \\ \/
-    }
-  }
-  return true;
-}
-
 // Recursive descent over text[*at...]; false when it is not JSON.
 bool parse_json(std::string_view t, size_t *at, json *out, int depth = 0) {
   auto skip = [&] {
@@ -130,9 +88,9 @@ bool parse_json(std::string_view t, size_t *at, json *out, int depth = 0) {
     while (e < t.size() && t[e] != '"') e += t[e] == '\\' ? 2 : 1;
     if (e >= t.size()) return false;
     out->type = jtype::string;
-    const bool ok = unescape(t.substr(*at + 1, e - *at - 1), &out->text);
+    detail::json_unescape_append(t.substr(*at + 1, e - *at - 1), &out->text);
     *at = e + 1;
-    return ok;
+    return true;
   }
   if (c == '{' || c == '[') {
     const bool obj = c == '{';
@@ -264,7 +222,8 @@ int print_graphs(const std::vector<std::string> &files, bool ok) {
       std::string text;
       json doc;
       size_t at = 0;
-      if (!unescape(escaped, &text) || !parse_json(text, &at, &doc) || doc.type != jtype::object) {
+      detail::json_unescape_append(escaped, &text);
+      if (!parse_json(text, &at, &doc) || doc.type != jtype::object) {
         error_line(path + ": a model_graph line that is not a JSON document (skipped)");
         ok = false;
         continue;

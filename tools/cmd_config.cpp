@@ -4,7 +4,8 @@
 #include <cstdio>
 #include <string>
 
-#include "common.hpp"
+#include "args.hpp"
+#include "commands.hpp"
 #include "config/config.hpp"
 
 namespace dftrace::tools {

@@ -13,8 +13,14 @@
 #include <set>
 #include <string>
 
+#include "args.hpp"
 #include "base/format.hpp"
-#include "common.hpp"
+#include "commands.hpp"
+#include "convert.hpp"
+#include "inputs.hpp"
+#include "lines.hpp"
+#include "output/output_file.hpp"
+#include "progress.hpp"
 #include "reader/aggregated.hpp"
 
 namespace dftrace::tools {
@@ -240,187 +246,157 @@ struct convert_result : detail::block_result {
   std::set<std::string> pids;
 };
 
+// A metadata line: process and thread names as they are, a process's rank and exec kept for
+// the name of a process without one; other metadata (hash definitions, properties) has no
+// Chrome meaning.
+void convert_metadata(convert_result &r, const parsed_line &pl) {
+  const bool proc = pl.name.text == "process_name";
+  if (proc || pl.name.text == "thread_name") {
+    const jvalue *n = pl.arg_value("name");
+    if (!n || n->type != jtype::string) return;
+    const std::string pid = put_head(r.out, pl, nullptr, "M");
+    r.out += ",\"args\":{\"name\":\"";
+    r.out.append(n->text);
+    r.out += "\"}},\n";
+    if (proc) r.named_pids.insert(pid);
+    std::string tid;
+    bool number;
+    if (!proc && value_json(pl.tid, &tid, &number)) r.named_threads.insert({pid, tid});
+    return;
+  }
+  if (pl.name.text != "PR") return;
+  const jvalue *n = pl.arg_value("name");
+  const jvalue *v = pl.arg_value("value");
+  if (!n || !v || (n->text != "rank" && n->text != "exec")) return;
+  std::string pid;
+  bool number;
+  if (!value_json(pl.pid, &pid, &number)) pid = "0";
+  std::string &label = r.pid_label[pid];
+  if (n->text == "rank")
+    label = "rank " + std::string(v->text) + (label.empty() ? "" : " " + label);
+  else
+    label += (label.empty() ? "" : " ") + std::string(v->text);
+}
+
+// ts (and dur of a complete event) must be numbers: false for an event without (it is skipped
+// and counted, never written with a made-up 0). Its level too (parents first at equal times).
+bool event_times(const parsed_line &pl, char ph, time_unit unit, entry *e) {
+  std::string ts, dur;
+  bool ts_num = false, dur_num = false;
+  if (!value_json(pl.ts, &ts, &ts_num) || !ts_num ||
+      (ph == 'X' && pl.dur.present() && (!value_json(pl.dur, &dur, &dur_num) || !dur_num)))
+    return false;
+  if (!time_ns(pl.ts, unit, &e->ts_ns)) return false;
+  e->dur_ns = 0;
+  if (ph == 'X' && dur_num && !time_ns(pl.dur, unit, &e->dur_ns)) return false;
+  uint64_t level = 0;
+  if (const jvalue *lv = pl.arg_value("level"))
+    if (detail::value_u64(*lv, &level) && level < UINT32_MAX)
+      e->level = static_cast<uint32_t>(level);
+  return true;
+}
+
+// An event's head and tail (all but its ts); returns its pid. DFTracer 2.x's integer phases
+// become letters. The process's start and end events (dur 0) are marks, not regions: instants
+// of the process, so that a viewer does not open a thread that holds nothing else.
+std::string event_text(const parsed_line &pl, char ph, entry &e) {
+  const bool mark =
+      ph == 'X' && pl.cat.text == "dftracer" && (pl.name.text == "start" || pl.name.text == "end");
+  const char letter = mark ? 'i' : ph;
+  const std::string pid =
+      put_head(e.head, pl, &pl.cat,
+               pl.ph.type == jtype::string && !mark ? pl.ph.text : std::string_view(&letter, 1));
+  std::string &tail = e.tail;
+  if (mark) {
+    tail += ",\"s\":\"p\"";
+    e.dur_ns = 0;
+  } else if (ph == 'X') {
+    // A region shorter than the trace's unit was written with dur 0. Viewers turn such a
+    // region into an end before its own begin (speedscope, chrome://tracing) or drop it: it
+    // gets 1 ns, which keeps it visible and inside its parent.
+    if (e.dur_ns == 0) e.dur_ns = 1;
+    tail += ",\"dur\":";
+    tail += us_text(e.dur_ns);
+  }
+  if (ph != 'C' && pl.id.present()) {  // counters with an id become one track per sample
+    tail += ",\"id\":";
+    if (pl.id.type == jtype::string) tail += "\"";
+    tail.append(pl.id.text);
+    if (pl.id.type == jtype::string) tail += "\"";
+  }
+  if (pl.s.type == jtype::string) {
+    tail += ",\"s\":\"";
+    tail.append(pl.s.text);
+    tail += "\"";
+  }
+  if (ph == 'C' && pl.args.type == jtype::object) {  // a counter's series: as they are
+    tail += ",\"args\":";
+    tail.append(pl.args.text);
+  } else {
+    put_args(tail, pl);
+  }
+  tail += "}";
+  return pid;
+}
+
+// The worker: a block's metadata as output text, its events as entries to sort.
 void convert_block(detail::text_block &b, time_unit unit) {
   auto r = std::make_unique<convert_result>();
   parsed_line pl;
-  const std::string_view text = b.whole_lines();
-  for_each_record(text, pl, &r->skipped, [&](std::string_view, char ph) {
-    std::string &o = r->out;
+  for_each_record(b.whole_lines(), pl, &r->skipped, [&](std::string_view, char ph) {
     // DFTracer 2.0.2's aggregated calls are counter lines: aggregated records like "A" ones.
     if (ph == 'C' && detail::is_counter_aggregate(pl)) ph = 'A';
     if (ph == 'M') {
-      const bool proc = pl.name.text == "process_name";
-      if (proc || pl.name.text == "thread_name") {
-        const jvalue *n = pl.arg_value("name");
-        if (!n || n->type != jtype::string) return true;
-        const std::string pid = put_head(o, pl, nullptr, "M");
-        o += ",\"args\":{\"name\":\"";
-        o.append(n->text);
-        o += "\"}},\n";
-        if (proc) r->named_pids.insert(pid);
-        std::string tid;
-        bool number;
-        if (!proc && value_json(pl.tid, &tid, &number)) r->named_threads.insert({pid, tid});
-      } else if (pl.name.text == "PR") {
-        const jvalue *n = pl.arg_value("name");
-        const jvalue *v = pl.arg_value("value");
-        if (n && v && (n->text == "rank" || n->text == "exec")) {
-          std::string pid;
-          bool number;
-          if (!value_json(pl.pid, &pid, &number)) pid = "0";
-          std::string &label = r->pid_label[pid];
-          if (n->text == "rank")
-            label = "rank " + std::string(v->text) + (label.empty() ? "" : " " + label);
-          else
-            label += (label.empty() ? "" : " ") + std::string(v->text);
-        }
-      }
-      return true;  // other metadata (hash definitions, properties) has no Chrome meaning
-    }
-    // ts (and dur of a complete event) must be numbers: an event without is skipped and
-    // counted, never written with a made-up 0.
-    std::string ts, dur;
-    bool ts_num = false, dur_num = false;
-    if (!value_json(pl.ts, &ts, &ts_num) || !ts_num ||
-        (ph == 'X' && pl.dur.present() && (!value_json(pl.dur, &dur, &dur_num) || !dur_num))) {
-      ++r->skipped;
+      convert_metadata(*r, pl);
       return true;
     }
     entry e;
-    if (!time_ns(pl.ts, unit, &e.ts_ns)) {
+    if (!event_times(pl, ph, unit, &e) || (ph == 'A' && !aggregated_region(pl, unit, e))) {
       ++r->skipped;
       return true;
     }
-    e.dur_ns = 0;
-    if (ph == 'X' && dur_num && !time_ns(pl.dur, unit, &e.dur_ns)) {
-      ++r->skipped;
-      return true;
-    }
-    uint64_t level = 0;
-    if (const jvalue *lv = pl.arg_value("level"))
-      if (detail::value_u64(*lv, &level) && level < UINT32_MAX)
-        e.level = static_cast<uint32_t>(level);
-    if (ph == 'A') {  // aggregated calls (2.0.2's counter form was made 'A' above)
-      if (!aggregated_region(pl, unit, e)) {
-        ++r->skipped;
-        return true;
-      }
-      std::string tid;
-      bool number;
-      if (value_json(pl.tid, &tid, &number)) {
-        std::string pid;
-        if (!value_json(pl.pid, &pid, &number)) pid = "0";
-        r->threads.insert({pid, tid});
-        r->pids.insert(pid);
-      }
-      r->entries.push_back(std::move(e));
-      ++r->events;
-      return true;
-    }
-    // DFTracer 2.x's integer phases as letters.
-    // The process's start and end events (dur 0) are marks, not regions: instants of the
-    // process, so that a viewer does not open a thread that holds nothing else.
-    const bool mark = ph == 'X' && pl.cat.text == "dftracer" &&
-                      (pl.name.text == "start" || pl.name.text == "end");
-    const char letter = mark ? 'i' : ph;
-    const std::string pid =
-        put_head(e.head, pl, &pl.cat,
-                 pl.ph.type == jtype::string && !mark ? pl.ph.text : std::string_view(&letter, 1));
-    std::string &tail = e.tail;
-    if (mark) {
-      tail += ",\"s\":\"p\"";
-      e.dur_ns = 0;
-    } else if (ph == 'X') {
-      // A region shorter than the trace's unit was written with dur 0. Viewers turn such a
-      // region into an end before its own begin (speedscope, chrome://tracing) or drop it: it
-      // gets 1 ns, which keeps it visible and inside its parent.
-      if (e.dur_ns == 0) e.dur_ns = 1;
-      tail += ",\"dur\":";
-      tail += us_text(e.dur_ns);
-    }
-    if (ph != 'C' && pl.id.present()) {  // counters with an id become one track per sample
-      tail += ",\"id\":";
-      if (pl.id.type == jtype::string) tail += "\"";
-      tail.append(pl.id.text);
-      if (pl.id.type == jtype::string) tail += "\"";
-    }
-    if (pl.s.type == jtype::string) {
-      tail += ",\"s\":\"";
-      tail.append(pl.s.text);
-      tail += "\"";
-    }
-    if (ph == 'C' && pl.args.type == jtype::object) {  // a counter's series: as they are
-      tail += ",\"args\":";
-      tail.append(pl.args.text);
-    } else {
-      put_args(tail, pl);
-    }
-    tail += "}";
-    std::string tid;
+    std::string pid, tid;
     bool number;
-    if (value_json(pl.tid, &tid, &number)) r->threads.insert({pid, tid});
+    if (ph == 'A') {
+      if (!value_json(pl.pid, &pid, &number)) pid = "0";
+    } else {
+      pid = event_text(pl, ph, e);
+    }
+    if (value_json(pl.tid, &tid, &number)) {
+      r->threads.insert({pid, tid});
+      if (ph == 'A') r->pids.insert(pid);
+    }
+    if (ph != 'A') r->pids.insert(pid);
     r->entries.push_back(std::move(e));
     ++r->events;
-    r->pids.insert(pid);
     return true;
   });
   b.result = std::move(r);
 }
 
+// The whole output at path (created, or truncated), through the tools' output file.
 bool write_file(const std::string &path, const char *p, size_t n, std::string *why) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    *why = std::strerror(errno);
-    return false;
-  }
-  while (n > 0) {
-    const ssize_t w = ::write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) {
-      *why = std::strerror(errno);
-      ::close(fd);
-      return false;
-    }
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-  if (::close(fd) != 0) {
-    *why = std::strerror(errno);
-    return false;
-  }
-  return true;
+  detail::output_file f;
+  if (!f.create(path, why)) return false;
+  const bool ok = f.write(p, n);
+  if (!ok) *why = f.failure();
+  f.close();
+  return ok;
 }
 
-}  // namespace
-
-int cmd_convert(const args_t &a) {
-  const std::string to = a.get("--to", "perfetto");
-  // dftracer-v2, the name before DFTracer 2.0.2's own form was known, stays for the typed form.
-  if (to == "dftracer-2-typed" || to == "dftracer-v2") return convert_dialect(a, dialect::v2_typed);
-  if (to == "dftracer-2.0.2") return convert_dialect(a, dialect::v2_0_2);
-  if (to == "dftracer" || to == "dftrace") return convert_dialect(a, dialect::dftrace);
-  if (to != "perfetto" && to != "chrome") {
-    error_line(
-        "convert: --to must be perfetto (Chrome JSON), dftracer-2.0.2, dftracer-2-typed "
-        "(alias dftracer-v2) or dftracer");
-    return 2;
-  }
-  const std::string out_path = a.output("convert", "OUT.json[.gz]");
-  if (out_path.empty()) return 2;
+// One conversion to Chrome JSON: what the blocks of every input gave, in file order.
+struct chrome_job {
   bool ok = true;
-  const std::vector<std::string> files = input_files(a, "convert", &ok);
-  if (files.empty()) return 2;
-  g_keep_args = a.has("--keep-args");
   std::string out = "{\"traceEvents\":[\n";
   std::vector<entry> entries;
   uint64_t events = 0, skipped = 0;
   std::set<std::string> named, pids;
   std::set<std::pair<std::string, std::string>> named_threads, threads;
   std::map<std::string, std::string> labels;
-  const detail::read_options opt = tool_read_options();
-  for (const auto &path : files) {
+
+  void read(const std::string &path, const detail::read_options &opt) {
     detail::trace_file f;
-    if (!open_trace(path, &f, &ok)) continue;
+    if (!open_trace(path, &f, &ok)) return;
     progress bar("convert", f.size());
     const time_unit unit = detail::header_time_unit(f);
     auto work = [unit](detail::text_block &b) { convert_block(b, unit); };
@@ -445,78 +421,114 @@ int cmd_convert(const args_t &a) {
       bar.add(b.in_bytes);
     });
   }
+
   // Processes without a process_name get one from their rank or exec, and threads without a
   // thread_name one from their id, so that the UI shows more than numbers.
-  for (const auto &p : pids) {
-    if (named.count(p)) continue;
-    if (p.empty() || p[0] == '"') continue;  // a pid that is no number has no made-up name
-    auto it = labels.find(p);
-    const std::string label = it != labels.end() ? it->second : "pid " + p;
-    out += "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":" + p +
-           ",\"tid\":0,\"args\":{\"name\":" + detail::json_quote(label) + "}},\n";
+  void name_the_unnamed() {
+    for (const auto &p : pids) {
+      if (named.count(p)) continue;
+      if (p.empty() || p[0] == '"') continue;  // a pid that is no number has no made-up name
+      auto it = labels.find(p);
+      const std::string label = it != labels.end() ? it->second : "pid " + p;
+      out += "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":" + p +
+             ",\"tid\":0,\"args\":{\"name\":" + detail::json_quote(label) + "}},\n";
+    }
+    for (const auto &t : threads) {
+      if (named_threads.count(t) || t.first.empty() || t.first[0] == '"' || t.second.empty() ||
+          t.second[0] == '"')
+        continue;
+      const std::string label =
+          t.first == t.second ? "main thread " + t.second : "thread " + t.second;
+      out += "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":" + t.first + ",\"tid\":" + t.second +
+             ",\"args\":{\"name\":" + detail::json_quote(label) + "}},\n";
+    }
   }
-  for (const auto &t : threads) {
-    if (named_threads.count(t) || t.first.empty() || t.first[0] == '"' || t.second.empty() ||
-        t.second[0] == '"')
-      continue;
-    const std::string label =
-        t.first == t.second ? "main thread " + t.second : "thread " + t.second;
-    out += "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":" + t.first + ",\"tid\":" + t.second +
-           ",\"args\":{\"name\":" + detail::json_quote(label) + "}},\n";
-  }
+
   // Times relative to the first event (exact in a viewer's doubles, to the ns); at equal times
   // the longer event first, so that a parent comes before the children that start with it.
-  uint64_t origin = UINT64_MAX;
-  for (const entry &e : entries) origin = std::min(origin, e.ts_ns);
-  place_aggregated(entries);
-  std::sort(entries.begin(), entries.end(), output_order);
-  for (const entry &e : entries) {
-    out += e.head;
-    out += ",\"ts\":";
-    out += us_text(e.ts_ns - origin);
-    if (e.aggregated) {
-      out += ",\"dur\":";
-      out += us_text(e.dur_ns);
-      out += ",\"args\":{\"interval_ts\":";
-      out += us_text(e.interval_ns - origin);
+  void write_events() {
+    uint64_t origin = UINT64_MAX;
+    for (const entry &e : entries) origin = std::min(origin, e.ts_ns);
+    place_aggregated(entries);
+    std::sort(entries.begin(), entries.end(), output_order);
+    for (const entry &e : entries) {
+      out += e.head;
+      out += ",\"ts\":";
+      out += us_text(e.ts_ns - origin);
+      if (e.aggregated) {
+        out += ",\"dur\":";
+        out += us_text(e.dur_ns);
+        out += ",\"args\":{\"interval_ts\":";
+        out += us_text(e.interval_ns - origin);
+      }
+      out += e.tail;
+      out += ",\n";
     }
-    out += e.tail;
-    out += ",\n";
+    if (out.size() > 2 && out.compare(out.size() - 2, 2, ",\n") == 0)
+      out.resize(out.size() - 2);  // the last ",\n"
+    out += "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"ts_origin_us\":\"" +
+           (entries.empty() ? std::string("0") : us_text(origin)) +
+           "\",\"source\":\"dftrace convert\"}}\n";
   }
-  if (out.size() > 2 && out.compare(out.size() - 2, 2, ",\n") == 0)
-    out.resize(out.size() - 2);  // the last ",\n"
-  out += "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"ts_origin_us\":\"" +
-         (entries.empty() ? std::string("0") : us_text(origin)) +
-         "\",\"source\":\"dftrace convert\"}}\n";
+};
+
+// The document at out_path: as it is, or as one gzip member (some viewers read only the first
+// member of a gzip file). False after one line.
+bool write_document(const std::string &out_path, const std::string &out) {
   std::string why;
   const bool gz = out_path.size() >= 3 && out_path.compare(out_path.size() - 3, 3, ".gz") == 0;
-  if (gz) {
-    // One gzip member: some viewers read only the first member of a gzip file.
-    detail::member_encoder enc(detail::codec_auto(),
-                               detail::codec_default_level(detail::codec_auto()));
-    std::vector<char> z;
-    if (out.size() > 0xFFFFFF00u) {
-      error_line("convert: output over 4 GiB; write it uncompressed (-o OUT.json)");
-      return 1;
-    }
-    if (!enc.encode(out.data(), out.size(), detail::scan_member_stats(out.data(), out.size()), z)) {
-      error_line("convert: compression failed");
-      return 1;
-    }
-    if (!write_file(out_path, z.data(), z.size(), &why)) {
-      error_line(out_path + ": " + why);
-      return 1;
-    }
-  } else if (!write_file(out_path, out.data(), out.size(), &why)) {
-    error_line(out_path + ": " + why);
-    return 1;
+  if (!gz) {
+    if (write_file(out_path, out.data(), out.size(), &why)) return true;
+    error_line(why);
+    return false;
   }
-  if (skipped)
-    error_line("convert: skipped " + std::to_string(skipped) +
+  if (out.size() > 0xFFFFFF00u) {
+    error_line("convert: output over 4 GiB; write it uncompressed (-o OUT.json)");
+    return false;
+  }
+  detail::member_encoder enc(detail::codec_auto(),
+                             detail::codec_default_level(detail::codec_auto()));
+  std::vector<char> z;
+  if (!enc.encode(out.data(), out.size(), detail::scan_member_stats(out.data(), out.size()), z)) {
+    error_line("convert: compression failed");
+    return false;
+  }
+  if (write_file(out_path, z.data(), z.size(), &why)) return true;
+  error_line(why);
+  return false;
+}
+
+}  // namespace
+
+int cmd_convert(const args_t &a) {
+  const std::string to = a.get("--to", "perfetto");
+  // dftracer-v2, the name before DFTracer 2.0.2's own form was known, stays for the typed form.
+  if (to == "dftracer-2-typed" || to == "dftracer-v2") return convert_dialect(a, dialect::v2_typed);
+  if (to == "dftracer-2.0.2") return convert_dialect(a, dialect::v2_0_2);
+  if (to == "dftracer" || to == "dftrace") return convert_dialect(a, dialect::dftrace);
+  if (to != "perfetto" && to != "chrome") {
+    error_line(
+        "convert: --to must be perfetto (Chrome JSON), dftracer-2.0.2, dftracer-2-typed "
+        "(alias dftracer-v2) or dftracer");
+    return 2;
+  }
+  const std::string out_path = a.output("convert", "OUT.json[.gz]");
+  if (out_path.empty()) return 2;
+  chrome_job j;
+  const std::vector<std::string> files = input_files(a, "convert", &j.ok);
+  if (files.empty()) return 2;
+  g_keep_args = a.has("--keep-args");
+  const detail::read_options opt = tool_read_options();
+  for (const auto &path : files) j.read(path, opt);
+  j.name_the_unnamed();
+  j.write_events();
+  if (!write_document(out_path, j.out)) return 1;
+  if (j.skipped)
+    error_line("convert: skipped " + std::to_string(j.skipped) +
                " lines that are not valid events (run dftrace validate for details)");
-  fprintf(stderr, "converted %llu events -> %s\n", static_cast<unsigned long long>(events),
+  fprintf(stderr, "converted %llu events -> %s\n", static_cast<unsigned long long>(j.events),
           out_path.c_str());
-  return ok ? 0 : 1;
+  return j.ok ? 0 : 1;
 }
 
 }  // namespace dftrace::tools

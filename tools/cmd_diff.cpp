@@ -7,8 +7,10 @@
 
 #include "analysis/diff.hpp"
 #include "analysis_run.hpp"
+#include "args.hpp"
 #include "base/format.hpp"
-#include "common.hpp"
+#include "commands.hpp"
+#include "inputs.hpp"
 
 namespace dftrace::tools {
 

@@ -10,14 +10,20 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <queue>
 #include <string>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "args.hpp"
 #include "base/format.hpp"
-#include "common.hpp"
+#include "commands.hpp"
+#include "inputs.hpp"
+#include "lines.hpp"
+#include "output/member_stream.hpp"
+#include "progress.hpp"
 #include "sorted_runs.hpp"
 
 namespace dftrace::tools {
@@ -201,232 +207,236 @@ struct event_result : detail::block_result {
   std::vector<std::pair<uint64_t, uint32_t>> lines;  // (ts ns, length) in order
 };
 
-}  // namespace
+// One input of the merge.
+struct input {
+  std::string path;
+  std::unique_ptr<detail::trace_file> file;
+  time_unit unit = time_unit::us;
+  int64_t shift = 0;  // its clock offset, in ns
+};
 
-int cmd_merge(const args_t &a) {
+// What the phases of one merge share.
+struct merge_job {
+  std::string out_path;
+  std::vector<std::string> files;
   bool ok = true;
-  const std::string out_path = a.output("merge", "OUT.pfw.gz");
-  if (out_path.empty()) return 2;
-  const std::vector<std::string> files = input_files(a, "merge", &ok);
-  if (files.empty()) return 2;
-  const bool align = !a.has("--no-clock-align");
-  {
-    // Writing over an input would pull the mapped text away under the merge.
-    struct stat out_st {};
-    if (stat(out_path.c_str(), &out_st) == 0) {
-      for (const auto &f : files) {
-        struct stat in_st {};
-        if (stat(f.c_str(), &in_st) == 0 && in_st.st_dev == out_st.st_dev &&
-            in_st.st_ino == out_st.st_ino) {
-          error_line("merge: the output " + out_path + " is also an input");
-          return 2;
-        }
-      }
-    }
-  }
-  uint64_t total_in = 0;
-  for (const auto &f : files) {
-    FILE *fp = fopen(f.c_str(), "rb");
-    if (fp) {
-      fseek(fp, 0, SEEK_END);
-      total_in += static_cast<uint64_t>(ftell(fp));
-      fclose(fp);
-    }
-  }
-  progress bar("merge", total_in);
+  std::vector<input> inputs;
+  std::vector<meta_line> all_meta;
+  std::vector<meta_line *> meta;  // the metadata lines written, in order
+  uint64_t meta_dups = 0;
+  id_bits ids_all;
+  bool ids_shared = false;
+  bool remap = false;
+  uint64_t others = 0, invalid = 0, events = 0;
+  detail::read_options opt;
+  std::unique_ptr<progress> bar;
   // DFTRACE_TOOL_TIMING=1: seconds per phase on stderr (for benchmarks).
-  const bool timing = std::getenv("DFTRACE_TOOL_TIMING") != nullptr;
+  bool timing = std::getenv("DFTRACE_TOOL_TIMING") != nullptr;
   double t_phase = now_seconds();
-  auto phase = [&](const char *what) {
+  void phase(const char *what) {
     if (!timing) return;
     const double t = now_seconds();
     fprintf(stderr, "merge: %s %.2f s\n", what, t - t_phase);
     t_phase = t;
-  };
-  // ---- pass 1: each file's metadata, unit, clock offset and the ids of its events
-  struct input {
-    std::string path;
-    std::unique_ptr<detail::trace_file> file;
-    time_unit unit = time_unit::us;
-    int64_t shift = 0;
-  };
-  std::vector<input> inputs;
-  std::vector<meta_line> all_meta;
-  id_bits ids_all;
-  bool ids_shared = false;
-  uint64_t others = 0, invalid = 0;
-  detail::read_options opt = tool_read_options();
-  opt.window = static_cast<size_t>(2 * opt.threads + 2);  // bounded memory: few blocks in flight
-  for (const auto &path : files) {
-    input in;
-    in.path = path;
-    in.file = std::make_unique<detail::trace_file>();
-    if (!open_trace(path, in.file.get(), &ok)) continue;
-    print_plan_issues(*in.file, path);
-    in.unit = detail::header_time_unit(*in.file);
-    if (!inputs.empty() && in.unit != inputs[0].unit) {
-      error_line("merge: " + inputs[0].path + " and " + path +
-                 " have different time units (time_metric us and ns); merge traces of one unit");
-      return 2;
-    }
-    const uint32_t index = static_cast<uint32_t>(inputs.size());
-    const time_unit unit = in.unit;
-    id_bits mine;
-    auto work = [index, unit](detail::text_block &b) {
-      auto r = std::make_unique<scan_result>();
-      parsed_line pl;
-      detail::for_each_line(b.whole_lines(), [&](std::string_view line) {
-        const std::string_view t = trim(line);
-        if (t.empty() || t == "[" || t == "]") return true;
-        if (!detail::parse_line(line, pl)) {
-          ++r->invalid;
-          return true;
-        }
-        const char ph = detail::phase(pl);
-        if (ph == 'M') {
-          r->meta.push_back({std::string(line), index, {}});
-          return true;
-        }
-        int64_t id = 0;
-        uint64_t ts = 0;
-        if (!pl.ts.present() || !detail::value_ns(pl.ts, unit, &ts)) {
-          ++r->others;
-          return true;
-        }
-        if (pl.id.present() && detail::value_i64(pl.id, &id) && id >= 0)
-          r->ids.push_back(static_cast<uint64_t>(id));
-        return true;
-      });
-      b.result = std::move(r);
-    };
-    detail::for_each_block(*in.file, opt, work, [&](detail::text_block &b) {
-      auto *r = static_cast<scan_result *>(b.result.get());
-      for (auto &m : r->meta) all_meta.push_back(std::move(m));
-      for (uint64_t id : r->ids) mine.add(id);
-      others += r->others;
-      invalid += r->invalid;
-      in.file->release(b.in_offset, b.in_bytes);  // the resident set stays flat
-      for (const auto &iss : b.issues) {
-        error_line(path + ": byte " + std::to_string(iss.offset) + ": " + iss.message);
-        if (iss.error) ok = false;
-      }
-      bar.add(b.in_bytes / 2);
-    });
-    ids_shared = ids_all.merge_in(mine) || ids_shared;
-    inputs.push_back(std::move(in));
   }
-  if (inputs.empty()) {
-    error_line("merge: nothing to merge");
-    return 1;
-  }
-  const uint64_t nfiles = inputs.size();
-  phase("metadata");
+};
 
-  parsed_line pl;
-  // Clock offsets, from the files' PR clock_offset_ns lines.
-  if (align) {
-    std::vector<bool> done(nfiles, false);
-    for (const auto &m : all_meta) {
-      int64_t ns = 0;
-      if (done[m.file] || !detail::parse_line(m.text, pl) || !clock_offset_of(m.text, pl, &ns))
-        continue;
-      done[m.file] = true;
-      input &in = inputs[m.file];
-      if (ns > k_max_offset_ns || ns < -k_max_offset_ns) {
-        error_line(in.path + ": clock_offset_ns " + std::to_string(ns) +
-                   " is out of range (more than 10^18 ns); this file is not clock-aligned");
-        ok = false;
-        continue;
-      }
-      // A microsecond trace moves by whole microseconds (rounded half away from zero).
-      in.shift = in.unit == time_unit::ns ? ns : (ns + (ns < 0 ? -500 : 500)) / 1000 * 1000;
+// Writing over an input would pull the mapped text away under the merge.
+bool output_is_an_input(const merge_job &j) {
+  struct stat out_st {};
+  if (stat(j.out_path.c_str(), &out_st) != 0) return false;
+  for (const auto &f : j.files) {
+    struct stat in_st {};
+    if (stat(f.c_str(), &in_st) == 0 && in_st.st_dev == out_st.st_dev &&
+        in_st.st_ino == out_st.st_ino) {
+      error_line("merge: the output " + j.out_path + " is also an input");
+      return true;
     }
   }
-  // Metadata first: hash definitions (one per distinct type/string/value), then the other
-  // metadata lines, without exact duplicates. Every hash is thus defined before any use.
-  std::unordered_set<std::string> seen;
-  std::vector<meta_line *> meta;
-  uint64_t meta_dups = 0;
-  for (auto &m : all_meta) {
-    if (!detail::parse_line(m.text, pl)) continue;
-    m.rec = positions(m.text, pl, m.file, inputs[m.file].unit);
+  return false;
+}
+
+uint64_t total_bytes(const std::vector<std::string> &files) {
+  uint64_t total = 0;
+  for (const auto &f : files) {
+    struct stat st {};
+    if (stat(f.c_str(), &st) == 0) total += static_cast<uint64_t>(st.st_size);
   }
+  return total;
+}
+
+// Pass 1's worker: a block's metadata lines, the ids of its events, what it drops.
+void scan_block(detail::text_block &b, uint32_t index, time_unit unit) {
+  auto r = std::make_unique<scan_result>();
+  parsed_line pl;
+  detail::for_each_line(b.whole_lines(), [&](std::string_view line) {
+    const std::string_view t = trim(line);
+    if (t.empty() || t == "[" || t == "]") return true;
+    if (!detail::parse_line(line, pl)) {
+      ++r->invalid;
+      return true;
+    }
+    if (detail::phase(pl) == 'M') {
+      r->meta.push_back({std::string(line), index, {}});
+      return true;
+    }
+    int64_t id = 0;
+    uint64_t ts = 0;
+    if (!pl.ts.present() || !detail::value_ns(pl.ts, unit, &ts)) {
+      ++r->others;
+      return true;
+    }
+    if (pl.id.present() && detail::value_i64(pl.id, &id) && id >= 0)
+      r->ids.push_back(static_cast<uint64_t>(id));
+    return true;
+  });
+  b.result = std::move(r);
+}
+
+// Pass 1 over one file; false (after one line) when its time unit differs from the first's.
+bool scan_input(merge_job &j, const std::string &path) {
+  input in;
+  in.path = path;
+  in.file = std::make_unique<detail::trace_file>();
+  if (!open_trace(path, in.file.get(), &j.ok)) return true;
+  print_plan_issues(*in.file, path);
+  in.unit = detail::header_time_unit(*in.file);
+  if (!j.inputs.empty() && in.unit != j.inputs[0].unit) {
+    error_line("merge: " + j.inputs[0].path + " and " + path +
+               " have different time units (time_metric us and ns); merge traces of one unit");
+    return false;
+  }
+  const uint32_t index = static_cast<uint32_t>(j.inputs.size());
+  const time_unit unit = in.unit;
+  id_bits mine;
+  auto work = [index, unit](detail::text_block &b) { scan_block(b, index, unit); };
+  detail::for_each_block(*in.file, j.opt, work, [&](detail::text_block &b) {
+    auto *r = static_cast<scan_result *>(b.result.get());
+    for (auto &m : r->meta) j.all_meta.push_back(std::move(m));
+    for (uint64_t id : r->ids) mine.add(id);
+    j.others += r->others;
+    j.invalid += r->invalid;
+    in.file->release(b.in_offset, b.in_bytes);  // the resident set stays flat
+    for (const auto &iss : b.issues) {
+      error_line(path + ": byte " + std::to_string(iss.offset) + ": " + iss.message);
+      if (iss.error) j.ok = false;
+    }
+    j.bar->add(b.in_bytes / 2);
+  });
+  j.ids_shared = j.ids_all.merge_in(mine) || j.ids_shared;
+  j.inputs.push_back(std::move(in));
+  return true;
+}
+
+// Clock offsets, from the files' PR clock_offset_ns lines.
+void align_clocks(merge_job &j) {
+  parsed_line pl;
+  std::vector<bool> done(j.inputs.size(), false);
+  for (const auto &m : j.all_meta) {
+    int64_t ns = 0;
+    if (done[m.file] || !detail::parse_line(m.text, pl) || !clock_offset_of(m.text, pl, &ns))
+      continue;
+    done[m.file] = true;
+    input &in = j.inputs[m.file];
+    if (ns > k_max_offset_ns || ns < -k_max_offset_ns) {
+      error_line(in.path + ": clock_offset_ns " + std::to_string(ns) +
+                 " is out of range (more than 10^18 ns); this file is not clock-aligned");
+      j.ok = false;
+      continue;
+    }
+    // A microsecond trace moves by whole microseconds (rounded half away from zero).
+    in.shift = in.unit == time_unit::ns ? ns : (ns + (ns < 0 ? -500 : 500)) / 1000 * 1000;
+  }
+}
+
+// What makes two metadata lines the same: a hash definition's type, string and value; any
+// other line's text without its id (the same property of the same pid once).
+std::string meta_key(const meta_line &m, const parsed_line &pl, bool def) {
+  std::string key;
+  if (def) {
+    const jvalue *n = pl.arg_value("name");
+    const jvalue *v = pl.arg_value("value");
+    key.append(pl.name.text).push_back('\x1f');
+    if (n) key.append(n->text);
+    key.push_back('\x1f');
+    if (v) key.append(v->text);
+  } else {
+    const line_rec &r = m.rec;
+    key.assign(m.text.data(), r.id_len ? r.id_off : 0);
+    key.append(m.text.data() + r.id_off + r.id_len, m.text.size() - r.id_off - r.id_len);
+  }
+  return key;
+}
+
+// Metadata first: hash definitions (one per distinct type/string/value), then the other
+// metadata lines, without exact duplicates. Every hash is thus defined before any use; the
+// time unit's declarations come first of all, where readers look for it.
+void choose_metadata(merge_job &j) {
+  parsed_line pl;
+  for (auto &m : j.all_meta) {
+    if (!detail::parse_line(m.text, pl)) continue;
+    m.rec = positions(m.text, pl, m.file, j.inputs[m.file].unit);
+  }
+  std::unordered_set<std::string> seen;
   for (int pass = 0; pass < 2; ++pass) {
-    for (auto &m : all_meta) {
+    for (auto &m : j.all_meta) {
       if (!detail::parse_line(m.text, pl)) continue;
       const bool def = is_hash_def(pl);
       if (def != (pass == 0)) continue;
-      std::string key;
-      if (def) {
-        const jvalue *n = pl.arg_value("name");
-        const jvalue *v = pl.arg_value("value");
-        key.append(pl.name.text).push_back('\x1f');
-        if (n) key.append(n->text);
-        key.push_back('\x1f');
-        if (v) key.append(v->text);
-      } else {
-        // The line without its id: the same property of the same pid once.
-        const line_rec &r = m.rec;
-        key.assign(m.text.data(), r.id_len ? r.id_off : 0);
-        key.append(m.text.data() + r.id_off + r.id_len, m.text.size() - r.id_off - r.id_len);
-      }
-      if (!seen.insert(std::move(key)).second) {
-        ++meta_dups;
+      if (!seen.insert(meta_key(m, pl, def)).second) {
+        ++j.meta_dups;
         continue;
       }
-      meta.push_back(&m);
+      j.meta.push_back(&m);
     }
   }
-  // The time unit's declarations first, where readers look for it (detail::header_time_unit).
-  std::stable_partition(meta.begin(), meta.end(),
+  std::stable_partition(j.meta.begin(), j.meta.end(),
                         [](const meta_line *m) { return declares_unit(m->text); });
-  // Ids stay as they are unless two inputs share one among the lines written; then every
-  // id (and p_idx) becomes id * nfiles + file index, which keeps them unique and the parent
-  // links intact.
-  {
-    std::vector<id_bits> meta_ids(nfiles);
-    for (const meta_line *m : meta)
-      if (m->rec.has_id) meta_ids[m->file].add(m->rec.id);
-    for (auto &b : meta_ids) ids_shared = ids_all.merge_in(b) || ids_shared;
-  }
-  const bool remap = nfiles > 1 && (ids_shared || ids_all.sparse);
-  phase("ids");
+}
 
-  // ---- pass 2: events rewritten, sorted in runs spilled beside the output (sorted_runs)
-  sorted_runs runs(out_path + ".merge-" + std::to_string(::getpid()));
-  std::string why;
-  if (!runs.open(&why)) {
-    error_line("merge: " + why);
-    return 1;
-  }
+// Ids stay as they are unless two inputs share one among the lines written; then every id (and
+// p_idx) becomes id * nfiles + file index, which keeps them unique and the parent links intact.
+void decide_remap(merge_job &j) {
+  const size_t nfiles = j.inputs.size();
+  std::vector<id_bits> meta_ids(nfiles);
+  for (const meta_line *m : j.meta)
+    if (m->rec.has_id) meta_ids[m->file].add(m->rec.id);
+  for (auto &b : meta_ids) j.ids_shared = j.ids_all.merge_in(b) || j.ids_shared;
+  j.remap = nfiles > 1 && (j.ids_shared || j.ids_all.sparse);
+}
+
+// Pass 2's worker: a block's events, rewritten (ids, clock shift) back to back.
+void rewrite_block(detail::text_block &b, uint32_t fi, time_unit unit, int64_t shift, bool remap,
+                   uint64_t nfiles) {
+  auto r = std::make_unique<event_result>();
+  r->text.reserve(b.text.size() + b.text.size() / 8);
+  parsed_line p;
+  detail::for_each_line(b.whole_lines(), [&](std::string_view line) {
+    const std::string_view t = trim(line);
+    if (t.empty() || t == "[" || t == "]") return true;
+    if (!detail::parse_line(line, p) || detail::phase(p) == 'M') return true;
+    const line_rec rec = positions(line, p, fi, unit);
+    if (!rec.has_ts) return true;  // counted in pass 1
+    const size_t before = r->text.size();
+    if (!remap && shift == 0)
+      r->text.append(line);
+    else
+      rewrite(rec, remap, nfiles, shift, unit, r->text);
+    r->lines.emplace_back(shift_ts(rec.ts, shift), static_cast<uint32_t>(r->text.size() - before));
+    return true;
+  });
+  b.result = std::move(r);
+}
+
+// Pass 2: every input's events rewritten and sorted in runs spilled beside the output.
+bool spill_events(merge_job &j, sorted_runs &runs) {
   bool spilled_ok = true;
+  const uint64_t nfiles = j.inputs.size();
   for (uint32_t fi = 0; fi < nfiles && spilled_ok; ++fi) {
-    const input &in = inputs[fi];
-    const time_unit unit = in.unit;
-    const int64_t shift = in.shift;
-    auto work = [fi, unit, shift, remap, nfiles](detail::text_block &b) {
-      auto r = std::make_unique<event_result>();
-      r->text.reserve(b.text.size() + b.text.size() / 8);
-      parsed_line p;
-      detail::for_each_line(b.whole_lines(), [&](std::string_view line) {
-        const std::string_view t = trim(line);
-        if (t.empty() || t == "[" || t == "]") return true;
-        if (!detail::parse_line(line, p) || detail::phase(p) == 'M') return true;
-        const line_rec rec = positions(line, p, fi, unit);
-        if (!rec.has_ts) return true;  // counted in pass 1
-        const size_t before = r->text.size();
-        if (!remap && shift == 0) {
-          r->text.append(line);
-        } else {
-          rewrite(rec, remap, nfiles, shift, unit, r->text);
-        }
-        r->lines.emplace_back(shift_ts(rec.ts, shift),
-                              static_cast<uint32_t>(r->text.size() - before));
-        return true;
-      });
-      b.result = std::move(r);
-    };
-    detail::for_each_block(*in.file, opt, work, [&](detail::text_block &b) {
+    const input &in = j.inputs[fi];
+    auto work = [fi, unit = in.unit, shift = in.shift, remap = j.remap, nfiles](
+                    detail::text_block &b) { rewrite_block(b, fi, unit, shift, remap, nfiles); };
+    detail::for_each_block(*in.file, j.opt, work, [&](detail::text_block &b) {
       auto *r = static_cast<event_result *>(b.result.get());
       size_t pos = 0;
       for (const auto &l : r->lines) {
@@ -435,70 +445,110 @@ int cmd_merge(const args_t &a) {
         pos += l.second;
       }
       in.file->release(b.in_offset, b.in_bytes);
-      bar.add(b.in_bytes / 2);
+      j.bar->add(b.in_bytes / 2);
     });
   }
-  if (!spilled_ok) {
-    error_line("merge: " + runs.error());
-    return 1;
-  }
-  phase("sorted runs");
+  if (!spilled_ok) error_line("merge: " + runs.error());
+  return spilled_ok;
+}
 
-  // ---- the k-way merge over every run, into the output
-  trace_writer w(out_path, tool_threads());
+// The metadata, then the k-way merge over every run, into the output.
+bool write_output(merge_job &j, sorted_runs &runs) {
+  const uint64_t nfiles = j.inputs.size();
+  detail::member_stream w(j.out_path, tool_threads());
   if (!w.ok()) {
     error_line(w.error());
-    return 1;
+    runs.remove();
+    return false;
   }
   w.line("[", false, 0);
-  for (const meta_line *m : meta) {
+  for (const meta_line *m : j.meta) {
     line_rec rec = m->rec;
     rec.p = m->text.data();
-    rewrite(rec, remap, nfiles, 0, inputs[m->file].unit, w.open_line());
+    rewrite(rec, j.remap, nfiles, 0, j.inputs[m->file].unit, w.open_line());
     w.close_line(false, 0);
   }
-  const uint64_t meta_out = meta.size();
-  uint64_t events = 0;
   const bool merged = runs.merge([&](uint64_t ts, uint32_t, std::string_view line) {
     w.line(line, true, ts);
-    ++events;
+    ++j.events;
   });
   runs.remove();
   if (!merged) {
     error_line("merge: " + runs.error());
-    return 1;
+    return false;
   }
-
   w.line("]", false, 0);
   if (!w.finish()) {
     error_line(w.error());
-    return 1;
+    return false;
   }
-  phase("merge and write");
-  bar.done();
+  return true;
+}
+
+// What was dropped or kept as it was, and the closing line.
+void report(merge_job &j) {
+  const uint64_t nfiles = j.inputs.size();
   if (g_unmappable) {
     error_line("merge: " + std::to_string(g_unmappable.load()) +
                " ids or p_idx values are too large to remap (id * " + std::to_string(nfiles) +
                " + file index passes 2^64 - 1): they are kept as they were and may repeat");
-    ok = false;
+    j.ok = false;
   }
-  if (others)
-    error_line("merge: dropped " + std::to_string(others) +
+  if (j.others)
+    error_line("merge: dropped " + std::to_string(j.others) +
                " lines that are neither metadata nor carry a ts");
-  if (invalid)
-    error_line("merge: dropped " + std::to_string(invalid) +
+  if (j.invalid)
+    error_line("merge: dropped " + std::to_string(j.invalid) +
                " lines that are not valid JSON (run dftrace validate for details)");
   std::string s =
-      "merged " + std::to_string(nfiles) + " file(s): " + std::to_string(events) + " events, " +
-      std::to_string(meta_out) + " metadata lines (" + std::to_string(meta_dups) +
+      "merged " + std::to_string(nfiles) + " file(s): " + std::to_string(j.events) + " events, " +
+      std::to_string(j.meta.size()) + " metadata lines (" + std::to_string(j.meta_dups) +
       " duplicates removed)" +
-      (remap ? ", ids remapped (id * " + std::to_string(nfiles) + " + file index)" : "");
+      (j.remap ? ", ids remapped (id * " + std::to_string(nfiles) + " + file index)" : "");
   int aligned = 0;
-  for (const auto &in : inputs) aligned += in.shift != 0;
+  for (const auto &in : j.inputs) aligned += in.shift != 0;
   if (aligned) s += ", " + std::to_string(aligned) + " file(s) clock-aligned";
-  s += " -> " + out_path + "\n";
+  s += " -> " + j.out_path + "\n";
   fputs(s.c_str(), stderr);
-  return ok ? 0 : 1;
+}
+
+}  // namespace
+
+int cmd_merge(const args_t &a) {
+  merge_job j;
+  j.out_path = a.output("merge", "OUT.pfw.gz");
+  if (j.out_path.empty()) return 2;
+  j.files = input_files(a, "merge", &j.ok);
+  if (j.files.empty() || output_is_an_input(j)) return 2;
+  j.bar = std::make_unique<progress>("merge", total_bytes(j.files));
+  j.opt = tool_read_options();
+  j.opt.window = static_cast<size_t>(2 * j.opt.threads + 2);  // few blocks in flight
+  // ---- pass 1: each file's metadata, unit, clock offset and the ids of its events
+  for (const auto &path : j.files)
+    if (!scan_input(j, path)) return 2;
+  if (j.inputs.empty()) {
+    error_line("merge: nothing to merge");
+    return 1;
+  }
+  j.phase("metadata");
+  if (!a.has("--no-clock-align")) align_clocks(j);
+  choose_metadata(j);
+  decide_remap(j);
+  j.phase("ids");
+  // ---- pass 2: events rewritten, sorted in runs spilled beside the output (sorted_runs)
+  sorted_runs runs(j.out_path + ".merge-" + std::to_string(::getpid()));
+  std::string why;
+  if (!runs.open(&why)) {
+    error_line("merge: " + why);
+    return 1;
+  }
+  if (!spill_events(j, runs)) return 1;
+  j.phase("sorted runs");
+  if (!write_output(j, runs)) return 1;
+  j.phase("merge and write");
+  j.bar->done();
+  report(j);
+  return j.ok ? 0 : 1;
 }
 
 }  // namespace dftrace::tools

@@ -10,7 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "common.hpp"
+#include "args.hpp"
+#include "commands.hpp"
+#include "locate.hpp"
 
 namespace dftrace::tools {
 

@@ -13,31 +13,13 @@
 #include <string>
 #include <vector>
 
-#include "common.hpp"
+#include "args.hpp"
+#include "commands.hpp"
+#include "locate.hpp"
 
 namespace dftrace::tools {
 
 namespace {
-
-const char *k_run_usage =
-    "usage: dftrace run [--prefix P | --out DIR] [--data-dirs D1:D2|all] [--no-io] [--mpi]\n"
-    "                   [--torch] [--deep] [--summary] -- CMD [ARGS...]\n"
-    "       dftrace run [options] script.py [ARGS...]\n"
-    "  runs CMD with tracing enabled; its POSIX and STDIO calls are traced by preloading\n"
-    "  libdftrace_io (unless --no-io), in CMD and every process it starts. A script.py runs\n"
-    "  with Python (DFTRACE_PYTHON, else /usr/bin/python3) as with --torch.\n"
-    "  --prefix P      trace files are P-<exec>-<pid>-app.pfw.gz (DFTRACE_LOG_FILE)\n"
-    "  --out DIR       trace files go to DIR (made if missing): DIR/trace-<exec>-<pid>-app.pfw.gz\n"
-    "  --data-dirs D   trace I/O only under these directories (DFTRACE_IO_DATA_DIR; default all)\n"
-    "  --mpi           also preload libdftrace_mpi: MPI communication and MPI-IO (MPIIO) in\n"
-    "                  the ranks of an mpirun CMD that was not linked with it\n"
-    "  --torch         trace PyTorch automatically (DFTRACE_TORCH_AUTO=1, dftrace/_autostart on\n"
-    "                  PYTHONPATH): steps, forward, backward, optimizer, data loading down to\n"
-    "                  each sample in the workers, device copies, checkpoints; implies --summary\n"
-    "  --deep          --torch, and every model's layers with their memory (DFTRACE_TORCH_DEEP)\n"
-    "  --summary       when CMD ends, print a short summary of its trace on stderr (steps, step\n"
-    "                  time, time per category, data-loader wait, the trace's path)\n"
-    "  CMD's exit status is run's; a signal that ended CMD ends run the same way.\n";
 
 // libdftrace_io: DFTRACE_IO_LIBRARY, else as installed (../lib) or as built (beside libdftrace).
 std::string io_library() {
@@ -109,77 +91,75 @@ bool make_dirs(const std::string &dir) {
 
 }  // namespace
 
-int cmd_run(int argc, char **argv) {
+namespace {
+
+// What run was asked to do.
+struct run_plan {
   std::string prefix, data_dirs, out;
   bool io = true, torch = false, summary = false, deep = false, script = false, mpi = false;
-  int i = 2;
-  for (; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--") {
-      ++i;
-      break;
-    }
-    if ((a == "--prefix" || a == "--data-dirs" || a == "--out") && i + 1 < argc) {
-      (a == "--prefix" ? prefix : a == "--out" ? out : data_dirs) = argv[++i];
-    } else if (a == "--torch" || a == "--deep") {
-      torch = true;
-      summary = true;
-      deep = deep || a == "--deep";
-    } else if (a == "--summary") {
-      summary = true;
-    } else if (a == "--no-io") {
-      io = false;
-    } else if (a == "--mpi") {
-      mpi = true;
-    } else if (a == "--help" || a == "-h") {
-      fputs(k_run_usage, stdout);
-      return 0;
-    } else if (is_script(a)) {
-      script = torch = summary = true;
-      break;
-    } else {
-      error_line("run: unknown option '" + a + "' (the command comes after --, or is a .py)");
-      fputs(k_run_usage, stderr);
-      return 2;
-    }
-  }
-  if (i >= argc) {
+  std::string python;       // the interpreter of a script
+  std::vector<char *> cmd;  // the command line to run, null-terminated
+};
+
+// The options and the command; false (after one line) when they do not make a command line.
+bool plan_run(const args_t &a, run_plan *p) {
+  p->prefix = a.get("--prefix");
+  p->out = a.get("--out");
+  p->data_dirs = a.get("--data-dirs");
+  p->io = !a.has("--no-io");
+  p->mpi = a.has("--mpi");
+  p->deep = a.has("--deep");
+  p->torch = p->deep || a.has("--torch");
+  p->summary = p->torch || a.has("--summary");
+  if (a.positional.empty()) {
     error_line("run: no command (dftrace run [options] -- CMD ARGS... or script.py ARGS...)");
-    return 2;
+    return false;
   }
-  if (!out.empty()) {
-    if (!prefix.empty()) {
+  if (!a.after_dashdash) {
+    if (!is_script(a.positional[0])) {
+      error_line("run: unknown option '" + a.positional[0] +
+                 "' (the command comes after --, or is a .py; see dftrace run --help)");
+      return false;
+    }
+    p->script = p->torch = p->summary = true;
+  }
+  if (!p->out.empty()) {
+    if (!p->prefix.empty()) {
       error_line("run: --out DIR and --prefix P both say where the traces go: give one");
-      return 2;
+      return false;
     }
-    if (!make_dirs(out)) {
-      error_line("run: --out " + out + ": " + std::strerror(errno));
-      return 2;
+    if (!make_dirs(p->out)) {
+      error_line("run: --out " + p->out + ": " + std::strerror(errno));
+      return false;
     }
-    prefix = out + "/trace";
+    p->prefix = p->out + "/trace";
   }
   // The command: CMD as given, or the interpreter and script.py ARGS.
-  std::string python;
-  std::vector<char *> cmd;
-  if (script) {
-    python = python_interpreter();
-    cmd.push_back(python.data());
+  if (p->script) {
+    p->python = python_interpreter();
+    p->cmd.push_back(p->python.data());
   }
-  for (int k = i; k < argc; ++k) cmd.push_back(argv[k]);
-  cmd.push_back(nullptr);
+  for (const auto &s : a.positional) p->cmd.push_back(const_cast<char *>(s.c_str()));
+  p->cmd.push_back(nullptr);
+  return true;
+}
+
+// The environment every process of the command inherits; false (after one line) when a part
+// dftrace needs is not found.
+bool set_environment(const run_plan &p) {
   ::setenv("DFTRACE_ENABLE", "1", 1);
-  if (!prefix.empty()) ::setenv("DFTRACE_LOG_FILE", prefix.c_str(), 1);
-  if (!data_dirs.empty()) ::setenv("DFTRACE_IO_DATA_DIR", data_dirs.c_str(), 1);
-  if (torch) {
+  if (!p.prefix.empty()) ::setenv("DFTRACE_LOG_FILE", p.prefix.c_str(), 1);
+  if (!p.data_dirs.empty()) ::setenv("DFTRACE_IO_DATA_DIR", p.data_dirs.c_str(), 1);
+  if (p.torch) {
     const std::string py = python_dir();
     if (py.empty()) {
       error_line(
           "run: --torch: the Python package dftrace (with dftrace/_autostart) was not found "
           "beside this dftrace (set DFTRACE_PYTHON_DIR)");
-      return 2;
+      return false;
     }
     ::setenv("DFTRACE_TORCH_AUTO", "1", 1);
-    if (deep) ::setenv("DFTRACE_TORCH_DEEP", "1", 1);
+    if (p.deep) ::setenv("DFTRACE_TORCH_DEEP", "1", 1);
     // The start-up hook first, then the package it imports.
     const std::string start = py + "/dftrace/_autostart:" + py;
     const char *old = std::getenv("PYTHONPATH");
@@ -202,24 +182,23 @@ int cmd_run(int argc, char **argv) {
              1);
     return true;
   };
-  if (io && !preload(io_library(), true, "libdftrace_io.so (set DFTRACE_IO_LIBRARY)")) return 2;
-  if (mpi && !preload(mpi_library(), false, "--mpi: libdftrace_mpi.so (set DFTRACE_MPI_LIBRARY)"))
-    return 2;
-  if (!summary) {
-    ::execvp(cmd[0], cmd.data());
-    error_line(std::string("run: can not run '") + cmd[0] + "': " + std::strerror(errno));
-    return 127;
-  }
-  // With a summary: CMD runs as a child; signals reach it (pass_on), then the summary is
-  // printed and CMD's status returned (or the signal that ended it raised again).
+  if (p.io && !preload(io_library(), true, "libdftrace_io.so (set DFTRACE_IO_LIBRARY)"))
+    return false;
+  return !p.mpi ||
+         preload(mpi_library(), false, "--mpi: libdftrace_mpi.so (set DFTRACE_MPI_LIBRARY)");
+}
+
+// CMD as a child whose end is waited for; signals reach it (pass_on), then the summary is
+// printed and CMD's status returned (or the signal that ended it raised again).
+int run_with_summary(run_plan &p) {
   const pid_t child = ::fork();
   if (child < 0) {
     error_line(std::string("run: fork: ") + std::strerror(errno));
     return 127;
   }
   if (child == 0) {
-    ::execvp(cmd[0], cmd.data());
-    error_line(std::string("run: can not run '") + cmd[0] + "': " + std::strerror(errno));
+    ::execvp(p.cmd[0], p.cmd.data());
+    error_line(std::string("run: can not run '") + p.cmd[0] + "': " + std::strerror(errno));
     _exit(127);
   }
   g_child = child;
@@ -231,8 +210,8 @@ int cmd_run(int argc, char **argv) {
   int st = 0;
   while (::waitpid(child, &st, 0) < 0 && errno == EINTR) {
   }
-  const char *p = std::getenv("DFTRACE_LOG_FILE");
-  summarize(p && *p ? p : "./trace", child);
+  const char *prefix = std::getenv("DFTRACE_LOG_FILE");
+  summarize(prefix && *prefix ? prefix : "./trace", child);
   if (WIFSIGNALED(st)) {
     const int sig = WTERMSIG(st);
     ::signal(sig, SIG_DFL);
@@ -240,6 +219,17 @@ int cmd_run(int argc, char **argv) {
     return 128 + sig;         // a signal that does not end the process (none of the above)
   }
   return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+}
+
+}  // namespace
+
+int cmd_run(const args_t &a) {
+  run_plan p;
+  if (!plan_run(a, &p) || !set_environment(p)) return 2;
+  if (p.summary) return run_with_summary(p);
+  ::execvp(p.cmd[0], p.cmd.data());
+  error_line(std::string("run: can not run '") + p.cmd[0] + "': " + std::strerror(errno));
+  return 127;
 }
 
 }  // namespace dftrace::tools

@@ -20,8 +20,10 @@
 #include <string>
 #include <vector>
 
+#include "args.hpp"
 #include "base/gzip_member.hpp"
-#include "common.hpp"
+#include "commands.hpp"
+#include "inputs.hpp"
 #include "reader/trace_reader.hpp"
 
 namespace dftrace::tools {

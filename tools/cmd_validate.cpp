@@ -8,7 +8,11 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "common.hpp"
+#include "args.hpp"
+#include "commands.hpp"
+#include "inputs.hpp"
+#include "lines.hpp"
+#include "progress.hpp"
 #include "reader/aggregated.hpp"
 #include "reader/json_string.hpp"
 
@@ -138,6 +142,121 @@ void need_string(check_result &r, uint32_t ln, const jvalue &v, const char *key)
   }
 }
 
+// The fields every line needs, by its phase.
+void check_fields(check_result &r, uint32_t cur, const parsed_line &pl, char ph, time_unit unit) {
+  if (pl.ph.type != jtype::number || !ph) need_string(r, cur, pl.ph, "ph");
+  need_string(r, cur, pl.name, "name");
+  if (ph != 'M') need_string(r, cur, pl.cat, "cat");
+  need_number(r, cur, pl.pid, "pid", true, false);
+  need_number(r, cur, pl.tid, "tid", true, false);
+  if (pl.args.present() && pl.args.type != jtype::object)
+    r.findings.push_back({cur, true, "type", "\"args\" is not an object"});
+  std::string ph_buf;
+  if (ph && pl.ph.type == jtype::string && detail::string_text(pl.ph, &ph_buf).size() != 1)
+    r.findings.push_back({cur, true, "type", "\"ph\" is not one character"});
+  switch (ph) {
+    case 'X':  // a trace in integer nanoseconds has no fractions
+      need_number(r, cur, pl.ts, "ts", unit == time_unit::ns, false);
+      need_number(r, cur, pl.dur, "dur", unit == time_unit::ns, false);
+      break;
+    case 'C':
+      need_number(r, cur, pl.ts, "ts", false, false);
+      if (pl.id.present())
+        r.findings.push_back({cur, true, "counter-id",
+                              "counter with an \"id\" (Perfetto makes one track per sample)"});
+      if (!pl.args.present())
+        r.findings.push_back({cur, true, "missing", "counter without \"args\""});
+      break;
+    case 'i':
+    case 'I':
+    case 'B':
+    case 'E':
+    case 'b':
+    case 'e':
+    case 'n': need_number(r, cur, pl.ts, "ts", false, false); break;
+    case 'A':  // DFTracer 2.x's aggregated record: a count and per-field min/max/sum
+      need_number(r, cur, pl.ts, "ts", unit == time_unit::ns, false);
+      if (!pl.arg_value("dft_cnt"))
+        r.findings.push_back({cur, true, "missing", "aggregated record without args.dft_cnt"});
+      break;
+    case 'M': break;
+    case 0: break;
+    default:
+      r.findings.push_back({cur, false, "ph", "unknown \"ph\" " + std::string(pl.ph.text)});
+      break;
+  }
+  if (!r.quoted_keys.empty()) {
+    r.findings.push_back(
+        {cur, false, "quoted",
+         "numbers in quotes (" + r.quoted_keys + "): older DFTracer; Perfetto drops such events"});
+    r.quoted_keys.clear();
+  }
+}
+
+// A hash definition's value, kept to check that every use comes after one.
+void note_definition(check_result &r, uint32_t cur, const parsed_line &pl) {
+  if (!detail::text_equals(pl.name, "HH") && !detail::text_equals(pl.name, "SH") &&
+      !detail::text_equals(pl.name, "FH"))
+    return;
+  const jvalue *v = pl.arg_value("value");
+  if (!v || (v->type != jtype::number && v->type != jtype::string)) {
+    r.findings.push_back(
+        {cur, true, "hash", std::string(pl.name.text) + " line without a hash \"value\""});
+  } else {
+    r.defs.emplace_back(std::string(v->text), cur);
+    if (v->type == jtype::string) r.dftracer_mark = true;  // dftrace writes integers
+  }
+}
+
+// A line's part in its process's span: the start or end event, or any other event (aggregated
+// records, also DFTracer 2.0.2's counter form, stand for intervals that may begin before the
+// process did: not counted). Notes who wrote the trace from the start event.
+bool span_of(check_result &r, uint32_t cur, const parsed_line &pl, char ph, uint64_t ts,
+             time_unit unit, pid_span *one) {
+  if (ph == 'M' || !ph || ph == 'A' || (ph == 'C' && detail::is_counter_aggregate(pl)))
+    return false;
+  const bool ours = ph == 'X' && detail::text_equals(pl.cat, "dftracer");
+  if (ours && detail::text_equals(pl.name, "start")) {
+    if (pl.arg_value("timer_source")) r.dftrace_mark = true;
+    const jvalue *ver = pl.arg_value("version");
+    if (ver && (ver->type == jtype::number ||
+                (ver->type == jtype::string && !ver->text.empty() && ver->text[0] == 'v')))
+      r.dftracer_mark = true;
+    one->has_start = true;
+    one->start_ts = ts;
+    one->start_line = cur + 1;
+  } else if (ours && detail::text_equals(pl.name, "end")) {
+    one->has_end = true;
+    one->end_ts = ts;
+    one->end_line = cur + 1;
+  } else {
+    uint64_t dur = 0;
+    if (ph == 'X' && pl.dur.present()) detail::value_ns(pl.dur, unit, &dur);
+    one->any = true;
+    one->first_ts = ts;
+    one->last_end = ts + std::min<uint64_t>(dur, UINT64_MAX - ts);
+    one->first_line = one->last_line = cur + 1;
+  }
+  return true;
+}
+
+// Where the structure of the file shows: blank lines, the first line, '[' and ']'. True when
+// the line is structure only (nothing more to check).
+bool note_structure(check_result &r, uint32_t cur, std::string_view t) {
+  if (t.empty()) return true;
+  if (r.first_nonblank < 0) {
+    r.first_nonblank = cur;
+    r.first_nonblank_text = t;
+  }
+  if (r.close_line >= 0 && r.after_close < 0) r.after_close = cur;
+  r.last_nonblank = cur;
+  r.last_nonblank_text = t;
+  if (t == "]" && r.close_line < 0) r.close_line = cur;
+  return t == "[" || t == "]";
+}
+
+// The worker: a block's lines checked one by one, with what the consumer needs to check
+// across blocks (structure, hash definitions and uses, ids, spans).
 void check_block(detail::text_block &b, time_unit unit) {
   auto r = std::make_unique<check_result>();
   parsed_line pl;
@@ -149,20 +268,7 @@ void check_block(detail::text_block &b, time_unit unit) {
   std::string_view span_pid;
   detail::for_each_line(b.text, [&](std::string_view line) {
     const uint32_t cur = ln++;
-    const std::string_view t = trim(line);
-    if (t.empty()) return true;
-    if (r->first_nonblank < 0) {
-      r->first_nonblank = cur;
-      r->first_nonblank_text = t;
-    }
-    if (r->close_line >= 0 && r->after_close < 0) r->after_close = cur;
-    r->last_nonblank = cur;
-    r->last_nonblank_text = t;
-    if (t == "[") return true;
-    if (t == "]") {
-      if (r->close_line < 0) r->close_line = cur;
-      return true;
-    }
+    if (note_structure(*r, cur, trim(line))) return true;
     if (!detail::parse_line(line, pl)) {
       r->findings.push_back({cur, true, "json",
                              std::string("invalid JSON: ") + pl.error + " at column " +
@@ -173,65 +279,8 @@ void check_block(detail::text_block &b, time_unit unit) {
       r->findings.push_back({cur, true, "json", "a top-level key appears twice"});
     // "ph": a letter, or DFTracer 2.x's integer phase (1..4)
     const char ph = detail::phase(pl);
-    if (pl.ph.type != jtype::number || !ph) need_string(*r, cur, pl.ph, "ph");
-    need_string(*r, cur, pl.name, "name");
-    const bool meta = ph == 'M';
-    if (!meta) need_string(*r, cur, pl.cat, "cat");
-    need_number(*r, cur, pl.pid, "pid", true, false);
-    need_number(*r, cur, pl.tid, "tid", true, false);
-    if (pl.args.present() && pl.args.type != jtype::object)
-      r->findings.push_back({cur, true, "type", "\"args\" is not an object"});
-    std::string ph_buf;
-    if (ph && pl.ph.type == jtype::string && detail::string_text(pl.ph, &ph_buf).size() != 1)
-      r->findings.push_back({cur, true, "type", "\"ph\" is not one character"});
-    switch (ph) {
-      case 'X':  // a trace in integer nanoseconds has no fractions
-        need_number(*r, cur, pl.ts, "ts", unit == time_unit::ns, false);
-        need_number(*r, cur, pl.dur, "dur", unit == time_unit::ns, false);
-        break;
-      case 'C':
-        need_number(*r, cur, pl.ts, "ts", false, false);
-        if (pl.id.present())
-          r->findings.push_back({cur, true, "counter-id",
-                                 "counter with an \"id\" (Perfetto makes one track per sample)"});
-        if (!pl.args.present())
-          r->findings.push_back({cur, true, "missing", "counter without \"args\""});
-        break;
-      case 'i':
-      case 'I':
-      case 'B':
-      case 'E':
-      case 'b':
-      case 'e':
-      case 'n': need_number(*r, cur, pl.ts, "ts", false, false); break;
-      case 'A':  // DFTracer 2.x's aggregated record: a count and per-field min/max/sum
-        need_number(*r, cur, pl.ts, "ts", unit == time_unit::ns, false);
-        if (!pl.arg_value("dft_cnt"))
-          r->findings.push_back({cur, true, "missing", "aggregated record without args.dft_cnt"});
-        break;
-      case 'M': break;
-      case 0: break;
-      default:
-        r->findings.push_back({cur, false, "ph", "unknown \"ph\" " + std::string(pl.ph.text)});
-        break;
-    }
-    if (!r->quoted_keys.empty()) {
-      r->findings.push_back({cur, false, "quoted",
-                             "numbers in quotes (" + r->quoted_keys +
-                                 "): older DFTracer; Perfetto drops such events"});
-      r->quoted_keys.clear();
-    }
-    if (meta && (detail::text_equals(pl.name, "HH") || detail::text_equals(pl.name, "SH") ||
-                 detail::text_equals(pl.name, "FH"))) {
-      const jvalue *v = pl.arg_value("value");
-      if (!v || (v->type != jtype::number && v->type != jtype::string)) {
-        r->findings.push_back(
-            {cur, true, "hash", std::string(pl.name.text) + " line without a hash \"value\""});
-      } else {
-        r->defs.emplace_back(std::string(v->text), cur);
-        if (v->type == jtype::string) r->dftracer_mark = true;  // dftrace writes integers
-      }
-    }
+    check_fields(*r, cur, pl, ph, unit);
+    if (ph == 'M') note_definition(*r, cur, pl);
     refs.clear();
     hash_refs(pl, &refs);
     for (auto v : refs) {
@@ -243,47 +292,18 @@ void check_block(detail::text_block &b, time_unit unit) {
       recent_refs[recent_next++ & 7] = v;
     }
     int64_t id = 0;
-    if (pl.id.present() && ph != 'C') {
-      if (detail::value_i64(pl.id, &id)) {
-        r->ids.emplace_back(static_cast<uint64_t>(id), cur);
-      }
-    }
+    if (pl.id.present() && ph != 'C' && detail::value_i64(pl.id, &id))
+      r->ids.emplace_back(static_cast<uint64_t>(id), cur);
     uint64_t ts = 0;  // ns
-    if (pl.ts.present() && detail::value_ns(pl.ts, unit, &ts)) {
-      r->ts_range.add_ts(ts / 1000, r->any_ts);  // DT fields hold epoch microseconds
-      // The process's span (aggregated records, also DFTracer 2.0.2's counter form, stand for
-      // intervals that may begin before the process did).
-      if (!meta && ph && ph != 'A' && !(ph == 'C' && detail::is_counter_aggregate(pl))) {
-        pid_span one;
-        const bool ours = ph == 'X' && detail::text_equals(pl.cat, "dftracer");
-        if (ours && detail::text_equals(pl.name, "start")) {
-          if (pl.arg_value("timer_source")) r->dftrace_mark = true;
-          const jvalue *ver = pl.arg_value("version");
-          if (ver && (ver->type == jtype::number ||
-                      (ver->type == jtype::string && !ver->text.empty() && ver->text[0] == 'v')))
-            r->dftracer_mark = true;
-          one.has_start = true;
-          one.start_ts = ts;
-          one.start_line = cur + 1;
-        } else if (ours && detail::text_equals(pl.name, "end")) {
-          one.has_end = true;
-          one.end_ts = ts;
-          one.end_line = cur + 1;
-        } else {
-          uint64_t dur = 0;
-          if (ph == 'X' && pl.dur.present()) detail::value_ns(pl.dur, unit, &dur);
-          one.any = true;
-          one.first_ts = ts;
-          one.last_end = ts + std::min<uint64_t>(dur, UINT64_MAX - ts);
-          one.first_line = one.last_line = cur + 1;
-        }
-        if (!span || pl.pid.text != span_pid) {  // consecutive lines mostly share the pid
-          span = &r->spans[std::string(pl.pid.text)];
-          span_pid = pl.pid.text;
-        }
-        span->merge(one, 0);
-      }
+    if (!pl.ts.present() || !detail::value_ns(pl.ts, unit, &ts)) return true;
+    r->ts_range.add_ts(ts / 1000, r->any_ts);  // DT fields hold epoch microseconds
+    pid_span one;
+    if (!span_of(*r, cur, pl, ph, ts, unit, &one)) return true;
+    if (!span || pl.pid.text != span_pid) {  // consecutive lines mostly share the pid
+      span = &r->spans[std::string(pl.pid.text)];
+      span_pid = pl.pid.text;
     }
+    span->merge(one, 0);
     return true;
   });
   r->lines = ln;
@@ -319,6 +339,182 @@ struct reporter {
   }
 };
 
+// One file validated: the consumer's state across blocks, and the checks made once the whole
+// file was read.
+class file_check {
+ public:
+  file_check(const std::string &path, size_t max_per_kind) {
+    rep_.path = path;
+    rep_.max_per_kind = max_per_kind;
+  }
+  void run(detail::trace_file &f, const detail::read_options &opt);
+  const reporter &result() const { return rep_; }
+  uint64_t lines() const { return base_; }
+
+ private:
+  void fold(detail::text_block &b);
+  void check_dt(const detail::text_block &b, const check_result &r);
+  void check_structure(const check_result &r);
+  void check_hashes(const check_result &r);
+  void check_spans(bool own);
+  void check_ids(bool own);
+
+  reporter rep_;
+  uint64_t base_ = 0;  // lines before the current block
+  bool seen_first_ = false, closed_ = false, reported_after_close_ = false, json_lines_ = false;
+  uint64_t close_at_ = 0;
+  std::unordered_set<std::string> defined_, reported_hash_;
+  std::vector<std::pair<uint64_t, uint64_t>> ids_;  // (id, absolute line)
+  std::map<std::string, pid_span> spans_;
+  bool dftracer_mark_ = false, dftrace_mark_ = false;
+};
+
+// The member's DT field against its lines.
+void file_check::check_dt(const detail::text_block &b, const check_result &r) {
+  if (!b.part || b.part->kind != detail::planned_part::member) return;
+  const auto &dt = b.part->dt;
+  if (dt.lines != r.lines)
+    rep_.add(base_ + 1, true, "dt",
+             "member at byte " + std::to_string(b.in_offset) + ": DT field says " +
+                 std::to_string(dt.lines) + " lines, the member holds " + std::to_string(r.lines));
+  const uint64_t mn = r.any_ts ? r.ts_range.ts_min : 0, mx = r.any_ts ? r.ts_range.ts_max : 0;
+  if (dt.ts_min != mn || dt.ts_max != mx)
+    rep_.add(base_ + 1, true, "dt",
+             "member at byte " + std::to_string(b.in_offset) + ": DT field says ts " +
+                 std::to_string(dt.ts_min) + ".." + std::to_string(dt.ts_max) +
+                 ", its lines have " + std::to_string(mn) + ".." + std::to_string(mx));
+}
+
+// '[' first (or plain JSON lines, as DFTracer 2.x writes: no ']' expected), nothing after ']'.
+void file_check::check_structure(const check_result &r) {
+  if (!seen_first_ && r.first_nonblank >= 0) {
+    seen_first_ = true;
+    json_lines_ = r.first_nonblank_text != "[";
+  }
+  const auto after_close = [&](int64_t line) {
+    reported_after_close_ = true;
+    rep_.add(base_ + static_cast<uint64_t>(line) + 1, true, "structure",
+             "data after the closing ']' on line " + std::to_string(close_at_));
+  };
+  if (closed_ && !reported_after_close_ && r.first_nonblank >= 0) after_close(r.first_nonblank);
+  if (closed_ || r.close_line < 0) return;
+  closed_ = true;
+  close_at_ = base_ + static_cast<uint64_t>(r.close_line) + 1;
+  if (json_lines_)
+    rep_.add(close_at_, true, "structure", "a closing ']' in a file that did not open with '['");
+  if (r.after_close >= 0 && !reported_after_close_) after_close(r.after_close);
+}
+
+// Hashes: defined before first use, counting definitions earlier in this block.
+void file_check::check_hashes(const check_result &r) {
+  for (const auto &u : r.uses) {
+    const std::string key(u.first);
+    if (defined_.count(key) || reported_hash_.count(key)) continue;
+    bool earlier = false;
+    for (const auto &d : r.defs)
+      if (d.first == u.first && d.second <= u.second) earlier = true;
+    if (!earlier) {
+      reported_hash_.insert(key);
+      rep_.add(base_ + u.second + 1, true, "hash",
+               "hash " + key + " is used without an earlier HH/SH/FH definition");
+    }
+  }
+  for (const auto &d : r.defs) defined_.insert(d.first);
+}
+
+// The consumer: one block's findings numbered and its summaries folded in, in file order.
+void file_check::fold(detail::text_block &b) {
+  auto *r = static_cast<check_result *>(b.result.get());
+  for (const auto &i : b.issues)
+    rep_.add(base_ + r->lines, i.error, "gzip",
+             "byte " + std::to_string(i.offset) + ": " + i.message);
+  check_dt(b, *r);
+  if (b.partial_tail)
+    rep_.add(base_ + r->lines, true, "truncated", "the last line is cut short by the damage above");
+  check_structure(*r);
+  for (const auto &lf : r->findings) rep_.add(base_ + lf.line + 1, lf.error, lf.kind, lf.message);
+  check_hashes(*r);
+  for (const auto &i : r->ids) ids_.emplace_back(i.first, base_ + i.second + 1);
+  for (const auto &kv : r->spans) spans_[kv.first].merge(kv.second, base_);
+  dftracer_mark_ = dftracer_mark_ || r->dftracer_mark;
+  dftrace_mark_ = dftrace_mark_ || r->dftrace_mark;
+  base_ += r->lines;
+}
+
+// Every event of a process lies inside its start..end events (one finding per side).
+void file_check::check_spans(bool own) {
+  for (const auto &kv : spans_) {
+    const pid_span &sp = kv.second;
+    if (!sp.any) continue;
+    if (sp.has_start && sp.first_ts < sp.start_ts)
+      rep_.add(sp.first_line, own, "span",
+               "pid " + kv.first + ": an event starts at ts " + us_text(sp.first_ts) + ", " +
+                   us_text(sp.start_ts - sp.first_ts) +
+                   " us before its process's start event (line " + std::to_string(sp.start_line) +
+                   ")");
+    if (sp.has_end && sp.last_end > sp.end_ts)
+      rep_.add(sp.last_line, own, "span",
+               "pid " + kv.first + ": an event ends at ts " + us_text(sp.last_end) + ", " +
+                   us_text(sp.last_end - sp.end_ts) + " us after its process's end event (line " +
+                   std::to_string(sp.end_line) + ")");
+  }
+}
+
+// Ids are unique. They are dense integers: a table of first lines over their range finds
+// duplicates in one pass; very sparse ids are sorted instead.
+void file_check::check_ids(bool own) {
+  auto dup = [&](uint64_t id, uint64_t line, uint64_t first) {
+    rep_.add(
+        line, own, "id",
+        "duplicate id " + std::to_string(id) + " (first on line " + std::to_string(first) + ")");
+  };
+  uint64_t lo = UINT64_MAX, hi = 0;
+  for (const auto &i : ids_) {
+    lo = std::min(lo, i.first);
+    hi = std::max(hi, i.first);
+  }
+  if (!ids_.empty() && hi - lo < std::max<uint64_t>(ids_.size() * 8, 1u << 20)) {
+    std::vector<uint64_t> first(static_cast<size_t>(hi - lo + 1), 0);
+    for (const auto &i : ids_) {
+      uint64_t &f = first[static_cast<size_t>(i.first - lo)];
+      if (f)
+        dup(i.first, i.second, f);
+      else
+        f = i.second;
+    }
+    return;
+  }
+  std::stable_sort(ids_.begin(), ids_.end(),
+                   [](const auto &x, const auto &y) { return x.first < y.first; });
+  for (size_t i = 1; i < ids_.size(); ++i)
+    if (ids_[i].first == ids_[i - 1].first) dup(ids_[i].first, ids_[i].second, ids_[i - 1].second);
+}
+
+void file_check::run(detail::trace_file &f, const detail::read_options &opt) {
+  progress bar("validate", f.size());
+  for (const auto &i : f.plan_issues())
+    rep_.add(0, i.error, "gzip", "byte " + std::to_string(i.offset) + ": " + i.message);
+  const time_unit unit = detail::header_time_unit(f);
+  auto work = [unit](detail::text_block &b) { check_block(b, unit); };
+  detail::for_each_block(f, opt, work, [&](detail::text_block &b) {
+    fold(b);
+    bar.add(b.in_bytes);
+    f.release(b.in_offset, b.in_bytes);
+  });
+  bar.done();
+  if (!closed_ && seen_first_ && !json_lines_)
+    rep_.add(base_, false, "structure",
+             "no closing ']' (the process did not finish; readers accept this)");
+  if (!seen_first_) rep_.add(0, true, "structure", "no lines at all");
+  // DFTracer breaks both span and id rules (2.0.2 without metadata repeats ids of nested
+  // regions; see docs/format.md section 4): in a trace that is not dftrace's own they are
+  // warnings.
+  const bool own = dftrace_mark_ || !dftracer_mark_;
+  check_spans(own);
+  check_ids(own);
+  rep_.finish();
+}
+
 }  // namespace
 
 int cmd_validate(const args_t &a) {
@@ -340,152 +536,15 @@ int cmd_validate(const args_t &a) {
   for (const auto &path : files) {
     detail::trace_file f;
     if (!open_trace(path, &f, &ok)) continue;
-    progress bar("validate", f.size());
-    reporter rep;
-    rep.path = path;
-    rep.max_per_kind = max_per_kind;
-    for (const auto &i : f.plan_issues())
-      rep.add(0, i.error, "gzip", "byte " + std::to_string(i.offset) + ": " + i.message);
-
-    uint64_t base = 0;  // lines before the current block
-    bool seen_first = false, closed = false, reported_after_close = false, json_lines = false;
-    uint64_t close_at = 0;
-    std::string last_text;
-    std::unordered_set<std::string> defined;
-    std::unordered_set<std::string> reported_hash;
-    std::vector<std::pair<uint64_t, uint64_t>> ids;  // (id, absolute line)
-    std::map<std::string, pid_span> spans;
-    bool dftracer_mark = false, dftrace_mark = false;
-    const time_unit unit = detail::header_time_unit(f);
-    auto work = [unit](detail::text_block &b) { check_block(b, unit); };
-    detail::for_each_block(f, opt, work, [&](detail::text_block &b) {
-      auto *r = static_cast<check_result *>(b.result.get());
-      for (const auto &i : b.issues)
-        rep.add(base + r->lines, i.error, "gzip",
-                "byte " + std::to_string(i.offset) + ": " + i.message);
-      if (b.part && b.part->kind == detail::planned_part::member) {
-        const auto &dt = b.part->dt;
-        if (dt.lines != r->lines)
-          rep.add(base + 1, true, "dt",
-                  "member at byte " + std::to_string(b.in_offset) + ": DT field says " +
-                      std::to_string(dt.lines) + " lines, the member holds " +
-                      std::to_string(r->lines));
-        const uint64_t mn = r->any_ts ? r->ts_range.ts_min : 0,
-                       mx = r->any_ts ? r->ts_range.ts_max : 0;
-        if (dt.ts_min != mn || dt.ts_max != mx)
-          rep.add(base + 1, true, "dt",
-                  "member at byte " + std::to_string(b.in_offset) + ": DT field says ts " +
-                      std::to_string(dt.ts_min) + ".." + std::to_string(dt.ts_max) +
-                      ", its lines have " + std::to_string(mn) + ".." + std::to_string(mx));
-      }
-      if (b.partial_tail)
-        rep.add(base + r->lines, true, "truncated",
-                "the last line is cut short by the damage above");
-      // Structure.
-      if (!seen_first && r->first_nonblank >= 0) {
-        // Without '[' the file is plain JSON lines, as DFTracer 2.x writes: no ']' expected.
-        seen_first = true;
-        json_lines = r->first_nonblank_text != "[";
-      }
-      if (closed && !reported_after_close && r->first_nonblank >= 0) {
-        reported_after_close = true;
-        rep.add(base + static_cast<uint64_t>(r->first_nonblank) + 1, true, "structure",
-                "data after the closing ']' on line " + std::to_string(close_at));
-      }
-      if (!closed && r->close_line >= 0) {
-        closed = true;
-        close_at = base + static_cast<uint64_t>(r->close_line) + 1;
-        if (json_lines)
-          rep.add(close_at, true, "structure",
-                  "a closing ']' in a file that did not open with '['");
-        if (r->after_close >= 0 && !reported_after_close) {
-          reported_after_close = true;
-          rep.add(base + static_cast<uint64_t>(r->after_close) + 1, true, "structure",
-                  "data after the closing ']' on line " + std::to_string(close_at));
-        }
-      }
-      // Findings of the lines.
-      for (const auto &lf : r->findings) rep.add(base + lf.line + 1, lf.error, lf.kind, lf.message);
-      // Hashes: defined before first use, counting definitions earlier in this block.
-      for (const auto &u : r->uses) {
-        const std::string key(u.first);
-        if (defined.count(key) || reported_hash.count(key)) continue;
-        bool earlier = false;
-        for (const auto &d : r->defs)
-          if (d.first == u.first && d.second <= u.second) earlier = true;
-        if (!earlier) {
-          reported_hash.insert(key);
-          rep.add(base + u.second + 1, true, "hash",
-                  "hash " + key + " is used without an earlier HH/SH/FH definition");
-        }
-      }
-      for (const auto &d : r->defs) defined.insert(d.first);
-      for (const auto &i : r->ids) ids.emplace_back(i.first, base + i.second + 1);
-      for (const auto &kv : r->spans) spans[kv.first].merge(kv.second, base);
-      dftracer_mark = dftracer_mark || r->dftracer_mark;
-      dftrace_mark = dftrace_mark || r->dftrace_mark;
-      base += r->lines;
-      bar.add(b.in_bytes);
-      f.release(b.in_offset, b.in_bytes);
-    });
-    bar.done();
-    if (!closed && seen_first && !json_lines)
-      rep.add(base, false, "structure",
-              "no closing ']' (the process did not finish; readers accept this)");
-    if (!seen_first) rep.add(0, true, "structure", "no lines at all");
-    // Every event of a process lies inside its start..end events (one finding per side), and
-    // ids are unique. DFTracer breaks both (2.0.2 without metadata repeats ids of nested
-    // regions; see docs/format.md section 4): in a trace that is not dftrace's own they are
-    // warnings.
-    const bool own = dftrace_mark || !dftracer_mark;
-    for (const auto &kv : spans) {
-      const pid_span &sp = kv.second;
-      if (!sp.any) continue;
-      if (sp.has_start && sp.first_ts < sp.start_ts)
-        rep.add(sp.first_line, own, "span",
-                "pid " + kv.first + ": an event starts at ts " + us_text(sp.first_ts) + ", " +
-                    us_text(sp.start_ts - sp.first_ts) +
-                    " us before its process's start event (line " + std::to_string(sp.start_line) +
-                    ")");
-      if (sp.has_end && sp.last_end > sp.end_ts)
-        rep.add(sp.last_line, own, "span",
-                "pid " + kv.first + ": an event ends at ts " + us_text(sp.last_end) + ", " +
-                    us_text(sp.last_end - sp.end_ts) + " us after its process's end event (line " +
-                    std::to_string(sp.end_line) + ")");
-    }
-    // Ids are dense integers: a table of first lines over their range finds duplicates in
-    // one pass; very sparse ids are sorted instead.
-    uint64_t lo = UINT64_MAX, hi = 0;
-    for (const auto &i : ids) {
-      lo = std::min(lo, i.first);
-      hi = std::max(hi, i.first);
-    }
-    if (!ids.empty() && hi - lo < std::max<uint64_t>(ids.size() * 8, 1u << 20)) {
-      std::vector<uint64_t> first(static_cast<size_t>(hi - lo + 1), 0);
-      for (const auto &i : ids) {
-        uint64_t &f = first[static_cast<size_t>(i.first - lo)];
-        if (f)
-          rep.add(i.second, own, "id",
-                  "duplicate id " + std::to_string(i.first) + " (first on line " +
-                      std::to_string(f) + ")");
-        else
-          f = i.second;
-      }
-    } else {
-      std::stable_sort(ids.begin(), ids.end(),
-                       [](const auto &x, const auto &y) { return x.first < y.first; });
-      for (size_t i = 1; i < ids.size(); ++i)
-        if (ids[i].first == ids[i - 1].first)
-          rep.add(ids[i].second, own, "id",
-                  "duplicate id " + std::to_string(ids[i].first) + " (first on line " +
-                      std::to_string(ids[i - 1].second) + ")");
-    }
-    rep.finish();
+    file_check check(path, max_per_kind);
+    check.run(f, opt);
+    const reporter &rep = check.result();
     total_errors += rep.errors;
     total_warnings += rep.warnings;
     if (!quiet || rep.errors) {
-      std::string s = path + ": " + std::to_string(base) + " lines, " + std::to_string(rep.errors) +
-                      " errors, " + std::to_string(rep.warnings) + " warnings\n";
+      std::string s = path + ": " + std::to_string(check.lines()) + " lines, " +
+                      std::to_string(rep.errors) + " errors, " + std::to_string(rep.warnings) +
+                      " warnings\n";
       fwrite(s.data(), 1, s.size(), stdout);
     }
   }

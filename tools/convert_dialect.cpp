@@ -7,8 +7,12 @@
 #include <memory>
 #include <string>
 
+#include "args.hpp"
 #include "base/format.hpp"
-#include "common.hpp"
+#include "convert.hpp"
+#include "inputs.hpp"
+#include "lines.hpp"
+#include "output/member_stream.hpp"
 #include "reader/aggregated.hpp"
 #include "reader/json_string.hpp"
 
@@ -113,6 +117,58 @@ struct dialect_result : detail::block_result {
   uint64_t lines = 0, skipped = 0;
 };
 
+// The fields before "ph": the id (where the dialect keeps one), name, cat, type (typed), pid,
+// tid, ts and dur (complete events).
+void put_fields(std::string &o, const parsed_line &pl, char ph, bool typed, bool complete) {
+  o += '{';
+  if (pl.id.present() && (complete || (!typed && ph != 'C' && ph != 'A'))) {
+    o += "\"id\":";
+    put_value(o, pl.id);
+    o += ',';
+  }
+  o += "\"name\":\"";
+  o.append(pl.name.text);
+  o += "\",\"cat\":";
+  if (pl.cat.present())
+    put_value(o, pl.cat);
+  else
+    o += "\"dftracer\"";
+  if (typed) {
+    o += ",\"type\":";
+    o += std::to_string(layer_of(pl.cat.text));
+  }
+  put_field(o, ",\"pid\":", pl.pid);
+  put_field(o, ",\"tid\":", pl.tid);
+  if (ph != 'M' && pl.ts.present()) {
+    o += ",\"ts\":";
+    put_value(o, pl.ts);
+  }
+  if (complete) put_field(o, ",\"dur\":", pl.dur);
+}
+
+// "ph" as the dialect writes it: typed, an integer (1 complete, instants too: v2 has no
+// instant; 2 counter, 3 aggregated, 4 metadata); else the phase letter, and any other phase (a
+// quote, a backslash, a control character, however the input spelled it) quoted and escaped
+// anew, so that the line stays valid JSON.
+void put_phase(std::string &o, const parsed_line &pl, char ph, bool typed, bool complete,
+               bool a_as_c) {
+  o += ",\"ph\":";
+  if (typed) {
+    o += complete ? "1" : ph == 'C' ? "2" : ph == 'A' ? "3" : ph == 'M' ? "4" : "0";
+    return;
+  }
+  if (a_as_c)
+    o += "\"C\"";
+  else if ((ph >= 'A' && ph <= 'Z') || (ph >= 'a' && ph <= 'z'))
+    (o += '"', o += ph) += '"';
+  else
+    o += detail::json_quote(std::string_view(&ph, 1));
+  if ((ph == 'i' || ph == 'I') && pl.s.present()) {
+    o += ",\"s\":";
+    put_value(o, pl.s);
+  }
+}
+
 void rewrite_block(detail::text_block &b, dialect to, time_unit unit) {
   const bool to_v2 = to != dialect::dftrace;   // hashes as 16 hexadecimal characters
   const bool typed = to == dialect::v2_typed;  // integer ph and a type key
@@ -131,33 +187,9 @@ void rewrite_block(detail::text_block &b, dialect to, time_unit unit) {
     }
     const bool meta = ph == 'M';
     const bool complete = ph == 'X' || (typed && (ph == 'i' || ph == 'I'));
-    o += '{';
-    if (pl.id.present() && (complete || (!typed && ph != 'C' && ph != 'A'))) {
-      o += "\"id\":";
-      put_value(o, pl.id);
-      o += ',';
-    }
-    o += "\"name\":\"";
-    o.append(pl.name.text);
-    o += "\",\"cat\":";
-    if (pl.cat.present())
-      put_value(o, pl.cat);
-    else
-      o += "\"dftracer\"";
-    if (typed) {
-      o += ",\"type\":";
-      o += std::to_string(layer_of(pl.cat.text));
-    }
-    put_field(o, ",\"pid\":", pl.pid);
-    put_field(o, ",\"tid\":", pl.tid);
+    put_fields(o, pl, ph, typed, complete);
     uint64_t ts_ns = 0;
     const bool has_ts = !meta && pl.ts.present() && detail::value_ns(pl.ts, unit, &ts_ns);
-    if (!meta && pl.ts.present()) {
-      o += ",\"ts\":";
-      put_value(o, pl.ts);
-    }
-    if (complete) put_field(o, ",\"dur\":", pl.dur);
-    o += ",\"ph\":";
     // DFTracer 2.0.2 writes its aggregated records as counters that hold dur_min/_max/_sum and
     // `count`, the calls: an "A" record's dft_cnt is renamed so, unless a call's own argument
     // is named count (then dft_cnt stays, which dftrace's readers prefer).
@@ -169,23 +201,7 @@ void rewrite_block(detail::text_block &b, dialect to, time_unit unit) {
       if (detail::aggregated_calls(pl, unit, &calls, &sum))
         extra = "\"dur_sum\":" + (unit == time_unit::ns ? std::to_string(sum) : us_text(sum));
     }
-    if (typed) {
-      // 1 complete (instants too: v2 has no instant), 2 counter, 3 aggregated, 4 metadata
-      o += complete ? "1" : ph == 'C' ? "2" : ph == 'A' ? "3" : meta ? "4" : "0";
-    } else {
-      // The phase letter; any other phase (a quote, a backslash, a control character, however
-      // the input spelled it) quoted and escaped anew, so that the line stays valid JSON.
-      if (a_as_c)
-        o += "\"C\"";
-      else if ((ph >= 'A' && ph <= 'Z') || (ph >= 'a' && ph <= 'z'))
-        (o += '"', o += ph) += '"';
-      else
-        o += detail::json_quote(std::string_view(&ph, 1));
-      if ((ph == 'i' || ph == 'I') && pl.s.present()) {
-        o += ",\"s\":";
-        put_value(o, pl.s);
-      }
-    }
+    put_phase(o, pl, ph, typed, complete, a_as_c);
     // v2's end event says the unit of its times in cfg.time_metric.
     if (typed && ph == 'X' && detail::text_equals(pl.name, "end") &&
         detail::text_equals(pl.cat, "dftracer") && !pl.arg_value("cfg"))
@@ -221,7 +237,7 @@ int convert_dialect(const args_t &a, dialect to) {
   bool ok = true;
   const std::vector<std::string> files = input_files(a, "convert", &ok);
   if (files.empty()) return 2;
-  trace_writer w(out_path, tool_threads());
+  detail::member_stream w(out_path, tool_threads());
   if (!w.ok()) {
     error_line(w.error());
     return 1;

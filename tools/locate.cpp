@@ -1,4 +1,4 @@
-// locate.cpp: where the rest of dftrace is, beside this dftrace command (common.hpp).
+// locate.cpp: where the rest of dftrace is, beside this dftrace command.
 #include <glob.h>
 #include <limits.h>
 #include <unistd.h>
@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "common.hpp"
+#include "locate.hpp"
 
 namespace dftrace::tools {
 

@@ -16,8 +16,8 @@
 #include "config/config.hpp"
 #include "dftrace/dftrace.h"
 #include "dftrace/plugin.h"
+#include "output/output_file.hpp"
 #include "runtime/runtime.hpp"
-#include "writer/output_file.hpp"
 
 using dftrace::detail::json_quote;
 using dftrace::detail::node;

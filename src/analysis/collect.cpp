@@ -231,11 +231,10 @@ void name_call(const parsed_line &pl, char ph, uint64_t dur, detail::time_unit u
   n.total += sum;
 }
 
-// Counts a line by its phase; false for a line whose work ends there (metadata, whose caller
-// reads it, and an unknown phase).
-bool count_phase(char ph, line_counts &n) {
+// Counts a line by its phase; false for a phase the analysis does not know.
+bool count_phase(line_counts &n, char ph) {
   switch (ph) {
-    case 'M': ++n.metadata; return false;
+    case 'M': ++n.metadata; return true;
     case 'X': ++n.complete; return true;
     case 'C': ++n.counters; return true;
     case 'i':
@@ -245,16 +244,30 @@ bool count_phase(char ph, line_counts &n) {
   }
 }
 
-// A thread's complete event of class c from ts to end: a layered event, a step, an iteration.
-void add_to_thread(thread_events &te, const event_class &c, const parsed_line &pl, uint64_t ts,
-                   uint64_t end) {
-  if (c.layer != event_class::k_no_layer) {
-    if (te.layered.empty()) te.layered.emplace_back();
-    te.layered.back().push_back({ts, end, te.count++, c.layer});
+// The thread's events of a layer, steps and iterations (consecutive lines mostly share the
+// thread: the map is looked up only when it changes).
+struct thread_cursor {
+  thread_events *te = nullptr;
+  std::string_view last_tid;
+  std::string key;
+  void place(block_part *r, const parsed_line &pl, const event_class &c, uint64_t ts,
+             uint64_t end) {
+    if (!te || pl.tid.text != last_tid) {
+      key.assign(pl.pid.text);
+      key.push_back('\x1f');
+      key.append(pl.tid.text);
+      te = &r->threads[key];
+      last_tid = pl.tid.text;
+    }
+    if (c.layer != event_class::k_no_layer) {
+      if (te->layered.empty()) te->layered.emplace_back();
+      auto &v = te->layered.back();
+      v.push_back({ts, end, te->count++, c.layer});
+    }
+    if (c.step) te->steps.push_back(step_of(pl, ts, end));
+    if (c.iter) te->iters.push_back(step_of(pl, ts, end));
   }
-  if (c.step) te.steps.push_back(step_of(pl, ts, end));
-  if (c.iter) te.iters.push_back(step_of(pl, ts, end));
-}
+};
 
 }  // namespace
 
@@ -265,8 +278,8 @@ void scan_block(detail::text_block &b, detail::time_unit unit, const layer_table
   std::string key, names_key;
   io_scan_state io_state;
   process_facts *pf = nullptr;
-  thread_events *te = nullptr;
-  std::string_view last_pid, last_tid;
+  thread_cursor threads;
+  std::string_view last_pid;
   line_counts &n = r->counts;
   detail::for_each_line(b.whole_lines(), [&](std::string_view line) {
     ++n.lines;
@@ -281,12 +294,13 @@ void scan_block(detail::text_block &b, detail::time_unit unit, const layer_table
       key.assign(pl.pid.text);
       pf = &r->procs[key];
       last_pid = pl.pid.text;
-      te = nullptr;
+      threads.te = nullptr;
     }
     const bool is_end = pl.name.text == "end" && pl.cat.text == "dftracer";
     if (pl.id.present() && !is_end) ++pf->id_lines;
-    if (!count_phase(ph, n)) {
-      if (ph == 'M') metadata_line(pl, pf, r.get());
+    if (!count_phase(n, ph)) return true;
+    if (ph == 'M') {
+      metadata_line(pl, pf, r.get());
       return true;
     }
     uint64_t ts = 0, dur = 0;
@@ -321,15 +335,8 @@ void scan_block(detail::text_block &b, detail::time_unit unit, const layer_table
       name_call(pl, ph, dur, unit, *ce.names);
     }
     const event_class c = ce.c;
-    if (c.layer == event_class::k_no_layer && !c.step && !c.iter) return true;
-    if (!te || pl.tid.text != last_tid) {
-      key.assign(pl.pid.text);
-      key.push_back('\x1f');
-      key.append(pl.tid.text);
-      te = &r->threads[key];
-      last_tid = pl.tid.text;
-    }
-    add_to_thread(*te, c, pl, ts, end);
+    if (c.layer != event_class::k_no_layer || c.step || c.iter)
+      threads.place(r.get(), pl, c, ts, end);
     return true;
   });
   b.result = std::move(r);

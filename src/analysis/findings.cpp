@@ -245,17 +245,20 @@ observed checkpoint_steps(const analysis_result &r) {
 }
 
 observed measure(const std::string &metric, const analysis_result &r) {
-  if (metric == "bound_by.io") return bound_by(r, 2);
-  if (metric == "bound_by.data") return bound_by(r, 3);
-  if (metric == "bound_by.comm") return bound_by(r, 1);
-  if (metric == "bound_by.compute") return bound_by(r, 0);
-  if (metric == "bound_by.other") return bound_by(r, 4);
-  if (metric == "io.small_access_share") return small_accesses(r);
-  if (metric == "io.random_share") return random_access(r);
-  if (metric == "io.metadata_share") return metadata_share(r);
-  if (metric == "stragglers.share") return stragglers(r);
-  if (metric == "imbalance.p50") return imbalance(r);
-  if (metric == "checkpoint.steps") return checkpoint_steps(r);
+  // The layers' order in bound_by (analysis/analyze.hpp): compute, comm, io, data, other.
+  static const char *const k_bound[] = {"bound_by.compute", "bound_by.comm", "bound_by.io",
+                                        "bound_by.data", "bound_by.other"};
+  for (size_t layer = 0; layer < 5; ++layer)
+    if (metric == k_bound[layer]) return bound_by(r, layer);
+  static const std::pair<const char *, observed (*)(const analysis_result &)> k_metrics[] = {
+      {"io.small_access_share", small_accesses},
+      {"io.random_share", random_access},
+      {"io.metadata_share", metadata_share},
+      {"stragglers.share", stragglers},
+      {"imbalance.p50", imbalance},
+      {"checkpoint.steps", checkpoint_steps}};
+  for (const auto &m : k_metrics)
+    if (metric == m.first) return m.second(r);
   return observed();
 }
 

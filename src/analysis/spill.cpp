@@ -27,28 +27,41 @@ bool spill_store::open_file() {
   return true;
 }
 
+namespace {
+
+// All n bytes at offset `at`, written (pwrite) or read (pread); false with errno set (ENOSPC or
+// EIO when the call gave 0 bytes).
+template <typename Call, typename Ptr>
+bool whole(Call call, int fd, Ptr p, size_t n, uint64_t at, int zero_errno) {
+  while (n) {
+    const ssize_t k = call(fd, p, n, static_cast<off_t>(at));
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) {
+      if (k == 0) errno = zero_errno;
+      return false;
+    }
+    p += k;
+    at += static_cast<uint64_t>(k);
+    n -= static_cast<size_t>(k);
+  }
+  return true;
+}
+
+}  // namespace
+
 bool spill_store::write(const layered_event *ev, size_t n, uint64_t *offset) {
   if (failed_ || (fd_ < 0 && !open_file())) {
     failed_ = true;
     return false;
   }
-  const char *p = reinterpret_cast<const char *>(ev);
-  size_t left = n * sizeof(layered_event);
-  uint64_t at = size_;
-  while (left) {
-    const ssize_t w = ::pwrite(fd_, p, left, static_cast<off_t>(at));
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) {
-      error_ = std::strerror(w < 0 ? errno : ENOSPC);
-      failed_ = true;
-      return false;
-    }
-    p += w;
-    at += static_cast<uint64_t>(w);
-    left -= static_cast<size_t>(w);
+  const size_t bytes = n * sizeof(layered_event);
+  if (!whole(::pwrite, fd_, reinterpret_cast<const char *>(ev), bytes, size_, ENOSPC)) {
+    error_ = std::strerror(errno);
+    failed_ = true;
+    return false;
   }
   *offset = size_;
-  size_ = at;
+  size_ += bytes;
   return true;
 }
 
@@ -56,20 +69,9 @@ bool spill_store::read(uint64_t offset, size_t n, std::vector<layered_event> *ou
   const size_t old = out->size();
   out->resize(old + n);
   char *p = reinterpret_cast<char *>(out->data() + old);
-  size_t left = n * sizeof(layered_event);
-  uint64_t at = offset;
-  while (left) {
-    const ssize_t r = ::pread(fd_, p, left, static_cast<off_t>(at));
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) {
-      out->resize(old);
-      return false;
-    }
-    p += r;
-    at += static_cast<uint64_t>(r);
-    left -= static_cast<size_t>(r);
-  }
-  return true;
+  if (whole(::pread, fd_, p, n * sizeof(layered_event), offset, EIO)) return true;
+  out->resize(old);
+  return false;
 }
 
 }  // namespace dftrace::analysis

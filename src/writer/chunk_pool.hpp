@@ -11,6 +11,8 @@
 #include <thread>
 #include <vector>
 
+#include "base/lock_within.hpp"
+
 namespace dftrace::detail {
 
 // A block of whole binary records (record.hpp) written by one thread. Bytes below
@@ -41,17 +43,6 @@ struct chunk_range {
   chunk *c;
   uint32_t from, to;
 };
-
-// try_lock with a deadline, for the fatal-signal path: never wait forever on a lock that the
-// interrupted code may hold.
-inline bool lock_within(std::mutex &m, std::chrono::milliseconds limit) {
-  const auto end = std::chrono::steady_clock::now() + limit;
-  while (!m.try_lock()) {
-    if (std::chrono::steady_clock::now() > end) return false;
-    std::this_thread::yield();
-  }
-  return true;
-}
 
 // Thread-safe. Chunks of chunk_bytes are kept for reuse; a larger one (for one huge record) is
 // freed when it comes back.

@@ -1,6 +1,6 @@
 // member_builder.hpp: gathers a pass's lines into members of about member_bytes: metadata lines as
 // they come, records formatted into lines (record_format.cpp). Members are then compressed
-// (compressor_pool.hpp) and written in order (trace_file.hpp).
+// (output/compressor_pool.hpp) and written in order (output/output_file.hpp).
 #pragma once
 
 #include <algorithm>
@@ -11,26 +11,22 @@
 
 #include "base/char_buffer.hpp"
 #include "base/gzip_member.hpp"
+#include "output/member.hpp"
 #include "writer/aggregator.hpp"
 #include "writer/chunk_pool.hpp"
 #include "writer/record.hpp"
 
 namespace dftrace::detail {
 
-// One member of a pass: its text, what its DT field says, and its compressed form.
-struct member {
-  char_buffer text;
-  member_stats stats;
-  bool has_ts = false;
+// One member of a pass (output/member.hpp), with what the writer counts and keeps.
+struct member : text_member {
   uint64_t events = 0;  // event lines (not metadata)
-  std::vector<char> out;
-  bool ok = false;  // compressed
   // Written to the file even in ring mode (metadata, aggregated records, the end line).
   bool kept = false;
 };
 
 // Used by one thread at a time (the writer's I/O lock). Buffers are reused from pass to pass.
-class member_builder {
+class member_builder final : public member_list {
  public:
   member_builder(size_t member_bytes, line_format format);
 
@@ -53,8 +49,8 @@ class member_builder {
     for (; i < open_; ++i) members_[i]->kept = true;
   }
   // Closed members of this pass, in order.
-  size_t closed() const { return open_; }
-  member &at(size_t i) { return *members_[i]; }
+  size_t closed() const override { return open_; }
+  member &at(size_t i) override { return *members_[i]; }
   // Starts the next pass (the closed members were written).
   void next_pass();
   // The line format: pid and precision (the writer's end line uses it too).

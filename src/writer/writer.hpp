@@ -17,11 +17,11 @@
 #include <vector>
 
 #include "base/gzip_member.hpp"
+#include "output/compressor_pool.hpp"
+#include "output/output_file.hpp"
 #include "writer/chunk_pool.hpp"
-#include "writer/compressor_pool.hpp"
 #include "writer/member_builder.hpp"
 #include "writer/member_ring.hpp"
-#include "writer/output_file.hpp"
 #include "writer/record.hpp"
 #include "writer/trace_lines.hpp"
 

@@ -15,10 +15,10 @@
 #include <vector>
 
 #include "base/gzip_member.hpp"
+#include "output/output_file.hpp"
 #include "trace_support.hpp"
 #include "writer/chunk_pool.hpp"
 #include "writer/member_builder.hpp"
-#include "writer/output_file.hpp"
 #include "writer/trace_lines.hpp"
 #include "writer/writer.hpp"
 

@@ -1,5 +1,5 @@
 // output_file.cpp: creating, appending to, renaming and closing the trace file being written.
-#include "writer/output_file.hpp"
+#include "output/output_file.hpp"
 
 #include <fcntl.h>
 #include <sys/resource.h>
@@ -14,8 +14,8 @@
 #include <cstring>
 #include <new>
 
+#include "base/lock_within.hpp"
 #include "base/log.hpp"
-#include "writer/chunk_pool.hpp"  // lock_within
 
 namespace dftrace::detail {
 
@@ -243,6 +243,30 @@ bool output_file::open(bool quiet, const char *first, size_t first_n) {
   return true;
 }
 
+bool output_file::create(const std::string &path, std::string *why) {
+  tried_ = true;
+  planned_ = path;
+  {
+    std::lock_guard<std::mutex> lock(path_mutex_);
+    path_ = path;
+  }
+  const int fd = sys_open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0 || !sys_identity(fd, &dev_, &ino_, &size_)) {
+    *why = path + ": " + std::strerror(errno);
+    if (fd >= 0) sys_close(fd);
+    failed_ = true;
+    return false;
+  }
+  fd_ = fd;
+  open_ = true;
+  tool_ = true;
+  return true;
+}
+
+std::string output_file::failure() const {
+  return path() + ": write failed: " + (fail_what_ ? fail_what_ : std::strerror(fail_errno_));
+}
+
 bool output_file::adopt(int fd) {
   if (!sys_identity(fd, &dev_, &ino_, &size_)) {
     const int err = errno;
@@ -333,7 +357,9 @@ bool output_file::append(const char *p, size_t n, bool quiet) {
     }
   } unlock{fd_mutex_, locked};
   const auto fail = [&](const char *what, int err, bool room) {
-    if (!quiet && !failed_.load(std::memory_order_relaxed))
+    fail_errno_ = err;
+    fail_what_ = what;
+    if (!quiet && !tool_ && !failed_.load(std::memory_order_relaxed))
       log(log_level::error,
           "writing '%s' failed: %s; later events are counted as dropped, the file keeps every "
           "member written before",

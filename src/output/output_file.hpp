@@ -1,6 +1,8 @@
-// output_file.hpp: the trace file being written: created at first use without following or
-// replacing anything, kept at a high descriptor that is not the application's, appended to one
-// whole member at a time, renamed when the rank becomes known, closed. It knows bytes.
+// output_file.hpp: a trace file being written. A traced process's file is created at first use
+// without following or replacing anything, kept at a high descriptor that is not the
+// application's, appended to one whole member at a time, renamed when the rank becomes known,
+// closed. A tool's output file (create()) is made or truncated where the user said. It knows
+// bytes.
 #pragma once
 
 #include <sys/types.h>
@@ -42,6 +44,10 @@ class output_file {
   // and `quiet` (the fatal-signal path may open the file). With `first` (the header's member),
   // the file holds those bytes from the moment it has its name (never seen empty by a reader).
   bool open(bool quiet = false, const char *first = nullptr, size_t first_n = 0);
+  // A tool's output: the file at `path` created, or truncated when it exists (as a shell's `>`
+  // does), and appended to like a trace file; it is not the process's trace file (g_trace_fd).
+  // On failure, *why is "PATH: reason" and false.
+  bool create(const std::string &path, std::string *why);
   bool is_open() const { return open_; }
   bool tried() const { return tried_; }
   const std::string &header() const { return header_; }
@@ -63,6 +69,8 @@ class output_file {
 
   std::string path() const;  // thread-safe
   bool failed() const { return failed_.load(std::memory_order_relaxed); }
+  // Why the last write failed ("PATH: reason"), for a tool's output (which logs nothing).
+  std::string failure() const;
 
   // release_trace_fd's work on this file.
   bool move_off(int fd);
@@ -94,6 +102,9 @@ class output_file {
   std::mutex fd_mutex_;  // a write against a move of the descriptor (release_trace_fd)
   bool tried_ = false;
   std::atomic<bool> failed_{false};
+  bool tool_ = false;                // create(): failures are said by the tool, not logged
+  int fail_errno_ = 0;               // the last failure's errno, or
+  const char *fail_what_ = nullptr;  // its reason
 };
 
 }  // namespace dftrace::detail

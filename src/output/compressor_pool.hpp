@@ -1,6 +1,6 @@
-// compressor_pool.hpp: compresses a pass's closed members into gzip members, on the calling
-// thread and, when a pass has several and more than one thread is allowed, on helper threads
-// started the first time they are needed.
+// compressor_pool.hpp: compresses a batch of closed members (member.hpp) into gzip members, on
+// the calling thread and, when a batch has several and more than one thread is allowed, on
+// helper threads started the first time they are needed.
 #pragma once
 
 #include <condition_variable>
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "base/gzip_member.hpp"
-#include "writer/member_builder.hpp"
+#include "output/member.hpp"
 
 namespace dftrace::detail {
 
@@ -26,7 +26,7 @@ class compressor_pool {
   // Sets each closed member's `out` and `ok`; helpers share the work when `parallel`. Never
   // throws: a member that can not be compressed (no memory) is not `ok`; helpers that can not
   // be started leave the work to the calling thread.
-  void compress(member_builder &b, bool parallel);
+  void compress(member_list &b, bool parallel);
   // The calling thread's encoder (the header's member).
   member_encoder &encoder() { return encoder_; }
   codec kind() const { return kind_; }
@@ -50,7 +50,7 @@ class compressor_pool {
   std::vector<std::unique_ptr<member_encoder>> helper_encoders_;
   std::mutex mutex_;
   std::condition_variable cv_, done_cv_;
-  member_builder *pass_ = nullptr;  // the pass being compressed
+  member_list *pass_ = nullptr;  // the batch being compressed
   uint64_t pass_no_ = 0;
   size_t count_ = 0;  // members in the pass
   int pending_ = 0;

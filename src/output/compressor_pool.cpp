@@ -1,5 +1,5 @@
-// compressor_pool.cpp: a pass's members compressed on the writer thread and its helpers.
-#include "writer/compressor_pool.hpp"
+// compressor_pool.cpp: a batch of members compressed on the calling thread and its helpers.
+#include "output/compressor_pool.hpp"
 
 #include <new>
 
@@ -10,7 +10,7 @@ namespace dftrace::detail {
 namespace {
 // One member compressed; false when it could not be (its events are then counted as dropped):
 // out of memory for the output never leaves the thread.
-bool encode_member(member_encoder &e, member &m) noexcept {
+bool encode_member(member_encoder &e, text_member &m) noexcept {
   try {
     m.out.clear();
     return e.encode(m.text.data(), m.text.size(), m.stats, m.out);
@@ -40,7 +40,7 @@ void compressor_pool::helper_run(size_t k) {
   uint64_t seen = 0;
   for (;;) {
     size_t count;
-    member_builder *b;
+    member_list *b;
     {
       std::unique_lock<std::mutex> lock(mutex_);
       cv_.wait(lock, [&] { return stop_ || pass_no_ != seen; });
@@ -51,7 +51,7 @@ void compressor_pool::helper_run(size_t k) {
     }
     const size_t stride = helpers_.size() + 1;
     for (size_t i = k + 1; i < count; i += stride) {
-      member &m = b->at(i);
+      text_member &m = b->at(i);
       m.ok = encode_member(*helper_encoders_[k], m);
     }
     {
@@ -62,7 +62,7 @@ void compressor_pool::helper_run(size_t k) {
   }
 }
 
-void compressor_pool::compress(member_builder &b, bool parallel) {
+void compressor_pool::compress(member_list &b, bool parallel) {
   const size_t count = b.closed();
   const int want_helpers = std::max(0, threads_ - 1);
   size_t stride = 1;
@@ -77,7 +77,7 @@ void compressor_pool::compress(member_builder &b, bool parallel) {
   }
   if (stride > 1) cv_.notify_all();
   for (size_t i = 0; i < count; i += stride) {
-    member &m = b.at(i);
+    text_member &m = b.at(i);
     m.ok = encode_member(encoder_, m);
   }
   if (stride > 1) {

@@ -1,0 +1,114 @@
+// stat.hpp: what dftrace stat adds up (cmd_stat.cpp) and reports (stat_report.cpp).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "reader/trace_reader.hpp"
+
+namespace dftrace::tools::stat {
+
+struct name_stats {
+  uint64_t count = 0;
+  uint64_t total = 0;
+  std::vector<uint64_t> durs;
+};
+
+struct span_stats {
+  uint64_t events = 0;
+  uint64_t ts_min = UINT64_MAX;
+  uint64_t end_max = 0;
+  void add(uint64_t ts, uint64_t end) {
+    ++events;
+    ts_min = std::min(ts_min, ts);
+    end_max = std::max(end_max, end);
+  }
+  void merge(const span_stats &o) {
+    events += o.events;
+    ts_min = std::min(ts_min, o.ts_min);
+    end_max = std::max(end_max, o.end_max);
+  }
+};
+
+// The data one file moved through one layer (POSIX, STDIO, MPIIO, H5): bytes, calls and the
+// time spent in them, reads and writes apart.
+struct io_stats {
+  uint64_t bytes[2] = {}, calls[2] = {}, ns[2] = {};  // [0] read, [1] write
+  void merge(const io_stats &o) {
+    for (int k = 0; k < 2; ++k) {
+      bytes[k] += o.bytes[k];
+      calls[k] += o.calls[k];
+      ns[k] += o.ns[k];
+    }
+  }
+};
+
+// What one block (or the whole run) adds up to. Keys are the text the values stand for (JSON
+// escapes decoded; an object or array in a hostile trace as its raw text).
+struct partial : detail::block_result {
+  uint64_t lines = 0;
+  uint64_t objects = 0;
+  uint64_t invalid = 0;
+  uint64_t by_ph[128] = {};
+  uint64_t dropped = 0;
+  uint64_t aggregated = 0;  // aggregated records (DFTracer 2.x), folded into by_name
+  uint64_t ts_min = UINT64_MAX;
+  uint64_t end_max = 0;
+  std::unordered_map<std::string, name_stats> names;  // cat '\x1f' name
+  std::unordered_map<std::string, span_stats> pids;
+  std::unordered_map<std::string, span_stats> threads;  // pid '\x1f' tid
+  std::unordered_map<std::string, std::string> ranks;   // pid -> rank
+  // The writer's budget and sample lines: kind '\x1f' name '\x1f' value (what it folded).
+  std::set<std::string> limits;
+  // The flight recorder's trigger lines: time '\x1f' pid '\x1f' source '\x1f' reason '\x1f'
+  // from '\x1f' after (the window each wrote).
+  std::set<std::string> triggers;
+  std::unordered_map<std::string, io_stats> io;        // cat '\x1f' fhash
+  std::unordered_map<std::string, std::string> files;  // fhash -> path (FH lines)
+
+  void merge(partial &o) {
+    lines += o.lines;
+    objects += o.objects;
+    invalid += o.invalid;
+    for (int i = 0; i < 128; ++i) by_ph[i] += o.by_ph[i];
+    dropped += o.dropped;
+    aggregated += o.aggregated;
+    ts_min = std::min(ts_min, o.ts_min);
+    end_max = std::max(end_max, o.end_max);
+    for (auto &kv : o.names) {
+      auto &d = names[kv.first];
+      d.count += kv.second.count;
+      d.total += kv.second.total;
+      if (d.durs.empty()) {
+        d.durs = std::move(kv.second.durs);
+      } else {
+        d.durs.insert(d.durs.end(), kv.second.durs.begin(), kv.second.durs.end());
+      }
+    }
+    for (auto &kv : o.pids) pids[kv.first].merge(kv.second);
+    for (auto &kv : o.threads) threads[kv.first].merge(kv.second);
+    for (auto &kv : o.ranks) ranks[kv.first] = kv.second;
+    limits.insert(o.limits.begin(), o.limits.end());
+    triggers.insert(o.triggers.begin(), o.triggers.end());
+    for (auto &kv : o.io) io[kv.first].merge(kv.second);
+    for (auto &kv : o.files) files.emplace(kv.first, std::move(kv.second));
+  }
+};
+
+// One input file: its bytes on disk and of text, its lines (counted, or from its DT fields)
+// and its members (with a DT field).
+struct file_summary {
+  std::string path;
+  uint64_t compressed = 0, text = 0, lines = 0;
+  size_t members = 0, dt_members = 0;
+  bool lines_from_dt = false;
+};
+
+// The report, as JSON (--json) or as text (--fast: no event counts).
+std::string report(partial &all, const std::vector<file_summary> &summaries, bool json, bool fast);
+
+}  // namespace dftrace::tools::stat
