@@ -29,13 +29,16 @@ LAYERS = {
     "src/config": ["src/base"],
     "src/tree": ["src/base"],
     "src/topology": ["src/base"],
+    # what /proc (and NVML) say about the process and the node: plain structs, no writer
+    "src/telemetry": ["src/base"],
     # the writer and the reader, side by side on the base
     "src/writer": ["src/base"],
     "src/reader": ["src/base"],
     # the analysis engine: on the reader (and the configuration's safe file reading)
     "src/analysis": ["src/base", "src/config", "src/reader"],
     # the event path
-    "src/runtime": ["src/base", "src/config", "src/tree", "src/topology", "src/writer"],
+    "src/runtime": ["src/base", "src/config", "src/tree", "src/topology", "src/telemetry",
+                    "src/writer"],
     # the faces
     "bindings/c": ["src/base", "src/config", "src/tree", "src/topology", "src/writer",
                    "src/runtime"],

@@ -22,6 +22,7 @@
 #include "runtime/command_line.hpp"
 #include "runtime/extensions.hpp"
 #include "runtime/nvtx_forward.hpp"
+#include "runtime/telemetry_sampler.hpp"
 #include "topology/topology.hpp"
 #include "writer/event_rules.hpp"
 
@@ -334,6 +335,7 @@ int runtime::init(const dftrace_options *options) {
     apply_recording_locked();
     forward_ = nvtx_forward::start(cfg_.nvtx_forward);
     start_extensions(cfg_);
+    telemetry_start(cfg_.telemetry_interval, telemetry_lock_path(cfg_, host_));
     return DFTRACE_OK;
   } catch (const std::exception &e) {
     // Off for good: said once, and no later call tries again (each first use on a thread
@@ -504,7 +506,10 @@ int runtime::finalize() {
   bool failed = false;
   // Components write what they still hold (GPU activity) while the trace is open; they call
   // back into the runtime, so this runs before the lock is taken.
-  if (initialized_.load()) stop_extensions();
+  if (initialized_.load()) {
+    telemetry_stop();  // its last sample, while the trace is open
+    stop_extensions();
+  }
   std::lock_guard<std::mutex> lock(init_mutex_);
   if (!initialized_.load()) return DFTRACE_OK;
   recording_.store(false);
@@ -1203,6 +1208,16 @@ void runtime::counter(node *n, std::string_view series, std::string_view json_va
                k_json_args);
 }
 
+void runtime::counter_members(node *n, std::string_view members) {
+  if (!n || !n->active.load(std::memory_order_relaxed) || members.empty()) return;
+  thread_state &ts = thread();
+  if (!ts.w) return;
+  const uint64_t now = tick_now();
+  ts.use_args.assign(members.data(), members.size());
+  write_record(ts, rec_type::counter, n, 0, now, now, ts.tid, 0, -1, ts.use_args, k_no_count,
+               k_json_args);
+}
+
 void runtime::metadata_line(std::string_view type, std::string_view name,
                             std::string_view json_value, bool with_hhash) {
   // Not recording: nothing, unless the environment enabled tracing and this is the first use.
@@ -1333,6 +1348,7 @@ void runtime::on_fork_child() {
     ts->cur = ts->buf.current.load(std::memory_order_relaxed);
     emit_thread_name(*ts, exec_);
   }
+  telemetry_fork_child();
 }
 
 }  // namespace dftrace::detail
