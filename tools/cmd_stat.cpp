@@ -12,6 +12,7 @@
 #include "common.hpp"
 #include "reader/aggregated.hpp"
 #include "reader/json_string.hpp"
+#include "stat_counters.hpp"
 
 namespace dftrace::tools {
 
@@ -78,6 +79,7 @@ struct partial : detail::block_result {
   std::set<std::string> triggers;
   std::unordered_map<std::string, io_stats> io;        // cat '\x1f' fhash
   std::unordered_map<std::string, std::string> files;  // fhash -> path (FH lines)
+  counter_map counters;                                // counter series (stat_counters.hpp)
 
   void merge(partial &o) {
     lines += o.lines;
@@ -105,6 +107,7 @@ struct partial : detail::block_result {
     triggers.insert(o.triggers.begin(), o.triggers.end());
     for (auto &kv : o.io) io[kv.first].merge(kv.second);
     for (auto &kv : o.files) files.emplace(kv.first, std::move(kv.second));
+    for (auto &kv : o.counters) counters[kv.first].merge(kv.second);
   }
 };
 
@@ -165,6 +168,7 @@ void scan_block(detail::text_block &b, time_unit unit) {
                          '\x1f' + arg("value") + '\x1f' + arg("from") + '\x1f' + arg("after"));
     }
     if (!f.has_ts || f.ph == 'M') return true;
+    if (f.ph == 'C') add_counter_line(pl, f.ts, &r->counters);
     const uint64_t end = f.ts + (f.has_dur ? f.dur : 0);
     r->ts_min = std::min(r->ts_min, f.ts);
     r->end_max = std::max(r->end_max, end);
@@ -492,6 +496,7 @@ int cmd_stat(const args_t &a) {
       }
       out += "}";
     }
+    out += "],\"counter_series\":[" + format_counters(all.counters, true);
     out += "],\"by_pid\":[";
     bool first = true;
     for (auto &kv : pids) {
@@ -586,6 +591,7 @@ int cmd_stat(const args_t &a) {
                "total", tb[0] / 1e6, "", mbps(tb[0], tn[0]), tb[1] / 1e6, "", mbps(tb[1], tn[1]));
       out += buf;
     }
+    out += format_counters(all.counters, false);
     if (!pids.empty()) {
       snprintf(buf, sizeof buf, "\n%-12s %-6s %-12s %10s %14s\n", "pid", "rank", "tid", "events",
                "span_s");

@@ -106,7 +106,8 @@ bool local_rank_zero() {
 // What one sampling thread keeps between samples.
 class sampler {
  public:
-  explicit sampler(bool forked) : forked_(forked), tick_hz_(static_cast<double>(sysconf(_SC_CLK_TCK))) {
+  explicit sampler(bool forked)
+      : forked_(forked), tick_hz_(static_cast<double>(sysconf(_SC_CLK_TCK))) {
     tree &t = runtime::get().nodes();
     sys_ = t.category("sys");
     process_ = t.child(sys_, "process");
@@ -136,7 +137,8 @@ class sampler {
           .num("cpu_system_s", static_cast<double>(p.system_ticks) / tick_hz_);
       const uint64_t ticks = p.user_ticks + p.system_ticks;
       if (last_ > 0 && now > last_ && ticks >= last_ticks_)
-        m_.num("cpu_pct", 100.0 * static_cast<double>(ticks - last_ticks_) / tick_hz_ / (now - last_));
+        m_.num("cpu_pct",
+               100.0 * static_cast<double>(ticks - last_ticks_) / tick_hz_ / (now - last_));
       last_ticks_ = ticks;
     }
     if (p.has_status)
@@ -204,8 +206,10 @@ class sampler {
       m_.num("MemAvailable", mi.available_kb).num("MemTotal", mi.total_kb);
       runtime::get().counter_members(memory_, m_.text());
     }
-    if (proc_.network(&devices_)) write_deltas(devices_, "net-", "bytes_recv", "bytes_sent", &net_before_);
-    if (proc_.disks(&devices_)) write_deltas(devices_, "disk-", "bytes_read", "bytes_written", &disk_before_);
+    if (proc_.network(&devices_))
+      write_deltas(devices_, "net-", "bytes_recv", "bytes_sent", &net_before_);
+    if (proc_.disks(&devices_))
+      write_deltas(devices_, "disk-", "bytes_read", "bytes_written", &disk_before_);
     if (gpu_open_ && gpu_.sample(&gpus_)) {
       for (const gpu_sample &g : gpus_) {
         m_.clear();

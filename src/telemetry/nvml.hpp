@@ -41,7 +41,7 @@ class nvml_probe {
   // The few NVML entry points used (signatures as NVML documents them; a device is a pointer).
   int (*shutdown_)() = nullptr;
   int (*handle_by_index_)(unsigned, void **) = nullptr;
-  int (*utilization_)(void *, unsigned *) = nullptr;  // nvmlUtilization_t: {gpu, memory}
+  int (*utilization_)(void *, unsigned *) = nullptr;       // nvmlUtilization_t: {gpu, memory}
   int (*memory_)(void *, unsigned long long *) = nullptr;  // nvmlMemory_t: {total, free, used}
 };
 

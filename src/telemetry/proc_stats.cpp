@@ -20,7 +20,8 @@ bool take_u64(std::string_view &s, uint64_t *out) {
   while (i < s.size() && is_space(s[i])) ++i;
   if (i == s.size() || s[i] < '0' || s[i] > '9') return false;
   uint64_t v = 0;
-  for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i) v = v * 10 + static_cast<uint64_t>(s[i] - '0');
+  for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i)
+    v = v * 10 + static_cast<uint64_t>(s[i] - '0');
   *out = v;
   s.remove_prefix(i);
   return true;
@@ -66,8 +67,8 @@ bool utilisation(const cpu_times &before, const cpu_times &after, cpu_utilisatio
     return a > b ? 100.0 * static_cast<double>(a - b) / all : 0.0;
   };
   out->user_pct = pct(before.user + before.nice, after.user + after.nice);
-  out->system_pct = pct(before.system + before.irq + before.softirq,
-                        after.system + after.irq + after.softirq);
+  out->system_pct =
+      pct(before.system + before.irq + before.softirq, after.system + after.irq + after.softirq);
   out->idle_pct = pct(before.idle, after.idle);
   out->iowait_pct = pct(before.iowait, after.iowait);
   out->busy_pct = 100.0 - out->idle_pct - out->iowait_pct;
@@ -130,7 +131,8 @@ bool parse_cpu_times(std::string_view text, cpu_times *out) {
   if (text.size() < 4 || text.compare(0, 4, "cpu ") != 0) return false;
   std::string_view s = text.substr(4);
   cpu_times t;
-  uint64_t *fields[] = {&t.user, &t.nice, &t.system, &t.idle, &t.iowait, &t.irq, &t.softirq, &t.steal};
+  uint64_t *fields[] = {&t.user,   &t.nice, &t.system,  &t.idle,
+                        &t.iowait, &t.irq,  &t.softirq, &t.steal};
   for (int k = 0; k < 4; ++k)  // user nice system idle: every kernel has them
     if (!take_u64(s, fields[k])) return false;
   for (int k = 4; k < 8; ++k)

@@ -14,7 +14,7 @@ namespace dftrace::detail::telemetry {
 // One process (/proc/<pid>/stat, status, io and fd). A field a file did not give stays 0 and
 // its `has_*` flag false (/proc/self/io is absent on kernels without task I/O accounting).
 struct process_sample {
-  uint64_t user_ticks = 0, system_ticks = 0;  // CPU time, in clock ticks (sysconf(_SC_CLK_TCK))
+  uint64_t user_ticks = 0, system_ticks = 0;   // CPU time, in clock ticks (sysconf(_SC_CLK_TCK))
   uint64_t rss_bytes = 0, peak_rss_bytes = 0;  // VmRSS, VmHWM
   uint64_t threads = 0;
   uint64_t voluntary_switches = 0, involuntary_switches = 0;
