@@ -257,6 +257,7 @@ bool g_forked = false;  // this process is a forked child of a sampling one
 
 void *thread_main(void *) {
   ++t_internal_thread;  // its reads are dftrace's, never the application's I/O
+  pthread_setname_np(pthread_self(), "dftrace-telem");  // findable (bench/telemetry_cost.sh)
   control &c = ctl();
   sampler *s = new (std::nothrow) sampler(g_forked);
   if (!s) return nullptr;

@@ -1,8 +1,12 @@
 /* nvml_stub.c: a stand-in for libnvidia-ml with the entry points the telemetry probe uses: two
  * devices whose readings are fixed (device i: utilisation 70 + i %, memory 10 + 2i %, 80 GiB of
  * which 2 + i GiB used). Only for tests/unit/telemetry on machines without NVIDIA's library. */
-typedef struct { unsigned gpu, memory; } stub_utilization;
-typedef struct { unsigned long long total, free, used; } stub_memory;
+typedef struct {
+  unsigned gpu, memory;
+} stub_utilization;
+typedef struct {
+  unsigned long long total, free, used;
+} stub_memory;
 
 static int devices[2];
 

@@ -85,14 +85,14 @@ TEST(TelemetryProc, NodeSnapshot) {
 
 TEST(TelemetryProc, PartitionsAreNotCountedTwice) {
   std::vector<device_bytes> d;
-  ASSERT_TRUE(parse_diskstats(
-      "   8       0 sda 10 0 100 0 20 0 200 0 0 0 0 0 0 0 0 0 0\n"
-      "   8       1 sda1 5 0 60 0 10 0 100 0 0 0 0 0 0 0 0 0 0\n"
-      " 259       0 nvme0n1 1 0 8 0 2 0 16 0 0 0 0\n"
-      " 259       1 nvme0n1p1 1 0 8 0 2 0 16 0 0 0 0\n"
-      " 253       0 dm-0 3 0 24 0 4 0 32 0 0 0 0\n"
-      "   7       0 loop0 1 0 2 0 0 0 0 0 0 0 0\n",
-      &d));
+  ASSERT_TRUE(
+      parse_diskstats("   8       0 sda 10 0 100 0 20 0 200 0 0 0 0 0 0 0 0 0 0\n"
+                      "   8       1 sda1 5 0 60 0 10 0 100 0 0 0 0 0 0 0 0 0 0\n"
+                      " 259       0 nvme0n1 1 0 8 0 2 0 16 0 0 0 0\n"
+                      " 259       1 nvme0n1p1 1 0 8 0 2 0 16 0 0 0 0\n"
+                      " 253       0 dm-0 3 0 24 0 4 0 32 0 0 0 0\n"
+                      "   7       0 loop0 1 0 2 0 0 0 0 0 0 0 0\n",
+                      &d));
   ASSERT_EQ(d.size(), 3u);
   EXPECT_EQ(d[0].name, "sda");
   EXPECT_EQ(d[0].in, 100u * 512);
