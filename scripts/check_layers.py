@@ -37,6 +37,8 @@ LAYERS = {
     # the output: members compressed on a pool of threads and appended to a file (the writer's
     # and the tools')
     "src/output": ["src/base"],
+    # what /proc (and NVML) say about the process and the node: plain structs, no writer
+    "src/telemetry": ["src/base"],
     # the writer and the reader, side by side on the base
     "src/writer": ["src/base", "src/output"],
     "src/reader": ["src/base"],
@@ -44,7 +46,7 @@ LAYERS = {
     "src/analysis": ["src/base", "src/config", "src/reader"],
     # the event path
     "src/runtime": ["src/base", "src/config", "src/tree", "src/topology", "src/output",
-                    "src/writer", PLUGIN_H],
+                    "src/telemetry", "src/writer", PLUGIN_H],
     # the faces
     "bindings/c": ["src/base", "src/config", "src/tree", "src/topology", "src/output",
                    "src/writer", "src/runtime", PLUGIN_H],

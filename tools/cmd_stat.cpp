@@ -194,6 +194,7 @@ void scan_block(detail::text_block &b, time_unit unit) {
       return true;
     }
     if (!f.has_ts) return true;
+    if (f.ph == 'C') add_counter_line(pl, f.ts, &r->counters);
     const uint64_t end = f.ts + (f.has_dur ? f.dur : 0);
     r->ts_min = std::min(r->ts_min, f.ts);
     r->end_max = std::max(r->end_max, end);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "reader/trace_reader.hpp"
+#include "stat_counters.hpp"
 
 namespace dftrace::tools::stat {
 
@@ -69,6 +70,7 @@ struct partial : detail::block_result {
   std::set<std::string> triggers;
   std::unordered_map<std::string, io_stats> io;        // cat '\x1f' fhash
   std::unordered_map<std::string, std::string> files;  // fhash -> path (FH lines)
+  counter_map counters;                                // counter series (stat_counters.hpp)
 
   void merge(partial &o) {
     lines += o.lines;
@@ -96,6 +98,7 @@ struct partial : detail::block_result {
     triggers.insert(o.triggers.begin(), o.triggers.end());
     for (auto &kv : o.io) io[kv.first].merge(kv.second);
     for (auto &kv : o.files) files.emplace(kv.first, std::move(kv.second));
+    for (auto &kv : o.counters) counters[kv.first].merge(kv.second);
   }
 };
 

@@ -186,6 +186,7 @@ void json_tables(const partial &all, const views &v, std::string &out) {
     }
     out += "}";
   }
+  out += "],\"counter_series\":[" + format_counters(all.counters, true);
   out += "],\"by_pid\":[";
   bool first = true;
   for (auto &kv : v.pids) {
@@ -333,6 +334,7 @@ std::string report(partial &all, const std::vector<file_summary> &summaries, boo
   text_head(all, summaries, v, out);
   text_names(v, out);
   text_io(v, out);
+  out += format_counters(all.counters, false);
   text_pids(all, v, out);
   return out;
 }

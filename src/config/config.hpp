@@ -70,7 +70,8 @@ struct config {
   uint64_t trigger_step_ns{};
   int trigger_signal{};
   double trigger_min_gap{};
-  bool nvtx_forward{};  // regions as NVTX ranges, instants as marks (runtime/nvtx_forward)
+  double telemetry_interval{};  // seconds between telemetry samples; 0: off (docs/telemetry.md)
+  bool nvtx_forward{};          // regions as NVTX ranges, instants as marks (runtime/nvtx_forward)
   bool signals{};
   bool atexit{};
   bool core_affinity{};

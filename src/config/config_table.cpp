@@ -438,6 +438,22 @@ void add_ring_keys(std::vector<entry> &v) {
   v.push_back(trigger_signal_key());
   v.push_back(
       duration_key("trigger.min_gap", "DFTRACE_TRIGGER_MIN_GAP", "10s", &config::trigger_min_gap));
+  v.push_back({{"telemetry.interval", "DFTRACE_TELEMETRY_INTERVAL", nullptr, "off"},
+               false,
+               [](config &c, const std::string &s, std::string &why) {
+                 const std::string m = lower(trim(s));
+                 double d = 0;
+                 if (m != "off" && m != "0" &&
+                     (!parse_duration(m, &d) || d < 0.01 || d > 86400)) {
+                   why = "is not 'off' or a duration from 10ms to 1 day (100ms, 1s)";
+                   return false;
+                 }
+                 c.telemetry_interval = d;
+                 return true;
+               },
+               [](const config &c) {
+                 return c.telemetry_interval > 0 ? to_text(c.telemetry_interval) + "s" : "off";
+               }});
 }
 
 // The keys of the process's set-up: NVTX, signals, exit, affinity, the log, thread ids.

@@ -570,6 +570,16 @@ void runtime::counter(node *n, std::string_view series, std::string_view json_va
                k_json_args);
 }
 
+void runtime::counter_members(node *n, std::string_view members) {
+  if (!n || !n->active.load(std::memory_order_relaxed) || members.empty()) return;
+  thread_state &ts = thread();
+  if (!ts.w) return;
+  const uint64_t now = tick_now();
+  ts.use_args.assign(members.data(), members.size());
+  write_record(ts, rec_type::counter, n, 0, now, now, ts.tid, 0, -1, ts.use_args, k_no_count,
+               k_json_args);
+}
+
 void runtime::metadata_line(std::string_view type, std::string_view name,
                             std::string_view json_value, bool with_hhash) {
   // Not recording: nothing, unless the environment enabled tracing and this is the first use.

@@ -9,6 +9,7 @@
 #include "base/log.hpp"
 #include "base/thread_role.hpp"
 #include "dftrace/dftrace.h"
+#include "runtime/telemetry_sampler.hpp"
 #include "runtime/extensions.hpp"
 #include "runtime/nvtx_forward.hpp"
 #include "runtime/runtime.hpp"
@@ -176,6 +177,7 @@ void runtime::start_recording_locked() {
   apply_recording_locked();
   forward_ = nvtx_forward::start(cfg_.nvtx_forward);
   start_extensions(cfg_);
+  telemetry_start(cfg_.telemetry_interval, telemetry_lock_path(cfg_, host_));
 }
 
 // ---------------------------------------------------------------- the writer
@@ -343,7 +345,10 @@ int runtime::finalize() {
   bool failed = false;
   // Components write what they still hold (GPU activity) while the trace is open; they call
   // back into the runtime, so this runs before the lock is taken.
-  if (initialized_.load()) stop_extensions();
+  if (initialized_.load()) {
+    telemetry_stop();  // its last sample, while the trace is open
+    stop_extensions();
+  }
   std::lock_guard<std::mutex> lock(init_mutex_);
   if (!initialized_.load()) return DFTRACE_OK;
   recording_.store(false);
@@ -470,6 +475,7 @@ void runtime::on_fork_child() {
     ts->cur = ts->buf.current.load(std::memory_order_relaxed);
     emit_thread_name(*ts, exec_);
   }
+  telemetry_fork_child();
 }
 
 }  // namespace dftrace::detail

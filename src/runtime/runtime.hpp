@@ -259,6 +259,8 @@ class runtime {
                          const dftrace_arg *args, size_t nargs);
   void track_name(int64_t track, std::string_view name);
   void counter(node *n, std::string_view series, std::string_view json_value);
+  // One counter line of several series: `members` is JSON object members ("a":1,"b":2.5).
+  void counter_members(node *n, std::string_view members);
   void mark(node *n, bool start);
   void metadata_line(std::string_view type, std::string_view name, std::string_view json_value,
                      bool with_hhash);

@@ -6,7 +6,8 @@
 The traces are read with dftrace.read (the C++ reader); the plots are drawn with matplotlib
 into inline SVG, so the file needs no network and no other file. Sections (each an HTML
 <section> with an id): overview, timeline, steps, categories, io (when the traces hold POSIX or
-STDIO events), mpi (when they hold MPI events), names, metadata.
+STDIO events), mpi (when they hold MPI events), telemetry (when they hold the counters of
+telemetry.interval), names, metadata.
 """
 import argparse
 import hashlib
@@ -310,6 +311,36 @@ def _mpi(df):
     return _svg(fig)
 
 
+# telemetry.interval's counters charted (docs/telemetry.md): (name, series, scale, axis title).
+_TELEMETRY = (("process", "cpu_pct", 1, "process CPU (%, 100 = one core)"),
+              ("process", "rss_bytes", 1e-6, "process resident memory (MB)"),
+              ("cpu", "busy_pct", 1, "node CPU busy (%)"),
+              ("memory", "MemAvailable", 1e-6, "node memory available (GB)"))
+
+
+def _telemetry(files, t0):
+    import matplotlib.pyplot as plt
+    from . import _read
+    df = _read.read(files, cat="sys", args=sorted({s for _, s, _, _ in _TELEMETRY}), threads=0)
+    df = df[df.ph == "C"] if len(df) else df
+    if df.empty:
+        return None
+    df = df.assign(who=_who(df))
+    fig, axes = plt.subplots(2, 2, figsize=(12, 6.5))
+    for ax, (name, series, scale, title) in zip(axes.flat, _TELEMETRY):
+        part = df[(df.name == name) & df[series].notna()]
+        whos = sorted(part.who.unique())[:_MAX_SERIES]
+        for w in whos:
+            mine = part[part.who == w].sort_values("ts")
+            ax.plot((mine.ts - t0) / 1e9, mine[series].astype(float) * scale, label=_label(w))
+        ax.set_title("%s: %s" % (_label(title), series), fontsize=9)
+        ax.set_xlabel("seconds since the first event", fontsize=8)
+        if whos:
+            ax.legend(fontsize=7)
+    fig.tight_layout()
+    return _svg(fig)
+
+
 def _names(df):
     ev = df[df.ph == "X"]
     g = ev.groupby(["cat", "name"], observed=True).dur
@@ -368,6 +399,7 @@ def build(paths, title=None):
     section("categories", "Time per category and name", _categories(df))
     section("io", "I/O", _io(df, t0, span))
     section("mpi", "MPI", _mpi(df))
+    section("telemetry", "System telemetry", _telemetry(files, t0))
     section("names", "Top names", _names(df))
     meta_rows = [(os.path.basename(f), df.attrs["time_units"].get(f, ""))
                  for f in files[:_MAX_LIST]]
