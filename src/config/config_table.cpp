@@ -443,8 +443,7 @@ void add_ring_keys(std::vector<entry> &v) {
                [](config &c, const std::string &s, std::string &why) {
                  const std::string m = lower(trim(s));
                  double d = 0;
-                 if (m != "off" && m != "0" &&
-                     (!parse_duration(m, &d) || d < 0.01 || d > 86400)) {
+                 if (m != "off" && m != "0" && (!parse_duration(m, &d) || d < 0.01 || d > 86400)) {
                    why = "is not 'off' or a duration from 10ms to 1 day (100ms, 1s)";
                    return false;
                  }

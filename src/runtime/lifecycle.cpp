@@ -9,11 +9,11 @@
 #include "base/log.hpp"
 #include "base/thread_role.hpp"
 #include "dftrace/dftrace.h"
-#include "runtime/telemetry_sampler.hpp"
 #include "runtime/extensions.hpp"
 #include "runtime/nvtx_forward.hpp"
 #include "runtime/runtime.hpp"
 #include "runtime/signals.hpp"
+#include "runtime/telemetry_sampler.hpp"
 #include "writer/event_rules.hpp"
 
 namespace dftrace::detail {
