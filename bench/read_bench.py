@@ -9,7 +9,7 @@ BASE=OTHER_BUILD_DIR measures dftrace.read and `dftrace stat` of that build too,
 rounds alternate between the two builds (each read in a child process that imports that
 build's package), so that a change is compared on a machine whose speed drifts. NO_DASK=1
 leaves out the Dask rows. THREADS=1 measures one thread only (default "1,2"): with REPEAT=8, the
-per-core figure of issue 15 as the best of eight alternating rounds on a shared machine."""
+per-core figure as the best of eight alternating rounds on a shared machine."""
 import gzip
 import json
 import os

@@ -52,9 +52,12 @@ LAYERS = {
                    "src/writer", "src/runtime", PLUGIN_H],
     "bindings/python": [],
     # dftrace._reader: the Python face of the trace reader (dftrace.read), like the tools
-    "bindings/python/ext/reader": ["src/base", "src/reader"],
+    # what the C++ extensions share (reading their Python arguments)
+    "bindings/python/ext/common": [],
+    "bindings/python/ext/reader": ["bindings/python/ext/common", "src/base", "src/reader"],
     # dftrace._analysis: the Python face of the analysis engine (dftrace.analyze)
-    "bindings/python/ext/analysis": ["src/base", "src/config", "src/reader", "src/analysis"],
+    "bindings/python/ext/analysis": ["bindings/python/ext/common", "src/base", "src/config",
+                                     "src/reader", "src/analysis"],
     "bindings/fortran": [],
     # the plug-ins (libdftrace_io, libdftrace_mpi, libdftrace_cupti): over the C ABI only, the
     # public headers and their private contract (plugin.h), and what they share

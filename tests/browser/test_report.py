@@ -1,4 +1,4 @@
-# test_report.py: `dftrace report` (issue 15): one self-contained HTML file, rendered in headless
+# test_report.py: `dftrace report`: one self-contained HTML file, rendered in headless
 # Debian chromium with the network cut off: every section present with its plots or tables, no
 # request leaves the file, no script error, and the page's screenshot is not blank.
 import gzip

@@ -1,5 +1,5 @@
 # test_speedscope.py: `dftrace convert --to perfetto` output opened in a real Chrome-trace viewer
-# (speedscope from npm) in headless Debian chromium (issue 18). What the viewer made of each
+# (speedscope from npm) in headless Debian chromium. What the viewer made of each
 # trace is read from its own Export, and must equal the trace: every event present, each
 # duration equal to the ns, the expected nesting depth, no importer warning. Screenshots are
 # kept in the build tree (printed paths).

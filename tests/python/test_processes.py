@@ -117,8 +117,8 @@ def test_plain_fork_child(runner):
 
 
 def test_keyboard_interrupt_writes_the_end_line(runner):
-    # Issue 17: an uncaught KeyboardInterrupt ended the process with no end line (Python raises
-    # SIGINT again after its own exit handlers, so the C exit handler never ran). SIGINT is
+    # An uncaught KeyboardInterrupt ends the process with its end line, although Python raises
+    # SIGINT again after its own exit handlers (the C exit handler does not run). SIGINT is
     # Python's own (KeyboardInterrupt): the library does not take it, so the end line does not
     # name it.
     code = """

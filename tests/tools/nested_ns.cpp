@@ -1,4 +1,4 @@
-// nested_ns.cpp: a real dftrace program for the exact-time tests (issue 18): THREADS threads,
+// nested_ns.cpp: a real dftrace program for the exact-time tests: THREADS threads,
 // each N parents of about 10 us (compute.step), each with a sub-microsecond child
 // (compute.forward) that begins with it. Usage: nested_ns N [THREADS]; tracing is enabled by
 // the environment (DFTRACE_ENABLE=1, DFTRACE_TIMER_PRECISION=ns).

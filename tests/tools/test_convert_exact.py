@@ -1,5 +1,5 @@
 # test_convert_exact.py: `dftrace convert --to perfetto` for viewers whose JSON numbers are
-# doubles (issue 18): times relative to the first event and exact to the ns, 64-bit integers as
+# doubles: times relative to the first event and exact to the ns, 64-bit integers as
 # strings, bookkeeping arguments left out, a parent before the children that start with it,
 # every thread named. Checked by Python's json, which parses numbers as a viewer does.
 import decimal

@@ -1,4 +1,4 @@
-# test_dask.py: dftrace.dask.read_pfw (issue 15) on a real distributed LocalCluster of 2 worker
+# test_dask.py: dftrace.dask.read_pfw on a real distributed LocalCluster of 2 worker
 # processes: the same events and per-category sums as `dftrace stat --json` and dftrace.read,
 # time-window partitions with known divisions from the DT fields, whole-file partitions for
 # DFTracer's traces, hashes resolved on the workers.

@@ -1,4 +1,4 @@
-# test_dftracer_v2.py: DFTracer 2.x's dialect (issue 15): JSON lines without brackets, integer
+# test_dftracer_v2.py: DFTracer 2.x's dialect: JSON lines without brackets, integer
 # ph (1 complete, 2 counter, 3 aggregated, 4 metadata), a "type" layer field, hashes as 16
 # hexadecimal characters, aggregated records. Read by every tool and by dftrace.read; written by
 # `dftrace convert --to dftracer-v2`, and back with `--to dftracer`, keeping every event.

@@ -1,4 +1,4 @@
-# test_read.py: dftrace.read (issue 15): traces into pandas through the C++ reader, checked
+# test_read.py: dftrace.read: traces into pandas through the C++ reader, checked
 # against the dftrace command's own counts and against Python's json reading the same files.
 import collections
 import gzip

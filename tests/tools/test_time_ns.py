@@ -1,4 +1,4 @@
-# test_time_ns.py: traces at ns precision (issue 18) through every consumer. A real program
+# test_time_ns.py: traces at ns precision through every consumer. A real program
 # records at DFTRACE_TIMER_PRECISION=ns: ts and dur are integer epoch nanoseconds, declared by
 # the trace's time_metric; Python's json keeps them exactly, and every tool must too (stat,
 # validate, cat, merge, split, convert), to the nanosecond.

@@ -1,6 +1,6 @@
 # test_validate_span.py: dftrace validate reports an event that starts before its process's
-# "start" event or ends after its "end" event (issue 17: the first event of a process could
-# get a timestamp minutes before the process started, and validate found nothing wrong).
+# "start" event or ends after its "end" event (a first event stamped minutes before its process
+# started is an error validate names).
 import json
 
 from conftest import run

@@ -5,11 +5,11 @@
 //
 // _exit is also how a signal handler ends a process, and the handler may have interrupted the
 // C library's allocator or one of dftrace's locks, which finalizing needs: it would then wait
-// forever (a third of the runs of a program whose SIGALRM handler calls _exit while it
-// allocates hung so). So what is buffered and the end line are written first the signal-safe
-// way (no allocation, bounded waits: the fatal-signal path), then dftrace is finalized (it has
-// nothing left to write) under a watchdog: if that has not ended within k_finalize_seconds,
-// the process leaves with its status, its trace complete.
+// forever (a SIGALRM handler that calls _exit while the program allocates). So what is buffered and
+// the end line are written first the signal-safe way (no allocation, bounded waits: the
+// fatal-signal path), then dftrace is finalized (it has nothing left to write) under a watchdog: if
+// that has not ended within k_finalize_seconds, the process leaves with its status, its trace
+// complete.
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/syscall.h>

@@ -63,7 +63,7 @@ class Case:
     # dftrace never initialises then, and such a process had no event to record)
     expect_trace: bool = True
     needs: List[str] = field(default_factory=list)  # programs that must be on PATH
-    defects: str = ""  # what in issue 34 this case is there to catch (for the report)
+    defects: str = ""  # the defects this case is there to catch (for the report)
 
 
 def _fix_mtimes(top):

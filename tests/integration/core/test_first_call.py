@@ -1,7 +1,7 @@
 """test_first_call.py: each entry point as the first dftrace call of a fresh process, under both
 tick sources: every event lies inside the process's start..end interval and metadata marks
-bracket the events between them (issue 17: a first `iter` once started ~574 s before the
-process, and marks used another clock than events)."""
+bracket the events between them (a first event never starts before its process, and marks use
+the events' clock)."""
 import os
 import subprocess
 import sys

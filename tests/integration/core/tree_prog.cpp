@@ -19,7 +19,7 @@ void spin(int n) {
   for (int i = 0; i < n; ++i) x = x + i;
 }
 
-// A training loop touching every part of the tree (issue 3's list).
+// A training loop touching every part of the tree.
 int mode_loop() {
   const auto collate = ai.data.preprocess.derive("collate");
   {

@@ -106,8 +106,8 @@ TEST(TickMap, RealTscTracksClockMonotonic) {
   EXPECT_GE(m.anchors(), 8u);
   // Within 1 us where the kernel keeps time with the TSC. Where it does not (kvm-clock: the TSC
   // is used only because timer.source is tsc), CLOCK_MONOTONIC is not a linear function of the
-  // TSC: the map followed it within 1.2 us in 1 of 26 runs on the loaded VM (issue 17's timing
-  // run), so the bound there is 20 us. A map that is not anchored strays by tens of us.
+  // TSC: the map followed it within 1.2 us in 1 of 26 runs on a loaded VM, so the bound there
+  // is 20 us. A map that is not anchored strays by tens of us.
   const long long bound = dftrace::detail::kernel_uses_tsc() ? 1000 : 20000;
   EXPECT_LT(worst, bound) << "the map strays from CLOCK_MONOTONIC by " << worst << " ns";
 }

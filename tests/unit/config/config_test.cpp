@@ -363,9 +363,8 @@ TEST_F(Config, ShippedYamlDocumentsEveryKeyWithItsDefault) {
   EXPECT_EQ(c.enable, d.enable);
 }
 
-// Issue 17: 4 GiB buffer_bytes/member_bytes wrapped to 0 in the 32-bit chunk size and the
-// event path wrote past the heap buffer. Every size, count and duration has a range; a value
-// outside it gets one line and the default.
+// Every size, count and duration has a range (a 4 GiB buffer_bytes or member_bytes must not
+// wrap in the 32-bit chunk size); a value outside it gets one line and the default.
 TEST_F(Config, SizesCountsAndDurationsOutsideTheirRangeKeepTheDefault) {
   const config def;
   struct bad {

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "../common/py_strings.hpp"
 #include "analysis/analyze.hpp"
 #include "analysis/findings.hpp"
 #include "analysis/inputs.hpp"
@@ -22,25 +23,6 @@ namespace {
 using namespace dftrace::analysis;
 
 PyObject *g_split_error = nullptr;
-
-bool strings_of(PyObject *seq, std::vector<std::string> *out) {
-  PyObject *fast = PySequence_Fast(seq, "paths must be a sequence of str");
-  if (!fast) return false;
-  const Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
-  for (Py_ssize_t i = 0; i < n; ++i) {
-    PyObject *o = PySequence_Fast_GET_ITEM(fast, i);
-    Py_ssize_t len = 0;
-    const char *s = PyUnicode_Check(o) ? PyUnicode_AsUTF8AndSize(o, &len) : nullptr;
-    if (!s) {
-      Py_DECREF(fast);
-      if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "paths must be str");
-      return false;
-    }
-    out->emplace_back(s, static_cast<size_t>(len));
-  }
-  Py_DECREF(fast);
-  return true;
-}
 
 // The layer table of `--layers FILE` and `--steps NAME` (None: the defaults).
 bool make_table(const char *layers, const char *steps, layer_table *table) {
@@ -65,7 +47,7 @@ PyObject *partial(PyObject *, PyObject *args) {
   int threads = 0;
   if (!PyArg_ParseTuple(args, "Ozzi", &paths_o, &steps, &layers, &threads)) return nullptr;
   std::vector<std::string> paths;
-  if (!strings_of(paths_o, &paths)) return nullptr;
+  if (!dftrace::python::strings_of(paths_o, &paths, "paths")) return nullptr;
   layer_table table;
   if (!make_table(layers, steps, &table)) return nullptr;
   std::string bytes, failure;

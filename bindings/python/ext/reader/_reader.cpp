@@ -24,6 +24,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "../common/py_strings.hpp"
 #include "columns.hpp"
 #include "io_calls.hpp"
 #include "reader/aggregated.hpp"
@@ -116,26 +117,6 @@ bool put(PyObject *d, const char *key, PyObject *value) {
   return rc == 0;
 }
 
-bool strings_of(PyObject *seq, std::vector<std::string> *out) {
-  if (seq == Py_None) return true;
-  PyObject *fast = PySequence_Fast(seq, "expected a sequence of strings");
-  if (!fast) return false;
-  const Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
-  for (Py_ssize_t k = 0; k < n; ++k) {
-    PyObject *item = PySequence_Fast_GET_ITEM(fast, k);
-    Py_ssize_t len = 0;
-    const char *s = PyUnicode_Check(item) ? PyUnicode_AsUTF8AndSize(item, &len) : nullptr;
-    if (!s) {
-      Py_DECREF(fast);
-      if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "expected a sequence of strings");
-      return false;
-    }
-    out->emplace_back(s, static_cast<size_t>(len));
-  }
-  Py_DECREF(fast);
-  return true;
-}
-
 // A dict {int: int} as a map; false with an exception set when it is not one.
 bool int_map(PyObject *d, std::unordered_map<int64_t, int64_t> *out) {
   if (!PyDict_Check(d)) {
@@ -215,8 +196,9 @@ bool parse_request(PyObject *a, request *rq) {
   what &w = rq->w;
   // pid -> rank: given (dftrace.dask's first pass), or else from the read's own PR lines
   if (ranks_o != Py_None && !int_map(ranks_o, &given_ranks)) return false;
-  if (!strings_of(paths_o, &paths) || !strings_of(cats_o, &w.cat_list) ||
-      !strings_of(names_o, &w.name_list) || !strings_of(args_o, &w.args))
+  using dftrace::python::strings_of;
+  if (!strings_of(paths_o, &paths, "paths") || !strings_of(cats_o, &w.cat_list, "cat") ||
+      !strings_of(names_o, &w.name_list, "name") || !strings_of(args_o, &w.args, "args"))
     return false;
   w.metadata_only = metadata_only != 0;
   w.keys_only = keys_only != 0;
