@@ -179,6 +179,7 @@ void dftrace_options_init_sized(dftrace_options_t *o, size_t size) {
   o->install_signal_handlers = -1;
   o->bind_atexit = -1;
   if (size >= offsetof(dftrace_options_t, io_init) + sizeof(int)) o->io_init = -1;
+  // parent_pid: 0 (the memset), the OS's parent
 }
 
 #undef dftrace_options_init

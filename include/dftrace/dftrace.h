@@ -81,6 +81,9 @@ typedef struct dftrace_options {
                               to io.data_dir's: DFTRACER_C_INIT's data_dirs */
   int io_init;             /* 1: bind I/O tracing in this process (io.init function), 0: do not
                               (io.init preload: DFTRACER_C_INIT_NO_BIND) */
+  long parent_pid;         /* the process recorded as this one's parent (`ppid` of the start event):
+                              the process that started it, where the OS's parent is another (a
+                              forkserver's child); 0: getppid() */
 } dftrace_options_t;
 
 /* dftrace_options_init(o) fills the whole struct as this header declares it (through

@@ -271,6 +271,9 @@ void apply_init_arguments(config &c, const dftrace_options *options, config_mess
     }
     if (options->io_init >= 0) set("io.init", options->io_init ? "function" : "preload");
   }
+  if (options->struct_size >= offsetof(dftrace_options_t, parent_pid) + sizeof(long) &&
+      options->parent_pid > 0)
+    c.parent_pid = options->parent_pid;
 }
 
 }  // namespace

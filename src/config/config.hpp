@@ -87,6 +87,7 @@ struct config {
   bool posix{};
   bool stdio{};
   std::string exec_name;  // set by init arguments (e.g. the Python script)
+  long parent_pid = 0;    // set by init arguments: the `ppid` recorded (0: getppid())
   bool gpu_cupti{};       // load libdftrace_cupti and record GPU activity
   std::string gpu_kinds;  // which GPU activity (gpu_kinds.hpp's normal form)
 

@@ -68,6 +68,7 @@ int runtime::init(const dftrace_options *options) {
     cfg_ = load_config(options);
     set_log_level(static_cast<log_level>(cfg_.log_level));
     reset_process_info();
+    if (cfg_.parent_pid > 0) ppid_ = static_cast<pid_t>(cfg_.parent_pid);  // spawned by it
     identify_process();
     {
       std::lock_guard<std::mutex> hl(hash_mutex_);

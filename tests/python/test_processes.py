@@ -47,6 +47,11 @@ def test_pools_and_processes(runner, method):
     parent = [t for t in traces if t.named("train")]
     assert len(parent) == 1 and parent[0].counts() == {"train": 1}
     children = [t for t in traces if t is not parent[0]]
+    # each child is tied to the process that started it (a forkserver's child too, whose
+    # parent in the OS is the fork server)
+    for t in children:
+        start = next(r for r in t.records if r.get("name") == "start")
+        assert start["args"]["ppid"] == parent[0].records[0]["pid"], (method, t.path)
     assert sum(len(t.named("forward")) for t in children) == 41
     assert sum(len(t.named("item")) for t in children) == 41
     assert sorted(len(t.named("preprocess")) for t in children) == [0, 1, 1]
@@ -90,6 +95,44 @@ def test_spawned_children_follow_initialize(runner):
     assert sum(len(t.named("preprocess")) for t in traces) == 2
     # spawned children are named after the script too, not after the interpreter
     assert all(os.path.basename(t.path).startswith("run-prog-") for t in traces)
+
+
+@pytest.mark.parametrize("method", ["spawn", "forkserver"])
+def test_spawned_children_without_the_environment(runner, method):
+    """initialize() in code, nothing exported: the children take the parent's tracing with
+    the Process object (file prefix, exec name, the parent's pid as ppid)."""
+    runner.run('''
+        import multiprocessing as mp
+        import os
+        import sys
+        import dftrace
+        from dftrace import ai
+
+        @ai.compute.forward
+        def work(i):
+            assert "DFTRACE_ENABLE" not in os.environ
+            return i
+
+        if __name__ == "__main__":
+            dftrace.initialize("traces/run", enable=True, export_environment=False)
+            with ai.pipeline.train:
+                ctx = mp.get_context(sys.argv[1])
+                with ctx.Pool(2) as pool:
+                    assert pool.map(work, range(10), chunksize=1) == list(range(10))
+                p = ctx.Process(target=work, args=(3,))
+                p.start()
+                p.join()
+                assert p.exitcode == 0 and "_dftrace_child" not in vars(p)
+    '''.replace("sys.argv[1]", repr(method)), enable=False)
+    traces = runner.traces()
+    parent = [t for t in traces if t.named("train")]
+    assert len(parent) == 1
+    children = [t for t in traces if t is not parent[0]]
+    assert sum(len(t.named("forward")) for t in children) == 11
+    assert all(os.path.basename(t.path).startswith("run-prog-") for t in traces)
+    for t in children:
+        start = next(r for r in t.records if r.get("name") == "start")
+        assert start["args"]["ppid"] == parent[0].records[0]["pid"], t.path
 
 
 def test_plain_fork_child(runner):

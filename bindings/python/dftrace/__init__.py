@@ -9,7 +9,7 @@ import os
 import sys
 from typing import Any, Callable, Dict, Optional, Tuple, TypeVar, Union, overload
 
-from . import _dftrace, _process
+from . import _dftrace, _process, _spawned
 from ._dftrace import (
     Node,
     config_describe,
@@ -319,13 +319,19 @@ def initialize(log_file: Optional[str] = None, *, output_file: Optional[str] = N
             if log_file.endswith(suffix):
                 log_file = log_file[: -len(suffix)]
                 break
-    rc = _dftrace.init(
+    options = dict(
         enable=enable, output_prefix=log_file,
         output_file=os.fspath(output_file) if output_file is not None else None,
         config_file=os.fspath(config_file) if config_file is not None else None,
         exec_name=exec_name or _process._main_script(), metadata=metadata, compression=compression,
         level=-1 if level is None else int(level),
         io_data_dir=os.fspath(data_dir) if data_dir is not None else None)
+    rc = _dftrace.init(**options)
+    if rc == _dftrace.OK:  # spawned children start as this process (_spawned)
+        for key in ("output_prefix", "output_file", "config_file"):
+            if options[key] is not None:  # the child's working directory may be another
+                options[key] = os.path.abspath(options[key])
+        _spawned.remember_init(options)
     if rc == _dftrace.OK and export_environment:
         if not os.environ.get("DFTRACE_ENABLE") and not os.environ.get("DFTRACER_ENABLE"):
             os.environ["DFTRACE_ENABLE"] = "1"

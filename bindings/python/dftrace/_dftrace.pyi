@@ -130,7 +130,8 @@ def init(*, enable: Optional[bool] = ..., output_prefix: Optional[str] = ...,
          output_file: Optional[str] = ..., config_file: Optional[str] = ...,
          exec_name: Optional[str] = ..., metadata: Optional[bool] = ...,
          compression: Optional[bool] = ..., level: int = ...,
-         bind_atexit: Optional[bool] = ..., io_data_dir: Optional[str] = ...) -> int: ...
+         bind_atexit: Optional[bool] = ..., io_data_dir: Optional[str] = ...,
+         parent_pid: int = ...) -> int: ...
 def finalize() -> int: ...
 def flush() -> int:
     """Writes what is buffered to the trace file.

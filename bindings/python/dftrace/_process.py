@@ -5,14 +5,10 @@ import os
 import sys
 from typing import Optional
 
-from . import _dftrace
+from . import _dftrace, _spawned
+from ._spawned import _env_enabled
 
 _installed = False
-
-
-def _env_enabled() -> bool:
-    value = os.environ.get("DFTRACE_ENABLE") or os.environ.get("DFTRACER_ENABLE") or ""
-    return value.strip().lower() in ("1", "true", "yes", "on")
 
 
 def _main_script() -> Optional[str]:
@@ -51,7 +47,8 @@ def install() -> None:
     ends with os._exit(), which skips the atexit handler that would finalize its file: the
     core's fork handler already gives the child its own file, and this closes it (both when
     the child's Process._bootstrap returns and when a forked child calls os._exit). Spawned
-    children finalize at exit anyway; they are initialised here, named after the script.
+    and forkserver children start tracing here as the parent traces (_spawned), named after
+    the script.
     """
     global _installed
     if _installed:
@@ -65,9 +62,13 @@ def install() -> None:
     original = process.BaseProcess._bootstrap
 
     def _bootstrap(self, *args, **kwargs):  # type: ignore[no-untyped-def]
-        # A spawned child that the environment enables would initialise on its first event,
-        # named after the interpreter ("python3 -c ..."): name it after the parent's script.
-        if _env_enabled():
+        # A spawned child: the parent's spec came with this object (_spawned). Without one, a
+        # child that the environment enables would initialise on its first event, named after
+        # the interpreter ("python3 -c ..."): name it after the parent's script.
+        spec = self.__dict__.pop("_dftrace_child", None)
+        if spec is not None:
+            _spawned.start_child(spec)
+        elif _env_enabled():
             _dftrace.init(exec_name=_main_script())
         try:
             return original(self, *args, **kwargs)
@@ -76,3 +77,27 @@ def install() -> None:
 
     _bootstrap.__wrapped__ = original  # type: ignore[attr-defined]
     process.BaseProcess._bootstrap = _bootstrap  # type: ignore[method-assign]
+    _wrap_start(process.BaseProcess)
+
+
+def _wrap_start(cls) -> None:
+    """start() attaches the child's spec while the start method pickles the object (spawn,
+    forkserver), and takes it off again: the parent's object is left as it was."""
+    original = cls.start
+
+    def start(self):  # type: ignore[no-untyped-def]
+        spec = _spawned.spec_for(self, _main_script())
+        if spec is None:
+            return original(self)
+        try:
+            self._dftrace_child = spec
+        except Exception:  # noqa: BLE001  (a class that refuses attributes: start it as is)
+            return original(self)
+        try:
+            return original(self)
+        finally:
+            self.__dict__.pop("_dftrace_child", None)
+
+    start.__wrapped__ = original  # type: ignore[attr-defined]
+    start.__doc__ = original.__doc__
+    cls.start = start  # type: ignore[method-assign]

@@ -151,7 +151,7 @@ def auto(deep: bool = False) -> Undo:
         print("dftrace: dftrace.torch.auto() is on already (dftrace run?); this call does "
               "nothing", file=sys.stderr)
         return Undo()
-    _auto_on[0] = True
+    _auto_on[0], _auto_deep[0] = True, deep
     steps = _AutoSteps()
     layers: List[ModelHandle] = []
     make_call = _module_call(steps, deep, layers)
@@ -177,6 +177,7 @@ def auto(deep: bool = False) -> Undo:
 
 
 _auto_on = [False]
+_auto_deep = [False]  # what a spawned child is given (dftrace._spawned)
 
 
 def instrument_distributed(ddp: bool = True) -> Undo:

@@ -2,6 +2,7 @@
 each batch, each sample and the collate function, in the main process or each worker."""
 from __future__ import annotations
 
+import os
 from typing import Any, List
 
 import dftrace
@@ -17,9 +18,10 @@ def instrument_dataloader(items: bool = True) -> Undo:
     `items`, where batches are made (each worker process, or the main process without
     workers): `data.batch` per batch (args `worker`: the worker's id, -1 in the main process;
     `items`), inside it `data.item` per sample (arg `index`: the dataset index, or the
-    running count of an iterable dataset) and `data.collate`. Workers inherit this by fork;
-    a `spawn` worker does only under `dftrace run --torch`, whose start-up hook runs in every
-    Python process. Returns a handle; `remove()` restores the loader.
+    running count of an iterable dataset) and `data.collate`. Every worker records them,
+    whatever its start method: a forked one inherits this, a `spawn` or `forkserver` one is
+    given it when it starts (its own file `<script>-worker<id>-<pid>`, with a `PR worker_id`
+    line and the parent's pid as `ppid`). Returns a handle; `remove()` restores the loader.
 
     Args:
         items: also record each batch, sample and collate where batches are made.
@@ -34,8 +36,10 @@ def instrument_dataloader(items: bool = True) -> Undo:
         >>> handle.remove()
     """
     from torch.utils.data import dataloader as dl
+    _loader_on[0] += 1
     patches = [patch(dl._BaseDataLoaderIter, "__next__",
-                      lambda original: _timed(ai.dataloader.fetch, original))]
+                      lambda original: _timed(ai.dataloader.fetch, original)),
+               lambda: _loader_on.__setitem__(0, _loader_on[0] - 1)]
     if items:
         from torch.utils.data._utils import fetch as f
         _items_on[0] = True
@@ -46,6 +50,8 @@ def instrument_dataloader(items: bool = True) -> Undo:
 
 
 _items_on = [False]
+_loader_on = [0]  # instrument_dataloader() handles not removed (a spawned child gets them)
+_worker_written = [0]  # the pid whose `PR worker_id` line is written
 _data_nodes: List[Any] = []
 
 
@@ -120,6 +126,9 @@ def _prepare_fetcher(fetcher) -> None:
     info = get_worker_info()
     _, item, collate = _data()
     fetcher._dftrace_worker = info.id if info is not None else -1
+    if info is not None and _worker_written[0] != os.getpid():
+        _worker_written[0] = os.getpid()  # once per worker, forked or spawned
+        _dftrace.process_property("worker_id", int(info.id))
     if isinstance(fetcher, f._IterableDatasetFetcher):
         fetcher.dataset_iter = _ItemIter(fetcher.dataset_iter, item)
     else:

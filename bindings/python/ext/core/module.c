@@ -9,13 +9,14 @@ static PyObject *mod_init(PyObject *m, PyObject *args, PyObject *kw) {
   (void)m;
   static char *kwlist[] = {"enable",      "output_prefix", "output_file", "config_file",
                            "exec_name",   "metadata",      "compression", "level",
-                           "bind_atexit", "io_data_dir",   NULL};
+                           "bind_atexit", "io_data_dir",   "parent_pid",  NULL};
   PyObject *enable = Py_None, *metadata = Py_None, *compression = Py_None, *atexit_ = Py_None;
   const char *prefix = NULL, *file = NULL, *config = NULL, *exec = NULL, *io_dirs = NULL;
   int level = -1;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "|$OzzzzOOiOz", kwlist, &enable, &prefix, &file,
+  long parent = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "|$OzzzzOOiOzl", kwlist, &enable, &prefix, &file,
                                    &config, &exec, &metadata, &compression, &level, &atexit_,
-                                   &io_dirs))
+                                   &io_dirs, &parent))
     return NULL;
   dftrace_options_t o;
   dftrace_options_init(&o);
@@ -29,6 +30,7 @@ static PyObject *mod_init(PyObject *m, PyObject *args, PyObject *kw) {
   o.level = level;
   o.bind_atexit = tri(atexit_);
   o.io_data_dir = io_dirs;
+  o.parent_pid = parent;
   int rc;
   Py_BEGIN_ALLOW_THREADS rc = dftrace_init(&o);
   Py_END_ALLOW_THREADS return PyLong_FromLong(rc);
