@@ -9,7 +9,7 @@ cluster can not be used (no `distributed` in this Python, no scheduler at ADDR).
 import argparse
 import sys
 
-_PROG = "dftrace analyze"
+_PROG = "dftrace: analyze"
 
 
 def _fail(msg):
@@ -46,7 +46,7 @@ def main(argv=None):
         >>> main(["--scheduler", "tcp://node1:8786", "--json", "traces/t-1.pfw.gz"])
         0
     """
-    p = argparse.ArgumentParser(prog=_PROG)
+    p = argparse.ArgumentParser(prog="dftrace analyze")
     p.add_argument("--scheduler", required=True)
     p.add_argument("--json", action="store_true")
     p.add_argument("--steps")
