@@ -62,8 +62,8 @@ def main(argv=None):
     try:
         with client:
             doc = analyze_text(a.files, client, a.steps, a.layers, a.rules)
-    except (OSError, ValueError, RuntimeError) as e:
-        return _fail(str(e))
+    except Exception as e:  # a worker's error (no dftrace there, a trace it can not read)
+        return _fail("the analysis on %s failed: %s: %s" % (a.scheduler, type(e).__name__, e))
     import json
     complete = json.loads(doc)["inputs"]["complete"]
     sys.stdout.write(doc)
