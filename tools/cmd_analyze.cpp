@@ -1,5 +1,6 @@
 // cmd_analyze.cpp: dftrace analyze: what bound a run (layers, overlap, steps, stragglers),
-// exact, from the engine in src/analysis; a readable summary or JSON.
+// exact, from the engine in src/analysis; a readable summary or JSON; with --scheduler, the
+// JSON computed on a Dask cluster by the Python face (dftrace.analyze, the same engine).
 #include <cinttypes>
 #include <cstdio>
 #include <string>
@@ -138,12 +139,29 @@ void text_findings(std::string &o, const analysis_result &r) {
   }
 }
 
+// --scheduler ADDR: the same document computed on a Dask cluster by dftrace.analyze (Python),
+// from the files expanded here.
+int analyze_on_cluster(const args_t &a, const std::vector<std::string> &files) {
+  if (!a.has("--json")) {
+    error_line("analyze: --scheduler prints the JSON document only: add --json");
+    return 2;
+  }
+  std::vector<std::string> args = {"--scheduler", a.get("--scheduler"), "--json"};
+  for (const char *opt : {"--steps", "--layers", "--rules"})
+    if (a.has(opt)) args.insert(args.end(), {opt, a.get(opt)});
+  if (a.has("--allow-damaged")) args.push_back("--allow-damaged");
+  args.push_back("--");
+  args.insert(args.end(), files.begin(), files.end());
+  return run_module("analyze", "_analyze_cli", args);
+}
+
 }  // namespace
 
 int cmd_analyze(const args_t &a) {
   bool ok = true;
   const std::vector<std::string> files = input_files(a, "analyze", &ok);
   if (files.empty()) return 2;
+  if (a.has("--scheduler")) return analyze_on_cluster(a, files);
   layer_table table;
   if (!analysis_table(a, "analyze", &table)) return 2;
   std::vector<rule> rules;

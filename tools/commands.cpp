@@ -60,18 +60,23 @@ void add_analysis_commands(std::vector<command_spec> &t) {
   t.push_back(
       {"analyze",
        {{"analyze TRACES... [--json] [--steps NAME] [--layers FILE] [--rules FILE] "
-         "[--allow-damaged]",
+         "[--allow-damaged]\n"
+         "        [--scheduler ADDR]",
          "what bound the run, exact to the ns: per rank (and the processes it started) the\n"
          "union of each layer's time, overlaps, time not hidden by compute, self time; steps\n"
          "split over compute, comm, io, data and other; stragglers and imbalance; the I/O\n"
          "characterisation (Darshan's); findings from rules (--rules FILE adds); exit\n"
-         "status 2 when part of the input could not be read (unless --allow-damaged)"}},
+         "status 2 when part of the input could not be read (unless --allow-damaged);\n"
+         "--scheduler ADDR --json: the same document computed on a Dask cluster (Python's\n"
+         "distributed)"}},
        {{"--json", nullptr, nullptr, "the analysis as one JSON document"},
         k_steps,
         k_layers,
         {"--rules", nullptr, "FILE", "rules that change or extend the built-in findings"},
         {"--allow-damaged", nullptr, nullptr,
-         "exit status 0 even when part of the input is damaged"}},
+         "exit status 0 even when part of the input is damaged"},
+        {"--scheduler", nullptr, "ADDR",
+         "a Dask scheduler (tcp://HOST:8786): analyse there, through dftrace.analyze"}},
        cmd_analyze});
   t.push_back(
       {"diff",
@@ -109,8 +114,10 @@ void add_analysis_commands(std::vector<command_spec> &t) {
 // report, watch, run, trigger and config: dftrace around a running program.
 void add_program_commands(std::vector<command_spec> &t) {
   t.push_back({"report",
-               {{"report TRACES... -o report.html [--title T]",
-                 "one self-contained HTML file of plots and tables (Python: pandas, matplotlib)"}},
+               {{"report TRACES... -o report.html [--title T] [--compare BASE]",
+                 "one self-contained HTML file of plots and tables (Python: pandas, matplotlib),\n"
+                 "with dftrace analyze's findings, overlap, steps, stragglers and I/O; --compare\n"
+                 "BASE adds dftrace diff BASE TRACES"}},
                {},
                nullptr,
                cmd_report});

@@ -64,5 +64,8 @@ int cmd_trigger(const args_t &a);       // the flight recorder's trigger in runn
 int cmd_run(const args_t &a);           // runs its operands (the command after --) traced
 int cmd_report(int argc, char **argv);  // runs the Python report (dftrace.report)
 int cmd_watch(int argc, char **argv);   // runs the Python dashboard (dftrace.watch)
+// cmd_python.cpp: replaces this process with `python -m dftrace.MODULE ARGS...` (Python's
+// dftrace beside this command); returns only on failure, after one error line (`cmd: ...`).
+int run_module(const char *cmd, const char *module, const std::vector<std::string> &args);
 
 }  // namespace dftrace::tools

@@ -12,12 +12,17 @@ namespace dftrace::tools {
 
 bool is_file(const std::string &p) { return ::access(p.c_str(), R_OK) == 0; }
 
-std::string beside_self(std::initializer_list<const char *> patterns, const char *probe) {
+std::string self_path() {
   char self[PATH_MAX];
   const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
   if (n <= 0) return "";
   self[n] = '\0';
-  std::string dir(self);
+  return self;
+}
+
+std::string beside_self(std::initializer_list<const char *> patterns, const char *probe) {
+  std::string dir = self_path();
+  if (dir.empty()) return "";
   dir.erase(dir.rfind('/'));
   for (const char *rel : patterns) {
     glob_t g{};

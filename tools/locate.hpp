@@ -8,6 +8,7 @@
 namespace dftrace::tools {
 
 bool is_file(const std::string &p);  // readable
+std::string self_path();             // this executable's path, "" when unknown
 // The first path matching one of `patterns` (globs relative to this executable's directory) in
 // which `probe` (appended) exists: where the rest of dftrace is, installed or in the build tree.
 std::string beside_self(std::initializer_list<const char *> patterns, const char *probe);

@@ -84,6 +84,25 @@ def analyze(paths, client=None, steps=None, layers=None, allow_damaged=False, ru
         >>> r = dftrace.analyze("traces/")
         >>> r["steps"]["bound_by"], r.steps_frame().dur_ns.describe()
     """
+    doc = analyze_text(paths, client, steps, layers, rules, threads)
+    result = Analysis(json.loads(doc))
+    if not allow_damaged and not result["inputs"]["complete"]:
+        raise DamagedTraceError(result)
+    return result
+
+
+def analyze_text(paths, client=None, steps=None, layers=None, rules=None, threads=0):
+    """The JSON text of `dftrace analyze --json`, as the command prints it.
+
+    Args:
+        paths, client, steps, layers, rules, threads: as analyze() takes them.
+
+    Returns:
+        The document (str); damaged input is listed in its inputs.damaged, never raised.
+
+    Example:
+        >>> doc = json.loads(analyze_text(["t-1.pfw.gz"]))
+    """
     from . import _analysis
     files = trace_files(paths)
     if not files:
@@ -95,10 +114,7 @@ def analyze(paths, client=None, steps=None, layers=None, allow_damaged=False, ru
         doc = _analysis.merge(parts, steps, layers, rules)
     else:
         doc = _on_cluster(client, files, steps, layers, rules, threads)
-    result = Analysis(json.loads(doc))
-    if not allow_damaged and not result["inputs"]["complete"]:
-        raise DamagedTraceError(result)
-    return result
+    return doc
 
 
 def _partial(files, steps, layers, threads):

@@ -1,13 +1,15 @@
 """dftrace.report: one self-contained HTML file of plots and tables for a set of traces.
 
-    python3 -m dftrace.report TRACES... -o report.html [--title TITLE]
+    python3 -m dftrace.report TRACES... -o report.html [--title TITLE] [--compare BASE]
     dftrace report TRACES... -o report.html            (the same, from the dftrace command)
 
 The traces are read with dftrace.read (the C++ reader); the plots are drawn with matplotlib
 into inline SVG, so the file needs no network and no other file. Sections (each an HTML
-<section> with an id): overview, timeline, steps, categories, io (when the traces hold POSIX or
-STDIO events), mpi (when they hold MPI events), telemetry (when they hold the counters of
-telemetry.interval), names, metadata.
+<section> with an id): overview, findings, timeline, steps, bound-by, overlap, stragglers,
+categories, io (when the traces hold POSIX or STDIO events), io-characterisation, mpi (when they
+hold MPI events), telemetry (when they hold the counters of telemetry.interval), names, compare
+(with --compare BASE), metadata. The sections findings to io-characterisation and compare are
+made by dftrace.report_analysis from `dftrace analyze` and `dftrace diff`.
 """
 import argparse
 import hashlib
@@ -364,43 +366,7 @@ def _hosts(df):
     return text
 
 
-def build(paths, title=None):
-    """The report's HTML text."""
-    try:
-        import matplotlib
-    except ImportError:
-        raise ValueError("the report's plots need matplotlib (Debian: apt-get install "
-                         "python3-matplotlib)") from None
-    matplotlib.use("Agg")
-    from . import _read
-    files = _read.trace_files(paths)
-    df = _read.read(files, args=["ret", "size", "bytes"], threads=0)
-    x = df[df.ts > 0]
-    t0 = int(x.ts.min()) if len(x) else 0
-    t1 = int((x.ts + x.dur).max()) if len(x) else 0
-    span = t1 - t0
-    sections = []
-
-    def section(sid, heading, body):
-        if body is not None:
-            sections.append('<section id="%s"><h2>%s</h2>%s</section>' % (sid, heading, body))
-
-    overview = _table(["", ""], [
-        ("traces", len(files)), ("events", len(df)),
-        ("complete events", int((df.ph == "X").sum())),
-        ("time span", "%.6f s" % (span / 1e9)),
-        ("processes", df.pid.nunique()), ("ranks", int((df["rank"].unique() >= 0).sum())),
-        ("hosts", _hosts(df)),
-        ("lines that are not JSON", df.attrs.get("invalid_lines", 0)),
-    ])
-    section("overview", "Overview", overview)
-    section("timeline", "Timeline", _timeline(df, t0))
-    section("steps", "Step time", _steps(df))
-    section("categories", "Time per category and name", _categories(df))
-    section("io", "I/O", _io(df, t0, span))
-    section("mpi", "MPI", _mpi(df))
-    section("telemetry", "System telemetry", _telemetry(files, t0))
-    section("names", "Top names", _names(df))
+def _metadata(df, files):
     meta_rows = [(os.path.basename(f), df.attrs["time_units"].get(f, ""))
                  for f in files[:_MAX_LIST]]
     problems = df.attrs.get("problems", [])
@@ -413,8 +379,10 @@ def build(paths, title=None):
         if len(problems) > _MAX_LIST:
             meta += "<p>%d of %d problems listed (all of them are printed by dftrace.read on " \
                     "stderr).</p>" % (_MAX_LIST, len(problems))
-    section("metadata", "Metadata", meta)
-    title = title or "dftrace report: %d trace(s)" % len(files)
+    return meta
+
+
+def _page(title, sections):
     return """<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>%s</title>
 <style>
@@ -430,15 +398,82 @@ svg { max-width: 100%%; height: auto; }
        "\n".join(sections))
 
 
+def build(paths, title=None, compare=None):
+    """The report's HTML text.
+
+    Args:
+        paths: trace files, directories or globs.
+        title: the page's title (default: the number of traces).
+        compare: a base run (a trace, a directory or a comma-separated list): adds the section
+            of `dftrace diff BASE TRACES`.
+
+    Returns:
+        The HTML document (str).
+
+    Example:
+        >>> open("report.html", "w").write(build(["traces/"]))
+    """
+    try:
+        import matplotlib
+    except ImportError:
+        raise ValueError("the report's plots need matplotlib (Debian: apt-get install "
+                         "python3-matplotlib)") from None
+    matplotlib.use("Agg")
+    from . import _read, report_analysis
+    files = _read.trace_files(paths)
+    df = _read.read(files, args=["ret", "size", "bytes"], threads=0)
+    analysis = {sid: (h, body) for sid, h, body in report_analysis.sections(files, compare)}
+    x = df[df.ts > 0]
+    t0 = int(x.ts.min()) if len(x) else 0
+    t1 = int((x.ts + x.dur).max()) if len(x) else 0
+    span = t1 - t0
+    sections = []
+
+    def section(sid, heading, body):
+        if body is not None:
+            sections.append('<section id="%s"><h2>%s</h2>%s</section>' % (sid, heading, body))
+
+    def analysed(*sids):
+        for sid in sids:
+            if sid in analysis:
+                section(sid, *analysis[sid])
+
+    overview = _table(["", ""], [
+        ("traces", len(files)), ("events", len(df)),
+        ("complete events", int((df.ph == "X").sum())),
+        ("time span", "%.6f s" % (span / 1e9)),
+        ("processes", df.pid.nunique()), ("ranks", int((df["rank"].unique() >= 0).sum())),
+        ("hosts", _hosts(df)),
+        ("lines that are not JSON", df.attrs.get("invalid_lines", 0)),
+    ])
+    section("overview", "Overview", overview)
+    analysed("findings")
+    section("timeline", "Timeline", _timeline(df, t0))
+    section("steps", "Step time", _steps(df))
+    analysed("bound-by", "overlap", "stragglers")
+    section("categories", "Time per category and name", _categories(df))
+    section("io", "I/O", _io(df, t0, span))
+    analysed("io-characterisation")
+    section("mpi", "MPI", _mpi(df))
+    section("telemetry", "System telemetry", _telemetry(files, t0))
+    section("names", "Top names", _names(df))
+    analysed("compare")
+    section("metadata", "Metadata", _metadata(df, files))
+    return _page(title or "dftrace report: %d trace(s)" % len(files), sections)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="dftrace report",
                                 description="one self-contained HTML report of traces")
     p.add_argument("traces", nargs="+", help="trace files, directories or globs")
     p.add_argument("-o", "--output", required=True, help="the HTML file to write")
     p.add_argument("--title")
+    p.add_argument("--compare", metavar="BASE",
+                   help="a base run (trace, directory or comma-separated list): adds the "
+                        "section of `dftrace diff BASE TRACES`")
     a = p.parse_args(argv)
     try:
-        text = build(a.traces, a.title)
+        text = build(a.traces, a.title, a.compare)
     except (OSError, ValueError) as e:
         print("dftrace report: %s" % e, file=sys.stderr)
         return 1

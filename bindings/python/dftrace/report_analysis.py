@@ -1,0 +1,335 @@
+"""dftrace.report's sections from `dftrace analyze`: findings, overlap, what bound the steps,
+stragglers, the I/O characterisation and, with --compare, `dftrace diff`.
+
+Every figure comes from the analysis engine (dftrace.analyze, the document of `dftrace analyze
+--json`) or from `dftrace diff --json`; nothing here computes them again. Times in the tables
+are the document's nanoseconds shown in ms with 3 decimals (exact to the microsecond), counts
+and bytes as integers. A section whose subject the traces lack says why in one line.
+"""
+import json
+import os
+import shutil
+import subprocess
+
+from .report import _MAX_ROWS, _MAX_SERIES, _MAX_TABLE, _cut_note, _label, _svg, _table, _ticks
+
+_PARTS = ("compute", "comm", "io", "data", "other")
+_PART_TITLES = {"compute": "compute", "comm": "comm not hidden by compute",
+                "io": "io not hidden", "data": "data wait not hidden", "other": "other"}
+_BUCKETS = ("0-100", "100-1K", "1K-10K", "10K-100K", "100K-1M", "1M-4M", "4M-10M", "10M-100M",
+            "100M-1G", "1G+")
+
+
+def _ms(ns):
+    """ns (an integer) as ms with 3 decimals, as every table of these sections shows time."""
+    return "%.3f" % (ns / 1e6)
+
+
+def _share(part, whole):
+    """part of whole in percent with one decimal ("-" when whole is 0)."""
+    return "%.1f%%" % (100.0 * part / whole) if whole else "-"
+
+
+def _group_label(g):
+    """A group's label: its rank, else its root process's pid."""
+    return "rank %d" % g["rank"] if g.get("rank") is not None else "pid %d" % g["pids"][0]
+
+
+def _who(r, item):
+    """The label of the group a step, a straggler or a bandwidth row belongs to."""
+    return _group_label(r["groups"][item["group"]])
+
+
+def _findings(r):
+    fs = r["findings"]
+    if not fs:
+        return "<p>No rule fired: nothing these traces hold reaches a rule's threshold " \
+               "(docs/analysis.md lists the rules).</p>"
+    rows = [(f["severity"], f["rule"], f["metric"], "%.3f" % f["value"], f["suggestion"])
+            for f in fs[:_MAX_TABLE]]
+    return (_table(["severity", "rule", "metric", "value", "suggestion"], rows) +
+            _cut_note(_MAX_TABLE, len(fs), "findings listed (the most severe)"))
+
+
+def _overlap(r):
+    import matplotlib.pyplot as plt
+    groups, layers = r["groups"], r["layers"]
+    if not groups:
+        return "<p>No groups: these traces hold no complete events.</p>"
+    others = [l for l in layers if l != "compute"]
+    pairs = sorted({k for g in groups for k, v in g["overlap_ns"].items() if v})
+    head = (["group", "span ms"] + ["%s ms" % l for l in layers] +
+            ["%s not hidden ms" % l for l in others] + ["%s ms" % p for p in pairs])
+    rows = []
+    for g in groups[:_MAX_TABLE]:
+        rows.append([_group_label(g), _ms(g["span_ns"])] +
+                    [_ms(g["union_ns"].get(l, 0)) for l in layers] +
+                    [_ms(g["unoverlapped_ns"].get(l, 0)) for l in others] +
+                    [_ms(g["overlap_ns"].get(p, 0)) for p in pairs])
+    span = sum(g["span_ns"] for g in groups)
+
+    def pct(key, l):
+        return 100.0 * sum(g[key].get(l, 0) for g in groups) / span if span else 0.0
+    own = [pct("union_ns", l) if l == "compute" else pct("unoverlapped_ns", l) for l in layers]
+    hid = [0.0 if l == "compute" else pct("union_ns", l) - o for l, o in zip(layers, own)]
+    fig, ax = plt.subplots(figsize=(12, 0.5 * len(layers) + 1.5))
+    y = list(range(len(layers)))
+    colors = ["tab:blue" if l == "compute" else "tab:red" for l in layers]
+    ax.barh(y, own, color=colors, label="compute / not hidden by compute")
+    ax.barh(y, hid, left=own, color="tab:gray", label="hidden by compute (overlap)")
+    _ticks(ax, "y", layers)
+    ax.set_xlabel("% of the groups' spans (summed over groups)")
+    ax.set_title("Each layer's time (union over threads and processes)")
+    ax.legend(fontsize=8)
+    return (_svg(fig) + _table(head, rows) +
+            _cut_note(_MAX_TABLE, len(groups), "groups in the table (in rank order)"))
+
+
+def _step_means(items):
+    """{index: [mean over groups of each part's ns]} for a plot over steps."""
+    sums = {}
+    for it in items:
+        s = sums.setdefault(it["index"], [0] * (len(_PARTS) + 1))
+        for k, p in enumerate(_PARTS):
+            s[k] += it[p + "_ns"]
+        s[-1] += 1
+    return {i: [v / s[-1] for v in s[:-1]] for i, s in sorted(sums.items())}
+
+
+def _bound_by(r):
+    import matplotlib.pyplot as plt
+    st = r["steps"]
+    if not st["count"]:
+        return "<p>No steps: these traces hold no step events (<code>compute.step</code>) and " \
+               "no <code>.iter</code> events, so step time can not be split " \
+               "(<code>dftrace analyze --steps NAME</code> names another event).</p>"
+    total, bb = st["total_ns"], st["bound_by"]
+    rows = [(_PART_TITLES[p], _ms(bb[p + "_ns"]), _share(bb[p + "_ns"], total)) for p in _PARTS]
+    rows.append(("all steps", _ms(total), _share(total, total)))
+    means = _step_means(st["items"])
+    x = list(means)
+    fig, ax = plt.subplots(figsize=(12, 4))
+    ax.stackplot(x, *[[means[i][k] / 1e6 for i in x] for k in range(len(_PARTS))],
+                 labels=[_PART_TITLES[p] for p in _PARTS], step="mid" if len(x) > 1 else None)
+    ax.set_xlabel("step (index in its rank)")
+    ax.set_ylabel("ms (mean over ranks)")
+    ax.set_title("What bound each step: its time split exclusively")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    summary = _table(["steps", "source", "p50 ms", "p99 ms"],
+                     [(st["count"], st["source"], _ms(st["p50_ns"]), _ms(st["p99_ns"]))])
+    return summary + _svg(fig) + _table(["part", "ms", "share of step time"], rows)
+
+
+def _straggler_plot(r):
+    import matplotlib.pyplot as plt
+    items, strag = r["steps"]["items"], r["stragglers"]
+    per = {}
+    for it in items:
+        per.setdefault(_who(r, it), []).append((it["index"], it["dur_ns"]))
+    slow = [_who(r, s) for s in strag]
+    order = sorted(per, key=lambda w: (w not in slow, -max(d for _, d in per[w])))
+    fig, ax = plt.subplots(figsize=(12, 4))
+    for w in order[:_MAX_SERIES]:
+        pts = sorted(per[w])
+        ax.plot([i for i, _ in pts], [d / 1e6 for _, d in pts], linewidth=0.8, label=_label(w))
+    at = {(it["group"], it["dur_ns"]): it for it in items}  # a straggler's step, by its time
+    marks = [at[(s["group"], s["dur_ns"])] for s in strag if (s["group"], s["dur_ns"]) in at]
+    if marks:
+        ax.plot([m["index"] for m in marks], [m["dur_ns"] / 1e6 for m in marks], "rx",
+                markersize=9, label="straggler")
+    ax.set_xlabel("step (index in its rank)")
+    ax.set_ylabel("ms")
+    ax.set_title("Step time per rank (stragglers marked)")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return _svg(fig) + _cut_note(_MAX_SERIES, len(order), "ranks drawn (stragglers first, then "
+                                                          "the slowest)")
+
+
+def _stragglers(r):
+    imb, strag = r["imbalance"], r["stragglers"]
+    if not r["steps"]["count"]:
+        return "<p>No steps in these traces: there is nothing to compare across ranks.</p>"
+    if not imb["steps_compared"]:
+        return "<p>No step was taken by more than one rank: stragglers are steps compared " \
+               "across ranks.</p>"
+    worst = imb.get("worst") or {}
+    head = _table(["steps compared", "slowest / median: max", "mean", "p50", "worst step",
+                   "worst rank"],
+                  [(imb["steps_compared"], "%.3f" % imb["max_over_median_max"],
+                    "%.3f" % imb["max_over_median_mean"], "%.3f" % imb["max_over_median_p50"],
+                    worst.get("step", "-"), worst.get("rank", "-"))])
+    rule = "a step over %g times its median across ranks and %s ms more" % (
+        imb["factor"], _ms(imb["margin_ns"]))
+    if not strag:
+        return head + "<p>No straggler (%s).</p>" % rule
+    rows = [(_who(r, s), s["step"], _ms(s["dur_ns"]), _ms(s["median_ns"]),
+             "%.2f" % (s["dur_ns"] / s["median_ns"]) if s["median_ns"] else "-")
+            for s in strag[:_MAX_TABLE]]
+    return (head + _straggler_plot(r) + "<p>%d straggler step(s): %s.</p>" % (len(strag), rule) +
+            _table(["straggler", "step", "ms", "median ms", "over median"], rows) +
+            _cut_note(_MAX_TABLE, len(strag), "stragglers listed"))
+
+
+def _histograms(io):
+    import matplotlib.pyplot as plt
+    acc = io["access_sizes"]
+    fig, axes = plt.subplots(1, 2, figsize=(12, 3.5))
+    for ax, kind in zip(axes, ("read", "write")):
+        ax.bar(range(len(_BUCKETS)), [acc[kind].get(b, 0) for b in _BUCKETS],
+               color="tab:blue" if kind == "read" else "tab:orange")
+        _ticks(ax, "x", _BUCKETS)
+        ax.tick_params(axis="x", labelrotation=45, labelsize=8)
+        ax.set_title("%s calls by bytes moved" % kind)
+        ax.set_ylabel("calls")
+    fig.tight_layout()
+    rows = [(b, acc["read"].get(b, 0), acc["write"].get(b, 0)) for b in _BUCKETS]
+    nb = acc.get("not_binned", {})
+    rows.append(("not binned (size unknown)", nb.get("read", 0), nb.get("write", 0)))
+    common = _table(["common access size (bytes)", "calls"],
+                    [(c["size"], c["count"]) for c in io["common_access_sizes"]])
+    return "<h3>Access sizes</h3>" + _svg(fig) + _table(["bucket", "reads", "writes"], rows) + \
+        common
+
+
+def _heat_map(r, io):
+    import matplotlib.pyplot as plt
+    import numpy as np
+    bw = io["bandwidth"]
+    gs = [g for g in bw["groups"] if any(g["read_bytes"]) or any(g["write_bytes"])]
+    if not gs:
+        return "<h3>I/O over time per rank</h3><p>No read or write moved a byte: no heat map.</p>"
+    gs.sort(key=lambda g: -(sum(g["read_bytes"]) + sum(g["write_bytes"])))
+    shown = sorted(gs[:_MAX_ROWS], key=lambda g: (g.get("rank") is None, g.get("rank") or 0,
+                                                  g["group"]))
+    n = max(max(len(g["read_bytes"]), len(g["write_bytes"])) for g in shown)
+    grid = np.zeros((len(shown), n))
+    for y, g in enumerate(shown):
+        grid[y, :len(g["read_bytes"])] += g["read_bytes"]
+        grid[y, :len(g["write_bytes"])] += g["write_bytes"]
+    width = bw["bin_ns"] / 1e9
+    fig, ax = plt.subplots(figsize=(12, 0.35 * len(shown) + 1.8))
+    im = ax.imshow(grid / 1e6, aspect="auto", interpolation="nearest", cmap="viridis",
+                   extent=(0, n * width, len(shown) - 0.5, -0.5))
+    _ticks(ax, "y", [_who(r, g) for g in shown])
+    ax.set_xlabel("seconds from the first I/O bin (bins of %s ms)" % _ms(bw["bin_ns"]))
+    ax.set_title("Bytes read and written per rank over time")
+    fig.colorbar(im, ax=ax, label="MB per bin")
+    rows = [(_who(r, g), sum(g["read_bytes"]), sum(g["write_bytes"])) for g in shown]
+    return ("<h3>I/O over time per rank</h3>" + _svg(fig) +
+            _table(["rank", "bytes read", "bytes written"], rows) +
+            _cut_note(_MAX_ROWS, len(gs), "ranks drawn (those that moved the most bytes)"))
+
+
+def _io_files(io):
+    fs = io["files"]
+    rows = [(f["file"], f["read_bytes"], f["reads"], f["sequential_reads"], f["write_bytes"],
+             f["writes"], f["sequential_writes"], f["metadata_ops"],
+             ",".join(str(x) for x in f["ranks"][:16]) + (" ..." if len(f["ranks"]) > 16 else ""),
+             "shared" if f["shared"] else "unique") for f in fs[:_MAX_TABLE]]
+    return ("<h3>Files (most bytes first)</h3>" +
+            _table(["file", "bytes read", "reads", "sequential", "bytes written", "writes",
+                    "sequential", "metadata calls", "ranks", "shared"], rows) +
+            _cut_note(_MAX_TABLE, len(fs), "files listed"))
+
+
+def _io(r):
+    io = r["io"]
+    if not (io["reads"] or io["writes"] or io["metadata_ops"]):
+        return "<p>No I/O calls (POSIX, STDIO, MPIIO, H5) in these traces.</p>"
+    unk = io["offset_unknown"]
+    head = _table(["bytes read", "reads", "read ms", "bytes written", "writes", "write ms",
+                   "metadata calls", "metadata ms", "data ms", "offset unknown (r/w)"],
+                  [(io["read_bytes"], io["reads"], _ms(io["read_ns"]), io["write_bytes"],
+                    io["writes"], _ms(io["write_ns"]), io["metadata_ops"], _ms(io["metadata_ns"]),
+                    _ms(io["data_ns"]), "%d/%d" % (unk["read"], unk["write"]))])
+    return head + _histograms(io) + _heat_map(r, io) + _io_files(io)
+
+
+def _command():
+    """The dftrace command (`dftrace report` names itself in DFTRACE_COMMAND), else the one on
+    PATH."""
+    cmd = os.environ.get("DFTRACE_COMMAND") or shutil.which("dftrace")
+    if not cmd:
+        raise ValueError("--compare runs `dftrace diff`, which was not found (run `dftrace "
+                         "report`, or put dftrace on PATH)")
+    return cmd
+
+
+def diff(base, files):
+    """The document of `dftrace diff BASE NEW --json --allow-damaged`, NEW being `files`."""
+    p = subprocess.run([_command(), "diff", base, ",".join(files), "--json", "--allow-damaged"],
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        why = p.stderr.strip().splitlines()
+        raise ValueError("--compare: dftrace diff failed: %s" % (why[-1] if why else p.returncode))
+    return json.loads(p.stdout)
+
+
+def _num(x):
+    if x is None:
+        return "-"
+    return str(int(x)) if float(x).is_integer() else "%.3f" % x
+
+
+def _compare(base, files):
+    d = diff(base, files)
+    rows = [(k, _num(m["base"]), _num(m["new"]), _num(m["change"]),
+             "-" if m["change_pct"] is None else "%+.2f%%" % m["change_pct"])
+            for k, m in d["metrics"].items()]
+    names = sorted(d["names"], key=lambda n: -abs(((n["new"] or {}).get("total_ns", 0)) -
+                                                  ((n["base"] or {}).get("total_ns", 0))))
+    nrows = [(n["name"], (n["base"] or {}).get("calls", "-"), (n["new"] or {}).get("calls", "-"),
+              _ms((n["base"] or {}).get("total_ns", 0)), _ms((n["new"] or {}).get("total_ns", 0)))
+             for n in names[:_MAX_TABLE]]
+    out = "<p>Base: %s (%d events); new: these traces (%d events).</p>" % (
+        _html(base), d["base"]["events"], d["new"]["events"])
+    out += _table(["metric", "base", "new", "change", "change %"], rows)
+    out += "<h3>Names (largest change in total time first)</h3>"
+    out += _table(["cat/name", "base calls", "new calls", "base total ms", "new total ms"], nrows)
+    out += _cut_note(_MAX_TABLE, len(names), "names listed")
+    for what in ("appeared", "vanished"):
+        if d[what]:
+            out += "<p>%s: %s</p>" % (what.capitalize(), _html(", ".join(d[what][:_MAX_TABLE])))
+    return out
+
+
+def _html(text):
+    import html
+    return html.escape(_label(text, 200))
+
+
+def sections(files, compare=None):
+    """The analysis sections of the report: [(id, heading, HTML body)], in page order.
+
+    Args:
+        files: the trace files of the report (as dftrace._read.trace_files gives them).
+        compare: a base run (a trace, a directory or a comma-separated list) for `dftrace diff`.
+
+    Returns:
+        A list of (section id, heading, body) tuples; a section without a subject in these
+        traces holds a line that says why.
+
+    Example:
+        >>> [sid for sid, _, _ in sections(["t-1.pfw.gz"])]
+        ['findings', 'overlap', 'bound-by', 'stragglers', 'io-characterisation']
+    """
+    from ._analyze import analyze
+    try:
+        r = analyze(files, allow_damaged=True)
+    except ImportError as e:
+        raise ValueError("the analysis needs dftrace's extension _analysis: %s" % e) from None
+    note = ""
+    if not r["inputs"]["complete"]:
+        lost = r["inputs"]["damaged"]
+        note = "<p><b>Part of the input could not be read</b> (%d item(s), e.g. %s): the " \
+               "figures are those of what was read.</p>" % (
+                   len(lost), _html("%s: %s" % (lost[0]["file"], lost[0]["what"])) if lost
+                   else "a process with fewer events than its end event says")
+    out = [("findings", "Findings", note + _findings(r)),
+           ("overlap", "Overlap of layers per rank", _overlap(r)),
+           ("bound-by", "What bound the steps", _bound_by(r)),
+           ("stragglers", "Stragglers and imbalance", _stragglers(r)),
+           ("io-characterisation", "I/O characterisation", _io(r))]
+    if compare:
+        out.append(("compare", "Compared with a base run", _compare(compare, files)))
+    return out
