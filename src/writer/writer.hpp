@@ -161,11 +161,14 @@ class writer {
   // Ring mode: a member of events into the ring (write_members), and the triggers pending, the
   // signal's and the end of full detail, after a pass's members were written (io_mutex_).
   void ring_keep(member &m);
-  void ring_after_pass();
+  void ring_before_pass();  // the triggers pending: the ring and their lines, before the pass
+  void ring_after_pass();   // the end of full detail
+  void ring_write_out();    // the ring's members to the file, a writev for many, then empty
   bool accept_trigger(uint64_t mono_ns);  // min_gap (trigger_mutex_ held)
   void write_trigger(std::string_view source, std::string_view reason, uint64_t mono_ns);
   bool ring_due() const;     // a signal's trigger waits, or full detail's time ran out
   void crash_ring(int sig);  // the fatal-signal path's write of the ring
+  void ring_fork_child();    // fork's child: a ring of its own, empty
 
   writer_settings settings_;
   chunk_pool pool_;
@@ -204,6 +207,7 @@ class writer {
   // Ring mode (null otherwise); holding_: full detail after a trigger (io_mutex_), until
   // hold_until_ns_ (0: until ring_release).
   std::unique_ptr<member_ring> ring_;
+  std::vector<struct iovec> ring_iov_;  // ring_write_out's, reserved (io_mutex_)
   bool holding_ = false;
   std::atomic<uint64_t> hold_until_ns_{0};
   std::atomic<bool> release_wanted_{false};
