@@ -74,6 +74,19 @@ void writer::ring_release() {
   queue_cv_.notify_one();
 }
 
+void writer::write_trigger_line(const trigger_fields &t) {
+  char buf[4096];
+  const size_t n = trigger_line_into(builder_.format(), t, buf, sizeof buf);
+  if (!n) return;
+  if (!settings_.compress) {
+    file_.write(buf, n);
+  } else {
+    out_.clear();
+    if (compressors_.encoder().encode(buf, n, scan(buf, n), out_))
+      file_.write(out_.data(), out_.size());
+  }
+}
+
 void writer::write_trigger(std::string_view source, std::string_view reason, uint64_t mono_ns) {
   if (!open_file() || file_.failed()) return;
   const uint64_t window = ring_->window_ns();
@@ -87,18 +100,9 @@ void writer::write_trigger(std::string_view source, std::string_view reason, uin
   t.after = settings_.ring_after_text;
   t.mono_ns = mono_ns;
   t.from_ns = mono_ns > window ? mono_ns - window : 0;
-  char buf[4096];
-  const size_t n = trigger_line_into(builder_.format(), t, buf, sizeof buf);
-  if (n) {
-    if (!settings_.compress) {
-      file_.write(buf, n);
-    } else {
-      out_.clear();
-      if (compressors_.encoder().encode(buf, n, scan(buf, n), out_))
-        file_.write(out_.data(), out_.size());
-    }
-  }
+  write_trigger_line(t);
   triggers_.fetch_add(1, std::memory_order_relaxed);
+  if (!holding_) window_ = {std::string(source), std::string(reason), mono_ns};
   holding_ = true;
   if (settings_.ring_after_seconds > 0) {
     const uint64_t until = mono_ns + static_cast<uint64_t>(settings_.ring_after_seconds * 1e9);
@@ -133,6 +137,7 @@ void writer::ring_before_pass() {
   // Before the pass formats and compresses what came since the last one: the ring is on disk
   // without waiting for them, and the pass's members go to the file after it.
   if (!ring_) return;
+  pass_ns_ = mono_ns();     // what this pass takes was committed before: full detail's end
   if (crash_wrote_ring_) {  // a fatal signal's path wrote the ring and the process went on
     crash_wrote_ring_ = false;
     ring_->drain([](const char *, size_t, uint64_t) {});
@@ -164,6 +169,16 @@ void writer::ring_after_pass() {
   if ((until && mono_ns() >= until) || (!until && released)) {
     holding_ = false;
     hold_until_ns_.store(0, std::memory_order_relaxed);
+    if (file_.is_open() && !file_.failed()) {  // the window's end: its trigger_end line
+      trigger_fields t;
+      t.source = window_.source;
+      t.reason = window_.reason;
+      t.after = settings_.ring_after_text;
+      t.mono_ns = pass_ns_;
+      t.from_ns = window_.mono_ns;
+      t.end = true;
+      write_trigger_line(t);
+    }
   }
 }
 

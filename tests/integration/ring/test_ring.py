@@ -62,9 +62,10 @@ def trace(tmp_path, path=None):
     assert v.returncode == 0, v.stdout + v.stderr
     tc.check_members(path)
     events = tc.load(path)
-    # Every line but the trigger lines (which, as the budget lines, carry no id) and the
+    # Every line but the trigger and trigger_end lines (which, as the budget lines, carry no id) and the
     # aggregated records as any trace's.
-    tc.check_format([e for e in events if e["name"] != "trigger" and e["ph"] != "A"])
+    tc.check_format([e for e in events
+                     if e["name"] not in ("trigger", "trigger_end") and e["ph"] != "A"])
     end = events[-1]
     assert end["name"] == "end" and end["cat"] == "dftracer", end
     triggers = [e for e in events if e["ph"] == "M" and e["name"] == "trigger"]
@@ -100,14 +101,21 @@ def test_api_trigger_writes_the_second_before_and_after(tmp_path):
     # The run's other 3 s were let go, and the end line says so; its count is what the file holds.
     assert end["args"]["num_events"] == len(w)
     assert end["args"]["ring_discarded_events"] > len(w)
+    # The window's end: the trigger_end line, when full detail ended (after every event of it).
+    (e,) = [x for x in events if x["ph"] == "M" and x["name"] == "trigger_end"]
+    assert (e["args"]["name"], e["args"]["from"]) == ("api", t["time"]), e
+    to = e["args"]["time"]
+    assert t["time"] + unit_us(1) <= to <= t["time"] + unit_us(1) + quarter + slack, (to, t)
+    assert max(x["ts"] + x["dur"] for x in w) <= to
     stat = subprocess.run([CLI, "stat", tc.only_file(str(tmp_path / "traces"))],
                           capture_output=True, text=True, timeout=60)
     assert stat.returncode == 0 and "trigger at %d" % t["time"] in stat.stdout, stat.stdout
-    assert "api: at 3 s" in stat.stdout, stat.stdout
+    assert "api: at 3 s; window from %d to %d" % (t["from"], to) in stat.stdout, stat.stdout
     js = subprocess.run([CLI, "stat", "--json", tc.only_file(str(tmp_path / "traces"))],
                         capture_output=True, text=True, timeout=60)
     got = json.loads(js.stdout)["triggers"]
-    assert [(g["source"], g["reason"], g["time"]) for g in got] == [("api", "at 3 s", t["time"])]
+    assert [(g["source"], g["reason"], g["time"], g["from"], g["to"]) for g in got] == [
+        ("api", "at 3 s", t["time"], t["from"], to)]
 
 
 def test_slow_step_writes_the_step_and_the_steps_after(tmp_path):
@@ -131,6 +139,13 @@ def test_slow_step_writes_the_step_and_the_steps_after(tmp_path):
     assert len(after) == 2 * 50, len(after)  # every region of the steps after it
     outer = [e for e in events if e["name"] == "step" and e["cat"] == "ring"]
     assert 6 in [e["args"]["step"] for e in outer], outer
+    # dftrace stat: the window with its slow step beside the median step, and its end.
+    (e,) = [x for x in events if x["ph"] == "M" and x["name"] == "trigger_end"]
+    stat = subprocess.run([CLI, "stat", tc.only_file(str(tmp_path / "traces"))],
+                          capture_output=True, text=True, timeout=60)
+    assert "slow_step: %s; window from %d to %d" % (t["value"], t["from"], e["args"]["time"]) \
+        in stat.stdout, stat.stdout
+    assert "x the median step (" in t["value"], t
 
 
 def test_trigger_signal_from_another_process(tmp_path):
