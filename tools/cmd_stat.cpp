@@ -64,11 +64,13 @@ void note_metadata(partial &r, scan_state &st) {
       r.limits.insert(std::string(mname) + '\x1f' + detail::decoded(*n) + '\x1f' +
                       detail::decoded(*v));
   }
+  auto arg = [&pl](const char *k) {
+    const jvalue *a = pl.arg_value(k);
+    return a ? detail::decoded(*a) : std::string();
+  };
+  if (detail::text_equals(pl.name, "trigger_end") && detail::text_equals(pl.cat, "dftracer"))
+    r.trigger_ends[std::string(pl.pid.text) + '\x1f' + arg("from")] = arg("time");
   if (detail::text_equals(pl.name, "trigger") && detail::text_equals(pl.cat, "dftracer")) {
-    auto arg = [&pl](const char *k) {
-      const jvalue *a = pl.arg_value(k);
-      return a ? detail::decoded(*a) : std::string();
-    };
     r.triggers.insert(arg("time") + '\x1f' + std::string(pl.pid.text) + '\x1f' + arg("name") +
                       '\x1f' + arg("value") + '\x1f' + arg("from") + '\x1f' + arg("after"));
   }

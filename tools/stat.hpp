@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -68,6 +69,8 @@ struct partial : detail::block_result {
   // The flight recorder's trigger lines: time '\x1f' pid '\x1f' source '\x1f' reason '\x1f'
   // from '\x1f' after (the window each wrote).
   std::set<std::string> triggers;
+  // Their windows' ends (trigger_end lines): pid '\x1f' trigger time -> when full detail ended.
+  std::map<std::string, std::string> trigger_ends;
   std::unordered_map<std::string, io_stats> io;        // cat '\x1f' fhash
   std::unordered_map<std::string, std::string> files;  // fhash -> path (FH lines)
   counter_map counters;                                // counter series (stat_counters.hpp)
@@ -96,6 +99,7 @@ struct partial : detail::block_result {
     for (auto &kv : o.ranks) ranks[kv.first] = kv.second;
     limits.insert(o.limits.begin(), o.limits.end());
     triggers.insert(o.triggers.begin(), o.triggers.end());
+    trigger_ends.insert(o.trigger_ends.begin(), o.trigger_ends.end());
     for (auto &kv : o.io) io[kv.first].merge(kv.second);
     for (auto &kv : o.files) files.emplace(kv.first, std::move(kv.second));
     for (auto &kv : o.counters) counters[kv.first].merge(kv.second);

@@ -20,6 +20,13 @@ uint64_t percentile(std::vector<uint64_t> &v, double q) {
   return v[k];
 }
 
+// A trigger's window ends where its trigger_end line says, or with the trace (`otherwise`).
+std::string window_end(const partial &all, const std::vector<std::string> &f,
+                       const char *otherwise) {
+  const auto e = all.trigger_ends.find(f[1] + '\x1f' + f[0]);
+  return e == all.trigger_ends.end() ? otherwise : e->second;
+}
+
 // The fields of a text joined by '\x1f'.
 std::vector<std::string> split_fields(const std::string &t) {
   std::vector<std::string> f;
@@ -137,7 +144,8 @@ void json_head(const partial &all, const std::vector<file_summary> &summaries, c
     const std::vector<std::string> f = split_fields(t);
     out += std::string(&t == &*all.triggers.begin() ? "" : ",") + "{\"time\":" + f[0] +
            ",\"pid\":" + f[1] + ",\"source\":" + jstr(f[2]) + ",\"reason\":" + jstr(f[3]) +
-           ",\"from\":" + f[4] + ",\"after\":" + jstr(f[5]) + "}";
+           ",\"from\":" + f[4] + ",\"to\":" + window_end(all, f, "null") +
+           ",\"after\":" + jstr(f[5]) + "}";
   }
   out += "]";
   if (v.have_span) {
@@ -240,7 +248,8 @@ void text_head(const partial &all, const std::vector<file_summary> &summaries, c
     for (const std::string &t : all.triggers) {  // the flight recorder's captured windows
       const std::vector<std::string> f = split_fields(t);
       out += "trigger at " + f[0] + " (pid " + f[1] + "): " + f[2] + ": " + f[3] +
-             "; window from " + f[4] + ", then full detail for " + f[5] + "\n";
+             "; window from " + f[4] + " to " + window_end(all, f, "the end of the trace") +
+             " (full detail for " + f[5] + " after the trigger)\n";
     }
   }
   if (v.have_span) {

@@ -34,6 +34,9 @@ int sys_open(const char *path, int flags, mode_t mode) {
   return static_cast<int>(::syscall(SYS_openat, AT_FDCWD, path, flags, mode));
 }
 ssize_t sys_write(int fd, const void *p, size_t n) { return ::syscall(SYS_write, fd, p, n); }
+ssize_t sys_writev(int fd, const struct iovec *v, size_t count) {
+  return ::syscall(SYS_writev, fd, v, static_cast<int>(count));
+}
 int sys_dup_from(int fd, int from) {
   return static_cast<int>(::syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, from));
 }
@@ -339,15 +342,22 @@ bool release_trace_fd(int fd) {
 
 bool output_file::write(const char *p, size_t n) {
   if (!open_ || failed_) return false;
-  return append(p, n, false);
+  const iovec v{const_cast<char *>(p), n};
+  return append(&v, 1, false);
+}
+
+bool output_file::write_many(const struct iovec *members, size_t count) {
+  if (!open_ || failed_ || count > k_max_members) return false;
+  return count == 0 || append(members, count, false);
 }
 
 bool output_file::write_last(const char *p, size_t n) {
   if (!open_ || !failed_ || !room_failure_) return false;
-  return append(p, n, true);
+  const iovec v{const_cast<char *>(p), n};
+  return append(&v, 1, true);
 }
 
-bool output_file::append(const char *p, size_t n, bool quiet) {
+bool output_file::append(const struct iovec *v, size_t count, bool quiet) {
   const bool locked = lock_within(fd_mutex_, std::chrono::milliseconds(1000));
   struct unlock_at_end {
     std::mutex &m;
@@ -369,15 +379,21 @@ bool output_file::append(const char *p, size_t n, bool quiet) {
     return false;
   };
   if (!still_ours()) return fail(nullptr, errno, false);
+  size_t n = 0;
+  for (size_t i = 0; i < count; ++i) n += v[i].iov_len;
   // Never past the file-size limit: the kernel would send SIGXFSZ, whose default kills the
   // program (its disposition is the program's).
   struct rlimit fl;
   if (::getrlimit(RLIMIT_FSIZE, &fl) == 0 && fl.rlim_cur != RLIM_INFINITY &&
       size_ + n > static_cast<uint64_t>(fl.rlim_cur))
     return fail("the file would grow past the file-size limit (RLIMIT_FSIZE)", EFBIG, true);
-  size_t done = 0;
+  // A short write leaves a member in part: its rest goes alone, then writev again.
+  size_t done = 0, first = 0, off = 0;
   while (done < n) {
-    const ssize_t w = sys_write(fd_, p + done, n - done);
+    while (v[first].iov_len == 0) ++first;
+    const char *at = static_cast<const char *>(v[first].iov_base) + off;
+    const ssize_t w = off > 0 || first + 1 == count ? sys_write(fd_, at, v[first].iov_len - off)
+                                                    : sys_writev(fd_, v + first, count - first);
     if (w < 0) {
       if (errno == EINTR) continue;
       const int err = errno;
@@ -389,6 +405,15 @@ bool output_file::append(const char *p, size_t n, bool quiet) {
       return fail(nullptr, err, err == ENOSPC || err == EDQUOT || err == EFBIG);
     }
     done += static_cast<size_t>(w);
+    for (size_t k = static_cast<size_t>(w); k > 0;) {
+      const size_t take = std::min(k, v[first].iov_len - off);
+      off += take;
+      k -= take;
+      if (off == v[first].iov_len) {
+        ++first;
+        off = 0;
+      }
+    }
   }
   size_ += n;
   return true;

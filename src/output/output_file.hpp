@@ -6,6 +6,7 @@
 #pragma once
 
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #include <atomic>
 #include <cstdint>
@@ -57,6 +58,10 @@ class output_file {
   // A member that would cross the file-size limit (RLIMIT_FSIZE) is not written. On an error
   // the file is cut back to its last whole member; one message, and failed() from then on.
   bool write(const char *p, size_t n);
+  // The same for `count` whole members at once (at most k_max_members): one writev (a short
+  // write is finished member by member); a failure cuts the file back to where they began.
+  static constexpr size_t k_max_members = 1024;  // IOV_MAX
+  bool write_many(const struct iovec *members, size_t count);
   // After a failure: the end line's member, when it fits where the failed member was (a full
   // file system freed that room; a file-size limit may leave room for it).
   bool write_last(const char *p, size_t n);
@@ -85,7 +90,7 @@ class output_file {
   std::string header_;
   std::string path_;  // the path in use (planned_ or a free name near it)
   mutable std::mutex path_mutex_;
-  bool append(const char *p, size_t n, bool quiet);
+  bool append(const struct iovec *v, size_t count, bool quiet);
   bool still_ours();             // the descriptor is the file's, or the file was opened again
   bool adopt(int fd);            // fd (the created file) moved high, its identity kept
   bool same_file(int fd) const;  // fd is open on this file (device and inode)

@@ -465,6 +465,9 @@ void runtime::on_fork_child() {
   if (writer_)
     writer_->fork_child(ts && ts->w == writer_.get() ? &ts->buf : nullptr, pid_, path_from_config(),
                         header_text());
+  // The child's steps are its own: the first lasts from the fork, no full detail is owed.
+  step_watch_.start(start_mono_);
+  hold_steps_left_ = 0;
   // The child's file defines nothing yet; the parent's definitions stay known, so that an
   // inherited descriptor's hash is defined again where the child uses it.
   for (auto &m : defined_) m.new_file();

@@ -188,7 +188,8 @@ size_t trigger_line_into(const line_format &f, const trigger_fields &t, char *bu
       256 + f.hhash_field.size() + escaped_bound(reason.size() + source.size() + after.size()))
     return 0;
   meta_writer w(buf);
-  w.lit("{\"name\":\"trigger\",\"cat\":\"dftracer\",\"pid\":").i64(f.pid);
+  w.lit(t.end ? "{\"name\":\"trigger_end\"" : "{\"name\":\"trigger\"");
+  w.lit(",\"cat\":\"dftracer\",\"pid\":").i64(f.pid);
   w.lit(",\"tid\":").i64(f.pid).lit(",\"ph\":\"M\",\"args\":{");
   if (!f.hhash_field.empty()) w.lit(f.hhash_field).lit(",");
   w.lit("\"name\":").quoted(source).lit(",\"value\":").quoted(reason);

@@ -43,9 +43,11 @@ writer::writer(writer_settings settings)
       compressors_(settings_.kind, settings_.level, settings_.compress_threads),
       crash_encoder_(settings_.kind, settings_.level) {
   file_.plan(settings_.path, settings_.header);
-  if (settings_.ring_seconds > 0)
+  if (settings_.ring_seconds > 0) {
     ring_ = std::make_unique<member_ring>(static_cast<uint64_t>(settings_.ring_seconds * 1e9),
                                           settings_.ring_bytes);
+    ring_iov_.reserve(output_file::k_max_members);
+  }
   out_.reserve(settings_.member_bytes / 2);
   crash_encoder_.reserve(settings_.member_bytes + 4096);
   crash_text_.reserve(settings_.member_bytes + 4096);
@@ -239,6 +241,8 @@ void writer::drop_failed_pass() noexcept {
 }
 
 void writer::cycle_steps(bool steal) {
+  // 0. in ring mode, the triggers that came since the last pass
+  ring_before_pass();
   // 1. chunks handed over, in order
   queue_done_ = ranges_done_ = 0;
   local_queue_.clear();
@@ -588,13 +592,7 @@ void writer::fork_child(thread_buffer *survivor, int64_t new_pid, std::string pa
   // fork time), and the child's new writer thread would wait behind ghosts that never leave,
   // so that a broadcast at exit could wait for them forever. Only this thread exists: nothing
   // is waiting on or holding these objects, and their old state is dropped, not destroyed.
-  if (ring_) ring_->forget();  // the parent's window is the parent's
-  holding_ = crash_wrote_ring_ = steal_wanted_ = false;
-  hold_until_ns_ = 0;
-  release_wanted_ = false;
-  triggers_ = 0;
-  pending_.clear();
-  any_trigger_ = false;
+  ring_fork_child();
   new (&trigger_mutex_) std::mutex();
   new (&io_mutex_) std::mutex();
   new (&queue_mutex_) std::mutex();

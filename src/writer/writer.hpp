@@ -161,11 +161,15 @@ class writer {
   // Ring mode: a member of events into the ring (write_members), and the triggers pending, the
   // signal's and the end of full detail, after a pass's members were written (io_mutex_).
   void ring_keep(member &m);
-  void ring_after_pass();
+  void ring_before_pass();  // the triggers pending: the ring and their lines, before the pass
+  void ring_after_pass();   // the end of full detail
+  void ring_write_out();    // the ring's members to the file, a writev for many, then empty
   bool accept_trigger(uint64_t mono_ns);  // min_gap (trigger_mutex_ held)
   void write_trigger(std::string_view source, std::string_view reason, uint64_t mono_ns);
+  void write_trigger_line(const trigger_fields &t);  // a member of its own
   bool ring_due() const;     // a signal's trigger waits, or full detail's time ran out
   void crash_ring(int sig);  // the fatal-signal path's write of the ring
+  void ring_fork_child();    // fork's child: a ring of its own, empty
 
   writer_settings settings_;
   chunk_pool pool_;
@@ -204,6 +208,7 @@ class writer {
   // Ring mode (null otherwise); holding_: full detail after a trigger (io_mutex_), until
   // hold_until_ns_ (0: until ring_release).
   std::unique_ptr<member_ring> ring_;
+  std::vector<struct iovec> ring_iov_;  // ring_write_out's, reserved (io_mutex_)
   bool holding_ = false;
   std::atomic<uint64_t> hold_until_ns_{0};
   std::atomic<bool> release_wanted_{false};
@@ -216,6 +221,8 @@ class writer {
   };
   std::mutex trigger_mutex_;
   std::vector<pending_trigger> pending_;  // trigger_mutex_
+  pending_trigger window_;                // the trigger of the window in full detail (io_mutex_)
+  uint64_t pass_ns_ = 0;                  // when the pass began (io_mutex_)
   uint64_t last_trigger_ns_ = 0;          // trigger_mutex_
   bool any_trigger_ = false;              // trigger_mutex_
   std::atomic<uint64_t> triggers_{0};

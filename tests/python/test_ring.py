@@ -1,12 +1,33 @@
 """test_ring.py: the flight recorder (output.mode: ring; docs/flight-recorder.md) from Python:
-dftrace.trigger, a slow step of dftrace.step(), the trigger.min_gap, and an unhandled exception
-that writes the window before the interpreter ends."""
+dftrace.trigger, a slow step of dftrace.step(), the trigger.min_gap, several windows, and an
+unhandled exception and a SIGSEGV that write the window before the process ends. Every trace
+passes `dftrace validate` and `dftrace.read` reads what it holds."""
+import os
+import signal
+import subprocess
+
+import pytest
 
 RING = {"DFTRACE_OUTPUT_MODE": "ring", "DFTRACE_RING_SECONDS": "1", "DFTRACE_CORE_AFFINITY": "0"}
 
 
 def triggers(t):
+    check_read(t)
     return [r for r in t.records if r.get("ph") == "M" and r.get("name") == "trigger"]
+
+
+def check_read(t):
+    """The trace passes `dftrace validate`; `dftrace.read` reads its complete events and
+    aggregated records, at the same times (ns; the file's unit is us)."""
+    cli = os.path.join(os.environ["DFTRACE_BUILD_DIR"], "tools", "dftrace")
+    v = subprocess.run([cli, "validate", t.path], capture_output=True, text=True, timeout=120)
+    assert v.returncode == 0, v.stdout + v.stderr
+    pytest.importorskip("pandas", reason="Debian's python3-pandas is not installed: "
+                        "dftrace.read not checked")
+    import dftrace
+    df = dftrace.read(t.path)
+    want = [r for r in t.records if r.get("ph") in ("X", "A")]
+    assert sorted(zip(df["ph"], df["ts"])) == sorted((r["ph"], r["ts"] * 1000) for r in want)
 
 
 def test_slow_step_and_the_min_gap(runner):
@@ -59,3 +80,44 @@ def test_unhandled_exception_writes_the_window(runner):
     assert line["args"]["value"] == "unhandled exception ValueError: the loss is nan", line
     n = sorted(e["args"]["n"] for e in t.named("forward"))
     assert n[-1] == 599 and n[0] > 100, n  # the last second, not the whole run
+
+
+def test_several_windows(runner):
+    runner.run('''
+        import time
+        import dftrace
+        from dftrace import ai
+        for i in range(450):
+            with ai.compute.forward(args={"n": i}):
+                time.sleep(0.005)
+            if i in (100, 350):
+                assert dftrace.trigger("at %d" % i)
+    ''', env=dict(RING, DFTRACE_RING_SECONDS="0.3", DFTRACE_RING_AFTER="0.2s",
+                DFTRACE_TRIGGER_MIN_GAP="0.5"))
+    t = runner.trace()
+    lines = triggers(t)
+    assert [x["args"]["value"] for x in lines] == ["at 100", "at 350"]
+    first, second = (x["args"] for x in lines)
+    n = sorted(e["args"]["n"] for e in t.named("forward"))
+    assert n[0] > 20 and 100 in n and 350 in n and n[-1] < 449, n
+    # Between the first window's full detail (0.2 s, a quarter of the ring and 0.1 s later) and
+    # the second window's start: nothing.
+    lo, hi = first["time"] + 375000, second["from"] - 175000
+    assert lo < hi and not [e for e in t.named("forward") if lo < e["ts"] < hi]
+
+
+def test_sigsegv_writes_the_window(runner):
+    p = runner.run('''
+        import os, signal, time
+        from dftrace import ai
+        for i in range(400):
+            with ai.compute.forward(args={"n": i}):
+                time.sleep(0.005)
+        os.kill(os.getpid(), signal.SIGSEGV)
+    ''', env=RING, check=False)
+    assert p.returncode == -signal.SIGSEGV, (p.returncode, p.stderr)
+    t = runner.trace()
+    (line,) = triggers(t)
+    assert (line["args"]["name"], line["args"]["value"]) == ("crash", "SIGSEGV"), line
+    n = sorted(e["args"]["n"] for e in t.named("forward"))
+    assert n[-1] == 399 and n[0] > 50, n

@@ -8,14 +8,20 @@
  *   ring_prog fast EVENTS       EVENTS regions as fast as it can, then its VmHWM (kB)
  *   ring_prog crash SECONDS     regions for SECONDS, then a SIGSEGV
  *   ring_prog latency EVENTS    EVENTS regions, then a trigger and a flush: how long the two
- *                               took (the ring is on disk when the flush returns), in ms */
+ *                               took (the ring is on disk when the flush returns), in ms
+ *   ring_prog fork SECONDS      regions for 2 s, then a fork: the child says "child PID" on
+ *                               stdout after 1.5 s and makes regions for SECONDS; the parent
+ *                               makes regions until the child ended, dftrace_trigger("parent"),
+ *                               then regions for 0.3 s more */
 #include <dftrace/dftrace.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 static uint64_t now_ms(void) {
   struct timespec t;
@@ -37,6 +43,35 @@ static void region(long step) {
   dftrace_region_arg_int(r, "ms", (int64_t)(now_ms() - g_t0));
   if (step >= 0) dftrace_region_arg_int(r, "step", step);
   dftrace_region_end(r);
+}
+
+static void regions_until(uint64_t end_ms) {
+  while (now_ms() - g_t0 < end_ms) {
+    region(-1);
+    sleep_ms(2);
+  }
+}
+
+static int fork_mode(long seconds) {
+  regions_until(2000);
+  const pid_t child = fork();
+  if (child < 0) return 3;
+  if (child == 0) {
+    const uint64_t start = now_ms() - g_t0;
+    regions_until(start + 1500); /* its file is made at its first pass (every second here) */
+    printf("child %ld\n", (long)getpid());
+    fflush(stdout);
+    regions_until(start + (uint64_t)seconds * 1000);
+    return 0;
+  }
+  int status = 0;
+  while (waitpid(child, &status, WNOHANG) == 0) {
+    region(-1);
+    sleep_ms(2);
+  }
+  printf("parent trigger %d\n", dftrace_trigger("parent"));
+  regions_until(now_ms() - g_t0 + 300);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 4;
 }
 
 static long vm_hwm_kb(void) {
@@ -88,6 +123,8 @@ int main(int argc, char **argv) {
       sleep_ms(2);
     }
     raise(SIGSEGV);
+  } else if (strcmp(mode, "fork") == 0) {
+    return fork_mode(atol(argv[2]));
   } else if (strcmp(mode, "wait") == 0) {
     const uint64_t end = atol(argv[2]) * 1000;
     int said = 0;

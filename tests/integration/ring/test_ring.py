@@ -2,12 +2,14 @@
 program (ring_prog.c): what a trigger writes (the window before it, full detail after it, a
 trigger line), slow steps, the trigger signal (and a signal the program ignores left alone), no
 trigger (only the header, metadata, aggregated records and the end line), and the memory bound at
-a high event rate. Every trace passes `dftrace validate`."""
+a high event rate, a forked child's own ring. Every trace passes `dftrace validate` and is read
+by `dftrace.read`, the same events as the file holds."""
 import json
 import os
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -37,20 +39,37 @@ def run(tmp_path, *args, **env):
     return p
 
 
-def trace(tmp_path):
-    """The process's trace: valid for `dftrace validate`, with whole members and lines; its
-    events, its trigger lines and its end line."""
-    path = tc.only_file(str(tmp_path / "traces"))
+def read_back(path, events):
+    """`dftrace.read` of the file: its complete events and aggregated records, as many as the
+    file holds, at the same times (in ns; the file's unit is the default, us)."""
+    try:
+        import dftrace
+        import pandas  # noqa: F401
+    except ImportError as e:  # the Python face is off, or Debian's pandas is missing
+        pytest.skip("dftrace.read not available here (%s): build the Python face and install "
+                    "python3-pandas" % e)
+    df = dftrace.read(path)
+    want = [e for e in events if e["ph"] in ("X", "A")]
+    assert len(df) == len(want), (len(df), len(want))
+    assert sorted(zip(df["ph"], df["ts"])) == sorted((e["ph"], e["ts"] * 1000) for e in want)
+
+
+def trace(tmp_path, path=None):
+    """The process's trace: valid for `dftrace validate`, with whole members and lines, read
+    back whole by `dftrace.read`; its events, its trigger lines and its end line."""
+    path = path or tc.only_file(str(tmp_path / "traces"))
     v = subprocess.run([CLI, "validate", path], capture_output=True, text=True, timeout=120)
     assert v.returncode == 0, v.stdout + v.stderr
     tc.check_members(path)
     events = tc.load(path)
-    # Every line but the trigger lines (which, as the budget lines, carry no id) and the
+    # Every line but the trigger and trigger_end lines (which, as the budget lines, carry no id) and the
     # aggregated records as any trace's.
-    tc.check_format([e for e in events if e["name"] != "trigger" and e["ph"] != "A"])
+    tc.check_format([e for e in events
+                     if e["name"] not in ("trigger", "trigger_end") and e["ph"] != "A"])
     end = events[-1]
     assert end["name"] == "end" and end["cat"] == "dftracer", end
     triggers = [e for e in events if e["ph"] == "M" and e["name"] == "trigger"]
+    read_back(path, events)
     return events, triggers, end
 
 
@@ -82,14 +101,21 @@ def test_api_trigger_writes_the_second_before_and_after(tmp_path):
     # The run's other 3 s were let go, and the end line says so; its count is what the file holds.
     assert end["args"]["num_events"] == len(w)
     assert end["args"]["ring_discarded_events"] > len(w)
+    # The window's end: the trigger_end line, when full detail ended (after every event of it).
+    (e,) = [x for x in events if x["ph"] == "M" and x["name"] == "trigger_end"]
+    assert (e["args"]["name"], e["args"]["from"]) == ("api", t["time"]), e
+    to = e["args"]["time"]
+    assert t["time"] + unit_us(1) <= to <= t["time"] + unit_us(1) + quarter + slack, (to, t)
+    assert max(x["ts"] + x["dur"] for x in w) <= to
     stat = subprocess.run([CLI, "stat", tc.only_file(str(tmp_path / "traces"))],
                           capture_output=True, text=True, timeout=60)
     assert stat.returncode == 0 and "trigger at %d" % t["time"] in stat.stdout, stat.stdout
-    assert "api: at 3 s" in stat.stdout, stat.stdout
+    assert "api: at 3 s; window from %d to %d" % (t["from"], to) in stat.stdout, stat.stdout
     js = subprocess.run([CLI, "stat", "--json", tc.only_file(str(tmp_path / "traces"))],
                         capture_output=True, text=True, timeout=60)
     got = json.loads(js.stdout)["triggers"]
-    assert [(g["source"], g["reason"], g["time"]) for g in got] == [("api", "at 3 s", t["time"])]
+    assert [(g["source"], g["reason"], g["time"], g["from"], g["to"]) for g in got] == [
+        ("api", "at 3 s", t["time"], t["from"], to)]
 
 
 def test_slow_step_writes_the_step_and_the_steps_after(tmp_path):
@@ -113,6 +139,13 @@ def test_slow_step_writes_the_step_and_the_steps_after(tmp_path):
     assert len(after) == 2 * 50, len(after)  # every region of the steps after it
     outer = [e for e in events if e["name"] == "step" and e["cat"] == "ring"]
     assert 6 in [e["args"]["step"] for e in outer], outer
+    # dftrace stat: the window with its slow step beside the median step, and its end.
+    (e,) = [x for x in events if x["ph"] == "M" and x["name"] == "trigger_end"]
+    stat = subprocess.run([CLI, "stat", tc.only_file(str(tmp_path / "traces"))],
+                          capture_output=True, text=True, timeout=60)
+    assert "slow_step: %s; window from %d to %d" % (t["value"], t["from"], e["args"]["time"]) \
+        in stat.stdout, stat.stdout
+    assert "x the median step (" in t["value"], t
 
 
 def test_trigger_signal_from_another_process(tmp_path):
@@ -242,3 +275,60 @@ def test_memory_stays_within_the_ring_at_a_high_event_rate(tmp_path):
     events, triggers, end = trace(tmp_path)
     assert work(events) == [] and end["args"]["ring_discarded_events"] == n
     assert end["args"]["dropped_events"] == 0
+
+
+def test_several_windows(tmp_path):
+    # Two signals 1.5 s apart: two windows, each with its trigger line, in one valid file.
+    p = subprocess.Popen([PROG, "wait", "5"], env=ring_env(
+        tmp_path, DFTRACE_RING_SECONDS="0.5", DFTRACE_RING_AFTER="0.5s",
+        DFTRACE_TRIGGER_MIN_GAP="1"), stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline() == "ready\n"
+    os.kill(p.pid, signal.SIGUSR2)
+    time.sleep(1.5)
+    os.kill(p.pid, signal.SIGUSR2)
+    p.stdout.read()
+    assert p.wait(timeout=60) == 0
+    events, triggers, end = trace(tmp_path)
+    assert [x["args"]["value"] for x in triggers] == ["SIGUSR2", "SIGUSR2"], triggers
+    first, second = (x["args"] for x in triggers)
+    ts = sorted(e["ts"] for e in work(events))
+    # Nothing between the first window's full detail and the second window's start.
+    between = [t for t in ts if first["time"] + unit_us(0.5 + 0.25 + 0.1) < t
+               < second["from"] - unit_us(0.25 + 0.1)]
+    assert between == [] and ts[0] < first["time"] < second["from"] < ts[-1], (first, second)
+
+
+def test_a_forked_child_has_its_own_ring(tmp_path):
+    # The parent's ring holds its 2 s before the fork; the child's ring starts empty (its
+    # window of 4 s would reach back before the fork if it held the parent's members), has its
+    # own file, and takes `dftrace trigger CHILD`; the parent's trigger after the child ended
+    # writes the parent's window across the fork, and none of the child's events.
+    env = ring_env(tmp_path, DFTRACE_RING_SECONDS="4", DFTRACE_RING_AFTER="0.2s")
+    p = subprocess.Popen([PROG, "fork", "3"], env=env, stdout=subprocess.PIPE, text=True)
+    line = p.stdout.readline().split()
+    assert line[0] == "child", line
+    child = int(line[1])
+    t = subprocess.run([CLI, "trigger", str(child)], capture_output=True, text=True, timeout=60)
+    assert t.returncode == 0 and "pid %d: USR2 sent" % child in t.stdout, t.stdout + t.stderr
+    rest = p.stdout.read()
+    assert p.wait(timeout=60) == 0 and "parent trigger 1" in rest, rest
+    files = sorted(os.listdir(tmp_path / "traces"))
+    assert len(files) == 2, files
+    by_pid = {}
+    for f in files:
+        events, triggers, end = trace(tmp_path, str(tmp_path / "traces" / f))
+        pids = {e["pid"] for e in events}
+        assert len(pids) == 1, (f, pids)
+        by_pid[pids.pop()] = (events, triggers, end)
+    assert child in by_pid and p.pid in by_pid, (child, p.pid, list(by_pid))
+    c_events, c_triggers, _ = by_pid[child]
+    p_events, p_triggers, _ = by_pid[p.pid]
+    assert [(x["args"]["name"], x["args"]["value"]) for x in c_triggers] == [("signal", "SIGUSR2")]
+    assert [(x["args"]["name"], x["args"]["value"]) for x in p_triggers] == [("api", "parent")]
+    c_ms = sorted(e["args"]["ms"] for e in work(c_events))
+    p_ms = sorted(e["args"]["ms"] for e in work(p_events))
+    # The child's window: its own regions only, from the fork (at 2 s) on.
+    assert c_ms and c_ms[0] >= 2000, c_ms[:5]
+    # The parent's window: its regions from before the fork through the child's life, whole.
+    assert p_ms[0] < 1500 and p_ms[-1] > c_ms[-1], (p_ms[:3], p_ms[-3:], c_ms[-1])
+    assert max(b - a for a, b in zip(p_ms, p_ms[1:])) < 200

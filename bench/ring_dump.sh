@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# ring_dump.sh BUILD [ROUNDS] [LIBDIR...]: how long a full 64 MiB ring takes to reach the file
+# (the flight recorder's dump): tests/integration/ring/ring_prog latency fills the ring with 5 M
+# regions, then times dftrace_trigger + dftrace_flush on the calling thread (everything before
+# the trigger, the ring first, is in the file when the flush returns). With LIBDIRs (each
+# holding a libdftrace.so.0, say an older build's), the rounds take them in turn, side by side:
+# the machine's load changes the figures of all of them alike.
+set -euo pipefail
+build=$1 rounds=${2:-5}
+shift $(($# > 1 ? 2 : 1))
+libs=("$@")
+[ ${#libs[@]} -gt 0 ] || libs=("$build")
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+for r in $(seq "$rounds"); do
+  for lib in "${libs[@]}"; do
+    rm -rf "$out/t"
+    ms=$(LD_LIBRARY_PATH=$lib DFTRACE_ENABLE=1 DFTRACE_LOG_FILE="$out/t/t" \
+      DFTRACE_OUTPUT_MODE=ring DFTRACE_RING_BYTES=64MiB DFTRACE_RING_SECONDS=3600 \
+      "$build/tests/integration/ring/ring_prog" latency 5000000 | sed -n 's/.*on disk after \(.*\) ms/\1/p')
+    echo "round $r $(date -u +%H:%M:%S) load $(cut -d' ' -f1 /proc/loadavg) $lib: $ms ms, $(du -b "$out"/t/* | cut -f1) B"
+  done
+done
