@@ -221,7 +221,7 @@ bool output_file::open(bool quiet, const char *first, size_t first_n) {
       if (!fresh_name(p, k, fresh, sizeof fresh)) break;
       fd = create(fresh);
       if (fd >= 0) {
-        if (!quiet)
+        if (!quiet && !path_may_be_ours_)
           log(log_level::warn,
               "'%s' already exists (a file or symbolic link this process did not create); "
               "leaving it untouched and writing '%s'",
