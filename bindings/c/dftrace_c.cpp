@@ -200,6 +200,10 @@ int dftrace_flush(void) {
   return guarded([] { return the_runtime().flush(); }, DFTRACE_ERR_IO);
 }
 
+void dftrace_resume_after_exec(void) {
+  guarded_do([] { the_runtime().preload_enable(); });
+}
+
 void dftrace_flush_from_signal(bool ending) {
   try {
     the_runtime().on_signal_flush(ending);

@@ -82,6 +82,11 @@ typedef int dftrace_cupti_start_t(unsigned kinds, int log_level);
  * more than once. */
 typedef void dftrace_cupti_stop_t(void);
 
+/* Exported by libdftrace for libdftrace_io (src/plugins/io/process_exec.cpp): an exec that
+ * finalized the trace failed and the process goes on; recording starts again at its next event,
+ * in a file of its own (a process's later file takes the first free name quietly). */
+DFTRACE_API void dftrace_resume_after_exec(void);
+
 /* Exported by the plug-ins (their definitions must have these types). */
 DFTRACE_API dftrace_io_bind_t dftrace_io_bind;
 DFTRACE_API dftrace_io_unbind_t dftrace_io_unbind;

@@ -101,6 +101,22 @@ int create_new(const char *path) {
   return sys_open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_APPEND, 0644);
 }
 
+// Whether `path` is a trace of this user's (a regular file, not a link, beginning as a trace
+// does: a gzip member or "["): the one this process's earlier image wrote before an exec (the
+// same program and pid), or an earlier run's; nothing to warn of.
+bool regular_file_of_ours(const char *path) {
+  struct stat st;
+  if (::syscall(SYS_newfstatat, AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+      !S_ISREG(st.st_mode) || st.st_uid != ::geteuid())
+    return false;
+  const int fd = sys_open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0);
+  if (fd < 0) return false;
+  unsigned char b[2] = {0, 0};
+  const bool whole = ::syscall(SYS_read, fd, b, 2) == 2;
+  sys_close(fd);
+  return whole && ((b[0] == 0x1f && b[1] == 0x8b) || (b[0] == '[' && b[1] == '\n'));
+}
+
 // Renames without replacing anything at `to` (defined below).
 bool rename_new(const char *from, const char *to);
 
@@ -224,7 +240,7 @@ bool output_file::open(bool quiet, const char *first, size_t first_n) {
       if (!fresh_name(p, k, fresh, sizeof fresh)) break;
       fd = create(fresh);
       if (fd >= 0) {
-        if (!quiet)
+        if (!quiet && !path_may_be_ours_ && !regular_file_of_ours(p.c_str()))
           log(log_level::warn,
               "'%s' already exists (a file or symbolic link this process did not create); "
               "leaving it untouched and writing '%s'",

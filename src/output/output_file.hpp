@@ -38,6 +38,9 @@ class output_file {
   // Where the file will be and the text that must come first (written by the writer as its own
   // member once the file is open). Until open(), plan() and relocate() may change both.
   void plan(std::string path, std::string header);
+  // The process wrote a trace file before this one (dftrace_finalize then init, an exec that
+  // failed): what is at the path is likely its own, and the free name is taken without a word.
+  void path_may_be_ours() { path_may_be_ours_ = true; }
   // Creates the file (once; later calls say whether it is open). A file or symbolic link already
   // at the path is left alone and the first free "<name>.k.pfw.gz" is used. On failure: one
   // message (none when `quiet`: the fatal-signal path, where writing one would allocate),
@@ -108,6 +111,7 @@ class output_file {
   bool tried_ = false;
   std::atomic<bool> failed_{false};
   bool tool_ = false;                // create(): failures are said by the tool, not logged
+  bool path_may_be_ours_ = false;    // path_may_be_ours()
   int fail_errno_ = 0;               // the last failure's errno, or
   const char *fail_what_ = nullptr;  // its reason
 };

@@ -190,6 +190,7 @@ void runtime::create_writer_locked() {
   choose_codec(ws);
   ws.member_bytes = cfg_.member_bytes;
   ws.flush_interval = cfg_.flush_interval;
+  ws.later_file = !old_writers_.empty();
   ws.chunk_bytes = std::min(cfg_.buffer_bytes, cfg_.member_bytes);
   ws.queue_bytes = std::max(cfg_.queue_bytes, 4 * cfg_.member_bytes);
   ws.drop_when_full = cfg_.on_full_drop;

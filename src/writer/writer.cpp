@@ -43,6 +43,7 @@ writer::writer(writer_settings settings)
       compressors_(settings_.kind, settings_.level, settings_.compress_threads),
       crash_encoder_(settings_.kind, settings_.level) {
   file_.plan(settings_.path, settings_.header);
+  if (settings_.later_file) file_.path_may_be_ours();
   if (settings_.ring_seconds > 0) {
     ring_ = std::make_unique<member_ring>(static_cast<uint64_t>(settings_.ring_seconds * 1e9),
                                           settings_.ring_bytes);

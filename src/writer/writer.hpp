@@ -35,6 +35,7 @@ struct writer_settings {
   int level{};
   size_t member_bytes{};
   double flush_interval{};  // seconds
+  bool later_file{};        // the process wrote a trace file before (output_file::path_may_be_ours)
   size_t chunk_bytes{};
   size_t queue_bytes{};
   bool drop_when_full{};

@@ -79,8 +79,7 @@ uint8_t fd_table::look_up(int fd, uint8_t s) {
     state[fd].store(k_untraced, std::memory_order_release);
     return k_untraced;
   }
-  hash[fd].store(file_hash(path), std::memory_order_relaxed);
-  state[fd].store(k_traced, std::memory_order_release);
+  fd_track(fd, file_hash(path));  // (followed as an opened one is: a fork marks it inherited)
   return k_traced;
 }
 

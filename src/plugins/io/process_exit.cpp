@@ -71,7 +71,8 @@ void _Exit(int status) {
   __builtin_unreachable();
 }
 
-// The registry's entries of the table's rows written here.
+// The registry's entries of the table's EXIT_OWN rows: those written here and the exec family
+// (process_exec.cpp).
 #define DFTRACE_IO_SHAPE_EXIT_OWN(cat, name, ...) DFTRACE_IO_REGISTER(name);
 #include "plugins/io/shapes.hpp"
 #define DFTRACE_IO_CALL DFTRACE_IO_WRAPPER

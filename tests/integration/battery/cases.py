@@ -129,10 +129,13 @@ CASES = [
     # ---- bash pipelines and loops
     Case("ls_lR_wc", "ls -lR in | wc -l; ls -R in | sort | sha256sum", setup=files_in("in", 60),
          defects="trace descriptor reused by bash (pipelines read nothing)"),
+    # bash execs a `$(...)` subshell's one command and the last command of its -c string in the
+    # process itself: each of those processes' trace must end before the exec.
     Case("basename_loop",
          "for i in $(seq 200); do b=$(basename /x/y/file$i.txt .txt); echo $b >> names.txt; done; "
          "wc -l < names.txt; tail -1 names.txt",
-         timeout=150, defects="trace descriptor reused by bash (hang, files missing)"),
+         timeout=150,
+         defects="trace descriptor reused by bash (hang, files missing); exec without the end"),
     Case("timeout_dd", "timeout 1 dd if=/dev/zero of=/dev/null bs=64k status=none; echo rc=$?",
          timeout=20, defects="trace descriptor reused by bash (gzip members on stdout)"),
     Case("timeout_sleep", "timeout 1 sleep 10; echo rc=$?", timeout=20,

@@ -263,6 +263,69 @@ def test_forked_children_leaving_with_exit_keep_their_events(tmp_path):
     assert written == {"w0": 200, "w1": 200, "pa": 1}, written
 
 
+def traces_by_program(out):
+    """{program name: [events of each of its trace files]}, every file checked whole (the end
+    line included: a process that replaced its image must have finalized its trace first)."""
+    got = collections.defaultdict(list)
+    for f in sorted(glob.glob(str(out / "*.pfw.gz"))):
+        got[os.path.basename(f).split("-")[1]].append(tc.load_checked(f, nesting=False))
+    return got
+
+
+def files_by_call(events, call):
+    names = file_names(events)
+    return sorted(os.path.basename(names[e["args"]["fhash"]]) for e in io_events(events)
+                  if e["name"] == call)
+
+
+@pytest.mark.parametrize("flush_interval", ["2s", "0.05s"])
+def test_a_process_replacing_its_image_finalizes_its_trace_first(tmp_path, flush_interval):
+    """bash -c runs its last command by execve in its own process (same pid): bash's events
+    before it (its open of `f`) and its end line are in bash's file. So is the end of the forked
+    bash that runs `sleep` by execve. With the default flush interval no pass has begun a file
+    before the exec; with a short one (and a sleep six intervals long) bash's has: either way
+    every file is whole (load_checked: the end line included)."""
+    data = tmp_path / "data"
+    data.mkdir()
+    script = "echo a > %s/f; sleep 0.3; cat %s/f" % (data, data)
+    out, p = run(tmp_path, "bash", "-c", script, options=("--data-dirs", str(data)),
+                 env_extra={"DFTRACE_OUTPUT_FLUSH_INTERVAL": flush_interval})
+    assert p.stdout == "a\n" and p.stderr == "", p.stdout + p.stderr
+    got = traces_by_program(out)
+    assert len(got["cat"]) == 1 and len(got["bash"]) == 2, got.keys()
+    cat_pid = got["cat"][0][-1]["pid"]
+    bash = {ev[-1]["pid"]: ev for ev in got["bash"]}
+    assert files_by_call(bash.pop(cat_pid), "open") == ["f"]  # the same process, two images
+    assert [files_by_call(ev, "open") for ev in bash.values()] == [[]]  # the subshell of sleep
+
+
+def test_exec_family_and_a_failed_exec(tmp_path):
+    """Python's os.execv reaches glibc's execv (which calls execve inside the C library): the
+    trace is finalized before it too. An exec that fails leaves the process as it was: its
+    later events go to a new file of its own, also finalized, and nothing is said on stderr."""
+    data = tmp_path / "data"
+    data.mkdir()
+    script = tmp_path / "execs.py"
+    script.write_text(textwrap.dedent("""
+        import os, sys
+        d = sys.argv[1]
+        open(os.path.join(d, "before"), "w").write("x")
+        try:
+            os.execv("/nonexistent/program", ["program"])
+        except OSError:
+            pass
+        open(os.path.join(d, "after"), "w").write("y")
+        sys.stdout.flush()
+        os.execlp("cat", "cat", os.path.join(d, "before"), os.path.join(d, "after"))
+    """))
+    out, p = run(tmp_path, "/usr/bin/python3", str(script), str(data),
+                 options=("--data-dirs", str(data)))
+    assert p.stdout == "xy" and p.stderr == "", p.stdout + p.stderr
+    got = traces_by_program(out)
+    assert sorted(files_by_call(ev, "write") for ev in got["execs"]) == [["after"], ["before"]], got.keys()
+    assert len(got["cat"]) == 1, got.keys()
+
+
 def test_application_mode_child_leaving_with_exit_keeps_its_events(tmp_path):
     """The same in the application mode: the program initialises dftrace, its objects are bound
     (_exit with the I/O calls), and a forked child that writes a file and leaves with _exit has
