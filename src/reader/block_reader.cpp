@@ -131,6 +131,13 @@ read_issue stop_issue(stream_inflater::result r, uint64_t pos, uint64_t size,
 // of a few MiB, and the workers can only share it when it is cut into several blocks.
 constexpr size_t k_stream_block_bytes = 512u << 10;
 
+// A new buffer of cap bytes that starts with p[0, n).
+std::unique_ptr<char[]> copy_of(const char *p, size_t n, size_t cap) {
+  std::unique_ptr<char[]> b(new char[cap]);
+  std::memcpy(b.get(), p, n);
+  return b;
+}
+
 // Inflates the stream part sequentially and hands out blocks of whole lines.
 void run_stream(const trace_file &f, const planned_part &part, size_t block_bytes, size_t first_seq,
                 const std::function<void(std::unique_ptr<text_block>)> &emit) {
@@ -152,13 +159,8 @@ void run_stream(const trace_file &f, const planned_part &part, size_t block_byte
     b->in_offset = mark;
     b->in_bytes = in_pos - mark;
     mark = in_pos;
-    // The block takes the buffer; only the partial line after its last newline is copied
-    // into a new one.
-    std::unique_ptr<char[]> rest;
-    if (!last) {
-      rest.reset(new char[cap]);
-      std::memcpy(rest.get(), buf.get() + n, used - n);
-    }
+    // The block takes the buffer; only the partial line after its last newline is copied.
+    std::unique_ptr<char[]> rest = last ? nullptr : copy_of(buf.get() + n, used - n, cap);
     b->buffer = std::move(buf);
     b->text = std::string_view(b->buffer.get(), n);
     if (last) {
