@@ -127,9 +127,21 @@ read_issue stop_issue(stream_inflater::result r, uint64_t pos, uint64_t size,
               "); the lines before it are kept"};
 }
 
+// A stream's blocks are smaller than the reader's block: DFTracer writes a file as one member
+// of a few MiB, and the workers can only share it when it is cut into several blocks.
+constexpr size_t k_stream_block_bytes = 512u << 10;
+
+// A new buffer of cap bytes that starts with p[0, n).
+std::unique_ptr<char[]> copy_of(const char *p, size_t n, size_t cap) {
+  std::unique_ptr<char[]> b(new char[cap]);
+  std::memcpy(b.get(), p, n);
+  return b;
+}
+
 // Inflates the stream part sequentially and hands out blocks of whole lines.
 void run_stream(const trace_file &f, const planned_part &part, size_t block_bytes, size_t first_seq,
                 const std::function<void(std::unique_ptr<text_block>)> &emit) {
+  block_bytes = std::min(block_bytes, k_stream_block_bytes);
   const uint8_t *data = f.data();
   const uint64_t size = f.size();
   size_t seq = first_seq;
@@ -147,14 +159,15 @@ void run_stream(const trace_file &f, const planned_part &part, size_t block_byte
     b->in_offset = mark;
     b->in_bytes = in_pos - mark;
     mark = in_pos;
-    b->buffer.reset(new char[n + 1]);
-    std::memcpy(b->buffer.get(), buf.get(), n);
+    // The block takes the buffer; only the partial line after its last newline is copied.
+    std::unique_ptr<char[]> rest = last ? nullptr : copy_of(buf.get() + n, used - n, cap);
+    b->buffer = std::move(buf);
     b->text = std::string_view(b->buffer.get(), n);
     if (last) {
       b->issues = std::move(issues);
-      b->partial_tail = damaged && n > 0 && buf[n - 1] != '\n';
+      b->partial_tail = damaged && n > 0 && b->text[n - 1] != '\n';
     }
-    std::memmove(buf.get(), buf.get() + n, used - n);
+    buf = std::move(rest);
     used -= n;
     emit(std::move(b));
   };

@@ -28,24 +28,33 @@ bool unit_named(const jvalue &v, time_unit *u) {
   return false;
 }
 
-// Up to k_scan_bytes of a gzip stream's text from p (one member or several in a row).
+// The text a gzip stream starts with (one member or several in a row), inflated a step at a
+// time until it holds k_scan_lines whole lines or k_scan_bytes: the scan looks no further, and a
+// DFTracer trace is one member of megabytes, so inflating a fixed size costs more than reading it.
+constexpr size_t k_scan_step = 16u << 10;
+
 std::string inflate_start(const uint8_t *p, size_t n) {
-  std::string out(k_scan_bytes, '\0');
+  std::string out;
+  out.reserve(k_scan_bytes);  // untouched room: no copies as it grows
   z_stream zs{};
   if (inflateInit2(&zs, 15 + 16) != Z_OK) return {};
   zs.next_in = const_cast<Bytef *>(p);
   zs.avail_in = static_cast<uInt>(std::min<size_t>(n, 1u << 30));
-  zs.next_out = reinterpret_cast<Bytef *>(out.data());
-  zs.avail_out = static_cast<uInt>(out.size());
-  while (zs.avail_out > 0) {
+  size_t lines = 0;
+  while (out.size() < k_scan_bytes && lines < static_cast<size_t>(k_scan_lines)) {
+    const size_t before = out.size();
+    out.resize(std::min(before + k_scan_step, k_scan_bytes));
+    zs.next_out = reinterpret_cast<Bytef *>(out.data() + before);
+    zs.avail_out = static_cast<uInt>(out.size() - before);
     const int rc = inflate(&zs, Z_NO_FLUSH);
+    out.resize(out.size() - zs.avail_out);
+    lines += static_cast<size_t>(std::count(out.begin() + before, out.end(), '\n'));
     if (rc == Z_STREAM_END) {
       if (zs.avail_in == 0 || inflateReset(&zs) != Z_OK) break;  // the next member, if any
       continue;
     }
-    if (rc != Z_OK) break;  // damage: what came before it is still scanned
+    if (rc != Z_OK) break;  // damage (or no progress): what came before it is still scanned
   }
-  out.resize(out.size() - zs.avail_out);
   inflateEnd(&zs);
   return out;
 }
@@ -65,7 +74,8 @@ bool declares_time_unit(const parsed_line &pl, time_unit *u) {
   return false;
 }
 
-time_unit header_time_unit(const trace_file &f) {
+time_unit header_time_unit(const trace_file &f, size_t *scanned_bytes) {
+  if (scanned_bytes) *scanned_bytes = 0;
   if (f.parts().empty()) return time_unit::us;
   const planned_part &first = f.parts().front();
   const uint8_t *p = f.data() + first.offset;
@@ -79,6 +89,7 @@ time_unit header_time_unit(const trace_file &f) {
     inflated = inflate_start(p, n);
     text = inflated;
   }
+  if (scanned_bytes) *scanned_bytes = text.size();
   time_unit u = time_unit::us;
   bool found = false;
   int lines = 0;

@@ -18,9 +18,11 @@ enum class time_unit : uint8_t { us, ns };
 bool declares_time_unit(const parsed_line &pl, time_unit *u);
 
 // The unit a file's header declares: its first lines (up to 512 lines or 1 MiB of text) are
-// read for a declaration. Microseconds when there is none (DFTracer's traces,
-// older dftrace traces) or the start cannot be read (the caller reports damage as it reads).
-time_unit header_time_unit(const trace_file &f);
+// read for a declaration; a compressed start is inflated only as far as those lines reach.
+// Microseconds when there is none (DFTracer's traces, older dftrace traces) or the start
+// cannot be read (the caller reports damage as it reads). *scanned_bytes (tests): the bytes
+// of text looked at.
+time_unit header_time_unit(const trace_file &f, size_t *scanned_bytes = nullptr);
 
 // A ts or dur value in nanoseconds: integer nanoseconds as they are, microseconds times 1000
 // plus up to three fraction digits (further digits are dropped). False when the value is no

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -21,7 +22,8 @@ std::string temp_path(const char *name) {
 }
 
 // Opens text as a trace: gzip members of `per` lines each (per 0: a plain file).
-time_unit unit_of(const std::string &text, const char *name, size_t per) {
+time_unit unit_of(const std::string &text, const char *name, size_t per,
+                  size_t *scanned = nullptr) {
   std::vector<char> bytes;
   if (per == 0) {
     bytes.assign(text.begin(), text.end());
@@ -46,7 +48,7 @@ time_unit unit_of(const std::string &text, const char *name, size_t per) {
   trace_file tf;
   std::string why;
   EXPECT_TRUE(tf.open(path, &why)) << why;
-  const time_unit u = header_time_unit(tf);
+  const time_unit u = header_time_unit(tf, scanned);
   unlink(path.c_str());
   return u;
 }
@@ -100,4 +102,19 @@ TEST(TimeUnit, DeclaredByThePrLineOrTheStartEvent) {
       time_unit::us);
   // Several members: the declaration is in the first.
   EXPECT_EQ(unit_of(std::string(k_pr_ns) + k_event + k_event, "members", 2), time_unit::ns);
+}
+
+TEST(TimeUnit, OneLargeMemberIsInflatedOnlyAsFarAsTheScanLooks) {
+  // DFTracer 1.x writes one gzip member per file: the scan of its first 512 lines must not
+  // inflate the first MiB of it (that doubled the cost of reading small traces).
+  std::string text = "[\n";
+  for (int i = 0; i < 12000; ++i) text += k_event;
+  ASSERT_GT(text.size(), size_t{1} << 20);
+  size_t scanned = 0;
+  EXPECT_EQ(unit_of(text, "one_member", 1u << 30, &scanned), time_unit::us);
+  const size_t line = std::strlen(k_event);
+  EXPECT_GE(scanned, 512 * line);                // the lines the scan looks at
+  EXPECT_LE(scanned, 512 * line + (64u << 10));  // and at most one step of inflate more
+  // A declaration within those lines is still found.
+  EXPECT_EQ(unit_of(std::string("[\n") + k_pr_ns + text, "one_member_ns", 1u << 30), time_unit::ns);
 }

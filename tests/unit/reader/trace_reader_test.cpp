@@ -63,6 +63,22 @@ std::string read_all(const trace_file &f, int threads, std::vector<read_issue> *
   return got;
 }
 
+// text as one gzip member without a DT field, as DFTracer writes a file.
+std::vector<char> one_gzip_member(std::string text) {
+  std::vector<char> raw(compressBound(text.size()) + 64);
+  // gzip framing through deflateInit2 (windowBits 31).
+  z_stream zs{};
+  deflateInit2(&zs, 1, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY);
+  zs.next_in = reinterpret_cast<Bytef *>(text.data());
+  zs.avail_in = static_cast<uInt>(text.size());
+  zs.next_out = reinterpret_cast<Bytef *>(raw.data());
+  zs.avail_out = static_cast<uInt>(raw.size());
+  EXPECT_EQ(deflate(&zs, Z_FINISH), Z_STREAM_END);
+  raw.resize(zs.total_out);
+  deflateEnd(&zs);
+  return raw;
+}
+
 }  // namespace
 
 TEST(TraceReader, PlansMembersFromDtFieldsAndReadsThemInOrder) {
@@ -89,18 +105,7 @@ TEST(TraceReader, StreamsASingleMemberWithoutDtInBlocksOfWholeLines) {
   for (int i = 0; i < 20000; ++i)
     text += "{\"id\":" + std::to_string(i) + ",\"ts\":" + std::to_string(i) + "}\n";
   text += "]";
-  uLongf n = compressBound(text.size());
-  std::vector<char> raw(n + 64);
-  // gzip framing through deflateInit2 (windowBits 31).
-  z_stream zs{};
-  deflateInit2(&zs, 1, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY);
-  zs.next_in = reinterpret_cast<Bytef *>(text.data());
-  zs.avail_in = static_cast<uInt>(text.size());
-  zs.next_out = reinterpret_cast<Bytef *>(raw.data());
-  zs.avail_out = static_cast<uInt>(raw.size());
-  ASSERT_EQ(deflate(&zs, Z_FINISH), Z_STREAM_END);
-  raw.resize(zs.total_out);
-  deflateEnd(&zs);
+  std::vector<char> raw = one_gzip_member(text);
   const std::string path = temp_path("stream.pfw.gz");
   trace_file f;
   std::string why;
@@ -224,4 +229,34 @@ TEST(TraceReader, AMemberCannotInflatePastTheLimit) {
   EXPECT_EQ(len, 1u << 20);
   ASSERT_FALSE(issues.empty());
   EXPECT_NE(issues[0].message.find("the reader's limit"), std::string::npos);
+}
+
+TEST(TraceReader, OneMemberOfAFewMiBIsSharedByTheWorkers) {
+  // DFTracer 1.x writes a file as one member of a few MiB: with the reader's default block
+  // size it must still come in several blocks, or one worker parses the whole file.
+  std::string text = "[\n";
+  for (int i = 0; text.size() < (3u << 20); ++i)
+    text += "{\"id\":" + std::to_string(i) +
+            ",\"name\":\"write\",\"ts\":" + std::to_string(1727387344294995 + i) +
+            ",\"args\":{\"fhash\":56322}}\n";
+  text += "]";
+  const std::string path = temp_path("one_member.pfw.gz");
+  trace_file f;
+  std::string why;
+  ASSERT_TRUE(open_bytes(f, path, one_gzip_member(text), &why)) << why;
+  ASSERT_EQ(f.parts().size(), 1u);
+  for (int threads : {1, 2}) {
+    read_options opt;  // the reader's defaults
+    opt.threads = threads;
+    ASSERT_LT(text.size(), opt.block_bytes);
+    std::string got;
+    size_t blocks = 0;
+    for_each_block(f, opt, nullptr, [&](text_block &b) {
+      EXPECT_EQ(b.seq, blocks++);
+      got.append(b.text);
+    });
+    EXPECT_EQ(got, text) << threads;
+    EXPECT_GE(blocks, 4u) << threads;
+  }
+  unlink(path.c_str());
 }
