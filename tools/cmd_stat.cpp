@@ -70,7 +70,8 @@ void note_metadata(partial &r, scan_state &st) {
       return a ? detail::decoded(*a) : std::string();
     };
     r.triggers.insert(arg("time") + '\x1f' + std::string(pl.pid.text) + '\x1f' + arg("name") +
-                      '\x1f' + arg("value") + '\x1f' + arg("from") + '\x1f' + arg("after"));
+                      '\x1f' + arg("value") + '\x1f' + arg("from") + '\x1f' + arg("after") +
+                      '\x1f' + arg("to"));
   }
 }
 

@@ -27,7 +27,7 @@ std::vector<std::string> split_fields(const std::string &t) {
   for (size_t b; (b = t.find('\x1f', a)) != std::string::npos; a = b + 1)
     f.push_back(t.substr(a, b - a));
   f.push_back(t.substr(a));
-  f.resize(6);
+  f.resize(7);
   return f;
 }
 
@@ -137,7 +137,8 @@ void json_head(const partial &all, const std::vector<file_summary> &summaries, c
     const std::vector<std::string> f = split_fields(t);
     out += std::string(&t == &*all.triggers.begin() ? "" : ",") + "{\"time\":" + f[0] +
            ",\"pid\":" + f[1] + ",\"source\":" + jstr(f[2]) + ",\"reason\":" + jstr(f[3]) +
-           ",\"from\":" + f[4] + ",\"after\":" + jstr(f[5]) + "}";
+           ",\"from\":" + f[4] + (!f[6].empty() ? ",\"to\":" + f[6] : "") +
+           ",\"after\":" + jstr(f[5]) + "}";
   }
   out += "]";
   if (v.have_span) {
@@ -240,7 +241,8 @@ void text_head(const partial &all, const std::vector<file_summary> &summaries, c
     for (const std::string &t : all.triggers) {  // the flight recorder's captured windows
       const std::vector<std::string> f = split_fields(t);
       out += "trigger at " + f[0] + " (pid " + f[1] + "): " + f[2] + ": " + f[3] +
-             "; window from " + f[4] + ", then full detail for " + f[5] + "\n";
+             (!f[6].empty() ? "; full detail from " + f[4] + " to " + f[6] + " (" + f[5] + ")\n"
+                            : "; window from " + f[4] + ", then full detail for " + f[5] + "\n");
     }
   }
   if (v.have_span) {

@@ -90,8 +90,9 @@ void start_listener(const std::string &dir) {
 
 std::string directory_of(const std::string &path) {
   const size_t slash = path.rfind('/');
-  return attach_absolute_dir(slash == std::string::npos ? "." : slash == 0 ? "/"
-                                                                        : path.substr(0, slash));
+  return attach_absolute_dir(slash == std::string::npos ? "."
+                             : slash == 0               ? "/"
+                                                        : path.substr(0, slash));
 }
 
 std::string duration_text(uint64_t ns) {
@@ -114,8 +115,10 @@ void runtime::attach_start_locked() {
                             std::to_string(process_start_ticks(pid_)) + "\ntrace_dir " +
                             directory_of(path_from_config()) + "\n";
   if (!write_private_file(dir + "/" + std::to_string(pid_) + ".ready", ready)) {
-    log(log_level::warn, "attach: %s/%d.ready could not be written; dftrace attach can not "
-        "reach this process", dir.c_str(), static_cast<int>(pid_));
+    log(log_level::warn,
+        "attach: %s/%d.ready could not be written; dftrace attach can not "
+        "reach this process",
+        dir.c_str(), static_cast<int>(pid_));
     return;
   }
   start_listener(dir);
@@ -155,8 +158,7 @@ std::string runtime::attach_open_locked(const std::string &request_text) {
   attach_request r;
   std::string why;
   if (!parse_attach_request(request_text, &r, &why)) return "a malformed request: " + why;
-  if (r.level != "full")
-    return "--level " + r.level + " is not available yet (only full)";
+  if (r.level != "full") return "--level " + r.level + " is not available yet (only full)";
   if (cfg_.ring) return "the process is in ring mode (output.mode: ring); use dftrace trigger";
   if (attach_.open || attach_.pending) return "a window is open already (" + attach_.what + ")";
   if (recording() && !cfg_.aggregation) return "the process traces in full already";
