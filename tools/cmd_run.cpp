@@ -97,6 +97,7 @@ namespace {
 struct run_plan {
   std::string prefix, data_dirs, out;
   bool io = true, torch = false, summary = false, deep = false, script = false, mpi = false;
+  bool attach = false;      // not traced until dftrace attach (DFTRACE_ATTACH=1, DFTRACE_ENABLE=0)
   std::string python;       // the interpreter of a script
   std::vector<char *> cmd;  // the command line to run, null-terminated
 };
@@ -108,6 +109,7 @@ bool plan_run(const args_t &a, run_plan *p) {
   p->data_dirs = a.get("--data-dirs");
   p->io = !a.has("--no-io");
   p->mpi = a.has("--mpi");
+  p->attach = a.has("--attach");
   p->deep = a.has("--deep");
   p->torch = p->deep || a.has("--torch");
   p->summary = p->torch || a.has("--summary");
@@ -147,7 +149,8 @@ bool plan_run(const args_t &a, run_plan *p) {
 // The environment every process of the command inherits; false (after one line) when a part
 // dftrace needs is not found.
 bool set_environment(const run_plan &p) {
-  ::setenv("DFTRACE_ENABLE", "1", 1);
+  ::setenv("DFTRACE_ENABLE", p.attach ? "0" : "1", 1);
+  if (p.attach) ::setenv("DFTRACE_ATTACH", "1", 1);
   if (!p.prefix.empty()) ::setenv("DFTRACE_LOG_FILE", p.prefix.c_str(), 1);
   if (!p.data_dirs.empty()) ::setenv("DFTRACE_IO_DATA_DIR", p.data_dirs.c_str(), 1);
   if (p.torch) {

@@ -72,7 +72,8 @@ void note_metadata(partial &r, scan_state &st) {
     r.trigger_ends[std::string(pl.pid.text) + '\x1f' + arg("from")] = arg("time");
   if (detail::text_equals(pl.name, "trigger") && detail::text_equals(pl.cat, "dftracer")) {
     r.triggers.insert(arg("time") + '\x1f' + std::string(pl.pid.text) + '\x1f' + arg("name") +
-                      '\x1f' + arg("value") + '\x1f' + arg("from") + '\x1f' + arg("after"));
+                      '\x1f' + arg("value") + '\x1f' + arg("from") + '\x1f' + arg("after") +
+                      '\x1f' + arg("to"));
   }
 }
 

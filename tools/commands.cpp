@@ -132,7 +132,7 @@ void add_program_commands(std::vector<command_spec> &t) {
   t.push_back(
       {"run",
        {{"run [--prefix P|--out DIR] [--data-dirs D] [--no-io] [--mpi] [--torch] [--deep]\n"
-         "    [--summary] -- CMD [ARGS...]",
+         "    [--summary] [--attach] -- CMD [ARGS...]",
          nullptr},
         {"run [options] SCRIPT.py [ARGS...]",
          "run CMD traced, with its POSIX and STDIO calls (libdftrace_io), and every process\n"
@@ -151,6 +151,8 @@ void add_program_commands(std::vector<command_spec> &t) {
          "trace PyTorch automatically (DFTRACE_TORCH_AUTO=1, dftrace/_autostart on\n"
          "PYTHONPATH): steps, forward, backward, optimizer, data loading down to\neach sample "
          "in the workers, device copies, checkpoints; implies --summary"},
+        {"--attach", nullptr, nullptr,
+         "start not tracing, waiting for dftrace attach PID (DFTRACE_ATTACH=1)"},
         {"--deep", nullptr, nullptr,
          "--torch, and every model's layers with their memory (DFTRACE_TORCH_DEEP)"},
         {"--summary", nullptr, nullptr,
@@ -168,6 +170,17 @@ void add_program_commands(std::vector<command_spec> &t) {
                  "writing a\ntrace in DIR"}},
                {{"--all", nullptr, "DIR", "every process writing a trace in DIR"}},
                cmd_trigger});
+  t.push_back(
+      {"attach",
+       {{"attach PID... | --all DIR [--for T | --steps N] [--level full]",
+         "full tracing for a window in running processes of this user that wait for it\n"
+         "(DFTRACE_ATTACH=1), then back to what they did; --all: every such process writing\n"
+         "its trace in DIR"}},
+       {{"--all", nullptr, "DIR", "every waiting process writing its trace in DIR"},
+        {"--for", nullptr, "T", "the window's length (30s by default; 500ms, 2m)"},
+        {"--steps", nullptr, "N", "the window: the next N steps (dftrace_step)"},
+        {"--level", nullptr, "L", "what is traced: full (io and torch: not yet)"}},
+       cmd_attach});
   t.push_back({"config",
                {{"config [--keys]",
                  "the effective configuration (defaults < DFTRACE_CONFIG file < environment) and\n"

@@ -60,6 +60,7 @@ int cmd_merge(const args_t &a);
 int cmd_split(const args_t &a);
 int cmd_convert(const args_t &a);
 int cmd_config(const args_t &a);
+int cmd_attach(const args_t &a);        // full tracing for a window in running processes
 int cmd_trigger(const args_t &a);       // the flight recorder's trigger in running processes
 int cmd_run(const args_t &a);           // runs its operands (the command after --) traced
 int cmd_report(int argc, char **argv);  // runs the Python report (dftrace.report)

@@ -67,7 +67,7 @@ struct partial : detail::block_result {
   // The writer's budget and sample lines: kind '\x1f' name '\x1f' value (what it folded).
   std::set<std::string> limits;
   // The flight recorder's trigger lines: time '\x1f' pid '\x1f' source '\x1f' reason '\x1f'
-  // from '\x1f' after (the window each wrote).
+  // from '\x1f' after '\x1f' to (the window each wrote; to: an attach window's end, or empty).
   std::set<std::string> triggers;
   // Their windows' ends (trigger_end lines): pid '\x1f' trigger time -> when full detail ended.
   std::map<std::string, std::string> trigger_ends;

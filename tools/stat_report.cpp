@@ -23,6 +23,7 @@ uint64_t percentile(std::vector<uint64_t> &v, double q) {
 // A trigger's window ends where its trigger_end line says, or with the trace (`otherwise`).
 std::string window_end(const partial &all, const std::vector<std::string> &f,
                        const char *otherwise) {
+  if (!f[6].empty()) return f[6];  // an attach window says its end ("to")
   const auto e = all.trigger_ends.find(f[1] + '\x1f' + f[0]);
   return e == all.trigger_ends.end() ? otherwise : e->second;
 }
@@ -34,7 +35,7 @@ std::vector<std::string> split_fields(const std::string &t) {
   for (size_t b; (b = t.find('\x1f', a)) != std::string::npos; a = b + 1)
     f.push_back(t.substr(a, b - a));
   f.push_back(t.substr(a));
-  f.resize(6);
+  f.resize(7);
   return f;
 }
 

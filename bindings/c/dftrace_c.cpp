@@ -120,6 +120,9 @@ __attribute__((constructor)) void dftrace_on_load() {
     if (!v || !*v) v = std::getenv("DFTRACER_ENABLE");
     bool on = false;
     if (v && dftrace::detail::parse_bool(v, &on) && on) the_runtime().preload_enable();
+    // attach.enable: the first use initialises too, to wait for dftrace attach (then off).
+    const char *a = std::getenv("DFTRACE_ATTACH");
+    if (!on && a && dftrace::detail::parse_bool(a, &on) && on) the_runtime().preload_enable();
   });
 }
 

@@ -70,6 +70,10 @@ struct config {
   uint64_t trigger_step_ns{};
   int trigger_signal{};
   double trigger_min_gap{};
+  // dftrace attach (docs/attach.md): a thread waits for requests in attach_dir ("": the
+  // default, /tmp/dftrace-attach-UID), even when tracing is off.
+  bool attach{};
+  std::string attach_dir;
   double telemetry_interval{};  // seconds between telemetry samples; 0: off (docs/telemetry.md)
   bool nvtx_forward{};          // regions as NVTX ranges, instants as marks (runtime/nvtx_forward)
   bool signals{};

@@ -438,6 +438,8 @@ void add_ring_keys(std::vector<entry> &v) {
   v.push_back(trigger_signal_key());
   v.push_back(
       duration_key("trigger.min_gap", "DFTRACE_TRIGGER_MIN_GAP", "10s", &config::trigger_min_gap));
+  v.push_back(bool_key("attach.enable", "DFTRACE_ATTACH", nullptr, "false", &config::attach));
+  v.push_back(string_key("attach.dir", "DFTRACE_ATTACH_DIR", nullptr, "", &config::attach_dir));
   v.push_back({{"telemetry.interval", "DFTRACE_TELEMETRY_INTERVAL", nullptr, "off"},
                false,
                [](config &c, const std::string &s, std::string &why) {

@@ -83,6 +83,7 @@ int runtime::init(const dftrace_options *options) {
     if (cfg_.config_unusable)
       return stay_off_locked("the configuration file " + cfg_.config_file + " is not a file",
                              DFTRACE_ERR_CONFIG);
+    attach_start_locked();  // attach.enable: wait for dftrace attach, traced or not (attach.cpp)
     if (!cfg_.enable) {
       const int status = stay_off_locked(
           "disabled by configuration (enable it with DFTRACE_ENABLE=1, `enable: true` "
@@ -287,6 +288,7 @@ int runtime::step() {
   if (!initialized_.load()) init(nullptr);
   std::lock_guard<std::mutex> lock(init_mutex_);
   const uint64_t ended = step_.fetch_add(1);
+  if (attach_.pending || attach_.open) attach_step_locked();
   if (writer_ && writer_->ring_on()) {
     const uint64_t now = mono_ns();
     std::string why;
@@ -353,6 +355,8 @@ int runtime::finalize() {
   }
   std::lock_guard<std::mutex> lock(init_mutex_);
   if (!initialized_.load()) return DFTRACE_OK;
+  attach_close_locked(ticks().to_ns(tick_now()), "as the trace was finalized");
+  attach_stop_locked();
   recording_.store(false);
   tree_.set_recording(false);
   if (writer_) {
@@ -473,6 +477,7 @@ void runtime::on_fork_child() {
   // inherited descriptor's hash is defined again where the child uses it.
   for (auto &m : defined_) m.new_file();
   define_header_hashes_locked();
+  if (initialized_.load()) attach_start_locked();  // its own PID.ready and thread
   hash_mutex_.unlock();
   tree_.mutex().unlock();
   init_mutex_.unlock();

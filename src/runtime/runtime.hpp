@@ -212,6 +212,9 @@ class runtime {
   // A flight recorder's trigger (output.mode: ring; docs/flight-recorder.md): 1 when taken, 0
   // when not (not in ring mode, not recording, within trigger.min_gap of the last one).
   int trigger(std::string_view source, std::string_view reason);
+  // dftrace attach (attach.cpp, docs/attach.md): the attach thread's work, a request waiting
+  // in the channel `dir` and the end of a timed window; the ns until that end (0: none).
+  uint64_t attach_poll(const std::string &dir);
   uint64_t steps() const { return step_.load(std::memory_order_relaxed); }
   bool initialized() const { return initialized_.load(std::memory_order_acquire); }
   bool recording() const { return recording_.load(std::memory_order_relaxed); }
@@ -390,6 +393,19 @@ class runtime {
   int trigger_signal_ = 0;  // trigger.signal, when its handler is installed (the header says it)
   int trigger_locked(std::string_view source, std::string_view reason, uint64_t now);
   void apply_recording_locked();
+  // dftrace attach (attach.cpp): the window open now, if any.
+  struct attach_window {
+    bool open = false, pending = false;  // pending: a window of steps opens at the next step
+    uint64_t start_ns = 0, until_ns = 0, steps_left = 0;
+    std::string what, after;
+    bool user_on = false;  // as it was before the window
+  } attach_;
+  void attach_start_locked();  // init: the thread that waits for requests (attach.enable)
+  void attach_stop_locked();   // finalize: the thread ends, PID.ready is removed
+  std::string attach_open_locked(const std::string &request_text);  // "" when opened, else why
+  void attach_switch_locked(bool on);
+  void attach_step_locked();  // a dftrace_step: a pending window opens, an open one counts
+  void attach_close_locked(uint64_t now_ns, std::string_view how);
   std::atomic<uint64_t> generation_{0};
   std::atomic<uint64_t> id_counter_{k_first_event_id};
   uint64_t header_id_ = 1;  // ids 1..k_first_event_id-1 belong to the header

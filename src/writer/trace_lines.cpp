@@ -198,6 +198,11 @@ size_t trigger_line_into(const line_format &f, const trigger_fields &t, char *bu
   meta_writer w2(p);
   p = w2.lit(",\"from\":").end();
   p = format_time(f, p, t.from_ns);
+  if (t.to_ns) {
+    meta_writer wt(p);
+    p = wt.lit(",\"to\":").end();
+    p = format_time(f, p, t.to_ns);
+  }
   meta_writer w3(p);
   w3.lit(",\"after\":").quoted(after).lit("}}\n");
   return static_cast<size_t>(w3.end() - buf);

@@ -70,14 +70,15 @@ size_t end_line_into(const line_format &f, const end_fields &e, char *buf, size_
 struct trigger_fields {
   std::string_view source, reason, after;
   uint64_t mono_ns = 0, from_ns = 0;
+  uint64_t to_ns = 0;  // the window's end, when known (an attach window): "to":T
   // The line that closes a window (`trigger_end`): its full detail ended at mono_ns; from_ns
   // is the time of the trigger that opened it.
   bool end = false;
 };
 // {"name":"trigger","cat":"dftracer","pid":..,"tid":..,"ph":"M","args":{["hhash":..,]
-// "name":<source>,"value":<reason>,"time":T,"from":F,"after":<after>}} and '\n', into buf[cap]
-// (no allocation: the fatal-signal path writes one); 0 when cap is too small. The reason is cut
-// to 512 bytes. With t.end, the same line named "trigger_end".
+// "name":<source>,"value":<reason>,"time":T,"from":F[,"to":E],"after":<after>}} and '\n', into
+// buf[cap] (no allocation: the fatal-signal path writes one); 0 when cap is too small. The reason
+// is cut to 512 bytes. With t.end, the same line named "trigger_end".
 size_t trigger_line_into(const line_format &f, const trigger_fields &t, char *buf, size_t cap);
 
 }  // namespace dftrace::detail

@@ -1,0 +1,45 @@
+// attach_channel.hpp: the private channel of `dftrace attach` (docs/attach.md), shared by the
+// runtime (which waits for requests) and the tool (which makes them). One directory per user,
+// made 0700 and checked (a directory, not a symbolic link, owned by this user, no access for
+// others); in it, per process: PID.ready (the process waits for requests: its start time, to
+// tell a reused pid, and its trace's directory), PID.req (a request, written under another
+// name and renamed) and PID.ack (the answer).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace dftrace::detail {
+
+// attach.dir, or /tmp/dftrace-attach-UID when empty.
+std::string attach_dir_path(const std::string &configured);
+// The directory as it must be (made 0700 when missing and `create`); false with why.
+bool attach_dir_ready(const std::string &dir, bool create, std::string *why);
+
+// What a request asks: a window of for_ns, or of `steps` dftrace_step calls (one of them).
+struct attach_request {
+  uint64_t for_ns = 0;
+  uint64_t steps = 0;
+  std::string level = "full";
+};
+constexpr size_t k_attach_request_max = 4096;  // a longer file is not a request
+std::string attach_request_text(const attach_request &r);
+// The request's text: "dftrace-attach 1", then one "key value" a line (for, steps, level).
+bool parse_attach_request(std::string_view text, attach_request *r, std::string *why);
+
+// dir as the PID.ready files name it: its real path, or when it does not exist (yet: a trace
+// directory is made when the first window opens) the path made absolute.
+std::string attach_absolute_dir(const std::string &dir);
+
+// The process's start time (/proc/PID/stat, field 22), 0 when unknown.
+uint64_t process_start_ticks(pid_t pid);
+
+// Reads a file of this user under dir, no symbolic link, at most max bytes: false with why.
+bool read_private_file(const std::string &path, size_t max, std::string *text, std::string *why);
+// Writes path through a temporary name beside it and a rename (0600); false on failure.
+bool write_private_file(const std::string &path, std::string_view text);
+
+}  // namespace dftrace::detail

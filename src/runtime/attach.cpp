@@ -1,0 +1,225 @@
+// attach.cpp: `dftrace attach` on the runtime's side (docs/attach.md). With attach.enable, init
+// makes the private channel (base/attach_channel.hpp), says there that the process waits
+// (PID.ready) and starts a thread that sleeps until a request comes (inotify on the channel, and
+// once a second besides). A request opens a window of full tracing, for a time or a number of
+// steps; when it ends, the process goes back to what it was doing (off, or aggregating) and a
+// trigger line of source `attach` says the window. Nothing here is on the event path: a
+// process that waits pays what a disabled one does.
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+
+#include "base/attach_channel.hpp"
+#include "base/clock.hpp"
+#include "base/log.hpp"
+#include "base/thread_role.hpp"
+#include "runtime/runtime.hpp"
+#include "writer/trace_lines.hpp"
+
+namespace dftrace::detail {
+
+namespace {
+
+// A later init (after finalize) or a forked child starts a new thread; an older one sees the
+// generation change and ends.
+std::atomic<uint64_t> g_listener_gen{0};
+
+struct listener_args {
+  std::string dir;
+  uint64_t gen;
+};
+
+void *listener_main(void *p) {
+  ++t_internal_thread;  // its file work is dftrace's, never the application's I/O
+  pthread_setname_np(pthread_self(), "dftrace-attach");
+  const listener_args args = *static_cast<listener_args *>(p);
+  delete static_cast<listener_args *>(p);
+  int in = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+  if (in >= 0 && inotify_add_watch(in, args.dir.c_str(), IN_MOVED_TO | IN_CLOSE_WRITE) < 0) {
+    close(in);
+    in = -1;  // (no inotify instance left for this user: a request waits up to a second)
+  }
+  uint64_t wait_ns = 0;
+  while (!runtime::exit_begun() && g_listener_gen.load() == args.gen) {
+    int ms = 1000;
+    if (wait_ns) ms = static_cast<int>(std::min<uint64_t>(1000, wait_ns / 1000000 + 1));
+    pollfd pf{in, POLLIN, 0};
+    ::poll(&pf, in >= 0 ? 1 : 0, ms);
+    if (in >= 0 && (pf.revents & POLLIN)) {
+      char buf[4096];
+      while (read(in, buf, sizeof buf) > 0) {
+      }
+    }
+    if (runtime::exit_begun() || g_listener_gen.load() != args.gen) break;
+    try {
+      wait_ns = runtime::get().attach_poll(args.dir);
+    } catch (...) {  // out of memory: this request is lost; the next one is read anew
+      wait_ns = 0;
+    }
+  }
+  if (in >= 0) close(in);
+  return nullptr;
+}
+
+void start_listener(const std::string &dir) {
+  auto *args = new (std::nothrow) listener_args{dir, g_listener_gen.fetch_add(1) + 1};
+  if (!args) return;
+  // The thread takes no signal of the application's.
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  pthread_t t;
+  const bool ok = pthread_create(&t, nullptr, listener_main, args) == 0;
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  if (ok) {
+    pthread_detach(t);
+  } else {
+    delete args;
+    log(log_level::warn, "attach: the thread that waits for requests could not start");
+  }
+}
+
+std::string directory_of(const std::string &path) {
+  const size_t slash = path.rfind('/');
+  return attach_absolute_dir(slash == std::string::npos ? "."
+                             : slash == 0               ? "/"
+                                                        : path.substr(0, slash));
+}
+
+std::string duration_text(uint64_t ns) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%gs", ns / 1e9);
+  return buf;
+}
+
+}  // namespace
+
+void runtime::attach_start_locked() {
+  if (!cfg_.attach) return;
+  const std::string dir = attach_dir_path(cfg_.attach_dir);
+  std::string why;
+  if (!attach_dir_ready(dir, true, &why)) {
+    log(log_level::warn, "attach: %s; dftrace attach can not reach this process", why.c_str());
+    return;
+  }
+  const std::string ready = "pid " + std::to_string(pid_) + "\nstart " +
+                            std::to_string(process_start_ticks(pid_)) + "\ntrace_dir " +
+                            directory_of(path_from_config()) + "\n";
+  if (!write_private_file(dir + "/" + std::to_string(pid_) + ".ready", ready)) {
+    log(log_level::warn,
+        "attach: %s/%d.ready could not be written; dftrace attach can not "
+        "reach this process",
+        dir.c_str(), static_cast<int>(pid_));
+    return;
+  }
+  start_listener(dir);
+}
+
+void runtime::attach_stop_locked() {
+  if (!cfg_.attach) return;
+  g_listener_gen.fetch_add(1);
+  const std::string base = attach_dir_path(cfg_.attach_dir) + "/" + std::to_string(pid_);
+  unlink((base + ".ready").c_str());
+  unlink((base + ".ack").c_str());
+}
+
+uint64_t runtime::attach_poll(const std::string &dir) {
+  std::lock_guard<std::mutex> lock(init_mutex_);
+  if (!initialized_.load()) return 0;
+  uint64_t now = mono_ns();
+  if (attach_.open && attach_.until_ns && now >= attach_.until_ns)
+    attach_close_locked(ticks().to_ns(tick_now()), "its time ran out");
+  const std::string base = dir + "/" + std::to_string(pid_);
+  struct stat st;
+  if (lstat((base + ".req").c_str(), &st) == 0) {
+    std::string text, why, answer;
+    const bool read = read_private_file(base + ".req", k_attach_request_max, &text, &why);
+    unlink((base + ".req").c_str());
+    why = read ? attach_open_locked(text) : "the request file was refused: " + why;
+    answer = why.empty() ? "ok " + attach_.what : "refused: " + why + "; nothing changed";
+    if (!why.empty()) log(log_level::warn, "attach: %s", answer.c_str());
+    write_private_file(base + ".ack", answer + "\n");
+    now = mono_ns();
+  }
+  if (!attach_.open || !attach_.until_ns) return 0;
+  return attach_.until_ns > now ? attach_.until_ns - now : 1;
+}
+
+std::string runtime::attach_open_locked(const std::string &request_text) {
+  attach_request r;
+  std::string why;
+  if (!parse_attach_request(request_text, &r, &why)) return "a malformed request: " + why;
+  if (r.level != "full") return "--level " + r.level + " is not available yet (only full)";
+  if (cfg_.ring) return "the process is in ring mode (output.mode: ring); use dftrace trigger";
+  if (attach_.open || attach_.pending) return "a window is open already (" + attach_.what + ")";
+  if (recording() && !cfg_.aggregation) return "the process traces in full already";
+  attach_.user_on = writer_ ? user_on_ : false;  // no writer: it was off, it goes back off
+  create_writer_locked();
+  attach_.until_ns = r.for_ns ? mono_ns() + r.for_ns : 0;
+  attach_.steps_left = r.steps;
+  attach_.after = r.for_ns ? duration_text(r.for_ns) : std::to_string(r.steps) + " steps";
+  attach_.what = r.for_ns ? "full tracing for " + attach_.after
+                          : "full tracing for " + attach_.after + " from the next step";
+  if (r.steps) {
+    attach_.pending = true;  // whole steps: it opens at the next dftrace_step
+  } else {
+    attach_switch_locked(true);
+  }
+  log(log_level::info, "attach: %s", attach_.what.c_str());
+  return "";
+}
+
+void runtime::attach_switch_locked(bool on) {
+  if (on) {
+    attach_.open = true;
+    attach_.start_ns = ticks().to_ns(tick_now());  // the events' clock
+    if (cfg_.aggregation) tree_.set_aggregation(false, {});
+    user_on_ = true;
+    gate_ = true;
+  } else {
+    attach_.open = false;
+    user_on_ = attach_.user_on;
+    gate_ = schedule_.records(step_.load());
+    if (cfg_.aggregation) tree_.set_aggregation(cfg_.aggregation_full, cfg_.aggregation_rules);
+  }
+  apply_recording_locked();
+  if (!on && !user_on_) disabled_reason_ = "waiting for dftrace attach";
+}
+
+void runtime::attach_step_locked() {
+  if (attach_.pending) {
+    attach_.pending = false;
+    attach_switch_locked(true);
+  } else if (attach_.open && attach_.steps_left && --attach_.steps_left == 0) {
+    attach_close_locked(ticks().to_ns(tick_now()), "after its steps");
+  }
+}
+
+void runtime::attach_close_locked(uint64_t now_ns, std::string_view how) {
+  if (attach_.pending) attach_.pending = false;  // never opened: nothing to say
+  if (!attach_.open) return;
+  attach_switch_locked(false);
+  trigger_fields t;
+  t.source = "attach";
+  const std::string reason = "dftrace attach: " + attach_.what + "; ended " + std::string(how);
+  t.reason = reason;
+  t.after = attach_.after;
+  t.mono_ns = t.from_ns = attach_.start_ns;
+  t.to_ns = now_ns;
+  char buf[2048];
+  if (!writer_) return;
+  if (const size_t n = trigger_line_into(line_fmt(), t, buf, sizeof buf))
+    writer_->push_meta(std::string_view(buf, n));
+  writer_->flush();
+}
+
+}  // namespace dftrace::detail

@@ -1,0 +1,321 @@
+"""test_attach.py: `dftrace attach` (docs/attach.md) on running programs that wait for it
+(DFTRACE_ATTACH=1, not traced): a C program (attach_prog.c) and a Python loop under `dftrace run
+--attach` get events only inside the window (`--steps 5`, `--for`), `--all DIR` reaches every
+waiting process writing into DIR, another user's attach is refused with one line, and a hostile
+or malformed request, or a channel directory others can enter, changes nothing. Every trace
+passes `dftrace validate`. Nothing is timed: the programs say when they see tracing switch on
+and off, and the tests wait for what they say."""
+import os
+import pwd
+import shutil
+import stat
+import subprocess
+import sys
+import time
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+import tracecheck as tc  # noqa: E402
+
+BIN = os.environ["DFTRACE_TEST_BIN"]
+CLI = os.environ["DFTRACE_CLI"]
+PROG = os.path.join(BIN, "attach_prog")
+WAIT_S = 120  # the most a test waits for a program to say something (a hang, not a timing)
+
+PY_LOOP = """
+import os, time
+import dftrace
+seen_on, off = False, None
+for i in range(1000000):
+    on = dftrace.is_enabled()
+    if on and not seen_on:
+        seen_on = True
+        print("on", i, flush=True)
+    elif not on and seen_on and off is None:
+        off = i
+        print("off", i, flush=True)
+    with dftrace.region("work", "attach", args={"step": i}):
+        pass
+    if i == 0:
+        print("ready", os.getpid(), flush=True)
+    time.sleep(0.005)
+    dftrace.step()
+    if off is not None and i >= off + 3:
+        break
+print("done", flush=True)
+"""
+
+
+def clean_env(tmp_path, channel=None, **extra):
+    env = dict(os.environ)
+    for k in list(env):
+        if (k.startswith(("DFTRACE_", "DFTRACER_")) and not k.startswith("DFTRACE_PYTHON")) \
+                or k == "LD_PRELOAD":
+            del env[k]
+    env.update(DFTRACE_ATTACH_DIR=str(channel or tmp_path / "channel"),
+               DFTRACE_CORE_AFFINITY="0")
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+class Program:
+    """A program that waits for an attach; its stdout read line by line."""
+
+    def __init__(self, cmd, env):
+        self.p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True)
+        self.lines = []
+
+    def expect(self, word):
+        """The first stdout line that begins with word (its other fields)."""
+        deadline = time.monotonic() + WAIT_S
+        while time.monotonic() < deadline:
+            for line in self.lines:
+                if line.split()[0] == word:
+                    return line.split()[1:]
+            line = self.p.stdout.readline()
+            if not line:
+                break
+            self.lines.append(line.strip())
+        raise AssertionError("never said %r: %r %r" % (word, self.lines, self.p.stderr.read()))
+
+    def finish(self):
+        out, err = self.p.communicate(timeout=WAIT_S)
+        assert self.p.returncode == 0, (self.p.returncode, out, err)
+        self.lines += out.split("\n")
+        return err
+
+    def kill(self):
+        if self.p.poll() is None:
+            self.p.kill()
+            self.p.wait()
+
+
+def c_program(tmp_path, name="traces", **extra):
+    env = clean_env(tmp_path, DFTRACE_ENABLE="0", DFTRACE_ATTACH="1",
+                    DFTRACE_LOG_FILE=str(tmp_path / name / "t"), **extra)
+    prog = Program([PROG, "1000000"], env)
+    prog.expect("ready")
+    return prog
+
+
+def attach(tmp_path, *args, channel=None, user=None):
+    cmd = [CLI, "attach", *map(str, args)]
+    if user:
+        cmd = ["runuser", "-u", user, "--"] + cmd
+    return subprocess.run(cmd, env=clean_env(tmp_path, channel), capture_output=True, text=True,
+                          timeout=WAIT_S)
+
+
+def trace(directory):
+    """The one trace in directory, valid; its events and its attach lines."""
+    path = tc.only_file(str(directory))
+    v = subprocess.run([CLI, "validate", path], capture_output=True, text=True, timeout=WAIT_S)
+    assert v.returncode == 0, v.stdout + v.stderr
+    tc.check_members(path)
+    events = tc.load(path)
+    tc.check_format([e for e in events if e["name"] != "trigger"])
+    lines = [e for e in events if e["ph"] == "M" and e["name"] == "trigger"]
+    return events, lines, path
+
+
+def work_steps(events):
+    return sorted(e["args"]["step"] for e in events
+                  if e["ph"] == "X" and e["cat"] == "attach" and e["name"] == "work")
+
+
+def test_steps_window_of_a_c_program(tmp_path):
+    prog = c_program(tmp_path)
+    try:
+        r = attach(tmp_path, prog.p.pid, "--steps", 5)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert r.stdout.startswith("pid %d: full tracing for 5 steps" % prog.p.pid), r.stdout
+        on, off = int(prog.expect("on")[0]), int(prog.expect("off")[0])
+        prog.finish()
+    finally:
+        prog.kill()
+    assert off == on + 5, (on, off)
+    events, lines, path = trace(tmp_path / "traces")
+    # Exactly the five whole steps of the window: none before, none after.
+    assert work_steps(events) == list(range(on, on + 5)), (work_steps(events), on)
+    assert len(lines) == 1, lines
+    a = lines[0]["args"]
+    assert a["name"] == "attach" and a["after"] == "5 steps", a
+    assert "ended after its steps" in a["value"], a
+    assert a["from"] == a["time"] <= a["to"], a
+    # dftrace stat lists the window with the triggers.
+    s = subprocess.run([CLI, "stat", path], capture_output=True, text=True, timeout=WAIT_S)
+    assert s.returncode == 0 and "trigger at %d (pid %d): attach:" % (a["time"], prog.p.pid) \
+        in s.stdout, s.stdout
+
+
+def test_time_window_of_a_c_program(tmp_path):
+    prog = c_program(tmp_path)
+    try:
+        r = attach(tmp_path, prog.p.pid, "--for", "1s")
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert "full tracing for 1s" in r.stdout, r.stdout
+        on, off = int(prog.expect("on")[0]), int(prog.expect("off")[0])
+        prog.finish()
+    finally:
+        prog.kill()
+    events, lines, _ = trace(tmp_path / "traces")
+    steps = work_steps(events)
+    # One run of steps, none missing, around what the program saw (it looks before each step's
+    # region, so the switch may fall between its look and the region).
+    assert steps and steps == list(range(steps[0], steps[-1] + 1)), steps
+    assert on - 1 <= steps[0] <= on and off - 1 <= steps[-1] <= off, (steps, on, off)
+    assert len(lines) == 1 and lines[0]["args"]["after"] == "1s", lines
+    assert "its time ran out" in lines[0]["args"]["value"], lines
+
+
+def test_python_loop_under_dftrace_run(tmp_path):
+    beside = os.path.join(os.path.dirname(os.path.dirname(CLI)), "bindings", "python")
+    package = os.environ.get("DFTRACE_PYTHON_DIR") or beside
+    if not os.path.exists(os.path.join(package, "dftrace", "_autostart", "sitecustomize.py")):
+        pytest.skip("the Python face is not built (no dftrace package in %s)" % package)
+    script = tmp_path / "loop.py"
+    script.write_text(PY_LOOP)
+    env = clean_env(tmp_path)
+    prog = Program([CLI, "run", "--attach", "--out", str(tmp_path / "traces"), str(script)], env)
+    try:
+        pid = int(prog.expect("ready")[0])
+        r = attach(tmp_path, pid, "--steps", 5)
+        assert r.returncode == 0, r.stdout + r.stderr
+        on, off = int(prog.expect("on")[0]), int(prog.expect("off")[0])
+        prog.finish()
+    finally:
+        prog.kill()
+    assert off == on + 5, (on, off)
+    path = [f for f in os.listdir(tmp_path / "traces") if "-%d-" % pid in f]
+    assert len(path) == 1, os.listdir(tmp_path / "traces")
+    only = tmp_path / "only"
+    only.mkdir()
+    shutil.copy(tmp_path / "traces" / path[0], only)
+    events, lines, _ = trace(only)
+    assert work_steps(events) == list(range(on, on + 5)), (work_steps(events), on)
+    assert [ln["args"]["name"] for ln in lines] == ["attach"], lines
+
+
+def test_all_reaches_every_waiting_process_of_a_directory(tmp_path):
+    progs = [c_program(tmp_path), c_program(tmp_path), c_program(tmp_path, name="elsewhere")]
+    try:
+        r = attach(tmp_path, "--all", tmp_path / "traces", "--steps", 3)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert "2 process(es) attached" in r.stdout, r.stdout
+        for p in progs[:2]:
+            assert "pid %d: full tracing for 3 steps" % p.p.pid in r.stdout, r.stdout
+            p.expect("off")
+            p.finish()
+        # The process writing elsewhere was not asked.
+        assert not any(line.startswith("on") for line in progs[2].lines), progs[2].lines
+        assert not os.path.exists(tmp_path / "elsewhere")
+    finally:
+        for p in progs:
+            p.kill()
+    for p in progs[:2]:
+        d = tmp_path / ("only%d" % p.p.pid)
+        d.mkdir()
+        name = [f for f in os.listdir(tmp_path / "traces") if "-%d-" % p.p.pid in f][0]
+        shutil.copy(tmp_path / "traces" / name, d)
+        events, lines, _ = trace(d)
+        assert len(work_steps(events)) == 3 and len(lines) == 1, (work_steps(events), lines)
+
+
+def test_another_users_attach_is_refused(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("needs root to create a second user (useradd); running as uid %d"
+                    % os.geteuid())
+    if not shutil.which("useradd") or not shutil.which("runuser"):
+        pytest.skip("useradd or runuser is missing")
+    user = "dftrace_attach_t"
+    try:
+        pwd.getpwnam(user)
+    except KeyError:
+        subprocess.run(["useradd", "--no-create-home", user], check=True, timeout=WAIT_S)
+    probe = subprocess.run(["runuser", "-u", user, "--", CLI, "--help"], capture_output=True,
+                           timeout=WAIT_S)
+    if probe.returncode != 0:
+        pytest.skip("user %s can not run %s (its directories are closed to it)" % (user, CLI))
+    prog = c_program(tmp_path)
+    try:
+        r = attach(tmp_path, prog.p.pid, "--steps", 2, user=user)
+        assert r.returncode == 1, r.stdout + r.stderr
+        assert r.stdout == "" and r.stderr.count("\n") == 1, r.stderr
+        assert "another user's process; refused" in r.stderr, r.stderr
+        assert not os.path.exists(tmp_path / "channel" / ("%d.req" % prog.p.pid))
+    finally:
+        prog.kill()
+    assert not any(line.startswith("on") for line in prog.lines), prog.lines
+
+
+def wait_answer(channel, pid):
+    ack = channel / ("%d.ack" % pid)
+    deadline = time.monotonic() + WAIT_S
+    while not ack.exists():
+        assert time.monotonic() < deadline, "no answer"
+        time.sleep(0.02)
+    text = ack.read_text()
+    ack.unlink()
+    return text
+
+
+@pytest.mark.parametrize("kind", ["garbage", "both", "partial", "symlink", "huge"])
+def test_malformed_or_hostile_request_changes_nothing(tmp_path, kind):
+    prog = c_program(tmp_path)
+    channel = tmp_path / "channel"
+    req = channel / ("%d.req" % prog.p.pid)
+    tmp = channel / "incoming"
+    try:
+        if kind == "symlink":
+            (tmp_path / "elsewhere").write_text("dftrace-attach 1\nfor 1000000000\n")
+            os.symlink(tmp_path / "elsewhere", tmp)
+        else:
+            text = {"garbage": "\x00\xffnot a request\n",
+                    "both": "dftrace-attach 1\nfor 1000000000\nsteps 3\n",
+                    "partial": "dftrace-attach 1\nsteps 3",
+                    "huge": "dftrace-attach 1\n" + "level full\n" * 1000}[kind]
+            tmp.write_text(text)
+            os.chmod(tmp, 0o600)
+        os.rename(tmp, req)
+        answer = wait_answer(channel, prog.p.pid)
+        assert answer.startswith("refused: ") and answer.endswith("; nothing changed\n"), answer
+        assert answer.count("\n") == 1, answer
+        assert not os.path.lexists(req)
+        if kind == "symlink":
+            assert "symbolic link" in answer and (tmp_path / "elsewhere").exists(), answer
+        # Still waiting, and untouched: a good request works after it.
+        r = attach(tmp_path, prog.p.pid, "--steps", 1)
+        assert r.returncode == 0, r.stdout + r.stderr
+        on, off = int(prog.expect("on")[0]), int(prog.expect("off")[0])
+        err = prog.finish()
+    finally:
+        prog.kill()
+    assert off == on + 1
+    assert err.count("attach: refused") == 1, err
+    events, lines, _ = trace(tmp_path / "traces")
+    assert work_steps(events) == [on] and len(lines) == 1, (work_steps(events), lines)
+
+
+def test_a_channel_others_can_enter_is_refused(tmp_path):
+    channel = tmp_path / "open"
+    channel.mkdir()
+    os.chmod(channel, 0o755)
+    env = clean_env(tmp_path, channel, DFTRACE_ENABLE="0", DFTRACE_ATTACH="1",
+                    DFTRACE_LOG_FILE=str(tmp_path / "traces" / "t"))
+    p = subprocess.run([PROG, "2"], env=env, capture_output=True, text=True, timeout=WAIT_S)
+    assert p.returncode == 0 and "has mode 755, not 0700; refused" in p.stderr, p.stderr
+    assert os.listdir(channel) == []
+    r = attach(tmp_path, os.getpid(), channel=channel)
+    assert r.returncode == 1 and r.stderr.count("\n") == 1, r.stderr
+    assert "not 0700; refused" in r.stderr, r.stderr
+    assert stat.S_IMODE(os.stat(channel).st_mode) == 0o755
+
+
+@pytest.mark.parametrize("args", [[], ["1", "--for", "1s", "--steps", "2"], ["1", "--for", "x"],
+                                  ["1", "--steps", "0"], ["1", "--level", "io"], ["x"],
+                                  ["1", "--all", "/"]])
+def test_bad_use_exits_2_with_one_line(tmp_path, args):
+    r = attach(tmp_path, *args)
+    assert r.returncode == 2 and r.stdout == "" and r.stderr.count("\n") == 1, (r.stdout, r.stderr)
