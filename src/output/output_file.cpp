@@ -12,6 +12,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <new>
 
 #include "base/lock_within.hpp"
@@ -212,8 +213,19 @@ std::string output_file::path() const {
   return path_.empty() ? planned_ : path_;
 }
 
+void output_file::wait_opening(int ms) const {
+  const struct timespec step = {0, 1000000};
+  for (int i = 0; i < ms && opening_.load(std::memory_order_acquire); ++i)
+    nanosleep(&step, nullptr);
+}
+
 bool output_file::open(bool quiet, const char *first, size_t first_n) {
   if (tried_) return open_;
+  opening_.store(true, std::memory_order_relaxed);
+  struct done_opening {
+    std::atomic<bool> &flag;
+    ~done_opening() { flag.store(false, std::memory_order_release); }
+  } done{opening_};
   tried_ = true;
   const std::string &p = planned_;
   {

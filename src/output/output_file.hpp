@@ -54,6 +54,9 @@ class output_file {
   bool create(const std::string &path, std::string *why);
   bool is_open() const { return open_; }
   bool tried() const { return tried_; }
+  // Waits (sleeping, async-signal-safe) up to `ms` milliseconds while another thread is inside
+  // open(): a signal handler's last write must not find the file half made.
+  void wait_opening(int ms) const;
   const std::string &header() const { return header_; }
   // Appends all n bytes (one whole member), after checking that the descriptor is still the
   // file's (device and inode: a program linked with dftrace alone may have closed it and put
@@ -109,6 +112,7 @@ class output_file {
   bool limit_hit_ = false;
   std::mutex fd_mutex_;  // a write against a move of the descriptor (release_trace_fd)
   bool tried_ = false;
+  std::atomic<bool> opening_{false};  // a thread is inside open()
   std::atomic<bool> failed_{false};
   bool tool_ = false;                // create(): failures are said by the tool, not logged
   bool path_may_be_ours_ = false;    // path_may_be_ours()
