@@ -7,6 +7,7 @@ import random
 
 import pytest
 
+from conftest import run
 from test_analyze import Proc, analyze
 
 MS = 1_000_000
@@ -54,6 +55,9 @@ def test_wait_for_the_last_rank_stated(tmp_path):
     assert (g[0]["comm_ns"], g[0]["comm_overlapped_ns"]) == (300, 50)
     assert g[0]["comm_overlapped_ns"] == doc["groups"][0]["overlap_ns"]["compute+comm"]
     assert abs(g[0]["comm_overlap_pct"] - 100 * 50 / 300) < 1e-3
+    text = run("analyze", *paths).stdout
+    assert "collectives: 2 matched, 0.000 ms waiting for the last rank" in text
+    assert "comm.all_reduce (3 ranks): 2 matched" in text and "last most often: rank 2 (2)" in text
 
 
 def test_async_call_waits_in_its_wait_event(tmp_path):
