@@ -96,6 +96,23 @@ void text_steps(std::string &o, const analysis_result &r) {
   }
 }
 
+void text_collectives(std::string &o, const analysis_result &r) {
+  const coll_summary &c = r.collectives;
+  if (c.ops.empty()) return;
+  o += "\ncollectives: " + std::to_string(c.instances) + " matched, " + ms(c.wait_ns) +
+       " ms waiting for the last rank (" + pct(c.wait_ns, c.blocked_ns) + " of their time)\n";
+  for (const coll_op &x : c.ops) {
+    o += "  " + x.op + (x.has_size ? " (" + std::to_string(x.comm_size) + " ranks)" : "") + ": " +
+         std::to_string(x.instances) + " matched, wait " + ms(x.wait_ns) + " ms, spread p50 " +
+         ms(x.spread_p50) + " ms p99 " + ms(x.spread_p99) + " ms";
+    if (x.has_last)
+      o += ", last most often: " + group_label(r.groups[x.last_group]) + " (" +
+           std::to_string(x.last_count) + ")";
+    if (!x.note.empty()) o += "; " + x.note;
+    o += "\n";
+  }
+}
+
 std::string mb(uint64_t bytes) {
   char buf[48];
   std::snprintf(buf, sizeof buf, "%.3f", static_cast<double>(bytes) / 1e6);
@@ -187,6 +204,7 @@ int cmd_analyze(const args_t &a) {
     text_inputs(out, in, r, procs);
     text_groups(out, r);
     text_steps(out, r);
+    text_collectives(out, r);
     text_io(out, r);
     text_findings(out, r);
   }

@@ -379,6 +379,16 @@ analysis_partial analyze_groups(collection &c, const layer_table &table) {
     threads_of[ps[pi->second].group].push_back(&kv.second);
     out.any_step_event = out.any_step_event || !kv.second.steps.empty();
   }
+  // Each process's asynchronous calls tied to their waits (its comm_id numbers are its own),
+  // then its calls joined to its group's.
+  for (auto &kv : c.colls) {
+    const auto pi = proc_index.find(kv.first);
+    if (pi == proc_index.end()) continue;
+    kv.second.resolve_waits();
+    out.groups[ps[pi->second].group].colls.append(kv.second);
+  }
+  c.colls.clear();
+  for (group_partial &gp : out.groups) gp.colls.canonical();
   std::vector<layered_event> ev;
   for (size_t g = 0; g < roots.size(); ++g) {
     group_work &w = work[g];
@@ -467,6 +477,10 @@ bool merge_partials(std::vector<analysis_partial> &parts, const layer_table &tab
     std::vector<step_result>().swap(gp.steps);  // held once: a run holds millions
   }
   if (r.steps.empty()) r.step_source = table.explicit_steps() ? r.step_source : "";
+  std::vector<const coll_data *> colls(roots.size());
+  for (size_t g = 0; g < roots.size(); ++g)
+    colls[g] = &parts[src[g].first].groups[src[g].second].colls;
+  r.collectives = match_collectives(colls);
   std::sort(durs.begin(), durs.end());
   r.step_p50 = percentile_sorted(durs, 50);
   r.step_p99 = percentile_sorted(durs, 99);

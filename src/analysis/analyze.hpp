@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "analysis/collect.hpp"
+#include "analysis/collectives.hpp"
 #include "analysis/io_collect.hpp"
 #include "analysis/layers.hpp"
 
@@ -80,6 +81,7 @@ struct analysis_result {
   size_t processes_without_end = 0;
   size_t ranks = 0;
   io_summary io;
+  coll_summary collectives;
   std::vector<finding> findings;  // filled by evaluate_rules
 };
 
@@ -94,6 +96,7 @@ struct group_partial {
   group_result fig;                // every figure of the group, steps counted
   std::vector<step_result> steps;  // their `group` is the index in the partial
   bool readback_failed = false;    // the spill file could not be read back
+  coll_data colls;                 // its processes' collectives, canonical
 };
 struct analysis_partial {
   std::map<std::string, process_facts> procs;  // host '\x1f' pid

@@ -278,6 +278,7 @@ void scan_block(detail::text_block &b, detail::time_unit unit, const layer_table
   std::string key, names_key;
   io_scan_state io_state;
   process_facts *pf = nullptr;
+  coll_data *colls = nullptr;
   thread_cursor threads;
   std::string_view last_pid;
   line_counts &n = r->counts;
@@ -295,6 +296,7 @@ void scan_block(detail::text_block &b, detail::time_unit unit, const layer_table
       pf = &r->procs[key];
       last_pid = pl.pid.text;
       threads.te = nullptr;
+      colls = nullptr;
     }
     const bool is_end = pl.name.text == "end" && pl.cat.text == "dftracer";
     if (pl.id.present() && !is_end) ++pf->id_lines;
@@ -334,6 +336,10 @@ void scan_block(detail::text_block &b, detail::time_unit unit, const layer_table
       if (!ce.names) ce.names = &name_entry(pl, &names_key, &r->names);
       name_call(pl, ph, dur, unit, *ce.names);
     }
+    if (pl.cat.text == "comm" || pl.cat.text == "MPI") {
+      if (!colls) colls = &r->colls[key];
+      scan_collective(pl, ts, end, colls);
+    }
     const event_class c = ce.c;
     if (c.layer != event_class::k_no_layer || c.step || c.iter)
       threads.place(r.get(), pl, c, ts, end);
@@ -352,6 +358,7 @@ void file_folder::add(block_part &p, collection *c) {
   for (auto &kv : p.hosts) hosts_.emplace(kv.first, std::move(kv.second));
   io_.add(p.io, &c->io);
   for (auto &kv : p.names) c->names[kv.first].merge(kv.second);
+  for (auto &kv : p.colls) colls_[kv.first].append(kv.second);
   if (!c->spill_after || c->buffered < c->spill_after) return;
   size_t out = 0;
   for (auto &kv : threads_) out += kv.second.spill(c->spill);
@@ -379,6 +386,11 @@ void file_folder::finish(collection *c) {
     const auto p = procs_.find(kv.first.substr(0, sep));
     const std::string host = p == procs_.end() ? std::string() : p->second.host;
     c->threads[host + '\x1f' + kv.first].append(kv.second);
+  }
+  for (auto &kv : colls_) {
+    const auto p = procs_.find(kv.first);
+    c->colls[(p == procs_.end() ? std::string() : p->second.host) + '\x1f' + kv.first].append(
+        kv.second);
   }
   *this = file_folder();
 }

@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "analysis/collectives.hpp"
 #include "analysis/io_collect.hpp"
 #include "analysis/layers.hpp"
 #include "analysis/spill.hpp"
@@ -100,6 +101,7 @@ struct block_part : detail::block_result {
   std::unordered_map<std::string, std::string> hosts;      // HH value -> host name
   io_block io;
   std::unordered_map<std::string, name_durations> names;  // cat '\x1f' name (name_stats())
+  std::unordered_map<std::string, coll_data> colls;       // pid as written
 };
 
 // Scans one block (the worker of for_each_block): thread-safe, no shared state but the
@@ -118,6 +120,7 @@ struct collection {
   std::map<std::string, thread_events> threads;  // host '\x1f' pid '\x1f' tid
   io_data io;
   std::unordered_map<std::string, name_durations> names;  // cat '\x1f' name (name_stats())
+  std::map<std::string, coll_data> colls;  // host '\x1f' pid: its collectives and waits
 };
 
 // Folds one file's blocks (in file order) and then files into the collection.
@@ -135,6 +138,7 @@ class file_folder {
   std::unordered_map<std::string, thread_events> threads_;
   std::unordered_map<std::string, std::string> hosts_;
   io_folder io_;
+  std::unordered_map<std::string, coll_data> colls_;
 };
 
 }  // namespace dftrace::analysis

@@ -67,6 +67,13 @@ const char *const k_default_rules = R"yaml(rules:
     critical: 25
     min_count: 10
     suggestion: "The slowest rank typically runs this much over the median step: balance the work per rank or look for a slow node"
+  - name: late_rank_at_collectives
+    metric: collectives.wait_share
+    warning: 20
+    critical: 50
+    min_ns: 100000000
+    min_count: 10
+    suggestion: "Ranks spend this share of their collective calls waiting for a late rank: look at what that rank does before them (its data, I/O, node or extra work)"
   - name: checkpoint_stall
     metric: checkpoint.steps
     warning: 100
@@ -227,6 +234,31 @@ observed imbalance(const analysis_result &r) {
   return o;
 }
 
+// The share of the matched collectives' time that ranks spent waiting for the last one, with
+// the rank whose lateness caused most of it.
+observed collective_wait(const analysis_result &r) {
+  observed o;
+  const coll_summary &c = r.collectives;
+  if (!c.instances || !c.blocked_ns) return o;
+  o.available = true;
+  o.ns = c.wait_ns;
+  o.count = c.instances;
+  o.value = pct(c.wait_ns, c.blocked_ns);
+  const coll_group_total *late = nullptr;
+  for (const coll_group_total &t : c.groups)
+    if (!late || t.caused_ns > late->caused_ns) late = &t;
+  const coll_op *op = nullptr;
+  for (const coll_op &x : c.ops)
+    if (!op || x.wait_ns > op->wait_ns) op = &x;
+  o.evidence =
+      "{\"wait_ns\":" + num(c.wait_ns) + ",\"blocked_ns\":" + num(c.blocked_ns) +
+      ",\"instances\":" + num(c.instances) + ",\"late_rank\":{\"rank\":" + rank_of(r, late->group) +
+      ",\"group\":" + num(late->group) + ",\"last\":" + num(late->last) +
+      ",\"caused_ns\":" + num(late->caused_ns) + "},\"op\":{\"op\":" + detail::json_quote(op->op) +
+      ",\"wait_ns\":" + num(op->wait_ns) + ",\"instances\":" + num(op->instances) + "}}";
+  return o;
+}
+
 observed checkpoint_steps(const analysis_result &r) {
   observed o;
   size_t g = 0;
@@ -256,6 +288,7 @@ observed measure(const std::string &metric, const analysis_result &r) {
       {"io.metadata_share", metadata_share},
       {"stragglers.share", stragglers},
       {"imbalance.p50", imbalance},
+      {"collectives.wait_share", collective_wait},
       {"checkpoint.steps", checkpoint_steps}};
   for (const auto &m : k_metrics)
     if (metric == m.first) return m.second(r);
@@ -265,9 +298,10 @@ observed measure(const std::string &metric, const analysis_result &r) {
 }  // namespace
 
 std::vector<std::string> rule_metrics() {
-  return {"bound_by.compute", "bound_by.comm",         "bound_by.io",     "bound_by.data",
-          "bound_by.other",   "io.small_access_share", "io.random_share", "io.metadata_share",
-          "stragglers.share", "imbalance.p50",         "checkpoint.steps"};
+  return {"bound_by.compute", "bound_by.comm",          "bound_by.io",
+          "bound_by.data",    "bound_by.other",         "io.small_access_share",
+          "io.random_share",  "io.metadata_share",      "stragglers.share",
+          "imbalance.p50",    "collectives.wait_share", "checkpoint.steps"};
 }
 
 namespace {

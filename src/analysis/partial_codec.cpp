@@ -10,7 +10,7 @@ namespace dftrace::analysis {
 
 namespace {
 
-constexpr char k_tag[8] = {'d', 'f', 't', 'p', 'a', 'r', 't', '1'};
+constexpr char k_tag[8] = {'d', 'f', 't', 'p', 'a', 'r', 't', '2'};
 
 struct writer {
   std::string o;
@@ -171,6 +171,28 @@ void get_strings(reader &r, std::vector<std::string> *v) {
   for (auto &x : *v) x = r.s();
 }
 
+void put_colls(writer &w, const coll_data &d) {
+  put_strings(w, d.keys);
+  w.u(d.calls.size());
+  for (const coll_call &c : d.calls) {
+    for (uint64_t v : {c.start, c.end, c.wait_start, c.wait_end}) w.u(v);
+    w.i(c.comm_id);
+    w.u(c.key);
+    w.u(c.has_id);
+  }
+}
+void get_colls(reader &r, coll_data *d) {
+  get_strings(r, &d->keys);
+  d->calls.resize(r.n(8 * 7));
+  for (coll_call &c : d->calls) {
+    for (uint64_t *v : {&c.start, &c.end, &c.wait_start, &c.wait_end}) *v = r.u();
+    c.comm_id = r.i();
+    c.key = static_cast<uint32_t>(r.u());
+    c.has_id = r.b();
+    r.ok = r.ok && c.key < d->keys.size();
+  }
+}
+
 void put_group(writer &w, const group_partial &g) {
   put_strings(w, g.procs);
   const group_result &f = g.fig;
@@ -197,6 +219,7 @@ void put_group(writer &w, const group_partial &g) {
     w.u(s.has_step);
     w.u(s.has_epoch);
   }
+  put_colls(w, g.colls);
 }
 void get_group(reader &r, group_partial *g) {
   get_strings(r, &g->procs);
@@ -227,6 +250,7 @@ void get_group(reader &r, group_partial *g) {
     s.has_step = r.b();
     s.has_epoch = r.b();
   }
+  get_colls(r, &g->colls);
 }
 
 void put_file_io(writer &w, const file_io &f) {

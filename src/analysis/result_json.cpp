@@ -1,6 +1,7 @@
 // result_json.cpp: writes inputs, groups, steps, stragglers and imbalance as JSON.
 #include "analysis/result_json.hpp"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "base/format.hpp"
@@ -186,6 +187,63 @@ std::string result_json(const input_report &in, const analysis_result &r, size_t
   return all;
 }
 
+// The figure of a layer pair, in either order ("compute+comm"), or 0.
+uint64_t pair_ns(const group_result &g, const std::string &a, const std::string &b) {
+  for (const auto &kv : g.overlap_ns)
+    if (kv.first == a + "+" + b || kv.first == b + "+" + a) return kv.second;
+  return 0;
+}
+
+void collectives_json(std::string &o, const analysis_result &r) {
+  const coll_summary &c = r.collectives;
+  auto group_ref = [&](size_t g) {
+    return "\"rank\":" + rank_json(r.groups[g]) + ",\"group\":" + num(g);
+  };
+  o += ",\"collectives\":{\"instances\":" + num(c.instances) + ",\"wait_ns\":" + num(c.wait_ns) +
+       ",\"blocked_ns\":" + num(c.blocked_ns) + ",\"ops\":[";
+  for (size_t i = 0; i < c.ops.size(); ++i) {
+    const coll_op &x = c.ops[i];
+    o += (i ? "," : "") + std::string("{\"op\":") + detail::json_quote(x.op) +
+         ",\"comm_size\":" + (x.has_size ? num(x.comm_size) : std::string("null")) +
+         ",\"instances\":" + num(x.instances) + ",\"unmatched_calls\":" + num(x.unmatched_calls) +
+         ",\"wait_ns\":" + num(x.wait_ns) + ",\"blocked_ns\":" + num(x.blocked_ns) +
+         ",\"spread_p50_ns\":" + num(x.spread_p50) + ",\"spread_p99_ns\":" + num(x.spread_p99) +
+         ",\"spread_max_ns\":" + num(x.spread_max) + ",\"last\":";
+    o += x.has_last ? "{" + group_ref(x.last_group) + ",\"count\":" + num(x.last_count) + "}"
+                    : std::string("null");
+    o += ",\"note\":" + (x.note.empty() ? std::string("null") : detail::json_quote(x.note)) +
+         ",\"ranks\":[";
+    for (size_t k = 0; k < x.ranks.size(); ++k) {
+      const coll_rank &y = x.ranks[k];
+      o += (k ? ",{" : "{") + group_ref(y.group) + ",\"calls\":" + num(y.calls) +
+           ",\"wait_ns\":" + num(y.wait_ns) + ",\"last\":" + num(y.last) +
+           ",\"caused_ns\":" + num(y.caused_ns) + "}";
+    }
+    o += "]}";
+  }
+  // Per group: the wait at matched collectives, and how much of its comm time compute hides.
+  o += "],\"groups\":[";
+  const auto it = std::find(r.layers.begin(), r.layers.end(), std::string("comm"));
+  const bool has_comm = it != r.layers.end();
+  const size_t ci = static_cast<size_t>(it - r.layers.begin());
+  size_t k = 0;
+  std::vector<const coll_group_total *> tot(r.groups.size(), nullptr);
+  for (const coll_group_total &t : c.groups) tot[t.group] = &t;
+  for (size_t g = 0; g < r.groups.size(); ++g) {
+    const group_result &x = r.groups[g];
+    const uint64_t comm = has_comm && ci < x.union_ns.size() ? x.union_ns[ci] : 0;
+    if (!comm && !tot[g]) continue;
+    const uint64_t hidden = pair_ns(x, "compute", "comm");
+    o += (k++ ? ",{" : "{") + group_ref(g) + ",\"calls\":" + num(tot[g] ? tot[g]->calls : 0) +
+         ",\"wait_ns\":" + num(tot[g] ? tot[g]->wait_ns : 0) +
+         ",\"last\":" + num(tot[g] ? tot[g]->last : 0) +
+         ",\"caused_ns\":" + num(tot[g] ? tot[g]->caused_ns : 0) + ",\"comm_ns\":" + num(comm) +
+         ",\"comm_overlapped_ns\":" + num(hidden) +
+         ",\"comm_overlap_pct\":" + ratio(comm ? 100.0 * double(hidden) / double(comm) : 0.0) + "}";
+  }
+  o += "]}";
+}
+
 void result_json(const input_report &in, const analysis_result &r, size_t processes,
                  const std::function<void(std::string &)> &sink) {
   std::string o = "{\"version\":1,";
@@ -239,6 +297,7 @@ void result_json(const input_report &in, const analysis_result &r, size_t proces
   else
     o += "null";
   o += "}";
+  collectives_json(o, r);
   io_json(o, r, sink);
   o += ",\"findings\":[";
   for (size_t i = 0; i < r.findings.size(); ++i) {

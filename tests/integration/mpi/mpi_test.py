@@ -213,9 +213,46 @@ def check_cli(cli, ranks, outdir, offsets):
         check(per_rank.get(r) == want, "dftrace stat: rank %d has %s events, its file %d" % (r, per_rank.get(r), want))
 
 
+def check_late(cli, outdir, np_, rounds, sleep_ns):
+    """dftrace analyze on the per-rank files: every rank's wait at MPI_Allreduce equals what
+    its events say (the last start of each call minus its own, at most its duration), and the
+    sleeping rank is the late one."""
+    ranks = load_ranks(outdir, "mpi4py_late", np_)
+    calls = {}
+    for rank, r in ranks.items():
+        check(r["pr"].get("time_metric") == "ns", "rank %d: trace not in ns" % rank)
+        calls[rank] = sorted((e["ts"], e["dur"]) for e in comm_events(r["events"], "all_reduce"))
+        check(len(calls[rank]) == rounds, "rank %d: %d all_reduce events" % (rank, len(calls[rank])))
+    want = {rank: 0 for rank in ranks}
+    for k in range(rounds):
+        last = max(calls[rank][k][0] for rank in ranks)
+        for rank in ranks:
+            ts, dur = calls[rank][k]
+            want[rank] += min(max(last - ts, 0), dur)
+    doc = json.loads(run([cli, "analyze", "--json"] + [ranks[r]["file"] for r in sorted(ranks)],
+                         {}, outdir))
+    ops = [o for o in doc["collectives"]["ops"] if o["op"] == "comm.all_reduce"]
+    check(len(ops) == 1, "analyze: all_reduce ops %s" % doc["collectives"]["ops"])
+    o = ops[0]
+    got = {x["rank"]: x["wait_ns"] for x in o["ranks"]}
+    print("late: waits %s (from the events: %s), last %s" % (got, want, o["last"]))
+    check(o["comm_size"] == np_ and o["instances"] == rounds and o["unmatched_calls"] == 0,
+          "analyze: %s" % o)
+    check(got == want, "analyze: waits %s, the events say %s" % (got, want))
+    late = np_ - 1
+    check(o["last"] == {"rank": late, "group": late, "count": rounds}, "last: %s" % o["last"])
+    for rank in ranks:  # each waited most of the sleep at every call (half of it, at least)
+        if rank != late:
+            check(got[rank] >= rounds * sleep_ns // 2, "rank %d waited only %d ns" % (rank, got[rank]))
+    f = [x for x in doc["findings"] if x["rule"] == "late_rank_at_collectives"]
+    check(len(f) == 1 and f[0]["evidence"]["details"]["late_rank"]["rank"] == late,
+          "no finding naming rank %d: %s" % (late, doc["findings"]))
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("scenario", choices=["train", "skew", "switch", "comm_off", "disabled", "python", "fortran"])
+    ap.add_argument("scenario", choices=["train", "skew", "switch", "comm_off", "disabled", "python", "fortran",
+                                             "late"])
     ap.add_argument("--exe", help="mpi_train")
     ap.add_argument("--lib", help="libdftrace_mpi.so (python scenario)")
     ap.add_argument("--script", help="mpi4py program (python scenario)")
@@ -286,6 +323,16 @@ def main():
             mi = comm_events(r["events"], "mpi_init")
             check(len(mi) == 1 and "provided" in mi[0]["args"], "rank %d: mpi4py's MPI_Init_thread not traced" % rank)
         check_clock(ranks, -1, 0)
+    elif a.scenario == "late":
+        if not a.cli:
+            print("SKIPPED: the dftrace command is not built")
+            sys.exit(77)
+        np_, rounds, sleep_s = 3, 4, 0.3
+        env["DFTRACE_TIMER_PRECISION"] = "ns"
+        cmd = MPIRUN + ["-np", str(np_), "-x", "LD_PRELOAD=" + a.lib, "/usr/bin/python3", a.script,
+                        str(rounds), str(sleep_s)]
+        run(cmd, env, outdir)
+        check_late(a.cli, outdir, np_, rounds, int(sleep_s * 1e9))
     elif a.scenario == "fortran":
         # mpi_fortran.f90: every MPI call goes through the Fortran bindings (mpi_*_).
         np_, steps = 2, 5

@@ -1,0 +1,265 @@
+// collectives.cpp: which events are collectives, their calls per process, and their matching
+// across ranks into instances with each rank's wait for the last arrival.
+#include "analysis/collectives.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include "analysis/analyze.hpp"
+
+namespace dftrace::analysis {
+
+using detail::jvalue;
+
+namespace {
+
+// torch.distributed's and libdftrace_mpi's collectives (category comm, the name as written).
+constexpr std::string_view k_comm_ops[] = {"all_reduce",
+                                           "all_gather",
+                                           "all_gather_into_tensor",
+                                           "reduce_scatter",
+                                           "reduce_scatter_tensor",
+                                           "broadcast",
+                                           "bcast",
+                                           "reduce",
+                                           "all_to_all",
+                                           "all_to_all_single",
+                                           "gather",
+                                           "scatter",
+                                           "barrier"};
+// MPI's blocking collectives (category MPI, as other tracers name them).
+constexpr std::string_view k_mpi_ops[] = {"MPI_Allreduce",      "MPI_Allgather",
+                                          "MPI_Allgatherv",     "MPI_Alltoall",
+                                          "MPI_Alltoallv",      "MPI_Alltoallw",
+                                          "MPI_Barrier",        "MPI_Bcast",
+                                          "MPI_Exscan",         "MPI_Gather",
+                                          "MPI_Gatherv",        "MPI_Reduce",
+                                          "MPI_Reduce_scatter", "MPI_Reduce_scatter_block",
+                                          "MPI_Scan",           "MPI_Scatter",
+                                          "MPI_Scatterv"};
+
+// |([s, e) U [ws, we)) n [s, last)|: the call's blocked time before the last rank arrived.
+uint64_t blocked_before(const coll_call &c, uint64_t last) {
+  if (last <= c.start) return 0;
+  const uint64_t a_end = std::min(c.end, last);
+  uint64_t n = a_end > c.start ? a_end - c.start : 0;
+  const uint64_t ws = std::max(c.wait_start, c.start), we = std::min(c.wait_end, last);
+  if (we > ws) {
+    n += we - ws;
+    // the part of the wait inside the call's own event counts once
+    const uint64_t os = std::max(ws, c.start), oe = std::min(we, a_end);
+    if (oe > os) n -= oe - os;
+  }
+  return n;
+}
+
+uint64_t blocked_all(const coll_call &c) { return blocked_before(c, UINT64_MAX); }
+
+}  // namespace
+
+std::string_view collective_op(std::string_view cat, std::string_view name) {
+  if (cat == "comm") {
+    for (std::string_view op : k_comm_ops)
+      if (name == op) return name;
+  } else if (cat == "MPI") {
+    for (std::string_view op : k_mpi_ops)
+      if (name == op) return name;
+  }
+  return {};
+}
+
+uint32_t coll_data::key_of(std::string_view op, std::string_view size) {
+  std::string k(op);
+  k.push_back('\x1f');
+  k.append(size);
+  for (size_t i = 0; i < keys.size(); ++i)
+    if (keys[i] == k) return static_cast<uint32_t>(i);
+  keys.push_back(std::move(k));
+  return static_cast<uint32_t>(keys.size() - 1);
+}
+
+void scan_collective(const detail::parsed_line &pl, uint64_t ts, uint64_t end, coll_data *d) {
+  const std::string_view cat = pl.cat.text, name = pl.name.text;
+  if (cat == "comm" && name == "wait") {
+    int64_t id = 0;
+    const jvalue *v = pl.arg_value("comm_id");
+    if (v && detail::value_i64(*v, &id)) d->waits.push_back({id, ts, end});
+    return;
+  }
+  const std::string_view op = collective_op(cat, name);
+  if (op.empty()) return;
+  std::string size;
+  uint64_t n = 0;
+  if (const jvalue *v = pl.arg_value("comm_size"); v && detail::value_u64(*v, &n))
+    size = std::to_string(n);
+  coll_call c;
+  c.start = ts;
+  c.end = end;
+  if (const jvalue *v = pl.arg_value("comm_id")) c.has_id = detail::value_i64(*v, &c.comm_id);
+  c.key = d->key_of(cat == "comm" ? "comm." + std::string(op) : std::string(op), size);
+  d->calls.push_back(c);
+}
+
+void coll_data::append(coll_data &o) {
+  std::vector<uint32_t> map(o.keys.size());
+  for (size_t i = 0; i < o.keys.size(); ++i) {
+    const size_t sep = o.keys[i].find('\x1f');
+    map[i] = key_of(std::string_view(o.keys[i]).substr(0, sep),
+                    std::string_view(o.keys[i]).substr(sep + 1));
+  }
+  for (coll_call c : o.calls) {
+    c.key = map[c.key];
+    calls.push_back(c);
+  }
+  waits.insert(waits.end(), o.waits.begin(), o.waits.end());
+  o = coll_data();
+}
+
+void coll_data::resolve_waits() {
+  std::sort(waits.begin(), waits.end(), [](const coll_wait &a, const coll_wait &b) {
+    return a.id != b.id ? a.id < b.id : a.start != b.start ? a.start < b.start : a.end < b.end;
+  });
+  for (coll_call &c : calls) {
+    if (!c.has_id) continue;
+    const auto it = std::lower_bound(waits.begin(), waits.end(), c.comm_id,
+                                     [](const coll_wait &w, int64_t id) { return w.id < id; });
+    if (it == waits.end() || it->id != c.comm_id) continue;
+    c.wait_start = it->start;
+    c.wait_end = it->end;
+  }
+  std::vector<coll_wait>().swap(waits);
+}
+
+void coll_data::canonical() {
+  // keys sorted by text, calls renumbered, then ordered
+  std::vector<uint32_t> order(keys.size()), rank_of(keys.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<uint32_t>(i);
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return keys[a] < keys[b]; });
+  std::vector<std::string> sorted(keys.size());
+  for (size_t i = 0; i < order.size(); ++i) {
+    rank_of[order[i]] = static_cast<uint32_t>(i);
+    sorted[i] = std::move(keys[order[i]]);
+  }
+  keys = std::move(sorted);
+  for (coll_call &c : calls) c.key = rank_of[c.key];
+  std::sort(calls.begin(), calls.end(), [](const coll_call &a, const coll_call &b) {
+    if (a.key != b.key) return a.key < b.key;
+    if (a.start != b.start) return a.start < b.start;
+    if (a.end != b.end) return a.end < b.end;
+    return a.wait_start != b.wait_start ? a.wait_start < b.wait_start : a.wait_end < b.wait_end;
+  });
+}
+
+namespace {
+
+// One key's calls per participating group (each sorted by start).
+struct key_calls {
+  std::vector<size_t> groups;
+  std::vector<std::vector<const coll_call *>> calls;
+};
+
+void match_key(const std::string &key, key_calls &kc, coll_summary *s,
+               std::vector<coll_group_total> *tot) {
+  coll_op o;
+  const size_t sep = key.find('\x1f');
+  o.op = key.substr(0, sep);
+  o.has_size = sep + 1 < key.size();
+  if (o.has_size) o.comm_size = std::stoull(key.substr(sep + 1));
+  const size_t n = kc.groups.size();
+  size_t inst = SIZE_MAX, most = 0, total = 0;
+  for (const auto &v : kc.calls) {
+    inst = std::min(inst, v.size());
+    most = std::max(most, v.size());
+    total += v.size();
+  }
+  for (size_t i = 0; i < n; ++i) o.ranks.push_back({kc.groups[i], kc.calls[i].size(), 0, 0, 0});
+  if (n < 2) {
+    inst = 0;
+    o.note = "called by one rank only";
+  } else if (o.has_size && n > o.comm_size) {
+    inst = 0;
+    o.note = std::to_string(n) + " ranks call it with comm_size " + std::to_string(o.comm_size) +
+             ": communicators of one size cannot be told apart";
+  } else if (most != inst) {
+    o.note = "ranks made " + std::to_string(inst) + " to " + std::to_string(most) +
+             " calls: the first " + std::to_string(inst) + " of each are matched";
+  } else if (o.has_size && n < o.comm_size) {
+    o.note = std::to_string(n) + " of " + std::to_string(o.comm_size) + " ranks in the trace";
+  }
+  std::vector<uint64_t> spreads;
+  spreads.reserve(inst);
+  std::vector<uint64_t> lasts(n, 0);
+  for (size_t k = 0; k < inst; ++k) {
+    uint64_t first = UINT64_MAX, last = 0;
+    size_t last_i = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const uint64_t a = kc.calls[i][k]->start;
+      first = std::min(first, a);
+      if (a > last || i == 0) {
+        last = a;
+        last_i = i;
+      }
+    }
+    spreads.push_back(last - first);
+    uint64_t waited = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const uint64_t w = blocked_before(*kc.calls[i][k], last);
+      o.ranks[i].wait_ns += w;
+      o.blocked_ns += blocked_all(*kc.calls[i][k]);
+      waited += w;
+    }
+    o.wait_ns += waited;
+    if (last > first) {  // somebody arrived before the last: it was late
+      ++o.ranks[last_i].last;
+      o.ranks[last_i].caused_ns += waited;
+    }
+  }
+  o.instances = inst;
+  o.unmatched_calls = total - inst * n;
+  std::sort(spreads.begin(), spreads.end());
+  o.spread_p50 = percentile_sorted(spreads, 50);
+  o.spread_p99 = percentile_sorted(spreads, 99);
+  o.spread_max = spreads.empty() ? 0 : spreads.back();
+  for (const coll_rank &r : o.ranks) {  // most often last; the first group at a tie
+    if (r.last > o.last_count) {
+      o.has_last = true;
+      o.last_group = r.group;
+      o.last_count = r.last;
+    }
+    coll_group_total &t = (*tot)[r.group];
+    t.calls += inst ? inst : 0;
+    t.wait_ns += r.wait_ns;
+    t.caused_ns += r.caused_ns;
+    t.last += r.last;
+  }
+  s->instances += inst;
+  s->wait_ns += o.wait_ns;
+  s->blocked_ns += o.blocked_ns;
+  s->ops.push_back(std::move(o));
+}
+
+}  // namespace
+
+coll_summary match_collectives(const std::vector<const coll_data *> &groups) {
+  coll_summary s;
+  std::map<std::string, key_calls> by_key;  // ordered: ops by name, then size text
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const coll_data &d = *groups[g];
+    for (size_t i = 0; i < d.calls.size();) {
+      const uint32_t key = d.calls[i].key;
+      key_calls &kc = by_key[d.keys[key]];
+      kc.groups.push_back(g);
+      kc.calls.emplace_back();
+      for (; i < d.calls.size() && d.calls[i].key == key; ++i)
+        kc.calls.back().push_back(&d.calls[i]);
+    }
+  }
+  std::vector<coll_group_total> tot(groups.size());
+  for (size_t g = 0; g < tot.size(); ++g) tot[g].group = g;
+  for (auto &kv : by_key) match_key(kv.first, kv.second, &s, &tot);
+  for (const coll_group_total &t : tot)
+    if (t.calls) s.groups.push_back(t);
+  return s;
+}
+
+}  // namespace dftrace::analysis
