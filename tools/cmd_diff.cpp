@@ -1,8 +1,12 @@
 // cmd_diff.cpp: dftrace diff BASE NEW: two runs analysed and compared (per name, steps,
 // bound_by, I/O), with --fail-if gates for CI (exit status 1 when one fails).
+#include <sys/stat.h>
+
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include "analysis/diff.hpp"
@@ -18,9 +22,12 @@ namespace {
 
 using namespace dftrace::analysis;
 
-// A run on the command line: a trace, a directory of traces, or a comma-separated list.
+// A run on the command line: a trace, a directory of traces, or a comma-separated list. A path
+// that exists is one input, whole, even when its name holds a comma.
 std::vector<std::string> run_files(const std::string &arg, bool *ok) {
   std::vector<std::string> parts;
+  struct stat st;
+  if (::stat(arg.c_str(), &st) == 0) return expand_inputs({arg}, ok);
   size_t at = 0;
   for (;;) {
     const size_t c = arg.find(',', at);
@@ -129,10 +136,35 @@ void json_out(std::string &o, const std::vector<metric> &ms, const run_summary &
   o += "]}\n";
 }
 
-bool load_run(const std::string &arg, const layer_table &table, const char *what, run_summary *out,
-              bool *damaged) {
+// --base-list / --new-list FILE: the run's inputs, each ended by a NUL byte (as `find -print0`
+// writes them), so that any path, commas and newlines included, is passed whole.
+bool list_files(const std::string &list, std::vector<std::string> *out, bool *ok) {
+  std::ifstream in(list, std::ios::binary);
+  if (!in) return false;
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::string> parts;
+  size_t at = 0;
+  while (at < text.size()) {
+    size_t end = text.find('\0', at);
+    if (end == std::string::npos) end = text.size();
+    if (end > at) parts.push_back(text.substr(at, end - at));
+    at = end + 1;
+  }
+  *out = expand_inputs(parts, ok);
+  return true;
+}
+
+// The run named by the option `list` (a file of paths), else by the positional argument arg.
+bool load_run(const std::string &arg, const std::string &list, const layer_table &table,
+              const char *what, run_summary *out, bool *damaged) {
   bool ok = true;
-  const std::vector<std::string> files = run_files(arg, &ok);
+  std::vector<std::string> files;
+  if (list.empty()) {
+    files = run_files(arg, &ok);
+  } else if (!list_files(list, &files, &ok)) {
+    error_line(std::string("diff: ") + what + ": cannot read the list " + list);
+    return false;
+  }
   if (files.empty()) {
     error_line(std::string("diff: ") + what + ": no trace files in " + arg);
     return false;
@@ -155,10 +187,16 @@ bool load_run(const std::string &arg, const layer_table &table, const char *what
 }  // namespace
 
 int cmd_diff(const args_t &a) {
-  if (a.positional.size() != 2) {
-    error_line("diff: expected BASE NEW (each a trace, a directory or a comma-separated list)");
+  const std::string base_list = a.get("--base-list"), new_list = a.get("--new-list");
+  const size_t wanted = (base_list.empty() ? 1 : 0) + (new_list.empty() ? 1 : 0);
+  if (a.positional.size() != wanted) {
+    error_line(
+        "diff: expected BASE NEW (each a trace, a directory or a comma-separated list, "
+        "or --base-list / --new-list FILE in its place)");
     return 2;
   }
+  const std::string base_arg = base_list.empty() ? a.positional[0] : "";
+  const std::string new_arg = new_list.empty() ? a.positional.back() : "";
   layer_table table;
   if (!analysis_table(a, "diff", &table)) return 2;
   table.set_name_stats(true);
@@ -174,8 +212,8 @@ int cmd_diff(const args_t &a) {
   }
   run_summary base, now;
   bool damaged = false;
-  if (!load_run(a.positional[0], table, "BASE", &base, &damaged) ||
-      !load_run(a.positional[1], table, "NEW", &now, &damaged))
+  if (!load_run(base_arg, base_list, table, "BASE", &base, &damaged) ||
+      !load_run(new_arg, new_list, table, "NEW", &now, &damaged))
     return 2;
   const std::vector<metric> ms = compare_runs(base, now);
   std::vector<std::string> appeared, vanished, failed;

@@ -81,15 +81,17 @@ void add_analysis_commands(std::vector<command_spec> &t) {
   t.push_back(
       {"diff",
        {{"diff BASE NEW [--json] [--fail-if 'METRIC OP VALUE']... [--steps NAME] [--layers FILE]\n"
-         "     [--allow-damaged]",
-         "two runs (each a trace, a directory or a comma-separated list) compared: steps,\n"
-         "bound_by shares, I/O bytes and bandwidth, calls and times per name; exit status 1\n"
-         "when a gate holds, e.g. --fail-if 'step.p50 > +5%'"}},
+         "     [--allow-damaged] [--base-list FILE] [--new-list FILE]",
+         "two runs (each a trace, a directory or a comma-separated list; a path that exists is\n"
+         "taken whole) compared: steps, bound_by shares, I/O bytes and bandwidth, calls and\n"
+         "times per name; exit status 1 when a gate holds, e.g. --fail-if 'step.p50 > +5%'"}},
        {{"--json", nullptr, nullptr, "the comparison as one JSON document"},
         {"--fail-if", nullptr, "GATE", "exit status 1 when the gate holds (repeatable)"},
         k_steps,
         k_layers,
-        {"--allow-damaged", nullptr, nullptr, "compare even when part of the input is damaged"}},
+        {"--allow-damaged", nullptr, nullptr, "compare even when part of the input is damaged"},
+        {"--base-list", nullptr, "FILE", "BASE's inputs, each ended by a NUL byte (no BASE)"},
+        {"--new-list", nullptr, "FILE", "NEW's inputs, each ended by a NUL byte (no NEW)"}},
        cmd_diff});
   t.push_back({"validate",
                {{"validate FILES... [--max-findings N] [--quiet]",

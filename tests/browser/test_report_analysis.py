@@ -185,3 +185,79 @@ def test_compare_shows_dftrace_diff(modules, tmp_path):
     assert by["events"][1:3] == [str(int(e["base"])), str(int(e["new"]))]
     assert e["base"] == e["new"]  # the same events, one step slower
     assert len(base) == len(new) == RANKS
+
+
+def test_compare_paths_with_commas(modules, tmp_path):
+    # Runs in directories whose names hold a comma: each path reaches `dftrace diff` whole.
+    base = rank_run(tmp_path / "base,1", slow_ms=0)
+    new = rank_run(tmp_path / "new,1", slow_ms=30)
+    out = tmp_path / "commas.html"
+    p = subprocess.run([CLI, "report", str(tmp_path / "new,1"), "-o", str(out), "--compare",
+                        str(tmp_path / "base,1")], capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    rb, rn = analyze_json(base), analyze_json(new)
+    res = render(modules, out, tmp_path / "commas.png")
+    assert res["requests"] == [] and res["errors"] == []
+    by = {row[0]: row for row in body(sections(res)["compare"]["cells"][0])}
+    assert by["events"][1:3] == [str(rb["inputs"]["events"]), str(rn["inputs"]["events"])]
+    assert by["step.p99"][1:3] == [str(rb["steps"]["p99_ns"]), str(rn["steps"]["p99_ns"])]
+    assert rn["steps"]["p99_ns"] > rb["steps"]["p99_ns"]
+
+
+RING_PROG = os.environ.get("DFTRACE_RING_PROG", "")
+
+
+def ring_trace(tmp_path):
+    """A trace of the flight recorder (ring_prog, the library in ring mode): 20 steps of about
+    100 ms, step 6 about 2 s; a 1 s ring and 2 steps of full detail after the slow step."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("DFTRACE_", "DFTRACER_")) and k != "LD_PRELOAD"}
+    env.update(DFTRACE_ENABLE="1", DFTRACE_LOG_FILE=str(tmp_path / "ring" / "t"),
+               DFTRACE_OUTPUT_MODE="ring", DFTRACE_RING_SECONDS="1", DFTRACE_RING_AFTER="2",
+               DFTRACE_TRIGGER_STEP_FACTOR="3")
+    subprocess.run([RING_PROG, "steps", "20", "6", "100"], env=env, check=True,
+                   capture_output=True, timeout=120)
+    (path,) = sorted((tmp_path / "ring").glob("t-*.pfw.gz"))
+    return path
+
+
+def test_flight_recorder_windows(modules, tmp_path):
+    assert RING_PROG, "run through ctest (DFTRACE_RING_PROG names ring_prog)"
+    path = ring_trace(tmp_path)
+    stat = json.loads(subprocess.run([CLI, "stat", "--json", str(path)], capture_output=True,
+                                     text=True, timeout=120, check=True).stdout)
+    (t,) = stat["triggers"]
+    assert t["source"] == "slow_step" and t["reason"].startswith("step 6 lasted "), t
+    r = analyze_json([path])
+    page = report(tmp_path, "ring", path)
+    res = render(modules, page, tmp_path / "ring.png")
+    assert res["requests"] == [] and res["errors"] == []
+    s = sections(res)
+    assert s["windows"]["svgs"] == 1
+    windows, split = s["windows"]["cells"]
+
+    # the window and its trigger, as `dftrace stat` lists them (epoch us)
+    items = r["steps"]["items"]
+    us = 1000
+    inside = [i for i in items
+              if i["ts_ns"] < t["to"] * us and i["ts_ns"] + i["dur_ns"] > t["from"] * us]
+    assert body(windows) == [["1", "pid %d" % t["pid"], "slow_step", t["reason"],
+                              str(t["time"]), str(t["from"]), str(t["to"]), t["after"],
+                              str(len(inside))]]
+
+    # the slow step beside the median of the other captured steps, each split as the analysis
+    # splits it, with the part that bound it
+    parts = ("compute", "comm", "io", "data", "other")
+
+    def cells(it, label, step):
+        v = [it[p + "_ns"] for p in parts]
+        return ["1", label, step, ms(it["dur_ns"])] + [ms(x) for x in v] + [
+            parts[v.index(max(v))]]
+    (slow,) = [i for i in items if i["step"] == 6]
+    rest = sorted((i for i in items if i["step"] != 6), key=lambda i: (i["dur_ns"], i["ts_ns"]))
+    median = rest[(len(rest) - 1) // 2]
+    summed = {k: sum(i[k] for i in inside) for k in ["dur_ns"] + [p + "_ns" for p in parts]}
+    assert body(split) == [cells(slow, "trigger step", "6"),
+                           cells(summed, "window's %d step(s)" % len(inside), "-"),
+                           cells(median, "median step", str(median["step"]))]
+    assert slow["dur_ns"] > 3 * median["dur_ns"]  # the step that fired the trigger

@@ -120,7 +120,8 @@ def read(paths, columns=None, cat=None, name=None, start=None, end=None, args=No
     and with resolve rank, host, file).
 
     ts and dur are int64 nanoseconds for every trace (a microsecond trace's values times 1000),
-    exact whatever the trace's time_metric. df.attrs holds the per-file units, the count of
+    exact whatever the trace's time_metric. df.attrs holds the per-file units, the flight
+    recorder's captured windows (`windows`: each trigger with its window, see windows()), the count of
     lines that were not valid JSON (`invalid_lines`, never fatal) and the problems found
     (damaged members, unreadable files), which are also printed, one line each, on stderr.
     """
@@ -141,7 +142,25 @@ def read(paths, columns=None, cat=None, name=None, start=None, end=None, args=No
     df = frame(raw, want_args, keys, defs, ranks, columns)
     df.attrs["files"] = files
     df.attrs["time_units"] = dict(zip(files, raw["units"]))
+    df.attrs["windows"] = windows(raw)
     return df
+
+
+def windows(raw):
+    """The flight recorder's captured windows (docs/flight-recorder.md) of a read_columns
+    result: one dict per trigger line, in time order, with pid, source, reason, time_ns,
+    from_ns, to_ns (its trigger_end line's time, or an attach window's `to`; None for a window
+    that ends with the trace) and after."""
+    ends = {(pid, frm): t for kind, pid, _, _, t, frm, _, _ in raw.get("windows", ())
+            if kind == "trigger_end"}
+    out = []
+    for kind, pid, source, reason, t, frm, to, after in raw.get("windows", ()):
+        if kind != "trigger":
+            continue
+        end = to if to >= 0 else ends.get((pid, t))
+        out.append(dict(pid=pid, source=source, reason=reason, time_ns=t,
+                        from_ns=frm if frm >= 0 else None, to_ns=end, after=after))
+    return sorted(out, key=lambda w: (w["time_ns"], w["pid"]))
 
 
 def _keys(args, resolve):

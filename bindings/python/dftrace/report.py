@@ -33,6 +33,7 @@ _MAX_ROWS = 64
 _MAX_SERIES = 16
 _MAX_TABLE = 40
 _MAX_LIST = 500  # files and problems in the metadata section
+_MAX_POINTS = 2000  # points drawn per series of a chart over steps
 
 
 def _label(text, limit=_LABEL):
@@ -174,26 +175,42 @@ def _timeline(df, t0):
     return _svg(fig) + note
 
 
+def _thin(n):
+    """How many consecutive steps one drawn point stands for, so that a series of n steps is
+    drawn with at most _MAX_POINTS points."""
+    return max(1, -(-n // _MAX_POINTS))
+
+
 def _steps(df):
     import matplotlib.pyplot as plt
+    import numpy as np
     ev = df[(df.ph == "X") & ((df.name == "step") | _text_test(df.name, lambda s: s.endswith(".block")))]
     if ev.empty:
         return "<p>No <code>compute.step</code> or <code>.block</code> events in these traces.</p>"
-    ev = ev.assign(who=_who(ev))
-    fig, ax = plt.subplots(figsize=(12, 4))
-    groups = ev.groupby(["who", "name"], observed=True)
-    sizes = groups.size()
+    ev = ev[["name", "ts", "dur"]].assign(who=_who(ev))
+    sizes = ev.groupby(["who", "name"], observed=True).size()
     sizes = sizes[sizes > 0].sort_values(ascending=False, kind="stable")
-    shown = set(sizes.index[:_MAX_SERIES])  # the series with the most steps
-    for (w, n), g in groups:
-        if (w, n) not in shown:
-            continue
-        g = g.sort_values("ts")
-        ax.plot(range(1, len(g) + 1), g.dur / 1e6, marker=".", linewidth=0.8,
-                label=_label("%s %s" % (w, n)))
+    shown = sizes.index[:_MAX_SERIES]  # the series with the most steps
+    series = shown.get_indexer(pd_index(ev, ["who", "name"]))  # -1: not drawn
+    mine = ev.assign(series=series)[series >= 0].sort_values("ts", kind="stable")
+    # Each series' steps numbered in time order; a long series is drawn by the slowest step of
+    # each run of _thin(n) consecutive steps (a slow step stays visible).
+    mine = mine.assign(k=mine.groupby("series").cumcount())
+    per = sizes.loc[shown].to_dict()
+    every = np.array([_thin(per[key]) for key in shown], dtype=np.int64)
+    mine = mine.assign(bin=mine.k.to_numpy() // every[mine.series.to_numpy()])
+    points = mine.groupby(["series", "bin"]).agg(first=("k", "min"), dur=("dur", "max"))
+    fig, ax = plt.subplots(figsize=(12, 4))
+    thinned = 0
+    for i, (w, n) in enumerate(shown):
+        pts = points.loc[i]
+        thinned = max(thinned, _thin(per[(w, n)]))
+        ax.plot(pts["first"].to_numpy() + 1, pts["dur"].to_numpy() / 1e6, marker=".",
+                linewidth=0.8, label=_label("%s %s" % (w, n)))
     ax.set_xlabel("step")
     ax.set_ylabel("ms")
-    ax.set_title("Step time over steps")
+    ax.set_title("Step time over steps" + (" (the slowest of each %d steps)" % thinned
+                                            if thinned > 1 else ""))
     ax.legend(fontsize=8)
     note = _cut_note(_MAX_SERIES, len(sizes), "series shown (those with the most steps)")
     stats = ev.groupby("name", observed=True).dur.agg(["count", "mean", "median", "max"])
@@ -203,6 +220,12 @@ def _steps(df):
     note += _cut_note(_MAX_TABLE, len(stats), "names in the table (those with the most steps)")
     return (_svg(fig) + note +
             _table(["event", "steps", "mean ms", "median ms", "max ms"], rows))
+
+
+def pd_index(frame, cols):
+    """The MultiIndex of frame's columns cols (to test rows' keys with isin)."""
+    import pandas as pd
+    return pd.MultiIndex.from_arrays([frame[c].astype(object).to_numpy() for c in cols])
 
 
 def _categories(df):
@@ -318,13 +341,12 @@ _TELEMETRY = (("process", "cpu_pct", 1, "process CPU (%, 100 = one core)"),
               ("process", "rss_bytes", 1e-6, "process resident memory (MB)"),
               ("cpu", "busy_pct", 1, "node CPU busy (%)"),
               ("memory", "MemAvailable", 1e-6, "node memory available (GB)"))
+_TELEMETRY_SERIES = sorted({s for _, s, _, _ in _TELEMETRY})
 
 
-def _telemetry(files, t0):
+def _telemetry(df, t0):
     import matplotlib.pyplot as plt
-    from . import _read
-    df = _read.read(files, cat="sys", args=sorted({s for _, s, _, _ in _TELEMETRY}), threads=0)
-    df = df[df.ph == "C"] if len(df) else df
+    df = df[(df.cat == "sys") & (df.ph == "C")] if len(df) else df
     if df.empty:
         return None
     df = df.assign(who=_who(df))
@@ -421,8 +443,9 @@ def build(paths, title=None, compare=None):
     matplotlib.use("Agg")
     from . import _read, report_analysis
     files = _read.trace_files(paths)
-    df = _read.read(files, args=["ret", "size", "bytes"], threads=0)
-    analysis = {sid: (h, body) for sid, h, body in report_analysis.sections(files, compare)}
+    df = _read.read(files, args=["ret", "size", "bytes"] + _TELEMETRY_SERIES, threads=0)
+    analysis = {sid: (h, body) for sid, h, body in report_analysis.sections(
+        files, compare, df.attrs.get("windows", ()))}
     x = df[df.ts > 0]
     t0 = int(x.ts.min()) if len(x) else 0
     t1 = int((x.ts + x.dur).max()) if len(x) else 0
@@ -450,12 +473,12 @@ def build(paths, title=None, compare=None):
     analysed("findings")
     section("timeline", "Timeline", _timeline(df, t0))
     section("steps", "Step time", _steps(df))
-    analysed("bound-by", "overlap", "stragglers")
+    analysed("bound-by", "overlap", "stragglers", "windows")
     section("categories", "Time per category and name", _categories(df))
     section("io", "I/O", _io(df, t0, span))
     analysed("io-characterisation")
     section("mpi", "MPI", _mpi(df))
-    section("telemetry", "System telemetry", _telemetry(files, t0))
+    section("telemetry", "System telemetry", _telemetry(df, t0))
     section("names", "Top names", _names(df))
     analysed("compare")
     section("metadata", "Metadata", _metadata(df, files))

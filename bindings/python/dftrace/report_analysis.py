@@ -11,7 +11,8 @@ import os
 import shutil
 import subprocess
 
-from .report import _MAX_ROWS, _MAX_SERIES, _MAX_TABLE, _cut_note, _label, _svg, _table, _ticks
+from .report import (_MAX_ROWS, _MAX_SERIES, _MAX_TABLE, _cut_note, _label, _svg, _table,
+                     _thin, _ticks)
 
 _PARTS = ("compute", "comm", "io", "data", "other")
 _PART_TITLES = {"compute": "compute", "comm": "comm not hidden by compute",
@@ -85,15 +86,21 @@ def _overlap(r):
             _cut_note(_MAX_TABLE, len(groups), "groups in the table (in rank order)"))
 
 
-def _step_means(items):
-    """{index: [mean over groups of each part's ns]} for a plot over steps."""
-    sums = {}
-    for it in items:
-        s = sums.setdefault(it["index"], [0] * (len(_PARTS) + 1))
-        for k, p in enumerate(_PARTS):
-            s[k] += it[p + "_ns"]
-        s[-1] += 1
-    return {i: [v / s[-1] for v in s[:-1]] for i, s in sorted(sums.items())}
+def _steps_frame(r):
+    """The steps' items as a DataFrame (one row per step: group, index, dur_ns and its parts)."""
+    import pandas as pd
+    cols = ["group", "index", "step", "ts_ns", "dur_ns"] + [p + "_ns" for p in _PARTS]
+    return pd.DataFrame.from_records(r["steps"]["items"], columns=cols)
+
+
+def _step_means(r):
+    """(x, [mean ns of each part], thin): the mean over groups of each part's time per step
+    index; past _MAX_POINTS indexes, the mean over each run of `thin` consecutive indexes too,
+    x being the run's first index."""
+    f = _steps_frame(r)
+    thin = _thin(int(f["index"].max()) + 1)
+    m = f.groupby(f["index"].to_numpy() // thin)[[p + "_ns" for p in _PARTS]].mean()
+    return m.index.to_numpy() * thin, [m[p + "_ns"].to_numpy() for p in _PARTS], thin
 
 
 def _bound_by(r):
@@ -106,13 +113,12 @@ def _bound_by(r):
     total, bb = st["total_ns"], st["bound_by"]
     rows = [(_PART_TITLES[p], _ms(bb[p + "_ns"]), _share(bb[p + "_ns"], total)) for p in _PARTS]
     rows.append(("all steps", _ms(total), _share(total, total)))
-    means = _step_means(st["items"])
-    x = list(means)
+    x, means, thin = _step_means(r)
     fig, ax = plt.subplots(figsize=(12, 4))
-    ax.stackplot(x, *[[means[i][k] / 1e6 for i in x] for k in range(len(_PARTS))],
-                 labels=[_PART_TITLES[p] for p in _PARTS], step="mid" if len(x) > 1 else None)
+    ax.stackplot(x, *[m / 1e6 for m in means], labels=[_PART_TITLES[p] for p in _PARTS],
+                 step="mid" if len(x) > 1 else None)
     ax.set_xlabel("step (index in its rank)")
-    ax.set_ylabel("ms (mean over ranks)")
+    ax.set_ylabel("ms (mean over ranks%s)" % (" and each %d steps" % thin if thin > 1 else ""))
     ax.set_title("What bound each step: its time split exclusively")
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     summary = _table(["steps", "source", "p50 ms", "p99 ms"],
@@ -122,23 +128,30 @@ def _bound_by(r):
 
 def _straggler_plot(r):
     import matplotlib.pyplot as plt
-    items, strag = r["steps"]["items"], r["stragglers"]
-    per = {}
-    for it in items:
-        per.setdefault(_who(r, it), []).append((it["index"], it["dur_ns"]))
-    slow = [_who(r, s) for s in strag]
-    order = sorted(per, key=lambda w: (w not in slow, -max(d for _, d in per[w])))
+    import pandas as pd
+    f, strag = _steps_frame(r), r["stragglers"]
+    slow = {s["group"] for s in strag}
+    worst = f.groupby("group").dur_ns.max()
+    order = sorted(worst.index, key=lambda g: (g not in slow, -worst[g]))  # a key per rank
+    shown = order[:_MAX_SERIES]
+    mine = f[f.group.isin(shown)]
+    # A rank's steps past _MAX_POINTS: the slowest of each run of `thin` consecutive steps.
+    thin = _thin(int(mine["index"].max()) + 1)
+    pts = mine.groupby(["group", mine["index"].to_numpy() // thin]).dur_ns.max()
     fig, ax = plt.subplots(figsize=(12, 4))
-    for w in order[:_MAX_SERIES]:
-        pts = sorted(per[w])
-        ax.plot([i for i, _ in pts], [d / 1e6 for _, d in pts], linewidth=0.8, label=_label(w))
-    at = {(it["group"], it["dur_ns"]): it for it in items}  # a straggler's step, by its time
-    marks = [at[(s["group"], s["dur_ns"])] for s in strag if (s["group"], s["dur_ns"]) in at]
-    if marks:
-        ax.plot([m["index"] for m in marks], [m["dur_ns"] / 1e6 for m in marks], "rx",
-                markersize=9, label="straggler")
+    for g in shown:
+        p = pts.loc[g]
+        ax.plot(p.index.to_numpy() * thin, p.to_numpy() / 1e6, linewidth=0.8,
+                label=_label(_group_label(r["groups"][g])))
+    if strag:  # a straggler's step, found by its time
+        marks = pd.DataFrame(strag, columns=["group", "dur_ns"]).merge(
+            f[["group", "dur_ns", "index"]], on=["group", "dur_ns"]).drop_duplicates(
+                ["group", "dur_ns"])
+        if len(marks):
+            ax.plot(marks["index"].to_numpy(), marks.dur_ns.to_numpy() / 1e6, "rx",
+                    markersize=9, label="straggler")
     ax.set_xlabel("step (index in its rank)")
-    ax.set_ylabel("ms")
+    ax.set_ylabel("ms" + (" (the slowest of each %d steps)" % thin if thin > 1 else ""))
     ax.set_title("Step time per rank (stragglers marked)")
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return _svg(fig) + _cut_note(_MAX_SERIES, len(order), "ranks drawn (stragglers first, then "
@@ -256,9 +269,23 @@ def _command():
 
 
 def diff(base, files):
-    """The document of `dftrace diff BASE NEW --json --allow-damaged`, NEW being `files`."""
-    p = subprocess.run([_command(), "diff", base, ",".join(files), "--json", "--allow-damaged"],
-                       capture_output=True, text=True)
+    """The document of `dftrace diff --json --allow-damaged` of the run `base` (a trace, a
+    directory, a glob, or a list of them) against `files`. Both runs go to the command as lists
+    of NUL-ended paths (`--base-list`, `--new-list`), so that any path is passed whole."""
+    import tempfile
+    from ._read import trace_files
+    if isinstance(base, str) and not os.path.exists(base) and "," in base:
+        base = base.split(",")  # a comma-separated list, as `dftrace diff` takes one
+    base_files = trace_files(base)
+    with tempfile.TemporaryDirectory(prefix="dftrace-report-") as tmp:
+        lists = []
+        for name, run in (("base", base_files), ("new", files)):
+            path = os.path.join(tmp, name)
+            with open(path, "wb") as f:
+                f.write(b"".join(os.fsencode(x) + b"\0" for x in run))
+            lists.append(path)
+        p = subprocess.run([_command(), "diff", "--base-list", lists[0], "--new-list", lists[1],
+                            "--json", "--allow-damaged"], capture_output=True, text=True)
     if p.returncode != 0:
         why = p.stderr.strip().splitlines()
         raise ValueError("--compare: dftrace diff failed: %s" % (why[-1] if why else p.returncode))
@@ -298,12 +325,108 @@ def _html(text):
     return html.escape(_label(text, 200))
 
 
-def sections(files, compare=None):
+def _us(ns):
+    """Epoch ns as the trace lines and `dftrace stat` show them: integer us (3 decimals when a
+    ns trace has them); "-" for None."""
+    if ns is None:
+        return "-"
+    return str(ns // 1000) if ns % 1000 == 0 else "%.3f" % (ns / 1000)
+
+
+def _split(row):
+    """A step's (or steps' summed) parts as ms cells, its bound_by (the largest part) last."""
+    parts = [int(row[p + "_ns"]) for p in _PARTS]
+    return [_ms(x) for x in parts] + [_PARTS[parts.index(max(parts))] if any(parts) else "-"]
+
+
+def _window_steps(f, w):
+    """(trigger step row or None, the window's step rows) of one window, among its group's
+    steps f: the trigger step of a slow-step window is the step that ends nearest the trigger
+    (a slow step triggers at its end)."""
+    end = w["to_ns"] if w["to_ns"] is not None else f.ts_ns.add(f.dur_ns).max() + 1
+    start = w["from_ns"] if w["from_ns"] is not None else w["time_ns"]
+    inside = f[(f.ts_ns < end) & (f.ts_ns + f.dur_ns > start)]
+    trig = None
+    if w["source"] == "slow_step" and len(f):
+        trig = f.loc[(f.ts_ns + f.dur_ns - w["time_ns"]).abs().idxmin()]
+    return trig, inside
+
+
+def _windows(r, wins):
+    """The flight recorder's captured windows: each trigger and its window, a slow step beside
+    its process's median step, and their bound_by."""
+    import matplotlib.pyplot as plt
+    group_of = {p: i for i, g in enumerate(r["groups"]) for p in g["pids"]}
+    import pandas as pd
+    f = _steps_frame(r)
+    rows, split, bars = [], [], []
+    triggers = {}  # group -> index of its trigger steps (not the median's candidates)
+    found = []
+    for k, w in enumerate(wins):
+        g = group_of.get(w["pid"])
+        mine = f[f.group == g] if g is not None else f.iloc[:0]
+        trig, inside = _window_steps(mine, w)
+        found.append((g, mine, trig, inside))
+        if trig is not None:
+            triggers.setdefault(g, set()).add(trig.name)
+        rows.append((k + 1, "rank %d" % r["groups"][g]["rank"] if g is not None and
+                     r["groups"][g].get("rank") is not None else "pid %d" % w["pid"],
+                     w["source"], w["reason"], _us(w["time_ns"]), _us(w["from_ns"]),
+                     _us(w["to_ns"]) if w["to_ns"] is not None else "end of trace",
+                     w["after"] or "-", len(inside)))
+    for k, (g, mine, trig, inside) in enumerate(found):
+        rest = mine.drop(index=list(triggers.get(g, ())))
+        med = rest.sort_values(["dur_ns", "ts_ns"], kind="stable").iloc[(len(rest) - 1) // 2] \
+            if len(rest) else None
+        what = []  # (label, step or None for summed steps, figures)
+        if trig is not None:
+            what.append(("trigger step", trig, trig))
+        if len(inside):
+            what.append(("window's %d step(s)" % len(inside), None,
+                         inside[["dur_ns"] + [p + "_ns" for p in _PARTS]].sum()))
+        if med is not None:
+            what.append(("median step", med, med))
+        for label, one, row in what:
+            step = "-" if one is None else ("#%d" % one["index"] if pd.isna(one["step"])
+                                            else _num(one["step"]))
+            split.append([k + 1, label, step, _ms(int(row["dur_ns"]))] + _split(row))
+        if what[:1] and what[0][0] != "median step":
+            bars.append(("window %d: %s" % (k + 1, what[0][0]), what[0][2]))
+            if med is not None:
+                bars.append(("window %d: median step" % (k + 1), med))
+    out = _table(["window", "process", "source", "reason", "trigger at (us)", "from (us)",
+                  "to (us)", "full detail after", "steps in the window"], rows[:_MAX_TABLE])
+    out += _cut_note(_MAX_TABLE, len(rows), "windows listed (in time order)")
+    if not split:
+        return out + "<p>No step lies in these windows: no step to compare with the median " \
+                     "step (<code>dftrace analyze --steps NAME</code> names another event).</p>"
+    bars = bars[:_MAX_ROWS]
+    fig, ax = plt.subplots(figsize=(12, 0.4 * len(bars) + 1.5))
+    left = [0.0] * len(bars)
+    for p in _PARTS:
+        share = [100.0 * int(b[p + "_ns"]) / max(1, sum(int(b[q + "_ns"]) for q in _PARTS))
+                 for _, b in bars]
+        ax.barh(range(len(bars)), share, left=left, label=_PART_TITLES[p])
+        left = [a + b for a, b in zip(left, share)]
+    _ticks(ax, "y", [b[0] for b in bars])
+    ax.invert_yaxis()
+    ax.set_xlabel("% of the step's time")
+    ax.set_title("What bound each window's steps, beside its process's median step")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return out + _svg(fig) + _table(["window", "steps", "step", "ms"] +
+                                    ["%s ms" % _PART_TITLES[p] for p in _PARTS] + ["bound by"],
+                                    split[:3 * _MAX_TABLE]) + \
+        _cut_note(3 * _MAX_TABLE, len(split), "rows listed")
+
+
+def sections(files, compare=None, windows=()):
     """The analysis sections of the report: [(id, heading, HTML body)], in page order.
 
     Args:
         files: the trace files of the report (as dftrace._read.trace_files gives them).
         compare: a base run (a trace, a directory or a comma-separated list) for `dftrace diff`.
+        windows: the flight recorder's captured windows (dftrace.read's df.attrs["windows"]):
+            adds the section `windows` when there are any.
 
     Returns:
         A list of (section id, heading, body) tuples; a section without a subject in these
@@ -328,8 +451,10 @@ def sections(files, compare=None):
     out = [("findings", "Findings", note + _findings(r)),
            ("overlap", "Overlap of layers per rank", _overlap(r)),
            ("bound-by", "What bound the steps", _bound_by(r)),
-           ("stragglers", "Stragglers and imbalance", _stragglers(r)),
-           ("io-characterisation", "I/O characterisation", _io(r))]
+           ("stragglers", "Stragglers and imbalance", _stragglers(r))]
+    if windows:
+        out.append(("windows", "Flight recorder: captured windows", _windows(r, windows)))
+    out.append(("io-characterisation", "I/O characterisation", _io(r)))
     if compare:
         out.append(("compare", "Compared with a base run", _compare(compare, files)))
     return out

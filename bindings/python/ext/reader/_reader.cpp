@@ -298,6 +298,26 @@ void read_file(const std::string &path, std::pair<int64_t, int64_t> range, const
                        "(dftrace validate names the members)");
 }
 
+// The flight recorder's window lines as a list of (kind, pid, source, reason, time_ns, from_ns,
+// to_ns, after) tuples (-1: a time the line lacks).
+PyObject *windows_of(const std::vector<window_line> &v) {
+  PyObject *l = PyList_New(static_cast<Py_ssize_t>(v.size()));
+  for (size_t i = 0; l && i < v.size(); ++i) {
+    const window_line &w = v[i];
+    PyObject *t =
+        Py_BuildValue("(s#Ls#s#LLLs#)", w.kind.data(), (Py_ssize_t)w.kind.size(), (long long)w.pid,
+                      w.source.data(), (Py_ssize_t)w.source.size(), w.reason.data(),
+                      (Py_ssize_t)w.reason.size(), (long long)w.time_ns, (long long)w.from_ns,
+                      (long long)w.to_ns, w.after.data(), (Py_ssize_t)w.after.size());
+    if (!t) {
+      Py_DECREF(l);
+      return nullptr;
+    }
+    PyList_SET_ITEM(l, static_cast<Py_ssize_t>(i), t);
+  }
+  return l;
+}
+
 // The read as the dict dftrace/_read.py builds its DataFrame from; nullptr with an error set.
 PyObject *result_dict(result &all, const what &w, const std::vector<std::string> &problems,
                       const std::vector<std::string> &units) {
@@ -332,6 +352,7 @@ PyObject *result_dict(result &all, const what &w, const std::vector<std::string>
     }
     ok = put(d, "rank_pid", bytes_of(rp)) && put(d, "rank", bytes_of(rr));
   }
+  if (ok) ok = put(d, "windows", windows_of(all.windows));
   if (!ok) {
     Py_DECREF(d);
     return nullptr;

@@ -258,6 +258,13 @@ struct what {
   bool keys_only = false;
 };
 
+// A flight-recorder window's line (trigger or trigger_end, docs/flight-recorder.md), its times
+// in ns since the epoch (-1: absent).
+struct window_line {
+  int64_t pid = -1, time_ns = -1, from_ns = -1, to_ns = -1;
+  std::string kind, source, reason, after;
+};
+
 // The columns of one block. Reused from block to block (their vectors keep their size). The
 // vectors are sized ahead (room), and a line's values are written at index rows without a check
 // per value: one per line.
@@ -272,6 +279,7 @@ struct columns : dftrace::detail::block_result {
   std::vector<std::pair<std::string, std::string>> hashes;  // value text, string
   std::vector<std::string> hash_types;
   std::vector<std::pair<int64_t, int64_t>> ranks;
+  std::vector<window_line> windows;   // trigger and trigger_end lines
   std::vector<std::string> arg_keys;  // keys_only: in the order first seen (decoded)
   uint64_t invalid = 0, skipped = 0, lines = 0;
   uint64_t outside_dt = 0;  // events outside their member's DT time range (what::check_dt)
@@ -294,6 +302,7 @@ struct columns : dftrace::detail::block_result {
     hashes.clear();
     hash_types.clear();
     ranks.clear();
+    windows.clear();
     invalid = skipped = lines = outside_dt = 0;
   }
   // Room for at least n rows in every column.
@@ -347,6 +356,7 @@ struct result {
   std::vector<std::pair<std::string, std::string>> hashes;
   std::vector<std::string> hash_types;
   std::vector<std::pair<int64_t, int64_t>> ranks;
+  std::vector<window_line> windows;
   std::vector<std::string> arg_keys;  // keys_only: every argument key, in the order first seen
   std::unordered_set<std::string> seen_keys;
   uint64_t invalid = 0, skipped = 0, lines = 0, outside_dt = 0;

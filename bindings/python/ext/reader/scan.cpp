@@ -109,8 +109,31 @@ void put_arg(arg_column &c, const jvalue *v, size_t row, std::string *scratch) {
   c.v[row] = iv;
 }
 
-// A metadata line's hash definition (HH, FH, SH) or rank (PR), kept.
-void keep_metadata(const parsed_line &pl, columns &r) {
+// A trigger or trigger_end line's fields, kept (times in ns: the file's unit is known here).
+void keep_window(const parsed_line &pl, std::string_view kind, time_unit unit, columns &r) {
+  window_line w;
+  w.kind = std::string(kind);
+  w.pid = int_or(pl.pid, -1);
+  auto text = [&pl](const char *key, std::string *out) {
+    if (const jvalue *v = pl.arg_value(key))
+      *out = v->type == jtype::string ? dftrace::detail::decoded(*v) : std::string(v->text);
+  };
+  auto time = [&pl, unit](const char *key, int64_t *out) {
+    uint64_t ns = 0;
+    const jvalue *v = pl.arg_value(key);
+    if (v && dftrace::detail::value_ns(*v, unit, &ns)) *out = static_cast<int64_t>(ns);
+  };
+  text("name", &w.source);
+  text("value", &w.reason);
+  text("after", &w.after);
+  time("time", &w.time_ns);
+  time("from", &w.from_ns);
+  time("to", &w.to_ns);
+  r.windows.push_back(std::move(w));
+}
+
+// A metadata line's hash definition (HH, FH, SH), rank (PR) or flight-recorder window, kept.
+void keep_metadata(const parsed_line &pl, columns &r, time_unit unit) {
   const jvalue *n = pl.arg_value("name");
   const jvalue *v = pl.arg_value("value");
   std::string buf;
@@ -121,6 +144,8 @@ void keep_metadata(const parsed_line &pl, columns &r) {
     r.hash_types.emplace_back(t);
   } else if (n && v && t == "PR" && dftrace::detail::text_equals(*n, "rank")) {
     r.ranks.emplace_back(int_or(pl.pid, -1), int_or(*v, -1));
+  } else if (t == "trigger" || t == "trigger_end") {
+    keep_window(pl, t, unit, r);
   }
 }
 
@@ -151,7 +176,7 @@ void find_each(std::string_view text, std::string_view mark, Fn &&fn) {
 
 // dftrace.dask's first pass: only the metadata lines, found by searching the block for their
 // phase ("ph":"M", or DFTracer 2.x's "ph":4) instead of going line by line.
-void scan_metadata(std::string_view text, columns &r) {
+void scan_metadata(std::string_view text, time_unit unit, columns &r) {
   std::vector<size_t> starts;  // of the lines that hold either
   for (const std::string_view mark :
        {std::string_view("\"ph\":\"M\""), std::string_view("\"ph\":4")})
@@ -169,7 +194,7 @@ void scan_metadata(std::string_view text, columns &r) {
     if (!dftrace::detail::parse_line(line, pl)) {
       ++r.invalid;
     } else if (dftrace::detail::phase(pl) == 'M') {
-      keep_metadata(pl, r);
+      keep_metadata(pl, r, unit);
     }
   }
 }
@@ -240,7 +265,7 @@ struct block_scan {
     }
     char ph = dftrace::detail::phase(pl);
     if (ph == 'M') {
-      keep_metadata(pl, r);
+      keep_metadata(pl, r, unit);
       return true;
     }
     uint64_t ts = 0, dur = 0;
@@ -325,7 +350,7 @@ void scan(dftrace::detail::text_block &b, const what &w, time_unit unit, column_
   std::unique_ptr<columns> r = pool.take();
   r->reset(w);
   if (w.metadata_only) {
-    scan_metadata(b.whole_lines(), *r);
+    scan_metadata(b.whole_lines(), unit, *r);
     b.result = std::move(r);
     return;
   }
@@ -377,6 +402,7 @@ void result::add(columns &b) {
     hash_types.push_back(std::move(b.hash_types[h]));
   }
   ranks.insert(ranks.end(), b.ranks.begin(), b.ranks.end());
+  for (auto &x : b.windows) windows.push_back(std::move(x));
   for (auto &k : b.arg_keys)
     if (seen_keys.insert(k).second) arg_keys.push_back(std::move(k));
   invalid += b.invalid;
