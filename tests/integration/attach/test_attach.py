@@ -115,7 +115,8 @@ def trace(directory):
     assert v.returncode == 0, v.stdout + v.stderr
     tc.check_members(path)
     events = tc.load(path)
-    tc.check_format([e for e in events if e["name"] not in ("trigger", "trigger_end")])
+    tc.check_format([e for e in events if e["name"] not in ("trigger", "trigger_end")
+                     and e["ph"] != "A"])  # aggregated records: checked by dftrace validate
     lines = [e for e in events if e["ph"] == "M" and e["name"] in ("trigger", "trigger_end")]
     return events, lines, path
 
@@ -576,3 +577,41 @@ def test_level_torch_traces_only_the_pytorch_events_of_the_window(tmp_path):
     assert len(lines) == 1 and lines[0]["args"]["after"] == "4 steps", lines
     a = lines[0]["args"]
     assert all(a["from"] <= e["ts"] and e["ts"] + e["dur"] <= a["to"] for e in x), a
+
+
+def test_level_io_in_an_aggregating_process_keeps_folding_the_rest(tmp_path):
+    data, stop = tmp_path / "data", tmp_path / "stop"
+    data.mkdir()
+    env = clean_env(tmp_path, DFTRACE_AGGREGATION="1", ATTACH_PROG_STOP=stop)
+    prog = Program([CLI, "run", "--out", str(tmp_path / "traces"), "--", "env",
+                    "DFTRACE_ATTACH=1", PROG, "1000000", str(data)], env)
+    try:
+        prog.expect("ready")
+        pid = prog.p.pid
+        r = attach(tmp_path, pid, "--steps", 3, "--level", "io")
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert "io tracing for 3 steps" in r.stdout, r.stdout
+        # Ten steps after the answer (the program's clock says which came after it).
+        answered, first_after = time.monotonic_ns(), None
+        while True:
+            line = prog.p.stdout.readline()
+            assert line, prog.lines
+            word = line.split()
+            if word[0] == "at" and int(word[2]) > answered:
+                first_after = first_after if first_after is not None else int(word[1])
+                if int(word[1]) >= first_after + 10:
+                    break
+        stop.write_text("")
+        prog.finish()
+    finally:
+        prog.kill()
+    events, lines, _ = trace_of(tmp_path, pid)
+    x = [e for e in events if e["ph"] == "X" and e["cat"] != "dftracer"]
+    # One by one: the I/O of the window's three steps only; the program's regions folded.
+    assert {e["cat"] for e in x} == {"POSIX", "STDIO"}, {e["cat"] for e in x}
+    steps = sorted({int(f.split("-")[1]) for (_, _, f) in files_by_event(events)
+                    if f[:5] in ("posix", "stdio")})
+    assert len(steps) == 3 and steps == list(range(steps[0], steps[0] + 3)), steps
+    folded = {e["cat"] for e in events if e["ph"] == "A"}
+    assert {"attach", "POSIX", "STDIO"} <= folded, folded
+    assert len(lines) == 1 and lines[0]["args"]["after"] == "3 steps", lines
