@@ -1,5 +1,5 @@
-// cmd_attach.cpp: `dftrace attach PID... | --all DIR [--for T | --steps N] [--level full]`: a
-// window of full tracing in running processes that wait for it (attach.enable; docs/attach.md),
+// cmd_attach.cpp: `dftrace attach PID... | --all DIR [--for T | --steps N] [--level L]`: a
+// window of tracing in running processes that wait for it (attach.enable; docs/attach.md),
 // through the user's private channel (base/attach_channel.hpp): a request file per process,
 // then its answer. Only this user's processes; a process that does not wait (no PID.ready, or
 // one left by an earlier process of that pid) is never asked.
@@ -166,9 +166,8 @@ bool request_from(const args_t &a, attach_request *r) {
     r->for_ns = static_cast<uint64_t>(sec * 1e9);
   }
   r->level = a.get("--level", "full");
-  if (r->level != "full") {
-    error_line("attach: --level " + r->level +
-               ": only full is available (io and torch are not yet)");
+  if (r->level != "full" && r->level != "io" && r->level != "torch") {
+    error_line("attach: --level " + r->level + ": not a level (full, io or torch)");
     return false;
   }
   return true;

@@ -174,14 +174,15 @@ void add_program_commands(std::vector<command_spec> &t) {
                cmd_trigger});
   t.push_back(
       {"attach",
-       {{"attach PID... | --all DIR [--for T | --steps N] [--level full]",
-         "full tracing for a window in running processes of this user that wait for it\n"
+       {{"attach PID... | --all DIR [--for T | --steps N] [--level L]",
+         "tracing for a window in running processes of this user that wait for it\n"
          "(DFTRACE_ATTACH=1), then back to what they did; --all: every such process writing\n"
          "its trace in DIR"}},
        {{"--all", nullptr, "DIR", "every waiting process writing its trace in DIR"},
         {"--for", nullptr, "T", "the window's length (30s by default; 500ms, 2m)"},
         {"--steps", nullptr, "N", "the window: the next N steps (dftrace_step)"},
-        {"--level", nullptr, "L", "what is traced: full (io and torch: not yet)"}},
+        {"--level", nullptr, "L",
+         "what is traced: full (default), io (I/O calls), torch (AI tree)"}},
        cmd_attach});
   t.push_back({"config",
                {{"config [--keys]",

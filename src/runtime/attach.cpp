@@ -17,6 +17,8 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
+#include <vector>
 
 #include "base/attach_channel.hpp"
 #include "base/clock.hpp"
@@ -95,6 +97,16 @@ std::string directory_of(const std::string &path) {
                                                         : path.substr(0, slash));
 }
 
+// The categories a window of `level` traces (empty: every category, level full). io: the I/O
+// calls as the I/O plug-ins record them; torch: the AI tree's categories, which the PyTorch
+// instrumentation writes (docs/attach.md, "Levels").
+std::vector<std::string> level_categories(const std::string &level) {
+  if (level == "io") return {"POSIX", "STDIO", "H5", "MPIIO"};
+  if (level == "torch")
+    return {"compute", "data", "dataloader", "device", "comm", "checkpoint", "pipeline"};
+  return {};
+}
+
 std::string duration_text(uint64_t ns) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%gs", ns / 1e9);
@@ -158,17 +170,17 @@ std::string runtime::attach_open_locked(const std::string &request_text) {
   attach_request r;
   std::string why;
   if (!parse_attach_request(request_text, &r, &why)) return "a malformed request: " + why;
-  if (r.level != "full") return "--level " + r.level + " is not available yet (only full)";
-  if (cfg_.ring) return "the process is in ring mode (output.mode: ring); use dftrace trigger";
   if (attach_.open || attach_.pending) return "a window is open already (" + attach_.what + ")";
+  if (cfg_.ring) return attach_ring_locked(r);
   if (recording() && !cfg_.aggregation) return "the process traces in full already";
   attach_.user_on = writer_ ? user_on_ : false;  // no writer: it was off, it goes back off
   create_writer_locked();
   attach_.until_ns = r.for_ns ? mono_ns() + r.for_ns : 0;
   attach_.steps_left = r.steps;
   attach_.after = r.for_ns ? duration_text(r.for_ns) : std::to_string(r.steps) + " steps";
-  attach_.what = r.for_ns ? "full tracing for " + attach_.after
-                          : "full tracing for " + attach_.after + " from the next step";
+  attach_.level = r.level;
+  attach_.what =
+      r.level + " tracing for " + attach_.after + (r.for_ns ? "" : " from the next step");
   if (r.steps) {
     attach_.pending = true;  // whole steps: it opens at the next dftrace_step
   } else {
@@ -178,17 +190,47 @@ std::string runtime::attach_open_locked(const std::string &request_text) {
   return "";
 }
 
+std::string runtime::attach_ring_locked(const attach_request &r) {
+  // The flight recorder's window: the ring (the time before), then full detail for the window
+  // (for T, or the step in progress and N whole steps), then the ring again; no state of the
+  // window here, the writer holds it as it holds a trigger's (trigger_end says its end).
+  if (r.level != "full")
+    return "--level " + r.level +
+           ": a process in ring mode records every event already (use "
+           "--level full)";
+  if (!recording() || !writer_ || !writer_->ring_on())
+    return "the process is in ring mode but not recording (its ring is empty)";
+  const std::string after = r.for_ns ? duration_text(r.for_ns) : std::to_string(r.steps) + " steps";
+  const std::string reason = "dftrace attach: the ring, then full tracing for " + after;
+  if (!writer_->trigger("attach", reason, mono_ns(), r.for_ns / 1e9, after))
+    return "a trigger was taken less than trigger.min_gap ago";
+  hold_steps_left_ = r.steps ? r.steps + 1 : 0;  // the release at the end of the N-th whole step
+  attach_.what = "the ring, then full tracing for " + after;
+  log(log_level::info, "attach: %s", attach_.what.c_str());
+  return "";
+}
+
 void runtime::attach_switch_locked(bool on) {
   if (on) {
     attach_.open = true;
     attach_.start_ns = ticks().to_ns(tick_now());  // the events' clock
-    if (cfg_.aggregation) tree_.set_aggregation(false, {});
+    const std::vector<std::string> cats = level_categories(attach_.level);
+    if (cats.empty()) {  // full: every event, nothing folded
+      if (cfg_.aggregation) tree_.set_aggregation(false, {});
+    } else if (recording()) {  // aggregating: the level's categories in full, the rest folded
+      auto rules = cfg_.aggregation_rules;
+      for (const std::string &c : cats) rules.emplace_back(c, false);
+      tree_.set_aggregation(cfg_.aggregation_full, std::move(rules));
+    } else {  // off: the level's categories only
+      tree_.set_scope(cats);
+    }
     user_on_ = true;
     gate_ = true;
   } else {
     attach_.open = false;
     user_on_ = attach_.user_on;
     gate_ = schedule_.records(step_.load());
+    tree_.set_scope({});
     if (cfg_.aggregation) tree_.set_aggregation(cfg_.aggregation_full, cfg_.aggregation_rules);
   }
   apply_recording_locked();

@@ -184,6 +184,8 @@ class defined_hashes {
   uint32_t epoch_ = 0;
 };
 
+struct attach_request;  // base/attach_channel.hpp
+
 class runtime {
  public:
   static runtime &get() {
@@ -397,12 +399,13 @@ class runtime {
   struct attach_window {
     bool open = false, pending = false;  // pending: a window of steps opens at the next step
     uint64_t start_ns = 0, until_ns = 0, steps_left = 0;
-    std::string what, after;
+    std::string what, after, level;
     bool user_on = false;  // as it was before the window
   } attach_;
   void attach_start_locked();  // init: the thread that waits for requests (attach.enable)
   void attach_stop_locked();   // finalize: the thread ends, PID.ready is removed
   std::string attach_open_locked(const std::string &request_text);  // "" when opened, else why
+  std::string attach_ring_locked(const attach_request &r);          // the same, in ring mode
   void attach_switch_locked(bool on);
   void attach_step_locked();  // a dftrace_step: a pending window opens, an open one counts
   void attach_close_locked(uint64_t now_ns, std::string_view how);

@@ -119,7 +119,7 @@ node *tree::make_child(node *parent, std::string_view key, std::string event_nam
   n->aggregate.store(agg, std::memory_order_relaxed);
   n->same_args_as_parent = true;  // children start with exactly their parent's arguments
   n->args_src.store(parent->args_src.load(std::memory_order_relaxed), std::memory_order_release);
-  n->active.store(n->user_enabled && recording_, std::memory_order_relaxed);
+  n->active.store(should_be_active(n.get()), std::memory_order_relaxed);
   node *raw = n.get();
   parent->children.push_back(std::move(n));
   return raw;
@@ -201,14 +201,18 @@ node *tree::iter_of(node *n) { return derived_once(n->iter_node, n, "iter"); }
 
 node *tree::block_of(node *n) { return derived_once(n->block_node, n, "block"); }
 
+bool tree::in_scope(const node *n) const {
+  return std::find(scope_.begin(), scope_.end(), n->cat) != scope_.end();
+}
+
 void tree::refresh_active(node *n) {
-  n->active.store(n->user_enabled && recording_, std::memory_order_relaxed);
+  n->active.store(should_be_active(n), std::memory_order_relaxed);
   for (auto &c : n->children) refresh_active(c.get());
 }
 
 void tree::set_enabled_locked(node *n, bool on) {
   n->user_enabled = on;
-  n->active.store(on && recording_, std::memory_order_relaxed);
+  n->active.store(should_be_active(n), std::memory_order_relaxed);
   for (auto &c : n->children) set_enabled_locked(c.get(), on);
 }
 
@@ -221,6 +225,12 @@ void tree::set_enabled(node *n, bool on) {
 void tree::set_recording(bool on) {
   std::lock_guard<std::mutex> lock(mu_);
   recording_ = on;
+  refresh_active(root_.get());
+}
+
+void tree::set_scope(std::vector<std::string> categories) {
+  std::lock_guard<std::mutex> lock(mu_);
+  scope_ = std::move(categories);
   refresh_active(root_.get());
 }
 

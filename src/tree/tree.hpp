@@ -86,7 +86,7 @@ inline long arg_store::copy_to(char *dst, size_t room) const {
 }
 
 struct node {
-  std::atomic<bool> active{false};  // user_enabled && the process is recording
+  std::atomic<bool> active{false};  // user_enabled && the process is recording && in scope
   // Its complete events are folded into aggregated records (aggregation.*), not written one
   // by one; read on the event path.
   std::atomic<bool> aggregate{false};
@@ -140,6 +140,9 @@ class tree {
   void update_many(node *n, const std::vector<change> &changes);
   // The process starts or stops recording: recomputes every node's `active`.
   void set_recording(bool on);
+  // Only the nodes of these categories (top-level names) can be active; empty: every node
+  // (dftrace attach --level io|torch). Recomputes every node's `active`.
+  void set_scope(std::vector<std::string> categories);
   // Category rules from the configuration, most specific path last.
   void set_rules(std::vector<std::pair<std::string, bool>> rules);
   // Which nodes' events are aggregated: `all` for every node, then rules by path (true:
@@ -169,6 +172,11 @@ class tree {
   std::mutex mu_;
   std::unique_ptr<node> root_;
   bool recording_ = false;
+  std::vector<std::string> scope_;  // set_scope's categories (empty: all)
+  bool in_scope(const node *n) const;
+  bool should_be_active(const node *n) const {
+    return n->user_enabled && recording_ && (scope_.empty() || in_scope(n));
+  }
   std::vector<std::pair<std::string, bool>> rules_;
   std::vector<std::pair<std::string, bool>> agg_rules_;
   bool agg_all_ = false;

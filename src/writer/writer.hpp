@@ -111,7 +111,11 @@ class writer {
   // before mono_ns) is written at the writer's next pass, with a trigger line, then full detail
   // follows. False when refused: not in ring mode, finished, or within trigger_min_gap of the
   // last trigger accepted.
-  bool trigger(std::string_view source, std::string_view reason, uint64_t mono_ns);
+  // after_seconds and after_text, when after_text is given, replace ring_after_seconds and
+  // ring_after_text for this trigger's full detail (dftrace attach's window; 0 s: until
+  // ring_release()).
+  bool trigger(std::string_view source, std::string_view reason, uint64_t mono_ns,
+               double after_seconds = 0, std::string_view after_text = {});
   // The full detail after a trigger ends (ring.after in steps): what is committed when the
   // writer's next pass runs is written, later members go to the ring again.
   void ring_release();
@@ -166,7 +170,13 @@ class writer {
   void ring_after_pass();   // the end of full detail
   void ring_write_out();    // the ring's members to the file, a writev for many, then empty
   bool accept_trigger(uint64_t mono_ns);  // min_gap (trigger_mutex_ held)
-  void write_trigger(std::string_view source, std::string_view reason, uint64_t mono_ns);
+  struct pending_trigger {
+    std::string source, reason;
+    uint64_t mono_ns = 0;
+    double after_seconds = 0;
+    std::string after_text;  // empty: ring_after_seconds and ring_after_text
+  };
+  void write_trigger(const pending_trigger &p);
   void write_trigger_line(const trigger_fields &t);  // a member of its own
   bool ring_due() const;     // a signal's trigger waits, or full detail's time ran out
   void crash_ring(int sig);  // the fatal-signal path's write of the ring
@@ -216,10 +226,6 @@ class writer {
   bool steal_wanted_ = false;  // a trigger or a release wants the threads' chunks (queue_mutex_)
   bool crash_wrote_ring_ = false;
   int crash_sig_ = 0;  // what crash_flush was given (crash_ring's reason)
-  struct pending_trigger {
-    std::string source, reason;
-    uint64_t mono_ns = 0;
-  };
   std::mutex trigger_mutex_;
   std::vector<pending_trigger> pending_;  // trigger_mutex_
   pending_trigger window_;                // the trigger of the window in full detail (io_mutex_)

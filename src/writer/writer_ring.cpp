@@ -47,12 +47,14 @@ bool writer::accept_trigger(uint64_t mono_ns) {
   return true;
 }
 
-bool writer::trigger(std::string_view source, std::string_view reason, uint64_t mono_ns) {
+bool writer::trigger(std::string_view source, std::string_view reason, uint64_t mono_ns,
+                     double after_seconds, std::string_view after_text) {
   if (!ring_) return false;
   {
     std::lock_guard<std::mutex> lock(trigger_mutex_);
     if (!accept_trigger(mono_ns)) return false;
-    pending_.push_back({std::string(source), std::string(reason), mono_ns});
+    pending_.push_back({std::string(source), std::string(reason), mono_ns, after_seconds,
+                        std::string(after_text)});
   }
   {
     std::lock_guard<std::mutex> lock(queue_mutex_);
@@ -87,25 +89,28 @@ void writer::write_trigger_line(const trigger_fields &t) {
   }
 }
 
-void writer::write_trigger(std::string_view source, std::string_view reason, uint64_t mono_ns) {
+void writer::write_trigger(const pending_trigger &p) {
   if (!open_file() || file_.failed()) return;
+  const uint64_t mono_ns = p.mono_ns;
+  const bool own = !p.after_text.empty();
+  const double after_seconds = own ? p.after_seconds : settings_.ring_after_seconds;
   const uint64_t window = ring_->window_ns();
   if (!holding_) {  // the window before the trigger, oldest member first
     ring_->forget_before(mono_ns > window ? mono_ns - window : 0);
     ring_write_out();
   }
   trigger_fields t;
-  t.source = source;
-  t.reason = reason;
-  t.after = settings_.ring_after_text;
+  t.source = p.source;
+  t.reason = p.reason;
+  t.after = own ? std::string_view(p.after_text) : std::string_view(settings_.ring_after_text);
   t.mono_ns = mono_ns;
   t.from_ns = mono_ns > window ? mono_ns - window : 0;
   write_trigger_line(t);
   triggers_.fetch_add(1, std::memory_order_relaxed);
-  if (!holding_) window_ = {std::string(source), std::string(reason), mono_ns};
+  if (!holding_) window_ = p;
   holding_ = true;
-  if (settings_.ring_after_seconds > 0) {
-    const uint64_t until = mono_ns + static_cast<uint64_t>(settings_.ring_after_seconds * 1e9);
+  if (after_seconds > 0) {
+    const uint64_t until = mono_ns + static_cast<uint64_t>(after_seconds * 1e9);
     if (until > hold_until_ns_.load(std::memory_order_relaxed))
       hold_until_ns_.store(until, std::memory_order_relaxed);
   }
@@ -149,12 +154,13 @@ void writer::ring_before_pass() {
       const int sig = g_signal_trigger_sig.load(std::memory_order_relaxed);
       if (accept_trigger(at)) {
         const char *abbrev = sigabbrev_np(sig);
-        pending_.push_back({"signal", std::string("SIG") + (abbrev ? abbrev : "UNKNOWN"), at});
+        pending_.push_back(
+            {"signal", std::string("SIG") + (abbrev ? abbrev : "UNKNOWN"), at, 0, {}});
       }
     }
     pending.swap(pending_);
   }
-  for (const pending_trigger &p : pending) write_trigger(p.source, p.reason, p.mono_ns);
+  for (const pending_trigger &p : pending) write_trigger(p);
 }
 
 void writer::ring_after_pass() {
@@ -173,7 +179,8 @@ void writer::ring_after_pass() {
       trigger_fields t;
       t.source = window_.source;
       t.reason = window_.reason;
-      t.after = settings_.ring_after_text;
+      t.after = window_.after_text.empty() ? std::string_view(settings_.ring_after_text)
+                                           : std::string_view(window_.after_text);
       t.mono_ns = pass_ns_;
       t.from_ns = window_.mono_ns;
       t.end = true;

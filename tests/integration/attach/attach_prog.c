@@ -1,40 +1,98 @@
 /* attach_prog.c: a C program for dftrace attach's tests (test_attach.py), run with
  * DFTRACE_ENABLE=0 DFTRACE_ATTACH=1: it is not traced, and waits for an attach. Each step is a
- * region `work` with the argument `step`, then dftrace_step(). It says on stdout "ready" once
- * dftrace waits (after its first region), "on STEP" and "off STEP" when it sees tracing switch
- * on and off (dftrace_is_enabled before the step's region), and ends three steps after "off"
- * (or after MAXSTEPS steps).
- * Usage: attach_prog MAXSTEPS */
+ * region `work` with the argument `step`, then, with DIR, the step's I/O: open, write and close
+ * of DIR/posix-STEP, fopen, fputs and fclose of DIR/stdio-STEP; then dftrace_step(). It says on
+ * stdout "ready" once dftrace waits (after its first region), "on STEP" and "off STEP" when it
+ * sees tracing switch on and off (dftrace_is_enabled before the step's region), and ends three
+ * steps after "off" (or after MAXSTEPS steps). With `fork`, it forks after its first step; the
+ * parent and the child then go on alike, and each line starts with the word and its pid
+ * ("ready-PID", "on-PID STEP", ...); the parent waits for the child before it ends. With
+ * ATTACH_PROG_STOP=PATH in its environment (a process that records, in ring mode), it says "at
+ * STEP NS" (CLOCK_MONOTONIC) before each step's region instead, and ends after the step where PATH
+ * exists. Usage: attach_prog MAXSTEPS [DIR|-] [fork] */
 #include <dftrace/dftrace.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
+
+static int forked;
+
+static void say(const char *word, long step) {
+  if (forked)
+    printf("%s-%d %ld\n", word, (int)getpid(), step);
+  else
+    printf("%s %ld\n", word, step);
+  fflush(stdout);
+}
+
+static void step_io(const char *dir, long i) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/posix-%ld", dir, i);
+  const int fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0600);
+  if (fd >= 0) {
+    if (write(fd, "step\n", 5) != 5) perror("write");
+    close(fd);
+  }
+  snprintf(path, sizeof path, "%s/stdio-%ld", dir, i);
+  FILE *f = fopen(path, "w");
+  if (f) {
+    fputs("step\n", f);
+    fclose(f);
+  }
+}
 
 int main(int argc, char **argv) {
   if (argc < 2) return 2;
   const long max = atol(argv[1]);
+  const char *dir = argc > 2 && strcmp(argv[2], "-") != 0 ? argv[2] : NULL;
+  const int do_fork = argc > 3 && strcmp(argv[3], "fork") == 0;
+  const char *stop = getenv("ATTACH_PROG_STOP");
+  pid_t child = -1;
   dftrace_node_t *work = dftrace_node_child(dftrace_category("attach"), "work");
   int seen_on = 0;
   long off_at = -1;
   for (long i = 0; i < max; ++i) {
     const int on = dftrace_is_enabled();
-    if (on && !seen_on) {
+    if (stop) {
+      struct timespec now;
+      clock_gettime(CLOCK_MONOTONIC, &now);
+      printf("at %ld %lld\n", i, (long long)now.tv_sec * 1000000000LL + now.tv_nsec);
+      fflush(stdout);
+    } else if (on && !seen_on) {
       seen_on = 1;
-      printf("on %ld\n", i);
+      say("on", i);
     } else if (!on && seen_on && off_at < 0) {
       off_at = i;
-      printf("off %ld\n", i);
+      say("off", i);
     }
     dftrace_region_t r = dftrace_region_begin(work);
     dftrace_region_arg_int(r, "step", i);
     dftrace_region_end(r);
-    if (i == 0) printf("ready\n");
-    fflush(stdout);
+    if (dir) step_io(dir, i);
+    if (i == 0) {
+      if (do_fork) {
+        fflush(stdout);
+        forked = 1;
+        child = fork();
+        if (child < 0) return 3;
+      }
+      say("ready", i);
+    }
     struct timespec t = {0, 5 * 1000000L};
     nanosleep(&t, NULL);
     dftrace_step();
     if (off_at >= 0 && i >= off_at + 3) break;
+    if (stop && access(stop, F_OK) == 0) break;
   }
-  printf("done\n");
+  if (child > 0) {
+    int status = 0;
+    if (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+      return 4;
+  }
+  say("done", 0);
   return 0;
 }

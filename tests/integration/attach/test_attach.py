@@ -115,8 +115,9 @@ def trace(directory):
     assert v.returncode == 0, v.stdout + v.stderr
     tc.check_members(path)
     events = tc.load(path)
-    tc.check_format([e for e in events if e["name"] != "trigger"])
-    lines = [e for e in events if e["ph"] == "M" and e["name"] == "trigger"]
+    tc.check_format([e for e in events if e["name"] not in ("trigger", "trigger_end")
+                     and e["ph"] != "A"])  # aggregated records: checked by dftrace validate
+    lines = [e for e in events if e["ph"] == "M" and e["name"] in ("trigger", "trigger_end")]
     return events, lines, path
 
 
@@ -314,8 +315,303 @@ def test_a_channel_others_can_enter_is_refused(tmp_path):
 
 
 @pytest.mark.parametrize("args", [[], ["1", "--for", "1s", "--steps", "2"], ["1", "--for", "x"],
-                                  ["1", "--steps", "0"], ["1", "--level", "io"], ["x"],
+                                  ["1", "--steps", "0"], ["1", "--level", "all"], ["x"],
                                   ["1", "--all", "/"]])
 def test_bad_use_exits_2_with_one_line(tmp_path, args):
     r = attach(tmp_path, *args)
     assert r.returncode == 2 and r.stdout == "" and r.stderr.count("\n") == 1, (r.stdout, r.stderr)
+
+
+def run_program(tmp_path, *args, out="traces"):
+    """attach_prog under `dftrace run --attach` (the I/O plug-in preloaded), waiting."""
+    env = clean_env(tmp_path)
+    prog = Program([CLI, "run", "--attach", "--out", str(tmp_path / out), "--", PROG,
+                    "1000000", *map(str, args)], env)
+    return prog
+
+
+def trace_of(tmp_path, pid, out="traces"):
+    """The trace of pid in tmp_path/out, checked as trace() checks it."""
+    names = [f for f in os.listdir(tmp_path / out) if "-%d-" % pid in f]
+    assert len(names) == 1, os.listdir(tmp_path / out)
+    only = tmp_path / ("only%d" % pid)
+    only.mkdir()
+    shutil.copy(tmp_path / out / names[0], only)
+    return trace(only)
+
+
+def files_by_event(events):
+    """{(cat, name, file's base name)} of the events that name a file (FH lines)."""
+    names = {e["args"]["value"]: e["args"]["name"] for e in events if e.get("name") == "FH"}
+    return {(e["cat"], e["name"], os.path.basename(names[e["args"]["fhash"]]))
+            for e in events if e["ph"] == "X" and "fhash" in e.get("args", {})}
+
+
+def test_level_io_traces_only_the_io_of_the_window(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    prog = run_program(tmp_path, data)
+    try:
+        prog.expect("ready")
+        pid = prog.p.pid
+        r = attach(tmp_path, pid, "--steps", 4, "--level", "io")
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert r.stdout.startswith("pid %d: io tracing for 4 steps" % pid), r.stdout
+        on, off = int(prog.expect("on")[0]), int(prog.expect("off")[0])
+        prog.finish()
+    finally:
+        prog.kill()
+    assert off == on + 4, (on, off)
+    events, lines, _ = trace_of(tmp_path, pid)
+    window = range(on, on + 4)
+    # The I/O calls, and only them: no region of the program's own category.
+    x = [e for e in events if e["ph"] == "X" and e["cat"] != "dftracer"]  # not start and end
+    cats = {e["cat"] for e in x}
+    assert cats == {"POSIX", "STDIO"}, cats
+    assert work_steps(events) == []
+    # Every step of the window has its calls, and no other step has any.
+    touched = files_by_event(events)
+    want = {("POSIX", call, "posix-%d" % i) for i in window for call in ("open", "write", "close")}
+    want |= {("STDIO", call, "stdio-%d" % i) for i in window for call in ("fopen", "fclose")}
+    assert want <= touched, sorted(want - touched)
+    steps_seen = {int(f.split("-")[1]) for (_, _, f) in touched if f[:5] in ("posix", "stdio")}
+    assert steps_seen == set(window), (steps_seen, on)
+    assert len(lines) == 1 and lines[0]["args"]["after"] == "4 steps", lines
+    a = lines[0]["args"]
+    assert all(a["from"] <= e["ts"] <= a["to"] for e in x), a
+
+
+def test_level_full_under_dftrace_run_has_both_io_and_regions(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    prog = run_program(tmp_path, data)
+    try:
+        prog.expect("ready")
+        pid = prog.p.pid
+        r = attach(tmp_path, pid, "--steps", 3, "--level", "full")
+        assert r.returncode == 0, r.stdout + r.stderr
+        on, off = int(prog.expect("on")[0]), int(prog.expect("off")[0])
+        prog.finish()
+    finally:
+        prog.kill()
+    events, lines, _ = trace_of(tmp_path, pid)
+    assert work_steps(events) == list(range(on, on + 3)), (work_steps(events), on)
+    steps_seen = {int(f.split("-")[1]) for (_, _, f) in files_by_event(events)
+                  if f[:5] in ("posix", "stdio")}
+    assert steps_seen == set(range(on, on + 3)), (steps_seen, on)
+    assert len(lines) == 1, lines
+
+
+def test_attach_after_fork_reaches_only_the_process_asked(tmp_path):
+    env = clean_env(tmp_path, DFTRACE_ENABLE="0", DFTRACE_ATTACH="1",
+                    DFTRACE_LOG_FILE=str(tmp_path / "traces" / "t"))
+    prog = Program([PROG, "1000000", "-", "fork"], env)
+    parent = prog.p.pid
+    try:
+        child = next_ready_child(prog, parent)
+        prog.expect("ready-%d" % parent)
+        # The child first: its window, the parent's steps untouched.
+        r = attach(tmp_path, child, "--steps", 3)
+        assert r.returncode == 0, r.stdout + r.stderr
+        c_on, c_off = (int(prog.expect("on-%d" % child)[0]),
+                       int(prog.expect("off-%d" % child)[0]))
+        assert not any(ln.startswith("on-%d" % parent) for ln in prog.lines), prog.lines
+        # Then the parent: its own window, after the child's ended.
+        r = attach(tmp_path, parent, "--steps", 2)
+        assert r.returncode == 0, r.stdout + r.stderr
+        p_on, p_off = (int(prog.expect("on-%d" % parent)[0]),
+                       int(prog.expect("off-%d" % parent)[0]))
+        prog.finish()
+    finally:
+        prog.kill()
+    assert (c_off - c_on, p_off - p_on) == (3, 2)
+    c_events, c_lines, _ = trace_of(tmp_path, child)
+    p_events, p_lines, _ = trace_of(tmp_path, parent)
+    assert work_steps(c_events) == list(range(c_on, c_on + 3)), (work_steps(c_events), c_on)
+    assert work_steps(p_events) == list(range(p_on, p_on + 2)), (work_steps(p_events), p_on)
+    assert {e["pid"] for e in c_events if e["ph"] == "X"} == {child}
+    assert {e["pid"] for e in p_events if e["ph"] == "X"} == {parent}
+    assert len(c_lines) == 1 and c_lines[0]["args"]["after"] == "3 steps", c_lines
+    assert len(p_lines) == 1 and p_lines[0]["args"]["after"] == "2 steps", p_lines
+
+
+def next_ready_child(prog, parent):
+    """The pid of the child (the "ready-PID" line that is not the parent's)."""
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline:
+        for line in prog.lines:
+            word = line.split()[0] if line.split() else ""
+            if word.startswith("ready-") and word != "ready-%d" % parent:
+                return int(word[6:])
+        line = prog.p.stdout.readline()
+        if not line:
+            break
+        prog.lines.append(line.strip())
+    raise AssertionError("no child said ready: %r" % prog.lines)
+
+
+def test_ring_mode_window_writes_the_ring_then_full_detail(tmp_path):
+    stop = tmp_path / "stop"
+    env = clean_env(tmp_path, DFTRACE_ENABLE="1", DFTRACE_ATTACH="1",
+                    DFTRACE_OUTPUT_MODE="ring", DFTRACE_RING_SECONDS="60",
+                    DFTRACE_LOG_FILE=str(tmp_path / "traces" / "t"), ATTACH_PROG_STOP=stop)
+    prog = Program([PROG, "1000000"], env)
+    try:
+        prog.expect("ready")
+        r = attach(tmp_path, prog.p.pid, "--steps", 3, "--level", "io")
+        assert r.returncode == 1 and "ring mode" in r.stderr, r.stdout + r.stderr
+        r = attach(tmp_path, prog.p.pid, "--steps", 3)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert "the ring, then full tracing for 3 steps" in r.stdout, r.stdout
+        # Twenty steps after the answer (the program's clock says which steps came after it),
+        # in the ring again after the window; then the program ends.
+        answered = time.monotonic_ns()
+        first_after = None
+        while True:
+            line = prog.p.stdout.readline()
+            assert line, prog.lines
+            prog.lines.append(line.strip())
+            word = line.split()
+            if word[0] == "at" and int(word[2]) > answered:
+                first_after = first_after if first_after is not None else int(word[1])
+                if int(word[1]) >= first_after + 20:
+                    break
+        stop.write_text("")
+        prog.finish()
+    finally:
+        prog.kill()
+    last = max(int(ln.split()[1]) for ln in prog.lines if ln.startswith("at "))
+    events, lines, path = trace(tmp_path / "traces")
+    starts = [ln for ln in lines if ln["name"] == "trigger"]
+    ends = [ln for ln in lines if ln["name"] == "trigger_end"]
+    assert len(starts) == 1 and len(ends) == 1, lines
+    a = starts[0]["args"]
+    assert a["name"] == "attach" and a["after"] == "3 steps", a
+    steps = work_steps(events)
+    # The ring before (every step from the first, the ring holds 60 s), the window, then
+    # nothing: the steps after the window went to the ring again and were never written.
+    assert steps == list(range(0, steps[-1] + 1)), steps
+    at_trigger = max(e["args"]["step"] for e in events if e["ph"] == "X" and
+                     e["cat"] == "attach" and e["ts"] <= a["time"])
+    assert steps[-1] >= at_trigger + 3, (steps[-1], at_trigger)
+    assert steps[-1] < last, (steps[-1], last)
+    s = subprocess.run([CLI, "stat", path], capture_output=True, text=True, timeout=WAIT_S)
+    assert s.returncode == 0 and "attach:" in s.stdout, s.stdout
+    read_back(path, events)
+
+
+def read_back(path, events):
+    """`dftrace.read` of the file: as many complete events as the file holds."""
+    try:
+        import dftrace
+        import pandas  # noqa: F401
+    except ImportError as e:
+        pytest.skip("dftrace.read not available here (%s): build the Python face and install "
+                    "python3-pandas" % e)
+    df = dftrace.read(path)
+    assert len(df) == len([e for e in events if e["ph"] in ("X", "A")])
+
+
+TORCH_LOOP = """
+import os
+import torch
+import dftrace
+model = torch.nn.Linear(4, 2)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+x, y = torch.randn(8, 4), torch.randn(8, 2)
+seen_on, off = False, None
+for i in range(1000000):
+    on = dftrace.is_enabled()
+    if on and not seen_on:
+        seen_on = True
+        print("on", i, flush=True)
+    elif not on and seen_on and off is None:
+        off = i
+        print("off", i, flush=True)
+    with dftrace.region("work", "attach", args={"step": i}):
+        pass
+    loss = torch.nn.functional.mse_loss(model(x), y)
+    loss.backward()
+    opt.step()  # the automatic step ends here (dftrace.torch.auto under dftrace run)
+    opt.zero_grad()
+    if i == 0:
+        print("ready", os.getpid(), flush=True)
+    if off is not None and i >= off + 3:
+        break
+print("done", flush=True)
+"""
+
+
+def test_level_torch_traces_only_the_pytorch_events_of_the_window(tmp_path):
+    beside = os.path.join(os.path.dirname(os.path.dirname(CLI)), "bindings", "python")
+    package = os.environ.get("DFTRACE_PYTHON_DIR") or beside
+    if not os.path.exists(os.path.join(package, "dftrace", "_autostart", "sitecustomize.py")):
+        pytest.skip("the Python face is not built (no dftrace package in %s)" % package)
+    probe = subprocess.run(["/usr/bin/python3", "-c", "import torch"], capture_output=True,
+                           timeout=WAIT_S)
+    if probe.returncode != 0:
+        pytest.skip("/usr/bin/python3 has no torch (Debian's python3-torch)")
+    script = tmp_path / "loop.py"
+    script.write_text(TORCH_LOOP)
+    env = clean_env(tmp_path, DFTRACE_PYTHON="/usr/bin/python3")
+    prog = Program([CLI, "run", "--attach", "--out", str(tmp_path / "traces"), str(script)], env)
+    try:
+        pid = int(prog.expect("ready")[0])
+        r = attach(tmp_path, pid, "--steps", 4, "--level", "torch")
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert "torch tracing for 4 steps" in r.stdout, r.stdout
+        on, off = int(prog.expect("on")[0]), int(prog.expect("off")[0])
+        prog.finish()
+    finally:
+        prog.kill()
+    assert off == on + 4, (on, off)
+    events, lines, _ = trace_of(tmp_path, pid)
+    x = [e for e in events if e["ph"] == "X" and e["cat"] != "dftracer"]  # not start and end
+    # PyTorch's events only (the AI tree's categories): not the script's own region, nor its
+    # I/O; and of each kind one a step, four steps.
+    assert {e["cat"] for e in x} == {"compute"}, {e["cat"] for e in x}
+    count = {}
+    for e in x:
+        count[e["name"]] = count.get(e["name"], 0) + 1
+    assert count == {"step": 4, "forward": 4, "backward": 4, "step.optimizer": 4}, count
+    assert len(lines) == 1 and lines[0]["args"]["after"] == "4 steps", lines
+    a = lines[0]["args"]
+    assert all(a["from"] <= e["ts"] and e["ts"] + e["dur"] <= a["to"] for e in x), a
+
+
+def test_level_io_in_an_aggregating_process_keeps_folding_the_rest(tmp_path):
+    data, stop = tmp_path / "data", tmp_path / "stop"
+    data.mkdir()
+    env = clean_env(tmp_path, DFTRACE_AGGREGATION="1", ATTACH_PROG_STOP=stop)
+    prog = Program([CLI, "run", "--out", str(tmp_path / "traces"), "--", "env",
+                    "DFTRACE_ATTACH=1", PROG, "1000000", str(data)], env)
+    try:
+        prog.expect("ready")
+        pid = prog.p.pid
+        r = attach(tmp_path, pid, "--steps", 3, "--level", "io")
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert "io tracing for 3 steps" in r.stdout, r.stdout
+        # Ten steps after the answer (the program's clock says which came after it).
+        answered, first_after = time.monotonic_ns(), None
+        while True:
+            line = prog.p.stdout.readline()
+            assert line, prog.lines
+            word = line.split()
+            if word[0] == "at" and int(word[2]) > answered:
+                first_after = first_after if first_after is not None else int(word[1])
+                if int(word[1]) >= first_after + 10:
+                    break
+        stop.write_text("")
+        prog.finish()
+    finally:
+        prog.kill()
+    events, lines, _ = trace_of(tmp_path, pid)
+    x = [e for e in events if e["ph"] == "X" and e["cat"] != "dftracer"]
+    # One by one: the I/O of the window's three steps only; the program's regions folded.
+    assert {e["cat"] for e in x} == {"POSIX", "STDIO"}, {e["cat"] for e in x}
+    steps = sorted({int(f.split("-")[1]) for (_, _, f) in files_by_event(events)
+                    if f[:5] in ("posix", "stdio")})
+    assert len(steps) == 3 and steps == list(range(steps[0], steps[0] + 3)), steps
+    folded = {e["cat"] for e in events if e["ph"] == "A"}
+    assert {"attach", "POSIX", "STDIO"} <= folded, folded
+    assert len(lines) == 1 and lines[0]["args"]["after"] == "3 steps", lines
