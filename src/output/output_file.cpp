@@ -213,20 +213,29 @@ std::string output_file::path() const {
   return path_.empty() ? planned_ : path_;
 }
 
-void output_file::wait_opening(int ms) const {
+output_file::state output_file::wait_opening(int ms) const {
   const struct timespec step = {0, 1000000};
-  for (int i = 0; i < ms && opening_.load(std::memory_order_acquire); ++i)
+  state s = status();
+  for (int i = 0; i < ms && s == state::opening; ++i) {
     nanosleep(&step, nullptr);
+    s = status();
+  }
+  return s;
 }
 
 bool output_file::open(bool quiet, const char *first, size_t first_n) {
-  if (tried_) return open_;
-  opening_.store(true, std::memory_order_relaxed);
-  struct done_opening {
-    std::atomic<bool> &flag;
-    ~done_opening() { flag.store(false, std::memory_order_release); }
-  } done{opening_};
-  tried_ = true;
+  // Untried -> opening by one thread only; another finds where the file stands, once the one
+  // inside has done (up to 200 ms: the fatal-signal path's bound).
+  state s = state::untried;
+  if (!state_.compare_exchange_strong(s, state::opening, std::memory_order_acq_rel)) {
+    if (s == state::opening) s = wait_opening(200);
+    return s == state::open;
+  }
+  const auto give_up = [this]() {
+    failed_ = true;
+    state_.store(state::failed, std::memory_order_release);
+    return false;
+  };
   const std::string &p = planned_;
   {
     std::lock_guard<std::mutex> lock(path_mutex_);
@@ -237,8 +246,7 @@ bool output_file::open(bool quiet, const char *first, size_t first_n) {
       log(log_level::error,
           "can not create the directory of '%s': %s; tracing continues without a file", p.c_str(),
           std::strerror(errno));
-    failed_ = true;
-    return false;
+    return give_up();
   }
   const auto create = [&](const char *path) {
     return first_n ? create_with(path, first, first_n) : create_new(path);
@@ -268,14 +276,13 @@ bool output_file::open(bool quiet, const char *first, size_t first_n) {
     if (!quiet)
       log(log_level::error, "can not open '%s' for writing: %s; tracing continues without a file",
           p.c_str(), std::strerror(errno));
-    failed_ = true;
-    return false;
+    return give_up();
   }
+  state_.store(state::open, std::memory_order_release);
   return true;
 }
 
 bool output_file::create(const std::string &path, std::string *why) {
-  tried_ = true;
   planned_ = path;
   {
     std::lock_guard<std::mutex> lock(path_mutex_);
@@ -286,11 +293,12 @@ bool output_file::create(const std::string &path, std::string *why) {
     *why = path + ": " + std::strerror(errno);
     if (fd >= 0) sys_close(fd);
     failed_ = true;
+    state_.store(state::failed, std::memory_order_release);
     return false;
   }
   fd_ = fd;
-  open_ = true;
   tool_ = true;
+  state_.store(state::open, std::memory_order_release);
   return true;
 }
 
@@ -306,7 +314,6 @@ bool output_file::adopt(int fd) {
     return false;
   }
   fd_ = move_high(fd);
-  open_ = true;
   g_trace_fd.store(fd_, std::memory_order_release);
   g_trace_file.store(this, std::memory_order_release);
   return true;
@@ -369,18 +376,18 @@ bool release_trace_fd(int fd) {
 }
 
 bool output_file::write(const char *p, size_t n) {
-  if (!open_ || failed_) return false;
+  if (!is_open() || failed_) return false;
   const iovec v{const_cast<char *>(p), n};
   return append(&v, 1, false);
 }
 
 bool output_file::write_many(const struct iovec *members, size_t count) {
-  if (!open_ || failed_ || count > k_max_members) return false;
+  if (!is_open() || failed_ || count > k_max_members) return false;
   return count == 0 || append(members, count, false);
 }
 
 bool output_file::write_last(const char *p, size_t n) {
-  if (!open_ || !failed_ || !room_failure_) return false;
+  if (!is_open() || !failed_ || !room_failure_) return false;
   const iovec v{const_cast<char *>(p), n};
   return append(&v, 1, true);
 }
@@ -448,12 +455,12 @@ bool output_file::append(const struct iovec *v, size_t count, bool quiet) {
 }
 
 void output_file::relocate(const std::string &new_path, std::string header) {
-  if (!tried_) {  // not created yet: plan the new name and header
+  if (!tried()) {  // not created yet: plan the new name and header
     plan(new_path, std::move(header));
     return;
   }
   std::lock_guard<std::mutex> lock(path_mutex_);
-  if (!open_ || new_path == path_) return;
+  if (!is_open() || new_path == path_) return;
   if (rename_new(path_.c_str(), new_path.c_str())) {
     path_ = new_path;
   } else if (errno == EEXIST) {
@@ -489,7 +496,8 @@ void output_file::forget_descriptor() {
   output_file *self = this;
   g_trace_file.compare_exchange_strong(self, nullptr);
   fd_ = -1;
-  open_ = false;
+  state s = state::open;  // (a file never created stays as it is)
+  state_.compare_exchange_strong(s, state::closed, std::memory_order_acq_rel);
 }
 
 void output_file::close() {
@@ -511,7 +519,7 @@ void output_file::fork_child(std::string path, std::string header) {
   size_ = 0;
   reopened_ = false;
   room_failure_ = false;
-  tried_ = false;
+  state_.store(state::untried, std::memory_order_release);
   failed_ = false;
   new (&fd_mutex_) std::mutex();
   new (&path_mutex_) std::mutex();  // made anew, not unlocked (writer.cpp's fork_child says why)

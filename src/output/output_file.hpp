@@ -32,7 +32,9 @@ bool release_trace_fd(int fd);
 // short traced process's life). Called before the writer thread starts. No allocation.
 void grow_descriptor_table();
 
-// Calls other than path() and failed() are made under the writer's I/O lock (one at a time).
+// Calls other than path(), failed() and the state's (status(), is_open(), tried(),
+// wait_opening()) are made under the writer's I/O lock (one at a time); open() is safe against
+// another thread's open() too (it waits for it).
 class output_file {
  public:
   // Where the file will be and the text that must come first (written by the writer as its own
@@ -41,7 +43,8 @@ class output_file {
   // The process wrote a trace file before this one (dftrace_finalize then init, an exec that
   // failed): what is at the path is likely its own, and the free name is taken without a word.
   void path_may_be_ours() { path_may_be_ours_ = true; }
-  // Creates the file (once; later calls say whether it is open). A file or symbolic link already
+  // Creates the file (once; later calls say whether it is open, a call made while another
+  // thread is inside open() after waiting for it, up to 200 ms). A file or symbolic link already
   // at the path is left alone and the first free "<name>.k.pfw.gz" is used. On failure: one
   // message (none when `quiet`: the fatal-signal path, where writing one would allocate),
   // failed() is true, and the process goes on without a file. No allocation when plan() ran
@@ -52,11 +55,22 @@ class output_file {
   // does), and appended to like a trace file; it is not the process's trace file (g_trace_fd).
   // On failure, *why is "PATH: reason" and false.
   bool create(const std::string &path, std::string *why);
-  bool is_open() const { return open_; }
-  bool tried() const { return tried_; }
+  // Where the file stands. One atomic, written by whoever opens or closes the file and read by
+  // the fatal-signal path on another thread (lock-free: async-signal-safe).
+  enum class state : uint8_t {
+    untried,  // not created yet (plan() may still change its path and header)
+    opening,  // a thread is inside open(): creating the file, writing its header, naming it
+    open,     // created (or, for a tool, create() made it): writes append to it
+    failed,   // its creation failed: the process goes on without a file
+    closed,   // close() ran
+  };
+  state status() const { return state_.load(std::memory_order_acquire); }
+  bool is_open() const { return status() == state::open; }
+  bool tried() const { return status() != state::untried; }
   // Waits (sleeping, async-signal-safe) up to `ms` milliseconds while another thread is inside
-  // open(): a signal handler's last write must not find the file half made.
-  void wait_opening(int ms) const;
+  // open(), then says where the file stands: a signal handler's last write must not find the
+  // file half made.
+  state wait_opening(int ms) const;
   const std::string &header() const { return header_; }
   // Appends all n bytes (one whole member), after checking that the descriptor is still the
   // file's (device and inode: a program linked with dftrace alone may have closed it and put
@@ -102,8 +116,9 @@ class output_file {
   bool same_file(int fd) const;  // fd is open on this file (device and inode)
   void forget_descriptor();
 
-  int fd_ = -1;  // -1 while open_: closed by a move, opened again at the next write
-  bool open_ = false;
+  int fd_ = -1;  // -1 while open: closed by a move, opened again at the next write
+  std::atomic<state> state_{state::untried};
+  static_assert(std::atomic<state>::is_always_lock_free, "read in a signal handler");
   bool reopened_ = false;      // (said once)
   bool room_failure_ = false;  // the failure was a full file system or the file-size limit
   dev_t dev_ = 0;
@@ -111,8 +126,6 @@ class output_file {
   uint64_t size_ = 0;  // bytes of whole members in the file
   bool limit_hit_ = false;
   std::mutex fd_mutex_;  // a write against a move of the descriptor (release_trace_fd)
-  bool tried_ = false;
-  std::atomic<bool> opening_{false};  // a thread is inside open()
   std::atomic<bool> failed_{false};
   bool tool_ = false;                // create(): failures are said by the tool, not logged
   bool path_may_be_ours_ = false;    // path_may_be_ours()

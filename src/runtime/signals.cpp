@@ -112,6 +112,11 @@ void runtime::install_signal_handlers() {
 }
 
 void runtime::on_signal_flush(bool ending) {
+  // A request to end the process that lands on this thread meanwhile (a fork Pool's worker
+  // leaving by os._exit when Pool.terminate's SIGTERM comes) waits until this flush is done:
+  // its handler could not take the writer's lock this flush holds, and the process would die
+  // with its file half made. It then takes effect (the end line is written: nothing more).
+  lifecycle_scope own_work;
   end_fields end;  // no allocation here
   if (ending) {
     end.id = alloc_global_id();

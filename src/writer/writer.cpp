@@ -480,8 +480,9 @@ void writer::crash_aggregates() {
 
 void writer::crash_cycle() {
   const auto limit = std::chrono::milliseconds(200);
-  file_.wait_opening(200);  // the writer thread creating the file: its header, then its name
-  if (!file_.tried() && !file_.failed()) {  // created holding its header (as open_file does)
+  // The writer thread creating the file (its header, then its name) is waited for.
+  if (file_.wait_opening(200) == output_file::state::untried &&
+      !file_.failed()) {  // created holding its header (as open_file does)
     const std::string &h = file_.header();
     const char *m = h.data();
     size_t len = h.size();

@@ -167,6 +167,29 @@ def ref_files(ref_dir):
 
 
 @pytest.fixture(scope="session")
+def dask_cluster():
+    """A real distributed.LocalCluster of 2 worker processes (one thread each, no dashboard),
+    shared by the tests of the Dask paths; skipped, with the reason, where pandas or
+    distributed is not installed."""
+    pytest.importorskip("pandas", reason="Debian's python3-pandas is not installed "
+                                         "(scripts/setup-debian.sh test installs it)")
+    pytest.importorskip("distributed", reason="Debian's python3-distributed is not installed "
+                                              "(scripts/setup-debian.sh test installs it)")
+    from distributed import LocalCluster
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="session")
+def client(dask_cluster):
+    """A distributed.Client on dask_cluster."""
+    from distributed import Client
+    with Client(dask_cluster) as c:
+        yield c
+
+
+@pytest.fixture(scope="session")
 def real_trace(tmp_path_factory):
     """A trace written by the real dftrace library (examples/cpp/train_loop)."""
     d = tmp_path_factory.mktemp("real")

@@ -21,16 +21,8 @@ pytest.importorskip("distributed", reason="Debian's python3-distributed is not i
 import dftrace  # noqa: E402
 from dftrace import _analysis  # noqa: E402
 from dftrace import _analyze  # noqa: E402
-from distributed import Client, LocalCluster  # noqa: E402
 
 MS = 1_000_000
-
-
-@pytest.fixture(scope="module")
-def client():
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                      dashboard_address=None) as cluster, Client(cluster) as c:
-        yield c
 
 
 def rank_run(d, ranks=6, workers=2, steps=8, slow_rank=3, iters_only=()):

@@ -15,15 +15,12 @@ pytest.importorskip("pandas", reason="Debian's python3-pandas is not installed "
                                      "(scripts/setup-debian.sh test installs it)")
 pytest.importorskip("distributed", reason="Debian's python3-distributed is not installed "
                                           "(scripts/setup-debian.sh test installs it)")
-from distributed import LocalCluster  # noqa: E402
 from test_analyze_dask import rank_run  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def address():
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                      dashboard_address=None) as cluster:
-        yield cluster.scheduler_address
+def address(dask_cluster):
+    return dask_cluster.scheduler_address
 
 
 @pytest.fixture(scope="module")

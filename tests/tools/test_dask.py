@@ -14,14 +14,6 @@ pytest.importorskip("distributed", reason="Debian's python3-distributed is not i
                                           "(scripts/setup-debian.sh test installs it)")
 import dftrace  # noqa: E402
 import dftrace.dask as dfd  # noqa: E402
-from distributed import Client, LocalCluster  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def client():
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                      dashboard_address=None) as cluster, Client(cluster) as c:
-        yield c
 
 
 @pytest.fixture(scope="module")

@@ -4,69 +4,27 @@
 // and its end line would be lost; here the trace is finalized first (README.md, "Safety").
 //
 // _exit is also how a signal handler ends a process, and the handler may have interrupted the
-// C library's allocator or one of dftrace's locks, which finalizing needs: it would then wait
-// forever (a SIGALRM handler that calls _exit while the program allocates). So what is buffered and
-// the end line are written first the signal-safe way (no allocation, bounded waits: the
-// fatal-signal path), then dftrace is finalized (it has nothing left to write) under a watchdog: if
-// that has not ended within k_finalize_seconds, the process leaves with its status, its trace
-// complete.
-#include <signal.h>
+// C library's allocator or one of dftrace's locks, which finalizing needs (a SIGALRM handler that
+// calls _exit while the program allocates): finalize_before_image_ends (image_end.hpp) writes the
+// end line the signal-safe way first and finalizes under a watchdog.
 #include <stdlib.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
-#include <atomic>
-
+#include "plugins/io/image_end.hpp"
 #include "plugins/io/interpose.hpp"
 
 using namespace dftrace::io;
 
-namespace {
-
-constexpr unsigned k_finalize_seconds = 3;
-std::atomic<int> g_exit_status{0};
-
-void leave_now(int) { ::syscall(SYS_exit_group, g_exit_status.load(std::memory_order_relaxed)); }
-
-// Not in a vfork child (it shares its parent's memory, writer and file: the parent finalizes),
-// nor before this library is ready. A handler that interrupted this thread inside dftrace (an
-// interposer's own event) gets only the signal-safe write: finalizing there would re-enter it.
-void finalize_first(int status) {
-  if (!g_ready.load(std::memory_order_acquire) || in_vfork_child()) return;
-  if (t_inside) {
-    dftrace_flush_from_signal(true);
-    return;
-  }
-  inside g;
-  // The watchdog first (SIGALRM's disposition and the real-time timer are the application's,
-  // but the process is leaving), then the trace.
-  g_exit_status.store(status, std::memory_order_relaxed);
-  struct sigaction sa {};
-  sa.sa_handler = leave_now;
-  sa.sa_flags = SA_NODEFER;
-  sigemptyset(&sa.sa_mask);
-  ::sigaction(SIGALRM, &sa, nullptr);
-  sigset_t alarm_only;
-  sigemptyset(&alarm_only);
-  sigaddset(&alarm_only, SIGALRM);
-  ::pthread_sigmask(SIG_UNBLOCK, &alarm_only, nullptr);
-  ::alarm(k_finalize_seconds);
-  dftrace_flush_from_signal(true);
-  dftrace_finalize();
-}
-
-}  // namespace
-
 void _exit(int status) {
   DFTRACE_IO_REAL(_exit);
-  finalize_first(status);
+  finalize_before_image_ends();
   real__exit(status);
   __builtin_unreachable();
 }
 
 void _Exit(int status) {
   DFTRACE_IO_REAL(_Exit);
-  finalize_first(status);
+  finalize_before_image_ends();
   real__Exit(status);
   __builtin_unreachable();
 }

@@ -13,7 +13,10 @@
  *   maps DIR       a map of DIR/in unmapped by a munmap starting lower, then an anonymous map at
  *                  its address: that map's munmap is not taken for the file's
  *   exit_in_handler DIR   allocates and writes DIR/in until a SIGALRM handler calls _exit(7),
- *                  often while the allocator's lock is held: the process must still leave */
+ *                  often while the allocator's lock is held: the process must still leave
+ *   exec_in_handler DIR   the same, the handler execs `/bin/sh -c 'exit 7'` instead: the exec
+ *                  must still happen
+ *   write_exit DIR writes DIR/in, then leaves with _exit(0) */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -152,8 +155,14 @@ static void on_alarm(int s) {
   _exit(7);
 }
 
-static int mode_exit_in_handler(void) {
-  signal(SIGALRM, on_alarm);
+static void on_alarm_exec(int s) {
+  (void)s;
+  execl("/bin/sh", "sh", "-c", "exit 7", (char *)NULL);
+  _exit(126);
+}
+
+static int mode_in_handler(void (*handler)(int)) {
+  signal(SIGALRM, handler);
   struct itimerval t = {{0, 0}, {0, 50000}};
   void *keep[64] = {0};
   for (unsigned i = 0;; ++i) {
@@ -181,7 +190,12 @@ int main(int argc, char **argv) {
   if (!strcmp(argv[1], "freopen")) r = mode_freopen();
   if (!strcmp(argv[1], "errno")) r = mode_errno();
   if (!strcmp(argv[1], "memfd")) r = mode_memfd();
-  if (!strcmp(argv[1], "exit_in_handler")) r = mode_exit_in_handler();
+  if (!strcmp(argv[1], "exit_in_handler")) r = mode_in_handler(on_alarm);
+  if (!strcmp(argv[1], "exec_in_handler")) r = mode_in_handler(on_alarm_exec);
+  if (!strcmp(argv[1], "write_exit")) {
+    const int fd = open(path, O_WRONLY | O_TRUNC);
+    _exit(fd < 0 || write(fd, "0123456789", 10) != 10 || close(fd) != 0 ? 1 : 0);
+  }
   if (!strcmp(argv[1], "symlink")) r = mode_symlink(argv[2]);
   if (!strcmp(argv[1], "maps")) r = mode_maps();
   if (r == 0) puts("table_prog: ok");

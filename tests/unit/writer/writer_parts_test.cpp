@@ -8,10 +8,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <csignal>
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/gzip_member.hpp"
@@ -193,6 +195,65 @@ TEST(OutputFile, AnUnusableDirectoryFailsWithoutThrowing) {
   EXPECT_FALSE(f.open());
   EXPECT_TRUE(f.failed());
   EXPECT_FALSE(f.write("x", 1));
+}
+
+TEST(OutputFile, OneAtomicStateSaysWhereTheFileStandsWhileAnotherThreadOpensIt) {
+  // The writer thread inside open() is held there (on the path's lock, which a fork holds);
+  // the fatal-signal path, on another thread, reads the state: opening while it is held (its
+  // bounded wait ends), open once it is done; an open() of its own then finds the file open
+  // and creates nothing more.
+  temp_dir d;
+  output_file f;
+  f.plan(d.path + "/t.pfw", "[\n");
+  EXPECT_EQ(f.status(), output_file::state::untried);
+  f.fork_prepare();  // (path lock held)
+  std::thread writer([&] { EXPECT_TRUE(f.open(false, "[\n", 2)); });
+  while (f.status() == output_file::state::untried) std::this_thread::yield();
+  EXPECT_EQ(f.status(), output_file::state::opening);
+  EXPECT_TRUE(f.tried());
+  EXPECT_FALSE(f.is_open());
+  EXPECT_EQ(f.wait_opening(20), output_file::state::opening);  // bounded: it gives up
+  f.fork_parent();
+  while (f.wait_opening(200) == output_file::state::opening) {
+  }
+  writer.join();
+  EXPECT_EQ(f.status(), output_file::state::open);
+  EXPECT_TRUE(f.open(true, "[\n", 2));
+  ASSERT_TRUE(f.write("x", 1));
+  f.close();
+  EXPECT_EQ(f.status(), output_file::state::closed);
+  EXPECT_FALSE(f.open());
+  EXPECT_EQ(slurp(d.path + "/t.pfw"), "[\nx");
+  EXPECT_FALSE(exists(d.path + "/t.1.pfw"));
+}
+
+TEST(OutputFile, OpenWhileAnotherThreadIsInsideItWaitsAndSaysOpen) {
+  // The fatal-signal path's open() while the writer thread is creating the file: it must not
+  // answer "tried, not open" (the handler would write nothing, the process die, and the file be
+  // left half made), nor create a second file.
+  for (int round = 0; round < 20; ++round) {
+    temp_dir d;
+    output_file f;
+    f.plan(d.path + "/t.pfw", "[\n");
+    f.fork_prepare();  // the writer thread is held inside open() (path lock)
+    std::thread writer([&] { EXPECT_TRUE(f.open(false, "[\n", 2)); });
+    while (f.status() == output_file::state::untried) std::this_thread::yield();
+    std::atomic<bool> asked{false};
+    bool handler_open = false;
+    std::thread handler([&] {
+      asked = true;
+      handler_open = f.open(true, "[\n", 2);
+    });
+    while (!asked) std::this_thread::yield();
+    f.fork_parent();  // the writer thread goes on (the handler waits up to 200 ms)
+    handler.join();
+    writer.join();
+    EXPECT_TRUE(handler_open) << "round " << round;
+    EXPECT_TRUE(f.is_open());
+    f.close();
+    EXPECT_EQ(slurp(d.path + "/t.pfw"), "[\n");
+    EXPECT_FALSE(exists(d.path + "/t.1.pfw"));
+  }
 }
 
 // Plans and opens d/t.pfw: the trace's descriptor, or -1 when the file did not open.
