@@ -359,6 +359,58 @@ bool match_groups(const std::vector<analysis_partial> &parts, const std::vector<
   return true;
 }
 
+// The run's steps in group order, their totals and p50/p99. One partial whose groups are in
+// the run's order (one machine) hands its array over: the steps are held once, never copied.
+void take_steps(std::vector<analysis_partial> &parts,
+                const std::vector<std::pair<size_t, size_t>> &src, bool any_step_event,
+                const layer_table &table, analysis_result *r) {
+  bool in_place = parts.size() == 1;
+  for (size_t g = 0; g < src.size() && in_place; ++g) in_place = src[g].second == g;
+  if (in_place) {
+    r->steps = std::move(parts[0].steps);
+  } else {
+    size_t nsteps = 0;
+    for (const analysis_partial &p : parts) nsteps += p.steps.size();
+    r->steps.reserve(nsteps);
+  }
+  size_t kept = 0;
+  for (size_t g = 0; g < src.size(); ++g) {
+    const analysis_partial &part = parts[src[g].first];
+    group_partial &gp = parts[src[g].first].groups[src[g].second];
+    r->groups[g] = std::move(gp.fig);
+    if (gp.readback_failed)
+      r->process_problems.push_back("the analysis's temporary file could not be read back: " +
+                                    group_label_of(r->groups[g]) + " is incomplete");
+    // A part without step events took its `.iter` events; the run has step events, so this
+    // group has no steps (its own would be step events).
+    if (any_step_event && !part.any_step_event && !table.explicit_steps()) {
+      r->groups[g].steps = 0;
+      continue;
+    }
+    const step_result *from = in_place ? r->steps.data() : part.steps.data();
+    for (size_t i = gp.first_step; i < gp.first_step + gp.nsteps; ++i) {
+      step_result s = from[i];
+      s.group = static_cast<uint32_t>(g);
+      if (in_place)
+        r->steps[kept++] = s;  // kept <= i: groups dropped above only move the rest down
+      else
+        r->steps.push_back(s);
+    }
+  }
+  if (in_place) r->steps.resize(kept);
+  for (analysis_partial &p : parts) std::vector<step_result>().swap(p.steps);
+  std::vector<uint64_t> durs;
+  durs.reserve(r->steps.size());
+  for (const step_result &s : r->steps) {
+    for (size_t k = 0; k <= k_nbound; ++k) r->bound_total[k] += s.parts[k];
+    r->step_total += s.dur;
+    durs.push_back(s.dur);
+  }
+  std::sort(durs.begin(), durs.end());
+  r->step_p50 = percentile_sorted(durs, 50);
+  r->step_p99 = percentile_sorted(durs, 99);
+}
+
 }  // namespace
 
 analysis_partial analyze_groups(collection &c, const layer_table &table) {
@@ -389,6 +441,13 @@ analysis_partial analyze_groups(collection &c, const layer_table &table) {
   }
   c.colls.clear();
   for (group_partial &gp : out.groups) gp.colls.canonical();
+  // Room for every step at once (pages are touched only as they are filled): an array that
+  // grew by doubling would hold its old and new copies together.
+  const bool by_step_events = out.any_step_event || table.explicit_steps();
+  size_t room = 0;
+  for (auto &kv : c.threads)
+    room += by_step_events ? kv.second.steps.size() : kv.second.iters.size();
+  out.steps.reserve(room);
   std::vector<layered_event> ev;
   for (size_t g = 0; g < roots.size(); ++g) {
     group_work &w = work[g];
@@ -409,8 +468,10 @@ analysis_partial analyze_groups(collection &c, const layer_table &table) {
       classes.push_back(li < 0 ? interval_set() : unions[li]);
     }
     const priority_timeline tl(classes);
-    group_steps(out.any_step_event || table.explicit_steps() ? w.steps : w.iters, g, tl, &gp.steps);
-    gp.fig.steps = gp.steps.size();
+    gp.first_step = out.steps.size();
+    group_steps(by_step_events ? w.steps : w.iters, g, tl, &out.steps);
+    gp.nsteps = out.steps.size() - gp.first_step;
+    gp.fig.steps = gp.nsteps;
     w = group_work();
   }
   out.procs = std::move(c.procs);
@@ -445,45 +506,13 @@ bool merge_partials(std::vector<analysis_partial> &parts, const layer_table &tab
   r.step_source = table.explicit_steps() ? "--steps " + table.step_name()
                   : any_step_event       ? "step"
                                          : ".iter";
-  // Room for every step at once: each group's are moved in and freed, so the steps are held
-  // once (pages of the room are touched only as they are filled).
-  size_t nsteps = 0;
-  for (const analysis_partial &p : parts)
-    for (const group_partial &gp : p.groups) nsteps += gp.steps.size();
-  std::vector<uint64_t> durs;
-  durs.reserve(nsteps);
-  r.steps.reserve(nsteps);
   r.groups.resize(roots.size());
-  for (size_t g = 0; g < roots.size(); ++g) {
-    const analysis_partial &part = parts[src[g].first];
-    group_partial &gp = parts[src[g].first].groups[src[g].second];
-    r.groups[g] = std::move(gp.fig);
-    if (gp.readback_failed)
-      r.process_problems.push_back("the analysis's temporary file could not be read back: " +
-                                   group_label_of(r.groups[g]) + " is incomplete");
-    // A part without step events took its `.iter` events; the run has step events, so this
-    // group has no steps (its own would be step events).
-    if (any_step_event && !part.any_step_event && !table.explicit_steps()) {
-      r.groups[g].steps = 0;
-      continue;
-    }
-    for (step_result s : gp.steps) {
-      s.group = static_cast<uint32_t>(g);
-      for (size_t k = 0; k <= k_nbound; ++k) r.bound_total[k] += s.parts[k];
-      r.step_total += s.dur;
-      durs.push_back(s.dur);
-      r.steps.push_back(s);
-    }
-    std::vector<step_result>().swap(gp.steps);  // held once: a run holds millions
-  }
+  take_steps(parts, src, any_step_event, table, &r);
   if (r.steps.empty()) r.step_source = table.explicit_steps() ? r.step_source : "";
   std::vector<const coll_data *> colls(roots.size());
   for (size_t g = 0; g < roots.size(); ++g)
     colls[g] = &parts[src[g].first].groups[src[g].second].colls;
   r.collectives = match_collectives(colls);
-  std::sort(durs.begin(), durs.end());
-  r.step_p50 = percentile_sorted(durs, 50);
-  r.step_p99 = percentile_sorted(durs, 99);
   compare_steps(&r);
   io_data io;
   for (analysis_partial &p : parts) io.merge(p.io);

@@ -92,15 +92,18 @@ analysis_result analyze(collection &c, const layer_table &table);
 
 // Phase 1, the per-group pass: what one set of files gives of each group it holds whole.
 struct group_partial {
-  std::vector<std::string> procs;  // process keys (host '\x1f' pid), the root first
-  group_result fig;                // every figure of the group, steps counted
-  std::vector<step_result> steps;  // their `group` is the index in the partial
-  bool readback_failed = false;    // the spill file could not be read back
-  coll_data colls;                 // its processes' collectives, canonical
+  std::vector<std::string> procs;     // process keys (host '\x1f' pid), the root first
+  group_result fig;                   // every figure of the group, steps counted
+  size_t first_step = 0, nsteps = 0;  // its steps: analysis_partial::steps[first_step, +nsteps)
+  bool readback_failed = false;       // the spill file could not be read back
+  coll_data colls;                    // its processes' collectives, canonical
 };
 struct analysis_partial {
   std::map<std::string, process_facts> procs;  // host '\x1f' pid
   std::vector<group_partial> groups;
+  // Every group's steps, one group after the other (their `group` is the index in the
+  // partial): one array, so that a run of one partial hands it to the result without a copy.
+  std::vector<step_result> steps;
   bool any_step_event = false;  // a step event was read (else the steps are the `.iter` ones)
   io_data io;
 };

@@ -193,7 +193,7 @@ void get_colls(reader &r, coll_data *d) {
   }
 }
 
-void put_group(writer &w, const group_partial &g) {
+void put_group(writer &w, const group_partial &g, const std::vector<step_result> &steps) {
   put_strings(w, g.procs);
   const group_result &f = g.fig;
   w.u(f.has_rank);
@@ -207,8 +207,9 @@ void put_group(writer &w, const group_partial &g) {
   put_pairs(w, f.overlap_ns);
   put_pairs(w, f.unoverlapped_ns);
   w.u(g.readback_failed);
-  w.u(g.steps.size());
-  for (const step_result &s : g.steps) {
+  w.u(g.nsteps);
+  for (size_t i = g.first_step; i < g.first_step + g.nsteps; ++i) {
+    const step_result &s = steps[i];
     w.u(s.start);
     w.u(s.dur);
     w.i(s.step);
@@ -221,7 +222,7 @@ void put_group(writer &w, const group_partial &g) {
   }
   put_colls(w, g.colls);
 }
-void get_group(reader &r, group_partial *g) {
+void get_group(reader &r, group_partial *g, std::vector<step_result> *steps) {
   get_strings(r, &g->procs);
   group_result &f = g->fig;
   f.has_rank = r.b();
@@ -238,8 +239,11 @@ void get_group(reader &r, group_partial *g) {
   get_pairs(r, &f.overlap_ns);
   get_pairs(r, &f.unoverlapped_ns);
   g->readback_failed = r.b();
-  g->steps.resize(r.n(8 * (k_nbound + 9)));
-  for (step_result &s : g->steps) {
+  g->nsteps = r.n(8 * (k_nbound + 9));
+  g->first_step = steps->size();
+  steps->resize(steps->size() + g->nsteps);
+  for (size_t i = g->first_step; i < steps->size(); ++i) {
+    step_result &s = (*steps)[i];
     s.start = r.u();
     s.dur = r.u();
     s.step = r.i();
@@ -352,7 +356,7 @@ std::string encode_partial(const input_report &in, const analysis_partial &p) {
     put_facts(w, kv.second);
   }
   w.u(p.groups.size());
-  for (const group_partial &g : p.groups) put_group(w, g);
+  for (const group_partial &g : p.groups) put_group(w, g, p.steps);
   w.u(p.any_step_event);
   put_io(w, p.io);
   return std::move(w.o);
@@ -372,7 +376,7 @@ bool decode_partial(std::string_view bytes, input_report *in, analysis_partial *
   }
   p->groups.resize(r.n());
   for (group_partial &g : p->groups)
-    if (r.ok) get_group(r, &g);
+    if (r.ok) get_group(r, &g, &p->steps);
   p->any_step_event = r.b();
   get_io(r, &p->io);
   for (const group_partial &g : p->groups) {

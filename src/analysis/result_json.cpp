@@ -2,6 +2,7 @@
 #include "analysis/result_json.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 
 #include "base/format.hpp"
@@ -159,16 +160,42 @@ void io_json(std::string &o, const analysis_result &r,
   o += "]}}";
 }
 
-std::string step_json(const step_result &s, const analysis_result &r) {
-  std::string o = "{\"rank\":" + rank_json(r.groups[s.group]) + ",\"group\":" + num(s.group) +
-                  ",\"index\":" + num(s.index) +
-                  ",\"step\":" + (s.has_step ? std::to_string(s.step) : "null") +
-                  ",\"epoch\":" + (s.has_epoch ? std::to_string(s.epoch) : "null") +
-                  ",\"ts_ns\":" + num(s.start) + ",\"dur_ns\":" + num(s.dur);
-  for (size_t k = 0; k < k_nbound; ++k)
-    o += std::string(",\"") + k_bound_classes[k] + "_ns\":" + num(s.parts[k]);
-  return o + ",\"other_ns\":" + num(s.parts[k_nbound]) + "}";
+// One step item appended to o: a million steps are a million items, so no temporary strings.
+void append_int(std::string &o, int64_t v, bool is_signed) {
+  char buf[24];
+  const auto res = is_signed ? std::to_chars(buf, buf + sizeof buf, v)
+                             : std::to_chars(buf, buf + sizeof buf, static_cast<uint64_t>(v));
+  o.append(buf, res.ptr);
 }
+void append_step(std::string &o, const step_result &s, const std::string &rank) {
+  auto u = [&o](const char *key, uint64_t v) {
+    o += key;
+    append_int(o, static_cast<int64_t>(v), false);
+  };
+  o += "{\"rank\":";
+  o += rank;
+  u(",\"group\":", s.group);
+  u(",\"index\":", s.index);
+  o += ",\"step\":";
+  if (s.has_step)
+    append_int(o, s.step, true);
+  else
+    o += "null";
+  o += ",\"epoch\":";
+  if (s.has_epoch)
+    append_int(o, s.epoch, true);
+  else
+    o += "null";
+  u(",\"ts_ns\":", s.start);
+  u(",\"dur_ns\":", s.dur);
+  u(",\"compute_ns\":", s.parts[0]);
+  u(",\"comm_ns\":", s.parts[1]);
+  u(",\"io_ns\":", s.parts[2]);
+  u(",\"data_ns\":", s.parts[3]);
+  u(",\"other_ns\":", s.parts[k_nbound]);
+  o += '}';
+}
+static_assert(k_nbound == 4, "append_step names the four bound classes");
 
 }  // namespace
 
@@ -273,8 +300,11 @@ void result_json(const input_report &in, const analysis_result &r, size_t proces
   for (size_t k = 0; k < k_nbound; ++k)
     o += std::string(k ? "," : "") + "\"" + k_bound_classes[k] + "_ns\":" + num(r.bound_total[k]);
   o += ",\"other_ns\":" + num(r.bound_total[k_nbound]) + "},\"items\":[";
+  std::vector<std::string> ranks(r.groups.size());
+  for (size_t g = 0; g < r.groups.size(); ++g) ranks[g] = rank_json(r.groups[g]);
   for (size_t i = 0; i < r.steps.size(); ++i) {
-    o += (i ? "," : "") + step_json(r.steps[i], r);
+    if (i) o += ',';
+    append_step(o, r.steps[i], ranks[r.steps[i].group]);
     if (o.size() >= (1u << 20)) sink(o);
   }
   o += "]},\"stragglers\":[";

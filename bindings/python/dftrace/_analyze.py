@@ -13,6 +13,7 @@ the run is redone as one task (a warning says so): never a partial answer.
 import gzip
 import json
 import os
+import re
 import warnings
 import zlib
 
@@ -22,6 +23,9 @@ __all__ = ["analyze", "Analysis", "DamagedTraceError"]
 
 # Text read from the start of each file to place it (its processes, ranks and parents).
 _HEAD_BYTES = 1 << 20
+# A line's pid (a number, or a string), and the lines that name a `start` or `PR` event.
+_PID = re.compile(rb'"pid":\s*(?:(-?[0-9]+)|"([^"\\]*)")')
+_TIE_LINE = re.compile(rb'^[^\n]*"name":\s*"(?:start|PR)"[^\n]*$', re.M)
 
 
 class DamagedTraceError(RuntimeError):
@@ -158,18 +162,19 @@ def _head_processes(path):
     except (OSError, EOFError, zlib.error):
         pass
     head = b"".join(chunks)
-    for line in head.split(b"\n"):
-        line = line.strip().rstrip(b",")
-        if not line.startswith(b"{"):
-            continue
+    # Every process named (its pid), then only the lines that tie processes (`start`, `PR`)
+    # parsed whole: parsing every line of the head cost the client a second on 48 files.
+    for m in _PID.finditer(head):
+        procs.setdefault((m.group(1) or m.group(2)).decode("utf-8", "replace"), [None, None])
+    for m in _TIE_LINE.finditer(head):
+        line = m.group(0).strip().rstrip(b",")
         try:
             ev = json.loads(line)
         except ValueError:
             continue
         if not isinstance(ev, dict) or ev.get("pid") is None:
             continue
-        pid = ev["pid"]
-        p = procs.setdefault(str(pid), [None, None])
+        p = procs.setdefault(str(ev["pid"]), [None, None])
         args = ev.get("args") or {}
         if ev.get("name") == "start" and "ppid" in args:
             p[0] = str(args["ppid"])
