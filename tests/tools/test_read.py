@@ -39,6 +39,28 @@ def test_dftracer_samples_equal_stat(ref_files):
     assert sorted(int(e["ts"]) * 1000 for e in py) == sorted(df.ts.tolist())
 
 
+def test_files_read_side_by_side_as_one_after_another(tmp_path, ref_files):
+    # Small files are read whole on one worker each, beside each other: the rows, the problems
+    # and the time units come back in file order, as one thread reading them in turn gives them,
+    # a damaged file among them included.
+    good = open(ref_files[1], "rb").read()
+    cut = tmp_path / "cut.pfw.gz"
+    cut.write_bytes(good[:len(good) // 2])
+    flipped = bytearray(good)
+    for k in range(len(flipped) // 3, len(flipped) // 3 + 64):
+        flipped[k] ^= 0x5A
+    bad = tmp_path / "corrupt.pfw.gz"
+    bad.write_bytes(bytes(flipped))
+    paths = ref_files[:3] + [str(cut)] + ref_files[3:6] + [str(bad)] + ref_files[6:]
+    one = dftrace.read(paths, threads=1, args=["fhash", "size"])
+    two = dftrace.read(paths, threads=2, args=["fhash", "size"])
+    assert len(one) > 0 and one.equals(two)
+    assert one.attrs["problems"] == two.attrs["problems"]
+    assert list(dict.fromkeys(p.split(":")[0] for p in one.attrs["problems"])) == [str(cut), str(bad)]
+    assert one.attrs["time_units"] == two.attrs["time_units"]
+    assert one.attrs["invalid_lines"] == two.attrs["invalid_lines"]
+
+
 def test_hashes_and_ranks_resolve_as_the_metadata_says(ref_files):
     f = ref_files[0]
     ev = events(f)

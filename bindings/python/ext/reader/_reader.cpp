@@ -6,17 +6,20 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstdint>
 #include <cstring>
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -93,13 +96,15 @@ PyObject *bytes_of(const std::vector<T> &v) {
                                    static_cast<Py_ssize_t>(v.size() * sizeof(T)));
 }
 
-template <typename Strings>
-PyObject *list_of(const Strings &v) {
+// A list of str of text(item) for each item (a field of a pair, say), without copying them.
+template <typename Items, typename Text>
+PyObject *list_of(const Items &v, Text text) {
   PyObject *l = PyList_New(static_cast<Py_ssize_t>(v.size()));
   if (!l) return nullptr;
   for (size_t k = 0; k < v.size(); ++k) {
+    const auto &t = text(v[k]);
     PyObject *s =
-        PyUnicode_DecodeUTF8(v[k].data(), static_cast<Py_ssize_t>(v[k].size()), "surrogateescape");
+        PyUnicode_DecodeUTF8(t.data(), static_cast<Py_ssize_t>(t.size()), "surrogateescape");
     if (!s) {
       Py_DECREF(l);
       return nullptr;
@@ -107,6 +112,13 @@ PyObject *list_of(const Strings &v) {
     PyList_SET_ITEM(l, static_cast<Py_ssize_t>(k), s);
   }
   return l;
+}
+
+// A list of str of each string (decoded as UTF-8, invalid bytes escaped).
+template <typename Strings>
+PyObject *list_of(const Strings &v) {
+  return list_of(
+      v, [](const auto &x) -> const auto & { return x; });
 }
 
 // d[key] = value, stealing value; false (with an exception set) when value is null.
@@ -240,22 +252,32 @@ bool parse_request(PyObject *a, request *rq) {
   return !PyErr_Occurred();
 }
 
-// One file's events appended to the read (`all`); what went wrong goes to `problems`, the
-// file's time unit (or "" when it could not be opened) to `units`. Runs without the GIL.
+// What one file's read gives besides its rows: what went wrong, its time unit ("" when it could
+// not be opened), and, when files are read side by side, its blocks' columns in order.
+struct file_output {
+  std::vector<std::string> problems;
+  std::string unit;
+  std::vector<std::unique_ptr<columns>> blocks;
+  std::string failure;  // an exception (memory) on a worker, raised by the caller
+  bool done = false;
+};
+
+// One file's events appended to the read (`all`), or kept in out.blocks when `all` is null;
+// its problems and unit go to `out`. Runs without the GIL.
 void read_file(const std::string &path, std::pair<int64_t, int64_t> range, const what &w,
-               dftrace::detail::read_options &opt, result &all, column_pool &pool,
-               std::vector<std::string> &problems, std::vector<std::string> &units) {
+               dftrace::detail::read_options &opt, result *all, column_pool &pool,
+               file_output &out) {
+  std::vector<std::string> &problems = out.problems;
   dftrace::detail::trace_file tf;
   std::string why;
   if (!tf.open(path, &why)) {
     problems.push_back(path + ": " + why);
-    units.emplace_back("");
     return;
   }
   for (const auto &i : tf.plan_issues())
     problems.push_back(path + ": byte " + std::to_string(i.offset) + ": " + i.message);
   const time_unit unit = dftrace::detail::header_time_unit(tf);
-  units.emplace_back(unit == time_unit::ns ? "ns" : "us");
+  out.unit = unit == time_unit::ns ? "ns" : "us";
   // Parts outside the requested range, and members outside the time window (their DT
   // times are epoch microseconds), are neither inflated nor parsed.
   const bool window = (w.has_start || w.has_end) && !w.metadata_only;
@@ -278,21 +300,26 @@ void read_file(const std::string &path, std::pair<int64_t, int64_t> range, const
     if (p.kind == dftrace::detail::planned_part::member && opt.keep_part(p))
       lines += std::min<uint64_t>(p.dt.lines, p.length);
   try {
-    if (!w.metadata_only) all.ints.reserve(all.rows + static_cast<size_t>(lines));
+    if (all && !w.metadata_only) all->ints.reserve(all->rows + static_cast<size_t>(lines));
   } catch (const std::bad_alloc &) {
   }
   auto work = [&w, unit, &pool](dftrace::detail::text_block &b) { scan(b, w, unit, pool); };
-  const uint64_t outside_before = all.outside_dt;
+  uint64_t outside = 0;
   dftrace::detail::for_each_block(tf, opt, work, [&](dftrace::detail::text_block &b) {
     for (const auto &i : b.issues)
       problems.push_back(path + ": byte " + std::to_string(i.offset) + ": " + i.message);
     if (!b.result) return;
     std::unique_ptr<columns> c(static_cast<columns *>(b.result.release()));
-    all.add(*c);
+    outside += c->outside_dt;
+    if (!all) {
+      out.blocks.push_back(std::move(c));
+      return;
+    }
+    all->add(*c);
     pool.give(std::move(c));
   });
-  if (all.outside_dt > outside_before)
-    problems.push_back(path + ": " + std::to_string(all.outside_dt - outside_before) +
+  if (outside)
+    problems.push_back(path + ": " + std::to_string(outside) +
                        " events lie outside the time range of their member's DT field: a "
                        "time window may have skipped more of them in other members "
                        "(dftrace validate names the members)");
@@ -318,6 +345,104 @@ PyObject *windows_of(const std::vector<window_line> &v) {
   return l;
 }
 
+// Whether a file is read on one worker, beside others: a small one (DFTracer writes a rank's
+// trace as one gzip member of a few MiB, which one worker inflates while the others would wait
+// for it). A larger file is shared by the workers, block by block, as a file of its own.
+constexpr uint64_t k_side_by_side_bytes = 16u << 20;
+bool small_file(const std::string &path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+         static_cast<uint64_t>(st.st_size) <= k_side_by_side_bytes;
+}
+
+// Files [first, last) of the request read side by side, each whole on one of `threads` workers,
+// and appended to `all` in file order by this thread. At most 2 x threads files are ahead of
+// the one appended, so memory stays bounded by a few small files' columns.
+void read_side_by_side(const request &rq, size_t first, size_t last, int threads, result &all,
+                       column_pool &pool, std::vector<std::string> &problems,
+                       std::vector<std::string> &units) {
+  std::vector<file_output> outs(last - first);
+  std::mutex mu;
+  std::condition_variable cv;
+  size_t next = 0, appended = 0;
+  const size_t ahead = 2 * static_cast<size_t>(threads);
+  auto worker = [&] {
+    dftrace::detail::read_options opt;
+    opt.threads = 1;
+    std::unique_lock<std::mutex> lk(mu);
+    for (;;) {
+      cv.wait(lk, [&] { return next >= outs.size() || next < appended + ahead; });
+      if (next >= outs.size()) return;
+      const size_t k = next++;
+      lk.unlock();
+      try {
+        read_file(rq.paths[first + k], rq.ranges[first + k], rq.w, opt, nullptr, pool, outs[k]);
+      } catch (const std::exception &e) {
+        outs[k].failure = e.what();
+      }
+      lk.lock();
+      outs[k].done = true;
+      cv.notify_all();
+    }
+  };
+  std::vector<std::thread> pool_threads;
+  for (int t = 0; t < threads; ++t) pool_threads.emplace_back(worker);
+  std::string failure;
+  for (size_t k = 0; k < outs.size(); ++k) {
+    {
+      std::unique_lock<std::mutex> lk(mu);
+      cv.wait(lk, [&] { return outs[k].done; });
+    }
+    file_output &o = outs[k];
+    try {
+      if (failure.empty() && o.failure.empty()) {
+        size_t rows = 0;
+        for (auto &c : o.blocks) rows += c->rows;
+        if (!rq.w.metadata_only) all.ints.reserve(all.rows + rows);
+        for (auto &c : o.blocks) {
+          all.add(*c);
+          pool.give(std::move(c));
+        }
+      } else if (failure.empty()) {
+        failure = o.failure;
+      }
+    } catch (const std::exception &e) {
+      failure = e.what();
+    }
+    o.blocks.clear();
+    for (auto &p : o.problems) problems.push_back(std::move(p));
+    units.push_back(std::move(o.unit));
+    std::lock_guard<std::mutex> lk(mu);
+    appended = k + 1;
+    cv.notify_all();
+  }
+  for (auto &t : pool_threads) t.join();
+  if (!failure.empty()) throw std::runtime_error(failure);
+}
+
+// Every file of the request, in order: runs of small files side by side, larger files one at
+// a time with all the workers on each.
+void read_all(const request &rq, int threads, result &all, column_pool &pool,
+              std::vector<std::string> &problems, std::vector<std::string> &units) {
+  dftrace::detail::read_options opt;
+  opt.threads = threads;
+  for (size_t f = 0; f < rq.paths.size();) {
+    size_t run = f;
+    if (threads > 1)
+      while (run < rq.paths.size() && small_file(rq.paths[run])) ++run;
+    if (run - f >= 2) {
+      read_side_by_side(rq, f, run, threads, all, pool, problems, units);
+      f = run;
+      continue;
+    }
+    file_output out;
+    read_file(rq.paths[f], rq.ranges[f], rq.w, opt, &all, pool, out);
+    for (auto &p : out.problems) problems.push_back(std::move(p));
+    units.push_back(std::move(out.unit));
+    ++f;
+  }
+}
+
 // The read as the dict dftrace/_read.py builds its DataFrame from; nullptr with an error set.
 PyObject *result_dict(result &all, const what &w, const std::vector<std::string> &problems,
                       const std::vector<std::string> &units) {
@@ -336,12 +461,12 @@ PyObject *result_dict(result &all, const what &w, const std::vector<std::string>
             put(d, "problems", list_of(problems)) && put(d, "units", list_of(units)) &&
             put(d, "args", args_of(all, w));
   if (ok) {
-    std::vector<std::string> hv, hs;
-    for (auto &h : all.hashes) {
-      hv.push_back(h.first);
-      hs.push_back(h.second);
-    }
-    ok = put(d, "hash_values", list_of(hv)) && put(d, "hash_strings", list_of(hs)) &&
+    ok = put(d, "hash_values",
+             list_of(
+                 all.hashes, [](const auto &h) -> auto & { return h.first; })) &&
+         put(d, "hash_strings",
+             list_of(
+                 all.hashes, [](const auto &h) -> auto & { return h.second; })) &&
          put(d, "hash_types", list_of(all.hash_types)) && put(d, "arg_keys", list_of(all.arg_keys));
   }
   if (ok) {
@@ -372,12 +497,10 @@ PyObject *read_columns(PyObject *, PyObject *a) {
   std::string failure;  // an exception of the reader (memory): raised as MemoryError
   Py_BEGIN_ALLOW_THREADS;
   try {
-    dftrace::detail::read_options opt;
-    opt.threads = rq.threads > 0
-                      ? rq.threads
-                      : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    for (size_t f = 0; f < rq.paths.size(); ++f)
-      read_file(rq.paths[f], rq.ranges[f], w, opt, all, pool, problems, units);
+    const int threads = rq.threads > 0
+                            ? rq.threads
+                            : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    read_all(rq, threads, all, pool, problems, units);
   } catch (const std::exception &e) {
     failure = e.what();
   }
