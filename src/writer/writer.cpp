@@ -534,7 +534,9 @@ void writer::crash_flush(end_fields *end, int fatal_sig) {
   // dftrace's own work: creating the file here (mkdir, open) must pass through the I/O
   // interposers untraced, whose FH line would wait on io_mutex_, held below.
   const internal_scope own;
+  const uint64_t signal_ns = mono_ns();  // the crash's time, not when a pass let go of the lock
   if (!lock_within(io_mutex_, std::chrono::milliseconds(1000))) return;
+  crash_ns_ = signal_ns;
   if (!finished_) {
     crash_sig_ = fatal_sig;
     crash_cycle();

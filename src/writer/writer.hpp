@@ -219,7 +219,8 @@ class writer {
   std::atomic<bool> release_wanted_{false};
   bool steal_wanted_ = false;  // a trigger or a release wants the threads' chunks (queue_mutex_)
   bool crash_wrote_ring_ = false;
-  int crash_sig_ = 0;  // what crash_flush was given (crash_ring's reason)
+  int crash_sig_ = 0;      // what crash_flush was given (crash_ring's reason)
+  uint64_t crash_ns_ = 0;  // when crash_flush was called (crash_ring's time)
   struct pending_trigger {
     std::string source, reason;
     uint64_t mono_ns = 0;

@@ -216,7 +216,7 @@ void writer::crash_ring(int sig) {
     (ok ? events_written_ : dropped_).fetch_add(events, std::memory_order_relaxed);
   });
   crash_wrote_ring_ = true;
-  const uint64_t now = mono_ns();
+  const uint64_t now = crash_ns_ ? crash_ns_ : mono_ns();
   const uint64_t window = ring_->window_ns();
   trigger_fields t;
   t.source = "crash";
