@@ -62,7 +62,8 @@ void compressor_pool::helper_run(size_t k) {
   }
 }
 
-void compressor_pool::compress(member_list &b, bool parallel) {
+void compressor_pool::compress(member_list &b, bool parallel,
+                               const std::function<void()> *between) {
   const size_t count = b.closed();
   const int want_helpers = std::max(0, threads_ - 1);
   size_t stride = 1;
@@ -77,6 +78,7 @@ void compressor_pool::compress(member_list &b, bool parallel) {
   }
   if (stride > 1) cv_.notify_all();
   for (size_t i = 0; i < count; i += stride) {
+    if (between) (*between)();
     text_member &m = b.at(i);
     m.ok = encode_member(encoder_, m);
   }

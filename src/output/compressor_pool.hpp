@@ -5,6 +5,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -25,8 +26,10 @@ class compressor_pool {
 
   // Sets each closed member's `out` and `ok`; helpers share the work when `parallel`. Never
   // throws: a member that can not be compressed (no memory) is not `ok`; helpers that can not
-  // be started leave the work to the calling thread.
-  void compress(member_list &b, bool parallel);
+  // be started leave the work to the calling thread. `between` (when given) is called on the
+  // calling thread before each member it compresses, while helpers go on with theirs: work that
+  // must not wait for the whole batch (the writer's triggers); it must not touch `b`.
+  void compress(member_list &b, bool parallel, const std::function<void()> *between = nullptr);
   // The calling thread's encoder (the header's member).
   member_encoder &encoder() { return encoder_; }
   codec kind() const { return kind_; }

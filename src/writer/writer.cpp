@@ -48,6 +48,7 @@ writer::writer(writer_settings settings)
     ring_ = std::make_unique<member_ring>(static_cast<uint64_t>(settings_.ring_seconds * 1e9),
                                           settings_.ring_bytes);
     ring_iov_.reserve(output_file::k_max_members);
+    take_triggers_ = [this] { ring_take_triggers(); };
   }
   out_.reserve(settings_.member_bytes / 2);
   crash_encoder_.reserve(settings_.member_bytes + 4096);
@@ -285,12 +286,14 @@ void writer::cycle_steps(bool steal) {
   // A burst of definitions (a pass over many new files) is not kept for the rest of the run.
   if (local_meta_.capacity() > 4 * settings_.member_bytes) std::string().swap(local_meta_);
   for (; queue_done_ < local_queue_.size(); ++queue_done_) {
+    ring_take_triggers();  // a trigger does not wait for the rest of the pass
     chunk *c = local_queue_[queue_done_];
     const uint32_t end = c->committed.load(std::memory_order_acquire);
     if (end > c->drained) builder_.add_records(c, c->drained, end);
     pool_.recycle(c);
   }
   for (; ranges_done_ < ranges_.size(); ++ranges_done_) {
+    ring_take_triggers();
     const chunk_range &r = ranges_[ranges_done_];
     builder_.add_records(r.c, r.from, r.to);
   }
@@ -324,7 +327,9 @@ void writer::write_members(bool parallel) {
   if (count == 0) return;
   open_file();
   const bool writing = file_.is_open() && !file_.failed();
-  if (writing && settings_.compress) compressors_.compress(builder_, parallel);
+  if (writing && settings_.compress)
+    compressors_.compress(builder_, parallel, ring_ ? &take_triggers_ : nullptr);
+  ring_take_triggers();  // before this pass's members go to the ring
   for (size_t i = 0; i < count; ++i) {
     member &m = builder_.at(i);
     if (ring_ && !holding_ && !m.kept) {
@@ -530,7 +535,9 @@ void writer::crash_flush(end_fields *end, int fatal_sig) {
   // dftrace's own work: creating the file here (mkdir, open) must pass through the I/O
   // interposers untraced, whose FH line would wait on io_mutex_, held below.
   const internal_scope own;
+  const uint64_t signal_ns = mono_ns();  // the crash's time, not when a pass let go of the lock
   if (!lock_within(io_mutex_, std::chrono::milliseconds(1000))) return;
+  crash_ns_ = signal_ns;
   if (!finished_) {
     crash_sig_ = fatal_sig;
     crash_cycle();

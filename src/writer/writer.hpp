@@ -9,6 +9,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -167,8 +168,11 @@ class writer {
   // signal's and the end of full detail, after a pass's members were written (io_mutex_).
   void ring_keep(member &m);
   void ring_before_pass();  // the triggers pending: the ring and their lines, before the pass
-  void ring_after_pass();   // the end of full detail
-  void ring_write_out();    // the ring's members to the file, a writev for many, then empty
+  // The same for a trigger that came while a pass runs (called between its chunks and members):
+  // the ring does not wait for the pass's formatting and compression.
+  void ring_take_triggers();
+  void ring_after_pass();  // the end of full detail
+  void ring_write_out();   // the ring's members to the file, a writev for many, then empty
   bool accept_trigger(uint64_t mono_ns);  // min_gap (trigger_mutex_ held)
   struct pending_trigger {
     std::string source, reason;
@@ -225,13 +229,16 @@ class writer {
   std::atomic<bool> release_wanted_{false};
   bool steal_wanted_ = false;  // a trigger or a release wants the threads' chunks (queue_mutex_)
   bool crash_wrote_ring_ = false;
-  int crash_sig_ = 0;  // what crash_flush was given (crash_ring's reason)
+  int crash_sig_ = 0;      // what crash_flush was given (crash_ring's reason)
+  uint64_t crash_ns_ = 0;  // when crash_flush was called (crash_ring's time)
   std::mutex trigger_mutex_;
-  std::vector<pending_trigger> pending_;  // trigger_mutex_
-  pending_trigger window_;                // the trigger of the window in full detail (io_mutex_)
-  uint64_t pass_ns_ = 0;                  // when the pass began (io_mutex_)
-  uint64_t last_trigger_ns_ = 0;          // trigger_mutex_
-  bool any_trigger_ = false;              // trigger_mutex_
+  std::vector<pending_trigger> pending_;      // trigger_mutex_
+  std::atomic<bool> trigger_waiting_{false};  // pending_ is not empty (looked at mid-pass)
+  std::function<void()> take_triggers_;       // ring_take_triggers, for the compressors
+  pending_trigger window_;        // the trigger of the window in full detail (io_mutex_)
+  uint64_t pass_ns_ = 0;          // when the pass began (io_mutex_)
+  uint64_t last_trigger_ns_ = 0;  // trigger_mutex_
+  bool any_trigger_ = false;      // trigger_mutex_
   std::atomic<uint64_t> triggers_{0};
 
   bool finished_ = false;

@@ -55,6 +55,7 @@ bool writer::trigger(std::string_view source, std::string_view reason, uint64_t 
     if (!accept_trigger(mono_ns)) return false;
     pending_.push_back({std::string(source), std::string(reason), mono_ns, after_seconds,
                         std::string(after_text)});
+    trigger_waiting_.store(true, std::memory_order_relaxed);
   }
   {
     std::lock_guard<std::mutex> lock(queue_mutex_);
@@ -147,9 +148,17 @@ void writer::ring_before_pass() {
     crash_wrote_ring_ = false;
     ring_->drain([](const char *, size_t, uint64_t) {});
   }
+  ring_take_triggers();
+}
+
+void writer::ring_take_triggers() {
+  if (!ring_ || (!trigger_waiting_.load(std::memory_order_relaxed) &&
+                 !g_signal_trigger_ns.load(std::memory_order_relaxed)))
+    return;
   std::vector<pending_trigger> pending;
   {
     std::lock_guard<std::mutex> lock(trigger_mutex_);
+    trigger_waiting_.store(false, std::memory_order_relaxed);
     if (const uint64_t at = g_signal_trigger_ns.exchange(0, std::memory_order_acquire)) {
       const int sig = g_signal_trigger_sig.load(std::memory_order_relaxed);
       if (accept_trigger(at)) {
@@ -198,6 +207,7 @@ void writer::ring_fork_child() {
   release_wanted_ = false;
   triggers_ = 0;
   pending_.clear();
+  trigger_waiting_ = false;
   any_trigger_ = false;
   last_trigger_ns_ = 0;
   g_signal_trigger_ns.store(0, std::memory_order_relaxed);
@@ -213,7 +223,7 @@ void writer::crash_ring(int sig) {
     (ok ? events_written_ : dropped_).fetch_add(events, std::memory_order_relaxed);
   });
   crash_wrote_ring_ = true;
-  const uint64_t now = mono_ns();
+  const uint64_t now = crash_ns_ ? crash_ns_ : mono_ns();
   const uint64_t window = ring_->window_ns();
   trigger_fields t;
   t.source = "crash";

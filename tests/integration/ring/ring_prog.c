@@ -118,9 +118,9 @@ int main(int argc, char **argv) {
     }
   } else if (strcmp(mode, "crash") == 0) {
     const uint64_t end = atol(argv[2]) * 1000;
-    while (now_ms() - g_t0 < end) {
-      region(-1);
+    while (now_ms() - g_t0 < end) { /* the last region ends just before the crash */
       sleep_ms(2);
+      region(-1);
     }
     raise(SIGSEGV);
   } else if (strcmp(mode, "fork") == 0) {

@@ -332,3 +332,18 @@ def test_a_forked_child_has_its_own_ring(tmp_path):
     # The parent's window: its regions from before the fork through the child's life, whole.
     assert p_ms[0] < 1500 and p_ms[-1] > c_ms[-1], (p_ms[:3], p_ms[-3:], c_ms[-1])
     assert max(b - a for a, b in zip(p_ms, p_ms[1:])) < 200
+
+
+def test_a_trigger_on_a_busy_writer_keeps_every_event_after_the_rings_first(tmp_path):
+    # 1 M regions, then a trigger at once: the writer is still formatting and compressing the
+    # backlog when it comes, and takes it between its chunks and members. What is written is the
+    # ring (its oldest member's first event on) and every event after it, in order, none twice.
+    n = 1000000
+    p = run(tmp_path, "latency", n, DFTRACE_RING_BYTES="4MiB", DFTRACE_RING_SECONDS="3600")
+    assert p.stdout.startswith("trigger 1,"), p.stdout
+    events, triggers, end = trace(tmp_path)
+    assert [x["args"]["value"] for x in triggers] == ["latency"], triggers
+    ids = [e["args"]["i"] for e in work(events)]
+    assert ids and ids == list(range(ids[0], n)), (ids[:3], ids[-3:], len(ids))
+    assert end["args"]["dropped_events"] == 0
+    assert end["args"]["ring_discarded_events"] == ids[0], end
