@@ -276,6 +276,9 @@ class runtime {
   // when it is not yet (a forked child's event on an inherited descriptor). False if unknown.
   bool redefine_hash(int kind, uint64_t hash);
   int set_rank(int rank, int size);
+  // The program name and parent a launcher gave a process that was initialised before it
+  // could say so (dftrace_set_process_identity).
+  int set_process_identity(const char *exec_name, long parent_pid);
   void thread_name(std::string_view name);
   // CLOCK_MONOTONIC ns through the event path's clock (a tick and the map), as events are
   // stamped: what dftrace_now_ns() returns, so explicit-time events and marks agree with them.
