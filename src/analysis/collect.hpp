@@ -61,10 +61,10 @@ struct thread_events {
 
 // What a file says of one process, and what was read of it.
 struct process_facts {
-  std::string host;   // the name of its HH (or PR hostname) line; "" when none
-  std::string ppid;   // the `ppid` of its `start` event, as written; "" when none
+  std::string host;     // the name of its HH (or PR hostname) line; "" when none
+  std::string ppid;     // the `ppid` of its `start` event, as written; "" when none
   std::string pr_ppid;  // the value of a `PR ppid` line (the parent given after the header)
-  std::string hhash;  // the `hhash` of its `start` event (names the host through an HH line)
+  std::string hhash;    // the `hhash` of its `start` event (names the host through an HH line)
   bool has_rank = false;
   int64_t rank = 0;
   bool has_end = false;
