@@ -128,3 +128,9 @@ def test_spawned_workers_named_and_tied_under_dftrace_run_with_io(runner, method
         exec_name = _properties(t)["exec"]
         assert exec_name == "load-worker%d" % wid, exec_name
         assert t.named("batch"), t.path
+    # the analysis puts every process in the script's group (a PR ppid counts as the start's)
+    a = subprocess.run([cli, "analyze", "--json", runner.trace_dir], capture_output=True,
+                       text=True, timeout=300)
+    assert a.returncode == 0, a.stderr
+    groups = json.loads(a.stdout)["groups"]
+    assert len(groups) == 1, groups
