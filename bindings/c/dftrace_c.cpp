@@ -637,6 +637,11 @@ int dftrace_set_rank(int rank, int size) {
   return guarded([&] { return the_runtime().set_rank(rank, size); }, DFTRACE_ERR_STATE);
 }
 
+int dftrace_set_process_identity(const char *exec_name, long parent_pid) {
+  return guarded([&] { return the_runtime().set_process_identity(exec_name, parent_pid); },
+                 DFTRACE_ERR_STATE);
+}
+
 void dftrace_thread_name(const char *name) {
   if (!name) return;
   guarded_do([&] { the_runtime().thread_name(name); });

@@ -437,6 +437,13 @@ DFTRACE_API uint64_t dftrace_hash_define(int kind, const char *value);
  * (renaming the file if it is already open). */
 DFTRACE_API int dftrace_set_rank(int rank, int size);
 
+/* The program name (file name and SH/PR exec lines; NULL or "": unchanged) and the parent
+ * (`ppid`; <= 0: unchanged) of a process that was initialised before whoever started it could
+ * say them (a `spawn` child of a launcher, which libdftrace_io initialised from the
+ * environment). The file is renamed; its header says them when the file was not created yet,
+ * otherwise `PR exec` / `PR ppid` lines follow. DFTRACE_ERR_STATE before initialisation. */
+DFTRACE_API int dftrace_set_process_identity(const char *exec_name, long parent_pid);
+
 /* Names the calling thread in the trace (a thread_name line). */
 DFTRACE_API void dftrace_thread_name(const char *name);
 

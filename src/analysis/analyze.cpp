@@ -53,8 +53,8 @@ std::vector<proc> build_processes(std::map<std::string, process_facts> &procs,
     ps.push_back(std::move(p));
   }
   for (proc &p : ps) {
-    if (p.facts->ppid.empty()) continue;
-    const auto it = by_pid.find(canonical_pid(p.facts->ppid));
+    if (p.facts->parent().empty()) continue;
+    const auto it = by_pid.find(canonical_pid(p.facts->parent()));
     if (it == by_pid.end()) continue;
     for (size_t q : it->second)
       if (ps[q].host == p.host || it->second.size() == 1) p.parent = static_cast<long>(q);

@@ -76,6 +76,7 @@ bool thread_events::take_layered(const spill_store *store, std::vector<layered_e
 void process_facts::merge(const process_facts &o) {
   if (host.empty()) host = o.host;
   if (ppid.empty()) ppid = o.ppid;
+  if (pr_ppid.empty()) pr_ppid = o.pr_ppid;
   if (hhash.empty()) hhash = o.hhash;
   if (!has_rank && o.has_rank) {
     has_rank = true;
@@ -134,6 +135,8 @@ void metadata_fact(const parsed_line &pl, process_facts &pf) {
     pf.host.assign(n->text);
   } else if (pl.name.text == "PR" && n->text == "hostname" && pf.host.empty()) {
     pf.host.assign(v->text);
+  } else if (pl.name.text == "PR" && n->text == "ppid") {
+    pf.pr_ppid.assign(v->text);
   } else if (pl.name.text == "PR" && n->text == "rank") {
     int64_t r = 0;
     if (detail::value_i64(*v, &r)) {

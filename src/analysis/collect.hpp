@@ -62,9 +62,10 @@ struct thread_events {
 
 // What a file says of one process, and what was read of it.
 struct process_facts {
-  std::string host;   // the name of its HH (or PR hostname) line; "" when none
-  std::string ppid;   // the `ppid` of its `start` event, as written; "" when none
-  std::string hhash;  // the `hhash` of its `start` event (names the host through an HH line)
+  std::string host;     // the name of its HH (or PR hostname) line; "" when none
+  std::string ppid;     // the `ppid` of its `start` event, as written; "" when none
+  std::string pr_ppid;  // the value of a `PR ppid` line (the parent given after the header)
+  std::string hhash;    // the `hhash` of its `start` event (names the host through an HH line)
   bool has_rank = false;
   int64_t rank = 0;
   bool has_end = false;
@@ -76,6 +77,8 @@ struct process_facts {
   bool dftrace_writer = false;  // its `start` event has dftrace's clock fields
   bool shared_file = false;     // read from a file that holds other processes (a merged trace)
   void merge(const process_facts &o);
+  // The parent: a `PR ppid` line's, else the start event's.
+  const std::string &parent() const { return pr_ppid.empty() ? ppid : pr_ppid; }
 };
 
 // Calls and durations of one (cat, name): complete events and, counted but not in durs,

@@ -118,6 +118,7 @@ void get_inputs(reader &r, input_report *in) {
 void put_facts(writer &w, const process_facts &f) {
   w.s(f.host);
   w.s(f.ppid);
+  w.s(f.pr_ppid);
   w.s(f.hhash);
   w.u(f.has_rank);
   w.i(f.rank);
@@ -129,6 +130,7 @@ void put_facts(writer &w, const process_facts &f) {
 void get_facts(reader &r, process_facts *f) {
   f->host = r.s();
   f->ppid = r.s();
+  f->pr_ppid = r.s();
   f->hhash = r.s();
   f->has_rank = r.b();
   f->rank = r.i();

@@ -454,13 +454,13 @@ bool output_file::append(const struct iovec *v, size_t count, bool quiet) {
   return true;
 }
 
-void output_file::relocate(const std::string &new_path, std::string header) {
+bool output_file::relocate(const std::string &new_path, std::string header) {
   if (!tried()) {  // not created yet: plan the new name and header
     plan(new_path, std::move(header));
-    return;
+    return true;
   }
   std::lock_guard<std::mutex> lock(path_mutex_);
-  if (!is_open() || new_path == path_) return;
+  if (!is_open() || new_path == path_) return false;
   if (rename_new(path_.c_str(), new_path.c_str())) {
     path_ = new_path;
   } else if (errno == EEXIST) {
@@ -473,7 +473,7 @@ void output_file::relocate(const std::string &new_path, std::string header) {
             "leaving it untouched and renaming the trace to '%s'",
             new_path.c_str(), fresh);
         path_ = fresh;
-        return;
+        return false;
       }
       if (errno != EEXIST) break;
     }
@@ -484,6 +484,7 @@ void output_file::relocate(const std::string &new_path, std::string header) {
     log(log_level::warn, "can not rename '%s' to '%s': %s; keeping the first name", path_.c_str(),
         new_path.c_str(), std::strerror(errno));
   }
+  return false;
 }
 
 void output_file::sync() {

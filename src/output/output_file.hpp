@@ -86,8 +86,9 @@ class output_file {
   // file system freed that room; a file-size limit may leave room for it).
   bool write_last(const char *p, size_t n);
   // The file moves to new_path: renamed when open (a name taken by something else is left alone
-  // and a free one near it used), planned with `header` otherwise.
-  void relocate(const std::string &new_path, std::string header);
+  // and a free one near it used), planned with `header` otherwise. True when `header` will be
+  // the file's (it was not created yet).
+  bool relocate(const std::string &new_path, std::string header);
   void sync();
   void close();
   ~output_file();

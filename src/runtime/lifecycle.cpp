@@ -287,6 +287,7 @@ void runtime::apply_recording_locked() {
 int runtime::step() {
   if (!initialized_.load()) init(nullptr);
   std::lock_guard<std::mutex> lock(init_mutex_);
+  if (following_) stop_following_locked();  // its own steps from here, counted on
   const uint64_t ended = step_.fetch_add(1);
   if (attach_.pending || attach_.open) attach_step_locked();
   if (writer_ && writer_->ring_on()) {
@@ -302,6 +303,7 @@ int runtime::step() {
     gate_ = gate;
     apply_recording_locked();
   }
+  publish_schedule_locked();
   if (!schedule_.window_ends_after(ended)) return 0;
   // The window's events on disk before the caller is told (on_trace_ready).
   if (writer_ && !writer_->flush()) return DFTRACE_ERR_IO;
@@ -325,17 +327,51 @@ int runtime::set_schedule(const schedule &s) {
     return DFTRACE_ERR_INVALID_ARGUMENT;
   if (!initialized_.load()) init(nullptr);
   std::lock_guard<std::mutex> lock(init_mutex_);
+  if (following_) stop_following_locked();
   schedule_ = s;
   step_.store(0);
   gate_ = schedule_.records(0);
   apply_recording_locked();
+  publish_schedule_locked();
   return DFTRACE_OK;
 }
 
 int runtime::step_phase() {
   if (!initialized_.load()) init(nullptr);  // the schedule comes from the configuration
   std::lock_guard<std::mutex> lock(init_mutex_);
+  if (following_) sync_schedule_locked();  // what the parent's step says now
   return static_cast<int>(schedule_.phase(step_.load()));
+}
+
+// ---------------------------------------------------------------- the schedule and forks
+
+void runtime::publish_schedule_locked() {
+  if (share_ && !following_) share_->publish({schedule_, step_.load(), gate_});
+}
+
+void runtime::sync_schedule_locked() {
+  const schedule_state st = share_->read();
+  schedule_ = st.s;
+  step_.store(st.step);
+  if (st.gate == gate_) return;
+  gate_ = st.gate;
+  apply_recording_locked();
+  // The parent's window ended: this process's part of it on disk as well.
+  if (!gate_ && writer_) writer_->flush();
+}
+
+bool runtime::schedule_follow() {
+  lifecycle_scope own_work;
+  std::lock_guard<std::mutex> lock(init_mutex_);
+  if (!following_ || !initialized_.load()) return false;
+  sync_schedule_locked();
+  return true;
+}
+
+void runtime::stop_following_locked() {
+  following_ = false;
+  share_ = nullptr;  // the parent's; this process makes its own page at its next fork
+  schedule_follower_stop();
 }
 
 void runtime::preload_enable() {
@@ -357,6 +393,7 @@ int runtime::finalize() {
   if (!initialized_.load()) return DFTRACE_OK;
   attach_close_locked(ticks().to_ns(tick_now()), "as the trace was finalized");
   attach_stop_locked();
+  if (following_) stop_following_locked();
   recording_.store(false);
   tree_.set_recording(false);
   if (writer_) {
@@ -441,6 +478,11 @@ uint64_t runtime::events_dropped() const {
 
 void runtime::on_fork_prepare() {
   init_mutex_.lock();
+  // A schedule counted here is shared with the child, which counts no step of its own.
+  if (!following_ && schedule_.on() && initialized_.load()) {
+    if (!share_) share_ = schedule_page::create();
+    publish_schedule_locked();
+  }
   tree_.mutex().lock();
   hash_mutex_.lock();
   if (writer_) writer_->fork_prepare();
@@ -486,6 +528,16 @@ void runtime::on_fork_child() {
     emit_thread_name(*ts, exec_);
   }
   telemetry_fork_child();
+  // The parent's schedule, followed until the child counts a step of its own.
+  if (share_ && initialized_.load()) {
+    std::lock_guard<std::mutex> lock(init_mutex_);
+    following_ = schedule_follower_start(share_);
+    if (following_) {
+      sync_schedule_locked();
+    } else {
+      share_ = nullptr;  // the state at the fork stays; the parent's page is never written
+    }
+  }
 }
 
 }  // namespace dftrace::detail

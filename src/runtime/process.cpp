@@ -137,6 +137,33 @@ int runtime::set_rank(int rank, int size) {
   return DFTRACE_OK;
 }
 
+int runtime::set_process_identity(const char *exec_name, long parent_pid) {
+  lifecycle_scope own_work;
+  bool named = false, parented = false;
+  {
+    std::lock_guard<std::mutex> lock(init_mutex_);
+    if (!initialized_.load()) return DFTRACE_ERR_STATE;
+    named = exec_name && *exec_name && exec_ != exec_name;
+    parented = parent_pid > 0 && ppid_ != static_cast<pid_t>(parent_pid);
+    if (!named && !parented) return DFTRACE_OK;
+    if (named) {
+      exec_ = exec_name;
+      std::lock_guard<std::mutex> hl(hash_mutex_);
+      define_header_hashes_locked();
+    }
+    if (parented) ppid_ = static_cast<pid_t>(parent_pid);
+    // Not created yet (the usual case: the file is made at the first flush): its header says
+    // the new name and parent. Created: renamed, and PR lines say them after the start event.
+    if (!writer_ || writer_->relocate(path_from_config(), header_text())) return DFTRACE_OK;
+  }
+  if (named) {
+    metadata_line("SH", exec_, std::to_string(dftracer_hash(exec_)), true);
+    metadata_line("PR", "exec", json_quote(exec_), true);
+  }
+  if (parented) metadata_line("PR", "ppid", std::to_string(parent_pid), true);
+  return DFTRACE_OK;
+}
+
 // ---------------------------------------------------------------- header and footer
 
 std::string runtime::path_from_config() {

@@ -25,6 +25,7 @@
 #include "base/clock.hpp"
 #include "config/config.hpp"
 #include "runtime/schedule.hpp"
+#include "runtime/schedule_share.hpp"
 #include "runtime/triggers.hpp"
 #include "tree/tree.hpp"
 #include "writer/writer.hpp"
@@ -211,6 +212,9 @@ class runtime {
   // Replaces the schedule and restarts counting at step 0.
   int set_schedule(const schedule &s);
   int step_phase();
+  // A forked child that follows its parent's schedule (schedule_share.hpp): takes the state
+  // the parent published. False when this process follows no more (its thread then ends).
+  bool schedule_follow();
   // A flight recorder's trigger (output.mode: ring; docs/flight-recorder.md): 1 when taken, 0
   // when not (not in ring mode, not recording, within trigger.min_gap of the last one).
   int trigger(std::string_view source, std::string_view reason);
@@ -274,6 +278,9 @@ class runtime {
   // when it is not yet (a forked child's event on an inherited descriptor). False if unknown.
   bool redefine_hash(int kind, uint64_t hash);
   int set_rank(int rank, int size);
+  // The program name and parent a launcher gave a process that was initialised before it
+  // could say so (dftrace_set_process_identity).
+  int set_process_identity(const char *exec_name, long parent_pid);
   void thread_name(std::string_view name);
   // CLOCK_MONOTONIC ns through the event path's clock (a tick and the map), as events are
   // stamped: what dftrace_now_ns() returns, so explicit-time events and marks agree with them.
@@ -388,6 +395,14 @@ class runtime {
   bool gate_ = true;
   schedule schedule_;
   std::atomic<uint64_t> step_{0};
+  // The schedule shared with forked children: the page this process publishes in, or (while
+  // following_) the one its parent publishes in. A child follows until it counts a step or
+  // sets a schedule itself.
+  schedule_page *share_ = nullptr;
+  bool following_ = false;
+  void publish_schedule_locked();
+  void sync_schedule_locked();
+  void stop_following_locked();
   // Ring mode: slow steps, and the steps of full detail left after a trigger (ring.after in
   // steps; 0: none, or ring.after is a time).
   step_watch step_watch_;

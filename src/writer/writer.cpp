@@ -415,9 +415,9 @@ void writer::finish(end_fields end) {
   if (thread_.joinable() && std::this_thread::get_id() != thread_.get_id()) thread_.join();
 }
 
-void writer::relocate(const std::string &new_path, std::string header) {
+bool writer::relocate(const std::string &new_path, std::string header) {
   std::lock_guard<std::mutex> io(io_mutex_);
-  file_.relocate(new_path, std::move(header));
+  return file_.relocate(new_path, std::move(header));
 }
 
 // ---------------------------------------------------------------- the fatal-signal path

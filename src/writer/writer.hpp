@@ -91,8 +91,8 @@ class writer {
   // final counts) and "]", then close. Later calls do nothing.
   void finish(end_fields end);
   // The file moves to new_path (the rank became known): renamed if it is open, otherwise created
-  // there with `header` in place of the one planned.
-  void relocate(const std::string &new_path, std::string header);
+  // there with `header` in place of the one planned (then true).
+  bool relocate(const std::string &new_path, std::string header);
   // From a fatal signal handler: write what can be written within about a second; with `end`
   // (the process is about to die), then the end line and "]" as the last member, and the file
   // is finished. No allocation.

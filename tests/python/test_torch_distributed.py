@@ -63,6 +63,11 @@ with ai.pipeline.train:
     maybe("reduce_scatter_tensor", lambda: dist.reduce_scatter_tensor(torch.zeros(4), torch.ones(4 * world)))
     maybe("reduce_scatter", lambda: dist.reduce_scatter(torch.zeros(4), [torch.ones(4)] * world))
     maybe("all_to_all", lambda: dist.all_to_all([torch.zeros(2)] * world, [torch.ones(2)] * world))
+    # the coalesced forms: one event for the whole list, however torch carries it out
+    dist.all_reduce_coalesced([torch.ones(3), torch.ones(5)], op=dist.ReduceOp.MAX)
+    dist.all_gather_coalesced([[torch.zeros(2, dtype=torch.int64), torch.zeros(7, dtype=torch.int64)]
+                               for _ in range(world)],
+                              [torch.ones(2, dtype=torch.int64), torch.ones(7, dtype=torch.int64)])
     dist.all_reduce(torch.ones(16), async_op=True).wait()
     dist.broadcast(torch.ones(8, dtype=torch.float16), src=0, async_op=True).wait()
     if rank == 0:
@@ -134,6 +139,8 @@ def expected_calls(rank):
         ("reduce_scatter_tensor", 32, "float32", 8, {"op": "SUM"}),
         ("reduce_scatter", 32, "float32", 8, {"op": "SUM"}),
         ("all_to_all", 16, "float32", 4, {}),
+        ("all_reduce_coalesced", 32, "float32", 8, {"op": "MAX", "tensors": 2}),
+        ("all_gather_coalesced", 72, "int64", 9, {"tensors": 2}),
         ("all_reduce", 64, "float32", 16, {"op": "SUM", "async_op": True}),
         ("broadcast", 16, "float16", 8, {"root": 0, "async_op": True}),
     ]

@@ -94,3 +94,43 @@ def test_spawned_workers_are_traced_without_dftrace_run(runner, method, how):
     assert len(groups) == 1, groups
     assert sorted(int(x) for x in groups[0]["pids"]) == sorted(
         t.records[0]["pid"] for t in traces)
+
+
+@pytest.mark.parametrize("method", ["spawn", "forkserver"])
+def test_spawned_workers_named_and_tied_under_dftrace_run_with_io(runner, method):
+    """Under `dftrace run` with I/O tracing libdftrace_io starts tracing in each worker before
+    Python runs: the workers still get the script's name with their id, and the script as
+    their parent (not the fork server)."""
+    script = os.path.join(runner.dir, "load.py")
+    with open(script, "w") as f:
+        f.write("import sys\nsys.argv[1:] = [%r, 'auto']\n" % method + LOADER)
+    cli = os.path.join(os.environ["DFTRACE_BUILD_DIR"], "tools", "dftrace")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DFTRACE_", "DFTRACER_"))}
+    if env.get("PYTHONPATH"):
+        env["PYTHONPATH"] = os.pathsep.join(os.path.abspath(x)
+                                            for x in env["PYTHONPATH"].split(os.pathsep))
+    p = subprocess.run([cli, "run", "--prefix", os.path.join(runner.trace_dir, "t"), "--",
+                        "/usr/bin/python3", script], cwd=runner.dir, env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0 and "batches 5" in p.stdout, p.stdout + p.stderr
+    parent_pid = int(p.stdout.split("pid")[1])
+    traces = runner.traces()
+    workers = [t for t in traces if _properties(t).get("worker_id") is not None]
+    assert len(workers) == 2, [t.path for t in traces]
+    for t in workers:
+        wid = _properties(t)["worker_id"]
+        name = os.path.basename(t.path)
+        assert name.startswith("t-load-worker%d-%d-" % (wid, t.records[0]["pid"])), name
+        # the header says it where the file was made after the worker learnt it; a PR line
+        # after the start event otherwise
+        ppid = _properties(t).get("ppid", _start(t)["args"]["ppid"])
+        assert ppid == parent_pid, (t.path, _start(t), _properties(t))
+        exec_name = _properties(t)["exec"]
+        assert exec_name == "load-worker%d" % wid, exec_name
+        assert t.named("batch"), t.path
+    # the analysis puts every process in the script's group (a PR ppid counts as the start's)
+    a = subprocess.run([cli, "analyze", "--json", runner.trace_dir], capture_output=True,
+                       text=True, timeout=300)
+    assert a.returncode == 0, a.stderr
+    groups = json.loads(a.stdout)["groups"]
+    assert len(groups) == 1, groups

@@ -95,7 +95,12 @@ def spec_for(process, main_script: Optional[str]) -> Optional[ChildSpec]:
 def start_child(spec: ChildSpec) -> None:
     """In the child, before its target runs: tracing as the parent's, never raising."""
     try:
-        _dftrace.init(**spec["init"])
+        init = spec["init"]
+        _dftrace.init(**init)
+        # Initialised already (libdftrace_io under `dftrace run`, from the environment, before
+        # Python ran; a forkserver's fork): the name and the parent are the spec's all the same.
+        if _dftrace.is_enabled():
+            _dftrace.set_process_identity(init.get("exec_name"), init.get("parent_pid", 0))
         torch = spec.get("torch")
         # Only where the child has torch already (a DataLoader worker, whose target is
         # torch's): a child that never uses torch is not made to import it.

@@ -487,6 +487,30 @@ def test_schedule_records_active_steps_and_flushes_each_window(tmp_path):
     assert steps == [3, 4, 7, 8]
 
 
+def test_forked_child_follows_the_parents_schedule(tmp_path):
+    # skip 2, active 2, one cycle: the parent's steps 2 and 3 are recorded. The child, forked
+    # in step 0 and counting no step itself, records its fetches of those steps only.
+    e = dict(os.environ, DFTRACE_ENABLE="1", DFTRACE_LOG_FILE=str(tmp_path / "trace"),
+             DFTRACE_SCHEDULE_SKIP_FIRST="2", DFTRACE_SCHEDULE_ACTIVE="2",
+             DFTRACE_SCHEDULE_REPEAT="1")
+    p = subprocess.run([os.path.join(BIN, "schedule_fork"), "6"], env=e, capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0, (p.stdout, p.stderr)
+    phases = [int(l.split()[4]) for l in p.stdout.splitlines() if l.startswith("child step")]
+    assert phases == [1, 1, 4, 4, 5, 5, 5], p.stdout  # SKIP 1, ACTIVE 4, DONE 5
+    words = p.stdout.splitlines()[-1].split()  # parent PID child PID status 0
+    parent, child = int(words[1]), int(words[3])
+    by_pid = {}
+    for f in os.listdir(tmp_path):
+        ev = tc.load_checked(str(tmp_path / f))
+        by_pid[ev[0]["pid"]] = ev
+    assert set(by_pid) == {parent, child}, list(by_pid)
+    fetched = sorted(e["args"]["i"] for e in tc.user_events(by_pid[child]))
+    stepped = sorted(e["args"]["i"] for e in tc.user_events(by_pid[parent]))
+    assert stepped == [2, 3], stepped
+    assert fetched == [2, 3], fetched
+
+
 def test_no_schedule_records_every_step(tmp_path):
     p = run("schedule", 5, tmp=tmp_path)
     assert "ready" not in p.stdout

@@ -170,6 +170,25 @@ def _scatter(tensor, scatter_list=None, src=None, group=None, async_op=False, *_
     return _one(tensor) + (("root", root),) + _group(group), async_op  # what this rank receives
 
 
+def _all_reduce_coalesced(tensors, op=_SUM, group=None, async_op=False, *_, **__):
+    return _many(tensors) + (("tensors", len(tensors)),) + _op(op) + _group(group), async_op
+
+
+def _all_gather_coalesced(output_tensor_lists, input_tensor_list, group=None, async_op=False,
+                          *_, **__):
+    return _many(input_tensor_list) + (("tensors", len(input_tensor_list)),) + _group(group), \
+        async_op  # what this rank contributes
+
+
+def _into_tensor_coalesced(outputs, inputs, group=None, async_op=False, *_, **__):
+    return _many(inputs) + (("tensors", len(inputs)),) + _group(group), async_op
+
+
+def _reduce_scatter_tensor_coalesced(outputs, inputs, op=_SUM, group=None, async_op=False, *_,
+                                     **__):
+    return _many(inputs) + (("tensors", len(inputs)),) + _op(op) + _group(group), async_op
+
+
 def _barrier(group=None, async_op=False, *_, **__):
     return _group(group), async_op
 
@@ -213,6 +232,14 @@ _CALLS: Dict[str, Tuple[str, Callable]] = {
     "all_to_all_single": ("all_to_all_single", _all_to_all_single),
     "gather": ("gather", _gather),
     "scatter": ("scatter", _scatter),
+    "all_reduce_coalesced": ("all_reduce_coalesced", _all_reduce_coalesced),
+    "all_gather_coalesced": ("all_gather_coalesced", _all_gather_coalesced),
+    # c10d functions of these names, where a torch has them (the ProcessGroup methods of the
+    # same purpose are reached only through the functions above or _coalescing_manager)
+    "all_gather_into_tensor_coalesced": ("all_gather_into_tensor_coalesced",
+                                         _into_tensor_coalesced),
+    "reduce_scatter_tensor_coalesced": ("reduce_scatter_tensor_coalesced",
+                                        _reduce_scatter_tensor_coalesced),
     "barrier": ("barrier", _barrier),
     "send": ("send", _p2p(False)),
     "recv": ("recv", _p2p(False)),
@@ -609,6 +636,8 @@ def instrument_distributed(ddp: bool = True) -> Undo:
             if module.__dict__.get(function) is original:
                 patches.append(patch(module, function, lambda _o, t=traced: t))
     patches.append(patch(dist.Work, "wait", _traced_wait))
+    from . import functional_collectives  # torch 2.x's functional collectives, where present
+    patches.extend(functional_collectives.patches())
 
     def make_init(original):
         def init_process_group(*args, **kwargs):

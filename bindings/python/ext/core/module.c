@@ -272,6 +272,21 @@ static PyObject *mod_set_rank(PyObject *m, PyObject *const *argv, Py_ssize_t n) 
   return PyLong_FromLong(dftrace_set_rank((int)r, (int)s));
 }
 
+static PyObject *mod_set_process_identity(PyObject *m, PyObject *const *argv, Py_ssize_t n) {
+  (void)m;
+  if (n != 2) {
+    warn("set_process_identity needs a name (or None) and a parent pid (ignored)");
+    Py_RETURN_NONE;
+  }
+  const char *name = argv[0] == Py_None ? NULL : PyUnicode_AsUTF8(argv[0]);
+  long ppid = PyErr_Occurred() ? 0 : PyLong_AsLong(argv[1]);
+  if (PyErr_Occurred()) {
+    warn_and_clear("set_process_identity");
+    Py_RETURN_NONE;
+  }
+  return PyLong_FromLong(dftrace_set_process_identity(name, ppid));
+}
+
 static PyObject *mod_set_capture_factory(PyObject *m, PyObject *fn) {
   (void)m;
   Py_XSETREF(g_capture_factory, fn == Py_None ? NULL : Py_NewRef(fn));
@@ -320,6 +335,8 @@ static PyMethodDef module_methods[] = {
      "process_property(key, value): a process property line."},
     {"thread_name", mod_thread_name, METH_O, "Names the calling thread in the trace."},
     {"set_rank", (PyCFunction)(void (*)(void))mod_set_rank, METH_FASTCALL, NULL},
+    {"set_process_identity", (PyCFunction)(void (*)(void))mod_set_process_identity, METH_FASTCALL,
+     NULL},
     {"region_args", (PyCFunction)(void (*)(void))mod_region_args, METH_FASTCALL, NULL},
     {"trigger", (PyCFunction)(void (*)(void))mod_trigger, METH_FASTCALL,
      "A trigger of the flight recorder (output.mode: ring): 1 when taken."},

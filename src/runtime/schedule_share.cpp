@@ -1,0 +1,125 @@
+// schedule_share.cpp: the shared page of the step schedule, and the thread by which a forked
+// child follows its parent's schedule.
+#include "runtime/schedule_share.hpp"
+
+#include <linux/futex.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <new>
+
+#include "base/thread_role.hpp"
+#include "runtime/runtime.hpp"
+
+namespace dftrace::detail {
+
+schedule_page *schedule_page::create() {
+  void *p = mmap(nullptr, sizeof(schedule_page), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                 -1, 0);
+  return p == MAP_FAILED ? nullptr : new (p) schedule_page;
+}
+
+void schedule_page::publish(const schedule_state &st) {
+  const bool changed = gate_.load(std::memory_order_relaxed) != static_cast<uint32_t>(st.gate) ||
+                       skip_first_.load(std::memory_order_relaxed) != st.s.skip_first ||
+                       wait_.load(std::memory_order_relaxed) != st.s.wait ||
+                       warmup_.load(std::memory_order_relaxed) != st.s.warmup ||
+                       active_.load(std::memory_order_relaxed) != st.s.active ||
+                       repeat_.load(std::memory_order_relaxed) != st.s.repeat;
+  if (!changed) {
+    step_.store(st.step, std::memory_order_release);
+    return;
+  }
+  seq_.fetch_add(1, std::memory_order_acq_rel);  // odd: being written
+  skip_first_.store(st.s.skip_first, std::memory_order_relaxed);
+  wait_.store(st.s.wait, std::memory_order_relaxed);
+  warmup_.store(st.s.warmup, std::memory_order_relaxed);
+  active_.store(st.s.active, std::memory_order_relaxed);
+  repeat_.store(st.s.repeat, std::memory_order_relaxed);
+  gate_.store(st.gate, std::memory_order_relaxed);
+  step_.store(st.step, std::memory_order_relaxed);
+  seq_.fetch_add(1, std::memory_order_acq_rel);  // even: complete
+  // Shared between processes: no FUTEX_PRIVATE_FLAG.
+  syscall(SYS_futex, reinterpret_cast<uint32_t *>(&seq_), FUTEX_WAKE, INT32_MAX, nullptr, nullptr,
+          0);
+}
+
+schedule_state schedule_page::read() const {
+  schedule_state st;
+  for (;;) {
+    const uint32_t before = seq_.load(std::memory_order_acquire);
+    if (before & 1u) {
+      sched_yield();
+      continue;
+    }
+    st.s = {skip_first_.load(std::memory_order_relaxed), wait_.load(std::memory_order_relaxed),
+            warmup_.load(std::memory_order_relaxed), active_.load(std::memory_order_relaxed),
+            repeat_.load(std::memory_order_relaxed)};
+    st.gate = gate_.load(std::memory_order_relaxed) != 0;
+    st.step = step_.load(std::memory_order_acquire);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (seq_.load(std::memory_order_relaxed) == before) return st;
+  }
+}
+
+void schedule_page::wait(uint32_t seen, int timeout_ms) const {
+  timespec t{timeout_ms / 1000, (timeout_ms % 1000) * 1000000L};
+  syscall(SYS_futex, reinterpret_cast<const uint32_t *>(&seq_), FUTEX_WAIT, seen, &t, nullptr, 0);
+}
+
+// ---------------------------------------------------------------- the follower thread
+
+namespace {
+
+// A later fork, finalize, or the child's own step ends the thread: it sees the generation
+// change (as attach.cpp's listener does).
+std::atomic<uint64_t> g_follower_gen{0};
+
+struct follower_args {
+  const schedule_page *page;
+  uint64_t gen;
+};
+
+void *follower_main(void *p) {
+  ++t_internal_thread;
+  pthread_setname_np(pthread_self(), "dftrace-sched");
+  const follower_args args = *static_cast<follower_args *>(p);
+  delete static_cast<follower_args *>(p);
+  uint32_t seen = ~0u;
+  while (!runtime::exit_begun() && g_follower_gen.load() == args.gen) {
+    const uint32_t now = args.page->sequence();
+    if (now != seen && !(now & 1u)) {
+      seen = now;
+      if (!runtime::get().schedule_follow()) break;
+    }
+    args.page->wait(now, 200);
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+void schedule_follower_stop() { g_follower_gen.fetch_add(1); }
+
+bool schedule_follower_start(const schedule_page *page) {
+  auto *args = new (std::nothrow) follower_args{page, g_follower_gen.fetch_add(1) + 1};
+  if (!args) return false;
+  sigset_t all, old;  // the thread takes no signal of the application's
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  pthread_t t;
+  const bool ok = pthread_create(&t, nullptr, follower_main, args) == 0;
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  if (ok) {
+    pthread_detach(t);
+  } else {
+    delete args;
+  }
+  return ok;
+}
+
+}  // namespace dftrace::detail

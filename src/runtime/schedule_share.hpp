@@ -1,0 +1,51 @@
+// schedule_share.hpp: the step schedule's state shared with forked children: a page of shared
+// memory in which the process that counts the steps publishes its schedule, step and gate, and
+// from which a forked child that counts none follows them (docs/configuration.md, "The step
+// schedule").
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "runtime/schedule.hpp"
+
+namespace dftrace::detail {
+
+struct schedule_state {
+  schedule s;
+  uint64_t step = 0;
+  bool gate = true;
+};
+
+// Lives in an anonymous MAP_SHARED mapping made before the first fork, so that the parent and
+// all its forked descendants see one copy. One writer (the counting process, under its
+// runtime lock); any number of readers (a seqlock: a reader never blocks the writer).
+class schedule_page {
+ public:
+  // A new page, or nullptr when the mapping can not be made (children then keep the state
+  // they had at the fork).
+  static schedule_page *create();
+  // The writer: the whole state. Readers waiting in wait() wake when the gate or the schedule
+  // changed (a step that changes neither only updates the count: no system call).
+  void publish(const schedule_state &st);
+  // A consistent copy of the state.
+  schedule_state read() const;
+  // Blocks until the state changes from the sequence `seen` or timeout_ms pass (futex).
+  void wait(uint32_t seen, int timeout_ms) const;
+  uint32_t sequence() const { return seq_.load(std::memory_order_acquire); }
+
+ private:
+  std::atomic<uint32_t> seq_{0};  // odd while the writer writes; the futex word
+  std::atomic<uint64_t> skip_first_{0}, wait_{0}, warmup_{0}, active_{0}, repeat_{0};
+  std::atomic<uint64_t> step_{0};
+  std::atomic<uint32_t> gate_{1};
+};
+
+}  // namespace dftrace::detail
+
+namespace dftrace::detail {
+// The thread of a forked child that follows `page` (runtime::schedule_follow on each change);
+// false when it could not start. stop() ends it (at finalize, at the child's own step).
+bool schedule_follower_start(const schedule_page *page);
+void schedule_follower_stop();
+}  // namespace dftrace::detail
