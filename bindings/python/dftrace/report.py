@@ -443,9 +443,10 @@ def build(paths, title=None, compare=None):
     matplotlib.use("Agg")
     from . import _read, report_analysis
     files = _read.trace_files(paths)
-    df = _read.read(files, args=["ret", "size", "bytes"] + _TELEMETRY_SERIES, threads=0)
+    # One pass over the files gives both the events and the analysis' partial.
+    df, partial = _read.read_with_partial(files, ["ret", "size", "bytes"] + _TELEMETRY_SERIES)
     analysis = {sid: (h, body) for sid, h, body in report_analysis.sections(
-        files, compare, df.attrs.get("windows", ()))}
+        files, compare, df.attrs.get("windows", ()), partial)}
     x = df[df.ts > 0]
     t0 = int(x.ts.min()) if len(x) else 0
     t1 = int((x.ts + x.dur).max()) if len(x) else 0
