@@ -84,7 +84,8 @@ def _arg_column(pd, np, c, rows):
     present = kind != 0
     kinds = set((np.flatnonzero(np.bincount(kind, minlength=4)[1:]) + 1).tolist())
     if not kinds:
-        return pd.Series(pd.array([pd.NA] * rows, dtype="Int64"))
+        return pd.Series(pd.arrays.IntegerArray(np.zeros(rows, dtype=np.int64),
+                                                np.ones(rows, dtype=bool)))
     if kinds == {1}:  # integers: exact, missing values as <NA>
         return pd.Series(pd.arrays.IntegerArray(v, ~present))
     if kinds <= {1, 2}:
