@@ -16,7 +16,8 @@ for _ in $(seq "$rounds"); do
   for who in base new; do
     cli=$base
     [ "$who" = new ] && cli=$new
-    /usr/bin/time -f "%e %U %S %M" -o "$out/time" "$cli" report "$input" -o "$out/r.html" >/dev/null
+    /usr/bin/time -f "%e %U %S %M" -o "$out/time" "$cli" report "$input" -o "$out/r.html" >/dev/null 2>"$out/err" ||
+      { cat "$out/err" >&2; exit 1; }
     read -r wall user sys rss <"$out/time"
     echo "| $who | $wall | $user | $sys | $((rss / 1024)) | $(cut -d' ' -f1 /proc/loadavg) |"
   done
