@@ -51,10 +51,12 @@ LAYERS = {
     "bindings/c": ["src/base", "src/config", "src/tree", "src/topology", "src/output",
                    "src/writer", "src/runtime", PLUGIN_H],
     "bindings/python": [],
-    # dftrace._reader: the Python face of the trace reader (dftrace.read), like the tools
+    # dftrace._reader: the Python face of the trace reader (dftrace.read), like the tools, and
+    # of the analysis engine in the same pass (the report)
     # what the C++ extensions share (reading their Python arguments)
     "bindings/python/ext/common": [],
-    "bindings/python/ext/reader": ["bindings/python/ext/common", "src/base", "src/reader"],
+    "bindings/python/ext/reader": ["bindings/python/ext/common", "src/base", "src/reader",
+                                   "src/analysis"],
     # dftrace._analysis: the Python face of the analysis engine (dftrace.analyze)
     "bindings/python/ext/analysis": ["bindings/python/ext/common", "src/base", "src/config",
                                      "src/reader", "src/analysis"],

@@ -11,8 +11,26 @@ namespace dftrace::analysis {
 
 namespace {
 
+// The block's analysis part, with the tap's result for the same block beside it.
+struct tapped_part : detail::block_result {
+  std::unique_ptr<detail::block_result> part, tapped;
+};
+
+// scan_block, after the tap's work on the same text when there is a tap.
+void scan_tapped(detail::text_block &b, detail::time_unit unit, const layer_table &table,
+                 block_tap *tap) {
+  if (!tap) return scan_block(b, unit, table);
+  auto both = std::make_unique<tapped_part>();
+  tap->work(b);
+  both->tapped = std::move(b.result);
+  scan_block(b, unit, table);
+  both->part = std::move(b.result);
+  b.result = std::move(both);
+}
+
 void read_one(detail::trace_file &f, const layer_table &table, const detail::read_options &opt,
-              collection *c, input_report *rep, const std::function<void(uint64_t)> &progress) {
+              collection *c, input_report *rep, const std::function<void(uint64_t)> &progress,
+              block_tap *tap) {
   file_report fr;
   fr.path = f.path();
   fr.compressed_bytes = f.size();
@@ -27,9 +45,15 @@ void read_one(detail::trace_file &f, const layer_table &table, const detail::rea
   const detail::time_unit unit = detail::header_time_unit(f);
   file_folder folder;
   uint64_t invalid_before = 0;
+  if (tap) tap->begin(f);
   detail::for_each_block(
-      f, opt, [&](detail::text_block &b) { scan_block(b, unit, table); },
+      f, opt, [&](detail::text_block &b) { scan_tapped(b, unit, table, tap); },
       [&](detail::text_block &b) {
+        if (tap) {
+          auto *both = static_cast<tapped_part *>(b.result.get());
+          tap->take(b, std::move(both->tapped));
+          b.result = std::move(both->part);
+        }
         auto *p = static_cast<block_part *>(b.result.get());
         for (const auto &i : b.issues)
           problem(i.error, "byte " + std::to_string(i.offset) + ": " + i.message);
@@ -52,6 +76,7 @@ void read_one(detail::trace_file &f, const layer_table &table, const detail::rea
   if (invalid_before)
     problem(true, std::to_string(invalid_before) + " line(s) are not valid JSON objects");
   folder.finish(c);
+  if (tap) tap->end(f);
   rep->files.push_back(fr);
 }
 
@@ -65,16 +90,17 @@ size_t spill_budget() {
 
 void read_traces(const std::vector<std::string> &paths, const layer_table &table,
                  const detail::read_options &opt, collection *c, input_report *rep,
-                 const std::function<void(uint64_t)> &progress) {
+                 const std::function<void(uint64_t)> &progress, block_tap *tap) {
   for (const std::string &path : paths) {
     detail::trace_file f;
     std::string why;
     if (!f.open(path, &why)) {
+      if (tap) tap->unreadable(path, why);
       rep->damaged.push_back({path, "cannot be read: " + why});
       rep->files.push_back({path, 0, 0, 0, 0, 0, true});
       continue;
     }
-    read_one(f, table, opt, c, rep, progress);
+    read_one(f, table, opt, c, rep, progress, tap);
   }
   rep->counts = c->counts;
   if (!c->spill.error().empty())

@@ -36,11 +36,29 @@ struct input_report {
 // DFTRACE_ANALYZE_SPILL_EVENTS, 0 for never; 256 Ki (6 MiB) by default.
 size_t spill_budget();
 
+// A second reader of the blocks that read_traces inflates (dftrace.read's columns, for
+// `dftrace report`): each file is opened, planned and inflated once for both readers.
+class block_tap {
+ public:
+  virtual ~block_tap() = default;
+  // A file that could not be opened (also listed as damaged in the input report).
+  virtual void unreadable(const std::string &path, const std::string &why) = 0;
+  // Before the file's first block.
+  virtual void begin(const detail::trace_file &f) = 0;
+  // On a worker thread, concurrently with other blocks, before the analysis scans the block:
+  // what it leaves in b.result goes to take().
+  virtual void work(detail::text_block &b) = 0;
+  // On the calling thread, in file order, before the block's memory is given back.
+  virtual void take(detail::text_block &b, std::unique_ptr<detail::block_result> r) = 0;
+  // After the file's last block.
+  virtual void end(const detail::trace_file &f) = 0;
+};
+
 // Reads the files in the order given (the results do not depend on it) into *c, reporting in
-// *rep. progress (may be empty) gets the compressed bytes of each block consumed. Not
-// thread-safe; uses opt.threads workers.
+// *rep. progress (may be empty) gets the compressed bytes of each block consumed; tap (may be
+// null) reads the same blocks. Not thread-safe; uses opt.threads workers.
 void read_traces(const std::vector<std::string> &paths, const layer_table &table,
                  const detail::read_options &opt, collection *c, input_report *rep,
-                 const std::function<void(uint64_t)> &progress);
+                 const std::function<void(uint64_t)> &progress, block_tap *tap = nullptr);
 
 }  // namespace dftrace::analysis

@@ -88,11 +88,35 @@ def analyze(paths, client=None, steps=None, layers=None, allow_damaged=False, ru
         >>> r = dftrace.analyze("traces/")
         >>> r["steps"]["bound_by"], r.steps_frame().dur_ns.describe()
     """
-    doc = analyze_text(paths, client, steps, layers, rules, threads)
+    return _result(analyze_text(paths, client, steps, layers, rules, threads), allow_damaged)
+
+
+def _result(doc, allow_damaged):
     result = Analysis(json.loads(doc))
     if not allow_damaged and not result["inputs"]["complete"]:
         raise DamagedTraceError(result)
     return result
+
+
+def from_partial(partial, steps=None, layers=None, allow_damaged=False, rules=None):
+    """analyze() of the files whose partial dftrace._read.read_with_partial returned with their
+    DataFrame (one pass over the files for both): the same document, from the same code.
+
+    Args:
+        partial: the bytes of read_with_partial (made with the same steps and layers).
+        steps, layers, allow_damaged, rules: as analyze() takes them.
+
+    Returns:
+        An Analysis.
+
+    Example:
+        >>> df, part = dftrace._read.read_with_partial(files, ["ret"])
+        >>> r = from_partial(part)
+    """
+    from . import _analysis
+    layers = os.fspath(layers) if layers is not None else None
+    rules = os.fspath(rules) if rules is not None else None
+    return _result(_analysis.merge([partial], steps, layers, rules), allow_damaged)
 
 
 def analyze_text(paths, client=None, steps=None, layers=None, rules=None, threads=0):

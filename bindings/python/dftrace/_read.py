@@ -84,7 +84,8 @@ def _arg_column(pd, np, c, rows):
     present = kind != 0
     kinds = set((np.flatnonzero(np.bincount(kind, minlength=4)[1:]) + 1).tolist())
     if not kinds:
-        return pd.Series(pd.array([pd.NA] * rows, dtype="Int64"))
+        return pd.Series(pd.arrays.IntegerArray(np.zeros(rows, dtype=np.int64),
+                                                np.ones(rows, dtype=bool)))
     if kinds == {1}:  # integers: exact, missing values as <NA>
         return pd.Series(pd.arrays.IntegerArray(v, ~present))
     if kinds <= {1, 2}:
@@ -138,12 +139,30 @@ def read(paths, columns=None, cat=None, name=None, start=None, end=None, args=No
     want_args, keys = _keys(args, resolve)
     raw = _reader.read_columns(files, _as_list(cat), _as_list(name), _ns(start, "start"),
                                _ns(end, "end"), keys, int(threads))
+    return _dataframe(raw, files, want_args, keys, resolve, columns)
+
+
+def _dataframe(raw, files, want_args, keys, resolve, columns):
+    """read()'s DataFrame of a read_columns result, with its attrs."""
     defs, ranks = definitions(raw) if resolve else (None, None)
     df = frame(raw, want_args, keys, defs, ranks, columns)
     df.attrs["files"] = files
     df.attrs["time_units"] = dict(zip(files, raw["units"]))
     df.attrs["windows"] = windows(raw)
     return df
+
+
+def read_with_partial(files, args, threads=0, steps=None, layers=None):
+    """read(files, args=args, threads=threads) and dftrace._analysis.partial(files, steps,
+    layers, threads) from one pass over the files (each inflated and parsed once, for both):
+    (DataFrame, partial bytes for dftrace._analyze.merge_one). files: trace files (as
+    trace_files gives them); args: a list of argument keys."""
+    from . import _reader
+
+    want_args, keys = _keys(list(args), True)
+    layers = os.fspath(layers) if layers is not None else None
+    raw, partial = _reader.read_with_analysis(files, keys, int(threads), steps, layers)
+    return _dataframe(raw, files, want_args, keys, True, None), partial
 
 
 def windows(raw):

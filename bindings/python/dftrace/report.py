@@ -133,13 +133,20 @@ def _text_in(col, names):
 def _who(df):
     """The row label of each event: its rank when known, else its pid."""
     import numpy as np
-    return np.where(df["rank"].to_numpy() >= 0, "rank " + df["rank"].astype(str),
-                    "pid " + df["pid"].astype(str))
+    # one label per distinct rank or pid, not one string conversion per row
+    rank, pid = df["rank"].to_numpy(), df["pid"].to_numpy()
+    key = np.where(rank >= 0, rank, -1 - pid)  # pids are >= 0: ranks and pids stay apart
+    keys, inverse = np.unique(key, return_inverse=True)
+    labels = np.array(["rank %d" % k if k >= 0 else "pid %d" % (-1 - k) for k in keys.tolist()],
+                      dtype=object)
+    return labels[inverse.reshape(-1)]
 
 
 def _timeline(df, t0):
     import matplotlib.pyplot as plt
-    ev = df[(df.ph == "X") & (df.cat != "dftracer")]
+    # only the columns drawn: a mask over every column copies all of them
+    ev = df.loc[(df.ph == "X") & (df.cat != "dftracer"), ["rank", "pid", "cat", "ts", "dur",
+                                                          "level"]]
     if ev.empty:
         return "<p>No regions in these traces.</p>"
     ev = ev.assign(who=_who(ev))
@@ -366,7 +373,7 @@ def _telemetry(df, t0):
 
 
 def _names(df):
-    ev = df[df.ph == "X"]
+    ev = df.loc[df.ph == "X", ["cat", "name", "dur"]]
     g = ev.groupby(["cat", "name"], observed=True).dur
     t = g.agg(["count", "sum", "mean", "median"])
     t.columns = ["count", "sum", "mean", "p50"]
@@ -443,9 +450,10 @@ def build(paths, title=None, compare=None):
     matplotlib.use("Agg")
     from . import _read, report_analysis
     files = _read.trace_files(paths)
-    df = _read.read(files, args=["ret", "size", "bytes"] + _TELEMETRY_SERIES, threads=0)
+    # One pass over the files gives both the events and the analysis' partial.
+    df, partial = _read.read_with_partial(files, ["ret", "size", "bytes"] + _TELEMETRY_SERIES)
     analysis = {sid: (h, body) for sid, h, body in report_analysis.sections(
-        files, compare, df.attrs.get("windows", ()))}
+        files, compare, df.attrs.get("windows", ()), partial)}
     x = df[df.ts > 0]
     t0 = int(x.ts.min()) if len(x) else 0
     t1 = int((x.ts + x.dur).max()) if len(x) else 0

@@ -419,7 +419,7 @@ def _windows(r, wins):
         _cut_note(3 * _MAX_TABLE, len(split), "rows listed")
 
 
-def sections(files, compare=None, windows=()):
+def sections(files, compare=None, windows=(), partial=None):
     """The analysis sections of the report: [(id, heading, HTML body)], in page order.
 
     Args:
@@ -427,6 +427,8 @@ def sections(files, compare=None, windows=()):
         compare: a base run (a trace, a directory or a comma-separated list) for `dftrace diff`.
         windows: the flight recorder's captured windows (dftrace.read's df.attrs["windows"]):
             adds the section `windows` when there are any.
+        partial: the files' analysis partial, read with their DataFrame
+            (dftrace._read.read_with_partial); None: the files are analysed here.
 
     Returns:
         A list of (section id, heading, body) tuples; a section without a subject in these
@@ -436,9 +438,10 @@ def sections(files, compare=None, windows=()):
         >>> [sid for sid, _, _ in sections(["t-1.pfw.gz"])]
         ['findings', 'overlap', 'bound-by', 'stragglers', 'io-characterisation']
     """
-    from ._analyze import analyze
+    from ._analyze import analyze, from_partial
     try:
-        r = analyze(files, allow_damaged=True)
+        r = analyze(files, allow_damaged=True) if partial is None else \
+            from_partial(partial, allow_damaged=True)
     except ImportError as e:
         raise ValueError("the analysis needs dftrace's extension _analysis: %s" % e) from None
     note = ""

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -28,6 +29,9 @@
 #include <vector>
 
 #include "../common/py_strings.hpp"
+#include "analysis/analyze.hpp"
+#include "analysis/inputs.hpp"
+#include "analysis/partial_codec.hpp"
 #include "columns.hpp"
 #include "io_calls.hpp"
 #include "reader/aggregated.hpp"
@@ -252,32 +256,91 @@ bool parse_request(PyObject *a, request *rq) {
   return !PyErr_Occurred();
 }
 
-// What one file's read gives besides its rows: what went wrong, its time unit ("" when it could
-// not be opened), and, when files are read side by side, its blocks' columns in order.
-struct file_output {
-  std::vector<std::string> problems;
-  std::string unit;
+// One file's events appended to the read (`all`) as columns; what went wrong goes to
+// `problems`, the file's time unit (or "" when it could not be opened) to `units`. Driven by
+// read_file's own loop over the blocks, or by the analysis' (read_with_analysis: one pass over
+// the files for both). Runs without the GIL.
+class file_columns final : public dftrace::analysis::block_tap {
+ public:
+  // `all` null: each block's columns are kept in `blocks`, in order, for the caller to append.
+  file_columns(const what &w, result *all, column_pool &pool, std::vector<std::string> &problems,
+               std::vector<std::string> &units)
+      : w_(w), all_(all), pool_(pool), problems_(problems), units_(units) {}
+
   std::vector<std::unique_ptr<columns>> blocks;
-  std::string failure;  // an exception (memory) on a worker, raised by the caller
-  bool done = false;
+
+  // The parts to read (default: all), for the room reserved in begin().
+  std::function<bool(const dftrace::detail::planned_part &)> keep;
+
+  void unreadable(const std::string &path, const std::string &why) override {
+    problems_.push_back(path + ": " + why);
+    units_.emplace_back("");
+  }
+
+  void begin(const dftrace::detail::trace_file &tf) override {
+    path_ = tf.path();
+    for (const auto &i : tf.plan_issues())
+      problems_.push_back(path_ + ": byte " + std::to_string(i.offset) + ": " + i.message);
+    unit_ = dftrace::detail::header_time_unit(tf);
+    units_.emplace_back(unit_ == time_unit::ns ? "ns" : "us");
+    // The result's room for the file's members, from their DT line counts (metadata lines
+    // included: a bound). Only a hint: at most a line per compressed byte (a DT field may
+    // lie), untouched room costs no memory, and where it cannot be had the columns grow.
+    uint64_t lines = 0;
+    for (const auto &p : tf.parts())
+      if (p.kind == dftrace::detail::planned_part::member && (!keep || keep(p)))
+        lines += std::min<uint64_t>(p.dt.lines, p.length);
+    try {
+      if (all_ && !w_.metadata_only) all_->ints.reserve(all_->rows + static_cast<size_t>(lines));
+    } catch (const std::bad_alloc &) {
+    }
+    outside_ = 0;
+  }
+
+  void work(dftrace::detail::text_block &b) override { scan(b, w_, unit_, pool_); }
+
+  void take(dftrace::detail::text_block &b,
+            std::unique_ptr<dftrace::detail::block_result> r) override {
+    for (const auto &i : b.issues)
+      problems_.push_back(path_ + ": byte " + std::to_string(i.offset) + ": " + i.message);
+    if (!r) return;
+    std::unique_ptr<columns> c(static_cast<columns *>(r.release()));
+    outside_ += c->outside_dt;
+    if (!all_) {
+      blocks.push_back(std::move(c));
+      return;
+    }
+    all_->add(*c);
+    pool_.give(std::move(c));
+  }
+
+  void end(const dftrace::detail::trace_file &) override {
+    if (outside_)
+      problems_.push_back(path_ + ": " + std::to_string(outside_) +
+                          " events lie outside the time range of their member's DT field: a "
+                          "time window may have skipped more of them in other members "
+                          "(dftrace validate names the members)");
+  }
+
+ private:
+  const what &w_;
+  result *all_;
+  column_pool &pool_;
+  std::vector<std::string> &problems_, &units_;
+  std::string path_;
+  time_unit unit_ = time_unit::us;
+  uint64_t outside_ = 0;
 };
 
-// One file's events appended to the read (`all`), or kept in out.blocks when `all` is null;
-// its problems and unit go to `out`. Runs without the GIL.
+// One file's events appended to the read, its parts limited to `range` and to w's time window.
 void read_file(const std::string &path, std::pair<int64_t, int64_t> range, const what &w,
-               dftrace::detail::read_options &opt, result *all, column_pool &pool,
-               file_output &out) {
-  std::vector<std::string> &problems = out.problems;
+               dftrace::detail::read_options &opt, file_columns &cols) {
   dftrace::detail::trace_file tf;
   std::string why;
   if (!tf.open(path, &why)) {
-    problems.push_back(path + ": " + why);
+    cols.unreadable(path, why);
     return;
   }
-  for (const auto &i : tf.plan_issues())
-    problems.push_back(path + ": byte " + std::to_string(i.offset) + ": " + i.message);
-  const time_unit unit = dftrace::detail::header_time_unit(tf);
-  out.unit = unit == time_unit::ns ? "ns" : "us";
   // Parts outside the requested range, and members outside the time window (their DT
   // times are epoch microseconds), are neither inflated nor parsed.
   const bool window = (w.has_start || w.has_end) && !w.metadata_only;
@@ -292,37 +355,12 @@ void read_file(const std::string &path, std::pair<int64_t, int64_t> range, const
     if (w.has_end && p.dt.ts_min * 1000 >= w.end) return false;
     return true;
   };
-  // The result's room for the file's members, from their DT line counts (metadata lines
-  // included: a bound). Only a hint: at most a line per compressed byte (a DT field may
-  // lie), untouched room costs no memory, and where it cannot be had the columns grow.
-  uint64_t lines = 0;
-  for (const auto &p : tf.parts())
-    if (p.kind == dftrace::detail::planned_part::member && opt.keep_part(p))
-      lines += std::min<uint64_t>(p.dt.lines, p.length);
-  try {
-    if (all && !w.metadata_only) all->ints.reserve(all->rows + static_cast<size_t>(lines));
-  } catch (const std::bad_alloc &) {
-  }
-  auto work = [&w, unit, &pool](dftrace::detail::text_block &b) { scan(b, w, unit, pool); };
-  uint64_t outside = 0;
-  dftrace::detail::for_each_block(tf, opt, work, [&](dftrace::detail::text_block &b) {
-    for (const auto &i : b.issues)
-      problems.push_back(path + ": byte " + std::to_string(i.offset) + ": " + i.message);
-    if (!b.result) return;
-    std::unique_ptr<columns> c(static_cast<columns *>(b.result.release()));
-    outside += c->outside_dt;
-    if (!all) {
-      out.blocks.push_back(std::move(c));
-      return;
-    }
-    all->add(*c);
-    pool.give(std::move(c));
-  });
-  if (outside)
-    problems.push_back(path + ": " + std::to_string(outside) +
-                       " events lie outside the time range of their member's DT field: a "
-                       "time window may have skipped more of them in other members "
-                       "(dftrace validate names the members)");
+  cols.keep = opt.keep_part;
+  cols.begin(tf);
+  dftrace::detail::for_each_block(
+      tf, opt, [&cols](dftrace::detail::text_block &b) { cols.work(b); },
+      [&cols](dftrace::detail::text_block &b) { cols.take(b, std::move(b.result)); });
+  cols.end(tf);
 }
 
 // The flight recorder's window lines as a list of (kind, pid, source, reason, time_ns, from_ns,
@@ -358,6 +396,15 @@ bool small_file(const std::string &path) {
 // Files [first, last) of the request read side by side, each whole on one of `threads` workers,
 // and appended to `all` in file order by this thread. At most 2 x threads files are ahead of
 // the one appended, so memory stays bounded by a few small files' columns.
+// What one file's read gives when files are read side by side: its problems, its time unit
+// ("" when it could not be opened) and its blocks' columns in order.
+struct file_output {
+  std::vector<std::string> problems, units;
+  std::vector<std::unique_ptr<columns>> blocks;
+  std::string failure;  // an exception (memory) on a worker, raised by the caller
+  bool done = false;
+};
+
 void read_side_by_side(const request &rq, size_t first, size_t last, int threads, result &all,
                        column_pool &pool, std::vector<std::string> &problems,
                        std::vector<std::string> &units) {
@@ -376,7 +423,9 @@ void read_side_by_side(const request &rq, size_t first, size_t last, int threads
       const size_t k = next++;
       lk.unlock();
       try {
-        read_file(rq.paths[first + k], rq.ranges[first + k], rq.w, opt, nullptr, pool, outs[k]);
+        file_columns cols(rq.w, nullptr, pool, outs[k].problems, outs[k].units);
+        read_file(rq.paths[first + k], rq.ranges[first + k], rq.w, opt, cols);
+        outs[k].blocks = std::move(cols.blocks);
       } catch (const std::exception &e) {
         outs[k].failure = e.what();
       }
@@ -411,7 +460,7 @@ void read_side_by_side(const request &rq, size_t first, size_t last, int threads
     }
     o.blocks.clear();
     for (auto &p : o.problems) problems.push_back(std::move(p));
-    units.push_back(std::move(o.unit));
+    for (auto &u : o.units) units.push_back(std::move(u));
     std::lock_guard<std::mutex> lk(mu);
     appended = k + 1;
     cv.notify_all();
@@ -435,10 +484,8 @@ void read_all(const request &rq, int threads, result &all, column_pool &pool,
       f = run;
       continue;
     }
-    file_output out;
-    read_file(rq.paths[f], rq.ranges[f], rq.w, opt, &all, pool, out);
-    for (auto &p : out.problems) problems.push_back(std::move(p));
-    units.push_back(std::move(out.unit));
+    file_columns cols(rq.w, &all, pool, problems, units);
+    read_file(rq.paths[f], rq.ranges[f], rq.w, opt, cols);
     ++f;
   }
 }
@@ -497,10 +544,11 @@ PyObject *read_columns(PyObject *, PyObject *a) {
   std::string failure;  // an exception of the reader (memory): raised as MemoryError
   Py_BEGIN_ALLOW_THREADS;
   try {
-    const int threads = rq.threads > 0
-                            ? rq.threads
-                            : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    read_all(rq, threads, all, pool, problems, units);
+    dftrace::detail::read_options opt;
+    opt.threads = rq.threads > 0
+                      ? rq.threads
+                      : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    read_all(rq, opt.threads, all, pool, problems, units);
   } catch (const std::exception &e) {
     failure = e.what();
   }
@@ -514,6 +562,64 @@ PyObject *read_columns(PyObject *, PyObject *a) {
     return nullptr;
   }
   return result_dict(all, w, problems, units);
+}
+
+// read_with_analysis(paths, args, threads, steps, layers) -> (dict, bytes): read_columns'
+// dict of every event of the files (with the argument columns `args`) and the analysis
+// partial of dftrace._analysis.partial(paths, steps, layers, threads), from one pass over the
+// files: each block is inflated once, then scanned for both on the same worker.
+PyObject *read_with_analysis(PyObject *, PyObject *a) {
+  PyObject *paths_o, *args_o;
+  int threads = 0;
+  const char *steps = nullptr, *layers = nullptr;
+  if (!PyArg_ParseTuple(a, "OOizz", &paths_o, &args_o, &threads, &steps, &layers)) return nullptr;
+  request rq;
+  using dftrace::python::strings_of;
+  if (!strings_of(paths_o, &rq.paths, "paths") || !strings_of(args_o, &rq.w.args, "args"))
+    return nullptr;
+  for (const auto &k : rq.w.args) rq.w.arg_sigs.push_back(sig_of(k));
+  dftrace::analysis::layer_table table;
+  std::string why;
+  if (layers && !table.load_yaml(layers, &why)) {
+    PyErr_SetString(PyExc_ValueError, ("layers: " + why).c_str());
+    return nullptr;
+  }
+  if (steps && !*steps) {
+    PyErr_SetString(PyExc_ValueError, "steps needs an event name");
+    return nullptr;
+  }
+  if (steps) table.set_step_name(steps);
+  const what &w = rq.w;
+  result all;
+  all.args.resize(w.args.size());
+  column_pool pool;
+  std::vector<std::string> problems, units;
+  std::string partial, failure;
+  Py_BEGIN_ALLOW_THREADS;
+  try {
+    dftrace::detail::read_options opt;
+    opt.threads =
+        threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    file_columns cols(w, &all, pool, problems, units);
+    dftrace::analysis::collection c;
+    c.spill_after = dftrace::analysis::spill_budget();
+    dftrace::analysis::input_report in;
+    dftrace::analysis::read_traces(rq.paths, table, opt, &c, &in, {}, &cols);
+    partial = dftrace::analysis::encode_partial(in, dftrace::analysis::analyze_groups(c, table));
+  } catch (const std::exception &e) {
+    failure = e.what();
+  }
+  if (failure.empty() && all.ints.cap)
+    map_ints(all.ints.col(0), all.rows, {all.ranks.begin(), all.ranks.end()}, -1,
+             all.ints.col(k_ints));
+  Py_END_ALLOW_THREADS;
+  if (!failure.empty()) {
+    PyErr_Format(PyExc_MemoryError, "dftrace.read: %s", failure.c_str());
+    return nullptr;
+  }
+  PyObject *d = result_dict(all, w, problems, units);
+  if (!d) return nullptr;
+  return Py_BuildValue("(Ny#)", d, partial.data(), static_cast<Py_ssize_t>(partial.size()));
 }
 
 // plan(path) -> {"unit", "described", "parts": [(kind, lines, text_bytes, ts_min_us, ts_max_us)]}
@@ -558,6 +664,9 @@ PyMethodDef methods[] = {
      "read_columns(paths, cats, names, start_ns, end_ns, args, threads[, parts, metadata_only,"
      " ranks, keys_only])"
      " -> dict of columns"},
+    {"read_with_analysis", read_with_analysis, METH_VARARGS,
+     "read_with_analysis(paths, args, threads, steps, layers) -> (dict of columns, analysis "
+     "partial): one pass over the files for dftrace.read and dftrace._analysis"},
     {"io_calls", dftrace_py_io_calls, METH_NOARGS,
      "io_calls() -> ((category, symbol, event, class, bytes), ...): the interposed I/O calls"},
     {nullptr, nullptr, 0, nullptr}};
