@@ -13,10 +13,9 @@ static int run_window_fn(void *unused) {
   (void)unused;
   if (!g_window_fn) return 0;
   PyObject *r = PyObject_CallNoArgs(g_window_fn);
-  if (!r)
-    warn_and_clear("dftrace: an attach window's change in the PyTorch instrumentation");
+  if (!r) warn_and_clear("dftrace: an attach window's change in the PyTorch instrumentation");
   Py_XDECREF(r);
-  return 0;  /* never an exception into the code that runs */
+  return 0; /* never an exception into the code that runs */
 }
 
 static void window_changed(void *unused) {
