@@ -245,6 +245,14 @@ int dftrace_trigger(const char *reason) {
   return guarded([reason] { return the_runtime().trigger("api", reason ? reason : ""); }, 0);
 }
 
+int dftrace_attach_wants(const char *category) {
+  return guarded([category] { return the_runtime().attach_wants(category ? category : ""); }, 1);
+}
+
+int dftrace_on_window(void (*fn)(void *user), void *user) {
+  return guarded([fn, user] { return the_runtime().on_window(fn, user); }, DFTRACE_ERR_STATE);
+}
+
 int dftrace_step_phase(void) {
   return guarded([] { return the_runtime().step_phase(); }, DFTRACE_ERR_STATE);
 }

@@ -166,6 +166,25 @@ DFTRACE_API int dftrace_schedule_set(const dftrace_schedule_t *schedule);
  * mode, not tracing, within trigger.min_gap of the last trigger). */
 DFTRACE_API int dftrace_trigger(const char *reason);
 
+/* ---- dftrace attach and the instrumentation a binding installs (docs/attach.md)
+ * A process that waits for `dftrace attach` while it records nothing can leave out what would
+ * only write events an attach window might ask for (the Python binding removes its PyTorch
+ * wrappers between windows). */
+
+/* 1 when events of `category` may be written now: the process records (traces, aggregates, or
+ * records its ring), or waits for no attach, or an attach window that takes that category is
+ * open; 0 while the process waits for dftrace attach with that category off (no window open,
+ * or one of another level). Any thread; it takes dftrace's lock: not for the event path. */
+DFTRACE_API int dftrace_attach_wants(const char *category);
+
+/* Registers fn(user) (NULL: none), called each time the answer of dftrace_attach_wants may
+ * have changed: an attach window opens or closes, or recording is switched in a process that
+ * waits for attach. fn runs on the thread that made the change (dftrace's attach thread, or the
+ * one in dftrace_step or dftrace_set_enabled) with dftrace's lock held: it must only note the
+ * change (set a flag, schedule work) and call no dftrace function. When this returns, a
+ * callback replaced is not running and is not called again. One per process. Returns 0. */
+DFTRACE_API int dftrace_on_window(void (*fn)(void *user), void *user);
+
 /* The phase of the step under way (DFTRACE_STEP_*), and the number of steps ended so far. */
 DFTRACE_API int dftrace_step_phase(void);
 DFTRACE_API uint64_t dftrace_step_count(void);

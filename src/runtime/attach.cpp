@@ -235,6 +235,24 @@ void runtime::attach_switch_locked(bool on) {
   }
   apply_recording_locked();
   if (!on && !user_on_) disabled_reason_ = "waiting for dftrace attach";
+  window_changed_locked();
+}
+
+int runtime::attach_wants(std::string_view category) {
+  if (!initialized_.load() && !exit_begun()) init(nullptr);
+  std::lock_guard<std::mutex> lock(init_mutex_);
+  if (!cfg_.attach || cfg_.ring || !initialized_.load()) return 1;
+  if (!user_on_ || !writer_) return 0;             // waiting, off: no window open
+  if (!attach_.open || attach_.user_on) return 1;  // it records by itself (aggregates, or on)
+  const std::vector<std::string> cats = level_categories(attach_.level);
+  return cats.empty() || std::find(cats.begin(), cats.end(), category) != cats.end();
+}
+
+int runtime::on_window(void (*fn)(void *), void *user) {
+  std::lock_guard<std::mutex> lock(init_mutex_);  // no call of the old one is running after
+  window_fn_ = fn;
+  window_user_ = user;
+  return 0;
 }
 
 void runtime::attach_step_locked() {

@@ -273,6 +273,7 @@ void runtime::set_recording(bool on) {
   if (!on && writer_) disabled_reason_ = "switched off by dftrace_set_enabled(false)";
   user_on_ = on;
   apply_recording_locked();
+  if (cfg_.attach) window_changed_locked();
 }
 
 void runtime::apply_recording_locked() {

@@ -221,6 +221,10 @@ class runtime {
   // dftrace attach (attach.cpp, docs/attach.md): the attach thread's work, a request waiting
   // in the channel `dir` and the end of a timed window; the ns until that end (0: none).
   uint64_t attach_poll(const std::string &dir);
+  // Whether events of `category` may be written now (dftrace_attach_wants), and the callback
+  // told when that may have changed (dftrace_on_window; called under init_mutex_).
+  int attach_wants(std::string_view category);
+  int on_window(void (*fn)(void *), void *user);
   uint64_t steps() const { return step_.load(std::memory_order_relaxed); }
   bool initialized() const { return initialized_.load(std::memory_order_acquire); }
   bool recording() const { return recording_.load(std::memory_order_relaxed); }
@@ -424,6 +428,11 @@ class runtime {
   void attach_switch_locked(bool on);
   void attach_step_locked();  // a dftrace_step: a pending window opens, an open one counts
   void attach_close_locked(uint64_t now_ns, std::string_view how);
+  void (*window_fn_)(void *) = nullptr;
+  void *window_user_ = nullptr;
+  void window_changed_locked() {
+    if (window_fn_) window_fn_(window_user_);
+  }
   std::atomic<uint64_t> generation_{0};
   std::atomic<uint64_t> id_counter_{k_first_event_id};
   uint64_t header_id_ = 1;  // ids 1..k_first_event_id-1 belong to the header

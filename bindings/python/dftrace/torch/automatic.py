@@ -4,13 +4,13 @@ from __future__ import annotations
 import sys
 import threading
 import weakref
-from typing import List
+from typing import Callable, List, Optional
 
 import torch
 
 import dftrace
 
-from .. import ai
+from .. import _dftrace, ai
 from . import _common
 from ._common import _memory_bytes, _optimizer_node
 from ._undo import Undo, patch
@@ -42,6 +42,11 @@ class _AutoSteps:
         self.open = False
         self.region = 0
         self.backward = False
+        # Between attach windows (_Switch): no forward wrapper, the optimizer's step alone ends
+        # a step (it counts steps, records nothing); after_step: the switch's look at windows.
+        self.bare = False
+        self.counted = False
+        self.after_step: Callable[[], None] = lambda: None
 
     def forward(self) -> None:
         if threading.get_ident() != self.main or not torch.is_grad_enabled():
@@ -55,7 +60,13 @@ class _AutoSteps:
             self.region = ai.compute.step._begin()
 
     def close(self, skipped: bool = False) -> None:
-        if not self.open or threading.get_ident() != self.main:
+        if threading.get_ident() != self.main:
+            return
+        if not self.open:
+            if self.bare:
+                self.counted = True
+                dftrace.step()
+                self.after_step()
             return
         if skipped:
             with _optimizer_node()(args={"skipped": True}):
@@ -63,7 +74,9 @@ class _AutoSteps:
         ai.compute.step._counter("memory", float(_memory_bytes()))
         ai.compute.step._end(self.region)
         self.open, self.region = False, 0
+        self.counted = True
         dftrace.step()
+        self.after_step()
 
     def at_exit(self) -> None:
         if self.open:
@@ -131,7 +144,10 @@ def auto(deep: bool = False) -> Undo:
     torch.distributed (instrument_distributed: collectives, DDP's buckets, ranks). `deep`:
     also every model's layers with their memory (trace_model(..., memory=True) on each
     outermost module when it is first called). Inside `with step(...)` blocks the automatic
-    step, forward, backward and optimizer events stand aside.
+    step, forward, backward and optimizer events stand aside. In a process that waits for
+    dftrace attach and records nothing (`dftrace run --attach`), only the optimizers' `step`
+    stays wrapped between windows (it counts the steps); the rest is installed while a window
+    that writes the AI tree's events is open (_Switch, docs/attach.md).
 
     Args:
         deep: also trace every model's layers with their memory.
@@ -153,27 +169,104 @@ def auto(deep: bool = False) -> Undo:
         return Undo()
     _auto_on[0], _auto_deep[0] = True, deep
     steps = _AutoSteps()
-    layers: List[ModelHandle] = []
-    make_call = _module_call(steps, deep, layers)
-    make_backward = _timed_method(ai.compute.backward, "backward",
-                                  before=lambda: setattr(steps, "backward", True))
     make_step = _timed_method(_optimizer_node(), "step", after=steps.close)
-
-    patches = [instrument_dataloader(), instrument_checkpoints(), instrument_transfers(),
-               patch(torch.nn.Module, "__call__", make_call),
-               patch(torch.Tensor, "backward", make_backward)]
+    patches: list = []
     try:
-        patches.append(instrument_distributed())
+        from .distributed import _lifecycle_patches
+        if torch.distributed.is_available():
+            patches.append(_lifecycle_patches(ddp=True))
     except Exception as e:  # noqa: BLE001  (the rest of auto() still works)
         print("dftrace: torch.distributed not instrumented: %s" % e, file=sys.stderr)
     for cls in _all_subclasses(torch.optim.Optimizer):
         if "step" in cls.__dict__:
             patches.append(patch(cls, "step", make_step))
-    patches.append(lambda: [h.remove() for h in layers])
+    switch = _Switch(lambda: _events_part(steps, deep), steps)
+    patches.append(switch)
     atexit.register(steps.at_exit)
     patches.append(lambda: atexit.unregister(steps.at_exit))
     patches.append(lambda: _auto_on.__setitem__(0, False))
+    undo = Undo(patches)
+    switch.start()
+    return undo
+
+
+def _events_part(steps: _AutoSteps, deep: bool) -> Undo:
+    """What auto() installs that only writes events: the outermost forward (which opens the
+    automatic step), backward, data loading, device copies, checkpoints, torch.distributed's
+    calls and, with `deep`, every model's layers. Installed anew each time (a fresh record of
+    the models traced)."""
+    layers: List[ModelHandle] = []
+    make_call = _module_call(steps, deep, layers)
+    make_backward = _timed_method(ai.compute.backward, "backward",
+                                  before=lambda: setattr(steps, "backward", True))
+    patches = [instrument_dataloader(), instrument_checkpoints(), instrument_transfers(),
+               patch(torch.nn.Module, "__call__", make_call),
+               patch(torch.Tensor, "backward", make_backward)]
+    try:
+        if torch.distributed.is_available():
+            from .distributed import _call_patches
+            patches.append(_call_patches())
+    except Exception as e:  # noqa: BLE001  (the rest of auto() still works)
+        print("dftrace: torch.distributed's calls not instrumented: %s" % e, file=sys.stderr)
+    patches.append(lambda: [h.remove() for h in layers])
     return Undo(patches)
+
+
+class _Switch:
+    """auto()'s events part (_events_part) on while events of the AI tree may be written, off
+    while the process waits for dftrace attach with them off (docs/attach.md): a process under
+    `dftrace run --attach` then runs between windows with only the optimizers' step wrapped,
+    which counts the automatic steps that a window of `--steps` counts. The core says when a
+    window opens or closes (_watch_windows); the change is made at the next automatic step's
+    end, so that a window has whole steps, or, in a process that has had no automatic step, at
+    once (on the main thread, between two bytecodes)."""
+
+    def __init__(self, install: Callable[[], Undo], steps: _AutoSteps) -> None:
+        self.install, self.steps = install, steps
+        self.on: Optional[Undo] = None
+        self.seen = -1  # window_changes() when last looked at
+        self.live = False
+
+    def start(self) -> None:
+        self.live = True
+        self.steps.after_step = self.at_step
+        _dftrace._watch_windows(self.pending)
+        import atexit
+        atexit.register(self.unwatch)  # before the interpreter ends, no change may reach it
+        self.apply()
+
+    def apply(self) -> None:
+        if not self.live:
+            return
+        self.seen = _dftrace.window_changes()
+        want = _dftrace.attach_wants("compute")
+        if want and self.on is None:
+            self.on = self.install()
+        elif not want and self.on is not None:
+            on, self.on = self.on, None
+            on.remove()
+        self.steps.bare = self.on is None
+
+    def at_step(self) -> None:
+        if _dftrace.window_changes() != self.seen:
+            self.apply()
+
+    def pending(self) -> None:
+        if not self.steps.counted:
+            self.apply()
+
+    def unwatch(self) -> None:
+        import atexit
+        atexit.unregister(self.unwatch)
+        _dftrace._watch_windows(None)
+
+    def remove(self) -> None:
+        self.unwatch()
+        self.live = False
+        self.steps.after_step, self.steps.bare = (lambda: None), False
+        on, self.on = self.on, None
+        if on is not None:
+            on.remove()
 
 
 _auto_on = [False]

@@ -624,8 +624,13 @@ def instrument_distributed(ddp: bool = True) -> Undo:
         return Undo()
     if not dist.is_available():
         return Undo()
+    return Undo([_lifecycle_patches(ddp), _call_patches()])
+
+
+def _call_patches() -> Undo:
+    """The collectives, point-to-point calls and waits: what writes an event per call (what
+    auto() installs for an attach window only, docs/attach.md)."""
     import torch.distributed.distributed_c10d as c10d
-    _on[0] = True
     patches: List[Any] = []
     for function, (event, describe) in _CALLS.items():
         original = getattr(c10d, function, None)
@@ -638,6 +643,16 @@ def instrument_distributed(ddp: bool = True) -> Undo:
     patches.append(patch(dist.Work, "wait", _traced_wait))
     from . import functional_collectives  # torch 2.x's functional collectives, where present
     patches.extend(functional_collectives.patches())
+    return Undo(patches)
+
+
+def _lifecycle_patches(ddp: bool) -> Undo:
+    """init_process_group (the rank, the clocks' alignment, which every rank must take part in
+    when the group is made), destroy_process_group and, with `ddp`, DDP's construction (its
+    bucket hook, which torch never lets go): called once or a few times per run."""
+    import torch.distributed.distributed_c10d as c10d
+    _on[0] = True
+    patches: List[Any] = []
 
     def make_init(original):
         def init_process_group(*args, **kwargs):

@@ -110,6 +110,9 @@ PyObject *traced_capture_vectorcall(PyObject *self_, PyObject *const *argv, size
 dftrace_region_t region_of(PyObject *o);
 int add_slot(const char *name, int is_exit);
 PyObject *mod_open_depth(PyObject *m, PyObject *u);
+PyObject *mod_watch_windows(PyObject *m, PyObject *fn); /* window.c */
+PyObject *mod_window_changes(PyObject *m, PyObject *u);
+PyObject *mod_attach_wants(PyObject *m, PyObject *category);
 void materialize_slow(NodeObject *self); /* converts the pending per-use arguments (once) */
 
 /* Whether a use with this override would begin a region now (the cheap check first). */
