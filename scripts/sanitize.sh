@@ -20,7 +20,7 @@ for kind in "${kinds[@]}"; do
   extra=(dftrace_cli dftrace_io io_prog io_prog_app dftracer_io io_threads table_prog signal_io_prog
          fptr_table_prog)  # I/O tracing
   [ "$kind" = thread ] || extra+=(gen_trace train_loop nested_ns)  # the tools (ASan+UBSan)
-  cmake --build "$dir" -j"$(nproc)" --target unit_tests writer_prog tree_prog node_start_stop c_program first_call first_call_c \
+  cmake --build "$dir" -j"$(nproc)" --target unit_tests writer_prog tree_prog node_start_stop schedule_fork c_program first_call first_call_c \
     dftracer_app_c dftracer_app_cpp "${extra[@]}" >/dev/null
   # A fatal-signal test needs the signal to reach dftrace's handler, not the sanitizer's.
   export ASAN_OPTIONS=handle_segv=0:handle_abort=0:detect_leaks=1:abort_on_error=0
