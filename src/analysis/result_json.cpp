@@ -232,6 +232,7 @@ void collectives_json(std::string &o, const analysis_result &r) {
     const coll_op &x = c.ops[i];
     o += (i ? "," : "") + std::string("{\"op\":") + detail::json_quote(x.op) +
          ",\"comm_size\":" + (x.has_size ? num(x.comm_size) : std::string("null")) +
+         ",\"comm_group\":" + (x.group.empty() ? std::string("null") : detail::json_quote(x.group)) +
          ",\"instances\":" + num(x.instances) + ",\"unmatched_calls\":" + num(x.unmatched_calls) +
          ",\"wait_ns\":" + num(x.wait_ns) + ",\"blocked_ns\":" + num(x.blocked_ns) +
          ",\"spread_p50_ns\":" + num(x.spread_p50) + ",\"spread_p99_ns\":" + num(x.spread_p99) +
