@@ -123,13 +123,12 @@ def test_events_carry_the_group_id(groups):
                 got[e["args"]["comm_group"]].add(e["name"])
         assert got == {sub: {"all_reduce"}, "0-3": {"all_reduce", "barrier"}}
         buckets = [e for e in t.named("all_reduce") if "bucket" in e["args"]]
-        assert len(buckets) >= 4 and all(e["args"]["comm_group"] == sub for e in buckets)
+        assert len(buckets) >= 2 and all(e["args"]["comm_group"] == sub for e in buckets)
 
 
 def test_every_instance_matched_with_the_events_waits(groups):
     doc, traces = groups["doc"], groups["traces"]
-    metrics = {m["args"]["value"] for t in traces.values() for m in t.metadata
-               if m["args"]["name"] == "time_metric"}
+    metrics = {pr_lines(t).get("time_metric") for t in traces.values()}
     assert metrics == {"ns"}, metrics  # DFTRACE_TIMER_PRECISION=ns: the events' times exact
     want = expected(traces, 1)
     ops = {(o["op"], o["comm_group"]): o for o in doc["collectives"]["ops"]}
