@@ -17,7 +17,8 @@ without annotations.
 - DistributedDataParallel: each gradient bucket's reduction is one `comm.all_reduce` event
   (`bucket`, `bytes`, `params`, `dtype`, `count`, `comm_size`, `comm_rank`, `comm_group`,
   `hook`), from the bucket being ready to its reduction ending, through a communication hook
-  that this module installs when the model is built; a hook the script registers is kept and called inside it.
+  that this module installs when the model is built; a hook the script registers is kept and
+  called inside it.
 - `init_process_group`: the rank and world size go into the trace (PR lines, the rank in the
   file name), with `local_rank`/`local_size` where the launcher sets them, and the clock offset
   to rank 0 (`clock_offset_ns`, applied by `dftrace merge`), measured through the process
