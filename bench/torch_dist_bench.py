@@ -30,7 +30,8 @@ def wrapper_cost(calls: int, repeat: int) -> None:
     t = torch.ones(4)
     nothing = lambda *a, **k: None  # noqa: E731
     traced = td._recorded("all_reduce", td._all_reduce, nothing)
-    td._groups[None] = (("comm_size", 2), ("comm_rank", 0))  # as _group() caches a group of 2
+    # as _group() caches a group of 2
+    td._groups[None] = (("comm_size", 2), ("comm_rank", 0), ("comm_group", "0-1"))
     plain, wrapped = [], []
     for _ in range(repeat):
         for fn, out in ((nothing, plain), (traced, wrapped)):

@@ -102,9 +102,10 @@ void text_collectives(std::string &o, const analysis_result &r) {
   o += "\ncollectives: " + std::to_string(c.instances) + " matched, " + ms(c.wait_ns) +
        " ms waiting for the last rank (" + pct(c.wait_ns, c.blocked_ns) + " of their time)\n";
   for (const coll_op &x : c.ops) {
-    o += "  " + x.op + (x.has_size ? " (" + std::to_string(x.comm_size) + " ranks)" : "") + ": " +
-         std::to_string(x.instances) + " matched, wait " + ms(x.wait_ns) + " ms, spread p50 " +
-         ms(x.spread_p50) + " ms p99 " + ms(x.spread_p99) + " ms";
+    o += "  " + x.op + (x.has_size ? " (" + std::to_string(x.comm_size) + " ranks)" : "") +
+         (x.group.empty() ? "" : " group " + x.group) + ": " + std::to_string(x.instances) +
+         " matched, wait " + ms(x.wait_ns) + " ms, spread p50 " + ms(x.spread_p50) + " ms p99 " +
+         ms(x.spread_p99) + " ms";
     if (x.has_last)
       o += ", last most often: " + group_label(r.groups[x.last_group]) + " (" +
            std::to_string(x.last_count) + ")";

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "analysis/analyze.hpp"
+#include "reader/json_string.hpp"
 
 namespace dftrace::analysis {
 
@@ -68,10 +69,12 @@ std::string_view collective_op(std::string_view cat, std::string_view name) {
   return {};
 }
 
-uint32_t coll_data::key_of(std::string_view op, std::string_view size) {
+uint32_t coll_data::key_of(std::string_view op, std::string_view size, std::string_view group) {
   std::string k(op);
   k.push_back('\x1f');
   k.append(size);
+  k.push_back('\x1f');
+  k.append(group);
   for (size_t i = 0; i < keys.size(); ++i)
     if (keys[i] == k) return static_cast<uint32_t>(i);
   keys.push_back(std::move(k));
@@ -92,20 +95,29 @@ void scan_collective(const detail::parsed_line &pl, uint64_t ts, uint64_t end, c
   uint64_t n = 0;
   if (const jvalue *v = pl.arg_value("comm_size"); v && detail::value_u64(*v, &n))
     size = std::to_string(n);
+  std::string group;  // an opaque id: a string (unescaped) or a number as written
+  if (const jvalue *v = pl.arg_value("comm_group")) {
+    if (v->type == detail::jtype::string)
+      detail::json_unescape_append(v->text, &group);
+    else if (v->type == detail::jtype::number)
+      group = v->text;
+  }
   coll_call c;
   c.start = ts;
-  c.end = end;
+  // A DDP bucket's event runs from the bucket being ready to its reduction ending, beside the
+  // backward pass: its start is the arrival, but the rank is not blocked in it.
+  c.end = pl.arg_value("bucket") ? ts : end;
   if (const jvalue *v = pl.arg_value("comm_id")) c.has_id = detail::value_i64(*v, &c.comm_id);
-  c.key = d->key_of(cat == "comm" ? "comm." + std::string(op) : std::string(op), size);
+  c.key = d->key_of(cat == "comm" ? "comm." + std::string(op) : std::string(op), size, group);
   d->calls.push_back(c);
 }
 
 void coll_data::append(coll_data &o) {
   std::vector<uint32_t> map(o.keys.size());
   for (size_t i = 0; i < o.keys.size(); ++i) {
-    const size_t sep = o.keys[i].find('\x1f');
-    map[i] = key_of(std::string_view(o.keys[i]).substr(0, sep),
-                    std::string_view(o.keys[i]).substr(sep + 1));
+    const std::string_view k = o.keys[i];
+    const size_t a = k.find('\x1f'), b = k.find('\x1f', a + 1);
+    map[i] = key_of(k.substr(0, a), k.substr(a + 1, b - a - 1), k.substr(b + 1));
   }
   for (coll_call c : o.calls) {
     c.key = map[c.key];
@@ -161,10 +173,11 @@ struct key_calls {
 void match_key(const std::string &key, key_calls &kc, coll_summary *s,
                std::vector<coll_group_total> *tot) {
   coll_op o;
-  const size_t sep = key.find('\x1f');
-  o.op = key.substr(0, sep);
-  o.has_size = sep + 1 < key.size();
-  if (o.has_size) o.comm_size = std::stoull(key.substr(sep + 1));
+  const size_t a = key.find('\x1f'), b = key.find('\x1f', a + 1);
+  o.op = key.substr(0, a);
+  o.has_size = b > a + 1;
+  if (o.has_size) o.comm_size = std::stoull(key.substr(a + 1, b - a - 1));
+  o.group = key.substr(b + 1);
   const size_t n = kc.groups.size();
   size_t inst = SIZE_MAX, most = 0, total = 0;
   for (const auto &v : kc.calls) {
@@ -176,7 +189,7 @@ void match_key(const std::string &key, key_calls &kc, coll_summary *s,
   if (n < 2) {
     inst = 0;
     o.note = "called by one rank only";
-  } else if (o.has_size && n > o.comm_size) {
+  } else if (o.has_size && n > o.comm_size && o.group.empty()) {
     inst = 0;
     o.note = std::to_string(n) + " ranks call it with comm_size " + std::to_string(o.comm_size) +
              ": communicators of one size cannot be told apart";

@@ -28,13 +28,14 @@ struct coll_wait {
   uint64_t start = 0, end = 0;
 };
 
-// The collectives of a block, a process or a group. keys: "OP\x1fSIZE" (SIZE: the `comm_size`
-// argument as a number, "" when absent), the matching key.
+// The collectives of a block, a process or a group. keys: "OP\x1fSIZE\x1fGROUP" (SIZE: the
+// `comm_size` argument as a number, "" when absent; GROUP: the `comm_group` argument, "" when
+// absent), the matching key.
 struct coll_data {
   std::vector<std::string> keys;
   std::vector<coll_call> calls;
   std::vector<coll_wait> waits;
-  uint32_t key_of(std::string_view op, std::string_view size);
+  uint32_t key_of(std::string_view op, std::string_view size, std::string_view group);
   // Appends o's calls and waits (keys translated). Waits are tied to calls per process only:
   // call resolve_waits before appending one process's data to another's.
   void append(coll_data &o);
@@ -65,6 +66,7 @@ struct coll_op {
   std::string op;
   bool has_size = false;
   uint64_t comm_size = 0;
+  std::string group;  // the comm_group argument the calls carry ("" when none)
   uint64_t instances = 0, unmatched_calls = 0;
   uint64_t wait_ns = 0, blocked_ns = 0;  // blocked_ns: the matched calls' own time, all ranks
   uint64_t spread_p50 = 0, spread_p99 = 0, spread_max = 0;

@@ -230,12 +230,14 @@ void collectives_json(std::string &o, const analysis_result &r) {
        ",\"blocked_ns\":" + num(c.blocked_ns) + ",\"ops\":[";
   for (size_t i = 0; i < c.ops.size(); ++i) {
     const coll_op &x = c.ops[i];
-    o += (i ? "," : "") + std::string("{\"op\":") + detail::json_quote(x.op) +
-         ",\"comm_size\":" + (x.has_size ? num(x.comm_size) : std::string("null")) +
-         ",\"instances\":" + num(x.instances) + ",\"unmatched_calls\":" + num(x.unmatched_calls) +
-         ",\"wait_ns\":" + num(x.wait_ns) + ",\"blocked_ns\":" + num(x.blocked_ns) +
-         ",\"spread_p50_ns\":" + num(x.spread_p50) + ",\"spread_p99_ns\":" + num(x.spread_p99) +
-         ",\"spread_max_ns\":" + num(x.spread_max) + ",\"last\":";
+    o +=
+        (i ? "," : "") + std::string("{\"op\":") + detail::json_quote(x.op) +
+        ",\"comm_size\":" + (x.has_size ? num(x.comm_size) : std::string("null")) +
+        ",\"comm_group\":" + (x.group.empty() ? std::string("null") : detail::json_quote(x.group)) +
+        ",\"instances\":" + num(x.instances) + ",\"unmatched_calls\":" + num(x.unmatched_calls) +
+        ",\"wait_ns\":" + num(x.wait_ns) + ",\"blocked_ns\":" + num(x.blocked_ns) +
+        ",\"spread_p50_ns\":" + num(x.spread_p50) + ",\"spread_p99_ns\":" + num(x.spread_p99) +
+        ",\"spread_max_ns\":" + num(x.spread_max) + ",\"last\":";
     o += x.has_last ? "{" + group_ref(x.last_group) + ",\"count\":" + num(x.last_count) + "}"
                     : std::string("null");
     o += ",\"note\":" + (x.note.empty() ? std::string("null") : detail::json_quote(x.note)) +

@@ -1,5 +1,6 @@
 # test_report_analysis.py: the report's sections made from `dftrace analyze` and `dftrace diff`
-# (findings, what bound the steps, overlap, stragglers, the I/O characterisation, --compare),
+# (findings, what bound the steps, overlap, stragglers, collectives, the I/O characterisation,
+# --compare),
 # rendered in headless Debian chromium with the network cut off: present, drawn, no script or
 # console error, and every figure the page shows equal to `dftrace analyze --json` (or
 # `dftrace diff --json`) on a synthetic run of 4 ranks with a straggler and I/O whose answers
@@ -158,10 +159,66 @@ def test_without_steps_or_io_each_section_says_why(modules, tmp_path):
     assert res["requests"] == [] and res["errors"] == []
     s = sections(res)
     for sid, why in (("bound-by", "No steps"), ("stragglers", "No steps"),
-                     ("io-characterisation", "No I/O calls")):
+                     ("io-characterisation", "No I/O calls"), ("collectives", "No collectives")):
         assert s[sid]["svgs"] == 0 and s[sid]["tables"] == 0, sid
         assert s[sid]["first"].startswith(why), (sid, s[sid]["first"])
     assert s["overlap"]["svgs"] >= 1  # the layers' unions need no steps
+
+
+def coll_run(d):
+    """4 ranks: comm.all_reduce in two groups of 2 ("0-1", "2-3", told apart by comm_group
+    only) and comm.barrier over all 4, 6 calls each; rank 1 is 3 ms late at every other
+    all_reduce of its group, rank 3 1 us late at each of its group's, rank 2 5 ms late at the
+    barriers; each all_reduce partly hidden by a forward."""
+    os.makedirs(str(d), exist_ok=True)
+    paths = []
+    for r in range(4):
+        evs, t = [], 0
+        grp = "0-1" if r < 2 else "2-3"
+        for k in range(6):
+            a = t + (3 * MS if (r == 1 and k % 2) else 0) + (1000 if r == 3 else 0)
+            evs.append(("forward", "compute", t, a + MS, {}))
+            evs.append(("all_reduce", "comm", a, t + 5 * MS,
+                        dict(comm_size=2, comm_rank=r % 2, comm_group=grp, bytes=64)))
+            b = t + 6 * MS + (5 * MS if r == 2 else 0)
+            evs.append(("barrier", "comm", b, t + 12 * MS,
+                        dict(comm_size=4, comm_rank=r, comm_group="0-3")))
+            t += 20 * MS
+        paths.append(write_proc(d, 1000 + 100 * r, r, evs))
+    return paths
+
+
+def test_collectives_section(modules, tmp_path):
+    paths = coll_run(tmp_path / "coll")
+    r = analyze_json(paths)
+    c = r["collectives"]
+    assert [(o["op"], o["comm_group"], o["instances"]) for o in c["ops"]] == [
+        ("comm.all_reduce", "0-1", 6), ("comm.all_reduce", "2-3", 6), ("comm.barrier", "0-3", 6)]
+    page = report(tmp_path, "coll", *paths)
+    res = render(modules, page, tmp_path / "coll.png")
+    assert res["requests"] == [] and res["errors"] == []
+    s = sections(res)["collectives"]
+    assert s["svgs"] >= 1
+    assert s["first"].startswith("%d instance(s) matched; %s ms" % (c["instances"],
+                                                                    ms(c["wait_ns"])))
+    per_op, per_rank, overlap = s["cells"]
+    grp = {0: "rank 0", 1: "rank 1", 2: "rank 2", 3: "rank 3"}
+    assert body(per_op) == [
+        ["%s [%s]" % (o["op"], o["comm_group"]), str(o["comm_size"]), str(o["instances"]),
+         str(o["unmatched_calls"]), ms(o["wait_ns"]), ms(o["spread_p50_ns"]),
+         ms(o["spread_p99_ns"]), "%s (%d)" % (label(r, o["last"]), o["last"]["count"]), ""]
+        for o in c["ops"]]
+    assert [row[7] for row in body(per_op)] == ["rank 1 (3)", "rank 3 (6)", "rank 2 (6)"]
+    assert body(per_rank) == [
+        ["%s [%s]" % (o["op"], o["comm_group"]), label(r, x), str(x["calls"]), ms(x["wait_ns"]),
+         str(x["last"]), ms(x["caused_ns"])] for o in c["ops"] for x in o["ranks"]]
+    # rank 0 waits 3 ms at 3 all_reduces; rank 2 1 us at 6
+    assert (body(per_rank)[0][3], body(per_rank)[2][3]) == (ms(9 * MS), ms(6000))
+    assert body(overlap) == [
+        [grp[g["rank"]], str(g["calls"]), ms(g["wait_ns"]), ms(g["comm_ns"]),
+         ms(g["comm_overlapped_ns"]), "%.1f%%" % g["comm_overlap_pct"]] for g in c["groups"]]
+    assert [row[0] for row in body(overlap)] == [grp[k] for k in range(4)]
+    assert all(g["comm_overlapped_ns"] > 0 for g in c["groups"])
 
 
 def test_compare_shows_dftrace_diff(modules, tmp_path):

@@ -99,6 +99,32 @@ def test_mpi_category_and_unmatched(tmp_path):
     assert "cannot be told apart" in bar["note"]
 
 
+def test_groups_of_one_size_told_apart_by_comm_group(tmp_path):
+    # comm.all_reduce of comm_size 2 in groups "0-1" and "2-3" (4 ranks): matched per group.
+    #   "0-1": starts 0 and 40 (ends 100): rank 0 waits 40; "2-3": 10 and 30: rank 2 waits 20
+    # A DDP bucket's all_reduce (argument `bucket`) in "0-1": rank 1 arrives last (at 330), and
+    # rank 0's event [200, 400) runs beside backward: no wait, no blocked time.
+    procs = [Proc(100 + r, rank=r) for r in range(4)]
+    starts = {0: 0, 1: 40, 2: 10, 3: 30}
+    for r, p in enumerate(procs):
+        grp = "0-1" if r < 2 else "2-3"
+        p.ev("all_reduce", "comm", starts[r], 100, comm_size=2, comm_group=grp)
+        if r < 2:
+            p.ev("all_reduce", "comm", 200 + 130 * r, 400, comm_size=2, comm_group=grp, bucket=0)
+    doc, _ = analyze(*[p.write(tmp_path) for p in procs])
+    ops = {(o["op"], o["comm_group"]): o for o in doc["collectives"]["ops"]}
+    assert sorted(ops) == [("comm.all_reduce", "0-1"), ("comm.all_reduce", "2-3")]
+    low, high = ops[("comm.all_reduce", "0-1")], ops[("comm.all_reduce", "2-3")]
+    assert (low["instances"], low["unmatched_calls"], low["note"]) == (2, 0, None)
+    assert {k: v["wait_ns"] for k, v in by_rank(low).items()} == {0: 40, 1: 0}
+    assert low["blocked_ns"] == 100 + 60 and low["spread_max_ns"] == 130
+    assert low["last"] == {"rank": 1, "group": 1, "count": 2}
+    assert {k: v["wait_ns"] for k, v in by_rank(high).items()} == {2: 20, 3: 0}
+    assert high["comm_size"] == 2 and high["instances"] == 1
+    assert "comm.all_reduce (2 ranks) group 2-3: 1 matched" in run("analyze", *[
+        str(p) for p in sorted(tmp_path.glob("*.pfw*"))]).stdout
+
+
 def reference(procs_by_rank):
     """Per op: each rank's wait, from sets of nanoseconds."""
     out = {}

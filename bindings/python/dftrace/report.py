@@ -481,7 +481,7 @@ def build(paths, title=None, compare=None):
     analysed("findings")
     section("timeline", "Timeline", _timeline(df, t0))
     section("steps", "Step time", _steps(df))
-    analysed("bound-by", "overlap", "stragglers", "windows")
+    analysed("bound-by", "overlap", "stragglers", "collectives", "windows")
     section("categories", "Time per category and name", _categories(df))
     section("io", "I/O", _io(df, t0, span))
     analysed("io-characterisation")

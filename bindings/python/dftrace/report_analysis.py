@@ -1,5 +1,5 @@
 """dftrace.report's sections from `dftrace analyze`: findings, overlap, what bound the steps,
-stragglers, the I/O characterisation and, with --compare, `dftrace diff`.
+stragglers, collectives, the I/O characterisation and, with --compare, `dftrace diff`.
 
 Every figure comes from the analysis engine (dftrace.analyze, the document of `dftrace analyze
 --json`) or from `dftrace diff --json`; nothing here computes them again. Times in the tables
@@ -419,6 +419,59 @@ def _windows(r, wins):
         _cut_note(3 * _MAX_TABLE, len(split), "rows listed")
 
 
+def _collectives(r):
+    """Per operation (and group id): instances, each rank's wait for the last arrival, the rank
+    last most often and the arrival spread; per rank, comm overlapped with compute."""
+    import matplotlib.pyplot as plt
+    c = r.get("collectives") or {"ops": [], "groups": []}
+    if not c["ops"]:
+        return "<p>No collectives: these traces hold no comm or MPI collective calls.</p>"
+    groups = r["groups"]
+    ops = c["ops"][:_MAX_TABLE]
+
+    def name(o):
+        return o["op"] + (" [%s]" % o["comm_group"] if o.get("comm_group") else "")
+
+    def last(o):
+        return "%s (%d)" % (_group_label(groups[o["last"]["group"]]), o["last"]["count"]) \
+            if o["last"] else "-"
+    per_op = _table(["op", "comm_size", "instances", "unmatched calls", "wait ms",
+                     "spread p50 ms", "spread p99 ms", "last most often", "note"],
+                    [[name(o), "-" if o["comm_size"] is None else o["comm_size"],
+                      o["instances"], o["unmatched_calls"], _ms(o["wait_ns"]),
+                      _ms(o["spread_p50_ns"]), _ms(o["spread_p99_ns"]), last(o),
+                      o["note"] or ""] for o in ops])
+    per_op += _cut_note(_MAX_TABLE, len(c["ops"]), "operations listed")
+    rows = [[name(o), _group_label(groups[x["group"]]), x["calls"], _ms(x["wait_ns"]), x["last"],
+             _ms(x["caused_ns"])] for o in ops for x in o["ranks"]]
+    per_rank = _table(["op", "rank", "calls", "wait for the last rank ms", "times last",
+                       "others' wait it caused ms"], rows[:_MAX_TABLE])
+    per_rank += _cut_note(_MAX_TABLE, len(rows), "rows listed")
+    gs = c["groups"][:_MAX_TABLE]
+    overlap = _table(["rank", "collective calls", "wait ms", "comm ms",
+                      "comm overlapped with compute ms", "overlapped %"],
+                     [[_group_label(groups[g["group"]]), g["calls"], _ms(g["wait_ns"]),
+                       _ms(g["comm_ns"]), _ms(g["comm_overlapped_ns"]),
+                       "%.1f%%" % g["comm_overlap_pct"]] for g in gs])
+    overlap += _cut_note(_MAX_TABLE, len(c["groups"]), "ranks listed")
+    head = "<p>%d instance(s) matched; %s ms waiting for the last rank, %s of the matched " \
+           "calls' time.</p>" % (c["instances"], _ms(c["wait_ns"]),
+                                 _share(c["wait_ns"], c["blocked_ns"]))
+    if not gs:
+        return head + per_op + per_rank + overlap
+    fig, ax = plt.subplots(figsize=(12, 0.4 * min(len(gs), _MAX_ROWS) + 1.5))
+    shown = gs[:_MAX_ROWS]
+    y = list(range(len(shown)))
+    ax.barh(y, [g["wait_ns"] / 1e6 for g in shown], color="tab:red",
+            label="waiting for the last rank")
+    _ticks(ax, "y", [_group_label(groups[g["group"]]) for g in shown])
+    ax.invert_yaxis()
+    ax.set_xlabel("ms")
+    ax.set_title("Time each rank waited at collectives for the last rank")
+    ax.legend(fontsize=8)
+    return head + per_op + _svg(fig) + per_rank + overlap
+
+
 def sections(files, compare=None, windows=(), partial=None):
     """The analysis sections of the report: [(id, heading, HTML body)], in page order.
 
@@ -436,7 +489,7 @@ def sections(files, compare=None, windows=(), partial=None):
 
     Example:
         >>> [sid for sid, _, _ in sections(["t-1.pfw.gz"])]
-        ['findings', 'overlap', 'bound-by', 'stragglers', 'io-characterisation']
+        ['findings', 'overlap', 'bound-by', 'stragglers', 'collectives', 'io-characterisation']
     """
     from ._analyze import analyze, from_partial
     try:
@@ -454,7 +507,8 @@ def sections(files, compare=None, windows=(), partial=None):
     out = [("findings", "Findings", note + _findings(r)),
            ("overlap", "Overlap of layers per rank", _overlap(r)),
            ("bound-by", "What bound the steps", _bound_by(r)),
-           ("stragglers", "Stragglers and imbalance", _stragglers(r))]
+           ("stragglers", "Stragglers and imbalance", _stragglers(r)),
+           ("collectives", "Collectives: waiting for the last rank", _collectives(r))]
     if windows:
         out.append(("windows", "Flight recorder: captured windows", _windows(r, windows)))
     out.append(("io-characterisation", "I/O characterisation", _io(r)))

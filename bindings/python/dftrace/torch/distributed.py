@@ -9,14 +9,16 @@ without annotations.
 - Collectives and point-to-point calls of `torch.distributed` (the functions of the module,
   however the script reaches them) are recorded as `comm.<function>` (category `comm`) with
   `bytes`, `dtype`, `count` (elements), `op` (the reduce op), `comm_size` and `comm_rank` (the
-  group's size and this process's rank in it), `root` or `peer`, `tag` (point-to-point) and
+  group's size and this process's rank in it), `comm_group` (the group's id, the same in all
+  its processes: its global ranks, "0-3", "0,2"), `root` or `peer`, `tag` (point-to-point) and
   `async_op`. An asynchronous call (async_op=True, isend, irecv, batch_isend_irecv) gets a
   `comm_id`; the time its `Work.wait()` blocks is a `comm.wait` event with the same `comm_id`.
   A call made inside a recorded one (torch's own helpers, a DDP hook) is not recorded again.
 - DistributedDataParallel: each gradient bucket's reduction is one `comm.all_reduce` event
-  (`bucket`, `bytes`, `params`, `dtype`, `count`, `comm_size`, `comm_rank`, `hook`), from the
-  bucket being ready to its reduction ending, through a communication hook that this module
-  installs when the model is built; a hook the script registers is kept and called inside it.
+  (`bucket`, `bytes`, `params`, `dtype`, `count`, `comm_size`, `comm_rank`, `comm_group`,
+  `hook`), from the bucket being ready to its reduction ending, through a communication hook
+  that this module installs when the model is built; a hook the script registers is kept and
+  called inside it.
 - `init_process_group`: the rank and world size go into the trace (PR lines, the rank in the
   file name), with `local_rank`/`local_size` where the launcher sets them, and the clock offset
   to rank 0 (`clock_offset_ns`, applied by `dftrace merge`), measured through the process
@@ -28,6 +30,7 @@ the script: torch's own exceptions pass through unchanged.
 from __future__ import annotations
 
 import datetime
+import hashlib
 import itertools
 import os
 import sys
@@ -51,7 +54,7 @@ class _Local(threading.local):
 _tls = _Local()  # (a class default: reading a missing attribute of a local costs an exception)
 _ids = itertools.count(1)  # comm_id of asynchronous calls
 _pending: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # Work -> (comm_id, op)
-_groups: Dict[Any, tuple] = {}  # group (None: the default) -> its comm_size, comm_rank pairs
+_groups: Dict[Any, tuple] = {}  # group (None: the default) -> comm_size, comm_rank, comm_group
 _dtypes: Dict[Any, str] = {}
 _nodes: Dict[str, Profiler] = {}
 _on = [False]
@@ -109,9 +112,46 @@ def _group(group) -> tuple:
         pairs = _groups.get(g)
         if pairs is None:
             pairs = (("comm_size", dist.get_world_size(g)), ("comm_rank", dist.get_rank(g)))
+            gid = _group_id(g)
+            if gid is not None:
+                pairs += (("comm_group", gid),)
             _groups[g] = pairs
         _groups[group] = pairs
     return pairs
+
+
+def _group_id(g) -> Optional[str]:
+    """The group's comm_group id (_ranks_id of its global ranks); None when torch does not
+    say."""
+    try:
+        pg = dist.group.WORLD if g is None else g
+        if hasattr(dist, "get_process_group_ranks"):
+            ranks = list(dist.get_process_group_ranks(pg))
+        else:  # older torch: global rank -> group rank
+            m = dist.distributed_c10d._pg_group_ranks[pg]
+            ranks = sorted(m, key=m.__getitem__)
+        return _ranks_id(ranks)
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _ranks_id(ranks: List[int]) -> str:
+    """A group's id, the same in every process of the group: its members' global ranks in the
+    group's rank order, runs of consecutive ranks written first-last ("0-3", "0,2",
+    "4-7,12"), or "h" and 16 hex digits of the SHA-1 of that text when it is over 64
+    characters."""
+    runs: List[str] = []
+    i = 0
+    while i < len(ranks):
+        j = i
+        while j + 1 < len(ranks) and ranks[j + 1] == ranks[j] + 1:
+            j += 1
+        runs.append(str(ranks[i]) if i == j else "%d-%d" % (ranks[i], ranks[j]))
+        i = j + 1
+    text = ",".join(runs)
+    if len(text) > 64:
+        text = "h" + hashlib.sha1(text.encode()).hexdigest()[:16]
+    return text
 
 
 _SUM = dist.ReduceOp.SUM
@@ -385,10 +425,11 @@ def _default_hook(process_group, bucket):
 def _bucket_args(state: _HookState, bucket) -> Dict[str, Any]:
     buf = bucket.buffer()
     n = buf.numel()
-    size, rank = (v for _, v in _group(state.process_group))  # (cached pairs)
-    return {"bucket": bucket.index(), "bytes": n * buf.element_size(), "dtype": _dtype(buf),
-            "count": n, "params": len(bucket.parameters()), "comm_size": size,
-            "comm_rank": rank, "hook": state.name, "async_op": True}
+    args = {"bucket": bucket.index(), "bytes": n * buf.element_size(), "dtype": _dtype(buf),
+            "count": n, "params": len(bucket.parameters())}
+    args.update(_group(state.process_group))  # comm_size, comm_rank, comm_group (cached)
+    args.update(hook=state.name, async_op=True)
+    return args
 
 
 # DDP model -> the state of its hook (kept out of the model, which pickles its attributes)

@@ -3,7 +3,8 @@ as the c10d functions are, by distributed.instrument_distributed().
 
 Each function that exists in the running torch is recorded as `comm.<function>` with `bytes`,
 `dtype`, `count` (`tensors` for the coalesced ones), `op`, `comm_size` where the group says it
-(a ProcessGroup, a list of ranks, a DeviceMesh or (mesh, dim)), and `functional: true`. These
+(a ProcessGroup, a list of ranks, a DeviceMesh or (mesh, dim)), `comm_group` where it gives its
+ranks (a ProcessGroup, a list of ranks), and `functional: true`. These
 calls return a tensor whose wait happens at its first use: the event is the issue only,
 `async_op` false, and no `comm.wait` follows. Inside a recorded call (a c10d function that
 calls them, or they one) nothing is recorded twice; under torch.compile (while Dynamo traces)
@@ -26,7 +27,7 @@ def _size(group) -> tuple:
         if isinstance(group, dist.ProcessGroup):
             return _d._group(group)
         if isinstance(group, (list, tuple)) and group and all(isinstance(r, int) for r in group):
-            return (("comm_size", len(group)),)
+            return (("comm_size", len(group)), ("comm_group", _d._ranks_id(list(group))))
         if isinstance(group, tuple) and len(group) == 2 and hasattr(group[0], "size"):
             return (("comm_size", int(group[0].size(group[1]))),)  # (DeviceMesh, dim)
         if hasattr(group, "size") and callable(group.size):
