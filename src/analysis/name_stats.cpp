@@ -29,8 +29,8 @@ bool for_each_piece(const name_durations &d, const spill_store *store, std::vect
     for (uint64_t at = 0; at < r.count;) {
       const size_t n = static_cast<size_t>(std::min<uint64_t>(k_chunk, r.count - at));
       buf.resize(n);
-      if (!store || !store->read_bytes(r.offset + at * sizeof(uint64_t), buf.data(),
-                                       n * sizeof(uint64_t)))
+      if (!store ||
+          !store->read_bytes(r.offset + at * sizeof(uint64_t), buf.data(), n * sizeof(uint64_t)))
         return false;
       f(buf.data(), n);
       at += n;
@@ -92,9 +92,8 @@ void conclude(search &s) {
 
 }  // namespace
 
-bool select_durations(name_durations &d, const spill_store *store,
-                      const std::vector<uint64_t> &ks, std::vector<uint64_t> *out,
-                      size_t collect) {
+bool select_durations(name_durations &d, const spill_store *store, const std::vector<uint64_t> &ks,
+                      std::vector<uint64_t> *out, size_t collect) {
   out->assign(ks.size(), 0);
   if (d.runs.empty()) {  // all in memory: selection in place, the largest rank first
     std::vector<size_t> order(ks.size());

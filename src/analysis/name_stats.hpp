@@ -21,9 +21,8 @@ struct name_summary {
 // (a histogram of 2^16 buckets of the candidates' range per pass, narrowing to one bucket,
 // until the candidates fit in `collect` values, which are then selected in memory). Memory:
 // 512 KiB per rank and `collect` values. False when the spill file cannot be read back.
-bool select_durations(name_durations &d, const spill_store *store,
-                      const std::vector<uint64_t> &ks, std::vector<uint64_t> *out,
-                      size_t collect = size_t{1} << 20);
+bool select_durations(name_durations &d, const spill_store *store, const std::vector<uint64_t> &ks,
+                      std::vector<uint64_t> *out, size_t collect = size_t{1} << 20);
 
 // The durations held in memory before they are spilled, and the candidates a select collects:
 // 4 x the events' spill budget (collection::spill_after), 8 MiB by default.
