@@ -16,8 +16,9 @@ constexpr size_t k_chunk = size_t{1} << 16;  // values read from the spill file 
 struct search {
   uint64_t rank = 0, lo = 0, hi = 0, count = 0, value = 0;
   bool done = false;
-  std::vector<uint64_t> hist;       // a pass's histogram, when the range is still wide
-  std::vector<uint64_t> collected;  // a pass's candidates, once they fit
+  std::vector<uint64_t> hist;         // a pass's histogram, when the range is still wide
+  std::vector<uint64_t> least, most;  // per bucket, its least and greatest value
+  std::vector<uint64_t> collected;    // a pass's candidates, once they fit
   unsigned shift = 0;
 };
 
@@ -65,6 +66,8 @@ void plan(search &s, size_t collect) {
   const unsigned w = bit_width(s.hi - s.lo);
   s.shift = w > k_digit_bits ? w - k_digit_bits : 0;
   s.hist.assign(k_buckets, 0);
+  s.least.assign(k_buckets, UINT64_MAX);
+  s.most.assign(k_buckets, 0);
 }
 
 // After a pass: the bucket that holds the rank becomes the range, or the collected candidates
@@ -83,11 +86,11 @@ void conclude(search &s) {
   while (below + s.hist[b] < s.rank) below += s.hist[b++];
   s.rank -= below;
   s.count = s.hist[b];
-  const uint64_t lo = s.lo + (static_cast<uint64_t>(b) << s.shift);
-  const uint64_t width = (uint64_t{1} << s.shift) - 1;
-  s.hi = s.hi - lo > width ? lo + width : s.hi;
-  s.lo = lo;
+  s.lo = s.least[b];  // the bucket's values, not its width: one value ends the search
+  s.hi = s.most[b];
   std::vector<uint64_t>().swap(s.hist);
+  std::vector<uint64_t>().swap(s.least);
+  std::vector<uint64_t>().swap(s.most);
 }
 
 }  // namespace
@@ -132,10 +135,15 @@ bool select_durations(name_durations &d, const spill_store *store, const std::ve
         if (s.done) continue;
         const uint64_t slo = s.lo, span = s.hi - s.lo;
         if (!s.hist.empty()) {
-          uint64_t *h = s.hist.data();
+          uint64_t *h = s.hist.data(), *lo = s.least.data(), *hi = s.most.data();
           const unsigned sh = s.shift;
-          for (size_t i = 0; i < m; ++i)
-            if (v[i] - slo <= span) ++h[(v[i] - slo) >> sh];
+          for (size_t i = 0; i < m; ++i) {
+            if (v[i] - slo > span) continue;
+            const size_t b = static_cast<size_t>((v[i] - slo) >> sh);
+            ++h[b];
+            lo[b] = std::min(lo[b], v[i]);
+            hi[b] = std::max(hi[b], v[i]);
+          }
         } else {
           for (size_t i = 0; i < m; ++i)
             if (v[i] - slo <= span) s.collected.push_back(v[i]);

@@ -18,8 +18,8 @@ inline PyObject *new_ref(PyObject *o) {
 inline PyObject *step_items(const dftrace::analysis::analysis_result &r) {
   using dftrace::analysis::k_nbound;
   static_assert(k_nbound == 4, "the item names the four bound classes");
-  static const char *const names[] = {"rank",  "group", "index",      "step",
-                                      "epoch", "ts_ns", "dur_ns",     "compute_ns",
+  static const char *const names[] = {"rank",    "group", "index",   "step",
+                                      "epoch",   "ts_ns", "dur_ns",  "compute_ns",
                                       "comm_ns", "io_ns", "data_ns", "other_ns"};
   constexpr size_t nkeys = sizeof names / sizeof names[0];
   PyObject *keys[nkeys] = {};
