@@ -3,7 +3,9 @@
 (one thread each, one reader thread per partial), on a synthetic run the benchmark makes:
 RANKS files of EVENTS events each (tests/tools/gen_trace, one file per rank). It checks that
 both documents equal the single-machine one, then prints a Markdown row per cluster with the
-best wall time of REPEAT runs and the speed-up.
+best wall time of REPEAT rounds, the client's CPU seconds (its mean: placing the files and the
+merge), and the speed-up. Both clusters stay up and the rounds alternate them (1, 2, 1, 2, ...),
+so that a change of load touches both; the median of the rounds' ratios is printed too.
 
 Usage: /usr/bin/python3 bench/analyze_dask_bench.py
            [BUILD_DIR] [WORK_DIR]     (env: RANKS=48 EVENTS=200000 REPEAT=3)
@@ -61,19 +63,37 @@ def main():
     print("# %s UTC, %d cores, load average %s; %d ranks, %d events" %
           (time.strftime("%F %H:%M", time.gmtime()), os.cpu_count(), load, ranks, n))
     print()
-    print("| Dask workers | wall s (best of %d) | M events / s | speed-up |" % repeat)
-    print("| ---: | ---: | ---: | ---: |")
-    base = None
-    for workers in (1, 2):
-        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                          dashboard_address=None) as cluster, Client(cluster) as client:
-            client.run(_warm)  # the extension imported on every worker before timing
-            wall, r = best_of(repeat, lambda: dftrace.analyze(files, client=client, threads=1,
-                                                              allow_damaged=True))
-        if r != single:
-            sys.exit("the document on %d worker(s) differs from the single-machine one" % workers)
-        base = base or wall
-        print("| %d | %.2f | %.2f | %.2fx |" % (workers, wall, n / wall / 1e6, base / wall))
+    print("| Dask workers | wall s (best of %d) | M events / s | client CPU s | speed-up |" % repeat)
+    print("| ---: | ---: | ---: | ---: | ---: |")
+    clusters = [LocalCluster(n_workers=w, threads_per_worker=1, processes=True,
+                             dashboard_address=None) for w in (1, 2)]
+    clients = [Client(c, set_as_default=False) for c in clusters]
+    walls, cpus = [[], []], [[], []]
+    try:
+        for c in clients:
+            c.run(_warm)  # the extension imported on every worker before timing
+        for _ in range(repeat):
+            for k, c in enumerate(clients):
+                t, cpu = time.perf_counter(), time.process_time()
+                r = dftrace.analyze(files, client=c, threads=1, allow_damaged=True)
+                walls[k].append(time.perf_counter() - t)
+                cpus[k].append(time.process_time() - cpu)
+                if r != single:
+                    sys.exit("the document on %d worker(s) differs from the single-machine one"
+                             % (k + 1))
+                del r
+    finally:
+        for c in clients + clusters:
+            c.close()
+    base = min(walls[0])
+    for k in (0, 1):
+        wall = min(walls[k])
+        print("| %d | %.2f | %.2f | %.2f | %.2fx |" % (k + 1, wall, n / wall / 1e6,
+                                                      sum(cpus[k]) / repeat, base / wall))
+    ratios = sorted(a / b for a, b in zip(walls[0], walls[1]))
+    print()
+    print("rounds' 1-worker / 2-worker wall ratios: %s (median %.2fx)" %
+          (", ".join("%.2f" % x for x in ratios), ratios[len(ratios) // 2]))
 
 
 if __name__ == "__main__":

@@ -43,7 +43,10 @@ void run_analysis(const std::vector<std::string> &files, const analysis::layer_t
   bar.done();
   out->processes = c.procs.size();
   out->events = c.counts.objects;
-  out->names = std::move(c.names);
+  // before the analysis, so that its peak does not hold the durations
+  out->names = analysis::summarize_names(c.names, &c.spill, &out->names_unread,
+                                         analysis::durations_budget(c.spill_after));
+  decltype(c.names)().swap(c.names);
   out->r = analysis::analyze(c, table);
 }
 

@@ -9,6 +9,7 @@
 
 #include "analysis/analyze.hpp"
 #include "analysis/inputs.hpp"
+#include "analysis/name_stats.hpp"
 #include "args.hpp"
 
 namespace dftrace::tools {
@@ -18,8 +19,13 @@ struct analysis_run {
   analysis::analysis_result r;
   size_t processes = 0;
   uint64_t events = 0;
-  std::unordered_map<std::string, analysis::name_durations> names;  // with table.name_stats()
-  bool damaged() const { return !in.damaged.empty() || !r.process_problems.empty(); }
+  // With table.name_stats(): each "cat/name"'s figures, and the names whose spilled durations
+  // could not be read back (their p50 and p99 unknown).
+  std::map<std::string, analysis::name_summary> names;
+  std::vector<std::string> names_unread;
+  bool damaged() const {
+    return !in.damaged.empty() || !r.process_problems.empty() || !names_unread.empty();
+  }
 };
 
 // --layers FILE and --steps NAME into *table; false after one error line.

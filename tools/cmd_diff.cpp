@@ -175,9 +175,12 @@ bool load_run(const std::string &arg, const std::string &list, const layer_table
     error_line(std::string("diff: ") + what + ": NOT READ: " + d.path + ": " + d.what);
   for (const auto &p : run.r.process_problems)
     error_line(std::string("diff: ") + what + ": NOT READ: " + p);
+  for (const auto &n : run.names_unread)
+    error_line(std::string("diff: ") + what + ": NOT READ: the durations of " + n +
+               " (spill file): its p50 and p99 are unknown");
   *damaged = *damaged || run.damaged() || !ok;
   out->events = run.events;
-  out->names = summarize_names(run.names);
+  out->names = std::move(run.names);
   out->steps = run.r.steps.size();
   out->r = std::move(run.r);
   std::vector<step_result>().swap(out->r.steps);  // one per step of every rank: not compared

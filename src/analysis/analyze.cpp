@@ -3,7 +3,9 @@
 #include "analysis/analyze.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
+#include <tuple>
 #include <unordered_map>
 
 #include "analysis/intervals.hpp"
@@ -190,43 +192,74 @@ std::string step_key(const step_result &s, bool by_arg) {
                      : std::to_string(s.step);
 }
 
+// The steps with one key: order[begin, end) (indices into r.steps, in their order there).
+struct key_run {
+  std::string key;
+  size_t begin = 0, end = 0;
+};
+
+// The steps grouped by key (step_key's text), the runs in the order of that text: keyed by
+// numbers first (the text is a function of them, one to one), so that each key is made once.
+// True when some group has two steps of one key.
+bool group_by_key(const analysis_result &r, bool by_arg, std::vector<uint32_t> *order,
+                  std::vector<key_run> *runs) {
+  const std::vector<step_result> &st = r.steps;
+  auto num = [&](uint32_t i) {
+    const step_result &s = st[i];
+    return by_arg ? std::make_tuple(s.has_epoch, s.has_epoch ? s.epoch : 0, s.step)
+                  : std::make_tuple(false, int64_t{0}, static_cast<int64_t>(s.index));
+  };
+  order->resize(st.size());
+  for (size_t i = 0; i < st.size(); ++i) (*order)[i] = static_cast<uint32_t>(i);
+  std::stable_sort(order->begin(), order->end(),
+                   [&](uint32_t a, uint32_t b) { return num(a) < num(b); });
+  runs->clear();
+  bool repeated = false;
+  std::vector<size_t> last_run(r.groups.size(), SIZE_MAX);  // per group: its last step's run
+  for (size_t i = 0; i < order->size(); ++i) {
+    if (i == 0 || num((*order)[i]) != num((*order)[i - 1]))
+      runs->push_back({step_key(st[(*order)[i]], by_arg), i, i});
+    runs->back().end = i + 1;
+    size_t &last = last_run[st[(*order)[i]].group];
+    repeated = repeated || last == runs->size() - 1;
+    last = runs->size() - 1;
+  }
+  std::sort(runs->begin(), runs->end(),
+            [](const key_run &a, const key_run &b) { return a.key < b.key; });
+  return repeated;
+}
+
 // Stragglers and imbalance: steps matched across groups by their `step` (and `epoch`)
 // arguments when every step has one and no group repeats one, else by index.
 void compare_steps(analysis_result *r) {
   bool by_arg = !r->steps.empty();
   for (const step_result &s : r->steps) by_arg = by_arg && s.has_step;
-  std::map<std::string, std::vector<const step_result *>> by_key;
-  for (int pass = 0; pass < 2; ++pass) {
-    by_key.clear();
-    bool repeated = false;
-    for (const step_result &s : r->steps) {
-      auto &v = by_key[step_key(s, by_arg)];
-      for (const step_result *o : v) repeated = repeated || o->group == s.group;
-      v.push_back(&s);
-    }
-    if (!repeated || !by_arg) break;
-    by_arg = false;
-  }
+  std::vector<uint32_t> order;
+  std::vector<key_run> runs;
+  if (group_by_key(*r, by_arg, &order, &runs) && by_arg) group_by_key(*r, false, &order, &runs);
   std::vector<double> ratios;
-  for (auto &kv : by_key) {
-    if (kv.second.size() < 2) continue;
+  std::vector<const step_result *> same;
+  for (const key_run &run : runs) {
+    same.clear();
+    for (size_t i = run.begin; i < run.end; ++i) same.push_back(&r->steps[order[i]]);
+    if (same.size() < 2) continue;
     std::vector<uint64_t> d;
-    for (const step_result *s : kv.second) d.push_back(s->dur);
+    for (const step_result *s : same) d.push_back(s->dur);
     std::sort(d.begin(), d.end());
     const size_t n = d.size();
     const uint64_t median = n % 2 ? d[n / 2] : d[n / 2 - 1] + (d[n / 2] - d[n / 2 - 1]) / 2;
-    const step_result *worst = kv.second[0];
-    for (const step_result *s : kv.second) {
+    const step_result *worst = same[0];
+    for (const step_result *s : same) {
       if (s->dur > worst->dur) worst = s;
       if (s->dur > median && s->dur - median > k_straggler_margin_ns &&
           s->dur * k_straggler_den > median * k_straggler_num)
-        r->stragglers.push_back({s->group, kv.first, s->dur, median});
+        r->stragglers.push_back({s->group, run.key, s->dur, median});
     }
     if (median == 0) continue;
     const double ratio = static_cast<double>(d.back()) / static_cast<double>(median);
     if (ratio > r->imbalance_max || ratios.empty()) {
       r->imbalance_max = ratio;
-      r->imbalance_worst_step = kv.first;
+      r->imbalance_worst_step = run.key;
       r->imbalance_worst_group = worst->group;
     }
     ratios.push_back(ratio);

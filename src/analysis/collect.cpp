@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "analysis/name_stats.hpp"
 #include "reader/line_parser.hpp"
 
 namespace dftrace::analysis {
@@ -103,6 +104,28 @@ void name_durations::merge(name_durations &o) {
     durs = std::move(o.durs);
   else
     durs.insert(durs.end(), o.durs.begin(), o.durs.end());
+  runs.insert(runs.end(), o.runs.begin(), o.runs.end());
+  lo = std::min(lo, o.lo);
+  hi = std::max(hi, o.hi);
+}
+
+size_t name_durations::spill(spill_store &store) {
+  run r;
+  if (durs.empty() || !store.write_bytes(durs.data(), durs.size() * sizeof(uint64_t), &r.offset))
+    return 0;
+  const auto mm = std::minmax_element(durs.begin(), durs.end());
+  lo = std::min(lo, *mm.first);
+  hi = std::max(hi, *mm.second);
+  r.count = durs.size();
+  runs.push_back(r);
+  std::vector<uint64_t>().swap(durs);
+  return r.count;
+}
+
+uint64_t name_durations::count() const {
+  uint64_t n = durs.size();
+  for (const run &r : runs) n += r.count;
+  return n;
 }
 
 void line_counts::merge(const line_counts &o) {
@@ -360,7 +383,14 @@ void file_folder::add(block_part &p, collection *c) {
   }
   for (auto &kv : p.hosts) hosts_.emplace(kv.first, std::move(kv.second));
   io_.add(p.io, &c->io);
-  for (auto &kv : p.names) c->names[kv.first].merge(kv.second);
+  for (auto &kv : p.names) {
+    c->durations_buffered += kv.second.durs.size();
+    c->names[kv.first].merge(kv.second);
+  }
+  if (c->spill_after && c->durations_buffered >= durations_budget(c->spill_after)) {
+    for (auto &kv : c->names) kv.second.spill(c->spill);
+    c->durations_buffered = 0;  // what the store refused stays in memory, counted no more
+  }
   for (auto &kv : p.colls) colls_[kv.first].append(kv.second);
   if (!c->spill_after || c->buffered < c->spill_after) return;
   size_t out = 0;

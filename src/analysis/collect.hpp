@@ -82,11 +82,21 @@ struct process_facts {
 };
 
 // Calls and durations of one (cat, name): complete events and, counted but not in durs,
-// aggregated records (their single durations are not in the trace).
+// aggregated records (their single durations are not in the trace). The durations are those in
+// memory (durs) and those written to the spill file (runs; lo..hi their least and greatest).
 struct name_durations {
+  struct run {
+    uint64_t offset = 0, count = 0;
+  };
   uint64_t calls = 0, total = 0;
   std::vector<uint64_t> durs;
+  std::vector<run> runs;
+  uint64_t lo = UINT64_MAX, hi = 0;
   void merge(name_durations &o);
+  // Writes durs to the store and frees it; the number written (0 when the store refuses: durs
+  // is kept).
+  size_t spill(spill_store &store);
+  uint64_t count() const;
 };
 
 // Counts that match `dftrace stat`'s (same definitions).
@@ -123,6 +133,7 @@ struct collection {
   std::map<std::string, thread_events> threads;  // host '\x1f' pid '\x1f' tid
   io_data io;
   std::unordered_map<std::string, name_durations> names;  // cat '\x1f' name (name_stats())
+  size_t durations_buffered = 0;           // in names' durs; spilled past durations_budget()
   std::map<std::string, coll_data> colls;  // host '\x1f' pid: its collectives and waits
 };
 

@@ -9,33 +9,6 @@
 
 namespace dftrace::analysis {
 
-std::map<std::string, name_summary> summarize_names(
-    std::unordered_map<std::string, name_durations> &names) {
-  std::map<std::string, name_summary> out;
-  for (auto &kv : names) {
-    std::string key = kv.first;
-    const size_t sep = key.find('\x1f');
-    if (sep != std::string::npos) key[sep] = '/';
-    name_summary &s = out[key];
-    s.calls = kv.second.calls;
-    s.total = kv.second.total;
-    // the nearest ranks, placed by selection (linear), not by sorting: p99's first, then p50's
-    // among the values below it
-    std::vector<uint64_t> &d = kv.second.durs;
-    if (!d.empty()) {
-      const size_t n = d.size(), k99 = (99 * n + 99) / 100, k50 = (50 * n + 99) / 100;
-      const auto at99 = d.begin() + static_cast<std::ptrdiff_t>(k99 - 1);
-      std::nth_element(d.begin(), at99, d.end());
-      s.p99 = *at99;
-      const auto at50 = d.begin() + static_cast<std::ptrdiff_t>(k50 - 1);
-      std::nth_element(d.begin(), at50, at99);
-      s.p50 = k50 == k99 ? s.p99 : *at50;
-    }
-    std::vector<uint64_t>().swap(kv.second.durs);
-  }
-  return out;
-}
-
 double metric::change_pct() const {
   if (base == 0) return now == 0 ? 0 : (now > 0 ? 1 : -1) * std::numeric_limits<double>::infinity();
   return (now - base) * 100.0 / std::fabs(base);

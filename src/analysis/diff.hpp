@@ -8,24 +8,17 @@
 #include <vector>
 
 #include "analysis/analyze.hpp"
-#include "analysis/collect.hpp"
+#include "analysis/name_stats.hpp"
 
 namespace dftrace::analysis {
 
 // What a run is reduced to: the analysis's figures and each (cat, name)'s calls and times.
-struct name_summary {
-  uint64_t calls = 0, total = 0, p50 = 0, p99 = 0;
-};
 struct run_summary {
   uint64_t events = 0;
   size_t steps = 0;
   analysis_result r;                          // its step items may be dropped (steps counts them)
   std::map<std::string, name_summary> names;  // "cat/name"
 };
-
-// Each name's p50 and p99 (nearest rank, as percentile_sorted); frees the durations.
-std::map<std::string, name_summary> summarize_names(
-    std::unordered_map<std::string, name_durations> &names);
 
 // One compared figure, named as --fail-if names it: "step.p50", "bound_by.io", "io.read_bytes",
 // "POSIX/read.p99", ...; in_base / in_new: whether the run has it (a name may be missing).

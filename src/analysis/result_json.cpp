@@ -274,7 +274,7 @@ void collectives_json(std::string &o, const analysis_result &r) {
 }
 
 void result_json(const input_report &in, const analysis_result &r, size_t processes,
-                 const std::function<void(std::string &)> &sink) {
+                 const std::function<void(std::string &)> &sink, bool step_items) {
   std::string o = "{\"version\":1,";
   inputs_json(o, in, r, processes);
   o += ",\"layers\":[";
@@ -304,7 +304,7 @@ void result_json(const input_report &in, const analysis_result &r, size_t proces
   o += ",\"other_ns\":" + num(r.bound_total[k_nbound]) + "},\"items\":[";
   std::vector<std::string> ranks(r.groups.size());
   for (size_t g = 0; g < r.groups.size(); ++g) ranks[g] = rank_json(r.groups[g]);
-  for (size_t i = 0; i < r.steps.size(); ++i) {
+  for (size_t i = 0; step_items && i < r.steps.size(); ++i) {
     if (i) o += ',';
     append_step(o, r.steps[i], ranks[r.steps[i].group]);
     if (o.size() >= (1u << 20)) sink(o);

@@ -14,8 +14,9 @@ namespace dftrace::analysis {
 std::string result_json(const input_report &in, const analysis_result &r, size_t processes);
 // The same in parts: sink gets each part (about 1 MiB) and may clear it; a document of many
 // steps is never held whole.
+// step_items false: `steps.items` is written empty (the Python face builds its items as objects).
 void result_json(const input_report &in, const analysis_result &r, size_t processes,
-                 const std::function<void(std::string &)> &sink);
+                 const std::function<void(std::string &)> &sink, bool step_items = true);
 
 // A group's name for people: "rank 3", or "pid 4242" (with its host when known).
 std::string group_label(const group_result &g);

@@ -50,12 +50,15 @@ bool whole(Call call, int fd, Ptr p, size_t n, uint64_t at, int zero_errno) {
 }  // namespace
 
 bool spill_store::write(const layered_event *ev, size_t n, uint64_t *offset) {
+  return write_bytes(ev, n * sizeof(layered_event), offset);
+}
+
+bool spill_store::write_bytes(const void *p, size_t bytes, uint64_t *offset) {
   if (failed_ || (fd_ < 0 && !open_file())) {
     failed_ = true;
     return false;
   }
-  const size_t bytes = n * sizeof(layered_event);
-  if (!whole(::pwrite, fd_, reinterpret_cast<const char *>(ev), bytes, size_, ENOSPC)) {
+  if (!whole(::pwrite, fd_, static_cast<const char *>(p), bytes, size_, ENOSPC)) {
     error_ = std::strerror(errno);
     failed_ = true;
     return false;
@@ -68,10 +71,13 @@ bool spill_store::write(const layered_event *ev, size_t n, uint64_t *offset) {
 bool spill_store::read(uint64_t offset, size_t n, std::vector<layered_event> *out) const {
   const size_t old = out->size();
   out->resize(old + n);
-  char *p = reinterpret_cast<char *>(out->data() + old);
-  if (whole(::pread, fd_, p, n * sizeof(layered_event), offset, EIO)) return true;
+  if (read_bytes(offset, out->data() + old, n * sizeof(layered_event))) return true;
   out->resize(old);
   return false;
+}
+
+bool spill_store::read_bytes(uint64_t offset, void *p, size_t bytes) const {
+  return fd_ >= 0 && whole(::pread, fd_, static_cast<char *>(p), bytes, offset, EIO);
 }
 
 }  // namespace dftrace::analysis

@@ -25,6 +25,9 @@ class spill_store {
   bool write(const layered_event *ev, size_t n, uint64_t *offset);
   // Appends the n events at offset to *out.
   bool read(uint64_t offset, size_t n, std::vector<layered_event> *out) const;
+  // The same for any bytes (a name's durations): append `bytes` bytes, read them back into p.
+  bool write_bytes(const void *p, size_t bytes, uint64_t *offset);
+  bool read_bytes(uint64_t offset, void *p, size_t bytes) const;
   uint64_t bytes() const { return size_; }
   const std::string &error() const { return error_; }
 

@@ -83,6 +83,26 @@ def test_single_machine_equals_the_command(run6):
     assert (parts == s["dur_ns"]).all()
 
 
+def test_step_items_built_as_objects_equal_the_text(run6, ref_files, tmp_path):
+    # merge_doc gives the document without its step items and the items as dicts: together, key
+    # order and value types included, they are the text merge writes. Steps with `step` and
+    # `epoch` arguments, without, and groups without a rank (DFTracer's traces).
+    p = Proc(4242, rank=None)
+    for k in range(5):
+        p.ev("step", "compute", 100 * k, 100 * k + 90, step=k, epoch=-k)
+    p.write(tmp_path)
+    for paths in (run6, ref_files, [str(tmp_path / "t-4242.pfw.gz")]):
+        parts = [_analysis.partial(paths, None, None, 1)]
+        text = _analysis.merge(parts, None, None, None)
+        rest, items = _analysis.merge_doc(parts, None, None, None)
+        doc = json.loads(rest)
+        assert doc["steps"]["items"] == []
+        doc["steps"]["items"] = items
+        assert json.dumps(doc) == json.dumps(json.loads(text))
+        assert json.dumps(dftrace.analyze(paths, allow_damaged=True)) == json.dumps(doc)
+    assert items[3]["step"] == 3 and items[3]["epoch"] == -3 and items[3]["rank"] is None
+
+
 def test_batches_keep_groups_whole(run6):
     batches = _analyze.batches_for(run6, 2)
     assert len(batches) == 2 and sorted(sum(batches, [])) == run6

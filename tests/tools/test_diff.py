@@ -2,8 +2,11 @@
 # against a reference computed here, and the --fail-if gates' exit status.
 import json
 import math
+import os
+import random
+import subprocess
 
-from conftest import run
+from conftest import CLI, gen, run
 from test_analyze import Proc
 
 
@@ -85,6 +88,77 @@ def test_names_and_io_against_reference(tmp_path):
     # bound_by shares are percentages of step time that sum to 100
     assert sum(d["metrics"]["bound_by." + k]["base"]
                for k in ("compute", "comm", "io", "data", "other")) == pytest_approx(100)
+
+
+def random_run(d, seed, pid0):
+    """Names whose durations stress the exact select: wide (up to 2^40 ns) and narrow ranges,
+    heavy duplicates, one value, one or two calls."""
+    rnd = random.Random(seed)
+    shapes = {
+        "wide": lambda: rnd.randrange(1 << 40),
+        "narrow": lambda: 5_000 + rnd.randrange(300),
+        "dups": lambda: rnd.choice((7, 7, 7, 1000, 1 << 33)),
+        "skewed": lambda: int(rnd.paretovariate(1.2) * 1000),
+        "one": lambda: 4242,
+    }
+    d.mkdir()
+    durs = {}
+    for r in range(2):
+        p = Proc(pid0 + r, rank=r)
+        t = 0
+        for name, f in shapes.items():
+            for _ in range(rnd.randrange(1500, 2500) if name != "one" else 1 + r):
+                dur = f()
+                durs.setdefault("app/" + name, []).append(dur)
+                p.ev(name, "app", t, t + dur)
+                t += dur + 1
+        p.write(d)
+    return durs
+
+
+def test_percentiles_exact_when_durations_are_spilled(tmp_path):
+    """Each name's p50 and p99 from the durations spilled to the temporary file (a budget of 8
+    events: 32 durations held, radix passes until 32 candidates remain) equal the nearest ranks
+    computed here, and the figures with no spill at all."""
+    for seed in range(3):
+        base = random_run(tmp_path / f"base{seed}", seed, 100)
+        new = random_run(tmp_path / f"new{seed}", 100 + seed, 200)
+        docs = []
+        for budget in ("8", "0"):
+            p = run("diff", tmp_path / f"base{seed}", tmp_path / f"new{seed}", "--json",
+                    env={"DFTRACE_ANALYZE_SPILL_EVENTS": budget})
+            docs.append(json.loads(p.stdout))
+        assert docs[0] == docs[1]
+        names = {n["name"]: n for n in docs[0]["names"]}
+        for side, durs in (("base", base), ("new", new)):
+            for name, v in durs.items():
+                got = names[name][side]
+                assert (got["calls"], got["total_ns"]) == (len(v), sum(v)), name
+                assert (got["p50_ns"], got["p99_ns"]) == (nearest_rank(v, 50),
+                                                          nearest_rank(v, 99)), name
+
+
+def peak_rss_kib(*args, env):
+    e = dict(os.environ, DFTRACE_NO_PROGRESS="1", **env)
+    p = subprocess.Popen([CLI, *map(str, args)], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, env=e)
+    _, status, usage = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    assert p.returncode == 0, p.stderr.read()
+    return usage.ru_maxrss
+
+
+def test_diff_memory_bounded_like_analyze(tmp_path):
+    """The durations kept for exact percentiles (8 bytes per event) are spilled past the budget:
+    diff's peak stays within 4 bytes per event of analysing the larger run alone."""
+    events = 1_000_000
+    gen(tmp_path / "a.pfw.gz", events, pid=7000, rank=0, seed=1, threads=2)
+    gen(tmp_path / "b.pfw.gz", events, pid=7000, rank=0, seed=2, threads=2)
+    env = {"DFTRACE_ANALYZE_SPILL_EVENTS": "4096", "DFTRACE_TOOL_THREADS": "1"}
+    one = max(peak_rss_kib("analyze", "--json", tmp_path / f, env=env) for f in ("a.pfw.gz",
+                                                                              "b.pfw.gz"))
+    both = peak_rss_kib("diff", "--json", tmp_path / "a.pfw.gz", tmp_path / "b.pfw.gz", env=env)
+    assert both - one < 4 * events // 1024, (one, both)
 
 
 def pytest_approx(x):

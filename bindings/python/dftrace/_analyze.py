@@ -88,11 +88,16 @@ def analyze(paths, client=None, steps=None, layers=None, allow_damaged=False, ru
         >>> r = dftrace.analyze("traces/")
         >>> r["steps"]["bound_by"], r.steps_frame().dur_ns.describe()
     """
-    return _result(analyze_text(paths, client, steps, layers, rules, threads), allow_damaged)
+    from . import _analysis
+    return _result(_document(paths, client, steps, layers, rules, threads, _analysis.merge_doc),
+                   allow_damaged)
 
 
 def _result(doc, allow_damaged):
-    result = Analysis(json.loads(doc))
+    """The Analysis of merge_doc's (text, step items)."""
+    text, items = doc
+    result = Analysis(json.loads(text))
+    result["steps"]["items"] = items  # built as objects by the extension: no text to parse
     if not allow_damaged and not result["inputs"]["complete"]:
         raise DamagedTraceError(result)
     return result
@@ -116,7 +121,7 @@ def from_partial(partial, steps=None, layers=None, allow_damaged=False, rules=No
     from . import _analysis
     layers = os.fspath(layers) if layers is not None else None
     rules = os.fspath(rules) if rules is not None else None
-    return _result(_analysis.merge([partial], steps, layers, rules), allow_damaged)
+    return _result(_analysis.merge_doc([partial], steps, layers, rules), allow_damaged)
 
 
 def analyze_text(paths, client=None, steps=None, layers=None, rules=None, threads=0):
@@ -132,6 +137,13 @@ def analyze_text(paths, client=None, steps=None, layers=None, rules=None, thread
         >>> doc = json.loads(analyze_text(["t-1.pfw.gz"]))
     """
     from . import _analysis
+    return _document(paths, client, steps, layers, rules, threads, _analysis.merge)
+
+
+def _document(paths, client, steps, layers, rules, threads, merge):
+    """The partials computed (here or on the cluster) and joined by merge: _analysis.merge (the
+    text) or _analysis.merge_doc (the text without the step items, and the items)."""
+    from . import _analysis
     files = trace_files(paths)
     if not files:
         raise FileNotFoundError("dftrace.analyze: no trace files in %r" % (paths,))
@@ -139,10 +151,8 @@ def analyze_text(paths, client=None, steps=None, layers=None, rules=None, thread
     rules = os.fspath(rules) if rules is not None else None
     if client is None:
         parts = [_analysis.partial(files, steps, layers, threads)]
-        doc = _analysis.merge(parts, steps, layers, rules)
-    else:
-        doc = _on_cluster(client, files, steps, layers, rules, threads)
-    return doc
+        return merge(parts, steps, layers, rules)
+    return _on_cluster(client, files, steps, layers, rules, threads, merge)
 
 
 def _partial(files, steps, layers, threads):
@@ -151,7 +161,7 @@ def _partial(files, steps, layers, threads):
     return _analysis.partial(files, steps, layers, threads)
 
 
-def _on_cluster(client, files, steps, layers, rules, threads):
+def _on_cluster(client, files, steps, layers, rules, threads, merge):
     from . import _analysis
     workers = sorted(client.scheduler_info().get("workers", {}))
     batches = batches_for(files, max(1, len(workers)))
@@ -161,12 +171,12 @@ def _on_cluster(client, files, steps, layers, rules, threads):
                for i, b in enumerate(batches)]
     parts = client.gather(futures)
     try:
-        return _analysis.merge(parts, steps, layers, rules)
+        return merge(parts, steps, layers, rules)
     except _analysis.SplitGroups as e:
         warnings.warn("dftrace.analyze: %s; analysed again as one task" % e, RuntimeWarning,
-                      stacklevel=3)
+                      stacklevel=4)
     part = client.submit(_partial, files, steps, layers, threads, pure=False).result()
-    return _analysis.merge([part], steps, layers, rules)
+    return merge([part], steps, layers, rules)
 
 
 def _head_processes(path):

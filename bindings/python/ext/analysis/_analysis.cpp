@@ -17,6 +17,7 @@
 #include "analysis/inputs.hpp"
 #include "analysis/partial_codec.hpp"
 #include "analysis/result_json.hpp"
+#include "step_items.hpp"
 
 namespace {
 
@@ -72,21 +73,28 @@ PyObject *partial(PyObject *, PyObject *args) {
   return PyBytes_FromStringAndSize(bytes.data(), static_cast<Py_ssize_t>(bytes.size()));
 }
 
-PyObject *merge(PyObject *, PyObject *args) {
+// merge()'s and merge_doc()'s common part: the partials decoded and merged, the rules
+// evaluated; false with a Python error set.
+struct merged_run {
+  input_report in;
+  analysis_result r;
+  size_t processes = 0;
+};
+bool merge_args(PyObject *args, merged_run *out) {
   PyObject *parts_o;
   const char *steps = nullptr, *layers = nullptr, *rules_path = nullptr;
-  if (!PyArg_ParseTuple(args, "Ozzz", &parts_o, &steps, &layers, &rules_path)) return nullptr;
+  if (!PyArg_ParseTuple(args, "Ozzz", &parts_o, &steps, &layers, &rules_path)) return false;
   layer_table table;
-  if (!make_table(layers, steps, &table)) return nullptr;
+  if (!make_table(layers, steps, &table)) return false;
   std::vector<rule> rules;
   std::string why;
   if (!parse_rules(k_default_rules, "the built-in rules", &rules, &why) ||
       (rules_path && !load_rules_file(rules_path, &rules, &why))) {
     PyErr_SetString(PyExc_ValueError, ("rules: " + why).c_str());
-    return nullptr;
+    return false;
   }
   PyObject *fast = PySequence_Fast(parts_o, "partials must be a sequence of bytes");
-  if (!fast) return nullptr;
+  if (!fast) return false;
   const Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
   std::vector<input_report> ins(static_cast<size_t>(n));
   std::vector<analysis_partial> parts(static_cast<size_t>(n));
@@ -95,26 +103,24 @@ PyObject *merge(PyObject *, PyObject *args) {
     Py_ssize_t len = 0;
     if (PyBytes_AsStringAndSize(PySequence_Fast_GET_ITEM(fast, i), &data, &len) != 0) {
       Py_DECREF(fast);
-      return nullptr;
+      return false;
     }
     if (!decode_partial(std::string_view(data, static_cast<size_t>(len)), &ins[i], &parts[i],
                         &why)) {
       Py_DECREF(fast);
       PyErr_SetString(PyExc_ValueError, why.c_str());
-      return nullptr;
+      return false;
     }
   }
   Py_DECREF(fast);
-  std::string json, failure;
+  std::string failure;
   bool split = false;
   Py_BEGIN_ALLOW_THREADS;
   try {
-    analysis_result r;
-    if (merge_partials(parts, table, &r, &why)) {
-      size_t processes = 0;
-      for (const analysis_partial &p : parts) processes += p.procs.size();
-      r.findings = evaluate_rules(rules, r);
-      json = result_json(merge_inputs(ins), r, processes);
+    if (merge_partials(parts, table, &out->r, &why)) {
+      for (const analysis_partial &p : parts) out->processes += p.procs.size();
+      out->r.findings = evaluate_rules(rules, out->r);
+      out->in = merge_inputs(ins);
     } else {
       split = true;
     }
@@ -124,8 +130,31 @@ PyObject *merge(PyObject *, PyObject *args) {
   Py_END_ALLOW_THREADS;
   if (split) {
     PyErr_SetString(g_split_error, why.c_str());
-    return nullptr;
+    return false;
   }
+  if (!failure.empty()) {
+    PyErr_SetString(PyExc_MemoryError, failure.c_str());
+    return false;
+  }
+  return true;
+}
+
+// The document's text, with or without its step items; nullptr with an error set.
+PyObject *document_text(const merged_run &m, bool step_items) {
+  std::string json, failure;
+  Py_BEGIN_ALLOW_THREADS;
+  try {
+    result_json(
+        m.in, m.r, m.processes,
+        [&](std::string &part) {
+          json += part;
+          part.clear();
+        },
+        step_items);
+  } catch (const std::exception &e) {
+    failure = e.what();
+  }
+  Py_END_ALLOW_THREADS;
   if (!failure.empty()) {
     PyErr_SetString(PyExc_MemoryError, failure.c_str());
     return nullptr;
@@ -133,11 +162,32 @@ PyObject *merge(PyObject *, PyObject *args) {
   return PyUnicode_FromStringAndSize(json.data(), static_cast<Py_ssize_t>(json.size()));
 }
 
+PyObject *merge(PyObject *, PyObject *args) {
+  merged_run m;
+  return merge_args(args, &m) ? document_text(m, true) : nullptr;
+}
+
+PyObject *merge_doc(PyObject *, PyObject *args) {
+  merged_run m;
+  if (!merge_args(args, &m)) return nullptr;
+  PyObject *text = document_text(m, false);
+  if (!text) return nullptr;
+  PyObject *items = dftrace::python::step_items(m.r);
+  if (!items) {
+    Py_DECREF(text);
+    return nullptr;
+  }
+  return Py_BuildValue("(NN)", text, items);
+}
+
 PyMethodDef methods[] = {
     {"partial", partial, METH_VARARGS,
      "partial(paths, steps, layers, threads) -> bytes: the files read and their groups analysed"},
     {"merge", merge, METH_VARARGS,
      "merge(partials, steps, layers, rules) -> str: the JSON document of `dftrace analyze`"},
+    {"merge_doc", merge_doc, METH_VARARGS,
+     "merge_doc(partials, steps, layers, rules) -> (str, list): the document with steps.items "
+     "empty, and the items as dicts"},
     {nullptr, nullptr, 0, nullptr}};
 
 PyModuleDef module_def = {PyModuleDef_HEAD_INIT,
