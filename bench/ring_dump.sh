@@ -5,8 +5,11 @@
 # the trigger, the ring first, is in the file when the flush returns). With LIBDIRs (each
 # holding a libdftrace.so.0, say an older build's), the rounds take them in turn, side by side:
 # the machine's load changes the figures of all of them alike.
+# MODE=signal: the ring is filled and flushed (the writer thread then sleeps), then a SIGUSR2:
+# the time until the trace's bytes last grew (the writer thread woken by the signal writes the
+# ring), ring_prog signal.
 set -euo pipefail
-build=$1 rounds=${2:-5}
+build=$1 rounds=${2:-5} mode=${MODE:-latency}
 shift $(($# > 1 ? 2 : 1))
 libs=("$@")
 [ ${#libs[@]} -gt 0 ] || libs=("$build")
@@ -17,7 +20,7 @@ for r in $(seq "$rounds"); do
     rm -rf "$out/t"
     ms=$(LD_LIBRARY_PATH=$lib DFTRACE_ENABLE=1 DFTRACE_LOG_FILE="$out/t/t" \
       DFTRACE_OUTPUT_MODE=ring DFTRACE_RING_BYTES=64MiB DFTRACE_RING_SECONDS=3600 \
-      "$build/tests/integration/ring/ring_prog" latency 5000000 | sed -n 's/.*on disk after \(.*\) ms/\1/p')
+      "$build/tests/integration/ring/ring_prog" "$mode" 5000000 | sed -n 's/.*on disk after \(.*\) ms/\1/p')
     echo "round $r $(date -u +%H:%M:%S) load $(cut -d' ' -f1 /proc/loadavg) $lib: $ms ms, $(du -b "$out"/t/* | cut -f1) B"
   done
 done

@@ -46,7 +46,7 @@ bool step_watch::ended(uint64_t now_ns, uint64_t index, double factor, uint64_t 
 namespace {
 void trigger_handler(int sig) {
   const int saved = errno;
-  signal_trigger(sig, mono_ns());  // two atomic stores; clock_gettime is async-signal-safe
+  signal_trigger(sig, mono_ns());  // atomics and a futex wake; clock_gettime is async-signal-safe
   errno = saved;
 }
 }  // namespace

@@ -36,6 +36,14 @@ void for_each_piece(const char *p, size_t n, size_t limit, F f) {
 }
 }  // namespace
 
+namespace {
+wake_word g_writer_wake;  // constant-initialized: a signal handler may reach it at any time
+}  // namespace
+
+wake_word &writer_wake() { return g_writer_wake; }
+
+void writer::wake_thread() noexcept { writer_wake().wake(); }
+
 writer::writer(writer_settings settings)
     : settings_(std::move(settings)),
       pool_(settings_.chunk_bytes),
@@ -62,7 +70,7 @@ writer::~writer() {
     std::lock_guard<std::mutex> lock(queue_mutex_);
     stop_ = true;
   }
-  queue_cv_.notify_all();
+  wake_thread();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -100,7 +108,7 @@ void writer::submit(chunk *c) {
       drop_chunk(c);
       return;
     }
-    queue_cv_.notify_one();
+    wake_thread();
     space_cv_.wait(lock, [&] { return queued_bytes_ + bytes <= settings_.queue_bytes || stop_; });
   }
   try {
@@ -112,7 +120,7 @@ void writer::submit(chunk *c) {
   }
   queued_bytes_ += bytes;
   // Records are about half the size of their lines: wake the writer at half a member.
-  if (queued_bytes_ >= settings_.member_bytes / 2) queue_cv_.notify_one();
+  if (queued_bytes_ >= settings_.member_bytes / 2) wake_thread();
 }
 
 void writer::register_buffer(thread_buffer *tb) {
@@ -153,19 +161,29 @@ void writer::run() {
       const auto due = clock::now() + std::chrono::nanoseconds(tm->ns_until_due());
       if (due < wake) wake = due;
     }
-    if (ring_) {  // a signal's trigger is looked at every 100 ms; full detail ends on time
-      const auto poll = clock::now() + std::chrono::milliseconds(100);
-      if (poll < wake) wake = poll;
+    if (ring_) {  // full detail ends on time (a trigger, or a signal's, wakes the thread)
       const uint64_t until = hold_until_ns_.load(std::memory_order_relaxed);
       const auto hold_end = clock::time_point(std::chrono::nanoseconds(until));
       if (until && hold_end < wake) wake = hold_end;
     }
-    const bool woken = queue_cv_.wait_until(lock, wake, [&] {
+    const auto wanted = [&] {
       return stop_ || queued_bytes_ >= settings_.member_bytes / 2 || flush_wanted_;
-    });
+    };
+    // The word is read before the conditions are: a change after this read changes the word.
+    const uint32_t seen = writer_wake().seq();
+    bool woken = wanted();
+    if (!woken && !(ring_ && ring_due()) && clock::now() < wake) {
+      lock.unlock();
+      const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(wake.time_since_epoch());
+      writer_wake().wait(seen, ns.count() > 0 ? static_cast<uint64_t>(ns.count()) : 1);
+      wakes_.fetch_add(1, std::memory_order_relaxed);
+      lock.lock();
+      woken = wanted();
+    }
     if (stop_) break;
     const bool ring_now = ring_ && (steal_wanted_ || ring_due());
-    if (!woken && !ring_now && clock::now() < next_steal) {  // only an anchor is due, or a poll
+    if (!woken && !ring_now &&
+        clock::now() < next_steal) {  // only an anchor is due, or another writer's wake
       if (!tm) continue;
       lock.unlock();
       {
@@ -410,7 +428,7 @@ void writer::finish(end_fields end) {
     std::lock_guard<std::mutex> lock(queue_mutex_);
     stop_ = true;
   }
-  queue_cv_.notify_all();
+  wake_thread();
   space_cv_.notify_all();
   if (thread_.joinable() && std::this_thread::get_id() != thread_.get_id()) thread_.join();
 }
@@ -598,16 +616,17 @@ void writer::fork_child(thread_buffer *survivor, int64_t new_pid, std::string pa
   events_written_ = 0;
   dropped_ = 0;
   // Every synchronisation object is made anew rather than unlocked: a condition variable keeps
-  // the parent's waiters in its state (the parent's writer thread was waiting on queue_cv_ at
-  // fork time), and the child's new writer thread would wait behind ghosts that never leave,
-  // so that a broadcast at exit could wait for them forever. Only this thread exists: nothing
-  // is waiting on or holding these objects, and their old state is dropped, not destroyed.
+  // the parent's waiters in its state, and a thread of the child would wait behind ghosts that
+  // never leave, so that a broadcast at exit could wait for them forever (the wake word's
+  // sleepers, the parent's writer thread among them, are forgotten likewise). Only this thread
+  // exists: nothing is waiting on or holding these objects, and their old state is dropped, not
+  // destroyed.
   ring_fork_child();
   new (&trigger_mutex_) std::mutex();
   new (&io_mutex_) std::mutex();
   new (&queue_mutex_) std::mutex();
   new (&meta_mutex_) std::mutex();
-  new (&queue_cv_) std::condition_variable();
+  writer_wake().forget_sleepers();
   new (&space_cv_) std::condition_variable();
   if (!finished_) {
     std::lock_guard<std::mutex> lock(queue_mutex_);

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "base/gzip_member.hpp"
+#include "base/wake_word.hpp"
 #include "output/compressor_pool.hpp"
 #include "output/output_file.hpp"
 #include "writer/chunk_pool.hpp"
@@ -61,9 +62,10 @@ struct writer_settings {
 };
 
 // A trigger from a signal handler (the runtime's, for trigger.signal): the signal and the time
-// (CLOCK_MONOTONIC ns), stored with two lock-free atomic stores; the writer thread looks at them
-// at least every 100 ms in ring mode.
+// (CLOCK_MONOTONIC ns), stored with two lock-free atomic stores, then the writer thread is woken
+// (wake_word: an atomic add and a futex wake, async-signal-safe).
 void signal_trigger(int sig, uint64_t mono_ns) noexcept;
+wake_word &writer_wake();  // what writer threads sleep on
 
 class writer {
  public:
@@ -121,6 +123,9 @@ class writer {
   // writer's next pass runs is written, later members go to the ring again.
   void ring_release();
   uint64_t triggers() const { return triggers_.load(std::memory_order_relaxed); }
+  // How many times the writer thread's sleep ended (a wake, a deadline): it sleeps until work,
+  // a tick anchor, the flush interval or the end of full detail, and polls nothing.
+  uint64_t wakes() const { return wakes_.load(std::memory_order_relaxed); }
 
   uint64_t events_written() const { return events_written_.load(std::memory_order_relaxed); }
   uint64_t events_dropped() const { return dropped_.load(std::memory_order_relaxed); }
@@ -196,7 +201,6 @@ class writer {
 
   std::mutex io_mutex_;  // one pass at a time; guards the builder, the compressors and the file
   std::mutex queue_mutex_;
-  std::condition_variable queue_cv_;  // wakes the writer
   std::condition_variable space_cv_;  // wakes blocked producers
   std::vector<chunk *> queue_;
   size_t queued_bytes_ = 0;
@@ -204,6 +208,9 @@ class writer {
   bool flush_wanted_ = false;
   std::thread thread_;
   bool thread_started_ = false;  // guarded by queue_mutex_
+  // The writer thread sleeps on writer_wake() (queue_mutex_ not held), every writer's and the
+  // trigger signal's: a change under queue_mutex_ is followed by wake_thread().
+  static void wake_thread() noexcept;
 
   std::mutex meta_mutex_;
   std::string meta_;             // metadata lines not yet taken by a pass
@@ -242,6 +249,7 @@ class writer {
   std::atomic<uint64_t> triggers_{0};
 
   bool finished_ = false;
+  std::atomic<uint64_t> wakes_{0};
   std::atomic<uint64_t> events_written_{0};
   std::atomic<uint64_t> dropped_{0};
 };

@@ -19,6 +19,7 @@ static_assert(std::atomic<uint64_t>::is_always_lock_free, "a signal handler stor
 void signal_trigger(int sig, uint64_t mono_ns) noexcept {
   g_signal_trigger_sig.store(sig, std::memory_order_relaxed);
   g_signal_trigger_ns.store(mono_ns ? mono_ns : 1, std::memory_order_release);
+  writer_wake().wake();
 }
 
 bool writer::ring_due() const {
@@ -63,7 +64,7 @@ bool writer::trigger(std::string_view source, std::string_view reason, uint64_t 
     flush_wanted_ = steal_wanted_ = true;
     start_thread();
   }
-  queue_cv_.notify_one();
+  wake_thread();
   return true;
 }
 
@@ -74,7 +75,7 @@ void writer::ring_release() {
     std::lock_guard<std::mutex> lock(queue_mutex_);
     flush_wanted_ = steal_wanted_ = true;
   }
-  queue_cv_.notify_one();
+  wake_thread();
 }
 
 void writer::write_trigger_line(const trigger_fields &t) {
@@ -118,11 +119,13 @@ void writer::write_trigger(const pending_trigger &p) {
 }
 
 namespace {
-const size_t k_ring_batch = 8;  // members a writev (one writev of a 64 MiB ring measured slower)
-}
+// The ring's members lie one after another in its buffer: runs of them of up to k_ring_span
+// bytes, up to k_ring_batch runs a writev.
+const size_t k_ring_span = 1 << 20;
+const size_t k_ring_batch = 8;
+}  // namespace
 
 void writer::ring_write_out() {
-  // Up to output_file::k_max_members members a writev, straight from the ring's buffers.
   uint64_t events = 0;
   const auto out = [&] {
     const bool ok = !file_.failed() && file_.write_many(ring_iov_.data(), ring_iov_.size());
@@ -130,13 +133,12 @@ void writer::ring_write_out() {
     ring_iov_.clear();
     events = 0;
   };
-  ring_->for_each([&](const char *p, size_t n, uint64_t e) {
+  ring_->drain(k_ring_span, [&](const char *p, size_t n, uint64_t e) {
     ring_iov_.push_back({const_cast<char *>(p), n});  // reserved: never grows
     events += e;
     if (ring_iov_.size() == k_ring_batch) out();
   });
   out();
-  ring_->drain([](const char *, size_t, uint64_t) {});
 }
 
 void writer::ring_before_pass() {
@@ -146,7 +148,7 @@ void writer::ring_before_pass() {
   pass_ns_ = mono_ns();     // what this pass takes was committed before: full detail's end
   if (crash_wrote_ring_) {  // a fatal signal's path wrote the ring and the process went on
     crash_wrote_ring_ = false;
-    ring_->drain([](const char *, size_t, uint64_t) {});
+    ring_->clear();
   }
   ring_take_triggers();
 }
@@ -218,7 +220,7 @@ void writer::crash_ring(int sig) {
   // The fatal-signal path (no allocation, no free): the ring as it is, then a trigger line that
   // names the signal; the buffered lines follow (crash_cycle).
   if (!ring_ || !sig || holding_ || crash_wrote_ring_ || !file_.is_open() || file_.failed()) return;
-  ring_->for_each([&](const char *p, size_t n, uint64_t events) {
+  ring_->for_each_span(k_ring_span, [&](const char *p, size_t n, uint64_t events) {
     const bool ok = !file_.failed() && file_.write(p, n);
     (ok ? events_written_ : dropped_).fetch_add(events, std::memory_order_relaxed);
   });

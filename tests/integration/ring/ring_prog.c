@@ -9,16 +9,21 @@
  *   ring_prog crash SECONDS     regions for SECONDS, then a SIGSEGV
  *   ring_prog latency EVENTS    EVENTS regions, then a trigger and a flush: how long the two
  *                               took (the ring is on disk when the flush returns), in ms
+ *   ring_prog signal EVENTS     EVENTS regions and a flush (the writer then sleeps), then a
+ *                               SIGUSR2: how long until the trace directory's bytes last grew
+ *                               (the writer thread writes the ring; nothing else comes), in ms
  *   ring_prog fork SECONDS      regions for 2 s, then a fork: the child says "child PID" on
  *                               stdout after 1.5 s and makes regions for SECONDS; the parent
  *                               makes regions until the child ended, dftrace_trigger("parent"),
  *                               then regions for 0.3 s more */
 #include <dftrace/dftrace.h>
+#include <dirent.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -72,6 +77,35 @@ static int fork_mode(long seconds) {
   printf("parent trigger %d\n", dftrace_trigger("parent"));
   regions_until(now_ms() - g_t0 + 300);
   return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 4;
+}
+
+static double mono_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+/* The bytes of the files in DFTRACE_LOG_FILE's directory. */
+static long long trace_bytes(void) {
+  char dir[4096];
+  const char *f = getenv("DFTRACE_LOG_FILE");
+  snprintf(dir, sizeof dir, "%s", f ? f : ".");
+  char *slash = strrchr(dir, '/');
+  if (slash)
+    *slash = 0;
+  else
+    snprintf(dir, sizeof dir, ".");
+  long long total = 0;
+  DIR *d = opendir(dir);
+  if (!d) return 0;
+  for (struct dirent *e; (e = readdir(d));) {
+    char p[8192];
+    struct stat st;
+    snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+    if (e->d_name[0] != '.' && stat(p, &st) == 0 && S_ISREG(st.st_mode)) total += st.st_size;
+  }
+  closedir(d);
+  return total;
 }
 
 static long vm_hwm_kb(void) {
@@ -137,7 +171,8 @@ int main(int argc, char **argv) {
       }
       sleep_ms(2);
     }
-  } else if (strcmp(mode, "fast") == 0 || strcmp(mode, "latency") == 0) {
+  } else if (strcmp(mode, "fast") == 0 || strcmp(mode, "latency") == 0 ||
+             strcmp(mode, "signal") == 0) {
     const long n = atol(argv[2]);
     uint64_t x = 88172645463325252ull;
     for (long i = 0; i < n; ++i) {
@@ -155,6 +190,19 @@ int main(int argc, char **argv) {
       clock_gettime(CLOCK_MONOTONIC, &b);
       printf("trigger %d, on disk after %.1f ms\n", taken,
              (b.tv_sec - a.tv_sec) * 1e3 + (b.tv_nsec - a.tv_nsec) / 1e6);
+    }
+    if (strcmp(mode, "signal") == 0) {
+      dftrace_flush();
+      long long bytes = trace_bytes();
+      const double start = mono_ms();
+      double last = start;
+      raise(SIGUSR2);
+      while (mono_ms() - last < 500 && mono_ms() - start < 10000) {
+        const long long now = trace_bytes();
+        if (now != bytes) bytes = now, last = mono_ms();
+        usleep(200);
+      }
+      printf("signal, on disk after %.1f ms\n", last - start);
     }
     printf("vmhwm_kb %ld\n", vm_hwm_kb());
   } else {
