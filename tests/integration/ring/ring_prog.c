@@ -4,7 +4,8 @@
  * Usage:
  *   ring_prog api SECONDS AT    regions for SECONDS, dftrace_trigger("at AT s") at AT seconds
  *   ring_prog steps N SLOW MS   N steps of MS/2 regions 2 ms apart; step SLOW's (0-based) 40 ms
- * apart ring_prog wait SECONDS      regions for SECONDS ("ready" on stdout after the first second)
+ * apart ring_prog wait SECONDS      regions for SECONDS ("ready" on stdout after the first second),
+ *                               then "regions N": how many it made
  *   ring_prog fast EVENTS       EVENTS regions as fast as it can, then its VmHWM (kB)
  *   ring_prog crash SECONDS     regions for SECONDS, then a SIGSEGV
  *   ring_prog latency EVENTS    EVENTS regions, then a trigger and a flush: how long the two
@@ -128,8 +129,10 @@ int main(int argc, char **argv) {
   } else if (strcmp(mode, "wait") == 0) {
     const uint64_t end = atol(argv[2]) * 1000;
     int said = 0;
+    long made = 0;
     while (now_ms() - g_t0 < end) {
       region(-1);
+      ++made;
       if (!said && now_ms() - g_t0 >= 1000) {
         printf("ready\n");
         fflush(stdout);
@@ -137,6 +140,7 @@ int main(int argc, char **argv) {
       }
       sleep_ms(2);
     }
+    printf("regions %ld\n", made);
   } else if (strcmp(mode, "fast") == 0 || strcmp(mode, "latency") == 0) {
     const long n = atol(argv[2]);
     uint64_t x = 88172645463325252ull;

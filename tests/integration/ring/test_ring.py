@@ -241,7 +241,9 @@ def test_a_crash_writes_the_window_before_it(tmp_path):
 @pytest.mark.parametrize("aggregate", [False, True])
 def test_no_trigger_leaves_only_header_metadata_and_end(tmp_path, aggregate):
     extra = {"DFTRACE_AGGREGATION": "1"} if aggregate else {}
-    run(tmp_path, "wait", 2, DFTRACE_RING_SECONDS="1", DFTRACE_TRIGGER_SIGNAL="none", **extra)
+    p = run(tmp_path, "wait", 2, DFTRACE_RING_SECONDS="1", DFTRACE_TRIGGER_SIGNAL="none", **extra)
+    made = int(p.stdout.split("regions ")[1])  # one every 2 ms or so: fewer on a busy machine
+    assert made > 10, p.stdout
     events, triggers, end = trace(tmp_path)
     assert triggers == [] and work(events) == []
     kinds = {(e["ph"], e["cat"] if e["ph"] != "M" else "dftracer") for e in events}
@@ -249,9 +251,9 @@ def test_no_trigger_leaves_only_header_metadata_and_end(tmp_path, aggregate):
     assert kinds == want, kinds
     if aggregate:  # the totals stay exact for the whole run
         folded = sum(e["args"]["dft_cnt"] for e in events if e["ph"] == "A")
-        assert folded > 500 and end["args"]["ring_discarded_events"] == 0, (folded, end)
+        assert folded == made and end["args"]["ring_discarded_events"] == 0, (folded, made, end)
     else:
-        assert end["args"]["ring_discarded_events"] > 500, end
+        assert end["args"]["ring_discarded_events"] >= made, (made, end)
 
 
 def test_memory_stays_within_the_ring_at_a_high_event_rate(tmp_path):
