@@ -1,6 +1,7 @@
 /* ring_prog.c: a C program for the flight recorder's tests (test_ring.py), in ring mode by its
  * environment (DFTRACE_OUTPUT_MODE=ring, ...). Each region carries `ms`, the milliseconds since
- * the program started, so that the test can say which part of the run a trace holds.
+ * the program started, so that the test can say which part of the run a trace holds, and `n`,
+ * its number (from 0, in each process), so that it can say none is missing.
  * Usage:
  *   ring_prog api SECONDS AT    regions for SECONDS, dftrace_trigger("at AT s") at AT seconds
  *   ring_prog steps N SLOW MS   N steps of MS/2 regions 2 ms apart; step SLOW's (0-based) 40 ms
@@ -39,9 +40,12 @@ static void sleep_ms(long ms) {
 static uint64_t g_t0;
 static dftrace_node_t *g_work;
 
+static int64_t g_made; /* regions made so far: `n` of the next one */
+
 static void region(long step) {
   dftrace_region_t r = dftrace_region_begin(g_work);
   dftrace_region_arg_int(r, "ms", (int64_t)(now_ms() - g_t0));
+  dftrace_region_arg_int(r, "n", g_made++);
   if (step >= 0) dftrace_region_arg_int(r, "step", step);
   dftrace_region_end(r);
 }
