@@ -1,10 +1,12 @@
 /* ring_prog.c: a C program for the flight recorder's tests (test_ring.py), in ring mode by its
  * environment (DFTRACE_OUTPUT_MODE=ring, ...). Each region carries `ms`, the milliseconds since
- * the program started, so that the test can say which part of the run a trace holds.
+ * the program started, so that the test can say which part of the run a trace holds, and `n`,
+ * its number (from 0, in each process), so that it can say none is missing.
  * Usage:
  *   ring_prog api SECONDS AT    regions for SECONDS, dftrace_trigger("at AT s") at AT seconds
  *   ring_prog steps N SLOW MS   N steps of MS/2 regions 2 ms apart; step SLOW's (0-based) 40 ms
- * apart ring_prog wait SECONDS      regions for SECONDS ("ready" on stdout after the first second)
+ * apart ring_prog wait SECONDS      regions for SECONDS ("ready" on stdout after the first second),
+ *                               then "regions N": how many it made
  *   ring_prog fast EVENTS       EVENTS regions as fast as it can, then its VmHWM (kB)
  *   ring_prog crash SECONDS     regions for SECONDS, then a SIGSEGV
  *   ring_prog latency EVENTS    EVENTS regions, then a trigger and a flush: how long the two
@@ -43,9 +45,12 @@ static void sleep_ms(long ms) {
 static uint64_t g_t0;
 static dftrace_node_t *g_work;
 
+static int64_t g_made; /* regions made so far: `n` of the next one */
+
 static void region(long step) {
   dftrace_region_t r = dftrace_region_begin(g_work);
   dftrace_region_arg_int(r, "ms", (int64_t)(now_ms() - g_t0));
+  dftrace_region_arg_int(r, "n", g_made++);
   if (step >= 0) dftrace_region_arg_int(r, "step", step);
   dftrace_region_end(r);
 }
@@ -162,8 +167,10 @@ int main(int argc, char **argv) {
   } else if (strcmp(mode, "wait") == 0) {
     const uint64_t end = atol(argv[2]) * 1000;
     int said = 0;
+    long made = 0;
     while (now_ms() - g_t0 < end) {
       region(-1);
+      ++made;
       if (!said && now_ms() - g_t0 >= 1000) {
         printf("ready\n");
         fflush(stdout);
@@ -171,6 +178,7 @@ int main(int argc, char **argv) {
       }
       sleep_ms(2);
     }
+    printf("regions %ld\n", made);
   } else if (strcmp(mode, "fast") == 0 || strcmp(mode, "latency") == 0 ||
              strcmp(mode, "signal") == 0) {
     const long n = atol(argv[2]);

@@ -96,8 +96,10 @@ def test_api_trigger_writes_the_second_before_and_after(tmp_path):
     assert t["from"] - quarter - slack <= ts[0] <= t["from"] + slack, (ts[0], t)
     # Then full detail for a second after it, and nothing later.
     assert t["time"] + unit_us(1) - slack <= ts[-1] <= t["time"] + unit_us(1) + quarter + slack
-    # Everything in between: no gap in the regions (one every 2 ms or so).
-    assert max(b - a for a, b in zip(ts, ts[1:])) < unit_us(0.2)
+    # Everything in between: no region missing (their numbers follow on, whatever time a busy
+    # machine put between them).
+    n = [e["args"]["n"] for e in sorted(w, key=lambda e: e["ts"])]
+    assert n == list(range(n[0], n[0] + len(n))), (n[:3], n[-3:], len(n))
     # The run's other 3 s were let go, and the end line says so; its count is what the file holds.
     assert end["args"]["num_events"] == len(w)
     assert end["args"]["ring_discarded_events"] > len(w)
@@ -241,7 +243,9 @@ def test_a_crash_writes_the_window_before_it(tmp_path):
 @pytest.mark.parametrize("aggregate", [False, True])
 def test_no_trigger_leaves_only_header_metadata_and_end(tmp_path, aggregate):
     extra = {"DFTRACE_AGGREGATION": "1"} if aggregate else {}
-    run(tmp_path, "wait", 2, DFTRACE_RING_SECONDS="1", DFTRACE_TRIGGER_SIGNAL="none", **extra)
+    p = run(tmp_path, "wait", 2, DFTRACE_RING_SECONDS="1", DFTRACE_TRIGGER_SIGNAL="none", **extra)
+    made = int(p.stdout.split("regions ")[1])  # one every 2 ms or so: fewer on a busy machine
+    assert made > 10, p.stdout
     events, triggers, end = trace(tmp_path)
     assert triggers == [] and work(events) == []
     kinds = {(e["ph"], e["cat"] if e["ph"] != "M" else "dftracer") for e in events}
@@ -249,9 +253,9 @@ def test_no_trigger_leaves_only_header_metadata_and_end(tmp_path, aggregate):
     assert kinds == want, kinds
     if aggregate:  # the totals stay exact for the whole run
         folded = sum(e["args"]["dft_cnt"] for e in events if e["ph"] == "A")
-        assert folded > 500 and end["args"]["ring_discarded_events"] == 0, (folded, end)
+        assert folded == made and end["args"]["ring_discarded_events"] == 0, (folded, made, end)
     else:
-        assert end["args"]["ring_discarded_events"] > 500, end
+        assert end["args"]["ring_discarded_events"] >= made, (made, end)
 
 
 def test_memory_stays_within_the_ring_at_a_high_event_rate(tmp_path):
@@ -331,7 +335,8 @@ def test_a_forked_child_has_its_own_ring(tmp_path):
     assert c_ms and c_ms[0] >= 2000, c_ms[:5]
     # The parent's window: its regions from before the fork through the child's life, whole.
     assert p_ms[0] < 1500 and p_ms[-1] > c_ms[-1], (p_ms[:3], p_ms[-3:], c_ms[-1])
-    assert max(b - a for a, b in zip(p_ms, p_ms[1:])) < 200
+    p_n = sorted(e["args"]["n"] for e in work(p_events))  # none missing across the fork
+    assert p_n == list(range(p_n[0], p_n[0] + len(p_n))), (p_n[:3], p_n[-3:], len(p_n))
 
 
 def test_a_trigger_on_a_busy_writer_keeps_every_event_after_the_rings_first(tmp_path):
