@@ -180,10 +180,13 @@ void writer::ring_after_pass() {
     release_wanted_.store(false, std::memory_order_relaxed);
     return;
   }
-  // Full detail ends: what this pass took is in the file, later members go to the ring.
+  // Full detail ends at the first pass that began at or after its time: every event committed
+  // before that time is in this pass or an earlier one, all in the file (a pass that takes
+  // long, behind a backlog, does not send events of the window to the ring); later members go
+  // to the ring.
   const uint64_t until = hold_until_ns_.load(std::memory_order_relaxed);
   const bool released = release_wanted_.exchange(false, std::memory_order_relaxed);
-  if ((until && mono_ns() >= until) || (!until && released)) {
+  if ((until && pass_ns_ >= until) || (!until && released)) {
     holding_ = false;
     hold_until_ns_.store(0, std::memory_order_relaxed);
     if (file_.is_open() && !file_.failed()) {  // the window's end: its trigger_end line

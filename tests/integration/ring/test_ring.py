@@ -339,12 +339,16 @@ def test_a_forked_child_has_its_own_ring(tmp_path):
     assert p_n == list(range(p_n[0], p_n[0] + len(p_n))), (p_n[:3], p_n[-3:], len(p_n))
 
 
-def test_a_trigger_on_a_busy_writer_keeps_every_event_after_the_rings_first(tmp_path):
+@pytest.mark.parametrize("after", ["2s", "1ms"])
+def test_a_trigger_on_a_busy_writer_keeps_every_event_after_the_rings_first(tmp_path, after):
     # 1 M regions, then a trigger at once: the writer is still formatting and compressing the
     # backlog when it comes, and takes it between its chunks and members. What is written is the
     # ring (its oldest member's first event on) and every event after it, in order, none twice.
+    # Every region was committed before the trigger, so none goes back to the ring even when
+    # full detail ends (1ms) long before the writer has taken the backlog.
     n = 1000000
-    p = run(tmp_path, "latency", n, DFTRACE_RING_BYTES="4MiB", DFTRACE_RING_SECONDS="3600")
+    p = run(tmp_path, "latency", n, DFTRACE_RING_BYTES="4MiB", DFTRACE_RING_SECONDS="3600",
+            DFTRACE_RING_AFTER=after)
     assert p.stdout.startswith("trigger 1,"), p.stdout
     events, triggers, end = trace(tmp_path)
     assert [x["args"]["value"] for x in triggers] == ["latency"], triggers
