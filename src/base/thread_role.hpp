@@ -82,4 +82,14 @@ class async_signals_blocked {
   sigset_t saved_;
 };
 
+// Starts fn(arg) on a detached thread of dftrace's own that takes none of the application's
+// asynchronous signals (async_signals_blocked); false when it could not start.
+inline bool start_detached_thread(void *(*fn)(void *), void *arg) {
+  async_signals_blocked quiet;
+  pthread_t t;
+  if (pthread_create(&t, nullptr, fn, arg) != 0) return false;
+  pthread_detach(t);
+  return true;
+}
+
 }  // namespace dftrace::detail

@@ -75,16 +75,7 @@ void *listener_main(void *p) {
 void start_listener(const std::string &dir) {
   auto *args = new (std::nothrow) listener_args{dir, g_listener_gen.fetch_add(1) + 1};
   if (!args) return;
-  // The thread takes no signal of the application's.
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  pthread_t t;
-  const bool ok = pthread_create(&t, nullptr, listener_main, args) == 0;
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  if (ok) {
-    pthread_detach(t);
-  } else {
+  if (!start_detached_thread(listener_main, args)) {
     delete args;
     log(log_level::warn, "attach: the thread that waits for requests could not start");
   }

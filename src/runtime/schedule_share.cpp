@@ -108,18 +108,9 @@ void schedule_follower_stop() { g_follower_gen.fetch_add(1); }
 bool schedule_follower_start(const schedule_page *page) {
   auto *args = new (std::nothrow) follower_args{page, g_follower_gen.fetch_add(1) + 1};
   if (!args) return false;
-  sigset_t all, old;  // the thread takes no signal of the application's
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  pthread_t t;
-  const bool ok = pthread_create(&t, nullptr, follower_main, args) == 0;
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  if (ok) {
-    pthread_detach(t);
-  } else {
-    delete args;
-  }
-  return ok;
+  if (start_detached_thread(follower_main, args)) return true;
+  delete args;
+  return false;
 }
 
 }  // namespace dftrace::detail

@@ -23,9 +23,8 @@ CLI = os.environ["DFTRACE_CLI"]
 PROG = os.path.join(BIN, "attach_prog")
 WAIT_S = 120  # the most a test waits for a program to say something (a hang, not a timing)
 
-PY_LOOP = """
-import os, time
-import dftrace
+# A loop's head: it says when tracing comes on and goes off, and writes a region a step.
+LOOP_HEAD = """
 seen_on, off = False, None
 for i in range(1000000):
     on = dftrace.is_enabled()
@@ -37,7 +36,12 @@ for i in range(1000000):
         print("off", i, flush=True)
     with dftrace.region("work", "attach", args={"step": i}):
         pass
-    if i == 0:
+"""
+
+PY_LOOP = """
+import os, time
+import dftrace
+""" + LOOP_HEAD + """    if i == 0:
         print("ready", os.getpid(), flush=True)
     time.sleep(0.005)
     dftrace.step()
@@ -522,18 +526,7 @@ import dftrace
 model = torch.nn.Linear(4, 2)
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 x, y = torch.randn(8, 4), torch.randn(8, 2)
-seen_on, off = False, None
-for i in range(1000000):
-    on = dftrace.is_enabled()
-    if on and not seen_on:
-        seen_on = True
-        print("on", i, flush=True)
-    elif not on and seen_on and off is None:
-        off = i
-        print("off", i, flush=True)
-    with dftrace.region("work", "attach", args={"step": i}):
-        pass
-    loss = torch.nn.functional.mse_loss(model(x), y)
+""" + LOOP_HEAD + """    loss = torch.nn.functional.mse_loss(model(x), y)
     loss.backward()
     opt.step()  # the automatic step ends here (dftrace.torch.auto under dftrace run)
     opt.zero_grad()
@@ -545,7 +538,9 @@ print("done", flush=True)
 """
 
 
-def test_level_torch_traces_only_the_pytorch_events_of_the_window(tmp_path):
+def torch_loop(tmp_path, text):
+    """The PyTorch loop `text` started under `dftrace run --attach` with /usr/bin/python3 (a
+    visible skip where the Python face or Debian's torch is missing)."""
     beside = os.path.join(os.path.dirname(os.path.dirname(CLI)), "bindings", "python")
     package = os.environ.get("DFTRACE_PYTHON_DIR") or beside
     if not os.path.exists(os.path.join(package, "dftrace", "_autostart", "sitecustomize.py")):
@@ -555,9 +550,13 @@ def test_level_torch_traces_only_the_pytorch_events_of_the_window(tmp_path):
     if probe.returncode != 0:
         pytest.skip("/usr/bin/python3 has no torch (Debian's python3-torch)")
     script = tmp_path / "loop.py"
-    script.write_text(TORCH_LOOP)
+    script.write_text(text)
     env = clean_env(tmp_path, DFTRACE_PYTHON="/usr/bin/python3")
-    prog = Program([CLI, "run", "--attach", "--out", str(tmp_path / "traces"), str(script)], env)
+    return Program([CLI, "run", "--attach", "--out", str(tmp_path / "traces"), str(script)], env)
+
+
+def test_level_torch_traces_only_the_pytorch_events_of_the_window(tmp_path):
+    prog = torch_loop(tmp_path, TORCH_LOOP)
     try:
         pid = int(prog.expect("ready")[0])
         r = attach(tmp_path, pid, "--steps", 4, "--level", "torch")

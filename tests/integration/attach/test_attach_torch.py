@@ -6,12 +6,9 @@ wrapped and the steps, forwards and batch fetches are written, after it they are
 again and nothing more is written; a second window works as the first. Nothing is timed: the
 loop says at each step what it sees, and the test waits for what it says."""
 import json
-import os
-import subprocess
 
-import pytest
 
-from test_attach import CLI, WAIT_S, Program, attach, clean_env, trace_of
+from test_attach import attach, torch_loop, trace_of
 
 TORCH_LOOP = """
 import json, os
@@ -58,18 +55,7 @@ while True:
 
 
 def test_pytorch_instrumentation_is_installed_for_each_window_only(tmp_path):
-    beside = os.path.join(os.path.dirname(os.path.dirname(CLI)), "bindings", "python")
-    package = os.environ.get("DFTRACE_PYTHON_DIR") or beside
-    if not os.path.exists(os.path.join(package, "dftrace", "_autostart", "sitecustomize.py")):
-        pytest.skip("the Python face is not built (no dftrace package in %s)" % package)
-    probe = subprocess.run(["/usr/bin/python3", "-c", "import torch"], capture_output=True,
-                           timeout=WAIT_S)
-    if probe.returncode != 0:
-        pytest.skip("/usr/bin/python3 has no torch (Debian's python3-torch)")
-    script = tmp_path / "loop.py"
-    script.write_text(TORCH_LOOP)
-    env = clean_env(tmp_path, DFTRACE_PYTHON="/usr/bin/python3")
-    prog = Program([CLI, "run", "--attach", "--out", str(tmp_path / "traces"), str(script)], env)
+    prog = torch_loop(tmp_path, TORCH_LOOP)
     try:
         pid = int(prog.expect("ready")[0])
         r = attach(tmp_path, pid, "--steps", 3, "--level", "torch")
