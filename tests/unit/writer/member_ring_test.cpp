@@ -29,8 +29,19 @@ void *operator new(size_t n) {
   if (void *p = std::malloc(n ? n : 1)) return p;
   throw std::bad_alloc();
 }
+void *operator new(size_t n, const std::nothrow_t &) noexcept {
+  if (t_counting) ++t_allocations;
+  return std::malloc(n ? n : 1);
+}
+void *operator new[](size_t n) { return operator new(n); }
+void *operator new[](size_t n, const std::nothrow_t &t) noexcept { return operator new(n, t); }
+// Every form that can free what the forms above return (a sanitizer checks the pairs).
 void operator delete(void *p) noexcept { std::free(p); }
 void operator delete(void *p, size_t) noexcept { std::free(p); }
+void operator delete(void *p, const std::nothrow_t &) noexcept { std::free(p); }
+void operator delete[](void *p) noexcept { std::free(p); }
+void operator delete[](void *p, size_t) noexcept { std::free(p); }
+void operator delete[](void *p, const std::nothrow_t &) noexcept { std::free(p); }
 
 namespace {
 
