@@ -351,20 +351,27 @@ def files_by_event(events):
             for e in events if e["ph"] == "X" and "fhash" in e.get("args", {})}
 
 
-def test_level_io_traces_only_the_io_of_the_window(tmp_path):
+def level_window(tmp_path, steps, level):
+    """attach_prog under `dftrace run --attach`, one window of `steps` steps at `level`: the
+    program's pid, attach's stdout and the steps at which tracing came on and went off."""
     data = tmp_path / "data"
     data.mkdir()
     prog = run_program(tmp_path, data)
     try:
         prog.expect("ready")
         pid = prog.p.pid
-        r = attach(tmp_path, pid, "--steps", 4, "--level", "io")
+        r = attach(tmp_path, pid, "--steps", steps, "--level", level)
         assert r.returncode == 0, r.stdout + r.stderr
-        assert r.stdout.startswith("pid %d: io tracing for 4 steps" % pid), r.stdout
         on, off = int(prog.expect("on")[0]), int(prog.expect("off")[0])
         prog.finish()
     finally:
         prog.kill()
+    return pid, r.stdout, on, off
+
+
+def test_level_io_traces_only_the_io_of_the_window(tmp_path):
+    pid, out, on, off = level_window(tmp_path, 4, "io")
+    assert out.startswith("pid %d: io tracing for 4 steps" % pid), out
     assert off == on + 4, (on, off)
     events, lines, _ = trace_of(tmp_path, pid)
     window = range(on, on + 4)
@@ -386,18 +393,7 @@ def test_level_io_traces_only_the_io_of_the_window(tmp_path):
 
 
 def test_level_full_under_dftrace_run_has_both_io_and_regions(tmp_path):
-    data = tmp_path / "data"
-    data.mkdir()
-    prog = run_program(tmp_path, data)
-    try:
-        prog.expect("ready")
-        pid = prog.p.pid
-        r = attach(tmp_path, pid, "--steps", 3, "--level", "full")
-        assert r.returncode == 0, r.stdout + r.stderr
-        on, off = int(prog.expect("on")[0]), int(prog.expect("off")[0])
-        prog.finish()
-    finally:
-        prog.kill()
+    pid, _, on, off = level_window(tmp_path, 3, "full")
     events, lines, _ = trace_of(tmp_path, pid)
     assert work_steps(events) == list(range(on, on + 3)), (work_steps(events), on)
     steps_seen = {int(f.split("-")[1]) for (_, _, f) in files_by_event(events)
