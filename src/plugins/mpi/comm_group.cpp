@@ -73,6 +73,20 @@ struct comm_id {
 
 std::atomic<int> g_keyval{MPI_KEYVAL_INVALID};
 
+// Each thread's last communicator and its id, so that calls on one communicator in a row skip
+// even MPI_Comm_get_attr (OpenMPI's takes a lock and a hash look-up). A freed communicator's
+// handle can be reused by a new one: every free of a communicator that has an id counts in
+// g_frees, and a count other than the entry's makes it stale. (Freeing a communicator while
+// another thread calls a collective on it is erroneous MPI, so no entry is used across its free.)
+std::atomic<uint64_t> g_frees{0};
+struct last_comm {
+  MPI_Comm comm;
+  uint64_t frees;
+  const char *id;
+};
+thread_local last_comm t_last
+    __attribute__((tls_model("initial-exec"))) = {MPI_COMM_NULL, 0, nullptr};
+
 // MPI_Comm_dup (and _idup, _dup_with_info) copies the attribute: the duplicate is a different
 // communicator of the same members, so its id is the parent's with "+k" for the k-th duplicate
 // (calls on the two never match each other). Never lets an exception reach MPI.
@@ -92,6 +106,7 @@ int copy_id(MPI_Comm, int, void *, void *in, void *out, int *flag) {
 }
 
 int delete_id(MPI_Comm, int, void *value, void *) {
+  g_frees.fetch_add(1, std::memory_order_release);
   delete static_cast<comm_id *>(value);
   return MPI_SUCCESS;
 }
@@ -149,7 +164,10 @@ void comm_group_setup() {
     g_keyval.store(kv, std::memory_order_relaxed);
 }
 
-const char *comm_group_of(MPI_Comm c) {
+namespace {
+
+// The id cached on `c` (made and attached on its first use), or null.
+const char *looked_up(MPI_Comm c) {
   const int kv = g_keyval.load(std::memory_order_relaxed);
   if (kv == MPI_KEYVAL_INVALID || c == MPI_COMM_NULL) return nullptr;
   void *value = nullptr;
@@ -168,6 +186,16 @@ const char *comm_group_of(MPI_Comm c) {
     }
   }
   return id->text.empty() ? nullptr : id->text.c_str();
+}
+
+}  // namespace
+
+const char *comm_group_of(MPI_Comm c) {
+  const uint64_t frees = g_frees.load(std::memory_order_acquire);
+  if (c == t_last.comm && frees == t_last.frees && c != MPI_COMM_NULL) return t_last.id;
+  const char *id = looked_up(c);
+  if (id) t_last = {c, frees, id};  // (an id only: its communicator's free is then counted)
+  return id;
 }
 
 }  // namespace dftrace::mpi

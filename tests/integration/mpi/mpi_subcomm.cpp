@@ -2,7 +2,8 @@
 // duplicates of each, and on MPI_COMM_WORLD and a duplicate of it, with rank 3 late in its
 // sub-communicator only and rank 1 late in its second duplicate only (mpi_test.py's "subcomm"
 // scenario: each instance is matched within its own communicator). Then a chain of 40
-// duplicates, each of the one before, whose id grows past 64 characters and is hashed.
+// duplicates, each of the one before, whose id grows past 64 characters and is hashed, and
+// a split into {0,2} and {1,3}.
 // Usage: mpi_subcomm <rounds> <sleep_ms>   (4 ranks, libdftrace_mpi linked in)
 #include <mpi.h>
 #include <unistd.h>
@@ -43,6 +44,11 @@ int main(int argc, char **argv) {
   }
   MPI_Barrier(chain);
   MPI_Comm_free(&chain);
+  // A new communicator, likely at the freed one's address: its own id ({0,2} and {1,3}).
+  MPI_Comm odd_even;
+  MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &odd_even);
+  MPI_Barrier(odd_even);
+  MPI_Comm_free(&odd_even);
   MPI_Comm_free(&world_dup);
   MPI_Comm_free(&dup_b);
   MPI_Comm_free(&dup_a);

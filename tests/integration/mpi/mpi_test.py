@@ -290,7 +290,8 @@ def check_subcomm(cli, outdir, np_, rounds):
         check(chain.startswith("h"), "the chain's id was never hashed: %s" % chain)
         want = {("all_reduce", half): rounds, ("all_reduce", world): rounds,
                 ("all_reduce", half + "+1"): rounds, ("all_reduce", half + "+2"): rounds,
-                ("barrier", world + "+1"): rounds, ("barrier", chain): 1}
+                ("barrier", world + "+1"): rounds, ("barrier", chain): 1,
+                ("barrier", ranks_id([rank % 2, rank % 2 + 2])): 1}
         got = {}
         for name in ("all_reduce", "barrier"):
             for e in comm_events(r["events"], name):
