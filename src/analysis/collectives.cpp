@@ -192,7 +192,7 @@ void match_key(const std::string &key, key_calls &kc, coll_summary *s,
   } else if (o.has_size && n > o.comm_size && o.group.empty()) {
     inst = 0;
     o.note = std::to_string(n) + " ranks call it with comm_size " + std::to_string(o.comm_size) +
-             ": communicators of one size cannot be told apart";
+             ": without comm_group, communicators of one size cannot be told apart";
   } else if (most != inst) {
     o.note = "ranks made " + std::to_string(inst) + " to " + std::to_string(most) +
              " calls: the first " + std::to_string(inst) + " of each are matched";

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "comm_group.hpp"
 #include "dftrace/dftrace.h"
 #include "wrap.hpp"
 
@@ -204,6 +205,9 @@ void after_init() {
     dftrace_process_property_int("clock_offset_uncertainty_ns", 0);
   }
   check_affinity(MPI_COMM_WORLD, rank);
+  // After the private duplicate above: MPI_COMM_WORLD has no id yet, so the application's own
+  // duplicates are counted from 1 on every rank.
+  comm_group_setup();
 }
 
 // The MPI_Init event. Its first use also initialises tracing when the environment enables it,
@@ -255,6 +259,26 @@ int MPI_Finalize(void) {
   // What is buffered reaches the file before the launcher may tear the process down.
   if (dftrace_is_enabled()) dftrace_flush();
   return rc;
+}
+
+// ---------------------------------------------------------------- duplicates
+
+// Not traced: the parent gets its id first (comm_group_of), so that MPI copies it to the
+// duplicate as "<parent>+k" on every rank (comm_group.cpp), whichever rank traced the parent.
+
+int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm) {
+  comm_group_of(comm);
+  return PMPI_Comm_dup(comm, newcomm);
+}
+
+int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm) {
+  comm_group_of(comm);
+  return PMPI_Comm_dup_with_info(comm, info, newcomm);
+}
+
+int MPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *req) {
+  comm_group_of(comm);
+  return PMPI_Comm_idup(comm, newcomm, req);
 }
 
 // ---------------------------------------------------------------- point to point
@@ -393,26 +417,29 @@ int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype dt, int dest, int se
 
 int MPI_Barrier(MPI_Comm comm) {
   return traced(
-      nodes.barrier, [&] { return comm_size_args(size_of(comm)); },
+      nodes.barrier, [&] { return with_group(comm_size_args(size_of(comm)), comm); },
       [&] { return PMPI_Barrier(comm); });
 }
 
 int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm) {
   return traced(
-      nodes.bcast, [&] { return rooted_args(bytes_of(count, dt), root, size_of(comm)); },
+      nodes.bcast,
+      [&] { return with_group(rooted_args(bytes_of(count, dt), root, size_of(comm)), comm); },
       [&] { return PMPI_Bcast(buf, count, dt, root, comm); });
 }
 
 int MPI_Reduce(const void *sb, void *rb, int count, MPI_Datatype dt, MPI_Op op, int root,
                MPI_Comm comm) {
   return traced(
-      nodes.reduce, [&] { return rooted_args(bytes_of(count, dt), root, size_of(comm)); },
+      nodes.reduce,
+      [&] { return with_group(rooted_args(bytes_of(count, dt), root, size_of(comm)), comm); },
       [&] { return PMPI_Reduce(sb, rb, count, dt, op, root, comm); });
 }
 
 int MPI_Allreduce(const void *sb, void *rb, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
   return traced(
-      nodes.all_reduce, [&] { return collective_args(bytes_of(count, dt), size_of(comm)); },
+      nodes.all_reduce,
+      [&] { return with_group(collective_args(bytes_of(count, dt), size_of(comm)), comm); },
       [&] { return PMPI_Allreduce(sb, rb, count, dt, op, comm); });
 }
 
@@ -420,7 +447,10 @@ int MPI_Gather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Da
                MPI_Comm comm) {
   return traced(
       nodes.gather,
-      [&] { return rooted_contribution(sb == MPI_IN_PLACE, sc, st, rc, rt, root, size_of(comm)); },
+      [&] {
+        return with_group(
+            rooted_contribution(sb == MPI_IN_PLACE, sc, st, rc, rt, root, size_of(comm)), comm);
+      },
       [&] { return PMPI_Gather(sb, sc, st, rb, rc, rt, root, comm); });
 }
 
@@ -429,8 +459,10 @@ int MPI_Gatherv(const void *sb, int sc, MPI_Datatype st, void *rb, const int rcs
   return traced(
       nodes.gather,
       [&] {
-        return rooted_args(vector_contribution(sb == MPI_IN_PLACE, rcs, rt, sc, st, comm), root,
-                           size_of(comm));
+        return with_group(
+            rooted_args(vector_contribution(sb == MPI_IN_PLACE, rcs, rt, sc, st, comm), root,
+                        size_of(comm)),
+            comm);
       },
       [&] { return PMPI_Gatherv(sb, sc, st, rb, rcs, displs, rt, root, comm); });
 }
@@ -439,7 +471,10 @@ int MPI_Allgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI
                   MPI_Comm comm) {
   return traced(
       nodes.all_gather,
-      [&] { return collective_contribution(sb == MPI_IN_PLACE, sc, st, rc, rt, size_of(comm)); },
+      [&] {
+        return with_group(
+            collective_contribution(sb == MPI_IN_PLACE, sc, st, rc, rt, size_of(comm)), comm);
+      },
       [&] { return PMPI_Allgather(sb, sc, st, rb, rc, rt, comm); });
 }
 
@@ -448,8 +483,10 @@ int MPI_Allgatherv(const void *sb, int sc, MPI_Datatype st, void *rb, const int 
   return traced(
       nodes.all_gather,
       [&] {
-        return collective_args(vector_contribution(sb == MPI_IN_PLACE, rcs, rt, sc, st, comm),
-                               size_of(comm));
+        return with_group(
+            collective_args(vector_contribution(sb == MPI_IN_PLACE, rcs, rt, sc, st, comm),
+                            size_of(comm)),
+            comm);
       },
       [&] { return PMPI_Allgatherv(sb, sc, st, rb, rcs, displs, rt, comm); });
 }
@@ -458,7 +495,10 @@ int MPI_Scatter(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_D
                 int root, MPI_Comm comm) {
   return traced(
       nodes.scatter,
-      [&] { return rooted_contribution(rb == MPI_IN_PLACE, rc, rt, sc, st, root, size_of(comm)); },
+      [&] {
+        return with_group(
+            rooted_contribution(rb == MPI_IN_PLACE, rc, rt, sc, st, root, size_of(comm)), comm);
+      },
       [&] { return PMPI_Scatter(sb, sc, st, rb, rc, rt, root, comm); });
 }
 
@@ -467,8 +507,10 @@ int MPI_Scatterv(const void *sb, const int scs[], const int displs[], MPI_Dataty
   return traced(
       nodes.scatter,
       [&] {
-        return rooted_args(vector_contribution(rb == MPI_IN_PLACE, scs, st, rc, rt, comm), root,
-                           size_of(comm));
+        return with_group(
+            rooted_args(vector_contribution(rb == MPI_IN_PLACE, scs, st, rc, rt, comm), root,
+                        size_of(comm)),
+            comm);
       },
       [&] { return PMPI_Scatterv(sb, scs, displs, st, rb, rc, rt, root, comm); });
 }
@@ -479,7 +521,7 @@ int MPI_Reduce_scatter(const void *sb, void *rb, const int rcs[], MPI_Datatype d
       nodes.reduce_scatter,
       [&] {
         const int comm_size = size_of(comm);
-        return collective_args(bytes_of(sum_of(rcs, comm_size), dt), comm_size);
+        return with_group(collective_args(bytes_of(sum_of(rcs, comm_size), dt), comm_size), comm);
       },
       [&] { return PMPI_Reduce_scatter(sb, rb, rcs, dt, op, comm); });
 }
@@ -490,7 +532,8 @@ int MPI_Reduce_scatter_block(const void *sb, void *rb, int rc, MPI_Datatype dt, 
       nodes.reduce_scatter,
       [&] {
         const int comm_size = size_of(comm);
-        return collective_args(bytes_of(static_cast<int64_t>(rc) * comm_size, dt), comm_size);
+        return with_group(
+            collective_args(bytes_of(static_cast<int64_t>(rc) * comm_size, dt), comm_size), comm);
       },
       [&] { return PMPI_Reduce_scatter_block(sb, rb, rc, dt, op, comm); });
 }
@@ -499,7 +542,9 @@ int MPI_Alltoall(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_
                  MPI_Comm comm) {
   return traced(
       nodes.all_to_all,
-      [&] { return all_to_all_args(sb == MPI_IN_PLACE, sc, st, rc, rt, size_of(comm)); },
+      [&] {
+        return with_group(all_to_all_args(sb == MPI_IN_PLACE, sc, st, rc, rt, size_of(comm)), comm);
+      },
       [&] { return PMPI_Alltoall(sb, sc, st, rb, rc, rt, comm); });
 }
 
@@ -511,7 +556,7 @@ int MPI_Alltoallv(const void *sb, const int scs[], const int sdispls[], MPI_Data
         const int comm_size = size_of(comm);
         const int64_t bytes = sb == MPI_IN_PLACE ? bytes_of(sum_of(rcs, comm_size), rt)
                                                  : bytes_of(sum_of(scs, comm_size), st);
-        return collective_args(bytes, comm_size);
+        return with_group(collective_args(bytes, comm_size), comm);
       },
       [&] { return PMPI_Alltoallv(sb, scs, sdispls, st, rb, rcs, rdispls, rt, comm); });
 }
@@ -520,27 +565,30 @@ int MPI_Alltoallv(const void *sb, const int scs[], const int sdispls[], MPI_Data
 
 int MPI_Ibarrier(MPI_Comm comm, MPI_Request *req) {
   return traced(
-      nodes.barrier_post, [&] { return comm_size_args(size_of(comm)); },
+      nodes.barrier_post, [&] { return with_group(comm_size_args(size_of(comm)), comm); },
       [&] { return PMPI_Ibarrier(comm, req); });
 }
 
 int MPI_Ibcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm, MPI_Request *req) {
   return traced(
-      nodes.bcast_post, [&] { return rooted_args(bytes_of(count, dt), root, size_of(comm)); },
+      nodes.bcast_post,
+      [&] { return with_group(rooted_args(bytes_of(count, dt), root, size_of(comm)), comm); },
       [&] { return PMPI_Ibcast(buf, count, dt, root, comm, req); });
 }
 
 int MPI_Ireduce(const void *sb, void *rb, int count, MPI_Datatype dt, MPI_Op op, int root,
                 MPI_Comm comm, MPI_Request *req) {
   return traced(
-      nodes.reduce_post, [&] { return rooted_args(bytes_of(count, dt), root, size_of(comm)); },
+      nodes.reduce_post,
+      [&] { return with_group(rooted_args(bytes_of(count, dt), root, size_of(comm)), comm); },
       [&] { return PMPI_Ireduce(sb, rb, count, dt, op, root, comm, req); });
 }
 
 int MPI_Iallreduce(const void *sb, void *rb, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
                    MPI_Request *req) {
   return traced(
-      nodes.all_reduce_post, [&] { return collective_args(bytes_of(count, dt), size_of(comm)); },
+      nodes.all_reduce_post,
+      [&] { return with_group(collective_args(bytes_of(count, dt), size_of(comm)), comm); },
       [&] { return PMPI_Iallreduce(sb, rb, count, dt, op, comm, req); });
 }
 
@@ -548,7 +596,10 @@ int MPI_Igather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_D
                 int root, MPI_Comm comm, MPI_Request *req) {
   return traced(
       nodes.gather_post,
-      [&] { return rooted_contribution(sb == MPI_IN_PLACE, sc, st, rc, rt, root, size_of(comm)); },
+      [&] {
+        return with_group(
+            rooted_contribution(sb == MPI_IN_PLACE, sc, st, rc, rt, root, size_of(comm)), comm);
+      },
       [&] { return PMPI_Igather(sb, sc, st, rb, rc, rt, root, comm, req); });
 }
 
@@ -556,7 +607,10 @@ int MPI_Iallgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MP
                    MPI_Comm comm, MPI_Request *req) {
   return traced(
       nodes.all_gather_post,
-      [&] { return collective_contribution(sb == MPI_IN_PLACE, sc, st, rc, rt, size_of(comm)); },
+      [&] {
+        return with_group(
+            collective_contribution(sb == MPI_IN_PLACE, sc, st, rc, rt, size_of(comm)), comm);
+      },
       [&] { return PMPI_Iallgather(sb, sc, st, rb, rc, rt, comm, req); });
 }
 
@@ -564,7 +618,10 @@ int MPI_Iscatter(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_
                  int root, MPI_Comm comm, MPI_Request *req) {
   return traced(
       nodes.scatter_post,
-      [&] { return rooted_contribution(rb == MPI_IN_PLACE, rc, rt, sc, st, root, size_of(comm)); },
+      [&] {
+        return with_group(
+            rooted_contribution(rb == MPI_IN_PLACE, rc, rt, sc, st, root, size_of(comm)), comm);
+      },
       [&] { return PMPI_Iscatter(sb, sc, st, rb, rc, rt, root, comm, req); });
 }
 
@@ -574,7 +631,8 @@ int MPI_Ireduce_scatter_block(const void *sb, void *rb, int rc, MPI_Datatype dt,
       nodes.reduce_scatter_post,
       [&] {
         const int comm_size = size_of(comm);
-        return collective_args(bytes_of(static_cast<int64_t>(rc) * comm_size, dt), comm_size);
+        return with_group(
+            collective_args(bytes_of(static_cast<int64_t>(rc) * comm_size, dt), comm_size), comm);
       },
       [&] { return PMPI_Ireduce_scatter_block(sb, rb, rc, dt, op, comm, req); });
 }
@@ -583,7 +641,9 @@ int MPI_Ialltoall(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI
                   MPI_Comm comm, MPI_Request *req) {
   return traced(
       nodes.all_to_all_post,
-      [&] { return all_to_all_args(sb == MPI_IN_PLACE, sc, st, rc, rt, size_of(comm)); },
+      [&] {
+        return with_group(all_to_all_args(sb == MPI_IN_PLACE, sc, st, rc, rt, size_of(comm)), comm);
+      },
       [&] { return PMPI_Ialltoall(sb, sc, st, rb, rc, rt, comm, req); });
 }
 

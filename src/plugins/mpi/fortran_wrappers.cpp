@@ -43,6 +43,7 @@ void pmpi_scatter_(const void *sb, fint *sc, fint *st, void *rb, fint *rc, fint 
                    fint *comm, fint *ierr);
 void pmpi_alltoall_(const void *sb, fint *sc, fint *st, void *rb, fint *rc, fint *rt, fint *comm,
                     fint *ierr);
+void pmpi_comm_dup_(fint *comm, fint *newcomm, fint *ierr);
 void pmpi_sendrecv_(const void *sb, fint *sc, fint *st, fint *dest, fint *stag, void *rb, fint *rc,
                     fint *rt, fint *source, fint *rtag, fint *comm, fint *status, fint *ierr);
 // OpenMPI's Fortran MPI_IN_PLACE sentinel (weak: absent elsewhere, then never matched).
@@ -126,6 +127,15 @@ void mpi_finalize_(fint *ierr) {
   if (dftrace_is_enabled()) dftrace_flush();
 }
 
+// ---------------------------------------------------------------- duplicates
+
+// Not traced: as MPI_Comm_dup in C, the parent gets its id first, so that the duplicate's is
+// "<parent>+k" (comm_group.cpp).
+void mpi_comm_dup_(fint *comm, fint *newcomm, fint *ierr) {
+  comm_group_of(comm_of(comm));
+  pmpi_comm_dup_(comm, newcomm, ierr);
+}
+
 // ---------------------------------------------------------------- point to point
 
 void mpi_send_(const void *buf, fint *count, fint *dt, fint *dest, fint *tag, fint *comm,
@@ -188,20 +198,29 @@ void mpi_sendrecv_(const void *sb, fint *sc, fint *st, fint *dest, fint *stag, v
 
 void mpi_barrier_(fint *comm, fint *ierr) {
   traced_f(
-      nodes.barrier, [&] { return comm_size_args(size_of(comm_of(comm))); },
+      nodes.barrier,
+      [&] { return with_group(comm_size_args(size_of(comm_of(comm))), comm_of(comm)); },
       [&] { pmpi_barrier_(comm, ierr); }, ierr);
 }
 
 void mpi_bcast_(void *buf, fint *count, fint *dt, fint *root, fint *comm, fint *ierr) {
   traced_f(
-      nodes.bcast, [&] { return rooted_args(bytes_of(count, dt), *root, size_of(comm_of(comm))); },
+      nodes.bcast,
+      [&] {
+        return with_group(rooted_args(bytes_of(count, dt), *root, size_of(comm_of(comm))),
+                          comm_of(comm));
+      },
       [&] { pmpi_bcast_(buf, count, dt, root, comm, ierr); }, ierr);
 }
 
 void mpi_reduce_(const void *sb, void *rb, fint *count, fint *dt, fint *op, fint *root, fint *comm,
                  fint *ierr) {
   traced_f(
-      nodes.reduce, [&] { return rooted_args(bytes_of(count, dt), *root, size_of(comm_of(comm))); },
+      nodes.reduce,
+      [&] {
+        return with_group(rooted_args(bytes_of(count, dt), *root, size_of(comm_of(comm))),
+                          comm_of(comm));
+      },
       [&] { pmpi_reduce_(sb, rb, count, dt, op, root, comm, ierr); }, ierr);
 }
 
@@ -209,7 +228,10 @@ void mpi_allreduce_(const void *sb, void *rb, fint *count, fint *dt, fint *op, f
                     fint *ierr) {
   traced_f(
       nodes.all_reduce,
-      [&] { return collective_args(bytes_of(count, dt), size_of(comm_of(comm))); },
+      [&] {
+        return with_group(collective_args(bytes_of(count, dt), size_of(comm_of(comm))),
+                          comm_of(comm));
+      },
       [&] { pmpi_allreduce_(sb, rb, count, dt, op, comm, ierr); }, ierr);
 }
 
@@ -218,7 +240,9 @@ void mpi_gather_(const void *sb, fint *sc, fint *st, void *rb, fint *rc, fint *r
   traced_f(
       nodes.gather,
       [&] {
-        return rooted_contribution(in_place(sb), sc, st, rc, rt, *root, size_of(comm_of(comm)));
+        return with_group(
+            rooted_contribution(in_place(sb), sc, st, rc, rt, *root, size_of(comm_of(comm))),
+            comm_of(comm));
       },
       [&] { pmpi_gather_(sb, sc, st, rb, rc, rt, root, comm, ierr); }, ierr);
 }
@@ -227,7 +251,11 @@ void mpi_allgather_(const void *sb, fint *sc, fint *st, void *rb, fint *rc, fint
                     fint *ierr) {
   traced_f(
       nodes.all_gather,
-      [&] { return collective_contribution(in_place(sb), sc, st, rc, rt, size_of(comm_of(comm))); },
+      [&] {
+        return with_group(
+            collective_contribution(in_place(sb), sc, st, rc, rt, size_of(comm_of(comm))),
+            comm_of(comm));
+      },
       [&] { pmpi_allgather_(sb, sc, st, rb, rc, rt, comm, ierr); }, ierr);
 }
 
@@ -236,7 +264,9 @@ void mpi_scatter_(const void *sb, fint *sc, fint *st, void *rb, fint *rc, fint *
   traced_f(
       nodes.scatter,
       [&] {
-        return rooted_contribution(in_place(rb), rc, rt, sc, st, *root, size_of(comm_of(comm)));
+        return with_group(
+            rooted_contribution(in_place(rb), rc, rt, sc, st, *root, size_of(comm_of(comm))),
+            comm_of(comm));
       },
       [&] { pmpi_scatter_(sb, sc, st, rb, rc, rt, root, comm, ierr); }, ierr);
 }
@@ -246,8 +276,9 @@ void mpi_alltoall_(const void *sb, fint *sc, fint *st, void *rb, fint *rc, fint 
   traced_f(
       nodes.all_to_all,
       [&] {
-        return all_to_all_args(in_place(sb), *sc, type_of(st), *rc, type_of(rt),
-                               size_of(comm_of(comm)));
+        return with_group(all_to_all_args(in_place(sb), *sc, type_of(st), *rc, type_of(rt),
+                                          size_of(comm_of(comm))),
+                          comm_of(comm));
       },
       [&] { pmpi_alltoall_(sb, sc, st, rb, rc, rt, comm, ierr); }, ierr);
 }

@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdint>
 
+#include "comm_group.hpp"
 #include "dftrace/dftrace.h"
 #include "plugins/common/call_event.hpp"
 
@@ -77,6 +78,24 @@ inline std::array<dftrace_arg_t, 2> collective_args(int64_t bytes, int comm_size
 
 inline std::array<dftrace_arg_t, 1> comm_size_args(int comm_size) {
   return {arg("comm_size", comm_size)};
+}
+
+// A collective's arguments and, last, `comm_group` (the communicator's id, comm_group.hpp)
+// when the communicator has one: what dftrace analyze matches instances by.
+template <size_t N>
+struct group_args {
+  std::array<dftrace_arg_t, N + 1> args;
+  size_t n;
+  const dftrace_arg_t *data() const { return args.data(); }
+  size_t size() const { return n; }
+};
+template <size_t N>
+inline group_args<N> with_group(const std::array<dftrace_arg_t, N> &in, MPI_Comm c) {
+  group_args<N> g{};
+  for (size_t i = 0; i < N; ++i) g.args[i] = in[i];
+  g.n = N;
+  if (const char *id = comm_group_of(c)) g.args[g.n++] = plugin::arg_s("comm_group", id);
+  return g;
 }
 
 inline std::array<dftrace_arg_t, 1> requests_args(int requests) {

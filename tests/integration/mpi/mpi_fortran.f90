@@ -6,7 +6,7 @@ program mpi_fortran
   use dftrace
   implicit none
   integer, parameter :: steps = 5
-  integer :: ierr, rank, nranks, s, partner, provided
+  integer :: ierr, rank, nranks, s, partner, provided, dup
   integer :: cfg(4), halo(64), halo_in(64), ring_out(3), ring_in(3)
   integer :: status(MPI_STATUS_SIZE)
   integer(dftrace_region_kind) :: r
@@ -37,6 +37,9 @@ program mpi_fortran
                     mod(rank + nranks - 1, nranks), 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE, ierr)   ! 12 each way
   call MPI_Allreduce(MPI_IN_PLACE, total, 100, MPI_DOUBLE_PRECISION, MPI_SUM, MPI_COMM_WORLD, ierr)
   call MPI_Barrier(MPI_COMM_WORLD, ierr)
+  call MPI_Comm_dup(MPI_COMM_WORLD, dup, ierr)  ! a communicator of the same members: its own id
+  call MPI_Barrier(dup, ierr)
+  call MPI_Comm_free(dup, ierr)
   print '(a,i0,a,i0,a,i0)', 'rank ', rank, ' of ', nranks, ' done ', int(total(1))
   call MPI_Finalize(ierr)
 end program mpi_fortran

@@ -14,10 +14,16 @@ Scenarios (first argument):
            events and the rank/clock PR lines stay.
   disabled no DFTRACE_ENABLE: the program runs as without dftrace and no file is written.
   python   2 ranks of Debian's mpi4py, libdftrace_mpi preloaded.
+  late     3 ranks of mpi4py, the last one late at each MPI_Allreduce: dftrace analyze's waits.
+  subcomm  4 ranks of mpi_subcomm: collectives on two sub-communicators of size 2, their
+           duplicates, the world and its duplicate carry each communicator's comm_group, and
+           dftrace analyze matches every instance within its communicator, waits to the ns.
+  fortran  2 ranks of mpi_fortran: the Fortran bindings' calls.
 With --cli PATH, also runs `dftrace merge` and `dftrace stat` over the per-rank files.
 """
 import argparse
 import glob
+import hashlib
 import json
 import os
 import re
@@ -249,10 +255,81 @@ def check_late(cli, outdir, np_, rounds, sleep_ns):
           "no finding naming rank %d: %s" % (late, doc["findings"]))
 
 
+def ranks_id(ranks):
+    """A communicator's comm_group as documented (src/plugins/mpi/README.md, the same text as
+    torch.distributed's events): runs of consecutive world ranks "first-last", joined by ","."""
+    runs, i = [], 0
+    while i < len(ranks):
+        j = i
+        while j + 1 < len(ranks) and ranks[j + 1] == ranks[j] + 1:
+            j += 1
+        runs.append(str(ranks[i]) if i == j else "%d-%d" % (ranks[i], ranks[j]))
+        i = j + 1
+    return short_id(",".join(runs))
+
+
+def short_id(text):
+    """An id over 64 characters as "h" and 16 hex digits of its SHA-1 (as torch's events)."""
+    return text if len(text) <= 64 else "h" + hashlib.sha1(text.encode()).hexdigest()[:16]
+
+
+def check_subcomm(cli, outdir, np_, rounds):
+    """Every collective names its communicator; dftrace analyze matches every instance within
+    it (no unmatched call), and each rank's wait is what the events say: per (op, comm_size,
+    comm_group), the k-th call of each rank is instance k, a rank waits from its start to the
+    last start, at most its duration."""
+    ranks = load_ranks(outdir, "mpi_subcomm", np_)
+    world = ranks_id(list(range(np_)))
+    calls = {}  # (op, comm_size, comm_group) -> rank -> [(ts, dur)]
+    for rank, r in ranks.items():
+        check(r["pr"].get("time_metric") == "ns", "rank %d: trace not in ns" % rank)
+        half = ranks_id([rank - rank % 2, rank - rank % 2 + 1])
+        chain = half + "+3"  # the third duplicate of its half, then 39 duplicates of duplicates
+        for _ in range(39):
+            chain = short_id(chain + "+1")
+        check(chain.startswith("h"), "the chain's id was never hashed: %s" % chain)
+        want = {("all_reduce", half): rounds, ("all_reduce", world): rounds,
+                ("all_reduce", half + "+1"): rounds, ("all_reduce", half + "+2"): rounds,
+                ("barrier", world + "+1"): rounds, ("barrier", chain): 1,
+                ("barrier", ranks_id([rank % 2, rank % 2 + 2])): 1}
+        got = {}
+        for name in ("all_reduce", "barrier"):
+            for e in comm_events(r["events"], name):
+                check("comm_group" in e["args"], "rank %d: %s without comm_group: %s" % (rank, name, e["args"]))
+                key = (name, e["args"]["comm_group"])
+                got[key] = got.get(key, 0) + 1
+                calls.setdefault(("comm." + name, e["args"]["comm_size"], e["args"]["comm_group"]), {}) \
+                    .setdefault(rank, []).append((e["ts"], e["dur"]))
+        check(got == want, "rank %d: collectives per comm_group %s, expected %s" % (rank, got, want))
+    doc = json.loads(run([cli, "analyze", "--json"] + [ranks[r]["file"] for r in sorted(ranks)],
+                         {}, outdir))
+    ops = {(o["op"], o["comm_size"], o["comm_group"]): o for o in doc["collectives"]["ops"]}
+    check(sorted(ops) == sorted(calls), "analyze: ops %s, the events have %s" % (sorted(ops), sorted(calls)))
+    for key, per_rank in calls.items():
+        o = ops[key]
+        want = {rank: 0 for rank in per_rank}
+        for k in range(len(next(iter(per_rank.values())))):
+            last = max(sorted(v)[k][0] for v in per_rank.values())
+            for rank, v in per_rank.items():
+                ts, dur = sorted(v)[k]
+                want[rank] += min(max(last - ts, 0), dur)
+        got = {x["rank"]: x["wait_ns"] for x in o["ranks"]}
+        print("subcomm %s: waits %s, last %s" % (key, got, o["last"]))
+        n = len(next(iter(per_rank.values())))
+        check(o["instances"] == n and o["unmatched_calls"] == 0 and len(per_rank) == key[1],
+              "analyze: %s not matched whole: %s" % (key, o))
+        check(got == want, "analyze: %s waits %s, the events say %s" % (key, got, want))
+    # the late ranks are late where they slept only: rank 3 in {2,3}, rank 1 in the second dup of {0,1}
+    for key, late in ((("comm.all_reduce", 2, ranks_id([2, 3])), 3),
+                      (("comm.all_reduce", 2, ranks_id([0, 1]) + "+2"), 1)):
+        check(ops[key]["last"] == {"rank": late, "group": late, "count": rounds},
+              "analyze: %s last %s, expected rank %d" % (key, ops[key]["last"], late))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("scenario", choices=["train", "skew", "switch", "comm_off", "disabled", "python", "fortran",
-                                             "late"])
+                                             "late", "subcomm"])
     ap.add_argument("--exe", help="mpi_train")
     ap.add_argument("--lib", help="libdftrace_mpi.so (python scenario)")
     ap.add_argument("--script", help="mpi4py program (python scenario)")
@@ -333,6 +410,15 @@ def main():
                         str(rounds), str(sleep_s)]
         run(cmd, env, outdir)
         check_late(a.cli, outdir, np_, rounds, int(sleep_s * 1e9))
+    elif a.scenario == "subcomm":
+        if not a.cli:
+            print("SKIPPED: the dftrace command is not built")
+            sys.exit(77)
+        np_, rounds = 4, 3
+        env["DFTRACE_TIMER_PRECISION"] = "ns"
+        out = run(MPIRUN + ["-np", str(np_), a.exe, str(rounds), "50"], env, outdir)
+        check(out.count(" done (") == np_, "the program's output:\n" + out)
+        check_subcomm(a.cli, outdir, np_, rounds)
     elif a.scenario == "fortran":
         # mpi_fortran.f90: every MPI call goes through the Fortran bindings (mpi_*_).
         np_, steps = 2, 5
@@ -345,8 +431,10 @@ def main():
             check("provided" in mi[0]["args"] and "required" in mi[0]["args"],
                   "rank %d: MPI_Init_thread's levels missing: %s" % (rank, mi[0]["args"]))
             expect_calls(r, rank, "mpi_finalize", 1)
-            expect_calls(r, rank, "bcast", 1, bytes=16, root=0, comm_size=np_)
-            expect_calls(r, rank, "all_reduce", steps + 1, bytes=800, comm_size=np_)  # one in place
+            world = ranks_id(list(range(np_)))
+            expect_calls(r, rank, "bcast", 1, bytes=16, root=0, comm_size=np_, comm_group=world)
+            expect_calls(r, rank, "all_reduce", steps + 1, bytes=800, comm_size=np_,  # one in place
+                         comm_group=world)
             sends = expect_calls(r, rank, "send", steps, bytes=4 * (10 + rank), peer=partner, comm_size=np_)
             recvs = expect_calls(r, rank, "receive", steps, bytes=4 * (10 + partner), peer=partner, comm_size=np_)
             for evs in (sends, recvs):
@@ -354,7 +442,9 @@ def main():
                       "rank %d: tags %s" % (rank, [e["args"]["tag"] for e in evs]))
             expect_calls(r, rank, "sendrecv", 1, bytes=12, peer=(rank + 1) % np_, tag=7, comm_size=np_,
                          recv_bytes=12, source=(rank + np_ - 1) % np_, recv_tag=7)
-            expect_calls(r, rank, "barrier", 1, comm_size=np_)
+            bars = expect_calls(r, rank, "barrier", 2, comm_size=np_)
+            check(sorted(e["args"].get("comm_group") for e in bars) == [world, world + "+1"],
+                  "rank %d: barriers on the world and its duplicate: %s" % (rank, [e["args"] for e in bars]))
             fwd = [e for e in r["events"] if e.get("cat") == "compute" and e["name"] == "forward"]
             check(len(fwd) == steps, "rank %d: %d forward regions from Fortran" % (rank, len(fwd)))
         check_clock(ranks, -1, 0)
