@@ -35,6 +35,15 @@ def run(*args, check=True, env=None, stdin=None):
     return p
 
 
+def need(*modules):
+    """Imports each module, or skips the calling test (or module) saying which Debian package
+    scripts/setup-debian.sh installs for it; returns the first module."""
+    got = [pytest.importorskip(m, reason="Debian's python3-%s is not installed "
+                                         "(scripts/setup-debian.sh test installs it)" % m)
+           for m in modules]
+    return got[0]
+
+
 def gen(path, events, **opts):
     """Writes a synthetic trace with the test generator (tests/tools/gen_trace.cpp)."""
     cmd = [GEN, str(path), "--events", str(events)]
@@ -171,10 +180,7 @@ def dask_cluster():
     """A real distributed.LocalCluster of 2 worker processes (one thread each, no dashboard),
     shared by the tests of the Dask paths; skipped, with the reason, where pandas or
     distributed is not installed."""
-    pytest.importorskip("pandas", reason="Debian's python3-pandas is not installed "
-                                         "(scripts/setup-debian.sh test installs it)")
-    pytest.importorskip("distributed", reason="Debian's python3-distributed is not installed "
-                                              "(scripts/setup-debian.sh test installs it)")
+    need("pandas", "distributed")
     from distributed import LocalCluster
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                       dashboard_address=None) as cluster:

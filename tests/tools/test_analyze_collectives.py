@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from conftest import run
+from conftest import need, run
 from test_analyze import Proc, analyze
 
 MS = 1_000_000
@@ -223,10 +223,7 @@ def test_finding_names_the_late_rank(tmp_path):
 
 
 def test_dask_equals_single_machine(tmp_path):
-    pytest.importorskip("pandas", reason="Debian's python3-pandas is not installed "
-                                         "(scripts/setup-debian.sh test installs it)")
-    pytest.importorskip("distributed", reason="Debian's python3-distributed is not installed "
-                                              "(scripts/setup-debian.sh test installs it)")
+    need("pandas", "distributed")
     import dftrace
     from distributed import Client, LocalCluster
     paths = late_run(tmp_path, ranks=6)

@@ -11,13 +11,10 @@ import warnings
 
 import pytest
 
-from conftest import run
+from conftest import need, run
 from test_analyze import Proc
 
-pytest.importorskip("pandas", reason="Debian's python3-pandas is not installed "
-                                     "(scripts/setup-debian.sh test installs it)")
-pytest.importorskip("distributed", reason="Debian's python3-distributed is not installed "
-                                          "(scripts/setup-debian.sh test installs it)")
+need("pandas", "distributed")
 import dftrace  # noqa: E402
 from dftrace import _analysis  # noqa: E402
 from dftrace import _analyze  # noqa: E402

@@ -9,12 +9,9 @@ import shutil
 
 import pytest
 
-from conftest import run
+from conftest import need, run
 
-pytest.importorskip("pandas", reason="Debian's python3-pandas is not installed "
-                                     "(scripts/setup-debian.sh test installs it)")
-pytest.importorskip("distributed", reason="Debian's python3-distributed is not installed "
-                                          "(scripts/setup-debian.sh test installs it)")
+need("pandas", "distributed")
 from test_analyze_dask import rank_run  # noqa: E402
 
 

@@ -6,12 +6,9 @@ import json
 
 import pytest
 
-from conftest import dt_field, forge_dt_times, gen, gzip_members, run
+from conftest import dt_field, forge_dt_times, gen, gzip_members, need, run
 
-pytest.importorskip("pandas", reason="Debian's python3-pandas is not installed "
-                                     "(scripts/setup-debian.sh test installs it)")
-pytest.importorskip("distributed", reason="Debian's python3-distributed is not installed "
-                                          "(scripts/setup-debian.sh test installs it)")
+need("pandas", "distributed")
 import dftrace  # noqa: E402
 import dftrace.dask as dfd  # noqa: E402
 

@@ -8,10 +8,9 @@ import subprocess
 
 import pytest
 
-from conftest import events, gen, run
+from conftest import events, gen, need, run
 
-pd = pytest.importorskip("pandas", reason="Debian's python3-pandas is not installed "
-                                           "(scripts/setup-debian.sh test installs it)")
+pd = need("pandas")
 import dftrace  # noqa: E402  (PYTHONPATH: the build tree's package)
 
 NESTED = os.environ.get("DFTRACE_NESTED_NS", "")
