@@ -53,6 +53,13 @@ class member_builder final : public member_list {
   member &at(size_t i) override { return *members_[i]; }
   // Starts the next pass (the closed members were written).
   void next_pass();
+  // The closed members were written in the middle of a pass: the member being assembled (if
+  // any) becomes the first, and the closed ones' buffers are reused, so that a pass over a
+  // large backlog holds a few members at a time, not all of its text.
+  void written_closed() {
+    if (has_open_) std::swap(members_[0], members_[open_]);
+    open_ = 0;
+  }
   // The line format: pid and precision (the writer's end line uses it too).
   line_format &format() { return format_; }
   size_t member_bytes() const { return member_bytes_; }

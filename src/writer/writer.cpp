@@ -102,14 +102,16 @@ void writer::submit(chunk *c) {
   const size_t bytes = c->committed.load(std::memory_order_relaxed);
   std::unique_lock<std::mutex> lock(queue_mutex_);
   const bool writing = start_thread();
-  if (queued_bytes_ + bytes > settings_.queue_bytes && !stop_) {
+  if (queued_bytes_ + taken_bytes_ + bytes > settings_.queue_bytes && !stop_) {
     if (settings_.drop_when_full || !writing) {
       lock.unlock();
       drop_chunk(c);
       return;
     }
     wake_thread();
-    space_cv_.wait(lock, [&] { return queued_bytes_ + bytes <= settings_.queue_bytes || stop_; });
+    space_cv_.wait(lock, [&] {
+      return queued_bytes_ + taken_bytes_ + bytes <= settings_.queue_bytes || stop_;
+    });
   }
   try {
     queue_.push_back(c);
@@ -243,6 +245,7 @@ void writer::drop_failed_pass() noexcept {
   }
   local_queue_.clear();
   queue_done_ = 0;
+  release_taken(static_cast<size_t>(-1));
   for (size_t i = ranges_done_; i < ranges_.size(); ++i)
     for (uint32_t off = ranges_[i].from; off < ranges_[i].to;
          off += reinterpret_cast<const rec *>(ranges_[i].c->data + off)->size)
@@ -269,6 +272,7 @@ void writer::cycle_steps(bool steal) {
   {
     std::lock_guard<std::mutex> lock(queue_mutex_);
     local_queue_.swap(queue_);
+    if (ring_) taken_bytes_ = queued_bytes_;
     queued_bytes_ = 0;
     flush_wanted_ = false;
     steal_wanted_ = false;
@@ -309,11 +313,14 @@ void writer::cycle_steps(bool steal) {
     const uint32_t end = c->committed.load(std::memory_order_acquire);
     if (end > c->drained) builder_.add_records(c, c->drained, end);
     pool_.recycle(c);
+    release_taken(end);
+    write_batch();
   }
   for (; ranges_done_ < ranges_.size(); ++ranges_done_) {
     ring_take_triggers();
     const chunk_range &r = ranges_[ranges_done_];
     builder_.add_records(r.c, r.from, r.to);
+    write_batch();
   }
   // Aggregated intervals are written once no thread can still hold events of them: two flush
   // intervals after them (a thread's chunk is taken at least every flush interval).
@@ -340,7 +347,24 @@ bool writer::open_file() {
                             : file_.open(false, header.data(), header.size());
 }
 
-void writer::write_members(bool parallel) {
+void writer::release_taken(size_t n) {
+  if (!ring_) return;
+  {
+    std::lock_guard<std::mutex> lock(queue_mutex_);
+    taken_bytes_ -= std::min(n, taken_bytes_);
+  }
+  space_cv_.notify_all();
+}
+
+void writer::write_batch() {
+  // One member a compressor thread: they share the batch, and few lie beside the ring.
+  const size_t k_batch_members = static_cast<size_t>(std::max(1, settings_.compress_threads));
+  if (builder_.closed() < k_batch_members) return;
+  write_members(true, false);
+  meta_pending_ = false;  // the pass's definitions were written with its first members
+}
+
+void writer::write_members(bool parallel, bool pass_end) {
   const size_t count = builder_.closed();
   if (count == 0) return;
   open_file();
@@ -363,7 +387,10 @@ void writer::write_members(bool parallel) {
     }
     (ok ? events_written_ : dropped_).fetch_add(m.events, std::memory_order_relaxed);
   }
-  builder_.next_pass();
+  if (pass_end)
+    builder_.next_pass();
+  else
+    builder_.written_closed();
 }
 
 bool writer::flush() {
@@ -601,7 +628,7 @@ void writer::fork_child(thread_buffer *survivor, int64_t new_pid, std::string pa
   settings_.format.pid = new_pid;
   builder_.format().pid = new_pid;
   pool_.fork_child(survivor, queue_);
-  queued_bytes_ = 0;
+  queued_bytes_ = taken_bytes_ = 0;
   meta_.clear();
   crash_meta_bytes_ = 0;
   builder_.forget();

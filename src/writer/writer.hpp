@@ -147,8 +147,14 @@ class writer {
   void cycle_steps(bool steal);
   void drop_failed_pass() noexcept;
   // The closed members compressed (in parallel when `parallel`) and written in order, after
-  // the header when the file is new.
-  void write_members(bool parallel);
+  // the header when the file is new. `pass_end`: the pass's last (else the member being
+  // assembled goes on, and the pass with it).
+  void write_members(bool parallel, bool pass_end = true);
+  // In the middle of a pass: its closed members written once there are k_batch_members of
+  // them, so that the members of a pass over a large backlog do not all lie in memory at once.
+  void write_batch();
+  // Ring mode: the pass is done with n bytes of the chunks it took (taken_bytes_).
+  void release_taken(size_t n);
   bool open_file();  // creates the file and writes the header member (io_mutex_)
   // The fatal-signal pass: no allocation, only tried locks; each piece of text becomes its
   // own member straight from where it lies. Caller holds io_mutex_.
@@ -204,6 +210,10 @@ class writer {
   std::condition_variable space_cv_;  // wakes blocked producers
   std::vector<chunk *> queue_;
   size_t queued_bytes_ = 0;
+  // Ring mode: the bytes of the chunks a pass took from the queue and has not formatted yet,
+  // counted against queue_bytes with the queue's, so that the chunks in memory stay within
+  // queue_bytes (else producers fill a new queue while the pass works through the old one).
+  size_t taken_bytes_ = 0;
   bool stop_ = false;
   bool flush_wanted_ = false;
   std::thread thread_;

@@ -281,6 +281,31 @@ def test_memory_stays_within_the_ring_at_a_high_event_rate(tmp_path):
     assert end["args"]["dropped_events"] == 0
 
 
+def test_memory_within_the_ring_and_the_queue_over_many_windows(tmp_path):
+    # 3 M regions as fast as one thread makes them (about 60 MB of members: the 8 MiB ring is
+    # filled and let go several times over). The process's high-water mark stays within that of
+    # the same program with tracing off, plus ring.bytes, output.queue_bytes (the records
+    # waiting for the writer) and 12 MiB: the writer's members in progress (a few of
+    # output.member_bytes at a time, whatever the backlog a pass takes), its compressors and the
+    # library's own state (docs/flight-recorder.md, "Memory").
+    n, ring_mib, queue_mib = 3000000, 8, 16
+
+    def hwm_kib(where, **env):
+        p = subprocess.run([PROG, "fast", str(n)], capture_output=True, text=True, timeout=300,
+                           env=ring_env(where, **env))
+        assert p.returncode == 0, p.stderr
+        return int(p.stdout.split()[-1])
+
+    off = hwm_kib(tmp_path / "off", DFTRACE_ENABLE="0")
+    ring = hwm_kib(tmp_path, DFTRACE_RING_BYTES="%dMiB" % ring_mib, DFTRACE_RING_SECONDS="3600",
+                   DFTRACE_OUTPUT_QUEUE_BYTES="%dMiB" % queue_mib)
+    bound_kib = off + (ring_mib + queue_mib + 12) * 1024
+    assert ring < bound_kib, (ring, off, bound_kib)
+    events, triggers, end = trace(tmp_path)
+    assert work(events) == [] and end["args"]["ring_discarded_events"] == n
+    assert end["args"]["dropped_events"] == 0
+
+
 def test_several_windows(tmp_path):
     # Two signals 1.5 s apart: two windows, each with its trigger line, in one valid file.
     p = subprocess.Popen([PROG, "wait", "5"], env=ring_env(
