@@ -104,7 +104,7 @@ std::vector<std::string> hostile_variants(const std::string &line) {
   }
   out.push_back(replace_all(line, "\"dur_sum\"", "\"dur\\u005fsum\""));  // an escaped key
   out.push_back(replace_all(line, "\"count\":", "\"co\\u0075nt\":"));
-  out.push_back(replace_all(line, "_sum\":", "_sum\":\"") + "");  // (invalid JSON: both refuse)
+  out.push_back(replace_all(line, "_sum\":", "_sum\":\""));  // invalid JSON: both refuse it
   for (const char *big : {"0", "-1", "9223372036854775807", "9223372036854775808",
                           "18446744073709551616", "\"2\"", "1.5", "1e3", "true", "null"}) {
     out.push_back(replace_all(line, "\"count\":4096", std::string("\"count\":") + big));
@@ -113,7 +113,7 @@ std::vector<std::string> hostile_variants(const std::string &line) {
   std::vector<std::string> e = members;  // an empty key and its "_sum", first
   e.insert(e.begin(), {"\"\":7", "\"_sum\":14"});
   out.push_back(join(e));
-  out.push_back(replace_all(line, "/p/gpfs1", "/p/\\u00e9gpfs1"));  // an escape elsewhere
+  out.push_back(replace_all(line, "/p/gpfs1", "/p/\\u00e9gpfs1"));   // an escape elsewhere
   out.push_back(replace_all(line, "/p/gpfs1", "/p/\xc3\xa9gpfs1"));  // non-ASCII: parse_common
   return out;
 }
