@@ -4,12 +4,17 @@ and 2 threads, events per second of wall time and per CPU second (all threads' C
 per-core rate), for one build or two side by side.
 
 Usage: /usr/bin/python3 bench/read_files_bench.py BUILD [BASE_BUILD] [WORK_DIR]
-(env: COPIES=6: the 8 cm1 ranks of tests/data/dftracer copied that many times; EVENTS=400000:
-the gen_trace trace; REPEAT=5 rounds, alternating between the builds; THREADS="1,2").
+(env: COPIES=6: the 8 cm1 ranks of tests/data/dftracer copied that many times; V2_FILES=8 and
+V2_COPIES=12: DFTracer 2.0.2-shaped rank files, each the lines of every trace in
+tests/data/dftracer-2.0.2 repeated V2_COPIES times with ids renumbered and times shifted, one gzip
+member per file as DFTracer 2.0.2 writes (V2_FILES=0 leaves them out); EVENTS=400000: the
+gen_trace trace; REPEAT=5 rounds, alternating between the builds; THREADS="1,2").
 Each read runs in a child process that imports one build's package (best of 2 reads there);
 the table gives the best round. Rows are counted equal between the builds."""
+import gzip
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -36,6 +41,36 @@ def child(build, path, threads):
     return json.loads(out)
 
 
+_ID = re.compile(r'^\{"id":(\d+),')
+_TS = re.compile(r',"ts":(\d+),')
+
+
+def dftracer_202_lines(src):
+    """The object lines of every DFTracer 2.0.2 trace in src, in file order."""
+    lines = []
+    for f in sorted(os.listdir(src)):
+        if f.endswith(".pfw") or f.endswith(".pfw.gz"):
+            with (gzip.open if f.endswith(".gz") else open)(os.path.join(src, f), "rt") as fh:
+                lines += [l.rstrip("\n") for l in fh if l.startswith("{")]
+    return lines
+
+
+def write_202_rank(path, lines, copies):
+    """One rank file shaped as DFTracer 2.0.2 writes: "[", the lines repeated copies times (ids
+    renumbered, times shifted by a second a copy), one gzip member."""
+    out, next_id = ["["], 1
+    for k in range(copies):
+        for l in lines:
+            if _ID.match(l):
+                l = _ID.sub('{"id":%d,' % next_id, l, count=1)
+                next_id += 1
+            l = _TS.sub(lambda m: ',"ts":%d,' % (int(m.group(1)) + k * 1000000), l, count=1)
+            out.append(l)
+    out.append("]")
+    with gzip.open(path, "wt", compresslevel=6) as fh:
+        fh.write("\n".join(out) + "\n")
+
+
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     build = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
@@ -54,6 +89,17 @@ def main():
                 dst = os.path.join(cm1, f.replace(".pfw.gz", "-%d.pfw.gz" % k))
                 if not os.path.exists(dst):
                     shutil.copy(os.path.join(src, f), dst)
+    sets = [("cm1 x %d files" % (8 * copies), cm1)]
+    v2_files, v2_copies = int(os.environ.get("V2_FILES", "8")), int(os.environ.get("V2_COPIES", "12"))
+    if v2_files:
+        v2 = os.path.join(work, "dftracer-2.0.2")
+        os.makedirs(v2, exist_ok=True)
+        lines = dftracer_202_lines(os.path.join(here, "..", "tests", "data", "dftracer-2.0.2"))
+        for r in range(v2_files):
+            f = os.path.join(v2, "rank-%02d.pfw.gz" % r)
+            if not os.path.exists(f):
+                write_202_rank(f, lines, v2_copies)
+        sets.append(("DFTracer 2.0.2 x %d files" % v2_files, v2))
     gen = os.path.join(work, "gen.pfw.gz")
     if not os.path.exists(gen):
         subprocess.run([os.path.join(build, "tests", "tools", "gen_trace"), gen, "--events",
@@ -61,7 +107,7 @@ def main():
     builds = [("", build)] + ([(" (base)", base)] if base else [])
     best, rows = {}, {}
     for _ in range(repeat):
-        for what, path in (("cm1 x %d files" % (8 * copies), cm1), ("gen_trace, 1 file", gen)):
+        for what, path in sets + [("gen_trace, 1 file", gen)]:
             for t in threads:
                 for tag, b in builds:
                     n, w, c = child(b, path, t)

@@ -21,6 +21,10 @@ bool is_counter_aggregate(const parsed_line &pl);
 //    its place (pread, read, write: then the args also hold count_sum). 2.0.2 folds only calls
 //    with equal arguments, so then the count is count_sum / count, or, when count is 0,
 //    k_sum / k for another argument k that is not 0; 1 when no argument tells.
+//  A line without escapes (parsed_line::no_escapes) has its arguments found in one pass; any
+//  other, by key as meant (aggregated_calls_general, which tests compare with it).
 bool aggregated_calls(const parsed_line &pl, time_unit unit, uint64_t *calls, uint64_t *dur_ns);
+bool aggregated_calls_general(const parsed_line &pl, time_unit unit, uint64_t *calls,
+                              uint64_t *dur_ns);
 
 }  // namespace dftrace::detail

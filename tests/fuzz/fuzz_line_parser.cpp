@@ -1,8 +1,8 @@
 // fuzz_line_parser.cpp: the one-line JSON scanner and the number readers built on it.
 // Input: any bytes, cut into lines at '\n'; every line is parsed, and every value it finds is
 // read as the tools read it. Checks what must hold for any input: views stay inside the line,
-// parse_line agrees with the whole grammar alone, and a number canonical_number accepts is
-// valid JSON.
+// parse_line agrees with the whole grammar alone, an aggregated record's calls read in one
+// pass agree with their lookup by key, and a number canonical_number accepts is valid JSON.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "base/format.hpp"
+#include "reader/aggregated.hpp"
 #include "reader/line_parser.hpp"
 #include "reader/trace_reader.hpp"
 
@@ -57,6 +58,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
          {&pl.id, &pl.name, &pl.cat, &pl.pid, &pl.tid, &pl.ts, &pl.dur, &pl.ph, &pl.args, &pl.s})
       read_value(line, *v);
     if (pl.nargs < 0 || pl.nargs > parsed_line::k_max_args) abort();
+    // An aggregated record's calls read in one pass equal those looked up key by key.
+    uint64_t n1 = 0, d1 = 0, n2 = 0, d2 = 0;
+    if (aggregated_calls(pl, time_unit::us, &n1, &d1) !=
+            aggregated_calls_general(pl, time_unit::us, &n2, &d2) ||
+        n1 != n2 || d1 != d2)
+      abort();
     for (int k = 0; k < pl.nargs; ++k) {
       check_inside(line, pl.args_kv[k].key);
       read_value(line, pl.args_kv[k].value);
