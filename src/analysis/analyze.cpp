@@ -473,7 +473,10 @@ analysis_partial analyze_groups(collection &c, const layer_table &table) {
     out.groups[ps[pi->second].group].colls.append(kv.second);
   }
   c.colls.clear();
-  for (group_partial &gp : out.groups) gp.colls.canonical();
+  for (group_partial &gp : out.groups) {
+    gp.colls.calls.shrink_to_fit();  // held until phase 2: no room left from doubling
+    gp.colls.canonical();
+  }
   // Room for every step at once (pages are touched only as they are filled): an array that
   // grew by doubling would hold its old and new copies together.
   const bool by_step_events = out.any_step_event || table.explicit_steps();
