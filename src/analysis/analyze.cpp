@@ -9,6 +9,9 @@
 #include <unordered_map>
 
 #include "analysis/intervals.hpp"
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include "reader/line_parser.hpp"
 
 namespace dftrace::analysis {
@@ -509,6 +512,12 @@ analysis_partial analyze_groups(collection &c, const layer_table &table) {
     gp.nsteps = out.steps.size() - gp.first_step;
     gp.fig.steps = gp.nsteps;
     w = group_work();
+#if defined(__GLIBC__)
+    // The group's step candidates and intervals were freed, but glibc keeps freed chunks inside
+    // its heap resident (they lie below live ones): handed back to the system here, the pages
+    // the steps array fills next do not come on top of them.
+    malloc_trim(0);
+#endif
   }
   out.procs = std::move(c.procs);
   out.io = std::move(c.io);
