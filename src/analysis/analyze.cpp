@@ -9,6 +9,9 @@
 #include <unordered_map>
 
 #include "analysis/intervals.hpp"
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include "reader/line_parser.hpp"
 
 namespace dftrace::analysis {
@@ -473,7 +476,10 @@ analysis_partial analyze_groups(collection &c, const layer_table &table) {
     out.groups[ps[pi->second].group].colls.append(kv.second);
   }
   c.colls.clear();
-  for (group_partial &gp : out.groups) gp.colls.canonical();
+  for (group_partial &gp : out.groups) {
+    gp.colls.calls.shrink_to_fit();  // held until phase 2: no room left from doubling
+    gp.colls.canonical();
+  }
   // Room for every step at once (pages are touched only as they are filled): an array that
   // grew by doubling would hold its old and new copies together.
   const bool by_step_events = out.any_step_event || table.explicit_steps();
@@ -506,6 +512,12 @@ analysis_partial analyze_groups(collection &c, const layer_table &table) {
     gp.nsteps = out.steps.size() - gp.first_step;
     gp.fig.steps = gp.nsteps;
     w = group_work();
+#if defined(__GLIBC__)
+    // The group's step candidates and intervals were freed, but glibc keeps freed chunks inside
+    // its heap resident (they lie below live ones): handed back to the system here, the pages
+    // the steps array fills next do not come on top of them.
+    malloc_trim(0);
+#endif
   }
   out.procs = std::move(c.procs);
   out.io = std::move(c.io);

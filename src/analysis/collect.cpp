@@ -13,7 +13,7 @@ using detail::jtype;
 using detail::jvalue;
 using detail::parsed_line;
 
-void thread_events::append(thread_events &o) {
+void thread_events::append(thread_events &o, bool keep_iters) {
   const uint32_t base = count;
   for (spilled_run r : o.spilled) {
     r.seq_add += base;
@@ -26,7 +26,7 @@ void thread_events::append(thread_events &o) {
   }
   count += o.count;
   steps.insert(steps.end(), o.steps.begin(), o.steps.end());
-  iters.insert(iters.end(), o.iters.begin(), o.iters.end());
+  if (keep_iters) iters.insert(iters.end(), o.iters.begin(), o.iters.end());
 }
 
 size_t thread_events::spill(spill_store &store) {
@@ -377,9 +377,16 @@ void scan_block(detail::text_block &b, detail::time_unit unit, const layer_table
 void file_folder::add(block_part &p, collection *c) {
   counts_.merge(p.counts);
   for (auto &kv : p.procs) procs_[kv.first].merge(kv.second);
+  bool first_step = false;
   for (auto &kv : p.threads) {
+    first_step = first_step || (!c->any_step_event && !kv.second.steps.empty());
+    c->any_step_event = c->any_step_event || !kv.second.steps.empty();
     c->buffered += kv.second.count;
-    threads_[kv.first].append(kv.second);
+    threads_[kv.first].append(kv.second, !c->any_step_event);
+  }
+  if (first_step) {  // the `.iter` events held so far will not be steps
+    for (auto &kv : threads_) std::vector<step_event>().swap(kv.second.iters);
+    for (auto &kv : c->threads) std::vector<step_event>().swap(kv.second.iters);
   }
   for (auto &kv : p.hosts) hosts_.emplace(kv.first, std::move(kv.second));
   io_.add(p.io, &c->io);
@@ -418,12 +425,17 @@ void file_folder::finish(collection *c) {
     const size_t sep = kv.first.find('\x1f');
     const auto p = procs_.find(kv.first.substr(0, sep));
     const std::string host = p == procs_.end() ? std::string() : p->second.host;
-    c->threads[host + '\x1f' + kv.first].append(kv.second);
+    thread_events &te = c->threads[host + '\x1f' + kv.first];
+    te.append(kv.second, !c->any_step_event);
+    te.steps.shrink_to_fit();  // held until the analysis: no room left from doubling
+    te.iters.shrink_to_fit();
   }
   for (auto &kv : colls_) {
     const auto p = procs_.find(kv.first);
-    c->colls[(p == procs_.end() ? std::string() : p->second.host) + '\x1f' + kv.first].append(
-        kv.second);
+    coll_data &d =
+        c->colls[(p == procs_.end() ? std::string() : p->second.host) + '\x1f' + kv.first];
+    d.append(kv.second);
+    d.calls.shrink_to_fit();
   }
   *this = file_folder();
 }

@@ -51,7 +51,8 @@ struct thread_events {
   std::vector<std::vector<layered_event>> layered;
   uint32_t count = 0;
   std::vector<step_event> steps, iters;
-  void append(thread_events &o);
+  // Appends o's events (its `.iter` events only when keep_iters).
+  void append(thread_events &o, bool keep_iters = true);
   // Writes the vectors in memory to the store (kept in memory when it cannot); returns how
   // many events left memory.
   size_t spill(spill_store &store);
@@ -133,7 +134,10 @@ struct collection {
   std::map<std::string, thread_events> threads;  // host '\x1f' pid '\x1f' tid
   io_data io;
   std::unordered_map<std::string, name_durations> names;  // cat '\x1f' name (name_stats())
-  size_t durations_buffered = 0;           // in names' durs; spilled past durations_budget()
+  size_t durations_buffered = 0;  // in names' durs; spilled past durations_budget()
+  // A step event was read: the steps are those events, so no thread's `.iter` events are
+  // kept (analyze_groups would not use them).
+  bool any_step_event = false;
   std::map<std::string, coll_data> colls;  // host '\x1f' pid: its collectives and waits
 };
 

@@ -1,0 +1,108 @@
+# test_analyze_memory.py: what dftrace analyze keeps in memory grows with what its output needs
+# (per step, per collective), not with events it will not use. Peaks are compared between two
+# runs of the same command (getrusage of the child), never against an absolute figure.
+import gzip
+import json
+import os
+import subprocess
+import sys
+
+from conftest import CLI
+
+T0 = 1_700_000_000_000_000_000
+
+
+def write_trace(path, steps, iters_per_step, rank=0, pid=9):
+    """One ranked process: `steps` step events (compute.step, with a `step` argument), each
+    holding `iters_per_step` nested `.iter` events (frames: in no layer)."""
+    # Written line by line: the whole text would be hundreds of MB of Python strings.
+    with gzip.open(path, "wt", compresslevel=1) as f:
+        f.write('[\n'
+                f'{{"id":1,"name":"PR","cat":"dftracer","pid":{pid},"tid":{pid},"ph":"M",'
+                '"args":{"name":"time_metric","value":"ns"}}\n'
+                f'{{"id":2,"name":"PR","cat":"dftracer","pid":{pid},"tid":{pid},"ph":"M",'
+                f'"args":{{"name":"rank","value":{rank}}}}}\n'
+                f'{{"id":3,"name":"start","cat":"dftracer","pid":{pid},"tid":{pid},"ts":{T0},'
+                '"dur":0,"ph":"X","args":{"ppid":1}}\n')
+        nid, width = 3, 10 * (iters_per_step + 1)
+        for k in range(steps):
+            t = T0 + k * width
+            for i in range(iters_per_step):
+                nid += 1
+                f.write(f'{{"id":{nid},"name":"fetch.iter","cat":"data","pid":{pid},"tid":{pid},'
+                        f'"ts":{t + 1 + 10 * i},"dur":5,"ph":"X","args":{{"step":{k}}}}}\n')
+            nid += 1
+            f.write(f'{{"id":{nid},"name":"step","cat":"compute","pid":{pid},"tid":{pid},"ts":{t},'
+                    f'"dur":{width - 1},"ph":"X","args":{{"step":{k}}}}}\n')
+        nid += 1
+        f.write(f'{{"id":{nid},"name":"end","cat":"dftracer","pid":{pid},"tid":{pid},'
+                f'"ts":{T0 + steps * width},"dur":0,"ph":"X",'
+                f'"args":{{"num_events":{steps * (iters_per_step + 1)}}}}}\n]\n')
+
+
+# Forks the command from a small process and reports its ru_maxrss: Linux carries the
+# high-water mark of the memory a process had when it called exec (with vfork, its parent's),
+# so the command must not start from this (large) interpreter.
+_PEAK = """import os, sys
+pid = os.fork()
+if pid == 0:
+    fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(fd, 1)
+    os.execv(sys.argv[2], sys.argv[2:])
+_, status, usage = os.wait4(pid, 0)
+print(os.waitstatus_to_exitcode(status), usage.ru_maxrss)
+"""
+
+
+def analyze_peak_kib(*paths, out):
+    e = dict(os.environ, DFTRACE_NO_PROGRESS="1", DFTRACE_TOOL_THREADS="1")
+    p = subprocess.run([sys.executable, "-S", "-c", _PEAK, str(out), CLI, "analyze", "--json",
+                        *map(str, paths)], capture_output=True, text=True, env=e, timeout=600)
+    status, kib = map(int, p.stdout.split())
+    assert status == 0, p.stderr
+    return kib
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def test_iter_events_are_not_kept_when_the_steps_are_step_events(tmp_path):
+    """With step events in the run, `.iter` events are never steps: 600,000 of them (24 MB as
+    step candidates) must add less than a quarter of that to the peak of the same run without
+    them."""
+    steps, iters = 20_000, 30
+    write_trace(tmp_path / "plain.pfw.gz", steps, 0)
+    write_trace(tmp_path / "iters.pfw.gz", steps, iters)
+    plain = analyze_peak_kib(tmp_path / "plain.pfw.gz", out=tmp_path / "plain.json")
+    with_iters = analyze_peak_kib(tmp_path / "iters.pfw.gz", out=tmp_path / "iters.json")
+    a, b = load(tmp_path / "plain.json"), load(tmp_path / "iters.json")
+    assert a["steps"]["source"] == b["steps"]["source"] == "step"
+    assert a["steps"]["count"] == b["steps"]["count"] == steps
+    assert b["inputs"]["events"] == a["inputs"]["events"] + steps * iters
+    candidate_bytes = steps * iters * 40  # one step candidate: 40 bytes
+    grown = (with_iters - plain) * 1024
+    assert grown < candidate_bytes // 4, (
+        f"the peak grew by {grown} bytes with {steps * iters} .iter events "
+        f"(plain {plain} KiB, with them {with_iters} KiB)")
+
+
+def test_step_candidates_are_given_back_as_the_steps_array_fills(tmp_path):
+    """48 ranks of 20,000 steps: each step costs its 80 bytes in the steps array, and its
+    candidate (40 bytes, freed when its group is analysed) must not stay resident beside it.
+    Bound: 112 bytes per step over the peak of the same ranks with 10 steps each (80 in the
+    array, 12 while steps are compared, and slack: less than a resident candidate would add)."""
+    ranks, few, many = 48, 10, 20_000
+    for sub, steps in (("few", few), ("many", many)):
+        (tmp_path / sub).mkdir()
+        for r in range(ranks):
+            write_trace(tmp_path / sub / f"r{r}.pfw.gz", steps, 0, rank=r, pid=100 + r)
+    paths = {sub: sorted((tmp_path / sub).iterdir()) for sub in ("few", "many")}
+    base = analyze_peak_kib(*paths["few"], out=tmp_path / "few.json")
+    peak = analyze_peak_kib(*paths["many"], out=tmp_path / "many.json")
+    doc = load(tmp_path / "many.json")
+    assert doc["steps"]["count"] == ranks * many
+    per_step = (peak - base) * 1024 / (ranks * (many - few))
+    assert per_step < 112, (f"{per_step:.1f} bytes of peak per step (base {base} KiB, "
+                           f"{ranks * many} steps {peak} KiB)")
