@@ -49,10 +49,10 @@ bool ends_by_default(int sig) {
   }
 }
 
-// kill(pid, sig) ends this process before it returns: sent to itself, with the default action
-// in place and the signal not blocked in the calling thread (so delivered to it, POSIX says).
-bool kill_ends_this_process(pid_t pid, int sig) {
-  if (pid != ::getpid() || !ends_by_default(sig)) return false;
+// A signal sent to this process (or its group) whose default action, in place, ends it, not blocked
+// in the calling thread (so delivered to it before kill or raise returns, POSIX says).
+bool signal_ends_this_process(int sig) {
+  if (!ends_by_default(sig)) return false;
   if (sig == SIGKILL) return true;
   struct sigaction sa {};
   if (::sigaction(sig, nullptr, &sa) != 0) return false;
@@ -62,16 +62,29 @@ bool kill_ends_this_process(pid_t pid, int sig) {
   return sigismember(&blocked, sig) == 0;
 }
 
+// kill's targets that include this process: itself, its process group (0 or -pgrp).
+bool kill_reaches_this_process(pid_t pid) {
+  return pid == ::getpid() || pid == 0 || (pid < -1 && -pid == ::getpgrp());
+}
+
 }  // namespace
 
 // A process that kills itself leaves without exit()'s handlers too: Python, after an uncaught
 // KeyboardInterrupt, puts SIGINT's default action back and sends itself SIGINT (so that its
-// parent sees the death by the signal). The trace is finalized first, as for _exit; the
-// signal then ends the process as it would have untraced.
+// parent sees the death by the signal); signal.raise_signal() calls raise. The trace is
+// finalized first, as for _exit; the signal then ends the process as it would have untraced.
 int kill(pid_t pid, int sig) {
   DFTRACE_IO_REAL(kill);
-  if (kill_ends_this_process(pid, sig)) finalize_before_image_ends();
+  if (kill_reaches_this_process(pid) && signal_ends_this_process(sig)) {
+    finalize_before_image_ends();
+  }
   return real_kill(pid, sig);
+}
+
+int raise(int sig) {
+  DFTRACE_IO_REAL(raise);
+  if (signal_ends_this_process(sig)) finalize_before_image_ends();
+  return real_raise(sig);
 }
 
 // The registry's entries of the table's EXIT_OWN rows: those written here and the exec family

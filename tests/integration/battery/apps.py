@@ -34,6 +34,16 @@ def makefile(work):
                 "count.txt: sorted.txt\n\twc -l $< > $@\n\t@echo built $@\n")
 
 
+SELF_SIGNAL = """import os, signal
+for i in range(20):
+    with open("f%%d.txt" %% i, "w") as f:
+        f.write("line %%d\\n" %% i)
+print("sending", flush=True)
+%s
+print("not reached")
+"""
+
+
 def no_carets(s):
     """Python's traceback marks the call the interrupt landed in (pwrite, pread, sleep: the moment
     of the signal decides, untraced as traced); the frame's line itself is compared."""
@@ -61,6 +71,10 @@ APPS = [
          "timeout -s INT 2 %s %s; echo rc=$?; timeout --preserve-status -s INT 2 %s %s; echo rc=$?"
          % ((PY, os.path.join(PROGRAMS, "py_sigloop.py")) * 2), normalise=no_carets, traced_env=FAST_FLUSH,
          timeout=30, needs=["timeout"]),
+    # a process that kills itself with a signal whose default action ends it: the status by the
+    # signal, and a trace with its end
+    Case("py_kill_self", [PY, "-c", SELF_SIGNAL % "os.kill(os.getpid(), signal.SIGUSR1)"]),
+    Case("py_raise_signal", [PY, "-c", SELF_SIGNAL % "signal.raise_signal(signal.SIGUSR1)"]),
     # ---- archives, copies, builds, shells
     Case("tar_czf_xzf", "tar czf t.tgz tree && mkdir x && tar xzf t.tgz -C x && diff -r tree x/tree "
          "&& echo same", setup=small_tree, needs=["tar", "gzip"]),
