@@ -19,7 +19,7 @@ test=("${core[@]}" python3-dev python3-pytest python3-numpy python3-pandas pytho
       chromium nodejs  # the browser tests (tests/browser: a viewer from npm in chromium)
       strace  # tests/integration/life: what a traced process opens and connects to
       tmux  # dftrace watch checked in a real terminal
-      git sqlite3 tar gzip findutils make)  # the battery of real programs (tests/integration/battery)
+      git sqlite3 tar gzip findutils make rsync)  # the battery of real programs (tests/integration/battery)
 case "$set_name" in
   core) want=("${core[@]}") ;;
   test) want=("${test[@]}") ;;

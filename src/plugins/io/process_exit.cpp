@@ -1,12 +1,14 @@
-// process_exit.cpp: _exit and _Exit. A process that leaves through them skips exit()'s handlers,
-// which finalize its trace: a forked child of Python's multiprocessing (a DataLoader worker)
-// ends with os._exit(), and so do servers' workers and shells' children. Its buffered events
-// and its end line would be lost; here the trace is finalized first (README.md, "Safety").
+// process_exit.cpp: _exit, _Exit, and kill of the process itself. A process that leaves through
+// them skips exit()'s handlers, which finalize its trace: a forked child of Python's
+// multiprocessing (a DataLoader worker) ends with os._exit(), and so do servers' workers and
+// shells' children. Its buffered events and its end line would be lost; here the trace is finalized
+// first (README.md, "Safety").
 //
 // _exit is also how a signal handler ends a process, and the handler may have interrupted the
 // C library's allocator or one of dftrace's locks, which finalizing needs (a SIGALRM handler that
 // calls _exit while the program allocates): finalize_before_image_ends (image_end.hpp) writes the
 // end line the signal-safe way first and finalizes under a watchdog.
+#include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -27,6 +29,62 @@ void _Exit(int status) {
   finalize_before_image_ends();
   real__Exit(status);
   __builtin_unreachable();
+}
+
+namespace {
+
+// Whether `sig`'s default action ends the process (terminate or core; not ignore, stop or
+// continue).
+bool ends_by_default(int sig) {
+  switch (sig) {
+    case SIGCHLD:
+    case SIGCONT:
+    case SIGURG:
+    case SIGWINCH:
+    case SIGSTOP:
+    case SIGTSTP:
+    case SIGTTIN:
+    case SIGTTOU: return false;
+    default: return sig > 0 && sig < NSIG;
+  }
+}
+
+// A signal sent to this process (or its group) whose default action, in place, ends it, not blocked
+// in the calling thread (so delivered to it before kill or raise returns, POSIX says).
+bool signal_ends_this_process(int sig) {
+  if (!ends_by_default(sig)) return false;
+  if (sig == SIGKILL) return true;
+  struct sigaction sa {};
+  if (::sigaction(sig, nullptr, &sa) != 0) return false;
+  if ((sa.sa_flags & SA_SIGINFO) || sa.sa_handler != SIG_DFL) return false;
+  sigset_t blocked;
+  if (::pthread_sigmask(SIG_BLOCK, nullptr, &blocked) != 0) return false;
+  return sigismember(&blocked, sig) == 0;
+}
+
+// kill's targets that include this process: itself, its process group (0 or -pgrp).
+bool kill_reaches_this_process(pid_t pid) {
+  return pid == ::getpid() || pid == 0 || (pid < -1 && -pid == ::getpgrp());
+}
+
+}  // namespace
+
+// A process that kills itself leaves without exit()'s handlers too: Python, after an uncaught
+// KeyboardInterrupt, puts SIGINT's default action back and sends itself SIGINT (so that its
+// parent sees the death by the signal); signal.raise_signal() calls raise. The trace is
+// finalized first, as for _exit; the signal then ends the process as it would have untraced.
+int kill(pid_t pid, int sig) {
+  DFTRACE_IO_REAL(kill);
+  if (kill_reaches_this_process(pid) && signal_ends_this_process(sig)) {
+    finalize_before_image_ends();
+  }
+  return real_kill(pid, sig);
+}
+
+int raise(int sig) {
+  DFTRACE_IO_REAL(raise);
+  if (signal_ends_this_process(sig)) finalize_before_image_ends();
+  return real_raise(sig);
 }
 
 // The registry's entries of the table's EXIT_OWN rows: those written here and the exec family

@@ -62,6 +62,10 @@ class Case:
     # a trace file is written (not by a program whose one interposed call comes during exit:
     # dftrace never initialises then, and such a process had no event to record)
     expect_trace: bool = True
+    # how the traced run is traced: "run" (under `dftrace run`), or "import" (the program itself
+    # initialises dftrace: the traced run gets DFTRACE_ENABLE=1 and the work directory as
+    # DFTRACE_IO_DATA_DIR, no preloading)
+    traced_by: str = "run"
     needs: List[str] = field(default_factory=list)  # programs that must be on PATH
     defects: str = ""  # the defects this case is there to catch (for the report)
 
@@ -319,8 +323,11 @@ def run_case(case, root, cli, calibrate=False):
             argv = ["bash", "-c", case.cmd] if isinstance(case.cmd, str) else list(case.cmd)
             if mode == "traced" and not calibrate:
                 env.update({"DFTRACE_LOG_FILE": os.path.join(trace_dir, "t")})
+                if case.traced_by == "import":
+                    env.update({"DFTRACE_ENABLE": "1", "DFTRACE_IO_DATA_DIR": work})
+                else:
+                    argv = [cli, "run", "--"] + argv
                 env.update(case.traced_env)
-                argv = [cli, "run", "--"] + argv
             outdir = os.path.join(root, mode + ".out")
             os.makedirs(outdir)
             runs[mode] = execute(argv, work, env, case, outdir)
