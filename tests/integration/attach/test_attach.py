@@ -534,9 +534,10 @@ print("done", flush=True)
 """
 
 
-def torch_loop(tmp_path, text):
-    """The PyTorch loop `text` started under `dftrace run --attach` with /usr/bin/python3 (a
-    visible skip where the Python face or Debian's torch is missing)."""
+def torch_loop(tmp_path, text, args=(), deep=False):
+    """The PyTorch loop `text` started under `dftrace run --attach` (with `deep`: `--deep`, every
+    model's layers too) with /usr/bin/python3 and its arguments `args` (a visible skip where the
+    Python face or Debian's torch is missing)."""
     beside = os.path.join(os.path.dirname(os.path.dirname(CLI)), "bindings", "python")
     package = os.environ.get("DFTRACE_PYTHON_DIR") or beside
     if not os.path.exists(os.path.join(package, "dftrace", "_autostart", "sitecustomize.py")):
@@ -548,7 +549,8 @@ def torch_loop(tmp_path, text):
     script = tmp_path / "loop.py"
     script.write_text(text)
     env = clean_env(tmp_path, DFTRACE_PYTHON="/usr/bin/python3")
-    return Program([CLI, "run", "--attach", "--out", str(tmp_path / "traces"), str(script)], env)
+    return Program([CLI, "run", "--attach", *(["--deep"] if deep else []), "--out",
+                    str(tmp_path / "traces"), str(script), *args], env)
 
 
 def test_level_torch_traces_only_the_pytorch_events_of_the_window(tmp_path):
@@ -613,3 +615,21 @@ def test_level_io_in_an_aggregating_process_keeps_folding_the_rest(tmp_path):
     folded = {e["cat"] for e in events if e["ph"] == "A"}
     assert {"attach", "POSIX", "STDIO"} <= folded, folded
     assert len(lines) == 1 and lines[0]["args"]["after"] == "3 steps", lines
+
+
+def test_no_answer_says_where_the_request_was_lost(tmp_path):
+    # A waiting process that can not answer (stopped): after its 30 s, attach withdraws the
+    # request and says what the channel and the process show.
+    import signal
+    prog = c_program(tmp_path)
+    try:
+        os.kill(prog.p.pid, signal.SIGSTOP)
+        r = attach(tmp_path, prog.p.pid, "--steps", 2)
+        os.kill(prog.p.pid, signal.SIGCONT)
+        assert r.returncode == 1 and r.stderr.count("\n") == 1, r.stderr
+        assert "no answer within 30 s; the request is withdrawn (the request was not read " \
+            "(PID.req is still there); the process is in state T; its dftrace-attach thread " \
+            "(tid " in r.stderr and ") is in state T" in r.stderr, r.stderr
+        assert not os.path.exists(tmp_path / "channel" / ("%d.req" % prog.p.pid))
+    finally:
+        prog.kill()
