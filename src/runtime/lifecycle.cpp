@@ -33,6 +33,11 @@ void at_exit() {
 void fork_prepare() { runtime::get().on_fork_prepare(); }
 void fork_parent() { runtime::get().on_fork_parent(); }
 void fork_child() { runtime::get().on_fork_child(); }
+// The schedule follower's step (schedule_share.hpp): it ends with the process's exit.
+bool follow_parent_schedule(bool changed) {
+  if (runtime::exit_begun()) return false;
+  return !changed || runtime::get().schedule_follow();
+}
 
 std::string seconds_text(double s) {
   char buf[64];
@@ -532,7 +537,7 @@ void runtime::on_fork_child() {
   // The parent's schedule, followed until the child counts a step of its own.
   if (share_ && initialized_.load()) {
     std::lock_guard<std::mutex> lock(init_mutex_);
-    following_ = schedule_follower_start(share_);
+    following_ = schedule_follower_start(share_, follow_parent_schedule);
     if (following_) {
       sync_schedule_locked();
     } else {

@@ -44,8 +44,10 @@ class schedule_page {
 }  // namespace dftrace::detail
 
 namespace dftrace::detail {
-// The thread of a forked child that follows `page` (runtime::schedule_follow on each change);
-// false when it could not start. stop() ends it (at finalize, at the child's own step).
-bool schedule_follower_start(const schedule_page *page);
+// The thread of a forked child that follows `page`: follow(true) after each change of its
+// sequence, follow(false) at least every 200 ms; it ends when follow returns false or at stop()
+// (at finalize, at the child's own step). An exception of follow never leaves the thread (the
+// change is offered again). False when the thread could not start.
+bool schedule_follower_start(const schedule_page *page, bool (*follow)(bool changed));
 void schedule_follower_stop();
 }  // namespace dftrace::detail
