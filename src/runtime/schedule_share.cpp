@@ -28,7 +28,8 @@ void schedule_page::publish(const schedule_state &st) {
                        wait_.load(std::memory_order_relaxed) != st.s.wait ||
                        warmup_.load(std::memory_order_relaxed) != st.s.warmup ||
                        active_.load(std::memory_order_relaxed) != st.s.active ||
-                       repeat_.load(std::memory_order_relaxed) != st.s.repeat;
+                       repeat_.load(std::memory_order_relaxed) != st.s.repeat ||
+                       !(window_relaxed() == st.window);
   if (!changed) {
     step_.store(st.step, std::memory_order_release);
     return;
@@ -43,11 +44,25 @@ void schedule_page::publish(const schedule_state &st) {
   active_.store(st.s.active, std::memory_order_release);
   repeat_.store(st.s.repeat, std::memory_order_release);
   gate_.store(st.gate, std::memory_order_release);
+  win_open_.store(st.window.open, std::memory_order_release);
+  win_level_.store(st.window.level, std::memory_order_release);
+  win_pid_.store(st.window.pid, std::memory_order_release);
+  win_gen_.store(st.window.gen, std::memory_order_release);
+  win_for_ns_.store(st.window.for_ns, std::memory_order_release);
+  win_steps_.store(st.window.steps, std::memory_order_release);
   step_.store(st.step, std::memory_order_release);
   seq_.fetch_add(1, std::memory_order_acq_rel);  // even: complete
   // Shared between processes: no FUTEX_PRIVATE_FLAG.
   syscall(SYS_futex, reinterpret_cast<uint32_t *>(&seq_), FUTEX_WAKE, INT32_MAX, nullptr, nullptr,
           0);
+}
+
+// The writer's own view (it alone writes them).
+window_state schedule_page::window_relaxed() const {
+  return {
+      win_open_.load(std::memory_order_relaxed) != 0, win_level_.load(std::memory_order_relaxed),
+      win_pid_.load(std::memory_order_relaxed),       win_gen_.load(std::memory_order_relaxed),
+      win_for_ns_.load(std::memory_order_relaxed),    win_steps_.load(std::memory_order_relaxed)};
 }
 
 schedule_state schedule_page::read() const {
@@ -64,6 +79,10 @@ schedule_state schedule_page::read() const {
             repeat_.load(std::memory_order_acquire)};
     st.gate = gate_.load(std::memory_order_acquire) != 0;
     st.step = step_.load(std::memory_order_acquire);
+    st.window = {
+        win_open_.load(std::memory_order_acquire) != 0, win_level_.load(std::memory_order_acquire),
+        win_pid_.load(std::memory_order_acquire),       win_gen_.load(std::memory_order_acquire),
+        win_for_ns_.load(std::memory_order_acquire),    win_steps_.load(std::memory_order_acquire)};
     if (seq_.load(std::memory_order_relaxed) == before) return st;
   }
 }

@@ -435,6 +435,43 @@ def test_attach_after_fork_reaches_only_the_process_asked(tmp_path):
     assert len(p_lines) == 1 and p_lines[0]["args"]["after"] == "2 steps", p_lines
 
 
+def test_forked_child_follows_the_parents_window(tmp_path):
+    # The child, forked before the window, counts no step of its own (attach_prog's `follow`):
+    # the parent's window of 30 steps is its window too, opened and closed with the parent's;
+    # it writes nothing before or after. (30 steps of 5 ms: the child's thread, woken as the
+    # parent's window opens, finds it still open on a busy machine.)
+    env = clean_env(tmp_path, DFTRACE_ENABLE="0", DFTRACE_ATTACH="1",
+                    DFTRACE_LOG_FILE=str(tmp_path / "traces" / "t"))
+    prog = Program([PROG, "1000000", "-", "follow"], env)
+    parent = prog.p.pid
+    try:
+        child = next_ready_child(prog, parent)
+        prog.expect("ready-%d" % parent)
+        r = attach(tmp_path, parent, "--steps", 30)
+        assert r.returncode == 0, r.stdout + r.stderr
+        p_on, p_off = (int(prog.expect("on-%d" % parent)[0]),
+                       int(prog.expect("off-%d" % parent)[0]))
+        prog.finish()
+    finally:
+        prog.kill()
+    assert p_off - p_on == 30
+    p_events, p_lines, _ = trace_of(tmp_path, parent)
+    assert work_steps(p_events) == list(range(p_on, p_on + 30)), (work_steps(p_events), p_on)
+    c_events, c_lines, _ = trace_of(tmp_path, child)
+    assert len(p_lines) == 1 and len(c_lines) == 1, (p_lines, c_lines)
+    a, b = p_lines[0]["args"]["from"], p_lines[0]["args"]["to"]
+    line = c_lines[0]["args"]
+    assert "the window of the parent (pid %d)" % parent in line["value"], line
+    assert "ended as the parent's window ended" in line["value"] and line["after"] == "30 steps"
+    # Its window: from the parent's opening (seen after it) to the parent's closing (seen after
+    # it); its events within it.
+    assert a <= line["from"] <= line["to"] and line["to"] >= b, (a, b, line)
+    work = [e for e in c_events if e["ph"] == "X" and e["cat"] == "attach"]
+    assert work and all(line["from"] <= e["ts"] <= line["to"] for e in work), (line, work)
+    assert {e["pid"] for e in c_events if e["ph"] == "X"} == {child}
+    assert "on-%d" % child in " ".join(prog.lines), prog.lines
+
+
 def next_ready_child(prog, parent):
     """The pid of the child (the "ready-PID" line that is not the parent's)."""
     deadline = time.monotonic() + WAIT_S

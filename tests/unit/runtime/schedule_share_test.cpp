@@ -60,13 +60,17 @@ schedule_state state_of(uint64_t k) {
   st.s = {k, k + 1, k + 2, k + 3, k % 5};
   st.step = 10 * k;
   st.gate = (k % 2) == 0;
+  st.window = {(k % 3) == 0, static_cast<uint32_t>(k % 3), static_cast<uint32_t>(k), k, 7 * k,
+               k + 5};
   return st;
 }
 
 bool consistent(const schedule_state &st) {
   const uint64_t k = st.s.skip_first;
   return st.s.wait == k + 1 && st.s.warmup == k + 2 && st.s.active == k + 3 &&
-         st.s.repeat == k % 5 && st.gate == ((k % 2) == 0) && st.step >= 10 * k;
+         st.s.repeat == k % 5 && st.gate == ((k % 2) == 0) && st.step >= 10 * k &&
+         st.window.open == ((k % 3) == 0) && st.window.level == k % 3 && st.window.pid == k &&
+         st.window.gen == k && st.window.for_ns == 7 * k && st.window.steps == k + 5;
 }
 
 // Waits (a hang guard, not a measure) until pred holds under the log's lock.
@@ -109,9 +113,8 @@ TEST_F(ScheduleShare, FollowerSeesEveryStateWholeAndTheLastOne) {
   });
   parent.join();
   std::unique_lock<std::mutex> lock(log_.mu);
-  ASSERT_TRUE(wait_for(lock, [&] {
-    return !log_.states.empty() && log_.states.back().s.skip_first == last;
-  }));
+  ASSERT_TRUE(wait_for(
+      lock, [&] { return !log_.states.empty() && log_.states.back().s.skip_first == last; }));
   uint64_t before = 0;
   for (const schedule_state &st : log_.states) {
     EXPECT_TRUE(consistent(st)) << "torn read at k=" << st.s.skip_first;
@@ -144,6 +147,28 @@ TEST_F(ScheduleShare, FalseFromTheCallbackEndsTheThread) {
   page_->publish(state_of(4));  // nobody follows any more
   lock.lock();
   EXPECT_EQ(log_.calls, calls);
+}
+
+TEST_F(ScheduleShare, AWindowThatOpensOrClosesAloneWakesTheFollower) {
+  // The schedule, step and gate as they were: only the attach window changes.
+  schedule_state st = state_of(4);
+  page_->publish(st);
+  ASSERT_TRUE(schedule_follower_start(page_, follow));
+  std::unique_lock<std::mutex> lock(log_.mu);
+  ASSERT_TRUE(wait_for(lock, [&] { return log_.states.size() == 1; }));
+  lock.unlock();
+  st.window = {true, 2, 42, 1, 0, 4};
+  page_->publish(st);
+  lock.lock();
+  ASSERT_TRUE(wait_for(lock, [&] { return log_.states.size() == 2; }));
+  EXPECT_TRUE(log_.states.back().window == st.window);
+  lock.unlock();
+  st.window.open = false;
+  page_->publish(st);
+  lock.lock();
+  ASSERT_TRUE(wait_for(lock, [&] { return log_.states.size() == 3; }));
+  EXPECT_FALSE(log_.states.back().window.open);
+  EXPECT_EQ(log_.states.back().window.gen, 1u);
 }
 
 TEST_F(ScheduleShare, StopEndsAWaitingFollower) {
