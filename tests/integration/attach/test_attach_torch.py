@@ -6,6 +6,7 @@ wrapped and the steps, forwards and batch fetches are written, after it they are
 again and nothing more is written; a second window works as the first. Nothing is timed: the
 loop says at each step what it sees, and the test waits for what it says."""
 import json
+import os
 
 from test_attach import attach, torch_loop, trace_of
 
@@ -93,12 +94,15 @@ def test_pytorch_instrumentation_is_installed_for_each_window_only(tmp_path):
 # whether each layer's forward is wrapped on its instance (--deep). After step 0 it says "ready"
 # and waits until the file GO exists, so that the window's first steps are known (the request
 # is in before step 1); it ends three steps after it last saw tracing or a wrapper. MODE: "train" (an optimizer step a batch) or "infer"
-# (no step at all: forward under torch.no_grad()).
+# (no step at all: forward under torch.no_grad()). WORKERS: the loader's worker processes, forked
+# at each epoch's start, or once with PERSISTENT; each is sent PREFETCH batches ahead; SAMPLES
+# (batches of 8) an epoch; PAUSE seconds at each step's end.
 EXACT_LOOP = """
 import json, os, sys, time
 import torch
 import dftrace
-go, mode, workers = sys.argv[1], sys.argv[2], int(sys.argv[3])
+go, mode, workers, samples, persistent, prefetch, pause = sys.argv[1:]
+workers, samples, prefetch, pause = int(workers), int(samples), int(prefetch), float(pause)
 dl = torch.utils.data.dataloader._BaseDataLoaderIter
 calls = (torch.nn.Module, "__call__"), (torch.Tensor, "backward"), (dl, "__next__"), \\
     (torch.Tensor, "to")
@@ -111,9 +115,9 @@ def ours(f):  # a wrapper of dftrace's (torch's own are torch's or built in)
 torch.manual_seed(0)
 model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
-data = torch.utils.data.TensorDataset(torch.randn(1600, 4), torch.randn(1600, 2))
-loader = torch.utils.data.DataLoader(data, batch_size=8, num_workers=workers,
-                                     persistent_workers=workers > 0)
+data = torch.utils.data.TensorDataset(torch.randn(samples, 4), torch.randn(samples, 2))
+ahead = {"prefetch_factor": prefetch, "persistent_workers": persistent == "1"} if workers else {}
+loader = torch.utils.data.DataLoader(data, batch_size=8, num_workers=workers, **ahead)
 seen = []
 i = 0
 while True:
@@ -131,7 +135,7 @@ while True:
         else:
             with torch.no_grad():
                 model(x.to(torch.float64).float())
-        time.sleep(0.01)  # (no more than 100 steps in a window of 1 s: one epoch)
+        time.sleep(pause)  # (0.01: no more than 100 steps in a window of 1 s: one epoch)
         if i == 0:
             print("ready", os.getpid(), flush=True)
             while not os.path.exists(go):
@@ -147,12 +151,13 @@ while True:
 """
 
 
-def exact_window(tmp_path, args, mode="train", workers=0, deep=False):
+def exact_window(tmp_path, args, mode="train", deep=False, loader=(0, 1600, 1, 2, 0.01)):
     """EXACT_LOOP under `dftrace run --attach` (with --deep: the layers too), one window asked
     by `dftrace attach PID *args` once the loop is ready; the steps it saw, the trace's events
-    (complete, not dftrace's own start and end) and its trigger lines."""
+    (complete, not dftrace's own start and end) and its trigger lines. `loader`: WORKERS,
+    SAMPLES, PERSISTENT, PREFETCH and PAUSE."""
     go = tmp_path / "go"
-    prog = torch_loop(tmp_path, EXACT_LOOP, [str(go), mode, str(workers)], deep=deep)
+    prog = torch_loop(tmp_path, EXACT_LOOP, [str(go), mode, *map(str, loader)], deep=deep)
     try:
         pid = int(prog.expect("ready")[0])
         r = attach(tmp_path, pid, *args)
@@ -264,3 +269,79 @@ def test_stepless_time_window_ends_by_its_time(tmp_path):
     n = c.get("compute:forward", 0)
     assert len(wrapped) - 2 <= n <= len(wrapped) + 1, (n, wrapped)
     assert c["data:item"] == 8 * c["data:batch"] and abs(c["dataloader:fetch"] - n) <= 1, c
+
+
+def worker_traces(tmp_path, parent):
+    """{pid: (complete events, trigger lines)} of the traces in tmp_path/traces other than the
+    parent's (its DataLoader workers'), each checked as trace() checks it."""
+    out = {}
+    for name in sorted(os.listdir(tmp_path / "traces")):
+        pid = int(name.rsplit("-", 2)[-2]) if name.endswith(".pfw.gz") else None
+        if pid is None or pid == parent:
+            continue
+        events, lines, _ = trace_of(tmp_path, pid)
+        out[pid] = ([e for e in events if e["ph"] == "X" and e["cat"] != "dftracer"], lines)
+    return out
+
+
+def test_workers_forked_before_the_window_follow_it(tmp_path):
+    # persistent_workers: the two workers are forked at the first epoch's start, long before the
+    # window. They follow the parent's window: each wraps its batch fetching when it opens and
+    # unwraps it when it closes, so that what they write (the batches fetched in the window's
+    # steps) lies within the parent's window, and their window ends with the parent's. PAUSE
+    # 0.1 s: a worker is sent its next batch 0.1 s after the parent's step (and window) ended.
+    pid, seen, x, lines = exact_window(tmp_path, ["--steps", 4, "--level", "torch"],
+                                       loader=(2, 1600, 1, 2, 0.1))
+    assert [s[0] for s in seen if s[1]] == [2, 3, 4, 5], seen
+    assert len(lines) == 1 and lines[0]["args"]["after"] == "4 steps", lines
+    a, b = lines[0]["args"]["from"], lines[0]["args"]["to"]
+    assert inside(x, a, b) == x, (a, b)
+    # The parent waits for the batches (dataloader.fetch); the workers make them.
+    assert count(x)["dataloader:fetch"] == 4 and "data:batch" not in count(x), count(x)
+    workers = worker_traces(tmp_path, pid)
+    assert len(workers) == 2, (os.listdir(tmp_path / "traces"), workers.keys())
+    batches = 0
+    for wpid, (events, wlines) in workers.items():
+        assert all(a <= e["ts"] <= b for e in events), \
+            (wpid, a, b, [e for e in events if not a <= e["ts"] <= b][:3])
+        assert {e["cat"] for e in events} <= {"data"}, count(events)
+        c = count(events)
+        assert c.get("data:item", 0) == 8 * c.get("data:batch", 0), c
+        batches += c.get("data:batch", 0)
+        # Its window: the parent's, closed as the parent's closed.
+        assert len(wlines) == 1 and "ended as the parent's window ended" in \
+            wlines[0]["args"]["value"], wlines
+        assert wlines[0]["args"]["to"] >= b and all(e["ts"] + e["dur"] <= wlines[0]["args"]["to"]
+                                                    for e in events), (wlines, b)
+    # The four steps of the window asked four batches of the workers.
+    assert batches >= 1, workers
+
+
+def test_workers_forked_in_a_steps_window_end_it_with_the_parent(tmp_path):
+    # Epochs of 5 batches, workers forked at each epoch's start: those of the second epoch are
+    # forked at step 5, the window's last, and are asked batches until step 9, one at each
+    # step's start (PREFETCH 1). They end the window they were forked in when the parent's
+    # ends: nothing of theirs after it.
+    pid, seen, x, lines = exact_window(tmp_path, ["--steps", 4, "--level", "torch"],
+                                       loader=(2, 40, 0, 1, 0.1))
+    assert [s[0] for s in seen if s[1]] == [2, 3, 4, 5], seen
+    assert len(lines) == 1, lines
+    a, b = lines[0]["args"]["from"], lines[0]["args"]["to"]
+    assert inside(x, a, b) == x, (a, b)
+    # The first epoch's workers, forked before the window, follow it until they end (in it, at
+    # the second epoch's start); the second's are forked in it and end it with the parent.
+    workers = worker_traces(tmp_path, pid)
+    assert len(workers) == 4, workers.keys()
+    forked_in = 0
+    for wpid, (events, wlines) in workers.items():
+        assert all(a <= e["ts"] <= b for e in events), \
+            (wpid, a, b, [e for e in events if not a <= e["ts"] <= b][:3])
+        assert len(wlines) == 1, wlines
+        line = wlines[0]["args"]
+        if "ended as the parent's window ended" in line["value"]:
+            forked_in += 1
+            assert line["to"] >= b, (line, b)
+        else:
+            assert "ended as the trace was finalized" in line["value"] and line["to"] <= b, line
+        assert all(e["ts"] + e["dur"] <= line["to"] for e in events), (line, events)
+    assert forked_in == 2, workers
