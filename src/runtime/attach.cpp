@@ -42,7 +42,6 @@ struct listener_args {
 
 void *listener_main(void *p) {
   ++t_internal_thread;  // its file work is dftrace's, never the application's I/O
-  pthread_setname_np(pthread_self(), "dftrace-attach");
   const listener_args args = *static_cast<listener_args *>(p);
   delete static_cast<listener_args *>(p);
   int in = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
@@ -75,7 +74,7 @@ void *listener_main(void *p) {
 void start_listener(const std::string &dir) {
   auto *args = new (std::nothrow) listener_args{dir, g_listener_gen.fetch_add(1) + 1};
   if (!args) return;
-  if (!start_detached_thread(listener_main, args)) {
+  if (!start_detached_thread(listener_main, args, "dftrace-attach")) {
     delete args;
     log(log_level::warn, "attach: the thread that waits for requests could not start");
   }

@@ -108,7 +108,6 @@ struct follower_args {
 
 void *follower_main(void *p) {
   ++t_internal_thread;
-  pthread_setname_np(pthread_self(), "dftrace-sched");
   const follower_args args = *static_cast<follower_args *>(p);
   delete static_cast<follower_args *>(p);
   uint32_t seen = ~0u;
@@ -133,7 +132,7 @@ void schedule_follower_stop() { g_follower_gen.fetch_add(1); }
 bool schedule_follower_start(const schedule_page *page, bool (*follow)(bool changed)) {
   auto *args = new (std::nothrow) follower_args{page, follow, g_follower_gen.fetch_add(1) + 1};
   if (!args) return false;
-  if (start_detached_thread(follower_main, args)) return true;
+  if (start_detached_thread(follower_main, args, "dftrace-sched")) return true;
   delete args;
   return false;
 }
