@@ -3,8 +3,9 @@ instrumentation is switched with the windows (docs/attach.md, "The PyTorch instr
 before a window only the optimizer's step is wrapped (Module.__call__, Tensor.backward, the
 DataLoader and Tensor.to are torch's own), during a window of level torch or full they are
 wrapped and the steps, forwards and batch fetches are written, after it they are torch's own
-again and nothing more is written; a second window works as the first. Nothing is timed: the
-loop says at each step what it sees, and the test waits for what it says."""
+again and nothing more is written; a second window works as the first; DataLoader workers,
+forked before the window or in it, follow the parent's. Nothing is timed: the loop says at each
+step what it sees, and the test waits for what it says."""
 import json
 import os
 
@@ -288,7 +289,7 @@ def test_workers_forked_before_the_window_follow_it(tmp_path):
     # persistent_workers: the two workers are forked at the first epoch's start, long before the
     # window. They follow the parent's window: each wraps its batch fetching when it opens and
     # unwraps it when it closes, so that what they write (the batches fetched in the window's
-    # steps) lies within the parent's window, and their window ends with the parent's. PAUSE
+    # steps) begins in the parent's window, and their window ends with the parent's. PAUSE
     # 0.1 s: a worker is sent its next batch 0.1 s after the parent's step (and window) ended.
     # PREFETCH 2: the loader asks batches 0 to 3 at the epoch's start and batch i + 4 at step
     # i's start; those asked after the window (from step 6: batch 10, samples 80 on) are not
