@@ -20,7 +20,7 @@ for kind in "${kinds[@]}"; do
   extra=(dftrace_cli dftrace_io io_prog io_prog_app dftracer_io io_threads table_prog signal_io_prog
          fptr_table_prog)  # I/O tracing
   [ "$kind" = thread ] || extra+=(gen_trace train_loop nested_ns)  # the tools (ASan+UBSan)
-  cmake --build "$dir" -j"$(nproc)" --target unit_tests writer_prog tree_prog node_start_stop schedule_fork c_program first_call first_call_c \
+  cmake --build "$dir" -j"$(nproc)" --target unit_tests schedule_share_test writer_prog tree_prog node_start_stop schedule_fork c_program first_call first_call_c \
     dftracer_app_c dftracer_app_cpp "${extra[@]}" >/dev/null
   # A fatal-signal test needs the signal to reach dftrace's handler, not the sanitizer's.
   export ASAN_OPTIONS=handle_segv=0:handle_abort=0:detect_leaks=1:abort_on_error=0
@@ -28,6 +28,8 @@ for kind in "${kinds[@]}"; do
   # (TSan: the fork test starts the child's writer thread after fork, which TSan refuses by default.)
   export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:handle_segv=0:handle_abort=0:die_after_fork=0
   "$dir/tests/unit/unit_tests" --gtest_brief=1
+  # The schedule's follower thread, which otherwise runs only in forked children.
+  "$dir/tests/unit/schedule_share_test" --gtest_brief=1
   deselect=()
   if [ "$kind" = thread ]; then
     # ThreadSanitizer does not support starting threads in the child of a multi-threaded

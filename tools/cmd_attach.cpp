@@ -86,6 +86,53 @@ bool process_is_mine(long pid) {
   return true;
 }
 
+// The first line of a small /proc file, "" when it can not be read.
+std::string proc_line(const std::string &path) {
+  std::string text, why;
+  FILE *f = std::fopen(path.c_str(), "re");
+  if (!f) return "";
+  char buf[512];
+  if (std::fgets(buf, sizeof buf, f)) text = buf;
+  std::fclose(f);
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  return text;
+}
+
+// A thread's state letter (/proc/PID/task/TID/stat, field 3), or "?".
+std::string thread_state(const std::string &task) {
+  const std::string stat = proc_line(task + "/stat");
+  const size_t paren = stat.rfind(')');
+  return paren != std::string::npos && paren + 2 < stat.size() ? stat.substr(paren + 2, 1) : "?";
+}
+
+// What the channel and the process say when no answer came: whether the request was read,
+// whether the process still waits, and where its thread that reads requests is. So that a
+// request lost under load says where it was lost.
+std::string channel_state(const std::string &base, long pid) {
+  struct stat st;
+  std::string s = lstat((base + ".req").c_str(), &st) == 0
+                      ? "the request was not read (PID.req is still there)"
+                      : "the request was read (PID.req is gone) but no answer was written";
+  if (lstat((base + ".ready").c_str(), &st) != 0) s += "; PID.ready is gone";
+  const std::string proc = "/proc/" + std::to_string(pid);
+  if (access(proc.c_str(), F_OK) != 0) return s + "; the process has ended";
+  s += "; the process is in state " + thread_state(proc);
+  DIR *d = opendir((proc + "/task").c_str());
+  std::string listener;
+  while (d && listener.empty()) {
+    const dirent *e = readdir(d);
+    if (!e) break;
+    const std::string task = proc + "/task/" + e->d_name;
+    if (e->d_name[0] != '.' && proc_line(task + "/comm") == "dftrace-attach") {
+      const std::string wchan = proc_line(task + "/wchan");
+      listener = "its dftrace-attach thread (tid " + std::string(e->d_name) + ") is in state " +
+                 thread_state(task) + (wchan.empty() || wchan == "0" ? "" : " in " + wchan);
+    }
+  }
+  if (d) closedir(d);
+  return s + "; " + (listener.empty() ? "it has no dftrace-attach thread" : listener);
+}
+
 // One process: 0 when its window is open (or will open at its next step), else 1 after one
 // line that says why not.
 int attach_pid(const std::string &dir, long pid, const attach_request &r) {
@@ -108,9 +155,10 @@ int attach_pid(const std::string &dir, long pid, const attach_request &r) {
   }
   unlink((base + ".ack").c_str());
   if (answer.empty()) {
+    const std::string state = channel_state(base, pid);
     unlink((base + ".req").c_str());
     error_line(who + ": no answer within " + std::to_string(k_answer_wait_ms / 1000) +
-               " s; the request is withdrawn");
+               " s; the request is withdrawn (" + state + ")");
     return 1;
   }
   while (!answer.empty() && answer.back() == '\n') answer.pop_back();

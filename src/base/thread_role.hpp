@@ -83,11 +83,13 @@ class async_signals_blocked {
 };
 
 // Starts fn(arg) on a detached thread of dftrace's own that takes none of the application's
-// asynchronous signals (async_signals_blocked); false when it could not start.
-inline bool start_detached_thread(void *(*fn)(void *), void *arg) {
+// asynchronous signals (async_signals_blocked), named `name` (at most 15 characters) before
+// this returns, so that /proc shows the name from then on; false when it could not start.
+inline bool start_detached_thread(void *(*fn)(void *), void *arg, const char *name = nullptr) {
   async_signals_blocked quiet;
   pthread_t t;
   if (pthread_create(&t, nullptr, fn, arg) != 0) return false;
+  if (name) pthread_setname_np(t, name);
   pthread_detach(t);
   return true;
 }

@@ -42,7 +42,6 @@ struct listener_args {
 
 void *listener_main(void *p) {
   ++t_internal_thread;  // its file work is dftrace's, never the application's I/O
-  pthread_setname_np(pthread_self(), "dftrace-attach");
   const listener_args args = *static_cast<listener_args *>(p);
   delete static_cast<listener_args *>(p);
   int in = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
@@ -75,7 +74,7 @@ void *listener_main(void *p) {
 void start_listener(const std::string &dir) {
   auto *args = new (std::nothrow) listener_args{dir, g_listener_gen.fetch_add(1) + 1};
   if (!args) return;
-  if (!start_detached_thread(listener_main, args)) {
+  if (!start_detached_thread(listener_main, args, "dftrace-attach")) {
     delete args;
     log(log_level::warn, "attach: the thread that waits for requests could not start");
   }
@@ -96,6 +95,15 @@ std::vector<std::string> level_categories(const std::string &level) {
   if (level == "torch")
     return {"compute", "data", "dataloader", "device", "comm", "checkpoint", "pipeline"};
   return {};
+}
+
+// The levels as the shared page carries them (schedule_share.hpp).
+const char *const k_levels[] = {"full", "io", "torch"};
+
+uint32_t level_code(const std::string &level) {
+  for (uint32_t i = 0; i < 3; ++i)
+    if (level == k_levels[i]) return i;
+  return 0;
 }
 
 std::string duration_text(uint64_t ns) {
@@ -167,7 +175,9 @@ std::string runtime::attach_open_locked(const std::string &request_text) {
   attach_.user_on = writer_ ? user_on_ : false;  // no writer: it was off, it goes back off
   create_writer_locked();
   attach_.until_ns = r.for_ns ? mono_ns() + r.for_ns : 0;
-  attach_.steps_left = r.steps;
+  attach_.steps_left = attach_.steps = r.steps;
+  attach_.for_ns = r.for_ns;
+  attach_.inherited = false;
   attach_.after = r.for_ns ? duration_text(r.for_ns) : std::to_string(r.steps) + " steps";
   attach_.level = r.level;
   attach_.what =
@@ -204,6 +214,7 @@ std::string runtime::attach_ring_locked(const attach_request &r) {
 void runtime::attach_switch_locked(bool on) {
   if (on) {
     attach_.open = true;
+    if (!attach_.inherited) ++attach_.gen;
     attach_.start_ns = ticks().to_ns(tick_now());  // the events' clock
     const std::vector<std::string> cats = level_categories(attach_.level);
     if (cats.empty()) {  // full: every event, nothing folded
@@ -226,7 +237,38 @@ void runtime::attach_switch_locked(bool on) {
   }
   apply_recording_locked();
   if (!on && !user_on_) disabled_reason_ = "waiting for dftrace attach";
+  publish_schedule_locked();  // forked children follow (follow_window_locked)
   window_changed_locked();
+}
+
+window_state runtime::window_locked() const {
+  return {attach_.open,
+          level_code(attach_.level),
+          static_cast<uint32_t>(pid_),
+          attach_.gen,
+          attach_.for_ns,
+          attach_.steps};
+}
+
+void runtime::follow_window_locked(const window_state &w) {
+  // Only a window of the parent's is closed here; one asked of this process is its own.
+  if (attach_.open && attach_.inherited && (!w.open || w.gen != attach_.followed))
+    attach_close_locked(ticks().to_ns(tick_now()), "as the parent's window ended");
+  if (!w.open || attach_.open || attach_.pending || w.gen == attach_.followed || cfg_.ring) return;
+  attach_.followed = w.gen;
+  if (recording() && !cfg_.aggregation) return;  // it traces in full by itself
+  attach_.user_on = writer_ ? user_on_ : false;
+  create_writer_locked();
+  attach_.until_ns = attach_.steps_left = 0;  // the parent's time or steps end it
+  attach_.steps = w.steps;
+  attach_.for_ns = w.for_ns;
+  attach_.after = w.for_ns ? duration_text(w.for_ns) : std::to_string(w.steps) + " steps";
+  attach_.level = k_levels[w.level < 3 ? w.level : 0];
+  attach_.what = attach_.level + " tracing for " + attach_.after +
+                 ", the window of the parent (pid " + std::to_string(w.pid) + ")";
+  attach_.inherited = true;
+  attach_switch_locked(true);
+  log(log_level::info, "attach: %s", attach_.what.c_str());
 }
 
 int runtime::attach_wants(std::string_view category) {
@@ -247,6 +289,7 @@ int runtime::on_window(void (*fn)(void *), void *user) {
 }
 
 void runtime::attach_step_locked() {
+  if (attach_.open && attach_.inherited) return;  // the parent's steps count it
   if (attach_.pending) {
     attach_.pending = false;
     attach_switch_locked(true);

@@ -33,6 +33,11 @@ void at_exit() {
 void fork_prepare() { runtime::get().on_fork_prepare(); }
 void fork_parent() { runtime::get().on_fork_parent(); }
 void fork_child() { runtime::get().on_fork_child(); }
+// The schedule follower's step (schedule_share.hpp): it ends with the process's exit.
+bool follow_parent_schedule(bool changed) {
+  if (runtime::exit_begun()) return false;
+  return !changed || runtime::get().schedule_follow();
+}
 
 std::string seconds_text(double s) {
   char buf[64];
@@ -347,13 +352,14 @@ int runtime::step_phase() {
 // ---------------------------------------------------------------- the schedule and forks
 
 void runtime::publish_schedule_locked() {
-  if (share_ && !following_) share_->publish({schedule_, step_.load(), gate_});
+  if (share_ && !following_) share_->publish({schedule_, step_.load(), gate_, window_locked()});
 }
 
 void runtime::sync_schedule_locked() {
   const schedule_state st = share_->read();
   schedule_ = st.s;
   step_.store(st.step);
+  follow_window_locked(st.window);  // (it sets the gate as the parent's window does)
   if (st.gate == gate_) return;
   gate_ = st.gate;
   apply_recording_locked();
@@ -370,6 +376,9 @@ bool runtime::schedule_follow() {
 }
 
 void runtime::stop_following_locked() {
+  // A window of the parent's ends here as well: this process's steps are its own from now.
+  if (attach_.open && attach_.inherited)
+    attach_close_locked(ticks().to_ns(tick_now()), "as this process counts steps of its own");
   following_ = false;
   share_ = nullptr;  // the parent's; this process makes its own page at its next fork
   schedule_follower_stop();
@@ -479,8 +488,9 @@ uint64_t runtime::events_dropped() const {
 
 void runtime::on_fork_prepare() {
   init_mutex_.lock();
-  // A schedule counted here is shared with the child, which counts no step of its own.
-  if (!following_ && schedule_.on() && initialized_.load()) {
+  // A schedule counted here, and the attach windows opened here, are shared with the child,
+  // which counts no step of its own.
+  if (!following_ && (schedule_.on() || (cfg_.attach && !cfg_.ring)) && initialized_.load()) {
     if (!share_) share_ = schedule_page::create();
     publish_schedule_locked();
   }
@@ -532,8 +542,15 @@ void runtime::on_fork_child() {
   // The parent's schedule, followed until the child counts a step of its own.
   if (share_ && initialized_.load()) {
     std::lock_guard<std::mutex> lock(init_mutex_);
-    following_ = schedule_follower_start(share_);
+    following_ = schedule_follower_start(share_, follow_parent_schedule);
     if (following_) {
+      // A window open or asked in the parent is the parent's: its steps or time end it.
+      attach_.pending = false;
+      if (attach_.open) {
+        attach_.inherited = true;
+        attach_.followed = attach_.gen;
+        attach_.until_ns = attach_.steps_left = 0;
+      }
       sync_schedule_locked();
     } else {
       share_ = nullptr;  // the state at the fork stays; the parent's page is never written

@@ -399,9 +399,9 @@ class runtime {
   bool gate_ = true;
   schedule schedule_;
   std::atomic<uint64_t> step_{0};
-  // The schedule shared with forked children: the page this process publishes in, or (while
-  // following_) the one its parent publishes in. A child follows until it counts a step or
-  // sets a schedule itself.
+  // The schedule and the attach window shared with forked children: the page this process
+  // publishes in, or (while following_) the one its parent publishes in. A child follows until
+  // it counts a step or sets a schedule itself.
   schedule_page *share_ = nullptr;
   bool following_ = false;
   void publish_schedule_locked();
@@ -418,9 +418,15 @@ class runtime {
   struct attach_window {
     bool open = false, pending = false;  // pending: a window of steps opens at the next step
     uint64_t start_ns = 0, until_ns = 0, steps_left = 0;
+    uint64_t steps = 0, for_ns = 0;  // as asked
     std::string what, after, level;
-    bool user_on = false;  // as it was before the window
+    bool user_on = false;    // as it was before the window
+    bool inherited = false;  // the parent's window, followed (it ends when the parent's does)
+    uint64_t gen = 0;        // windows opened here (the shared page says it)
+    uint64_t followed = 0;   // a child: the parent's last window followed (its gen)
   } attach_;
+  window_state window_locked() const;                // attach_ as the shared page says it
+  void follow_window_locked(const window_state &w);  // a child: the parent's window
   void attach_start_locked();  // init: the thread that waits for requests (attach.enable)
   void attach_stop_locked();   // finalize: the thread ends, PID.ready is removed
   std::string attach_open_locked(const std::string &request_text);  // "" when opened, else why

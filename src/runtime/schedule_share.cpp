@@ -13,7 +13,6 @@
 #include <new>
 
 #include "base/thread_role.hpp"
-#include "runtime/runtime.hpp"
 
 namespace dftrace::detail {
 
@@ -29,23 +28,41 @@ void schedule_page::publish(const schedule_state &st) {
                        wait_.load(std::memory_order_relaxed) != st.s.wait ||
                        warmup_.load(std::memory_order_relaxed) != st.s.warmup ||
                        active_.load(std::memory_order_relaxed) != st.s.active ||
-                       repeat_.load(std::memory_order_relaxed) != st.s.repeat;
+                       repeat_.load(std::memory_order_relaxed) != st.s.repeat ||
+                       !(window_relaxed() == st.window);
   if (!changed) {
     step_.store(st.step, std::memory_order_release);
     return;
   }
+  // Release stores of the words and acquire loads in read(), rather than fences: a reader that
+  // sees one word of this update sees the odd sequence after it (ThreadSanitizer, which does not
+  // model standalone fences, checks it this way too).
   seq_.fetch_add(1, std::memory_order_acq_rel);  // odd: being written
-  skip_first_.store(st.s.skip_first, std::memory_order_relaxed);
-  wait_.store(st.s.wait, std::memory_order_relaxed);
-  warmup_.store(st.s.warmup, std::memory_order_relaxed);
-  active_.store(st.s.active, std::memory_order_relaxed);
-  repeat_.store(st.s.repeat, std::memory_order_relaxed);
-  gate_.store(st.gate, std::memory_order_relaxed);
-  step_.store(st.step, std::memory_order_relaxed);
+  skip_first_.store(st.s.skip_first, std::memory_order_release);
+  wait_.store(st.s.wait, std::memory_order_release);
+  warmup_.store(st.s.warmup, std::memory_order_release);
+  active_.store(st.s.active, std::memory_order_release);
+  repeat_.store(st.s.repeat, std::memory_order_release);
+  gate_.store(st.gate, std::memory_order_release);
+  win_open_.store(st.window.open, std::memory_order_release);
+  win_level_.store(st.window.level, std::memory_order_release);
+  win_pid_.store(st.window.pid, std::memory_order_release);
+  win_gen_.store(st.window.gen, std::memory_order_release);
+  win_for_ns_.store(st.window.for_ns, std::memory_order_release);
+  win_steps_.store(st.window.steps, std::memory_order_release);
+  step_.store(st.step, std::memory_order_release);
   seq_.fetch_add(1, std::memory_order_acq_rel);  // even: complete
   // Shared between processes: no FUTEX_PRIVATE_FLAG.
   syscall(SYS_futex, reinterpret_cast<uint32_t *>(&seq_), FUTEX_WAKE, INT32_MAX, nullptr, nullptr,
           0);
+}
+
+// The writer's own view (it alone writes them).
+window_state schedule_page::window_relaxed() const {
+  return {
+      win_open_.load(std::memory_order_relaxed) != 0, win_level_.load(std::memory_order_relaxed),
+      win_pid_.load(std::memory_order_relaxed),       win_gen_.load(std::memory_order_relaxed),
+      win_for_ns_.load(std::memory_order_relaxed),    win_steps_.load(std::memory_order_relaxed)};
 }
 
 schedule_state schedule_page::read() const {
@@ -56,12 +73,16 @@ schedule_state schedule_page::read() const {
       sched_yield();
       continue;
     }
-    st.s = {skip_first_.load(std::memory_order_relaxed), wait_.load(std::memory_order_relaxed),
-            warmup_.load(std::memory_order_relaxed), active_.load(std::memory_order_relaxed),
-            repeat_.load(std::memory_order_relaxed)};
-    st.gate = gate_.load(std::memory_order_relaxed) != 0;
+    // Acquire loads: the sequence's second read stays after them.
+    st.s = {skip_first_.load(std::memory_order_acquire), wait_.load(std::memory_order_acquire),
+            warmup_.load(std::memory_order_acquire), active_.load(std::memory_order_acquire),
+            repeat_.load(std::memory_order_acquire)};
+    st.gate = gate_.load(std::memory_order_acquire) != 0;
     st.step = step_.load(std::memory_order_acquire);
-    std::atomic_thread_fence(std::memory_order_acquire);
+    st.window = {
+        win_open_.load(std::memory_order_acquire) != 0, win_level_.load(std::memory_order_acquire),
+        win_pid_.load(std::memory_order_acquire),       win_gen_.load(std::memory_order_acquire),
+        win_for_ns_.load(std::memory_order_acquire),    win_steps_.load(std::memory_order_acquire)};
     if (seq_.load(std::memory_order_relaxed) == before) return st;
   }
 }
@@ -81,20 +102,23 @@ std::atomic<uint64_t> g_follower_gen{0};
 
 struct follower_args {
   const schedule_page *page;
+  bool (*follow)(bool changed);
   uint64_t gen;
 };
 
 void *follower_main(void *p) {
   ++t_internal_thread;
-  pthread_setname_np(pthread_self(), "dftrace-sched");
   const follower_args args = *static_cast<follower_args *>(p);
   delete static_cast<follower_args *>(p);
   uint32_t seen = ~0u;
-  while (!runtime::exit_begun() && g_follower_gen.load() == args.gen) {
+  while (g_follower_gen.load() == args.gen) {
     const uint32_t now = args.page->sequence();
-    if (now != seen && !(now & 1u)) {
-      seen = now;
-      if (!runtime::get().schedule_follow()) break;
+    const bool changed = now != seen && !(now & 1u);
+    if (changed) seen = now;
+    try {
+      if (!args.follow(changed)) break;
+    } catch (...) {  // (out of memory) never out of the thread: this change is seen again
+      seen = ~0u;
     }
     args.page->wait(now, 200);
   }
@@ -105,10 +129,10 @@ void *follower_main(void *p) {
 
 void schedule_follower_stop() { g_follower_gen.fetch_add(1); }
 
-bool schedule_follower_start(const schedule_page *page) {
-  auto *args = new (std::nothrow) follower_args{page, g_follower_gen.fetch_add(1) + 1};
+bool schedule_follower_start(const schedule_page *page, bool (*follow)(bool changed)) {
+  auto *args = new (std::nothrow) follower_args{page, follow, g_follower_gen.fetch_add(1) + 1};
   if (!args) return false;
-  if (start_detached_thread(follower_main, args)) return true;
+  if (start_detached_thread(follower_main, args, "dftrace-sched")) return true;
   delete args;
   return false;
 }

@@ -1,7 +1,7 @@
 // schedule_share.hpp: the step schedule's state shared with forked children: a page of shared
 // memory in which the process that counts the steps publishes its schedule, step and gate, and
-// from which a forked child that counts none follows them (docs/configuration.md, "The step
-// schedule").
+// the dftrace attach window it has open, and from which a forked child that counts none follows
+// them (docs/configuration.md, "The step schedule"; docs/attach.md, "Forked children").
 #pragma once
 
 #include <atomic>
@@ -11,10 +11,25 @@
 
 namespace dftrace::detail {
 
+// The attach window of the publishing process: open or not, its level (0 full, 1 io, 2 torch),
+// its length (a time or steps, as asked) and a count of the windows it opened (so that a
+// follower that missed a close and an open between two looks sees a new window).
+struct window_state {
+  bool open = false;
+  uint32_t level = 0;
+  uint32_t pid = 0;  // the publisher
+  uint64_t gen = 0, for_ns = 0, steps = 0;
+  bool operator==(const window_state &o) const {
+    return open == o.open && level == o.level && pid == o.pid && gen == o.gen &&
+           for_ns == o.for_ns && steps == o.steps;
+  }
+};
+
 struct schedule_state {
   schedule s;
   uint64_t step = 0;
   bool gate = true;
+  window_state window;
 };
 
 // Lives in an anonymous MAP_SHARED mapping made before the first fork, so that the parent and
@@ -25,8 +40,8 @@ class schedule_page {
   // A new page, or nullptr when the mapping can not be made (children then keep the state
   // they had at the fork).
   static schedule_page *create();
-  // The writer: the whole state. Readers waiting in wait() wake when the gate or the schedule
-  // changed (a step that changes neither only updates the count: no system call).
+  // The writer: the whole state. Readers waiting in wait() wake when the gate, the schedule or
+  // the window changed (a step that changes none only updates the count: no system call).
   void publish(const schedule_state &st);
   // A consistent copy of the state.
   schedule_state read() const;
@@ -39,13 +54,18 @@ class schedule_page {
   std::atomic<uint64_t> skip_first_{0}, wait_{0}, warmup_{0}, active_{0}, repeat_{0};
   std::atomic<uint64_t> step_{0};
   std::atomic<uint32_t> gate_{1};
+  std::atomic<uint32_t> win_open_{0}, win_level_{0}, win_pid_{0};
+  std::atomic<uint64_t> win_gen_{0}, win_for_ns_{0}, win_steps_{0};
+  window_state window_relaxed() const;
 };
 
 }  // namespace dftrace::detail
 
 namespace dftrace::detail {
-// The thread of a forked child that follows `page` (runtime::schedule_follow on each change);
-// false when it could not start. stop() ends it (at finalize, at the child's own step).
-bool schedule_follower_start(const schedule_page *page);
+// The thread of a forked child that follows `page`: follow(true) after each change of its
+// sequence, follow(false) at least every 200 ms; it ends when follow returns false or at stop()
+// (at finalize, at the child's own step). An exception of follow never leaves the thread (the
+// change is offered again). False when the thread could not start.
+bool schedule_follower_start(const schedule_page *page, bool (*follow)(bool changed));
 void schedule_follower_stop();
 }  // namespace dftrace::detail

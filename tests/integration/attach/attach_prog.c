@@ -9,7 +9,10 @@
  * ("ready-PID", "on-PID STEP", ...); the parent waits for the child before it ends. With
  * ATTACH_PROG_STOP=PATH in its environment (a process that records, in ring mode), it says "at
  * STEP NS" (CLOCK_MONOTONIC) before each step's region instead, and ends after the step where PATH
- * exists. Usage: attach_prog MAXSTEPS [DIR|-] [fork] */
+ * exists. With `follow`, the child forked after the first step counts no step of its own: each
+ * 5 ms a region `work` (argument `step`: its own count), saying "on-PID N" and "off-PID N" as the
+ * parent does, until three of them after "off" or until the parent ends its loop (a pipe).
+ * Usage: attach_prog MAXSTEPS [DIR|-] [fork|follow] */
 #include <dftrace/dftrace.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -45,11 +48,37 @@ static void step_io(const char *dir, long i) {
   }
 }
 
+/* The child of `follow`: no dftrace_step, its parent's steps are the steps. */
+static int follower(dftrace_node_t *work, int done_fd) {
+  int seen_on = 0;
+  long off_at = -1;
+  for (long i = 0;; ++i) {
+    const int on = dftrace_is_enabled();
+    if (on && !seen_on) {
+      seen_on = 1;
+      say("on", i);
+    } else if (!on && seen_on && off_at < 0) {
+      off_at = i;
+      say("off", i);
+    }
+    dftrace_region_t r = dftrace_region_begin(work);
+    dftrace_region_arg_int(r, "step", i);
+    dftrace_region_end(r);
+    if (off_at >= 0 && i >= off_at + 3) return 0;
+    char c;
+    if (read(done_fd, &c, 1) == 0) return 0; /* the parent's loop is over */
+    struct timespec t = {0, 5 * 1000000L};
+    nanosleep(&t, NULL);
+  }
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) return 2;
   const long max = atol(argv[1]);
   const char *dir = argc > 2 && strcmp(argv[2], "-") != 0 ? argv[2] : NULL;
   const int do_fork = argc > 3 && strcmp(argv[3], "fork") == 0;
+  const int follow = argc > 3 && strcmp(argv[3], "follow") == 0;
+  int done[2] = {-1, -1};
   const char *stop = getenv("ATTACH_PROG_STOP");
   pid_t child = -1;
   dftrace_node_t *work = dftrace_node_child(dftrace_category("attach"), "work");
@@ -79,6 +108,19 @@ int main(int argc, char **argv) {
         forked = 1;
         child = fork();
         if (child < 0) return 3;
+      } else if (follow) {
+        if (pipe(done) != 0) return 3;
+        fflush(stdout);
+        forked = 1;
+        child = fork();
+        if (child < 0) return 3;
+        if (child == 0) {
+          close(done[1]);
+          fcntl(done[0], F_SETFL, O_NONBLOCK);
+          say("ready", i);
+          return follower(work, done[0]);
+        }
+        close(done[0]);
       }
       say("ready", i);
     }
@@ -88,6 +130,7 @@ int main(int argc, char **argv) {
     if (off_at >= 0 && i >= off_at + 3) break;
     if (stop && access(stop, F_OK) == 0) break;
   }
+  if (done[1] >= 0) close(done[1]);
   if (child > 0) {
     int status = 0;
     if (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0)

@@ -435,6 +435,43 @@ def test_attach_after_fork_reaches_only_the_process_asked(tmp_path):
     assert len(p_lines) == 1 and p_lines[0]["args"]["after"] == "2 steps", p_lines
 
 
+def test_forked_child_follows_the_parents_window(tmp_path):
+    # The child, forked before the window, counts no step of its own (attach_prog's `follow`):
+    # the parent's window of 30 steps is its window too, opened and closed with the parent's;
+    # it writes nothing before or after. (30 steps of 5 ms: the child's thread, woken as the
+    # parent's window opens, finds it still open on a busy machine.)
+    env = clean_env(tmp_path, DFTRACE_ENABLE="0", DFTRACE_ATTACH="1",
+                    DFTRACE_LOG_FILE=str(tmp_path / "traces" / "t"))
+    prog = Program([PROG, "1000000", "-", "follow"], env)
+    parent = prog.p.pid
+    try:
+        child = next_ready_child(prog, parent)
+        prog.expect("ready-%d" % parent)
+        r = attach(tmp_path, parent, "--steps", 30)
+        assert r.returncode == 0, r.stdout + r.stderr
+        p_on, p_off = (int(prog.expect("on-%d" % parent)[0]),
+                       int(prog.expect("off-%d" % parent)[0]))
+        prog.finish()
+    finally:
+        prog.kill()
+    assert p_off - p_on == 30
+    p_events, p_lines, _ = trace_of(tmp_path, parent)
+    assert work_steps(p_events) == list(range(p_on, p_on + 30)), (work_steps(p_events), p_on)
+    c_events, c_lines, _ = trace_of(tmp_path, child)
+    assert len(p_lines) == 1 and len(c_lines) == 1, (p_lines, c_lines)
+    a, b = p_lines[0]["args"]["from"], p_lines[0]["args"]["to"]
+    line = c_lines[0]["args"]
+    assert "the window of the parent (pid %d)" % parent in line["value"], line
+    assert "ended as the parent's window ended" in line["value"] and line["after"] == "30 steps"
+    # Its window: from the parent's opening (seen after it) to the parent's closing (seen after
+    # it); its events within it.
+    assert a <= line["from"] <= line["to"] and line["to"] >= b, (a, b, line)
+    work = [e for e in c_events if e["ph"] == "X" and e["cat"] == "attach"]
+    assert work and all(line["from"] <= e["ts"] <= line["to"] for e in work), (line, work)
+    assert {e["pid"] for e in c_events if e["ph"] == "X"} == {child}
+    assert "on-%d" % child in " ".join(prog.lines), prog.lines
+
+
 def next_ready_child(prog, parent):
     """The pid of the child (the "ready-PID" line that is not the parent's)."""
     deadline = time.monotonic() + WAIT_S
@@ -534,9 +571,10 @@ print("done", flush=True)
 """
 
 
-def torch_loop(tmp_path, text):
-    """The PyTorch loop `text` started under `dftrace run --attach` with /usr/bin/python3 (a
-    visible skip where the Python face or Debian's torch is missing)."""
+def torch_loop(tmp_path, text, args=(), deep=False):
+    """The PyTorch loop `text` started under `dftrace run --attach` (with `deep`: `--deep`, every
+    model's layers too) with /usr/bin/python3 and its arguments `args` (a visible skip where the
+    Python face or Debian's torch is missing)."""
     beside = os.path.join(os.path.dirname(os.path.dirname(CLI)), "bindings", "python")
     package = os.environ.get("DFTRACE_PYTHON_DIR") or beside
     if not os.path.exists(os.path.join(package, "dftrace", "_autostart", "sitecustomize.py")):
@@ -548,7 +586,8 @@ def torch_loop(tmp_path, text):
     script = tmp_path / "loop.py"
     script.write_text(text)
     env = clean_env(tmp_path, DFTRACE_PYTHON="/usr/bin/python3")
-    return Program([CLI, "run", "--attach", "--out", str(tmp_path / "traces"), str(script)], env)
+    return Program([CLI, "run", "--attach", *(["--deep"] if deep else []), "--out",
+                    str(tmp_path / "traces"), str(script), *args], env)
 
 
 def test_level_torch_traces_only_the_pytorch_events_of_the_window(tmp_path):
@@ -613,3 +652,21 @@ def test_level_io_in_an_aggregating_process_keeps_folding_the_rest(tmp_path):
     folded = {e["cat"] for e in events if e["ph"] == "A"}
     assert {"attach", "POSIX", "STDIO"} <= folded, folded
     assert len(lines) == 1 and lines[0]["args"]["after"] == "3 steps", lines
+
+
+def test_no_answer_says_where_the_request_was_lost(tmp_path):
+    # A waiting process that can not answer (stopped): after its 30 s, attach withdraws the
+    # request and says what the channel and the process show.
+    import signal
+    prog = c_program(tmp_path)
+    try:
+        os.kill(prog.p.pid, signal.SIGSTOP)
+        r = attach(tmp_path, prog.p.pid, "--steps", 2)
+        os.kill(prog.p.pid, signal.SIGCONT)
+        assert r.returncode == 1 and r.stderr.count("\n") == 1, r.stderr
+        assert "no answer within 30 s; the request is withdrawn (the request was not read " \
+            "(PID.req is still there); the process is in state T; its dftrace-attach thread " \
+            "(tid " in r.stderr and ") is in state T" in r.stderr, r.stderr
+        assert not os.path.exists(tmp_path / "channel" / ("%d.req" % prog.p.pid))
+    finally:
+        prog.kill()

@@ -219,7 +219,9 @@ class _Switch:
     which counts the automatic steps that a window of `--steps` counts. The core says when a
     window opens or closes (_watch_windows); the change is made at the next automatic step's
     end, so that a window has whole steps, or, in a process that has had no automatic step, at
-    once (on the main thread, between two bytecodes)."""
+    once (on the main thread, between two bytecodes). A forked DataLoader worker follows its
+    parent's window (the core follows it): the batch fetching alone is wrapped in it, at once,
+    while the parent's window is open."""
 
     def __init__(self, install: Callable[[], Undo], steps: _AutoSteps) -> None:
         self.install, self.steps = install, steps
@@ -239,9 +241,11 @@ class _Switch:
         if not self.live:
             return
         self.seen = _dftrace.window_changes()
-        want = _dftrace.attach_wants("compute")
+        worker = _in_worker()
+        want = _dftrace.attach_wants("data" if worker else "compute")
         if want and self.on is None:
-            self.on = self.install()
+            # A DataLoader worker makes batches, nothing else: the batches, items and collates.
+            self.on = instrument_dataloader() if worker else self.install()
         elif not want and self.on is not None:
             on, self.on = self.on, None
             on.remove()
@@ -252,7 +256,9 @@ class _Switch:
             self.apply()
 
     def pending(self) -> None:
-        if not self.steps.counted:
+        # A DataLoader worker has no step of its own: its parent's window (followed by the
+        # core) is applied at once, before the worker's next batch.
+        if not self.steps.counted or _in_worker():
             self.apply()
 
     def unwatch(self) -> None:
@@ -267,6 +273,11 @@ class _Switch:
         on, self.on = self.on, None
         if on is not None:
             on.remove()
+
+
+def _in_worker() -> bool:
+    """Whether this process is a DataLoader worker (its batches made here)."""
+    return torch.utils.data.get_worker_info() is not None
 
 
 _auto_on = [False]
