@@ -654,6 +654,20 @@ def test_level_io_in_an_aggregating_process_keeps_folding_the_rest(tmp_path):
     assert len(lines) == 1 and lines[0]["args"]["after"] == "3 steps", lines
 
 
+def wait_all_threads_stopped(pid, limit=30):
+    """Waits until every thread of pid shows state T: SIGSTOP reaches each thread on its own."""
+    deadline = time.time() + limit
+    while time.time() < deadline:
+        states = []
+        for tid in os.listdir("/proc/%d/task" % pid):
+            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                states.append(f.read().rsplit(")", 1)[1].split()[0])
+        if states and all(st == "T" for st in states):
+            return
+        time.sleep(0.01)
+    raise AssertionError("the process's threads did not all stop within %d s" % limit)
+
+
 def test_no_answer_says_where_the_request_was_lost(tmp_path):
     # A waiting process that can not answer (stopped): after its 30 s, attach withdraws the
     # request and says what the channel and the process show.
@@ -661,6 +675,7 @@ def test_no_answer_says_where_the_request_was_lost(tmp_path):
     prog = c_program(tmp_path)
     try:
         os.kill(prog.p.pid, signal.SIGSTOP)
+        wait_all_threads_stopped(prog.p.pid)
         r = attach(tmp_path, prog.p.pid, "--steps", 2)
         os.kill(prog.p.pid, signal.SIGCONT)
         assert r.returncode == 1 and r.stderr.count("\n") == 1, r.stderr
