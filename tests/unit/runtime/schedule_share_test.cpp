@@ -109,9 +109,8 @@ TEST_F(ScheduleShare, FollowerSeesEveryStateWholeAndTheLastOne) {
   });
   parent.join();
   std::unique_lock<std::mutex> lock(log_.mu);
-  ASSERT_TRUE(wait_for(lock, [&] {
-    return !log_.states.empty() && log_.states.back().s.skip_first == last;
-  }));
+  ASSERT_TRUE(wait_for(
+      lock, [&] { return !log_.states.empty() && log_.states.back().s.skip_first == last; }));
   uint64_t before = 0;
   for (const schedule_state &st : log_.states) {
     EXPECT_TRUE(consistent(st)) << "torn read at k=" << st.s.skip_first;
