@@ -443,12 +443,15 @@ void for_each_block(const trace_file &f, const read_options &opt,
   }
   parallel_read reading(f, tasks, stream, block_bytes, std::max<size_t>(opt.window, 2), work);
   // As many workers as the system gives (a process or memory limit may refuse some); when it
-  // gives none, the caller's thread reads alone. On the way out, an exception included (of
-  // `consume`, or a worker's raised here), the workers are stopped and joined.
+  // gives fewer than two (the one cutting a stream waits for another to take its blocks), the
+  // caller's thread reads alone. On the way out, an exception included (of `consume`, or a
+  // worker's raised here), the workers are stopped and joined.
   thread_group pool([&reading] { reading.stop(); });
-  for (int i = 0; i < opt.threads; ++i)
+  for (int i = 0; i < std::max(2, opt.threads); ++i)
     if (!pool.start([&reading] { reading.worker(); })) break;
-  if (pool.size() == 0) {
+  if (pool.size() < 2) {
+    reading.stop();
+    pool.join();
     read_serial(f, tasks, stream, block_bytes, work, consume);
     return;
   }

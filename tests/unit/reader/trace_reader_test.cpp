@@ -1,6 +1,7 @@
 // trace_reader_test.cpp: member planning through DT fields, streaming without them, damage,
 // and the ordered delivery of blocks from the worker pool.
 #include <gtest/gtest.h>
+#include <pthread.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -325,41 +326,47 @@ TEST(TraceReader, ReadsWithTheWorkersTheSystemGives) {
   const pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
+    // Thread stacks of 256 MiB, and room for one more and 64 MiB of data.
+    pthread_attr_t attr;
+    if (pthread_attr_init(&attr) || pthread_attr_setstacksize(&attr, 256u << 20) ||
+        pthread_setattr_default_np(&attr))
+      _exit(3);
     long pages = 0;
     if (FILE *s = fopen("/proc/self/statm", "r")) {
       if (fscanf(s, "%ld", &pages) != 1) pages = 0;
       fclose(s);
     }
-    rlimit stack{};
-    getrlimit(RLIMIT_STACK, &stack);
-    const rlim_t thread_stack =
-        stack.rlim_cur == RLIM_INFINITY ? (8u << 20) : std::max<rlim_t>(stack.rlim_cur, 1u << 20);
-    const rlimit as{static_cast<rlim_t>(pages) * sysconf(_SC_PAGESIZE) + thread_stack + (4u << 20),
+    const rlimit as{static_cast<rlim_t>(pages) * sysconf(_SC_PAGESIZE) + (320u << 20),
                     RLIM_INFINITY};
     if (pages == 0 || setrlimit(RLIMIT_AS, &as) != 0) _exit(3);
-    int refused = 0;  // the limit bites: a ninth thread beside eight is refused
-    read_options opt;
-    opt.threads = 8;
-    opt.block_bytes = 4096;
-    for (const trace_file *f : {&files.dt, &files.stream}) {
-      std::string got;
-      for_each_block(*f, opt, nullptr, [&](text_block &b) { got.append(b.text); });
-      if (got != (f == &files.dt ? files.dt_text : files.stream_text)) _exit(1);
-    }
-    std::vector<std::thread> probe;
     try {
-      for (int i = 0; i < 9; ++i) probe.emplace_back([] {});
-    } catch (const std::system_error &) {
-      refused = 1;
+      read_options opt;
+      opt.threads = 8;
+      opt.block_bytes = 4096;
+      for (const trace_file *f : {&files.dt, &files.stream}) {
+        std::string got;
+        for_each_block(*f, opt, nullptr, [&](text_block &b) { got.append(b.text); });
+        if (got != (f == &files.dt ? files.dt_text : files.stream_text)) _exit(1);
+      }
+      int refused = 0;  // the limit bites: a few threads beside each other are refused
+      std::vector<std::thread> probe;
+      try {
+        for (int i = 0; i < 4; ++i) probe.emplace_back([] {});
+      } catch (const std::system_error &) {
+        refused = 1;
+      }
+      for (auto &t : probe) t.join();
+      _exit(refused ? 0 : 2);
+    } catch (...) {
+      _exit(4);
     }
-    for (auto &t : probe) t.join();
-    _exit(refused ? 0 : 2);
   }
   int st = 0;
   ASSERT_EQ(waitpid(pid, &st, 0), pid);
   ASSERT_TRUE(WIFEXITED(st)) << "the reader died of signal " << WTERMSIG(st);
   EXPECT_NE(WEXITSTATUS(st), 1) << "the text read differs";
   EXPECT_NE(WEXITSTATUS(st), 3) << "the limit could not be set";
+  EXPECT_NE(WEXITSTATUS(st), 4) << "the read threw";
   if (WEXITSTATUS(st) == 2) GTEST_SKIP() << "threads were not refused under the limit";
 }
 #endif
