@@ -2,11 +2,14 @@
 // options by it and runs it.
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <string>
 
 #include "commands.hpp"
 
-int main(int argc, char **argv) {
+namespace {
+
+int run_command(int argc, char **argv) {
   using namespace dftrace::tools;
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") ||
       !std::strcmp(argv[1], "help")) {
@@ -26,4 +29,17 @@ int main(int argc, char **argv) {
     case parse_result::ok: break;
   }
   return c->run(a);
+}
+
+}  // namespace
+
+// An exception no command handles (no memory, a thread the system refuses) is one line and exit
+// status 1, never std::terminate (the stack is unwound: output streams stop their threads).
+int main(int argc, char **argv) {
+  try {
+    return run_command(argc, argv);
+  } catch (const std::exception &e) {
+    dftrace::tools::error_line(e.what());
+    return 1;
+  }
 }

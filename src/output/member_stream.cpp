@@ -46,6 +46,19 @@ void member_stream::fail(const std::string &why) {
   ok_.store(false, std::memory_order_release);
 }
 
+void member_stream::fail(const std::exception &e) noexcept {
+  try {
+    fail(path_ + ": " + e.what());
+  } catch (...) {  // no memory for the text: error() says so when asked
+    ok_.store(false, std::memory_order_release);
+  }
+}
+
+std::string member_stream::error() const {
+  if (ok() || !error_.empty()) return error_;
+  return path_ + ": out of memory";
+}
+
 text_member &member_stream::current() {
   batch &b = *fill_;
   if (!open_member_) {
@@ -96,13 +109,16 @@ void member_stream::hand_over() {
   }
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait(lock, [&] { return pending_.size() < max_pending_; });
-  pending_.push_back(std::move(fill_));
+  // The next batch first: when there is no memory for it, fill_ stays whole and unsent.
+  std::unique_ptr<batch> next;
   if (spare_.empty()) {
-    fill_ = std::make_unique<batch>();
+    next = std::make_unique<batch>();
   } else {
-    fill_ = std::move(spare_.back());
+    next = std::move(spare_.back());
     spare_.pop_back();
   }
+  pending_.push_back(std::move(fill_));
+  fill_ = std::move(next);
   cv_.notify_all();
 }
 
@@ -136,10 +152,16 @@ void member_stream::flush_loop() {
   }
 }
 
-bool member_stream::finish() {
+bool member_stream::finish() noexcept {
   if (finished_) return ok();
   finished_ = true;
-  hand_over();
+  // The flusher is stopped and the file closed whatever happens to the last batch: an
+  // exception here would leave the flusher running into the destructor (std::terminate).
+  try {
+    hand_over();
+  } catch (const std::exception &e) {
+    fail(e);
+  }
   if (flusher_.joinable()) {
     {
       std::lock_guard<std::mutex> lock(mu_);

@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -32,7 +33,7 @@ class member_stream {
 
   bool ok() const { return ok_.load(std::memory_order_acquire); }
   // "PATH: reason" once ok() is false.
-  const std::string &error() const { return error_; }
+  std::string error() const;
   // Appends one line (without '\n'); ts_ns (epoch nanoseconds) widens the member's DT range
   // (epoch microseconds) when has_ts.
   void line(std::string_view text, bool has_ts, uint64_t ts_ns);
@@ -40,8 +41,9 @@ class member_stream {
   // open_line(), then call close_line().
   std::string &open_line() { return line_; }
   void close_line(bool has_ts, uint64_t ts_ns);
-  // Writes what is left and closes the file; false (error() says why) if anything failed.
-  bool finish();
+  // Writes what is left and closes the file; false (error() says why) if anything failed, no
+  // memory for the last batch included. The destructor calls it.
+  bool finish() noexcept;
 
  private:
   // Members filled by the caller, then compressed and written by the flusher. The caller waits
@@ -58,6 +60,7 @@ class member_stream {
   void write_batch(batch &b);  // compressed and appended in order
   void flush_loop();           // the flusher thread
   void fail(const std::string &why);
+  void fail(const std::exception &e) noexcept;  // "PATH: what", or no text without memory
 
   std::string path_;
   bool gz_;

@@ -8,10 +8,11 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <exception>
 #include <map>
 #include <mutex>
-#include <thread>
 
+#include "base/thread_group.hpp"
 #include "reader/trace_reader.hpp"
 
 #ifdef DFTRACE_HAVE_ISAL
@@ -299,10 +300,55 @@ class parallel_read {
         stream_done_(stream == nullptr),
         produced_(tasks.size()) {}
 
-  // A worker thread's loop: returns when nothing is left to build.
+  // A worker thread's loop: returns when nothing is left to build, or at stop(). An exception
+  // (no memory, one of `work`) stops every worker and is raised by next_in_order().
   void worker() {
+    try {
+      build();
+    } catch (const stopped &) {
+    } catch (...) {
+      std::lock_guard<std::mutex> lk(mu_);
+      if (!failure_) failure_ = std::current_exception();
+      stopping_ = true;
+      cv_.notify_all();
+    }
+  }
+
+  // The workers return as soon as they can; no block is delivered after it.
+  void stop() {
+    std::lock_guard<std::mutex> lk(mu_);
+    stopping_ = true;
+    cv_.notify_all();
+  }
+
+  // The next block in file order, once its work is done; null when all were delivered.
+  std::unique_ptr<text_block> next_in_order() {
+    std::unique_lock<std::mutex> lk(mu_);
+    cv_.wait(lk, [&] {
+      return failure_ || done_.count(consumed_) ||
+             (stream_done_ && pending_.empty() && consumed_ >= produced_ &&
+              next_task_ >= tasks_.size());
+    });
+    if (failure_) std::rethrow_exception(failure_);
+    auto it = done_.find(consumed_);
+    if (it == done_.end()) return nullptr;
+    std::unique_ptr<text_block> b = std::move(it->second);
+    done_.erase(it);
+    ++consumed_;
+    cv_.notify_all();
+    return b;
+  }
+
+  // The file's first block is not a trace: the blocks after it are dropped.
+  bool abandoned() const { return abandoned_.load(); }
+
+ private:
+  struct stopped {};  // unwinds a worker that cuts the stream, at stop()
+
+  void build() {
     std::unique_lock<std::mutex> lk(mu_);
     for (;;) {
+      if (stopping_) return;
       if (!pending_.empty()) {
         auto b = std::move(pending_.front());
         pending_.pop_front();
@@ -338,26 +384,6 @@ class parallel_read {
     }
   }
 
-  // The next block in file order, once its work is done; null when all were delivered.
-  std::unique_ptr<text_block> next_in_order() {
-    std::unique_lock<std::mutex> lk(mu_);
-    cv_.wait(lk, [&] {
-      return done_.count(consumed_) || (stream_done_ && pending_.empty() &&
-                                        consumed_ >= produced_ && next_task_ >= tasks_.size());
-    });
-    auto it = done_.find(consumed_);
-    if (it == done_.end()) return nullptr;
-    std::unique_ptr<text_block> b = std::move(it->second);
-    done_.erase(it);
-    ++consumed_;
-    cv_.notify_all();
-    return b;
-  }
-
-  // The file's first block is not a trace: the blocks after it are dropped.
-  bool abandoned() const { return abandoned_.load(); }
-
- private:
   void run_work(text_block &b) {
     if (b.seq == 0 && !looks_like_trace(b)) abandoned_ = true;
     if (work_) work_(b);
@@ -370,7 +396,8 @@ class parallel_read {
   // A block the stream produced waits, within the window, for a worker.
   void queue_stream_block(std::unique_ptr<text_block> b) {
     std::unique_lock<std::mutex> lk(mu_);
-    cv_.wait(lk, [&] { return b->seq < consumed_ + window_; });
+    cv_.wait(lk, [&] { return stopping_ || b->seq < consumed_ + window_; });
+    if (stopping_) throw stopped{};
     produced_ = b->seq + 1;
     pending_.push_back(std::move(b));
     cv_.notify_all();
@@ -384,6 +411,8 @@ class parallel_read {
   std::mutex mu_;
   std::condition_variable cv_;
   std::atomic<bool> abandoned_{false};
+  bool stopping_ = false;
+  std::exception_ptr failure_;  // the first exception of a worker
   size_t next_task_ = 0;
   bool stream_claimed_, stream_done_;
   size_t produced_;  // stream blocks get seq numbers from tasks_.size()
@@ -413,15 +442,24 @@ void for_each_block(const trace_file &f, const read_options &opt,
     return;
   }
   parallel_read reading(f, tasks, stream, block_bytes, std::max<size_t>(opt.window, 2), work);
-  const int n = std::max(1, opt.threads);
-  std::vector<std::thread> pool;
-  pool.reserve(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) pool.emplace_back([&reading] { reading.worker(); });
+  // As many workers as the system gives (a process or memory limit may refuse some); when it
+  // gives fewer than two (the one cutting a stream waits for another to take its blocks), the
+  // caller's thread reads alone. On the way out, an exception included (of `consume`, or a
+  // worker's raised here), the workers are stopped and joined.
+  thread_group pool([&reading] { reading.stop(); });
+  for (int i = 0; i < std::max(2, opt.threads); ++i)
+    if (!pool.start([&reading] { reading.worker(); })) break;
+  if (pool.size() < 2) {
+    reading.stop();
+    pool.join();
+    read_serial(f, tasks, stream, block_bytes, work, consume);
+    return;
+  }
   while (std::unique_ptr<text_block> b = reading.next_in_order()) {
     if (reading.abandoned() && b->seq != 0) continue;  // not a trace: drop the rest
     if (consume) consume(*b);
   }
-  for (auto &t : pool) t.join();
+  pool.join();
 }
 
 }  // namespace dftrace::detail

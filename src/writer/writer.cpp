@@ -2,6 +2,8 @@
 // them compressed and written; flush, finish, fatal signals and fork.
 #include "writer/writer.hpp"
 
+#include <time.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -79,9 +81,11 @@ bool writer::start_thread() {
   if (thread_started_ || stop_) return thread_started_;
   const async_signals_blocked no_handlers;  // the application's handlers stay on its threads
   grow_descriptor_table();  // before the table is shared with the thread (output_file.hpp)
+  thread_launched_.store(true, std::memory_order_release);
   try {
     thread_ = std::thread([this] { run(); });
   } catch (...) {  // std::system_error (EAGAIN: no memory for its stack) or std::bad_alloc
+    thread_launched_.store(false, std::memory_order_release);
     return false;
   }
   thread_started_ = true;
@@ -148,6 +152,7 @@ void writer::push_meta(std::string_view line) {
 void writer::run() {
   t_is_writer = true;
   t_internal_thread = 1;
+  thread_running_.store(true, std::memory_order_release);
   using clock = std::chrono::steady_clock;
   const auto interval = std::chrono::duration_cast<clock::duration>(
       std::chrono::duration<double>(settings_.flush_interval));
@@ -602,6 +607,16 @@ void writer::crash_flush(end_fields *end, int fatal_sig) {
 // ---------------------------------------------------------------- fork
 
 void writer::fork_prepare() {
+  // A writer thread asked for but not yet in run() is inside pthread_create's or the thread
+  // start's code (the C library's, a sanitizer's), which no lock of ours covers and which may
+  // hold their own locks (an allocator's, a thread registry's): a child forked then inherits
+  // them held. Wait for it to get here, up to 200 ms (it needs none of our locks to).
+  if (thread_launched_.load(std::memory_order_acquire)) {
+    for (int i = 0; i < 2000 && !thread_running_.load(std::memory_order_acquire); ++i) {
+      const timespec pause{0, 100000};
+      nanosleep(&pause, nullptr);
+    }
+  }
   io_mutex_.lock();
   trigger_mutex_.lock();
   compressors_.fork_prepare();
@@ -638,6 +653,8 @@ void writer::fork_child(thread_buffer *survivor, int64_t new_pid, std::string pa
   // joinable std::thread must not be destroyed).
   new (&thread_) std::thread();
   thread_started_ = false;
+  thread_launched_.store(false, std::memory_order_relaxed);
+  thread_running_.store(false, std::memory_order_relaxed);
   stop_ = false;
   flush_wanted_ = false;
   events_written_ = 0;

@@ -218,6 +218,9 @@ class writer {
   bool flush_wanted_ = false;
   std::thread thread_;
   bool thread_started_ = false;  // guarded by queue_mutex_
+  // The thread is being made or made (set before it is asked for) / it has reached run(): between
+  // the two it is inside the C library's or a sanitizer's thread start (fork_prepare waits).
+  std::atomic<bool> thread_launched_{false}, thread_running_{false};
   // The writer thread sleeps on writer_wake() (queue_mutex_ not held), every writer's and the
   // trigger signal's: a change under queue_mutex_ is followed by wake_thread().
   static void wake_thread() noexcept;

@@ -139,3 +139,16 @@ def test_merge_says_how_many_lines_were_not_json(tmp_path):
     msg = [l for l in p.stderr.splitlines() if "not valid JSON" in l]
     assert msg == ["dftrace: merge: dropped 1 lines that are not valid JSON (run dftrace validate for details)"]
     assert [l for l in lines(out) if '"name":"x"' in l].__len__() == 2
+
+
+@pytest.mark.parametrize("cmd", ["merge", "convert"])
+@pytest.mark.parametrize("threads", ["1", "4"])
+def test_a_full_disk_is_one_line_and_a_non_zero_status(cmd, threads, real_trace):
+    # /dev/full: every write fails with ENOSPC (with 4 threads, on the output's flusher thread).
+    if not os.path.exists("/dev/full"):
+        pytest.skip("/dev/full is not on this system")
+    p = run(cmd, real_trace, "-o", "/dev/full", check=False, env={"DFTRACE_TOOL_THREADS": threads})
+    assert p.returncode == 1, (p.returncode, p.stderr)
+    err = [l for l in p.stderr.splitlines() if l.startswith("dftrace: ")]
+    assert len(err) == 1 and "/dev/full" in err[0], p.stderr
+    assert "terminate" not in p.stderr

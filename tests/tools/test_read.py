@@ -5,6 +5,7 @@ import gzip
 import json
 import os
 import subprocess
+import sys
 
 import pytest
 
@@ -24,6 +25,48 @@ def stat_by_name(paths):
 def read_by_name(df):
     g = df[df.ph == "X"].groupby(["cat", "name"], observed=True).dur.agg(["count", "sum"])
     return {k: (int(v["count"]), int(v["sum"])) for k, v in g.iterrows()}
+
+
+# Run with thread stacks of 256 MiB (RLIMIT_STACK, read by the C library at start) and, once
+# warm, an address space that holds about one more: most of the 8 readers are refused.
+_FEW_THREADS = r"""
+import resource, sys, threading
+import dftrace
+paths = sys.argv[1:]
+want = dftrace.read(paths, threads=1)
+def vm_bytes():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[0]) * resource.getpagesize()
+resource.setrlimit(resource.RLIMIT_AS, (vm_bytes() + (384 << 20), resource.RLIM_INFINITY))
+got = dftrace.read(paths, threads=8)
+held, hold = [], threading.Event()
+try:
+    for _ in range(4):
+        t = threading.Thread(target=hold.wait)
+        t.start()
+        held.append(t)
+    print("not refused")
+except RuntimeError:
+    print("refused")
+hold.set()
+for t in held:
+    t.join()
+print("equal" if got.equals(want) and len(got) > 0 else "differ")
+"""
+
+
+def test_read_goes_on_with_the_threads_the_system_gives(ref_files):
+    def big_stacks():
+        import resource
+        resource.setrlimit(resource.RLIMIT_STACK, (256 << 20, 256 << 20))
+
+    r = subprocess.run([sys.executable, "-c", _FEW_THREADS] + ref_files, capture_output=True,
+                       text=True, preexec_fn=big_stacks, timeout=300)
+    assert r.returncode == 0, f"status {r.returncode}: {r.stderr[-2000:]}"
+    out = r.stdout.split()
+    if "refused" not in out:
+        pytest.skip("threads were not refused under the address-space limit")
+    assert out[-1] == "equal"
 
 
 def test_dftracer_samples_equal_stat(ref_files):

@@ -1,11 +1,18 @@
 // trace_reader_test.cpp: member planning through DT fields, streaming without them, damage,
 // and the ordered delivery of blocks from the worker pool.
 #include <gtest/gtest.h>
+#include <pthread.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <stdexcept>
 #include <string>
+#include <system_error>
+#include <thread>
 #include <vector>
 
 #include "reader/trace_reader.hpp"
@@ -260,3 +267,106 @@ TEST(TraceReader, OneMemberOfAFewMiBIsSharedByTheWorkers) {
   }
   unlink(path.c_str());
 }
+
+namespace {
+// A file of many members and one cut as a stream, to be read by several workers.
+struct pool_files {
+  std::string dt_text, stream_text, dt_path = temp_path("pool_dt.pfw.gz"),
+                                    stream_path = temp_path("pool_stream.pfw.gz");
+  trace_file dt, stream;
+  pool_files() {
+    std::string why;
+    EXPECT_TRUE(open_bytes(dt, dt_path, dt_file(64, 50, &dt_text), &why)) << why;
+    stream_text = "[\n";
+    for (int i = 0; stream_text.size() < (2u << 20); ++i)
+      stream_text += "{\"id\":" + std::to_string(i) + ",\"ts\":" + std::to_string(1000 + i) + "}\n";
+    EXPECT_TRUE(open_bytes(stream, stream_path, one_gzip_member(stream_text), &why)) << why;
+  }
+  ~pool_files() {
+    unlink(dt_path.c_str());
+    unlink(stream_path.c_str());
+  }
+};
+}  // namespace
+
+TEST(TraceReader, AnExceptionOfTheConsumerOrOfAWorkerStopsThePoolAndReachesTheCaller) {
+  pool_files files;
+  for (const trace_file *f : {&files.dt, &files.stream}) {
+    read_options opt;
+    opt.threads = 4;
+    opt.block_bytes = 4096;
+    opt.window = 3;
+    auto throw_at = [](size_t seq) {
+      return [seq](text_block &b) {
+        if (b.seq == seq) throw std::runtime_error("block " + std::to_string(seq));
+      };
+    };
+    for (size_t seq : {size_t{0}, size_t{2}}) {
+      try {
+        for_each_block(*f, opt, nullptr, throw_at(seq));
+        ADD_FAILURE() << "the consumer's exception was lost";
+      } catch (const std::runtime_error &e) {
+        EXPECT_EQ(std::string(e.what()), "block " + std::to_string(seq));
+      }
+      try {
+        for_each_block(*f, opt, throw_at(seq), nullptr);
+        ADD_FAILURE() << "the worker's exception was lost";
+      } catch (const std::runtime_error &e) {
+        EXPECT_EQ(std::string(e.what()), "block " + std::to_string(seq));
+      }
+    }
+  }
+}
+
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+TEST(TraceReader, ReadsWithTheWorkersTheSystemGives) {
+  // Under an address-space limit that leaves room for about one more thread stack, most of the
+  // 8 workers cannot start: the read goes on with those that did, or on the caller's thread.
+  pool_files files;
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    // Thread stacks of 256 MiB, and room for one more and 64 MiB of data.
+    pthread_attr_t attr;
+    if (pthread_attr_init(&attr) || pthread_attr_setstacksize(&attr, 256u << 20) ||
+        pthread_setattr_default_np(&attr))
+      _exit(3);
+    long pages = 0;
+    if (FILE *s = fopen("/proc/self/statm", "r")) {
+      if (fscanf(s, "%ld", &pages) != 1) pages = 0;
+      fclose(s);
+    }
+    const rlimit as{static_cast<rlim_t>(pages) * sysconf(_SC_PAGESIZE) + (320u << 20),
+                    RLIM_INFINITY};
+    if (pages == 0 || setrlimit(RLIMIT_AS, &as) != 0) _exit(3);
+    try {
+      read_options opt;
+      opt.threads = 8;
+      opt.block_bytes = 4096;
+      for (const trace_file *f : {&files.dt, &files.stream}) {
+        std::string got;
+        for_each_block(*f, opt, nullptr, [&](text_block &b) { got.append(b.text); });
+        if (got != (f == &files.dt ? files.dt_text : files.stream_text)) _exit(1);
+      }
+      int refused = 0;  // the limit bites: a few threads beside each other are refused
+      std::vector<std::thread> probe;
+      try {
+        for (int i = 0; i < 4; ++i) probe.emplace_back([] {});
+      } catch (const std::system_error &) {
+        refused = 1;
+      }
+      for (auto &t : probe) t.join();
+      _exit(refused ? 0 : 2);
+    } catch (...) {
+      _exit(4);
+    }
+  }
+  int st = 0;
+  ASSERT_EQ(waitpid(pid, &st, 0), pid);
+  ASSERT_TRUE(WIFEXITED(st)) << "the reader died of signal " << WTERMSIG(st);
+  EXPECT_NE(WEXITSTATUS(st), 1) << "the text read differs";
+  EXPECT_NE(WEXITSTATUS(st), 3) << "the limit could not be set";
+  EXPECT_NE(WEXITSTATUS(st), 4) << "the read threw";
+  if (WEXITSTATUS(st) == 2) GTEST_SKIP() << "threads were not refused under the limit";
+}
+#endif

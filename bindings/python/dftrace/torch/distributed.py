@@ -29,11 +29,13 @@ the script: torch's own exceptions pass through unchanged.
 """
 from __future__ import annotations
 
+import atexit
 import hashlib
 import itertools
 import os
 import sys
 import threading
+import time
 import weakref
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -394,32 +396,66 @@ def _bucket_hook(state: _HookState, bucket):
     start = _dftrace.now_ns()
     outer = _tls.inside
     _tls.inside = 1
+    average = state.user is None
     try:
-        if state.user is None:
-            fut = _default_hook(state.process_group, bucket)
+        if average:
+            fut = _average(state.process_group, bucket)
         else:
             fut = state.user[0](state.user[1], bucket)
     finally:
         _tls.inside = outer
     try:
         node = _node("all_reduce")
-        if not node.enabled:
-            return fut
-        args = _bucket_args(state, bucket)
-        track = threading.get_native_id()
+        record = node.enabled
+        if record:
+            args = _bucket_args(state, bucket)
+            track = threading.get_native_id()
     except Exception:  # noqa: BLE001  (never in the way of the reduction)
+        record = False
+    if not record and not average:
         return fut
 
     def done(f):
-        node._complete(start, _dftrace.now_ns(), track, args)
-        return f.value()
-    return fut.then(done)
+        if record:
+            try:
+                node._complete(start, _dftrace.now_ns(), track, args)
+            except Exception:  # noqa: BLE001
+                pass
+        return f.value()[0] if average else f.value()
+    return fut.then(_held(done))
 
 
-def _default_hook(process_group, bucket):
-    """What DDP does without a hook: the average of the bucket over the group."""
-    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
-    return default_hooks.allreduce_hook(process_group, bucket)
+def _average(process_group, bucket):
+    """What DDP does without a hook (torch's default_hooks.allreduce_hook): the bucket divided
+    by the group's size, then all-reduced; the future's value is [bucket]. Its own callback,
+    torch's, is left out: done() takes the bucket from the list."""
+    group = process_group if process_group is not None else dist.group.WORLD
+    tensor = bucket.buffer()
+    tensor.div_(group.size())
+    return dist.all_reduce(tensor, group=group, async_op=True).get_future()
+
+
+# The bucket callbacks torch still holds. The thread that completes a future (gloo's, NCCL's)
+# takes the GIL to run a callback and again to let it go; once the interpreter is finalizing, a
+# thread taking the GIL is ended by pthread_exit, which unwinds into torch's noexcept code and
+# ends the process ("terminate called without an active exception"). At exit, before that, the
+# callbacks of the last step are waited for (a bounded wait: a collective that never ends does
+# not hold the exit).
+_holding: set = set()
+
+
+def _held(callback):
+    _holding.add(weakref.ref(callback, _holding.discard))
+    return callback
+
+
+def _let_callbacks_go(limit_s: float = 2.0) -> None:
+    deadline = time.monotonic() + limit_s
+    while _holding and time.monotonic() < deadline:
+        time.sleep(0.001)
+
+
+atexit.register(_let_callbacks_go)
 
 
 def _bucket_args(state: _HookState, bucket) -> Dict[str, Any]:

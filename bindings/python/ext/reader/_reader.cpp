@@ -32,6 +32,7 @@
 #include "analysis/analyze.hpp"
 #include "analysis/inputs.hpp"
 #include "analysis/partial_codec.hpp"
+#include "base/thread_group.hpp"
 #include "columns.hpp"
 #include "io_calls.hpp"
 #include "reader/aggregated.hpp"
@@ -413,32 +414,45 @@ void read_side_by_side(const request &rq, size_t first, size_t last, int threads
   std::condition_variable cv;
   size_t next = 0, appended = 0;
   const size_t ahead = 2 * static_cast<size_t>(threads);
-  auto worker = [&] {
+  auto read_one = [&](size_t k) {
     dftrace::detail::read_options opt;
     opt.threads = 1;
+    try {
+      file_columns cols(rq.w, nullptr, pool, outs[k].problems, outs[k].units);
+      read_file(rq.paths[first + k], rq.ranges[first + k], rq.w, opt, cols);
+      outs[k].blocks = std::move(cols.blocks);
+    } catch (const std::exception &e) {
+      outs[k].failure = e.what();
+    }
+  };
+  auto worker = [&] {
     std::unique_lock<std::mutex> lk(mu);
     for (;;) {
       cv.wait(lk, [&] { return next >= outs.size() || next < appended + ahead; });
       if (next >= outs.size()) return;
       const size_t k = next++;
       lk.unlock();
-      try {
-        file_columns cols(rq.w, nullptr, pool, outs[k].problems, outs[k].units);
-        read_file(rq.paths[first + k], rq.ranges[first + k], rq.w, opt, cols);
-        outs[k].blocks = std::move(cols.blocks);
-      } catch (const std::exception &e) {
-        outs[k].failure = e.what();
-      }
+      read_one(k);
       lk.lock();
       outs[k].done = true;
       cv.notify_all();
     }
   };
-  std::vector<std::thread> pool_threads;
-  for (int t = 0; t < threads; ++t) pool_threads.emplace_back(worker);
+  // As many workers as the system gives (none: this thread reads each file in turn). On the
+  // way out, an exception included, they take no further file and are joined.
+  dftrace::detail::thread_group pool_threads([&] {
+    std::lock_guard<std::mutex> lk(mu);
+    next = outs.size();
+    cv.notify_all();
+  });
+  for (int t = 0; t < threads; ++t)
+    if (!pool_threads.start(worker)) break;
+  const bool alone = pool_threads.size() == 0;
   std::string failure;
   for (size_t k = 0; k < outs.size(); ++k) {
-    {
+    if (alone) {
+      read_one(k);
+    } else {
       std::unique_lock<std::mutex> lk(mu);
       cv.wait(lk, [&] { return outs[k].done; });
     }
@@ -465,7 +479,7 @@ void read_side_by_side(const request &rq, size_t first, size_t last, int threads
     appended = k + 1;
     cv.notify_all();
   }
-  for (auto &t : pool_threads) t.join();
+  pool_threads.join();
   if (!failure.empty()) throw std::runtime_error(failure);
 }
 
