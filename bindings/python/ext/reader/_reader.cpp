@@ -35,6 +35,7 @@
 #include "base/thread_group.hpp"
 #include "columns.hpp"
 #include "io_calls.hpp"
+#include "plan.hpp"
 #include "reader/aggregated.hpp"
 #include "reader/json_string.hpp"
 #include "reader/line_parser.hpp"
@@ -636,44 +637,8 @@ PyObject *read_with_analysis(PyObject *, PyObject *a) {
   return Py_BuildValue("(Ny#)", d, partial.data(), static_cast<Py_ssize_t>(partial.size()));
 }
 
-// plan(path) -> {"unit", "described", "parts": [(kind, lines, text_bytes, ts_min_us, ts_max_us)]}
-// from the DT fields, without inflating (kind: "member", "plain" or "stream"; a stream's size
-// is its compressed length, its lines and times unknown: 0).
-PyObject *plan(PyObject *, PyObject *a) {
-  const char *path = nullptr;
-  if (!PyArg_ParseTuple(a, "s", &path)) return nullptr;
-  dftrace::detail::trace_file tf;
-  std::string why;
-  if (!tf.open(path, &why)) {
-    PyErr_Format(PyExc_OSError, "%s: %s", path, why.c_str());
-    return nullptr;
-  }
-  const time_unit unit = dftrace::detail::header_time_unit(tf);
-  PyObject *parts = PyList_New(0);
-  if (!parts) return nullptr;
-  for (const auto &p : tf.parts()) {
-    const char *kind = p.kind == dftrace::detail::planned_part::member  ? "member"
-                       : p.kind == dftrace::detail::planned_part::plain ? "plain"
-                                                                        : "stream";
-    const bool m = p.kind == dftrace::detail::planned_part::member;
-    PyObject *t =
-        Py_BuildValue("(sKKKK)", kind, static_cast<unsigned long long>(m ? p.dt.lines : 0),
-                      static_cast<unsigned long long>(m ? p.dt.uncompressed_len : p.length),
-                      static_cast<unsigned long long>(m ? p.dt.ts_min : 0),
-                      static_cast<unsigned long long>(m ? p.dt.ts_max : 0));
-    if (!t || PyList_Append(parts, t) != 0) {
-      Py_XDECREF(t);
-      Py_DECREF(parts);
-      return nullptr;
-    }
-    Py_DECREF(t);
-  }
-  return Py_BuildValue("{s:s,s:O,s:N}", "unit", unit == time_unit::ns ? "ns" : "us", "described",
-                       tf.fully_described() ? Py_True : Py_False, "parts", parts);
-}
-
 PyMethodDef methods[] = {
-    {"plan", plan, METH_VARARGS, "plan(path) -> the file's parts from its DT fields"},
+    {"plan", dftrace_py_plan, METH_VARARGS, "plan(path) -> the file's parts from its DT fields"},
     {"read_columns", read_columns, METH_VARARGS,
      "read_columns(paths, cats, names, start_ns, end_ns, args, threads[, parts, metadata_only,"
      " ranks, keys_only])"
