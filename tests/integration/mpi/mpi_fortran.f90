@@ -6,7 +6,7 @@ program mpi_fortran
   use dftrace
   implicit none
   integer, parameter :: steps = 5
-  integer :: ierr, rank, nranks, s, partner, provided, dup
+  integer :: ierr, rank, nranks, s, partner, provided, dup, alone, alone_dup
   integer :: cfg(4), halo(64), halo_in(64), ring_out(3), ring_in(3)
   integer :: status(MPI_STATUS_SIZE)
   integer(dftrace_region_kind) :: r
@@ -40,6 +40,12 @@ program mpi_fortran
   call MPI_Comm_dup(MPI_COMM_WORLD, dup, ierr)  ! a communicator of the same members: its own id
   call MPI_Barrier(dup, ierr)
   call MPI_Comm_free(dup, ierr)
+  ! a duplicate of a communicator that has had no collective: its id is still "<rank>+1"
+  call MPI_Comm_split(MPI_COMM_WORLD, rank, 0, alone, ierr)
+  call MPI_Comm_dup(alone, alone_dup, ierr)
+  call MPI_Barrier(alone_dup, ierr)
+  call MPI_Comm_free(alone_dup, ierr)
+  call MPI_Comm_free(alone, ierr)
   print '(a,i0,a,i0,a,i0)', 'rank ', rank, ' of ', nranks, ' done ', int(total(1))
   call MPI_Finalize(ierr)
 end program mpi_fortran
