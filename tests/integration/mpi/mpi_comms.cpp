@@ -1,7 +1,8 @@
 // mpi_comms.cpp: collectives on communicators made in the other ways MPI offers, for
 // mpi_test.py's "comms" scenario (4 ranks, libdftrace_mpi linked in):
 //   - the halves {0,1} and {2,3} of MPI_Comm_split, duplicated before any collective on them by
-//     MPI_Comm_idup, then MPI_Comm_dup_with_info, and the idup's duplicate by MPI_Comm_dup;
+//     MPI_Comm_idup, then by MPI_Comm_dup (freed at once), and the idup's duplicate; the odd and
+//     even ranks, duplicated before any collective by MPI_Comm_dup_with_info;
 //   - an intercommunicator between the halves (MPI_Intercomm_create), a duplicate of it, and
 //     their merge (MPI_Intercomm_merge, the upper half first);
 //   - MPI_Comm_create_group of {3,0} (called by ranks 0 and 3 only) and MPI_Comm_create of
@@ -52,14 +53,17 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   const int rounds = argc > 1 ? std::atoi(argv[1]) : 3;
 
-  MPI_Comm half, idup, with_info, dup_of_idup;
+  MPI_Comm half, idup, dup_of_idup, odd_even, with_info;
   MPI_Comm_split(MPI_COMM_WORLD, rank / 2, rank, &half);
   MPI_Request req;
   MPI_Comm_idup(half, &idup, &req);
   MPI_Wait(&req, MPI_STATUS_IGNORE);
-  MPI_Comm_dup_with_info(half, MPI_INFO_NULL, &with_info);
+  MPI_Comm_dup(half, &dup_of_idup);  // (the second duplicate of half, for now)
+  MPI_Comm_free(&dup_of_idup);
   MPI_Comm_dup(idup, &dup_of_idup);
-  for (MPI_Comm c : {half, idup, with_info, dup_of_idup}) allreduce_rounds(c, rounds);
+  MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &odd_even);
+  MPI_Comm_dup_with_info(odd_even, MPI_INFO_NULL, &with_info);
+  for (MPI_Comm c : {half, idup, dup_of_idup, odd_even, with_info}) allreduce_rounds(c, rounds);
 
   MPI_Comm inter, inter_dup, merged;
   MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, rank < 2 ? 2 : 0, 99, &inter);
@@ -98,7 +102,8 @@ int main(int argc, char **argv) {
   const bool threads = provided >= MPI_THREAD_SERIALIZED;
   const bool reused = threads && freed_on_another_thread(rank);
 
-  for (MPI_Comm *c : {&merged, &inter_dup, &inter, &dup_of_idup, &with_info, &idup, &half})
+  for (MPI_Comm *c :
+       {&merged, &inter_dup, &inter, &with_info, &odd_even, &dup_of_idup, &idup, &half})
     MPI_Comm_free(c);
   std::printf("rank %d done (threads %d, handle reused %d)\n", rank, threads ? 1 : 0,
               reused ? 1 : 0);

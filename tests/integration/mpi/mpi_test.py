@@ -339,13 +339,14 @@ def check_comms(cli, outdir, np_, rounds, out):
     calls = {}  # (op, comm_size, comm_group) -> rank -> [(ts, dur)]
     for rank, r in ranks.items():
         half = ranks_id([rank - rank % 2, rank - rank % 2 + 1])
+        odd_even = ranks_id([rank % 2, rank % 2 + 2])
         want = {("all_reduce", half): rounds, ("all_reduce", half + "+1"): rounds,  # idup
-                ("all_reduce", half + "+2"): rounds,  # dup_with_info
                 ("all_reduce", half + "+1+1"): rounds,  # the idup's dup
+                ("all_reduce", odd_even): rounds, ("all_reduce", odd_even + "+1"): rounds,  # with_info
                 ("barrier", None): 2 * rounds, ("all_reduce", None): rounds,  # intercommunicator
                 ("barrier", ranks_id([2, 3, 0, 1])): rounds,  # merged, the upper half first
                 ("barrier", half): 1,  # freed on the other thread
-                ("barrier", ranks_id([rank % 2, rank % 2 + 2])): 1}  # made there, same handle
+                ("barrier", odd_even): 1}  # made there, at the same handle
         if rank in (0, 3):
             want[("all_reduce", ranks_id([3, 0]))] = rounds
         else:
@@ -500,13 +501,15 @@ def main():
                       "rank %d: tags %s" % (rank, [e["args"]["tag"] for e in evs]))
             expect_calls(r, rank, "sendrecv", 1, bytes=12, peer=(rank + 1) % np_, tag=7, comm_size=np_,
                          recv_bytes=12, source=(rank + np_ - 1) % np_, recv_tag=7)
-            bars = expect_calls(r, rank, "barrier", 3)
-            # the world, its duplicate, and the duplicate of a communicator of this rank alone
-            # made without a collective (the wrapper of MPI_Comm_dup gives the parent its id)
+            bars = expect_calls(r, rank, "barrier", 5)
+            # the world, its duplicate, then duplicates of communicators that had no collective
+            # (the wrappers of MPI_Comm_dup, _idup and _dup_with_info give the parent its id):
+            # of this rank alone, of the world's ranks in reverse order, of a split of all ranks
             check([(e["args"].get("comm_size"), e["args"].get("comm_group")) for e in bars]
-                  == [(np_, world), (np_, world + "+1"), (1, "%d+1" % rank)],
-                  "rank %d: barriers on the world, its duplicate, a lone rank's duplicate: %s"
-                  % (rank, [e["args"] for e in bars]))
+                  == [(np_, world), (np_, world + "+1"), (1, "%d+1" % rank),
+                      (np_, ranks_id(list(range(np_))[::-1]) + "+1"), (np_, world + "+1")],
+                  "rank %d: barriers on the world, its duplicate, the duplicates (dup, idup, "
+                  "dup_with_info) of fresh communicators: %s" % (rank, [e["args"] for e in bars]))
             fwd = [e for e in r["events"] if e.get("cat") == "compute" and e["name"] == "forward"]
             check(len(fwd) == steps, "rank %d: %d forward regions from Fortran" % (rank, len(fwd)))
         check_clock(ranks, -1, 0)
