@@ -4,7 +4,7 @@
 //     MPI_Comm_idup, then by MPI_Comm_dup (freed at once), and the idup's duplicate; the odd and
 //     even ranks, duplicated before any collective by MPI_Comm_dup_with_info;
 //   - an intercommunicator between the halves (MPI_Intercomm_create), a duplicate of it, and
-//     their merge (MPI_Intercomm_merge, the upper half first);
+//     their merge (MPI_Intercomm_merge, the upper half first); one between {0} and {1,2,3};
 //   - MPI_Comm_create_group of {3,0} (called by ranks 0 and 3 only) and MPI_Comm_create of
 //     {2,1} (called by all);
 //   - a communicator freed on a second thread, which then makes a new one (likely at the freed
@@ -12,6 +12,7 @@
 //     not the one the main thread kept from its last call.
 // Usage: mpi_comms <rounds>
 #include <mpi.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -75,6 +76,17 @@ int main(int argc, char **argv) {
     MPI_Barrier(merged);
   }
   allreduce_rounds(inter, rounds);
+  // An intercommunicator of unequal sides, {0} and {1,2,3}, rank 0 late: its three partners
+  // wait for it, which a match of {1,2,3} alone would hide.
+  MPI_Comm side, lopsided;
+  MPI_Comm_split(MPI_COMM_WORLD, rank == 0 ? 0 : 1, rank, &side);
+  MPI_Intercomm_create(side, 0, MPI_COMM_WORLD, rank == 0 ? 1 : 0, 98, &lopsided);
+  for (int r = 0; r < rounds; ++r) {
+    if (rank == 0) usleep(20000);
+    MPI_Barrier(lopsided);
+  }
+  MPI_Comm_free(&lopsided);
+  MPI_Comm_free(&side);
 
   MPI_Group world_group, pair;
   MPI_Comm_group(MPI_COMM_WORLD, &world_group);

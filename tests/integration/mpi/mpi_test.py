@@ -19,8 +19,8 @@ Scenarios (first argument):
            duplicates, the world and its duplicate carry each communicator's comm_group, and
            dftrace analyze matches every instance within its communicator, waits to the ns.
   comms    4 ranks of mpi_comms: communicators from MPI_Comm_idup, MPI_Comm_dup_with_info (ids
-           "P+k" as MPI_Comm_dup's), an intercommunicator (no comm_group; analyze leaves its
-           calls unmatched and says so), MPI_Intercomm_merge, MPI_Comm_create(_group), and one
+           "P+k" as MPI_Comm_dup's), intercommunicators of equal and unequal sides (no
+           comm_group but comm_remote_size; analyze leaves their calls unmatched and says so), MPI_Intercomm_merge, MPI_Comm_create(_group), and one
            made on a second thread after a free: every id is its communicator's, and analyze
            matches every call that has one.
   fortran  2 ranks of mpi_fortran: the Fortran bindings' calls.
@@ -332,9 +332,10 @@ def check_subcomm(cli, outdir, np_, rounds):
 
 
 def check_comms(cli, outdir, np_, rounds, out):
-    """Each collective's comm_group is its communicator's (none on the intercommunicator and its
-    duplicate); analyze matches every call that has one, and leaves the intercommunicator's
-    calls (4 ranks at a key of comm_size 2) unmatched with a note."""
+    """Each collective's comm_group is its communicator's (none on an intercommunicator, which
+    says its remote group's size instead); analyze matches every call that has one, and leaves
+    the intercommunicators' calls unmatched with a note (matching one side of {0}|{1,2,3}
+    alone would hide the wait for rank 0)."""
     ranks = load_ranks(outdir, "mpi_comms", np_)
     calls = {}  # (op, comm_size, comm_group) -> rank -> [(ts, dur)]
     for rank, r in ranks.items():
@@ -343,7 +344,7 @@ def check_comms(cli, outdir, np_, rounds, out):
         want = {("all_reduce", half): rounds, ("all_reduce", half + "+1"): rounds,  # idup
                 ("all_reduce", half + "+1+1"): rounds,  # the idup's dup
                 ("all_reduce", odd_even): rounds, ("all_reduce", odd_even + "+1"): rounds,  # with_info
-                ("barrier", None): 2 * rounds, ("all_reduce", None): rounds,  # intercommunicator
+                ("barrier", None): 3 * rounds, ("all_reduce", None): rounds,  # intercommunicators
                 ("barrier", ranks_id([2, 3, 0, 1])): rounds,  # merged, the upper half first
                 ("barrier", half): 1,  # freed on the other thread
                 ("barrier", odd_even): 1}  # made there, at the same handle
@@ -356,8 +357,15 @@ def check_comms(cli, outdir, np_, rounds, out):
             for e in comm_events(r["events"], name):
                 key = (name, e["args"].get("comm_group"))
                 got[key] = got.get(key, 0) + 1
+                inter = e["args"].get("comm_remote_size")
+                check((key[1] is None) == (inter is not None),
+                      "rank %d: %s: comm_remote_size exactly where comm_group is not: %s" % (rank, name, e["args"]))
                 calls.setdefault(("comm." + name, e["args"]["comm_size"], key[1]), {}) \
                     .setdefault(rank, []).append(e["ts"])
+                if inter is not None:  # {0,1}|{2,3}, or {0}|{1,2,3}
+                    sides = (2, 2) if e["args"]["comm_size"] == 2 else (1, 3) if rank == 0 else (3, 1)
+                    check((e["args"]["comm_size"], inter) == sides,
+                          "rank %d: %s on an intercommunicator: sizes %s" % (rank, name, e["args"]))
         check(got == want, "rank %d: collectives per comm_group %s, expected %s" % (rank, got, want))
     doc = json.loads(run([cli, "analyze", "--json"] + [ranks[r]["file"] for r in sorted(ranks)],
                          {}, outdir))
@@ -367,8 +375,8 @@ def check_comms(cli, outdir, np_, rounds, out):
     for key, per_rank in calls.items():
         o = ops[key]
         n = len(next(iter(per_rank.values())))
-        if key[2] is None:  # the intercommunicator's: both sides at one key of size 2
-            check(len(per_rank) == 4 and o["instances"] == 0 and o["note"],
+        if key[2] is None:  # an intercommunicator's: never matched (one side alone would be)
+            check(o["instances"] == 0 and "intercommunicator" in (o["note"] or ""),
                   "analyze: the intercommunicator's %s should be left unmatched with a note: %s" % (key, o))
             continue
         check(o["instances"] == n and o["unmatched_calls"] == 0 and len(per_rank) == key[1],
