@@ -9,7 +9,8 @@
 //     {2,1} (called by all);
 //   - a communicator freed on a second thread, which then makes a new one (likely at the freed
 //     one's handle) that the main thread calls a collective on: the id must be the new one's,
-//     not the one the main thread kept from its last call.
+//     not the one the main thread kept from its last call; then two threads at once, each on its
+//     own new communicator.
 // Usage: mpi_comms <rounds>
 #include <mpi.h>
 #include <unistd.h>
@@ -43,6 +44,19 @@ bool freed_on_another_thread(int rank) {
   const bool reused = second == old;
   MPI_Comm_free(&second);
   return reused;
+}
+
+// Two threads at once (MPI_THREAD_MULTIPLE), each calling collectives on its own new
+// communicator (the halves, the odd and even ranks): each thread's cached id stays its own.
+void two_threads_at_once(int rank, int rounds) {
+  MPI_Comm mine, theirs;
+  MPI_Comm_split(MPI_COMM_WORLD, rank / 2, rank, &mine);
+  MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &theirs);
+  std::thread other([&] { allreduce_rounds(theirs, rounds); });
+  allreduce_rounds(mine, rounds);
+  other.join();
+  MPI_Comm_free(&theirs);
+  MPI_Comm_free(&mine);
 }
 
 }  // namespace
@@ -113,12 +127,14 @@ int main(int argc, char **argv) {
   // Threads need MPI_THREAD_SERIALIZED at least: the two threads' calls never overlap.
   const bool threads = provided >= MPI_THREAD_SERIALIZED;
   const bool reused = threads && freed_on_another_thread(rank);
+  const bool multiple = provided >= MPI_THREAD_MULTIPLE;
+  if (multiple) two_threads_at_once(rank, rounds);
 
   for (MPI_Comm *c :
        {&merged, &inter_dup, &inter, &with_info, &odd_even, &dup_of_idup, &idup, &half})
     MPI_Comm_free(c);
-  std::printf("rank %d done (threads %d, handle reused %d)\n", rank, threads ? 1 : 0,
-              reused ? 1 : 0);
+  std::printf("rank %d done (threads %d, handle reused %d, multiple %d)\n", rank, threads ? 1 : 0,
+              reused ? 1 : 0, multiple ? 1 : 0);
   MPI_Finalize();
   return 0;
 }

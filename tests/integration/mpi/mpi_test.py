@@ -344,6 +344,9 @@ def check_comms(cli, outdir, np_, rounds, out):
     elif not any("handle reused 1" in l for l in done):
         print("note: no rank got the freed communicator's handle back: the per-thread check of "
               "the free count was not exercised")
+    multiple = all("multiple 1" in l for l in done)
+    if not multiple:
+        print("note: MPI_THREAD_MULTIPLE not provided: collectives on two threads at once not checked")
     calls = {}  # (op, comm_size, comm_group) -> rank -> [(ts, dur)]
     for rank, r in ranks.items():
         half = ranks_id([rank - rank % 2, rank - rank % 2 + 1])
@@ -357,6 +360,9 @@ def check_comms(cli, outdir, np_, rounds, out):
                 ("barrier", odd_even): 1}  # made there, at the same handle
         if not threads:
             del want[("barrier", half)], want[("barrier", odd_even)]
+        if multiple:  # two threads at once, on a new half and a new odd/even communicator
+            want[("all_reduce", half)] += rounds
+            want[("all_reduce", odd_even)] += rounds
         if rank in (0, 3):
             want[("all_reduce", ranks_id([3, 0]))] = rounds
         else:
