@@ -93,8 +93,12 @@ void scan_collective(const detail::parsed_line &pl, uint64_t ts, uint64_t end, c
   if (op.empty()) return;
   std::string size;
   uint64_t n = 0;
-  if (const jvalue *v = pl.arg_value("comm_size"); v && detail::value_u64(*v, &n))
+  if (const jvalue *v = pl.arg_value("comm_size"); v && detail::value_u64(*v, &n)) {
     size = std::to_string(n);
+    // An MPI intercommunicator's call (libdftrace_mpi): "local/remote", never matched.
+    if (const jvalue *r = pl.arg_value("comm_remote_size"); r && detail::value_u64(*r, &n))
+      size += "/" + std::to_string(n);
+  }
   std::string group;  // an opaque id: a string (unescaped) or a number as written
   if (const jvalue *v = pl.arg_value("comm_group")) {
     if (v->type == detail::jtype::string)
@@ -176,7 +180,9 @@ void match_key(const std::string &key, key_calls &kc, coll_summary *s,
   const size_t a = key.find('\x1f'), b = key.find('\x1f', a + 1);
   o.op = key.substr(0, a);
   o.has_size = b > a + 1;
-  if (o.has_size) o.comm_size = std::stoull(key.substr(a + 1, b - a - 1));
+  if (o.has_size) o.comm_size = std::stoull(key.substr(a + 1, b - a - 1));  // "local[/remote]"
+  const size_t slash = key.find('/', a + 1);
+  const bool inter = o.has_size && slash < b;
   o.group = key.substr(b + 1);
   const size_t n = kc.groups.size();
   size_t inst = SIZE_MAX, most = 0, total = 0;
@@ -186,7 +192,13 @@ void match_key(const std::string &key, key_calls &kc, coll_summary *s,
     total += v.size();
   }
   for (size_t i = 0; i < n; ++i) o.ranks.push_back({kc.groups[i], kc.calls[i].size(), 0, 0, 0});
-  if (n < 2) {
+  if (inter) {
+    // Each side sees its own group (comm_size) and the other's size: its calls are not matched,
+    // since one side's alone would look like a whole collective.
+    inst = 0;
+    o.note = "an intercommunicator's (local group of " + std::to_string(o.comm_size) +
+             ", remote group of " + key.substr(slash + 1, b - slash - 1) + "): not matched";
+  } else if (n < 2) {
     inst = 0;
     o.note = "called by one rank only";
   } else if (o.has_size && n > o.comm_size && o.group.empty()) {

@@ -125,6 +125,29 @@ def test_groups_of_one_size_told_apart_by_comm_group(tmp_path):
         str(p) for p in sorted(tmp_path.glob("*.pfw*"))]).stdout
 
 
+def test_intercommunicator_calls_not_matched(tmp_path):
+    # An MPI intercommunicator between {0} and {1,2,3}: each side's comm.barrier carries its own
+    # group's comm_size and comm_remote_size, no comm_group. Ranks 1-3 alone (3 calls at a key of
+    # comm_size 3) would look like a whole collective and hide their wait for rank 0 (at 500);
+    # neither side is matched, and the note says why. A plain barrier of 3 ranks beside them is
+    # matched as before.
+    procs = [Proc(100 + r, rank=r) for r in range(4)]
+    for r, p in enumerate(procs):
+        local, remote = (1, 3) if r == 0 else (3, 1)
+        p.ev("barrier", "comm", 500 if r == 0 else 10 * r, 600, comm_size=local,
+             comm_remote_size=remote)
+        if r:
+            p.ev("barrier", "comm", 1000 + 10 * r, 1100, comm_size=3)
+    paths = [p.write(tmp_path) for p in procs]
+    doc, _ = analyze(*paths)
+    ops = {(o["op"], o["comm_size"], o["note"]): o["instances"] for o in doc["collectives"]["ops"]}
+    assert ops == {
+        ("comm.barrier", 1, "an intercommunicator's (local group of 1, remote group of 3): not matched"): 0,
+        ("comm.barrier", 3, "an intercommunicator's (local group of 3, remote group of 1): not matched"): 0,
+        ("comm.barrier", 3, None): 1}
+    assert doc["collectives"]["instances"] == 1
+
+
 def reference(procs_by_rank):
     """Per op: each rank's wait, from sets of nanoseconds."""
     out = {}

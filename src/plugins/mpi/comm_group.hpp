@@ -1,12 +1,12 @@
 // comm_group.hpp: a communicator's `comm_group` id, the same on all its ranks: its members'
 // MPI_COMM_WORLD ranks written as torch.distributed's events write a group's ("0-3", "0,2"),
-// computed once per communicator and cached on it in an MPI attribute. See README.md.
+// computed once per communicator and cached on it in an MPI attribute (the text: group_id.hpp).
+// See README.md.
 #pragma once
 
 #include <mpi.h>
 
-#include <cstddef>
-#include <string>
+#include "group_id.hpp"
 
 namespace dftrace::mpi {
 
@@ -19,13 +19,5 @@ void comm_group_setup();
 // or no attribute key. Valid until `c` is freed. Safe from any thread for distinct
 // communicators (as MPI's attribute calls are under MPI_THREAD_MULTIPLE).
 const char *comm_group_of(MPI_Comm c);
-
-// Members' ranks in the group's rank order as "first-last" runs joined by "," ("0-3",
-// "0,2", "4-7,12"); longer than 64 characters, "h" and the first 16 hex digits of the SHA-1
-// of that text.
-std::string ranks_id(const int *ranks, size_t n);
-
-// `text`, or "h" and 16 hex digits of its SHA-1 when it is longer than 64 characters.
-std::string short_id(std::string text);
 
 }  // namespace dftrace::mpi

@@ -281,6 +281,13 @@ int MPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *req) {
   return PMPI_Comm_idup(comm, newcomm, req);
 }
 
+#if MPI_VERSION >= 4  // (not in OpenMPI 4.1, which the tests here run)
+int MPI_Comm_idup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm, MPI_Request *req) {
+  comm_group_of(comm);
+  return PMPI_Comm_idup_with_info(comm, info, newcomm, req);
+}
+#endif
+
 // ---------------------------------------------------------------- point to point
 
 int MPI_Send(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm) {

@@ -44,6 +44,8 @@ void pmpi_scatter_(const void *sb, fint *sc, fint *st, void *rb, fint *rc, fint 
 void pmpi_alltoall_(const void *sb, fint *sc, fint *st, void *rb, fint *rc, fint *rt, fint *comm,
                     fint *ierr);
 void pmpi_comm_dup_(fint *comm, fint *newcomm, fint *ierr);
+void pmpi_comm_dup_with_info_(fint *comm, fint *info, fint *newcomm, fint *ierr);
+void pmpi_comm_idup_(fint *comm, fint *newcomm, fint *request, fint *ierr);
 void pmpi_sendrecv_(const void *sb, fint *sc, fint *st, fint *dest, fint *stag, void *rb, fint *rc,
                     fint *rt, fint *source, fint *rtag, fint *comm, fint *status, fint *ierr);
 // OpenMPI's Fortran MPI_IN_PLACE sentinel (weak: absent elsewhere, then never matched).
@@ -134,6 +136,16 @@ void mpi_finalize_(fint *ierr) {
 void mpi_comm_dup_(fint *comm, fint *newcomm, fint *ierr) {
   comm_group_of(comm_of(comm));
   pmpi_comm_dup_(comm, newcomm, ierr);
+}
+
+void mpi_comm_dup_with_info_(fint *comm, fint *info, fint *newcomm, fint *ierr) {
+  comm_group_of(comm_of(comm));
+  pmpi_comm_dup_with_info_(comm, info, newcomm, ierr);
+}
+
+void mpi_comm_idup_(fint *comm, fint *newcomm, fint *request, fint *ierr) {
+  comm_group_of(comm_of(comm));
+  pmpi_comm_idup_(comm, newcomm, request, ierr);
 }
 
 // ---------------------------------------------------------------- point to point

@@ -81,7 +81,9 @@ inline std::array<dftrace_arg_t, 1> comm_size_args(int comm_size) {
 }
 
 // A collective's arguments and, last, `comm_group` (the communicator's id, comm_group.hpp)
-// when the communicator has one: what dftrace analyze matches instances by.
+// when the communicator has one: what dftrace analyze matches instances by. An
+// intercommunicator has none; its calls say `comm_remote_size` instead (comm_size is the local
+// group's), and the analysis does not match them.
 template <size_t N>
 struct group_args {
   std::array<dftrace_arg_t, N + 1> args;
@@ -94,7 +96,13 @@ inline group_args<N> with_group(const std::array<dftrace_arg_t, N> &in, MPI_Comm
   group_args<N> g{};
   for (size_t i = 0; i < N; ++i) g.args[i] = in[i];
   g.n = N;
-  if (const char *id = comm_group_of(c)) g.args[g.n++] = plugin::arg_s("comm_group", id);
+  if (const char *id = comm_group_of(c)) {
+    g.args[g.n++] = plugin::arg_s("comm_group", id);
+  } else if (int remote = 0; c != MPI_COMM_NULL &&
+                             PMPI_Comm_test_inter(c, &remote) == MPI_SUCCESS && remote &&
+                             PMPI_Comm_remote_size(c, &remote) == MPI_SUCCESS) {
+    g.args[g.n++] = arg("comm_remote_size", remote);
+  }
   return g;
 }
 

@@ -6,7 +6,7 @@ program mpi_fortran
   use dftrace
   implicit none
   integer, parameter :: steps = 5
-  integer :: ierr, rank, nranks, s, partner, provided, dup
+  integer :: ierr, rank, nranks, s, partner, provided, dup, alone, alone_dup, rev, rev_dup, pair, pair_dup, req
   integer :: cfg(4), halo(64), halo_in(64), ring_out(3), ring_in(3)
   integer :: status(MPI_STATUS_SIZE)
   integer(dftrace_region_kind) :: r
@@ -40,6 +40,24 @@ program mpi_fortran
   call MPI_Comm_dup(MPI_COMM_WORLD, dup, ierr)  ! a communicator of the same members: its own id
   call MPI_Barrier(dup, ierr)
   call MPI_Comm_free(dup, ierr)
+  ! a duplicate of a communicator that has had no collective: its id is still "<rank>+1"
+  call MPI_Comm_split(MPI_COMM_WORLD, rank, 0, alone, ierr)
+  call MPI_Comm_dup(alone, alone_dup, ierr)
+  call MPI_Barrier(alone_dup, ierr)
+  call MPI_Comm_free(alone_dup, ierr)
+  call MPI_Comm_free(alone, ierr)
+  ! the same through MPI_Comm_idup ("1,0+1") and MPI_Comm_dup_with_info ("0-1+1")
+  call MPI_Comm_split(MPI_COMM_WORLD, 0, -rank, rev, ierr)
+  call MPI_Comm_idup(rev, rev_dup, req, ierr)
+  call MPI_Wait(req, MPI_STATUS_IGNORE, ierr)
+  call MPI_Barrier(rev_dup, ierr)
+  call MPI_Comm_split(MPI_COMM_WORLD, 0, rank, pair, ierr)
+  call MPI_Comm_dup_with_info(pair, MPI_INFO_NULL, pair_dup, ierr)
+  call MPI_Barrier(pair_dup, ierr)
+  call MPI_Comm_free(pair_dup, ierr)
+  call MPI_Comm_free(pair, ierr)
+  call MPI_Comm_free(rev_dup, ierr)
+  call MPI_Comm_free(rev, ierr)
   print '(a,i0,a,i0,a,i0)', 'rank ', rank, ' of ', nranks, ' done ', int(total(1))
   call MPI_Finalize(ierr)
 end program mpi_fortran

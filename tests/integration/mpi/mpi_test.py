@@ -18,6 +18,11 @@ Scenarios (first argument):
   subcomm  4 ranks of mpi_subcomm: collectives on two sub-communicators of size 2, their
            duplicates, the world and its duplicate carry each communicator's comm_group, and
            dftrace analyze matches every instance within its communicator, waits to the ns.
+  comms    4 ranks of mpi_comms: communicators from MPI_Comm_idup, MPI_Comm_dup_with_info (ids
+           "P+k" as MPI_Comm_dup's), intercommunicators of equal and unequal sides (no
+           comm_group but comm_remote_size; analyze leaves their calls unmatched and says so), MPI_Intercomm_merge, MPI_Comm_create(_group), and one
+           made on a second thread after a free: every id is its communicator's, and analyze
+           matches every call that has one.
   fortran  2 ranks of mpi_fortran: the Fortran bindings' calls.
 With --cli PATH, also runs `dftrace merge` and `dftrace stat` over the per-rank files.
 """
@@ -326,10 +331,78 @@ def check_subcomm(cli, outdir, np_, rounds):
               "analyze: %s last %s, expected rank %d" % (key, ops[key]["last"], late))
 
 
+def check_comms(cli, outdir, np_, rounds, out):
+    """Each collective's comm_group is its communicator's (none on an intercommunicator, which
+    says its remote group's size instead); analyze matches every call that has one, and leaves
+    the intercommunicators' calls unmatched with a note (matching one side of {0}|{1,2,3}
+    alone would hide the wait for rank 0)."""
+    ranks = load_ranks(outdir, "mpi_comms", np_)
+    done = [l for l in out.splitlines() if " done (" in l]
+    threads = all("threads 1" in l for l in done)
+    if not threads:  # the program then skips the part on two threads
+        print("note: MPI_THREAD_SERIALIZED not provided: the free on a second thread is not checked")
+    elif not any("handle reused 1" in l for l in done):
+        print("note: no rank got the freed communicator's handle back: the per-thread check of "
+              "the free count was not exercised")
+    multiple = all("multiple 1" in l for l in done)
+    if not multiple:
+        print("note: MPI_THREAD_MULTIPLE not provided: collectives on two threads at once not checked")
+    calls = {}  # (op, comm_size, comm_group) -> rank -> [(ts, dur)]
+    for rank, r in ranks.items():
+        half = ranks_id([rank - rank % 2, rank - rank % 2 + 1])
+        odd_even = ranks_id([rank % 2, rank % 2 + 2])
+        want = {("all_reduce", half): rounds, ("all_reduce", half + "+1"): rounds,  # idup
+                ("all_reduce", half + "+1+1"): rounds,  # the idup's dup
+                ("all_reduce", odd_even): rounds, ("all_reduce", odd_even + "+1"): rounds,  # with_info
+                ("barrier", None): 3 * rounds, ("all_reduce", None): rounds,  # intercommunicators
+                ("barrier", ranks_id([2, 3, 0, 1])): rounds,  # merged, the upper half first
+                ("barrier", half): 1,  # freed on the other thread
+                ("barrier", odd_even): 1}  # made there, at the same handle
+        if not threads:
+            del want[("barrier", half)], want[("barrier", odd_even)]
+        if multiple:  # two threads at once, on a new half and a new odd/even communicator
+            want[("all_reduce", half)] += rounds
+            want[("all_reduce", odd_even)] += rounds
+        if rank in (0, 3):
+            want[("all_reduce", ranks_id([3, 0]))] = rounds
+        else:
+            want[("all_reduce", ranks_id([2, 1]))] = rounds
+        got = {}
+        for name in ("all_reduce", "barrier"):
+            for e in comm_events(r["events"], name):
+                key = (name, e["args"].get("comm_group"))
+                got[key] = got.get(key, 0) + 1
+                inter = e["args"].get("comm_remote_size")
+                check((key[1] is None) == (inter is not None),
+                      "rank %d: %s: comm_remote_size exactly where comm_group is not: %s" % (rank, name, e["args"]))
+                calls.setdefault(("comm." + name, e["args"]["comm_size"], key[1]), {}) \
+                    .setdefault(rank, []).append(e["ts"])
+                if inter is not None:  # {0,1}|{2,3}, or {0}|{1,2,3}
+                    sides = (2, 2) if e["args"]["comm_size"] == 2 else (1, 3) if rank == 0 else (3, 1)
+                    check((e["args"]["comm_size"], inter) == sides,
+                          "rank %d: %s on an intercommunicator: sizes %s" % (rank, name, e["args"]))
+        check(got == want, "rank %d: collectives per comm_group %s, expected %s" % (rank, got, want))
+    doc = json.loads(run([cli, "analyze", "--json"] + [ranks[r]["file"] for r in sorted(ranks)],
+                         {}, outdir))
+    ops = {(o["op"], o["comm_size"], o["comm_group"]): o for o in doc["collectives"]["ops"]}
+    check(sorted(ops, key=str) == sorted(calls, key=str),
+          "analyze: ops %s, the events have %s" % (sorted(ops, key=str), sorted(calls, key=str)))
+    for key, per_rank in calls.items():
+        o = ops[key]
+        n = len(next(iter(per_rank.values())))
+        if key[2] is None:  # an intercommunicator's: never matched (one side alone would be)
+            check(o["instances"] == 0 and "intercommunicator" in (o["note"] or ""),
+                  "analyze: the intercommunicator's %s should be left unmatched with a note: %s" % (key, o))
+            continue
+        check(o["instances"] == n and o["unmatched_calls"] == 0 and len(per_rank) == key[1],
+              "analyze: %s not matched whole: %s" % (key, o))
+    print("comms: %d keys; %s" % (len(calls), " ".join(sorted(set(l.split("(", 1)[1] for l in done)))))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("scenario", choices=["train", "skew", "switch", "comm_off", "disabled", "python", "fortran",
-                                             "late", "subcomm"])
+                                             "late", "subcomm", "comms"])
     ap.add_argument("--exe", help="mpi_train")
     ap.add_argument("--lib", help="libdftrace_mpi.so (python scenario)")
     ap.add_argument("--script", help="mpi4py program (python scenario)")
@@ -419,6 +492,14 @@ def main():
         out = run(MPIRUN + ["-np", str(np_), a.exe, str(rounds), "50"], env, outdir)
         check(out.count(" done (") == np_, "the program's output:\n" + out)
         check_subcomm(a.cli, outdir, np_, rounds)
+    elif a.scenario == "comms":
+        if not a.cli:
+            print("SKIPPED: the dftrace command is not built")
+            sys.exit(77)
+        np_, rounds = 4, 3
+        out = run(MPIRUN + ["-np", str(np_), a.exe, str(rounds)], env, outdir)
+        check(out.count(" done (") == np_, "the program's output:\n" + out)
+        check_comms(a.cli, outdir, np_, rounds, out)
     elif a.scenario == "fortran":
         # mpi_fortran.f90: every MPI call goes through the Fortran bindings (mpi_*_).
         np_, steps = 2, 5
@@ -442,9 +523,15 @@ def main():
                       "rank %d: tags %s" % (rank, [e["args"]["tag"] for e in evs]))
             expect_calls(r, rank, "sendrecv", 1, bytes=12, peer=(rank + 1) % np_, tag=7, comm_size=np_,
                          recv_bytes=12, source=(rank + np_ - 1) % np_, recv_tag=7)
-            bars = expect_calls(r, rank, "barrier", 2, comm_size=np_)
-            check(sorted(e["args"].get("comm_group") for e in bars) == [world, world + "+1"],
-                  "rank %d: barriers on the world and its duplicate: %s" % (rank, [e["args"] for e in bars]))
+            bars = expect_calls(r, rank, "barrier", 5)
+            # the world, its duplicate, then duplicates of communicators that had no collective
+            # (the wrappers of MPI_Comm_dup, _idup and _dup_with_info give the parent its id):
+            # of this rank alone, of the world's ranks in reverse order, of a split of all ranks
+            check([(e["args"].get("comm_size"), e["args"].get("comm_group")) for e in bars]
+                  == [(np_, world), (np_, world + "+1"), (1, "%d+1" % rank),
+                      (np_, ranks_id(list(range(np_))[::-1]) + "+1"), (np_, world + "+1")],
+                  "rank %d: barriers on the world, its duplicate, the duplicates (dup, idup, "
+                  "dup_with_info) of fresh communicators: %s" % (rank, [e["args"] for e in bars]))
             fwd = [e for e in r["events"] if e.get("cat") == "compute" and e["name"] == "forward"]
             check(len(fwd) == steps, "rank %d: %d forward regions from Fortran" % (rank, len(fwd)))
         check_clock(ranks, -1, 0)
