@@ -174,16 +174,52 @@ struct key_calls {
   std::vector<std::vector<const coll_call *>> calls;
 };
 
+// The key's op, comm_size ("local[/remote]") and comm_group into o; *remote: the remote
+// group's size of an intercommunicator's key, empty for any other.
+void parse_key(const std::string &key, coll_op *o, std::string *remote) {
+  const size_t a = key.find('\x1f'), b = key.find('\x1f', a + 1);
+  o->op = key.substr(0, a);
+  o->has_size = b > a + 1;
+  if (o->has_size) o->comm_size = std::stoull(key.substr(a + 1, b - a - 1));
+  const size_t slash = key.find('/', a + 1);
+  if (o->has_size && slash < b) *remote = key.substr(slash + 1, b - slash - 1);
+  o->group = key.substr(b + 1);
+}
+
+// How many instances are matched, of n ranks' calls (the fewest of a rank: inst, the most:
+// most); o->note says why not all, or why none.
+size_t matched_instances(coll_op *o, const std::string &remote, size_t n, size_t inst,
+                         size_t most) {
+  if (!remote.empty()) {
+    // Each side sees its own group (comm_size) and the other's size: its calls are not matched,
+    // since one side's alone would look like a whole collective.
+    o->note = "an intercommunicator's (local group of " + std::to_string(o->comm_size) +
+              ", remote group of " + remote + "): not matched";
+    return 0;
+  }
+  if (n < 2) {
+    o->note = "called by one rank only";
+    return 0;
+  }
+  if (o->has_size && n > o->comm_size && o->group.empty()) {
+    o->note = std::to_string(n) + " ranks call it with comm_size " + std::to_string(o->comm_size) +
+              ": without comm_group, communicators of one size cannot be told apart";
+    return 0;
+  }
+  if (most != inst) {
+    o->note = "ranks made " + std::to_string(inst) + " to " + std::to_string(most) +
+              " calls: the first " + std::to_string(inst) + " of each are matched";
+  } else if (o->has_size && n < o->comm_size) {
+    o->note = std::to_string(n) + " of " + std::to_string(o->comm_size) + " ranks in the trace";
+  }
+  return inst;
+}
+
 void match_key(const std::string &key, key_calls &kc, coll_summary *s,
                std::vector<coll_group_total> *tot) {
   coll_op o;
-  const size_t a = key.find('\x1f'), b = key.find('\x1f', a + 1);
-  o.op = key.substr(0, a);
-  o.has_size = b > a + 1;
-  if (o.has_size) o.comm_size = std::stoull(key.substr(a + 1, b - a - 1));  // "local[/remote]"
-  const size_t slash = key.find('/', a + 1);
-  const bool inter = o.has_size && slash < b;
-  o.group = key.substr(b + 1);
+  std::string remote;
+  parse_key(key, &o, &remote);
   const size_t n = kc.groups.size();
   size_t inst = SIZE_MAX, most = 0, total = 0;
   for (const auto &v : kc.calls) {
@@ -192,25 +228,7 @@ void match_key(const std::string &key, key_calls &kc, coll_summary *s,
     total += v.size();
   }
   for (size_t i = 0; i < n; ++i) o.ranks.push_back({kc.groups[i], kc.calls[i].size(), 0, 0, 0});
-  if (inter) {
-    // Each side sees its own group (comm_size) and the other's size: its calls are not matched,
-    // since one side's alone would look like a whole collective.
-    inst = 0;
-    o.note = "an intercommunicator's (local group of " + std::to_string(o.comm_size) +
-             ", remote group of " + key.substr(slash + 1, b - slash - 1) + "): not matched";
-  } else if (n < 2) {
-    inst = 0;
-    o.note = "called by one rank only";
-  } else if (o.has_size && n > o.comm_size && o.group.empty()) {
-    inst = 0;
-    o.note = std::to_string(n) + " ranks call it with comm_size " + std::to_string(o.comm_size) +
-             ": without comm_group, communicators of one size cannot be told apart";
-  } else if (most != inst) {
-    o.note = "ranks made " + std::to_string(inst) + " to " + std::to_string(most) +
-             " calls: the first " + std::to_string(inst) + " of each are matched";
-  } else if (o.has_size && n < o.comm_size) {
-    o.note = std::to_string(n) + " of " + std::to_string(o.comm_size) + " ranks in the trace";
-  }
+  inst = matched_instances(&o, remote, n, inst, most);
   std::vector<uint64_t> spreads;
   spreads.reserve(inst);
   std::vector<uint64_t> lasts(n, 0);
