@@ -68,3 +68,22 @@ def test_damaged_files_and_base_forms_equal_the_command(tmp_path):
         pass
     else:
         raise AssertionError("a missing base run was compared")
+
+
+def test_names_collected_only_when_compared_and_checked(tmp_path):
+    """The report without --compare collects no name durations (its read is unchanged); figures
+    that are not a run's names bytes are refused."""
+    need("pandas")
+    from dftrace import _analysis, _read, _reader
+    make_run(tmp_path / "run", 100_000, 100)
+    files = _read.trace_files(str(tmp_path / "run"))
+    plain = _reader.read_with_analysis(files, [], 1, None, None)
+    assert plain[2] == b"" and len(_read.read_with_partial(files, [])) == 2
+    _, partial, names = _read.read_with_partial(files, [], names=True)
+    assert names and names != plain[2]
+    for bad in (b"", names[:-1], partial):
+        try:
+            _analysis.diff(files, files, partial, bad, None, None, 1)
+        except ValueError:
+            continue
+        raise AssertionError("malformed name figures were accepted")
