@@ -10,9 +10,9 @@
 #include <string>
 
 #include "analysis/diff.hpp"
+#include "analysis/diff_json.hpp"
 #include "analysis_run.hpp"
 #include "args.hpp"
-#include "base/format.hpp"
 #include "commands.hpp"
 #include "inputs.hpp"
 
@@ -48,15 +48,6 @@ std::string number(double x) {
   return buf;
 }
 
-// Exact in JSON: integers as integers, other values with every digit.
-std::string json_number(double x) {
-  if (!std::isfinite(x)) return "null";
-  if (x == std::floor(x) && std::fabs(x) < 1e15) return number(x);
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%.17g", x);
-  return buf;
-}
-
 bool is_name_metric(const std::string &key) { return key.find('/') != std::string::npos; }
 
 void text_out(std::string &o, const std::vector<metric> &ms, const run_summary &base,
@@ -84,56 +75,6 @@ void text_out(std::string &o, const std::vector<metric> &ms, const run_summary &
   (void)now;
   for (const auto &n : appeared) o += "appeared: " + n + "\n";
   for (const auto &n : vanished) o += "vanished: " + n + "\n";
-}
-
-void name_json(std::string &o, const std::map<std::string, name_summary> &names,
-               const std::string &key) {
-  const auto it = names.find(key);
-  if (it == names.end()) {
-    o += "null";
-    return;
-  }
-  const name_summary &n = it->second;
-  o += "{\"calls\":" + std::to_string(n.calls) + ",\"total_ns\":" + std::to_string(n.total) +
-       ",\"mean_ns\":" + json_number(n.calls ? double(n.total) / double(n.calls) : 0) +
-       ",\"p50_ns\":" + std::to_string(n.p50) + ",\"p99_ns\":" + std::to_string(n.p99) + "}";
-}
-
-void json_out(std::string &o, const std::vector<metric> &ms, const run_summary &base,
-              const run_summary &now, const std::vector<std::string> &appeared,
-              const std::vector<std::string> &vanished, const std::vector<std::string> &failed) {
-  o += "{\"version\":1,\"base\":{\"events\":" + std::to_string(base.events) +
-       "},\"new\":{\"events\":" + std::to_string(now.events) + "},\"metrics\":{";
-  bool first = true;
-  for (const metric &m : ms) {
-    if (is_name_metric(m.key)) continue;
-    o += std::string(first ? "" : ",") + detail::json_quote(m.key) +
-         ":{\"base\":" + json_number(m.base) + ",\"new\":" + json_number(m.now) +
-         ",\"change\":" + json_number(m.change()) +
-         ",\"change_pct\":" + json_number(m.change_pct()) + "}";
-    first = false;
-  }
-  o += "},\"names\":[";
-  std::map<std::string, bool> keys;
-  for (const auto &kv : base.names) keys[kv.first] = true;
-  for (const auto &kv : now.names) keys[kv.first] = true;
-  first = true;
-  for (const auto &kv : keys) {
-    o += std::string(first ? "" : ",") + "{\"name\":" + detail::json_quote(kv.first) + ",\"base\":";
-    name_json(o, base.names, kv.first);
-    o += ",\"new\":";
-    name_json(o, now.names, kv.first);
-    o += "}";
-    first = false;
-  }
-  auto list = [&](const char *k, const std::vector<std::string> &v) {
-    o += std::string("],\"") + k + "\":[";
-    for (size_t i = 0; i < v.size(); ++i) o += (i ? "," : "") + detail::json_quote(v[i]);
-  };
-  list("appeared", appeared);
-  list("vanished", vanished);
-  list("failed", failed);
-  o += "]}\n";
 }
 
 // --base-list / --new-list FILE: the run's inputs, each ended by a NUL byte (as `find -print0`
@@ -235,7 +176,7 @@ int cmd_diff(const args_t &a) {
   }
   std::string out;
   if (a.has("--json")) {
-    json_out(out, ms, base, now, appeared, vanished, failed);
+    diff_json(out, ms, base, now, appeared, vanished, failed);
   } else {
     text_out(out, ms, base, now, appeared, vanished);
     for (const auto &f : failed) out += "FAILED: " + f + "\n";

@@ -32,6 +32,19 @@ int layer_table::index_of(std::string_view name) const {
   return -1;
 }
 
+bool layer_table::configure(const char *layers_file, const char *steps, std::string *why) {
+  if (layers_file && !load_yaml(layers_file, why)) {
+    *why = "layers: " + *why;
+    return false;
+  }
+  if (steps && !*steps) {
+    *why = "steps needs an event name";
+    return false;
+  }
+  if (steps) set_step_name(steps);
+  return true;
+}
+
 bool layer_table::load_yaml(const std::string &path, std::string *why) {
   detail::yaml_value root;
   std::string reason;

@@ -34,6 +34,9 @@ class layer_table {
   // must be a regular file (read from memory). Returns false with *why on any problem: no file,
   // not YAML, no `layers` map, a category in two layers, more than 32 layers.
   bool load_yaml(const std::string &path, std::string *why);
+  // `--layers FILE` and `--steps NAME` as a caller got them (each null when not given): false
+  // with *why ("layers: ..." or "steps needs an event name").
+  bool configure(const char *layers_file, const char *steps, std::string *why);
   // --steps NAME: the events named NAME, or whose `cat.name` is NAME, are the steps.
   void set_step_name(const std::string &name) { step_name_ = name; }
   const std::string &step_name() const { return step_name_; }

@@ -11,6 +11,7 @@ namespace dftrace::analysis {
 namespace {
 
 constexpr char k_tag[8] = {'d', 'f', 't', 'p', 'a', 'r', 't', '2'};
+constexpr char k_names_tag[8] = {'d', 'f', 't', 'n', 'a', 'm', 'e', '1'};
 
 struct writer {
   std::string o;
@@ -387,6 +388,54 @@ bool decode_partial(std::string_view bytes, input_report *in, analysis_partial *
   }
   if (!r.ok || r.at != bytes.size()) {
     *why = "a partial analysis is cut short or malformed";
+    return false;
+  }
+  return true;
+}
+
+std::string encode_names(const std::map<std::string, name_summary> &names,
+                         const std::vector<std::string> &unread) {
+  writer w;
+  w.o.append(k_names_tag, sizeof k_names_tag);
+  w.u(names.size());
+  for (const auto &kv : names) {
+    w.s(kv.first);
+    w.u(kv.second.calls);
+    w.u(kv.second.total);
+    w.u(kv.second.p50);
+    w.u(kv.second.p99);
+  }
+  put_strings(w, unread);
+  return std::move(w.o);
+}
+
+std::string encode_collected_names(collection &c) {
+  std::vector<std::string> unread;
+  std::string out = encode_names(
+      summarize_names(c.names, &c.spill, &unread, durations_budget(c.spill_after)), unread);
+  decltype(c.names)().swap(c.names);
+  return out;
+}
+
+bool decode_names(std::string_view bytes, std::map<std::string, name_summary> *names,
+                  std::vector<std::string> *unread, std::string *why) {
+  if (bytes.size() < sizeof k_names_tag ||
+      std::memcmp(bytes.data(), k_names_tag, sizeof k_names_tag) != 0) {
+    *why = "not a run's name figures of this version";
+    return false;
+  }
+  reader r{bytes, sizeof k_names_tag};
+  for (size_t k = r.n(40); k > 0 && r.ok; --k) {
+    std::string key = r.s();
+    name_summary &n = (*names)[key];
+    n.calls = r.u();
+    n.total = r.u();
+    n.p50 = r.u();
+    n.p99 = r.u();
+  }
+  get_strings(r, unread);
+  if (!r.ok || r.at != bytes.size()) {
+    *why = "a run's name figures are cut short or malformed";
     return false;
   }
   return true;

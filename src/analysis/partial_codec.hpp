@@ -8,6 +8,7 @@
 
 #include "analysis/analyze.hpp"
 #include "analysis/inputs.hpp"
+#include "analysis/name_stats.hpp"
 
 namespace dftrace::analysis {
 
@@ -15,6 +16,16 @@ std::string encode_partial(const input_report &in, const analysis_partial &p);
 // False with *why when the bytes are not a whole partial of this version.
 bool decode_partial(std::string_view bytes, input_report *in, analysis_partial *p,
                     std::string *why);
+
+// A run's name figures (summarize_names) and the names whose durations could not be read back,
+// as bytes: what a read that also collected names (`dftrace report --compare`) keeps for the
+// later call that compares the run with another. False with *why when malformed.
+std::string encode_names(const std::map<std::string, name_summary> &names,
+                         const std::vector<std::string> &unread);
+// c's names summarized (summarize_names, within c's durations budget), freed, and encoded.
+std::string encode_collected_names(collection &c);
+bool decode_names(std::string_view bytes, std::map<std::string, name_summary> *names,
+                  std::vector<std::string> *unread, std::string *why);
 
 // The input reports of disjoint sets of files as one: files, problems and counts, ordered as
 // read_traces orders them (by path), a problem of no file said once.

@@ -31,7 +31,9 @@ def trace_lines(pid, rank):
     return "[\n" + "\n".join(lines) + "\n]\n"
 
 
-def test_report_opens_each_trace_once(tmp_path):
+def count_opens(tmp_path, compare):
+    """Runs `dftrace report` on a run of two ranks (with --compare BASE, another run of two
+    ranks, when compare) under the I/O tracer; {path: opens} of every trace file of both runs."""
     pytest.importorskip("matplotlib")
     pytest.importorskip("pandas")
     cli = os.path.join(os.environ.get("DFTRACE_BUILD_DIR", ""), "tools", "dftrace")
@@ -42,12 +44,19 @@ def test_report_opens_each_trace_once(tmp_path):
         pytest.skip("the I/O tracer is not built (%s)" % io_lib)
     data = tmp_path / "run"
     data.mkdir()
-    paths = []
+    paths, base = [], []
     for rank in range(2):
         p = data / ("t-%d.gz" % rank)
         with gzip.open(p, "wt") as f:
             f.write(trace_lines(100 + rank, rank))
         paths.append(str(p))
+    if compare:
+        (data / "base").mkdir()
+        for rank in range(2):
+            p = data / "base" / ("b-%d.gz" % rank)
+            with gzip.open(p, "wt") as f:
+                f.write(trace_lines(200 + rank, rank))
+            base.append(str(p))
     io_dir = tmp_path / "io"
     io_dir.mkdir()
     env = {k: v for k, v in os.environ.items()
@@ -56,12 +65,15 @@ def test_report_opens_each_trace_once(tmp_path):
         os.path.abspath(x) for x in os.environ.get("PYTHONPATH", "").split(os.pathsep) if x)
     out = tmp_path / "r.html"
     cmd = [cli, "run", "--prefix", str(io_dir / "io"), "--data-dirs", str(data), "--",
-           cli, "report", *paths, "-o", str(out)]
+           cli, "report", *paths, "-o", str(out)] + (["--compare", ",".join(base)]
+                                                      if compare else [])
     p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
     assert p.returncode == 0, p.stdout + p.stderr
     page = out.read_text()
     assert 'id="bound-by"' in page and 'id="steps"' in page, "the report lacks its sections"
-    opens = {path: 0 for path in paths}
+    if compare:
+        assert 'id="compare"' in page, "the report lacks its comparison"
+    opens = {path: 0 for path in paths + base}
     for t in read_traces(str(io_dir)):
         files = {r["args"]["value"]: r["args"]["name"] for r in t.records
                  if r.get("name") == "FH"}
@@ -70,4 +82,16 @@ def test_report_opens_each_trace_once(tmp_path):
                 name = files.get(e.get("args", {}).get("fhash"))
                 if name in opens:
                     opens[name] += 1
-    assert opens == {path: 1 for path in paths}, opens
+    return opens
+
+
+def test_report_opens_each_trace_once(tmp_path):
+    opens = count_opens(tmp_path, compare=False)
+    assert opens == {path: 1 for path in opens}, opens
+
+
+def test_report_compare_opens_each_trace_once(tmp_path):
+    """With --compare BASE, the new run is read once for the report and its comparison, and
+    the base run once."""
+    opens = count_opens(tmp_path, compare=True)
+    assert opens == {path: 1 for path in opens}, opens

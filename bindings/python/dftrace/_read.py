@@ -152,17 +152,21 @@ def _dataframe(raw, files, want_args, keys, resolve, columns):
     return df
 
 
-def read_with_partial(files, args, threads=0, steps=None, layers=None):
+def read_with_partial(files, args, threads=0, steps=None, layers=None, names=False):
     """read(files, args=args, threads=threads) and dftrace._analysis.partial(files, steps,
     layers, threads) from one pass over the files (each inflated and parsed once, for both):
     (DataFrame, partial bytes for dftrace._analyze.merge_one). files: trace files (as
-    trace_files gives them); args: a list of argument keys."""
+    trace_files gives them); args: a list of argument keys. names: also each (cat, name)'s
+    figures, collected in the same pass, for dftrace._analysis.diff (`dftrace report --compare`):
+    (DataFrame, partial, names bytes)."""
     from . import _reader
 
     want_args, keys = _keys(list(args), True)
     layers = os.fspath(layers) if layers is not None else None
-    raw, partial = _reader.read_with_analysis(files, keys, int(threads), steps, layers)
-    return _dataframe(raw, files, want_args, keys, True, None), partial
+    raw, partial, figures = _reader.read_with_analysis(files, keys, int(threads), steps, layers,
+                                                       bool(names))
+    df = _dataframe(raw, files, want_args, keys, True, None)
+    return (df, partial, figures) if names else (df, partial)
 
 
 def windows(raw):

@@ -450,10 +450,12 @@ def build(paths, title=None, compare=None):
     matplotlib.use("Agg")
     from . import _read, report_analysis
     files = _read.trace_files(paths)
-    # One pass over the files gives both the events and the analysis' partial.
-    df, partial = _read.read_with_partial(files, ["ret", "size", "bytes"] + _TELEMETRY_SERIES)
+    # One pass over the files gives the events, the analysis' partial and, to compare the run
+    # with a base run, each name's figures.
+    df, partial, *names = _read.read_with_partial(
+        files, ["ret", "size", "bytes"] + _TELEMETRY_SERIES, names=bool(compare))
     analysis = {sid: (h, body) for sid, h, body in report_analysis.sections(
-        files, compare, df.attrs.get("windows", ()), partial)}
+        files, compare, df.attrs.get("windows", ()), partial, names[0] if names else None)}
     x = df[df.ts > 0]
     t0 = int(x.ts.min()) if len(x) else 0
     t1 = int((x.ts + x.dur).max()) if len(x) else 0

@@ -2,14 +2,13 @@
 stragglers, collectives, the I/O characterisation and, with --compare, `dftrace diff`.
 
 Every figure comes from the analysis engine (dftrace.analyze, the document of `dftrace analyze
---json`) or from `dftrace diff --json`; nothing here computes them again. Times in the tables
-are the document's nanoseconds shown in ms with 3 decimals (exact to the microsecond), counts
-and bytes as integers. A section whose subject the traces lack says why in one line.
+--json`) or from the document of `dftrace diff --json` (made by the same engine in this
+process); nothing here computes them again. Times in the tables are the document's
+nanoseconds shown in ms with 3 decimals (exact to the microsecond), counts and bytes as
+integers. A section whose subject the traces lack says why in one line.
 """
 import json
 import os
-import shutil
-import subprocess
 
 from .report import (_MAX_ROWS, _MAX_SERIES, _MAX_TABLE, _cut_note, _label, _svg, _table,
                      _thin, _ticks)
@@ -258,38 +257,28 @@ def _io(r):
     return head + _histograms(io) + _heat_map(r, io) + _io_files(io)
 
 
-def _command():
-    """The dftrace command (`dftrace report` names itself in DFTRACE_COMMAND), else the one on
-    PATH."""
-    cmd = os.environ.get("DFTRACE_COMMAND") or shutil.which("dftrace")
-    if not cmd:
-        raise ValueError("--compare runs `dftrace diff`, which was not found (run `dftrace "
-                         "report`, or put dftrace on PATH)")
-    return cmd
-
-
-def diff(base, files):
+def diff(base, files, partial=None, names=None):
     """The document of `dftrace diff --json --allow-damaged` of the run `base` (a trace, a
-    directory, a glob, or a list of them) against `files`. Both runs go to the command as lists
-    of NUL-ended paths (`--base-list`, `--new-list`), so that any path is passed whole."""
-    import tempfile
+    directory, a glob, or a list of them) against `files`, computed in this process by the
+    same engine (dftrace._analysis.diff). partial and names: what
+    dftrace._read.read_with_partial(files, ..., names=True) gave of the new run, which is then
+    not read again; None: `files` are read here."""
     from ._read import trace_files
+    try:
+        from . import _analysis
+    except ImportError as e:
+        raise ValueError("--compare needs dftrace's extension _analysis: %s" % e) from None
+    what = base
     if isinstance(base, str) and not os.path.exists(base) and "," in base:
         base = base.split(",")  # a comma-separated list, as `dftrace diff` takes one
     base_files = trace_files(base)
-    with tempfile.TemporaryDirectory(prefix="dftrace-report-") as tmp:
-        lists = []
-        for name, run in (("base", base_files), ("new", files)):
-            path = os.path.join(tmp, name)
-            with open(path, "wb") as f:
-                f.write(b"".join(os.fsencode(x) + b"\0" for x in run))
-            lists.append(path)
-        p = subprocess.run([_command(), "diff", "--base-list", lists[0], "--new-list", lists[1],
-                            "--json", "--allow-damaged"], capture_output=True, text=True)
-    if p.returncode != 0:
-        why = p.stderr.strip().splitlines()
-        raise ValueError("--compare: dftrace diff failed: %s" % (why[-1] if why else p.returncode))
-    return json.loads(p.stdout)
+    if not base_files:
+        raise ValueError("--compare: no trace files in %s" % what)
+    if not files:
+        raise ValueError("--compare: the report has no trace files to compare")
+    if partial is None or names is None:
+        partial = names = None
+    return json.loads(_analysis.diff(base_files, list(files), partial, names, None, None, 0))
 
 
 def _num(x):
@@ -298,8 +287,8 @@ def _num(x):
     return str(int(x)) if float(x).is_integer() else "%.3f" % x
 
 
-def _compare(base, files):
-    d = diff(base, files)
+def _compare(base, files, partial=None, names=None):
+    d = diff(base, files, partial, names)
     rows = [(k, _num(m["base"]), _num(m["new"]), _num(m["change"]),
              "-" if m["change_pct"] is None else "%+.2f%%" % m["change_pct"])
             for k, m in d["metrics"].items()]
@@ -472,7 +461,7 @@ def _collectives(r):
     return head + per_op + _svg(fig) + per_rank + overlap
 
 
-def sections(files, compare=None, windows=(), partial=None):
+def sections(files, compare=None, windows=(), partial=None, names=None):
     """The analysis sections of the report: [(id, heading, HTML body)], in page order.
 
     Args:
@@ -482,6 +471,8 @@ def sections(files, compare=None, windows=(), partial=None):
             adds the section `windows` when there are any.
         partial: the files' analysis partial, read with their DataFrame
             (dftrace._read.read_with_partial); None: the files are analysed here.
+        names: the files' name figures, read with partial (read_with_partial's names=True),
+            for the comparison; None: the comparison reads the files again.
 
     Returns:
         A list of (section id, heading, body) tuples; a section without a subject in these
@@ -513,5 +504,6 @@ def sections(files, compare=None, windows=(), partial=None):
         out.append(("windows", "Flight recorder: captured windows", _windows(r, windows)))
     out.append(("io-characterisation", "I/O characterisation", _io(r)))
     if compare:
-        out.append(("compare", "Compared with a base run", _compare(compare, files)))
+        out.append(("compare", "Compared with a base run",
+                    _compare(compare, files, partial, names)))
     return out

@@ -13,6 +13,7 @@
 
 #include "../common/py_strings.hpp"
 #include "analysis/analyze.hpp"
+#include "analysis/diff_json.hpp"
 #include "analysis/findings.hpp"
 #include "analysis/inputs.hpp"
 #include "analysis/partial_codec.hpp"
@@ -180,6 +181,88 @@ PyObject *merge_doc(PyObject *, PyObject *args) {
   return Py_BuildValue("(NN)", text, items);
 }
 
+// A run read whole (its names' durations collected) into *out, as `dftrace diff` reads each.
+void read_run(const std::vector<std::string> &paths, layer_table table, int threads,
+              run_summary *out) {
+  table.set_name_stats(true);
+  dftrace::detail::read_options opt;
+  opt.threads = threads;
+  collection c;
+  c.spill_after = spill_budget();
+  input_report in;
+  read_traces(paths, table, opt, &c, &in, {});
+  out->events = c.counts.objects;
+  std::vector<std::string> unread;
+  out->names = summarize_names(c.names, &c.spill, &unread, durations_budget(c.spill_after));
+  decltype(c.names)().swap(c.names);
+  out->r = analyze(c, table);
+  out->steps = out->r.steps.size();
+  std::vector<step_result>().swap(out->r.steps);
+}
+
+// The new run from what read_with_analysis(..., names=True) left of it: one partial merged,
+// as analyze() merges it; false with *why.
+bool run_of_partial(std::string_view partial, std::string_view names, const layer_table &table,
+                    run_summary *out, std::string *why) {
+  std::vector<analysis_partial> parts(1);
+  input_report in;
+  std::vector<std::string> unread;
+  if (!decode_partial(partial, &in, &parts[0], why) ||
+      !decode_names(names, &out->names, &unread, why) ||
+      !merge_partials(parts, table, &out->r, why))
+    return false;
+  out->events = in.counts.objects;
+  out->steps = out->r.steps.size();
+  std::vector<step_result>().swap(out->r.steps);
+  return true;
+}
+
+// diff(base_paths, new_paths, new_partial, new_names, steps, layers, threads) -> str: the
+// document of `dftrace diff --json --allow-damaged BASE NEW`. The new run is new_partial and
+// new_names (read_with_analysis with names) when given, else new_paths read here.
+PyObject *diff(PyObject *, PyObject *args) {
+  PyObject *base_o, *new_o;
+  const char *partial = nullptr, *names = nullptr, *steps = nullptr, *layers = nullptr;
+  Py_ssize_t partial_len = 0, names_len = 0;
+  int threads = 0;
+  if (!PyArg_ParseTuple(args, "OOz#z#zzi", &base_o, &new_o, &partial, &partial_len, &names,
+                        &names_len, &steps, &layers, &threads))
+    return nullptr;
+  std::vector<std::string> base_paths, new_paths;
+  if (!dftrace::python::strings_of(base_o, &base_paths, "base paths") ||
+      !dftrace::python::strings_of(new_o, &new_paths, "new paths"))
+    return nullptr;
+  layer_table table;
+  if (!make_table(layers, steps, &table)) return nullptr;
+  if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::string json, failure, why;
+  Py_BEGIN_ALLOW_THREADS;
+  try {
+    run_summary base, now;
+    if (!partial || !names) {
+      read_run(new_paths, table, threads, &now);
+    } else if (!run_of_partial(std::string_view(partial, static_cast<size_t>(partial_len)),
+                               std::string_view(names, static_cast<size_t>(names_len)), table, &now,
+                               &why)) {
+      failure = why;
+    }
+    if (failure.empty()) {
+      read_run(base_paths, table, threads, &base);
+      std::vector<std::string> appeared, vanished;
+      appeared_vanished(base, now, &appeared, &vanished);
+      diff_json(json, compare_runs(base, now), base, now, appeared, vanished, {});
+    }
+  } catch (const std::exception &e) {
+    failure = e.what();
+  }
+  Py_END_ALLOW_THREADS;
+  if (!failure.empty()) {
+    PyErr_SetString(why.empty() ? PyExc_MemoryError : PyExc_ValueError, failure.c_str());
+    return nullptr;
+  }
+  return PyUnicode_FromStringAndSize(json.data(), static_cast<Py_ssize_t>(json.size()));
+}
+
 PyMethodDef methods[] = {
     {"partial", partial, METH_VARARGS,
      "partial(paths, steps, layers, threads) -> bytes: the files read and their groups analysed"},
@@ -188,6 +271,9 @@ PyMethodDef methods[] = {
     {"merge_doc", merge_doc, METH_VARARGS,
      "merge_doc(partials, steps, layers, rules) -> (str, list): the document with steps.items "
      "empty, and the items as dicts"},
+    {"diff", diff, METH_VARARGS,
+     "diff(base_paths, new_paths, new_partial, new_names, steps, layers, threads) -> str: the "
+     "document of `dftrace diff --json --allow-damaged`"},
     {nullptr, nullptr, 0, nullptr}};
 
 PyModuleDef module_def = {PyModuleDef_HEAD_INIT,

@@ -579,15 +579,17 @@ PyObject *read_columns(PyObject *, PyObject *a) {
   return result_dict(all, w, problems, units);
 }
 
-// read_with_analysis(paths, args, threads, steps, layers) -> (dict, bytes): read_columns'
-// dict of every event of the files (with the argument columns `args`) and the analysis
-// partial of dftrace._analysis.partial(paths, steps, layers, threads), from one pass over the
-// files: each block is inflated once, then scanned for both on the same worker.
+// read_with_analysis(paths, args, threads, steps, layers, names=False) -> (dict, bytes, bytes):
+// read_columns' dict of every event of the files (with the argument columns `args`) and the
+// analysis partial of dftrace._analysis.partial(paths, steps, layers, threads), from one pass
+// over the files: each block is inflated once, then scanned for all on the same worker; with
+// names, each (cat, name)'s figures for dftrace._analysis.diff (else empty bytes).
 PyObject *read_with_analysis(PyObject *, PyObject *a) {
   PyObject *paths_o, *args_o;
-  int threads = 0;
+  int threads = 0, names_on = 0;
   const char *steps = nullptr, *layers = nullptr;
-  if (!PyArg_ParseTuple(a, "OOizz", &paths_o, &args_o, &threads, &steps, &layers)) return nullptr;
+  if (!PyArg_ParseTuple(a, "OOizz|p", &paths_o, &args_o, &threads, &steps, &layers, &names_on))
+    return nullptr;
   request rq;
   using dftrace::python::strings_of;
   if (!strings_of(paths_o, &rq.paths, "paths") || !strings_of(args_o, &rq.w.args, "args"))
@@ -595,21 +597,17 @@ PyObject *read_with_analysis(PyObject *, PyObject *a) {
   for (const auto &k : rq.w.args) rq.w.arg_sigs.push_back(sig_of(k));
   dftrace::analysis::layer_table table;
   std::string why;
-  if (layers && !table.load_yaml(layers, &why)) {
-    PyErr_SetString(PyExc_ValueError, ("layers: " + why).c_str());
+  if (!table.configure(layers, steps, &why)) {
+    PyErr_SetString(PyExc_ValueError, why.c_str());
     return nullptr;
   }
-  if (steps && !*steps) {
-    PyErr_SetString(PyExc_ValueError, "steps needs an event name");
-    return nullptr;
-  }
-  if (steps) table.set_step_name(steps);
+  table.set_name_stats(names_on != 0);
   const what &w = rq.w;
   result all;
   all.args.resize(w.args.size());
   column_pool pool;
   std::vector<std::string> problems, units;
-  std::string partial, failure;
+  std::string partial, names, failure;
   Py_BEGIN_ALLOW_THREADS;
   try {
     dftrace::detail::read_options opt;
@@ -620,6 +618,7 @@ PyObject *read_with_analysis(PyObject *, PyObject *a) {
     c.spill_after = dftrace::analysis::spill_budget();
     dftrace::analysis::input_report in;
     dftrace::analysis::read_traces(rq.paths, table, opt, &c, &in, {}, &cols);
+    if (names_on) names = dftrace::analysis::encode_collected_names(c);  // before the analysis
     partial = dftrace::analysis::encode_partial(in, dftrace::analysis::analyze_groups(c, table));
   } catch (const std::exception &e) {
     failure = e.what();
@@ -634,7 +633,8 @@ PyObject *read_with_analysis(PyObject *, PyObject *a) {
   }
   PyObject *d = result_dict(all, w, problems, units);
   if (!d) return nullptr;
-  return Py_BuildValue("(Ny#)", d, partial.data(), static_cast<Py_ssize_t>(partial.size()));
+  return Py_BuildValue("(Ny#y#)", d, partial.data(), static_cast<Py_ssize_t>(partial.size()),
+                       names.data(), static_cast<Py_ssize_t>(names.size()));
 }
 
 PyMethodDef methods[] = {
