@@ -1,8 +1,6 @@
 // block_reader.cpp: a file's parts delivered as blocks of whole lines, in file order: the
 // members and slices inflated in one call each, the stream inflated step by step and cut into
 // blocks, and the ordered worker pool that the tools run their per-block work on.
-#include <zlib.h>
-
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -13,93 +11,12 @@
 #include <mutex>
 
 #include "base/thread_group.hpp"
+#include "reader/stream_inflater.hpp"
 #include "reader/trace_reader.hpp"
-
-#ifdef DFTRACE_HAVE_ISAL
-#include <isa-l/igzip_lib.h>
-#endif
 
 namespace dftrace::detail {
 
 namespace {
-
-// One gzip stream, inflated step by step: ISA-L's inflate when present (about twice as
-// fast as zlib's), zlib otherwise.
-class stream_inflater {
- public:
-  enum result { progress, member_end, stalled, failed };
-
-  stream_inflater() {
-#ifdef DFTRACE_HAVE_ISAL
-    if (!std::getenv("DFTRACE_READER_ZLIB")) {
-      use_isal_ = true;
-      reset();
-      return;
-    }
-#endif
-    zlib_ok_ = inflateInit2(&zs_, 15 + 16) == Z_OK;
-  }
-  ~stream_inflater() {
-    if (zlib_ok_) inflateEnd(&zs_);
-  }
-  bool ok() const { return use_isal_ || zlib_ok_; }
-
-  // Begins a new gzip member.
-  void reset() {
-#ifdef DFTRACE_HAVE_ISAL
-    if (use_isal_) {
-      isal_inflate_init(&st_);
-      st_.crc_flag = ISAL_GZIP;
-      return;
-    }
-#endif
-    inflateReset(&zs_);
-  }
-
-  // Inflates from in[0..n_in) into out[0..n_out); says how much it took and gave.
-  result run(const uint8_t *in, size_t n_in, char *out, size_t n_out, size_t *consumed,
-             size_t *produced, std::string *why) {
-    const uint32_t ni = static_cast<uint32_t>(std::min<size_t>(n_in, 1u << 30));
-    const uint32_t no = static_cast<uint32_t>(std::min<size_t>(n_out, 1u << 30));
-#ifdef DFTRACE_HAVE_ISAL
-    if (use_isal_) {
-      st_.next_in = const_cast<uint8_t *>(in);
-      st_.avail_in = ni;
-      st_.next_out = reinterpret_cast<uint8_t *>(out);
-      st_.avail_out = no;
-      const int r = isal_inflate(&st_);
-      *consumed = ni - st_.avail_in;
-      *produced = no - st_.avail_out;
-      if (r < 0) {
-        *why = r == ISAL_INCORRECT_CHECKSUM ? "wrong checksum" : "invalid deflate data";
-        return failed;
-      }
-      if (st_.block_state == ISAL_BLOCK_FINISH) return member_end;
-      return (*consumed || *produced) ? progress : stalled;
-    }
-#endif
-    zs_.next_in = const_cast<Bytef *>(in);
-    zs_.avail_in = ni;
-    zs_.next_out = reinterpret_cast<Bytef *>(out);
-    zs_.avail_out = no;
-    const int r = inflate(&zs_, Z_NO_FLUSH);
-    *consumed = ni - zs_.avail_in;
-    *produced = no - zs_.avail_out;
-    if (r == Z_STREAM_END) return member_end;
-    if (r == Z_OK) return progress;
-    if (r == Z_BUF_ERROR) return (*consumed || *produced) ? progress : stalled;
-    *why = zs_.msg ? zs_.msg : "zlib error";
-    return failed;
-  }
-
- private:
-  bool use_isal_ = false;
-  bool zlib_ok_ = false;
-  z_stream zs_{};
-#ifdef DFTRACE_HAVE_ISAL
-  inflate_state st_{};
-#endif
-};
 
 // At pos, after a member's end: whether another member follows; when none does, what follows
 // the gzip data (zero bytes or others) becomes an issue.

@@ -1,18 +1,13 @@
 // time_unit.cpp: the unit of a trace's times (time_unit.hpp).
 #include "reader/time_unit.hpp"
 
-#include <zlib.h>
-
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
 #include <string_view>
 
-#ifdef DFTRACE_HAVE_ISAL
-#include <isa-l/igzip_lib.h>
-#endif
+#include "reader/stream_inflater.hpp"
 
 namespace dftrace::detail {
 
@@ -49,74 +44,31 @@ size_t count_lines(const char *p, size_t n) {
   return lines;
 }
 
-// One member after another, inflated into out (k_scan_bytes of room) by steps; *len the text.
-#ifdef DFTRACE_HAVE_ISAL
-void inflate_start_isal(const uint8_t *p, size_t n, char *out, size_t *len) {
-  inflate_state st;
-  isal_inflate_init(&st);
-  st.crc_flag = ISAL_GZIP;
-  st.next_in = const_cast<uint8_t *>(p);
-  st.avail_in = static_cast<uint32_t>(std::min<size_t>(n, 1u << 30));
-  size_t used = 0, lines = 0;
-  while (used < k_scan_bytes && lines < static_cast<size_t>(k_scan_lines)) {
-    st.next_out = reinterpret_cast<uint8_t *>(out + used);
-    st.avail_out = static_cast<uint32_t>(std::min(k_scan_step, k_scan_bytes - used));
-    const uint32_t room = st.avail_out;
-    const int rc = isal_inflate(&st);
-    const size_t got = room - st.avail_out;
-    lines += count_lines(out + used, got);
-    used += got;
-    if (rc != ISAL_DECOMP_OK) break;  // damage: what came before it is still scanned
-    if (st.block_state == ISAL_BLOCK_FINISH) {
-      if (st.avail_in == 0) break;
-      const uint8_t *next = st.next_in;  // the next member, if any
-      const uint32_t left = st.avail_in;
-      isal_inflate_init(&st);
-      st.crc_flag = ISAL_GZIP;
-      st.next_in = const_cast<uint8_t *>(next);
-      st.avail_in = left;
-      continue;
-    }
-    if (got == 0 && st.avail_out > 0) break;  // no progress: the input ends
-  }
-  *len = used;
-}
-#endif
-
-void inflate_start_zlib(const uint8_t *p, size_t n, char *out, size_t *len) {
-  *len = 0;
-  z_stream zs{};
-  if (inflateInit2(&zs, 15 + 16) != Z_OK) return;
-  zs.next_in = const_cast<Bytef *>(p);
-  zs.avail_in = static_cast<uInt>(std::min<size_t>(n, 1u << 30));
-  size_t used = 0, lines = 0;
-  while (used < k_scan_bytes && lines < static_cast<size_t>(k_scan_lines)) {
-    zs.next_out = reinterpret_cast<Bytef *>(out + used);
-    zs.avail_out = static_cast<uInt>(std::min(k_scan_step, k_scan_bytes - used));
-    const size_t room = zs.avail_out;
-    const int rc = inflate(&zs, Z_NO_FLUSH);
-    const size_t got = room - zs.avail_out;
-    lines += count_lines(out + used, got);
-    used += got;
-    if (rc == Z_STREAM_END) {
-      if (zs.avail_in == 0 || inflateReset(&zs) != Z_OK) break;  // the next member, if any
-      continue;
-    }
-    if (rc != Z_OK) break;  // damage (or no progress): what came before it is still scanned
-  }
-  inflateEnd(&zs);
-  *len = used;
-}
-
+// One member after another, inflated into a buffer of k_scan_bytes by steps; *len the text.
 std::unique_ptr<char[]> inflate_start(const uint8_t *p, size_t n, size_t *len) {
   std::unique_ptr<char[]> out(new char[k_scan_bytes]);
-#ifdef DFTRACE_HAVE_ISAL
-  if (!std::getenv("DFTRACE_READER_ZLIB")) {
-    inflate_start_isal(p, n, out.get(), len);
-    return out;
+  *len = 0;
+  stream_inflater inf;
+  if (!inf.ok()) return out;
+  size_t pos = 0, used = 0, lines = 0;
+  std::string why;
+  while (used < k_scan_bytes && lines < static_cast<size_t>(k_scan_lines)) {
+    size_t consumed = 0, got = 0;
+    const stream_inflater::result r =
+        inf.run(p + pos, n - pos, out.get() + used, std::min(k_scan_step, k_scan_bytes - used),
+                &consumed, &got, &why);
+    pos += consumed;
+    lines += count_lines(out.get() + used, got);
+    used += got;
+    if (r == stream_inflater::member_end) {
+      if (pos >= n) break;
+      inf.reset();  // the next member, if any
+      continue;
+    }
+    // damage (or no progress: the input ends): what came before it is still scanned
+    if (r != stream_inflater::progress) break;
   }
-#endif
-  inflate_start_zlib(p, n, out.get(), len);
+  *len = used;
   return out;
 }
 

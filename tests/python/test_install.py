@@ -230,16 +230,23 @@ def test_fresh_venv_dftrace_run_traces_io(venv, tmp_path):
             and e["args"].get("fhash") == fhash], events
 
 
+def _run_torch(venv, tmp_path, name, text):
+    """`dftrace run --torch` of the script `text`, written as `name`, in the environment: the
+    environment's own Python runs it, started by the start-up hook of the environment's package
+    (not of the build tree or the system). Returns the finished process."""
+    (tmp_path / name).write_text(text)
+    p = venv.run(["dftrace", "run", "--torch", "--no-io", "--out", "out", name, name], tmp_path)
+    _uses_the_venv(venv, p.stdout)
+    assert _said(p.stdout, "start-up") == os.path.join(venv.package, "_autostart",
+                                                       "sitecustomize.py"), p.stdout
+    return p
+
+
 def test_fresh_venv_dftrace_run_torch_starts_its_hook(venv, tmp_path):
     """`dftrace run --torch` in the fresh environment (no torch, no numpy): the start-up hook is
     the environment's, the script runs and is traced, and the summary, which needs numpy, says
     so in one line instead of failing."""
-    (tmp_path / "prog.py").write_text(TRACED)
-    p = venv.run(["dftrace", "run", "--torch", "--no-io", "--out", "out", "prog.py", "prog.py"],
-                 tmp_path)
-    _uses_the_venv(venv, p.stdout)
-    assert _said(p.stdout, "start-up") == os.path.join(venv.package, "_autostart",
-                                                       "sitecustomize.py"), p.stdout
+    p = _run_torch(venv, tmp_path, "prog.py", TRACED)
     assert "Traceback" not in p.stderr and "needs numpy" in p.stderr, p.stderr
     (trace,) = glob.glob(str(tmp_path / "out" / "trace-*.pfw.gz"))
     assert [e for e in _events(venv, trace, tmp_path) if e["name"] == "forward"]
@@ -297,13 +304,7 @@ def test_dftrace_run_torch_in_venv(venv_with_system, tmp_path):
     if not _system_has("torch"):
         pytest.skip("torch is not installed (Debian: python3-torch)")
     venv = venv_with_system
-    (tmp_path / "train.py").write_text(TRAIN)
-    p = venv.run(["dftrace", "run", "--torch", "--no-io", "--out", "out", "train.py", "train.py"],
-                 tmp_path)
-    _uses_the_venv(venv, p.stdout)
-    # The start-up hook of this environment's package, not of the build tree or the system.
-    assert _said(p.stdout, "start-up") == os.path.join(venv.package, "_autostart",
-                                                       "sitecustomize.py"), p.stdout
+    p = _run_torch(venv, tmp_path, "train.py", TRAIN)
     assert "dftrace run: summary" in p.stderr and "steps 3 " in p.stderr, p.stderr
     (trace,) = glob.glob(str(tmp_path / "out" / "trace-*.pfw.gz"))
     names = [e["name"] for e in _events(venv, trace, tmp_path) if e["ph"] == "X"]

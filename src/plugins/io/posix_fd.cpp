@@ -298,26 +298,31 @@ void closefrom(int lowfd) {
   if (!in_vfork_child()) fd_forget_range(std::max(lowfd, 0), 1 << 30);
 }
 
-#define DFTRACE_IO_SHAPE_TRANSFER(cat, name, event, buf_type)                              \
-  DFTRACE_IO_DEFINE(                                                                       \
-      cat, name, event, ssize_t, (int fd, buf_type buf, size_t count),                     \
-      DFTRACE_IO_PASS_FD(fd, real_##name(fd, buf, count));                                 \
-      return out_of_line(                                                                  \
-          [](dftrace_node_t *n, decltype(real_##name) real, int d, buf_type b, size_t c) { \
-            return traced_transfer(n, d, c, [&] { return real(d, b, c); });                \
-          },                                                                               \
-          node_, real_##name, fd, buf, count);)
+// The body of a wrapper on fd whose traced path runs out of line (interpose.hpp: out_of_line):
+// the pass-through when fd is not traced, else slow(node_, real_##name, fd, args...).
+#define DFTRACE_IO_FD_OUT_OF_LINE(name, slow, ...)      \
+  DFTRACE_IO_PASS_FD(fd, real_##name(fd, __VA_ARGS__)); \
+  return out_of_line(slow, node_, real_##name, fd, __VA_ARGS__);
+
+#define DFTRACE_IO_SHAPE_TRANSFER(cat, name, event, buf_type)                                     \
+  DFTRACE_IO_DEFINE(                                                                              \
+      cat, name, event, ssize_t, (int fd, buf_type buf, size_t count),                            \
+      DFTRACE_IO_FD_OUT_OF_LINE(                                                                  \
+          name, ([](dftrace_node_t *n, decltype(real_##name) real, int d, buf_type b, size_t c) { \
+            return traced_transfer(n, d, c, [&] { return real(d, b, c); });                       \
+          }),                                                                                     \
+          buf, count))
 
 #define DFTRACE_IO_SHAPE_TRANSFER_AT(cat, name, event, buf_type, offset_type)                      \
   DFTRACE_IO_DEFINE(cat, name, event, ssize_t,                                                     \
                     (int fd, buf_type buf, size_t count, offset_type offset),                      \
-                    DFTRACE_IO_PASS_FD(fd, real_##name(fd, buf, count, offset));                   \
-                    return out_of_line(                                                            \
-                        [](dftrace_node_t *n, decltype(real_##name) real, int d, buf_type b,       \
-                           size_t c, offset_type o) {                                              \
-                          return traced_transfer_at(n, d, c, o, [&] { return real(d, b, c, o); }); \
-                        },                                                                         \
-                        node_, real_##name, fd, buf, count, offset);)
+                    DFTRACE_IO_FD_OUT_OF_LINE(name,                                                \
+                                              ([](dftrace_node_t *n, decltype(real_##name) real,   \
+                                                  int d, buf_type b, size_t c, offset_type o) {    \
+                                                return traced_transfer_at(                         \
+                                                    n, d, c, o, [&] { return real(d, b, c, o); }); \
+                                              }),                                                  \
+                                              buf, count, offset))
 
 // The checked reads of _FORTIFY_SOURCE, recorded under the names the program wrote.
 ssize_t __read_chk(int fd, void *buf, size_t count, size_t size) {
@@ -371,15 +376,14 @@ ssize_t copy_file_range(int from, off64_t *from_off, int to, off64_t *to_off, si
                     return traced_copy(node_, from, to, count,             \
                                        [&] { return real_##name(to, from, offset, count); });)
 
-#define DFTRACE_IO_SHAPE_SEEK(cat, name, event, offset_type)                               \
-  DFTRACE_IO_DEFINE(                                                                       \
-      cat, name, event, offset_type, (int fd, offset_type offset, int whence),             \
-      DFTRACE_IO_PASS_FD(fd, real_##name(fd, offset, whence));                             \
-      return out_of_line(                                                                  \
-          [](dftrace_node_t *n, decltype(real_##name) real, int d, offset_type o, int w) { \
-            return traced_seek(n, d, o, w, [&] { return real(d, o, w); });                 \
-          },                                                                               \
-          node_, real_##name, fd, offset, whence);)
+#define DFTRACE_IO_SHAPE_SEEK(cat, name, event, offset_type)                                      \
+  DFTRACE_IO_DEFINE(                                                                              \
+      cat, name, event, offset_type, (int fd, offset_type offset, int whence),                    \
+      DFTRACE_IO_FD_OUT_OF_LINE(                                                                  \
+          name, ([](dftrace_node_t *n, decltype(real_##name) real, int d, offset_type o, int w) { \
+            return traced_seek(n, d, o, w, [&] { return real(d, o, w); });                        \
+          }),                                                                                     \
+          offset, whence))
 
 #define DFTRACE_IO_SHAPE_FTRUNCATE(cat, name, event, offset_type) \
   DFTRACE_IO_DEFINE(                                              \

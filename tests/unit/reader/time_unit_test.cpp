@@ -102,6 +102,9 @@ TEST(TimeUnit, DeclaredByThePrLineOrTheStartEvent) {
       time_unit::us);
   // Several members: the declaration is in the first.
   EXPECT_EQ(unit_of(std::string(k_pr_ns) + k_event + k_event, "members", 2), time_unit::ns);
+  // Members of one line each: the scan inflates one after the other up to the declaration.
+  EXPECT_EQ(unit_of(std::string("[\n") + k_event + k_event + k_pr_ns, "later_member", 1),
+            time_unit::ns);
 }
 
 TEST(TimeUnit, OneLargeMemberIsInflatedOnlyAsFarAsTheScanLooks) {

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "../common/py_module.hpp"
 #include "../common/py_strings.hpp"
 #include "analysis/analyze.hpp"
 #include "analysis/diff_json.hpp"
@@ -52,9 +53,8 @@ PyObject *partial(PyObject *, PyObject *args) {
   if (!dftrace::python::strings_of(paths_o, &paths, "paths")) return nullptr;
   layer_table table;
   if (!make_table(layers, steps, &table)) return nullptr;
-  std::string bytes, failure;
-  Py_BEGIN_ALLOW_THREADS;
-  try {
+  std::string bytes;
+  auto work = [&] {
     dftrace::detail::read_options opt;
     opt.threads =
         threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -63,14 +63,8 @@ PyObject *partial(PyObject *, PyObject *args) {
     input_report in;
     read_traces(paths, table, opt, &c, &in, {});
     bytes = encode_partial(in, analyze_groups(c, table));
-  } catch (const std::exception &e) {
-    failure = e.what();
-  }
-  Py_END_ALLOW_THREADS;
-  if (!failure.empty()) {
-    PyErr_SetString(PyExc_MemoryError, failure.c_str());
-    return nullptr;
-  }
+  };
+  if (!dftrace::python::without_gil(work)) return nullptr;
   return PyBytes_FromStringAndSize(bytes.data(), static_cast<Py_ssize_t>(bytes.size()));
 }
 
@@ -114,10 +108,8 @@ bool merge_args(PyObject *args, merged_run *out) {
     }
   }
   Py_DECREF(fast);
-  std::string failure;
   bool split = false;
-  Py_BEGIN_ALLOW_THREADS;
-  try {
+  auto work = [&] {
     if (merge_partials(parts, table, &out->r, &why)) {
       for (const analysis_partial &p : parts) out->processes += p.procs.size();
       out->r.findings = evaluate_rules(rules, out->r);
@@ -125,16 +117,10 @@ bool merge_args(PyObject *args, merged_run *out) {
     } else {
       split = true;
     }
-  } catch (const std::exception &e) {
-    failure = e.what();
-  }
-  Py_END_ALLOW_THREADS;
+  };
+  if (!dftrace::python::without_gil(work)) return false;
   if (split) {
     PyErr_SetString(g_split_error, why.c_str());
-    return false;
-  }
-  if (!failure.empty()) {
-    PyErr_SetString(PyExc_MemoryError, failure.c_str());
     return false;
   }
   return true;
@@ -142,9 +128,8 @@ bool merge_args(PyObject *args, merged_run *out) {
 
 // The document's text, with or without its step items; nullptr with an error set.
 PyObject *document_text(const merged_run &m, bool step_items) {
-  std::string json, failure;
-  Py_BEGIN_ALLOW_THREADS;
-  try {
+  std::string json;
+  auto work = [&] {
     result_json(
         m.in, m.r, m.processes,
         [&](std::string &part) {
@@ -152,14 +137,8 @@ PyObject *document_text(const merged_run &m, bool step_items) {
           part.clear();
         },
         step_items);
-  } catch (const std::exception &e) {
-    failure = e.what();
-  }
-  Py_END_ALLOW_THREADS;
-  if (!failure.empty()) {
-    PyErr_SetString(PyExc_MemoryError, failure.c_str());
-    return nullptr;
-  }
+  };
+  if (!dftrace::python::without_gil(work)) return nullptr;
   return PyUnicode_FromStringAndSize(json.data(), static_cast<Py_ssize_t>(json.size()));
 }
 
@@ -276,15 +255,8 @@ PyMethodDef methods[] = {
      "document of `dftrace diff --json --allow-damaged`"},
     {nullptr, nullptr, 0, nullptr}};
 
-PyModuleDef module_def = {PyModuleDef_HEAD_INIT,
-                          "dftrace._analysis",
-                          "The analysis engine of `dftrace analyze`, in two phases.",
-                          -1,
-                          methods,
-                          nullptr,
-                          nullptr,
-                          nullptr,
-                          nullptr};
+PyModuleDef module_def = dftrace::python::module_def_of(
+    "dftrace._analysis", "The analysis engine of `dftrace analyze`, in two phases.", methods);
 
 }  // namespace
 

@@ -28,6 +28,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "../common/py_module.hpp"
 #include "../common/py_strings.hpp"
 #include "analysis/analyze.hpp"
 #include "analysis/inputs.hpp"
@@ -556,26 +557,19 @@ PyObject *read_columns(PyObject *, PyObject *a) {
   column_pool pool;
   std::vector<std::string> problems;
   std::vector<std::string> units;
-  std::string failure;  // an exception of the reader (memory): raised as MemoryError
-  Py_BEGIN_ALLOW_THREADS;
-  try {
+  auto work = [&] {
     dftrace::detail::read_options opt;
     opt.threads = rq.threads > 0
                       ? rq.threads
                       : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     read_all(rq, opt.threads, all, pool, problems, units);
-  } catch (const std::exception &e) {
-    failure = e.what();
-  }
-  if (failure.empty() && all.ints.cap) {
-    if (!rq.ranks_given) rq.given_ranks.insert(all.ranks.begin(), all.ranks.end());
-    map_ints(all.ints.col(0), all.rows, rq.given_ranks, -1, all.ints.col(k_ints));
-  }
-  Py_END_ALLOW_THREADS;
-  if (!failure.empty()) {
-    PyErr_Format(PyExc_MemoryError, "dftrace.read: %s", failure.c_str());
-    return nullptr;
-  }
+    if (all.ints.cap) {
+      if (!rq.ranks_given) rq.given_ranks.insert(all.ranks.begin(), all.ranks.end());
+      map_ints(all.ints.col(0), all.rows, rq.given_ranks, -1, all.ints.col(k_ints));
+    }
+  };
+  // an exception of the reader (memory): raised as MemoryError
+  if (!dftrace::python::without_gil(work, "dftrace.read: ")) return nullptr;
   return result_dict(all, w, problems, units);
 }
 
@@ -607,9 +601,8 @@ PyObject *read_with_analysis(PyObject *, PyObject *a) {
   all.args.resize(w.args.size());
   column_pool pool;
   std::vector<std::string> problems, units;
-  std::string partial, names, failure;
-  Py_BEGIN_ALLOW_THREADS;
-  try {
+  std::string partial, names;
+  auto work = [&] {
     dftrace::detail::read_options opt;
     opt.threads =
         threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -620,17 +613,11 @@ PyObject *read_with_analysis(PyObject *, PyObject *a) {
     dftrace::analysis::read_traces(rq.paths, table, opt, &c, &in, {}, &cols);
     if (names_on) names = dftrace::analysis::encode_collected_names(c);  // before the analysis
     partial = dftrace::analysis::encode_partial(in, dftrace::analysis::analyze_groups(c, table));
-  } catch (const std::exception &e) {
-    failure = e.what();
-  }
-  if (failure.empty() && all.ints.cap)
-    map_ints(all.ints.col(0), all.rows, {all.ranks.begin(), all.ranks.end()}, -1,
-             all.ints.col(k_ints));
-  Py_END_ALLOW_THREADS;
-  if (!failure.empty()) {
-    PyErr_Format(PyExc_MemoryError, "dftrace.read: %s", failure.c_str());
-    return nullptr;
-  }
+    if (all.ints.cap)
+      map_ints(all.ints.col(0), all.rows, {all.ranks.begin(), all.ranks.end()}, -1,
+               all.ints.col(k_ints));
+  };
+  if (!dftrace::python::without_gil(work, "dftrace.read: ")) return nullptr;
   PyObject *d = result_dict(all, w, problems, units);
   if (!d) return nullptr;
   return Py_BuildValue("(Ny#y#)", d, partial.data(), static_cast<Py_ssize_t>(partial.size()),
@@ -650,15 +637,8 @@ PyMethodDef methods[] = {
      "io_calls() -> ((category, symbol, event, class, bytes), ...): the interposed I/O calls"},
     {nullptr, nullptr, 0, nullptr}};
 
-PyModuleDef module_def = {PyModuleDef_HEAD_INIT,
-                          "dftrace._reader",
-                          "The columns behind dftrace.read (the C++ trace reader).",
-                          -1,
-                          methods,
-                          nullptr,
-                          nullptr,
-                          nullptr,
-                          nullptr};
+PyModuleDef module_def = dftrace::python::module_def_of(
+    "dftrace._reader", "The columns behind dftrace.read (the C++ trace reader).", methods);
 
 }  // namespace
 
