@@ -2,7 +2,7 @@
 program (ring_prog.c): what a trigger writes (the window before it, full detail after it, a
 trigger line), slow steps, the trigger signal (and a signal the program ignores left alone), no
 trigger (only the header, metadata, aggregated records and the end line), and the memory bound at
-a high event rate, a forked child's own ring. Every trace passes `dftrace validate` and is read
+a high event rate, a forked child's own ring, a burst's drops counted exactly. Every trace passes `dftrace validate` and is read
 by `dftrace.read`, the same events as the file holds."""
 import json
 import os
