@@ -20,6 +20,9 @@ namespace dftrace::detail {
 
 namespace {
 
+// output.queue_bytes in ring mode when it was not set.
+constexpr size_t k_ring_queue_bytes = size_t{4} << 20;
+
 pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
 void at_exit() {
@@ -246,6 +249,11 @@ void runtime::ring_settings(writer_settings &ws) const {
   ws.flush_interval = std::min(ws.flush_interval, cfg_.ring_seconds / 4);
   ws.member_bytes = std::min(ws.member_bytes, std::max<size_t>(4096, cfg_.ring_bytes / 4));
   ws.chunk_bytes = std::min(ws.chunk_bytes, ws.member_bytes);
+  // Unless output.queue_bytes was set, the queue is 4 MiB in ring mode (16 MiB in file mode):
+  // the memory stays within ring.bytes + 16 MiB (docs/flight-recorder.md, "Memory").
+  const auto set = cfg_.source.find("output.queue_bytes");
+  if (set == cfg_.source.end() || set->second == "default")
+    ws.queue_bytes = std::max(k_ring_queue_bytes, 4 * ws.member_bytes);
   ws.ring_after_seconds = cfg_.ring_after_steps ? 0 : cfg_.ring_after_seconds;
   ws.ring_after_text = cfg_.ring_after_steps ? std::to_string(cfg_.ring_after_steps) + " steps"
                                              : seconds_text(cfg_.ring_after_seconds);

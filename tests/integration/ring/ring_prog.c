@@ -17,9 +17,14 @@
  *   ring_prog fork SECONDS      regions for 2 s, then a fork: the child says "child PID" on
  *                               stdout after 1.5 s and makes regions for SECONDS; the parent
  *                               makes regions until the child ended, dftrace_trigger("parent"),
- *                               then regions for 0.3 s more */
+ *                               then regions for 0.3 s more
+ *   ring_prog burst THREADS N   THREADS threads each make N regions as fast as they can (each
+ *                               carries `t`, its thread, and `i`, its number there), then
+ *                               dftrace_trigger("burst"): "trigger T, made TOTAL in MS ms"
+ *                               on stdout (MS: from the threads' start to their end) */
 #include <dftrace/dftrace.h>
 #include <dirent.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -82,6 +87,36 @@ static int fork_mode(long seconds) {
   printf("parent trigger %d\n", dftrace_trigger("parent"));
   regions_until(now_ms() - g_t0 + 300);
   return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 4;
+}
+
+static double mono_ms(void);
+static long g_burst_n;
+
+static void *burst_thread(void *arg) {
+  const int64_t t = (int64_t)(intptr_t)arg;
+  uint64_t x = 88172645463325252ull + (uint64_t)t;
+  for (long i = 0; i < g_burst_n; ++i) {
+    dftrace_region_t r = dftrace_region_begin(g_work);
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17; /* values that do not compress away */
+    dftrace_region_arg_uint(r, "x", x);
+    dftrace_region_arg_int(r, "t", t);
+    dftrace_region_arg_int(r, "i", i);
+    dftrace_region_end(r);
+  }
+  return NULL;
+}
+
+static int burst_mode(long threads, long n) {
+  pthread_t tid[64];
+  if (threads < 1 || threads > 64) return 2;
+  g_burst_n = n;
+  const double start = mono_ms();
+  for (long t = 0; t < threads; ++t)
+    if (pthread_create(&tid[t], NULL, burst_thread, (void *)(intptr_t)t) != 0) return 3;
+  for (long t = 0; t < threads; ++t) pthread_join(tid[t], NULL);
+  const double ms = mono_ms() - start;
+  printf("trigger %d, made %ld in %.1f ms\n", dftrace_trigger("burst"), threads * n, ms);
+  return 0;
 }
 
 static double mono_ms(void) {
@@ -162,6 +197,8 @@ int main(int argc, char **argv) {
       region(-1);
     }
     raise(SIGSEGV);
+  } else if (strcmp(mode, "burst") == 0 && argc >= 4) {
+    return burst_mode(atol(argv[2]), atol(argv[3]));
   } else if (strcmp(mode, "fork") == 0) {
     return fork_mode(atol(argv[2]));
   } else if (strcmp(mode, "wait") == 0) {

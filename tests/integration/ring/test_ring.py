@@ -2,7 +2,7 @@
 program (ring_prog.c): what a trigger writes (the window before it, full detail after it, a
 trigger line), slow steps, the trigger signal (and a signal the program ignores left alone), no
 trigger (only the header, metadata, aggregated records and the end line), and the memory bound at
-a high event rate, a forked child's own ring. Every trace passes `dftrace validate` and is read
+a high event rate, a forked child's own ring, a burst's drops counted exactly. Every trace passes `dftrace validate` and is read
 by `dftrace.read`, the same events as the file holds."""
 import json
 import os
@@ -281,14 +281,16 @@ def test_memory_stays_within_the_ring_at_a_high_event_rate(tmp_path):
     assert end["args"]["dropped_events"] == 0
 
 
-def test_memory_within_the_ring_and_the_queue_over_many_windows(tmp_path):
+@pytest.mark.parametrize("queue_mib", [None, 16])
+def test_memory_within_the_ring_and_the_queue_over_many_windows(tmp_path, queue_mib):
     # 3 M regions as fast as one thread makes them (about 60 MB of members: the 8 MiB ring is
     # filled and let go several times over). The process's high-water mark stays within that of
     # the same program with tracing off, plus ring.bytes, output.queue_bytes (the records
     # waiting for the writer) and 12 MiB: the writer's members in progress (a few of
     # output.member_bytes at a time, whatever the backlog a pass takes), its compressors and the
-    # library's own state (docs/flight-recorder.md, "Memory").
-    n, ring_mib, queue_mib = 3000000, 8, 16
+    # library's own state (docs/flight-recorder.md, "Memory"). With output.queue_bytes not set
+    # (None: 4 MiB in ring mode), that is within ring.bytes + 16 MiB.
+    n, ring_mib = 3000000, 8
 
     def hwm_kib(where, **env):
         p = subprocess.run([PROG, "fast", str(n)], capture_output=True, text=True, timeout=300,
@@ -297,13 +299,37 @@ def test_memory_within_the_ring_and_the_queue_over_many_windows(tmp_path):
         return int(p.stdout.split()[-1])
 
     off = hwm_kib(tmp_path / "off", DFTRACE_ENABLE="0")
+    queue = {} if queue_mib is None else {"DFTRACE_OUTPUT_QUEUE_BYTES": "%dMiB" % queue_mib}
     ring = hwm_kib(tmp_path, DFTRACE_RING_BYTES="%dMiB" % ring_mib, DFTRACE_RING_SECONDS="3600",
-                   DFTRACE_OUTPUT_QUEUE_BYTES="%dMiB" % queue_mib)
-    bound_kib = off + (ring_mib + queue_mib + 12) * 1024
+                   **queue)
+    beside_mib = 16 if queue_mib is None else queue_mib + 12
+    bound_kib = off + (ring_mib + beside_mib) * 1024
     assert ring < bound_kib, (ring, off, bound_kib)
     events, triggers, end = trace(tmp_path)
     assert work(events) == [] and end["args"]["ring_discarded_events"] == n
     assert end["args"]["dropped_events"] == 0
+
+
+def test_a_burst_with_on_full_drop_counts_exactly_the_events_it_drops(tmp_path):
+    # Four threads make 100 k regions each as fast as they can, with output.on_full: drop and
+    # a queue of 64 KiB (four members of 16 KiB): the writer falls behind and drops chunks
+    # (the chunks a pass took count against the queue in ring mode). Then a trigger writes
+    # the ring, which holds every region kept. The trace is exact about what it lacks: each
+    # region is in it once, or counted in the end line's dropped_events, or in its
+    # ring_discarded_events.
+    threads, n = 4, 100000
+    p = run(tmp_path, "burst", threads, n, DFTRACE_OUTPUT_ON_FULL="drop",
+            DFTRACE_OUTPUT_QUEUE_BYTES="64KiB", DFTRACE_OUTPUT_MEMBER_BYTES="16KiB",
+            DFTRACE_RING_BYTES="64MiB", DFTRACE_RING_SECONDS="3600")
+    assert p.stdout.startswith("trigger 1, made %d" % (threads * n)), p.stdout
+    events, triggers, end = trace(tmp_path)
+    assert [x["args"]["value"] for x in triggers] == ["burst"], triggers
+    got = [(e["args"]["t"], e["args"]["i"]) for e in work(events)]
+    assert len(set(got)) == len(got), len(got) - len(set(got))
+    dropped = end["args"]["dropped_events"]
+    discarded = end["args"]["ring_discarded_events"]
+    assert dropped > 0, end  # the queue can not hold a burst of 400 k regions
+    assert len(got) + dropped + discarded == threads * n, (len(got), dropped, discarded)
 
 
 def test_several_windows(tmp_path):
