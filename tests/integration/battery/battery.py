@@ -254,15 +254,14 @@ def check_trace(case, trace_dir, cli, work, before, after, env):
         for p in problems:
             by_kind.setdefault(re.sub(r"\d+", "N", p.split(": ", 1)[1].split(" (")[0]), []).append(p)
         for ev in events:
-            io = tc.io_bytes(ev)
-            fh = (ev.get("args") or {}).get("fhash")
-            if io is None or fh not in names:
-                continue
-            name = os.path.normpath(str(names[fh]))
-            if not name.startswith(work + os.sep):
-                continue
-            rel = os.path.relpath(name, work)
-            moved[io[0]][rel] = moved[io[0]].get(rel, 0) + io[1]
+            for d, fh, n in tc.io_moves(ev):
+                if fh not in names:
+                    continue
+                name = os.path.normpath(str(names[fh]))
+                if not name.startswith(work + os.sep):
+                    continue
+                rel = os.path.relpath(name, work)
+                moved[d][rel] = moved[d].get(rel, 0) + n
     for kind, problems in by_kind.items():
         diffs += ["trace: " + p for p in problems[:3]]
         if len(problems) > 3:
