@@ -4,15 +4,16 @@
  *                        rest at the descriptors'), b.bin -> b_sf.bin by sendfile (the same),
  *                        c.bin -> a pipe and a socket by sendfile, d.bin -> a pipe -> d_out.bin
  *                        by splice, and e.bin written by pwritev2 at the descriptor's offset
- *                        (-1). Prints "copied" when every call was there, or "unsupported
- *                        <call> <errno>" (exit 3) where the kernel or file system lacks one.
- *   copy_prog kill DIR   writes DIR/k.txt, then kill(getpid(), SIGUSR1)
- *   copy_prog raise DIR  writes DIR/k.txt, then raise(SIGUSR1)
+ *                        (-1), then given space by fallocate and posix_fallocate. Prints "copied"
+ * when every call was there, or "unsupported <call> <errno>" (exit 3) where the kernel or file
+ * system lacks one. copy_prog kill DIR   writes DIR/k.txt, then kill(getpid(), SIGUSR1) copy_prog
+ * raise DIR  writes DIR/k.txt, then raise(SIGUSR1)
  *
  * The sizes are the test's (A_SIZE ... below): each source is written whole with write(). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -172,6 +173,10 @@ static void by_pwritev2(const char *dir) {
     if (n < 0 && (errno == ENOSYS || errno == EOPNOTSUPP)) unsupported("pwritev2");
     if (n != E_PART) die("pwritev2");
   }
+  /* space reserved, no data moved (a file system without fallocate fails it: still a call) */
+  if (fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, 4 * E_PART) != 0 && errno != EOPNOTSUPP)
+    die("fallocate");
+  if (posix_fallocate(fd, 0, 3 * E_PART) != 0) die("posix_fallocate");
   close(fd);
 }
 

@@ -1,7 +1,7 @@
 """test_io_copy.py: data copied in the kernel (copy_file_range, sendfile, splice) counted as
 read from its source file and written to its target file, in the trace (from_hash, to_hash),
 in `dftrace analyze --json`'s I/O section and in `dftrace stat --json`; pwritev2 at the
-descriptor's offset (-1) followed in the sequential counts; and a process that kills itself
+descriptor's offset (-1) followed in the sequential counts; fallocate traced as metadata; and a process that kills itself
 (kill or raise of its own pid) leaves an end line that says by which signal, as the fatal-signal
 handler's path does."""
 import collections
@@ -96,6 +96,10 @@ def test_copies_in_the_trace_name_both_ends_and_their_bytes(tmp_path):
             moved[(e["name"], names.get(a.get("from_hash")), names.get(a.get("to_hash")))] += \
                 a["ret"]
     assert dict(moved) == COPIES
+    # fallocate and posix_fallocate: metadata calls on e.bin (no bytes: analyze's test)
+    reserved = [(e["name"], names[e["args"]["fhash"]]) for e in ev
+                if e.get("cat") == "POSIX" and "fallocate" in e["name"]]
+    assert reserved == [("fallocate", "e.bin"), ("posix_fallocate", "e.bin")], reserved
 
 
 def test_analyze_and_stat_count_a_copy_as_read_and_written(tmp_path):
@@ -108,6 +112,7 @@ def test_analyze_and_stat_count_a_copy_as_read_and_written(tmp_path):
     by_name = {os.path.basename(f["file"]): f for f in io["files"]}
     # pwritev2 at -1: the second write follows the first at the descriptor's offset
     assert (by_name["e.bin"]["writes"], by_name["e.bin"]["consecutive_writes"]) == (2, 1)
+    assert by_name["e.bin"]["metadata_ops"] == 4  # open, fallocate, posix_fallocate, close
     stat = cli_json("stat", "--json", trace)
     got = {}
     for r in stat["io_files"]:
