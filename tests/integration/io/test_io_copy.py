@@ -1,9 +1,9 @@
 """test_io_copy.py: data copied in the kernel (copy_file_range, sendfile, splice) counted as
 read from its source file and written to its target file, in the trace (from_hash, to_hash),
 in `dftrace analyze --json`'s I/O section and in `dftrace stat --json`; pwritev2 at the
-descriptor's offset (-1) followed in the sequential counts; fallocate traced as metadata; and a process that kills itself
-(kill or raise of its own pid) leaves an end line that says by which signal, as the fatal-signal
-handler's path does."""
+descriptor's offset (-1) followed in the sequential counts; fallocate traced as metadata; and
+a process that kills itself (kill or raise of its own pid) leaves an end line that says by
+which signal, as the fatal-signal handler's path does."""
 import collections
 import json
 import os
