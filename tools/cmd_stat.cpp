@@ -122,15 +122,13 @@ name_cache_entry &name_entry(partial &r, scan_state &st) {
   return ce;
 }
 
-// A read or write on a file (fhash): its bytes, calls and time.
-void note_io(partial &r, scan_state &st, const name_cache_entry &ce, const event_fields &f,
-             time_unit unit) {
+// A read or write on a file (its hash fh): its bytes, calls and time.
+void note_io_on(partial &r, scan_state &st, const name_cache_entry &ce, const jvalue &fh, int dir,
+                const event_fields &f, time_unit unit) {
   const parsed_line &pl = st.pl;
-  const jvalue *fh = pl.arg_value("fhash");
-  if (ce.dir < 0 || !fh) return;
   st.key.assign(ce.cat_text);
   st.key.push_back('\x1f');
-  st.key.append(detail::string_text(*fh, &st.name_buf));
+  st.key.append(detail::string_text(fh, &st.name_buf));
   io_stats &io = r.io[st.key];
   uint64_t n = 1, dur = f.dur;
   if (f.ph == 'A' && !detail::aggregated_calls(pl, unit, &n, &dur)) n = dur = 0;
@@ -139,9 +137,24 @@ void note_io(partial &r, scan_state &st, const name_cache_entry &ce, const event
     if (!c || !detail::value_u64(*c, &n)) n = 0;
     dur = 0;
   }
-  io.calls[ce.dir] += n;
-  io.ns[ce.dir] += dur;
-  io.bytes[ce.dir] += io_event_bytes(pl, ce.how, f.ph == 'A');
+  io.calls[dir] += n;
+  io.ns[dir] += dur;
+  io.bytes[dir] += io_event_bytes(pl, ce.how, f.ph == 'A');
+}
+
+// A read or write on a file (fhash); an in-kernel copy, a read of its source's file (from_hash)
+// and a write of its target's (to_hash).
+void note_io(partial &r, scan_state &st, const name_cache_entry &ce, const event_fields &f,
+             time_unit unit) {
+  const parsed_line &pl = st.pl;
+  if (ce.dir == analysis::k_io_copy) {
+    if (const jvalue *from = pl.arg_value("from_hash")) note_io_on(r, st, ce, *from, 0, f, unit);
+    if (const jvalue *to = pl.arg_value("to_hash")) note_io_on(r, st, ce, *to, 1, f, unit);
+    return;
+  }
+  const jvalue *fh = pl.arg_value("fhash");
+  if (ce.dir < 0 || !fh) return;
+  note_io_on(r, st, ce, *fh, ce.dir, f, unit);
 }
 
 // A complete event or aggregated record into its name's count, total and durations.

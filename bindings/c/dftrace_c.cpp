@@ -562,6 +562,13 @@ bool dftrace_trace_fd_release(int fd) {
   return fd >= 0 && dftrace::detail::release_trace_fd(fd);
 }
 
+void dftrace_note_ending_signal(int sig) {
+  try {
+    the_runtime().note_ending_signal(sig);
+  } catch (...) {  // (allocates nothing; a first use that makes the runtime may fail)
+  }
+}
+
 bool dftrace_hash_redefine(int kind, uint64_t hash) {
   return guarded([&] { return the_runtime().redefine_hash(kind, hash); }, false);
 }

@@ -43,6 +43,11 @@ DFTRACE_API bool dftrace_trace_fd_release(int fd);
  * child's events on an inherited descriptor). False when the hash is unknown. */
 DFTRACE_API bool dftrace_hash_redefine(int kind, uint64_t hash);
 
+/* The process is about to end by the signal `sig` that it sends itself (kill or raise of its own
+ * pid, the signal's default action in place): the end line written next says so ("signal"), as
+ * on the fatal-signal handler's path. Async-signal-safe; 0 forgets it. */
+DFTRACE_API void dftrace_note_ending_signal(int sig);
+
 /* The effective value of the configuration key `key` ("io.data_dir"), as
  * dftrace_config_describe writes it, copied into buf[size] and always NUL-terminated when size
  * is not 0 (cut to fit). Returns the value's full length in bytes (a result >= size means it

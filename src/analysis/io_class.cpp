@@ -22,7 +22,8 @@ struct data_call {
   io_bytes how;
 };
 
-constexpr int dir_of_READ = 0, dir_of_WRITE = 1, dir_of_META = -1, dir_of_OTHER = -1;
+constexpr int dir_of_READ = 0, dir_of_WRITE = 1, dir_of_COPY = k_io_copy, dir_of_META = -1,
+              dir_of_OTHER = -1;
 constexpr io_bytes how_of_RET = io_bytes::ret, how_of_ITEMS = io_bytes::items,
                    how_of_SIZE = io_bytes::size_arg, how_of_FOLDED = io_bytes::folded,
                    how_of_NONE = io_bytes::ret;

@@ -17,7 +17,13 @@ enum class io_bytes { ret, items, bytes_arg, size_arg, folded };
 // The categories whose events are I/O calls: POSIX, STDIO, MPIIO, H5.
 bool io_call_category(std::string_view cat);
 
-// Whether an I/O event reads (0), writes (1) or neither (-1: metadata, or not an I/O call), and
+// An in-kernel copy's direction (io_direction): its `ret` bytes are read from the file of its
+// `from_hash` and written to the file of its `to_hash` (each there when that end is a file
+// traced); a copy without them (dftrace before they were written) is counted as neither.
+constexpr int k_io_copy = 2;
+
+// Whether an I/O event reads (0), writes (1), copies (k_io_copy) or neither (-1: metadata, or
+// not an I/O call), and
 // how its bytes are written (*how): the POSIX, STDIO and H5 calls' class and bytes as the table
 // of interposed calls (dftrace/io_calls.def) says; MPIIO's by name (MPI_File_read*, _write*,
 // _iread*, _iwrite*).

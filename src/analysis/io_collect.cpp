@@ -69,6 +69,59 @@ io_kind io_classify(std::string_view cat, std::string_view name) {
   return k;
 }
 
+namespace {
+
+// The index in b->files of a hash text (the scan's last one looked up first).
+uint32_t file_index(const jvalue &fh, io_block *b, io_scan_state *st) {
+  if (st->file == UINT32_MAX || fh.text != st->fhash) {
+    st->fhash.assign(fh.text);
+    const auto it = b->file_index.find(st->fhash);
+    if (it != b->file_index.end()) {
+      st->file = it->second;
+    } else {
+      st->file = static_cast<uint32_t>(b->files.size());
+      b->files.push_back(st->fhash);
+      b->file_index.emplace(st->fhash, st->file);
+    }
+  }
+  return st->file;
+}
+
+std::vector<io_op> &ops_of(const parsed_line &pl, io_block *b, io_scan_state *st) {
+  if (!st->ops || pl.pid.text != st->pid) {
+    st->pid.assign(pl.pid.text);
+    st->ops = &b->by_pid[st->pid];
+  }
+  return *st->ops;
+}
+
+// An in-kernel copy (op: its time, calls and bytes): a read of its source's file and a write of
+// its target's, each where that end is a traced file; each at its offset, or at (and moving) its
+// descriptor's (-1). The time is the job's once, in the first of them.
+void scan_copy(const parsed_line &pl, io_op op, bool aggregated, io_block *b, io_scan_state *st) {
+  static constexpr const char *k_keys[2][3] = {{"from_hash", "fd", "offset"},
+                                               {"to_hash", "to_fd", "to_offset"}};
+  bool first = true;
+  for (int d = 0; d < 2; ++d) {
+    const jvalue *fh = pl.arg_value(k_keys[d][0]);
+    if (!fh) continue;
+    io_op side = op;
+    side.dir = static_cast<int8_t>(d);
+    side.file = file_index(*fh, b, st);
+    side.job_time = first;
+    first = false;
+    if (!aggregated) {
+      side.fd = -1;
+      arg_i64(pl, k_keys[d][1], &side.fd);
+      side.kind = arg_i64(pl, k_keys[d][2], &side.offset) && side.offset >= 0 ? io_op::transfer_at
+                                                                              : io_op::transfer;
+    }
+    ops_of(pl, b, st).push_back(side);
+  }
+}
+
+}  // namespace
+
 void scan_io(const parsed_line &pl, char ph, uint64_t ts, uint64_t dur, detail::time_unit unit,
              const io_kind &k, io_block *b, io_scan_state *st) {
   if (!k.io) return;
@@ -102,36 +155,26 @@ void scan_io(const parsed_line &pl, char ph, uint64_t ts, uint64_t dur, detail::
                                                                      : "bytes";
     if (!pl.arg_value(key)) op.single = false;
   }
+  if (k.posix && !aggregated && arg_i64(pl, "ret", &op.ret) && op.ret < 0) op.failed = true;
+  if (op.dir == k_io_copy) {
+    if (pl.arg_value("from_hash") || pl.arg_value("to_hash"))
+      return scan_copy(pl, op, aggregated, b, st);
+    op.dir = -1;  // which end its fhash is is not written: neither read nor write
+    op.bytes = 0;
+  }
   if (k.posix && !aggregated) {
     op.kind = k.kind;
     arg_i64(pl, "fd", &op.fd);
-    if (arg_i64(pl, "ret", &op.ret) && op.ret < 0) op.failed = true;
-    if (op.kind == io_op::transfer_at && !arg_i64(pl, "offset", &op.offset))
+    // (preadv2 and pwritev2 at offset -1 use and move the descriptor's offset)
+    if (op.kind == io_op::transfer_at && (!arg_i64(pl, "offset", &op.offset) || op.offset < 0))
       op.kind = io_op::transfer;  // no offset written: treated as the descriptor's
     if (op.kind == io_op::open) {
       if (!k.creat) arg_i64(pl, "flags", &op.flags);
       op.fd = op.ret;
     }
   }
-  if (const jvalue *fh = pl.arg_value("fhash")) {
-    if (st->file == UINT32_MAX || fh->text != st->fhash) {
-      st->fhash.assign(fh->text);
-      const auto it = b->file_index.find(st->fhash);
-      if (it != b->file_index.end()) {
-        st->file = it->second;
-      } else {
-        st->file = static_cast<uint32_t>(b->files.size());
-        b->files.push_back(st->fhash);
-        b->file_index.emplace(st->fhash, st->file);
-      }
-    }
-    op.file = st->file;
-  }
-  if (!st->ops || pl.pid.text != st->pid) {
-    st->pid.assign(pl.pid.text);
-    st->ops = &b->by_pid[st->pid];
-  }
-  st->ops->push_back(op);
+  if (const jvalue *fh = pl.arg_value("fhash")) op.file = file_index(*fh, b, st);
+  ops_of(pl, b, st).push_back(op);
 }
 
 void time_bins::widen(uint64_t w) {
@@ -227,7 +270,7 @@ void io_folder::apply(std::unordered_map<int64_t, fd_state> &fds, time_bins &bin
   const int d = op.dir;
   job->bytes[d] += op.bytes;
   job->ops[d] += op.calls;
-  job->ns[d] += op.dur;
+  if (op.job_time) job->ns[d] += op.dur;
   if (f) {
     f->bytes[d] += op.bytes;
     f->ops[d] += op.calls;

@@ -31,9 +31,10 @@ struct io_op {
   int64_t fd = -1, offset = 0, ret = 0, flags = 0;
   uint32_t file = UINT32_MAX;  // index into io_block::files; UINT32_MAX: no fhash
   kind_t kind = other;
-  int8_t dir = -1;      // 0 read, 1 write, -1 metadata
-  bool single = true;   // one call of known size (not aggregated, not folded)
-  bool failed = false;  // ret < 0
+  int8_t dir = -1;       // 0 read, 1 write, -1 metadata (k_io_copy while scanned)
+  bool single = true;    // one call of known size (not aggregated, not folded)
+  bool failed = false;   // ret < 0
+  bool job_time = true;  // its time counts in the job's (an in-kernel copy's write side: not)
 };
 
 // What a block holds of I/O: the calls per process (pid as written), in line order.

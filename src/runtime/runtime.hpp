@@ -311,6 +311,9 @@ class runtime {
   // What on_fatal_signal writes (signal-safe); the end line only when `ending`, else the
   // trace stays open.
   void on_signal_flush(bool ending);
+  // The process ends next by `sig`, which it sends itself: the end line's "signal" (as
+  // on_fatal_signal's). Signal-safe.
+  void note_ending_signal(int sig) { last_signal_.store(sig, std::memory_order_relaxed); }
 
   // Appends per-use arguments to out in their raw form (writer/record.hpp: raw_arg).
   static void append_args(std::string &out, const dftrace_arg *args, size_t nargs);

@@ -146,7 +146,8 @@ def io_calls():
 
 def test_io_doc_lists_every_interposed_call_as_the_table_has_it():
     doc = read("docs", "io.md").split("### The calls")[1].split("\n## ")[0]
-    classes = {"READ": "read", "WRITE": "write", "META": "metadata", "OTHER": "other"}
+    classes = {"READ": "read", "WRITE": "write", "COPY": "copy", "META": "metadata",
+               "OTHER": "other"}
     places = {"RET": "`ret`", "ITEMS": "`ret` × `size`", "SIZE": "`size`", "FOLDED": "`bytes`",
               "NONE": "-"}
     documented = set()

@@ -255,21 +255,36 @@ def pr_values(events):
 # trace instead of stopping at the first.
 
 DEFINING = ("HH", "SH", "FH")
-HASH_KEYS = ("hhash", "fhash", "exec_hash", "cmd_hash")
+HASH_KEYS = ("hhash", "fhash", "exec_hash", "cmd_hash", "from_hash", "to_hash")
 POSIX_READS = {"read", "pread", "pread64", "readv", "preadv", "preadv64", "preadv2",
-               "preadv64v2", "copy_file_range", "sendfile", "sendfile64"}
+               "preadv64v2"}
+POSIX_COPIES = {"copy_file_range", "sendfile", "sendfile64", "splice"}
 POSIX_WRITES = {"write", "pwrite", "pwrite64", "writev", "pwritev", "pwritev64", "pwritev2",
                 "pwritev64v2"}
 STDIO_READS = {"fread", "fgets", "getline", "getdelim", "fgetc", "getc", "fscanf", "vfscanf"}
 STDIO_WRITES = {"fwrite", "fputs", "fputc", "putc", "fprintf", "vfprintf"}
 
 
+def io_moves(ev):
+    """[(direction, file hash, bytes)] of an event that moves files' data ('read' or 'write'):
+    an in-kernel copy (copy_file_range, sendfile, splice) reads its `ret` bytes from the file of
+    its `from_hash` and writes them to that of its `to_hash` (each where that end is a traced
+    file); any other call is io_bytes's, on its `fhash`."""
+    args = ev.get("args") or {}
+    if ev.get("ph") == "X" and ev.get("cat") == "POSIX" and ev.get("name") in POSIX_COPIES:
+        ret = args.get("ret")
+        n = ret if isinstance(ret, int) and ret > 0 else 0
+        return [(d, args[k], n) for d, k in (("read", "from_hash"), ("write", "to_hash"))
+                if k in args]
+    io = io_bytes(ev)
+    return [] if io is None or "fhash" not in args else [(io[0], args["fhash"], io[1])]
+
+
 def io_bytes(ev):
     """(direction, bytes) for an event that moves a file's data ('read' or 'write'), else None.
-    POSIX calls count their `ret` (copy_file_range and sendfile as reads of the file they name);
-    fread and fwrite count `ret` items of `size`; other stdio calls count a `bytes` argument when
-    they have one, else the `ret` of the calls that return a byte count (getline, getdelim,
-    fprintf, vfprintf)."""
+    POSIX calls count their `ret` (in-kernel copies: io_moves); fread and fwrite count `ret`
+    items of `size`; other stdio calls count a `bytes` argument when they have one, else the
+    `ret` of the calls that return a byte count (getline, getdelim, fprintf, vfprintf)."""
     if ev.get("ph") != "X":
         return None
     cat, name, args = ev.get("cat"), ev.get("name"), ev.get("args") or {}

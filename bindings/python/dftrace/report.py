@@ -90,12 +90,16 @@ def _cell(value):
 def _data_calls():
     """The calls that read or write, as `dftrace stat` counts them, from the table of interposed
     calls (dftrace._reader.io_calls()): {category: {event name: where its bytes are}}, the bytes
-    "RET" (its `ret`), "ITEMS" (`ret` items of `size` bytes), "FOLDED" (`bytes`) or "SIZE"."""
+    "RET" (its `ret`), "ITEMS" (`ret` items of `size` bytes), "FOLDED" (`bytes`), "SIZE", or
+    "COPY" (an in-kernel copy: its `ret` read from the file of its `from_hash` and written to
+    that of its `to_hash`, each where there)."""
     from . import _reader
     calls = {}
     for cat, _symbol, event, cls, nbytes in _reader.io_calls():
         if cls in ("READ", "WRITE"):
             calls.setdefault(cat, {})[event] = nbytes
+        elif cls == "COPY":  # read from its source and written to its target: "COPY"
+            calls.setdefault(cat, {})[event] = "COPY"
     return calls
 
 
@@ -285,6 +289,9 @@ def _io(df, t0, span):
                           nbytes)
     nbytes = np.where(named("FOLDED"), column("bytes"), nbytes)
     nbytes = np.where(named("SIZE"), column("size"), nbytes)
+    ends = sum(rw[k].notna().to_numpy(dtype="float64") if k in rw else np.zeros(len(rw))
+               for k in ("from_hash", "to_hash"))
+    nbytes = np.where(named("COPY"), column("ret") * ends, nbytes)
     rw = rw.assign(bytes=nbytes, who=_who(rw))
     bins = 100
     width = max(span, 1) / bins
@@ -453,7 +460,8 @@ def build(paths, title=None, compare=None):
     # One pass over the files gives the events, the analysis' partial and, to compare the run
     # with a base run, each name's figures.
     df, partial, *names = _read.read_with_partial(
-        files, ["ret", "size", "bytes"] + _TELEMETRY_SERIES, names=bool(compare))
+        files, ["ret", "size", "bytes", "from_hash", "to_hash"]
+        + _TELEMETRY_SERIES, names=bool(compare))
     analysis = {sid: (h, body) for sid, h, body in report_analysis.sections(
         files, compare, df.attrs.get("windows", ()), partial, names[0] if names else None)}
     x = df[df.ts > 0]

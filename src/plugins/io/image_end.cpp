@@ -66,9 +66,10 @@ void disarm(const saved_alarm &s) {
 
 }  // namespace
 
-image_end finalize_before_image_ends() {
+image_end finalize_before_image_ends(int sig) {
   if (!g_ready.load(std::memory_order_acquire) || in_vfork_child()) return image_end::untouched;
   const int saved_errno = errno;
+  if (sig) dftrace_note_ending_signal(sig);
   if (t_inside) {
     dftrace_flush_from_signal(true);
     errno = saved_errno;

@@ -23,8 +23,9 @@ enum class image_end {
 // back as they were (an exec keeps them). Not in a vfork child (it shares its parent's memory,
 // writer and file: the parent finalizes), nor before this library is ready; inside a dftrace
 // call on this thread, the signal-safe write only (finalizing there would re-enter it). errno
-// is kept.
-image_end finalize_before_image_ends();
+// is kept. `sig`: the signal the process ends by next (one it sends itself), which the end
+// line records; 0 for none.
+image_end finalize_before_image_ends(int sig = 0);
 
 constexpr unsigned k_finalize_seconds = 3;
 

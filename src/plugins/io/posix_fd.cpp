@@ -159,18 +159,44 @@ int traced_fcntl(dftrace_node_t *node, int fd, int cmd, Call call) {
   return ret;
 }
 
-// In-kernel copies (cp's copy_file_range, sendfile): traced when either end is a traced file,
-// as a transfer of `count` bytes; fhash is the source's when it is traced, else the target's.
+// In-kernel copies (cp's copy_file_range, sendfile, splice): traced when either end is a traced
+// file. fhash is the source's when it is traced, else the target's; from_hash and to_hash name
+// each end that is traced (the analysis counts `ret` as read from the one, written to the
+// other); offset and to_offset are where the call read and wrote (-1: at, and moving, the
+// descriptor's offset). Each set of ends traced is its own call site (its own keys).
 template <typename Call>
-ssize_t traced_copy(dftrace_node_t *node, int from, int to, size_t count, Call call) {
+ssize_t traced_copy(dftrace_node_t *node, int from, off64_t from_at, int to, off64_t to_at,
+                    size_t count, Call call) {
   if (!recording(node)) return call();
-  uint64_t h;
-  if (!fd_hash(from, &h) && !fd_hash(to, &h)) return call();
+  uint64_t hf = 0, ht = 0;
+  const bool f = fd_hash(from, &hf), t = fd_hash(to, &ht);
+  if (!f && !t) return call();
+  const int64_t n = static_cast<int64_t>(count);
+  if (f && t)
+    return traced(node, call, [&](ssize_t ret) {
+      return std::array<dftrace_arg_t, 9>{
+          arg_u("fhash", hf),       arg_u("from_hash", hf),    arg_u("to_hash", ht),
+          arg_i("fd", from),        arg_i("to_fd", to),        arg_i("count", n),
+          arg_i("offset", from_at), arg_i("to_offset", to_at), arg_i("ret", ret)};
+    });
+  if (f)
+    return traced(node, call, [&](ssize_t ret) {
+      return std::array<dftrace_arg_t, 8>{arg_u("fhash", hf),        arg_u("from_hash", hf),
+                                          arg_i("fd", from),         arg_i("to_fd", to),
+                                          arg_i("count", n),         arg_i("offset", from_at),
+                                          arg_i("to_offset", to_at), arg_i("ret", ret)};
+    });
   return traced(node, call, [&](ssize_t ret) {
-    return std::array<dftrace_arg_t, 5>{arg_u("fhash", h), arg_i("fd", from), arg_i("to_fd", to),
-                                        arg_i("count", static_cast<int64_t>(count)),
-                                        arg_i("ret", ret)};
+    return std::array<dftrace_arg_t, 8>{
+        arg_u("fhash", ht), arg_u("to_hash", ht),     arg_i("fd", from),         arg_i("to_fd", to),
+        arg_i("count", n),  arg_i("offset", from_at), arg_i("to_offset", to_at), arg_i("ret", ret)};
   });
+}
+
+// Where a copy reads or writes: the offset the caller gave, or -1 (the descriptor's).
+template <typename Offset>
+off64_t at_of(const Offset *p) {
+  return p ? static_cast<off64_t>(*p) : -1;
 }
 
 // The trace's descriptor is not the program's: for it, the call fails as on a number that is
@@ -365,15 +391,24 @@ ssize_t copy_file_range(int from, off64_t *from_off, int to, off64_t *to_off, si
                         unsigned int flags) {
   DFTRACE_IO_REAL(copy_file_range);
   DFTRACE_IO_NODE(k_posix, "copy_file_range");
-  return traced_copy(node_, from, to, count, [&] {
+  return traced_copy(node_, from, at_of(from_off), to, at_of(to_off), count, [&] {
     return real_copy_file_range(from, from_off, to, to_off, count, flags);
   });
 }
 
-#define DFTRACE_IO_SHAPE_SENDFILE(cat, name, event, offset_type)           \
-  DFTRACE_IO_DEFINE(cat, name, event, ssize_t,                             \
-                    (int to, int from, offset_type *offset, size_t count), \
-                    return traced_copy(node_, from, to, count,             \
+// splice: one end is a pipe (never a traced file), the other a file read or written.
+ssize_t splice(int from, off64_t *from_off, int to, off64_t *to_off, size_t count,
+               unsigned int flags) {
+  DFTRACE_IO_REAL(splice);
+  DFTRACE_IO_NODE(k_posix, "splice");
+  return traced_copy(node_, from, at_of(from_off), to, at_of(to_off), count,
+                     [&] { return real_splice(from, from_off, to, to_off, count, flags); });
+}
+
+#define DFTRACE_IO_SHAPE_SENDFILE(cat, name, event, offset_type)                  \
+  DFTRACE_IO_DEFINE(cat, name, event, ssize_t,                                    \
+                    (int to, int from, offset_type *offset, size_t count),        \
+                    return traced_copy(node_, from, at_of(offset), to, -1, count, \
                                        [&] { return real_##name(to, from, offset, count); });)
 
 #define DFTRACE_IO_SHAPE_SEEK(cat, name, event, offset_type)                                      \

@@ -76,14 +76,14 @@ bool kill_reaches_this_process(pid_t pid) {
 int kill(pid_t pid, int sig) {
   DFTRACE_IO_REAL(kill);
   if (kill_reaches_this_process(pid) && signal_ends_this_process(sig)) {
-    finalize_before_image_ends();
+    finalize_before_image_ends(sig);
   }
   return real_kill(pid, sig);
 }
 
 int raise(int sig) {
   DFTRACE_IO_REAL(raise);
-  if (signal_ends_this_process(sig)) finalize_before_image_ends();
+  if (signal_ends_this_process(sig)) finalize_before_image_ends(sig);
   return real_raise(sig);
 }
 

@@ -72,16 +72,20 @@ APPS = [
          % ((PY, os.path.join(PROGRAMS, "py_sigloop.py")) * 2), normalise=no_carets, traced_env=FAST_FLUSH,
          timeout=30, needs=["timeout"]),
     # a process that kills itself with a signal whose default action ends it: the status by the
-    # signal, and a trace with its end
-    Case("py_kill_self", [PY, "-c", SELF_SIGNAL % "os.kill(os.getpid(), signal.SIGUSR1)"]),
-    Case("py_raise_signal", [PY, "-c", SELF_SIGNAL % "signal.raise_signal(signal.SIGUSR1)"]),
+    # signal, and a trace whose end names the signal
+    Case("py_kill_self", [PY, "-c", SELF_SIGNAL % "os.kill(os.getpid(), signal.SIGUSR1)"],
+         end_signal="SIGUSR1"),
+    Case("py_raise_signal", [PY, "-c", SELF_SIGNAL % "signal.raise_signal(signal.SIGUSR1)"],
+         end_signal="SIGUSR1"),
     # ---- archives, copies, builds, shells
     Case("tar_czf_xzf", "tar czf t.tgz tree && mkdir x && tar xzf t.tgz -C x && diff -r tree x/tree "
          "&& echo same", setup=small_tree, needs=["tar", "gzip"]),
     Case("gzip_9", "cp tree/nums.txt n.txt && gzip -9 -n n.txt && gzip -l n.txt.gz | tail -1",
          setup=small_tree, needs=["gzip"], io_bytes=[("write", "n.txt.gz", 1)]),
+    # cp's in-kernel copies (copy_file_range): read from the sources, written to the copies
     Case("cp_r", "cp -r tree copy && cp -rp tree copy_p && ls -lR copy_p | sha256sum",
-         setup=small_tree),
+         setup=small_tree,
+         io_bytes=[("read", "tree/*", 2), ("write", "copy/*", 1), ("write", "copy_p/*", 1)]),
     Case("git_commit", "git init -q -b main repo && cp -r tree/. repo/ && cd repo && git add . && "
          "git commit -q -m first && git log --format='%H %s' && git ls-files | wc -l",
          setup=small_tree, env=GIT_ENV, needs=["git"],

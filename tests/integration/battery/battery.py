@@ -59,6 +59,7 @@ class Case:
     kill: Optional[Tuple[int, int, str]] = None
     trace_tmpfs: Optional[str] = None  # a tmpfs of this size ('64k') as the trace directory
     require_end: bool = True  # every trace file has an `end` (not when the disk is full)
+    end_signal: Optional[str] = None  # every trace file's `end` names this signal ("SIGUSR1")
     # a trace file is written (not by a program whose one interposed call comes during exit:
     # dftrace never initialises then, and such a process had no event to record)
     expect_trace: bool = True
@@ -253,16 +254,21 @@ def check_trace(case, trace_dir, cli, work, before, after, env):
         problems, events, names = tc.trace_problems(path, require_end=case.require_end)
         for p in problems:
             by_kind.setdefault(re.sub(r"\d+", "N", p.split(": ", 1)[1].split(" (")[0]), []).append(p)
+        if case.end_signal:
+            ends = [e for e in events if e.get("name") == "end" and e.get("cat") == "dftracer"]
+            got = (ends[-1].get("args") or {}).get("signal") if ends else "no end"
+            if got != case.end_signal:
+                diffs.append("trace: %s: end's signal %s, %s expected"
+                             % (os.path.basename(path), got, case.end_signal))
         for ev in events:
-            io = tc.io_bytes(ev)
-            fh = (ev.get("args") or {}).get("fhash")
-            if io is None or fh not in names:
-                continue
-            name = os.path.normpath(str(names[fh]))
-            if not name.startswith(work + os.sep):
-                continue
-            rel = os.path.relpath(name, work)
-            moved[io[0]][rel] = moved[io[0]].get(rel, 0) + io[1]
+            for d, fh, n in tc.io_moves(ev):
+                if fh not in names:
+                    continue
+                name = os.path.normpath(str(names[fh]))
+                if not name.startswith(work + os.sep):
+                    continue
+                rel = os.path.relpath(name, work)
+                moved[d][rel] = moved[d].get(rel, 0) + n
     for kind, problems in by_kind.items():
         diffs += ["trace: " + p for p in problems[:3]]
         if len(problems) > 3:

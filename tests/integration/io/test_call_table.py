@@ -72,3 +72,44 @@ def test_stat_and_analyze_count_no_bytes_of_readlink_or_readdir(tmp_path):
     assert (io["read_bytes"], io["reads"]) == (3000, 1)
     assert (io["write_bytes"], io["writes"]) == (500, 1)
     assert io["metadata_ops"] == 4  # readlink, readlinkat, readdir, readdir64
+
+
+COPIES = """[
+{"id":1,"name":"FH","cat":"dftracer","pid":1,"tid":1,"ph":"M","args":{"name":"/d/src","value":11}}
+{"id":2,"name":"FH","cat":"dftracer","pid":1,"tid":1,"ph":"M","args":{"name":"/d/dst","value":22}}
+{"id":3,"name":"open","cat":"POSIX","pid":1,"tid":1,"ts":900,"dur":1,"ph":"X","args":{"fhash":11,"flags":0,"mode":0,"ret":3}}
+{"id":4,"name":"open","cat":"POSIX","pid":1,"tid":1,"ts":901,"dur":1,"ph":"X","args":{"fhash":22,"flags":577,"mode":420,"ret":4}}
+{"id":5,"name":"copy_file_range","cat":"POSIX","pid":1,"tid":1,"ts":1000,"dur":10,"ph":"X","args":{"fhash":11,"from_hash":11,"to_hash":22,"fd":3,"to_fd":4,"count":4096,"offset":-1,"to_offset":-1,"ret":4096}}
+{"id":6,"name":"copy_file_range","cat":"POSIX","pid":1,"tid":1,"ts":1010,"dur":20,"ph":"X","args":{"fhash":11,"from_hash":11,"to_hash":22,"fd":3,"to_fd":4,"count":4096,"offset":-1,"to_offset":-1,"ret":1000}}
+{"id":7,"name":"sendfile","cat":"POSIX","pid":1,"tid":1,"ts":1040,"dur":5,"ph":"X","args":{"fhash":11,"from_hash":11,"fd":3,"to_fd":9,"count":300,"offset":0,"to_offset":-1,"ret":300}}
+{"id":8,"name":"splice","cat":"POSIX","pid":1,"tid":1,"ts":1050,"dur":7,"ph":"X","args":{"fhash":22,"to_hash":22,"fd":8,"to_fd":4,"count":64,"offset":-1,"to_offset":-1,"ret":64}}
+{"id":9,"name":"sendfile","cat":"POSIX","pid":1,"tid":1,"ts":1060,"dur":3,"ph":"X","args":{"fhash":11,"fd":3,"to_fd":4,"count":500,"ret":500}}
+{"id":10,"name":"copy_file_range","cat":"POSIX","pid":1,"tid":1,"ts":1070,"dur":2,"ph":"X","args":{"fhash":11,"from_hash":11,"to_hash":22,"fd":3,"to_fd":4,"count":10,"offset":-1,"to_offset":-1,"ret":-1,"errno":9}}
+]
+"""
+
+
+def test_a_copy_is_read_from_its_source_and_written_to_its_target(tmp_path):
+    """copy_file_range, sendfile, splice: `ret` bytes read from the file of from_hash, written
+    to that of to_hash; a copy written without them (dftrace before) is counted as neither (a
+    metadata call, as before); a failed one moves nothing. The job's time counts each copy
+    once (as the read when its source is traced), each file's in full."""
+    trace = tmp_path / "t.pfw"
+    trace.write_text(COPIES)
+    stat = run_json("stat", "--json", str(trace))
+    rows = {r["path"]: r for r in stat["io_files"] if r["cat"] == "POSIX"}
+    assert (rows["/d/src"]["read_bytes"], rows["/d/src"]["read_calls"]) == (4096 + 1000 + 300, 4)
+    assert (rows["/d/dst"]["write_bytes"], rows["/d/dst"]["write_calls"]) == (4096 + 1000 + 64, 4)
+    assert (rows["/d/src"]["write_bytes"], rows["/d/dst"]["read_bytes"]) == (0, 0)
+    io = run_json("analyze", "--json", str(trace))["io"]
+    assert (io["read_bytes"], io["reads"]) == (5396, 4)
+    assert (io["write_bytes"], io["writes"]) == (5160, 4)
+    # time: each copy once in the job (10 + 20 + 5 + 7 + 2 us), in full per file
+    assert io["read_ns"] + io["write_ns"] == io["data_ns"] == 44000
+    files = {f["file"]: f for f in io["files"]}
+    assert files["/d/src"]["read_ns"] == 37000 and files["/d/dst"]["write_ns"] == 39000
+    # the two transfers at the descriptors' offsets from 0: consecutive on each end
+    assert (files["/d/src"]["consecutive_reads"], files["/d/dst"]["consecutive_writes"]) == (1, 2)
+    assert io["access_sizes"]["read"]["1K-10K"] == 1 and io["access_sizes"]["write"]["0-100"] == 1
+    # the opens and the copy without from_hash and to_hash
+    assert io["metadata_ops"] == 3

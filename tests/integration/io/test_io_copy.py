@@ -1,0 +1,149 @@
+"""test_io_copy.py: data copied in the kernel (copy_file_range, sendfile, splice) counted as
+read from its source file and written to its target file, in the trace (from_hash, to_hash),
+in `dftrace analyze --json`'s I/O section and in `dftrace stat --json`; pwritev2 at the
+descriptor's offset (-1) followed in the sequential counts; fallocate traced as metadata; and
+a process that kills itself (kill or raise of its own pid) leaves an end line that says by
+which signal, as the fatal-signal handler's path does."""
+import collections
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import tracecheck as tc  # noqa: E402
+
+BIN = os.environ["DFTRACE_TEST_BIN"]
+CLI = os.environ["DFTRACE_CLI"]
+PROG = os.path.join(BIN, "copy_prog")
+
+# What copy_prog copy moves (copy_prog.c's sizes): per file, (read bytes, write bytes). Each
+# source is first written whole with write().
+A, B, C, D, E = 100000, 70000, 30000 + 20000, 40000, 2 * 1000
+EXPECTED = {
+    "a.bin": (A, A), "a_cfr.bin": (0, A),
+    "b.bin": (B, B), "b_sf.bin": (0, B),
+    "c.bin": (C, C),  # to a pipe and a socket: read from the file, written to no file
+    "d.bin": (D, D), "d_out.bin": (0, D),
+    "e.bin": (0, E),
+}
+# The copies in the trace: (event, source, target) -> bytes (None: not a file traced).
+COPIES = {
+    ("copy_file_range", "a.bin", "a_cfr.bin"): A,
+    ("sendfile", "b.bin", "b_sf.bin"): B,
+    ("sendfile", "c.bin", None): C,
+    ("splice", "d.bin", None): D,
+    ("splice", None, "d_out.bin"): D,
+}
+
+
+def clean_env():
+    env = dict(os.environ)
+    for k in ("DFTRACE_ENABLE", "DFTRACE_LOG_FILE", "DFTRACE_IO_DATA_DIR", "LD_PRELOAD"):
+        env.pop(k, None)
+    return env
+
+
+def traced(tmp_path, *cmd):
+    data = tmp_path / "data"
+    data.mkdir(exist_ok=True)
+    out = tmp_path / "traces"
+    out.mkdir(exist_ok=True)
+    p = subprocess.run([CLI, "run", "--prefix", str(out / "t"), "--data-dirs", str(data), "--",
+                        *cmd], capture_output=True, text=True, env=clean_env(), timeout=120)
+    return data, out, p
+
+
+def cli_json(*args):
+    p = subprocess.run([CLI, *args], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    return json.loads(p.stdout)
+
+
+def per_file(analysis, data):
+    """{name in data: (read bytes, write bytes)} of analyze's I/O section."""
+    files = {}
+    for f in analysis["io"]["files"]:
+        assert f["path_known"], f
+        if os.path.dirname(f["file"]) == str(data):
+            files[os.path.basename(f["file"])] = (f["read_bytes"], f["write_bytes"])
+    return files
+
+
+def run_copy_prog(tmp_path):
+    data, out, p = traced(tmp_path, PROG, "copy", str(tmp_path / "data"))
+    if p.returncode == 3 and p.stdout.startswith("unsupported"):
+        pytest.skip("this kernel or file system lacks a call: %s" % p.stdout.strip())
+    assert p.returncode == 0 and p.stdout == "copied\n", p.stdout + p.stderr
+    return data, tc.only_file(str(out))
+
+
+def test_copies_in_the_trace_name_both_ends_and_their_bytes(tmp_path):
+    data, trace = run_copy_prog(tmp_path)
+    ev = tc.load_checked(trace)
+    names = {e["args"]["value"]: os.path.basename(e["args"]["name"]) for e in ev
+             if e.get("name") == "FH"}
+    moved = collections.Counter()
+    for e in ev:
+        if e.get("cat") == "POSIX" and e["name"] in ("copy_file_range", "sendfile", "splice"):
+            a = e["args"]
+            assert a["ret"] > 0, e
+            assert a["fhash"] == a.get("from_hash", a.get("to_hash")), e
+            moved[(e["name"], names.get(a.get("from_hash")), names.get(a.get("to_hash")))] += \
+                a["ret"]
+    assert dict(moved) == COPIES
+    # fallocate and posix_fallocate: metadata calls on e.bin (no bytes: analyze's test)
+    reserved = [(e["name"], names[e["args"]["fhash"]]) for e in ev
+                if e.get("cat") == "POSIX" and "fallocate" in e["name"]]
+    assert reserved == [("fallocate", "e.bin"), ("posix_fallocate", "e.bin")], reserved
+
+
+def test_analyze_and_stat_count_a_copy_as_read_and_written(tmp_path):
+    data, trace = run_copy_prog(tmp_path)
+    analysis = cli_json("analyze", "--json", trace)
+    assert per_file(analysis, data) == EXPECTED
+    io = analysis["io"]
+    assert io["read_bytes"] == sum(r for r, w in EXPECTED.values())
+    assert io["write_bytes"] == sum(w for r, w in EXPECTED.values())
+    by_name = {os.path.basename(f["file"]): f for f in io["files"]}
+    # pwritev2 at -1: the second write follows the first at the descriptor's offset
+    assert (by_name["e.bin"]["writes"], by_name["e.bin"]["consecutive_writes"]) == (2, 1)
+    assert by_name["e.bin"]["metadata_ops"] == 4  # open, fallocate, posix_fallocate, close
+    stat = cli_json("stat", "--json", trace)
+    got = {}
+    for r in stat["io_files"]:
+        if r["cat"] == "POSIX" and r["path"] and os.path.dirname(r["path"]) == str(data):
+            got[os.path.basename(r["path"])] = (r["read_bytes"], r["write_bytes"])
+    assert got == EXPECTED
+
+
+def test_cp_of_a_file_reads_and_writes_its_size(tmp_path):
+    cp = shutil.which("cp")
+    if not cp:
+        pytest.skip("no cp on PATH")
+    data = tmp_path / "data"
+    data.mkdir()
+    size = 3 * 1024 * 1024 + 12345
+    (data / "src.bin").write_bytes(os.urandom(size))
+    _, out, p = traced(tmp_path, cp, str(data / "src.bin"), str(data / "dst.bin"))
+    assert p.returncode == 0, p.stdout + p.stderr
+    analysis = cli_json("analyze", "--json", tc.only_file(str(out)))
+    files = per_file(analysis, data)
+    assert files["src.bin"][0] == size and files["dst.bin"][1] == size, files
+    assert (analysis["io"]["read_bytes"], analysis["io"]["write_bytes"]) == (size, size)
+
+
+@pytest.mark.parametrize("how", ["kill", "raise"])
+def test_a_process_that_kills_itself_records_the_signal_in_its_end_line(tmp_path, how):
+    data, out, p = traced(tmp_path, PROG, how, str(tmp_path / "data"))
+    assert p.returncode == -signal.SIGUSR1, (p.returncode, p.stdout, p.stderr)
+    assert p.stdout == "sending\n"
+    ev = tc.load_checked(tc.only_file(str(out)))
+    end = ev[-1]
+    assert end["name"] == "end", end
+    assert end["args"].get("signal") == "SIGUSR1", end
+    assert [e for e in ev if e.get("cat") == "POSIX" and e["name"] == "write"]
