@@ -20,6 +20,9 @@ using keys::table;
 
 namespace {
 
+// output.queue_bytes in ring mode when it was not set.
+constexpr size_t k_ring_queue_bytes = size_t{4} << 20;
+
 size_t edit_distance(const std::string &a, const std::string &b) {
   std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
   for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
@@ -304,20 +307,85 @@ config load_config(const dftrace_options *options) {
   return c;
 }
 
+writer_sizes effective_writer_sizes(const config &cfg) {
+  writer_sizes w;
+  w.member_bytes = cfg.member_bytes;
+  w.flush_interval = cfg.flush_interval;
+  w.queue_bytes = cfg.queue_bytes;
+  const auto queue_source = cfg.source.find("output.queue_bytes");
+  const bool queue_set = queue_source != cfg.source.end() && queue_source->second != "default";
+  if (cfg.ring) {
+    // Members closed at least every quarter of the window, so that what a trigger writes covers
+    // the window to within a quarter of it; members small beside the ring, so that it holds
+    // many of them.
+    if (cfg.ring_seconds / 4 < w.flush_interval) {
+      w.flush_interval = cfg.ring_seconds / 4;
+      w.flush_why = "at most ring.seconds / 4 in ring mode";
+    }
+    const size_t member_most = std::max<size_t>(4096, cfg.ring_bytes / 4);
+    if (member_most < w.member_bytes) {
+      w.member_bytes = member_most;
+      w.member_why = "at most ring.bytes / 4 in ring mode";
+    }
+    // Unless output.queue_bytes was set, the queue is 4 MiB in ring mode (16 MiB in file
+    // mode): the memory stays within ring.bytes + 16 MiB (docs/flight-recorder.md, "Memory").
+    if (!queue_set) {
+      w.queue_bytes = k_ring_queue_bytes;
+      w.queue_why = "default in ring mode";
+    }
+  }
+  // The queue holds at least four members.
+  if (w.queue_bytes < 4 * w.member_bytes) {
+    w.queue_bytes = 4 * w.member_bytes;
+    w.queue_why += std::string(w.queue_why.empty() ? "" : ", ") + "at least 4 x " +
+                   (cfg.ring ? "the member size" : "output.member_bytes");
+  }
+  w.chunk_bytes = std::min(cfg.buffer_bytes, w.member_bytes);
+  return w;
+}
+
+namespace {
+
+// The value describe() writes for one key, and why it differs from the key's own ("" if not).
+std::string effective_value(const config &cfg, const writer_sizes &w, const entry &e,
+                            std::string *why) {
+  const std::string_view key = e.info.key;
+  const std::string *reason = key == "output.member_bytes"     ? &w.member_why
+                              : key == "output.flush_interval" ? &w.flush_why
+                              : key == "output.queue_bytes"    ? &w.queue_why
+                                                               : nullptr;
+  if (!reason || reason->empty()) return e.get(cfg);
+  *why = *reason;
+  config shown = cfg;  // printed by the key's own printer, in its own form
+  shown.member_bytes = w.member_bytes;
+  shown.flush_interval = w.flush_interval;
+  shown.queue_bytes = w.queue_bytes;
+  return e.get(shown);
+}
+
+}  // namespace
+
 std::string describe(const config &cfg) {
+  const writer_sizes w = effective_writer_sizes(cfg);
   std::string out;
   for (const auto &e : table()) {
     auto it = cfg.source.find(e.info.key);
-    out += std::string(e.info.key) + " = " + e.get(cfg) + "  (" +
-           (it == cfg.source.end() ? "default" : it->second) + ")\n";
+    std::string why;
+    const std::string value = effective_value(cfg, w, e, &why);
+    std::string source = it == cfg.source.end() ? "default" : it->second;
+    // "default in ring mode" rather than "default, default in ring mode"
+    if (!why.empty()) source = why.rfind(source, 0) == 0 ? why : source + ", " + why;
+    out += std::string(e.info.key) + " = " + value + "  (" + source + ")\n";
   }
   return out;
 }
 
 bool config_value(const config &cfg, std::string_view key, std::string *value) {
+  const writer_sizes w = effective_writer_sizes(cfg);
   for (const auto &e : table())
     if (key == e.info.key) {
-      *value = e.get(cfg);
+      std::string why;
+      *value = effective_value(cfg, w, e, &why);
       return true;
     }
   return false;

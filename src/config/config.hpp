@@ -121,7 +121,21 @@ bool parse_size(const std::string &text, size_t *out);      // 1048576, 64KiB, 1
 bool parse_duration(const std::string &text, double *out);  // 2, 2s, 500ms, 1.5
 int parse_log_level(const std::string &text);               // -1 if unknown
 
-// One line per key: "key = value  (source)".
+// The sizes the writer uses, from output.member_bytes, output.flush_interval, output.buffer_bytes
+// and output.queue_bytes as set, adjusted for each other and for ring mode (the one place that
+// does it: the runtime's writer and describe() both take them from here). A *_why is "" when
+// the value is the key's own, else why it differs ("default in ring mode").
+struct writer_sizes {
+  size_t member_bytes = 0;
+  size_t chunk_bytes = 0;  // per-thread chunk: at most a member
+  size_t queue_bytes = 0;
+  double flush_interval = 0;  // seconds
+  std::string member_why, flush_why, queue_why;
+};
+writer_sizes effective_writer_sizes(const config &cfg);
+
+// One line per key: "key = value  (source)"; the writer's sizes as the writer uses them
+// (effective_writer_sizes), with why they differ from the key's value.
 std::string describe(const config &cfg);
 // The value of one key as describe() writes it; false for a key the table does not have.
 bool config_value(const config &cfg, std::string_view key, std::string *value);

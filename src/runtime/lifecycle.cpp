@@ -20,9 +20,6 @@ namespace dftrace::detail {
 
 namespace {
 
-// output.queue_bytes in ring mode when it was not set.
-constexpr size_t k_ring_queue_bytes = size_t{4} << 20;
-
 pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
 void at_exit() {
@@ -197,11 +194,13 @@ void runtime::create_writer_locked() {
   writer_settings ws;
   ws.compress = cfg_.compression;
   choose_codec(ws);
-  ws.member_bytes = cfg_.member_bytes;
-  ws.flush_interval = cfg_.flush_interval;
+  // The sizes as `dftrace config` shows them, ring mode's included (config.hpp).
+  const writer_sizes sizes = effective_writer_sizes(cfg_);
+  ws.member_bytes = sizes.member_bytes;
+  ws.flush_interval = sizes.flush_interval;
   ws.later_file = !old_writers_.empty();
-  ws.chunk_bytes = std::min(cfg_.buffer_bytes, cfg_.member_bytes);
-  ws.queue_bytes = std::max(cfg_.queue_bytes, 4 * cfg_.member_bytes);
+  ws.chunk_bytes = sizes.chunk_bytes;
+  ws.queue_bytes = sizes.queue_bytes;
   ws.drop_when_full = cfg_.on_full_drop;
   ws.compress_threads = cfg_.compress_threads;
   ws.format.ticks = &ticks();
@@ -241,19 +240,8 @@ void runtime::choose_codec(writer_settings &ws) const {
 }
 
 void runtime::ring_settings(writer_settings &ws) const {
-  // Members closed at least every quarter of the window, so that what a trigger writes covers
-  // the window to within a quarter of it; members small beside the ring, so that it holds many
-  // of them.
   ws.ring_seconds = cfg_.ring_seconds;
   ws.ring_bytes = cfg_.ring_bytes;
-  ws.flush_interval = std::min(ws.flush_interval, cfg_.ring_seconds / 4);
-  ws.member_bytes = std::min(ws.member_bytes, std::max<size_t>(4096, cfg_.ring_bytes / 4));
-  ws.chunk_bytes = std::min(ws.chunk_bytes, ws.member_bytes);
-  // Unless output.queue_bytes was set, the queue is 4 MiB in ring mode (16 MiB in file mode):
-  // the memory stays within ring.bytes + 16 MiB (docs/flight-recorder.md, "Memory").
-  const auto set = cfg_.source.find("output.queue_bytes");
-  if (set == cfg_.source.end() || set->second == "default")
-    ws.queue_bytes = std::max(k_ring_queue_bytes, 4 * ws.member_bytes);
   ws.ring_after_seconds = cfg_.ring_after_steps ? 0 : cfg_.ring_after_seconds;
   ws.ring_after_text = cfg_.ring_after_steps ? std::to_string(cfg_.ring_after_steps) + " steps"
                                              : seconds_text(cfg_.ring_after_seconds);

@@ -54,3 +54,37 @@ def test_flight_recorder_keys():
     lines, err = effective(DFTRACE_TRIGGER_STEP_FACTOR="1", DFTRACE_RING_AFTER="0")
     assert lines["trigger.step_factor"] == "3  (default)" and lines["ring.after"] == "2s  (default)"
     assert err.count("\n") == 2, err
+
+
+def test_ring_mode_shows_the_sizes_the_writer_uses():
+    # In ring mode the writer's queue is 4 MiB unless output.queue_bytes was set, its members
+    # are closed at least every ring.seconds / 4 and are at most ring.bytes / 4: `dftrace
+    # config` prints those values, with why they differ from the keys' own.
+    keys = ("DFTRACE_CONFIG", "DFTRACER_CONFIGURATION", "DFTRACE_OUTPUT_QUEUE_BYTES",
+            "DFTRACE_OUTPUT_MEMBER_BYTES", "DFTRACE_OUTPUT_FLUSH_INTERVAL", "DFTRACE_RING_SECONDS",
+            "DFTRACE_RING_BYTES", "DFTRACE_OUTPUT_MODE")
+
+    def effective(**env):
+        e = {k: "" for k in keys}
+        e.update(env)
+        p = run("config", env=e)
+        assert p.stderr == ""
+        return dict(l.split(" = ", 1) for l in p.stdout.splitlines())
+
+    lines = effective(DFTRACE_OUTPUT_MODE="ring")
+    assert lines["output.queue_bytes"] == "%d  (default in ring mode)" % (4 << 20)
+    assert lines["output.member_bytes"] == "%d  (default)" % (1 << 20)
+    assert lines["output.flush_interval"] == "2s  (default)"
+    lines = effective(DFTRACE_OUTPUT_MODE="ring", DFTRACE_OUTPUT_QUEUE_BYTES="16MiB",
+                      DFTRACE_RING_SECONDS="4", DFTRACE_RING_BYTES="1MiB")
+    assert lines["output.queue_bytes"] == "%d  (env DFTRACE_OUTPUT_QUEUE_BYTES)" % (16 << 20)
+    assert lines["output.flush_interval"] == "1s  (default, at most ring.seconds / 4 in ring mode)"
+    assert lines["output.member_bytes"] == (
+        "%d  (default, at most ring.bytes / 4 in ring mode)" % (256 << 10))
+    # In file mode the keys' own values, and a queue smaller than four members raised to four.
+    lines = effective(DFTRACE_RING_SECONDS="4", DFTRACE_RING_BYTES="1MiB")
+    assert lines["output.queue_bytes"] == "%d  (default)" % (16 << 20)
+    assert lines["output.flush_interval"] == "2s  (default)"
+    lines = effective(DFTRACE_OUTPUT_QUEUE_BYTES="64KiB")
+    assert lines["output.queue_bytes"] == (
+        "%d  (env DFTRACE_OUTPUT_QUEUE_BYTES, at least 4 x output.member_bytes)" % (4 << 20))

@@ -8,6 +8,8 @@
  * apart ring_prog wait SECONDS      regions for SECONDS ("ready" on stdout after the first second),
  *                               then "regions N": how many it made
  *   ring_prog fast EVENTS       EVENTS regions as fast as it can, then its VmHWM (kB)
+ *   ring_prog config EVENTS     EVENTS regions, then dftrace_config_describe(): the sizes its
+ *                               writer uses
  *   ring_prog crash SECONDS     regions for SECONDS, then a SIGSEGV
  *   ring_prog latency EVENTS    EVENTS regions, then a trigger and a flush: how long the two
  *                               took (the ring is on disk when the flush returns), in ms
@@ -199,6 +201,9 @@ int main(int argc, char **argv) {
     raise(SIGSEGV);
   } else if (strcmp(mode, "burst") == 0 && argc >= 4) {
     return burst_mode(atol(argv[2]), atol(argv[3]));
+  } else if (strcmp(mode, "config") == 0) {
+    for (long i = 0, n = atol(argv[2]); i < n; ++i) region(i);
+    fputs(dftrace_config_describe(), stdout);
   } else if (strcmp(mode, "fork") == 0) {
     return fork_mode(atol(argv[2]));
   } else if (strcmp(mode, "wait") == 0) {

@@ -332,6 +332,29 @@ def test_a_burst_with_on_full_drop_counts_exactly_the_events_it_drops(tmp_path):
     assert len(got) + dropped + discarded == threads * n, (len(got), dropped, discarded)
 
 
+@pytest.mark.parametrize("queue", [None, "64KiB"])
+def test_the_writer_uses_the_sizes_the_configuration_shows(tmp_path, queue):
+    # The running process's configuration (dftrace_config_describe, from the sizes its writer
+    # was made with): the queue is 4 MiB in ring mode unless output.queue_bytes was set, and a
+    # queue set (64 KiB, four members of 16 KiB) is kept as it is; members are closed at least
+    # every ring.seconds / 4 and hold at most ring.bytes / 4.
+    env = dict(DFTRACE_RING_SECONDS="2", DFTRACE_RING_BYTES="256KiB",
+               DFTRACE_OUTPUT_MEMBER_BYTES="16KiB" if queue else "1MiB")
+    if queue:
+        env["DFTRACE_OUTPUT_QUEUE_BYTES"] = queue
+    p = run(tmp_path, "config", 100, **env)
+    lines = dict(l.split(" = ", 1) for l in p.stdout.splitlines() if " = " in l)
+    assert lines["output.queue_bytes"] == (
+        "65536  (env DFTRACE_OUTPUT_QUEUE_BYTES)" if queue
+        else "%d  (default in ring mode)" % (4 << 20)), lines["output.queue_bytes"]
+    assert lines["output.flush_interval"] == "0.5s  (default, at most ring.seconds / 4 in ring mode)"
+    assert lines["output.member_bytes"] == (
+        "16384  (env DFTRACE_OUTPUT_MEMBER_BYTES)" if queue
+        else "65536  (env DFTRACE_OUTPUT_MEMBER_BYTES, at most ring.bytes / 4 in ring mode)")
+    events, triggers, end = trace(tmp_path)
+    assert triggers == [] and end["args"]["ring_discarded_events"] == 100, end
+
+
 def test_several_windows(tmp_path):
     # Two signals 1.5 s apart: two windows, each with its trigger line, in one valid file.
     p = subprocess.Popen([PROG, "wait", "5"], env=ring_env(
