@@ -433,7 +433,7 @@ class runtime {
   std::string attach_ring_locked(const attach_request &r);          // the same, in ring mode
   void attach_switch_locked(bool on);
   void attach_step_locked();  // a dftrace_step: a pending window opens, an open one counts
-  void attach_close_locked(uint64_t now_ns, std::string_view how);
+  void attach_close_locked(std::string_view how);  // `to`: read after recording is off
   void (*window_fn_)(void *) = nullptr;
   void *window_user_ = nullptr;
   void window_changed_locked() {
