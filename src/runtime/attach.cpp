@@ -236,6 +236,10 @@ void runtime::attach_switch_locked(bool on) {
     if (cfg_.aggregation) tree_.set_aggregation(cfg_.aggregation_full, cfg_.aggregation_rules);
   }
   apply_recording_locked();
+  // The window's end, read once recording is off for every thread (an event begun while it
+  // was on began at `to` or before, as at `from` or after) and before the children are told
+  // (a child's window ends after its parent's).
+  if (!on) attach_.end_ns = ticks().to_ns(tick_now_ordered());
   if (!on && !user_on_) disabled_reason_ = "waiting for dftrace attach";
   publish_schedule_locked();  // forked children follow (follow_window_locked)
   window_changed_locked();
@@ -302,16 +306,13 @@ void runtime::attach_close_locked(std::string_view how) {
   if (attach_.pending) attach_.pending = false;  // never opened: nothing to say
   if (!attach_.open) return;
   attach_switch_locked(false);
-  // The window's end, read once recording is off for every thread: an event that began while
-  // it was on began at `to` or before (as `from` is read before it is switched on).
-  const uint64_t closed_ns = ticks().to_ns(tick_now_ordered());
   trigger_fields t;
   t.source = "attach";
   const std::string reason = "dftrace attach: " + attach_.what + "; ended " + std::string(how);
   t.reason = reason;
   t.after = attach_.after;
   t.mono_ns = t.from_ns = attach_.start_ns;
-  t.to_ns = closed_ns;
+  t.to_ns = attach_.end_ns;
   char buf[2048];
   if (!writer_) return;
   if (const size_t n = trigger_line_into(line_fmt(), t, buf, sizeof buf))

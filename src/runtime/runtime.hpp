@@ -417,8 +417,8 @@ class runtime {
   // dftrace attach (attach.cpp): the window open now, if any.
   struct attach_window {
     bool open = false, pending = false;  // pending: a window of steps opens at the next step
-    uint64_t start_ns = 0, until_ns = 0, steps_left = 0;
-    uint64_t steps = 0, for_ns = 0;  // as asked
+    uint64_t start_ns = 0, end_ns = 0, until_ns = 0, steps_left = 0;  // end_ns: `to`
+    uint64_t steps = 0, for_ns = 0;                                   // as asked
     std::string what, after, level;
     bool user_on = false;    // as it was before the window
     bool inherited = false;  // the parent's window, followed (it ends when the parent's does)
