@@ -177,8 +177,8 @@ def test_window_closed_while_another_thread_records(tmp_path):
     assert len(lines) == 1, lines
     a = lines[0]["args"]
     x = [e for e in events if e["ph"] == "X" and e["cat"] == "attach"]
+    # (The spinner may get no CPU in the window on a busy machine: spins may be empty.)
     spins = [e for e in x if e["name"] == "spin"]
-    assert spins, [e["name"] for e in x]
     outside = [(e["name"], e["ts"], e["dur"]) for e in x if not a["from"] <= e["ts"] <= a["to"]]
     assert not outside, (a["from"], a["to"], outside)
     # The spinner has one region open at a time: one at most was in flight at the close.
