@@ -33,6 +33,17 @@ inline uint64_t tick_now() {
   return mono_ns();
 }
 
+// A tick read only once every store before it is seen by other threads (off the event path:
+// a window's end, read after a switch that other threads must see first). rdtsc alone may run
+// ahead of the stores before it.
+inline uint64_t tick_now_ordered() {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+#ifdef DFTRACE_HAVE_TSC
+  _mm_lfence();  // the rdtsc waits for the fence (x86: mfence or a locked instruction)
+#endif
+  return tick_now();
+}
+
 // Whether this machine's TSC may stand in for CLOCK_MONOTONIC: an x86 CPU with an invariant
 // TSC and a kernel that keeps time with it (its clocksource is "tsc": the kernel checked that
 // the TSC is stable and synchronised across CPUs). `forced` (timer.source: tsc): the invariant

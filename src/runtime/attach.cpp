@@ -148,7 +148,7 @@ uint64_t runtime::attach_poll(const std::string &dir) {
   if (!initialized_.load()) return 0;
   uint64_t now = mono_ns();
   if (attach_.open && attach_.until_ns && now >= attach_.until_ns)
-    attach_close_locked(ticks().to_ns(tick_now()), "its time ran out");
+    attach_close_locked("its time ran out");
   const std::string base = dir + "/" + std::to_string(pid_);
   struct stat st;
   if (lstat((base + ".req").c_str(), &st) == 0) {
@@ -236,6 +236,10 @@ void runtime::attach_switch_locked(bool on) {
     if (cfg_.aggregation) tree_.set_aggregation(cfg_.aggregation_full, cfg_.aggregation_rules);
   }
   apply_recording_locked();
+  // The window's end, read once recording is off for every thread (an event begun while it
+  // was on began at `to` or before, as at `from` or after) and before the children are told
+  // (a child's window ends after its parent's).
+  if (!on) attach_.end_ns = ticks().to_ns(tick_now_ordered());
   if (!on && !user_on_) disabled_reason_ = "waiting for dftrace attach";
   publish_schedule_locked();  // forked children follow (follow_window_locked)
   window_changed_locked();
@@ -253,7 +257,7 @@ window_state runtime::window_locked() const {
 void runtime::follow_window_locked(const window_state &w) {
   // Only a window of the parent's is closed here; one asked of this process is its own.
   if (attach_.open && attach_.inherited && (!w.open || w.gen != attach_.followed))
-    attach_close_locked(ticks().to_ns(tick_now()), "as the parent's window ended");
+    attach_close_locked("as the parent's window ended");
   if (!w.open || attach_.open || attach_.pending || w.gen == attach_.followed || cfg_.ring) return;
   attach_.followed = w.gen;
   if (recording() && !cfg_.aggregation) return;  // it traces in full by itself
@@ -294,11 +298,11 @@ void runtime::attach_step_locked() {
     attach_.pending = false;
     attach_switch_locked(true);
   } else if (attach_.open && attach_.steps_left && --attach_.steps_left == 0) {
-    attach_close_locked(ticks().to_ns(tick_now()), "after its steps");
+    attach_close_locked("after its steps");
   }
 }
 
-void runtime::attach_close_locked(uint64_t now_ns, std::string_view how) {
+void runtime::attach_close_locked(std::string_view how) {
   if (attach_.pending) attach_.pending = false;  // never opened: nothing to say
   if (!attach_.open) return;
   attach_switch_locked(false);
@@ -308,7 +312,7 @@ void runtime::attach_close_locked(uint64_t now_ns, std::string_view how) {
   t.reason = reason;
   t.after = attach_.after;
   t.mono_ns = t.from_ns = attach_.start_ns;
-  t.to_ns = now_ns;
+  t.to_ns = attach_.end_ns;
   char buf[2048];
   if (!writer_) return;
   if (const size_t n = trigger_line_into(line_fmt(), t, buf, sizeof buf))

@@ -374,7 +374,7 @@ bool runtime::schedule_follow() {
 void runtime::stop_following_locked() {
   // A window of the parent's ends here as well: this process's steps are its own from now.
   if (attach_.open && attach_.inherited)
-    attach_close_locked(ticks().to_ns(tick_now()), "as this process counts steps of its own");
+    attach_close_locked("as this process counts steps of its own");
   following_ = false;
   share_ = nullptr;  // the parent's; this process makes its own page at its next fork
   schedule_follower_stop();
@@ -397,7 +397,7 @@ int runtime::finalize() {
   }
   std::lock_guard<std::mutex> lock(init_mutex_);
   if (!initialized_.load()) return DFTRACE_OK;
-  attach_close_locked(ticks().to_ns(tick_now()), "as the trace was finalized");
+  attach_close_locked("as the trace was finalized");
   attach_stop_locked();
   if (following_) stop_following_locked();
   recording_.store(false);

@@ -420,8 +420,8 @@ class runtime {
   // dftrace attach (attach.cpp): the window open now, if any.
   struct attach_window {
     bool open = false, pending = false;  // pending: a window of steps opens at the next step
-    uint64_t start_ns = 0, until_ns = 0, steps_left = 0;
-    uint64_t steps = 0, for_ns = 0;  // as asked
+    uint64_t start_ns = 0, end_ns = 0, until_ns = 0, steps_left = 0;  // end_ns: `to`
+    uint64_t steps = 0, for_ns = 0;                                   // as asked
     std::string what, after, level;
     bool user_on = false;    // as it was before the window
     bool inherited = false;  // the parent's window, followed (it ends when the parent's does)
@@ -436,7 +436,7 @@ class runtime {
   std::string attach_ring_locked(const attach_request &r);          // the same, in ring mode
   void attach_switch_locked(bool on);
   void attach_step_locked();  // a dftrace_step: a pending window opens, an open one counts
-  void attach_close_locked(uint64_t now_ns, std::string_view how);
+  void attach_close_locked(std::string_view how);  // `to`: read after recording is off
   void (*window_fn_)(void *) = nullptr;
   void *window_user_ = nullptr;
   void window_changed_locked() {

@@ -12,9 +12,13 @@
  * exists. With `follow`, the child forked after the first step counts no step of its own: each
  * 5 ms a region `work` (argument `step`: its own count), saying "on-PID N" and "off-PID N" as the
  * parent does, until three of them after "off" or until the parent ends its loop (a pipe).
- * Usage: attach_prog MAXSTEPS [DIR|-] [fork|follow] */
+ * With `spin`, a second thread begins and ends regions `spin` (about one a microsecond) from
+ * the start until the loop ends, whatever the steps: a window closes while it records.
+ * Usage: attach_prog MAXSTEPS [DIR|-] [fork|follow|spin] */
 #include <dftrace/dftrace.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +52,19 @@ static void step_io(const char *dir, long i) {
   }
 }
 
+static atomic_int spin_stop;
+
+/* The thread of `spin`: regions back to back, a little work between them. */
+static void *spinner(void *node) {
+  while (!atomic_load(&spin_stop)) {
+    dftrace_region_t r = dftrace_region_begin((dftrace_node_t *)node);
+    dftrace_region_end(r);
+    for (volatile int k = 0; k < 200; ++k) {
+    }
+  }
+  return NULL;
+}
+
 /* The child of `follow`: no dftrace_step, its parent's steps are the steps. */
 static int follower(dftrace_node_t *work, int done_fd) {
   int seen_on = 0;
@@ -78,12 +95,17 @@ int main(int argc, char **argv) {
   const char *dir = argc > 2 && strcmp(argv[2], "-") != 0 ? argv[2] : NULL;
   const int do_fork = argc > 3 && strcmp(argv[3], "fork") == 0;
   const int follow = argc > 3 && strcmp(argv[3], "follow") == 0;
+  const int spin = argc > 3 && strcmp(argv[3], "spin") == 0;
+  pthread_t spin_thread;
   int done[2] = {-1, -1};
   const char *stop = getenv("ATTACH_PROG_STOP");
   pid_t child = -1;
   dftrace_node_t *work = dftrace_node_child(dftrace_category("attach"), "work");
   int seen_on = 0;
   long off_at = -1;
+  if (spin && pthread_create(&spin_thread, NULL, spinner,
+                             dftrace_node_child(dftrace_category("attach"), "spin")) != 0)
+    return 3;
   for (long i = 0; i < max; ++i) {
     const int on = dftrace_is_enabled();
     if (stop) {
@@ -129,6 +151,10 @@ int main(int argc, char **argv) {
     dftrace_step();
     if (off_at >= 0 && i >= off_at + 3) break;
     if (stop && access(stop, F_OK) == 0) break;
+  }
+  if (spin) {
+    atomic_store(&spin_stop, 1);
+    pthread_join(spin_thread, NULL);
   }
   if (done[1] >= 0) close(done[1]);
   if (child > 0) {

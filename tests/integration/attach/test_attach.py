@@ -155,6 +155,36 @@ def test_steps_window_of_a_c_program(tmp_path):
         in s.stdout, s.stdout
 
 
+def test_window_closed_while_another_thread_records(tmp_path):
+    # attach_prog's `spin` thread begins a region about every microsecond while the main
+    # thread's step closes the window. Every event written begins within the trigger line's
+    # [from, to] (`from` read before recording is on, `to` after it is off); only the spinner's
+    # region in flight at the close may end after `to` (docs/attach.md).
+    env = clean_env(tmp_path, DFTRACE_ENABLE="0", DFTRACE_ATTACH="1",
+                    DFTRACE_LOG_FILE=str(tmp_path / "traces" / "t"))
+    prog = Program([PROG, "1000000", "-", "spin"], env)
+    try:
+        prog.expect("ready")
+        r = attach(tmp_path, prog.p.pid, "--steps", 5)
+        assert r.returncode == 0, r.stdout + r.stderr
+        on, off = int(prog.expect("on")[0]), int(prog.expect("off")[0])
+        prog.finish()
+    finally:
+        prog.kill()
+    assert off == on + 5, (on, off)
+    events, lines, _ = trace(tmp_path / "traces")
+    assert work_steps(events) == list(range(on, on + 5)), (work_steps(events), on)
+    assert len(lines) == 1, lines
+    a = lines[0]["args"]
+    x = [e for e in events if e["ph"] == "X" and e["cat"] == "attach"]
+    # (The spinner may get no CPU in the window on a busy machine: spins may be empty.)
+    spins = [e for e in x if e["name"] == "spin"]
+    outside = [(e["name"], e["ts"], e["dur"]) for e in x if not a["from"] <= e["ts"] <= a["to"]]
+    assert not outside, (a["from"], a["to"], outside)
+    # The spinner has one region open at a time: one at most was in flight at the close.
+    assert len([e for e in spins if e["ts"] + e["dur"] > a["to"]]) <= 1, a
+
+
 def test_time_window_of_a_c_program(tmp_path):
     prog = c_program(tmp_path)
     try:
