@@ -3,7 +3,8 @@
  * the program started, so that the test can say which part of the run a trace holds, and `n`,
  * its number (from 0, in each process), so that it can say none is missing.
  * Usage:
- *   ring_prog api SECONDS AT    regions for SECONDS, dftrace_trigger("at AT s") at AT seconds
+ *   ring_prog api SECONDS AT    regions for SECONDS, dftrace_trigger("at AT s") at AT seconds,
+ *                               then "regions N": how many it made
  *   ring_prog steps N SLOW MS   N steps of MS/2 regions 2 ms apart; step SLOW's (0-based) 40 ms
  * apart ring_prog wait SECONDS      regions for SECONDS ("ready" on stdout after the first second),
  *                               then "regions N": how many it made
@@ -179,6 +180,7 @@ int main(int argc, char **argv) {
       }
       sleep_ms(2);
     }
+    printf("regions %lld\n", (long long)g_made);
   } else if (strcmp(mode, "steps") == 0 && argc >= 5) {
     const long n = atol(argv[2]), slow = atol(argv[3]), ms = atol(argv[4]);
     dftrace_node_t *step_node = dftrace_node_child(dftrace_category("ring"), "step");
