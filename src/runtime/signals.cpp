@@ -17,7 +17,14 @@ namespace {
 
 struct sigaction g_old_actions[65];
 bool g_installed[65];
-const int k_fatal_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT};
+const int k_fatal_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT,
+                               SIGTERM, SIGINT, SIGHUP, SIGPIPE};
+
+// A request to end the process (rather than a fault): the application or its environment may
+// handle it; dftrace's flush takes it only where its default action is in place.
+bool is_request(int sig) {
+  return sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGPIPE;
+}
 
 // The default action of `sig` put back, and the signal raised: the process ends as it would
 // have untraced.
@@ -40,7 +47,7 @@ void fatal_signal(int sig, siginfo_t *info, void *uctx) {
   // process right after this: the trace gets its end line, marked with the signal.
   const bool dies =
       (old.sa_flags & SA_SIGINFO) ? old.sa_sigaction == nullptr : old.sa_handler == SIG_DFL;
-  if ((sig == SIGTERM || sig == SIGINT) && dies && detail::t_lifecycle != 0) {
+  if (is_request(sig) && dies && detail::t_lifecycle != 0) {
     // The thread was in a lifecycle call (a flush, the finish at exit), maybe holding a lock
     // the trace's writing needs: the signal takes effect as the call returns.
     detail::t_deferred_signal_raise = raise_deferred_signal;
@@ -65,12 +72,13 @@ void fatal_signal(int sig, siginfo_t *info, void *uctx) {
   errno = saved_errno;
 }
 
-// The fatal-signal flush for a request to end (SIGINT, SIGTERM) only where nobody else handles
-// it: the default action in place, never SIGINT under Python (its KeyboardInterrupt), and
-// SIGTERM under Python only once it has started (it then reports what it found: SIG_DFL). The
-// faults (SIGSEGV, ...) are always chained.
+// The fatal-signal flush for a request to end (SIGINT, SIGTERM, SIGHUP, SIGPIPE: a reader of
+// the process's pipe that left, as in `cmd | head`) only where nobody else handles it: the
+// default action in place, never SIGINT under Python (its KeyboardInterrupt), and the others
+// under Python only once it has started (it then reports what it found: SIG_DFL; it ignores
+// SIGPIPE itself). The faults (SIGSEGV, ...) are always chained.
 bool takes_over_request(int sig, const struct sigaction &old, python host) {
-  if (sig != SIGINT && sig != SIGTERM) return true;
+  if (!is_request(sig)) return true;
   if (host != python::none && (sig == SIGINT || host == python::starting)) return false;
   return !(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_DFL;
 }

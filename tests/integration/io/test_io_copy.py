@@ -147,3 +147,26 @@ def test_a_process_that_kills_itself_records_the_signal_in_its_end_line(tmp_path
     assert end["name"] == "end", end
     assert end["args"].get("signal") == "SIGUSR1", end
     assert [e for e in ev if e.get("cat") == "POSIX" and e["name"] == "write"]
+
+
+def test_a_writer_whose_reader_left_ends_its_trace_with_sigpipe(tmp_path):
+    # `dd ... | head -c 10`: head leaves after 10 bytes, and dd's next write to the pipe (400 KiB
+    # of output against a pipe of 64 KiB) kills it by SIGPIPE, the default action in place. Its
+    # trace is whole: its reads of the file, then the end line naming the signal.
+    dd = shutil.which("dd")
+    if not dd:
+        pytest.skip("no dd on PATH")
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "z.bin").write_bytes(os.urandom(400 * 1024))
+    _, out, p = traced(tmp_path, "sh", "-c",
+                       "%s if=%s bs=4k 2>/dev/null | head -c 10 | wc -c" % (dd, data / "z.bin"))
+    assert p.returncode == 0 and p.stdout.strip() == "10", (p.returncode, p.stdout, p.stderr)
+    ends = {}
+    for name in sorted(os.listdir(out)):
+        ev = tc.load_checked(str(out / name))
+        assert ev[-1]["name"] == "end", (name, ev[-1])
+        ends[name] = (ev[-1]["args"].get("signal"), ev)
+    piped = [ev for sig, ev in ends.values() if sig == "SIGPIPE"]
+    assert len(piped) == 1, {k: v[0] for k, v in ends.items()}
+    assert [e for e in piped[0] if e.get("cat") == "POSIX" and e["name"] == "read"], piped[0]
