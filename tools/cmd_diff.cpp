@@ -48,8 +48,6 @@ std::string number(double x) {
   return buf;
 }
 
-bool is_name_metric(const std::string &key) { return key.find('/') != std::string::npos; }
-
 void text_out(std::string &o, const std::vector<metric> &ms, const run_summary &base,
               const run_summary &now, const std::vector<std::string> &appeared,
               const std::vector<std::string> &vanished) {

@@ -21,8 +21,6 @@ std::string diff_json_number(double x) {
 
 namespace {
 
-bool is_name_metric(const std::string &key) { return key.find('/') != std::string::npos; }
-
 void name_json(std::string &o, const std::map<std::string, name_summary> &names,
                const std::string &key) {
   const auto it = names.find(key);

@@ -16,6 +16,9 @@ void diff_json(std::string &o, const std::vector<metric> &ms, const run_summary 
                const run_summary &now, const std::vector<std::string> &appeared,
                const std::vector<std::string> &vanished, const std::vector<std::string> &failed);
 
+// Whether a metric is a name's (its key holds a '/') rather than one of the whole run.
+inline bool is_name_metric(const std::string &key) { return key.find('/') != std::string::npos; }
+
 // Exact in JSON: integers as integers, other finite values with every digit, others null.
 std::string diff_json_number(double x);
 

@@ -19,6 +19,7 @@ Every difference is collected (never only the first); `run_case` returns them as
 import difflib
 import fnmatch
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -365,3 +366,30 @@ def run_case(case, root, cli, calibrate=False):
         shutil.rmtree(tmp, ignore_errors=True)
         if mounted:
             subprocess.run(["umount", "-l", trace_dir], capture_output=True)
+
+
+def check_case(case, tmp_path_factory):
+    """The body of a battery test: runs the case untraced and traced (untraced twice with
+    BATTERY_CALIBRATE=1), skips it saying why where it can not run, appends a line to
+    summary.jsonl beside the cases' folders, and fails listing every difference."""
+    import pytest  # (battery.py is imported by the battery tests alone)
+    cli = os.environ.get("DFTRACE_CLI", "")
+    assert os.access(cli, os.X_OK), "DFTRACE_CLI (the dftrace tool) is not set to a program"
+    base = str(tmp_path_factory.getbasetemp())
+    t0 = time.monotonic()
+    diffs, skip = run_case(case, os.path.join(base, case.name), cli,
+                           calibrate=os.environ.get("BATTERY_CALIBRATE") == "1")
+    seconds = round(time.monotonic() - t0, 1)  # for the summary only: nothing is timed
+    if skip:
+        pytest.skip("%s: %s" % (case.name, skip))
+    with open(os.path.join(base, "summary.jsonl"), "a") as f:
+        f.write(json.dumps({"case": case.name, "defects": case.defects, "differences": diffs,
+                            "seconds": seconds}) + "\n")
+    assert not diffs, "%s (%s): %d difference(s):\n  - %s" % (
+        case.name, case.defects, len(diffs), "\n  - ".join(diffs))
+
+
+def selected(cases):
+    """The cases BATTERY_CASES=name,name names (all of them when it is not set)."""
+    only = [n for n in os.environ.get("BATTERY_CASES", "").split(",") if n]
+    return [c for c in cases if not only or c.name in only]
