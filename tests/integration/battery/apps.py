@@ -1,10 +1,11 @@
 """apps.py: the compact table of everyday programs (test_apps.py, ctest integration.apps): each
 runs untraced and under `dftrace run` (or initialising dftrace itself), compared by battery.py.
-Small inputs, so that the whole table stays within about a minute."""
+Small inputs, so that the whole table stays within a few minutes."""
 import os
 import re
 import signal
 
+from apps_corners import CORNERS
 from battery import Case
 from cases import FAST_FLUSH, GIT_ENV, PROGRAMS, PY, files_in, text_file
 
@@ -114,4 +115,4 @@ APPS = [
          traced_env=FAST_FLUSH, io_bytes=[("write", "other.txt", 1)]),
     Case("py_dup2_trace_fd", [PY, os.path.join(PROGRAMS, "py_fds.py"), "dup2"],
          traced_env=FAST_FLUSH, io_bytes=[("write", "other.txt", 1)]),
-]
+] + CORNERS
