@@ -138,6 +138,7 @@ void line_counts::merge(const line_counts &o) {
   instants += o.instants;
   aggregated += o.aggregated;
   unknown_phase += o.unknown_phase;
+  bad_times += o.bad_times;
 }
 
 namespace {
@@ -332,9 +333,19 @@ void scan_block(detail::text_block &b, detail::time_unit unit, const layer_table
       return true;
     }
     uint64_t ts = 0, dur = 0;
-    if (!pl.ts.present() || !detail::value_ns(pl.ts, unit, &ts)) return true;
-    if (pl.dur.present() && !detail::value_ns(pl.dur, unit, &dur)) dur = 0;
-    const uint64_t end = ts + dur < ts ? UINT64_MAX : ts + dur;
+    if (!pl.ts.present()) return true;
+    if (!detail::value_ns(pl.ts, unit, &ts) ||
+        (pl.dur.present() && !detail::value_ns(pl.dur, unit, &dur)) || ts + dur < ts) {
+      // Left out, counted: the process's own count still holds the line (no second report).
+      ++n.bad_times;
+      uint64_t cnt = 1;
+      const jvalue *c = ph == 'A' ? pl.arg_value("dft_cnt") : nullptr;
+      if (c && !detail::value_u64(*c, &cnt)) cnt = 0;
+      if (!(pl.cat.text == "dftracer" && (is_end || pl.name.text == "start")))
+        pf->event_records += cnt;
+      return true;
+    }
+    const uint64_t end = ts + dur;
     pf->ts_min = std::min(pf->ts_min, ts);
     pf->end_max = std::max(pf->end_max, end);
     // the line's class, I/O kind and name figures, looked up once

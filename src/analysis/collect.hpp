@@ -104,6 +104,9 @@ struct name_durations {
 struct line_counts {
   uint64_t lines = 0, objects = 0, invalid = 0, complete = 0, metadata = 0, counters = 0,
            instants = 0, aggregated = 0, unknown_phase = 0;
+  // Timed lines left out of the figures: a ts or dur that is no time (negative, not a number,
+  // past 2^64 ns) or an end past 2^64-1 ns. Listed as damage (inputs.cpp), never silent.
+  uint64_t bad_times = 0;
   void merge(const line_counts &o);
 };
 

@@ -2,8 +2,12 @@
 // (and the members' DT line counts) turned into a listed problem.
 #include "analysis/inputs.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cstdlib>
+#include <map>
+#include <utility>
 
 #include "reader/time_unit.hpp"
 
@@ -44,7 +48,7 @@ void read_one(detail::trace_file &f, const layer_table &table, const detail::rea
     problem(i.error, "byte " + std::to_string(i.offset) + ": " + i.message);
   const detail::time_unit unit = detail::header_time_unit(f);
   file_folder folder;
-  uint64_t invalid_before = 0;
+  uint64_t invalid_before = 0, bad_times = 0;
   if (tap) tap->begin(f);
   detail::for_each_block(
       f, opt, [&](detail::text_block &b) { scan_tapped(b, unit, table, tap); },
@@ -68,6 +72,7 @@ void read_one(detail::trace_file &f, const layer_table &table, const detail::rea
         fr.lines += p->counts.lines;
         fr.text_bytes += b.text.size();
         invalid_before += p->counts.invalid;
+        bad_times += p->counts.bad_times;
         folder.add(*p, c);
         b.result.reset();
         if (progress) progress(b.in_bytes);
@@ -75,6 +80,10 @@ void read_one(detail::trace_file &f, const layer_table &table, const detail::rea
       });
   if (invalid_before)
     problem(true, std::to_string(invalid_before) + " line(s) are not valid JSON objects");
+  if (bad_times)
+    problem(true, std::to_string(bad_times) +
+                      " event(s) left out: a ts or dur that is no time in nanoseconds from 0 to "
+                      "2^64-1 (negative, not a number, or ending past it)");
   folder.finish(c);
   if (tap) tap->end(f);
   rep->files.push_back(fr);
@@ -91,7 +100,20 @@ size_t spill_budget() {
 void read_traces(const std::vector<std::string> &paths, const layer_table &table,
                  const detail::read_options &opt, collection *c, input_report *rep,
                  const std::function<void(uint64_t)> &progress, block_tap *tap) {
+  // A file named twice (the same path, another path to it, a directory and a file in it) is
+  // read once: read again, each of its processes would hold its events twice.
+  std::map<std::pair<dev_t, ino_t>, std::string> seen;
   for (const std::string &path : paths) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0) {
+      const auto got = seen.emplace(std::make_pair(st.st_dev, st.st_ino), path);
+      if (!got.second) {
+        const auto &it = got.first;
+        rep->warnings.push_back(
+            {path, "the same file as " + it->second + ", given again: read once"});
+        continue;
+      }
+    }
     detail::trace_file f;
     std::string why;
     if (!f.open(path, &why)) {
