@@ -120,6 +120,17 @@ std::string mb(uint64_t bytes) {
   return buf;
 }
 
+// What in-kernel copies moved that no file's figures hold: never left out silently.
+void text_copies(std::string &o, const copy_figures &c) {
+  if (c.unattributed_calls)
+    o += "  copies not attributed: " + mb(c.unattributed_bytes) + " MB in " +
+         std::to_string(c.unattributed_calls) +
+         " in-kernel copies whose trace names neither end (counted as neither read nor written)\n";
+  if (c.no_file[0] || c.no_file[1])
+    o += "  copies with one end not a traced file (a pipe, a socket, an untraced file): " +
+         mb(c.no_file[1]) + " MB read into none, " + mb(c.no_file[0]) + " MB written from none\n";
+}
+
 void text_io(std::string &o, const analysis_result &r) {
   const io_summary &s = r.io;
   if (!s.ops[0] && !s.ops[1] && !s.meta_ops) return;
@@ -127,6 +138,7 @@ void text_io(std::string &o, const analysis_result &r) {
        mb(s.bytes[1]) + " MB in " + std::to_string(s.ops[1]) + " calls; time in data calls " +
        ms(s.ns[0] + s.ns[1]) + " ms, in metadata calls " + ms(s.meta_ns) + " ms (" +
        std::to_string(s.meta_ops) + ")\n";
+  text_copies(o, s.copies);
   for (int k = 0; k < 2; ++k) {
     o += k ? "  write sizes:" : "  read sizes: ";
     for (size_t i = 0; i < k_size_buckets; ++i)

@@ -101,9 +101,11 @@ std::vector<io_op> &ops_of(const parsed_line &pl, io_block *b, io_scan_state *st
 void scan_copy(const parsed_line &pl, io_op op, bool aggregated, io_block *b, io_scan_state *st) {
   static constexpr const char *k_keys[2][3] = {{"from_hash", "fd", "offset"},
                                                {"to_hash", "to_fd", "to_offset"}};
+  const jvalue *ends[2] = {pl.arg_value(k_keys[0][0]), pl.arg_value(k_keys[1][0])};
+  op.copy = ends[0] && ends[1] ? io_op::copy_between_files : io_op::copy_with_no_file;
   bool first = true;
   for (int d = 0; d < 2; ++d) {
-    const jvalue *fh = pl.arg_value(k_keys[d][0]);
+    const jvalue *fh = ends[d];
     if (!fh) continue;
     io_op side = op;
     side.dir = static_cast<int8_t>(d);
@@ -159,8 +161,10 @@ void scan_io(const parsed_line &pl, char ph, uint64_t ts, uint64_t dur, detail::
   if (op.dir == k_io_copy) {
     if (pl.arg_value("from_hash") || pl.arg_value("to_hash"))
       return scan_copy(pl, op, aggregated, b, st);
-    op.dir = -1;  // which end its fhash is is not written: neither read nor write
-    op.bytes = 0;
+    // Which end its fhash is is not written (a trace before from_hash and to_hash, or an
+    // aggregated record that folded them): neither read nor write, and said so (its bytes).
+    op.dir = -1;
+    op.copy = io_op::copy_ends_unknown;
   }
   if (k.posix && !aggregated) {
     op.kind = k.kind;
@@ -223,6 +227,7 @@ void io_data::merge(io_data &o) {
   }
   meta_ops += o.meta_ops;
   meta_ns += o.meta_ns;
+  copies.merge(o.copies);
   for (const auto &kv : o.sizes) sizes[kv.first] += kv.second;
   for (auto &kv : o.files) files[kv.first].merge(kv.second);
   for (auto &kv : o.fh_paths) name_file(kv.first, kv.second);
@@ -249,6 +254,10 @@ void io_folder::apply(std::unordered_map<int64_t, fd_state> &fds, time_bins &bin
   if (op.dir < 0) {
     job->meta_ops += op.calls;
     job->meta_ns += op.dur;
+    if (op.copy == io_op::copy_ends_unknown) {
+      job->copies.unattributed_calls += op.calls;
+      job->copies.unattributed_bytes += op.bytes;
+    }
     if (f) {
       f->meta_ops += op.calls;
       f->meta_ns += op.dur;
@@ -270,6 +279,7 @@ void io_folder::apply(std::unordered_map<int64_t, fd_state> &fds, time_bins &bin
   const int d = op.dir;
   job->bytes[d] += op.bytes;
   job->ops[d] += op.calls;
+  if (op.copy == io_op::copy_with_no_file) job->copies.no_file[1 - d] += op.bytes;
   if (op.job_time) job->ns[d] += op.dur;
   if (f) {
     f->bytes[d] += op.bytes;
@@ -409,6 +419,7 @@ io_summary summarize_io(io_data &d, const std::function<long(const std::string &
   }
   s.meta_ops = d.meta_ops;
   s.meta_ns = d.meta_ns;
+  s.copies = d.copies;
   s.common_sizes = most_common(d.sizes);
   for (auto &kv : d.files) {
     io_file_summary f;

@@ -35,6 +35,11 @@ struct io_op {
   bool single = true;    // one call of known size (not aggregated, not folded)
   bool failed = false;   // ret < 0
   bool job_time = true;  // its time counts in the job's (an in-kernel copy's write side: not)
+  // An in-kernel copy's: one end whose other end is a traced file, or is none (a pipe, a
+  // socket, a file not traced: its bytes go to or come from no file), or a copy whose trace
+  // names neither end (written before from_hash and to_hash: counted as a metadata call).
+  enum copy_t : uint8_t { no_copy, copy_between_files, copy_with_no_file, copy_ends_unknown };
+  copy_t copy = no_copy;
 };
 
 // What a block holds of I/O: the calls per process (pid as written), in line order.
@@ -85,12 +90,26 @@ struct file_io {
   void merge(const file_io &o);
 };
 
+// The bytes of in-kernel copies not counted on a file at one end: no_file[0], the bytes written
+// to a file from no file (a pipe, a socket, a file not traced); no_file[1], read from a file
+// into none; and the copies whose trace names neither end (neither read nor written).
+struct copy_figures {
+  uint64_t no_file[2] = {};
+  uint64_t unattributed_calls = 0, unattributed_bytes = 0;
+  void merge(const copy_figures &o) {
+    for (int k = 0; k < 2; ++k) no_file[k] += o.no_file[k];
+    unattributed_calls += o.unattributed_calls;
+    unattributed_bytes += o.unattributed_bytes;
+  }
+};
+
 // Job-wide figures (no host needed), and per-file and per-process ones.
 struct io_data {
   uint64_t bytes[2] = {}, ops[2] = {}, ns[2] = {}, meta_ops = 0, meta_ns = 0;
   uint64_t hist[2][k_size_buckets] = {};
   uint64_t unbinned[2] = {};             // calls of unknown single size (aggregated, folded)
   uint64_t offset_unknown[2] = {};       // read/write calls whose descriptor's offset is unknown
+  copy_figures copies;                   // what the in-kernel copies moved to or from no file
   std::map<uint64_t, uint64_t> sizes;    // access size -> calls
   std::map<std::string, file_io> files;  // fhash text -> figures
   std::unordered_map<std::string, std::string> fh_paths;  // fhash -> path
@@ -117,6 +136,7 @@ struct io_summary {
   uint64_t bytes[2] = {}, ops[2] = {}, ns[2] = {}, meta_ops = 0, meta_ns = 0;
   uint64_t hist[2][k_size_buckets] = {};
   uint64_t unbinned[2] = {}, offset_unknown[2] = {};
+  copy_figures copies;
   std::vector<std::pair<uint64_t, uint64_t>> common_sizes;  // (size, calls), most calls first
   std::vector<io_file_summary> files;                       // most bytes first, then by name
   uint64_t bin_ns = 0, bin_start_ns = 0;

@@ -10,7 +10,7 @@ namespace dftrace::analysis {
 
 namespace {
 
-constexpr char k_tag[8] = {'d', 'f', 't', 'p', 'a', 'r', 't', '2'};
+constexpr char k_tag[8] = {'d', 'f', 't', 'p', 'a', 'r', 't', '3'};
 constexpr char k_names_tag[8] = {'d', 'f', 't', 'n', 'a', 'm', 'e', '1'};
 
 struct writer {
@@ -285,6 +285,9 @@ void put_io(writer &w, const io_data &d) {
   }
   w.u(d.meta_ops);
   w.u(d.meta_ns);
+  for (uint64_t v : {d.copies.no_file[0], d.copies.no_file[1], d.copies.unattributed_calls,
+                     d.copies.unattributed_bytes})
+    w.u(v);
   w.u(d.sizes.size());
   for (const auto &kv : d.sizes) {
     w.u(kv.first);
@@ -323,6 +326,9 @@ void get_io(reader &r, io_data *d) {
   }
   d->meta_ops = r.u();
   d->meta_ns = r.u();
+  for (uint64_t *v : {&d->copies.no_file[0], &d->copies.no_file[1], &d->copies.unattributed_calls,
+                      &d->copies.unattributed_bytes})
+    *v = r.u();
   for (size_t k = r.n(16); k > 0 && r.ok; --k) {
     const uint64_t size = r.u();
     d->sizes[size] = r.u();

@@ -137,7 +137,11 @@ void io_json(std::string &o, const analysis_result &r,
     o += (i ? "," : "") + std::string("{\"size\":") + num(s.common_sizes[i].first) +
          ",\"count\":" + num(s.common_sizes[i].second) + "}";
   o += "],\"offset_unknown\":{\"read\":" + num(s.offset_unknown[0]) +
-       ",\"write\":" + num(s.offset_unknown[1]) + "},\"files\":[";
+       ",\"write\":" + num(s.offset_unknown[1]) +
+       "},\"copies\":{\"written_from_no_file_bytes\":" + num(s.copies.no_file[0]) +
+       ",\"read_to_no_file_bytes\":" + num(s.copies.no_file[1]) +
+       ",\"unattributed_calls\":" + num(s.copies.unattributed_calls) +
+       ",\"unattributed_bytes\":" + num(s.copies.unattributed_bytes) + "},\"files\":[";
   for (size_t i = 0; i < s.files.size(); ++i) {
     if (i) o += ",";
     io_file_json(o, s.files[i], r);

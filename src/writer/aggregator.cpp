@@ -14,6 +14,21 @@ namespace {
 
 constexpr size_t k_number = 40;  // room for one number (write_double needs 32)
 
+// The per-use arguments that identify a record (aggregator::key): the file an I/O call is on,
+// and the two ends of an in-kernel copy, which the analysis reads as the full event's. In the
+// order they are written, as the I/O events write them.
+constexpr std::string_view k_ident_keys[] = {"fhash", "from_hash", "to_hash"};
+
+// The index in k_ident_keys of a per-use argument's key, or -1.
+int ident_of(std::string_view key) {
+  switch (key.size()) {
+    case 5: return key == k_ident_keys[0] ? 0 : -1;
+    case 9: return key == k_ident_keys[1] ? 1 : -1;
+    case 7: return key == k_ident_keys[2] ? 2 : -1;
+    default: return -1;
+  }
+}
+
 char *put(char *p, std::string_view text) {
   std::memcpy(p, text.data(), text.size());
   return p + text.size();
@@ -82,13 +97,24 @@ void aggregator::add(const line_format &f, const rec &r) {
   const uint64_t s_ns = start + f.epoch_offset_ns, e_ns = end + f.epoch_offset_ns;
   // The duration as the event's own line would say it, so that sums equal the full trace's.
   const uint64_t dur = f.ns_precision ? e_ns - s_ns : e_ns / 1000 - s_ns / 1000;
-  const uint64_t interval = s_ns / f.aggregate_interval_ns;
   newest_ns_ = std::max(newest_ns_, s_ns);
-  group &g = groups_[{r.name_cat, r.tid, interval}];
+  key k{r.name_cat, r.tid, s_ns / f.aggregate_interval_ns, {0, 0, 0}, 0};
+  // The arguments that identify the record: one pass over the per-use arguments, before the
+  // one that folds the others into it.
+  for_each_use_arg(r, [&k](uint8_t type, std::string_view key, std::string_view value) {
+    if (value.size() != 8 || (type != DFTRACE_ARG_INT && type != DFTRACE_ARG_UINT)) return;
+    const int i = ident_of(key);
+    if (i < 0) return;
+    std::memcpy(&k.ident[i], value.data(), 8);  // a key given twice: the last wins, as in a line
+    k.ident_set = static_cast<uint8_t>(k.ident_set | 1u << i);
+    if (type == DFTRACE_ARG_INT)
+      k.ident_set = static_cast<uint8_t>(k.ident_set | 1u << (k_idents + i));
+    else
+      k.ident_set = static_cast<uint8_t>(k.ident_set & ~(1u << (k_idents + i)));
+  });
+  group &g = groups_[k];
   if (g.count == 0) {  // new, or written by the signal path: its arguments start again too
-    g.name_cat = r.name_cat;
-    g.tid = r.tid;
-    g.interval = interval;
+    g.k = k;
     g.dmin = g.dmax = dur;
     g.dsum = 0;
     for (auto &a : g.args) a.second.set = false;
@@ -102,29 +128,39 @@ void aggregator::add(const line_format &f, const rec &r) {
     if (value.size() != 8 || is_reserved_arg_key(key) ||
         (type != DFTRACE_ARG_INT && type != DFTRACE_ARG_UINT && type != DFTRACE_ARG_DOUBLE))
       return;
+    if (type != DFTRACE_ARG_DOUBLE && ident_of(key) >= 0) return;  // in the key
     fold(&g, key, type == DFTRACE_ARG_DOUBLE, value.data());
   });
 }
 
 size_t aggregator::line_bound(const line_format &f, const group &g) {
-  size_t n = 128 + g.name_cat->size() + f.hhash_field.size() + 4 * k_number;
+  size_t n = 128 + g.k.name_cat->size() + f.hhash_field.size() + (4 + k_idents) * k_number;
   for (const auto &a : g.args) n += 3 * (a.first.size() + 8 + k_number);
   return n;
 }
 
 char *aggregator::write_line(const line_format &f, const group &g, char *p) {
-  const uint64_t t_ns = g.interval * f.aggregate_interval_ns;
+  const uint64_t t_ns = g.k.interval * f.aggregate_interval_ns;
   *p++ = '{';
-  p = put(p, std::string_view(*g.name_cat).substr(1));  // without its leading ','
+  p = put(p, std::string_view(*g.k.name_cat).substr(1));  // without its leading ','
   p = put(p, ",\"pid\":");
   p = write_i64(p, f.pid);
   p = put(p, ",\"tid\":");
-  p = write_i64(p, g.tid);
+  p = write_i64(p, g.k.tid);
   p = put(p, ",\"ts\":");
   p = write_u64(p, f.ns_precision ? t_ns : t_ns / 1000);
   p = put(p, ",\"ph\":\"A\",\"args\":{");
   if (!f.hhash_field.empty()) {
     p = put(p, f.hhash_field);
+    *p++ = ',';
+  }
+  for (int i = 0; i < k_idents; ++i) {  // as the full event writes them: "fhash":N,
+    if (!(g.k.ident_set >> i & 1)) continue;
+    *p++ = '"';
+    p = put(p, k_ident_keys[i]);
+    p = put(p, "\":");
+    p = g.k.ident_set >> (k_idents + i) & 1 ? write_i64(p, static_cast<int64_t>(g.k.ident[i]))
+                                            : write_u64(p, g.k.ident[i]);
     *p++ = ',';
   }
   p = put(p, "\"dft_cnt\":");
@@ -149,13 +185,17 @@ uint64_t aggregator::take(const line_format &f, uint64_t lag_ns, bool all, std::
   std::vector<const group *> ready;
   for (const auto &kv : groups_) {
     const group &g = kv.second;
-    if (all || g.count == 0 || (g.interval + 1) * width + lag_ns <= newest_ns_) ready.push_back(&g);
+    if (all || g.count == 0 || (g.k.interval + 1) * width + lag_ns <= newest_ns_)
+      ready.push_back(&g);
   }
   // In time order, then by name: a stable file whatever the hash map's order.
   std::sort(ready.begin(), ready.end(), [](const group *a, const group *b) {
-    if (a->interval != b->interval) return a->interval < b->interval;
-    if (*a->name_cat != *b->name_cat) return *a->name_cat < *b->name_cat;
-    return a->tid < b->tid;
+    const key &x = a->k, &y = b->k;
+    if (x.interval != y.interval) return x.interval < y.interval;
+    if (*x.name_cat != *y.name_cat) return *x.name_cat < *y.name_cat;
+    if (x.tid != y.tid) return x.tid < y.tid;
+    return std::tie(x.ident_set, x.ident[0], x.ident[1], x.ident[2]) <
+           std::tie(y.ident_set, y.ident[0], y.ident[1], y.ident[2]);
   });
   uint64_t events = 0;
   bool any = false;
@@ -165,10 +205,10 @@ uint64_t aggregator::take(const line_format &f, uint64_t lag_ns, bool all, std::
     out->resize(at + line_bound(f, *g));
     out->resize(static_cast<size_t>(write_line(f, *g, &(*out)[at]) - out->data()));
     ++st->lines;
-    st->add_ts(g->interval * width / 1000, any);
+    st->add_ts(g->k.interval * width / 1000, any);
     events += g->count;
   }
-  for (const group *g : ready) groups_.erase({g->name_cat, g->tid, g->interval});
+  for (const group *g : ready) groups_.erase(key(g->k));  // a copy: erase frees g
   return events;
 }
 
@@ -179,7 +219,7 @@ char *aggregator::take_one(const line_format &f, char *out, size_t cap, uint64_t
     if (g.count == 0) continue;
     if (line_bound(f, g) > cap) return nullptr;
     char *end = write_line(f, g, out);
-    *ts_us = g.interval * f.aggregate_interval_ns / 1000;
+    *ts_us = g.k.interval * f.aggregate_interval_ns / 1000;
     *events = g.count;
     g.count = 0;
     return end;

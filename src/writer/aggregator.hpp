@@ -1,15 +1,16 @@
 // aggregator.hpp: aggregation mode (aggregation.*): the complete events of a node marked
 // `aggregate` are folded, per interval, per (name, category, thread), into one record: the
 // count, and the min, max and sum of the duration and of each numeric per-use argument
-// (docs/format.md, "Aggregated records"). The writer thread folds records here instead of
-// formatting them, so the application pays what it pays for any event and the trace holds one
-// line per name, thread and interval.
+// (docs/format.md, "Aggregated records"). The file hashes of an I/O event (`fhash`, and an
+// in-kernel copy's `from_hash` and `to_hash`) are part of the key and written as they are, so
+// that a record says which files its calls read and wrote. The writer thread folds records here
+// instead of formatting them, so the application pays what it pays for any event and the trace
+// holds one line per name, thread and interval.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <string_view>
-#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -41,18 +42,33 @@ class aggregator {
     int64_t imin = 0, imax = 0, isum = 0;
     double dmin = 0, dmax = 0, dsum = 0;
   };
-  struct group {
+  // The per-use arguments that identify a record instead of being folded (k_ident_keys in
+  // aggregator.cpp): their values, and which of them the events have.
+  static constexpr int k_idents = 3;
+  struct key {
     const std::string *name_cat;
     int64_t tid;
     uint64_t interval;
+    uint64_t ident[k_idents];
+    uint8_t ident_set;  // bit i: ident[i] is there; bit k_idents + i: it is signed (INT)
+    bool operator==(const key &o) const {
+      return name_cat == o.name_cat && tid == o.tid && interval == o.interval &&
+             ident_set == o.ident_set && ident[0] == o.ident[0] && ident[1] == o.ident[1] &&
+             ident[2] == o.ident[2];
+    }
+  };
+  struct group {
+    key k;
     uint64_t count = 0, dmin = 0, dmax = 0, dsum = 0;  // durations in the trace's unit; count
                                                        // 0: written by the signal path
     std::vector<std::pair<std::string, num>> args;     // escaped keys, first-seen order
   };
   struct key_hash {
-    size_t operator()(const std::tuple<const std::string *, int64_t, uint64_t> &k) const {
-      return std::hash<const void *>()(std::get<0>(k)) ^ (std::get<1>(k) * 0x9e3779b97f4a7c15ull) ^
-             (std::get<2>(k) * 0xc2b2ae3d27d4eb4full);
+    size_t operator()(const key &k) const {
+      return std::hash<const void *>()(k.name_cat) ^ (k.tid * 0x9e3779b97f4a7c15ull) ^
+             (k.interval * 0xc2b2ae3d27d4eb4full) ^ (k.ident[0] * 0xff51afd7ed558ccdull) ^
+             (k.ident[1] * 0xc4ceb9fe1a85ec53ull) ^ (k.ident[2] * 0x94d049bb133111ebull) ^
+             k.ident_set;
     }
   };
   static void fold(group *g, std::string_view key, bool dbl, const char *value);
@@ -60,7 +76,7 @@ class aggregator {
   // No allocation.
   static size_t line_bound(const line_format &f, const group &g);
   static char *write_line(const line_format &f, const group &g, char *p);
-  std::unordered_map<std::tuple<const std::string *, int64_t, uint64_t>, group, key_hash> groups_;
+  std::unordered_map<key, group, key_hash> groups_;
   uint64_t newest_ns_ = 0;  // the newest event start folded (epoch ns)
 };
 

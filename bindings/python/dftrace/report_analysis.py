@@ -254,7 +254,23 @@ def _io(r):
                   [(io["read_bytes"], io["reads"], _ms(io["read_ns"]), io["write_bytes"],
                     io["writes"], _ms(io["write_ns"]), io["metadata_ops"], _ms(io["metadata_ns"]),
                     _ms(io["data_ns"]), "%d/%d" % (unk["read"], unk["write"]))])
-    return head + _histograms(io) + _heat_map(r, io) + _io_files(io)
+    return head + _copies_note(io) + _histograms(io) + _heat_map(r, io) + _io_files(io)
+
+
+def _copies_note(io):
+    """What in-kernel copies moved that no file's figures hold, when anything: the copies whose
+    trace names neither end, and the bytes whose other end is not a traced file."""
+    c = io.get("copies", {})
+    note = ""
+    if c.get("unattributed_calls"):
+        note += ("<p>%d bytes in %d in-kernel copies are not attributed: their trace names "
+                 "neither end, so they count as neither read nor written.</p>"
+                 % (c["unattributed_bytes"], c["unattributed_calls"]))
+    if c.get("read_to_no_file_bytes") or c.get("written_from_no_file_bytes"):
+        note += ("<p>In-kernel copies with one end not a traced file (a pipe, a socket, an "
+                 "untraced file): %d bytes read into none, %d bytes written from none.</p>"
+                 % (c["read_to_no_file_bytes"], c["written_from_no_file_bytes"]))
+    return note
 
 
 def diff(base, files, partial=None, names=None):

@@ -113,3 +113,40 @@ def test_a_copy_is_read_from_its_source_and_written_to_its_target(tmp_path):
     assert io["access_sizes"]["read"]["1K-10K"] == 1 and io["access_sizes"]["write"]["0-100"] == 1
     # the opens and the copy without from_hash and to_hash
     assert io["metadata_ops"] == 3
+    # what no file's figures hold is said: the copy whose ends are not written, the sendfile
+    # to a socket (read into no file), the splice from a pipe (written from no file)
+    assert io["copies"] == {"unattributed_calls": 1, "unattributed_bytes": 500,
+                            "read_to_no_file_bytes": 300, "written_from_no_file_bytes": 64}
+    text = subprocess.run([CLI, "analyze", str(trace)], capture_output=True, text=True,
+                          timeout=120)
+    assert text.returncode == 0, text.stderr
+    assert "copies not attributed: 0.001 MB in 1 in-kernel copies" in text.stdout, text.stdout
+
+
+# Aggregated copies: as dftrace writes them (the ends in the record's key, written plainly),
+# one whose target is a pipe, and one written before the ends were keyed (from_hash and to_hash
+# folded into _min, _max and _sum: which calls had which end is lost).
+AGGREGATED_COPIES = """[
+{"id":1,"name":"FH","cat":"dftracer","pid":1,"tid":1,"ph":"M","args":{"name":"/d/src","value":11}}
+{"id":2,"name":"FH","cat":"dftracer","pid":1,"tid":1,"ph":"M","args":{"name":"/d/dst","value":22}}
+{"name":"copy_file_range","cat":"POSIX","pid":1,"tid":1,"ts":0,"ph":"A","args":{"fhash":11,"from_hash":11,"to_hash":22,"dft_cnt":3,"dur_min":1,"dur_max":5,"dur_sum":9,"ret_min":0,"ret_max":4096,"ret_sum":6000}}
+{"name":"splice","cat":"POSIX","pid":1,"tid":1,"ts":0,"ph":"A","args":{"fhash":11,"from_hash":11,"dft_cnt":2,"dur_min":1,"dur_max":1,"dur_sum":2,"ret_min":100,"ret_max":200,"ret_sum":300}}
+{"name":"sendfile","cat":"POSIX","pid":1,"tid":1,"ts":0,"ph":"A","args":{"fhash_min":11,"fhash_max":11,"fhash_sum":22,"from_hash_min":11,"from_hash_max":11,"from_hash_sum":22,"to_hash_min":22,"to_hash_max":22,"to_hash_sum":44,"dft_cnt":2,"dur_min":1,"dur_max":2,"dur_sum":3,"ret_min":10,"ret_max":40,"ret_sum":50}}
+]
+"""
+
+
+def test_aggregated_copies_are_read_from_their_source_and_written_to_their_target(tmp_path):
+    trace = tmp_path / "t.pfw"
+    trace.write_text(AGGREGATED_COPIES)
+    stat = run_json("stat", "--json", str(trace))
+    rows = {r["path"]: r for r in stat["io_files"] if r["cat"] == "POSIX"}
+    assert (rows["/d/src"]["read_bytes"], rows["/d/src"]["read_calls"]) == (6300, 5)
+    assert (rows["/d/dst"]["write_bytes"], rows["/d/dst"]["write_calls"]) == (6000, 3)
+    assert (rows["/d/src"]["write_bytes"], rows["/d/dst"]["read_bytes"]) == (0, 0)
+    io = run_json("analyze", "--json", str(trace))["io"]
+    assert (io["read_bytes"], io["reads"], io["write_bytes"], io["writes"]) == (6300, 5, 6000, 3)
+    files = {f["file"]: (f["read_bytes"], f["write_bytes"]) for f in io["files"]}
+    assert files == {"/d/src": (6300, 0), "/d/dst": (0, 6000)}
+    assert io["copies"] == {"unattributed_calls": 2, "unattributed_bytes": 50,
+                            "read_to_no_file_bytes": 300, "written_from_no_file_bytes": 0}

@@ -48,13 +48,16 @@ def clean_env():
     return env
 
 
-def traced(tmp_path, *cmd):
+def traced(tmp_path, *cmd, aggregate=False, out_name="traces"):
     data = tmp_path / "data"
     data.mkdir(exist_ok=True)
-    out = tmp_path / "traces"
+    out = tmp_path / out_name
     out.mkdir(exist_ok=True)
+    env = clean_env()
+    if aggregate:
+        env["DFTRACE_AGGREGATION"] = "1"
     p = subprocess.run([CLI, "run", "--prefix", str(out / "t"), "--data-dirs", str(data), "--",
-                        *cmd], capture_output=True, text=True, env=clean_env(), timeout=120)
+                        *cmd], capture_output=True, text=True, env=env, timeout=120)
     return data, out, p
 
 
@@ -74,8 +77,8 @@ def per_file(analysis, data):
     return files
 
 
-def run_copy_prog(tmp_path):
-    data, out, p = traced(tmp_path, PROG, "copy", str(tmp_path / "data"))
+def run_copy_prog(tmp_path, aggregate=False):
+    data, out, p = traced(tmp_path, PROG, "copy", str(tmp_path / "data"), aggregate=aggregate)
     if p.returncode == 3 and p.stdout.startswith("unsupported"):
         pytest.skip("this kernel or file system lacks a call: %s" % p.stdout.strip())
     assert p.returncode == 0 and p.stdout == "copied\n", p.stdout + p.stderr
@@ -102,26 +105,41 @@ def test_copies_in_the_trace_name_both_ends_and_their_bytes(tmp_path):
     assert reserved == [("fallocate", "e.bin"), ("posix_fallocate", "e.bin")], reserved
 
 
-def test_analyze_and_stat_count_a_copy_as_read_and_written(tmp_path):
-    data, trace = run_copy_prog(tmp_path)
+def stat_per_file(trace, data):
+    """{name in data: (read bytes, write bytes)} of `dftrace stat --json`'s io_files."""
+    got = {}
+    for r in cli_json("stat", "--json", trace)["io_files"]:
+        if r["cat"] == "POSIX" and r["path"] and os.path.dirname(r["path"]) == str(data):
+            got[os.path.basename(r["path"])] = (r["read_bytes"], r["write_bytes"])
+    return got
+
+
+@pytest.mark.parametrize("aggregate", [False, True], ids=["full", "aggregated"])
+def test_analyze_and_stat_count_a_copy_as_read_and_written(tmp_path, aggregate):
+    # Aggregated, the copies are records of dft_cnt calls that name both ends as the full
+    # events do: the bytes per file are the full trace's.
+    data, trace = run_copy_prog(tmp_path, aggregate)
+    if aggregate:
+        records = [e for e in tc.load(trace) if e.get("cat") == "POSIX"
+                   and e["name"] in ("copy_file_range", "sendfile", "splice")]
+        assert records and all(e["ph"] == "A" for e in records), records
     analysis = cli_json("analyze", "--json", trace)
     assert per_file(analysis, data) == EXPECTED
     io = analysis["io"]
     assert io["read_bytes"] == sum(r for r, w in EXPECTED.values())
     assert io["write_bytes"] == sum(w for r, w in EXPECTED.values())
     by_name = {os.path.basename(f["file"]): f for f in io["files"]}
-    # pwritev2 at -1: the second write follows the first at the descriptor's offset
-    assert (by_name["e.bin"]["writes"], by_name["e.bin"]["consecutive_writes"]) == (2, 1)
+    assert by_name["e.bin"]["writes"] == 2
+    if not aggregate:  # (aggregated records hold no offsets to order)
+        # pwritev2 at -1: the second write follows the first at the descriptor's offset
+        assert by_name["e.bin"]["consecutive_writes"] == 1
     assert by_name["e.bin"]["metadata_ops"] == 4  # open, fallocate, posix_fallocate, close
-    stat = cli_json("stat", "--json", trace)
-    got = {}
-    for r in stat["io_files"]:
-        if r["cat"] == "POSIX" and r["path"] and os.path.dirname(r["path"]) == str(data):
-            got[os.path.basename(r["path"])] = (r["read_bytes"], r["write_bytes"])
-    assert got == EXPECTED
+    assert stat_per_file(trace, data) == EXPECTED
 
 
 def test_cp_of_a_file_reads_and_writes_its_size(tmp_path):
+    """`cp`, traced in full and aggregated: read = write = the file's size, by analyze and by
+    stat, the same in both modes."""
     cp = shutil.which("cp")
     if not cp:
         pytest.skip("no cp on PATH")
@@ -129,12 +147,22 @@ def test_cp_of_a_file_reads_and_writes_its_size(tmp_path):
     data.mkdir()
     size = 3 * 1024 * 1024 + 12345
     (data / "src.bin").write_bytes(os.urandom(size))
-    _, out, p = traced(tmp_path, cp, str(data / "src.bin"), str(data / "dst.bin"))
-    assert p.returncode == 0, p.stdout + p.stderr
-    analysis = cli_json("analyze", "--json", tc.only_file(str(out)))
-    files = per_file(analysis, data)
-    assert files["src.bin"][0] == size and files["dst.bin"][1] == size, files
-    assert (analysis["io"]["read_bytes"], analysis["io"]["write_bytes"]) == (size, size)
+    seen = {}
+    for aggregate in (False, True):
+        dst = "dst_agg.bin" if aggregate else "dst.bin"
+        _, out, p = traced(tmp_path, cp, str(data / "src.bin"), str(data / dst),
+                           aggregate=aggregate, out_name="traces_%d" % aggregate)
+        assert p.returncode == 0, p.stdout + p.stderr
+        trace = tc.only_file(str(out))
+        analysis = cli_json("analyze", "--json", trace)
+        files = per_file(analysis, data)
+        assert files["src.bin"][0] == size and files[dst] == (0, size), (aggregate, files)
+        assert (analysis["io"]["read_bytes"], analysis["io"]["write_bytes"]) == (size, size)
+        files = stat_per_file(trace, data)
+        assert files["src.bin"][0] == size and files[dst] == (0, size), (aggregate, files)
+        seen[aggregate] = (analysis["io"]["read_bytes"], analysis["io"]["write_bytes"],
+                           files["src.bin"], files[dst])
+    assert seen[True] == seen[False]
 
 
 @pytest.mark.parametrize("how", ["kill", "raise"])

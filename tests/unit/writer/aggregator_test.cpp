@@ -150,3 +150,58 @@ TEST(Aggregator, TheSignalPathTakesEachOpenRecordOnceWithoutCountingItTwice) {
   EXPECT_EQ(out, "");
   EXPECT_TRUE(a.empty());
 }
+
+namespace {
+
+// A complete event of k_name_cat on thread 2 at 10-12 us with unsigned arguments (key, value).
+std::vector<uint64_t> event_with(const std::vector<std::pair<std::string, uint64_t>> &args) {
+  std::string raw;
+  for (const auto &kv : args) {
+    const raw_arg h{DFTRACE_ARG_UINT, 0, static_cast<uint16_t>(kv.first.size()), 8};
+    raw.append(reinterpret_cast<const char *>(&h), sizeof h);
+    raw += kv.first;
+    raw.append(reinterpret_cast<const char *>(&kv.second), 8);
+  }
+  std::vector<uint64_t> buf = event(10, 12, -1);
+  buf.resize(rec_size(raw.size()) / 8);
+  rec *r = reinterpret_cast<rec *>(buf.data());
+  r->size = static_cast<uint32_t>(rec_size(raw.size()));
+  r->use_args_len = static_cast<uint32_t>(raw.size());
+  std::memcpy(const_cast<char *>(r->use_args()), raw.data(), raw.size());
+  return buf;
+}
+
+}  // namespace
+
+// An I/O call's file (fhash) and a copy's two ends (from_hash, to_hash) identify its record:
+// calls on other files, or with another set of ends, are other records, and each record writes
+// its hashes as the calls' lines do (the analysis counts a copy's bytes read from the one and
+// written to the other), never as _min, _max and _sum.
+TEST(Aggregator, KeysRecordsByTheirFileHashes) {
+  aggregator a;
+  const line_format f = format();
+  using args = std::vector<std::pair<std::string, uint64_t>>;
+  const uint64_t big = 18000000000000000000ull;  // above INT64_MAX: written unsigned
+  const args both{{"fhash", 11}, {"from_hash", 11}, {"to_hash", big}, {"ret", 100}};
+  const args other_target{{"fhash", 11}, {"from_hash", 11}, {"to_hash", 33}, {"ret", 7}};
+  const args source_only{{"fhash", 11}, {"from_hash", 11}, {"ret", 5}};
+  const args target_only{{"fhash", 11}, {"to_hash", 11}, {"ret", 3}};
+  for (const args *e : {&both, &other_target, &both, &source_only, &target_only}) {
+    const std::vector<uint64_t> buf = event_with(*e);
+    a.add(f, *reinterpret_cast<const rec *>(buf.data()));
+  }
+  std::string out;
+  member_stats st;
+  EXPECT_EQ(a.take(f, 0, true, &out, &st), 5u);
+  EXPECT_EQ(st.lines, 4u) << out;
+  EXPECT_TRUE(has(out,
+                  "\"hhash\":9,\"fhash\":11,\"from_hash\":11,\"to_hash\":18000000000000000000,"
+                  "\"dft_cnt\":2,\"dur_min\":2,\"dur_max\":2,\"dur_sum\":4,\"ret_min\":100,"
+                  "\"ret_max\":100,\"ret_sum\":200}}\n"))
+      << out;
+  EXPECT_TRUE(has(out, "\"fhash\":11,\"from_hash\":11,\"to_hash\":33,\"dft_cnt\":1,")) << out;
+  EXPECT_TRUE(has(out, "\"fhash\":11,\"from_hash\":11,\"dft_cnt\":1,")) << out;
+  EXPECT_TRUE(has(out, "\"fhash\":11,\"to_hash\":11,\"dft_cnt\":1,")) << out;
+  EXPECT_FALSE(has(out, "hash_min")) << out;
+  EXPECT_FALSE(has(out, "hash_sum")) << out;
+}
