@@ -162,19 +162,52 @@ def _partial(files, steps, layers, threads):
 
 
 def _on_cluster(client, files, steps, layers, rules, threads, merge):
-    from . import _analysis
-    workers = sorted(client.scheduler_info().get("workers", {}))
-    batches = batches_for(files, max(1, len(workers)))
+    batches = _place(client, files)
+    parts = _compute(client, batches, steps, layers, threads)
+    return _join(client, files, parts, steps, layers, rules, threads, merge)
+
+
+def _workers(client):
+    return sorted(client.scheduler_info().get("workers", {}))
+
+
+def _heads(files):
+    """A task: _head_processes of each file."""
+    return [_head_processes(f) for f in files]
+
+
+def _place(client, files):
+    """files cut into one batch per worker, each group's files together (batches_for). The
+    files' heads are read on the workers, a share each, not by this process: reading them is
+    the larger part of placing, and the client's part of a run is serial."""
+    workers = _workers(client)
+    if len(workers) < 2:
+        return batches_for(files, 1, [{} for _ in files])  # one batch: no head to read
+    shares = [files[i::len(workers)] for i in range(len(workers))]
+    futures = [client.submit(_heads, share, pure=False, workers=[w], allow_other_workers=True)
+               for w, share in zip(workers, shares) if share]
+    heads = dict(zip(sum(shares, []), sum(client.gather(futures), [])))
+    return batches_for(files, len(workers), [heads[f] for f in files])
+
+
+def _compute(client, batches, steps, layers, threads):
+    """The batches' partials, one task per batch, each on its own worker."""
+    workers = _workers(client)
     futures = [client.submit(_partial, b, steps, layers, threads, pure=False,
                              workers=[workers[i % len(workers)]] if workers else None,
                              allow_other_workers=True)
                for i, b in enumerate(batches)]
-    parts = client.gather(futures)
+    return client.gather(futures)
+
+
+def _join(client, files, parts, steps, layers, rules, threads, merge):
+    """The partials merged; a batch that split a group: the files analysed again as one."""
+    from . import _analysis
     try:
         return merge(parts, steps, layers, rules)
     except _analysis.SplitGroups as e:
         warnings.warn("dftrace.analyze: %s; analysed again as one task" % e, RuntimeWarning,
-                      stacklevel=4)
+                      stacklevel=5)
     part = client.submit(_partial, files, steps, layers, threads, pure=False).result()
     return merge([part], steps, layers, rules)
 
@@ -217,11 +250,13 @@ def _head_processes(path):
     return procs
 
 
-def batches_for(files, n):
+def batches_for(files, n, heads=None):
     """files cut into at most n batches of about equal compressed size, each group's files in
     one batch as far as the files' headers tell (a process with the pid of another file's
-    process, or whose parent is another file's process of its rank or none, goes with it)."""
-    heads = [_head_processes(f) for f in files]
+    process, or whose parent is another file's process of its rank or none, goes with it).
+    heads: each file's _head_processes, when already read."""
+    if heads is None:
+        heads = [_head_processes(f) for f in files]
     parent = list(range(len(files)))
 
     def find(i):
