@@ -197,7 +197,21 @@ def _compute(client, batches, steps, layers, threads):
                              workers=[workers[i % len(workers)]] if workers else None,
                              allow_other_workers=True)
                for i, b in enumerate(batches)]
-    return client.gather(futures)
+    return client.gather(futures, direct=_direct(client, workers))
+
+
+def _host(address):
+    return address.split("://")[-1].rsplit(":", 1)[0]
+
+
+def _direct(client, workers):
+    """Whether to fetch the partials from the workers themselves: Dask's default (through the
+    scheduler: one more copy of every partial, and the LocalCluster's scheduler runs in the
+    client's process) unless the client chose, or every worker is on the scheduler's host, which
+    the client reaches."""
+    if client.direct_to_workers is not None:
+        return client.direct_to_workers
+    return bool(workers) and all(_host(w) == _host(client.scheduler.address) for w in workers)
 
 
 def _join(client, files, parts, steps, layers, rules, threads, merge):
