@@ -109,6 +109,13 @@ def test_batches_keep_groups_whole(run6):
         assert len(ranks) == 3 * len(mains)
 
 
+def test_placed_on_workers_as_here(client, run6):
+    # the files' heads read by the workers place the files as reading them here does, and the
+    # partials of a LocalCluster (workers on the scheduler's host) come from the workers directly
+    assert _analyze._place(client, run6) == _analyze.batches_for(run6, 2)
+    assert _analyze._direct(client, _analyze._workers(client))
+
+
 def test_dask_equals_single_machine(client, run6):
     single = dftrace.analyze(run6)
     with warnings.catch_warnings():

@@ -5,8 +5,9 @@ The figures come from the C++ engine of `dftrace analyze` (src/analysis) through
 hold (a rank's main process with the processes it started), `merge` joins partials into the
 document (groups ordered, steps compared across ranks, the I/O summarised, the findings). On one
 machine the whole input is one partial. With a Dask client the files are cut into batches that
-keep each group's files together, one task per worker computes each batch's partial, and the
-client merges them: the same code on the same intervals, so the same document. A batch that
+keep each group's files together (placed by the processes their first MiB names, read by the
+workers), one task per worker computes each batch's partial, and the client fetches them from
+the workers and merges them: the same code on the same intervals, so the same document. A batch that
 split a group (the files' headers, which place them, can mislead) is detected by the merge and
 the run is redone as one task (a warning says so): never a partial answer.
 """
