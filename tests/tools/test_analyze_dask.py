@@ -136,7 +136,7 @@ def test_dask_when_only_some_ranks_have_step_events(client, tmp_path, monkeypatc
     assert dict(single) == cli_json(paths)
     with_steps = [p for p in paths if "t-10" in p or "t-12" in p]  # ranks 0 and 2
     iters = [p for p in paths if p not in with_steps]
-    monkeypatch.setattr(_analyze, "batches_for", lambda files, n: [with_steps, iters])
+    monkeypatch.setattr(_analyze, "batches_for", lambda files, n, heads=None: [with_steps, iters])
     assert dftrace.analyze(paths, client=client) == single
 
 
@@ -147,7 +147,7 @@ def test_split_group_is_refused_then_redone(client, run6, monkeypatch):
     with pytest.raises(_analysis.SplitGroups, match="split"):
         _analysis.merge([_analysis.partial([main], None, None, 1),
                          _analysis.partial([worker], None, None, 1)], None, None, None)
-    monkeypatch.setattr(_analyze, "batches_for", lambda files, n: [[f] for f in files])
+    monkeypatch.setattr(_analyze, "batches_for", lambda files, n, heads=None: [[f] for f in files])
     with pytest.warns(RuntimeWarning, match="split"):
         r = dftrace.analyze(run6, client=client)
     assert r == dftrace.analyze(run6)
