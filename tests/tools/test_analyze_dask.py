@@ -109,6 +109,13 @@ def test_batches_keep_groups_whole(run6):
         assert len(ranks) == 3 * len(mains)
 
 
+def test_placed_on_workers_as_here(client, run6):
+    # the files' heads read by the workers place the files as reading them here does, and the
+    # partials of a LocalCluster (workers on the scheduler's host) come from the workers directly
+    assert _analyze._place(client, run6) == _analyze.batches_for(run6, 2)
+    assert _analyze._direct(client, _analyze._workers(client))
+
+
 def test_dask_equals_single_machine(client, run6):
     single = dftrace.analyze(run6)
     with warnings.catch_warnings():
@@ -129,7 +136,7 @@ def test_dask_when_only_some_ranks_have_step_events(client, tmp_path, monkeypatc
     assert dict(single) == cli_json(paths)
     with_steps = [p for p in paths if "t-10" in p or "t-12" in p]  # ranks 0 and 2
     iters = [p for p in paths if p not in with_steps]
-    monkeypatch.setattr(_analyze, "batches_for", lambda files, n: [with_steps, iters])
+    monkeypatch.setattr(_analyze, "batches_for", lambda files, n, heads=None: [with_steps, iters])
     assert dftrace.analyze(paths, client=client) == single
 
 
@@ -140,7 +147,7 @@ def test_split_group_is_refused_then_redone(client, run6, monkeypatch):
     with pytest.raises(_analysis.SplitGroups, match="split"):
         _analysis.merge([_analysis.partial([main], None, None, 1),
                          _analysis.partial([worker], None, None, 1)], None, None, None)
-    monkeypatch.setattr(_analyze, "batches_for", lambda files, n: [[f] for f in files])
+    monkeypatch.setattr(_analyze, "batches_for", lambda files, n, heads=None: [[f] for f in files])
     with pytest.warns(RuntimeWarning, match="split"):
         r = dftrace.analyze(run6, client=client)
     assert r == dftrace.analyze(run6)

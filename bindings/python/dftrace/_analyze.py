@@ -5,8 +5,9 @@ The figures come from the C++ engine of `dftrace analyze` (src/analysis) through
 hold (a rank's main process with the processes it started), `merge` joins partials into the
 document (groups ordered, steps compared across ranks, the I/O summarised, the findings). On one
 machine the whole input is one partial. With a Dask client the files are cut into batches that
-keep each group's files together, one task per worker computes each batch's partial, and the
-client merges them: the same code on the same intervals, so the same document. A batch that
+keep each group's files together (placed by the processes their first MiB names, read by the
+workers), one task per worker computes each batch's partial, and the client fetches them from
+the workers and merges them: the same code on the same intervals, so the same document. A batch that
 split a group (the files' headers, which place them, can mislead) is detected by the merge and
 the run is redone as one task (a warning says so): never a partial answer.
 """
@@ -162,19 +163,66 @@ def _partial(files, steps, layers, threads):
 
 
 def _on_cluster(client, files, steps, layers, rules, threads, merge):
-    from . import _analysis
-    workers = sorted(client.scheduler_info().get("workers", {}))
-    batches = batches_for(files, max(1, len(workers)))
+    batches = _place(client, files)
+    parts = _compute(client, batches, steps, layers, threads)
+    return _join(client, files, parts, steps, layers, rules, threads, merge)
+
+
+def _workers(client):
+    return sorted(client.scheduler_info().get("workers", {}))
+
+
+def _heads(files):
+    """A task: _head_processes of each file."""
+    return [_head_processes(f) for f in files]
+
+
+def _place(client, files):
+    """files cut into one batch per worker, each group's files together (batches_for). The
+    files' heads are read on the workers, a share each, not by this process: reading them is
+    the larger part of placing, and the client's part of a run is serial."""
+    workers = _workers(client)
+    if len(workers) < 2:
+        return batches_for(files, 1, [{} for _ in files])  # one batch: no head to read
+    shares = [files[i::len(workers)] for i in range(len(workers))]
+    futures = [client.submit(_heads, share, pure=False, workers=[w], allow_other_workers=True)
+               for w, share in zip(workers, shares) if share]
+    heads = dict(zip(sum(shares, []), sum(client.gather(futures), [])))
+    return batches_for(files, len(workers), [heads[f] for f in files])
+
+
+def _compute(client, batches, steps, layers, threads):
+    """The batches' partials, one task per batch, each on its own worker."""
+    workers = _workers(client)
     futures = [client.submit(_partial, b, steps, layers, threads, pure=False,
                              workers=[workers[i % len(workers)]] if workers else None,
                              allow_other_workers=True)
                for i, b in enumerate(batches)]
-    parts = client.gather(futures)
+    return client.gather(futures, direct=_direct(client, workers))
+
+
+def _host(address):
+    return address.split("://")[-1].rsplit(":", 1)[0]
+
+
+def _direct(client, workers):
+    """Whether to fetch the partials from the workers themselves: Dask's default (through the
+    scheduler: one more copy of every partial, and the LocalCluster's scheduler runs in the
+    client's process) unless the client chose, or every worker is on the scheduler's host, which
+    the client reaches."""
+    if client.direct_to_workers is not None:
+        return client.direct_to_workers
+    return bool(workers) and all(_host(w) == _host(client.scheduler.address) for w in workers)
+
+
+def _join(client, files, parts, steps, layers, rules, threads, merge):
+    """The partials merged; a batch that split a group: the files analysed again as one."""
+    from . import _analysis
     try:
         return merge(parts, steps, layers, rules)
     except _analysis.SplitGroups as e:
         warnings.warn("dftrace.analyze: %s; analysed again as one task" % e, RuntimeWarning,
-                      stacklevel=4)
+                      stacklevel=5)
     part = client.submit(_partial, files, steps, layers, threads, pure=False).result()
     return merge([part], steps, layers, rules)
 
@@ -217,11 +265,13 @@ def _head_processes(path):
     return procs
 
 
-def batches_for(files, n):
+def batches_for(files, n, heads=None):
     """files cut into at most n batches of about equal compressed size, each group's files in
     one batch as far as the files' headers tell (a process with the pid of another file's
-    process, or whose parent is another file's process of its rank or none, goes with it)."""
-    heads = [_head_processes(f) for f in files]
+    process, or whose parent is another file's process of its rank or none, goes with it).
+    heads: each file's _head_processes, when already read."""
+    if heads is None:
+        heads = [_head_processes(f) for f in files]
     parent = list(range(len(files)))
 
     def find(i):
