@@ -124,8 +124,7 @@ class output_file {
   bool room_failure_ = false;  // the failure was a full file system or the file-size limit
   dev_t dev_ = 0;
   ino_t ino_ = 0;
-  uint64_t size_ = 0;  // bytes of whole members in the file
-  bool limit_hit_ = false;
+  uint64_t size_ = 0;    // bytes of whole members in the file
   std::mutex fd_mutex_;  // a write against a move of the descriptor (release_trace_fd)
   std::atomic<bool> failed_{false};
   bool tool_ = false;                // create(): failures are said by the tool, not logged

@@ -1,4 +1,6 @@
 """test_config.py: `dftrace config` prints the effective configuration and its sources."""
+import os
+
 from conftest import run
 
 
@@ -85,6 +87,13 @@ def test_ring_mode_shows_the_sizes_the_writer_uses():
     lines = effective(DFTRACE_RING_SECONDS="4", DFTRACE_RING_BYTES="1MiB")
     assert lines["output.queue_bytes"] == "%d  (default)" % (16 << 20)
     assert lines["output.flush_interval"] == "2s  (default)"
+    # conf/dftrace.yaml, copied as a user's configuration, keeps ring mode's queue.
+    template = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "conf",
+                            "dftrace.yaml")
+    lines = effective(DFTRACE_CONFIG=template, DFTRACE_OUTPUT_MODE="ring")
+    assert lines["output.queue_bytes"] == "%d  (default in ring mode)" % (4 << 20)
+    lines = effective(DFTRACE_CONFIG=template)
+    assert lines["output.queue_bytes"] == "%d  (default)" % (16 << 20)
     lines = effective(DFTRACE_OUTPUT_QUEUE_BYTES="64KiB")
     assert lines["output.queue_bytes"] == (
         "%d  (env DFTRACE_OUTPUT_QUEUE_BYTES, at least 4 x output.member_bytes)" % (4 << 20))

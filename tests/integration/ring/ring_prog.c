@@ -5,7 +5,7 @@
  * Usage:
  *   ring_prog api SECONDS AT    regions for SECONDS, dftrace_trigger("at AT s") at AT seconds,
  *                               then "regions N": how many it made
- *   ring_prog steps N SLOW MS   N steps of MS/2 regions 2 ms apart; step SLOW's (0-based) 40 ms
+ *   ring_prog steps N SLOW MS   N steps of MS/2 regions 2 ms apart; step SLOW's (0-based) 100 ms
  * apart ring_prog wait SECONDS      regions for SECONDS ("ready" on stdout after the first second),
  *                               then "regions N": how many it made
  *   ring_prog fast EVENTS       EVENTS regions as fast as it can, then its VmHWM (kB)
@@ -189,7 +189,7 @@ int main(int argc, char **argv) {
       dftrace_region_arg_int(s, "step", i);
       for (long k = 0; k < ms / 2; ++k) {
         region(i);
-        sleep_ms(i == slow ? 40 : 2);
+        sleep_ms(i == slow ? 100 : 2);
       }
       dftrace_region_end(s);
       dftrace_step();

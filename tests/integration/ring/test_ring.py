@@ -127,10 +127,12 @@ def test_api_trigger_writes_the_second_before_and_after(tmp_path):
 
 
 def test_slow_step_writes_the_step_and_the_steps_after(tmp_path):
-    # 20 steps of about 100 ms; step 6 (the 7th) lasts about 2 s; a window of 1 s; full detail
-    # for the 2 steps after it.
+    # 20 steps of about 100 ms; step 6 (the 7th) lasts about 5 s; a window of 1 s; full detail
+    # for the 2 steps after it. A busy machine stretches the normal steps' 2 ms sleeps far more
+    # than the slow step's 100 ms ones (a median step of 100 to 400 ms) and may hold one step
+    # up for half a second: the slow step stays over 10 times the median, a held-up one under 5.
     run(tmp_path, "steps", 20, 6, 100, DFTRACE_RING_SECONDS="1", DFTRACE_RING_AFTER="2",
-        DFTRACE_TRIGGER_STEP_FACTOR="3")
+        DFTRACE_TRIGGER_STEP_FACTOR="5")
     events, triggers, end = trace(tmp_path)
     assert len(triggers) == 1, triggers
     t = triggers[0]["args"]

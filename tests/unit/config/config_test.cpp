@@ -340,18 +340,27 @@ TEST_F(Config, DescribeNamesEveryKeyAndItsSource) {
 
 TEST_F(Config, ShippedYamlDocumentsEveryKeyWithItsDefault) {
   // conf/dftrace.yaml is the documentation: loading it must give exactly the defaults, with
-  // no unknown key, and every key of the table must appear in it.
+  // no unknown key, and every key of the table must appear in it: set, or commented out
+  // ("# key: value") where its default depends on the mode.
   const std::string path = std::string(DFTRACE_SOURCE_DIR) + "/conf/dftrace.yaml";
   std::string err;
   config c = load(path, &err);
   EXPECT_EQ(err, "");
   config d;
-  for (const auto &k : config_keys()) {
-    if (std::string(k.key) == "config") continue;
-    EXPECT_EQ(c.source.at(k.key), "yaml " + path) << k.key << " is not in conf/dftrace.yaml";
-  }
   std::ifstream in(path);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (const auto &k : config_keys()) {
+    const std::string key = k.key;
+    if (key == "config") continue;
+    if (key == "output.queue_bytes") {
+      const auto it = c.source.find(key);
+      EXPECT_TRUE(it == c.source.end() || it->second == "default")
+          << key << " is set in conf/dftrace.yaml";
+      EXPECT_NE(text.find("  # queue_bytes: "), std::string::npos) << key;
+      continue;
+    }
+    EXPECT_EQ(c.source.at(key), "yaml " + path) << key << " is not in conf/dftrace.yaml";
+  }
   for (const auto &k : config_keys()) {
     EXPECT_NE(text.find(k.env), std::string::npos) << k.env << " undocumented";
     if (k.dftracer_env) {
@@ -361,6 +370,37 @@ TEST_F(Config, ShippedYamlDocumentsEveryKeyWithItsDefault) {
   EXPECT_EQ(c.output_prefix, d.output_prefix);
   EXPECT_EQ(c.member_bytes, d.member_bytes);
   EXPECT_EQ(c.enable, d.enable);
+}
+
+// A copy of conf/dftrace.yaml changes nothing in either mode: every key, as `dftrace config`
+// shows it (the sizes the writer uses), is what it is with no file. A queue_bytes written in
+// it would count as set and keep ring mode's queue at the file mode's 16 MiB.
+TEST_F(Config, ShippedYamlKeepsTheDefaultsOfEitherMode) {
+  const std::string path = std::string(DFTRACE_SOURCE_DIR) + "/conf/dftrace.yaml";
+  for (const char *mode : {"file", "ring"}) {
+    setenv("DFTRACE_OUTPUT_MODE", mode, 1);
+    std::string err;
+    const config with_file = load(path, &err);
+    EXPECT_EQ(err, "");
+    const config without = load("", &err);
+    unsetenv("DFTRACE_OUTPUT_MODE");
+    EXPECT_EQ(with_file.ring, std::string(mode) == "ring");
+    for (const auto &k : config_keys()) {
+      if (std::string(k.key) == "config") continue;
+      std::string a, b;
+      ASSERT_TRUE(config_value(with_file, k.key, &a)) << k.key;
+      ASSERT_TRUE(config_value(without, k.key, &b)) << k.key;
+      EXPECT_EQ(a, b) << mode << " mode: " << k.key;
+    }
+    EXPECT_EQ(effective_writer_sizes(with_file).queue_bytes,
+              effective_writer_sizes(without).queue_bytes)
+        << mode;
+  }
+  setenv("DFTRACE_OUTPUT_MODE", "ring", 1);
+  std::string err;
+  const config ring = load(path, &err);
+  unsetenv("DFTRACE_OUTPUT_MODE");
+  EXPECT_EQ(effective_writer_sizes(ring).queue_bytes, size_t{4} << 20);
 }
 
 // Every size, count and duration has a range (a 4 GiB buffer_bytes or member_bytes must not
