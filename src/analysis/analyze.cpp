@@ -18,6 +18,8 @@
 
 namespace dftrace::analysis {
 
+size_t step_rows_budget() { return spill_budget() / 8 ? spill_budget() / 8 : spill_budget(); }
+
 uint64_t percentile_sorted(const std::vector<uint64_t> &v, unsigned p) {
   if (v.empty()) return 0;
   size_t k = (static_cast<size_t>(p) * v.size() + 99) / 100;  // ceil(p% of n), nearest rank
@@ -25,10 +27,6 @@ uint64_t percentile_sorted(const std::vector<uint64_t> &v, unsigned p) {
 }
 
 namespace {
-
-// Step rows held in memory before they go to a temporary file: an eighth of the events' spill
-// budget (32 Ki rows, 2.75 MiB, by default), 0 for never.
-size_t step_rows_budget() { return spill_budget() / 8 ? spill_budget() / 8 : spill_budget(); }
 
 std::string canonical_pid(const std::string &s) {
   std::string n;

@@ -102,6 +102,10 @@ analysis_partial analyze_groups(collection &c, const layer_table &table);
 bool merge_partials(std::vector<analysis_partial> &parts, const layer_table &table,
                     analysis_result *out, std::string *why);
 
+// Step rows held in memory before they go to a temporary file (step_store): an eighth of the
+// events' spill budget (32 Ki rows, 2.75 MiB, by default), 0 for never.
+size_t step_rows_budget();
+
 // Nearest-rank percentile (p in percent) of sorted values; 0 for none.
 uint64_t percentile_sorted(const std::vector<uint64_t> &v, unsigned p);
 

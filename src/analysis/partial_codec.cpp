@@ -377,6 +377,7 @@ bool decode_partial(std::string_view bytes, input_report *in, analysis_partial *
     get_facts(r, &p->procs[key]);
   }
   p->groups.resize(r.n());
+  p->steps = step_store(step_rows_budget());  // a worker's steps: in the file past the budget
   for (group_partial &g : p->groups)
     if (r.ok) get_group(r, &g, &p->steps);
   p->any_step_event = r.b();

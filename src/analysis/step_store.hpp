@@ -29,7 +29,6 @@ struct step_result {
   uint8_t pad[6] = {};  // written to the file: no byte left uninitialised
 };
 
-
 class step_store {
  public:
   // Rows kept in memory before they go to the file (0: never to the file).
@@ -56,7 +55,7 @@ class step_store {
     uint64_t offset = 0;
   };
   size_t budget_ = 0, size_ = 0;
-  std::vector<chunk> file_;       // rows [0, in_file) in the file, in order
+  std::vector<chunk> file_;  // rows [0, in_file) in the file, in order
   size_t in_file_ = 0;
   std::vector<step_result> mem_;  // rows [in_file, size)
   std::shared_ptr<spill_store> spill_;

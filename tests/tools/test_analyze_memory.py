@@ -89,10 +89,10 @@ def test_iter_events_are_not_kept_when_the_steps_are_step_events(tmp_path):
 
 
 def test_step_candidates_are_given_back_as_the_steps_array_fills(tmp_path):
-    """48 ranks of 20,000 steps: each step costs its 80 bytes in the steps array, and its
-    candidate (40 bytes, freed when its group is analysed) must not stay resident beside it.
-    Bound: 112 bytes per step over the peak of the same ranks with 10 steps each (80 in the
-    array, 12 while steps are compared, and slack: less than a resident candidate would add)."""
+    """48 ranks of 20,000 steps: the step candidates (40 bytes, freed when their group is
+    analysed) must not stay resident beside the step rows. Bound: 112 bytes per step over the
+    peak of the same ranks with 10 steps each (written when every row was held in memory: 80
+    bytes, 12 while steps were compared, and slack; rows now leave memory past a budget)."""
     ranks, few, many = 48, 10, 20_000
     for sub, steps in (("few", few), ("many", many)):
         (tmp_path / sub).mkdir()
