@@ -114,7 +114,7 @@ def test_peak_does_not_grow_with_the_number_of_steps(tmp_path):
     fixed budget and are read back in order (the JSON items, the totals, the matching across
     ranks), so the peak may differ by what is held per step key compared (25,000 keys), one
     group's candidates and the budgets, not by every step's 88-byte row, 40-byte candidate and
-    their sort (18.9 MiB more before)."""
+    their sort (18.6 MiB more before)."""
     ranks, events = 8, 25_000
     for sub, steps in (("few", 100), ("many", events)):
         (tmp_path / sub).mkdir()
