@@ -122,7 +122,7 @@ bool load_run(const std::string &arg, const std::string &list, const layer_table
   out->names = std::move(run.names);
   out->steps = run.r.steps.size();
   out->r = std::move(run.r);
-  std::vector<step_result>().swap(out->r.steps);  // one per step of every rank: not compared
+  out->r.steps.clear();  // one per step of every rank: not compared
   return true;
 }
 

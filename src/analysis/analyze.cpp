@@ -8,13 +8,17 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "analysis/inputs.hpp"
 #include "analysis/intervals.hpp"
+#include "analysis/name_stats.hpp"
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
 #include "reader/line_parser.hpp"
 
 namespace dftrace::analysis {
+
+size_t step_rows_budget() { return spill_budget() / 8 ? spill_budget() / 8 : spill_budget(); }
 
 uint64_t percentile_sorted(const std::vector<uint64_t> &v, unsigned p) {
   if (v.empty()) return 0;
@@ -204,9 +208,8 @@ struct key_run {
 // The steps grouped by key (step_key's text), the runs in the order of that text: keyed by
 // numbers first (the text is a function of them, one to one), so that each key is made once.
 // True when some group has two steps of one key.
-bool group_by_key(const analysis_result &r, bool by_arg, std::vector<uint32_t> *order,
-                  std::vector<key_run> *runs) {
-  const std::vector<step_result> &st = r.steps;
+bool group_by_key(const std::vector<step_result> &st, size_t ngroups, bool by_arg,
+                  std::vector<uint32_t> *order, std::vector<key_run> *runs) {
   auto num = [&](uint32_t i) {
     const step_result &s = st[i];
     return by_arg ? std::make_tuple(s.has_epoch, s.has_epoch ? s.epoch : 0, s.step)
@@ -218,7 +221,7 @@ bool group_by_key(const analysis_result &r, bool by_arg, std::vector<uint32_t> *
                    [&](uint32_t a, uint32_t b) { return num(a) < num(b); });
   runs->clear();
   bool repeated = false;
-  std::vector<size_t> last_run(r.groups.size(), SIZE_MAX);  // per group: its last step's run
+  std::vector<size_t> last_run(ngroups, SIZE_MAX);  // per group: its last step's run
   for (size_t i = 0; i < order->size(); ++i) {
     if (i == 0 || num((*order)[i]) != num((*order)[i - 1]))
       runs->push_back({step_key(st[(*order)[i]], by_arg), i, i});
@@ -232,40 +235,127 @@ bool group_by_key(const analysis_result &r, bool by_arg, std::vector<uint32_t> *
   return repeated;
 }
 
-// Stragglers and imbalance: steps matched across groups by their `step` (and `epoch`)
-// arguments when every step has one and no group repeats one, else by index.
-void compare_steps(analysis_result *r) {
-  bool by_arg = !r->steps.empty();
-  for (const step_result &s : r->steps) by_arg = by_arg && s.has_step;
+// A step's key in numbers: its `step` and `epoch` arguments, or its index in the group. The
+// key's text (step_key) is a function of these, one to one.
+using key_num = std::tuple<bool, int64_t, int64_t>;
+key_num num_key(const step_result &s, bool by_arg) {
+  return by_arg ? std::make_tuple(s.has_epoch, s.has_epoch ? s.epoch : 0, s.step)
+                : std::make_tuple(false, int64_t{0}, static_cast<int64_t>(s.index));
+}
+
+// What the steps of one key give: its text, the max over median (has_ratio: the median is not
+// 0) and the group of the longest step.
+struct key_figures {
+  std::string key;
+  double ratio = 0;
+  bool has_ratio = false;
+  size_t worst = 0;
+};
+
+// The steps of one key (at least two groups'; in group order): their median, stragglers and
+// ratio.
+void compare_key(const std::vector<step_result> &same, bool by_arg, analysis_result *r,
+                 std::vector<key_figures> *keys) {
+  std::vector<uint64_t> d;
+  for (const step_result &s : same) d.push_back(s.dur);
+  std::sort(d.begin(), d.end());
+  const size_t n = d.size();
+  const uint64_t median = n % 2 ? d[n / 2] : d[n / 2 - 1] + (d[n / 2] - d[n / 2 - 1]) / 2;
+  const std::string key = step_key(same[0], by_arg);
+  const step_result *worst = &same[0];
+  for (const step_result &s : same) {
+    if (s.dur > worst->dur) worst = &s;
+    if (s.dur > median && s.dur - median > k_straggler_margin_ns &&
+        s.dur * k_straggler_den > median * k_straggler_num)
+      r->stragglers.push_back({s.group, key, s.dur, median});
+  }
+  key_figures k{key, 0, median != 0, worst->group};
+  if (k.has_ratio) k.ratio = static_cast<double>(d.back()) / static_cast<double>(median);
+  keys->push_back(std::move(k));
+}
+
+// Each group's steps in key order, read back a piece at a time: the keys met in two groups or
+// more, in the order of their numbers, each compared. Needs every group's keys increasing.
+void compare_streamed(const analysis_result &r, bool by_arg, analysis_result *out,
+                      std::vector<key_figures> *keys) {
+  struct cursor {
+    size_t next = 0, end = 0, pos = 0;
+    std::vector<step_result> buf;
+    bool live() const { return pos < buf.size(); }
+  };
+  std::vector<cursor> cur(r.groups.size());
+  auto refill = [&](cursor &c) {
+    c.pos = 0;
+    if (!r.steps.read(c.next, std::min<size_t>(512, c.end - c.next), &c.buf)) c.buf.clear();
+    c.next += c.buf.size();
+  };
+  size_t at = 0;
+  for (size_t g = 0; g < cur.size(); ++g) {
+    cur[g].next = at;
+    cur[g].end = at += r.groups[g].steps;
+    refill(cur[g]);
+  }
+  std::vector<step_result> same;
+  for (;;) {
+    const key_num *least = nullptr;
+    key_num k;
+    for (const cursor &c : cur)
+      if (c.live() && (!least || num_key(c.buf[c.pos], by_arg) < *least))
+        least = &(k = num_key(c.buf[c.pos], by_arg));
+    if (!least) break;
+    same.clear();
+    for (cursor &c : cur) {
+      if (!c.live() || num_key(c.buf[c.pos], by_arg) != k) continue;
+      same.push_back(c.buf[c.pos]);
+      if (++c.pos == c.buf.size() && c.next < c.end) refill(c);
+    }
+    if (same.size() >= 2) compare_key(same, by_arg, out, keys);
+  }
+}
+
+// The same from every step in memory (a group whose `step` arguments do not increase).
+void compare_in_memory(const analysis_result &r, bool by_arg, analysis_result *out,
+                       std::vector<key_figures> *keys) {
+  std::vector<step_result> st;
+  r.steps.read(0, r.steps.size(), &st);
   std::vector<uint32_t> order;
   std::vector<key_run> runs;
-  if (group_by_key(*r, by_arg, &order, &runs) && by_arg) group_by_key(*r, false, &order, &runs);
-  std::vector<double> ratios;
-  std::vector<const step_result *> same;
+  if (group_by_key(st, r.groups.size(), by_arg, &order, &runs) && by_arg) {
+    by_arg = false;
+    group_by_key(st, r.groups.size(), false, &order, &runs);
+  }
+  std::vector<step_result> same;
   for (const key_run &run : runs) {
     same.clear();
-    for (size_t i = run.begin; i < run.end; ++i) same.push_back(&r->steps[order[i]]);
-    if (same.size() < 2) continue;
-    std::vector<uint64_t> d;
-    for (const step_result *s : same) d.push_back(s->dur);
-    std::sort(d.begin(), d.end());
-    const size_t n = d.size();
-    const uint64_t median = n % 2 ? d[n / 2] : d[n / 2 - 1] + (d[n / 2] - d[n / 2 - 1]) / 2;
-    const step_result *worst = same[0];
-    for (const step_result *s : same) {
-      if (s->dur > worst->dur) worst = s;
-      if (s->dur > median && s->dur - median > k_straggler_margin_ns &&
-          s->dur * k_straggler_den > median * k_straggler_num)
-        r->stragglers.push_back({s->group, run.key, s->dur, median});
+    for (size_t i = run.begin; i < run.end; ++i) same.push_back(st[order[i]]);
+    if (same.size() >= 2) compare_key(same, by_arg, out, keys);
+  }
+}
+
+// Stragglers and imbalance: steps matched across groups by their `step` (and `epoch`)
+// arguments when every step has one and no group repeats one, else by index. The keys are
+// taken in the order of their text (the worst: the first of the greatest ratio; the mean sums
+// in that order), stragglers by excess, group and key.
+void compare_steps(analysis_result *r, const std::vector<uint8_t> &increasing, bool all_args) {
+  const bool by_arg = !r->steps.empty() && all_args;
+  bool streamed = true;
+  for (size_t g = 0; g < increasing.size() && by_arg; ++g) streamed = streamed && increasing[g];
+  std::vector<key_figures> keys;
+  if (streamed)
+    compare_streamed(*r, by_arg, r, &keys);
+  else
+    compare_in_memory(*r, by_arg, r, &keys);
+  std::sort(keys.begin(), keys.end(),
+            [](const key_figures &a, const key_figures &b) { return a.key < b.key; });
+  std::vector<double> ratios;
+  for (const key_figures &k : keys) {
+    if (!k.has_ratio) continue;
+    if (k.ratio > r->imbalance_max || ratios.empty()) {
+      r->imbalance_max = k.ratio;
+      r->imbalance_worst_step = k.key;
+      r->imbalance_worst_group = k.worst;
     }
-    if (median == 0) continue;
-    const double ratio = static_cast<double>(d.back()) / static_cast<double>(median);
-    if (ratio > r->imbalance_max || ratios.empty()) {
-      r->imbalance_max = ratio;
-      r->imbalance_worst_step = run.key;
-      r->imbalance_worst_group = worst->group;
-    }
-    ratios.push_back(ratio);
+    ratios.push_back(k.ratio);
   }
   r->steps_compared = ratios.size();
   if (!ratios.empty()) {
@@ -276,8 +366,8 @@ void compare_steps(analysis_result *r) {
     r->imbalance_p50 = ratios[(ratios.size() + 1) / 2 - 1];
   }
   std::sort(r->stragglers.begin(), r->stragglers.end(), [](const straggler &a, const straggler &b) {
-    return a.dur - a.median != b.dur - b.median ? a.dur - a.median > b.dur - b.median
-                                                : a.group < b.group;
+    if (a.dur - a.median != b.dur - b.median) return a.dur - a.median > b.dur - b.median;
+    return a.group != b.group ? a.group < b.group : a.step < b.step;
   });
 }
 
@@ -306,9 +396,12 @@ void check_counts(const std::vector<proc> &ps, analysis_result *r) {
 
 // The group's steps, each split by the priority timeline of its unions.
 void group_steps(std::vector<step_event> &st, size_t g, const priority_timeline &tl,
-                 std::vector<step_result> *out) {
+                 step_store *out) {
+  // By start and end, then arguments: the order the candidates were read in (spilled or not,
+  // one file or several) never decides.
   std::sort(st.begin(), st.end(), [](const step_event &a, const step_event &b) {
-    return a.start != b.start ? a.start < b.start : a.end < b.end;
+    return std::tie(a.start, a.end, a.has_step, a.step, a.has_epoch, a.epoch) <
+           std::tie(b.start, b.end, b.has_step, b.step, b.has_epoch, b.epoch);
   });
   std::vector<uint64_t> parts;
   for (size_t i = 0; i < st.size(); ++i) {
@@ -323,7 +416,7 @@ void group_steps(std::vector<step_event> &st, size_t g, const priority_timeline 
     s.epoch = st[i].epoch;
     tl.split(st[i].start, st[i].end, &parts);
     for (size_t k = 0; k <= k_nbound; ++k) s.parts[k] = parts[k];
-    out->push_back(s);
+    out->append(&s, 1);
   }
 }
 
@@ -395,21 +488,17 @@ bool match_groups(const std::vector<analysis_partial> &parts, const std::vector<
   return true;
 }
 
-// The run's steps in group order, their totals and p50/p99. One partial whose groups are in
-// the run's order (one machine) hands its array over: the steps are held once, never copied.
+// The run's steps in group order. One partial whose groups are in the run's order (one
+// machine) hands its store over: the steps are held (or written) once, never copied.
 void take_steps(std::vector<analysis_partial> &parts,
                 const std::vector<std::pair<size_t, size_t>> &src, bool any_step_event,
                 const layer_table &table, analysis_result *r) {
   bool in_place = parts.size() == 1;
   for (size_t g = 0; g < src.size() && in_place; ++g) in_place = src[g].second == g;
-  if (in_place) {
+  if (in_place)
     r->steps = std::move(parts[0].steps);
-  } else {
-    size_t nsteps = 0;
-    for (const analysis_partial &p : parts) nsteps += p.steps.size();
-    r->steps.reserve(nsteps);
-  }
-  size_t kept = 0;
+  else
+    r->steps = step_store(step_rows_budget());
   for (size_t g = 0; g < src.size(); ++g) {
     const analysis_partial &part = parts[src[g].first];
     group_partial &gp = parts[src[g].first].groups[src[g].second];
@@ -418,33 +507,53 @@ void take_steps(std::vector<analysis_partial> &parts,
       r->process_problems.push_back("the analysis's temporary file could not be read back: " +
                                     group_label_of(r->groups[g]) + " is incomplete");
     // A part without step events took its `.iter` events; the run has step events, so this
-    // group has no steps (its own would be step events).
+    // group has no steps (its own would be step events). Never so with one partial.
     if (any_step_event && !part.any_step_event && !table.explicit_steps()) {
       r->groups[g].steps = 0;
       continue;
     }
-    const step_result *from = in_place ? r->steps.data() : part.steps.data();
-    for (size_t i = gp.first_step; i < gp.first_step + gp.nsteps; ++i) {
-      step_result s = from[i];
+    if (in_place) continue;
+    part.steps.for_each(gp.first_step, gp.nsteps, [&](const step_result &x, size_t) {
+      step_result s = x;
       s.group = static_cast<uint32_t>(g);
-      if (in_place)
-        r->steps[kept++] = s;  // kept <= i: groups dropped above only move the rest down
-      else
-        r->steps.push_back(s);
-    }
+      r->steps.append(&s, 1);
+    });
   }
-  if (in_place) r->steps.resize(kept);
-  for (analysis_partial &p : parts) std::vector<step_result>().swap(p.steps);
-  std::vector<uint64_t> durs;
-  durs.reserve(r->steps.size());
-  for (const step_result &s : r->steps) {
+  for (analysis_partial &p : parts) p.steps.clear();
+}
+
+// One pass over the steps: the totals, p50 and p99 (the durations selected as `dftrace diff`
+// selects a name's, spilled past the budget), and per group whether its `step` arguments
+// increase (*increasing) and whether every step has one (*all_args).
+void step_totals(analysis_result *r, std::vector<uint8_t> *increasing, bool *all_args) {
+  const size_t budget = step_rows_budget();
+  spill_store file;
+  name_durations durs;
+  increasing->assign(r->groups.size(), 1);
+  *all_args = true;
+  step_result prev;
+  bool ok = r->steps.for_each([&](const step_result &s, size_t i) {
     for (size_t k = 0; k <= k_nbound; ++k) r->bound_total[k] += s.parts[k];
     r->step_total += s.dur;
-    durs.push_back(s.dur);
+    *all_args = *all_args && s.has_step;
+    if (i && prev.group == s.group && !(num_key(prev, true) < num_key(s, true)))
+      (*increasing)[s.group] = 0;
+    prev = s;
+    durs.durs.push_back(s.dur);
+    if (budget && durs.durs.size() >= budget) durs.spill(file);
+  });
+  const uint64_t n = durs.count();
+  std::vector<uint64_t> ks, at;
+  for (unsigned p : {50u, 99u}) ks.push_back(std::max<uint64_t>(1, (p * n + 99) / 100));
+  if (n) ok = select_durations(durs, &file, ks, &at, budget ? budget : size_t{1} << 20) && ok;
+  if (n && at.size() == 2) {
+    r->step_p50 = at[0];
+    r->step_p99 = at[1];
   }
-  std::sort(durs.begin(), durs.end());
-  r->step_p50 = percentile_sorted(durs, 50);
-  r->step_p99 = percentile_sorted(durs, 99);
+  if (!ok)
+    r->process_problems.push_back(
+        "the analysis's temporary file of steps could not be read back: the steps' figures are "
+        "incomplete");
 }
 
 }  // namespace
@@ -465,7 +574,8 @@ analysis_partial analyze_groups(collection &c, const layer_table &table) {
     const auto pi = proc_index.find(kv.first.substr(0, sep));
     if (pi == proc_index.end()) continue;
     threads_of[ps[pi->second].group].push_back(&kv.second);
-    out.any_step_event = out.any_step_event || !kv.second.steps.empty();
+    out.any_step_event =
+        out.any_step_event || !kv.second.steps.empty() || !kv.second.steps_spilled.empty();
   }
   // Each process's asynchronous calls tied to their waits (its comm_id numbers are its own),
   // then its calls joined to its group's.
@@ -480,19 +590,15 @@ analysis_partial analyze_groups(collection &c, const layer_table &table) {
     gp.colls.calls.shrink_to_fit();  // held until phase 2: no room left from doubling
     gp.colls.canonical();
   }
-  // Room for every step at once (pages are touched only as they are filled): an array that
-  // grew by doubling would hold its old and new copies together.
   const bool by_step_events = out.any_step_event || table.explicit_steps();
-  size_t room = 0;
-  for (auto &kv : c.threads)
-    room += by_step_events ? kv.second.steps.size() : kv.second.iters.size();
-  out.steps.reserve(room);
+  out.steps = step_store(step_rows_budget());
   std::vector<layered_event> ev;
   for (size_t g = 0; g < roots.size(); ++g) {
     group_work &w = work[g];
     group_partial &gp = out.groups[g];
     for (thread_events *te : threads_of[g]) {
-      if (!te->take_layered(&c.spill, &ev)) gp.readback_failed = true;
+      if (!te->take_layered(&c.spill, &ev) || !te->take_candidates(&c.spill))
+        gp.readback_failed = true;
       sweep_thread(ev, w);
       w.steps.insert(w.steps.end(), te->steps.begin(), te->steps.end());
       outermost(te->iters, &w.iters);
@@ -514,8 +620,7 @@ analysis_partial analyze_groups(collection &c, const layer_table &table) {
     w = group_work();
 #if defined(__GLIBC__)
     // The group's step candidates and intervals were freed, but glibc keeps freed chunks inside
-    // its heap resident (they lie below live ones): handed back to the system here, the pages
-    // the steps array fills next do not come on top of them.
+    // its heap resident (they lie below live ones): handed back to the system here.
     malloc_trim(0);
 #endif
   }
@@ -553,12 +658,15 @@ bool merge_partials(std::vector<analysis_partial> &parts, const layer_table &tab
                                          : ".iter";
   r.groups.resize(roots.size());
   take_steps(parts, src, any_step_event, table, &r);
+  std::vector<uint8_t> increasing;
+  bool all_args = true;
+  step_totals(&r, &increasing, &all_args);
   if (r.steps.empty()) r.step_source = table.explicit_steps() ? r.step_source : "";
   std::vector<const coll_data *> colls(roots.size());
   for (size_t g = 0; g < roots.size(); ++g)
     colls[g] = &parts[src[g].first].groups[src[g].second].colls;
   r.collectives = match_collectives(colls);
-  compare_steps(&r);
+  compare_steps(&r, increasing, all_args);
   io_data io;
   for (analysis_partial &p : parts) io.merge(p.io);
   std::unordered_map<std::string, size_t> proc_index;

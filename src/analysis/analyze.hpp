@@ -12,28 +12,14 @@
 #include "analysis/collectives.hpp"
 #include "analysis/io_collect.hpp"
 #include "analysis/layers.hpp"
+#include "analysis/step_store.hpp"
 
 namespace dftrace::analysis {
-
-// The classes a step's time is split over, in priority order (the first that holds an instant
-// takes it), then `other`.
-constexpr const char *k_bound_classes[] = {"compute", "comm", "io", "data"};
-constexpr size_t k_nbound = 4;
 
 // Stragglers: a rank's step is one when it exceeds the median of that step across ranks by
 // both the factor (5/4) and the margin (1 ms).
 constexpr uint64_t k_straggler_num = 5, k_straggler_den = 4;
 constexpr uint64_t k_straggler_margin_ns = 1000000;
-
-// 80 bytes: a run holds one per step of every rank.
-struct step_result {
-  uint64_t start = 0, dur = 0;
-  int64_t step = 0, epoch = 0;
-  uint64_t parts[k_nbound + 1] = {};  // compute, comm, io, data not hidden, other: sum = dur
-  uint32_t group = 0;                 // index into analysis_result::groups
-  uint32_t index = 0;                 // position among its group's steps, by start time
-  bool has_step = false, has_epoch = false;
-};
 
 struct group_result {
   bool has_rank = false;
@@ -66,7 +52,7 @@ struct analysis_result {
   std::vector<group_result> groups;
   // steps
   std::string step_source;  // "step", "--steps NAME", ".iter" or "" (none)
-  std::vector<step_result> steps;
+  step_store steps;         // in group order, each group's by start
   uint64_t step_p50 = 0, step_p99 = 0, step_total = 0;
   uint64_t bound_total[k_nbound + 1] = {};
   // across ranks
@@ -102,8 +88,8 @@ struct analysis_partial {
   std::map<std::string, process_facts> procs;  // host '\x1f' pid
   std::vector<group_partial> groups;
   // Every group's steps, one group after the other (their `group` is the index in the
-  // partial): one array, so that a run of one partial hands it to the result without a copy.
-  std::vector<step_result> steps;
+  // partial), spilled past a budget: a run of one partial hands them to the result.
+  step_store steps;
   bool any_step_event = false;  // a step event was read (else the steps are the `.iter` ones)
   io_data io;
 };
@@ -115,6 +101,10 @@ analysis_partial analyze_groups(collection &c, const layer_table &table);
 // figures would be wrong, so nothing is returned). Consumes the partials.
 bool merge_partials(std::vector<analysis_partial> &parts, const layer_table &table,
                     analysis_result *out, std::string *why);
+
+// Step rows held in memory before they go to a temporary file (step_store): an eighth of the
+// events' spill budget (32 Ki rows, 2.75 MiB, by default), 0 for never.
+size_t step_rows_budget();
 
 // Nearest-rank percentile (p in percent) of sorted values; 0 for none.
 uint64_t percentile_sorted(const std::vector<uint64_t> &v, unsigned p);

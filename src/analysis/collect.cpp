@@ -25,8 +25,59 @@ void thread_events::append(thread_events &o, bool keep_iters) {
     layered.push_back(std::move(v));
   }
   count += o.count;
+  steps_spilled.insert(steps_spilled.end(), o.steps_spilled.begin(), o.steps_spilled.end());
   steps.insert(steps.end(), o.steps.begin(), o.steps.end());
-  if (keep_iters) iters.insert(iters.end(), o.iters.begin(), o.iters.end());
+  if (!keep_iters) return;
+  iters_spilled.insert(iters_spilled.end(), o.iters_spilled.begin(), o.iters_spilled.end());
+  iters.insert(iters.end(), o.iters.begin(), o.iters.end());
+}
+
+void thread_events::drop_iters() {
+  std::vector<step_event>().swap(iters);
+  iters_spilled.clear();
+}
+
+namespace {
+
+// Candidates in memory to the store as one run (kept in memory when it cannot); how many left.
+size_t spill_candidates(spill_store &store, std::vector<step_event> *v,
+                        std::vector<spilled_run> *runs) {
+  spilled_run r;
+  if (v->empty() || !store.write_bytes(v->data(), v->size() * sizeof(step_event), &r.offset))
+    return 0;
+  r.count = static_cast<uint32_t>(v->size());
+  runs->push_back(r);
+  std::vector<step_event>().swap(*v);
+  return r.count;
+}
+
+bool take_runs(const spill_store *store, std::vector<spilled_run> *runs,
+               std::vector<step_event> *v) {
+  if (runs->empty()) return true;
+  bool ok = true;
+  size_t n = v->size();
+  for (const spilled_run &r : *runs) n += r.count;
+  std::vector<step_event> all;
+  all.reserve(n);
+  for (const spilled_run &r : *runs) {
+    const size_t at = all.size();
+    all.resize(at + r.count);
+    if (!store || !store->read_bytes(r.offset, all.data() + at, r.count * sizeof(step_event))) {
+      all.resize(at);
+      ok = false;
+    }
+  }
+  all.insert(all.end(), v->begin(), v->end());
+  *v = std::move(all);
+  runs->clear();
+  return ok;
+}
+
+}  // namespace
+
+bool thread_events::take_candidates(const spill_store *store) {
+  const bool a = take_runs(store, &steps_spilled, &steps);
+  return take_runs(store, &iters_spilled, &iters) && a;
 }
 
 size_t thread_events::spill(spill_store &store) {
@@ -45,7 +96,8 @@ size_t thread_events::spill(spill_store &store) {
     std::vector<layered_event>().swap(v);
   }
   layered = std::move(kept);
-  return n;
+  return n + spill_candidates(store, &steps, &steps_spilled) +
+         spill_candidates(store, &iters, &iters_spilled);
 }
 
 bool thread_events::take_layered(const spill_store *store, std::vector<layered_event> *out) {
@@ -392,12 +444,12 @@ void file_folder::add(block_part &p, collection *c) {
   for (auto &kv : p.threads) {
     first_step = first_step || (!c->any_step_event && !kv.second.steps.empty());
     c->any_step_event = c->any_step_event || !kv.second.steps.empty();
-    c->buffered += kv.second.count;
+    c->buffered += kv.second.count + kv.second.steps.size() + kv.second.iters.size();
     threads_[kv.first].append(kv.second, !c->any_step_event);
   }
   if (first_step) {  // the `.iter` events held so far will not be steps
-    for (auto &kv : threads_) std::vector<step_event>().swap(kv.second.iters);
-    for (auto &kv : c->threads) std::vector<step_event>().swap(kv.second.iters);
+    for (auto &kv : threads_) kv.second.drop_iters();
+    for (auto &kv : c->threads) kv.second.drop_iters();
   }
   for (auto &kv : p.hosts) hosts_.emplace(kv.first, std::move(kv.second));
   io_.add(p.io, &c->io);

@@ -30,10 +30,12 @@ struct layered_event {
 };
 
 // A step candidate: a step event or a `.iter` event, with its `step` / `epoch` arguments.
+// 40 bytes, written to the spill file with the thread's events.
 struct step_event {
   uint64_t start = 0, end = 0;
   int64_t step = 0, epoch = 0;
   bool has_step = false, has_epoch = false;
+  uint8_t pad[6] = {};  // written to the spill file: no byte left uninitialised
 };
 
 // Events of a thread written to the spill file: seq_add is added to their seq when read back.
@@ -50,12 +52,19 @@ struct thread_events {
   std::vector<spilled_run> spilled;
   std::vector<std::vector<layered_event>> layered;
   uint32_t count = 0;
+  // Step candidates: those written to the spill file (offset, count), then those in memory.
+  std::vector<spilled_run> steps_spilled, iters_spilled;
   std::vector<step_event> steps, iters;
   // Appends o's events (its `.iter` events only when keep_iters).
   void append(thread_events &o, bool keep_iters = true);
-  // Writes the vectors in memory to the store (kept in memory when it cannot); returns how
-  // many events left memory.
+  // Writes the vectors in memory to the store (kept in memory when it cannot), the step
+  // candidates too; returns how many events and candidates left memory.
   size_t spill(spill_store &store);
+  // Drops the `.iter` candidates (a step event was read: they will not be steps).
+  void drop_iters();
+  // The step candidates (steps, iters) back in memory; false when the spill file cannot be
+  // read back.
+  bool take_candidates(const spill_store *store);
   // All the thread's events; false when the spill file cannot be read back (*out then holds
   // what could be).
   bool take_layered(const spill_store *store, std::vector<layered_event> *out);

@@ -115,9 +115,11 @@ observed bound_by(const analysis_result &r, size_t k) {
   o.ns = r.bound_total[k];
   o.count = r.steps.size();
   o.value = pct(o.ns, r.step_total);
+  step_result w;
   const step_result *worst = nullptr;
-  for (const step_result &s : r.steps)
-    if (!worst || s.parts[k] > worst->parts[k]) worst = &s;
+  r.steps.for_each([&](const step_result &s, size_t) {
+    if (!worst || s.parts[k] > worst->parts[k]) worst = &(w = s);
+  });
   o.evidence = "{\"part_ns\":" + num(o.ns) + ",\"steps_ns\":" + num(r.step_total) +
                ",\"steps\":" + num(o.count) +
                ",\"worst_step\":{\"rank\":" + rank_of(r, worst->group) +

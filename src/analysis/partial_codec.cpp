@@ -196,7 +196,7 @@ void get_colls(reader &r, coll_data *d) {
   }
 }
 
-void put_group(writer &w, const group_partial &g, const std::vector<step_result> &steps) {
+void put_group(writer &w, const group_partial &g, const step_store &steps) {
   put_strings(w, g.procs);
   const group_result &f = g.fig;
   w.u(f.has_rank);
@@ -211,8 +211,7 @@ void put_group(writer &w, const group_partial &g, const std::vector<step_result>
   put_pairs(w, f.unoverlapped_ns);
   w.u(g.readback_failed);
   w.u(g.nsteps);
-  for (size_t i = g.first_step; i < g.first_step + g.nsteps; ++i) {
-    const step_result &s = steps[i];
+  steps.for_each(g.first_step, g.nsteps, [&](const step_result &s, size_t) {
     w.u(s.start);
     w.u(s.dur);
     w.i(s.step);
@@ -222,10 +221,10 @@ void put_group(writer &w, const group_partial &g, const std::vector<step_result>
     w.u(s.index);
     w.u(s.has_step);
     w.u(s.has_epoch);
-  }
+  });
   put_colls(w, g.colls);
 }
-void get_group(reader &r, group_partial *g, std::vector<step_result> *steps) {
+void get_group(reader &r, group_partial *g, step_store *steps) {
   get_strings(r, &g->procs);
   group_result &f = g->fig;
   f.has_rank = r.b();
@@ -244,9 +243,8 @@ void get_group(reader &r, group_partial *g, std::vector<step_result> *steps) {
   g->readback_failed = r.b();
   g->nsteps = r.n(8 * (k_nbound + 9));
   g->first_step = steps->size();
-  steps->resize(steps->size() + g->nsteps);
-  for (size_t i = g->first_step; i < steps->size(); ++i) {
-    step_result &s = (*steps)[i];
+  for (size_t i = 0; i < g->nsteps && r.ok; ++i) {
+    step_result s;
     s.start = r.u();
     s.dur = r.u();
     s.step = r.i();
@@ -256,6 +254,7 @@ void get_group(reader &r, group_partial *g, std::vector<step_result> *steps) {
     s.index = static_cast<uint32_t>(r.u());
     s.has_step = r.b();
     s.has_epoch = r.b();
+    steps->append(&s, 1);
   }
   get_colls(r, &g->colls);
 }
@@ -384,6 +383,7 @@ bool decode_partial(std::string_view bytes, input_report *in, analysis_partial *
     get_facts(r, &p->procs[key]);
   }
   p->groups.resize(r.n());
+  p->steps = step_store(step_rows_budget());  // a worker's steps: in the file past the budget
   for (group_partial &g : p->groups)
     if (r.ok) get_group(r, &g, &p->steps);
   p->any_step_event = r.b();

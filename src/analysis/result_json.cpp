@@ -308,11 +308,12 @@ void result_json(const input_report &in, const analysis_result &r, size_t proces
   o += ",\"other_ns\":" + num(r.bound_total[k_nbound]) + "},\"items\":[";
   std::vector<std::string> ranks(r.groups.size());
   for (size_t g = 0; g < r.groups.size(); ++g) ranks[g] = rank_json(r.groups[g]);
-  for (size_t i = 0; step_items && i < r.steps.size(); ++i) {
-    if (i) o += ',';
-    append_step(o, r.steps[i], ranks[r.steps[i].group]);
-    if (o.size() >= (1u << 20)) sink(o);
-  }
+  if (step_items)
+    r.steps.for_each([&](const step_result &s, size_t i) {
+      if (i) o += ',';
+      append_step(o, s, ranks[s.group]);
+      if (o.size() >= (1u << 20)) sink(o);
+    });
   o += "]},\"stragglers\":[";
   for (size_t i = 0; i < r.stragglers.size(); ++i) {
     const straggler &s = r.stragglers[i];

@@ -54,8 +54,8 @@ print(os.waitstatus_to_exitcode(status), usage.ru_maxrss)
 """
 
 
-def analyze_peak_kib(*paths, out):
-    e = dict(os.environ, DFTRACE_NO_PROGRESS="1", DFTRACE_TOOL_THREADS="1")
+def analyze_peak_kib(*paths, out, env=None):
+    e = dict(os.environ, DFTRACE_NO_PROGRESS="1", DFTRACE_TOOL_THREADS="1", **(env or {}))
     p = subprocess.run([sys.executable, "-S", "-c", _PEAK, str(out), CLI, "analyze", "--json",
                         *map(str, paths)], capture_output=True, text=True, env=e, timeout=600)
     status, kib = map(int, p.stdout.split())
@@ -89,10 +89,10 @@ def test_iter_events_are_not_kept_when_the_steps_are_step_events(tmp_path):
 
 
 def test_step_candidates_are_given_back_as_the_steps_array_fills(tmp_path):
-    """48 ranks of 20,000 steps: each step costs its 80 bytes in the steps array, and its
-    candidate (40 bytes, freed when its group is analysed) must not stay resident beside it.
-    Bound: 112 bytes per step over the peak of the same ranks with 10 steps each (80 in the
-    array, 12 while steps are compared, and slack: less than a resident candidate would add)."""
+    """48 ranks of 20,000 steps: the step candidates (40 bytes, freed when their group is
+    analysed) must not stay resident beside the step rows. Bound: 112 bytes per step over the
+    peak of the same ranks with 10 steps each (written when every row was held in memory: 80
+    bytes, 12 while steps were compared, and slack; rows now leave memory past a budget)."""
     ranks, few, many = 48, 10, 20_000
     for sub, steps in (("few", few), ("many", many)):
         (tmp_path / sub).mkdir()
@@ -106,3 +106,32 @@ def test_step_candidates_are_given_back_as_the_steps_array_fills(tmp_path):
     per_step = (peak - base) * 1024 / (ranks * (many - few))
     assert per_step < 112, (f"{per_step:.1f} bytes of peak per step (base {base} KiB, "
                            f"{ranks * many} steps {peak} KiB)")
+
+
+def test_peak_does_not_grow_with_the_number_of_steps(tmp_path):
+    """The same 200,000 events on 8 ranks, as 800 steps (each with 249 `.iter` events, which
+    are frames) or as 200,000 steps: the step candidates and rows go to temporary files past a
+    fixed budget and are read back in order (the JSON items, the totals, the matching across
+    ranks), so the peak may differ by what is held per step key compared (25,000 keys), one
+    group's candidates and the budgets, not by every step's 88-byte row, 40-byte candidate and
+    their sort (18.6 MiB more before)."""
+    ranks, events = 8, 25_000
+    for sub, steps in (("few", 100), ("many", events)):
+        (tmp_path / sub).mkdir()
+        for r in range(ranks):
+            write_trace(tmp_path / sub / f"r{r}.pfw.gz", steps, events // steps - 1, rank=r,
+                        pid=100 + r)
+    paths = {sub: sorted((tmp_path / sub).iterdir()) for sub in ("few", "many")}
+    # A spill budget of 16 Ki events (and so 16 Ki step candidates, 2 Ki step rows) in both runs:
+    # the default's (256 Ki) would hold every one of these steps, a constant a test cannot pass.
+    env = {"DFTRACE_ANALYZE_SPILL_EVENTS": str(16384)}
+    base = analyze_peak_kib(*paths["few"], out=tmp_path / "few.json", env=env)
+    peak = analyze_peak_kib(*paths["many"], out=tmp_path / "many.json", env=env)
+    few, many = load(tmp_path / "few.json"), load(tmp_path / "many.json")
+    assert few["inputs"]["events"] == many["inputs"]["events"]
+    assert many["steps"]["count"] == ranks * events
+    assert len(many["steps"]["items"]) == ranks * events
+    assert many["imbalance"]["steps_compared"] == events
+    grown = (peak - base) / 1024
+    assert grown < 6, (f"the peak grew by {grown:.1f} MiB from {ranks * 100} to "
+                        f"{ranks * events} steps (base {base} KiB, then {peak} KiB)")

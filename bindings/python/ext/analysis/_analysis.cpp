@@ -176,7 +176,7 @@ void read_run(const std::vector<std::string> &paths, layer_table table, int thre
   decltype(c.names)().swap(c.names);
   out->r = analyze(c, table);
   out->steps = out->r.steps.size();
-  std::vector<step_result>().swap(out->r.steps);
+  out->r.steps.clear();
 }
 
 // The new run from what read_with_analysis(..., names=True) left of it: one partial merged,
@@ -192,7 +192,7 @@ bool run_of_partial(std::string_view partial, std::string_view names, const laye
     return false;
   out->events = in.counts.objects;
   out->steps = out->r.steps.size();
-  std::vector<step_result>().swap(out->r.steps);
+  out->r.steps.clear();
   return true;
 }
 

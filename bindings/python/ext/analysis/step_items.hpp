@@ -43,12 +43,12 @@ inline PyObject *step_items(const dftrace::analysis::analysis_result &r) {
     Py_DECREF(value);
     return rc == 0;
   };
-  for (size_t i = 0; ok && i < r.steps.size(); ++i) {
-    const auto &s = r.steps[i];
+  ok = r.steps.for_each([&](const auto &s, size_t i) {
+    if (!ok) return;
     PyObject *d = PyDict_Copy(tmpl);
     if (!d) {
       ok = false;
-      break;
+      return;
     }
     PyList_SET_ITEM(list, static_cast<Py_ssize_t>(i), d);
     ok = put(d, 0, new_ref(PyList_GET_ITEM(ranks, static_cast<Py_ssize_t>(s.group)))) &&
@@ -60,7 +60,7 @@ inline PyObject *step_items(const dftrace::analysis::analysis_result &r) {
          put(d, 6, PyLong_FromUnsignedLongLong(s.dur));
     for (size_t k = 0; ok && k <= k_nbound; ++k)
       ok = put(d, 7 + k, PyLong_FromUnsignedLongLong(s.parts[k]));
-  }
+  }) && ok;
   for (PyObject *k : keys) Py_XDECREF(k);
   Py_XDECREF(tmpl);
   Py_XDECREF(ranks);
