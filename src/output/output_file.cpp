@@ -397,6 +397,11 @@ void output_file::reserve(uint64_t n) {
   if (!lock_within(fd_mutex_, std::chrono::milliseconds(1000))) return;
   const std::lock_guard<std::mutex> lock(fd_mutex_, std::adopt_lock);
   if (!same_file(fd_)) return;
+  // Never past the file-size limit (a file system may answer SIGXFSZ, as a write would).
+  struct rlimit fl;
+  if (::getrlimit(RLIMIT_FSIZE, &fl) == 0 && fl.rlim_cur != RLIM_INFINITY)
+    n = std::min<uint64_t>(n, static_cast<uint64_t>(fl.rlim_cur) > size_ ? fl.rlim_cur - size_ : 0);
+  if (n == 0) return;
   if (::syscall(SYS_fallocate, fd_, FALLOC_FL_KEEP_SIZE, static_cast<off_t>(size_),
                 static_cast<off_t>(n)) == 0) {
     reserved_end_ = std::max(reserved_end_, size_ + n);
