@@ -6,6 +6,7 @@ a high event rate, a forked child's own ring, a burst's drops counted exactly. E
 by `dftrace.read`, the same events as the file holds."""
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -438,3 +439,29 @@ def test_a_trigger_on_a_busy_writer_keeps_every_event_after_the_rings_first(tmp_
     assert ids and ids == list(range(ids[0], n)), (ids[:3], ids[-3:], len(ids))
     assert end["args"]["dropped_events"] == 0
     assert end["args"]["ring_discarded_events"] == ids[0], end
+
+
+def test_a_ring_past_the_file_size_limit_is_one_message_and_leaves_no_blocks_past_the_end(
+        tmp_path):
+    # A 4 MiB ring, a file-size limit of 1 MiB: the ring's dump reserves its blocks first
+    # (clamped to the limit: a file system may answer SIGXFSZ), its writes then stop at the
+    # limit, and closing the file lets go of what stayed reserved past its end. The program
+    # ends normally, one message says why, the file holds whole members only.
+    limit = 1 << 20
+
+    def small_files():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    p = subprocess.run([PROG, "latency", "1000000"], preexec_fn=small_files, capture_output=True,
+                       text=True, timeout=120,
+                       env=ring_env(tmp_path, DFTRACE_RING_BYTES="4MiB",
+                                    DFTRACE_RING_SECONDS="3600"))
+    assert p.returncode == 0, (p.returncode, p.stdout, p.stderr)
+    lines = [l for l in p.stderr.splitlines() if l.startswith("dftrace:")]
+    assert len(lines) == 1 and "file-size limit" in lines[0], p.stderr
+    path = tc.only_file(str(tmp_path / "traces"))
+    st = os.stat(path)
+    assert st.st_size <= limit
+    assert st.st_blocks * 512 <= -(-st.st_size // 4096) * 4096 + 4096, (st.st_size, st.st_blocks)
+    ms = tc.members(path)
+    assert ms and all(m[2] is not None for m in ms)  # whole members only
