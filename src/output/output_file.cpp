@@ -392,36 +392,6 @@ bool output_file::write_last(const char *p, size_t n) {
   return append(&v, 1, true);
 }
 
-void output_file::reserve(uint64_t n) {
-  if (!is_open() || failed_ || n == 0) return;
-  if (!lock_within(fd_mutex_, std::chrono::milliseconds(1000))) return;
-  const std::lock_guard<std::mutex> lock(fd_mutex_, std::adopt_lock);
-  if (!same_file(fd_)) return;
-  // Never past the file-size limit (a file system may answer SIGXFSZ, as a write would).
-  struct rlimit fl;
-  if (::getrlimit(RLIMIT_FSIZE, &fl) == 0 && fl.rlim_cur != RLIM_INFINITY)
-    n = std::min<uint64_t>(n, static_cast<uint64_t>(fl.rlim_cur) > size_ ? fl.rlim_cur - size_ : 0);
-  if (n == 0) return;
-  if (::syscall(SYS_fallocate, fd_, FALLOC_FL_KEEP_SIZE, static_cast<off_t>(size_),
-                static_cast<off_t>(n)) == 0) {
-    reserved_end_ = std::max(reserved_end_, size_ + n);
-  } else if (errno == ENOSPC || errno == EDQUOT) {
-    reserved_end_ = std::max(reserved_end_, size_ + n);  // what it took in part
-    release_reserve();  // (the writes then meet the full file system as they would have)
-  }
-}
-
-void output_file::release_reserve() {
-  // A truncation to the size the file has: its bytes stay as they are, and the file system
-  // lets go of the blocks past its end (a hole punched past the end is a no-op on ext4).
-  if (reserved_end_ <= size_ || fd_ < 0) return;
-  struct stat st;
-  if (::syscall(SYS_fstat, fd_, &st) == 0 && static_cast<uint64_t>(st.st_size) < reserved_end_)
-    while (::syscall(SYS_ftruncate, fd_, st.st_size) != 0 && errno == EINTR) {
-    }
-  reserved_end_ = 0;
-}
-
 bool output_file::append(const struct iovec *v, size_t count, bool quiet) {
   const bool locked = lock_within(fd_mutex_, std::chrono::milliseconds(1000));
   struct unlock_at_end {
@@ -467,7 +437,6 @@ bool output_file::append(const struct iovec *v, size_t count, bool quiet) {
       while (done > 0 && ::syscall(SYS_ftruncate, fd_, static_cast<off_t>(size_)) != 0 &&
              errno == EINTR) {
       }
-      release_reserve();
       return fail(nullptr, err, err == ENOSPC || err == EDQUOT || err == EFBIG);
     }
     done += static_cast<size_t>(w);
@@ -482,7 +451,6 @@ bool output_file::append(const struct iovec *v, size_t count, bool quiet) {
     }
   }
   size_ += n;
-  if (reserved_end_ && size_ >= reserved_end_) reserved_end_ = 0;
   return true;
 }
 
@@ -535,11 +503,7 @@ void output_file::forget_descriptor() {
 
 void output_file::close() {
   const std::lock_guard<std::mutex> lock(fd_mutex_);
-  if (same_file(fd_)) {
-    release_reserve();
-    sys_close(fd_);  // only the file: the number may be the program's now
-  }
-  reserved_end_ = 0;
+  if (same_file(fd_)) sys_close(fd_);  // only the file: the number may be the program's now
   forget_descriptor();
 }
 
@@ -554,7 +518,6 @@ void output_file::fork_child(std::string path, std::string header) {
   if (same_file(fd_)) sys_close(fd_);
   forget_descriptor();
   size_ = 0;
-  reserved_end_ = 0;
   reopened_ = false;
   room_failure_ = false;
   state_.store(state::untried, std::memory_order_release);

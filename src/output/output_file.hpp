@@ -85,12 +85,6 @@ class output_file {
   // After a failure: the end line's member, when it fits where the failed member was (a full
   // file system freed that room; a file-size limit may leave room for it).
   bool write_last(const char *p, size_t n);
-  // Before n bytes are appended in many writes (the flight recorder's ring): the file system
-  // allocates their blocks at once, past the file's end without changing its size
-  // (FALLOC_FL_KEEP_SIZE), so the writes that follow find them allocated. What a failed or
-  // unfinished write leaves of them is let go again (release_reserve). Nothing when the file
-  // system can not.
-  void reserve(uint64_t n);
   // The file moves to new_path: renamed when open (a name taken by something else is left alone
   // and a free one near it used), planned with `header` otherwise. True when `header` will be
   // the file's (it was not created yet).
@@ -122,9 +116,6 @@ class output_file {
   bool adopt(int fd);            // fd (the created file) moved high, its identity kept
   bool same_file(int fd) const;  // fd is open on this file (device and inode)
   void forget_descriptor();
-  void release_reserve();  // blocks reserved past the file's end, let go
-
-  uint64_t reserved_end_ = 0;  // reserve()'s end, while past the bytes written
 
   int fd_ = -1;  // -1 while open: closed by a move, opened again at the next write
   std::atomic<state> state_{state::untried};

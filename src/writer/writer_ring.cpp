@@ -133,8 +133,6 @@ void writer::ring_write_out() {
     ring_iov_.clear();
     events = 0;
   };
-  // The ring's blocks allocated at once: the writes that follow do not reserve them page by page.
-  if (!file_.failed()) file_.reserve(ring_->bytes());
   ring_->drain(k_ring_span, [&](const char *p, size_t n, uint64_t e) {
     ring_iov_.push_back({const_cast<char *>(p), n});  // reserved: never grows
     events += e;

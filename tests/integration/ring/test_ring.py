@@ -443,9 +443,8 @@ def test_a_trigger_on_a_busy_writer_keeps_every_event_after_the_rings_first(tmp_
 
 def test_a_ring_past_the_file_size_limit_is_one_message_and_leaves_no_blocks_past_the_end(
         tmp_path):
-    # A 4 MiB ring, a file-size limit of 1 MiB: the ring's dump reserves its blocks first
-    # (clamped to the limit: a file system may answer SIGXFSZ), its writes then stop at the
-    # limit, and closing the file lets go of what stayed reserved past its end. The program
+    # A 4 MiB ring, a file-size limit of 1 MiB: the ring's dump stops at the limit (no
+    # SIGXFSZ reaches the program), nothing is allocated past the file's end. The program
     # ends normally, one message says why, the file holds whole members only.
     limit = 1 << 20
 

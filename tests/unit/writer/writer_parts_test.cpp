@@ -306,37 +306,6 @@ TEST(OutputFile, ReleaseMovesTheFileOffItsNumber) {
   EXPECT_EQ(slurp(d.path + "/t.pfw"), "x");
 }
 
-// The bytes a file system has allocated to the file at `p` (its blocks), and its size.
-uint64_t allocated(const std::string &p, uint64_t *size) {
-  struct stat st;
-  if (::stat(p.c_str(), &st) != 0) return 0;
-  *size = static_cast<uint64_t>(st.st_size);
-  return static_cast<uint64_t>(st.st_blocks) * 512;
-}
-
-TEST(OutputFile, AReserveAllocatesPastTheEndWithoutChangingTheSizeAndCloseLetsTheRestGo) {
-  temp_dir d;
-  output_file f;
-  ASSERT_GE(open_trace(f, d), 0);
-  const std::string p = d.path + "/t.pfw";
-  ASSERT_TRUE(f.write("abc", 3));
-  const uint64_t want = uint64_t{8} << 20;
-  f.reserve(want);
-  uint64_t size = 0;
-  const uint64_t blocks = allocated(p, &size);
-  EXPECT_EQ(size, 3u);  // a reader (zcat) sees the members alone, never zeros after them
-  if (blocks < want)
-    GTEST_SKIP() << "the file system under " << d.path << " does not allocate with fallocate";
-  const std::string mib(1 << 20, 'x');
-  ASSERT_TRUE(f.write(mib.data(), mib.size()));  // into the reserved blocks
-  EXPECT_GE(allocated(p, &size), want);
-  EXPECT_EQ(size, 3u + mib.size());
-  f.close();  // the 7 MiB never written are let go; the bytes stay
-  EXPECT_LT(allocated(p, &size), uint64_t{2} << 20);
-  EXPECT_EQ(size, 3u + mib.size());
-  EXPECT_EQ(slurp(p), "abc" + mib);
-}
-
 TEST(OutputFile, AMemberThatWouldCrossTheFileSizeLimitIsNotWritten) {
   // In a child of its own: the limit is the process's, and another thread's file (a writer of
   // an earlier test) crossing it would die of SIGXFSZ, which keeps its default here.
