@@ -45,6 +45,17 @@ void emit(fold_slot &s, int64_t tid, uint64_t end_ns) {
   s.fhash = 0;
   s.node = nullptr;
   s.f = nullptr;
+  s.reads = false;
+}
+
+// The bytes remembered as pushed back on `f` (every stream: null) forgotten.
+void forget_unread(fold_block *b, FILE *f) {
+  for (int i = 0; i < k_unread_streams; ++i) {
+    if (!b->unread_f[i] || (f && b->unread_f[i] != f)) continue;
+    b->unread_f[i] = nullptr;
+    b->unread_n[i] = 0;
+    --b->unread_any;
+  }
 }
 
 uint64_t now_ns() {
@@ -66,6 +77,7 @@ void thread_ends(void *p) {
   auto *b = static_cast<fold_block *>(p);
   errno_keeper keep;
   emit_block(b, nullptr);
+  forget_unread(b, nullptr);
   if (t_fold == b) t_fold = nullptr;
   std::lock_guard<std::mutex> lock(g_blocks_mutex);
   b->owned.store(false, std::memory_order_relaxed);
@@ -76,6 +88,7 @@ void thread_ends(void *p) {
 // have no thread any more.
 void fork_child() {
   for (fold_block *b = g_blocks.load(); b; b = b->next) {
+    forget_unread(b, nullptr);
     for (fold_slot &s : b->slots) {
       s.calls.store(0, std::memory_order_relaxed);
       s.bytes.store(0, std::memory_order_relaxed);
@@ -119,7 +132,7 @@ fold_block *adopt_block() {
 
 }  // namespace
 
-fold_slot *fold_open(dftrace_node_t *node, FILE *f) {
+fold_slot *fold_open(dftrace_node_t *node, FILE *f, bool reads) {
   errno_keeper keep;
   if (!f || !recording(node)) return nullptr;
   fold_block *b = t_fold ? t_fold : adopt_block();
@@ -145,6 +158,7 @@ fold_slot *fold_open(dftrace_node_t *node, FILE *f) {
   }
   s->f = f;
   s->node = node;
+  s->reads = reads;
   s->fhash = h;
   s->calls.store(0, std::memory_order_relaxed);
   s->bytes.store(0, std::memory_order_relaxed);
@@ -152,24 +166,92 @@ fold_slot *fold_open(dftrace_node_t *node, FILE *f) {
   return s;
 }
 
-void fold_check(fold_slot *s) {
+fold_slot *fold_check(fold_slot *s, bool reads) {
   errno_keeper keep;
-  if (!t_fold) return;
-  if (!dftrace_node_active_fast(s->node)) {  // (finalized, or switched off): dropped
+  if (!t_fold) return s;
+  dftrace_node_t *const node = s->node;
+  FILE *const f = s->f;
+  if (!dftrace_node_active_fast(node)) {  // (finalized, or switched off): dropped
     emit(*s, t_fold->tid, 0);
-    return;
+    return nullptr;
   }
   const uint64_t now = now_ns();
-  if (now - s->start_ns >= k_fold_interval_ns) emit(*s, t_fold->tid, now);
+  if (now - s->start_ns < k_fold_interval_ns) return s;
+  emit(*s, t_fold->tid, now);
+  return fold_open(node, f, reads);
 }
 
 void fold_flush_stream(FILE *f, bool closing) {
   if (fold_block *b = t_fold) {
     errno_keeper keep;
     emit_block(b, f);
+    if (f && b->unread_any) forget_unread(b, f);  // (fflush(NULL) leaves input streams alone)
   }
   if (closing && g_blocks_owned.load(std::memory_order_relaxed) > 1)
     g_fold_epoch.fetch_add(1, std::memory_order_relaxed);
+}
+
+void fold_unread(FILE *f) {
+  errno_keeper keep;
+  fold_block *b = t_fold;
+  if (!b) {
+    if (dftrace_thread_is_internal()) return;
+    b = adopt_block();
+    if (!b) return;
+  }
+  const int fd = ::fileno_unlocked(f);  // (a stream without a descriptor: -1)
+  int free_i = -1;
+  for (int i = 0; i < k_unread_streams; ++i) {
+    if (b->unread_f[i] == f && b->unread_fd[i] == fd) {
+      ++b->unread_n[i];
+      return;
+    }
+    if (!b->unread_f[i] && free_i < 0) free_i = i;
+  }
+  if (free_i < 0) return;  // a 5th stream with bytes pushed back at once: counted again
+  b->unread_f[free_i] = f;
+  b->unread_fd[free_i] = fd;
+  b->unread_n[free_i] = 1;
+  ++b->unread_any;
+}
+
+void fold_forget_unread(FILE *f) {
+  if (fold_block *b = t_fold; b && b->unread_any) forget_unread(b, f);
+}
+
+uint64_t fold_take_unread(fold_block *b, FILE *f, uint64_t n) {
+  errno_keeper keep;  // (fileno of a stream without a descriptor sets it)
+  for (int i = 0; i < k_unread_streams && n; ++i) {
+    if (b->unread_f[i] != f) continue;
+    uint64_t taken = 0;
+    if (b->unread_fd[i] == ::fileno_unlocked(f)) {  // (no errno: f is a stream that just read)
+      taken = b->unread_n[i] < n ? b->unread_n[i] : n;
+      b->unread_n[i] -= taken;
+    } else {
+      b->unread_n[i] = 0;  // the pointer names another stream now
+    }
+    if (b->unread_n[i] == 0) {
+      b->unread_f[i] = nullptr;
+      --b->unread_any;
+    }
+    return n - taken;
+  }
+  return n;
+}
+
+void fold_fread_unread(FILE *f, uint64_t n) {
+  fold_block *b = t_fold;
+  if (!b || !b->unread_any) return;
+  uint64_t again = n - fold_take_unread(b, f, n);  // bytes it read again, counted by its event
+  if (b->epoch != g_fold_epoch.load(std::memory_order_relaxed)) return;
+  for (fold_slot &x : b->slots) {  // taken off the reading calls that counted them first
+    if (!again) break;
+    if (x.f != f || !x.reads) continue;
+    const uint64_t have = x.bytes.load(std::memory_order_relaxed);
+    const uint64_t off = have < again ? have : again;
+    x.bytes.store(have - off, std::memory_order_relaxed);
+    again -= off;
+  }
 }
 
 }  // namespace dftrace::io
