@@ -20,6 +20,9 @@ struct fold_slot {
   uint64_t fhash = 0;
   uint64_t start_ns = 0;  // the first call's time (dftrace_now_ns)
   bool reads = false;     // a reading call (fgetc, fgets, getline...)
+  bool unread = false;    // bytes are pushed back on f (the block's unread_f)
+  // The call count at which fold_check runs: every 256th, and the next one while `unread`.
+  uint64_t check_at = 256;
   // Written by the owning thread only; atomics (relaxed: plain loads and stores) because the
   // finalisation reads the slots of threads still running.
   std::atomic<uint64_t> calls{0}, bytes{0};
@@ -35,7 +38,7 @@ struct fold_block {
   FILE *unread_f[k_unread_streams] = {};
   int unread_fd[k_unread_streams] = {};  // its descriptor then (a reused pointer: another)
   uint64_t unread_n[k_unread_streams] = {};
-  uint32_t unread_any = 0;  // streams in unread_f (0: the reading calls' only extra load)
+  uint32_t unread_any = 0;  // streams in unread_f
   uint32_t epoch = 0;       // g_fold_epoch when the slots were last checked
   uint32_t victim = 0;
   int64_t tid = 0;
@@ -51,9 +54,12 @@ inline std::atomic<uint32_t> g_fold_epoch{0};
 // The slow half: decides whether the stream is traced, takes a slot (emitting the one it
 // replaces). Null when the call is not to be counted (not recording, dftrace's own I/O).
 fold_slot *fold_open(dftrace_node_t *node, FILE *f, bool reads);
-// Before the call after every 256th of a slot: once its interval is over, emits it and gives
-// a slot decided anew (fold_open); else the same slot (errno kept).
-fold_slot *fold_check(fold_slot *s, bool reads);
+// After the call that counted `last` bytes, every 256 calls of a slot and after each call
+// while bytes are pushed back on its stream: those it read again are taken off its count;
+// once its interval is over, emits it without that call, which begins the next interval in a
+// slot decided anew (an fread after an ungetc then still finds the byte in an open slot)
+// (errno kept).
+void fold_check(fold_slot *s, uint64_t last);
 // The calling thread's slots of `f` (every stream: null) emitted and freed, and the bytes
 // pushed back on it forgotten: fflush, fclose, freopen, fseek. `closing`: the stream pointer
 // ends, so other threads' slots of it must go too.
@@ -64,8 +70,6 @@ void fold_unread(FILE *f);
 // The stream's pushback discarded (fseek, rewind, fsetpos): the bytes remembered forgotten
 // (they stay counted once, as read before).
 void fold_forget_unread(FILE *f);
-// `n` bytes a reading call on `f` returned, less those pushed back that it read again.
-uint64_t fold_take_unread(fold_block *b, FILE *f, uint64_t n);
 // An fread on `f` returned `n` bytes: those pushed back that it read again are taken off the
 // thread's open reading slots of `f` (its event says what it returned).
 void fold_fread_unread(FILE *f, uint64_t n);
@@ -90,17 +94,14 @@ inline auto folded(dftrace_node_t *node, FILE *f, Call call, Bytes bytes) -> dec
         break;
       }
   }
-  if (__builtin_expect(s == nullptr, 0))
-    s = fold_open(node, f, Reads);
-  else if (__builtin_expect((s->calls.load(std::memory_order_relaxed) & 255) == 0, 0))
-    s = fold_check(s, Reads);  // before the call: an fread after its ungetc finds its byte
+  if (__builtin_expect(s == nullptr, 0)) s = fold_open(node, f, Reads);
   const auto ret = call();
   if (s) {
-    s->calls.store(s->calls.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    uint64_t n = bytes(ret);
-    if (Reads && __builtin_expect(b != nullptr && b->unread_any != 0, 0))
-      n = fold_take_unread(b, f, n);
+    const uint64_t c = s->calls.load(std::memory_order_relaxed) + 1;
+    s->calls.store(c, std::memory_order_relaxed);
+    const uint64_t n = bytes(ret);
     s->bytes.store(s->bytes.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+    if (__builtin_expect(c >= s->check_at, 0)) fold_check(s, n);
   }
   return ret;
 }
