@@ -1,14 +1,17 @@
-/* ungetc_prog.c A B C: reads file A once to its end through a mixture of reading calls and
+/* ungetc_prog.c A B C D: reads file A once to its end through a mixture of reading calls and
  * ungetc (bzip2's probe for the end: fgetc, ungetc, fread; getc, ungetc, fgets; fread, ungetc,
  * getc; getline, ungetc, fgetc; a byte pushed back before the first read, which is no byte of
  * the file), then B and C: 10 bytes by fread, one pushed back and discarded (rewind on B,
- * fseek on C), then the whole file by fgetc. Prints on stderr the bytes of each file its calls
- * returned, less those ungetc pushed back (what it took out of the file):
- * "A n", "B n", "C n", then "ungetc_prog: ok". Built at -O0 (every call as written). */
+ * fseek on C), then the whole file by fgetc; D by bzip2's loop alone (fgetc, ungetc, fread of
+ * 100 bytes), pausing 1.1 s after its first probe, so that the 256th fgetc finds its slot's
+ * interval over and the fread after its ungetc follows that emission. Prints on stderr the bytes of
+ * each file its calls returned, less those ungetc pushed back (what it took out of the file): "A
+ * n", "B n", "C n", "D n", then "ungetc_prog: ok". Built at -O0 (every call as written). */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static unsigned long long taken;
 
@@ -94,8 +97,26 @@ static void read_discarding(const char *path, int use_fseek) {
   fclose(f);
 }
 
+/* bzip2's compressStream: myfeof (fgetc, ungetc), then fread. */
+static void read_probing(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f) {
+    perror(path);
+    exit(1);
+  }
+  char buf[100];
+  for (unsigned i = 0;; ++i) {
+    const int c = one(fgetc(f));
+    if (c == EOF) break;
+    push(c, f);
+    taken += fread(buf, 1, sizeof buf, f);
+    if (i == 0) usleep(1100000);
+  }
+  fclose(f);
+}
+
 int main(int argc, char **argv) {
-  if (argc < 4) return 2;
+  if (argc < 5) return 2;
   taken = 0;
   read_mixed(argv[1]);
   fprintf(stderr, "A %llu\n", taken);
@@ -105,6 +126,9 @@ int main(int argc, char **argv) {
   taken = 0;
   read_discarding(argv[3], 1);
   fprintf(stderr, "C %llu\n", taken);
+  taken = 0;
+  read_probing(argv[4]);
+  fprintf(stderr, "D %llu\n", taken);
   fprintf(stderr, "ungetc_prog: ok\n");
   return 0;
 }
