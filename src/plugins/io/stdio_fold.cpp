@@ -105,16 +105,19 @@ void thread_ends(void *p) {
 }
 
 // A forked child: its parent's counts are the parent's to emit; the other threads' blocks
-// have no thread any more.
+// have no thread any more. The forking thread's pushed-back bytes stay remembered: the
+// parent counted them, the child's copy of the stream returns them again.
 void fork_child() {
   for (fold_block *b = g_blocks.load(); b; b = b->next) {
-    forget_unread(b, nullptr);
+    if (b != t_fold) forget_unread(b, nullptr);
     for (fold_slot &s : b->slots) {
       s.calls.store(0, std::memory_order_relaxed);
       s.bytes.store(0, std::memory_order_relaxed);
       s.f = nullptr;
       s.node = nullptr;
       s.fhash = 0;
+      s.reads = s.unread = false;
+      s.check_at = 256;
     }
     if (b != t_fold && b->owned.load(std::memory_order_relaxed)) {
       b->owned.store(false, std::memory_order_relaxed);
