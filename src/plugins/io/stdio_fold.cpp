@@ -245,7 +245,11 @@ void fold_unread(FILE *f) {
   const int fd = ::fileno_unlocked(f);  // (a stream without a descriptor: -1)
   int free_i = -1;
   for (int i = 0; i < k_unread_streams; ++i) {
-    if (b->unread_f[i] == f && b->unread_fd[i] == fd) {
+    if (b->unread_f[i] == f) {
+      if (b->unread_fd[i] != fd) {  // the pointer names another stream now: begun anew
+        b->unread_fd[i] = fd;
+        b->unread_n[i] = 0;
+      }
       ++b->unread_n[i];
       mark_unread(b, f, true);
       return;
