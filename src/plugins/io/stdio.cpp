@@ -3,6 +3,8 @@
 // interposer bound, and stdin or stdout redirected to a data file all follow their file.
 #include <stdio.h>
 
+#include <type_traits>
+
 #include "plugins/io/calls.hpp"
 #include "plugins/io/stdio_fold.hpp"
 
@@ -42,14 +44,17 @@ auto traced_stream_call(dftrace_node_t *node, FILE *f, Call call, Args args) -> 
   return traced(node, call, [&](auto ret) { return args(h, ret); });
 }
 
-// fread/fwrite: fhash, size, count, ret (items), as DFTracer writes them.
-template <typename Call>
+// fread/fwrite: fhash, size, count, ret (items), as DFTracer writes them. `Reads` (fread): the
+// bytes pushed back by ungetc that it reads again are taken off the stream's folded reads.
+template <bool Reads, typename Call>
 size_t traced_items(dftrace_node_t *node, FILE *f, size_t size, size_t count, Call call) {
-  return traced_stream_call(node, f, call, [&](uint64_t h, size_t ret) {
+  const size_t ret = traced_stream_call(node, f, call, [&](uint64_t h, size_t ret) {
     return std::array<dftrace_arg_t, 4>{
         arg_u("fhash", h), arg_i("size", static_cast<int64_t>(size)),
         arg_i("count", static_cast<int64_t>(count)), arg_i("ret", static_cast<int64_t>(ret))};
   });
+  if (Reads && __builtin_expect(fold_any_unread(), 0)) fold_fread_unread(f, ret * size);
+  return ret;
 }
 
 // fflush, ftell: fhash, ret.
@@ -62,6 +67,7 @@ auto traced_stream_simple(dftrace_node_t *node, FILE *f, Call call) -> decltype(
 
 template <typename Call>
 int traced_fseek(dftrace_node_t *node, FILE *f, int64_t offset, int whence, Call call) {
+  fold_forget_unread(f);  // its pushback is discarded (stdio_fold.hpp)
   return traced_stream_call(node, f, call, [&](uint64_t h, int ret) {
     return std::array<dftrace_arg_t, 4>{arg_u("fhash", h), arg_i("offset", offset),
                                         arg_i("whence", whence), arg_i("ret", ret)};
@@ -143,15 +149,15 @@ FILE *fdopen(int fd, const char *mode) {
 #define DFTRACE_IO_SHAPE_ITEMS(cat, name, event, buf_type)                                         \
   DFTRACE_IO_DEFINE(cat, name, event, size_t, (buf_type buf, size_t size, size_t count, FILE * f), \
                     DFTRACE_IO_PASS(real_##name(buf, size, count, f));                             \
-                    return traced_items(node_, f, size, count,                                     \
-                                        [&] { return real_##name(buf, size, count, f); });)
+                    return traced_items<!std::is_const_v<std::remove_pointer_t<buf_type>>>(        \
+                        node_, f, size, count, [&] { return real_##name(buf, size, count, f); });)
 // _FORTIFY_SOURCE's checked freads, recorded as fread.
-#define DFTRACE_IO_SHAPE_ITEMS_CHK(cat, name, event, ...)                         \
-  DFTRACE_IO_DEFINE(cat, name, event, size_t,                                     \
-                    (void *buf, size_t room, size_t size, size_t count, FILE *f), \
-                    DFTRACE_IO_PASS(real_##name(buf, room, size, count, f));      \
-                    return traced_items(node_, f, size, count,                    \
-                                        [&] { return real_##name(buf, room, size, count, f); });)
+#define DFTRACE_IO_SHAPE_ITEMS_CHK(cat, name, event, ...)                                     \
+  DFTRACE_IO_DEFINE(                                                                          \
+      cat, name, event, size_t, (void *buf, size_t room, size_t size, size_t count, FILE *f), \
+      DFTRACE_IO_PASS(real_##name(buf, room, size, count, f));                                \
+      return traced_items<true>(node_, f, size, count,                                        \
+                                [&] { return real_##name(buf, room, size, count, f); });)
 
 #define DFTRACE_IO_SHAPE_FSEEKO(cat, name, event, offset_type)                         \
   DFTRACE_IO_DEFINE(cat, name, event, int, (FILE * f, offset_type offset, int whence), \

@@ -45,6 +45,37 @@ void emit(fold_slot &s, int64_t tid, uint64_t end_ns) {
   s.fhash = 0;
   s.node = nullptr;
   s.f = nullptr;
+  s.reads = false;
+  s.unread = false;
+  s.check_at = 256;
+}
+
+// The slots of `f` (every stream: null) told whether bytes are pushed back on it.
+void mark_unread(fold_block *b, FILE *f, bool unread) {
+  for (fold_slot &x : b->slots) {
+    if (!x.f || (f && x.f != f) || !x.reads) continue;
+    x.unread = unread;
+    if (unread) x.check_at = 0;  // fold_check after its next call
+  }
+}
+
+// The bytes remembered as pushed back on `f` (every stream: null) forgotten.
+void forget_unread(fold_block *b, FILE *f) {
+  for (int i = 0; i < k_unread_streams; ++i) {
+    if (!b->unread_f[i] || (f && b->unread_f[i] != f)) continue;
+    b->unread_f[i] = nullptr;
+    b->unread_n[i] = 0;
+    --b->unread_any;
+  }
+  mark_unread(b, f, false);
+}
+
+// Whether bytes are remembered as pushed back on `f`.
+bool has_unread(const fold_block *b, FILE *f) {
+  if (b->unread_any)
+    for (int i = 0; i < k_unread_streams; ++i)
+      if (b->unread_f[i] == f) return true;
+  return false;
 }
 
 uint64_t now_ns() {
@@ -66,6 +97,7 @@ void thread_ends(void *p) {
   auto *b = static_cast<fold_block *>(p);
   errno_keeper keep;
   emit_block(b, nullptr);
+  forget_unread(b, nullptr);
   if (t_fold == b) t_fold = nullptr;
   std::lock_guard<std::mutex> lock(g_blocks_mutex);
   b->owned.store(false, std::memory_order_relaxed);
@@ -73,15 +105,19 @@ void thread_ends(void *p) {
 }
 
 // A forked child: its parent's counts are the parent's to emit; the other threads' blocks
-// have no thread any more.
+// have no thread any more. The forking thread's pushed-back bytes stay remembered: the
+// parent counted them, the child's copy of the stream returns them again.
 void fork_child() {
   for (fold_block *b = g_blocks.load(); b; b = b->next) {
+    if (b != t_fold) forget_unread(b, nullptr);
     for (fold_slot &s : b->slots) {
       s.calls.store(0, std::memory_order_relaxed);
       s.bytes.store(0, std::memory_order_relaxed);
       s.f = nullptr;
       s.node = nullptr;
       s.fhash = 0;
+      s.reads = s.unread = false;
+      s.check_at = 256;
     }
     if (b != t_fold && b->owned.load(std::memory_order_relaxed)) {
       b->owned.store(false, std::memory_order_relaxed);
@@ -117,9 +153,12 @@ fold_block *adopt_block() {
   return b;
 }
 
+// `n` bytes read from `f`, less the remembered ones they include (those are forgotten).
+uint64_t take_unread(fold_block *b, FILE *f, uint64_t n);
+
 }  // namespace
 
-fold_slot *fold_open(dftrace_node_t *node, FILE *f) {
+fold_slot *fold_open(dftrace_node_t *node, FILE *f, bool reads) {
   errno_keeper keep;
   if (!f || !recording(node)) return nullptr;
   fold_block *b = t_fold ? t_fold : adopt_block();
@@ -145,6 +184,9 @@ fold_slot *fold_open(dftrace_node_t *node, FILE *f) {
   }
   s->f = f;
   s->node = node;
+  s->reads = reads;
+  s->unread = reads && has_unread(b, f);
+  s->check_at = s->unread ? 0 : 256;
   s->fhash = h;
   s->calls.store(0, std::memory_order_relaxed);
   s->bytes.store(0, std::memory_order_relaxed);
@@ -152,24 +194,119 @@ fold_slot *fold_open(dftrace_node_t *node, FILE *f) {
   return s;
 }
 
-void fold_check(fold_slot *s) {
+void fold_check(fold_slot *s, uint64_t last) {
   errno_keeper keep;
-  if (!t_fold) return;
+  fold_block *b = t_fold;
+  if (!b) return;
+  const uint64_t calls = s->calls.load(std::memory_order_relaxed);
+  if (s->unread) {  // the bytes pushed back that this call read again: counted already
+    const uint64_t again = last - take_unread(b, s->f, last);
+    s->bytes.store(s->bytes.load(std::memory_order_relaxed) - again, std::memory_order_relaxed);
+    last -= again;
+  }
+  s->check_at = s->unread ? calls + 1 : (calls | 255) + 1;
+  if ((calls & 255) != 0) return;            // (the interval every 256 calls)
   if (!dftrace_node_active_fast(s->node)) {  // (finalized, or switched off): dropped
-    emit(*s, t_fold->tid, 0);
+    emit(*s, b->tid, 0);
     return;
   }
   const uint64_t now = now_ns();
-  if (now - s->start_ns >= k_fold_interval_ns) emit(*s, t_fold->tid, now);
+  if (now - s->start_ns < k_fold_interval_ns) return;
+  dftrace_node_t *const node = s->node;
+  FILE *const f = s->f;
+  const bool reads = s->reads;
+  s->calls.store(calls - 1, std::memory_order_relaxed);
+  s->bytes.store(s->bytes.load(std::memory_order_relaxed) - last, std::memory_order_relaxed);
+  emit(*s, b->tid, now);
+  if (fold_slot *next = fold_open(node, f, reads)) {
+    next->calls.store(1, std::memory_order_relaxed);
+    next->bytes.store(last, std::memory_order_relaxed);
+  }
 }
 
 void fold_flush_stream(FILE *f, bool closing) {
   if (fold_block *b = t_fold) {
     errno_keeper keep;
     emit_block(b, f);
+    if (f && b->unread_any) forget_unread(b, f);  // (fflush(NULL) leaves input streams alone)
   }
   if (closing && g_blocks_owned.load(std::memory_order_relaxed) > 1)
     g_fold_epoch.fetch_add(1, std::memory_order_relaxed);
+}
+
+void fold_unread(FILE *f) {
+  errno_keeper keep;
+  fold_block *b = t_fold;
+  if (!b) {
+    if (dftrace_thread_is_internal()) return;
+    b = adopt_block();
+    if (!b) return;
+  }
+  const int fd = ::fileno_unlocked(f);  // (a stream without a descriptor: -1)
+  int free_i = -1;
+  for (int i = 0; i < k_unread_streams; ++i) {
+    if (b->unread_f[i] == f) {
+      if (b->unread_fd[i] != fd) {  // the pointer names another stream now: begun anew
+        b->unread_fd[i] = fd;
+        b->unread_n[i] = 0;
+      }
+      ++b->unread_n[i];
+      mark_unread(b, f, true);
+      return;
+    }
+    if (!b->unread_f[i] && free_i < 0) free_i = i;
+  }
+  if (free_i < 0) return;  // a 5th stream with bytes pushed back at once: counted again
+  b->unread_f[free_i] = f;
+  b->unread_fd[free_i] = fd;
+  b->unread_n[free_i] = 1;
+  ++b->unread_any;
+  mark_unread(b, f, true);
+}
+
+void fold_forget_unread(FILE *f) {
+  if (fold_block *b = t_fold; b && b->unread_any) forget_unread(b, f);
+}
+
+namespace {
+
+// `n` bytes read from `f`, less the remembered ones they include (those are forgotten).
+uint64_t take_unread(fold_block *b, FILE *f, uint64_t n) {
+  errno_keeper keep;  // (fileno of a stream without a descriptor sets it)
+  for (int i = 0; i < k_unread_streams && n; ++i) {
+    if (b->unread_f[i] != f) continue;
+    uint64_t taken = 0;
+    if (b->unread_fd[i] == ::fileno_unlocked(f)) {
+      taken = b->unread_n[i] < n ? b->unread_n[i] : n;
+      b->unread_n[i] -= taken;
+    } else {
+      b->unread_n[i] = 0;  // the pointer names another stream now
+    }
+    if (b->unread_n[i] == 0) {
+      b->unread_f[i] = nullptr;
+      --b->unread_any;
+      mark_unread(b, f, false);
+    }
+    return n - taken;
+  }
+  return n;
+}
+
+}  // namespace
+
+void fold_fread_unread(FILE *f, uint64_t n) {
+  fold_block *b = t_fold;
+  if (!b || !b->unread_any) return;
+  uint64_t again = n - take_unread(b, f, n);  // bytes it read again, counted by its event
+  if (b->epoch != g_fold_epoch.load(std::memory_order_relaxed)) return;
+  for (fold_slot &x : b->slots) {  // taken off the reading calls that counted them first
+    if (!again) break;
+    if (x.f != f || !x.reads) continue;
+    const uint64_t have = x.bytes.load(std::memory_order_relaxed);
+    const uint64_t off = have < again ? have : again;
+    x.bytes.store(have - off, std::memory_order_relaxed);
+    again -= off;
+  }
 }
 
 }  // namespace dftrace::io

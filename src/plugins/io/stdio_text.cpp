@@ -13,6 +13,7 @@ using namespace dftrace::io;
 extern "C" {
 int _IO_getc(FILE *f);
 int _IO_putc(int c, FILE *f);
+int _IO_ungetc(int c, FILE *f);
 char *__fgets_chk(char *buf, size_t room, int n, FILE *f);
 char *__fgets_unlocked_chk(char *buf, size_t room, int n, FILE *f);
 int __fprintf_chk(FILE *f, int flag, const char *format, ...);
@@ -36,25 +37,29 @@ inline uint64_t line_bytes(const char *ret) { return ret ? strlen(ret) : 0; }
 extern "C" {
 
 // A call of `name` folded as the node `event` on stream `f`.
-#define DFTRACE_IO_FOLDED(event, f, call, bytes) \
-  DFTRACE_IO_NODE(k_stdio, event);               \
-  DFTRACE_IO_PASS(call);                         \
-  return folded(                                 \
+// `reads`: a reading call (ungetc's bytes read again are not counted twice).
+#define DFTRACE_IO_FOLDED_AS(reads, event, f, call, bytes) \
+  DFTRACE_IO_NODE(k_stdio, event);                         \
+  DFTRACE_IO_PASS(call);                                   \
+  return folded<reads>(                                    \
       node_, f, [&] { return call; }, [&](auto ret) { return bytes; })
+#define DFTRACE_IO_FOLDED_READ(event, f, call, bytes) \
+  DFTRACE_IO_FOLDED_AS(true, event, f, call, bytes)
+#define DFTRACE_IO_FOLDED(event, f, call, bytes) DFTRACE_IO_FOLDED_AS(false, event, f, call, bytes)
 
 // ---- characters
-#define DFTRACE_IO_SHAPE_GETC(cat, name, event, ...)              \
-  int name(FILE *f) {                                             \
-    DFTRACE_IO_REAL(name);                                        \
-    DFTRACE_IO_FOLDED(event, f, real_##name(f), char_bytes(ret)); \
-  }                                                               \
+#define DFTRACE_IO_SHAPE_GETC(cat, name, event, ...)                   \
+  int name(FILE *f) {                                                  \
+    DFTRACE_IO_REAL(name);                                             \
+    DFTRACE_IO_FOLDED_READ(event, f, real_##name(f), char_bytes(ret)); \
+  }                                                                    \
   DFTRACE_IO_REGISTER(name);
 
-#define DFTRACE_IO_SHAPE_GETCHAR(cat, name, event, ...)              \
-  int name(void) {                                                   \
-    DFTRACE_IO_REAL(name);                                           \
-    DFTRACE_IO_FOLDED(event, stdin, real_##name(), char_bytes(ret)); \
-  }                                                                  \
+#define DFTRACE_IO_SHAPE_GETCHAR(cat, name, event, ...)                   \
+  int name(void) {                                                        \
+    DFTRACE_IO_REAL(name);                                                \
+    DFTRACE_IO_FOLDED_READ(event, stdin, real_##name(), char_bytes(ret)); \
+  }                                                                       \
   DFTRACE_IO_REGISTER(name);
 
 #define DFTRACE_IO_SHAPE_PUTC(cat, name, event, ...)                 \
@@ -72,18 +77,18 @@ extern "C" {
   DFTRACE_IO_REGISTER(name);
 
 // ---- lines
-#define DFTRACE_IO_SHAPE_FGETS(cat, name, event, ...)                     \
-  char *name(char *buf, int n, FILE *f) {                                 \
-    DFTRACE_IO_REAL(name);                                                \
-    DFTRACE_IO_FOLDED(event, f, real_##name(buf, n, f), line_bytes(ret)); \
-  }                                                                       \
+#define DFTRACE_IO_SHAPE_FGETS(cat, name, event, ...)                          \
+  char *name(char *buf, int n, FILE *f) {                                      \
+    DFTRACE_IO_REAL(name);                                                     \
+    DFTRACE_IO_FOLDED_READ(event, f, real_##name(buf, n, f), line_bytes(ret)); \
+  }                                                                            \
   DFTRACE_IO_REGISTER(name);
 
-#define DFTRACE_IO_SHAPE_FGETS_CHK(cat, name, event, ...)                       \
-  char *name(char *buf, size_t room, int n, FILE *f) {                          \
-    DFTRACE_IO_REAL(name);                                                      \
-    DFTRACE_IO_FOLDED(event, f, real_##name(buf, room, n, f), line_bytes(ret)); \
-  }                                                                             \
+#define DFTRACE_IO_SHAPE_FGETS_CHK(cat, name, event, ...)                            \
+  char *name(char *buf, size_t room, int n, FILE *f) {                               \
+    DFTRACE_IO_REAL(name);                                                           \
+    DFTRACE_IO_FOLDED_READ(event, f, real_##name(buf, room, n, f), line_bytes(ret)); \
+  }                                                                                  \
   DFTRACE_IO_REGISTER(name);
 
 // fputs writes the whole string or fails (EOF).
@@ -100,17 +105,43 @@ int puts(const char *s) {
   DFTRACE_IO_FOLDED("puts", stdout, real_puts(s), ret == EOF ? 0 : strlen(s) + 1);
 }
 
-#define DFTRACE_IO_SHAPE_GETDELIM(cat, name, event, ...)                              \
-  ssize_t name(char **line, size_t *room, int delim, FILE *f) {                       \
-    DFTRACE_IO_REAL(name);                                                            \
-    DFTRACE_IO_FOLDED(event, f, real_##name(line, room, delim, f), count_bytes(ret)); \
-  }                                                                                   \
+#define DFTRACE_IO_SHAPE_GETDELIM(cat, name, event, ...)                                   \
+  ssize_t name(char **line, size_t *room, int delim, FILE *f) {                            \
+    DFTRACE_IO_REAL(name);                                                                 \
+    DFTRACE_IO_FOLDED_READ(event, f, real_##name(line, room, delim, f), count_bytes(ret)); \
+  }                                                                                        \
   DFTRACE_IO_REGISTER(name);
 
 ssize_t getline(char **line, size_t *room, FILE *f) {
   DFTRACE_IO_REAL(getline);
-  DFTRACE_IO_FOLDED("getline", f, real_getline(line, room, f), count_bytes(ret));
+  DFTRACE_IO_FOLDED_READ("getline", f, real_getline(line, room, f), count_bytes(ret));
 }
+
+// ---- pushing back and discarding pushback: no event. A byte ungetc pushes back is not
+// counted again when a reading call reads it again (stdio_fold.hpp, fold_unread); rewind and
+// fsetpos discard it (fseek, fflush, fclose and freopen: stdio.cpp).
+#define DFTRACE_IO_SHAPE_UNGETC(cat, name, ...)                                                  \
+  int name(int c, FILE *f) {                                                                     \
+    DFTRACE_IO_REAL(name);                                                                       \
+    const int ret = real_##name(c, f);                                                           \
+    if (ret != EOF && f && !t_inside && g_ready.load(std::memory_order_relaxed)) fold_unread(f); \
+    return ret;                                                                                  \
+  }                                                                                              \
+  DFTRACE_IO_REGISTER(name);
+
+void rewind(FILE *f) {
+  DFTRACE_IO_REAL(rewind);
+  fold_forget_unread(f);
+  real_rewind(f);
+}
+
+#define DFTRACE_IO_SHAPE_FSETPOS(cat, name, event, pos_type) \
+  int name(FILE *f, const pos_type *pos) {                   \
+    DFTRACE_IO_REAL(name);                                   \
+    fold_forget_unread(f);                                   \
+    return real_##name(f, pos);                              \
+  }                                                          \
+  DFTRACE_IO_REGISTER(name);
 
 // ---- formatted output: the bytes are the result. The variadic forms call the C library's
 // va_list form (what its own variadic forms do).
@@ -143,7 +174,7 @@ int __vprintf_chk(int flag, const char *format, va_list ap) {
   if (__builtin_expect(!maybe_recording(node_), 1))                                 \
     ret = real_call;                                                                \
   else                                                                              \
-    ret = folded(                                                                   \
+    ret = folded<false>(                                                            \
         node_, f, [&] { return real_call; }, [](int r) { return count_bytes(r); }); \
   va_end(ap);                                                                       \
   return ret

@@ -1139,6 +1139,45 @@ def test_folded_calls_in_a_forked_child_are_its_own(tmp_path):
     assert counts == [500, 1000], counts
 
 
+@pytest.mark.parametrize("mode", ["full", "aggregated"])
+def test_bytes_pushed_back_by_ungetc_are_counted_once(tmp_path, mode):
+    """fgetc, getc, fgets, getline and fread mixed with ungetc (bzip2's probe for the end of
+    its input: fgetc, ungetc, fread): the bytes read from each file are the file's size, a
+    byte pushed back and read again counted once, one pushed back before the first read (no
+    byte of the file) not at all; rewind and fseek discard a pushback; bzip2's loop across
+    the emission of its fgetc slot (1 s interval) too."""
+    data = tmp_path / "data"
+    data.mkdir()
+    for name in ("a.txt", "b.txt", "c.txt", "d.txt"):
+        (data / name).write_bytes(b"".join(b"line %d of %s\n" % (i, name.encode())
+                                           for i in range(12000)))
+    paths = [str(data / n) for n in ("a.txt", "b.txt", "c.txt", "d.txt")]
+    env = {"DFTRACE_AGGREGATION": "1"} if mode == "aggregated" else {}
+    out, p = run(tmp_path, os.path.join(BIN, "ungetc_prog"), *paths, env_extra=env.items())
+    assert "ungetc_prog: ok" in p.stderr, p.stderr
+    said = dict(line.split() for line in p.stderr.splitlines()[:4])
+    sizes = [os.path.getsize(x) for x in paths]
+    # (the program's own count of what its calls took out of each file)
+    assert [int(said[k]) for k in "ABCD"] == [sizes[0], sizes[1] + 10, sizes[2] + 10,
+                                              sizes[3]], said
+    ev = tc.load(tc.only_file(str(out))) if mode == "aggregated" else \
+        tc.load_checked(tc.only_file(str(out)))
+    if mode == "aggregated":  # (one record per call for the three files: their total)
+        agg = [e for e in ev if e.get("ph") == "A" and e.get("cat") == "STDIO"]
+        got = sum(e["args"]["bytes_sum"] for e in agg if e["name"] in FOLDED_READ)
+        freads = [e["args"] for e in agg if e["name"] == "fread"]
+        assert freads and all(a["size_min"] == a["size_max"] == 1 for a in freads), freads
+        got += sum(a["ret_sum"] for a in freads)
+        assert got == sum(int(said[k]) for k in "ABCD"), (got, said)
+        return
+    st = stat_files(out)
+    assert [st[x]["read_bytes"] for x in paths] == [int(said[k]) for k in "ABCD"], st
+    hashes = {v: k for k, v in file_names(ev).items()}
+    got = stdio_totals(io_events(ev), FOLDED_READ, hashes[paths[0]])
+    assert sum(v[1] for v in got.values()) == sizes[0], dict(got)
+    assert all(got[k][0] > 0 for k in ("fgetc", "getc", "fgets", "getline", "fread")), got
+
+
 def test_folded_calls_written_at_finalize_and_none_after(tmp_path):
     """The application mode: 300 fputc on a stream still open when the program calls
     dftrace_finalize are in the trace (the finalisation writes the folded counts before the end
