@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "base/attach_channel.hpp"
 #include "base/log.hpp"
 #include "base/thread_role.hpp"
 #include "dftrace/dftrace.h"
@@ -95,9 +96,11 @@ int runtime::init(const dftrace_options *options) {
           "in the YAML file, or the init options)",
           DFTRACE_ERR_DISABLED);
       log(log_level::info, "not recording: %s", disabled_reason_.c_str());
+      follow_ancestor_locked();  // a window open in the process that started this one
       return status;
     }
     start_recording_locked();
+    follow_ancestor_locked();
     return DFTRACE_OK;
   } catch (const std::exception &e) {
     // Off for good: said once, and no later call tries again (each first use on a thread
@@ -289,7 +292,10 @@ void runtime::apply_recording_locked() {
 int runtime::step() {
   if (!initialized_.load()) init(nullptr);
   std::lock_guard<std::mutex> lock(init_mutex_);
-  if (following_) stop_following_locked();  // its own steps from here, counted on
+  if (following_) {  // its own steps from here, counted on
+    stop_following_locked();
+    own_page_locked();
+  }
   const uint64_t ended = step_.fetch_add(1);
   if (attach_.pending || attach_.open) attach_step_locked();
   if (writer_ && writer_->ring_on()) {
@@ -329,7 +335,10 @@ int runtime::set_schedule(const schedule &s) {
     return DFTRACE_ERR_INVALID_ARGUMENT;
   if (!initialized_.load()) init(nullptr);
   std::lock_guard<std::mutex> lock(init_mutex_);
-  if (following_) stop_following_locked();
+  if (following_) {
+    stop_following_locked();
+    own_page_locked();
+  }
   schedule_ = s;
   step_.store(0);
   gate_ = schedule_.records(0);
@@ -378,6 +387,41 @@ void runtime::stop_following_locked() {
   following_ = false;
   share_ = nullptr;  // the parent's; this process makes its own page at its next fork
   schedule_follower_stop();
+}
+
+void runtime::follow_ancestor_locked() {
+  // A process started by exec (spawn, posix_spawn, a subprocess) inherits nothing of its
+  // parent's memory: it finds the page of the nearest ancestor that publishes one in the
+  // channel, and follows it as a forked child does. A process in ring mode, or one with no such
+  // ancestor, has its own (for the processes it starts). Nothing is said when none is found.
+  if (!cfg_.attach || share_ || following_) return;
+  const std::string dir = attach_dir_path(cfg_.attach_dir);
+  std::string why;
+  if (!attach_dir_ready(dir, false, &why)) return;  // (attach_start_locked said why)
+  pid_t publisher = 0;
+  if (!cfg_.ring)
+    if (const schedule_page *page = ancestor_page(dir, &publisher)) {
+      // Read-only: a follower never publishes (publish_schedule_locked).
+      share_ = const_cast<schedule_page *>(page);
+      following_ = schedule_follower_start(share_, follow_parent_schedule);
+      if (following_) {
+        log(log_level::info, "attach: following the windows of pid %d", static_cast<int>(publisher));
+        sync_schedule_locked();  // a window open already opens here now
+        return;
+      }
+      share_ = nullptr;
+    }
+  own_page_locked();
+}
+
+void runtime::own_page_locked() {
+  if (!cfg_.attach || share_ || !initialized_.load()) return;
+  const std::string dir = attach_dir_path(cfg_.attach_dir);
+  std::string why;
+  if (!attach_dir_ready(dir, false, &why)) return;
+  share_ = schedule_page::create_named(dir + "/" + std::to_string(pid_) + ".page");
+  own_page_ = share_ != nullptr;
+  publish_schedule_locked();
 }
 
 void runtime::preload_enable() {
@@ -507,6 +551,7 @@ void runtime::on_fork_child() {
   reset_process_info();
   start_mono_ = ticks().to_ns(tick_now());  // the parent's map: the same TSC
   rank_ = -1;                               // a forked child is not the rank's main process
+  own_page_ = false;                        // the parent's page (PID.page) is the parent's
   if (rules_) rules_->set_rank(-1);
   if (ts) {
     // Regions open in the parent end in the parent; the child's NVTX stack is left empty.
@@ -535,7 +580,9 @@ void runtime::on_fork_child() {
     emit_thread_name(*ts, exec_);
   }
   telemetry_fork_child();
-  // The parent's schedule, followed until the child counts a step of its own.
+  // The parent's schedule, followed until the child counts a step of its own. (In ring mode
+  // with no schedule there is nothing to follow: the page is there for children started by exec.)
+  if (cfg_.ring && !schedule_.on()) share_ = nullptr;
   if (share_ && initialized_.load()) {
     std::lock_guard<std::mutex> lock(init_mutex_);
     following_ = schedule_follower_start(share_, follow_parent_schedule);

@@ -407,6 +407,12 @@ class runtime {
   // it counts a step or sets a schedule itself.
   schedule_page *share_ = nullptr;
   bool following_ = false;
+  // With attach.enable, the page is a file of the channel (PID.page) that children started by
+  // exec find and follow (lifecycle.cpp): this process made it (own_page_), or at init it
+  // follows an ancestor's (follow_ancestor_locked).
+  bool own_page_ = false;
+  void follow_ancestor_locked();
+  void own_page_locked();
   void publish_schedule_locked();
   void sync_schedule_locked();
   void stop_following_locked();

@@ -14,10 +14,14 @@
  * parent does, until three of them after "off" or until the parent ends its loop (a pipe).
  * With `spin`, a second thread begins and ends regions `spin` (about one a microsecond) from
  * the start until the loop ends, whatever the steps: a window closes while it records.
- * Usage: attach_prog MAXSTEPS [DIR|-] [fork|follow|spin] */
+ * With `spawn`, it starts after the first step, by posix_spawn, a copy of itself with
+ * `spawned`, which does as the child of `follow` does (its end told by a pipe on its fd 3):
+ * a program started by exec, which inherits nothing of the parent's memory.
+ * Usage: attach_prog MAXSTEPS [DIR|-] [fork|follow|spawn|spin|spawned] */
 #include <dftrace/dftrace.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <spawn.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +31,7 @@
 #include <unistd.h>
 
 static int forked;
+extern char **environ;
 
 static void say(const char *word, long step) {
   if (forked)
@@ -89,6 +94,19 @@ static int follower(dftrace_node_t *work, int done_fd) {
   }
 }
 
+/* `spawn`: the copy of this program, its fd 3 the pipe's end that tells it the loop is over. */
+static pid_t spawn_copy(const char *self, int done[2]) {
+  posix_spawn_file_actions_t fa;
+  pid_t pid = -1;
+  char *argv[] = {(char *)self, "1000000", "-", "spawned", NULL};
+  if (posix_spawn_file_actions_init(&fa) != 0) return -1;
+  posix_spawn_file_actions_adddup2(&fa, done[0], 3);
+  posix_spawn_file_actions_addclose(&fa, done[1]);
+  if (posix_spawn(&pid, self, &fa, NULL, argv, environ) != 0) pid = -1;
+  posix_spawn_file_actions_destroy(&fa);
+  return pid;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) return 2;
   const long max = atol(argv[1]);
@@ -96,6 +114,15 @@ int main(int argc, char **argv) {
   const int do_fork = argc > 3 && strcmp(argv[3], "fork") == 0;
   const int follow = argc > 3 && strcmp(argv[3], "follow") == 0;
   const int spin = argc > 3 && strcmp(argv[3], "spin") == 0;
+  const int spawn = argc > 3 && strcmp(argv[3], "spawn") == 0;
+  if (argc > 3 && strcmp(argv[3], "spawned") == 0) {
+    dftrace_node_t *w = dftrace_node_child(dftrace_category("attach"), "work");
+    dftrace_init(NULL); /* (waits for an attach: DFTRACE_ENABLE=0) */
+    forked = 1;
+    fcntl(3, F_SETFL, O_NONBLOCK);
+    say("ready", 0);
+    return follower(w, 3);
+  }
   pthread_t spin_thread;
   int done[2] = {-1, -1};
   const char *stop = getenv("ATTACH_PROG_STOP");
@@ -142,6 +169,13 @@ int main(int argc, char **argv) {
           say("ready", i);
           return follower(work, done[0]);
         }
+        close(done[0]);
+      } else if (spawn) {
+        if (pipe(done) != 0) return 3;
+        fflush(stdout);
+        forked = 1;
+        child = spawn_copy(argv[0], done);
+        if (child < 0) return 3;
         close(done[0]);
       }
       say("ready", i);
