@@ -405,7 +405,8 @@ void runtime::follow_ancestor_locked() {
       share_ = const_cast<schedule_page *>(page);
       following_ = schedule_follower_start(share_, follow_parent_schedule);
       if (following_) {
-        log(log_level::info, "attach: following the windows of pid %d", static_cast<int>(publisher));
+        log(log_level::info, "attach: following the windows of pid %d",
+            static_cast<int>(publisher));
         sync_schedule_locked();  // a window open already opens here now
         return;
       }

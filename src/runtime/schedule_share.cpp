@@ -41,7 +41,7 @@ pid_t parent_of(pid_t pid) {
   close(fd);
   if (n <= 0) return 0;
   buf[n] = '\0';
-  const char *p = strrchr(buf, ')');  // the name may hold spaces and parentheses
+  const char *p = strrchr(buf, ')');              // the name may hold spaces and parentheses
   if (!p || !(p = strchr(p + 2, ' '))) return 0;  // past the state (field 3)
   return static_cast<pid_t>(std::strtol(p + 1, nullptr, 10));
 }

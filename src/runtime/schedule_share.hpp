@@ -7,8 +7,8 @@
 // (docs/attach.md, "Children started by exec").
 #pragma once
 
-#include <atomic>
 #include <sys/types.h>
+#include <atomic>
 
 #include <cstdint>
 #include <string>
@@ -63,8 +63,8 @@ class schedule_page {
   uint32_t sequence() const { return seq_.load(std::memory_order_acquire); }
 
  private:
-  std::atomic<uint32_t> seq_{0};  // odd while the writer writes; the futex word
-  uint32_t magic_ = 0;            // k_page_magic in a named page
+  std::atomic<uint32_t> seq_{0};              // odd while the writer writes; the futex word
+  uint32_t magic_ = 0;                        // k_page_magic in a named page
   uint64_t owner_pid_ = 0, owner_start_ = 0;  // a named page's publisher, and its start time
   std::atomic<uint64_t> skip_first_{0}, wait_{0}, warmup_{0}, active_{0}, repeat_{0};
   std::atomic<uint64_t> step_{0};
