@@ -360,30 +360,38 @@ void runtime::publish_schedule_locked() {
   if (share_ && !following_) share_->publish({schedule_, step_.load(), gate_, window_locked()});
 }
 
-void runtime::sync_schedule_locked() {
-  const schedule_state st = share_->read();
+bool runtime::sync_schedule_locked() {
+  schedule_state st;
+  if (!share_->read(&st)) {
+    // Its publisher was killed while it wrote (the page stays half-written): as if it had none.
+    log(log_level::warn,
+        "the page of the schedule and window this process follows stays "
+        "half-written (its publisher was killed?): it follows it no more");
+    stop_following_locked("as the parent's page stayed half-written");
+    own_page_locked();  // (for the processes it starts by exec, as after a step of its own)
+    return false;
+  }
   schedule_ = st.s;
   step_.store(st.step);
   follow_window_locked(st.window);  // (it sets the gate as the parent's window does)
-  if (st.gate == gate_) return;
+  if (st.gate == gate_) return true;
   gate_ = st.gate;
   apply_recording_locked();
   // The parent's window ended: this process's part of it on disk as well.
   if (!gate_ && writer_) writer_->flush();
+  return true;
 }
 
 bool runtime::schedule_follow() {
   lifecycle_scope own_work;
   std::lock_guard<std::mutex> lock(init_mutex_);
   if (!following_ || !initialized_.load()) return false;
-  sync_schedule_locked();
-  return true;
+  return sync_schedule_locked();
 }
 
-void runtime::stop_following_locked() {
+void runtime::stop_following_locked(const char *how) {
   // A window of the parent's ends here as well: this process's steps are its own from now.
-  if (attach_.open && attach_.inherited)
-    attach_close_locked("as this process counts steps of its own");
+  if (attach_.open && attach_.inherited) attach_close_locked(how);
   following_ = false;
   share_ = nullptr;  // the parent's; this process makes its own page at its next fork
   schedule_follower_stop();

@@ -414,8 +414,8 @@ class runtime {
   void follow_ancestor_locked();
   void own_page_locked();
   void publish_schedule_locked();
-  void sync_schedule_locked();
-  void stop_following_locked();
+  bool sync_schedule_locked();  // false: the page is unreadable, no longer followed
+  void stop_following_locked(const char *how = "as this process counts steps of its own");
   // Ring mode: slow steps, and the steps of full detail left after a trigger (ring.after in
   // steps; 0: none, or ring.after is a time).
   step_watch step_watch_;

@@ -147,9 +147,28 @@ window_state schedule_page::window_relaxed() const {
       win_for_ns_.load(std::memory_order_relaxed),    win_steps_.load(std::memory_order_relaxed)};
 }
 
-schedule_state schedule_page::read() const {
-  schedule_state st;
-  for (;;) {
+namespace {
+uint64_t monotonic_ns() {
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<uint64_t>(t.tv_sec) * 1000000000ull + static_cast<uint64_t>(t.tv_nsec);
+}
+}  // namespace
+
+bool schedule_page::read(schedule_state *out) const {
+  // A writer preempted in the middle of its stores holds readers up for as long as it waits for
+  // a core (long on a loaded machine): a second of failed tries, not a count, ends the wait.
+  constexpr uint64_t k_give_up_ns = 1000000000ull;
+  uint64_t deadline = 0;
+  for (uint32_t tries = 0;; ++tries) {
+    if (tries % 64 == 63) {
+      const uint64_t now = monotonic_ns();
+      if (!deadline)
+        deadline = now + k_give_up_ns;
+      else if (now >= deadline)
+        return false;
+    }
+    schedule_state st;
     const uint32_t before = seq_.load(std::memory_order_acquire);
     if (before & 1u) {
       sched_yield();
@@ -165,7 +184,10 @@ schedule_state schedule_page::read() const {
         win_open_.load(std::memory_order_acquire) != 0, win_level_.load(std::memory_order_acquire),
         win_pid_.load(std::memory_order_acquire),       win_gen_.load(std::memory_order_acquire),
         win_for_ns_.load(std::memory_order_acquire),    win_steps_.load(std::memory_order_acquire)};
-    if (seq_.load(std::memory_order_relaxed) == before) return st;
+    if (seq_.load(std::memory_order_relaxed) == before) {
+      *out = st;
+      return true;
+    }
   }
 }
 

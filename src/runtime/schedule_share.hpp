@@ -56,8 +56,9 @@ class schedule_page {
   // The writer: the whole state. Readers waiting in wait() wake when the gate, the schedule or
   // the window changed (a step that changes none only updates the count: no system call).
   void publish(const schedule_state &st);
-  // A consistent copy of the state.
-  schedule_state read() const;
+  // A consistent copy of the state in *out; false when none comes for about a second (a writer
+  // killed while it wrote leaves the sequence odd for good: the page is then as good as gone).
+  bool read(schedule_state *out) const;
   // Blocks until the state changes from the sequence `seen` or timeout_ms pass (futex).
   void wait(uint32_t seen, int timeout_ms) const;
   uint32_t sequence() const { return seq_.load(std::memory_order_acquire); }
