@@ -779,23 +779,26 @@ def test_child_started_by_posix_spawn_follows_the_parents_window(tmp_path):
 
 
 # A Python parent whose workers are started by multiprocessing's `spawn`: one before the window
-# (A), one in it (B: started when the parent sees the window open, which stays open until B is
-# running, as the parent counts no step meanwhile). Each worker counts no step and says when it
-# sees tracing on and off; it ends three loops after "off", or at the parent's end when it never
-# saw tracing on.
+# (A), one in it (B: started when the parent sees the window open). Each worker counts no step,
+# says when it sees tracing on and off, and sets its event `seen` when it sees tracing on; the
+# parent, once it sees the window open, starts B and waits for both events before its next step,
+# so the window (in steps) stays open until both workers are in it, however late their threads
+# wake. A worker ends three loops after "off", or at the parent's end when it never saw tracing
+# on. (multiprocessing's resource tracker, started by exec before the window, follows it too.)
 SPAWN_LOOP = """
 import multiprocessing as mp
 import os, time
 import dftrace
 
 
-def worker(stop, ready):
+def worker(stop, ready, seen):
     seen_on, off, i = False, None, 0
     while not (stop.is_set() and (off is not None or not seen_on)):
         on = dftrace.is_enabled()
         if on and not seen_on:
             seen_on = True
             print("on-%d %d" % (os.getpid(), i), flush=True)
+            seen.set()
         elif not on and seen_on and off is None:
             off = i
             print("off-%d %d" % (os.getpid(), i), flush=True)
@@ -812,18 +815,20 @@ def worker(stop, ready):
 if __name__ == "__main__":
     ctx = mp.get_context("spawn")
     stop = ctx.Event()
-    ready_a, ready_b = ctx.Event(), ctx.Event()
-    a = ctx.Process(target=worker, args=(stop, ready_a))
+    ready_a, ready_b, seen_a, seen_b = ctx.Event(), ctx.Event(), ctx.Event(), ctx.Event()
+    a = ctx.Process(target=worker, args=(stop, ready_a, seen_a))
     a.start()
     ready_a.wait()
     print("ready", os.getpid(), a.pid, flush=True)
     b = None
 """ + LOOP_HEAD.replace("""        print("on", i, flush=True)
 """, """        print("on", i, flush=True)
-        b = ctx.Process(target=worker, args=(stop, ready_b))
+        b = ctx.Process(target=worker, args=(stop, ready_b, seen_b))
         b.start()
         ready_b.wait()
         print("inside", b.pid, flush=True)
+        seen_a.wait(120)
+        seen_b.wait(120)
 """).replace("\n", "\n    ") + """
         time.sleep(0.005)
         dftrace.step()
@@ -863,3 +868,11 @@ def test_workers_started_by_spawn_follow_the_parents_window(tmp_path):
         check_follower_trace(tmp_path, w, parent, p_lines[0]["args"], 20)
         said = " ".join(prog.lines)
         assert "on-%d" % w in said and "off-%d" % w in said, (w, prog.lines)
+    # Any other process that wrote a trace (the resource tracker, which follows the window too)
+    # wrote a valid one whose lines name the parent's window alone.
+    for name in os.listdir(tmp_path / "traces"):
+        pid = int(name.rsplit("-", 2)[-2])
+        if pid not in (parent, a, b):
+            _, lines, _ = trace_of(tmp_path, pid)
+            assert all("the window of the parent (pid %d)" % parent in ln["args"]["value"]
+                       for ln in lines), lines
