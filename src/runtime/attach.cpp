@@ -141,6 +141,11 @@ void runtime::attach_stop_locked() {
   const std::string base = attach_dir_path(cfg_.attach_dir) + "/" + std::to_string(pid_);
   unlink((base + ".ready").c_str());
   unlink((base + ".ack").c_str());
+  if (own_page_) {  // children started later find none (those following keep their mapping)
+    unlink((base + ".page").c_str());
+    own_page_ = false;
+    share_ = nullptr;
+  }
 }
 
 uint64_t runtime::attach_poll(const std::string &dir) {

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "base/attach_channel.hpp"
 #include "base/log.hpp"
 #include "base/thread_role.hpp"
 #include "dftrace/dftrace.h"
@@ -95,9 +96,11 @@ int runtime::init(const dftrace_options *options) {
           "in the YAML file, or the init options)",
           DFTRACE_ERR_DISABLED);
       log(log_level::info, "not recording: %s", disabled_reason_.c_str());
+      follow_ancestor_locked();  // a window open in the process that started this one
       return status;
     }
     start_recording_locked();
+    follow_ancestor_locked();
     return DFTRACE_OK;
   } catch (const std::exception &e) {
     // Off for good: said once, and no later call tries again (each first use on a thread
@@ -289,7 +292,10 @@ void runtime::apply_recording_locked() {
 int runtime::step() {
   if (!initialized_.load()) init(nullptr);
   std::lock_guard<std::mutex> lock(init_mutex_);
-  if (following_) stop_following_locked();  // its own steps from here, counted on
+  if (following_) {  // its own steps from here, counted on
+    stop_following_locked();
+    own_page_locked();
+  }
   const uint64_t ended = step_.fetch_add(1);
   if (attach_.pending || attach_.open) attach_step_locked();
   if (writer_ && writer_->ring_on()) {
@@ -329,7 +335,10 @@ int runtime::set_schedule(const schedule &s) {
     return DFTRACE_ERR_INVALID_ARGUMENT;
   if (!initialized_.load()) init(nullptr);
   std::lock_guard<std::mutex> lock(init_mutex_);
-  if (following_) stop_following_locked();
+  if (following_) {
+    stop_following_locked();
+    own_page_locked();
+  }
   schedule_ = s;
   step_.store(0);
   gate_ = schedule_.records(0);
@@ -351,33 +360,77 @@ void runtime::publish_schedule_locked() {
   if (share_ && !following_) share_->publish({schedule_, step_.load(), gate_, window_locked()});
 }
 
-void runtime::sync_schedule_locked() {
-  const schedule_state st = share_->read();
+bool runtime::sync_schedule_locked() {
+  schedule_state st;
+  if (!share_->read(&st)) {
+    // Its publisher was killed while it wrote (the page stays half-written): as if it had none.
+    log(log_level::warn,
+        "the page of the schedule and window this process follows stays "
+        "half-written (its publisher was killed?): it follows it no more");
+    stop_following_locked("as the parent's page stayed half-written");
+    own_page_locked();  // (for the processes it starts by exec, as after a step of its own)
+    return false;
+  }
   schedule_ = st.s;
   step_.store(st.step);
   follow_window_locked(st.window);  // (it sets the gate as the parent's window does)
-  if (st.gate == gate_) return;
+  if (st.gate == gate_) return true;
   gate_ = st.gate;
   apply_recording_locked();
   // The parent's window ended: this process's part of it on disk as well.
   if (!gate_ && writer_) writer_->flush();
+  return true;
 }
 
 bool runtime::schedule_follow() {
   lifecycle_scope own_work;
   std::lock_guard<std::mutex> lock(init_mutex_);
   if (!following_ || !initialized_.load()) return false;
-  sync_schedule_locked();
-  return true;
+  return sync_schedule_locked();
 }
 
-void runtime::stop_following_locked() {
+void runtime::stop_following_locked(const char *how) {
   // A window of the parent's ends here as well: this process's steps are its own from now.
-  if (attach_.open && attach_.inherited)
-    attach_close_locked("as this process counts steps of its own");
+  if (attach_.open && attach_.inherited) attach_close_locked(how);
   following_ = false;
   share_ = nullptr;  // the parent's; this process makes its own page at its next fork
   schedule_follower_stop();
+}
+
+void runtime::follow_ancestor_locked() {
+  // A process started by exec (spawn, posix_spawn, a subprocess) inherits nothing of its
+  // parent's memory: it finds the page of the nearest ancestor that publishes one in the
+  // channel, and follows it as a forked child does. A process in ring mode, or one with no such
+  // ancestor, has its own (for the processes it starts). Nothing is said when none is found.
+  if (!cfg_.attach || share_ || following_) return;
+  const std::string dir = attach_dir_path(cfg_.attach_dir);
+  std::string why;
+  if (!attach_dir_ready(dir, false, &why)) return;  // (attach_start_locked said why)
+  pid_t publisher = 0;
+  if (!cfg_.ring)
+    if (const schedule_page *page = ancestor_page(dir, &publisher)) {
+      // Read-only: a follower never publishes (publish_schedule_locked).
+      share_ = const_cast<schedule_page *>(page);
+      following_ = schedule_follower_start(share_, follow_parent_schedule);
+      if (following_) {
+        log(log_level::info, "attach: following the windows of pid %d",
+            static_cast<int>(publisher));
+        sync_schedule_locked();  // a window open already opens here now
+        return;
+      }
+      share_ = nullptr;
+    }
+  own_page_locked();
+}
+
+void runtime::own_page_locked() {
+  if (!cfg_.attach || share_ || !initialized_.load()) return;
+  const std::string dir = attach_dir_path(cfg_.attach_dir);
+  std::string why;
+  if (!attach_dir_ready(dir, false, &why)) return;
+  share_ = schedule_page::create_named(dir + "/" + std::to_string(pid_) + ".page");
+  own_page_ = share_ != nullptr;
+  publish_schedule_locked();
 }
 
 void runtime::preload_enable() {
@@ -507,6 +560,7 @@ void runtime::on_fork_child() {
   reset_process_info();
   start_mono_ = ticks().to_ns(tick_now());  // the parent's map: the same TSC
   rank_ = -1;                               // a forked child is not the rank's main process
+  own_page_ = false;                        // the parent's page (PID.page) is the parent's
   if (rules_) rules_->set_rank(-1);
   if (ts) {
     // Regions open in the parent end in the parent; the child's NVTX stack is left empty.
@@ -535,7 +589,9 @@ void runtime::on_fork_child() {
     emit_thread_name(*ts, exec_);
   }
   telemetry_fork_child();
-  // The parent's schedule, followed until the child counts a step of its own.
+  // The parent's schedule, followed until the child counts a step of its own. (In ring mode
+  // with no schedule there is nothing to follow: the page is there for children started by exec.)
+  if (cfg_.ring && !schedule_.on()) share_ = nullptr;
   if (share_ && initialized_.load()) {
     std::lock_guard<std::mutex> lock(init_mutex_);
     following_ = schedule_follower_start(share_, follow_parent_schedule);

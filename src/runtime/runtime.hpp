@@ -407,9 +407,15 @@ class runtime {
   // it counts a step or sets a schedule itself.
   schedule_page *share_ = nullptr;
   bool following_ = false;
+  // With attach.enable, the page is a file of the channel (PID.page) that children started by
+  // exec find and follow (lifecycle.cpp): this process made it (own_page_), or at init it
+  // follows an ancestor's (follow_ancestor_locked).
+  bool own_page_ = false;
+  void follow_ancestor_locked();
+  void own_page_locked();
   void publish_schedule_locked();
-  void sync_schedule_locked();
-  void stop_following_locked();
+  bool sync_schedule_locked();  // false: the page is unreadable, no longer followed
+  void stop_following_locked(const char *how = "as this process counts steps of its own");
   // Ring mode: slow steps, and the steps of full detail left after a trigger (ring.after in
   // steps; 0: none, or ring.after is a time).
   step_watch step_watch_;

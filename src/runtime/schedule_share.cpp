@@ -2,16 +2,22 @@
 // child follows its parent's schedule.
 #include "runtime/schedule_share.hpp"
 
+#include <fcntl.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <new>
 
+#include "base/attach_channel.hpp"
 #include "base/thread_role.hpp"
 
 namespace dftrace::detail {
@@ -20,6 +26,82 @@ schedule_page *schedule_page::create() {
   void *p = mmap(nullptr, sizeof(schedule_page), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
                  -1, 0);
   return p == MAP_FAILED ? nullptr : new (p) schedule_page;
+}
+
+namespace {
+constexpr uint32_t k_page_magic = 0x64667370;  // "dfsp"
+
+// The parent of pid (/proc/PID/stat, field 4), 0 when unknown.
+pid_t parent_of(pid_t pid) {
+  char path[64], buf[1024];
+  std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  const ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  buf[n] = '\0';
+  const char *p = strrchr(buf, ')');              // the name may hold spaces and parentheses
+  if (!p || !(p = strchr(p + 2, ' '))) return 0;  // past the state (field 3)
+  return static_cast<pid_t>(std::strtol(p + 1, nullptr, 10));
+}
+}  // namespace
+
+schedule_page *schedule_page::create_named(const std::string &path) {
+  const std::string tmp = path + ".tmp" + std::to_string(getpid());
+  const int fd = open(tmp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return nullptr;
+  void *p = MAP_FAILED;
+  if (ftruncate(fd, sizeof(schedule_page)) == 0)
+    p = mmap(nullptr, sizeof(schedule_page), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (p == MAP_FAILED) {
+    unlink(tmp.c_str());
+    return nullptr;
+  }
+  auto *page = new (p) schedule_page;
+  page->owner_pid_ = static_cast<uint64_t>(getpid());
+  page->owner_start_ = process_start_ticks(getpid());
+  page->magic_ = k_page_magic;
+  if (rename(tmp.c_str(), path.c_str()) != 0) {
+    unlink(tmp.c_str());
+    munmap(p, sizeof(schedule_page));
+    return nullptr;
+  }
+  return page;
+}
+
+const schedule_page *schedule_page::open_named(const std::string &path, pid_t pid) {
+  const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return nullptr;
+  struct stat st;
+  void *p = MAP_FAILED;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() && st.st_nlink == 1 &&
+      !(st.st_mode & 077) && static_cast<size_t>(st.st_size) == sizeof(schedule_page))
+    p = mmap(nullptr, sizeof(schedule_page), PROT_READ, MAP_SHARED, fd, 0);
+  close(fd);
+  if (p == MAP_FAILED) return nullptr;
+  const auto *page = static_cast<const schedule_page *>(p);
+  const uint64_t start = process_start_ticks(pid);
+  if (page->magic_ == k_page_magic && page->owner_pid_ == static_cast<uint64_t>(pid) && start &&
+      page->owner_start_ == start)
+    return page;
+  munmap(p, sizeof(schedule_page));  // another process's (a reused pid), or not a page
+  return nullptr;
+}
+
+const schedule_page *ancestor_page(const std::string &dir, pid_t *publisher, int depth) {
+  pid_t pid = getppid();
+  for (int i = 0; i < depth && pid > 1; ++i, pid = parent_of(pid)) {
+    const std::string path = dir + "/" + std::to_string(pid) + ".page";
+    struct stat st;
+    if (lstat(path.c_str(), &st) != 0) continue;  // (most ancestors: no page)
+    if (const schedule_page *page = schedule_page::open_named(path, pid)) {
+      *publisher = pid;
+      return page;
+    }
+  }
+  return nullptr;
 }
 
 void schedule_page::publish(const schedule_state &st) {
@@ -65,9 +147,28 @@ window_state schedule_page::window_relaxed() const {
       win_for_ns_.load(std::memory_order_relaxed),    win_steps_.load(std::memory_order_relaxed)};
 }
 
-schedule_state schedule_page::read() const {
-  schedule_state st;
-  for (;;) {
+namespace {
+uint64_t monotonic_ns() {
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<uint64_t>(t.tv_sec) * 1000000000ull + static_cast<uint64_t>(t.tv_nsec);
+}
+}  // namespace
+
+bool schedule_page::read(schedule_state *out) const {
+  // A writer preempted in the middle of its stores holds readers up for as long as it waits for
+  // a core (long on a loaded machine): a second of failed tries, not a count, ends the wait.
+  constexpr uint64_t k_give_up_ns = 1000000000ull;
+  uint64_t deadline = 0;
+  for (uint32_t tries = 0;; ++tries) {
+    if (tries % 64 == 63) {
+      const uint64_t now = monotonic_ns();
+      if (!deadline)
+        deadline = now + k_give_up_ns;
+      else if (now >= deadline)
+        return false;
+    }
+    schedule_state st;
     const uint32_t before = seq_.load(std::memory_order_acquire);
     if (before & 1u) {
       sched_yield();
@@ -83,7 +184,10 @@ schedule_state schedule_page::read() const {
         win_open_.load(std::memory_order_acquire) != 0, win_level_.load(std::memory_order_acquire),
         win_pid_.load(std::memory_order_acquire),       win_gen_.load(std::memory_order_acquire),
         win_for_ns_.load(std::memory_order_acquire),    win_steps_.load(std::memory_order_acquire)};
-    if (seq_.load(std::memory_order_relaxed) == before) return st;
+    if (seq_.load(std::memory_order_relaxed) == before) {
+      *out = st;
+      return true;
+    }
   }
 }
 

@@ -1,11 +1,17 @@
 // schedule_share.hpp: the step schedule's state shared with forked children: a page of shared
 // memory in which the process that counts the steps publishes its schedule, step and gate, and
 // the dftrace attach window it has open, and from which a forked child that counts none follows
-// them (docs/configuration.md, "The step schedule"; docs/attach.md, "Forked children").
+// them (docs/configuration.md, "The step schedule"; docs/attach.md, "Forked children"). With
+// attach.enable the page is a file of the private attach channel (PID.page), which a child
+// started by exec (spawn, posix_spawn, a subprocess) maps read-only to follow the same window
+// (docs/attach.md, "Children started by exec").
 #pragma once
 
+#include <sys/types.h>
 #include <atomic>
+
 #include <cstdint>
+#include <string>
 
 #include "runtime/schedule.hpp"
 
@@ -40,17 +46,27 @@ class schedule_page {
   // A new page, or nullptr when the mapping can not be made (children then keep the state
   // they had at the fork).
   static schedule_page *create();
+  // A new page in the file `path` (0600, made under another name and renamed into place), its
+  // publisher this process; nullptr when it can not be made.
+  static schedule_page *create_named(const std::string &path);
+  // The page of `path`, mapped read-only, when it is this user's (a regular file of one link,
+  // no access for others, of a page's size) and published by `pid` as it runs now (its start
+  // time); nullptr otherwise.
+  static const schedule_page *open_named(const std::string &path, pid_t pid);
   // The writer: the whole state. Readers waiting in wait() wake when the gate, the schedule or
   // the window changed (a step that changes none only updates the count: no system call).
   void publish(const schedule_state &st);
-  // A consistent copy of the state.
-  schedule_state read() const;
+  // A consistent copy of the state in *out; false when none comes for about a second (a writer
+  // killed while it wrote leaves the sequence odd for good: the page is then as good as gone).
+  bool read(schedule_state *out) const;
   // Blocks until the state changes from the sequence `seen` or timeout_ms pass (futex).
   void wait(uint32_t seen, int timeout_ms) const;
   uint32_t sequence() const { return seq_.load(std::memory_order_acquire); }
 
  private:
-  std::atomic<uint32_t> seq_{0};  // odd while the writer writes; the futex word
+  std::atomic<uint32_t> seq_{0};              // odd while the writer writes; the futex word
+  uint32_t magic_ = 0;                        // k_page_magic in a named page
+  uint64_t owner_pid_ = 0, owner_start_ = 0;  // a named page's publisher, and its start time
   std::atomic<uint64_t> skip_first_{0}, wait_{0}, warmup_{0}, active_{0}, repeat_{0};
   std::atomic<uint64_t> step_{0};
   std::atomic<uint32_t> gate_{1};
@@ -62,6 +78,12 @@ class schedule_page {
 }  // namespace dftrace::detail
 
 namespace dftrace::detail {
+// The page of the nearest ancestor of this process (its parent, or further up through processes
+// that publish none: a shell, `dftrace run`, a forkserver) that publishes one in the channel
+// `dir` (DIR/PID.page, checked by open_named), at most `depth` generations up; nullptr when
+// there is none. Says nothing.
+const schedule_page *ancestor_page(const std::string &dir, pid_t *publisher, int depth = 16);
+
 // The thread of a forked child that follows `page`: follow(true) after each change of its
 // sequence, follow(false) at least every 200 ms; it ends when follow returns false or at stop()
 // (at finalize, at the child's own step). An exception of follow never leaves the thread (the

@@ -34,9 +34,20 @@ def remember_init(options: Dict[str, Any]) -> None:
     _init_options.update({k: v for k, v in options.items() if v is not None})
 
 
-def _env_enabled() -> bool:
-    value = os.environ.get("DFTRACE_ENABLE") or os.environ.get("DFTRACER_ENABLE") or ""
+def _env_flag(name: str) -> bool:
+    value = os.environ.get("DFTRACE_" + name) or os.environ.get("DFTRACER_" + name) or ""
     return value.strip().lower() in ("1", "true", "yes", "on")
+
+
+def _env_enabled() -> bool:
+    return _env_flag("ENABLE")
+
+
+def _window_only() -> bool:
+    """Whether this process records only in a `dftrace attach` window (attach on, tracing not
+    enabled by the environment or initialize()): its spawned children then follow the window
+    through the channel's page (docs/attach.md) rather than being switched on for good."""
+    return _env_flag("ATTACH") and not _env_enabled() and not _init_options.get("enable")
 
 
 def _worker_id(process) -> Optional[int]:
@@ -85,7 +96,8 @@ def spec_for(process, main_script: Optional[str]) -> Optional[ChildSpec]:
             name = "%s-worker%d" % (name, wid)
         if name:
             init["exec_name"] = name
-        init["enable"] = True
+        if not _window_only():
+            init["enable"] = True
         init["parent_pid"] = os.getpid()
         return ChildSpec(init=init, torch=_torch_state())
     except Exception:  # noqa: BLE001  (the child then starts as it would without dftrace)

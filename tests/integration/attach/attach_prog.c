@@ -14,10 +14,18 @@
  * parent does, until three of them after "off" or until the parent ends its loop (a pipe).
  * With `spin`, a second thread begins and ends regions `spin` (about one a microsecond) from
  * the start until the loop ends, whatever the steps: a window closes while it records.
- * Usage: attach_prog MAXSTEPS [DIR|-] [fork|follow|spin] */
+ * With `spawn`, it starts after the first step, by posix_spawn, a copy of itself with
+ * `spawned`, which does as the child of `follow` does (its end told by a pipe on its fd 3):
+ * a program started by exec, which inherits nothing of the parent's memory. It tells the
+ * parent when it sees tracing on (a byte on its fd 4), and the parent, once it sees tracing
+ * on, waits for that (at most 120 s) before its next step: the window, in steps, stays open
+ * until the child is in it, however late its thread wakes.
+ * Usage: attach_prog MAXSTEPS [DIR|-] [fork|follow|spawn|spin|spawned] */
 #include <dftrace/dftrace.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
+#include <spawn.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +35,7 @@
 #include <unistd.h>
 
 static int forked;
+extern char **environ;
 
 static void say(const char *word, long step) {
   if (forked)
@@ -66,7 +75,7 @@ static void *spinner(void *node) {
 }
 
 /* The child of `follow`: no dftrace_step, its parent's steps are the steps. */
-static int follower(dftrace_node_t *work, int done_fd) {
+static int follower(dftrace_node_t *work, int done_fd, int on_fd) {
   int seen_on = 0;
   long off_at = -1;
   for (long i = 0;; ++i) {
@@ -74,6 +83,7 @@ static int follower(dftrace_node_t *work, int done_fd) {
     if (on && !seen_on) {
       seen_on = 1;
       say("on", i);
+      if (on_fd >= 0 && write(on_fd, "o", 1) != 1) return 5;
     } else if (!on && seen_on && off_at < 0) {
       off_at = i;
       say("off", i);
@@ -89,6 +99,21 @@ static int follower(dftrace_node_t *work, int done_fd) {
   }
 }
 
+/* `spawn`: the copy of this program, its fd 3 the pipe's end that tells it the loop is over. */
+static pid_t spawn_copy(const char *self, int done[2], int seen[2]) {
+  posix_spawn_file_actions_t fa;
+  pid_t pid = -1;
+  char *argv[] = {(char *)self, "1000000", "-", "spawned", NULL};
+  if (posix_spawn_file_actions_init(&fa) != 0) return -1;
+  posix_spawn_file_actions_adddup2(&fa, done[0], 3);
+  posix_spawn_file_actions_addclose(&fa, done[1]);
+  posix_spawn_file_actions_adddup2(&fa, seen[1], 4);
+  posix_spawn_file_actions_addclose(&fa, seen[0]);
+  if (posix_spawn(&pid, self, &fa, NULL, argv, environ) != 0) pid = -1;
+  posix_spawn_file_actions_destroy(&fa);
+  return pid;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) return 2;
   const long max = atol(argv[1]);
@@ -96,8 +121,17 @@ int main(int argc, char **argv) {
   const int do_fork = argc > 3 && strcmp(argv[3], "fork") == 0;
   const int follow = argc > 3 && strcmp(argv[3], "follow") == 0;
   const int spin = argc > 3 && strcmp(argv[3], "spin") == 0;
+  const int spawn = argc > 3 && strcmp(argv[3], "spawn") == 0;
+  if (argc > 3 && strcmp(argv[3], "spawned") == 0) {
+    dftrace_node_t *w = dftrace_node_child(dftrace_category("attach"), "work");
+    dftrace_init(NULL); /* (waits for an attach: DFTRACE_ENABLE=0) */
+    forked = 1;
+    fcntl(3, F_SETFL, O_NONBLOCK);
+    say("ready", 0);
+    return follower(w, 3, 4);
+  }
   pthread_t spin_thread;
-  int done[2] = {-1, -1};
+  int done[2] = {-1, -1}, seen[2] = {-1, -1};
   const char *stop = getenv("ATTACH_PROG_STOP");
   pid_t child = -1;
   dftrace_node_t *work = dftrace_node_child(dftrace_category("attach"), "work");
@@ -116,6 +150,9 @@ int main(int argc, char **argv) {
     } else if (on && !seen_on) {
       seen_on = 1;
       say("on", i);
+      /* (a hang guard, not a measure: a child that never sees it is the test's failure) */
+      struct pollfd p = {seen[0], POLLIN, 0};
+      if (spawn && poll(&p, 1, 120 * 1000) < 0) return 3;
     } else if (!on && seen_on && off_at < 0) {
       off_at = i;
       say("off", i);
@@ -140,9 +177,17 @@ int main(int argc, char **argv) {
           close(done[1]);
           fcntl(done[0], F_SETFL, O_NONBLOCK);
           say("ready", i);
-          return follower(work, done[0]);
+          return follower(work, done[0], -1);
         }
         close(done[0]);
+      } else if (spawn) {
+        if (pipe(done) != 0 || pipe(seen) != 0) return 3;
+        fflush(stdout);
+        forked = 1;
+        child = spawn_copy(argv[0], done, seen);
+        if (child < 0) return 3;
+        close(done[0]);
+        close(seen[1]);
       }
       say("ready", i);
     }

@@ -715,3 +715,170 @@ def test_no_answer_says_where_the_request_was_lost(tmp_path):
         assert not os.path.exists(tmp_path / "channel" / ("%d.req" % prog.p.pid))
     finally:
         prog.kill()
+
+
+def parent_pid(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        return int(f.read().rsplit(")", 1)[1].split()[1])
+
+
+def two_readies(prog):
+    """The pids of the first two "ready-PID" lines."""
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline:
+        words = [ln.split()[0] for ln in prog.lines if ln.split()]
+        readies = [int(w[6:]) for w in words if w.startswith("ready-")]
+        if len(readies) >= 2:
+            return readies[:2]
+        line = prog.p.stdout.readline()
+        if not line:
+            break
+        prog.lines.append(line.strip())
+    raise AssertionError("two processes never said ready: %r" % prog.lines)
+
+
+def check_follower_trace(tmp_path, pid, parent, parent_line, steps):
+    """The trace of a child that followed the parent's window: one attach line naming the
+    parent's window, within it, and its events within its own [from, to]."""
+    events, lines, _ = trace_of(tmp_path, pid)
+    assert len(lines) == 1, lines
+    line = lines[0]["args"]
+    assert "the window of the parent (pid %d)" % parent in line["value"], line
+    assert "ended as the parent's window ended" in line["value"], line
+    assert line["after"] == "%d steps" % steps, line
+    a, b = parent_line["from"], parent_line["to"]
+    assert a <= line["from"] <= line["to"] and line["to"] >= b, (a, b, line)
+    work = [e for e in events if e["ph"] == "X" and e["cat"] == "attach"]
+    assert work and all(line["from"] <= e["ts"] <= line["to"] for e in work), (line, work)
+    assert {e["pid"] for e in events if e["ph"] == "X"} == {pid}
+
+
+def test_child_started_by_posix_spawn_follows_the_parents_window(tmp_path):
+    # attach_prog `spawn` under dftrace run --attach (libdftrace_io preloaded, inherited by the
+    # child): the child, a new image started by posix_spawn before the window, counts no step
+    # of its own; it finds the parent's page in the channel and follows its window.
+    prog = run_program(tmp_path, "-", "spawn")
+    try:
+        readies = two_readies(prog)
+        # The child is the one whose parent is the other (posix_spawn: its OS parent).
+        child = [p for p in readies if parent_pid(p) in readies][0]
+        parent = [p for p in readies if p != child][0]
+        r = attach(tmp_path, parent, "--steps", 30)
+        assert r.returncode == 0, r.stdout + r.stderr
+        p_on, p_off = (int(prog.expect("on-%d" % parent)[0]),
+                       int(prog.expect("off-%d" % parent)[0]))
+        prog.finish()
+    finally:
+        prog.kill()
+    assert p_off - p_on == 30
+    p_events, p_lines, _ = trace_of(tmp_path, parent)
+    assert work_steps(p_events) == list(range(p_on, p_on + 30)), (work_steps(p_events), p_on)
+    assert len(p_lines) == 1, p_lines
+    check_follower_trace(tmp_path, child, parent, p_lines[0]["args"], 30)
+    assert "on-%d" % child in " ".join(prog.lines), prog.lines
+
+
+# A Python parent whose workers are started by multiprocessing's `spawn`: one before the window
+# (A), one in it (B: started when the parent sees the window open). Each worker counts no step,
+# says when it sees tracing on and off, and sets its event `seen` when it sees tracing on; the
+# parent, once it sees the window open, starts B and waits for both events before its next step,
+# so the window (in steps) stays open until both workers are in it, however late their threads
+# wake. A worker ends three loops after "off", or at the parent's end when it never saw tracing
+# on. (multiprocessing's resource tracker, started by exec before the window, follows it too.)
+SPAWN_LOOP = """
+import multiprocessing as mp
+import os, time
+import dftrace
+
+
+# One write of the whole line: three processes share the pipe, and the built-in print writes
+# its pieces apart when Python's output is unbuffered (lines of two processes would mix).
+def print(*words, flush=False):
+    os.write(1, (" ".join(map(str, words)) + "\\n").encode())
+
+
+def worker(stop, ready, seen):
+    seen_on, off, i = False, None, 0
+    while not (stop.is_set() and (off is not None or not seen_on)):
+        on = dftrace.is_enabled()
+        if on and not seen_on:
+            seen_on = True
+            print("on-%d %d" % (os.getpid(), i), flush=True)
+            seen.set()
+        elif not on and seen_on and off is None:
+            off = i
+            print("off-%d %d" % (os.getpid(), i), flush=True)
+        with dftrace.region("work", "attach", args={"step": i}):
+            pass
+        if i == 0:
+            ready.set()
+        if off is not None and i >= off + 3:
+            break
+        i += 1
+        time.sleep(0.005)
+
+
+if __name__ == "__main__":
+    ctx = mp.get_context("spawn")
+    stop = ctx.Event()
+    ready_a, ready_b, seen_a, seen_b = ctx.Event(), ctx.Event(), ctx.Event(), ctx.Event()
+    a = ctx.Process(target=worker, args=(stop, ready_a, seen_a))
+    a.start()
+    ready_a.wait()
+    print("ready", os.getpid(), a.pid, flush=True)
+    b = None
+""" + LOOP_HEAD.replace("""        print("on", i, flush=True)
+""", """        print("on", i, flush=True)
+        b = ctx.Process(target=worker, args=(stop, ready_b, seen_b))
+        b.start()
+        ready_b.wait()
+        print("inside", b.pid, flush=True)
+        seen_a.wait(120)
+        seen_b.wait(120)
+""").replace("\n", "\n    ") + """
+        time.sleep(0.005)
+        dftrace.step()
+        if off is not None and i >= off + 3:
+            break
+    stop.set()
+    a.join()
+    b.join()
+    print("done", flush=True)
+"""
+
+
+def test_workers_started_by_spawn_follow_the_parents_window(tmp_path):
+    beside = os.path.join(os.path.dirname(os.path.dirname(CLI)), "bindings", "python")
+    package = os.environ.get("DFTRACE_PYTHON_DIR") or beside
+    if not os.path.exists(os.path.join(package, "dftrace", "_autostart", "sitecustomize.py")):
+        pytest.skip("the Python face is not built (no dftrace package in %s)" % package)
+    script = tmp_path / "spawner.py"
+    script.write_text(SPAWN_LOOP)
+    env = clean_env(tmp_path)
+    prog = Program([CLI, "run", "--attach", "--out", str(tmp_path / "traces"), str(script)], env)
+    try:
+        parent, a = map(int, prog.expect("ready"))
+        r = attach(tmp_path, parent, "--steps", 20)
+        assert r.returncode == 0, r.stdout + r.stderr
+        on = int(prog.expect("on")[0])
+        b = int(prog.expect("inside")[0])
+        off = int(prog.expect("off")[0])
+        prog.finish()
+    finally:
+        prog.kill()
+    assert off == on + 20, (on, off)
+    p_events, p_lines, _ = trace_of(tmp_path, parent)
+    assert work_steps(p_events) == list(range(on, on + 20)), (work_steps(p_events), on)
+    assert [ln["args"]["name"] for ln in p_lines] == ["attach"], p_lines
+    for w in (a, b):
+        check_follower_trace(tmp_path, w, parent, p_lines[0]["args"], 20)
+        said = " ".join(prog.lines)
+        assert "on-%d" % w in said and "off-%d" % w in said, (w, prog.lines)
+    # Any other process that wrote a trace (the resource tracker, which follows the window too)
+    # wrote a valid one whose lines name the parent's window alone.
+    for name in os.listdir(tmp_path / "traces"):
+        pid = int(name.rsplit("-", 2)[-2])
+        if pid not in (parent, a, b):
+            _, lines, _ = trace_of(tmp_path, pid)
+            assert all("the window of the parent (pid %d)" % parent in ln["args"]["value"]
+                       for ln in lines), lines
