@@ -112,12 +112,18 @@ class output_file {
   std::string path_;  // the path in use (planned_ or a free name near it)
   mutable std::mutex path_mutex_;
   bool append(const struct iovec *v, size_t count, bool quiet);
-  bool still_ours();             // the descriptor is the file's, or the file was opened again
+  bool still_ours();  // the descriptor is the file's, or the file was opened again
+  bool take_back();   // the file opened again by its path (the same inode), fd_
+  void let_go();      // a trace file's descriptor closed after each write
+  // The program holds every number (EMFILE): the write made by a child with a copy of the
+  // table; 0 or the errno.
+  int write_borrowed(const struct iovec *v, size_t count, size_t n);
   bool adopt(int fd);            // fd (the created file) moved high, its identity kept
   bool same_file(int fd) const;  // fd is open on this file (device and inode)
   void forget_descriptor();
 
-  int fd_ = -1;  // -1 while open: closed by a move, opened again at the next write
+  int fd_ = -1;          // -1 while open: let go between writes, opened again at the next one
+  bool let_go_ = false;  // fd_ was closed by dftrace (opened again without a word)
   std::atomic<state> state_{state::untried};
   static_assert(std::atomic<state>::is_always_lock_free, "read in a signal handler");
   bool reopened_ = false;      // (said once)
