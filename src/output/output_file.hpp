@@ -1,8 +1,8 @@
 // output_file.hpp: a trace file being written. A traced process's file is created at first use
-// without following or replacing anything, kept at a high descriptor that is not the
-// application's, appended to one whole member at a time, renamed when the rank becomes known,
-// closed. A tool's output file (create()) is made or truncated where the user said. It knows
-// bytes.
+// without following or replacing anything, opened by its path for each write and closed after
+// it (no descriptor of the application's is held between writes), appended to one whole member
+// at a time, renamed when the rank becomes known, closed. A tool's output file (create()) is made
+// or truncated where the user said. It knows bytes.
 #pragma once
 
 #include <sys/types.h>
@@ -15,16 +15,17 @@
 
 namespace dftrace::detail {
 
-// The trace file's descriptor is moved to the lowest free number at or above this floor (or,
-// when the soft RLIMIT_NOFILE is not above it, to the highest free number below the limit), so
-// that it is never a number the application expects to get from open, pipe or dup.
+// While a write holds the trace file's descriptor, it is moved to the lowest free number at or
+// above this floor (or, when the soft RLIMIT_NOFILE is not above it, to the highest free number
+// below the limit), so that it is never a number the application expects to get from open,
+// pipe or dup.
 constexpr int k_trace_fd_floor = 1000;
 
-// The descriptor of the trace file being written in this process, or -1: what an interposer
-// compares a close, dup2 or close_range with (one load).
+// The descriptor of the trace file while a write holds it, or -1: what an interposer compares a
+// close, dup2 or close_range with (one load).
 extern std::atomic<int> g_trace_fd;
-// When `fd` is the trace file's descriptor: the file is moved to another number and `fd` is
-// closed (the application is about to put something there), true. False otherwise.
+// When `fd` is the trace file's descriptor: the write holding it is waited for (after which `fd`
+// is free), or the file is moved to another number and `fd` closed; true when it was moved.
 bool release_trace_fd(int fd);
 // Grows the process's descriptor table up to the floor now, while the process may still have
 // one thread: growing it later, when the file is created and the writer thread shares the

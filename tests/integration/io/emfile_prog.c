@@ -3,9 +3,10 @@
  * allows is the program's), run untraced and traced under a small RLIMIT_NOFILE
  * (test_trace_fd.py): the count must be the same in every round, traced or not.
  * Usage: emfile_prog DIR ROUNDS HOLD_MS [hold]
- *   300 ms after the I/O thread starts, each round opens DIR/in.txt until EMFILE, keeps them all HOLD_MS milliseconds, closes them;
- *   with `hold`, the last round's descriptors are still open when the program exits.
- * Prints one line per round ("round N: COUNT ERRNO-NAME"), then "io thread done". */
+ *   300 ms after the I/O thread starts, each round opens DIR/in.txt until EMFILE, keeps them all
+ * HOLD_MS milliseconds, closes them; with `hold`, the last round's descriptors are still open when
+ * the program exits. Prints one line per round ("round N: COUNT ERRNO-NAME"), then "io thread
+ * done". */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -72,7 +73,7 @@ int main(int argc, char **argv) {
     }
     printf("round %d: %d %s\n", r, n, err == EMFILE ? "EMFILE" : strerror(err));
     fflush(stdout);
-    sleep_ms(hold_ms);  /* every number the limit allows is the program's meanwhile */
+    sleep_ms(hold_ms); /* every number the limit allows is the program's meanwhile */
     if (hold_at_exit && r + 1 == rounds) break;
     for (int i = 0; i < n; ++i) close(fds[i]);
   }
