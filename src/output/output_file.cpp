@@ -452,6 +452,11 @@ bool output_file::adopt(int fd) {
     return false;
   }
   g_trace_file.store(this, std::memory_order_release);
+  if (hold_) {
+    fd_ = move_high(fd);
+    g_trace_fd.store(fd_, std::memory_order_release);
+    return true;
+  }
   sys_close(fd);  // held only while a write is under way (let_go)
   fd_ = -1;
   let_go_ = true;
@@ -478,7 +483,7 @@ bool output_file::take_back() {
 }
 
 void output_file::let_go() {
-  if (tool_ || fd_ < 0) return;
+  if (tool_ || hold_ || fd_ < 0) return;
   int expected = fd_;
   g_trace_fd.compare_exchange_strong(expected, -1, std::memory_order_acq_rel);
   if (same_file(fd_)) sys_close(fd_);  // only the file: the number may be the program's now

@@ -99,6 +99,10 @@ class output_file {
   // Why the last write failed ("PATH: reason"), for a tool's output (which logs nothing).
   std::string failure() const;
 
+  // Ring mode: the descriptor is held between writes too (`dftrace trigger` finds a process in
+  // ring mode by the trace file it has open). Before open().
+  void hold_between_writes() { hold_ = true; }
+
   // release_trace_fd's work on this file.
   bool move_off(int fd);
 
@@ -123,8 +127,10 @@ class output_file {
   bool same_file(int fd) const;  // fd is open on this file (device and inode)
   void forget_descriptor();
 
-  int fd_ = -1;          // -1 while open: let go between writes, opened again at the next one
-  bool let_go_ = false;  // fd_ was closed by dftrace (opened again without a word)
+  int fd_ = -1;  // -1 while open: let go between writes, opened again at the next one
+  bool let_go_ = false;
+  bool hold_ =
+      false;  // hold_between_writes()  // fd_ was closed by dftrace (opened again without a word)
   std::atomic<state> state_{state::untried};
   static_assert(std::atomic<state>::is_always_lock_free, "read in a signal handler");
   bool reopened_ = false;      // (said once)
