@@ -28,14 +28,16 @@ extern "C" {
  * I/O those make. Thread-safe. */
 DFTRACE_API bool dftrace_thread_is_internal(void);
 
-/* The trace file's descriptor is not the program's: it lives at a high number (the first free
- * one at or above 1000, or the highest free one below a smaller RLIMIT_NOFILE).
- * dftrace_trace_fd_address: where that number is, or -1 while no file is open; read it with one
- * relaxed atomic load (a close or dup2 compares it). */
+/* The trace file's descriptor is not the program's: it is open only while a write is under way,
+ * at a high number (the first free one at or above 1000, or the highest free one below a
+ * smaller RLIMIT_NOFILE). dftrace_trace_fd_address: where that number is, or -1 between writes;
+ * read it with one relaxed atomic load (a close or dup2 compares it). */
 DFTRACE_API const int *dftrace_trace_fd_address(void);
 
-/* When `fd` is the trace file's descriptor: the file is moved to another number and `fd` is
- * closed, so that the program's dup2/dup3 onto `fd` may follow; true. False otherwise. */
+/* When `fd` is the trace file's descriptor: the write holding it is waited for (then `fd` is
+ * free), or the file is moved to another number and `fd` closed, so that the program's
+ * dup2/dup3 onto `fd`, or an open that failed with EMFILE, may follow; true when it was moved,
+ * false otherwise. */
 DFTRACE_API bool dftrace_trace_fd_release(int fd);
 
 /* A hash (kind as dftrace_hash_define) this process defined, or the process it was forked from

@@ -2,9 +2,12 @@
 #include "output/output_file.hpp"
 
 #include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -192,6 +195,124 @@ bool rename_new(const char *from, const char *to) {
   return true;
 }
 
+// Writes all n bytes of v to fd (a short write is finished member by member); on an error, a
+// member written in part (a full file system) is cut off at `size` (the file ends with whole
+// members) and the errno is returned; 0 when all was written. Only system calls: a child made
+// by write_borrowed runs it.
+int write_whole(int fd, const struct iovec *v, size_t count, size_t n, uint64_t size) {
+  size_t done = 0, first = 0, off = 0;
+  while (done < n) {
+    while (v[first].iov_len == 0) ++first;
+    const char *at = static_cast<const char *>(v[first].iov_base) + off;
+    const ssize_t w = off > 0 || first + 1 == count ? sys_write(fd, at, v[first].iov_len - off)
+                                                    : sys_writev(fd, v + first, count - first);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      const int err = errno;
+      while (done > 0 && ::syscall(SYS_ftruncate, fd, static_cast<off_t>(size)) != 0 &&
+             errno == EINTR) {
+      }
+      return err;
+    }
+    done += static_cast<size_t>(w);
+    for (size_t k = static_cast<size_t>(w); k > 0;) {
+      const size_t take = std::min(k, v[first].iov_len - off);
+      off += take;
+      k -= take;
+      if (off == v[first].iov_len) {
+        ++first;
+        off = 0;
+      }
+    }
+  }
+  return 0;
+}
+
+// The program holds every number its soft RLIMIT_NOFILE allows (EMFILE): the work is done by a
+// child that shares this memory but has a copy of the descriptor table, in which the number
+// below the limit is freed (the program's table stays as it is). fn(arg) runs there with system
+// calls only, on `stack`. Every signal is blocked around it (it runs no handler of the
+// program's); its exit signal is 0, so the program's SIGCHLD and wait() never see it. False
+// when no child could be made (errno).
+bool run_borrowed(int (*fn)(void *), void *arg, char *stack, size_t stack_n) {
+  sigset_t all, old;
+  sigfillset(&all);
+  ::syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &old, sizeof(long));
+  const int pid = ::clone(fn, stack + stack_n, CLONE_VM | CLONE_VFORK, arg);
+  const int err = errno;
+  if (pid > 0) {
+    int st = 0;
+    while (::syscall(SYS_wait4, pid, &st, __WCLONE, nullptr) < 0 && errno == EINTR) {
+    }
+  }
+  ::syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, nullptr, sizeof(long));
+  errno = err;
+  return pid > 0;
+}
+
+// The highest number the program may have (the soft RLIMIT_NOFILE less one), or -1.
+int top_number() {
+  struct rlimit rl;
+  if (::getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur < 1 ||
+      rl.rlim_cur > static_cast<rlim_t>(INT_MAX))
+    return -1;
+  return static_cast<int>(rl.rlim_cur) - 1;
+}
+
+// A write made by a borrowed child, and what came of it (err).
+struct borrowed_write {
+  const char *path;
+  const struct iovec *v;
+  size_t count, n;
+  uint64_t size;
+  dev_t dev;
+  ino_t ino;
+  int top;
+  int err;
+};
+alignas(64) char g_write_stack[16384];  // used under the file's lock only
+
+int borrowed_write_child(void *arg) {
+  auto *b = static_cast<borrowed_write *>(arg);
+  sys_close(b->top);
+  const int fd = sys_open(b->path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0);
+  if (fd < 0) {
+    b->err = errno;
+    return 0;
+  }
+  dev_t dev;
+  ino_t ino;
+  if (!sys_identity(fd, &dev, &ino, nullptr) || dev != b->dev || ino != b->ino)
+    b->err = ESTALE;
+  else
+    b->err = write_whole(fd, b->v, b->count, b->n, b->size);
+  sys_close(fd);
+  return 0;
+}
+
+// The file's creation (create_with or create_new) made by a borrowed child.
+struct borrowed_create {
+  const char *path;
+  const char *first;
+  size_t n;
+  int top;
+  dev_t dev;
+  ino_t ino;
+  uint64_t size;
+  int err;
+};
+alignas(64) char g_create_stack[16384];  // open() is made by one thread at a time
+
+int borrowed_create_child(void *arg) {
+  auto *b = static_cast<borrowed_create *>(arg);
+  sys_close(b->top);
+  const int fd = b->n ? create_with(b->path, b->first, b->n) : create_new(b->path);
+  b->err = fd < 0 ? errno : 0;
+  if (fd >= 0 && !sys_identity(fd, &b->dev, &b->ino, &b->size)) b->err = errno;
+  if (fd >= 0) sys_close(fd);
+  return 0;
+}
+
 }  // namespace
 
 void grow_descriptor_table() {
@@ -248,8 +369,18 @@ bool output_file::open(bool quiet, const char *first, size_t first_n) {
           std::strerror(errno));
     return give_up();
   }
+  // A number made for the file, or k_borrowed: the program holds every number, a borrowed
+  // child created the file and `made` is its identity.
+  constexpr int k_borrowed = INT_MAX;
+  borrowed_create made{};
   const auto create = [&](const char *path) {
-    return first_n ? create_with(path, first, first_n) : create_new(path);
+    const int fd = first_n ? create_with(path, first, first_n) : create_new(path);
+    if (fd >= 0 || errno != EMFILE || (made.top = top_number()) < 0) return fd;
+    made = borrowed_create{path, first, first_n, made.top, 0, 0, 0, EIO};
+    if (!run_borrowed(borrowed_create_child, &made, g_create_stack, sizeof g_create_stack))
+      return -1;
+    errno = made.err;
+    return made.err == 0 ? k_borrowed : -1;
   };
   int fd = create(p.c_str());
   if (fd < 0 && errno == EEXIST) {
@@ -272,7 +403,14 @@ bool output_file::open(bool quiet, const char *first, size_t first_n) {
       if (errno != EEXIST) break;
     }
   }
-  if (fd < 0 || !adopt(fd)) {
+  if (fd == k_borrowed) {
+    dev_ = made.dev;
+    ino_ = made.ino;
+    size_ = made.size;
+    g_trace_file.store(this, std::memory_order_release);
+    fd_ = -1;
+    let_go_ = true;
+  } else if (fd < 0 || !adopt(fd)) {
     if (!quiet)
       log(log_level::error, "can not open '%s' for writing: %s; tracing continues without a file",
           p.c_str(), std::strerror(errno));
@@ -313,9 +451,15 @@ bool output_file::adopt(int fd) {
     errno = err;
     return false;
   }
-  fd_ = move_high(fd);
-  g_trace_fd.store(fd_, std::memory_order_release);
   g_trace_file.store(this, std::memory_order_release);
+  if (hold_) {
+    fd_ = move_high(fd);
+    g_trace_fd.store(fd_, std::memory_order_release);
+    return true;
+  }
+  sys_close(fd);  // held only while a write is under way (let_go)
+  fd_ = -1;
+  let_go_ = true;
   return true;
 }
 
@@ -325,14 +469,7 @@ bool output_file::same_file(int fd) const {
   return fd >= 0 && sys_identity(fd, &dev, &ino, nullptr) && dev == dev_ && ino == ino_;
 }
 
-bool output_file::still_ours() {
-  if (same_file(fd_)) return true;
-  // The number is not the file's any more (closed behind dftrace's back, perhaps reused by the
-  // program): it is never touched again. The file is opened again by its path, when what is
-  // there is still this file (nothing is created over something else).
-  int expected = fd_;
-  g_trace_fd.compare_exchange_strong(expected, -1);
-  fd_ = -1;
+bool output_file::take_back() {
   const int fd = sys_open(path_.c_str(), O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0);
   if (fd < 0) return false;
   if (!same_file(fd)) {
@@ -342,6 +479,28 @@ bool output_file::still_ours() {
   }
   fd_ = move_high(fd);
   g_trace_fd.store(fd_, std::memory_order_release);
+  return true;
+}
+
+void output_file::let_go() {
+  if (tool_ || hold_ || fd_ < 0) return;
+  int expected = fd_;
+  g_trace_fd.compare_exchange_strong(expected, -1, std::memory_order_acq_rel);
+  if (same_file(fd_)) sys_close(fd_);  // only the file: the number may be the program's now
+  fd_ = -1;
+  let_go_ = true;
+}
+
+bool output_file::still_ours() {
+  if (fd_ >= 0 && same_file(fd_)) return true;
+  if (fd_ < 0 && let_go_) return take_back();
+  // The number is not the file's any more (closed behind dftrace's back, perhaps reused by the
+  // program): it is never touched again. The file is opened again by its path, when what is
+  // there is still this file (nothing is created over something else).
+  int expected = fd_;
+  g_trace_fd.compare_exchange_strong(expected, -1);
+  fd_ = -1;
+  if (!take_back()) return false;
   if (!reopened_) {  // nothing was lost: said at `info`, the program's stderr stays its own
     reopened_ = true;
     log(log_level::info,
@@ -361,6 +520,7 @@ bool output_file::move_off(int fd) {
     if (to == fd) {  // no other number free: closed, opened again by path at the next write
       sys_close(fd);
       fd_ = -1;
+      let_go_ = true;
     } else {
       fd_ = to;
     }
@@ -395,12 +555,13 @@ bool output_file::write_last(const char *p, size_t n) {
 bool output_file::append(const struct iovec *v, size_t count, bool quiet) {
   const bool locked = lock_within(fd_mutex_, std::chrono::milliseconds(1000));
   struct unlock_at_end {
-    std::mutex &m;
+    output_file &f;
     bool locked;
     ~unlock_at_end() {
-      if (locked) m.unlock();
+      f.let_go();  // no descriptor of the program's is held between writes
+      if (locked) f.fd_mutex_.unlock();
     }
-  } unlock{fd_mutex_, locked};
+  } unlock{*this, locked};
   const auto fail = [&](const char *what, int err, bool room) {
     fail_errno_ = err;
     fail_what_ = what;
@@ -413,7 +574,6 @@ bool output_file::append(const struct iovec *v, size_t count, bool quiet) {
     failed_ = true;
     return false;
   };
-  if (!still_ours()) return fail(nullptr, errno, false);
   size_t n = 0;
   for (size_t i = 0; i < count; ++i) n += v[i].iov_len;
   // Never past the file-size limit: the kernel would send SIGXFSZ, whose default kills the
@@ -422,36 +582,27 @@ bool output_file::append(const struct iovec *v, size_t count, bool quiet) {
   if (::getrlimit(RLIMIT_FSIZE, &fl) == 0 && fl.rlim_cur != RLIM_INFINITY &&
       size_ + n > static_cast<uint64_t>(fl.rlim_cur))
     return fail("the file would grow past the file-size limit (RLIMIT_FSIZE)", EFBIG, true);
-  // A short write leaves a member in part: its rest goes alone, then writev again.
-  size_t done = 0, first = 0, off = 0;
-  while (done < n) {
-    while (v[first].iov_len == 0) ++first;
-    const char *at = static_cast<const char *>(v[first].iov_base) + off;
-    const ssize_t w = off > 0 || first + 1 == count ? sys_write(fd_, at, v[first].iov_len - off)
-                                                    : sys_writev(fd_, v + first, count - first);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      const int err = errno;
-      // A member written in part (a full file system) is cut off: the file ends with whole
-      // members.
-      while (done > 0 && ::syscall(SYS_ftruncate, fd_, static_cast<off_t>(size_)) != 0 &&
-             errno == EINTR) {
-      }
-      return fail(nullptr, err, err == ENOSPC || err == EDQUOT || err == EFBIG);
-    }
-    done += static_cast<size_t>(w);
-    for (size_t k = static_cast<size_t>(w); k > 0;) {
-      const size_t take = std::min(k, v[first].iov_len - off);
-      off += take;
-      k -= take;
-      if (off == v[first].iov_len) {
-        ++first;
-        off = 0;
-      }
-    }
+  int err = 0;
+  if (still_ours()) {
+    err = write_whole(fd_, v, count, n, size_);
+  } else if (errno == EMFILE && let_go_ && locked) {
+    // The program holds every number its limit allows: the write is made by a child that
+    // shares this memory but has a copy of the table, where one number is freed for it.
+    err = write_borrowed(v, count, n);
+  } else {
+    return fail(nullptr, errno, false);
   }
+  if (err != 0) return fail(nullptr, err, err == ENOSPC || err == EDQUOT || err == EFBIG);
   size_ += n;
   return true;
+}
+
+int output_file::write_borrowed(const struct iovec *v, size_t count, size_t n) {
+  const int top = top_number();
+  if (top < 0) return EMFILE;
+  borrowed_write b{path_.c_str(), v, count, n, size_, dev_, ino_, top, EIO};
+  if (!run_borrowed(borrowed_write_child, &b, g_write_stack, sizeof g_write_stack)) return errno;
+  return b.err;
 }
 
 bool output_file::relocate(const std::string &new_path, std::string header) {
@@ -488,7 +639,11 @@ bool output_file::relocate(const std::string &new_path, std::string header) {
 }
 
 void output_file::sync() {
-  if (same_file(fd_)) ::syscall(SYS_fsync, fd_);
+  // (the fatal-signal path calls it: the lock is waited for a bounded time)
+  if (!lock_within(fd_mutex_, std::chrono::milliseconds(1000))) return;
+  if (is_open() && still_ours()) ::syscall(SYS_fsync, fd_);
+  let_go();
+  fd_mutex_.unlock();
 }
 
 void output_file::forget_descriptor() {

@@ -1,8 +1,8 @@
 // output_file.hpp: a trace file being written. A traced process's file is created at first use
-// without following or replacing anything, kept at a high descriptor that is not the
-// application's, appended to one whole member at a time, renamed when the rank becomes known,
-// closed. A tool's output file (create()) is made or truncated where the user said. It knows
-// bytes.
+// without following or replacing anything, opened by its path for each write and closed after
+// it (no descriptor of the application's is held between writes), appended to one whole member
+// at a time, renamed when the rank becomes known, closed. A tool's output file (create()) is made
+// or truncated where the user said. It knows bytes.
 #pragma once
 
 #include <sys/types.h>
@@ -15,16 +15,17 @@
 
 namespace dftrace::detail {
 
-// The trace file's descriptor is moved to the lowest free number at or above this floor (or,
-// when the soft RLIMIT_NOFILE is not above it, to the highest free number below the limit), so
-// that it is never a number the application expects to get from open, pipe or dup.
+// While a write holds the trace file's descriptor, it is moved to the lowest free number at or
+// above this floor (or, when the soft RLIMIT_NOFILE is not above it, to the highest free number
+// below the limit), so that it is never a number the application expects to get from open,
+// pipe or dup.
 constexpr int k_trace_fd_floor = 1000;
 
-// The descriptor of the trace file being written in this process, or -1: what an interposer
-// compares a close, dup2 or close_range with (one load).
+// The descriptor of the trace file while a write holds it, or -1: what an interposer compares a
+// close, dup2 or close_range with (one load).
 extern std::atomic<int> g_trace_fd;
-// When `fd` is the trace file's descriptor: the file is moved to another number and `fd` is
-// closed (the application is about to put something there), true. False otherwise.
+// When `fd` is the trace file's descriptor: the write holding it is waited for (after which `fd`
+// is free), or the file is moved to another number and `fd` closed; true when it was moved.
 bool release_trace_fd(int fd);
 // Grows the process's descriptor table up to the floor now, while the process may still have
 // one thread: growing it later, when the file is created and the writer thread shares the
@@ -98,6 +99,10 @@ class output_file {
   // Why the last write failed ("PATH: reason"), for a tool's output (which logs nothing).
   std::string failure() const;
 
+  // Ring mode: the descriptor is held between writes too (`dftrace trigger` finds a process in
+  // ring mode by the trace file it has open). Before open().
+  void hold_between_writes() { hold_ = true; }
+
   // release_trace_fd's work on this file.
   bool move_off(int fd);
 
@@ -112,12 +117,20 @@ class output_file {
   std::string path_;  // the path in use (planned_ or a free name near it)
   mutable std::mutex path_mutex_;
   bool append(const struct iovec *v, size_t count, bool quiet);
-  bool still_ours();             // the descriptor is the file's, or the file was opened again
+  bool still_ours();  // the descriptor is the file's, or the file was opened again
+  bool take_back();   // the file opened again by its path (the same inode), fd_
+  void let_go();      // a trace file's descriptor closed after each write
+  // The program holds every number (EMFILE): the write made by a child with a copy of the
+  // table; 0 or the errno.
+  int write_borrowed(const struct iovec *v, size_t count, size_t n);
   bool adopt(int fd);            // fd (the created file) moved high, its identity kept
   bool same_file(int fd) const;  // fd is open on this file (device and inode)
   void forget_descriptor();
 
-  int fd_ = -1;  // -1 while open: closed by a move, opened again at the next write
+  int fd_ = -1;  // -1 while open: let go between writes, opened again at the next one
+  bool let_go_ = false;
+  bool hold_ =
+      false;  // hold_between_writes()  // fd_ was closed by dftrace (opened again without a word)
   std::atomic<state> state_{state::untried};
   static_assert(std::atomic<state>::is_always_lock_free, "read in a signal handler");
   bool reopened_ = false;      // (said once)

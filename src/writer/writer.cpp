@@ -58,6 +58,7 @@ writer::writer(writer_settings settings)
     ring_ = std::make_unique<member_ring>(static_cast<uint64_t>(settings_.ring_seconds * 1e9),
                                           settings_.ring_bytes);
     ring_iov_.reserve(output_file::k_max_members);
+    file_.hold_between_writes();  // found by `dftrace trigger` through /proc/PID/fd
     take_triggers_ = [this] { ring_take_triggers(); };
   }
   out_.reserve(settings_.member_bytes / 2);

@@ -51,19 +51,20 @@ auto traced_fd_call(dftrace_node_t *node, int fd, Call call, Args args) -> declt
 template <typename Call, typename Args, typename FdOf>
 auto traced_opening(dftrace_node_t *node, int dirfd, const char *path, Call call, Args args,
                     FdOf fd_of) -> decltype(call()) {
+  const auto made = [&] { return retry_after_trace_write(call); };
   if (!recording(node)) {
-    const auto ret = call();
+    const auto ret = made();
     fd_forget(fd_of(ret));
     return ret;
   }
   char abs[PATH_MAX];
   if (!traced_path(dirfd, path, abs)) {
-    const auto ret = call();
+    const auto ret = made();
     if (!in_vfork_child()) fd_untrack(fd_of(ret));  // (errno kept)
     return ret;
   }
   const uint64_t h = file_hash(abs);
-  const auto ret = traced(node, call, [&](auto r) { return args(h, r); });
+  const auto ret = traced(node, made, [&](auto r) { return args(h, r); });
   if (!in_vfork_child()) fd_track(fd_of(ret), h);  // (errno kept)
   return ret;
 }

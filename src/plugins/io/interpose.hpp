@@ -98,6 +98,27 @@ inline bool is_trace_fd(int fd) {
   return __builtin_expect(fd == __atomic_load_n(g_trace_fd_at, __ATOMIC_RELAXED), 0) && fd >= 0;
 }
 
+// A call that makes a descriptor, made again once when it failed with EMFILE while the trace
+// file's descriptor was held (only while a write is under way): dftrace_trace_fd_release waits
+// for that write, after which the number is free, so that the program gets the count of
+// descriptors it would have untraced.
+template <typename Call>
+auto retry_after_trace_write(Call call) -> decltype(call()) {
+  auto ret = call();
+  if (__builtin_expect(plugin::failed(ret) && errno == EMFILE, 0)) {
+    const int t = __atomic_load_n(g_trace_fd_at, __ATOMIC_ACQUIRE);
+    if (t >= 0) {
+      {
+        inside g;
+        dftrace_trace_fd_release(t);
+      }
+      errno = EMFILE;
+      ret = call();
+    }
+  }
+  return ret;
+}
+
 // The file's hash as DFTracer computes it, its FH line written once.
 uint64_t file_hash(const char *path);
 

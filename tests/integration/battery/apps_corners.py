@@ -81,21 +81,25 @@ def sqlite_rows(work):
 
 
 EMFILE_PY = r"""
-import errno, os, sys
-fds = []
-try:
-    while True:
-        fds.append(os.open("in.txt", os.O_RDONLY))
-except OSError as e:
-    # the count is not printed: once it is open, the trace file holds one descriptor of the
-    # program's (docs/io.md, "Limits")
-    print("opened", "many" if len(fds) >= 10 else len(fds), "then", errno.errorcode[e.errno])
-for fd in fds:
-    os.close(fd)
+import errno, os, sys, time
+open("in.txt").read()
+time.sleep(0.3)  # past the traced run's flush interval: the trace file was written first
+for round in range(3):
+    fds = []
+    try:
+        while True:
+            fds.append(os.open("in.txt", os.O_RDONLY))
+    except OSError as e:
+        # the exact count: the trace file holds none of the program's descriptors
+        print("opened", len(fds), "then", errno.errorcode[e.errno])
+    time.sleep(0.15)  # the writer's passes come while the program holds every number
+    for fd in fds:
+        os.close(fd)
 with open("after.txt", "w") as f:
     f.write("x" * 5000)
 print("wrote after")
 """
+
 
 CLOSED_STDOUT_PY = r"""
 import errno, os, sys
@@ -200,7 +204,8 @@ CORNERS = [
          % (PY, LOW_FDS_PY.replace("'", "\"")), io_bytes=[("write", "z.txt", 1)]),
     # ---- ulimit -n 20: EMFILE is the program's, at the same count; sort adapts its merges
     Case("ulimit_n_20_emfile", "ulimit -n 20; %s -c '%s'" % (PY, EMFILE_PY.replace("'", "\"")),
-         setup=small_text, io_bytes=[("write", "after.txt", 1)]),
+         setup=small_text, io_bytes=[("write", "after.txt", 1)],
+         traced_env={"DFTRACE_OUTPUT_FLUSH_INTERVAL": "100ms"}),
     Case("ulimit_n_20_sort", "ulimit -n 20; mkdir st && sort -S 100K -T st -o sorted.txt in.txt && "
          "sha256sum sorted.txt", setup=big_text,
          io_bytes=[("read", "in.txt", 1), ("write", "sorted.txt", 1)]),

@@ -1,6 +1,8 @@
-"""py_fds.py dup2|closerange: waits until a traced process holds its trace file open, then
-either dup2s a file of its own over every descriptor from 3 to 9 and over the trace's (traced),
-or closes every descriptor above 2 (os.closerange), and keeps writing its own files."""
+"""py_fds.py dup2|closerange: waits until a traced process has written its trace file (in
+DFTRACE_LOG_FILE's directory; the file is open only while a write is under way), then either
+dup2s a file of its own over every descriptor from 3 to 9 and over the trace's when it is open
+(traced), or closes every descriptor above 2 (os.closerange), and keeps writing its own files."""
+import glob
 import os
 import sys
 import time
@@ -17,16 +19,21 @@ def trace_fds():
     return out
 
 
+def trace_written():
+    log = os.environ.get("DFTRACE_LOG_FILE", "")
+    return bool(log) and bool(glob.glob(os.path.join(os.path.dirname(log), "*.pfw*")))
+
+
 traced = "LD_PRELOAD" in os.environ
 deadline = time.monotonic() + 20
 with open("wait.txt", "w") as f:
     f.write("waiting\n")
-while traced and not trace_fds() and time.monotonic() < deadline:
+while traced and not trace_written() and time.monotonic() < deadline:
     with open("wait.txt", "w") as f:
         f.write("waiting\n")
     time.sleep(0.02)
-if traced and not trace_fds():
-    sys.exit("py_fds: the trace file was never open")
+if traced and not trace_written():
+    sys.exit("py_fds: the trace file was never written")
 mine = os.open("mine.txt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
 if sys.argv[1] == "dup2":
     targets = trace_fds() + [t for t in range(3, 10) if t != mine]
