@@ -410,6 +410,7 @@ bool output_file::open(bool quiet, const char *first, size_t first_n) {
     g_trace_file.store(this, std::memory_order_release);
     fd_ = -1;
     let_go_ = true;
+    hold_ = hold_always_;  // made while the program held every number
   } else if (fd < 0 || !adopt(fd)) {
     if (!quiet)
       log(log_level::error, "can not open '%s' for writing: %s; tracing continues without a file",
@@ -521,6 +522,7 @@ bool output_file::move_off(int fd) {
       sys_close(fd);
       fd_ = -1;
       let_go_ = true;
+      hold_ = hold_always_;  // the program needs every number: let go after each write
     } else {
       fd_ = to;
     }

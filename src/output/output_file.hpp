@@ -99,9 +99,15 @@ class output_file {
   // Why the last write failed ("PATH: reason"), for a tool's output (which logs nothing).
   std::string failure() const;
 
-  // Ring mode: the descriptor is held between writes too (`dftrace trigger` finds a process in
-  // ring mode by the trace file it has open). Before open().
-  void hold_between_writes() { hold_ = true; }
+  // A traced process's file keeps its descriptor between writes (one open for the run, no
+  // metadata load on a parallel file system) until the program first meets EMFILE: then it is
+  // given up (move_off) and the file is opened for each write from then on. `always` (ring
+  // mode: `dftrace trigger` finds the process by the trace file it has open) holds it again
+  // after each write. Before open().
+  void hold_between_writes(bool always) {
+    hold_ = true;
+    hold_always_ = always;
+  }
 
   // release_trace_fd's work on this file.
   bool move_off(int fd);
@@ -129,8 +135,8 @@ class output_file {
 
   int fd_ = -1;  // -1 while open: let go between writes, opened again at the next one
   bool let_go_ = false;
-  bool hold_ =
-      false;  // hold_between_writes()  // fd_ was closed by dftrace (opened again without a word)
+  bool hold_ = false;         // fd_ kept between writes (hold_between_writes)
+  bool hold_always_ = false;  // ... also after the program met EMFILE
   std::atomic<state> state_{state::untried};
   static_assert(std::atomic<state>::is_always_lock_free, "read in a signal handler");
   bool reopened_ = false;      // (said once)

@@ -58,9 +58,9 @@ writer::writer(writer_settings settings)
     ring_ = std::make_unique<member_ring>(static_cast<uint64_t>(settings_.ring_seconds * 1e9),
                                           settings_.ring_bytes);
     ring_iov_.reserve(output_file::k_max_members);
-    file_.hold_between_writes();  // found by `dftrace trigger` through /proc/PID/fd
     take_triggers_ = [this] { ring_take_triggers(); };
   }
+  file_.hold_between_writes(ring_ != nullptr);  // ring: found through /proc/PID/fd
   out_.reserve(settings_.member_bytes / 2);
   crash_encoder_.reserve(settings_.member_bytes + 4096);
   crash_text_.reserve(settings_.member_bytes + 4096);
