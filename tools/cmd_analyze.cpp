@@ -1,6 +1,7 @@
 // cmd_analyze.cpp: dftrace analyze: what bound a run (layers, overlap, steps, stragglers),
 // exact, from the engine in src/analysis; a readable summary or JSON; with --scheduler, the
 // JSON computed on a Dask cluster by the Python face (dftrace.analyze, the same engine).
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <string>
@@ -189,9 +190,14 @@ int analyze_on_cluster(const args_t &a, const std::vector<std::string> &files) {
 
 int cmd_analyze(const args_t &a) {
   bool ok = true;
-  const std::vector<std::string> files = input_files(a, "analyze", &ok);
+  std::vector<std::pair<std::string, std::string>> again;  // files named twice: in the report
+  const std::vector<std::string> files = input_files(a, "analyze", &ok, &again);
   if (files.empty()) return 2;
-  if (a.has("--scheduler")) return analyze_on_cluster(a, files);
+  if (a.has("--scheduler")) {
+    for (const auto &d : again)
+      error_line("warning: " + d.first + ": " + analysis::given_again(d.second));
+    return analyze_on_cluster(a, files);
+  }
   layer_table table;
   if (!analysis_table(a, "analyze", &table)) return 2;
   std::vector<rule> rules;
@@ -203,6 +209,11 @@ int cmd_analyze(const args_t &a) {
   }
   analysis_run run;
   run_analysis(files, table, "analyze", &run);
+  for (const auto &d : again) run.in.warnings.push_back({d.first, analysis::given_again(d.second)});
+  std::stable_sort(run.in.warnings.begin(), run.in.warnings.end(),
+                   [](const analysis::input_problem &x, const analysis::input_problem &y) {
+                     return x.path < y.path;
+                   });
   run.r.findings = evaluate_rules(rules, run.r);
   const analysis_result &r = run.r;
   const input_report &in = run.in;

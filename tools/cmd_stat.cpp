@@ -124,7 +124,7 @@ name_cache_entry &name_entry(partial &r, scan_state &st) {
 
 // A read or write on a file (its hash fh): its bytes, calls and time.
 void note_io_on(partial &r, scan_state &st, const name_cache_entry &ce, const jvalue &fh, int dir,
-                const event_fields &f, time_unit unit) {
+                const event_fields &f, time_unit unit, uint64_t bytes) {
   const parsed_line &pl = st.pl;
   st.key.assign(ce.cat_text);
   st.key.push_back('\x1f');
@@ -139,7 +139,8 @@ void note_io_on(partial &r, scan_state &st, const name_cache_entry &ce, const jv
   }
   io.calls[dir] += n;
   io.ns[dir] += dur;
-  io.bytes[dir] += io_event_bytes(pl, ce.how, f.ph == 'A');
+  analysis::add_bytes(&io.bytes[dir], bytes);
+  if (!analysis::add_bytes(&r.all_bytes, bytes)) r.bytes_overflow = true;
 }
 
 // A read or write on a file (fhash); an in-kernel copy, a read of its source's file (from_hash)
@@ -147,14 +148,22 @@ void note_io_on(partial &r, scan_state &st, const name_cache_entry &ce, const jv
 void note_io(partial &r, scan_state &st, const name_cache_entry &ce, const event_fields &f,
              time_unit unit) {
   const parsed_line &pl = st.pl;
+  uint64_t bytes = 0;
+  if (ce.dir == analysis::k_io_copy || ce.dir >= 0) {
+    if (!io_event_bytes(pl, ce.how, f.ph == 'A', &bytes)) {
+      ++r.bad_bytes;  // left out of the I/O figures, listed
+      return;
+    }
+  }
   if (ce.dir == analysis::k_io_copy) {
-    if (const jvalue *from = pl.arg_value("from_hash")) note_io_on(r, st, ce, *from, 0, f, unit);
-    if (const jvalue *to = pl.arg_value("to_hash")) note_io_on(r, st, ce, *to, 1, f, unit);
+    const jvalue *from = pl.arg_value("from_hash"), *to = pl.arg_value("to_hash");
+    if (from) note_io_on(r, st, ce, *from, 0, f, unit, bytes);
+    if (to) note_io_on(r, st, ce, *to, 1, f, unit, bytes);
     return;
   }
   const jvalue *fh = pl.arg_value("fhash");
   if (ce.dir < 0 || !fh) return;
-  note_io_on(r, st, ce, *fh, ce.dir, f, unit);
+  note_io_on(r, st, ce, *fh, ce.dir, f, unit, bytes);
 }
 
 // A complete event or aggregated record into its name's count, total and durations.
@@ -209,9 +218,14 @@ void scan_block(detail::text_block &b, time_unit unit) {
       note_metadata(*r, *st);
       return true;
     }
-    if (!f.has_ts) return true;
+    if (!pl.ts.present()) return true;
+    // a ts or dur that is no time, or an end past 2^64-1: left out, counted (as analyze)
+    if (!f.has_ts || (pl.dur.present() && !f.has_dur) || f.ts + f.dur < f.ts) {
+      ++r->bad_times;
+      return true;
+    }
     if (f.ph == 'C') add_counter_line(pl, f.ts, &r->counters);
-    const uint64_t end = f.ts + (f.has_dur ? f.dur : 0);
+    const uint64_t end = f.ts + f.dur;
     r->ts_min = std::min(r->ts_min, f.ts);
     r->end_max = std::max(r->end_max, end);
     note_span(*r, *st, f.ts, end);
@@ -278,6 +292,7 @@ struct stat_job {
       summaries.push_back(s);
       return;
     }
+    const uint64_t bad_times = all.bad_times, bad_bytes = all.bad_bytes;
     std::function<void(detail::text_block &)> work = count_lines;
     if (!fast)
       work = [unit = detail::header_time_unit(f)](detail::text_block &b) { scan_block(b, unit); };
@@ -293,6 +308,18 @@ struct stat_job {
       bar.add(b.in_bytes);
       f.release(b.in_offset, b.in_bytes);
     });
+    if (all.bad_times > bad_times) {
+      error_line(f.path() + ": " + std::to_string(all.bad_times - bad_times) +
+                 " event(s) left out: a ts or dur that is no time in nanoseconds from 0 to "
+                 "2^64-1 (negative, not a number, or ending past it)");
+      ok = false;
+    }
+    if (all.bad_bytes > bad_bytes) {
+      error_line(f.path() + ": " + std::to_string(all.bad_bytes - bad_bytes) +
+                 " I/O event(s) left out of the I/O figures: a ret, size or bytes that is no "
+                 "byte count (an integer up to 2^63-1; a negative ret is a failed call)");
+      ok = false;
+    }
     summaries.push_back(s);
   }
 };
@@ -309,6 +336,12 @@ int cmd_stat(const args_t &a) {
   progress bar("stat", total_bytes);
   for (auto &f : j.opened) j.read(*f, bar);
   bar.done();
+  if (j.all.bytes_overflow) {
+    error_line(
+        "stat: the bytes of the I/O calls add up past 2^64-1: the byte figures are held at "
+        "2^64-1, not exact");
+    j.ok = false;
+  }
   const std::string out = stat::report(j.all, j.summaries, a.has("--json"), j.fast);
   fwrite(out.data(), 1, out.size(), stdout);
   fflush(stdout);

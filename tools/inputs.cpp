@@ -9,6 +9,8 @@
 #include <cstring>
 #include <thread>
 
+#include "analysis/inputs.hpp"
+
 namespace dftrace::tools {
 
 namespace {
@@ -46,7 +48,8 @@ void walk(const std::string &dir, std::vector<std::string> *out) {
 
 }  // namespace
 
-std::vector<std::string> expand_inputs(const std::vector<std::string> &in, bool *ok) {
+std::vector<std::string> expand_inputs(const std::vector<std::string> &in, bool *ok,
+                                       std::vector<std::pair<std::string, std::string>> *again) {
   std::vector<std::string> out;
   for (const auto &p : in) {
     struct stat st {};
@@ -61,11 +64,19 @@ std::vector<std::string> expand_inputs(const std::vector<std::string> &in, bool 
       out.push_back(p);  // missing files are reported when opened, with the others going on
     }
   }
+  std::vector<std::pair<std::string, std::string>> dropped;
+  out = analysis::unique_files(out, &dropped);
+  if (again)
+    *again = std::move(dropped);
+  else
+    for (const auto &d : dropped)
+      error_line("warning: " + d.first + ": " + analysis::given_again(d.second));
   return out;
 }
 
-std::vector<std::string> input_files(const args_t &a, const char *cmd, bool *ok) {
-  std::vector<std::string> files = expand_inputs(a.positional, ok);
+std::vector<std::string> input_files(const args_t &a, const char *cmd, bool *ok,
+                                     std::vector<std::pair<std::string, std::string>> *again) {
+  std::vector<std::string> files = expand_inputs(a.positional, ok, again);
   if (files.empty()) error_line(std::string(cmd) + ": no input files");
   return files;
 }

@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "analysis/io_class.hpp"
 #include "reader/trace_reader.hpp"
 #include "stat_counters.hpp"
 
@@ -42,7 +43,7 @@ struct io_stats {
   uint64_t bytes[2] = {}, calls[2] = {}, ns[2] = {};  // [0] read, [1] write
   void merge(const io_stats &o) {
     for (int k = 0; k < 2; ++k) {
-      bytes[k] += o.bytes[k];
+      analysis::add_bytes(&bytes[k], o.bytes[k]);
       calls[k] += o.calls[k];
       ns[k] += o.ns[k];
     }
@@ -60,6 +61,12 @@ struct partial : detail::block_result {
   uint64_t aggregated = 0;  // aggregated records (DFTracer 2.x), folded into by_name
   uint64_t ts_min = UINT64_MAX;
   uint64_t end_max = 0;
+  // Timed lines left out: a ts or dur that is no time, or an end past 2^64-1 ns (as analyze).
+  uint64_t bad_times = 0;
+  // I/O events whose bytes are no byte count (analysis::io_event_bytes), left out of io.
+  uint64_t bad_bytes = 0;
+  uint64_t all_bytes = 0;       // every I/O event's bytes, to find bytes_overflow
+  bool bytes_overflow = false;  // they passed 2^64-1: the byte figures are held there
   std::unordered_map<std::string, name_stats> names;  // cat '\x1f' name
   std::unordered_map<std::string, span_stats> pids;
   std::unordered_map<std::string, span_stats> threads;  // pid '\x1f' tid
@@ -84,6 +91,10 @@ struct partial : detail::block_result {
     aggregated += o.aggregated;
     ts_min = std::min(ts_min, o.ts_min);
     end_max = std::max(end_max, o.end_max);
+    bad_times += o.bad_times;
+    bad_bytes += o.bad_bytes;
+    bytes_overflow =
+        bytes_overflow || o.bytes_overflow || !analysis::add_bytes(&all_bytes, o.all_bytes);
     for (auto &kv : o.names) {
       auto &d = names[kv.first];
       d.count += kv.second.count;

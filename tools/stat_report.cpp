@@ -97,7 +97,9 @@ struct views {
       io_rows.push_back(std::move(r));
     }
     std::sort(io_rows.begin(), io_rows.end(), [](const io_row &x, const io_row &y) {
-      const uint64_t a = x.s.bytes[0] + x.s.bytes[1], b = y.s.bytes[0] + y.s.bytes[1];
+      uint64_t a = x.s.bytes[0], b = y.s.bytes[0];  // held at 2^64-1, never wrapped
+      analysis::add_bytes(&a, x.s.bytes[1]);
+      analysis::add_bytes(&b, y.s.bytes[1]);
       if (a != b) return a > b;
       return x.cat != y.cat ? x.cat < y.cat : x.path < y.path;
     });
@@ -291,7 +293,7 @@ void text_io(const views &v, std::string &out) {
   for (size_t i = 0; i < v.io_rows.size(); ++i) {
     const views::io_row &r = v.io_rows[i];
     for (int k = 0; k < 2; ++k) {
-      tb[k] += r.s.bytes[k];
+      analysis::add_bytes(&tb[k], r.s.bytes[k]);
       tn[k] += r.s.ns[k];
     }
     if (i >= shown) continue;

@@ -39,9 +39,10 @@ bool pid_less(const std::string &a, const std::string &b) {
 }
 
 struct proc {
-  std::string key, host, pid;  // key: host '\x1f' pid as written; pid: canonical
+  std::string key, host, pid;  // key: process_key(); pid: canonical
   process_facts *facts = nullptr;
   long parent = -1;
+  size_t parents_named = 0;  // processes that its parent pid could name (more than 1: none)
   size_t group = 0;
 };
 
@@ -56,7 +57,7 @@ std::vector<proc> build_processes(std::map<std::string, process_facts> &procs,
     proc p;
     p.key = kv.first;
     p.host = kv.second.host;
-    p.pid = canonical_pid(kv.first.substr(kv.first.find('\x1f') + 1));
+    p.pid = canonical_pid(pid_of_key(kv.first));
     p.facts = &kv.second;
     by_pid[p.pid].push_back(ps.size());
     ps.push_back(std::move(p));
@@ -66,7 +67,13 @@ std::vector<proc> build_processes(std::map<std::string, process_facts> &procs,
     const auto it = by_pid.find(canonical_pid(p.facts->parent()));
     if (it == by_pid.end()) continue;
     for (size_t q : it->second)
-      if (ps[q].host == p.host || it->second.size() == 1) p.parent = static_cast<long>(q);
+      if (ps[q].host == p.host || it->second.size() == 1) {
+        p.parent = static_cast<long>(q);
+        ++p.parents_named;
+      }
+    // Two processes of its host with its parent's pid (two ranks that share a pid): which one
+    // started it is not written, so it joins neither (and is listed).
+    if (p.parents_named > 1) p.parent = -1;
   }
   std::map<size_t, size_t> group_of_root;
   for (size_t i = 0; i < ps.size(); ++i) {
@@ -154,16 +161,20 @@ void sweep_thread(std::vector<layered_event> &ev, group_work &w) {
   }
 }
 
-// The outermost `.iter` events of a thread (not inside another `.iter` event of it).
+// The outermost step (or `.iter`) events of a thread: one inside another of the thread (a
+// step function that calls itself, a step event written twice) is no new step, so its time is
+// counted once. Inside: starting within the other, or at its start, and ending by its end; a
+// step that begins where the last one ended, even one of no length, is a new step.
 void outermost(std::vector<step_event> &it, std::vector<step_event> *out) {
   std::sort(it.begin(), it.end(), [](const step_event &a, const step_event &b) {
     return a.start != b.start ? a.start < b.start : a.end > b.end;
   });
-  uint64_t cur_end = 0;
+  uint64_t cur_start = 0, cur_end = 0;
   bool any = false;
   for (const step_event &s : it) {
-    if (any && s.end <= cur_end) continue;
+    if (any && s.end <= cur_end && (s.start < cur_end || s.start == cur_start)) continue;
     out->push_back(s);
+    cur_start = s.start;
     cur_end = s.end;
     any = true;
   }
@@ -374,6 +385,23 @@ void compare_steps(analysis_result *r, const std::vector<uint8_t> &increasing, b
 void check_counts(const std::vector<proc> &ps, analysis_result *r) {
   for (const proc &p : ps) {
     const process_facts &f = *p.facts;
+    if (p.parents_named > 1)
+      r->process_problems.push_back(
+          "process " + p.pid + (p.host.empty() ? "" : " on " + p.host) + ": its parent pid " +
+          f.parent() + " is the pid of " + std::to_string(p.parents_named) +
+          " processes there (ranks that share a pid): which started it is not written, so it "
+          "is its own group");
+    if (f.starts > 1) {  // two lifetimes under one key: no count of it can be checked
+      std::string files;
+      for (const std::string &n : f.start_files) files += (files.empty() ? "" : ", ") + n;
+      r->process_problems.push_back(
+          "process " + p.pid + (p.host.empty() ? "" : " on " + p.host) +
+          (f.has_rank ? " (rank " + std::to_string(f.rank) + ")" : "") + ": " +
+          std::to_string(f.starts) +
+          " start events: processes that share this pid cannot be told apart, read as one (" +
+          files + ")");
+      continue;
+    }
     if (!f.has_end) {
       ++r->processes_without_end;
       continue;
@@ -600,7 +628,7 @@ analysis_partial analyze_groups(collection &c, const layer_table &table) {
       if (!te->take_layered(&c.spill, &ev) || !te->take_candidates(&c.spill))
         gp.readback_failed = true;
       sweep_thread(ev, w);
-      w.steps.insert(w.steps.end(), te->steps.begin(), te->steps.end());
+      outermost(te->steps, &w.steps);
       outermost(te->iters, &w.iters);
       std::vector<step_event>().swap(te->steps);
       std::vector<step_event>().swap(te->iters);
@@ -639,7 +667,7 @@ bool merge_partials(std::vector<analysis_partial> &parts, const layer_table &tab
     any_step_event = any_step_event || p.any_step_event;
     for (auto &kv : p.procs)
       if (!procs.emplace(kv.first, kv.second).second) {
-        *why = "process " + kv.first.substr(kv.first.find('\x1f') + 1) +
+        *why = "process " + pid_of_key(kv.first) +
                " was read in two parts: its files were not all analysed together";
         return false;
       }
@@ -675,6 +703,10 @@ bool merge_partials(std::vector<analysis_partial> &parts, const layer_table &tab
     const auto pi = proc_index.find(key);
     return pi == proc_index.end() ? -1 : static_cast<long>(ps[pi->second].group);
   });
+  if (r.io.bytes_overflow)
+    r.process_problems.push_back(
+        "the bytes of the I/O calls add up past 2^64-1: the io section's byte figures are held "
+        "at 2^64-1, not exact");
   *out = std::move(r);
   return true;
 }

@@ -147,6 +147,22 @@ void process_facts::merge(const process_facts &o) {
   end_max = std::max(end_max, o.end_max);
   checkpoint_events += o.checkpoint_events;
   checkpoint_max_ns = std::max(checkpoint_max_ns, o.checkpoint_max_ns);
+  starts += o.starts;
+  for (const std::string &f : o.start_files)
+    if (!std::binary_search(start_files.begin(), start_files.end(), f))
+      start_files.insert(std::upper_bound(start_files.begin(), start_files.end(), f), f);
+}
+
+std::string process_key(const std::string &host, const std::string &pid, const process_facts &f) {
+  std::string k = host + '\x1f' + pid;
+  if (f.has_rank) k += '\x1e' + std::to_string(f.rank);
+  return k;
+}
+
+std::string pid_of_key(const std::string &key) {
+  const size_t a = key.find('\x1f') + 1;
+  const size_t b = key.find('\x1e', a);
+  return key.substr(a, b == std::string::npos ? std::string::npos : b - a);
 }
 
 void name_durations::merge(name_durations &o) {
@@ -191,6 +207,7 @@ void line_counts::merge(const line_counts &o) {
   aggregated += o.aggregated;
   unknown_phase += o.unknown_phase;
   bad_times += o.bad_times;
+  bad_bytes += o.bad_bytes;
 }
 
 namespace {
@@ -278,6 +295,7 @@ void start_or_end(const parsed_line &pl, bool is_end, process_facts *pf) {
   if (is_end && v && detail::value_u64(*v, &pf->end_num_events)) pf->has_end = true;
   if (!is_end && v && (v->type == jtype::number || v->type == jtype::string))
     pf->ppid.assign(v->text);
+  if (!is_end) ++pf->starts;
   if (!is_end && pl.arg_value("timer_source")) pf->dftrace_writer = true;
   if (const jvalue *h = is_end ? nullptr : pl.arg_value("hhash"))
     if (pf->hhash.empty()) pf->hhash.assign(h->text);
@@ -402,7 +420,8 @@ void scan_block(detail::text_block &b, detail::time_unit unit, const layer_table
     pf->end_max = std::max(pf->end_max, end);
     // the line's class, I/O kind and name figures, looked up once
     auto &ce = cache.get(table, pl.cat.text, pl.name.text);
-    if (ph == 'X' || ph == 'A') scan_io(pl, ph, ts, dur, unit, ce.io, &r->io, &io_state);
+    if ((ph == 'X' || ph == 'A') && !scan_io(pl, ph, ts, dur, unit, ce.io, &r->io, &io_state))
+      ++n.bad_bytes;
     if (table.name_stats() && ph == 'A' && pl.cat.text != "dftracer")
       name_call(pl, ph, dur, unit, name_entry(pl, &names_key, &r->names));
     if (ph == 'A') {
@@ -469,34 +488,32 @@ void file_folder::add(block_part &p, collection *c) {
   c->buffered -= out < c->buffered ? out : c->buffered;
 }
 
-void file_folder::finish(collection *c) {
+void file_folder::finish(collection *c, const std::string &path) {
   c->counts.merge(counts_);
+  std::unordered_map<std::string, std::string> keys;  // pid as written -> process key
   for (auto &kv : procs_) {
     kv.second.shared_file = procs_.size() > 1;
     // The host its start event names (a merged trace holds each HH line once, for one pid).
     const auto h = hosts_.find(kv.second.hhash);
     if (!kv.second.hhash.empty() && h != hosts_.end()) kv.second.host = h->second;
+    if (kv.second.starts) kv.second.start_files.assign(1, path);
+    keys[kv.first] = process_key(kv.second.host, kv.first, kv.second);
   }
-  for (auto &kv : procs_) c->procs[kv.second.host + '\x1f' + kv.first].merge(kv.second);
-  io_.finish(
-      [&](const std::string &pid) {
-        const auto p = procs_.find(pid);
-        return (p == procs_.end() ? std::string() : p->second.host) + '\x1f' + pid;
-      },
-      &c->io);
+  auto key_of = [&](const std::string &pid) {
+    const auto k = keys.find(pid);
+    return k == keys.end() ? '\x1f' + pid : k->second;
+  };
+  for (auto &kv : procs_) c->procs[keys[kv.first]].merge(kv.second);
+  io_.finish(key_of, &c->io);
   for (auto &kv : threads_) {
     const size_t sep = kv.first.find('\x1f');
-    const auto p = procs_.find(kv.first.substr(0, sep));
-    const std::string host = p == procs_.end() ? std::string() : p->second.host;
-    thread_events &te = c->threads[host + '\x1f' + kv.first];
+    thread_events &te = c->threads[key_of(kv.first.substr(0, sep)) + kv.first.substr(sep)];
     te.append(kv.second, !c->any_step_event);
     te.steps.shrink_to_fit();  // held until the analysis: no room left from doubling
     te.iters.shrink_to_fit();
   }
   for (auto &kv : colls_) {
-    const auto p = procs_.find(kv.first);
-    coll_data &d =
-        c->colls[(p == procs_.end() ? std::string() : p->second.host) + '\x1f' + kv.first];
+    coll_data &d = c->colls[key_of(kv.first)];
     d.append(kv.second);
     d.calls.shrink_to_fit();
   }

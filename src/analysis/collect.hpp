@@ -84,6 +84,11 @@ struct process_facts {
   uint64_t id_lines = 0;        // lines with an `id` but the `end` event (DFTracer's count)
   uint64_t ts_min = UINT64_MAX, end_max = 0;
   uint64_t checkpoint_events = 0, checkpoint_max_ns = 0;  // `checkpoint` events, the longest
+  // `start` events read: each begins a lifetime, so more than one is two processes that one
+  // key cannot tell apart (a pid reused, or a rank's pid written twice); start_files names
+  // the files that hold them (sorted, each once).
+  uint64_t starts = 0;
+  std::vector<std::string> start_files;
   bool dftrace_writer = false;  // its `start` event has dftrace's clock fields
   bool shared_file = false;     // read from a file that holds other processes (a merged trace)
   void merge(const process_facts &o);
@@ -116,6 +121,9 @@ struct line_counts {
   // Timed lines left out of the figures: a ts or dur that is no time (negative, not a number,
   // past 2^64 ns) or an end past 2^64-1 ns. Listed as damage (inputs.cpp), never silent.
   uint64_t bad_times = 0;
+  // I/O calls left out of the io figures: a ret, size or bytes that is no byte count
+  // (io_event_bytes). Listed as damage too.
+  uint64_t bad_bytes = 0;
   void merge(const line_counts &o);
 };
 
@@ -135,7 +143,7 @@ struct block_part : detail::block_result {
 void scan_block(detail::text_block &b, detail::time_unit unit, const layer_table &table);
 
 // Everything read, keyed so that the order of the input files does not matter: processes by
-// (host, pid), threads by (host, pid, tid).
+// (host, pid, rank), threads by (host, pid, rank, tid) (process_key()).
 struct collection {
   // Layered events held in memory since the last spill; past spill_after (0: never) every
   // thread's vectors go to the spill store.
@@ -153,14 +161,22 @@ struct collection {
   std::map<std::string, coll_data> colls;  // host '\x1f' pid: its collectives and waits
 };
 
+// A process's key: host '\x1f' pid, and '\x1e' rank when it has one, so two ranks that share
+// a pid on one host (a container each) stay two processes. The pieces of one process in
+// several files (`dftrace split`, which copies the PR lines into each) meet again.
+std::string process_key(const std::string &host, const std::string &pid, const process_facts &f);
+// The pid as written in a process key.
+std::string pid_of_key(const std::string &key);
+
 // Folds one file's blocks (in file order) and then files into the collection.
 class file_folder {
  public:
   // Folds a block in; spills everything in memory (this file's and c's) once c's budget of
   // buffered events is passed.
   void add(block_part &p, collection *c);
-  // Moves the file's data into c, once the file is read (the pid's host is known only then).
-  void finish(collection *c);
+  // Moves the file's data into c, once the file is read (the pid's host is known only then);
+  // path names the file in what is reported of its processes.
+  void finish(collection *c, const std::string &path);
 
  private:
   line_counts counts_;

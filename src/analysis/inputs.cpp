@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <map>
 #include <utility>
@@ -48,7 +49,7 @@ void read_one(detail::trace_file &f, const layer_table &table, const detail::rea
     problem(i.error, "byte " + std::to_string(i.offset) + ": " + i.message);
   const detail::time_unit unit = detail::header_time_unit(f);
   file_folder folder;
-  uint64_t invalid_before = 0, bad_times = 0;
+  uint64_t invalid_before = 0, bad_times = 0, bad_bytes = 0;
   if (tap) tap->begin(f);
   detail::for_each_block(
       f, opt, [&](detail::text_block &b) { scan_tapped(b, unit, table, tap); },
@@ -73,6 +74,7 @@ void read_one(detail::trace_file &f, const layer_table &table, const detail::rea
         fr.text_bytes += b.text.size();
         invalid_before += p->counts.invalid;
         bad_times += p->counts.bad_times;
+        bad_bytes += p->counts.bad_bytes;
         folder.add(*p, c);
         b.result.reset();
         if (progress) progress(b.in_bytes);
@@ -84,7 +86,11 @@ void read_one(detail::trace_file &f, const layer_table &table, const detail::rea
     problem(true, std::to_string(bad_times) +
                       " event(s) left out: a ts or dur that is no time in nanoseconds from 0 to "
                       "2^64-1 (negative, not a number, or ending past it)");
-  folder.finish(c);
+  if (bad_bytes)
+    problem(true, std::to_string(bad_bytes) +
+                      " I/O event(s) left out of the io figures: a ret, size or bytes that is no "
+                      "byte count (an integer up to 2^63-1; a negative ret is a failed call)");
+  folder.finish(c, f.path());
   if (tap) tap->end(f);
   rep->files.push_back(fr);
 }
@@ -97,23 +103,50 @@ size_t spill_budget() {
   return size_t{1} << 18;
 }
 
+std::vector<std::string> unique_files(const std::vector<std::string> &paths,
+                                      std::vector<std::pair<std::string, std::string>> *again) {
+  // Read again, each of a file's processes would hold its events twice.
+  std::map<std::pair<dev_t, ino_t>, std::vector<size_t>> names;  // the file -> where named
+  std::vector<std::string> out;
+  std::vector<size_t> slot(paths.size(), SIZE_MAX);  // where a file's kept name goes in out
+  for (size_t i = 0; i < paths.size(); ++i) {
+    struct stat st {};
+    if (::stat(paths[i].c_str(), &st) != 0) {
+      slot[i] = out.size();
+      out.push_back(paths[i]);
+      continue;
+    }
+    auto &v = names[std::make_pair(st.st_dev, st.st_ino)];
+    if (v.empty()) {
+      slot[i] = out.size();
+      out.push_back(paths[i]);
+    }
+    v.push_back(i);
+  }
+  std::vector<std::pair<std::string, std::string>> dropped;
+  for (const auto &kv : names) {
+    const std::vector<size_t> &v = kv.second;
+    size_t kept = v[0];
+    for (size_t i : v)
+      if (paths[i] < paths[kept]) kept = i;
+    out[slot[v[0]]] = paths[kept];
+    for (size_t i : v)
+      if (i != kept) dropped.emplace_back(paths[i], paths[kept]);
+  }
+  std::sort(dropped.begin(), dropped.end());
+  if (again) *again = std::move(dropped);
+  return out;
+}
+
+std::string given_again(const std::string &kept) {
+  return "the same file as " + kept + ", given again: read once";
+}
+
 void read_traces(const std::vector<std::string> &paths, const layer_table &table,
                  const detail::read_options &opt, collection *c, input_report *rep,
                  const std::function<void(uint64_t)> &progress, block_tap *tap) {
-  // A file named twice (the same path, another path to it, a directory and a file in it) is
-  // read once: read again, each of its processes would hold its events twice.
-  std::map<std::pair<dev_t, ino_t>, std::string> seen;
-  for (const std::string &path : paths) {
-    struct stat st {};
-    if (::stat(path.c_str(), &st) == 0) {
-      const auto got = seen.emplace(std::make_pair(st.st_dev, st.st_ino), path);
-      if (!got.second) {
-        const auto &it = got.first;
-        rep->warnings.push_back(
-            {path, "the same file as " + it->second + ", given again: read once"});
-        continue;
-      }
-    }
+  std::vector<std::pair<std::string, std::string>> again;
+  for (const std::string &path : unique_files(paths, &again)) {
     detail::trace_file f;
     std::string why;
     if (!f.open(path, &why)) {
@@ -124,6 +157,7 @@ void read_traces(const std::vector<std::string> &paths, const layer_table &table
     }
     read_one(f, table, opt, c, rep, progress, tap);
   }
+  for (const auto &a : again) rep->warnings.push_back({a.first, given_again(a.second)});
   rep->counts = c->counts;
   if (!c->spill.error().empty())
     rep->warnings.push_back({"", "the temporary file for events failed (" + c->spill.error() +

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "analysis/collect.hpp"
@@ -53,6 +54,15 @@ class block_tap {
   // After the file's last block.
   virtual void end(const detail::trace_file &f) = 0;
 };
+
+// A file named twice (the same path, another path to it, a directory and a file in it), by
+// (st_dev, st_ino): once, in the place it was first named, under the lexically smallest of
+// its names; *again (may be null) gets {path, kept name} for every other naming, sorted, so
+// that neither depends on the order of the inputs. Paths that cannot be stat'ed are kept.
+std::vector<std::string> unique_files(const std::vector<std::string> &paths,
+                                      std::vector<std::pair<std::string, std::string>> *again);
+// The warning for a file named again: "the same file as KEPT, given again: read once".
+std::string given_again(const std::string &kept);
 
 // Reads the files in the order given (the results do not depend on it) into *c, reporting in
 // *rep. progress (may be empty) gets the compressed bytes of each block consumed; tap (may be

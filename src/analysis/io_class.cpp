@@ -68,34 +68,40 @@ int io_direction(std::string_view cat, std::string_view name, io_bytes *how) {
   return -1;
 }
 
-uint64_t io_event_bytes(const parsed_line &pl, io_bytes how, bool aggregated) {
+bool io_event_bytes(const parsed_line &pl, io_bytes how, bool aggregated, uint64_t *bytes) {
+  *bytes = 0;
   uint64_t v = 0;
-  int64_t signed_v = 0;
+  // an integer from 0 to k_max_event_bytes, or (negative_is_zero) below 0: a failed call's
+  auto count = [](const jvalue &j, bool negative_is_zero, uint64_t *out) {
+    int64_t i = 0;
+    if (!detail::value_i64(j, &i)) return false;  // not an integer, or past 2^63-1
+    if (i < 0 && !negative_is_zero) return false;
+    *out = i < 0 ? 0 : static_cast<uint64_t>(i);
+    return true;
+  };
   if (how == io_bytes::ret || how == io_bytes::items) {
-    if (aggregated) {
-      const jvalue *sum = pl.arg_value("ret_sum");
-      if (!sum || !detail::value_u64(*sum, &v)) return 0;
-    } else {
-      const jvalue *ret = pl.arg_value("ret");
-      if (!ret || !detail::value_i64(*ret, &signed_v) || signed_v <= 0) return 0;
-      v = static_cast<uint64_t>(signed_v);
-    }
-    if (how == io_bytes::items) {  // items of `size` bytes (one size when aggregated)
+    const jvalue *ret = pl.arg_value(aggregated ? "ret_sum" : "ret");
+    if (!ret) return true;
+    if (!count(*ret, true, &v)) return false;
+    if (how == io_bytes::items && v) {  // items of `size` bytes (one size when aggregated)
       uint64_t size = 0;
       const jvalue *sz = pl.arg_value(aggregated ? "size_max" : "size");
       const jvalue *lo = aggregated ? pl.arg_value("size_min") : nullptr;
       uint64_t low = 0;
-      if (!sz || !detail::value_u64(*sz, &size)) return 0;
-      if (lo && (!detail::value_u64(*lo, &low) || low != size)) return 0;
+      if (!sz) return true;  // items of a size not written: no bytes known
+      if (!count(*sz, false, &size)) return false;
+      if (lo && (!count(*lo, false, &low) || low != size)) return true;  // sizes differ
+      if (size && v > k_max_event_bytes / size) return false;
       v *= size;
     }
-    return v;
+    *bytes = v;
+    return true;
   }
   const char *key = how == io_bytes::bytes_arg || how == io_bytes::folded
                         ? (aggregated ? "bytes_sum" : "bytes")
                         : (aggregated ? "size_sum" : "size");
   const jvalue *b = pl.arg_value(key);
-  return b && detail::value_u64(*b, &v) ? v : 0;
+  return !b || count(*b, false, bytes);
 }
 
 }  // namespace dftrace::analysis

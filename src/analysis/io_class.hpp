@@ -29,7 +29,22 @@ constexpr int k_io_copy = 2;
 // _iread*, _iwrite*).
 int io_direction(std::string_view cat, std::string_view name, io_bytes *how);
 
-// The bytes an I/O event (or, aggregated, its dft_cnt events) moved; 0 for a failed call.
-uint64_t io_event_bytes(const detail::parsed_line &pl, io_bytes how, bool aggregated);
+// The largest byte count of one event: what ssize_t and off_t hold.
+constexpr uint64_t k_max_event_bytes = (uint64_t{1} << 63) - 1;
+// The bytes an I/O event (or, aggregated, its dft_cnt events) moved into *bytes: 0 for a failed
+// call (a negative ret) or one whose size is not written. False (and 0) when the field that
+// holds them is no byte count: not an integer, past k_max_event_bytes, or (size, bytes and the
+// sums) negative; such an event is damage, never 0 bytes silently.
+bool io_event_bytes(const detail::parsed_line &pl, io_bytes how, bool aggregated, uint64_t *bytes);
+
+// a + b into *sum, held at UINT64_MAX when it would pass it; false then.
+inline bool add_bytes(uint64_t *sum, uint64_t b) {
+  if (*sum > UINT64_MAX - b) {
+    *sum = UINT64_MAX;
+    return false;
+  }
+  *sum += b;
+  return true;
+}
 
 }  // namespace dftrace::analysis

@@ -124,9 +124,9 @@ void scan_copy(const parsed_line &pl, io_op op, bool aggregated, io_block *b, io
 
 }  // namespace
 
-void scan_io(const parsed_line &pl, char ph, uint64_t ts, uint64_t dur, detail::time_unit unit,
+bool scan_io(const parsed_line &pl, char ph, uint64_t ts, uint64_t dur, detail::time_unit unit,
              const io_kind &k, io_block *b, io_scan_state *st) {
-  if (!k.io) return;
+  if (!k.io) return true;
   io_op op;
   const io_bytes how = k.how;
   op.dir = k.dir;
@@ -150,7 +150,7 @@ void scan_io(const parsed_line &pl, char ph, uint64_t ts, uint64_t dur, detail::
   }
   op.calls = n;
   if (op.dir >= 0) {
-    op.bytes = io_event_bytes(pl, how, aggregated);
+    if (!io_event_bytes(pl, how, aggregated, &op.bytes)) return false;
     // a call whose size is not written (no `ret`, `bytes` or `size`) has no place in the sizes
     const char *key = how == io_bytes::ret || how == io_bytes::items ? "ret"
                       : how == io_bytes::size_arg                    ? "size"
@@ -159,8 +159,10 @@ void scan_io(const parsed_line &pl, char ph, uint64_t ts, uint64_t dur, detail::
   }
   if (k.posix && !aggregated && arg_i64(pl, "ret", &op.ret) && op.ret < 0) op.failed = true;
   if (op.dir == k_io_copy) {
-    if (pl.arg_value("from_hash") || pl.arg_value("to_hash"))
-      return scan_copy(pl, op, aggregated, b, st);
+    if (pl.arg_value("from_hash") || pl.arg_value("to_hash")) {
+      scan_copy(pl, op, aggregated, b, st);
+      return true;
+    }
     // Which end its fhash is is not written (a trace before from_hash and to_hash, or an
     // aggregated record that folded them): neither read nor write, and said so (its bytes).
     op.dir = -1;
@@ -179,6 +181,7 @@ void scan_io(const parsed_line &pl, char ph, uint64_t ts, uint64_t dur, detail::
   }
   if (const jvalue *fh = pl.arg_value("fhash")) op.file = file_index(*fh, b, st);
   ops_of(pl, b, st).push_back(op);
+  return true;
 }
 
 void time_bins::widen(uint64_t w) {
@@ -186,8 +189,8 @@ void time_bins::widen(uint64_t w) {
     std::map<uint64_t, std::array<uint64_t, 2>> next;
     for (const auto &kv : bins) {
       auto &x = next[kv.first / 2];
-      x[0] += kv.second[0];
-      x[1] += kv.second[1];
+      add_bytes(&x[0], kv.second[0]);
+      add_bytes(&x[1], kv.second[1]);
     }
     bins.swap(next);
     width_ns *= 2;
@@ -197,10 +200,10 @@ void time_bins::widen(uint64_t w) {
 void time_bins::add(uint64_t ts, int dir, uint64_t bytes) {
   const uint64_t k = ts / width_ns;
   if (!bins.empty() && bins.rbegin()->first == k) {  // calls come mostly in time order
-    bins.rbegin()->second[dir] += bytes;
+    add_bytes(&bins.rbegin()->second[dir], bytes);
     return;
   }
-  bins[k][dir] += bytes;
+  add_bytes(&bins[k][dir], bytes);
   while (bins.size() > k_max_bins) widen(width_ns * 2);
 }
 
@@ -210,15 +213,16 @@ void time_bins::merge(const time_bins &o) {
   widen(other.width_ns);
   for (const auto &kv : other.bins) {
     auto &x = bins[kv.first];
-    x[0] += kv.second[0];
-    x[1] += kv.second[1];
+    add_bytes(&x[0], kv.second[0]);
+    add_bytes(&x[1], kv.second[1]);
   }
   while (bins.size() > k_max_bins) widen(width_ns * 2);
 }
 
 void io_data::merge(io_data &o) {
+  bytes_overflow = bytes_overflow || o.bytes_overflow || !add_bytes(&all_bytes, o.all_bytes);
   for (int d = 0; d < 2; ++d) {
-    bytes[d] += o.bytes[d];
+    add_bytes(&bytes[d], o.bytes[d]);
     ops[d] += o.ops[d];
     ns[d] += o.ns[d];
     unbinned[d] += o.unbinned[d];
@@ -237,7 +241,7 @@ void io_data::merge(io_data &o) {
 
 void file_io::merge(const file_io &o) {
   for (int k = 0; k < 2; ++k) {
-    bytes[k] += o.bytes[k];
+    add_bytes(&bytes[k], o.bytes[k]);
     ops[k] += o.ops[k];
     ns[k] += o.ns[k];
     seq[k] += o.seq[k];
@@ -251,12 +255,13 @@ void file_io::merge(const file_io &o) {
 
 void io_folder::apply(std::unordered_map<int64_t, fd_state> &fds, time_bins &bins, const io_op &op,
                       file_io *f, io_data *job) {
+  if (!add_bytes(&job->all_bytes, op.bytes)) job->bytes_overflow = true;
   if (op.dir < 0) {
     job->meta_ops += op.calls;
     job->meta_ns += op.dur;
     if (op.copy == io_op::copy_ends_unknown) {
       job->copies.unattributed_calls += op.calls;
-      job->copies.unattributed_bytes += op.bytes;
+      add_bytes(&job->copies.unattributed_bytes, op.bytes);
     }
     if (f) {
       f->meta_ops += op.calls;
@@ -277,12 +282,12 @@ void io_folder::apply(std::unordered_map<int64_t, fd_state> &fds, time_bins &bin
     return;
   }
   const int d = op.dir;
-  job->bytes[d] += op.bytes;
+  add_bytes(&job->bytes[d], op.bytes);
   job->ops[d] += op.calls;
-  if (op.copy == io_op::copy_with_no_file) job->copies.no_file[1 - d] += op.bytes;
+  if (op.copy == io_op::copy_with_no_file) add_bytes(&job->copies.no_file[1 - d], op.bytes);
   if (op.job_time) job->ns[d] += op.dur;
   if (f) {
-    f->bytes[d] += op.bytes;
+    add_bytes(&f->bytes[d], op.bytes);
     f->ops[d] += op.calls;
     f->ns[d] += op.dur;
   }
@@ -420,6 +425,7 @@ io_summary summarize_io(io_data &d, const std::function<long(const std::string &
   s.meta_ops = d.meta_ops;
   s.meta_ns = d.meta_ns;
   s.copies = d.copies;
+  s.bytes_overflow = d.bytes_overflow;
   s.common_sizes = most_common(d.sizes);
   for (auto &kv : d.files) {
     io_file_summary f;
@@ -436,7 +442,9 @@ io_summary summarize_io(io_data &d, const std::function<long(const std::string &
     s.files.push_back(std::move(f));
   }
   std::sort(s.files.begin(), s.files.end(), [](const io_file_summary &a, const io_file_summary &b) {
-    const uint64_t x = a.fig.bytes[0] + a.fig.bytes[1], y = b.fig.bytes[0] + b.fig.bytes[1];
+    uint64_t x = a.fig.bytes[0], y = b.fig.bytes[0];
+    add_bytes(&x, a.fig.bytes[1]);
+    add_bytes(&y, b.fig.bytes[1]);
     return x != y ? x > y : a.name < b.name;
   });
   group_bandwidth(d, group_of, &s);

@@ -68,7 +68,8 @@ struct io_scan_state {
 };
 
 // Reads the I/O call of a complete or aggregated event into b (dur in ns); k: its io_classify.
-void scan_io(const detail::parsed_line &pl, char ph, uint64_t ts, uint64_t dur,
+// False, and the call left out, when its bytes are no byte count (io_event_bytes).
+bool scan_io(const detail::parsed_line &pl, char ph, uint64_t ts, uint64_t dur,
              detail::time_unit unit, const io_kind &k, io_block *b, io_scan_state *st);
 
 // Bytes moved per time bin of a process (bins aligned to multiples of width_ns, widened by
@@ -97,9 +98,9 @@ struct copy_figures {
   uint64_t no_file[2] = {};
   uint64_t unattributed_calls = 0, unattributed_bytes = 0;
   void merge(const copy_figures &o) {
-    for (int k = 0; k < 2; ++k) no_file[k] += o.no_file[k];
+    for (int k = 0; k < 2; ++k) add_bytes(&no_file[k], o.no_file[k]);
     unattributed_calls += o.unattributed_calls;
-    unattributed_bytes += o.unattributed_bytes;
+    add_bytes(&unattributed_bytes, o.unattributed_bytes);
   }
 };
 
@@ -107,9 +108,13 @@ struct copy_figures {
 struct io_data {
   uint64_t bytes[2] = {}, ops[2] = {}, ns[2] = {}, meta_ops = 0, meta_ns = 0;
   uint64_t hist[2][k_size_buckets] = {};
-  uint64_t unbinned[2] = {};             // calls of unknown single size (aggregated, folded)
-  uint64_t offset_unknown[2] = {};       // read/write calls whose descriptor's offset is unknown
-  copy_figures copies;                   // what the in-kernel copies moved to or from no file
+  uint64_t unbinned[2] = {};        // calls of unknown single size (aggregated, folded)
+  uint64_t offset_unknown[2] = {};  // read/write calls whose descriptor's offset is unknown
+  copy_figures copies;              // what the in-kernel copies moved to or from no file
+  // The bytes of every call, read and written, passed 2^64-1: the byte figures are held at
+  // 2^64-1 (add_bytes), never wrapped, and the run is damaged.
+  bool bytes_overflow = false;
+  uint64_t all_bytes = 0;                // every call's bytes (to find bytes_overflow)
   std::map<uint64_t, uint64_t> sizes;    // access size -> calls
   std::map<std::string, file_io> files;  // fhash text -> figures
   std::unordered_map<std::string, std::string> fh_paths;  // fhash -> path
@@ -137,6 +142,7 @@ struct io_summary {
   uint64_t hist[2][k_size_buckets] = {};
   uint64_t unbinned[2] = {}, offset_unknown[2] = {};
   copy_figures copies;
+  bool bytes_overflow = false;                              // io_data::bytes_overflow
   std::vector<std::pair<uint64_t, uint64_t>> common_sizes;  // (size, calls), most calls first
   std::vector<io_file_summary> files;                       // most bytes first, then by name
   uint64_t bin_ns = 0, bin_start_ns = 0;

@@ -10,7 +10,7 @@ namespace dftrace::analysis {
 
 namespace {
 
-constexpr char k_tag[8] = {'d', 'f', 't', 'p', 'a', 'r', 't', '3'};
+constexpr char k_tag[8] = {'d', 'f', 't', 'p', 'a', 'r', 't', '4'};
 constexpr char k_names_tag[8] = {'d', 'f', 't', 'n', 'a', 'm', 'e', '1'};
 
 struct writer {
@@ -116,6 +116,15 @@ void get_inputs(reader &r, input_report *in) {
   get_counts(r, &in->counts);
 }
 
+void put_strings(writer &w, const std::vector<std::string> &v) {
+  w.u(v.size());
+  for (const auto &x : v) w.s(x);
+}
+void get_strings(reader &r, std::vector<std::string> *v) {
+  v->resize(r.n());
+  for (auto &x : *v) x = r.s();
+}
+
 void put_facts(writer &w, const process_facts &f) {
   w.s(f.host);
   w.s(f.ppid);
@@ -125,8 +134,9 @@ void put_facts(writer &w, const process_facts &f) {
   w.i(f.rank);
   for (uint64_t v : {uint64_t(f.has_end), f.end_num_events, f.event_records, f.id_lines, f.ts_min,
                      f.end_max, f.checkpoint_events, f.checkpoint_max_ns,
-                     uint64_t(f.dftrace_writer), uint64_t(f.shared_file)})
+                     uint64_t(f.dftrace_writer), uint64_t(f.shared_file), f.starts})
     w.u(v);
+  put_strings(w, f.start_files);
 }
 void get_facts(reader &r, process_facts *f) {
   f->host = r.s();
@@ -141,6 +151,8 @@ void get_facts(reader &r, process_facts *f) {
     *v = r.u();
   f->dftrace_writer = r.b();
   f->shared_file = r.b();
+  f->starts = r.u();
+  get_strings(r, &f->start_files);
 }
 
 void put_pairs(writer &w, const std::vector<std::pair<std::string, uint64_t>> &v) {
@@ -164,14 +176,6 @@ void put_u64s(writer &w, const std::vector<uint64_t> &v) {
 void get_u64s(reader &r, std::vector<uint64_t> *v) {
   v->resize(r.n());
   for (uint64_t &x : *v) x = r.u();
-}
-void put_strings(writer &w, const std::vector<std::string> &v) {
-  w.u(v.size());
-  for (const auto &x : v) w.s(x);
-}
-void get_strings(reader &r, std::vector<std::string> *v) {
-  v->resize(r.n());
-  for (auto &x : *v) x = r.s();
 }
 
 void put_colls(writer &w, const coll_data &d) {
@@ -284,6 +288,8 @@ void put_io(writer &w, const io_data &d) {
   }
   w.u(d.meta_ops);
   w.u(d.meta_ns);
+  w.u(d.bytes_overflow);
+  w.u(d.all_bytes);
   for (uint64_t v : {d.copies.no_file[0], d.copies.no_file[1], d.copies.unattributed_calls,
                      d.copies.unattributed_bytes})
     w.u(v);
@@ -325,6 +331,8 @@ void get_io(reader &r, io_data *d) {
   }
   d->meta_ops = r.u();
   d->meta_ns = r.u();
+  d->bytes_overflow = r.b();
+  d->all_bytes = r.u();
   for (uint64_t *v : {&d->copies.no_file[0], &d->copies.no_file[1], &d->copies.unattributed_calls,
                       &d->copies.unattributed_bytes})
     *v = r.u();
