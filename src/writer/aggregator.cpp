@@ -56,12 +56,12 @@ void aggregator::fold(group *g, std::string_view key, bool dbl, const char *valu
   }
   num *n = nullptr;
   for (auto &a : g->args)
-    if (a.first == key) n = &a.second;
+    if (a.key == key) n = &a.n;
   if (!n) {
     std::string esc(6 * key.size() + 8, '\0');
     esc.resize(static_cast<size_t>(escape_json(esc.data(), key.data(), key.size()) - esc.data()));
-    g->args.emplace_back(std::move(esc), num{});
-    n = &g->args.back().second;
+    g->args.push_back({std::string(key), std::move(esc), num{}});
+    n = &g->args.back().n;
   }
   if (!n->set) {
     *n = num{};
@@ -127,7 +127,7 @@ void aggregator::add(const line_format &f, const rec &r) {
     g.k = k;
     g.dmin = g.dmax = dur;
     g.dsum = 0;
-    for (auto &a : g.args) a.second.set = false;
+    for (auto &a : g.args) a.n.set = false;
   }
   ++g.count;
   g.dmin = std::min(g.dmin, dur);
@@ -138,7 +138,7 @@ void aggregator::add(const line_format &f, const rec &r) {
 
 size_t aggregator::line_bound(const line_format &f, const group &g) {
   size_t n = 128 + g.k.name_cat->size() + f.hhash_field.size() + (4 + k_idents) * k_number;
-  for (const auto &a : g.args) n += 3 * (a.first.size() + 8 + k_number);
+  for (const auto &a : g.args) n += 3 * (a.esc.size() + 8 + k_number);
   return n;
 }
 
@@ -172,11 +172,11 @@ char *aggregator::write_line(const line_format &f, const group &g, char *p) {
   p = put_num(p, "dur", "_max", false, static_cast<int64_t>(g.dmax), 0);
   p = put_num(p, "dur", "_sum", false, static_cast<int64_t>(g.dsum), 0);
   for (const auto &a : g.args) {
-    const num &n = a.second;
+    const num &n = a.n;
     if (!n.set) continue;
-    p = put_num(p, a.first, "_min", n.is_double, n.imin, n.dmin);
-    p = put_num(p, a.first, "_max", n.is_double, n.imax, n.dmax);
-    p = put_num(p, a.first, "_sum", n.is_double, n.isum, n.dsum);
+    p = put_num(p, a.esc, "_min", n.is_double, n.imin, n.dmin);
+    p = put_num(p, a.esc, "_max", n.is_double, n.imax, n.dmax);
+    p = put_num(p, a.esc, "_sum", n.is_double, n.isum, n.dsum);
   }
   return put(p, "}}\n");
 }

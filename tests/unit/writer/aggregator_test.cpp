@@ -250,3 +250,18 @@ TEST(Aggregator, SortsEachArgumentOnce) {
   EXPECT_FALSE(has(out, "level")) << out;
   EXPECT_FALSE(has(out, "name_")) << out;
 }
+
+// A key that JSON escapes is one argument of its record, however many events carry it.
+TEST(Aggregator, FoldsAnEscapedKeyIntoOneArgument) {
+  aggregator a;
+  const line_format f = format();
+  for (int i = 0; i < 3; ++i) {
+    const std::vector<uint64_t> buf = event_with({{"a\"b", 5}});
+    a.add(f, *reinterpret_cast<const rec *>(buf.data()));
+  }
+  std::string out;
+  member_stats st;
+  EXPECT_EQ(a.take(f, 0, true, &out, &st), 3u);
+  EXPECT_TRUE(has(out, "\"dur_sum\":6,\"a\\\"b_min\":5,\"a\\\"b_max\":5,\"a\\\"b_sum\":15}}\n"))
+      << out;
+}
