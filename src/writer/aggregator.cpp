@@ -55,8 +55,11 @@ void aggregator::fold(group *g, std::string_view key, bool dbl, const char *valu
     std::memcpy(&iv, value, 8);
   }
   num *n = nullptr;
-  for (auto &a : g->args)
-    if (a.key == key) n = &a.n;
+  for (auto &a : g->args)  // each key once
+    if (a.key == key) {
+      n = &a.n;
+      break;
+    }
   if (!n) {
     std::string esc(6 * key.size() + 8, '\0');
     esc.resize(static_cast<size_t>(escape_json(esc.data(), key.data(), key.size()) - esc.data()));
