@@ -7,6 +7,7 @@
 # process (the C library's own pread takes a longer path once a second thread exists, as the
 # writer thread is in every traced process), and the rest's (the writer formatting and
 # compressing the event) per call.
+# The "aggregated" row is the traced case with DFTRACE_AGGREGATION=1.
 # io_instructions.sh BUILD fgetc|fputc: the same for a stream's fgetc or fputc of one character
 # (io_bench's stream loops), which libdftrace_io folds per stream instead of an event per call.
 set -euo pipefail
@@ -73,3 +74,6 @@ row() {
 row "traced" "${on[@]}" DFTRACE_IO_DATA_DIR="$dir/data"
 row "outside the data dirs" "${on[@]}" DFTRACE_IO_DATA_DIR="$dir/other"
 row "io.enable false" "${on[@]}" DFTRACE_IO_ENABLE=false
+# aggregation mode: the writer folds each event into its interval's record (the "format"
+# column: add_records, which calls aggregator::add) instead of formatting it
+row "aggregated" "${on[@]}" DFTRACE_IO_DATA_DIR="$dir/data" DFTRACE_AGGREGATION=1

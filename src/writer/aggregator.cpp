@@ -55,13 +55,16 @@ void aggregator::fold(group *g, std::string_view key, bool dbl, const char *valu
     std::memcpy(&iv, value, 8);
   }
   num *n = nullptr;
-  for (auto &a : g->args)
-    if (a.first == key) n = &a.second;
+  for (auto &a : g->args)  // each key once
+    if (a.key == key) {
+      n = &a.n;
+      break;
+    }
   if (!n) {
     std::string esc(6 * key.size() + 8, '\0');
     esc.resize(static_cast<size_t>(escape_json(esc.data(), key.data(), key.size()) - esc.data()));
-    g->args.emplace_back(std::move(esc), num{});
-    n = &g->args.back().second;
+    g->args.push_back({std::string(key), std::move(esc), num{}});
+    n = &g->args.back().n;
   }
   if (!n->set) {
     *n = num{};
@@ -99,43 +102,46 @@ void aggregator::add(const line_format &f, const rec &r) {
   const uint64_t dur = f.ns_precision ? e_ns - s_ns : e_ns / 1000 - s_ns / 1000;
   newest_ns_ = std::max(newest_ns_, s_ns);
   key k{r.name_cat, r.tid, s_ns / f.aggregate_interval_ns, {0, 0, 0}, 0};
-  // The arguments that identify the record: one pass over the per-use arguments, before the
-  // one that folds the others into it.
-  for_each_use_arg(r, [&k](uint8_t type, std::string_view key, std::string_view value) {
-    if (value.size() != 8 || (type != DFTRACE_ARG_INT && type != DFTRACE_ARG_UINT)) return;
-    const int i = ident_of(key);
-    if (i < 0) return;
-    std::memcpy(&k.ident[i], value.data(), 8);  // a key given twice: the last wins, as in a line
-    k.ident_set = static_cast<uint8_t>(k.ident_set | 1u << i);
-    if (type == DFTRACE_ARG_INT)
-      k.ident_set = static_cast<uint8_t>(k.ident_set | 1u << (k_idents + i));
-    else
-      k.ident_set = static_cast<uint8_t>(k.ident_set & ~(1u << (k_idents + i)));
+  // One pass over the per-use arguments (raw entries or a prepared layout's; JSON text has
+  // none): the file hashes go to the key, the other numeric ones wait in pending_ until the
+  // record is found.
+  pending_.clear();
+  for_each_use_arg(r, [this, &k](uint8_t type, std::string_view key, std::string_view value) {
+    if (value.size() != 8) return;
+    if (type == DFTRACE_ARG_INT || type == DFTRACE_ARG_UINT) {
+      const int i = ident_of(key);
+      if (i >= 0) {  // a key given twice: the last wins, as in a line
+        std::memcpy(&k.ident[i], value.data(), 8);
+        k.ident_set = static_cast<uint8_t>(k.ident_set | 1u << i);
+        if (type == DFTRACE_ARG_INT)
+          k.ident_set = static_cast<uint8_t>(k.ident_set | 1u << (k_idents + i));
+        else
+          k.ident_set = static_cast<uint8_t>(k.ident_set & ~(1u << (k_idents + i)));
+        return;
+      }
+    } else if (type != DFTRACE_ARG_DOUBLE) {
+      return;
+    }
+    if (!is_reserved_arg_key(key))
+      pending_.push_back({key, value.data(), type == DFTRACE_ARG_DOUBLE});
   });
   group &g = groups_[k];
   if (g.count == 0) {  // new, or written by the signal path: its arguments start again too
     g.k = k;
     g.dmin = g.dmax = dur;
     g.dsum = 0;
-    for (auto &a : g.args) a.second.set = false;
+    for (auto &a : g.args) a.n.set = false;
   }
   ++g.count;
   g.dmin = std::min(g.dmin, dur);
   g.dmax = std::max(g.dmax, dur);
   g.dsum += dur;
-  // Numeric per-use arguments (raw entries or a prepared layout's; JSON text has none).
-  for_each_use_arg(r, [&g](uint8_t type, std::string_view key, std::string_view value) {
-    if (value.size() != 8 || is_reserved_arg_key(key) ||
-        (type != DFTRACE_ARG_INT && type != DFTRACE_ARG_UINT && type != DFTRACE_ARG_DOUBLE))
-      return;
-    if (type != DFTRACE_ARG_DOUBLE && ident_of(key) >= 0) return;  // in the key
-    fold(&g, key, type == DFTRACE_ARG_DOUBLE, value.data());
-  });
+  for (const arg_value &a : pending_) fold(&g, a.key, a.dbl, a.value);
 }
 
 size_t aggregator::line_bound(const line_format &f, const group &g) {
   size_t n = 128 + g.k.name_cat->size() + f.hhash_field.size() + (4 + k_idents) * k_number;
-  for (const auto &a : g.args) n += 3 * (a.first.size() + 8 + k_number);
+  for (const auto &a : g.args) n += 3 * (a.esc.size() + 8 + k_number);
   return n;
 }
 
@@ -169,11 +175,11 @@ char *aggregator::write_line(const line_format &f, const group &g, char *p) {
   p = put_num(p, "dur", "_max", false, static_cast<int64_t>(g.dmax), 0);
   p = put_num(p, "dur", "_sum", false, static_cast<int64_t>(g.dsum), 0);
   for (const auto &a : g.args) {
-    const num &n = a.second;
+    const num &n = a.n;
     if (!n.set) continue;
-    p = put_num(p, a.first, "_min", n.is_double, n.imin, n.dmin);
-    p = put_num(p, a.first, "_max", n.is_double, n.imax, n.dmax);
-    p = put_num(p, a.first, "_sum", n.is_double, n.isum, n.dsum);
+    p = put_num(p, a.esc, "_min", n.is_double, n.imin, n.dmin);
+    p = put_num(p, a.esc, "_max", n.is_double, n.imax, n.dmax);
+    p = put_num(p, a.esc, "_sum", n.is_double, n.isum, n.dsum);
   }
   return put(p, "}}\n");
 }

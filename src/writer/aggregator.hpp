@@ -57,11 +57,16 @@ class aggregator {
              ident[2] == o.ident[2];
     }
   };
+  struct arg {        // a folded argument
+    std::string key;  // as the events give it
+    std::string esc;  // as the line writes it (escaped)
+    num n;
+  };
   struct group {
     key k;
     uint64_t count = 0, dmin = 0, dmax = 0, dsum = 0;  // durations in the trace's unit; count
                                                        // 0: written by the signal path
-    std::vector<std::pair<std::string, num>> args;     // escaped keys, first-seen order
+    std::vector<arg> args;                             // first-seen order
   };
   struct key_hash {
     size_t operator()(const key &k) const {
@@ -77,6 +82,14 @@ class aggregator {
   static size_t line_bound(const line_format &f, const group &g);
   static char *write_line(const line_format &f, const group &g, char *p);
   std::unordered_map<key, group, key_hash> groups_;
+  // add's numeric arguments to fold, gathered in its one pass over them (kept: no allocation
+  // per event).
+  struct arg_value {
+    std::string_view key;
+    const char *value;  // 8 bytes
+    bool dbl;
+  };
+  std::vector<arg_value> pending_;
   uint64_t newest_ns_ = 0;  // the newest event start folded (epoch ns)
 };
 

@@ -205,3 +205,63 @@ TEST(Aggregator, KeysRecordsByTheirFileHashes) {
   EXPECT_FALSE(has(out, "hash_min")) << out;
   EXPECT_FALSE(has(out, "hash_sum")) << out;
 }
+
+// Each argument is sorted once, whatever its place: a file hash given twice keys the record by
+// its last value (signed as given), a double under a hash's key is folded like any other
+// number, a key given twice is folded twice, a reserved key and a string are left out.
+TEST(Aggregator, SortsEachArgumentOnce) {
+  struct typed {
+    uint8_t type;
+    std::string key;
+    std::string value;
+  };
+  auto i64 = [](int64_t v) { return std::string(reinterpret_cast<const char *>(&v), 8); };
+  auto f64 = [](double v) { return std::string(reinterpret_cast<const char *>(&v), 8); };
+  const std::vector<typed> args{
+      {DFTRACE_ARG_UINT, "fhash", i64(5)},      {DFTRACE_ARG_INT, "size", i64(10)},
+      {DFTRACE_ARG_UINT, "level", i64(3)},      {DFTRACE_ARG_DOUBLE, "fhash", f64(2.5)},
+      {DFTRACE_ARG_STRING, "name", "abcdefgh"}, {DFTRACE_ARG_INT, "size", i64(4)},
+      {DFTRACE_ARG_INT, "fhash", i64(-6)}};
+  std::string raw;
+  for (const typed &a : args) {
+    const raw_arg h{a.type, 0, static_cast<uint16_t>(a.key.size()),
+                    static_cast<uint32_t>(a.value.size())};
+    raw.append(reinterpret_cast<const char *>(&h), sizeof h);
+    raw += a.key + a.value;
+  }
+  std::vector<uint64_t> buf = event(10, 12, -1);
+  buf.resize(rec_size(raw.size()) / 8);
+  rec *r = reinterpret_cast<rec *>(buf.data());
+  r->size = static_cast<uint32_t>(rec_size(raw.size()));
+  r->use_args_len = static_cast<uint32_t>(raw.size());
+  std::memcpy(const_cast<char *>(r->use_args()), raw.data(), raw.size());
+  aggregator a;
+  const line_format f = format();
+  a.add(f, *r);
+  a.add(f, *r);
+  std::string out;
+  member_stats st;
+  EXPECT_EQ(a.take(f, 0, true, &out, &st), 2u);
+  EXPECT_TRUE(has(out,
+                  "\"hhash\":9,\"fhash\":-6,\"dft_cnt\":2,\"dur_min\":2,\"dur_max\":2,"
+                  "\"dur_sum\":4,\"size_min\":4,\"size_max\":10,\"size_sum\":28,"
+                  "\"fhash_min\":2.5,\"fhash_max\":2.5,\"fhash_sum\":5}}\n"))
+      << out;
+  EXPECT_FALSE(has(out, "level")) << out;
+  EXPECT_FALSE(has(out, "name_")) << out;
+}
+
+// A key that JSON escapes is one argument of its record, however many events carry it.
+TEST(Aggregator, FoldsAnEscapedKeyIntoOneArgument) {
+  aggregator a;
+  const line_format f = format();
+  for (int i = 0; i < 3; ++i) {
+    const std::vector<uint64_t> buf = event_with({{"a\"b", 5}});
+    a.add(f, *reinterpret_cast<const rec *>(buf.data()));
+  }
+  std::string out;
+  member_stats st;
+  EXPECT_EQ(a.take(f, 0, true, &out, &st), 3u);
+  EXPECT_TRUE(has(out, "\"dur_sum\":6,\"a\\\"b_min\":5,\"a\\\"b_max\":5,\"a\\\"b_sum\":15}}\n"))
+      << out;
+}
