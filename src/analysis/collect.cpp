@@ -366,6 +366,17 @@ struct thread_cursor {
   }
 };
 
+// A line with no time in nanoseconds: left out, counted; the process's own count still holds
+// it (no second report).
+void left_out_for_its_time(const parsed_line &pl, char ph, bool is_end, process_facts *pf,
+                           line_counts *n) {
+  ++n->bad_times;
+  uint64_t cnt = 1;
+  const jvalue *c = ph == 'A' ? pl.arg_value("dft_cnt") : nullptr;
+  if (c && !detail::value_u64(*c, &cnt)) cnt = 0;
+  if (!(pl.cat.text == "dftracer" && (is_end || pl.name.text == "start"))) pf->event_records += cnt;
+}
+
 }  // namespace
 
 void scan_block(detail::text_block &b, detail::time_unit unit, const layer_table &table) {
@@ -406,13 +417,7 @@ void scan_block(detail::text_block &b, detail::time_unit unit, const layer_table
     if (!pl.ts.present()) return true;
     if (!detail::value_ns(pl.ts, unit, &ts) ||
         (pl.dur.present() && !detail::value_ns(pl.dur, unit, &dur)) || ts + dur < ts) {
-      // Left out, counted: the process's own count still holds the line (no second report).
-      ++n.bad_times;
-      uint64_t cnt = 1;
-      const jvalue *c = ph == 'A' ? pl.arg_value("dft_cnt") : nullptr;
-      if (c && !detail::value_u64(*c, &cnt)) cnt = 0;
-      if (!(pl.cat.text == "dftracer" && (is_end || pl.name.text == "start")))
-        pf->event_records += cnt;
+      left_out_for_its_time(pl, ph, is_end, pf, &n);
       return true;
     }
     const uint64_t end = ts + dur;
