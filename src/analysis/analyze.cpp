@@ -201,17 +201,18 @@ struct key_run {
   size_t begin = 0, end = 0;
 };
 
-// v sorted. Each group's steps usually come in key order already, one sorted run per group:
-// then the runs are merged pairwise (log2 of the groups' number of passes) rather than sorted
-// from scratch. The same order either way: the items are distinct.
-template <class T>
-void sort_runs(std::vector<T> *v) {
+// v sorted by less. Each group's steps usually come in key order already, one sorted run per
+// group: then the runs are merged pairwise (log2 of the groups' number of passes, each reading
+// the steps in order) rather than sorted from scratch. The same order either way: less is
+// total on v's items (no two equal).
+template <class T, class Less>
+void sort_runs(std::vector<T> *v, Less less) {
   std::vector<size_t> bounds{0};
   for (size_t i = 1; i < v->size(); ++i)
-    if ((*v)[i] < (*v)[i - 1]) bounds.push_back(i);
+    if (less((*v)[i], (*v)[i - 1])) bounds.push_back(i);
   bounds.push_back(v->size());
   if (bounds.size() > 2 + v->size() / 16) {
-    std::sort(v->begin(), v->end());
+    std::sort(v->begin(), v->end(), less);
     return;
   }
   while (bounds.size() > 2) {
@@ -219,7 +220,7 @@ void sort_runs(std::vector<T> *v) {
     for (size_t k = 0; k + 2 < bounds.size(); k += 2) {
       std::inplace_merge(v->begin() + static_cast<std::ptrdiff_t>(bounds[k]),
                          v->begin() + static_cast<std::ptrdiff_t>(bounds[k + 1]),
-                         v->begin() + static_cast<std::ptrdiff_t>(bounds[k + 2]));
+                         v->begin() + static_cast<std::ptrdiff_t>(bounds[k + 2]), less);
       next.push_back(bounds[k + 2]);
     }
     if (bounds.size() % 2 == 0) next.push_back(bounds.back());  // an odd run out: kept
@@ -238,15 +239,13 @@ bool group_by_key(const analysis_result &r, bool by_arg, std::vector<uint32_t> *
     return by_arg ? std::make_tuple(s.has_epoch, s.has_epoch ? s.epoch : 0, s.step)
                   : std::make_tuple(false, int64_t{0}, static_cast<int64_t>(s.index));
   };
-  // Sorted by (number, position): each key beside its step, not looked up through the index
-  // at every comparison (a cache miss each, on a million steps).
-  std::vector<std::pair<std::tuple<bool, int64_t, int64_t>, uint32_t>> keyed(st.size());
-  for (size_t i = 0; i < st.size(); ++i)
-    keyed[i] = {num(static_cast<uint32_t>(i)), static_cast<uint32_t>(i)};
-  sort_runs(&keyed);
   order->resize(st.size());
-  for (size_t i = 0; i < st.size(); ++i) (*order)[i] = keyed[i].second;
-  decltype(keyed)().swap(keyed);
+  for (size_t i = 0; i < st.size(); ++i) (*order)[i] = static_cast<uint32_t>(i);
+  // By number, then position (as a stable sort would): 4 bytes per step beside the steps.
+  sort_runs(order, [&](uint32_t a, uint32_t b) {
+    const auto x = num(a), y = num(b);
+    return x < y || (x == y && a < b);
+  });
   runs->clear();
   bool repeated = false;
   std::vector<size_t> last_run(r.groups.size(), SIZE_MAX);  // per group: its last step's run
