@@ -1,5 +1,8 @@
 // partial_codec.cpp: the partial's bytes: a tag and version, then each field in a fixed order,
-// integers as 8 little-endian bytes, strings and vectors with their length first.
+// integers as LEB128 varints (signed ones zigzagged), strings and vectors with their length
+// first. The steps' and collective calls' times are written as differences from the previous
+// one (or from their own start), so that most take 1 to 3 bytes rather than 8: the partials are
+// what a distributed run ships to its client, and what the client decodes.
 #include "analysis/partial_codec.hpp"
 
 #include <algorithm>
@@ -10,17 +13,29 @@ namespace dftrace::analysis {
 
 namespace {
 
-constexpr char k_tag[8] = {'d', 'f', 't', 'p', 'a', 'r', 't', '4'};
+constexpr char k_tag[8] = {'d', 'f', 't', 'p', 'a', 'r', 't', '5'};
 constexpr char k_names_tag[8] = {'d', 'f', 't', 'n', 'a', 'm', 'e', '1'};
+
+uint64_t zigzag(int64_t v) {
+  return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63);
+}
+int64_t unzigzag(uint64_t v) { return static_cast<int64_t>((v >> 1) ^ (~(v & 1) + 1)); }
+// The difference a - b, wrapping: b + delta(a, b) == a for every pair, so nothing is lost.
+int64_t delta(uint64_t a, uint64_t b) { return static_cast<int64_t>(a - b); }
 
 struct writer {
   std::string o;
   void u(uint64_t v) {
-    char b[8];
-    for (int i = 0; i < 8; ++i) b[i] = static_cast<char>((v >> (8 * i)) & 0xff);
-    o.append(b, 8);
+    char b[10];
+    int n = 0;
+    while (v >= 0x80) {
+      b[n++] = static_cast<char>((v & 0x7f) | 0x80);
+      v >>= 7;
+    }
+    b[n++] = static_cast<char>(v);
+    o.append(b, static_cast<size_t>(n));
   }
-  void i(int64_t v) { u(static_cast<uint64_t>(v)); }
+  void i(int64_t v) { u(zigzag(v)); }
   void s(const std::string &v) {
     u(v.size());
     o += v;
@@ -32,21 +47,21 @@ struct reader {
   size_t at = 0;
   bool ok = true;
   uint64_t u() {
-    if (in.size() - at < 8) {
-      ok = false;
-      at = in.size();
-      return 0;
-    }
+    const auto *p = reinterpret_cast<const unsigned char *>(in.data());
     uint64_t v = 0;
-    for (int k = 0; k < 8; ++k)
-      v |= static_cast<uint64_t>(static_cast<unsigned char>(in[at + k])) << (8 * k);
-    at += 8;
-    return v;
+    for (int shift = 0; at < in.size() && shift < 64; shift += 7) {
+      const unsigned char c = p[at++];
+      v |= static_cast<uint64_t>(c & 0x7f) << shift;
+      if (!(c & 0x80)) return v;
+    }
+    ok = false;  // cut short, or more than 10 bytes
+    at = in.size();
+    return 0;
   }
-  int64_t i() { return static_cast<int64_t>(u()); }
+  int64_t i() { return unzigzag(u()); }
   bool b() { return u() != 0; }
   // A count of items of at least `least` bytes each: never more than the bytes left allow.
-  size_t n(size_t least = 8) {
+  size_t n(size_t least = 1) {
     const uint64_t v = u();
     if (v > (in.size() - at) / least) {
       ok = false;
@@ -81,7 +96,7 @@ void put_problems(writer &w, const std::vector<input_problem> &v) {
   }
 }
 void get_problems(reader &r, std::vector<input_problem> *v) {
-  v->resize(r.n(16));
+  v->resize(r.n(2));
   for (auto &p : *v) {
     p.path = r.s();
     p.what = r.s();
@@ -101,7 +116,7 @@ void put_inputs(writer &w, const input_report &in) {
   put_counts(w, in.counts);
 }
 void get_inputs(reader &r, input_report *in) {
-  in->files.resize(r.n(56));
+  in->files.resize(r.n(7));
   for (file_report &f : in->files) {
     f.path = r.s();
     f.lines = r.u();
@@ -163,7 +178,7 @@ void put_pairs(writer &w, const std::vector<std::pair<std::string, uint64_t>> &v
   }
 }
 void get_pairs(reader &r, std::vector<std::pair<std::string, uint64_t>> *v) {
-  v->resize(r.n(16));
+  v->resize(r.n(2));
   for (auto &p : *v) {
     p.first = r.s();
     p.second = r.u();
@@ -178,25 +193,33 @@ void get_u64s(reader &r, std::vector<uint64_t> *v) {
   for (uint64_t &x : *v) x = r.u();
 }
 
+// Each call's start from the previous call's, its other times from its own start.
 void put_colls(writer &w, const coll_data &d) {
   put_strings(w, d.keys);
   w.u(d.calls.size());
+  uint64_t prev = 0;
   for (const coll_call &c : d.calls) {
-    for (uint64_t v : {c.start, c.end, c.wait_start, c.wait_end}) w.u(v);
+    w.i(delta(c.start, prev));
+    for (uint64_t v : {c.end, c.wait_start, c.wait_end}) w.i(delta(v, c.start));
     w.i(c.comm_id);
     w.u(c.key);
     w.u(c.has_id);
+    prev = c.start;
   }
 }
 void get_colls(reader &r, coll_data *d) {
   get_strings(r, &d->keys);
-  d->calls.resize(r.n(8 * 7));
+  d->calls.resize(r.n(7));
+  uint64_t prev = 0;
   for (coll_call &c : d->calls) {
-    for (uint64_t *v : {&c.start, &c.end, &c.wait_start, &c.wait_end}) *v = r.u();
+    c.start = prev + static_cast<uint64_t>(r.i());
+    for (uint64_t *v : {&c.end, &c.wait_start, &c.wait_end})
+      *v = c.start + static_cast<uint64_t>(r.i());
     c.comm_id = r.i();
     c.key = static_cast<uint32_t>(r.u());
     c.has_id = r.b();
     r.ok = r.ok && c.key < d->keys.size();
+    prev = c.start;
   }
 }
 
@@ -215,16 +238,20 @@ void put_group(writer &w, const group_partial &g, const step_store &steps) {
   put_pairs(w, f.unoverlapped_ns);
   w.u(g.readback_failed);
   w.u(g.nsteps);
+  // From the previous step: its start, step, epoch, group and index (the next one's).
+  step_result prev;
+  prev.start = f.start;
   steps.for_each(g.first_step, g.nsteps, [&](const step_result &s, size_t) {
-    w.u(s.start);
+    w.i(delta(s.start, prev.start));
     w.u(s.dur);
-    w.i(s.step);
-    w.i(s.epoch);
+    w.i(delta(static_cast<uint64_t>(s.step), static_cast<uint64_t>(prev.step)));
+    w.i(delta(static_cast<uint64_t>(s.epoch), static_cast<uint64_t>(prev.epoch)));
     for (uint64_t p : s.parts) w.u(p);
-    w.u(s.group);
-    w.u(s.index);
-    w.u(s.has_step);
-    w.u(s.has_epoch);
+    w.i(static_cast<int64_t>(s.group) - prev.group);
+    w.i(static_cast<int64_t>(s.index) - prev.index);
+    w.u(uint64_t(s.has_step) | uint64_t(s.has_epoch) << 1);
+    prev = s;
+    ++prev.index;
   });
   put_colls(w, g.colls);
 }
@@ -245,20 +272,26 @@ void get_group(reader &r, group_partial *g, step_store *steps) {
   get_pairs(r, &f.overlap_ns);
   get_pairs(r, &f.unoverlapped_ns);
   g->readback_failed = r.b();
-  g->nsteps = r.n(8 * (k_nbound + 9));
+  g->nsteps = r.n(k_nbound + 8);
   g->first_step = steps->size();
+  step_result prev;
+  prev.start = f.start;
   for (size_t i = 0; i < g->nsteps && r.ok; ++i) {
     step_result s;
-    s.start = r.u();
+    s.start = prev.start + static_cast<uint64_t>(r.i());
     s.dur = r.u();
-    s.step = r.i();
-    s.epoch = r.i();
+    s.step = static_cast<int64_t>(static_cast<uint64_t>(prev.step) + static_cast<uint64_t>(r.i()));
+    s.epoch =
+        static_cast<int64_t>(static_cast<uint64_t>(prev.epoch) + static_cast<uint64_t>(r.i()));
     for (uint64_t &p : s.parts) p = r.u();
-    s.group = static_cast<uint32_t>(r.u());
-    s.index = static_cast<uint32_t>(r.u());
-    s.has_step = r.b();
-    s.has_epoch = r.b();
+    s.group = static_cast<uint32_t>(prev.group + r.i());
+    s.index = static_cast<uint32_t>(prev.index + r.i());
+    const uint64_t flags = r.u();
+    s.has_step = (flags & 1) != 0;
+    s.has_epoch = (flags & 2) != 0;
     steps->append(&s, 1);
+    prev = s;
+    ++prev.index;
   }
   get_colls(r, &g->colls);
 }
@@ -336,7 +369,7 @@ void get_io(reader &r, io_data *d) {
   for (uint64_t *v : {&d->copies.no_file[0], &d->copies.no_file[1], &d->copies.unattributed_calls,
                       &d->copies.unattributed_bytes})
     *v = r.u();
-  for (size_t k = r.n(16); k > 0 && r.ok; --k) {
+  for (size_t k = r.n(2); k > 0 && r.ok; --k) {
     const uint64_t size = r.u();
     d->sizes[size] = r.u();
   }
@@ -344,14 +377,14 @@ void get_io(reader &r, io_data *d) {
     std::string name = r.s();
     get_file_io(r, &d->files[name]);
   }
-  for (size_t k = r.n(16); k > 0 && r.ok; --k) {
+  for (size_t k = r.n(2); k > 0 && r.ok; --k) {
     std::string h = r.s();
     d->fh_paths[h] = r.s();
   }
   for (size_t k = r.n(); k > 0 && r.ok; --k) {
     time_bins &t = d->proc_bins[r.s()];
     t.width_ns = r.u();
-    for (size_t b = r.n(24); b > 0 && r.ok; --b) {
+    for (size_t b = r.n(3); b > 0 && r.ok; --b) {
       const uint64_t at = r.u();
       auto &x = t.bins[at];
       x[0] = r.u();
@@ -439,7 +472,7 @@ bool decode_names(std::string_view bytes, std::map<std::string, name_summary> *n
     return false;
   }
   reader r{bytes, sizeof k_names_tag};
-  for (size_t k = r.n(40); k > 0 && r.ok; --k) {
+  for (size_t k = r.n(5); k > 0 && r.ok; --k) {
     std::string key = r.s();
     name_summary &n = (*names)[key];
     n.calls = r.u();

@@ -1,6 +1,7 @@
 // partial_codec.hpp: a partial analysis (what one worker read, analyze_groups of it) as bytes,
 // so that a distributed run ships it to the client that merges them (merge_partials). Every
-// figure is an integer, written as it is: the decoded partial is the encoded one.
+// figure is an integer, written exactly (varints, times as differences): the decoded partial
+// is the encoded one.
 #pragma once
 
 #include <string>

@@ -100,6 +100,28 @@ def test_step_items_built_as_objects_equal_the_text(run6, ref_files, tmp_path):
     assert items[3]["step"] == 3 and items[3]["epoch"] == -3 and items[3]["rank"] is None
 
 
+def test_partial_is_compact_and_exact(tmp_path):
+    # The partial is what a cluster ships to its client: its steps and collective calls take
+    # a few bytes each (differences from the previous one), not 8 per integer, and decode
+    # exactly: negative and decreasing step and epoch arguments, steps that start before the
+    # one before them ends, times of 2023 in nanoseconds.
+    nsteps = 2000
+    main = Proc(4242, rank=0, ppid=1)
+    t = 0
+    for s in range(nsteps):
+        dur = 3 * MS + (s * 7919) % 1000
+        main.ev("step", "compute", t, t + dur, step=-s if s % 3 else s, epoch=(s % 5) - 2)
+        main.ev("forward", "compute", t + 100, t + MS)
+        main.ev("allreduce", "comm", t + MS, t + 2 * MS, tid=main.pid + 1)
+        t += dur - (MS if s % 4 == 1 else -MS)  # every 4th step overlaps the next
+    paths = [main.write(tmp_path)]
+    r = dftrace.analyze(paths)
+    assert dict(r) == cli_json(paths)
+    assert r["steps"]["count"] == nsteps
+    size = len(_analysis.partial(paths, None, None, 1))
+    assert size < 40 * nsteps, "%d bytes for %d steps and calls" % (size, nsteps)
+
+
 def test_batches_keep_groups_whole(run6):
     batches = _analyze.batches_for(run6, 2)
     assert len(batches) == 2 and sorted(sum(batches, [])) == run6
