@@ -377,6 +377,11 @@ void left_out_for_its_time(const parsed_line &pl, char ph, bool is_end, process_
   if (!(pl.cat.text == "dftracer" && (is_end || pl.name.text == "start"))) pf->event_records += cnt;
 }
 
+void checkpoint_event(uint64_t dur, process_facts *pf) {
+  ++pf->checkpoint_events;
+  pf->checkpoint_max_ns = std::max(pf->checkpoint_max_ns, dur);
+}
+
 }  // namespace
 
 void scan_block(detail::text_block &b, detail::time_unit unit, const layer_table &table) {
@@ -441,10 +446,7 @@ void scan_block(detail::text_block &b, detail::time_unit unit, const layer_table
     }
     ++pf->event_records;
     if (ph != 'X') return true;
-    if (pl.cat.text == "checkpoint") {
-      ++pf->checkpoint_events;
-      pf->checkpoint_max_ns = std::max(pf->checkpoint_max_ns, dur);
-    }
+    if (pl.cat.text == "checkpoint") checkpoint_event(dur, pf);
     if (table.name_stats() && pl.cat.text != "dftracer") {
       if (!ce.names) ce.names = &name_entry(pl, &names_key, &r->names);
       name_call(pl, ph, dur, unit, *ce.names);
