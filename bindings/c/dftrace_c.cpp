@@ -559,7 +559,7 @@ const int *dftrace_trace_fd_address(void) {
 
 bool dftrace_trace_fd_release(int fd) {
   const dftrace::detail::internal_scope own_work;
-  return fd >= 0 && dftrace::detail::release_trace_fd(fd);
+  return dftrace::detail::release_trace_fd(fd);  // (negative: waits for a write under way)
 }
 
 void dftrace_note_ending_signal(int sig) {

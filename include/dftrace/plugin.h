@@ -28,16 +28,18 @@ extern "C" {
  * I/O those make. Thread-safe. */
 DFTRACE_API bool dftrace_thread_is_internal(void);
 
-/* The trace file's descriptor is not the program's: it is open only while a write is under way,
- * at a high number (the first free one at or above 1000, or the highest free one below a
- * smaller RLIMIT_NOFILE). dftrace_trace_fd_address: where that number is, or -1 between writes;
+/* The trace file's descriptor is not the program's: it is held at a high number (the first free
+ * one at or above 1000, or the highest free one below a smaller RLIMIT_NOFILE), and given up when
+ * the program meets EMFILE (then opened only while a write is under way).
+ * dftrace_trace_fd_address: where that number is, or a negative value while none is held (a new
+ * one each time a write lets it go, so that a caller can tell a write came between two loads);
  * read it with one relaxed atomic load (a close or dup2 compares it). */
 DFTRACE_API const int *dftrace_trace_fd_address(void);
 
 /* When `fd` is the trace file's descriptor: the write holding it is waited for (then `fd` is
  * free), or the file is moved to another number and `fd` closed, so that the program's
  * dup2/dup3 onto `fd`, or an open that failed with EMFILE, may follow; true when it was moved,
- * false otherwise. */
+ * false otherwise. A negative `fd`: a write under way is waited for, false. */
 DFTRACE_API bool dftrace_trace_fd_release(int fd);
 
 /* A hash (kind as dftrace_hash_define) this process defined, or the process it was forked from

@@ -25,6 +25,11 @@ namespace dftrace::detail {
 
 std::atomic<int> g_trace_fd{-1};
 
+int trace_fd_none() {
+  static std::atomic<unsigned> lets_go{0};
+  return -2 - static_cast<int>(lets_go.fetch_add(1, std::memory_order_relaxed) & 0x3fffffffu);
+}
+
 namespace {
 
 std::atomic<output_file *> g_trace_file{nullptr};
@@ -486,7 +491,7 @@ bool output_file::take_back() {
 void output_file::let_go() {
   if (tool_ || hold_ || fd_ < 0) return;
   int expected = fd_;
-  g_trace_fd.compare_exchange_strong(expected, -1, std::memory_order_acq_rel);
+  g_trace_fd.compare_exchange_strong(expected, trace_fd_none(), std::memory_order_acq_rel);
   if (same_file(fd_)) sys_close(fd_);  // only the file: the number may be the program's now
   fd_ = -1;
   let_go_ = true;
@@ -499,7 +504,7 @@ bool output_file::still_ours() {
   // program): it is never touched again. The file is opened again by its path, when what is
   // there is still this file (nothing is created over something else).
   int expected = fd_;
-  g_trace_fd.compare_exchange_strong(expected, -1);
+  g_trace_fd.compare_exchange_strong(expected, trace_fd_none());
   fd_ = -1;
   if (!take_back()) return false;
   if (!reopened_) {  // nothing was lost: said at `info`, the program's stderr stays its own
@@ -526,7 +531,7 @@ bool output_file::move_off(int fd) {
     } else {
       fd_ = to;
     }
-    g_trace_fd.store(fd_, std::memory_order_release);
+    g_trace_fd.store(fd_ >= 0 ? fd_ : trace_fd_none(), std::memory_order_release);
   }
   if (locked) fd_mutex_.unlock();
   return moved;
@@ -650,7 +655,7 @@ void output_file::sync() {
 
 void output_file::forget_descriptor() {
   int expected = fd_;
-  if (expected >= 0) g_trace_fd.compare_exchange_strong(expected, -1);
+  if (expected >= 0) g_trace_fd.compare_exchange_strong(expected, trace_fd_none());
   output_file *self = this;
   g_trace_file.compare_exchange_strong(self, nullptr);
   fd_ = -1;

@@ -21,9 +21,11 @@ namespace dftrace::detail {
 // pipe or dup.
 constexpr int k_trace_fd_floor = 1000;
 
-// The descriptor of the trace file while a write holds it, or -1: what an interposer compares a
-// close, dup2 or close_range with (one load).
+// The descriptor of the trace file while it is held, or a negative value, a new one each time
+// the descriptor is let go (trace_fd_none()): what an interposer compares a close, dup2 or
+// close_range with (one load), and how it tells that a write came between two loads.
 extern std::atomic<int> g_trace_fd;
+int trace_fd_none();
 // When `fd` is the trace file's descriptor: the write holding it is waited for (after which `fd`
 // is free), or the file is moved to another number and `fd` closed; true when it was moved.
 bool release_trace_fd(int fd);
@@ -135,7 +137,7 @@ class output_file {
 
   int fd_ = -1;  // -1 while open: let go between writes, opened again at the next one
   bool let_go_ = false;
-  bool hold_ = false;         // fd_ kept between writes (hold_between_writes)
+  bool hold_ = true;          // fd_ kept between writes (until the program meets EMFILE)
   bool hold_always_ = false;  // ... also after the program met EMFILE
   std::atomic<state> state_{state::untried};
   static_assert(std::atomic<state>::is_always_lock_free, "read in a signal handler");

@@ -99,15 +99,17 @@ inline bool is_trace_fd(int fd) {
 }
 
 // A call that makes a descriptor, made again once when it failed with EMFILE while the trace
-// file's descriptor was held (only while a write is under way): dftrace_trace_fd_release waits
-// for that write, after which the number is free, so that the program gets the count of
-// descriptors it would have untraced.
+// file's descriptor was held (held now, or by a write that let it go during the call: the
+// value at the address changed): dftrace_trace_fd_release gives it up or waits for that write,
+// after which the number is free, so that the program gets the count of descriptors it would
+// have untraced.
 template <typename Call>
 auto retry_after_trace_write(Call call) -> decltype(call()) {
+  const int before = __atomic_load_n(g_trace_fd_at, __ATOMIC_RELAXED);
   auto ret = call();
   if (__builtin_expect(plugin::failed(ret) && errno == EMFILE, 0)) {
     const int t = __atomic_load_n(g_trace_fd_at, __ATOMIC_ACQUIRE);
-    if (t >= 0) {
+    if (t >= 0 || t != before) {  // held now, or a write held it during the call
       {
         inside g;
         dftrace_trace_fd_release(t);

@@ -289,7 +289,7 @@ TEST(OutputFile, TheDescriptorIsHighAndAReplacedOneIsNeverWrittenTo) {
   ::close(o);
   EXPECT_EQ(slurp(d.path + "/t.pfw"), "abc");
   EXPECT_EQ(slurp(other), "mine");
-  EXPECT_EQ(g_trace_fd.load(), -1);
+  EXPECT_LT(g_trace_fd.load(), 0);
 }
 
 TEST(OutputFile, ReleaseMovesTheFileOffItsNumber) {
