@@ -176,12 +176,16 @@ void get_strings(reader &r, std::vector<std::string> *v) {
 
 void put_colls(writer &w, const coll_data &d) {
   put_strings(w, d.keys);
-  w.u(d.calls.size());
-  for (const coll_call &c : d.calls) {
-    for (uint64_t v : {c.start, c.end, c.wait_start, c.wait_end}) w.u(v);
-    w.i(c.comm_id);
-    w.u(c.key);
-    w.u(c.has_id);
+  w.u(d.size());
+  std::vector<coll_call> piece;  // the calls, read back a piece at a time when spilled
+  for (size_t i = 0; i < d.size(); i += piece.size()) {
+    if (!d.read(i, 4096, &piece)) piece.assign(std::min<size_t>(4096, d.size() - i), {});
+    for (const coll_call &c : piece) {
+      for (uint64_t v : {c.start, c.end, c.wait_start, c.wait_end}) w.u(v);
+      w.i(c.comm_id);
+      w.u(c.key);
+      w.u(c.has_id);
+    }
   }
 }
 void get_colls(reader &r, coll_data *d) {
