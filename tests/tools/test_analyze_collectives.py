@@ -3,6 +3,7 @@
 # order, each rank's wait for the last arrival checked to the nanosecond (by hand and against a
 # brute-force reference on sets of nanoseconds), the late-rank finding, and the Dask path equal
 # to the single-machine one.
+import json
 import random
 
 import pytest
@@ -262,3 +263,33 @@ def test_dask_equals_single_machine(tmp_path):
                       dashboard_address=None) as cluster, Client(cluster) as client:
         assert dftrace.analyze(paths, client=client) == single
         assert dftrace.analyze(paths[::-1], client=client) == single
+
+
+def test_process_in_two_files_with_a_spill_budget(tmp_path):
+    """Rank 0's calls in two files of one process, their ops met in opposite orders (so the
+    second file's calls have other key numbers): with a budget of one call in memory they are
+    spilled in each file and read back when the files are joined; the collectives are those of
+    the run with rank 0 in one file, and the document is the unspilled one, byte for byte."""
+    ranks, n = 3, 8
+    whole = [Proc(100 + r, rank=r) for r in range(ranks)]
+    halves = [Proc(100, rank=0), Proc(100, rank=0)]
+    for r in range(ranks):
+        for k in range(n):
+            op = "all_reduce" if (k < n // 2) == (k % 2 == 0) else "broadcast"
+            s = 1000 * k + 37 * r
+            whole[r].ev(op, "comm", s, s + 100 + r, comm_size=ranks)
+            if r == 0:
+                halves[k >= n // 2].ev(op, "comm", s, s + 100, comm_size=ranks)
+    others = [p.write(tmp_path) for p in whole[1:]]
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    split = [halves[0].write(tmp_path / "a"), halves[1].write(tmp_path / "b")] + others
+    one, _ = analyze(whole[0].write(tmp_path), *others)
+    plain = run("analyze", "--json", "--allow-damaged", *split, check=False)
+    spilled = run("analyze", "--json", "--allow-damaged", *split, check=False,
+                  env={"DFTRACE_ANALYZE_SPILL_EVENTS": "2"})
+    assert spilled.stdout == plain.stdout
+    doc = json.loads(plain.stdout)
+    assert doc["inputs"]["processes"] == ranks
+    assert doc["collectives"] == one["collectives"]
+    assert one["collectives"]["instances"] == n
