@@ -293,3 +293,21 @@ def test_process_in_two_files_with_a_spill_budget(tmp_path):
     assert doc["inputs"]["processes"] == ranks
     assert doc["collectives"] == one["collectives"]
     assert one["collectives"]["instances"] == n
+
+
+def test_spill_file_that_cannot_be_made_keeps_the_calls(tmp_path):
+    """With no temporary file to be had ($TMPDIR missing), the calls past the budget stay in
+    memory: the same collectives, and a warning that says why."""
+    procs = [Proc(100 + r, rank=r) for r in range(3)]
+    for r, p in enumerate(procs):
+        for k in range(6):
+            p.ev("all_reduce", "comm", 1000 * k + 10 * r, 1000 * k + 300, comm_size=3)
+    paths = [p.write(tmp_path) for p in procs]
+    doc, _ = analyze(*paths)
+    p = run("analyze", "--json", *paths,
+            env={"DFTRACE_ANALYZE_SPILL_EVENTS": "2", "TMPDIR": str(tmp_path / "missing")})
+    got = json.loads(p.stdout)
+    assert got["collectives"] == doc["collectives"]
+    assert doc["collectives"]["instances"] == 6
+    assert any("temporary file for collective calls failed" in w["what"]
+               for w in got["inputs"]["warnings"])
