@@ -373,6 +373,32 @@ void take_steps(std::vector<analysis_partial> &parts,
   for (analysis_partial &p : parts) p.steps.clear();
 }
 
+// The group's collectives: each process's calls (read back when spilled) with its asynchronous
+// calls tied to their waits (its comm_id numbers are its own), joined, put in canonical order,
+// and spilled once the groups' calls held pass the budget (*held). False when spilled calls
+// could not be read back.
+bool group_collectives(collection &c, group_partial *gp, size_t *held) {
+  bool ok = true;
+  for (const std::string &key : gp->procs) {
+    const auto it = c.colls.find(key);
+    if (it == c.colls.end()) continue;
+    ok = it->second.load() && ok;
+    it->second.resolve_waits();
+    gp->colls.append(it->second);
+    c.colls.erase(it);
+  }
+  ok = !gp->colls.lost && ok;
+  gp->colls.calls.shrink_to_fit();  // held until phase 2: no room left from doubling
+  gp->colls.canonical();
+  const size_t budget = coll_calls_budget(c.spill_after), n = gp->colls.calls.size();
+  if (budget && *held + n > budget) {
+    if (!c.coll_file) c.coll_file = std::make_shared<spill_store>();
+    if (gp->colls.spill(c.coll_file)) return ok;
+  }
+  *held += n;
+  return ok;
+}
+
 }  // namespace
 
 analysis_partial analyze_groups(collection &c, const layer_table &table) {
@@ -394,22 +420,10 @@ analysis_partial analyze_groups(collection &c, const layer_table &table) {
     out.any_step_event =
         out.any_step_event || !kv.second.steps.empty() || !kv.second.steps_spilled.empty();
   }
-  // Each process's asynchronous calls tied to their waits (its comm_id numbers are its own),
-  // then its calls joined to its group's.
-  for (auto &kv : c.colls) {
-    const auto pi = proc_index.find(kv.first);
-    if (pi == proc_index.end()) continue;
-    kv.second.resolve_waits();
-    out.groups[ps[pi->second].group].colls.append(kv.second);
-  }
-  c.colls.clear();
-  for (group_partial &gp : out.groups) {
-    gp.colls.calls.shrink_to_fit();  // held until phase 2: no room left from doubling
-    gp.colls.canonical();
-  }
   const bool by_step_events = out.any_step_event || table.explicit_steps();
   out.steps = step_store(step_rows_budget());
   std::vector<layered_event> ev;
+  size_t coll_held = 0;  // canonical collective calls kept in memory
   for (size_t g = 0; g < roots.size(); ++g) {
     group_work &w = work[g];
     group_partial &gp = out.groups[g];
@@ -435,12 +449,14 @@ analysis_partial analyze_groups(collection &c, const layer_table &table) {
     gp.nsteps = out.steps.size() - gp.first_step;
     gp.fig.steps = gp.nsteps;
     w = group_work();
+    if (!group_collectives(c, &gp, &coll_held)) gp.readback_failed = true;
 #if defined(__GLIBC__)
     // The group's step candidates and intervals were freed, but glibc keeps freed chunks inside
     // its heap resident (they lie below live ones): handed back to the system here.
     malloc_trim(0);
 #endif
   }
+  c.colls.clear();
   out.procs = std::move(c.procs);
   out.io = std::move(c.io);
   return out;
@@ -482,7 +498,12 @@ bool merge_partials(std::vector<analysis_partial> &parts, const layer_table &tab
   std::vector<const coll_data *> colls(roots.size());
   for (size_t g = 0; g < roots.size(); ++g)
     colls[g] = &parts[src[g].first].groups[src[g].second].colls;
-  r.collectives = match_collectives(colls);
+  bool colls_read = true;
+  r.collectives = match_collectives(colls, &colls_read);
+  if (!colls_read)
+    r.process_problems.push_back(
+        "the analysis's temporary file of collective calls could not be read back: the "
+        "collectives' figures are incomplete");
   compare_steps(&r, increasing, all_args);
   io_data io;
   for (analysis_partial &p : parts) io.merge(p.io);

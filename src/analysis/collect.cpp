@@ -487,7 +487,17 @@ void file_folder::add(block_part &p, collection *c) {
     for (auto &kv : c->names) kv.second.spill(c->spill);
     c->durations_buffered = 0;  // what the store refused stays in memory, counted no more
   }
-  for (auto &kv : p.colls) colls_[kv.first].append(kv.second);
+  for (auto &kv : p.colls) {
+    c->coll_buffered += kv.second.calls.size();
+    colls_[kv.first].append(kv.second);
+  }
+  const size_t coll_budget = coll_calls_budget(c->spill_after);
+  if (coll_budget && c->coll_buffered > coll_budget) {
+    if (!c->coll_file) c->coll_file = std::make_shared<spill_store>();
+    for (auto &kv : colls_) kv.second.spill(c->coll_file);  // what it refuses stays
+    for (auto &kv : c->colls) kv.second.spill(c->coll_file);
+    c->coll_buffered = 0;
+  }
   if (!c->spill_after || c->buffered < c->spill_after) return;
   size_t out = 0;
   for (auto &kv : threads_) out += kv.second.spill(c->spill);
@@ -522,7 +532,7 @@ void file_folder::finish(collection *c, const std::string &path) {
   for (auto &kv : colls_) {
     coll_data &d = c->colls[key_of(kv.first)];
     d.append(kv.second);
-    d.calls.shrink_to_fit();
+    d.calls.shrink_to_fit();  // held until the analysis: no room left from doubling
   }
   *this = file_folder();
 }

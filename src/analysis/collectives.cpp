@@ -116,13 +116,73 @@ void scan_collective(const detail::parsed_line &pl, uint64_t ts, uint64_t end, c
   d->calls.push_back(c);
 }
 
+bool coll_data::spill(const std::shared_ptr<spill_store> &f) {
+  if (calls.empty()) return true;
+  uint64_t at = 0;
+  if (!f->write_bytes(calls.data(), calls.size() * sizeof(coll_call), &at)) return false;
+  file = f;
+  spilled.push_back({at, calls.size()});
+  spilled_calls += calls.size();
+  std::vector<coll_call>().swap(calls);
+  return true;
+}
+
+bool coll_data::load() {
+  if (spilled.empty()) return true;
+  std::vector<coll_call> all;
+  lost = !read(0, size(), &all) || lost;
+  calls = std::move(all);
+  spilled.clear();
+  spilled_calls = 0;
+  file.reset();
+  return !lost;
+}
+
+bool coll_data::read(size_t first, size_t n, std::vector<coll_call> *out) const {
+  out->clear();
+  const size_t end = std::min(first + n, size());
+  size_t at = 0;  // index of the chunk's first call
+  for (const chunk &k : spilled) {
+    if (first >= end) break;
+    if (first < at + k.count) {
+      const size_t m = std::min(end, at + k.count) - first, old = out->size();
+      out->resize(old + m);
+      if (!file->read_bytes(k.offset + (first - at) * sizeof(coll_call), out->data() + old,
+                            m * sizeof(coll_call))) {
+        out->resize(old);
+        return false;
+      }
+      first += m;
+    }
+    at += k.count;
+  }
+  for (; first < end; ++first) out->push_back(calls[first - spilled_calls]);
+  return true;
+}
+
 void coll_data::append(coll_data &o) {
+  if (keys.empty() && calls.empty() && spilled.empty() && waits.empty()) {  // taken whole
+    const bool was_lost = lost || o.lost;
+    *this = std::move(o);
+    lost = was_lost;
+    o = coll_data();
+    return;
+  }
   std::vector<uint32_t> map(o.keys.size());
   for (size_t i = 0; i < o.keys.size(); ++i) {
     const std::string_view k = o.keys[i];
     const size_t a = k.find('\x1f'), b = k.find('\x1f', a + 1);
     map[i] = key_of(k.substr(0, a), k.substr(a + 1, b - a - 1), k.substr(b + 1));
   }
+  bool same = !file || !o.file || file == o.file;
+  for (size_t i = 0; i < map.size(); ++i) same = same && map[i] == i;
+  if (!o.spilled.empty() && !same) o.load();
+  if (!o.spilled.empty()) {  // the calls' keys hold here: their chunks are taken as they are
+    spilled.insert(spilled.end(), o.spilled.begin(), o.spilled.end());
+    spilled_calls += o.spilled_calls;
+    file = o.file;
+  }
+  lost = lost || o.lost;
   for (coll_call c : o.calls) {
     c.key = map[c.key];
     calls.push_back(c);
@@ -168,10 +228,41 @@ void coll_data::canonical() {
 
 namespace {
 
-// One key's calls per participating group (each sorted by start).
+// One key's calls per participating group: its calls [first, first + count) of the group's
+// (canonical) sequence.
 struct key_calls {
   std::vector<size_t> groups;
-  std::vector<std::vector<const coll_call *>> calls;
+  struct span {
+    const coll_data *d = nullptr;
+    size_t first = 0, count = 0;
+  };
+  std::vector<span> calls;
+};
+
+// One group's calls at a key, in order, a piece at a time when they are spilled.
+class call_cursor {
+ public:
+  call_cursor(const key_calls::span &s, bool *ok) : s_(s), next_(s.first), ok_(ok) {}
+  const coll_call &next() {
+    if (s_.d->spilled.empty()) return s_.d->calls[next_++];
+    if (at_ == buf_.size()) {
+      constexpr size_t k_piece = 1024;  // calls read back at a time (48 KiB)
+      const size_t k = std::min(k_piece, s_.first + s_.count - next_);
+      if (!s_.d->read(next_, k, &buf_)) {
+        *ok_ = false;
+        buf_.assign(k, coll_call());
+      }
+      next_ += k;
+      at_ = 0;
+    }
+    return buf_[at_++];
+  }
+
+ private:
+  key_calls::span s_;
+  size_t next_ = 0, at_ = 0;
+  std::vector<coll_call> buf_;
+  bool *ok_;
 };
 
 // The key's op, comm_size ("local[/remote]") and comm_group into o; *remote: the remote
@@ -216,27 +307,31 @@ size_t matched_instances(coll_op *o, const std::string &remote, size_t n, size_t
 }
 
 void match_key(const std::string &key, key_calls &kc, coll_summary *s,
-               std::vector<coll_group_total> *tot) {
+               std::vector<coll_group_total> *tot, bool *ok) {
   coll_op o;
   std::string remote;
   parse_key(key, &o, &remote);
   const size_t n = kc.groups.size();
   size_t inst = SIZE_MAX, most = 0, total = 0;
   for (const auto &v : kc.calls) {
-    inst = std::min(inst, v.size());
-    most = std::max(most, v.size());
-    total += v.size();
+    inst = std::min(inst, v.count);
+    most = std::max(most, v.count);
+    total += v.count;
   }
-  for (size_t i = 0; i < n; ++i) o.ranks.push_back({kc.groups[i], kc.calls[i].size(), 0, 0, 0});
+  for (size_t i = 0; i < n; ++i) o.ranks.push_back({kc.groups[i], kc.calls[i].count, 0, 0, 0});
   inst = matched_instances(&o, remote, n, inst, most);
   std::vector<uint64_t> spreads;
   spreads.reserve(inst);
-  std::vector<uint64_t> lasts(n, 0);
+  std::vector<call_cursor> cur;
+  cur.reserve(n);
+  for (size_t i = 0; i < n; ++i) cur.emplace_back(kc.calls[i], ok);
+  std::vector<const coll_call *> at(n);  // instance k's calls
   for (size_t k = 0; k < inst; ++k) {
     uint64_t first = UINT64_MAX, last = 0;
     size_t last_i = 0;
     for (size_t i = 0; i < n; ++i) {
-      const uint64_t a = kc.calls[i][k]->start;
+      at[i] = &cur[i].next();
+      const uint64_t a = at[i]->start;
       first = std::min(first, a);
       if (a > last || i == 0) {
         last = a;
@@ -246,9 +341,9 @@ void match_key(const std::string &key, key_calls &kc, coll_summary *s,
     spreads.push_back(last - first);
     uint64_t waited = 0;
     for (size_t i = 0; i < n; ++i) {
-      const uint64_t w = blocked_before(*kc.calls[i][k], last);
+      const uint64_t w = blocked_before(*at[i], last);
       o.ranks[i].wait_ns += w;
-      o.blocked_ns += blocked_all(*kc.calls[i][k]);
+      o.blocked_ns += blocked_all(*at[i]);
       waited += w;
     }
     o.wait_ns += waited;
@@ -283,23 +378,39 @@ void match_key(const std::string &key, key_calls &kc, coll_summary *s,
 
 }  // namespace
 
-coll_summary match_collectives(const std::vector<const coll_data *> &groups) {
+coll_summary match_collectives(const std::vector<const coll_data *> &groups, bool *complete) {
   coll_summary s;
+  bool ok = true;
   std::map<std::string, key_calls> by_key;  // ordered: ops by name, then size text
+  std::vector<coll_call> piece;
   for (size_t g = 0; g < groups.size(); ++g) {
+    // The group's calls per key: a pass over its sequence (ordered by key), a piece at a time.
     const coll_data &d = *groups[g];
-    for (size_t i = 0; i < d.calls.size();) {
-      const uint32_t key = d.calls[i].key;
-      key_calls &kc = by_key[d.keys[key]];
-      kc.groups.push_back(g);
-      kc.calls.emplace_back();
-      for (; i < d.calls.size() && d.calls[i].key == key; ++i)
-        kc.calls.back().push_back(&d.calls[i]);
+    constexpr size_t k_piece = 4096;
+    key_calls::span *open = nullptr;
+    uint32_t open_key = 0;
+    for (size_t i = 0; i < d.size(); i += k_piece) {
+      if (!d.read(i, k_piece, &piece)) {
+        ok = false;
+        break;
+      }
+      for (size_t j = 0; j < piece.size(); ++j) {
+        if (!open || piece[j].key != open_key) {
+          open_key = piece[j].key;
+          key_calls &kc = by_key[d.keys[open_key]];
+          kc.groups.push_back(g);
+          kc.calls.push_back({&d, i + j, 0});
+          open = &kc.calls.back();
+        }
+        ++open->count;
+      }
     }
   }
+  std::vector<coll_call>().swap(piece);
   std::vector<coll_group_total> tot(groups.size());
   for (size_t g = 0; g < tot.size(); ++g) tot[g].group = g;
-  for (auto &kv : by_key) match_key(kv.first, kv.second, &s, &tot);
+  for (auto &kv : by_key) match_key(kv.first, kv.second, &s, &tot, &ok);
+  if (complete) *complete = ok;
   for (const coll_group_total &t : tot)
     if (t.calls) s.groups.push_back(t);
   return s;

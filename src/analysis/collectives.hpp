@@ -4,11 +4,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
+#include "analysis/spill.hpp"
 #include "reader/line_parser.hpp"
 
 namespace dftrace::analysis {
@@ -20,6 +22,7 @@ struct coll_call {
   int64_t comm_id = 0;
   uint32_t key = 0;  // index into coll_data::keys
   bool has_id = false;
+  uint8_t pad[3] = {};  // written to the spill file: no byte left uninitialised
 };
 
 // A `comm.wait` event with a `comm_id` (the wait of an asynchronous torch.distributed call).
@@ -30,21 +33,41 @@ struct coll_wait {
 
 // The collectives of a block, a process or a group. keys: "OP\x1fSIZE\x1fGROUP" (SIZE: the
 // `comm_size` argument as a number, "" when absent; GROUP: the `comm_group` argument, "" when
-// absent), the matching key.
+// absent), the matching key. The calls are those in a temporary file (spilled, in order), then
+// those in memory (calls): keys never change index until canonical(), so spilled calls keep them.
 struct coll_data {
+  struct chunk {
+    uint64_t offset = 0;
+    size_t count = 0;
+  };
   std::vector<std::string> keys;
   std::vector<coll_call> calls;
   std::vector<coll_wait> waits;
+  std::shared_ptr<spill_store> file;  // where the spilled calls lie
+  std::vector<chunk> spilled;
+  size_t spilled_calls = 0;
+  bool lost = false;  // spilled calls could not be read back (here or in data appended)
   uint32_t key_of(std::string_view op, std::string_view size, std::string_view group);
-  // Appends o's calls and waits (keys translated). Waits are tied to calls per process only:
-  // call resolve_waits before appending one process's data to another's.
+  size_t size() const { return spilled_calls + calls.size(); }
+  // Moves the calls in memory to f (the waits stay); false (kept in memory) when it cannot.
+  bool spill(const std::shared_ptr<spill_store> &f);
+  // Brings the spilled calls back into memory, before those there; false when they cannot be
+  // read (they are then lost, and `lost` says so).
+  bool load();
+  // The calls [first, first + n) of the whole (spilled first), into *out (replaced); false
+  // when the file cannot be read.
+  bool read(size_t first, size_t n, std::vector<coll_call> *out) const;
+  // Appends o's calls and waits (keys translated). o's spilled calls stay in the file when its
+  // keys are this one's (as when this one is empty), else they are read back first. Waits are
+  // tied to calls per process only: call resolve_waits before appending one process's data to
+  // another's.
   void append(coll_data &o);
   // Gives each asynchronous call the wait of its comm_id (the first, by start), then drops the
   // waits: a process's comm_id numbers are its own.
   void resolve_waits();
   // Calls in a fixed order (key text, start, end, wait): independent of the order of files.
   void canonical();
-  bool empty() const { return calls.empty() && waits.empty(); }
+  bool empty() const { return calls.empty() && waits.empty() && spilled.empty(); }
 };
 
 // The operation a complete event is, when it is a collective ("comm.all_reduce",
@@ -88,8 +111,17 @@ struct coll_summary {
   uint64_t instances = 0, wait_ns = 0, blocked_ns = 0;
 };
 
-// Matches the groups' collectives (groups[g]: group g's data, canonical) by key, the k-th call
-// of each group at a key being instance k.
-coll_summary match_collectives(const std::vector<const coll_data *> &groups);
+// Matches the groups' collectives (groups[g]: group g's data, canonical, in memory or spilled)
+// by key, the k-th call of each group at a key being instance k: a walk over the groups'
+// sequences side by side, holding a piece of each. *complete (when given) is false when a
+// spilled call could not be read back (its instance then counts as starting at 0).
+coll_summary match_collectives(const std::vector<const coll_data *> &groups,
+                               bool *complete = nullptr);
+
+// Collective calls held in memory before they go to a temporary file (48 bytes each): half the
+// events' spill budget (128 Ki, 6 MiB, by default), 0 for never.
+inline size_t coll_calls_budget(size_t spill_after) {
+  return spill_after / 2 ? spill_after / 2 : spill_after;
+}
 
 }  // namespace dftrace::analysis

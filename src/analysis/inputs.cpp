@@ -162,6 +162,9 @@ void read_traces(const std::vector<std::string> &paths, const layer_table &table
   if (!c->spill.error().empty())
     rep->warnings.push_back({"", "the temporary file for events failed (" + c->spill.error() +
                                      "); the rest was kept in memory"});
+  if (c->coll_file && !c->coll_file->error().empty())
+    rep->warnings.push_back({"", "the temporary file for collective calls failed (" +
+                                     c->coll_file->error() + "); the rest was kept in memory"});
   // By path, so that nothing reported depends on the order of the inputs.
   std::stable_sort(rep->files.begin(), rep->files.end(),
                    [](const file_report &a, const file_report &b) { return a.path < b.path; });

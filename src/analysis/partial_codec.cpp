@@ -196,15 +196,19 @@ void get_u64s(reader &r, std::vector<uint64_t> *v) {
 // Each call's start from the previous call's, its other times from its own start.
 void put_colls(writer &w, const coll_data &d) {
   put_strings(w, d.keys);
-  w.u(d.calls.size());
+  w.u(d.size());
   uint64_t prev = 0;
-  for (const coll_call &c : d.calls) {
-    w.i(delta(c.start, prev));
-    for (uint64_t v : {c.end, c.wait_start, c.wait_end}) w.i(delta(v, c.start));
-    w.i(c.comm_id);
-    w.u(c.key);
-    w.u(c.has_id);
-    prev = c.start;
+  std::vector<coll_call> piece;  // the calls, read back a piece at a time when spilled
+  for (size_t i = 0; i < d.size(); i += piece.size()) {
+    if (!d.read(i, 4096, &piece)) piece.assign(std::min<size_t>(4096, d.size() - i), {});
+    for (const coll_call &c : piece) {
+      w.i(delta(c.start, prev));
+      for (uint64_t v : {c.end, c.wait_start, c.wait_end}) w.i(delta(v, c.start));
+      w.i(c.comm_id);
+      w.u(c.key);
+      w.u(c.has_id);
+      prev = c.start;
+    }
   }
 }
 void get_colls(reader &r, coll_data *d) {

@@ -3,6 +3,7 @@
 # order, each rank's wait for the last arrival checked to the nanosecond (by hand and against a
 # brute-force reference on sets of nanoseconds), the late-rank finding, and the Dask path equal
 # to the single-machine one.
+import json
 import random
 
 import pytest
@@ -210,6 +211,12 @@ def test_random_against_reference(tmp_path, seed):
             assert r["wait_ns"] <= o["blocked_ns"]
     doc2, _ = analyze(*paths[::-1])
     assert doc2["collectives"] == doc["collectives"]
+    # With a budget of one collective call held in memory, every call goes to the temporary
+    # file as it is read and again once its rank's are in order: the same document, byte for
+    # byte.
+    plain = run("analyze", "--json", *paths).stdout
+    spilled = run("analyze", "--json", *paths, env={"DFTRACE_ANALYZE_SPILL_EVENTS": "2"}).stdout
+    assert spilled == plain
 
 
 def late_run(d, ranks=4, late=2, n=12, lateness=30 * MS):
@@ -256,3 +263,51 @@ def test_dask_equals_single_machine(tmp_path):
                       dashboard_address=None) as cluster, Client(cluster) as client:
         assert dftrace.analyze(paths, client=client) == single
         assert dftrace.analyze(paths[::-1], client=client) == single
+
+
+def test_process_in_two_files_with_a_spill_budget(tmp_path):
+    """Rank 0's calls in two files of one process, their ops met in opposite orders (so the
+    second file's calls have other key numbers): with a budget of one call in memory they are
+    spilled in each file and read back when the files are joined; the collectives are those of
+    the run with rank 0 in one file, and the document is the unspilled one, byte for byte."""
+    ranks, n = 3, 8
+    whole = [Proc(100 + r, rank=r) for r in range(ranks)]
+    halves = [Proc(100, rank=0), Proc(100, rank=0)]
+    for r in range(ranks):
+        for k in range(n):
+            op = "all_reduce" if (k < n // 2) == (k % 2 == 0) else "broadcast"
+            s = 1000 * k + 37 * r
+            whole[r].ev(op, "comm", s, s + 100 + r, comm_size=ranks)
+            if r == 0:
+                halves[k >= n // 2].ev(op, "comm", s, s + 100, comm_size=ranks)
+    others = [p.write(tmp_path) for p in whole[1:]]
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    split = [halves[0].write(tmp_path / "a"), halves[1].write(tmp_path / "b")] + others
+    one, _ = analyze(whole[0].write(tmp_path), *others)
+    plain = run("analyze", "--json", "--allow-damaged", *split, check=False)
+    spilled = run("analyze", "--json", "--allow-damaged", *split, check=False,
+                  env={"DFTRACE_ANALYZE_SPILL_EVENTS": "2"})
+    assert spilled.stdout == plain.stdout
+    doc = json.loads(plain.stdout)
+    assert doc["inputs"]["processes"] == ranks
+    assert doc["collectives"] == one["collectives"]
+    assert one["collectives"]["instances"] == n
+
+
+def test_spill_file_that_cannot_be_made_keeps_the_calls(tmp_path):
+    """With no temporary file to be had ($TMPDIR missing), the calls past the budget stay in
+    memory: the same collectives, and a warning that says why."""
+    procs = [Proc(100 + r, rank=r) for r in range(3)]
+    for r, p in enumerate(procs):
+        for k in range(6):
+            p.ev("all_reduce", "comm", 1000 * k + 10 * r, 1000 * k + 300, comm_size=3)
+    paths = [p.write(tmp_path) for p in procs]
+    doc, _ = analyze(*paths)
+    p = run("analyze", "--json", *paths,
+            env={"DFTRACE_ANALYZE_SPILL_EVENTS": "2", "TMPDIR": str(tmp_path / "missing")})
+    got = json.loads(p.stdout)
+    assert got["collectives"] == doc["collectives"]
+    assert doc["collectives"]["instances"] == 6
+    assert any("temporary file for collective calls failed" in w["what"]
+               for w in got["inputs"]["warnings"])
