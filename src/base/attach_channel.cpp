@@ -126,7 +126,7 @@ std::string attach_absolute_dir(const std::string &dir) {
   return out;
 }
 
-uint64_t process_start_ticks(pid_t pid) {
+uint64_t process_stat_field(pid_t pid, int field) {
   char path[64], buf[1024];
   std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
   const int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -135,12 +135,12 @@ uint64_t process_start_ticks(pid_t pid) {
   close(fd);
   if (n <= 0) return 0;
   buf[n] = '\0';
-  const char *p = strrchr(buf, ')');  // the name may hold spaces and parentheses
-  if (!p) return 0;
-  // Fields after the name: state is field 3; the start time is field 22.
-  for (int field = 2; field < 22 && p; ++field) p = strchr(p + 1, ' ');
-  return p ? std::strtoull(p + 1, nullptr, 10) : 0;
+  const char *p = strrchr(buf, ')');  // the name (field 2) may hold spaces and parentheses
+  for (int f = 2; f < field && p; ++f) p = strchr(p + 1, ' ');
+  return p && field > 2 ? std::strtoull(p + 1, nullptr, 10) : 0;
 }
+
+uint64_t process_start_ticks(pid_t pid) { return process_stat_field(pid, 22); }
 
 bool read_private_file(const std::string &path, size_t max, std::string *text, std::string *why) {
   const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);

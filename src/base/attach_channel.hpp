@@ -36,6 +36,9 @@ std::string attach_absolute_dir(const std::string &dir);
 
 // The process's start time (/proc/PID/stat, field 22), 0 when unknown.
 uint64_t process_start_ticks(pid_t pid);
+// A numeric field of /proc/PID/stat (1-based, as proc(5) counts; 4 is the parent), 0 when
+// unknown.
+uint64_t process_stat_field(pid_t pid, int field);
 
 // Reads a file of this user under dir, no symbolic link, at most max bytes: false with why.
 bool read_private_file(const std::string &path, size_t max, std::string *text, std::string *why);

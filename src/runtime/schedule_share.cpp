@@ -32,19 +32,7 @@ namespace {
 constexpr uint32_t k_page_magic = 0x64667370;  // "dfsp"
 
 // The parent of pid (/proc/PID/stat, field 4), 0 when unknown.
-pid_t parent_of(pid_t pid) {
-  char path[64], buf[1024];
-  std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
-  const int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  const ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0) return 0;
-  buf[n] = '\0';
-  const char *p = strrchr(buf, ')');              // the name may hold spaces and parentheses
-  if (!p || !(p = strchr(p + 2, ' '))) return 0;  // past the state (field 3)
-  return static_cast<pid_t>(std::strtol(p + 1, nullptr, 10));
-}
+pid_t parent_of(pid_t pid) { return static_cast<pid_t>(process_stat_field(pid, 4)); }
 }  // namespace
 
 schedule_page *schedule_page::create_named(const std::string &path) {
