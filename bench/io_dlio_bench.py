@@ -7,7 +7,7 @@ loop keeps busy pays in time). On a VM whose speed drifts both vary by +-25% fro
 round; --instructions gives a figure that does not.
 
     /usr/bin/python3 bench/io_dlio_bench.py BUILD [--files 4000] [--rounds 7] [--epochs 2]
-        [--workers 2] [--base OTHER_BUILD] [--no-files] [--instructions [--keep DIR]]
+        [--workers 2] [--base OTHER_BUILD] [--no-files] [--uncompressed] [--instructions [--keep DIR]]
 
 --perf samples every process of each run on the kernel's cpu-clock (perf, no hardware counter
 needed) and divides each run's samples by those of the interpreter's own code (python3.11:
@@ -87,6 +87,7 @@ def main():
                   "interpreter's own samples (the VM's drift divided out)",
         "--no-files": "also run preloaded with no file in the traced directories (what tracing "
                       "costs a process before any I/O event: start, writer, finish)",
+        "--uncompressed": "also run traced with output.compression none (what compressing costs)",
     }
     for flag, text in switches.items():
         p.add_argument(flag, action="store_true", help=text)
@@ -112,13 +113,16 @@ def main():
         plain_cmd = [py, child, data, str(a.epochs), str(a.workers)]
         traces = os.path.join(tmp, "traces")
 
-        def run_cmd(build, *opts):
+        def run_cmd(build, *opts, settings=()):
             cli = os.path.join(os.path.abspath(build), "tools", "dftrace")
-            return [cli, "run", "--prefix", os.path.join(traces, "t"), *opts, "--", *plain_cmd]
+            return ["env", *settings, cli, "run", "--prefix", os.path.join(traces, "t"), *opts,
+                    "--", *plain_cmd]
 
         arms = [("untraced", plain_cmd), ("traced", run_cmd(a.build))]
         if a.no_files:
             arms.append(("no file traced", run_cmd(a.build, "--data-dirs", os.path.join(tmp, "empty"))))
+        if a.uncompressed:
+            arms.append(("uncompressed", run_cmd(a.build, settings=["DFTRACE_OUTPUT_COMPRESSION=none"])))
         if a.base:
             arms.append(("traced, base", run_cmd(a.base)))
         os.mkdir(traces)

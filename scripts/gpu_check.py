@@ -330,17 +330,17 @@ def check_torch_deep(fig):
     # A kernel launched while no region was open on its thread (the autograd thread before a
     # layer's backward begins) has none to be tied to; one launched inside a region must be.
     api = {e["args"]["correlation_id"]: e for e in evs if e["cat"] == "cuda"}
-    host = collections.defaultdict(list)
+    regions_of = collections.defaultdict(list)  # host regions by thread
     for e in evs:
         if e["cat"] not in ("cuda", "device") and e["tid"] < 2**30:
-            host[e["tid"]].append(e)
+            regions_of[e["tid"]].append(e)
     lost = 0
     for k in kernels:
         a = api.get(k["args"]["correlation_id"])
         if id(k) in tied_ids or a is None:
             continue
         lost += any(h["ts"] <= a["ts"] and a["ts"] + a["dur"] <= h["ts"] + h["dur"]
-                    for h in host[a["tid"]])
+                    for h in regions_of[a["tid"]])
     fig["kernels_untied_inside_a_region"] = lost
     fig["kernels_without_api_record"] = sum(k["args"]["correlation_id"] not in api for k in kernels)
     assert lost <= 0.02 * len(kernels), "%d of %d kernels launched inside a region but not tied" % (
@@ -600,11 +600,17 @@ def dlio(fig, workers):
     rounds = (5 if workers <= 2 else 3) if os.cpu_count() >= 8 else 1
     files = 4000 if os.cpu_count() >= 8 else 500
     bench = os.path.join(A.src, "bench", "io_dlio_bench.py")
+    # With 2 workers, also the arms that tell the cost apart: no file traced (a process's
+    # start, writer and finish) and no compression.
+    parts = ["--no-files", "--uncompressed"] if workers == 2 else []
     p = run("dlio_%d" % workers, [PY, bench, A.build, "--workers", str(workers), "--rounds",
-                                  str(rounds), "--files", str(files)], env_base(), 240)
+                                  str(rounds), "--files", str(files), *parts], env_base(), 240)
     check_ok(p, "io_dlio_bench.py")
-    fig["command"] = "%s bench/io_dlio_bench.py BUILD --workers %d --rounds %d --files %d" % (
-        os.path.basename(PY), workers, rounds, files)
+    fig["command"] = "%s bench/io_dlio_bench.py BUILD --workers %d --rounds %d --files %d %s" % (
+        os.path.basename(PY), workers, rounds, files, " ".join(parts))
+    for what, arm, ratio in re.findall(r"^(wall|cpu): (no file traced|uncompressed) .*ratio to "
+                                       r"untraced: median (\S+)", p.stdout, re.M):
+        fig["%s_ratio_%s" % (what, arm.replace(" ", "_"))] = float(ratio)
     fig["output"] = [l for l in p.stdout.splitlines() if l.startswith(("round", "files", "wall", "cpu"))]
     m = re.search(r"^wall: traced .*ratio to untraced: median (\S+) \(min (\S+), max (\S+)\)",
                   p.stdout, re.M)

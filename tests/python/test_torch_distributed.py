@@ -38,6 +38,12 @@ from dftrace import ai
 import dftrace.torch as dt
 from torch.nn.parallel import DistributedDataParallel as DDP
 
+import torch.distributed.distributed_c10d as c10d
+WRAPPED = ("all_reduce", "init_process_group", "batch_isend_irecv")
+# torch's own decorators (functools.wraps) give some of these a __wrapped__ of their own:
+# remove() must give back these very objects.
+originals = {f: getattr(dist, f) for f in WRAPPED}
+original_wait, original_ddp_init = dist.Work.wait, DDP.__init__
 handle = dt.instrument_distributed()
 rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
 dist.init_process_group("gloo")
@@ -113,11 +119,12 @@ try:
 except RuntimeError as e:
     report["second_hook"] = str(e)
 
+report["wrapped"] = all(getattr(dist, f) is not originals[f] for f in WRAPPED) and \
+    dist.Work.wait is not original_wait and DDP.__init__ is not original_ddp_init
 handle.remove()
-import torch.distributed.distributed_c10d as c10d
-report["undone"] = all(getattr(dist, f) is getattr(c10d, f) and not hasattr(getattr(dist, f), "__wrapped__")
-                       for f in ("all_reduce", "init_process_group", "batch_isend_irecv")) and \
-    not hasattr(dist.Work.wait, "__wrapped__") and not hasattr(DDP.__init__, "__wrapped__")
+report["undone"] = all(getattr(dist, f) is originals[f] and getattr(c10d, f) is originals[f]
+                       for f in WRAPPED) and \
+    dist.Work.wait is original_wait and DDP.__init__ is original_ddp_init
 dist.all_reduce(torch.ones(2))  # after remove(): not recorded
 dist.destroy_process_group()
 print("REPORT " + json.dumps(report))
@@ -286,7 +293,7 @@ def test_ddp_user_hook_kept_and_each_bucket_recorded_once(calls):
 
 def test_remove_undoes_everything(calls):
     for rank in (0, 1):
-        assert calls["reports"][rank]["undone"]
+        assert calls["reports"][rank]["wrapped"] and calls["reports"][rank]["undone"]
         t = calls["traces"][rank]
         last = max(e["ts"] + e["dur"] for e in t.named("step"))
         assert [e for e in t.events if e["cat"] == "comm" and e["ts"] > last] == []

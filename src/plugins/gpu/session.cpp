@@ -24,8 +24,11 @@
 namespace dftrace::gpu {
 namespace {
 
-constexpr size_t k_buffer_bytes = 4u << 20;
-constexpr auto k_flush_every = std::chrono::seconds(2);
+// A buffer is handed over when full, so its size bounds how late a launch is translated, and
+// the correlation ring must still hold the launch's region then: 1 MiB is about 0.4 s of a
+// 300-step torch loop's records (bench/RESULTS.md, "On a GPU").
+constexpr size_t k_buffer_bytes = 1u << 20;
+constexpr auto k_flush_every = std::chrono::milliseconds(250);
 constexpr auto k_stop_wait = std::chrono::seconds(20);
 
 std::atomic<int> g_log_level{1};  // 0 error, 1 warn (the default), 2 info, 3 debug
@@ -129,16 +132,20 @@ void worker() {
   session &s = *g_session;
   dftrace_thread_name("dftrace GPU activity");
   std::unique_lock<std::mutex> lock(s.mu);
+  auto next_flush = std::chrono::steady_clock::now() + k_flush_every;
   for (;;) {
+    if (std::chrono::steady_clock::now() >= next_flush) {
+      // Every k_flush_every, busy or not: ask CUPTI for the buffers whose records are all
+      // complete, full or not (queued by the completion callback, on this thread).
+      lock.unlock();
+      s.api->flush_all(0);
+      lock.lock();
+      next_flush = std::chrono::steady_clock::now() + k_flush_every;
+      continue;
+    }
     if (s.queue.empty()) {
-      if (!s.wake.wait_for(lock, k_flush_every, [&] { return !s.queue.empty(); })) {
-        // Nothing handed over for a while: ask CUPTI for what it holds (queued by the
-        // completion callback, on this thread).
-        lock.unlock();
-        s.api->flush_all(0);
-        lock.lock();
-        continue;
-      }
+      s.wake.wait_until(lock, next_flush, [&] { return !s.queue.empty(); });
+      continue;
     }
     auto [buffer, valid] = s.queue.front();
     s.queue.pop_front();

@@ -32,7 +32,9 @@ kinds kinds_of(unsigned bits);
 // lock; a slot is reused after k_slots newer ids, and a reused slot is detected, not guessed.
 class correlation_ring {
  public:
-  static constexpr uint32_t k_slots = 1u << 16;
+  // 4 MiB: about 2.8 s of a torch loop's correlation ids (94,000 a second on an H100), well
+  // past how late a record is translated (k_buffer_bytes, k_flush_every in session.cpp).
+  static constexpr uint32_t k_slots = 1u << 18;
   correlation_ring();
   // Thread-safe, wait-free.
   void remember(uint32_t correlation_id, uint64_t region) noexcept;
