@@ -10,7 +10,8 @@
 # Environment:
 #   GPU_CHECK_DEPS     folder of unpacked Debian packages for a machine without them
 #                      (yaml/ = libyaml-cpp0.7 + libyaml-cpp-dev, zlib/ = zlib1g + zlib1g-dev,
-#                      each `dpkg -x`ed; default ../deps beside the source tree, if present)
+#                      isal/ = libisal2 + libisal-dev, each `dpkg -x`ed; default ../deps beside
+#                      the source tree, if present)
 #   GPU_CHECK_BUILD    build folder (default build-gpu in the source tree)
 #   GPU_CHECK_PYTHON   the interpreter with torch (default /opt/torch/.venv/bin/python3, else
 #                      python3 on PATH if it imports torch, else /usr/bin/python3)
@@ -104,6 +105,14 @@ if [ -d "$DEPS/zlib/usr" ] && { [ ! -e /usr/include/zlib.h ] || [ "${GPU_CHECK_S
   zlib=$DEPS/zlib/usr/lib/x86_64-linux-gnu/libz.so
   [ -e /lib/x86_64-linux-gnu/libz.so.1 ] && zlib=/lib/x86_64-linux-gnu/libz.so.1  # the system's
   args+=(-DZLIB_INCLUDE_DIR="$DEPS/zlib/usr/include" -DZLIB_LIBRARY="$zlib")
+fi
+# ISA-L, the compressor of a Debian build (the device has none: zlib would stand in, several
+# times slower, and the timed checks would measure that).
+if [ -d "$DEPS/isal/usr" ] && { [ ! -e /usr/include/isa-l/igzip_lib.h ] || [ "${GPU_CHECK_SIMULATE:-0}" = 1 ]; }; then
+  DEPS=$(cd "$DEPS" && pwd)
+  args+=(-DISAL_INCLUDE_DIR="$DEPS/isal/usr/include"
+         -DISAL_LIBRARY="$DEPS/isal/usr/lib/x86_64-linux-gnu/libisal.so")
+  export LD_LIBRARY_PATH=$DEPS/isal/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 fi
 if [ "${GPU_CHECK_SIMULATE:-0}" = 1 ]; then
   # The device has neither ISA-L, libdeflate nor hwloc: hide the system's (headers of /usr/include
