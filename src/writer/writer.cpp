@@ -158,7 +158,7 @@ void writer::run() {
   const auto interval = std::chrono::duration_cast<clock::duration>(
       std::chrono::duration<double>(settings_.flush_interval));
   auto next_steal = clock::now() + interval;
-  tick_map *const tm =
+  tick_map *tm =
       settings_.format.ticks && settings_.format.ticks->tsc() ? settings_.format.ticks : nullptr;
   std::unique_lock<std::mutex> lock(queue_mutex_);
   while (!stop_) {
@@ -194,10 +194,15 @@ void writer::run() {
         clock::now() < next_steal) {  // only an anchor is due, or another writer's wake
       if (!tm) continue;
       lock.unlock();
+      bool done;
       {
         std::lock_guard<std::mutex> io(io_mutex_);
-        if (!finished_) tm->anchor();
+        done = finished_;
+        if (!done) tm->anchor();
       }
+      // A finished file takes no anchor, so none is ever due again: without this the thread
+      // would find the same anchor due at once, round after round, until it is stopped.
+      if (done) tm = nullptr;
       lock.lock();
       continue;
     }
