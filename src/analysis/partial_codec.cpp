@@ -219,19 +219,13 @@ bool put_colls(writer &w, const coll_data &d) {
   return ok;
 }
 
-// Where a decoded partial's collective calls go: memory up to the budget (the calls of the
-// partial's groups together), then a temporary file of the partial's own.
-struct coll_sink {
-  size_t budget = 0, held = 0;
-  std::shared_ptr<spill_store> file;
-  // Spills d's calls in memory (kept there when the file refuses them).
-  bool spill(coll_data *d) {
-    if (!file) file = std::make_shared<spill_store>();
-    return d->spill(file);
-  }
-};
+// Spills d's calls in memory (kept there when the file refuses them).
+bool spill_decoded(decoded_calls *sink, coll_data *d) {
+  if (!sink->file) sink->file = std::make_shared<spill_store>();
+  return d->spill(sink->file);
+}
 
-void get_colls(reader &r, coll_data *d, coll_sink *sink) {
+void get_colls(reader &r, coll_data *d, decoded_calls *sink) {
   get_strings(r, &d->keys);
   const size_t n = r.n(7);
   uint64_t prev = 0;
@@ -246,9 +240,9 @@ void get_colls(reader &r, coll_data *d, coll_sink *sink) {
     r.ok = r.ok && c.key < d->keys.size();
     prev = c.start;
     d->calls.push_back(c);
-    if (sink->budget && d->calls.size() >= sink->budget) sink->spill(d);
+    if (sink->budget && d->calls.size() >= sink->budget) spill_decoded(sink, d);
   }
-  if (sink->budget && sink->held + d->calls.size() > sink->budget && sink->spill(d)) return;
+  if (sink->budget && sink->held + d->calls.size() > sink->budget && spill_decoded(sink, d)) return;
   d->calls.shrink_to_fit();
   sink->held += d->calls.size();
 }
@@ -297,7 +291,7 @@ void put_group(writer &w, const group_partial &g, const step_store &steps) {
   // Last, once the temporary files were read: whether the group is whole.
   w.u(g.readback_failed || !steps_read || !colls_read);
 }
-void get_group(reader &r, group_partial *g, step_store *steps, coll_sink *sink) {
+void get_group(reader &r, group_partial *g, step_store *steps, decoded_calls *sink) {
   get_strings(r, &g->procs);
   group_result &f = g->fig;
   f.has_rank = r.b();
@@ -453,8 +447,8 @@ std::string encode_partial(const input_report &in, const analysis_partial &p) {
   return std::move(w.o);
 }
 
-bool decode_partial(std::string_view bytes, input_report *in, analysis_partial *p,
-                    std::string *why) {
+bool decode_partial(std::string_view bytes, input_report *in, analysis_partial *p, std::string *why,
+                    decoded_calls *calls) {
   if (bytes.size() < sizeof k_tag || std::memcmp(bytes.data(), k_tag, sizeof k_tag) != 0) {
     *why = "not a partial analysis of this version";
     return false;
@@ -467,10 +461,10 @@ bool decode_partial(std::string_view bytes, input_report *in, analysis_partial *
   }
   p->groups.resize(r.n());
   p->steps = step_store(step_rows_budget());  // a worker's steps: in the file past the budget
-  coll_sink sink;                             // and its collective calls
-  sink.budget = coll_calls_budget(spill_budget());
+  decoded_calls own;                          // and its collective calls, past the budget
+  decoded_calls *sink = calls ? calls : &own;
   for (group_partial &g : p->groups)
-    if (r.ok) get_group(r, &g, &p->steps, &sink);
+    if (r.ok) get_group(r, &g, &p->steps, sink);
   p->any_step_event = r.b();
   get_io(r, &p->io);
   for (const group_partial &g : p->groups) {
