@@ -3,6 +3,7 @@
 // group as damaged; the same partial read whole gives the same figures as one machine.
 #include <dirent.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -117,6 +118,8 @@ class PartialCodec : public ::testing::Test {
   void TearDown() override {
     unsetenv("DFTRACE_ANALYZE_SPILL_EVENTS");
     unsetenv("TMPDIR");
+    for (const char *f : {"/r0.pfw", "/r1.pfw"}) std::remove((dir_ + f).c_str());
+    rmdir(dir_.c_str());
   }
   std::string dir_;
 };
