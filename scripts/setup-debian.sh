@@ -11,6 +11,7 @@ test=("${core[@]}" python3-dev python3-pytest python3-numpy python3-pandas pytho
       python3-distributed pybind11-dev python3-pybind11
       gfortran libopenmpi-dev openmpi-bin python3-mpi4py libhwloc-dev hwloc libsimdjson-dev
       jq python3-torch python3-pip python3-setuptools
+      mpich libmpich-dev  # MPI 4.0's MPI_Comm_idup_with_info beside OpenMPI 4.1 (tests/integration/mpi)
       python3-venv  # pip install of the repository into a fresh venv (tests/python/test_install.py)
       python3-matplotlib  # dftrace report (its plots as SVG)
       libhdf5-dev  # HDF5 I/O traced (libdftrace_io H5 events) and tested

@@ -499,7 +499,7 @@ bool merge_partials(std::vector<analysis_partial> &parts, const layer_table &tab
   for (size_t g = 0; g < roots.size(); ++g)
     colls[g] = &parts[src[g].first].groups[src[g].second].colls;
   bool colls_read = true;
-  r.collectives = match_collectives(colls, &colls_read);
+  r.collectives = match_collectives(colls, coll_spreads_budget(spill_budget()), &colls_read);
   if (!colls_read)
     r.process_problems.push_back(
         "the analysis's temporary file of collective calls could not be read back: the "

@@ -488,7 +488,7 @@ void file_folder::add(block_part &p, collection *c) {
     c->durations_buffered = 0;  // what the store refused stays in memory, counted no more
   }
   for (auto &kv : p.colls) {
-    c->coll_buffered += kv.second.calls.size();
+    c->coll_buffered += kv.second.calls.size() + kv.second.waits.size();
     colls_[kv.first].append(kv.second);
   }
   const size_t coll_budget = coll_calls_budget(c->spill_after);

@@ -159,8 +159,9 @@ struct collection {
   // kept (analyze_groups would not use them).
   bool any_step_event = false;
   std::map<std::string, coll_data> colls;  // host '\x1f' pid: its collectives and waits
-  // Their calls held in memory since the last spill: past coll_calls_budget(spill_after) every
-  // process's calls go to coll_file (waits stay: a process's are tied to its calls at the end).
+  // Their calls and waits held in memory since the last spill: past
+  // coll_calls_budget(spill_after) every process's calls and waits go to coll_file (read back
+  // when its group is analysed, where a process's waits are tied to its calls).
   size_t coll_buffered = 0;
   std::shared_ptr<spill_store> coll_file;
 };

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "analysis/analyze.hpp"
+#include "analysis/name_stats.hpp"
 #include "reader/json_string.hpp"
 
 namespace dftrace::analysis {
@@ -117,23 +118,39 @@ void scan_collective(const detail::parsed_line &pl, uint64_t ts, uint64_t end, c
 }
 
 bool coll_data::spill(const std::shared_ptr<spill_store> &f) {
-  if (calls.empty()) return true;
   uint64_t at = 0;
-  if (!f->write_bytes(calls.data(), calls.size() * sizeof(coll_call), &at)) return false;
-  file = f;
-  spilled.push_back({at, calls.size()});
-  spilled_calls += calls.size();
-  std::vector<coll_call>().swap(calls);
+  if (!calls.empty()) {
+    if (!f->write_bytes(calls.data(), calls.size() * sizeof(coll_call), &at)) return false;
+    file = f;
+    spilled.push_back({at, calls.size()});
+    spilled_calls += calls.size();
+    std::vector<coll_call>().swap(calls);
+  }
+  if (!waits.empty()) {
+    if (!f->write_bytes(waits.data(), waits.size() * sizeof(coll_wait), &at)) return false;
+    file = f;
+    spilled_waits.push_back({at, waits.size()});
+    std::vector<coll_wait>().swap(waits);
+  }
   return true;
 }
 
 bool coll_data::load() {
-  if (spilled.empty()) return true;
+  if (spilled.empty() && spilled_waits.empty()) return true;
   std::vector<coll_call> all;
   lost = !read(0, size(), &all) || lost;
   calls = std::move(all);
   spilled.clear();
   spilled_calls = 0;
+  for (const chunk &k : spilled_waits) {
+    const size_t old = waits.size();
+    waits.resize(old + k.count);
+    if (!file->read_bytes(k.offset, waits.data() + old, k.count * sizeof(coll_wait))) {
+      waits.resize(old);
+      lost = true;
+    }
+  }
+  spilled_waits.clear();
   file.reset();
   return !lost;
 }
@@ -161,7 +178,7 @@ bool coll_data::read(size_t first, size_t n, std::vector<coll_call> *out) const 
 }
 
 void coll_data::append(coll_data &o) {
-  if (keys.empty() && calls.empty() && spilled.empty() && waits.empty()) {  // taken whole
+  if (keys.empty() && empty()) {  // taken whole
     const bool was_lost = lost || o.lost;
     *this = std::move(o);
     lost = was_lost;
@@ -174,12 +191,17 @@ void coll_data::append(coll_data &o) {
     const size_t a = k.find('\x1f'), b = k.find('\x1f', a + 1);
     map[i] = key_of(k.substr(0, a), k.substr(a + 1, b - a - 1), k.substr(b + 1));
   }
-  bool same = !file || !o.file || file == o.file;
+  const bool same_file = !file || !o.file || file == o.file;
+  bool same = same_file;
   for (size_t i = 0; i < map.size(); ++i) same = same && map[i] == i;
-  if (!o.spilled.empty() && !same) o.load();
+  if ((!o.spilled.empty() && !same) || (!o.spilled_waits.empty() && !same_file)) o.load();
   if (!o.spilled.empty()) {  // the calls' keys hold here: their chunks are taken as they are
     spilled.insert(spilled.end(), o.spilled.begin(), o.spilled.end());
     spilled_calls += o.spilled_calls;
+    file = o.file;
+  }
+  if (!o.spilled_waits.empty()) {  // in this one's file: taken as they are
+    spilled_waits.insert(spilled_waits.end(), o.spilled_waits.begin(), o.spilled_waits.end());
     file = o.file;
   }
   lost = lost || o.lost;
@@ -306,8 +328,41 @@ size_t matched_instances(coll_op *o, const std::string &remote, size_t n, size_t
   return inst;
 }
 
+// The instances' spreads (last arrival minus first): held in memory up to `budget`, then in a
+// temporary file of their own; p50 and p99 selected exactly (select_durations), as a name's
+// durations are. False when the file cannot be read back.
+class spread_list {
+ public:
+  explicit spread_list(size_t budget) : budget_(budget) {}
+  void add(uint64_t v) {
+    most_ = std::max(most_, v);
+    d_.durs.push_back(v);
+    if (!budget_ || d_.durs.size() < budget_) return;
+    if (!file_) file_ = std::make_unique<spill_store>();
+    d_.spill(*file_);  // what the file refuses stays in memory
+  }
+  bool summarize(coll_op *o) {
+    const uint64_t n = d_.count();
+    o->spread_max = most_;
+    if (!n) return true;
+    std::vector<uint64_t> at;  // nearest ranks, as percentile_sorted
+    if (!select_durations(d_, file_.get(), {(50 * n + 99) / 100, (99 * n + 99) / 100}, &at,
+                          budget_ ? budget_ : SIZE_MAX))
+      return false;
+    o->spread_p50 = at[0];
+    o->spread_p99 = at[1];
+    return true;
+  }
+
+ private:
+  size_t budget_;
+  uint64_t most_ = 0;
+  name_durations d_;
+  std::unique_ptr<spill_store> file_;
+};
+
 void match_key(const std::string &key, key_calls &kc, coll_summary *s,
-               std::vector<coll_group_total> *tot, bool *ok) {
+               std::vector<coll_group_total> *tot, size_t budget, bool *ok) {
   coll_op o;
   std::string remote;
   parse_key(key, &o, &remote);
@@ -320,8 +375,7 @@ void match_key(const std::string &key, key_calls &kc, coll_summary *s,
   }
   for (size_t i = 0; i < n; ++i) o.ranks.push_back({kc.groups[i], kc.calls[i].count, 0, 0, 0});
   inst = matched_instances(&o, remote, n, inst, most);
-  std::vector<uint64_t> spreads;
-  spreads.reserve(inst);
+  spread_list spreads(budget);
   std::vector<call_cursor> cur;
   cur.reserve(n);
   for (size_t i = 0; i < n; ++i) cur.emplace_back(kc.calls[i], ok);
@@ -338,7 +392,7 @@ void match_key(const std::string &key, key_calls &kc, coll_summary *s,
         last_i = i;
       }
     }
-    spreads.push_back(last - first);
+    spreads.add(last - first);
     uint64_t waited = 0;
     for (size_t i = 0; i < n; ++i) {
       const uint64_t w = blocked_before(*at[i], last);
@@ -354,10 +408,7 @@ void match_key(const std::string &key, key_calls &kc, coll_summary *s,
   }
   o.instances = inst;
   o.unmatched_calls = total - inst * n;
-  std::sort(spreads.begin(), spreads.end());
-  o.spread_p50 = percentile_sorted(spreads, 50);
-  o.spread_p99 = percentile_sorted(spreads, 99);
-  o.spread_max = spreads.empty() ? 0 : spreads.back();
+  if (!spreads.summarize(&o)) *ok = false;
   for (const coll_rank &r : o.ranks) {  // most often last; the first group at a tie
     if (r.last > o.last_count) {
       o.has_last = true;
@@ -378,7 +429,8 @@ void match_key(const std::string &key, key_calls &kc, coll_summary *s,
 
 }  // namespace
 
-coll_summary match_collectives(const std::vector<const coll_data *> &groups, bool *complete) {
+coll_summary match_collectives(const std::vector<const coll_data *> &groups, size_t budget,
+                               bool *complete) {
   coll_summary s;
   bool ok = true;
   std::map<std::string, key_calls> by_key;  // ordered: ops by name, then size text
@@ -409,7 +461,7 @@ coll_summary match_collectives(const std::vector<const coll_data *> &groups, boo
   std::vector<coll_call>().swap(piece);
   std::vector<coll_group_total> tot(groups.size());
   for (size_t g = 0; g < tot.size(); ++g) tot[g].group = g;
-  for (auto &kv : by_key) match_key(kv.first, kv.second, &s, &tot, &ok);
+  for (auto &kv : by_key) match_key(kv.first, kv.second, &s, &tot, budget, &ok);
   if (complete) *complete = ok;
   for (const coll_group_total &t : tot)
     if (t.calls) s.groups.push_back(t);

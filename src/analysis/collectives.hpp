@@ -35,6 +35,8 @@ struct coll_wait {
 // `comm_size` argument as a number, "" when absent; GROUP: the `comm_group` argument, "" when
 // absent), the matching key. The calls are those in a temporary file (spilled, in order), then
 // those in memory (calls): keys never change index until canonical(), so spilled calls keep them.
+// The waits likewise: those in the file (spilled_waits), then those in memory; their order does
+// not matter (resolve_waits sorts them).
 struct coll_data {
   struct chunk {
     uint64_t offset = 0;
@@ -43,16 +45,17 @@ struct coll_data {
   std::vector<std::string> keys;
   std::vector<coll_call> calls;
   std::vector<coll_wait> waits;
-  std::shared_ptr<spill_store> file;  // where the spilled calls lie
+  std::shared_ptr<spill_store> file;  // where the spilled calls and waits lie
   std::vector<chunk> spilled;
   size_t spilled_calls = 0;
-  bool lost = false;  // spilled calls could not be read back (here or in data appended)
+  std::vector<chunk> spilled_waits;
+  bool lost = false;  // spilled calls or waits could not be read back (here or in data appended)
   uint32_t key_of(std::string_view op, std::string_view size, std::string_view group);
   size_t size() const { return spilled_calls + calls.size(); }
-  // Moves the calls in memory to f (the waits stay); false (kept in memory) when it cannot.
+  // Moves the calls and waits in memory to f; false (kept in memory) when it cannot.
   bool spill(const std::shared_ptr<spill_store> &f);
-  // Brings the spilled calls back into memory, before those there; false when they cannot be
-  // read (they are then lost, and `lost` says so).
+  // Brings the spilled calls and waits back into memory, before those there; false when they
+  // cannot be read (they are then lost, and `lost` says so).
   bool load();
   // The calls [first, first + n) of the whole (spilled first), into *out (replaced); false
   // when the file cannot be read.
@@ -67,7 +70,9 @@ struct coll_data {
   void resolve_waits();
   // Calls in a fixed order (key text, start, end, wait): independent of the order of files.
   void canonical();
-  bool empty() const { return calls.empty() && waits.empty() && spilled.empty(); }
+  bool empty() const {
+    return calls.empty() && waits.empty() && spilled.empty() && spilled_waits.empty();
+  }
 };
 
 // The operation a complete event is, when it is a collective ("comm.all_reduce",
@@ -113,9 +118,11 @@ struct coll_summary {
 
 // Matches the groups' collectives (groups[g]: group g's data, canonical, in memory or spilled)
 // by key, the k-th call of each group at a key being instance k: a walk over the groups'
-// sequences side by side, holding a piece of each. *complete (when given) is false when a
-// spilled call could not be read back (its instance then counts as starting at 0).
-coll_summary match_collectives(const std::vector<const coll_data *> &groups,
+// sequences side by side, holding a piece of each. Each key's instances' spreads (8 bytes
+// each) are held up to `budget` (0: no limit), then in a temporary file, their p50 and p99
+// selected over it. *complete (when given) is false when a spilled call or spread could not be
+// read back (its instance then counts as starting at 0).
+coll_summary match_collectives(const std::vector<const coll_data *> &groups, size_t budget,
                                bool *complete = nullptr);
 
 // Collective calls held in memory before they go to a temporary file (48 bytes each): half the
@@ -123,5 +130,8 @@ coll_summary match_collectives(const std::vector<const coll_data *> &groups,
 inline size_t coll_calls_budget(size_t spill_after) {
   return spill_after / 2 ? spill_after / 2 : spill_after;
 }
+// Spreads of one key's instances held in memory before they go to a temporary file (8 bytes
+// each): the calls' budget (128 Ki, 1 MiB, by default), 0 for never.
+inline size_t coll_spreads_budget(size_t spill_after) { return coll_calls_budget(spill_after); }
 
 }  // namespace dftrace::analysis

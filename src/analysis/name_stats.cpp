@@ -8,7 +8,6 @@ namespace dftrace::analysis {
 namespace {
 
 constexpr unsigned k_digit_bits = 16;
-constexpr size_t k_buckets = size_t{1} << k_digit_bits;
 constexpr size_t k_chunk = size_t{1} << 16;  // values read from the spill file at a time
 
 // One rank being searched: the candidates are the values in [lo, hi]; `rank` (1-based) counts
@@ -65,9 +64,11 @@ void plan(search &s, size_t collect) {
   }
   const unsigned w = bit_width(s.hi - s.lo);
   s.shift = w > k_digit_bits ? w - k_digit_bits : 0;
-  s.hist.assign(k_buckets, 0);
-  s.least.assign(k_buckets, UINT64_MAX);
-  s.most.assign(k_buckets, 0);
+  // the buckets the range reaches (a narrow one, as a collective's spreads in ns, needs few)
+  const size_t n = static_cast<size_t>(((s.hi - s.lo) >> s.shift) + 1);
+  s.hist.assign(n, 0);
+  s.least.assign(n, UINT64_MAX);
+  s.most.assign(n, 0);
 }
 
 // After a pass: the bucket that holds the rank becomes the range, or the collected candidates

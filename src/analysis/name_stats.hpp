@@ -18,10 +18,11 @@ struct name_summary {
 
 // The k-th smallest (1-based, k <= d.count()) of a name's durations, for each k in ks, exactly:
 // by selection in memory when none is spilled; otherwise by a radix select over the spill file
-// (a histogram of 2^16 buckets of the candidates' range per pass, with each bucket's least and
-// greatest value, narrowing to one bucket's values, until they are one value or fit in
-// `collect` values, which are then selected in memory). Memory: 1.5 MiB per rank and `collect`
-// values. False when the spill file cannot be read back.
+// (a histogram of at most 2^16 buckets of the candidates' range per pass, with each bucket's
+// least and greatest value, narrowing to one bucket's values, until they are one value or fit
+// in `collect` values, which are then selected in memory). Memory: at most 1.5 MiB per rank
+// (24 bytes per bucket the range reaches) and `collect` values. False when the spill file
+// cannot be read back.
 bool select_durations(name_durations &d, const spill_store *store, const std::vector<uint64_t> &ks,
                       std::vector<uint64_t> *out, size_t collect = size_t{1} << 20);
 

@@ -13,7 +13,7 @@ namespace dftrace::analysis {
 
 namespace {
 
-constexpr char k_tag[8] = {'d', 'f', 't', 'p', 'a', 'r', 't', '5'};
+constexpr char k_tag[8] = {'d', 'f', 't', 'p', 'a', 'r', 't', '6'};
 constexpr char k_names_tag[8] = {'d', 'f', 't', 'n', 'a', 'm', 'e', '1'};
 
 uint64_t zigzag(int64_t v) {
@@ -193,14 +193,20 @@ void get_u64s(reader &r, std::vector<uint64_t> *v) {
   for (uint64_t &x : *v) x = r.u();
 }
 
-// Each call's start from the previous call's, its other times from its own start.
-void put_colls(writer &w, const coll_data &d) {
+// Each call's start from the previous call's, its other times from its own start. False when
+// spilled calls could not be read back: they are written as zeros (so that the bytes stay whole)
+// and the group says it is incomplete.
+bool put_colls(writer &w, const coll_data &d) {
   put_strings(w, d.keys);
   w.u(d.size());
   uint64_t prev = 0;
+  bool ok = !d.lost;
   std::vector<coll_call> piece;  // the calls, read back a piece at a time when spilled
   for (size_t i = 0; i < d.size(); i += piece.size()) {
-    if (!d.read(i, 4096, &piece)) piece.assign(std::min<size_t>(4096, d.size() - i), {});
+    if (!d.read(i, 4096, &piece)) {
+      ok = false;
+      piece.assign(std::min<size_t>(4096, d.size() - i), {});
+    }
     for (const coll_call &c : piece) {
       w.i(delta(c.start, prev));
       for (uint64_t v : {c.end, c.wait_start, c.wait_end}) w.i(delta(v, c.start));
@@ -210,12 +216,21 @@ void put_colls(writer &w, const coll_data &d) {
       prev = c.start;
     }
   }
+  return ok;
 }
-void get_colls(reader &r, coll_data *d) {
+
+// Spills d's calls in memory (kept there when the file refuses them).
+bool spill_decoded(decoded_calls *sink, coll_data *d) {
+  if (!sink->file) sink->file = std::make_shared<spill_store>();
+  return d->spill(sink->file);
+}
+
+void get_colls(reader &r, coll_data *d, decoded_calls *sink) {
   get_strings(r, &d->keys);
-  d->calls.resize(r.n(7));
+  const size_t n = r.n(7);
   uint64_t prev = 0;
-  for (coll_call &c : d->calls) {
+  for (size_t i = 0; i < n && r.ok; ++i) {
+    coll_call c;
     c.start = prev + static_cast<uint64_t>(r.i());
     for (uint64_t *v : {&c.end, &c.wait_start, &c.wait_end})
       *v = c.start + static_cast<uint64_t>(r.i());
@@ -224,7 +239,37 @@ void get_colls(reader &r, coll_data *d) {
     c.has_id = r.b();
     r.ok = r.ok && c.key < d->keys.size();
     prev = c.start;
+    d->calls.push_back(c);
+    if (sink->budget && d->calls.size() >= sink->budget) spill_decoded(sink, d);
   }
+  if (sink->budget && sink->held + d->calls.size() > sink->budget && spill_decoded(sink, d)) return;
+  d->calls.shrink_to_fit();
+  sink->held += d->calls.size();
+}
+
+// The group's steps from the previous one's: its start, step, epoch, group and index (the next
+// one's). False when the steps could not be read back: the rest are written as zeros.
+bool put_steps(writer &w, const group_partial &g, const step_store &steps) {
+  step_result prev;
+  prev.start = g.fig.start;
+  size_t written = 0;
+  auto put = [&](const step_result &s) {
+    w.i(delta(s.start, prev.start));
+    w.u(s.dur);
+    w.i(delta(static_cast<uint64_t>(s.step), static_cast<uint64_t>(prev.step)));
+    w.i(delta(static_cast<uint64_t>(s.epoch), static_cast<uint64_t>(prev.epoch)));
+    for (uint64_t p : s.parts) w.u(p);
+    w.i(static_cast<int64_t>(s.group) - prev.group);
+    w.i(static_cast<int64_t>(s.index) - prev.index);
+    w.u(uint64_t(s.has_step) | uint64_t(s.has_epoch) << 1);
+    prev = s;
+    ++prev.index;
+    ++written;
+  };
+  const bool ok =
+      steps.for_each(g.first_step, g.nsteps, [&](const step_result &s, size_t) { put(s); });
+  for (step_result blank; written < g.nsteps;) put(blank);
+  return ok;
 }
 
 void put_group(writer &w, const group_partial &g, const step_store &steps) {
@@ -240,26 +285,13 @@ void put_group(writer &w, const group_partial &g, const step_store &steps) {
   put_u64s(w, f.self_ns);
   put_pairs(w, f.overlap_ns);
   put_pairs(w, f.unoverlapped_ns);
-  w.u(g.readback_failed);
   w.u(g.nsteps);
-  // From the previous step: its start, step, epoch, group and index (the next one's).
-  step_result prev;
-  prev.start = f.start;
-  steps.for_each(g.first_step, g.nsteps, [&](const step_result &s, size_t) {
-    w.i(delta(s.start, prev.start));
-    w.u(s.dur);
-    w.i(delta(static_cast<uint64_t>(s.step), static_cast<uint64_t>(prev.step)));
-    w.i(delta(static_cast<uint64_t>(s.epoch), static_cast<uint64_t>(prev.epoch)));
-    for (uint64_t p : s.parts) w.u(p);
-    w.i(static_cast<int64_t>(s.group) - prev.group);
-    w.i(static_cast<int64_t>(s.index) - prev.index);
-    w.u(uint64_t(s.has_step) | uint64_t(s.has_epoch) << 1);
-    prev = s;
-    ++prev.index;
-  });
-  put_colls(w, g.colls);
+  const bool steps_read = put_steps(w, g, steps);
+  const bool colls_read = put_colls(w, g.colls);
+  // Last, once the temporary files were read: whether the group is whole.
+  w.u(g.readback_failed || !steps_read || !colls_read);
 }
-void get_group(reader &r, group_partial *g, step_store *steps) {
+void get_group(reader &r, group_partial *g, step_store *steps, decoded_calls *sink) {
   get_strings(r, &g->procs);
   group_result &f = g->fig;
   f.has_rank = r.b();
@@ -275,7 +307,6 @@ void get_group(reader &r, group_partial *g, step_store *steps) {
   get_u64s(r, &f.self_ns);
   get_pairs(r, &f.overlap_ns);
   get_pairs(r, &f.unoverlapped_ns);
-  g->readback_failed = r.b();
   g->nsteps = r.n(k_nbound + 8);
   g->first_step = steps->size();
   step_result prev;
@@ -297,7 +328,8 @@ void get_group(reader &r, group_partial *g, step_store *steps) {
     prev = s;
     ++prev.index;
   }
-  get_colls(r, &g->colls);
+  get_colls(r, &g->colls, sink);
+  g->readback_failed = r.b();
 }
 
 void put_file_io(writer &w, const file_io &f) {
@@ -415,8 +447,8 @@ std::string encode_partial(const input_report &in, const analysis_partial &p) {
   return std::move(w.o);
 }
 
-bool decode_partial(std::string_view bytes, input_report *in, analysis_partial *p,
-                    std::string *why) {
+bool decode_partial(std::string_view bytes, input_report *in, analysis_partial *p, std::string *why,
+                    decoded_calls *calls) {
   if (bytes.size() < sizeof k_tag || std::memcmp(bytes.data(), k_tag, sizeof k_tag) != 0) {
     *why = "not a partial analysis of this version";
     return false;
@@ -429,8 +461,10 @@ bool decode_partial(std::string_view bytes, input_report *in, analysis_partial *
   }
   p->groups.resize(r.n());
   p->steps = step_store(step_rows_budget());  // a worker's steps: in the file past the budget
+  decoded_calls own;                          // and its collective calls, past the budget
+  decoded_calls *sink = calls ? calls : &own;
   for (group_partial &g : p->groups)
-    if (r.ok) get_group(r, &g, &p->steps);
+    if (r.ok) get_group(r, &g, &p->steps, sink);
   p->any_step_event = r.b();
   get_io(r, &p->io);
   for (const group_partial &g : p->groups) {

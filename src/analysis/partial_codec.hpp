@@ -4,6 +4,7 @@
 // is the encoded one.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -14,9 +15,17 @@
 namespace dftrace::analysis {
 
 std::string encode_partial(const input_report &in, const analysis_partial &p);
-// False with *why when the bytes are not a whole partial of this version.
-bool decode_partial(std::string_view bytes, input_report *in, analysis_partial *p,
-                    std::string *why);
+
+// Where decoded partials' collective calls go: memory up to the budget (the calls of every
+// partial decoded with it, together), then one temporary file that the partials share.
+struct decoded_calls {
+  size_t budget = coll_calls_budget(spill_budget()), held = 0;
+  std::shared_ptr<spill_store> file;
+};
+// False with *why when the bytes are not a whole partial of this version. calls: shared by the
+// partials that are merged together (nullptr: this partial's own).
+bool decode_partial(std::string_view bytes, input_report *in, analysis_partial *p, std::string *why,
+                    decoded_calls *calls = nullptr);
 
 // A run's name figures (summarize_names) and the names whose durations could not be read back,
 // as bytes: what a read that also collected names (`dftrace report --compare`) keeps for the

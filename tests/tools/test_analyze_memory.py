@@ -137,10 +137,11 @@ def test_peak_does_not_grow_with_the_number_of_steps(tmp_path):
                         f"{ranks * events} steps (base {base} KiB, then {peak} KiB)")
 
 
-def write_comm_trace(path, events, collectives, rank, pid, ranks):
+def write_comm_trace(path, events, collectives, rank, pid, ranks, skew=None):
     """One ranked process of `events` comm events one after the other: the first `collectives`
     are all_reduce calls of a group of `ranks` (matched across ranks), the rest point-to-point
-    sends (in the comm layer too, never matched)."""
+    sends (in the comm layer too, never matched). Event k starts skew(k) ns into its 10 ns
+    slot (rank by default)."""
     with gzip.open(path, "wt", compresslevel=1) as f:
         f.write('[\n'
                 f'{{"id":1,"name":"PR","cat":"dftracer","pid":{pid},"tid":{pid},"ph":"M",'
@@ -152,7 +153,7 @@ def write_comm_trace(path, events, collectives, rank, pid, ranks):
         for k in range(events):
             name = "all_reduce" if k < collectives else "send"
             f.write(f'{{"id":{k + 4},"name":"{name}","cat":"comm","pid":{pid},"tid":{pid},'
-                    f'"ts":{T0 + 10 * k + rank},"dur":5,"ph":"X",'
+                    f'"ts":{T0 + 10 * k + (skew(k) if skew else rank)},"dur":5,"ph":"X",'
                     f'"args":{{"comm_size":{ranks},"comm_group":"world"}}}}\n')
         f.write(f'{{"id":{events + 4},"name":"end","cat":"dftracer","pid":{pid},"tid":{pid},'
                 f'"ts":{T0 + 10 * events},"dur":0,"ph":"X","args":{{"num_events":{events}}}}}\n'
@@ -184,3 +185,132 @@ def test_peak_does_not_grow_with_the_number_of_collective_calls(tmp_path):
     grown = (peak - base) / 1024
     assert grown < 6, (f"the peak grew by {grown:.1f} MiB from {ranks * 100} to "
                         f"{ranks * events} collective calls (base {base} KiB, then {peak} KiB)")
+
+
+def write_wait_trace(path, events, waits, rank, pid, ranks, calls=100):
+    """One ranked process of `events` comm events: `calls` asynchronous all_reduce calls (each
+    with a comm_id) and their comm.wait events, then `waits` more comm.wait events with ids no
+    call has (kept until the process's group is analysed, then dropped), the rest sends."""
+    with gzip.open(path, "wt", compresslevel=1) as f:
+        f.write('[\n'
+                f'{{"id":1,"name":"PR","cat":"dftracer","pid":{pid},"tid":{pid},"ph":"M",'
+                '"args":{"name":"time_metric","value":"ns"}}\n'
+                f'{{"id":2,"name":"PR","cat":"dftracer","pid":{pid},"tid":{pid},"ph":"M",'
+                f'"args":{{"name":"rank","value":{rank}}}}}\n'
+                f'{{"id":3,"name":"start","cat":"dftracer","pid":{pid},"tid":{pid},"ts":{T0},'
+                '"dur":0,"ph":"X","args":{"ppid":1}}\n')
+        for k in range(events):
+            if k < 2 * calls:
+                name, cid = ("all_reduce", k // 2) if k % 2 == 0 else ("wait", k // 2)
+            elif k < 2 * calls + waits:
+                name, cid = "wait", 1_000_000 + k
+            else:
+                name, cid = "send", None
+            args = f'"comm_size":{ranks},"comm_group":"world"'
+            if cid is not None:
+                args += f',"comm_id":{cid}'
+            f.write(f'{{"id":{k + 4},"name":"{name}","cat":"comm","pid":{pid},"tid":{pid},'
+                    f'"ts":{T0 + 10 * k + rank * (k % 3)},"dur":5,"ph":"X","args":{{{args}}}}}\n')
+        f.write(f'{{"id":{events + 4},"name":"end","cat":"dftracer","pid":{pid},"tid":{pid},'
+                f'"ts":{T0 + 10 * events},"dur":0,"ph":"X","args":{{"num_events":{events}}}}}\n'
+                ']\n')
+
+
+def test_peak_does_not_grow_with_the_number_of_comm_waits(tmp_path):
+    """The same 600,000 comm events on 24 ranks, with 100 or 24,800 comm.wait events per rank
+    beyond those of the 100 asynchronous calls: the waits go to the collective calls' temporary
+    file past the same budget and come back one group at a time, so the peak may differ by the
+    budget and one rank's waits, not by every wait's 24 bytes (14 MiB more before). The waits
+    no call has change nothing: the collectives' figures are the same."""
+    ranks, events = 24, 25_000
+    for sub, waits in (("few", 0), ("many", events - 200)):
+        (tmp_path / sub).mkdir()
+        for r in range(ranks):
+            write_wait_trace(tmp_path / sub / f"r{r}.pfw.gz", events, waits, rank=r, pid=100 + r,
+                             ranks=ranks)
+    paths = {sub: sorted((tmp_path / sub).iterdir()) for sub in ("few", "many")}
+    env = {"DFTRACE_ANALYZE_SPILL_EVENTS": str(16384)}
+    base = analyze_peak_kib(*paths["few"], out=tmp_path / "few.json", env=env)
+    peak = analyze_peak_kib(*paths["many"], out=tmp_path / "many.json", env=env)
+    few, many = load(tmp_path / "few.json"), load(tmp_path / "many.json")
+    assert few["inputs"]["events"] == many["inputs"]["events"]
+    assert few["collectives"]["instances"] == 100
+    assert few["collectives"] == many["collectives"]
+    assert few["collectives"]["wait_ns"] > 0  # the calls' waits were tied to them
+    grown = (peak - base) / 1024
+    assert grown < 6, (f"the peak grew by {grown:.1f} MiB from {ranks * 100} to "
+                        f"{ranks * (events - 100)} comm.wait events (base {base} KiB, "
+                        f"then {peak} KiB)")
+
+
+# Computes one partial per trace (as a Dask worker does, one rank each) into files, in a
+# process of its own.
+_PARTIALS = """import sys
+from dftrace import _analysis
+for src, dst in zip(sys.argv[1::2], sys.argv[2::2]):
+    with open(dst, "wb") as f:
+        f.write(_analysis.partial([src], None, None, 1))
+"""
+
+# Merges the partials as the Dask client does and prints the high-water mark of its memory
+# before and after the merge (the partials' bytes already read).
+_MERGE = """import resource, sys
+from dftrace import _analysis
+parts = [open(p, "rb").read() for p in sys.argv[2:]]
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+text, items = _analysis.merge_doc(parts, None, None, None)
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+with open(sys.argv[1], "w") as f:
+    f.write(text)
+print(before, after)
+"""
+
+
+def client_merge_growth_kib(traces, tmp, env):
+    e = dict(os.environ, DFTRACE_NO_PROGRESS="1", **env)
+    parts = [tmp / (t.name + ".part") for t in traces]
+    args = [str(x) for pair in zip(traces, parts) for x in pair]
+    p = subprocess.run([sys.executable, "-c", _PARTIALS, *args], capture_output=True, text=True,
+                       env=e, timeout=600)
+    assert p.returncode == 0, p.stderr
+    p = subprocess.run([sys.executable, "-c", _MERGE, str(tmp / "doc.json"), *map(str, parts)],
+                       capture_output=True, text=True, env=e, timeout=600)
+    assert p.returncode == 0, p.stderr
+    before, after = map(int, p.stdout.split())
+    return after - before
+
+
+def test_client_merge_does_not_grow_with_the_number_of_collective_calls(tmp_path):
+    """The client of a distributed run (dftrace.analyze with a Dask client) merges the workers'
+    partials: 2 ranks of 1,000,000 comm events, with 100 or 1,000,000 all_reduce calls each.
+    The decoded calls go to a temporary file past the budget and each instance's spread (8
+    bytes) too, so what the merge adds to the client's peak may differ by the budgets, not by
+    every call's 48 bytes (92 MiB more before) nor every instance's spread (7.6 MiB)."""
+    ranks, events = 2, 1_000_000
+    env = {"DFTRACE_ANALYZE_SPILL_EVENTS": str(16384)}
+    grown, docs = {}, {}
+    for sub, colls in (("few", 100), ("many", events)):
+        d = tmp_path / sub
+        d.mkdir()
+        for r in range(ranks):
+            # rank 1 arrives (k * k) % 5 ns after rank 0 at instance k: spreads of 0 to 4 ns
+            write_comm_trace(d / f"r{r}.pfw.gz", events, colls, rank=r, pid=100 + r, ranks=ranks,
+                             skew=lambda k, r=r: r * (k * k % 5))
+        grown[sub] = client_merge_growth_kib(sorted(d.glob("*.pfw.gz")), d, env)
+        docs[sub] = load(d / "doc.json")
+    assert docs["few"]["collectives"]["instances"] == 100
+    assert docs["many"]["collectives"]["instances"] == events
+    assert docs["many"]["inputs"]["complete"], docs["many"]["inputs"]["damaged"]
+    op = docs["many"]["collectives"]["ops"][0]
+    spreads = sorted(k * k % 5 for k in range(events))  # nearest ranks, computed here
+    want = (spreads[(50 * events + 99) // 100 - 1], spreads[(99 * events + 99) // 100 - 1],
+            spreads[-1])
+    assert (op["spread_p50_ns"], op["spread_p99_ns"], op["spread_max_ns"]) == want, op
+    # the same figures as one machine's (its calls spilled in phase 1, not decoded)
+    analyze_peak_kib(*sorted((tmp_path / "many").glob("*.pfw.gz")), out=tmp_path / "one.json",
+                     env=env)
+    assert load(tmp_path / "one.json")["collectives"] == docs["many"]["collectives"]
+    more = (grown["many"] - grown["few"]) / 1024
+    assert more < 4, (f"the merge added {more:.1f} MiB more with {ranks * events} collective "
+                      f"calls than with {ranks * 100} (few {grown['few']} KiB, "
+                      f"many {grown['many']} KiB)")

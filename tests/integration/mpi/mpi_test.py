@@ -23,6 +23,10 @@ Scenarios (first argument):
            comm_group but comm_remote_size; analyze leaves their calls unmatched and says so), MPI_Intercomm_merge, MPI_Comm_create(_group), and one
            made on a second thread after a free: every id is its communicator's, and analyze
            matches every call that has one.
+  idup_info 4 ranks of mpi_idup_info under MPICH (--mpiexec; MPI_Comm_idup_with_info is MPI
+           4.0's, which OpenMPI 4.1 lacks): its duplicates carry "P+1" and "P+1+1", and analyze
+           matches their calls within each half, the late rank's partner waiting on the first
+           duplicate only.
   fortran  2 ranks of mpi_fortran: the Fortran bindings' calls.
 With --cli PATH, also runs `dftrace merge` and `dftrace stat` over the per-rank files.
 """
@@ -399,10 +403,45 @@ def check_comms(cli, outdir, np_, rounds, out):
     print("comms: %d keys; %s" % (len(calls), " ".join(sorted(set(l.split("(", 1)[1] for l in done)))))
 
 
+def check_idup_info(cli, outdir, np_, rounds):
+    """Each half's communicator, its MPI_Comm_idup_with_info duplicate and that one's duplicate
+    carry their own ids; analyze matches every call within its communicator, and the odd rank
+    of each half, late on the first duplicate only, is last there and its partner waits."""
+    ranks = load_ranks(outdir, "mpi_idup_info", np_)
+    calls = {}  # (op, comm_size, comm_group) -> rank -> [ts]
+    for rank, r in ranks.items():
+        half = ranks_id([rank - rank % 2, rank - rank % 2 + 1])
+        want = {half: rounds, half + "+1": rounds, half + "+1+1": rounds}
+        got = {}
+        for e in comm_events(r["events"], "all_reduce"):
+            g = e["args"].get("comm_group")
+            got[g] = got.get(g, 0) + 1
+            check(e["args"].get("comm_size") == 2, "rank %d: %s" % (rank, e["args"]))
+            calls.setdefault(("comm.all_reduce", 2, g), {}).setdefault(rank, []).append(e["ts"])
+        check(got == want, "rank %d: all_reduce per comm_group %s, expected %s" % (rank, got, want))
+    doc = json.loads(run([cli, "analyze", "--json"] + [ranks[r]["file"] for r in sorted(ranks)],
+                         {}, outdir))
+    ops = {(o["op"], o["comm_size"], o["comm_group"]): o for o in doc["collectives"]["ops"]}
+    check(sorted(ops) == sorted(calls), "analyze: ops %s, the events have %s" % (sorted(ops), sorted(calls)))
+    for key, per_rank in calls.items():
+        o = ops[key]
+        check(o["instances"] == rounds and o["unmatched_calls"] == 0 and sorted(per_rank) ==
+              sorted(x["rank"] for x in o["ranks"]) and len(per_rank) == 2,
+              "analyze: %s not matched whole within its half: %s" % (key, o))
+        first = min(per_rank)
+        if key[2] == ranks_id([first, first + 1]) + "+1":  # the odd rank sleeps before each call
+            check(o["last"] == {"rank": first + 1, "group": first + 1, "count": rounds},
+                  "analyze: %s last %s, expected rank %d" % (key, o["last"], first + 1))
+            waits = {x["rank"]: x["wait_ns"] for x in o["ranks"]}
+            check(waits[first] > 0, "analyze: %s: rank %d never waited: %s" % (key, first, waits))
+    print("idup_info: %d communicators matched" % len(calls))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("scenario", choices=["train", "skew", "switch", "comm_off", "disabled", "python", "fortran",
-                                             "late", "subcomm", "comms"])
+                                             "late", "subcomm", "comms", "idup_info"])
+    ap.add_argument("--mpiexec", help="the launcher of the MPI the program was built with (idup_info)")
     ap.add_argument("--exe", help="mpi_train")
     ap.add_argument("--lib", help="libdftrace_mpi.so (python scenario)")
     ap.add_argument("--script", help="mpi4py program (python scenario)")
@@ -500,6 +539,14 @@ def main():
         out = run(MPIRUN + ["-np", str(np_), a.exe, str(rounds)], env, outdir)
         check(out.count(" done (") == np_, "the program's output:\n" + out)
         check_comms(a.cli, outdir, np_, rounds, out)
+    elif a.scenario == "idup_info":
+        if not a.cli:
+            print("SKIPPED: the dftrace command is not built")
+            sys.exit(77)
+        np_, rounds = 4, 3
+        out = run([a.mpiexec, "-n", str(np_), a.exe, str(rounds), "20000"], env, outdir)
+        check(out.count(" done") == np_, "the program's output:\n" + out)
+        check_idup_info(a.cli, outdir, np_, rounds)
     elif a.scenario == "fortran":
         # mpi_fortran.f90: every MPI call goes through the Fortran bindings (mpi_*_).
         np_, steps = 2, 5

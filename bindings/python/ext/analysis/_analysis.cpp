@@ -93,6 +93,7 @@ bool merge_args(PyObject *args, merged_run *out) {
   const Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
   std::vector<input_report> ins(static_cast<size_t>(n));
   std::vector<analysis_partial> parts(static_cast<size_t>(n));
+  decoded_calls calls;  // the partials' collective calls together: memory up to one budget
   for (Py_ssize_t i = 0; i < n; ++i) {
     char *data = nullptr;
     Py_ssize_t len = 0;
@@ -100,8 +101,8 @@ bool merge_args(PyObject *args, merged_run *out) {
       Py_DECREF(fast);
       return false;
     }
-    if (!decode_partial(std::string_view(data, static_cast<size_t>(len)), &ins[i], &parts[i],
-                        &why)) {
+    if (!decode_partial(std::string_view(data, static_cast<size_t>(len)), &ins[i], &parts[i], &why,
+                        &calls)) {
       Py_DECREF(fast);
       PyErr_SetString(PyExc_ValueError, why.c_str());
       return false;
