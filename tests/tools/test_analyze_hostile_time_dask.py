@@ -1,0 +1,70 @@
+# test_analyze_hostile_time_dask.py: the time totals of test_analyze_hostile_time.py past
+# 2^64-1 ns read by the other faces of the engine: dftrace.analyze on one machine and on a
+# LocalCluster of 2 workers (the partials merged), `dftrace report`'s one read
+# (read_with_partial) with its sections, and its --compare (the diff of that read's names).
+# Each holds the totals at 2^64-1 and lists them as `dftrace analyze --json --allow-damaged`.
+import html
+import json
+
+import pytest
+
+from conftest import need, run
+from test_analyze_hostile_time import COLL_HELD, D, IO_HELD, MAX, STEPS_HELD, coll_traces, \
+    io_trace, step_traces
+
+need("pandas", "distributed")
+import dftrace  # noqa: E402
+from dftrace import _analyze, _read, report_analysis  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def cases(tmp_path_factory):
+    d = tmp_path_factory.mktemp("time")
+    return {"io": ([io_trace(d)], IO_HELD), "steps": (step_traces(d), STEPS_HELD),
+            "collectives": (coll_traces(d), COLL_HELD)}
+
+
+@pytest.mark.parametrize("name", ["io", "steps", "collectives"])
+def test_python_dask_and_report_hold_and_list_time_totals(client, cases, name):
+    paths, held = cases[name]
+    want = json.loads(run("analyze", "--json", "--allow-damaged", *paths).stdout)
+    figure = {"io": lambda doc: doc["io"]["read_ns"],
+              "steps": lambda doc: doc["steps"]["total_ns"],
+              "collectives": lambda doc: doc["collectives"]["blocked_ns"]}[name]
+    assert figure(want) == MAX
+    assert [d["what"] for d in want["inputs"]["damaged"]] == [held]
+    one = dict(dftrace.analyze(paths, allow_damaged=True))
+    assert one == want and figure(one) == MAX
+    with pytest.raises(_analyze.DamagedTraceError, match="2\\^64-1 ns"):
+        dftrace.analyze(paths)  # damaged, not allowed: refused, as the command's exit 2
+    dask = dict(dftrace.analyze(paths, client=client, allow_damaged=True))
+    assert dask == want and figure(dask) == MAX
+    files = _read.trace_files(paths)
+    _, partial = _read.read_with_partial(files, ["ret"])
+    assert dict(_analyze.from_partial(partial, allow_damaged=True)) == want
+    body = report_analysis.sections(files, partial=partial)[0][2]
+    assert "could not be read" in body and html.escape(held) in body
+
+
+def test_dask_partials_each_exact_merge_to_a_held_total(client, tmp_path):
+    # Each worker's partial holds one rank's step (exact); their merge passes 2^64-1.
+    paths = step_traces(tmp_path)
+    doc = dict(dftrace.analyze(paths, client=client, allow_damaged=True))
+    assert doc["steps"]["total_ns"] == MAX
+    assert [d["what"] for d in doc["inputs"]["damaged"]] == [STEPS_HELD]
+    doc = dict(dftrace.analyze(paths[:2], client=client))
+    assert doc["steps"]["total_ns"] == 2 * D and doc["inputs"]["complete"]
+
+
+def test_report_compare_holds_name_totals(tmp_path):
+    # The compare section's new total for POSIX/read came from a wrapped sum (2^63-3 ns).
+    base = io_trace(tmp_path, 1, "base.pfw.gz")
+    new = io_trace(tmp_path)
+    files = _read.trace_files([new])
+    _, partial, names = _read.read_with_partial(files, ["ret"], names=True)
+    for doc in (report_analysis.diff(base, files), report_analysis.diff(base, files, partial,
+                                                                         names)):
+        got = {n["name"]: n for n in doc["names"]}
+        assert got["POSIX/read"]["new"]["total_ns"] == MAX
+        assert got["POSIX/read"]["base"]["total_ns"] == D
+        assert doc["metrics"]["io.data_ns"]["new"] == float(MAX)
