@@ -68,3 +68,41 @@ def test_report_compare_holds_name_totals(tmp_path):
         assert got["POSIX/read"]["new"]["total_ns"] == MAX
         assert got["POSIX/read"]["base"]["total_ns"] == D
         assert doc["metrics"]["io.data_ns"]["new"] == float(MAX)
+    section = report_analysis._compare(base, files, partial, names)
+    assert ("The durations of POSIX/open, POSIX/read reach 2^64-1 ns in a run: held there, not "
+            "exact.") in section
+    assert "reach 2^64-1" not in report_analysis._compare(base, [base])
+
+
+def test_report_tables_hold_name_totals(tmp_path):
+    # The names and I/O tables summed durations in pandas' int64: 3 x (2^63-1) ns wrapped to
+    # 2^63-3 ns (9223372036854.775 ms), and 2 x (2^63-1) to -2.
+    need("matplotlib")
+    from dftrace import report
+    held = "%.3f" % (float(MAX) / 1e6)
+    for n, want in ((3, held), (2, "%.3f" % (float(2 * D) / 1e6))):
+        f = io_trace(tmp_path, n, "r%d.pfw.gz" % n)
+        page = report.build([f])
+        names = page[page.index('id="names"'):]
+        names = names[:names.index("</section>")]
+        io = page[page.index('id="io"'):]
+        io = io[:io.index("</section>")]
+        for section in (names, io):
+            assert "<td>%s</td>" % want in section, (n, section[:3000])
+            assert ("Totals of 2^64-1 ns are held there" in section) == (n == 3)
+
+
+def test_report_window_sums_its_steps_exactly(tmp_path):
+    # A flight-recorder window over two steps of 2^62 ns (two threads of rank 0): their sum,
+    # 2^63 ns, wrapped in pandas' int64 to -2^63 (a negative time in the table).
+    need("matplotlib")
+    from test_analyze_hostile import j, proc, write
+    q = 2 ** 62
+    evs = [j(dict(name="step", cat="compute", pid=61, tid=61 + k, ts=1000 + k, dur=q, ph="X"))
+           for k in range(2)]
+    f = write(tmp_path / "w.pfw.gz", proc(61, evs, rank=0, start_ts=1000))
+    win = dict(pid=61, source="slow_step", reason="x", time_ns=1000 + q, from_ns=0, to_ns=None,
+               after="")
+    body = dict((s, b) for s, _, b in report_analysis.sections([f], windows=[win]))["windows"]
+    assert "<td>%s</td><td>-</td><td>%s</td>" % (html.escape("window's 2 step(s)"),
+                                                 report_analysis._ms(2 * q)) in body
