@@ -171,7 +171,7 @@ std::string held_names_line(const std::map<std::string, name_summary> &names) {
   std::string o = "the durations of " + *v[0];
   const size_t shown = std::min<size_t>(v.size(), 3);
   for (size_t i = 1; i < shown; ++i) o += (i + 1 < shown || v.size() > 3 ? ", " : " and ") + *v[i];
-  if (v.size() > 3) o += " and " + std::to_string(v.size() - 3) + " more names";
+  if (v.size() > 3) o += " and " + std::to_string(v.size() - 3) + " more name(s)";
   return o + (v.size() == 1 ? " reach 2^64-1 ns: its total is held at 2^64-1, not exact"
                             : " reach 2^64-1 ns: their totals are held at 2^64-1, not exact");
 }
