@@ -9,6 +9,7 @@ import json
 import pytest
 
 from conftest import need, run
+from test_analyze_hostile import T0, X, j, proc, write
 from test_analyze_hostile_time import COLL_HELD, D, IO_HELD, MAX, STEPS_HELD, coll_traces, \
     io_trace, step_traces
 
@@ -54,6 +55,14 @@ def test_dask_partials_each_exact_merge_to_a_held_total(client, tmp_path):
     assert [d["what"] for d in doc["inputs"]["damaged"]] == [STEPS_HELD]
     doc = dict(dftrace.analyze(paths[:2], client=client))
     assert doc["steps"]["total_ns"] == 2 * D and doc["inputs"]["complete"]
+    # one read of one file on each rank: the job's and the file's read_ns merge across partials
+    reads = [write(tmp_path / f"r{r}.pfw.gz",
+                   proc(70 + r, [X(70 + r, "read", "POSIX", T0 + r, D, ret=1, fhash="h")], rank=r))
+             for r in range(3)]
+    doc = dict(dftrace.analyze(reads, client=client, allow_damaged=True))
+    assert doc == json.loads(run("analyze", "--json", "--allow-damaged", *reads).stdout)
+    assert doc["io"]["read_ns"] == doc["io"]["files"][0]["read_ns"] == MAX
+    assert [d["what"] for d in doc["inputs"]["damaged"]] == [IO_HELD]
 
 
 def test_report_compare_holds_name_totals(tmp_path):
@@ -96,7 +105,6 @@ def test_report_window_sums_its_steps_exactly(tmp_path):
     # A flight-recorder window over two steps of 2^62 ns (two threads of rank 0): their sum,
     # 2^63 ns, wrapped in pandas' int64 to -2^63 (a negative time in the table).
     need("matplotlib")
-    from test_analyze_hostile import j, proc, write
     q = 2 ** 62
     evs = [j(dict(name="step", cat="compute", pid=61, tid=61 + k, ts=1000 + k, dur=q, ph="X"))
            for k in range(2)]
