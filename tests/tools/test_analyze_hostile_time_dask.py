@@ -55,7 +55,10 @@ def test_dask_partials_each_exact_merge_to_a_held_total(client, tmp_path):
     assert [d["what"] for d in doc["inputs"]["damaged"]] == [STEPS_HELD]
     doc = dict(dftrace.analyze(paths[:2], client=client))
     assert doc["steps"]["total_ns"] == 2 * D and doc["inputs"]["complete"]
-    # one read of one file on each rank: the job's and the file's read_ns merge across partials
+
+
+def test_dask_partials_merge_io_time_to_a_held_total(client, tmp_path):
+    # One read of one file on each rank: the job's and the file's read_ns merge across partials.
     reads = [write(tmp_path / f"r{r}.pfw.gz",
                    proc(70 + r, [X(70 + r, "read", "POSIX", T0 + r, D, ret=1, fhash="h")], rank=r))
              for r in range(3)]
