@@ -117,3 +117,23 @@ def test_report_window_sums_its_steps_exactly(tmp_path):
     body = dict((s, b) for s, _, b in report_analysis.sections([f], windows=[win]))["windows"]
     assert "<td>%s</td><td>-</td><td>%s</td>" % (html.escape("window's 2 step(s)"),
                                                  report_analysis._ms(2 * q)) in body
+
+
+def test_read_holds_times_past_the_int64_columns(client, tmp_path, capfd):
+    # dftrace.read's ts and dur are int64: an aggregated record of 3 calls of 2^63-1 ns (its
+    # dur x dft_cnt wrapped to 2^63-3 ns) and a complete event of 2^63+5 ns (read as a negative
+    # dur) are held at 2^63-1 and listed in the problems; dftrace.dask.read_pfw holds them too.
+    import dftrace.dask
+    agg = json.dumps(dict(name="read", cat="POSIX", pid=35, tid=35, ts=T0, ph="A",
+                          args=dict(dft_cnt=3, dur=D)), separators=(",", ":"))
+    f = write(tmp_path / "big.pfw.gz",
+              proc(35, [agg, X(35, "fwd", "compute", 1000, 2 ** 63 + 5), X(35, "ok", "c", T0, 7)],
+                   rank=0, nev=5, start_ts=1000))
+    df = dftrace.read(f)
+    got = dict(zip(df["name"].astype(str), df["dur"].tolist()))
+    assert (got["read"], got["fwd"], got["ok"]) == (2 ** 63 - 1, 2 ** 63 - 1, 7)
+    assert df.attrs["problems"] == [
+        "%s: 2 event(s) whose ts or dur passes 2^63-1 ns (the int64 columns' limit): held at "
+        "2^63-1, not exact" % f]
+    ddf = dftrace.dask.read_pfw(f).compute(scheduler=client)
+    assert sorted(ddf["dur"].tolist()) == sorted(df["dur"].tolist())
