@@ -64,8 +64,14 @@ def test_io_time_totals_past_2_64_are_held_and_listed(tmp_path):
     two, _ = analyze(io_trace(tmp_path, 2, "two.pfw.gz"))  # 2^64-2: exact, nothing listed
     assert (two["io"]["read_ns"], two["io"]["metadata_ns"]) == (2 * D, 2 * D)
     assert two["inputs"]["complete"] and damaged(two) == []
-    # the metadata share over data and metadata time together (4 x (2^63-1) ns): not wrapped
-    assert [f["value"] for f in two["findings"] if f["metric"] == "io.metadata_share"] == [50]
+
+
+def test_metadata_share_whose_whole_passes_2_64_is_exact(tmp_path):
+    # Data and metadata time, 2 x (2^63-1) ns each, are exact; their sum, the share's whole,
+    # wrapped to 2^64-4: a share of 100% for 50%.
+    doc, _ = analyze(io_trace(tmp_path, 2, "two.pfw.gz"))
+    assert (doc["io"]["data_ns"], doc["io"]["metadata_ns"]) == (2 * D, 2 * D)
+    assert [f["value"] for f in doc["findings"] if f["metric"] == "io.metadata_share"] == [50]
 
 
 def test_data_time_is_held_when_reads_and_writes_pass_2_64_together(tmp_path):
