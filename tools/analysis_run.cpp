@@ -46,6 +46,7 @@ void run_analysis(const std::vector<std::string> &files, const analysis::layer_t
   // before the analysis, so that its peak does not hold the durations
   out->names = analysis::summarize_names(c.names, &c.spill, &out->names_unread,
                                          analysis::durations_budget(c.spill_after));
+  out->names_held = analysis::held_names_line(out->names);
   decltype(c.names)().swap(c.names);
   out->r = analysis::analyze(c, table);
 }

@@ -23,8 +23,11 @@ struct analysis_run {
   // could not be read back (their p50 and p99 unknown).
   std::map<std::string, analysis::name_summary> names;
   std::vector<std::string> names_unread;
+  // The names whose total time is held at 2^64-1 ns (analysis::held_names_line), or "".
+  std::string names_held;
   bool damaged() const {
-    return !in.damaged.empty() || !r.process_problems.empty() || !names_unread.empty();
+    return !in.damaged.empty() || !r.process_problems.empty() || !names_unread.empty() ||
+           !names_held.empty();
   }
 };
 

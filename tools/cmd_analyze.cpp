@@ -137,7 +137,7 @@ void text_io(std::string &o, const analysis_result &r) {
   if (!s.ops[0] && !s.ops[1] && !s.meta_ops) return;
   o += "\nI/O: read " + mb(s.bytes[0]) + " MB in " + std::to_string(s.ops[0]) + " calls, wrote " +
        mb(s.bytes[1]) + " MB in " + std::to_string(s.ops[1]) + " calls; time in data calls " +
-       ms(s.ns[0] + s.ns[1]) + " ms, in metadata calls " + ms(s.meta_ns) + " ms (" +
+       ms(s.data_ns) + " ms, in metadata calls " + ms(s.meta_ns) + " ms (" +
        std::to_string(s.meta_ops) + ")\n";
   text_copies(o, s.copies);
   for (int k = 0; k < 2; ++k) {

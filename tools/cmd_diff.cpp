@@ -114,6 +114,8 @@ bool load_run(const std::string &arg, const std::string &list, const layer_table
     error_line(std::string("diff: ") + what + ": NOT READ: " + d.path + ": " + d.what);
   for (const auto &p : run.r.process_problems)
     error_line(std::string("diff: ") + what + ": NOT READ: " + p);
+  if (!run.names_held.empty())
+    error_line(std::string("diff: ") + what + ": NOT READ: " + run.names_held);
   for (const auto &n : run.names_unread)
     error_line(std::string("diff: ") + what + ": NOT READ: the durations of " + n +
                " (spill file): its p50 and p99 are unknown");

@@ -138,7 +138,7 @@ void note_io_on(partial &r, scan_state &st, const name_cache_entry &ce, const jv
     dur = 0;
   }
   io.calls[dir] += n;
-  io.ns[dir] += dur;
+  analysis::add_ns(&io.ns[dir], dur);
   analysis::add_bytes(&io.bytes[dir], bytes);
   if (!analysis::add_bytes(&r.all_bytes, bytes)) r.bytes_overflow = true;
 }
@@ -186,11 +186,11 @@ void note_call(partial &r, scan_state &st, time_unit unit, const event_fields &f
     if (!detail::aggregated_calls(pl, unit, &n, &sum)) return;
     ++r.aggregated;
     ns.count += n;
-    ns.total += sum;
+    analysis::add_ns(&ns.total, sum);
     return;
   }
   ++ns.count;
-  ns.total += f.dur;
+  analysis::add_ns(&ns.total, f.dur);
   ns.durs.push_back(f.dur);
 }
 
@@ -339,6 +339,12 @@ int cmd_stat(const args_t &a) {
   if (j.all.bytes_overflow) {
     error_line(
         "stat: the bytes of the I/O calls add up past 2^64-1: the byte figures are held at "
+        "2^64-1, not exact");
+    j.ok = false;
+  }
+  if (j.all.time_held()) {
+    error_line(
+        "stat: the durations of the events reach 2^64-1 ns: the time figures are held at "
         "2^64-1, not exact");
     j.ok = false;
   }

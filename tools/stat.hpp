@@ -45,7 +45,7 @@ struct io_stats {
     for (int k = 0; k < 2; ++k) {
       analysis::add_bytes(&bytes[k], o.bytes[k]);
       calls[k] += o.calls[k];
-      ns[k] += o.ns[k];
+      analysis::add_ns(&ns[k], o.ns[k]);
     }
   }
 };
@@ -82,6 +82,18 @@ struct partial : detail::block_result {
   std::unordered_map<std::string, std::string> files;  // fhash -> path (FH lines)
   counter_map counters;                                // counter series (stat_counters.hpp)
 
+  // Whether a time figure (a name's total, a file's read or write time, or either summed over
+  // the files) reached 2^64-1 ns: held there (analysis::add_ns), not exact.
+  bool time_held() const {
+    uint64_t all[2] = {};
+    for (const auto &kv : io)
+      for (int k = 0; k < 2; ++k) analysis::add_ns(&all[k], kv.second.ns[k]);
+    if (analysis::held(all[0]) || analysis::held(all[1])) return true;  // each file's is part
+    for (const auto &kv : names)
+      if (analysis::held(kv.second.total)) return true;
+    return false;
+  }
+
   void merge(partial &o) {
     lines += o.lines;
     objects += o.objects;
@@ -98,7 +110,7 @@ struct partial : detail::block_result {
     for (auto &kv : o.names) {
       auto &d = names[kv.first];
       d.count += kv.second.count;
-      d.total += kv.second.total;
+      analysis::add_ns(&d.total, kv.second.total);
       if (d.durs.empty()) {
         d.durs = std::move(kv.second.durs);
       } else {

@@ -294,7 +294,7 @@ void text_io(const views &v, std::string &out) {
     const views::io_row &r = v.io_rows[i];
     for (int k = 0; k < 2; ++k) {
       analysis::add_bytes(&tb[k], r.s.bytes[k]);
-      tn[k] += r.s.ns[k];
+      analysis::add_ns(&tn[k], r.s.ns[k]);
     }
     if (i >= shown) continue;
     snprintf(buf, sizeof buf, "%-6s %12.3f %8" PRIu64 " %9.1f %12.3f %8" PRIu64 " %9.1f  ",

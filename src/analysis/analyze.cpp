@@ -8,6 +8,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "analysis/held_sum.hpp"
 #include "analysis/inputs.hpp"
 #include "analysis/intervals.hpp"
 #include "analysis/name_stats.hpp"
@@ -101,6 +102,23 @@ std::vector<proc> build_processes(std::map<std::string, process_facts> &procs,
   for (size_t g = 0; g < roots->size(); ++g) group_of_root[(*roots)[g]] = g;
   for (proc &p : ps) p.group = group_of_root[p.group];
   return ps;
+}
+
+// The sums of durations that reached 2^64-1 ns (held there by add_ns, never wrapped), listed
+// as the byte sums are. A group's figures need none: each is a measure within its span.
+void list_held_times(analysis_result *r) {
+  if (r->io.ns_held)
+    r->process_problems.push_back(
+        "the durations of the I/O calls reach 2^64-1 ns: the io section's time figures are held "
+        "at 2^64-1, not exact");
+  if (held(r->step_total))  // the bound_by totals are parts of it
+    r->process_problems.push_back(
+        "the durations of the steps reach 2^64-1 ns: steps.total_ns and bound_by are held at "
+        "2^64-1, not exact");
+  if (held(r->collectives.blocked_ns))  // every other figure of the section is part of it
+    r->process_problems.push_back(
+        "the durations of the collective calls reach 2^64-1 ns: the collectives section's time "
+        "figures are held at 2^64-1, not exact");
 }
 
 std::string group_label_of(const group_result &g) {
@@ -517,6 +535,7 @@ bool merge_partials(std::vector<analysis_partial> &parts, const layer_table &tab
     r.process_problems.push_back(
         "the bytes of the I/O calls add up past 2^64-1: the io section's byte figures are held "
         "at 2^64-1, not exact");
+  list_held_times(&r);
   *out = std::move(r);
   return true;
 }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "analysis/held_sum.hpp"
 #include "analysis/name_stats.hpp"
 #include "reader/line_parser.hpp"
 
@@ -167,7 +168,7 @@ std::string pid_of_key(const std::string &key) {
 
 void name_durations::merge(name_durations &o) {
   calls += o.calls;
-  total += o.total;
+  add_ns(&total, o.total);
   if (durs.empty())
     durs = std::move(o.durs);
   else
@@ -314,7 +315,7 @@ void name_call(const parsed_line &pl, char ph, uint64_t dur, detail::time_unit u
                name_durations &n) {
   if (ph == 'X') {
     ++n.calls;
-    n.total += dur;
+    add_ns(&n.total, dur);
     n.durs.push_back(dur);
     return;
   }
@@ -323,9 +324,11 @@ void name_call(const parsed_line &pl, char ph, uint64_t dur, detail::time_unit u
   const jvalue *d = pl.arg_value("dur_sum");
   if (!d) d = pl.arg_value("dur");
   if (!c || !detail::value_u64(*c, &cnt)) return;
-  if (d && detail::value_ns(*d, unit, &sum) && !pl.arg_value("dur_sum")) sum *= cnt;
+  if (d && detail::value_ns(*d, unit, &sum) && !pl.arg_value("dur_sum") &&
+      __builtin_mul_overflow(sum, cnt, &sum))
+    sum = UINT64_MAX;  // held, as the sum it stands for
   n.calls += cnt;
-  n.total += sum;
+  add_ns(&n.total, sum);
 }
 
 // Counts a line by its phase; false for a phase the analysis does not know.

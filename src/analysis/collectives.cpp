@@ -6,6 +6,7 @@
 #include <map>
 
 #include "analysis/analyze.hpp"
+#include "analysis/held_sum.hpp"
 #include "analysis/name_stats.hpp"
 #include "reader/json_string.hpp"
 
@@ -396,14 +397,14 @@ void match_key(const std::string &key, key_calls &kc, coll_summary *s,
     uint64_t waited = 0;
     for (size_t i = 0; i < n; ++i) {
       const uint64_t w = blocked_before(*at[i], last);
-      o.ranks[i].wait_ns += w;
-      o.blocked_ns += blocked_all(*at[i]);
-      waited += w;
+      add_ns(&o.ranks[i].wait_ns, w);
+      add_ns(&o.blocked_ns, blocked_all(*at[i]));
+      add_ns(&waited, w);
     }
-    o.wait_ns += waited;
+    add_ns(&o.wait_ns, waited);
     if (last > first) {  // somebody arrived before the last: it was late
       ++o.ranks[last_i].last;
-      o.ranks[last_i].caused_ns += waited;
+      add_ns(&o.ranks[last_i].caused_ns, waited);
     }
   }
   o.instances = inst;
@@ -417,13 +418,13 @@ void match_key(const std::string &key, key_calls &kc, coll_summary *s,
     }
     coll_group_total &t = (*tot)[r.group];
     t.calls += inst ? inst : 0;
-    t.wait_ns += r.wait_ns;
-    t.caused_ns += r.caused_ns;
+    add_ns(&t.wait_ns, r.wait_ns);
+    add_ns(&t.caused_ns, r.caused_ns);
     t.last += r.last;
   }
   s->instances += inst;
-  s->wait_ns += o.wait_ns;
-  s->blocked_ns += o.blocked_ns;
+  add_ns(&s->wait_ns, o.wait_ns);
+  add_ns(&s->blocked_ns, o.blocked_ns);
   s->ops.push_back(std::move(o));
 }
 

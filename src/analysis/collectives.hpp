@@ -114,6 +114,8 @@ struct coll_summary {
   std::vector<coll_op> ops;              // by op, then comm_size
   std::vector<coll_group_total> groups;  // groups that called a matched collective
   uint64_t instances = 0, wait_ns = 0, blocked_ns = 0;
+  // Every time figure is a sum of durations held at 2^64-1 (add_ns), none past blocked_ns
+  // (each call's wait is part of its blocked time): held(blocked_ns) says whether any is held.
 };
 
 // Matches the groups' collectives (groups[g]: group g's data, canonical, in memory or spilled)

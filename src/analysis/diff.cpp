@@ -42,7 +42,7 @@ std::vector<std::pair<std::string, double>> run_figures(const run_summary &s) {
   v.emplace_back("io.write_bytes", d(io.bytes[1]));
   v.emplace_back("io.read_bandwidth", bandwidth(io.bytes[0], io.ns[0]));
   v.emplace_back("io.write_bandwidth", bandwidth(io.bytes[1], io.ns[1]));
-  v.emplace_back("io.data_ns", d(io.ns[0] + io.ns[1]));
+  v.emplace_back("io.data_ns", d(io.data_ns));
   v.emplace_back("io.metadata_ns", d(io.meta_ns));
   for (const auto &kv : s.names) {
     const name_summary &n = kv.second;

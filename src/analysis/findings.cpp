@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "analysis/held_sum.hpp"
 #include "analysis/result_json.hpp"
 #include "base/format.hpp"
 #include "config/config_files.hpp"
@@ -190,12 +191,14 @@ observed random_access(const analysis_result &r) {
 observed metadata_share(const analysis_result &r) {
   observed o;
   const io_summary &s = r.io;
-  const uint64_t data = s.ns[0] + s.ns[1], total = data + s.meta_ns;
-  if (!total) return o;
+  const uint64_t data = s.data_ns;
+  if (!data && !s.meta_ns) return o;
   o.available = true;
   o.ns = s.meta_ns;
   o.count = s.meta_ops;
-  o.value = pct(s.meta_ns, total);
+  // over their sum as a double: data and metadata time together may pass 2^64-1 ns
+  o.value = 100.0 * static_cast<double>(s.meta_ns) /
+            (static_cast<double>(data) + static_cast<double>(s.meta_ns));
   o.evidence = "{\"metadata_ns\":" + num(s.meta_ns) + ",\"data_ns\":" + num(data) +
                ",\"metadata_ops\":" + num(s.meta_ops) + ",\"files\":" +
                top_files(s, "metadata_ns", [](const io_file_summary &f) { return f.fig.meta_ns; }) +
@@ -208,7 +211,7 @@ observed stragglers(const analysis_result &r) {
   if (!r.steps_compared) return o;
   o.available = true;
   o.count = r.stragglers.size();
-  for (const straggler &s : r.stragglers) o.ns += s.dur - s.median;
+  for (const straggler &s : r.stragglers) add_ns(&o.ns, s.dur - s.median);
   o.value = pct(o.count, r.steps.size());
   std::string worst = "[";
   for (size_t i = 0; i < r.stragglers.size() && i < 5; ++i) {

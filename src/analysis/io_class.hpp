@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "analysis/held_sum.hpp"  // add_bytes: byte sums held at 2^64-1
 #include "reader/line_parser.hpp"
 
 namespace dftrace::analysis {
@@ -36,15 +37,5 @@ constexpr uint64_t k_max_event_bytes = (uint64_t{1} << 63) - 1;
 // holds them is no byte count: not an integer, past k_max_event_bytes, or (size, bytes and the
 // sums) negative; such an event is damage, never 0 bytes silently.
 bool io_event_bytes(const detail::parsed_line &pl, io_bytes how, bool aggregated, uint64_t *bytes);
-
-// a + b into *sum, held at UINT64_MAX when it would pass it; false then.
-inline bool add_bytes(uint64_t *sum, uint64_t b) {
-  if (*sum > UINT64_MAX - b) {
-    *sum = UINT64_MAX;
-    return false;
-  }
-  *sum += b;
-  return true;
-}
 
 }  // namespace dftrace::analysis

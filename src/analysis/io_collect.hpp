@@ -142,7 +142,11 @@ struct io_summary {
   uint64_t hist[2][k_size_buckets] = {};
   uint64_t unbinned[2] = {}, offset_unknown[2] = {};
   copy_figures copies;
-  bool bytes_overflow = false;                              // io_data::bytes_overflow
+  bool bytes_overflow = false;  // io_data::bytes_overflow
+  uint64_t data_ns = 0;         // ns[0] + ns[1], held at 2^64-1 (add_ns)
+  // A time figure (the job's or a file's read, write, data or metadata time) reached 2^64-1 ns:
+  // held there (add_ns), never wrapped, and the run is damaged.
+  bool ns_held = false;
   std::vector<std::pair<uint64_t, uint64_t>> common_sizes;  // (size, calls), most calls first
   std::vector<io_file_summary> files;                       // most bytes first, then by name
   uint64_t bin_ns = 0, bin_start_ns = 0;

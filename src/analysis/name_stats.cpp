@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "analysis/held_sum.hpp"
+
 namespace dftrace::analysis {
 
 namespace {
@@ -160,6 +162,19 @@ bool select_durations(name_durations &d, const spill_store *store, const std::ve
   }
   for (size_t i = 0; i < ss.size(); ++i) (*out)[i] = ss[i].value;
   return true;
+}
+
+std::string held_names_line(const std::map<std::string, name_summary> &names) {
+  std::vector<const std::string *> v;
+  for (const auto &kv : names)
+    if (held(kv.second.total)) v.push_back(&kv.first);
+  if (v.empty()) return "";
+  std::string o = "the durations of " + *v[0];
+  const size_t shown = std::min<size_t>(v.size(), 3);
+  for (size_t i = 1; i < shown; ++i) o += (i + 1 < shown || v.size() > 3 ? ", " : " and ") + *v[i];
+  if (v.size() > 3) o += " and " + std::to_string(v.size() - 3) + " more name(s)";
+  return o + (v.size() == 1 ? " reach 2^64-1 ns: its total is held at 2^64-1, not exact"
+                            : " reach 2^64-1 ns: their totals are held at 2^64-1, not exact");
 }
 
 std::map<std::string, name_summary> summarize_names(

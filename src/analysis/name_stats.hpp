@@ -37,4 +37,8 @@ std::map<std::string, name_summary> summarize_names(
     std::unordered_map<std::string, name_durations> &names, const spill_store *store,
     std::vector<std::string> *unread, size_t collect);
 
+// The line that lists the names whose total time reached 2^64-1 ns (held there by add_ns,
+// never wrapped: not exact), the first three by name and how many more; "" when none did.
+std::string held_names_line(const std::map<std::string, name_summary> &names);
+
 }  // namespace dftrace::analysis

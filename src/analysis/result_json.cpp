@@ -124,7 +124,7 @@ void io_json(std::string &o, const analysis_result &r,
          "s\":" + num(s.ops[k]) + ",\"" + d + "_ns\":" + num(s.ns[k]);
   }
   o += ",\"metadata_ops\":" + num(s.meta_ops) + ",\"metadata_ns\":" + num(s.meta_ns) +
-       ",\"data_ns\":" + num(s.ns[0] + s.ns[1]) + ",\"access_sizes\":{";
+       ",\"data_ns\":" + num(s.data_ns) + ",\"access_sizes\":{";
   for (int k = 0; k < 2; ++k) {
     o += std::string(k ? "," : "") + (k ? "\"write\":{" : "\"read\":{");
     for (size_t i = 0; i < k_size_buckets; ++i)

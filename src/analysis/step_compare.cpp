@@ -8,6 +8,7 @@
 #include <tuple>
 #include <vector>
 
+#include "analysis/held_sum.hpp"
 #include "analysis/name_stats.hpp"
 #include "analysis/spill.hpp"
 
@@ -236,8 +237,8 @@ void step_totals(analysis_result *r, std::vector<uint8_t> *increasing, bool *all
   *all_args = true;
   step_result prev;
   bool ok = r->steps.for_each([&](const step_result &s, size_t i) {
-    for (size_t k = 0; k <= k_nbound; ++k) r->bound_total[k] += s.parts[k];
-    r->step_total += s.dur;
+    for (size_t k = 0; k <= k_nbound; ++k) add_ns(&r->bound_total[k], s.parts[k]);
+    add_ns(&r->step_total, s.dur);  // each bound_total[k] is part of it
     *all_args = *all_args && s.has_step;
     if (i && prev.group == s.group && !(num_key(prev, true) < num_key(s, true)))
       (*increasing)[s.group] = 0;

@@ -101,7 +101,9 @@ bool calls_of(const jvalue *d, const jvalue *cnt, const jvalue *one, const jvalu
   if (cnt) {
     if (!value_u64(*cnt, &n)) return false;
     if (!d) {  // one duration for all of them
-      if (one && value_ns(*one, unit, &sum)) sum *= n;
+      // held at 2^64-1 ns when it passes it, as the analysis holds sums of durations
+      if (one && value_ns(*one, unit, &sum) && __builtin_mul_overflow(sum, n, &sum))
+        sum = UINT64_MAX;
     }
   } else if (d) {
     int64_t c = 0;

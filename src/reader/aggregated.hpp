@@ -16,7 +16,8 @@ bool is_counter_aggregate(const parsed_line &pl);
 // For an aggregated record ("ph":"A" or 3, or DFTracer 2.0.2's counter form): *calls, the calls
 // it folds, and *dur_ns, the sum of their durations in nanoseconds. False when the record says
 // neither (an "A" record without dft_cnt).
-//  - "A": dft_cnt calls; dur_sum, or, without it, dur times dft_cnt.
+//  - "A": dft_cnt calls; dur_sum, or, without it, dur times dft_cnt (held at 2^64-1 when the
+//    product passes it).
 //  - DFTracer 2.0.2: `count` is the call count, unless a call's own argument named `count` took
 //    its place (pread, read, write: then the args also hold count_sum). 2.0.2 folds only calls
 //    with equal arguments, so then the count is count_sum / count, or, when count is 0,

@@ -121,7 +121,8 @@ def read(paths, columns=None, cat=None, name=None, start=None, end=None, args=No
     and with resolve rank, host, file).
 
     ts and dur are int64 nanoseconds for every trace (a microsecond trace's values times 1000),
-    exact whatever the trace's time_metric. df.attrs holds the per-file units, the flight
+    exact whatever the trace's time_metric; one past 2^63-1 ns (an aggregated record whose
+    calls add up past it, say) is held at 2^63-1 and counted in the problems. df.attrs holds the per-file units, the flight
     recorder's captured windows (`windows`: each trigger with its window, see windows()), the count of
     lines that were not valid JSON (`invalid_lines`, never fatal) and the problems found
     (damaged members, unreadable files), which are also printed, one line each, on stderr.

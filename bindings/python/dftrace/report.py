@@ -34,6 +34,8 @@ _MAX_SERIES = 16
 _MAX_TABLE = 40
 _MAX_LIST = 500  # files and problems in the metadata section
 _MAX_POINTS = 2000  # points drawn per series of a chart over steps
+# A total of durations is held at 2^64-1 ns, never wrapped (as `dftrace analyze` holds it).
+_HELD_NS = 2 ** 64 - 1
 
 
 def _label(text, limit=_LABEL):
@@ -134,6 +136,28 @@ def _text_in(col, names):
     return col.astype(object).isin(names)
 
 
+def _dur_sums(ev, by, with_held=False):
+    """Each group's total of ev.dur (ns, 0 to 2^63-1 each), as groupby(by).dur.sum() orders
+    them, exact and held at 2^64-1 ns (a float Series): pandas' own int64 sum wraps past
+    2^63-1. Each duration is summed as its high and low 31 bits, two sums that cannot wrap
+    below 2^31 rows a group, added as Python integers. with_held: (Series, whether a total
+    reached 2^64-1 ns), which floats cannot tell from one a little below."""
+    import pandas as pd
+    d = ev.dur.to_numpy()
+    parts = ev.assign(_hi=d >> 31, _lo=d & 0x7FFFFFFF).groupby(by, observed=True)[["_hi", "_lo"]]
+    parts = parts.sum()
+    tot = [min((int(h) << 31) + int(lo), _HELD_NS)
+           for h, lo in zip(parts["_hi"].tolist(), parts["_lo"].tolist())]
+    s = pd.Series([float(t) for t in tot], index=parts.index, dtype=float)
+    return (s, _HELD_NS in tot) if with_held else s
+
+
+def _held_note(held):
+    """The note under a table whose totals of durations include one held at 2^64-1 ns."""
+    return ("<p>Totals of 2^64-1 ns are held there: their durations add up to it or past it, "
+            "so they are not exact.</p>" if held else "")
+
+
 def _who(df):
     """The row label of each event: its rank when known, else its pid."""
     import numpy as np
@@ -157,12 +181,12 @@ def _timeline(df, t0):
     whos = sorted(ev.who.unique(), key=lambda w: (w.split()[0], int(w.split()[1])))
     note = ""
     if len(whos) > _MAX_ROWS:  # the processes with the most time
-        busy = ev.groupby("who").dur.sum().sort_values(ascending=False)
+        busy = _dur_sums(ev, "who").sort_values(ascending=False)
         keep = set(busy.index[:_MAX_ROWS])
         note = "<p>%d of %d processes shown (those with the most time in regions).</p>" % (
             _MAX_ROWS, len(whos))
         whos = [w for w in whos if w in keep]
-    cats = list(ev.groupby("cat", observed=True).dur.sum().sort_values(ascending=False).index[:12])
+    cats = list(_dur_sums(ev, "cat").sort_values(ascending=False).index[:12])
     colors = dict(zip(cats, plt.cm.tab20.colors))
     fig, ax = plt.subplots(figsize=(12, 0.45 * len(whos) + 1.5))
     for y, w in enumerate(whos):
@@ -244,9 +268,9 @@ def _categories(df):
     ev = df[(df.ph == "X") & (df.cat != "dftracer")]
     if ev.empty:
         return "<p>No regions.</p>"
-    by_cat = ev.groupby("cat", observed=True).dur.sum().sort_values() / 1e9
+    by_cat = _dur_sums(ev, "cat").sort_values() / 1e9
     by_cat = by_cat.tail(_MAX_ROWS)
-    by_name = ev.groupby(["cat", "name"], observed=True).dur.sum().sort_values().tail(20) / 1e9
+    by_name = _dur_sums(ev, ["cat", "name"]).sort_values().tail(20) / 1e9
     rows = max(len(by_name), len(by_cat))
     fig, (a, b) = plt.subplots(1, 2, figsize=(12, max(3, 0.3 * rows + 1)))
     a.barh(range(len(by_cat)), by_cat.values, color="tab:blue")
@@ -312,11 +336,13 @@ def _io(df, t0, span):
     b.set_xlabel("seconds since the first event")
     a.legend(fontsize=8)
     note = _cut_note(_MAX_SERIES, len(moved), "processes drawn (those that moved the most bytes)")
-    calls = ev.groupby(["cat", "name"], observed=True).dur.agg(["count", "sum"])
+    calls = ev.groupby(["cat", "name"], observed=True).dur.agg(["count"])
+    calls["sum"], held = _dur_sums(ev, ["cat", "name"], True)
     calls = calls[calls["count"] > 0].sort_values("sum", ascending=False, kind="stable")
     rows = [("%s.%s" % k, int(r["count"]), "%.3f" % (r["sum"] / 1e6))
             for k, r in calls.head(_MAX_TABLE).iterrows()]
     note += _cut_note(_MAX_TABLE, len(calls), "calls in the table (those with the most time)")
+    note += _held_note(held)
     total = float(np.sum(rw.bytes))
     return (_svg(fig) + "<p>%.1f MB moved by read and write calls.</p>" % (total / 1e6) + note +
             _table(["call", "count", "total ms"], rows))
@@ -329,14 +355,13 @@ def _mpi(df):
         return None
     ev = ev.assign(who=_who(ev))
     # The names with the most time, each a stack; the others summed as one.
-    top = ev.groupby("name", observed=True).dur.sum().sort_values(ascending=False,
-                                                                   kind="stable")
+    top = _dur_sums(ev, "name").sort_values(ascending=False, kind="stable")
     top = [n for n in top.index[:_MAX_SERIES]]
     label = {n: _label(n) for n in top}
     ev = ev.assign(series=ev.name.astype(object).map(label).fillna("other names"))
-    busy = ev.groupby("who").dur.sum().sort_values(ascending=False, kind="stable")
+    busy = _dur_sums(ev, "who").sort_values(ascending=False, kind="stable")
     ev = ev[ev.who.isin(set(busy.index[:_MAX_ROWS]))]
-    per = ev.groupby(["who", "series"]).dur.sum().unstack(fill_value=0) / 1e9
+    per = _dur_sums(ev, ["who", "series"]).unstack(fill_value=0) / 1e9
     fig, ax = plt.subplots(figsize=(12, 0.4 * len(per) + 1.5))
     import numpy as np
     left = np.zeros(len(per))
@@ -382,8 +407,9 @@ def _telemetry(df, t0):
 def _names(df):
     ev = df.loc[df.ph == "X", ["cat", "name", "dur"]]
     g = ev.groupby(["cat", "name"], observed=True).dur
-    t = g.agg(["count", "sum", "mean", "median"])
-    t.columns = ["count", "sum", "mean", "p50"]
+    t = g.agg(["count", "mean", "median"])
+    t.columns = ["count", "mean", "p50"]
+    t["sum"], held = _dur_sums(ev, ["cat", "name"], True)
     t = t[t["count"] > 0].sort_values("sum", ascending=False, kind="stable").head(_MAX_TABLE)
     # the 99th percentile of the names shown only (one vectorised pass, not one call per name)
     keep = ev.set_index(["cat", "name"]).index.isin(t.index)
@@ -391,7 +417,8 @@ def _names(df):
     t["p99"] = p99.reindex(t.index).to_numpy()
     rows = [(c, n, int(r["count"]), "%.3f" % (r["sum"] / 1e6), "%.2f" % (r["mean"] / 1e3),
              "%.2f" % (r["p50"] / 1e3), "%.2f" % (r["p99"] / 1e3)) for (c, n), r in t.iterrows()]
-    return _table(["cat", "name", "count", "total ms", "mean us", "p50 us", "p99 us"], rows)
+    return (_table(["cat", "name", "count", "total ms", "mean us", "p50 us", "p99 us"], rows) +
+            _held_note(held))
 
 
 def _hosts(df):

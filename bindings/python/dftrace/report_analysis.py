@@ -319,6 +319,11 @@ def _compare(base, files, partial=None, names=None):
     out += "<h3>Names (largest change in total time first)</h3>"
     out += _table(["cat/name", "base calls", "new calls", "base total ms", "new total ms"], nrows)
     out += _cut_note(_MAX_TABLE, len(names), "names listed")
+    held = [n["name"] for n in d["names"] for side in ("base", "new")
+            if (n[side] or {}).get("total_ns") == 2 ** 64 - 1]
+    if held:  # as `dftrace diff` lists them
+        out += ("<p>The durations of %s reach 2^64-1 ns in a run: held there, not exact.</p>"
+                % _html(", ".join(sorted(set(held))[:_MAX_TABLE])))
     for what in ("appeared", "vanished"):
         if d[what]:
             out += "<p>%s: %s</p>" % (what.capitalize(), _html(", ".join(d[what][:_MAX_TABLE])))
@@ -386,9 +391,10 @@ def _windows(r, wins):
         what = []  # (label, step or None for summed steps, figures)
         if trig is not None:
             what.append(("trigger step", trig, trig))
-        if len(inside):
+        if len(inside):  # summed as Python integers, held at 2^64-1 (pandas' int64 wraps)
             what.append(("window's %d step(s)" % len(inside), None,
-                         inside[["dur_ns"] + [p + "_ns" for p in _PARTS]].sum()))
+                         pd.Series({c: min(sum(int(x) for x in inside[c].tolist()), 2 ** 64 - 1)
+                                    for c in ["dur_ns"] + [p + "_ns" for p in _PARTS]})))
         if med is not None:
             what.append(("median step", med, med))
         for label, one, row in what:

@@ -77,6 +77,24 @@ TEST(Aggregated, DftraceAndTypedRecords) {
   EXPECT_EQ(d, 12000u);
 }
 
+TEST(Aggregated, DurTimesCountHeldAt2To64) {
+  // 3 calls of 2^63-1 ns: their total, past 2^64-1, is held there (it wrapped to 2^63-3).
+  parsed_line pl;
+  uint64_t n = 0, d = 0;
+  for (bool general : {false, true}) {
+    ASSERT_TRUE(parse_line(
+        R"({"name":"f","ph":"A","ts":1,"args":{"dft_cnt":3,"dur":9223372036854775807}})", pl));
+    ASSERT_TRUE(general ? aggregated_calls_general(pl, time_unit::ns, &n, &d)
+                        : aggregated_calls(pl, time_unit::ns, &n, &d));
+    EXPECT_EQ(n, 3u);
+    EXPECT_EQ(d, UINT64_MAX);
+  }
+  ASSERT_TRUE(parse_line(
+      R"({"name":"f","ph":"A","ts":1,"args":{"dft_cnt":2,"dur":9223372036854775807}})", pl));
+  ASSERT_TRUE(aggregated_calls(pl, time_unit::ns, &n, &d));
+  EXPECT_EQ(d, UINT64_MAX - 1);  // 2^64-2: exact
+}
+
 TEST(Aggregated, Dftracer202Counters) {
   parsed_line pl;
   uint64_t n = 0, d = 0;

@@ -297,7 +297,7 @@ class file_columns final : public dftrace::analysis::block_tap {
       if (all_ && !w_.metadata_only) all_->ints.reserve(all_->rows + static_cast<size_t>(lines));
     } catch (const std::bad_alloc &) {
     }
-    outside_ = 0;
+    outside_ = past_int64_ = 0;
   }
 
   void work(dftrace::detail::text_block &b) override { scan(b, w_, unit_, pool_); }
@@ -309,6 +309,7 @@ class file_columns final : public dftrace::analysis::block_tap {
     if (!r) return;
     std::unique_ptr<columns> c(static_cast<columns *>(r.release()));
     outside_ += c->outside_dt;
+    past_int64_ += c->past_int64;
     if (!all_) {
       blocks.push_back(std::move(c));
       return;
@@ -318,6 +319,10 @@ class file_columns final : public dftrace::analysis::block_tap {
   }
 
   void end(const dftrace::detail::trace_file &) override {
+    if (past_int64_)
+      problems_.push_back(path_ + ": " + std::to_string(past_int64_) +
+                          " event(s) whose ts or dur passes 2^63-1 ns (the int64 columns' "
+                          "limit): held at 2^63-1, not exact");
     if (outside_)
       problems_.push_back(path_ + ": " + std::to_string(outside_) +
                           " events lie outside the time range of their member's DT field: a "
@@ -332,7 +337,7 @@ class file_columns final : public dftrace::analysis::block_tap {
   std::vector<std::string> &problems_, &units_;
   std::string path_;
   time_unit unit_ = time_unit::us;
-  uint64_t outside_ = 0;
+  uint64_t outside_ = 0, past_int64_ = 0;
 };
 
 // One file's events appended to the read, its parts limited to `range` and to w's time window.

@@ -283,6 +283,9 @@ struct columns : dftrace::detail::block_result {
   std::vector<std::string> arg_keys;  // keys_only: in the order first seen (decoded)
   uint64_t invalid = 0, skipped = 0, lines = 0;
   uint64_t outside_dt = 0;  // events outside their member's DT time range (what::check_dt)
+  // Rows whose ts or dur (an aggregated record's total, say) passed 2^63-1 ns, the int64
+  // columns' limit: held there, never wrapped to a negative or small time.
+  uint64_t past_int64 = 0;
 
   void reset(const what &w) {
     arg_keys.clear();
@@ -303,7 +306,7 @@ struct columns : dftrace::detail::block_result {
     hash_types.clear();
     ranks.clear();
     windows.clear();
-    invalid = skipped = lines = outside_dt = 0;
+    invalid = skipped = lines = outside_dt = past_int64 = 0;
   }
   // Room for at least n rows in every column.
   void room(size_t n) {
@@ -359,7 +362,7 @@ struct result {
   std::vector<window_line> windows;
   std::vector<std::string> arg_keys;  // keys_only: every argument key, in the order first seen
   std::unordered_set<std::string> seen_keys;
-  uint64_t invalid = 0, skipped = 0, lines = 0, outside_dt = 0;
+  uint64_t invalid = 0, skipped = 0, lines = 0, outside_dt = 0, past_int64 = 0;
   size_t rows = 0;
 
   // Appends a block: its rows, its codes rewritten into the read's dictionaries.

@@ -331,8 +331,10 @@ struct block_scan {
     }
     r.ints[0][row] = pid.get(pl.pid);  // the text stays valid: the block outlives the scan
     r.ints[1][row] = tid.get(pl.tid);
-    r.ints[2][row] = static_cast<int64_t>(ts);
-    r.ints[3][row] = static_cast<int64_t>(dur);
+    constexpr uint64_t k_max = INT64_MAX;  // held there: a wrap would read as a negative time
+    if (ts > k_max || dur > k_max) ++r.past_int64;
+    r.ints[2][row] = static_cast<int64_t>(std::min(ts, k_max));
+    r.ints[3][row] = static_cast<int64_t>(std::min(dur, k_max));
     r.ints[4][row] = lv ? small_int_or(*lv, -1, limit) : -1;
     r.ints[5][row] = pi ? small_int_or(*pi, -1, limit) : -1;
     r.ints[6][row] = small_int_or(pl.id, -1, limit);
@@ -408,6 +410,7 @@ void result::add(columns &b) {
   invalid += b.invalid;
   skipped += b.skipped;
   outside_dt += b.outside_dt;
+  past_int64 += b.past_int64;
   lines += b.lines;
   rows += n;
 }
