@@ -1,0 +1,70 @@
+// step_sort.hpp: the steps' match keys put in order past a memory budget (an external sort:
+// sorted runs in an unlinked temporary file, merged k at a time), so that steps whose `step`
+// arguments do not increase are compared across groups by the same streaming walk as the rest.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "analysis/spill.hpp"
+
+namespace dftrace::analysis {
+
+// What comparing a step across groups needs of it: its key in numbers (`epoch` when it has
+// one, then `step`, or its index in the group), its group and its duration. 32 bytes.
+struct key_row {
+  int64_t epoch = 0;  // 0 without one
+  int64_t step = 0;   // the `step` argument, or the index in the group
+  uint64_t dur = 0;
+  uint32_t group = 0;
+  uint8_t has_epoch = 0;
+  uint8_t pad[3] = {};  // written to the file: no byte left uninitialised
+
+  std::tuple<uint8_t, int64_t, int64_t> key() const { return {has_epoch, epoch, step}; }
+  bool same_key(const key_row &o) const { return key() == o.key(); }
+  // By key, then group: the order the comparison walks.
+  bool operator<(const key_row &o) const {
+    return key() != o.key() ? key() < o.key() : group < o.group;
+  }
+};
+
+// Rows added in any order, read back by key then group. Holds up to `budget` rows in memory
+// (0: all of them), then writes each budget's worth as a sorted run; the runs are merged 64 at
+// a time (a level's merged runs go to the same file) until one pass of 64 or fewer reads them
+// all, 512 rows of each at a time. Memory: the budget and 64 pieces of 16 KiB, whatever the
+// number of rows. A run that cannot be written stays in memory (the file's error() says why).
+// Not thread-safe.
+class key_sorter {
+ public:
+  explicit key_sorter(size_t budget) : budget_(budget) {}
+  void add(const key_row &r);
+  // Calls fn on every row in order until fn returns false; once only. False when the file
+  // cannot be read back (fn has then seen the rows before the failure, in order).
+  bool for_each_sorted(const std::function<bool(const key_row &)> &fn);
+  // Why a run stayed in memory ("" when none did).
+  std::string error() const { return file_ ? file_->error() : std::string(); }
+
+ private:
+  // A sorted run: `count` rows in the file at `offset`, then `mem` (the rows the file could
+  // not take: it refuses every write after a failed one).
+  struct run {
+    uint64_t offset = 0;
+    size_t count = 0;
+    std::vector<key_row> mem;
+  };
+  void append(run *to, const key_row *rows, size_t n);
+  void flush();
+  bool merge(const std::vector<run> &in, const std::function<bool(const key_row &)> &fn) const;
+
+  size_t budget_ = 0;
+  std::vector<key_row> buf_;
+  std::vector<run> runs_;
+  std::unique_ptr<spill_store> file_;
+};
+
+}  // namespace dftrace::analysis
