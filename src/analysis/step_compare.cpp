@@ -135,7 +135,18 @@ bool compare_streamed(const analysis_result &r, key_walk *walk) {
 // A group that repeats a key ends the walk (*repeated): the caller matches by index instead.
 bool compare_sorted(const analysis_result &r, key_walk *walk) {
   key_sorter sorter(step_rows_budget());
-  bool ok = r.steps.for_each([&](const step_result &s, size_t) { sorter.add(row_of(s, true)); });
+  bool ok = true;
+  std::vector<step_result> piece;
+  // A repeat in one run's rows already decides it: the rest is not sorted.
+  for (size_t i = 0; i < r.steps.size() && !sorter.found_equal(); i += piece.size()) {
+    ok = r.steps.read(i, 4096, &piece);
+    for (const step_result &s : piece) sorter.add(row_of(s, true));
+    if (!ok || piece.empty()) break;
+  }
+  if (sorter.found_equal()) {
+    walk->repeated = true;
+    return ok;
+  }
   ok = sorter.for_each_sorted([&](const key_row &k) { return walk->add(k); }) && ok;
   if (!walk->repeated) walk->finish();
   return ok;

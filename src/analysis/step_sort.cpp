@@ -41,6 +41,8 @@ void key_sorter::append(run *to, const key_row *rows, size_t n) {
 void key_sorter::flush() {
   if (buf_.empty()) return;
   std::sort(buf_.begin(), buf_.end());
+  const auto equal = [](const key_row &a, const key_row &b) { return !(a < b); };
+  found_equal_ = found_equal_ || std::adjacent_find(buf_.begin(), buf_.end(), equal) != buf_.end();
   run r;
   append(&r, buf_.data(), buf_.size());
   runs_.push_back(std::move(r));

@@ -46,6 +46,9 @@ class key_sorter {
   // Calls fn on every row in order until fn returns false; once only. False when the file
   // cannot be read back (fn has then seen the rows before the failure, in order).
   bool for_each_sorted(const std::function<bool(const key_row &)> &fn);
+  // True once a run written so far held two rows of one key and group (a group repeats a
+  // key): a caller that needs none can stop adding.
+  bool found_equal() const { return found_equal_; }
   // Why a run stayed in memory ("" when none did).
   std::string error() const { return file_ ? file_->error() : std::string(); }
 
@@ -62,6 +65,7 @@ class key_sorter {
   bool merge(const std::vector<run> &in, const std::function<bool(const key_row &)> &fn) const;
 
   size_t budget_ = 0;
+  bool found_equal_ = false;
   std::vector<key_row> buf_;
   std::vector<run> runs_;
   std::unique_ptr<spill_store> file_;
