@@ -114,17 +114,25 @@ bool compare_streamed(const analysis_result &r, key_walk *walk) {
     cur[g].end = at += r.groups[g].steps;
     refill(cur[g]);
   }
+  // One key at a time: the least of the cursors', then each group's step there, in group
+  // order (two scans of the cursors per key, not per step).
   for (;;) {
-    cursor *least = nullptr;  // the first group's cursor at the least key
+    bool any = false;
     key_row k;
+    for (const cursor &c : cur) {
+      if (!c.live()) continue;
+      const key_row x = row_of(c.buf[c.pos], walk->by_arg);
+      if (!any || x.key() < k.key()) k = x;
+      any = true;
+    }
+    if (!any) break;
     for (cursor &c : cur) {
       if (!c.live()) continue;
       const key_row x = row_of(c.buf[c.pos], walk->by_arg);
-      if (!least || x < k) least = &c, k = x;
+      if (!x.same_key(k)) continue;
+      walk->add(x);
+      if (++c.pos == c.buf.size() && c.next < c.end) refill(c);
     }
-    if (!least) break;
-    walk->add(k);
-    if (++least->pos == least->buf.size() && least->next < least->end) refill(*least);
   }
   walk->finish();
   return ok;
