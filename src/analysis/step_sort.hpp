@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <string>
 #include <tuple>
 #include <vector>
 
@@ -32,12 +31,13 @@ struct key_row {
     return key() != o.key() ? key() < o.key() : group < o.group;
   }
 };
+static_assert(sizeof(key_row) == 32, "a key_row is written to the file as 32 bytes");
 
 // Rows added in any order, read back by key then group. Holds up to `budget` rows in memory
 // (0: all of them), then writes each budget's worth as a sorted run; the runs are merged 64 at
 // a time (a level's merged runs go to the same file) until one pass of 64 or fewer reads them
 // all, 512 rows of each at a time. Memory: the budget and 64 pieces of 16 KiB, whatever the
-// number of rows. A run that cannot be written stays in memory (the file's error() says why).
+// number of rows. A run that cannot be written stays in memory (as the step rows do, unsaid).
 // Not thread-safe.
 class key_sorter {
  public:
@@ -49,8 +49,6 @@ class key_sorter {
   // True once a run written so far held two rows of one key and group (a group repeats a
   // key): a caller that needs none can stop adding.
   bool found_equal() const { return found_equal_; }
-  // Why a run stayed in memory ("" when none did).
-  std::string error() const { return file_ ? file_->error() : std::string(); }
 
  private:
   // A sorted run: `count` rows in the file at `offset`, then `mem` (the rows the file could
