@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -33,19 +34,10 @@ std::string key_text(const key_row &k, bool by_arg) {
                      : std::to_string(k.step);
 }
 
-// What the steps of one key give: its text, the max over median (has_ratio: the median is not
-// 0) and the group of the longest step.
-struct key_figures {
-  std::string key;
-  double ratio = 0;
-  bool has_ratio = false;
-  size_t worst = 0;
-};
-
 // The steps of one key (at least two groups'; in group order): their median, stragglers and
 // ratio.
 void compare_key(const std::vector<key_row> &same, bool by_arg, analysis_result *r,
-                 std::vector<key_figures> *keys) {
+                 figure_sorter *keys) {
   std::vector<uint64_t> d;
   for (const key_row &s : same) d.push_back(s.dur);
   std::sort(d.begin(), d.end());
@@ -59,9 +51,12 @@ void compare_key(const std::vector<key_row> &same, bool by_arg, analysis_result 
         s.dur * k_straggler_den > median * k_straggler_num)
       r->stragglers.push_back({s.group, key, s.dur, median});
   }
-  key_figures k{key, 0, median != 0, worst->group};
+  key_figure_row k;
+  std::memcpy(k.text, key.data(), std::min(key.size(), sizeof k.text - 1));  // 41 at most
+  k.worst = worst->group;
+  k.has_ratio = median != 0;
   if (k.has_ratio) k.ratio = static_cast<double>(d.back()) / static_cast<double>(median);
-  keys->push_back(std::move(k));
+  keys->add(k);
 }
 
 // The walk over rows in key order (within a key, in group order): each key met in two groups
@@ -70,7 +65,7 @@ void compare_key(const std::vector<key_row> &same, bool by_arg, analysis_result 
 struct key_walk {
   bool by_arg = false;
   analysis_result *out = nullptr;
-  std::vector<key_figures> *keys = nullptr;
+  figure_sorter *keys = nullptr;
   std::vector<key_row> same;
   bool repeated = false;
 
@@ -160,50 +155,64 @@ bool compare_sorted(const analysis_result &r, key_walk *walk) {
   return ok;
 }
 
+// The compared keys in the order of their text: the worst (the first of the greatest ratio),
+// the mean (summed in that order) and the p50 of the ratios (positive doubles, so their bits
+// select as integers do: the durations' selection, spilled past the budget). False when a
+// temporary file cannot be read back.
+bool key_totals(figure_sorter &keys, analysis_result *r) {
+  const size_t budget = step_rows_budget();
+  spill_store file;
+  name_durations ratios;  // the ratios' bits
+  uint64_t n = 0;
+  double sum = 0;
+  bool ok = keys.for_each_sorted([&](const key_figure_row &k) {
+    if (!k.has_ratio) return true;
+    if (k.ratio > r->imbalance_max || n == 0) {
+      r->imbalance_max = k.ratio;
+      r->imbalance_worst_step = k.text;
+      r->imbalance_worst_group = k.worst;
+    }
+    ++n;
+    sum += k.ratio;
+    uint64_t bits;
+    std::memcpy(&bits, &k.ratio, sizeof bits);
+    ratios.durs.push_back(bits);
+    if (budget && ratios.durs.size() >= budget) ratios.spill(file);
+    return true;
+  });
+  r->steps_compared = n;
+  if (!n) return ok;
+  r->imbalance_mean = sum / static_cast<double>(n);
+  std::vector<uint64_t> at;
+  ok = select_durations(ratios, &file, {(n + 1) / 2}, &at, budget ? budget : size_t{1} << 20) && ok;
+  if (at.size() == 1) std::memcpy(&r->imbalance_p50, &at[0], sizeof at[0]);
+  return ok;
+}
+
 }  // namespace
 
 // Stragglers and imbalance: steps matched across groups by their `step` (and `epoch`)
 // arguments when every step has one and no group repeats one, else by index. The keys are
-// taken in the order of their text (the worst: the first of the greatest ratio; the mean sums
-// in that order), stragglers by excess, group and key.
+// taken in the order of their text (key_totals), stragglers by excess, group and key.
 void compare_steps(analysis_result *r, const std::vector<uint8_t> &increasing, bool all_args) {
   const bool by_arg = !r->steps.empty() && all_args;
   bool streamed = true;
   for (size_t g = 0; g < increasing.size() && by_arg; ++g) streamed = streamed && increasing[g];
-  std::vector<key_figures> keys;
+  figure_sorter keys(step_rows_budget());
   const size_t stragglers_before = r->stragglers.size();
   key_walk walk{by_arg, r, &keys, {}, false};
   bool ok = streamed ? compare_streamed(*r, &walk) : compare_sorted(*r, &walk);
   if (walk.repeated) {  // a group repeats a key: every step matched by index
-    keys.clear();
+    keys = figure_sorter(step_rows_budget());
     r->stragglers.resize(stragglers_before);
     walk = key_walk{false, r, &keys, {}, false};
     ok = compare_streamed(*r, &walk) && ok;
   }
+  ok = key_totals(keys, r) && ok;
   if (!ok)
     r->process_problems.push_back(
         "the analysis's temporary file of steps could not be read back: the steps' comparison "
         "(stragglers, imbalance) is incomplete");
-  std::sort(keys.begin(), keys.end(),
-            [](const key_figures &a, const key_figures &b) { return a.key < b.key; });
-  std::vector<double> ratios;
-  for (const key_figures &k : keys) {
-    if (!k.has_ratio) continue;
-    if (k.ratio > r->imbalance_max || ratios.empty()) {
-      r->imbalance_max = k.ratio;
-      r->imbalance_worst_step = k.key;
-      r->imbalance_worst_group = k.worst;
-    }
-    ratios.push_back(k.ratio);
-  }
-  r->steps_compared = ratios.size();
-  if (!ratios.empty()) {
-    double sum = 0;
-    for (double x : ratios) sum += x;
-    r->imbalance_mean = sum / static_cast<double>(ratios.size());
-    std::sort(ratios.begin(), ratios.end());
-    r->imbalance_p50 = ratios[(ratios.size() + 1) / 2 - 1];
-  }
   std::sort(r->stragglers.begin(), r->stragglers.end(), [](const straggler &a, const straggler &b) {
     if (a.dur - a.median != b.dur - b.median) return a.dur - a.median > b.dur - b.median;
     return a.group != b.group ? a.group < b.group : a.step < b.step;

@@ -2,6 +2,7 @@
 #include "analysis/step_sort.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <iterator>
 
 namespace dftrace::analysis {
@@ -12,25 +13,32 @@ constexpr size_t k_fan_in = 64;  // runs merged at once
 constexpr size_t k_piece = 512;  // rows read back (or written) at a time: 16 KiB
 
 // One run read back a piece at a time.
+template <class Row>
 struct cursor {
   size_t next = 0;  // the run's next row to read
-  std::vector<key_row> buf;
+  std::vector<Row> buf;
   size_t pos = 0;
   bool live() const { return pos < buf.size(); }
 };
 
 }  // namespace
 
-void key_sorter::add(const key_row &r) {
+bool key_figure_row::operator<(const key_figure_row &o) const {
+  return std::strcmp(text, o.text) < 0;
+}
+
+template <class Row>
+void run_sorter<Row>::add(const Row &r) {
   buf_.push_back(r);
   if (budget_ && buf_.size() >= budget_) flush();
 }
 
-void key_sorter::append(run *to, const key_row *rows, size_t n) {
+template <class Row>
+void run_sorter<Row>::append(run *to, const Row *rows, size_t n) {
   if (!n) return;
   if (!file_) file_ = std::make_unique<spill_store>();
   uint64_t at = 0;
-  if (to->mem.empty() && file_->write_bytes(rows, n * sizeof(key_row), &at)) {
+  if (to->mem.empty() && file_->write_bytes(rows, n * sizeof(Row), &at)) {
     if (!to->count) to->offset = at;  // nothing else writes while a run is written: contiguous
     to->count += n;
     return;
@@ -38,10 +46,11 @@ void key_sorter::append(run *to, const key_row *rows, size_t n) {
   to->mem.insert(to->mem.end(), rows, rows + n);
 }
 
-void key_sorter::flush() {
+template <class Row>
+void run_sorter<Row>::flush() {
   if (buf_.empty()) return;
   std::sort(buf_.begin(), buf_.end());
-  const auto equal = [](const key_row &a, const key_row &b) { return !(a < b); };
+  const auto equal = [](const Row &a, const Row &b) { return !(a < b); };
   found_equal_ = found_equal_ || std::adjacent_find(buf_.begin(), buf_.end(), equal) != buf_.end();
   run r;
   append(&r, buf_.data(), buf_.size());
@@ -51,18 +60,19 @@ void key_sorter::flush() {
 
 // The runs' rows in order (equal rows: the earlier run's first) until fn says stop; false when
 // the file cannot be read back.
-bool key_sorter::merge(const std::vector<run> &in,
-                       const std::function<bool(const key_row &)> &fn) const {
-  std::vector<cursor> cur(in.size());
+template <class Row>
+bool run_sorter<Row>::merge(const std::vector<run> &in,
+                            const std::function<bool(const Row &)> &fn) const {
+  std::vector<cursor<Row>> cur(in.size());
   auto refill = [&](size_t i) {
-    cursor &c = cur[i];
+    cursor<Row> &c = cur[i];
     const run &r = in[i];
     c.pos = 0;
     c.buf.clear();
     if (c.next < r.count) {
       c.buf.resize(std::min(k_piece, r.count - c.next));
-      if (!file_->read_bytes(r.offset + c.next * sizeof(key_row), c.buf.data(),
-                             c.buf.size() * sizeof(key_row)))
+      if (!file_->read_bytes(r.offset + c.next * sizeof(Row), c.buf.data(),
+                             c.buf.size() * sizeof(Row)))
         return false;
     } else if (c.next - r.count < r.mem.size()) {
       const auto from = r.mem.begin() + static_cast<std::ptrdiff_t>(c.next - r.count);
@@ -74,7 +84,7 @@ bool key_sorter::merge(const std::vector<run> &in,
   };
   // A heap of the live cursors, the least row on top.
   auto later = [&](size_t a, size_t b) {
-    const key_row &x = cur[a].buf[cur[a].pos], &y = cur[b].buf[cur[b].pos];
+    const Row &x = cur[a].buf[cur[a].pos], &y = cur[b].buf[cur[b].pos];
     return y < x || (!(x < y) && b < a);
   };
   std::vector<size_t> heap;
@@ -96,16 +106,17 @@ bool key_sorter::merge(const std::vector<run> &in,
   return true;
 }
 
-bool key_sorter::for_each_sorted(const std::function<bool(const key_row &)> &fn) {
+template <class Row>
+bool run_sorter<Row>::for_each_sorted(const std::function<bool(const Row &)> &fn) {
   if (runs_.empty()) {  // every row in memory: no file
     std::sort(buf_.begin(), buf_.end());
-    for (const key_row &r : buf_)
+    for (const Row &r : buf_)
       if (!fn(r)) break;
-    std::vector<key_row>().swap(buf_);
+    std::vector<Row>().swap(buf_);
     return true;
   }
   flush();
-  std::vector<key_row>().swap(buf_);
+  std::vector<Row>().swap(buf_);
   // Levels: each k_fan_in runs merged into one, written to the file, until one pass will do.
   while (runs_.size() > k_fan_in) {
     std::vector<run> next;
@@ -119,8 +130,8 @@ bool key_sorter::for_each_sorted(const std::function<bool(const key_row &)> &fn)
         continue;
       }
       run out;
-      std::vector<key_row> piece;
-      const bool ok = merge(part, [&](const key_row &r) {
+      std::vector<Row> piece;
+      const bool ok = merge(part, [&](const Row &r) {
         piece.push_back(r);
         if (piece.size() == k_piece) {
           append(&out, piece.data(), piece.size());
@@ -138,5 +149,8 @@ bool key_sorter::for_each_sorted(const std::function<bool(const key_row &)> &fn)
   runs_.clear();
   return ok;
 }
+
+template class run_sorter<key_row>;
+template class run_sorter<key_figure_row>;
 
 }  // namespace dftrace::analysis
