@@ -1,4 +1,4 @@
-// step_sort.cpp: the steps' match keys sorted through the analysis's kind of temporary file.
+// step_sort.cpp: rows sorted through the analysis's kind of temporary file (runs merged).
 #include "analysis/step_sort.hpp"
 
 #include <algorithm>

@@ -1,6 +1,7 @@
-// step_sort.hpp: the steps' match keys put in order past a memory budget (an external sort:
-// sorted runs in an unlinked temporary file, merged k at a time), so that steps whose `step`
-// arguments do not increase are compared across groups by the same streaming walk as the rest.
+// step_sort.hpp: the steps' match keys, and the compared keys' figures, put in order past a
+// memory budget (an external sort: sorted runs in an unlinked temporary file, merged k at a
+// time), so that steps whose `step` arguments do not increase are compared across groups by the
+// same streaming walk as the rest, and no key's figures are all held at once.
 #pragma once
 
 #include <cstddef>
