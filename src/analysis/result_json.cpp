@@ -320,6 +320,7 @@ void result_json(const input_report &in, const analysis_result &r, size_t proces
     o += (i ? "," : "") + std::string("{\"rank\":") + rank_json(r.groups[s.group]) +
          ",\"group\":" + num(s.group) + ",\"step\":" + detail::json_quote(s.step) +
          ",\"dur_ns\":" + num(s.dur) + ",\"median_ns\":" + num(s.median) + "}";
+    if (o.size() >= (1u << 20)) sink(o);
   }
   o += "],\"imbalance\":{\"factor\":" + ratio(double(k_straggler_num) / double(k_straggler_den)) +
        ",\"margin_ns\":" + num(k_straggler_margin_ns) +

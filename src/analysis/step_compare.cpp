@@ -4,142 +4,104 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "analysis/held_sum.hpp"
 #include "analysis/name_stats.hpp"
 #include "analysis/spill.hpp"
+#include "analysis/step_sort.hpp"
 
 namespace dftrace::analysis {
 
 namespace {
 
-std::string step_key(const step_result &s, bool by_arg) {
-  if (!by_arg) return "#" + std::to_string(s.index);
-  return s.has_epoch ? std::to_string(s.epoch) + ":" + std::to_string(s.step)
-                     : std::to_string(s.step);
+// A step as the comparison sees it: by_arg, its `epoch` and `step` arguments; else its index.
+key_row row_of(const step_result &s, bool by_arg) {
+  key_row k;
+  k.has_epoch = by_arg && s.has_epoch;
+  k.epoch = k.has_epoch ? s.epoch : 0;
+  k.step = by_arg ? s.step : static_cast<int64_t>(s.index);
+  k.dur = s.dur;
+  k.group = s.group;
+  return k;
 }
 
-// The steps with one key: order[begin, end) (indices into r.steps, in their order there).
-struct key_run {
-  std::string key;
-  size_t begin = 0, end = 0;
-};
-
-// v sorted by less. Each group's steps usually come in key order already, one sorted run per
-// group: then the runs are merged pairwise (log2 of the groups' number of passes, each reading
-// the steps in order) rather than sorted from scratch. The same order either way: less is
-// total on v's items (no two equal).
-template <class T, class Less>
-void sort_runs(std::vector<T> *v, Less less) {
-  std::vector<size_t> bounds{0};
-  for (size_t i = 1; i < v->size(); ++i)
-    if (less((*v)[i], (*v)[i - 1])) bounds.push_back(i);
-  bounds.push_back(v->size());
-  if (bounds.size() > 2 + v->size() / 16) {
-    std::sort(v->begin(), v->end(), less);
-    return;
-  }
-  while (bounds.size() > 2) {
-    std::vector<size_t> next{0};
-    for (size_t k = 0; k + 2 < bounds.size(); k += 2) {
-      std::inplace_merge(v->begin() + static_cast<std::ptrdiff_t>(bounds[k]),
-                         v->begin() + static_cast<std::ptrdiff_t>(bounds[k + 1]),
-                         v->begin() + static_cast<std::ptrdiff_t>(bounds[k + 2]), less);
-      next.push_back(bounds[k + 2]);
-    }
-    if (bounds.size() % 2 == 0) next.push_back(bounds.back());  // an odd run out: kept
-    bounds.swap(next);
-  }
+// The key's text, as the JSON names the step: `epoch:step`, `step`, or `#index`.
+std::string key_text(const key_row &k, bool by_arg) {
+  if (!by_arg) return "#" + std::to_string(k.step);
+  return k.has_epoch ? std::to_string(k.epoch) + ":" + std::to_string(k.step)
+                     : std::to_string(k.step);
 }
-
-// The steps grouped by key (step_key's text), the runs in the order of that text: keyed by
-// numbers first (the text is a function of them, one to one), so that each key is made once.
-// True when some group has two steps of one key.
-bool group_by_key(const std::vector<step_result> &st, size_t ngroups, bool by_arg,
-                  std::vector<uint32_t> *order, std::vector<key_run> *runs) {
-  auto num = [&](uint32_t i) {
-    const step_result &s = st[i];
-    return by_arg ? std::make_tuple(s.has_epoch, s.has_epoch ? s.epoch : 0, s.step)
-                  : std::make_tuple(false, int64_t{0}, static_cast<int64_t>(s.index));
-  };
-  order->resize(st.size());
-  for (size_t i = 0; i < st.size(); ++i) (*order)[i] = static_cast<uint32_t>(i);
-  // By number, then position (as a stable sort would): 4 bytes per step beside the steps.
-  sort_runs(order, [&](uint32_t a, uint32_t b) {
-    const auto x = num(a), y = num(b);
-    return x < y || (x == y && a < b);
-  });
-  runs->clear();
-  bool repeated = false;
-  std::vector<size_t> last_run(ngroups, SIZE_MAX);  // per group: its last step's run
-  for (size_t i = 0; i < order->size(); ++i) {
-    if (i == 0 || num((*order)[i]) != num((*order)[i - 1]))
-      runs->push_back({step_key(st[(*order)[i]], by_arg), i, i});
-    runs->back().end = i + 1;
-    size_t &last = last_run[st[(*order)[i]].group];
-    repeated = repeated || last == runs->size() - 1;
-    last = runs->size() - 1;
-  }
-  std::sort(runs->begin(), runs->end(),
-            [](const key_run &a, const key_run &b) { return a.key < b.key; });
-  return repeated;
-}
-
-// A step's key in numbers: its `step` and `epoch` arguments, or its index in the group. The
-// key's text (step_key) is a function of these, one to one.
-using key_num = std::tuple<bool, int64_t, int64_t>;
-key_num num_key(const step_result &s, bool by_arg) {
-  return by_arg ? std::make_tuple(s.has_epoch, s.has_epoch ? s.epoch : 0, s.step)
-                : std::make_tuple(false, int64_t{0}, static_cast<int64_t>(s.index));
-}
-
-// What the steps of one key give: its text, the max over median (has_ratio: the median is not
-// 0) and the group of the longest step.
-struct key_figures {
-  std::string key;
-  double ratio = 0;
-  bool has_ratio = false;
-  size_t worst = 0;
-};
 
 // The steps of one key (at least two groups'; in group order): their median, stragglers and
 // ratio.
-void compare_key(const std::vector<step_result> &same, bool by_arg, analysis_result *r,
-                 std::vector<key_figures> *keys) {
+void compare_key(const std::vector<key_row> &same, bool by_arg, analysis_result *r,
+                 figure_sorter *keys) {
   std::vector<uint64_t> d;
-  for (const step_result &s : same) d.push_back(s.dur);
+  for (const key_row &s : same) d.push_back(s.dur);
   std::sort(d.begin(), d.end());
   const size_t n = d.size();
   const uint64_t median = n % 2 ? d[n / 2] : d[n / 2 - 1] + (d[n / 2] - d[n / 2 - 1]) / 2;
-  const std::string key = step_key(same[0], by_arg);
-  const step_result *worst = &same[0];
-  for (const step_result &s : same) {
+  const std::string key = key_text(same[0], by_arg);
+  const key_row *worst = &same[0];
+  for (const key_row &s : same) {
     if (s.dur > worst->dur) worst = &s;
     if (s.dur > median && s.dur - median > k_straggler_margin_ns &&
         s.dur * k_straggler_den > median * k_straggler_num)
       r->stragglers.push_back({s.group, key, s.dur, median});
   }
-  key_figures k{key, 0, median != 0, worst->group};
+  key_figure_row k;
+  std::memcpy(k.text, key.data(), std::min(key.size(), sizeof k.text - 1));  // 41 at most
+  k.worst = worst->group;
+  k.has_ratio = median != 0;
   if (k.has_ratio) k.ratio = static_cast<double>(d.back()) / static_cast<double>(median);
-  keys->push_back(std::move(k));
+  keys->add(k);
 }
 
-// Each group's steps in key order, read back a piece at a time: the keys met in two groups or
-// more, in the order of their numbers, each compared. Needs every group's keys increasing.
-void compare_streamed(const analysis_result &r, bool by_arg, analysis_result *out,
-                      std::vector<key_figures> *keys) {
+// The walk over rows in key order (within a key, in group order): each key met in two groups
+// or more is compared once its rows are all seen. add() says false, and takes nothing, at a
+// second row of one key in one group (`repeated`).
+struct key_walk {
+  bool by_arg = false;
+  analysis_result *out = nullptr;
+  figure_sorter *keys = nullptr;
+  std::vector<key_row> same;
+  bool repeated = false;
+
+  bool add(const key_row &k) {
+    if (!same.empty() && !same[0].same_key(k)) finish();
+    if (!same.empty() && same.back().group == k.group) {
+      repeated = true;
+      return false;
+    }
+    same.push_back(k);
+    return true;
+  }
+  void finish() {
+    if (same.size() >= 2) compare_key(same, by_arg, out, keys);
+    same.clear();
+  }
+};
+
+// Each group's steps in key order, read back a piece at a time and merged across groups:
+// needs every group's keys increasing (by index they always do). False when the store cannot
+// be read back.
+bool compare_streamed(const analysis_result &r, key_walk *walk) {
   struct cursor {
     size_t next = 0, end = 0, pos = 0;
     std::vector<step_result> buf;
     bool live() const { return pos < buf.size(); }
   };
   std::vector<cursor> cur(r.groups.size());
+  bool ok = true;
   auto refill = [&](cursor &c) {
     c.pos = 0;
-    if (!r.steps.read(c.next, std::min<size_t>(512, c.end - c.next), &c.buf)) c.buf.clear();
+    if (!r.steps.read(c.next, std::min<size_t>(512, c.end - c.next), &c.buf)) {
+      c.buf.clear();
+      ok = false;
+    }
     c.next += c.buf.size();
   };
   size_t at = 0;
@@ -148,78 +110,110 @@ void compare_streamed(const analysis_result &r, bool by_arg, analysis_result *ou
     cur[g].end = at += r.groups[g].steps;
     refill(cur[g]);
   }
-  std::vector<step_result> same;
+  // One key at a time: the least of the cursors', then each group's step there, in group
+  // order (two scans of the cursors per key, not per step).
   for (;;) {
-    const key_num *least = nullptr;
-    key_num k;
-    for (const cursor &c : cur)
-      if (c.live() && (!least || num_key(c.buf[c.pos], by_arg) < *least))
-        least = &(k = num_key(c.buf[c.pos], by_arg));
-    if (!least) break;
-    same.clear();
+    bool any = false;
+    key_row k;
+    for (const cursor &c : cur) {
+      if (!c.live()) continue;
+      const key_row x = row_of(c.buf[c.pos], walk->by_arg);
+      if (!any || x.key() < k.key()) k = x;
+      any = true;
+    }
+    if (!any) break;
     for (cursor &c : cur) {
-      if (!c.live() || num_key(c.buf[c.pos], by_arg) != k) continue;
-      same.push_back(c.buf[c.pos]);
+      if (!c.live()) continue;
+      const key_row x = row_of(c.buf[c.pos], walk->by_arg);
+      if (!x.same_key(k)) continue;
+      walk->add(x);
       if (++c.pos == c.buf.size() && c.next < c.end) refill(c);
     }
-    if (same.size() >= 2) compare_key(same, by_arg, out, keys);
   }
+  walk->finish();
+  return ok;
 }
 
-// The same from every step in memory (a group whose `step` arguments do not increase).
-void compare_in_memory(const analysis_result &r, bool by_arg, analysis_result *out,
-                       std::vector<key_figures> *keys) {
-  std::vector<step_result> st;
-  r.steps.read(0, r.steps.size(), &st);
-  std::vector<uint32_t> order;
-  std::vector<key_run> runs;
-  if (group_by_key(st, r.groups.size(), by_arg, &order, &runs) && by_arg) {
-    by_arg = false;
-    group_by_key(st, r.groups.size(), false, &order, &runs);
+// The same when some group's `step` arguments do not increase: every step's key sorted by key
+// and group (key_sorter: through a temporary file past the step rows' budget), then walked.
+// A group that repeats a key ends the walk (*repeated): the caller matches by index instead.
+bool compare_sorted(const analysis_result &r, key_walk *walk) {
+  key_sorter sorter(step_rows_budget());
+  bool ok = true;
+  std::vector<step_result> piece;
+  // A repeat in one run's rows already decides it: the rest is not sorted.
+  for (size_t i = 0; i < r.steps.size() && !sorter.found_equal(); i += piece.size()) {
+    ok = r.steps.read(i, 4096, &piece);
+    for (const step_result &s : piece) sorter.add(row_of(s, true));
+    if (!ok || piece.empty()) break;
   }
-  std::vector<step_result> same;
-  for (const key_run &run : runs) {
-    same.clear();
-    for (size_t i = run.begin; i < run.end; ++i) same.push_back(st[order[i]]);
-    if (same.size() >= 2) compare_key(same, by_arg, out, keys);
+  if (sorter.found_equal()) {
+    walk->repeated = true;
+    return ok;
   }
+  ok = sorter.for_each_sorted([&](const key_row &k) { return walk->add(k); }) && ok;
+  if (!walk->repeated) walk->finish();
+  return ok;
+}
+
+// The compared keys in the order of their text: the worst (the first of the greatest ratio),
+// the mean (summed in that order) and the p50 of the ratios (positive doubles, so their bits
+// select as integers do: the durations' selection, spilled past the budget). False when a
+// temporary file cannot be read back.
+bool key_totals(figure_sorter &keys, analysis_result *r) {
+  const size_t budget = step_rows_budget();
+  spill_store file;
+  name_durations ratios;  // the ratios' bits
+  uint64_t n = 0;
+  double sum = 0;
+  bool ok = keys.for_each_sorted([&](const key_figure_row &k) {
+    if (!k.has_ratio) return true;
+    if (k.ratio > r->imbalance_max || n == 0) {
+      r->imbalance_max = k.ratio;
+      r->imbalance_worst_step = k.text;
+      r->imbalance_worst_group = k.worst;
+    }
+    ++n;
+    sum += k.ratio;
+    uint64_t bits;
+    std::memcpy(&bits, &k.ratio, sizeof bits);
+    ratios.durs.push_back(bits);
+    if (budget && ratios.durs.size() >= budget) ratios.spill(file);
+    return true;
+  });
+  r->steps_compared = n;
+  if (!n) return ok;
+  r->imbalance_mean = sum / static_cast<double>(n);
+  std::vector<uint64_t> at;
+  ok = select_durations(ratios, &file, {(n + 1) / 2}, &at, budget ? budget : size_t{1} << 20) && ok;
+  if (at.size() == 1) std::memcpy(&r->imbalance_p50, &at[0], sizeof at[0]);
+  return ok;
 }
 
 }  // namespace
 
 // Stragglers and imbalance: steps matched across groups by their `step` (and `epoch`)
 // arguments when every step has one and no group repeats one, else by index. The keys are
-// taken in the order of their text (the worst: the first of the greatest ratio; the mean sums
-// in that order), stragglers by excess, group and key.
+// taken in the order of their text (key_totals), stragglers by excess, group and key.
 void compare_steps(analysis_result *r, const std::vector<uint8_t> &increasing, bool all_args) {
   const bool by_arg = !r->steps.empty() && all_args;
   bool streamed = true;
   for (size_t g = 0; g < increasing.size() && by_arg; ++g) streamed = streamed && increasing[g];
-  std::vector<key_figures> keys;
-  if (streamed)
-    compare_streamed(*r, by_arg, r, &keys);
-  else
-    compare_in_memory(*r, by_arg, r, &keys);
-  std::sort(keys.begin(), keys.end(),
-            [](const key_figures &a, const key_figures &b) { return a.key < b.key; });
-  std::vector<double> ratios;
-  for (const key_figures &k : keys) {
-    if (!k.has_ratio) continue;
-    if (k.ratio > r->imbalance_max || ratios.empty()) {
-      r->imbalance_max = k.ratio;
-      r->imbalance_worst_step = k.key;
-      r->imbalance_worst_group = k.worst;
-    }
-    ratios.push_back(k.ratio);
+  figure_sorter keys(step_rows_budget());
+  const size_t stragglers_before = r->stragglers.size();
+  key_walk walk{by_arg, r, &keys, {}, false};
+  bool ok = streamed ? compare_streamed(*r, &walk) : compare_sorted(*r, &walk);
+  if (walk.repeated) {  // a group repeats a key: every step matched by index
+    keys = figure_sorter(step_rows_budget());
+    r->stragglers.resize(stragglers_before);
+    walk = key_walk{false, r, &keys, {}, false};
+    ok = compare_streamed(*r, &walk) && ok;
   }
-  r->steps_compared = ratios.size();
-  if (!ratios.empty()) {
-    double sum = 0;
-    for (double x : ratios) sum += x;
-    r->imbalance_mean = sum / static_cast<double>(ratios.size());
-    std::sort(ratios.begin(), ratios.end());
-    r->imbalance_p50 = ratios[(ratios.size() + 1) / 2 - 1];
-  }
+  ok = key_totals(keys, r) && ok;
+  if (!ok)
+    r->process_problems.push_back(
+        "the analysis's temporary file of steps could not be read back: the steps' comparison "
+        "(stragglers, imbalance) is incomplete");
   std::sort(r->stragglers.begin(), r->stragglers.end(), [](const straggler &a, const straggler &b) {
     if (a.dur - a.median != b.dur - b.median) return a.dur - a.median > b.dur - b.median;
     return a.group != b.group ? a.group < b.group : a.step < b.step;
@@ -240,7 +234,7 @@ void step_totals(analysis_result *r, std::vector<uint8_t> *increasing, bool *all
     for (size_t k = 0; k <= k_nbound; ++k) add_ns(&r->bound_total[k], s.parts[k]);
     add_ns(&r->step_total, s.dur);  // each bound_total[k] is part of it
     *all_args = *all_args && s.has_step;
-    if (i && prev.group == s.group && !(num_key(prev, true) < num_key(s, true)))
+    if (i && prev.group == s.group && !(row_of(prev, true).key() < row_of(s, true).key()))
       (*increasing)[s.group] = 0;
     prev = s;
     durs.durs.push_back(s.dur);

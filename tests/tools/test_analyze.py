@@ -197,6 +197,99 @@ def test_straggler_rank(tmp_path):
     assert d["stragglers"] == []
 
 
+def compare_ref(items):
+    """Stragglers and imbalance as docs/analysis.md defines them, from the step items (in
+    group order): keyed by `epoch:step` when every step has a `step` argument and no group
+    repeats a key, else by `#index`."""
+    def text(it, keyed):
+        if not keyed:
+            return "#%d" % it["index"]
+        return ("%d:%d" % (it["epoch"], it["step"]) if it["epoch"] is not None
+                else "%d" % it["step"])
+
+    keyed = all(it["step"] is not None for it in items)
+    seen = {(it["group"], text(it, keyed)) for it in items}
+    keyed = keyed and len(seen) == len(items)
+    by_key = {}
+    for it in items:
+        by_key.setdefault(text(it, keyed), []).append(it)
+    stragglers, ratios = [], []
+    for k in sorted(by_key):
+        same = by_key[k]
+        if len(same) < 2:
+            continue
+        d = sorted(it["dur_ns"] for it in same)
+        n = len(d)
+        med = d[n // 2] if n % 2 else d[n // 2 - 1] + (d[n // 2] - d[n // 2 - 1]) // 2
+        for it in same:
+            x = it["dur_ns"]
+            if x > med and x - med > 1_000_000 and x * 4 > med * 5:
+                stragglers.append({"rank": it["rank"], "group": it["group"], "step": k,
+                                   "dur_ns": x, "median_ns": med})
+        if med:
+            worst = next(it for it in same if it["dur_ns"] == d[-1])
+            ratios.append((d[-1] / med, k, worst))
+    stragglers.sort(key=lambda s: (s["median_ns"] - s["dur_ns"], s["group"], s["step"]))
+    g = lambda x: float("%.6g" % x)  # the document's precision
+    imb = {"steps_compared": len(ratios), "worst": None}
+    if ratios:
+        top = max(r[0] for r in ratios)
+        _, k, w = next(r for r in ratios if r[0] == top)
+        vals = [r[0] for r in ratios]
+        imb.update(max_over_median_max=g(top), max_over_median_mean=g(sum(vals) / len(vals)),
+                   max_over_median_p50=g(sorted(vals)[(len(vals) + 1) // 2 - 1]),
+                   worst={"step": k, "rank": w["rank"], "group": w["group"]})
+    return stragglers, imb
+
+
+def step_order_run(d, order, ranks=4, steps=300, seed=7):
+    """Ranks whose steps' `step` (and `epoch`) arguments come in the given order: "shuffled"
+    (a permutation per rank, with epochs), "restarting" (from 0 in each epoch, no `epoch`
+    argument: every rank repeats its keys), "sparse" (each rank a random half of the keys,
+    shuffled). Durations of 2 ms, some far longer (stragglers)."""
+    rnd = random.Random(seed)
+    paths = []
+    for r in range(ranks):
+        p = Proc(3000 + r, rank=r)
+        if order == "shuffled":
+            keys = [(k // 25, k % 25) for k in range(steps)]
+            rnd.shuffle(keys)
+        elif order == "restarting":
+            keys = [(None, k % 25) for k in range(steps)]
+        else:
+            keys = [(None, k) for k in range(2 * steps) if rnd.random() < 0.5]
+            rnd.shuffle(keys)
+        t = 0
+        for epoch, step in keys:
+            dur = rnd.choice([2_000_000] * 6 + [2_900_000, 9_000_000, rnd.randrange(1, 10**7)])
+            args = {"step": step} if epoch is None else {"step": step, "epoch": epoch}
+            p.ev("step", "compute", t, t + dur, **args)
+            t += dur + 10
+        paths.append(p.write(d))
+    return paths
+
+
+@pytest.mark.parametrize("order", ["shuffled", "restarting", "sparse"])
+def test_steps_matched_whatever_the_order_of_their_arguments(tmp_path, order):
+    """Steps whose `step` arguments do not increase in start order are matched across ranks
+    as the definition says, whether their keys are sorted in memory or through a temporary
+    file (1,200 steps; budgets of 2 rows, runs of 2 merged into runs of 128, and of 16 rows,
+    runs of 16 merged into runs of 1024, read back in pieces of 512; a missing $TMPDIR keeps
+    the runs in memory): the same document each time, equal to the reference."""
+    paths = step_order_run(tmp_path, order)
+    d, p = analyze(*paths)
+    stragglers, imb = compare_ref(d["steps"]["items"])
+    assert d["stragglers"] == stragglers and len(stragglers) > 10
+    assert {k: d["imbalance"][k] for k in imb} == imb
+    assert imb["worst"]["step"].startswith("#") == (order == "restarting")
+    for env in ({"DFTRACE_ANALYZE_SPILL_EVENTS": "2"}, {"DFTRACE_ANALYZE_SPILL_EVENTS": "128"},
+                {"DFTRACE_ANALYZE_SPILL_EVENTS": "2", "TMPDIR": str(tmp_path / "missing")}):
+        q = run("analyze", "--json", *paths, env=env)
+        got = json.loads(q.stdout)
+        got["inputs"]["warnings"] = d["inputs"]["warnings"]  # a missing $TMPDIR is warned of
+        assert got == d
+
+
 def random_procs(seed, n=3):
     rnd = random.Random(seed)
     procs = []

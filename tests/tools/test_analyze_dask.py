@@ -12,7 +12,7 @@ import warnings
 import pytest
 
 from conftest import need, run
-from test_analyze import Proc
+from test_analyze import Proc, step_order_run
 
 need("pandas", "distributed")
 import dftrace  # noqa: E402
@@ -160,6 +160,21 @@ def test_dask_when_only_some_ranks_have_step_events(client, tmp_path, monkeypatc
     iters = [p for p in paths if p not in with_steps]
     monkeypatch.setattr(_analyze, "batches_for", lambda files, n, heads=None: [with_steps, iters])
     assert dftrace.analyze(paths, client=client) == single
+
+
+@pytest.mark.parametrize("order", ["shuffled", "restarting"])
+def test_dask_steps_whose_arguments_do_not_increase(client, tmp_path, monkeypatch, order):
+    # The client's merge compares the steps as the command does: keys that do not increase
+    # are sorted through its temporary file past the budget (2 rows, read where the merge
+    # runs), and the document equals the single-machine one (keys sorted in memory).
+    paths = step_order_run(tmp_path, order)
+    single = cli_json(paths)
+    monkeypatch.setenv("DFTRACE_ANALYZE_SPILL_EVENTS", "2")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no fallback: one batch per worker, groups whole
+        distributed = dftrace.analyze(paths, client=client)
+    assert dict(distributed) == single
+    assert single["imbalance"]["steps_compared"] > 200 and single["stragglers"]
 
 
 def test_split_group_is_refused_then_redone(client, run6, monkeypatch):
