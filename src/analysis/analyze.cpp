@@ -492,8 +492,8 @@ bool merge_partials(std::vector<analysis_partial> &parts, const layer_table &tab
   r.groups.resize(roots.size());
   take_steps(parts, src, any_step_event, table, &r);
   std::vector<uint8_t> increasing;
-  bool all_args = true;
-  step_totals(&r, &increasing, &all_args);
+  bool by_args = true;
+  step_totals(&r, &increasing, &by_args);
   if (r.steps.empty()) r.step_source = table.explicit_steps() ? r.step_source : "";
   std::vector<const coll_data *> colls(roots.size());
   for (size_t g = 0; g < roots.size(); ++g)
@@ -504,7 +504,7 @@ bool merge_partials(std::vector<analysis_partial> &parts, const layer_table &tab
     r.process_problems.push_back(
         "the analysis's temporary file of collective calls could not be read back: the "
         "collectives' figures are incomplete");
-  compare_steps(&r, increasing, all_args);
+  compare_steps(&r, increasing, by_args);
   io_data io;
   for (analysis_partial &p : parts) io.merge(p.io);
   std::unordered_map<std::string, size_t> proc_index;

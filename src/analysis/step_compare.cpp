@@ -95,6 +95,12 @@ key_num num_key(const step_result &s, bool by_arg) {
                 : std::make_tuple(false, int64_t{0}, static_cast<int64_t>(s.index));
 }
 
+// Whether two of keys are equal (sorts them).
+bool repeats(std::vector<key_num> *keys) {
+  std::sort(keys->begin(), keys->end());
+  return std::adjacent_find(keys->begin(), keys->end()) != keys->end();
+}
+
 // What the steps of one key give: its text, the max over median (has_ratio: the median is not
 // 0) and the group of the longest step.
 struct key_figures {
@@ -187,11 +193,12 @@ void compare_in_memory(const analysis_result &r, bool by_arg, analysis_result *o
 }  // namespace
 
 // Stragglers and imbalance: steps matched across groups by their `step` (and `epoch`)
-// arguments when every step has one and no group repeats one, else by index. The keys are
-// taken in the order of their text (the worst: the first of the greatest ratio; the mean sums
-// in that order), stragglers by excess, group and key.
-void compare_steps(analysis_result *r, const std::vector<uint8_t> &increasing, bool all_args) {
-  const bool by_arg = !r->steps.empty() && all_args;
+// arguments when by_args (every step has one and no group repeats one), else by index. The
+// keys are taken in the order of their text (the worst: the first of the greatest ratio; the
+// mean sums in that order), stragglers by excess, group and key. By index, or by arguments
+// that increase in every group, the steps are streamed; else held in memory and sorted.
+void compare_steps(analysis_result *r, const std::vector<uint8_t> &increasing, bool by_args) {
+  const bool by_arg = !r->steps.empty() && by_args;
   bool streamed = true;
   for (size_t g = 0; g < increasing.size() && by_arg; ++g) streamed = streamed && increasing[g];
   std::vector<key_figures> keys;
@@ -226,25 +233,39 @@ void compare_steps(analysis_result *r, const std::vector<uint8_t> &increasing, b
 }
 
 // One pass over the steps: the totals, p50 and p99 (the durations selected as `dftrace diff`
-// selects a name's, spilled past the budget), and per group whether its `step` arguments
-// increase (*increasing) and whether every step has one (*all_args).
-void step_totals(analysis_result *r, std::vector<uint8_t> *increasing, bool *all_args) {
+// selects a name's, spilled past the budget), per group whether its `step` arguments increase
+// (*increasing), and whether steps can be matched by them (*by_args: every step has one and no
+// group repeats one). A group's keys are held while it is read, and sorted only when they do
+// not increase.
+void step_totals(analysis_result *r, std::vector<uint8_t> *increasing, bool *by_args) {
   const size_t budget = step_rows_budget();
   spill_store file;
   name_durations durs;
   increasing->assign(r->groups.size(), 1);
-  *all_args = true;
+  *by_args = true;
   step_result prev;
+  std::vector<key_num> keys;  // the group's keys, while matching by arguments is possible
+  size_t group = SIZE_MAX;
+  auto group_done = [&] {
+    if (*by_args && group != SIZE_MAX && !(*increasing)[group] && repeats(&keys)) *by_args = false;
+    keys.clear();
+  };
   bool ok = r->steps.for_each([&](const step_result &s, size_t i) {
     for (size_t k = 0; k <= k_nbound; ++k) r->bound_total[k] += s.parts[k];
     r->step_total += s.dur;
-    *all_args = *all_args && s.has_step;
+    if (s.group != group) {
+      group_done();
+      group = s.group;
+    }
+    *by_args = *by_args && s.has_step;
+    if (*by_args) keys.push_back(num_key(s, true));
     if (i && prev.group == s.group && !(num_key(prev, true) < num_key(s, true)))
       (*increasing)[s.group] = 0;
     prev = s;
     durs.durs.push_back(s.dur);
     if (budget && durs.durs.size() >= budget) durs.spill(file);
   });
+  group_done();
   const uint64_t n = durs.count();
   std::vector<uint64_t> ks, at;
   for (unsigned p : {50u, 99u}) ks.push_back(std::max<uint64_t>(1, (p * n + 99) / 100));

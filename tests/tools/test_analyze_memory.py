@@ -7,14 +7,16 @@ import os
 import subprocess
 import sys
 
+import pytest
 from conftest import CLI
 
 T0 = 1_700_000_000_000_000_000
 
 
-def write_trace(path, steps, iters_per_step, rank=0, pid=9):
-    """One ranked process: `steps` step events (compute.step, with a `step` argument), each
-    holding `iters_per_step` nested `.iter` events (frames: in no layer)."""
+def write_trace(path, steps, iters_per_step, rank=0, pid=9, repeat=1):
+    """One ranked process: `steps` step events (compute.step, with a `step` argument: k //
+    repeat for the k-th, so repeat > 1 repeats it), each holding `iters_per_step` nested
+    `.iter` events (frames: in no layer)."""
     # Written line by line: the whole text would be hundreds of MB of Python strings.
     with gzip.open(path, "wt", compresslevel=1) as f:
         f.write('[\n'
@@ -33,7 +35,7 @@ def write_trace(path, steps, iters_per_step, rank=0, pid=9):
                         f'"ts":{t + 1 + 10 * i},"dur":5,"ph":"X","args":{{"step":{k}}}}}\n')
             nid += 1
             f.write(f'{{"id":{nid},"name":"step","cat":"compute","pid":{pid},"tid":{pid},"ts":{t},'
-                    f'"dur":{width - 1},"ph":"X","args":{{"step":{k}}}}}\n')
+                    f'"dur":{width - 1},"ph":"X","args":{{"step":{k // repeat}}}}}\n')
         nid += 1
         f.write(f'{{"id":{nid},"name":"end","cat":"dftracer","pid":{pid},"tid":{pid},'
                 f'"ts":{T0 + steps * width},"dur":0,"ph":"X",'
@@ -108,19 +110,21 @@ def test_step_candidates_are_given_back_as_the_steps_array_fills(tmp_path):
                            f"{ranks * many} steps {peak} KiB)")
 
 
-def test_peak_does_not_grow_with_the_number_of_steps(tmp_path):
+@pytest.mark.parametrize("repeat", [1, 2])
+def test_peak_does_not_grow_with_the_number_of_steps(tmp_path, repeat):
     """The same 200,000 events on 8 ranks, as 800 steps (each with 249 `.iter` events, which
     are frames) or as 200,000 steps: the step candidates and rows go to temporary files past a
     fixed budget and are read back in order (the JSON items, the totals, the matching across
     ranks), so the peak may differ by what is held per step key compared (25,000 keys), one
     group's candidates and the budgets, not by every step's 88-byte row, 40-byte candidate and
-    their sort (18.6 MiB more before)."""
+    their sort (18.6 MiB more before). With each `step` argument repeated (repeat=2) the steps
+    are matched by index, streamed too: every row was read into memory and sorted before."""
     ranks, events = 8, 25_000
     for sub, steps in (("few", 100), ("many", events)):
         (tmp_path / sub).mkdir()
         for r in range(ranks):
             write_trace(tmp_path / sub / f"r{r}.pfw.gz", steps, events // steps - 1, rank=r,
-                        pid=100 + r)
+                        pid=100 + r, repeat=repeat)
     paths = {sub: sorted((tmp_path / sub).iterdir()) for sub in ("few", "many")}
     # A spill budget of 16 Ki events (and so 16 Ki step candidates, 2 Ki step rows) in both runs:
     # the default's (256 Ki) would hold every one of these steps, a constant a test cannot pass.
@@ -132,6 +136,8 @@ def test_peak_does_not_grow_with_the_number_of_steps(tmp_path):
     assert many["steps"]["count"] == ranks * events
     assert len(many["steps"]["items"]) == ranks * events
     assert many["imbalance"]["steps_compared"] == events
+    worst = many["imbalance"]["worst"]["step"]
+    assert worst.startswith("#") if repeat > 1 else not worst.startswith("#")  # by index
     grown = (peak - base) / 1024
     assert grown < 6, (f"the peak grew by {grown:.1f} MiB from {ranks * 100} to "
                         f"{ranks * events} steps (base {base} KiB, then {peak} KiB)")
