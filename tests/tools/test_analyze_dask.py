@@ -100,6 +100,21 @@ def test_step_items_built_as_objects_equal_the_text(run6, ref_files, tmp_path):
     assert items[3]["step"] == 3 and items[3]["epoch"] == -3 and items[3]["rank"] is None
 
 
+def test_command_text_is_the_document_and_its_completeness(run6, tmp_path):
+    # merge_text (the command's --scheduler) gives merge's text as UTF-8 bytes and the
+    # document's inputs.complete, for whole input and for a damaged file
+    bad = tmp_path / os.path.basename(run6[0])
+    shutil.copy(run6[0], bad)
+    with open(bad, "r+b") as f:
+        f.truncate(os.path.getsize(bad) - 20)
+    for paths, complete in ((run6, True), ([str(bad)] + run6[1:], False)):
+        parts = [_analysis.partial(paths, None, None, 1)]
+        text = _analysis.merge(parts, None, None, None)
+        data, flag = _analysis.merge_text(parts, None, None, None)
+        assert isinstance(data, bytes) and data == text.encode()
+        assert flag is complete and json.loads(text)["inputs"]["complete"] is complete
+
+
 def test_partial_is_compact_and_exact(tmp_path):
     # The partial is what a cluster ships to its client: its steps and collective calls take
     # a few bytes each (differences from the previous one), not 8 per integer, and decode

@@ -143,7 +143,8 @@ def analyze_text(paths, client=None, steps=None, layers=None, rules=None, thread
 
 def _document(paths, client, steps, layers, rules, threads, merge):
     """The partials computed (here or on the cluster) and joined by merge: _analysis.merge (the
-    text) or _analysis.merge_doc (the text without the step items, and the items)."""
+    text), _analysis.merge_doc (the text without the step items, and the items) or
+    _analysis.merge_text (the text as bytes, and inputs.complete: the command's)."""
     from . import _analysis
     files = trace_files(paths)
     if not files:

@@ -126,8 +126,9 @@ bool merge_args(PyObject *args, merged_run *out) {
   return true;
 }
 
-// The document's text, with or without its step items; nullptr with an error set.
-PyObject *document_text(const merged_run &m, bool step_items) {
+// The document's text (str, or bytes when as_bytes), with or without its step items; nullptr
+// with an error set.
+PyObject *document_text(const merged_run &m, bool step_items, bool as_bytes = false) {
   std::string json;
   auto work = [&] {
     result_json(
@@ -139,12 +140,24 @@ PyObject *document_text(const merged_run &m, bool step_items) {
         step_items);
   };
   if (!dftrace::python::without_gil(work)) return nullptr;
-  return PyUnicode_FromStringAndSize(json.data(), static_cast<Py_ssize_t>(json.size()));
+  const auto n = static_cast<Py_ssize_t>(json.size());
+  return as_bytes ? PyBytes_FromStringAndSize(json.data(), n)
+                  : PyUnicode_FromStringAndSize(json.data(), n);
 }
 
 PyObject *merge(PyObject *, PyObject *args) {
   merged_run m;
   return merge_args(args, &m) ? document_text(m, true) : nullptr;
+}
+
+// The command's merge: the text as UTF-8 bytes (to be written as they are: no str to decode
+// and encode again) and inputs.complete (no text to parse for it).
+PyObject *merge_text(PyObject *, PyObject *args) {
+  merged_run m;
+  if (!merge_args(args, &m)) return nullptr;
+  PyObject *text = document_text(m, true, true);
+  if (!text) return nullptr;
+  return Py_BuildValue("(NO)", text, inputs_complete(m.in, m.r) ? Py_True : Py_False);
 }
 
 PyObject *merge_doc(PyObject *, PyObject *args) {
@@ -247,6 +260,9 @@ PyMethodDef methods[] = {
      "partial(paths, steps, layers, threads) -> bytes: the files read and their groups analysed"},
     {"merge", merge, METH_VARARGS,
      "merge(partials, steps, layers, rules) -> str: the JSON document of `dftrace analyze`"},
+    {"merge_text", merge_text, METH_VARARGS,
+     "merge_text(partials, steps, layers, rules) -> (bytes, bool): merge()'s document as UTF-8, "
+     "and its inputs.complete"},
     {"merge_doc", merge_doc, METH_VARARGS,
      "merge_doc(partials, steps, layers, rules) -> (str, list): the document with steps.items "
      "empty, and the items as dicts"},
