@@ -98,6 +98,16 @@ def test_step_items_built_as_objects_equal_the_text(run6, ref_files, tmp_path):
         assert json.dumps(doc) == json.dumps(json.loads(text))
         assert json.dumps(dftrace.analyze(paths, allow_damaged=True)) == json.dumps(doc)
     assert items[3]["step"] == 3 and items[3]["epoch"] == -3 and items[3]["rank"] is None
+    # the items share their table of keys (split dicts), never their values: each one is a
+    # dict of its own
+    before = json.dumps(items)
+    items[0]["step"] = "changed"
+    items[1]["note"] = 1
+    del items[2]["epoch"]
+    after = json.loads(before)
+    after[0]["step"], after[1]["note"] = "changed", 1
+    del after[2]["epoch"]
+    assert items == after and list(items[1])[-1] == "note" and list(items[4])[-1] == "other_ns"
 
 
 def test_command_text_is_the_document_and_its_completeness(run6, tmp_path):
