@@ -6,6 +6,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <algorithm>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -129,20 +130,34 @@ bool merge_args(PyObject *args, merged_run *out) {
 // The document's text (str, or bytes when as_bytes), with or without its step items; nullptr
 // with an error set.
 PyObject *document_text(const merged_run &m, bool step_items, bool as_bytes = false) {
-  std::string json;
+  // The parts (about 1 MiB each) kept as they come and copied once into the object: a string
+  // grown part by part would copy the document (hundreds of MB) again at each doubling.
+  std::vector<std::string> parts;
+  size_t total = 0;
   auto work = [&] {
     result_json(
         m.in, m.r, m.processes,
         [&](std::string &part) {
-          json += part;
+          total += part.size();
+          parts.emplace_back(part);  // a copy of its size; part keeps its room
           part.clear();
         },
         step_items);
   };
   if (!dftrace::python::without_gil(work)) return nullptr;
-  const auto n = static_cast<Py_ssize_t>(json.size());
-  return as_bytes ? PyBytes_FromStringAndSize(json.data(), n)
-                  : PyUnicode_FromStringAndSize(json.data(), n);
+  PyObject *bytes = PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(total));
+  if (!bytes) return nullptr;
+  char *at = PyBytes_AS_STRING(bytes);
+  for (std::string &part : parts) {
+    std::copy(part.begin(), part.end(), at);
+    at += part.size();
+    std::string().swap(part);
+  }
+  if (as_bytes) return bytes;
+  PyObject *text =
+      PyUnicode_DecodeUTF8(PyBytes_AS_STRING(bytes), static_cast<Py_ssize_t>(total), nullptr);
+  Py_DECREF(bytes);
+  return text;
 }
 
 PyObject *merge(PyObject *, PyObject *args) {
