@@ -346,10 +346,15 @@ void take_steps(std::vector<analysis_partial> &parts,
                 const layer_table &table, analysis_result *r) {
   bool in_place = parts.size() == 1;
   for (size_t g = 0; g < src.size() && in_place; ++g) in_place = src[g].second == g;
-  if (in_place)
+  // Else each group's rows are read from its partial's store where they lie: not copied.
+  std::vector<std::shared_ptr<const step_store>> from(parts.size());
+  if (in_place) {
     r->steps = std::move(parts[0].steps);
-  else
+  } else {
     r->steps = step_store(step_rows_budget());
+    for (size_t i = 0; i < parts.size(); ++i)
+      from[i] = std::make_shared<const step_store>(std::move(parts[i].steps));
+  }
   for (size_t g = 0; g < src.size(); ++g) {
     const analysis_partial &part = parts[src[g].first];
     group_partial &gp = parts[src[g].first].groups[src[g].second];
@@ -363,12 +368,8 @@ void take_steps(std::vector<analysis_partial> &parts,
       r->groups[g].steps = 0;
       continue;
     }
-    if (in_place) continue;
-    part.steps.for_each(gp.first_step, gp.nsteps, [&](const step_result &x, size_t) {
-      step_result s = x;
-      s.group = static_cast<uint32_t>(g);
-      r->steps.append(&s, 1);
-    });
+    if (!in_place)
+      r->steps.borrow(from[src[g].first], gp.first_step, gp.nsteps, static_cast<uint32_t>(g));
   }
   for (analysis_partial &p : parts) p.steps.clear();
 }
