@@ -156,6 +156,26 @@ def test_batches_keep_groups_whole(run6):
         assert len(ranks) == 3 * len(mains)
 
 
+def test_head_processes_lines(tmp_path):
+    # the lines that tie processes, found by their name wherever it lies in the line: spaced
+    # JSON, a name twice in one line, the head's last line without its newline, string pids
+    lines = [
+        '[',
+        '{"id":1,"name":"PR","cat":"dftracer","pid":7,"tid":7,"ph":"M","args":{"name":"rank",'
+        '"value":3}},',
+        '{"id": 2, "name": "start", "cat": "dftracer", "pid": 8, "tid": 8, "ts": 1, "dur": 0, '
+        '"ph": "X", "args": {"ppid": 7, "name": "PR"}},',
+        '{"id":3,"name":"read","cat":"POSIX","pid":"w-9","tid":1,"ts":2,"dur":1,"ph":"X"},',
+        '{"id":4,"name":"start","cat":"dftracer","pid":"w-9","tid":1,"ts":3,"dur":0,"ph":"X",'
+        '"args":{"ppid":8}}',
+    ]
+    path = tmp_path / "t.pfw.gz"
+    with gzip.open(path, "wt") as f:
+        f.write("\n".join(lines))
+    assert _analyze._head_processes(str(path)) == {"7": [None, 3], "8": ["7", None],
+                                                  "w-9": ["8", None]}
+
+
 def test_placed_on_workers_as_here(client, run6):
     # the files' heads read by the workers place the files as reading them here does, and the
     # partials of a LocalCluster (workers on the scheduler's host) come from the workers directly
