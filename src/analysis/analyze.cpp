@@ -364,10 +364,15 @@ void take_steps(std::vector<analysis_partial> &parts,
                 const layer_table &table, analysis_result *r) {
   bool in_place = parts.size() == 1;
   for (size_t g = 0; g < src.size() && in_place; ++g) in_place = src[g].second == g;
-  if (in_place)
+  // Else each group's rows are read from its partial's store where they lie: not copied.
+  std::vector<std::shared_ptr<const step_store>> from(parts.size());
+  if (in_place) {
     r->steps = std::move(parts[0].steps);
-  else
+  } else {
     r->steps = step_store(step_rows_budget());
+    for (size_t i = 0; i < parts.size(); ++i)
+      from[i] = std::make_shared<const step_store>(std::move(parts[i].steps));
+  }
   for (size_t g = 0; g < src.size(); ++g) {
     const analysis_partial &part = parts[src[g].first];
     group_partial &gp = parts[src[g].first].groups[src[g].second];
@@ -381,12 +386,8 @@ void take_steps(std::vector<analysis_partial> &parts,
       r->groups[g].steps = 0;
       continue;
     }
-    if (in_place) continue;
-    part.steps.for_each(gp.first_step, gp.nsteps, [&](const step_result &x, size_t) {
-      step_result s = x;
-      s.group = static_cast<uint32_t>(g);
-      r->steps.append(&s, 1);
-    });
+    if (!in_place)
+      r->steps.borrow(from[src[g].first], gp.first_step, gp.nsteps, static_cast<uint32_t>(g));
   }
   for (analysis_partial &p : parts) p.steps.clear();
 }
@@ -510,8 +511,8 @@ bool merge_partials(std::vector<analysis_partial> &parts, const layer_table &tab
   r.groups.resize(roots.size());
   take_steps(parts, src, any_step_event, table, &r);
   std::vector<uint8_t> increasing;
-  bool all_args = true;
-  step_totals(&r, &increasing, &all_args);
+  bool by_args = true;
+  step_totals(&r, &increasing, &by_args);
   if (r.steps.empty()) r.step_source = table.explicit_steps() ? r.step_source : "";
   std::vector<const coll_data *> colls(roots.size());
   for (size_t g = 0; g < roots.size(); ++g)
@@ -522,7 +523,7 @@ bool merge_partials(std::vector<analysis_partial> &parts, const layer_table &tab
     r.process_problems.push_back(
         "the analysis's temporary file of collective calls could not be read back: the "
         "collectives' figures are incomplete");
-  compare_steps(&r, increasing, all_args);
+  compare_steps(&r, increasing, by_args);
   io_data io;
   for (analysis_partial &p : parts) io.merge(p.io);
   std::unordered_map<std::string, size_t> proc_index;

@@ -55,8 +55,7 @@ void inputs_json(std::string &o, const input_report &in, const analysis_result &
        ",\"aggregated_records\":" + num(c.aggregated) + ",\"metadata\":" + num(c.metadata) +
        ",\"invalid_lines\":" + num(c.invalid) +
        ",\"processes_without_end\":" + num(r.processes_without_end) +
-       ",\"complete\":" + (in.damaged.empty() && r.process_problems.empty() ? "true" : "false") +
-       ",\"damaged\":[";
+       ",\"complete\":" + (inputs_complete(in, r) ? "true" : "false") + ",\"damaged\":[";
   bool first = true;
   for (const auto &d : in.damaged) {
     o += std::string(first ? "" : ",") + "{\"file\":" + detail::json_quote(d.path) +

@@ -18,6 +18,11 @@ std::string result_json(const input_report &in, const analysis_result &r, size_t
 void result_json(const input_report &in, const analysis_result &r, size_t processes,
                  const std::function<void(std::string &)> &sink, bool step_items = true);
 
+// The document's inputs.complete: every file read whole and every process's counts checked.
+inline bool inputs_complete(const input_report &in, const analysis_result &r) {
+  return in.damaged.empty() && r.process_problems.empty();
+}
+
 // A group's name for people: "rank 3", or "pid 4242" (with its host when known).
 std::string group_label(const group_result &g);
 

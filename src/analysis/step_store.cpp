@@ -2,10 +2,12 @@
 #include "analysis/step_store.hpp"
 
 #include <algorithm>
+#include <cassert>
 
 namespace dftrace::analysis {
 
 void step_store::append(const step_result *s, size_t n) {
+  assert(borrowed_.empty());
   mem_.insert(mem_.end(), s, s + n);
   size_ += n;
   if (!budget_ || mem_.size() <= budget_) return;
@@ -17,9 +19,36 @@ void step_store::append(const step_result *s, size_t n) {
   mem_.clear();
 }
 
+void step_store::borrow(std::shared_ptr<const step_store> src, size_t first, size_t n,
+                        uint32_t group) {
+  if (!n) return;
+  borrowed_.push_back({std::move(src), first, n, size_, group});
+  size_ += n;
+}
+
+bool step_store::for_each_borrowed(
+    size_t first, size_t end, const std::function<void(const step_result &, size_t)> &fn) const {
+  auto b = std::upper_bound(borrowed_.begin(), borrowed_.end(), first,
+                            [](size_t i, const range &r) { return i < r.at; });
+  if (b != borrowed_.begin()) --b;
+  for (size_t i = first; i < end; ++b) {
+    const size_t k = std::min(end, b->at + b->count) - i;
+    const range &r = *b;
+    if (!r.src->for_each(r.first + (i - r.at), k, [&](const step_result &s, size_t j) {
+          step_result x = s;
+          x.group = r.group;
+          fn(x, r.at + (j - r.first));
+        }))
+      return false;
+    i += k;
+  }
+  return true;
+}
+
 bool step_store::for_each(size_t first, size_t n,
                           const std::function<void(const step_result &, size_t)> &fn) const {
   const size_t end = std::min(first + n, size_);
+  if (!borrowed_.empty()) return for_each_borrowed(first, end, fn);
   constexpr size_t k_piece = 4096;  // rows read back at a time (352 KiB)
   std::vector<step_result> buf;
   auto c = std::upper_bound(file_.begin(), file_.end(), first,

@@ -47,6 +47,10 @@ class step_store {
   }
   // Reads the rows [first, first + n) into *out (replacing it); false as for_each.
   bool read(size_t first, size_t n, std::vector<step_result> *out) const;
+  // The rows [first, first + n) of src as this store's next rows, their group read as group:
+  // read from src each time, never copied (the merge of partials puts their groups in order
+  // so). A store holds either such rows or its own: append() only to one without them.
+  void borrow(std::shared_ptr<const step_store> src, size_t first, size_t n, uint32_t group);
   void clear() { *this = step_store(budget_); }
 
  private:
@@ -54,6 +58,14 @@ class step_store {
     size_t first = 0, count = 0;
     uint64_t offset = 0;
   };
+  struct range {
+    std::shared_ptr<const step_store> src;
+    size_t first = 0, count = 0, at = 0;  // src's rows [first, first + count): ours from at
+    uint32_t group = 0;
+  };
+  bool for_each_borrowed(size_t first, size_t end,
+                         const std::function<void(const step_result &, size_t)> &fn) const;
+  std::vector<range> borrowed_;
   size_t budget_ = 0, size_ = 0;
   std::vector<chunk> file_;  // rows [0, in_file) in the file, in order
   size_t in_file_ = 0;

@@ -98,6 +98,31 @@ def test_step_items_built_as_objects_equal_the_text(run6, ref_files, tmp_path):
         assert json.dumps(doc) == json.dumps(json.loads(text))
         assert json.dumps(dftrace.analyze(paths, allow_damaged=True)) == json.dumps(doc)
     assert items[3]["step"] == 3 and items[3]["epoch"] == -3 and items[3]["rank"] is None
+    # the items share their table of keys (split dicts), never their values: each one is a
+    # dict of its own
+    before = json.dumps(items)
+    items[0]["step"] = "changed"
+    items[1]["note"] = 1
+    del items[2]["epoch"]
+    after = json.loads(before)
+    after[0]["step"], after[1]["note"] = "changed", 1
+    del after[2]["epoch"]
+    assert items == after and list(items[1])[-1] == "note" and list(items[4])[-1] == "other_ns"
+
+
+def test_command_text_is_the_document_and_its_completeness(run6, tmp_path):
+    # merge_text (the command's --scheduler) gives merge's text as UTF-8 bytes and the
+    # document's inputs.complete, for whole input and for a damaged file
+    bad = tmp_path / os.path.basename(run6[0])
+    shutil.copy(run6[0], bad)
+    with open(bad, "r+b") as f:
+        f.truncate(os.path.getsize(bad) - 20)
+    for paths, complete in ((run6, True), ([str(bad)] + run6[1:], False)):
+        parts = [_analysis.partial(paths, None, None, 1)]
+        text = _analysis.merge(parts, None, None, None)
+        data, flag = _analysis.merge_text(parts, None, None, None)
+        assert isinstance(data, bytes) and data == text.encode()
+        assert flag is complete and json.loads(text)["inputs"]["complete"] is complete
 
 
 def test_partial_is_compact_and_exact(tmp_path):
@@ -129,6 +154,26 @@ def test_batches_keep_groups_whole(run6):
         ranks = {os.path.basename(p)[2:-7] for p in b}
         mains = {p for p in ranks if int(p) % 100 == 0}
         assert len(ranks) == 3 * len(mains)
+
+
+def test_head_processes_lines(tmp_path):
+    # the lines that tie processes, found by their name wherever it lies in the line: spaced
+    # JSON, a name twice in one line, the head's last line without its newline, string pids
+    lines = [
+        '[',
+        '{"id":1,"name":"PR","cat":"dftracer","pid":7,"tid":7,"ph":"M","args":{"name":"rank",'
+        '"value":3}},',
+        '{"id": 2, "name": "start", "cat": "dftracer", "pid": 8, "tid": 8, "ts": 1, "dur": 0, '
+        '"ph": "X", "args": {"ppid": 7, "name": "PR"}},',
+        '{"id":3,"name":"read","cat":"POSIX","pid":"w-9","tid":1,"ts":2,"dur":1,"ph":"X"},',
+        '{"id":4,"name":"start","cat":"dftracer","pid":"w-9","tid":1,"ts":3,"dur":0,"ph":"X",'
+        '"args":{"ppid":8}}',
+    ]
+    path = tmp_path / "t.pfw.gz"
+    with gzip.open(path, "wt") as f:
+        f.write("\n".join(lines))
+    assert _analyze._head_processes(str(path)) == {"7": [None, 3], "8": ["7", None],
+                                                  "w-9": ["8", None]}
 
 
 def test_placed_on_workers_as_here(client, run6):

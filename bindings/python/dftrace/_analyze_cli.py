@@ -58,16 +58,17 @@ def main(argv=None):
     client, why = _client(a.scheduler)
     if client is None:
         return _fail(why)
-    from ._analyze import analyze_text
+    from . import _analysis
+    from ._analyze import _document
     try:
-        with client:
-            doc = analyze_text(a.files, client, a.steps, a.layers, a.rules)
+        with client:  # the text as bytes, and inputs.complete: nothing here parses the text
+            doc, complete = _document(a.files, client, a.steps, a.layers, a.rules, 0,
+                                      _analysis.merge_text)
     except Exception as e:  # a worker's error (no dftrace there, a trace it can not read)
         return _fail("the analysis on %s failed: %s: %s" % (a.scheduler, type(e).__name__, e))
-    import json
-    complete = json.loads(doc)["inputs"]["complete"]
-    sys.stdout.write(doc)
     sys.stdout.flush()
+    sys.stdout.buffer.write(doc)
+    sys.stdout.buffer.flush()
     if not complete and not a.allow_damaged:
         return _fail("part of the input could not be read (inputs.damaged lists it); "
                      "--allow-damaged accepts the results of what was read")

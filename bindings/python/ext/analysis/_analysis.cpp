@@ -6,6 +6,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <algorithm>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -127,25 +128,52 @@ bool merge_args(PyObject *args, merged_run *out) {
   return true;
 }
 
-// The document's text, with or without its step items; nullptr with an error set.
-PyObject *document_text(const merged_run &m, bool step_items) {
-  std::string json;
+// The document's text (str, or bytes when as_bytes), with or without its step items; nullptr
+// with an error set.
+PyObject *document_text(const merged_run &m, bool step_items, bool as_bytes = false) {
+  // The parts (about 1 MiB each) kept as they come and copied once into the object: a string
+  // grown part by part would copy the document (hundreds of MB) again at each doubling.
+  std::vector<std::string> parts;
+  size_t total = 0;
   auto work = [&] {
     result_json(
         m.in, m.r, m.processes,
         [&](std::string &part) {
-          json += part;
+          total += part.size();
+          parts.emplace_back(part);  // a copy of its size; part keeps its room
           part.clear();
         },
         step_items);
   };
   if (!dftrace::python::without_gil(work)) return nullptr;
-  return PyUnicode_FromStringAndSize(json.data(), static_cast<Py_ssize_t>(json.size()));
+  PyObject *bytes = PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(total));
+  if (!bytes) return nullptr;
+  char *at = PyBytes_AS_STRING(bytes);
+  for (std::string &part : parts) {
+    std::copy(part.begin(), part.end(), at);
+    at += part.size();
+    std::string().swap(part);
+  }
+  if (as_bytes) return bytes;
+  PyObject *text =
+      PyUnicode_DecodeUTF8(PyBytes_AS_STRING(bytes), static_cast<Py_ssize_t>(total), nullptr);
+  Py_DECREF(bytes);
+  return text;
 }
 
 PyObject *merge(PyObject *, PyObject *args) {
   merged_run m;
   return merge_args(args, &m) ? document_text(m, true) : nullptr;
+}
+
+// The command's merge: the text as UTF-8 bytes (to be written as they are: no str to decode
+// and encode again) and inputs.complete (no text to parse for it).
+PyObject *merge_text(PyObject *, PyObject *args) {
+  merged_run m;
+  if (!merge_args(args, &m)) return nullptr;
+  PyObject *text = document_text(m, true, true);
+  if (!text) return nullptr;
+  return Py_BuildValue("(NO)", text, inputs_complete(m.in, m.r) ? Py_True : Py_False);
 }
 
 PyObject *merge_doc(PyObject *, PyObject *args) {
@@ -248,6 +276,9 @@ PyMethodDef methods[] = {
      "partial(paths, steps, layers, threads) -> bytes: the files read and their groups analysed"},
     {"merge", merge, METH_VARARGS,
      "merge(partials, steps, layers, rules) -> str: the JSON document of `dftrace analyze`"},
+    {"merge_text", merge_text, METH_VARARGS,
+     "merge_text(partials, steps, layers, rules) -> (bytes, bool): merge()'s document as UTF-8, "
+     "and its inputs.complete"},
     {"merge_doc", merge_doc, METH_VARARGS,
      "merge_doc(partials, steps, layers, rules) -> (str, list): the document with steps.items "
      "empty, and the items as dicts"},
