@@ -42,6 +42,13 @@ DFTRACE_API const int *dftrace_trace_fd_address(void);
  * false otherwise. A negative `fd`: a write under way is waited for, false. */
 DFTRACE_API bool dftrace_trace_fd_release(int fd);
 
+/* The other descriptors dftrace holds for the whole run (the attach channel's inotify instance,
+ * the telemetry node lock), also at high numbers: dftrace_held_fds_address is where their count
+ * is (one relaxed load); dftrace_held_fds_release closes them all, for good, so that a call of
+ * the program's that failed with EMFILE may be made again. Thread-safe. */
+DFTRACE_API const int *dftrace_held_fds_address(void);
+DFTRACE_API void dftrace_held_fds_release(void);
+
 /* A hash (kind as dftrace_hash_define) this process defined, or the process it was forked from
  * did: its definition is written to this process's trace if it is not there yet (a forked
  * child's events on an inherited descriptor). False when the hash is unknown. */

@@ -19,13 +19,17 @@ namespace dftrace::detail {
 // above this floor (or, when the soft RLIMIT_NOFILE is not above it, to the highest free number
 // below the limit), so that it is never a number the application expects to get from open,
 // pipe or dup.
-constexpr int k_trace_fd_floor = 1000;
+constexpr int k_trace_fd_floor = 1000;  // (base/held_fds.hpp: k_high_fd_floor)
 
 // The descriptor of the trace file while it is held, or a negative value, a new one each time
 // the descriptor is let go (trace_fd_none()): what an interposer compares a close, dup2 or
 // close_range with (one load), and how it tells that a write came between two loads.
 extern std::atomic<int> g_trace_fd;
 int trace_fd_none();
+// An interposer that gives the descriptor up when the program meets EMFILE (libdftrace_io) is
+// there: it called dftrace_trace_fd_address. Until then a traced process's file holds no
+// descriptor between writes (output_file::hold_between_writes).
+void trace_fd_guarded();
 // When `fd` is the trace file's descriptor: the write holding it is waited for (after which `fd`
 // is free), or the file is moved to another number and `fd` closed; true when it was moved.
 bool release_trace_fd(int fd);
@@ -102,13 +106,23 @@ class output_file {
   std::string failure() const;
 
   // A traced process's file keeps its descriptor between writes (one open for the run, no
-  // metadata load on a parallel file system) until the program first meets EMFILE: then it is
-  // given up (move_off) and the file is opened for each write from then on. `always` (ring
-  // mode: `dftrace trigger` finds the process by the trace file it has open) holds it again
-  // after each write. Before open().
+  // metadata load on a parallel file system) while an interposer guards it (trace_fd_guarded)
+  // and until the program first meets EMFILE: then it is given up (move_off) and the file is
+  // opened for each write from then on. Without an interposer (a program linked with dftrace
+  // alone), nothing would give the number back: the file is opened for each write from the
+  // start. `always` (ring mode: `dftrace trigger` finds the process by the trace file it has
+  // open) holds it in every case, again after each write. Before open().
   void hold_between_writes(bool always) {
     hold_ = true;
     hold_always_ = always;
+  }
+
+  // The file opened by its path for each write and closed after it from the start, holding no
+  // descriptor between writes (what a file is after the program met EMFILE; bench/
+  // trace_fd_bench.cpp compares the two). Before open().
+  void open_per_write() {
+    hold_ = false;
+    hold_always_ = false;
   }
 
   // release_trace_fd's work on this file.
@@ -134,6 +148,7 @@ class output_file {
   bool adopt(int fd);            // fd (the created file) moved high, its identity kept
   bool same_file(int fd) const;  // fd is open on this file (device and inode)
   void forget_descriptor();
+  bool holds() const;  // fd_ kept between writes now (hold_between_writes)
 
   int fd_ = -1;  // -1 while open: let go between writes, opened again at the next one
   bool let_go_ = false;

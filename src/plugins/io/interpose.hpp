@@ -98,21 +98,30 @@ inline bool is_trace_fd(int fd) {
   return __builtin_expect(fd == __atomic_load_n(g_trace_fd_at, __ATOMIC_RELAXED), 0) && fd >= 0;
 }
 
-// A call that makes a descriptor, made again once when it failed with EMFILE while the trace
-// file's descriptor was held (held now, or by a write that let it go during the call: the
-// value at the address changed): dftrace_trace_fd_release gives it up or waits for that write,
-// after which the number is free, so that the program gets the count of descriptors it would
-// have untraced.
+// How many other descriptors dftrace holds for the run (dftrace_held_fds_address: the attach
+// channel's inotify instance, the telemetry node lock).
+extern const int *g_held_fds_at __attribute__((visibility("hidden")));
+
+// A call that makes a descriptor (every opening call, dup, F_DUPFD, socket, pipe, accept, ...),
+// made again once when it failed with EMFILE while dftrace held a descriptor: the trace file's
+// (held now, or by a write that let it go during the call: the value at the address changed),
+// which dftrace_trace_fd_release gives up or waits for, or one held for the run, which
+// dftrace_held_fds_release closes for good. The number is then free, so that the program gets
+// the count of descriptors it would have untraced. dftrace's own threads' calls are not made
+// again (the writer waiting on its own write).
 template <typename Call>
 auto retry_after_trace_write(Call call) -> decltype(call()) {
   const int before = __atomic_load_n(g_trace_fd_at, __ATOMIC_RELAXED);
   auto ret = call();
   if (__builtin_expect(plugin::failed(ret) && errno == EMFILE, 0)) {
     const int t = __atomic_load_n(g_trace_fd_at, __ATOMIC_ACQUIRE);
-    if (t >= 0 || t != before) {  // held now, or a write held it during the call
+    const bool trace = t >= 0 || t != before;  // held now, or a write held it during the call
+    const bool held = __atomic_load_n(g_held_fds_at, __ATOMIC_ACQUIRE) > 0;
+    if ((trace || held) && !t_inside && !dftrace_thread_is_internal()) {
       {
         inside g;
-        dftrace_trace_fd_release(t);
+        if (trace) dftrace_trace_fd_release(t);
+        if (held) dftrace_held_fds_release();
       }
       errno = EMFILE;
       ret = call();
