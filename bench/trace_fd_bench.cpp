@@ -56,7 +56,7 @@ int main(int argc, char **argv) {
   const int members = argc > 2 ? std::atoi(argv[2]) : 200;
   const size_t bytes = argc > 3 ? std::strtoull(argv[3], nullptr, 10) : (1u << 20);
   const int rounds = argc > 4 ? std::atoi(argv[4]) : 5;
-  trace_fd_guarded();  // as in a process with libdftrace_io: the held file keeps its descriptor
+  trace_fd_guarded(true);  // as in a process with libdftrace_io: the held file keeps its descriptor
   std::string member(bytes, '\0');
   std::mt19937_64 rng(42);
   for (char &c : member) c = static_cast<char>(rng());  // (what is written does not matter)

@@ -555,7 +555,7 @@ bool dftrace_thread_is_internal(void) { return dftrace::detail::t_internal_threa
 // one relaxed load.
 static_assert(sizeof(std::atomic<int>) == sizeof(int) && std::atomic<int>::is_always_lock_free);
 const int *dftrace_trace_fd_address(void) {
-  dftrace::detail::trace_fd_guarded();  // (the interposer asks once, at its start)
+  dftrace::detail::trace_fd_guarded(true);  // (the interposer asks once, at its start)
   return reinterpret_cast<const int *>(&dftrace::detail::g_trace_fd);
 }
 

@@ -30,7 +30,7 @@ namespace {
 std::atomic<bool> g_trace_fd_guarded{false};
 }  // namespace
 
-void trace_fd_guarded() { g_trace_fd_guarded.store(true, std::memory_order_release); }
+void trace_fd_guarded(bool on) { g_trace_fd_guarded.store(on, std::memory_order_release); }
 
 int trace_fd_none() {
   static std::atomic<unsigned> lets_go{0};

@@ -26,10 +26,11 @@ constexpr int k_trace_fd_floor = 1000;  // (base/held_fds.hpp: k_high_fd_floor)
 // close_range with (one load), and how it tells that a write came between two loads.
 extern std::atomic<int> g_trace_fd;
 int trace_fd_none();
-// An interposer that gives the descriptor up when the program meets EMFILE (libdftrace_io) is
-// there: it called dftrace_trace_fd_address. Until then a traced process's file holds no
-// descriptor between writes (output_file::hold_between_writes).
-void trace_fd_guarded();
+// Whether an interposer that gives the descriptor up when the program meets EMFILE
+// (libdftrace_io) is there: it called dftrace_trace_fd_address (on), and was not given its calls
+// back to the C library since (off: I/O tracing switched off). While off, a traced process's file
+// holds no descriptor between writes (output_file::hold_between_writes).
+void trace_fd_guarded(bool on);
 // When `fd` is the trace file's descriptor: the write holding it is waited for (after which `fd`
 // is free), or the file is moved to another number and `fd` closed; true when it was moved.
 bool release_trace_fd(int fd);

@@ -190,6 +190,13 @@ def test_attach_and_telemetry_descriptors_are_given_up_too(tmp_path, kind):
                                        str(tmp_path / "ch"), "DFTRACE_TELEMETRY_INTERVAL": "50ms"})
 
 
+def test_preloaded_with_io_tracing_off_meets_emfile_at_the_untraced_count(tmp_path):
+    """io.enable false gives the I/O calls back to the C library, so nothing makes a call again
+    after EMFILE: the trace file holds no descriptor between writes then. Before, it held one
+    and the program met EMFILE one descriptor early."""
+    kinds_compare(tmp_path, "open", env={"DFTRACE_IO_ENABLE": "0"})
+
+
 @pytest.mark.parametrize("kind", ["open", "socket", "pipe"])
 def test_a_program_linked_with_dftrace_alone_meets_emfile_at_the_untraced_count(tmp_path, kind):
     """Without libdftrace_io nothing can give the trace file's number back when the program
