@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -58,7 +59,7 @@ uint64_t held_fd::hold(int fd) {
   }
   fd_ = move_fd_high(fd, k_high_fd_floor);
   fd_atomic_.store(fd_, std::memory_order_release);
-  g_held_fds.fetch_add(1, std::memory_order_acq_rel);
+  g_held_fds.fetch_add(1, std::memory_order_acq_rel);  // (bits 0-7)
   return ++gen_;
 }
 
@@ -92,9 +93,25 @@ void held_fd::forget_in_child() {
   fd_atomic_.store(-1, std::memory_order_relaxed);
 }
 
+momentary_fds::momentary_fds() {
+  g_held_fds.fetch_add(static_cast<int>(k_momentary_one), std::memory_order_acq_rel);
+}
+
+momentary_fds::~momentary_fds() {
+  // (one add: the count down, the count of ended scopes up; wraps)
+  g_held_fds.fetch_add(static_cast<int>(k_momentary_ended_one - k_momentary_one),
+                       std::memory_order_acq_rel);
+}
+
 void give_up_held_fds() {
   for (auto &slot : g_slots)
     if (held_fd *h = slot.load(std::memory_order_acquire)) h->give_up();
+  const timespec pause{0, 20000};    // 20 us
+  for (int i = 0; i < 10000; ++i) {  // 200 ms at most: a telemetry sample takes well under 1 ms
+    if ((static_cast<unsigned>(g_held_fds.load(std::memory_order_acquire)) & k_momentary_mask) == 0)
+      break;
+    ::nanosleep(&pause, nullptr);
+  }
 }
 
 void held_fds_fork_child() {

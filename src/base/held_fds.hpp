@@ -21,8 +21,24 @@ constexpr int k_high_fd_floor = 1000;
 // only, no allocation (the fatal-signal path may create the trace file).
 int move_fd_high(int fd, int floor);
 
-// How many held_fd slots hold a descriptor now (one relaxed load: the I/O plug-in's EMFILE path).
+// dftrace's other descriptors, as the I/O plug-in's EMFILE path reads them (one load): bits 0-7,
+// how many held_fd slots hold one now; bits 8-15, how many momentary_fds scopes are open now;
+// bits 16-31, a count of the scopes that ended (wrapping), so that a call can tell one came and
+// went during it.
 extern std::atomic<int> g_held_fds;
+constexpr unsigned k_held_mask = 0xffu, k_momentary_one = 1u << 8, k_momentary_mask = 0xff00u,
+                   k_momentary_ended_one = 1u << 16;
+
+// A stretch of a dftrace thread's work that opens descriptors for a moment (a telemetry sample's
+// /proc files, an attach request's files): counted while it runs, so that a program's call that
+// met EMFILE meanwhile waits for its end and is made again (give_up_held_fds).
+class momentary_fds {
+ public:
+  momentary_fds();
+  ~momentary_fds();
+  momentary_fds(const momentary_fds &) = delete;
+  momentary_fds &operator=(const momentary_fds &) = delete;
+};
 
 // One descriptor held for the run. The holder uses it under use(); give_up_held_fds() (another
 // thread: the program's call that met EMFILE) closes it under the same lock, after which use()
@@ -69,7 +85,8 @@ class held_fd {
   std::atomic<bool> given_up_{false};
 };
 
-// Every held descriptor closed (the program met EMFILE). Thread-safe; not from a holder's use().
+// Every held descriptor closed (the program met EMFILE), then the momentary ones waited for (up
+// to 200 ms). Thread-safe; not from a holder's use() or inside a momentary_fds scope.
 void give_up_held_fds();
 // In a forked child (one thread), before anything holds again: every slot's copy closed and
 // its lock made anew (a parent's thread may have held it at fork).

@@ -357,6 +357,9 @@ bool output_file::open(bool quiet, const char *first, size_t first_n) {
           std::strerror(errno));
     return give_up();
   }
+  // (the new descriptor is at a low number until adopt moves it: a program's call that meets
+  // EMFILE meanwhile waits for that and is made again)
+  const momentary_fds creating;
   // A number made for the file, or k_borrowed: the program holds every number, a borrowed
   // child created the file and `made` is its identity.
   constexpr int k_borrowed = INT_MAX;
@@ -463,6 +466,7 @@ bool output_file::same_file(int fd) const {
 }
 
 bool output_file::take_back() {
+  const momentary_fds opening;  // (low until moved high, as in open())
   const int fd = sys_open(path_.c_str(), O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0);
   if (fd < 0) return false;
   if (!same_file(fd)) {

@@ -53,12 +53,15 @@ void *listener_main(void *p) {
   const listener_args args = *static_cast<listener_args *>(p);
   delete static_cast<listener_args *>(p);
   uint64_t held = 0;  // the inotify instance's generation (0: none)
-  int in = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-  if (in >= 0 && inotify_add_watch(in, args.dir.c_str(), IN_MOVED_TO | IN_CLOSE_WRITE) < 0) {
-    close(in);
-    in = -1;  // (no inotify instance left for this user: a request waits up to a second)
+  {
+    const momentary_fds making;  // (at the lowest free number until it is held high)
+    int in = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+    if (in >= 0 && inotify_add_watch(in, args.dir.c_str(), IN_MOVED_TO | IN_CLOSE_WRITE) < 0) {
+      close(in);
+      in = -1;  // (no inotify instance left for this user: a request waits up to a second)
+    }
+    if (in >= 0) held = listener_inotify().hold(in);
   }
-  if (in >= 0) held = listener_inotify().hold(in);
   uint64_t wait_ns = 0;
   while (!runtime::exit_begun() && g_listener_gen.load() == args.gen) {
     int ms = 1000;
@@ -172,6 +175,7 @@ uint64_t runtime::attach_poll(const std::string &dir) {
   const std::string base = dir + "/" + std::to_string(pid_);
   struct stat st;
   if (lstat((base + ".req").c_str(), &st) == 0) {
+    const momentary_fds files;  // the request's and the answer's
     std::string text, why, answer;
     const bool read = read_private_file(base + ".req", k_attach_request_max, &text, &why);
     unlink((base + ".req").c_str());

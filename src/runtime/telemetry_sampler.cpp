@@ -300,6 +300,7 @@ void *thread_main(void *) {
   for (;;) {
     if (runtime::exit_begun()) break;  // exit without finalize: the trace is the writer's now
     try {
+      const momentary_fds reading;  // its /proc files (and the node lock's file)
       s->sample();
     } catch (...) {  // out of memory: this sample is lost, the next one tries again
     }
@@ -318,6 +319,7 @@ void *thread_main(void *) {
     pthread_mutex_unlock(&c.mu);
     if (stop) {
       try {
+        const momentary_fds reading;
         s->sample();  // the state at the end
       } catch (...) {
       }
