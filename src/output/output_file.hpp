@@ -1,7 +1,8 @@
 // output_file.hpp: a trace file being written. A traced process's file is created at first use
-// without following or replacing anything, opened by its path for each write and closed after
-// it (no descriptor of the application's is held between writes), appended to one whole member
-// at a time, renamed when the rank becomes known, closed. A tool's output file (create()) is made
+// without following or replacing anything, its descriptor held at a high number while an
+// interposer can give it back to the program (else opened by its path for each write and closed
+// after it), appended to one whole member at a time, renamed when the rank becomes known,
+// closed. A tool's output file (create()) is made
 // or truncated where the user said. It knows bytes.
 #pragma once
 
