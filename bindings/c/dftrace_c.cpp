@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/format.hpp"
+#include "base/held_fds.hpp"
 #include "base/log.hpp"
 #include "base/thread_role.hpp"
 #include "config/config.hpp"
@@ -554,12 +555,22 @@ bool dftrace_thread_is_internal(void) { return dftrace::detail::t_internal_threa
 // one relaxed load.
 static_assert(sizeof(std::atomic<int>) == sizeof(int) && std::atomic<int>::is_always_lock_free);
 const int *dftrace_trace_fd_address(void) {
+  dftrace::detail::trace_fd_guarded(true);  // (the interposer asks once, at its start)
   return reinterpret_cast<const int *>(&dftrace::detail::g_trace_fd);
 }
 
 bool dftrace_trace_fd_release(int fd) {
   const dftrace::detail::internal_scope own_work;
   return dftrace::detail::release_trace_fd(fd);  // (negative: waits for a write under way)
+}
+
+const int *dftrace_held_fds_address(void) {
+  return reinterpret_cast<const int *>(&dftrace::detail::g_held_fds);
+}
+
+void dftrace_held_fds_release(void) {
+  const dftrace::detail::internal_scope own_work;
+  dftrace::detail::give_up_held_fds();
 }
 
 void dftrace_note_ending_signal(int sig) {

@@ -42,6 +42,17 @@ DFTRACE_API const int *dftrace_trace_fd_address(void);
  * false otherwise. A negative `fd`: a write under way is waited for, false. */
 DFTRACE_API bool dftrace_trace_fd_release(int fd);
 
+/* The other descriptors dftrace has: those it holds for the whole run (the attach channel's
+ * inotify instance, the telemetry node lock, at high numbers) and those its threads open for a
+ * moment (a telemetry sample's /proc files). dftrace_held_fds_address is where they are counted
+ * (one relaxed load): bits 0-7, how many are held; bits 8-15, how many stretches of momentary
+ * ones are under way; bits 16-31, how many such stretches ended (wrapping).
+ * dftrace_held_fds_release closes the held ones for good and waits (up to 200 ms) for the
+ * stretches under way to end, so that a call of the program's that failed with EMFILE may be
+ * made again. Thread-safe. */
+DFTRACE_API const int *dftrace_held_fds_address(void);
+DFTRACE_API void dftrace_held_fds_release(void);
+
 /* A hash (kind as dftrace_hash_define) this process defined, or the process it was forked from
  * did: its definition is written to this process's trace if it is not there yet (a forked
  * child's events on an inherited descriptor). False when the hash is unknown. */

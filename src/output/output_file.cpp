@@ -18,12 +18,19 @@
 #include <ctime>
 #include <new>
 
+#include "base/held_fds.hpp"
 #include "base/lock_within.hpp"
 #include "base/log.hpp"
 
 namespace dftrace::detail {
 
 std::atomic<int> g_trace_fd{-1};
+
+namespace {
+std::atomic<bool> g_trace_fd_guarded{false};
+}  // namespace
+
+void trace_fd_guarded(bool on) { g_trace_fd_guarded.store(on, std::memory_order_release); }
 
 int trace_fd_none() {
   static std::atomic<unsigned> lets_go{0};
@@ -46,9 +53,6 @@ ssize_t sys_write(int fd, const void *p, size_t n) { return ::syscall(SYS_write,
 ssize_t sys_writev(int fd, const struct iovec *v, size_t count) {
   return ::syscall(SYS_writev, fd, v, static_cast<int>(count));
 }
-int sys_dup_from(int fd, int from) {
-  return static_cast<int>(::syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, from));
-}
 bool sys_identity(int fd, dev_t *dev, ino_t *ino, uint64_t *size) {
   struct stat st;
   if (::syscall(SYS_fstat, fd, &st) != 0) return false;
@@ -58,28 +62,7 @@ bool sys_identity(int fd, dev_t *dev, ino_t *ino, uint64_t *size) {
   return true;
 }
 
-// `fd` moved to the lowest free number at or above k_trace_fd_floor, or below a soft
-// RLIMIT_NOFILE that is not above the floor, to (nearly) the highest free number: `fd` is then
-// closed. When no higher number is free, `fd` itself. No allocation (the fatal-signal path may
-// create the file).
-int move_high(int fd) {
-  long limit = INT_MAX;
-  struct rlimit rl;
-  if (::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
-    limit = static_cast<long>(std::min<rlim_t>(rl.rlim_cur, INT_MAX));
-  // F_DUPFD_CLOEXEC(k) takes the lowest free number >= k: below a small limit, k steps down
-  // from the top (1, 2, 4, ... apart) until a free number is above it.
-  long step = 1;
-  for (long k = std::min<long>(k_trace_fd_floor, limit - 1); k > fd; k -= step, step *= 2) {
-    const int r = sys_dup_from(fd, static_cast<int>(k));
-    if (r >= 0) {
-      sys_close(fd);
-      return r;
-    }
-    if (errno != EMFILE && errno != EINVAL) break;
-  }
-  return fd;
-}
+int move_high(int fd) { return move_fd_high(fd, k_trace_fd_floor); }
 
 // Creates every missing directory of the file's parent. Works in a stack buffer: it may run
 // in a fatal-signal handler, where allocating is not safe.
@@ -374,6 +357,9 @@ bool output_file::open(bool quiet, const char *first, size_t first_n) {
           std::strerror(errno));
     return give_up();
   }
+  // (the new descriptor is at a low number until adopt moves it: a program's call that meets
+  // EMFILE meanwhile waits for that and is made again)
+  const momentary_fds creating;
   // A number made for the file, or k_borrowed: the program holds every number, a borrowed
   // child created the file and `made` is its identity.
   constexpr int k_borrowed = INT_MAX;
@@ -458,7 +444,7 @@ bool output_file::adopt(int fd) {
     return false;
   }
   g_trace_file.store(this, std::memory_order_release);
-  if (hold_) {
+  if (holds()) {
     fd_ = move_high(fd);
     g_trace_fd.store(fd_, std::memory_order_release);
     return true;
@@ -469,6 +455,10 @@ bool output_file::adopt(int fd) {
   return true;
 }
 
+bool output_file::holds() const {
+  return hold_always_ || (hold_ && g_trace_fd_guarded.load(std::memory_order_acquire));
+}
+
 bool output_file::same_file(int fd) const {
   dev_t dev;
   ino_t ino;
@@ -476,6 +466,7 @@ bool output_file::same_file(int fd) const {
 }
 
 bool output_file::take_back() {
+  const momentary_fds opening;  // (low until moved high, as in open())
   const int fd = sys_open(path_.c_str(), O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0);
   if (fd < 0) return false;
   if (!same_file(fd)) {
@@ -489,7 +480,7 @@ bool output_file::take_back() {
 }
 
 void output_file::let_go() {
-  if (tool_ || hold_ || fd_ < 0) return;
+  if (tool_ || holds() || fd_ < 0) return;
   int expected = fd_;
   g_trace_fd.compare_exchange_strong(expected, trace_fd_none(), std::memory_order_acq_rel);
   if (same_file(fd_)) sys_close(fd_);  // only the file: the number may be the program's now

@@ -1,7 +1,8 @@
 // output_file.hpp: a trace file being written. A traced process's file is created at first use
-// without following or replacing anything, opened by its path for each write and closed after
-// it (no descriptor of the application's is held between writes), appended to one whole member
-// at a time, renamed when the rank becomes known, closed. A tool's output file (create()) is made
+// without following or replacing anything, its descriptor held at a high number while an
+// interposer can give it back to the program (else opened by its path for each write and closed
+// after it), appended to one whole member at a time, renamed when the rank becomes known,
+// closed. A tool's output file (create()) is made
 // or truncated where the user said. It knows bytes.
 #pragma once
 
@@ -19,13 +20,18 @@ namespace dftrace::detail {
 // above this floor (or, when the soft RLIMIT_NOFILE is not above it, to the highest free number
 // below the limit), so that it is never a number the application expects to get from open,
 // pipe or dup.
-constexpr int k_trace_fd_floor = 1000;
+constexpr int k_trace_fd_floor = 1000;  // (base/held_fds.hpp: k_high_fd_floor)
 
 // The descriptor of the trace file while it is held, or a negative value, a new one each time
 // the descriptor is let go (trace_fd_none()): what an interposer compares a close, dup2 or
 // close_range with (one load), and how it tells that a write came between two loads.
 extern std::atomic<int> g_trace_fd;
 int trace_fd_none();
+// Whether an interposer that gives the descriptor up when the program meets EMFILE
+// (libdftrace_io) is there: it called dftrace_trace_fd_address (on), and was not given its calls
+// back to the C library since (off: I/O tracing switched off). While off, a traced process's file
+// holds no descriptor between writes (output_file::hold_between_writes).
+void trace_fd_guarded(bool on);
 // When `fd` is the trace file's descriptor: the write holding it is waited for (after which `fd`
 // is free), or the file is moved to another number and `fd` closed; true when it was moved.
 bool release_trace_fd(int fd);
@@ -102,13 +108,23 @@ class output_file {
   std::string failure() const;
 
   // A traced process's file keeps its descriptor between writes (one open for the run, no
-  // metadata load on a parallel file system) until the program first meets EMFILE: then it is
-  // given up (move_off) and the file is opened for each write from then on. `always` (ring
-  // mode: `dftrace trigger` finds the process by the trace file it has open) holds it again
-  // after each write. Before open().
+  // metadata load on a parallel file system) while an interposer guards it (trace_fd_guarded)
+  // and until the program first meets EMFILE: then it is given up (move_off) and the file is
+  // opened for each write from then on. Without an interposer (a program linked with dftrace
+  // alone), nothing would give the number back: the file is opened for each write from the
+  // start. `always` (ring mode: `dftrace trigger` finds the process by the trace file it has
+  // open) holds it in every case, again after each write. Before open().
   void hold_between_writes(bool always) {
     hold_ = true;
     hold_always_ = always;
+  }
+
+  // The file opened by its path for each write and closed after it from the start, holding no
+  // descriptor between writes (what a file is after the program met EMFILE; bench/
+  // trace_fd_bench.cpp compares the two). Before open().
+  void open_per_write() {
+    hold_ = false;
+    hold_always_ = false;
   }
 
   // release_trace_fd's work on this file.
@@ -134,6 +150,7 @@ class output_file {
   bool adopt(int fd);            // fd (the created file) moved high, its identity kept
   bool same_file(int fd) const;  // fd is open on this file (device and inode)
   void forget_descriptor();
+  bool holds() const;  // fd_ kept between writes now (hold_between_writes)
 
   int fd_ = -1;  // -1 while open: let go between writes, opened again at the next one
   bool let_go_ = false;

@@ -22,6 +22,7 @@
 
 #include "base/attach_channel.hpp"
 #include "base/clock.hpp"
+#include "base/held_fds.hpp"
 #include "base/log.hpp"
 #include "base/thread_role.hpp"
 #include "runtime/runtime.hpp"
@@ -40,25 +41,42 @@ struct listener_args {
   uint64_t gen;
 };
 
+// The listener's inotify instance: held for the run at a high number, given up (closed) when
+// the program meets EMFILE; requests are then found by the once-a-second look alone.
+held_fd &listener_inotify() {
+  static held_fd *h = new held_fd();  // (never destroyed: a detached thread uses it)
+  return *h;
+}
+
 void *listener_main(void *p) {
   ++t_internal_thread;  // its file work is dftrace's, never the application's I/O
   const listener_args args = *static_cast<listener_args *>(p);
   delete static_cast<listener_args *>(p);
-  int in = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-  if (in >= 0 && inotify_add_watch(in, args.dir.c_str(), IN_MOVED_TO | IN_CLOSE_WRITE) < 0) {
-    close(in);
-    in = -1;  // (no inotify instance left for this user: a request waits up to a second)
+  uint64_t held = 0;  // the inotify instance's generation (0: none)
+  {
+    const momentary_fds making;  // (at the lowest free number until it is held high)
+    int in = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+    if (in >= 0 && inotify_add_watch(in, args.dir.c_str(), IN_MOVED_TO | IN_CLOSE_WRITE) < 0) {
+      close(in);
+      in = -1;  // (no inotify instance left for this user: a request waits up to a second)
+    }
+    if (in >= 0) held = listener_inotify().hold(in);
   }
   uint64_t wait_ns = 0;
   while (!runtime::exit_begun() && g_listener_gen.load() == args.gen) {
     int ms = 1000;
     if (wait_ns) ms = static_cast<int>(std::min<uint64_t>(1000, wait_ns / 1000000 + 1));
-    pollfd pf{in, POLLIN, 0};
-    ::poll(&pf, in >= 0 ? 1 : 0, ms);
-    if (in >= 0 && (pf.revents & POLLIN)) {
-      char buf[4096];
-      while (read(in, buf, sizeof buf) > 0) {
-      }
+    // (given up meanwhile: the number may be the program's now; poll only watches it, and it is
+    // read only while still held)
+    pollfd pf{held ? listener_inotify().peek() : -1, POLLIN, 0};
+    ::poll(&pf, pf.fd >= 0 ? 1 : 0, ms);
+    if (held && (pf.revents & POLLIN)) {
+      if (!listener_inotify().use(held, [](int fd) {
+            char buf[4096];
+            while (read(fd, buf, sizeof buf) > 0) {
+            }
+          }))
+        held = 0;
     }
     if (runtime::exit_begun() || g_listener_gen.load() != args.gen) break;
     try {
@@ -67,7 +85,7 @@ void *listener_main(void *p) {
       wait_ns = 0;
     }
   }
-  if (in >= 0) close(in);
+  if (held) listener_inotify().close(held);
   return nullptr;
 }
 
@@ -157,6 +175,7 @@ uint64_t runtime::attach_poll(const std::string &dir) {
   const std::string base = dir + "/" + std::to_string(pid_);
   struct stat st;
   if (lstat((base + ".req").c_str(), &st) == 0) {
+    const momentary_fds files;  // the request's and the answer's
     std::string text, why, answer;
     const bool read = read_private_file(base + ".req", k_attach_request_max, &text, &why);
     unlink((base + ".req").c_str());

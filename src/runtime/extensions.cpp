@@ -10,6 +10,7 @@
 #include "base/gpu_kinds.hpp"
 #include "base/log.hpp"
 #include "dftrace/plugin.h"
+#include "output/output_file.hpp"
 
 namespace dftrace::detail {
 
@@ -74,7 +75,8 @@ void start_io(const config &cfg) {
     void *program = ::dlopen(nullptr, RTLD_LAZY);
     const auto unbind = program ? DFTRACE_PLUGIN_LOOKUP(program, dftrace_io_unbind) : nullptr;
     if (program) ::dlclose(program);
-    if (unbind) unbind();
+    // (nothing gives the trace file's number back now: the file holds none between writes)
+    if (unbind && unbind() == 0) trace_fd_guarded(false);
     return;
   }
   // Preloaded: found among the program's symbols.

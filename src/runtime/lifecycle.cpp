@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "base/attach_channel.hpp"
+#include "base/held_fds.hpp"
 #include "base/log.hpp"
 #include "base/thread_role.hpp"
 #include "dftrace/dftrace.h"
@@ -580,6 +581,7 @@ void runtime::on_fork_child() {
   // inherited descriptor's hash is defined again where the child uses it.
   for (auto &m : defined_) m.new_file();
   define_header_hashes_locked();
+  held_fds_fork_child();  // the parent's inotify instance and node lock stay the parent's
   if (initialized_.load()) attach_start_locked();  // its own PID.ready and thread
   hash_mutex_.unlock();
   tree_.mutex().unlock();

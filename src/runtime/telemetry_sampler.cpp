@@ -8,13 +8,16 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <new>
 #include <vector>
 
+#include "base/attach_channel.hpp"
 #include "base/format.hpp"
+#include "base/held_fds.hpp"
 #include "base/log.hpp"
 #include "base/thread_role.hpp"
 #include "config/config.hpp"
@@ -38,7 +41,12 @@ struct control {
   bool running = false, stop = false;
   double interval_s = 0;
   std::string lock_path;
-  int lock_fd = -1;  // the node lock, held while this process writes the node's counters
+  // The node lock, held (at a high number) while this process writes the node's counters; its
+  // generation, 0 when none is held. Given up when the program meets EMFILE: the process stays
+  // the node's writer, its record in the file keeping the others off while it lives.
+  held_fd *lock = new held_fd();
+  uint64_t lock_gen = 0;
+  bool owner_without_lock = false;
   void init_sync() {
     pthread_mutex_init(&life, nullptr);
     pthread_mutex_init(&mu, nullptr);
@@ -156,11 +164,16 @@ class sampler {
     runtime::get().counter_members(process_, m_.text());
   }
 
-  // True while this process holds the node's lock (tried again about every second, so that a
-  // later process takes over when the holder ends).
+  // True while this process holds the node's lock, or held it and gave its descriptor up
+  // (tried again about every second, so that a later process takes over when the holder ends).
   bool node_owner(double now) {
     control &c = ctl();
-    if (c.lock_fd >= 0) return true;
+    if (c.owner_without_lock) return true;
+    if (c.lock_gen) {
+      if (c.lock->use(c.lock_gen, [](int) {})) return true;
+      c.owner_without_lock = true;  // given up: the program needed every number
+      return true;
+    }
     if (now - lock_tried_ < 1.0) return owner_by_rank_;
     lock_tried_ = now;
     const int fd = ::open(c.lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
@@ -172,16 +185,36 @@ class sampler {
                c.lock_path.c_str(), owner_by_rank_ ? "this process" : "local rank 0");
       return owner_by_rank_;
     }
-    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0 || another_owner_lives(fd) || !claim(fd)) {
       ::close(fd);
       return false;
     }
-    c.lock_fd = fd;
+    c.lock_gen = c.lock->hold(fd);
+    if (!c.lock_gen) return false;
     gpu_open_ = gpu_.open();
     if (!gpu_open_)
       log_once(log_level::info, "telemetry-nvml", "telemetry: no GPU counters (%s)",
                gpu_.why().c_str());
     return true;
+  }
+
+  // The lock file names the process writing the node's counters ("PID START\n", its start
+  // time telling a reused pid apart): one that gave its descriptor up still does, while it lives.
+  static bool another_owner_lives(int fd) {
+    char buf[64] = {};
+    const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+    long pid = 0;
+    unsigned long long start = 0;
+    if (n <= 0 || std::sscanf(buf, "%ld %llu", &pid, &start) != 2 || pid <= 0) return false;
+    if (pid == static_cast<long>(::getpid())) return false;
+    return process_start_ticks(static_cast<pid_t>(pid)) == start;
+  }
+  static bool claim(int fd) {
+    char buf[64];
+    const pid_t pid = ::getpid();
+    const int n = std::snprintf(buf, sizeof buf, "%ld %llu\n", static_cast<long>(pid),
+                                static_cast<unsigned long long>(process_start_ticks(pid)));
+    return ::ftruncate(fd, 0) == 0 && ::pwrite(fd, buf, static_cast<size_t>(n), 0) == n;
   }
 
   void write_node(double now) {
@@ -267,6 +300,7 @@ void *thread_main(void *) {
   for (;;) {
     if (runtime::exit_begun()) break;  // exit without finalize: the trace is the writer's now
     try {
+      const momentary_fds reading;  // its /proc files (and the node lock's file)
       s->sample();
     } catch (...) {  // out of memory: this sample is lost, the next one tries again
     }
@@ -285,6 +319,7 @@ void *thread_main(void *) {
     pthread_mutex_unlock(&c.mu);
     if (stop) {
       try {
+        const momentary_fds reading;
         s->sample();  // the state at the end
       } catch (...) {
       }
@@ -337,20 +372,20 @@ void telemetry_stop() {
     pthread_join(c.thread, nullptr);
     c.running = false;
   }
-  if (c.lock_fd >= 0) {
-    ::close(c.lock_fd);  // another process of the node may take the node's counters over
-    c.lock_fd = -1;
+  if (c.lock_gen) {
+    c.lock->use(c.lock_gen, [](int fd) { (void)::ftruncate(fd, 0); });  // (no owner named)
+    c.lock->close(c.lock_gen);  // another process of the node may take the node's counters over
+    c.lock_gen = 0;
   }
+  c.owner_without_lock = false;
   pthread_mutex_unlock(&c.life);
 }
 
 void telemetry_fork_child() {
   control &c = ctl();
-  c.init_sync();  // the parent's thread may have held them: they are made anew
-  if (c.lock_fd >= 0) {
-    ::close(c.lock_fd);  // the parent's lock stays the parent's
-    c.lock_fd = -1;
-  }
+  c.init_sync();   // the parent's thread may have held them: they are made anew
+  c.lock_gen = 0;  // the parent's lock stays the parent's (held_fds_fork_child closed the copy)
+  c.owner_without_lock = false;
   const bool was = c.running;
   c.running = false;
   if (!was) return;

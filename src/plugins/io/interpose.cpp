@@ -19,9 +19,11 @@ void forked_child() {
   fd_inherited();  // the child's trace defines the hashes of the descriptors it uses
 }
 const int k_no_trace_fd = -1;
+const int k_no_held_fds = 0;
 __attribute__((constructor)) void io_ready() {
   refresh_pid();
   g_trace_fd_at = dftrace_trace_fd_address();
+  g_held_fds_at = dftrace_held_fds_address();
   ::atexit(exit_begins);
   ::pthread_atfork(nullptr, nullptr, forked_child);  // a vfork child runs no handler
   g_ready.store(true, std::memory_order_release);
@@ -29,6 +31,7 @@ __attribute__((constructor)) void io_ready() {
 }  // namespace
 
 const int *g_trace_fd_at = &k_no_trace_fd;
+const int *g_held_fds_at = &k_no_held_fds;
 
 namespace {
 // What a call of a function the C library lacks does (statx before glibc 2.28, preadv2 before

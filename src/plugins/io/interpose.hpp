@@ -98,21 +98,39 @@ inline bool is_trace_fd(int fd) {
   return __builtin_expect(fd == __atomic_load_n(g_trace_fd_at, __ATOMIC_RELAXED), 0) && fd >= 0;
 }
 
-// A call that makes a descriptor, made again once when it failed with EMFILE while the trace
-// file's descriptor was held (held now, or by a write that let it go during the call: the
-// value at the address changed): dftrace_trace_fd_release gives it up or waits for that write,
-// after which the number is free, so that the program gets the count of descriptors it would
-// have untraced.
+// dftrace's other descriptors (dftrace_held_fds_address): bits 0-7, how many it holds for the
+// run (the attach channel's inotify instance, the telemetry node lock); bits 8-15, how many of
+// its threads are in a stretch that opens descriptors for a moment (a telemetry sample); bits
+// 16-31, how many such stretches ended.
+extern const int *g_held_fds_at __attribute__((visibility("hidden")));
+
+// A call that makes a descriptor (every opening call, dup, F_DUPFD, socket, pipe, accept, ...),
+// made again once when it failed with EMFILE while dftrace held a descriptor: the trace file's
+// (held now, or by a write that let it go during the call: the value at the address changed),
+// which dftrace_trace_fd_release gives up or waits for; one held for the run, which
+// dftrace_held_fds_release closes for good; or a momentary one of its threads' (one open now, or
+// one that came and went during the call), which it waits for. The number is then free, so
+// that the program gets the count of descriptors it would have untraced. dftrace's own threads'
+// calls are not made again (the writer waiting on its own write).
 template <typename Call>
 auto retry_after_trace_write(Call call) -> decltype(call()) {
   const int before = __atomic_load_n(g_trace_fd_at, __ATOMIC_RELAXED);
+  const unsigned others_before =
+      static_cast<unsigned>(__atomic_load_n(g_held_fds_at, __ATOMIC_RELAXED));
   auto ret = call();
   if (__builtin_expect(plugin::failed(ret) && errno == EMFILE, 0)) {
     const int t = __atomic_load_n(g_trace_fd_at, __ATOMIC_ACQUIRE);
-    if (t >= 0 || t != before) {  // held now, or a write held it during the call
+    const bool trace = t >= 0 || t != before;  // held now, or a write held it during the call
+    const unsigned others = static_cast<unsigned>(__atomic_load_n(g_held_fds_at, __ATOMIC_ACQUIRE));
+    // held for the run (bits 0-7), or momentary: open now (8-15), or one ended meanwhile (16-31)
+    const bool held = (others & 0xffffu) != 0 || (others >> 16) != (others_before >> 16);
+    if ((trace || held) && !t_inside && !dftrace_thread_is_internal()) {
       {
         inside g;
-        dftrace_trace_fd_release(t);
+        if (held) dftrace_held_fds_release();
+        // then the trace file (a write that had just opened it at a low number is under way,
+        // its number now published): given up, or its write waited for
+        dftrace_trace_fd_release(__atomic_load_n(g_trace_fd_at, __ATOMIC_ACQUIRE));
       }
       errno = EMFILE;
       ret = call();

@@ -148,14 +148,16 @@ void *traced_mmap(dftrace_node_t *node, size_t length, int prot, int flags, int 
 }
 
 // fcntl's third argument: an int or a pointer, passed on as the word it came in (as glibc reads
-// it); F_DUPFD and F_DUPFD_CLOEXEC make a duplicate.
+// it); F_DUPFD and F_DUPFD_CLOEXEC make a duplicate (made again after EMFILE, as dup).
 template <typename Call>
 int traced_fcntl(dftrace_node_t *node, int fd, int cmd, Call call) {
-  const int ret = traced_fd_call(node, fd, call, [&](uint64_t h, int r) {
+  const bool dup = cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC;
+  const auto made = [&] { return dup ? retry_after_trace_write(call) : call(); };
+  const int ret = traced_fd_call(node, fd, made, [&](uint64_t h, int r) {
     return std::array<dftrace_arg_t, 4>{arg_u("fhash", h), arg_i("fd", fd), arg_i("cmd", cmd),
                                         arg_i("ret", r)};
   });
-  if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) follow_duplicate(fd, ret);
+  if (dup) follow_duplicate(fd, ret);
   return ret;
 }
 
@@ -433,7 +435,8 @@ int dup(int fd) {
   DFTRACE_IO_REAL(dup);
   if (is_trace_fd(fd)) return not_open();
   DFTRACE_IO_NODE(k_posix, "dup");
-  return traced_dup(node_, fd, [&] { return real_dup(fd); });
+  return traced_dup(node_, fd,
+                    [&] { return retry_after_trace_write([&] { return real_dup(fd); }); });
 }
 
 // A dup2 or dup3 onto the trace's descriptor moves the trace first (dup_onto_allowed).

@@ -73,6 +73,16 @@
 #ifndef DFTRACE_IO_SHAPE_FD_OWN
 #define DFTRACE_IO_SHAPE_FD_OWN(...)
 #endif
+// posix_make.cpp
+#ifndef DFTRACE_IO_SHAPE_MAKE_FD
+#define DFTRACE_IO_SHAPE_MAKE_FD(...)
+#endif
+#ifndef DFTRACE_IO_SHAPE_MAKE_PAIR
+#define DFTRACE_IO_SHAPE_MAKE_PAIR(...)
+#endif
+#ifndef DFTRACE_IO_SHAPE_MAKE_TEMP
+#define DFTRACE_IO_SHAPE_MAKE_TEMP(...)
+#endif
 // posix_path.cpp
 #ifndef DFTRACE_IO_SHAPE_PATH
 #define DFTRACE_IO_SHAPE_PATH(...)

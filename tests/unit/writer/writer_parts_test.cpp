@@ -256,8 +256,10 @@ TEST(OutputFile, OpenWhileAnotherThreadIsInsideItWaitsAndSaysOpen) {
   }
 }
 
-// Plans and opens d/t.pfw: the trace's descriptor, or -1 when the file did not open.
+// Plans and opens d/t.pfw: the trace's descriptor, or -1 when the file did not open. As in a
+// process with libdftrace_io, which guards the descriptor: it is held between writes.
 int open_trace(output_file &f, const temp_dir &d) {
+  trace_fd_guarded(true);
   f.plan(d.path + "/t.pfw", "[\n");
   return f.open() ? g_trace_fd.load() : -1;
 }
