@@ -58,6 +58,7 @@ struct writer_settings {
   size_t ring_bytes{};
   double ring_after_seconds{};
   std::string ring_after_text;  // what the trigger line says of it ("2s", "3 steps")
+  bool ring_direct{};           // a trigger's dump of the ring written with O_DIRECT
   double trigger_min_gap{};     // seconds between two triggers
 };
 

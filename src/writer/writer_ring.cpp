@@ -128,7 +128,10 @@ const size_t k_ring_batch = 8;
 void writer::ring_write_out() {
   uint64_t events = 0;
   const auto out = [&] {
-    const bool ok = !file_.failed() && file_.write_many(ring_iov_.data(), ring_iov_.size());
+    const bool ok =
+        !file_.failed() &&
+        (settings_.ring_direct ? file_.write_many_direct(ring_iov_.data(), ring_iov_.size())
+                               : file_.write_many(ring_iov_.data(), ring_iov_.size()));
     (ok ? events_written_ : dropped_).fetch_add(events, std::memory_order_relaxed);
     ring_iov_.clear();
     events = 0;
