@@ -122,6 +122,7 @@ void runtime::attach_start_locked() {
     log(log_level::warn, "attach: %s; dftrace attach can not reach this process", why.c_str());
     return;
   }
+  sweep_attach_channel(dir);  // the files of processes killed before they could remove them
   const std::string ready = "pid " + std::to_string(pid_) + "\nstart " +
                             std::to_string(process_start_ticks(pid_)) + "\ntrace_dir " +
                             directory_of(path_from_config()) + "\n";
