@@ -210,10 +210,12 @@ void *follower_main(void *p) {
   const follower_args args = *static_cast<follower_args *>(p);
   delete static_cast<follower_args *>(p);
   uint32_t seen = ~0u;
+  uint64_t seen_ring = 0;
   while (g_follower_gen.load() == args.gen) {
     const uint32_t now = args.page->sequence();
-    const bool changed = now != seen && !(now & 1u);
-    if (changed) seen = now;
+    const uint64_t ring = args.page->ring_state();
+    const bool changed = (now != seen && !(now & 1u)) || ring != seen_ring;
+    if (changed) seen = now, seen_ring = ring;
     try {
       if (!args.follow(changed)) break;
     } catch (...) {  // (out of memory) never out of the thread: this change is seen again
