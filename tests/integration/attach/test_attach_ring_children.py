@@ -1,7 +1,8 @@
 """test_attach_ring_children.py: what a process in ring mode passes on to its children
 (docs/attach.md, "A process in ring mode"): a trigger in the parent (here from `dftrace trigger`
 and `dftrace attach`) writes the ring of a child started by exec (posix_spawn) and of a forked
-child, which keep full detail while the parent's lasts; and the channel's files left by a
+child, which keep full detail while the parent's lasts, and opens a window of full tracing in a
+child not in ring mode that waits for an attach; and the channel's files left by a
 process killed with SIGKILL, removed by the next process that waits and by `dftrace attach`."""
 import os
 import signal
@@ -123,6 +124,45 @@ def test_an_attach_window_of_a_ring_mode_parent_writes_the_ring_of_its_forked_ch
     assert len(p_end) == 1, p_lines
     start, end = check_child_window(tmp_path, child, parent, "a trigger of the parent")
     assert p_start[0]["time"] <= start["time"] <= p_end[0]["time"], (p_start, start, p_end)
+
+
+def test_a_child_not_in_ring_mode_follows_the_trigger_of_its_ring_mode_parent_as_a_window(
+        tmp_path):
+    # The child started by exec is not traced (DFTRACE_ENABLE=0, file mode) and waits for an
+    # attach: the parent's trigger opens a window of full tracing in it, closed when the
+    # parent's full detail ends.
+    stop = tmp_path / "stop"
+    prog = ring_program(tmp_path, "spawn", stop, DFTRACE_RING_AFTER="1s",
+                        ATTACH_PROG_CHILD_OFF="1")
+    try:
+        readies = two_readies(prog)
+        child = [p for p in readies if parent_pid(p) in readies][0]
+        parent = [p for p in readies if p != child][0]
+        time.sleep(0.3)
+        trigger(tmp_path, parent)
+        steps_after(prog, 10)
+        time.sleep(1.5)  # the parent's second of detail over
+        steps_after(prog, 10)
+        stop.write_text("")
+        prog.finish()
+    finally:
+        prog.kill()
+    said = " ".join(prog.lines)
+    assert "on-%d" % child in said and "off-%d" % child in said, prog.lines
+    _, p_lines, _ = trace_of(tmp_path, parent)
+    p_start = [ln["args"] for ln in p_lines if ln["name"] == "trigger"]
+    p_end = [ln["args"] for ln in p_lines if ln["name"] == "trigger_end"]
+    assert len(p_start) == 1 and len(p_end) == 1, p_lines
+    events, lines, _ = trace_of(tmp_path, child)
+    assert len(lines) == 1, lines
+    line = lines[0]["args"]
+    assert line["name"] == "attach", line
+    assert line["value"] == ("dftrace attach: full tracing for the parent's full detail, after a "
+                             "trigger of the parent (pid %d); ended as the parent's window ended"
+                             % parent), line
+    work = [e["ts"] for e in events if e["ph"] == "X" and e["cat"] == "attach"]
+    assert work and all(line["from"] <= t <= line["to"] for t in work), (line, work)
+    assert p_start[0]["time"] <= line["from"] and line["to"] >= p_end[0]["time"], (p_start, line)
 
 
 # ---- the channel's files of processes that are gone
