@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <dirent.h>
@@ -201,7 +202,9 @@ pid_t channel_file(const char *name, std::string *kind) {
 
 // The start time a PID.page or PID.ready holds (0: none found), and the file's inode.
 uint64_t recorded_start(int dfd, const char *name, const std::string &kind, pid_t pid, ino_t *ino) {
-  const int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  // (system calls, never an interposer's: libdftrace_io records what the program does)
+  const int fd = static_cast<int>(
+      ::syscall(SYS_openat, dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0));
   if (fd < 0) return 0;
   struct stat st;
   uint64_t start = 0;
@@ -209,12 +212,12 @@ uint64_t recorded_start(int dfd, const char *name, const std::string &kind, pid_
     *ino = st.st_ino;
     if (kind == "page") {
       channel_page_head h{};
-      if (pread(fd, &h, sizeof h, 0) == static_cast<ssize_t>(sizeof h) &&
+      if (::syscall(SYS_pread64, fd, &h, sizeof h, 0) == static_cast<ssize_t>(sizeof h) &&
           h.magic == k_channel_page_magic)  // (another pid's page under this name: no start)
         start = h.owner_pid == static_cast<uint64_t>(pid) ? h.owner_start : ~uint64_t{0};
     } else {
       char buf[4096];
-      const ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+      const ssize_t n = ::syscall(SYS_pread64, fd, buf, sizeof buf - 1, 0);
       if (n > 0) {
         buf[n] = '\0';
         const char *at = std::strstr(buf, "\nstart ");
@@ -222,7 +225,7 @@ uint64_t recorded_start(int dfd, const char *name, const std::string &kind, pid_
       }
     }
   }
-  close(fd);
+  ::syscall(SYS_close, fd);
   return start;
 }
 
@@ -231,18 +234,20 @@ uint64_t recorded_start(int dfd, const char *name, const std::string &kind, pid_
 bool remove_judged(int dfd, const char *name, ino_t ino) {
   char aside[320];
   std::snprintf(aside, sizeof aside, "%s.sweep%d", name, static_cast<int>(getpid()));
-  if (renameat(dfd, name, dfd, aside) != 0) return false;
+  if (::syscall(SYS_renameat2, dfd, name, dfd, aside, 0) != 0) return false;
   struct stat st;
-  if (fstatat(dfd, aside, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_ino == ino)
-    return unlinkat(dfd, aside, 0) == 0;
-  if (renameat2(dfd, aside, dfd, name, RENAME_NOREPLACE) != 0) unlinkat(dfd, aside, 0);
+  if (::syscall(SYS_newfstatat, dfd, aside, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_ino == ino)
+    return ::syscall(SYS_unlinkat, dfd, aside, 0) == 0;
+  if (::syscall(SYS_renameat2, dfd, aside, dfd, name, RENAME_NOREPLACE) != 0)
+    ::syscall(SYS_unlinkat, dfd, aside, 0);
   return false;
 }
 
 }  // namespace
 
 size_t sweep_attach_channel(const std::string &dir) {
-  const int dfd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  const int dfd = static_cast<int>(::syscall(SYS_openat, AT_FDCWD, dir.c_str(),
+                                             O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0));
   if (dfd < 0) return 0;
   DIR *d = fdopendir(dfd);
   if (!d) {
@@ -262,7 +267,8 @@ size_t sweep_attach_channel(const std::string &dir) {
       stale = ino && (now == 0 || (start && start != now));
     } else if (now == 0) {
       struct stat st;
-      stale = fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
+      stale = ::syscall(SYS_newfstatat, dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+              S_ISREG(st.st_mode);
       ino = st.st_ino;
     }
     if (stale && remove_judged(dfd, e->d_name, ino)) ++removed;

@@ -114,7 +114,7 @@ std::string duration_text(uint64_t ns) {
 
 }  // namespace
 
-void runtime::attach_start_locked() {
+void runtime::attach_start_locked(bool sweep) {
   if (!cfg_.attach) return;
   const std::string dir = attach_dir_path(cfg_.attach_dir);
   std::string why;
@@ -122,7 +122,7 @@ void runtime::attach_start_locked() {
     log(log_level::warn, "attach: %s; dftrace attach can not reach this process", why.c_str());
     return;
   }
-  sweep_attach_channel(dir);  // the files of processes killed before they could remove them
+  if (sweep) sweep_attach_channel(dir);  // the files of processes killed before their end
   const std::string ready = "pid " + std::to_string(pid_) + "\nstart " +
                             std::to_string(process_start_ticks(pid_)) + "\ntrace_dir " +
                             directory_of(path_from_config()) + "\n";

@@ -598,7 +598,7 @@ void runtime::on_fork_child() {
   // inherited descriptor's hash is defined again where the child uses it.
   for (auto &m : defined_) m.new_file();
   define_header_hashes_locked();
-  if (initialized_.load()) attach_start_locked();  // its own PID.ready and thread
+  if (initialized_.load()) attach_start_locked(false);  // its own PID.ready and thread
   hash_mutex_.unlock();
   tree_.mutex().unlock();
   init_mutex_.unlock();

@@ -440,8 +440,10 @@ class runtime {
   uint64_t ring_followed_ = 0;       // the parent's last window taken as a trigger (its gen)
   bool ring_followed_open_ = false;  // its full detail is on here
   void announce_ring_locked();       // the writer told where to announce its full detail
-  void attach_start_locked();        // init: the thread that waits for requests (attach.enable)
-  void attach_stop_locked();         // finalize: the thread ends, PID.ready is removed
+  // init: the thread that waits for requests (attach.enable); `sweep`: the channel's files of
+  // processes that are gone removed first (not in a forked child: its parent did at its init).
+  void attach_start_locked(bool sweep = true);
+  void attach_stop_locked();  // finalize: the thread ends, PID.ready is removed
   std::string attach_open_locked(const std::string &request_text);  // "" when opened, else why
   std::string attach_ring_locked(const attach_request &r);          // the same, in ring mode
   void attach_switch_locked(bool on);
