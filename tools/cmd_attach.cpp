@@ -251,6 +251,7 @@ int cmd_attach(const args_t &a) {
       error_line("attach: " + why + (errno == ENOENT ? " (no process of this user waits)" : ""));
       return 1;
     }
+    detail::sweep_attach_channel(channel);  // what killed processes left
     if (a.has("--all")) {
       mine = pids_for(channel, detail::attach_absolute_dir(a.get("--all")));
       if (mine.empty()) {

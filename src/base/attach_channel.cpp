@@ -6,10 +6,14 @@
 #include <limits.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+#include <dirent.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 namespace dftrace::detail {
 
@@ -181,6 +185,96 @@ bool write_private_file(const std::string &path, std::string_view text) {
     return false;
   }
   return true;
+}
+
+namespace {
+
+// The pid a channel file names ("PID.page", ...) and its kind, or 0.
+pid_t channel_file(const char *name, std::string *kind) {
+  char *end = nullptr;
+  const long pid = std::strtol(name, &end, 10);
+  if (end == name || !end || *end != '.' || pid <= 0 || pid > INT_MAX) return 0;
+  const std::string k(end + 1);
+  if (k != "page" && k != "ready" && k != "req" && k != "ack") return 0;
+  *kind = k;
+  return static_cast<pid_t>(pid);
+}
+
+// The start time a PID.page or PID.ready holds (0: none found), and the file's inode.
+uint64_t recorded_start(int dfd, const char *name, const std::string &kind, pid_t pid, ino_t *ino) {
+  // (system calls, never an interposer's: libdftrace_io records what the program does)
+  const int fd = static_cast<int>(
+      ::syscall(SYS_openat, dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0));
+  if (fd < 0) return 0;
+  struct stat st;
+  uint64_t start = 0;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid()) {
+    *ino = st.st_ino;
+    if (kind == "page") {
+      channel_page_head h{};
+      if (::syscall(SYS_pread64, fd, &h, sizeof h, 0) == static_cast<ssize_t>(sizeof h) &&
+          h.magic == k_channel_page_magic)  // (another pid's page under this name: no start)
+        start = h.owner_pid == static_cast<uint64_t>(pid) ? h.owner_start : ~uint64_t{0};
+    } else {
+      char buf[4096];
+      const ssize_t n = ::syscall(SYS_pread64, fd, buf, sizeof buf - 1, 0);
+      if (n > 0) {
+        buf[n] = '\0';
+        const char *at = std::strstr(buf, "\nstart ");
+        if (at) start = std::strtoull(at + 7, nullptr, 10);
+      }
+    }
+  }
+  ::syscall(SYS_close, fd);
+  return start;
+}
+
+// `name` taken out of the channel and removed, when it is still the inode judged; a file put
+// in its place in between (the process's own, new) is put back.
+bool remove_judged(int dfd, const char *name, ino_t ino) {
+  char aside[320];
+  std::snprintf(aside, sizeof aside, "%s.sweep%d", name, static_cast<int>(getpid()));
+  if (::syscall(SYS_renameat2, dfd, name, dfd, aside, 0) != 0) return false;
+  struct stat st;
+  if (::syscall(SYS_newfstatat, dfd, aside, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_ino == ino)
+    return ::syscall(SYS_unlinkat, dfd, aside, 0) == 0;
+  if (::syscall(SYS_renameat2, dfd, aside, dfd, name, RENAME_NOREPLACE) != 0)
+    ::syscall(SYS_unlinkat, dfd, aside, 0);
+  return false;
+}
+
+}  // namespace
+
+size_t sweep_attach_channel(const std::string &dir) {
+  const int dfd = static_cast<int>(::syscall(SYS_openat, AT_FDCWD, dir.c_str(),
+                                             O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0));
+  if (dfd < 0) return 0;
+  DIR *d = fdopendir(dfd);
+  if (!d) {
+    close(dfd);
+    return 0;
+  }
+  size_t removed = 0;
+  while (const dirent *e = readdir(d)) {
+    std::string kind;
+    const pid_t pid = channel_file(e->d_name, &kind);
+    if (!pid) continue;
+    const uint64_t now = process_start_ticks(pid);  // 0: no such process
+    ino_t ino = 0;
+    bool stale = false;
+    if (kind == "page" || kind == "ready") {
+      const uint64_t start = recorded_start(dfd, e->d_name, kind, pid, &ino);
+      stale = ino && (now == 0 || (start && start != now));
+    } else if (now == 0) {
+      struct stat st;
+      stale = ::syscall(SYS_newfstatat, dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+              S_ISREG(st.st_mode);
+      ino = st.st_ino;
+    }
+    if (stale && remove_judged(dfd, e->d_name, ino)) ++removed;
+  }
+  closedir(d);
+  return removed;
 }
 
 }  // namespace dftrace::detail

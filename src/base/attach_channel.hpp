@@ -40,6 +40,23 @@ uint64_t process_start_ticks(pid_t pid);
 // unknown.
 uint64_t process_stat_field(pid_t pid, int field);
 
+// The first bytes of a PID.page (runtime/schedule_share.hpp's schedule_page begins with them):
+// its sequence, its magic, and the pid and start time of the process that made it.
+struct channel_page_head {
+  uint32_t seq;
+  uint32_t magic;
+  uint64_t owner_pid, owner_start;
+};
+constexpr uint32_t k_channel_page_magic = 0x64667370;  // "dfsp"
+
+// Removes from the channel dir the files left by processes that are gone (killed by SIGKILL,
+// or any end that ran no finalize): PID.page and PID.ready whose process is dead, or whose pid
+// another process has now (the start time the file holds differs), and PID.req and PID.ack of
+// a dead pid. A file is judged by what it holds, then taken out of its name and removed only
+// when it is still the file judged (a process that made its own in between keeps it). Files
+// that are not a process's (other names, temporary files) are left alone. The number removed.
+size_t sweep_attach_channel(const std::string &dir);
+
 // Reads a file of this user under dir, no symbolic link, at most max bytes: false with why.
 bool read_private_file(const std::string &path, size_t max, std::string *text, std::string *why);
 // Writes path through a temporary name beside it and a rename (0600); false on failure.

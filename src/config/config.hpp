@@ -64,6 +64,7 @@ struct config {
   size_t ring_bytes{};
   uint64_t ring_after_steps{};
   double ring_after_seconds{};
+  bool ring_direct{};  // ring.direct: a trigger's dump of the ring with O_DIRECT
   // Triggers: a step longer than step_factor x the median of the recent steps (0: off) or than
   // step_ns (0: off); a signal (0: none); at least min_gap seconds apart.
   double trigger_step_factor{};

@@ -432,6 +432,8 @@ void add_ring_keys(std::vector<entry> &v) {
   v.push_back(size_key("ring.bytes", "DFTRACE_RING_BYTES", nullptr, "67108864", &config::ring_bytes,
                        65536, size_t{64} << 30));
   v.push_back(ring_after_key());
+  v.push_back(
+      bool_key("ring.direct", "DFTRACE_RING_DIRECT", nullptr, "false", &config::ring_direct));
   v.push_back(step_factor_key());
   v.push_back(count_key("trigger.step_ns", "DFTRACE_TRIGGER_STEP_NS", "0", "nanoseconds",
                         &config::trigger_step_ns));

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -21,6 +22,7 @@
 #include "base/held_fds.hpp"
 #include "base/lock_within.hpp"
 #include "base/log.hpp"
+#include "output/write_whole.hpp"
 
 namespace dftrace::detail {
 
@@ -183,39 +185,6 @@ bool rename_new(const char *from, const char *to) {
   return true;
 }
 
-// Writes all n bytes of v to fd (a short write is finished member by member); on an error, a
-// member written in part (a full file system) is cut off at `size` (the file ends with whole
-// members) and the errno is returned; 0 when all was written. Only system calls: a child made
-// by write_borrowed runs it.
-int write_whole(int fd, const struct iovec *v, size_t count, size_t n, uint64_t size) {
-  size_t done = 0, first = 0, off = 0;
-  while (done < n) {
-    while (v[first].iov_len == 0) ++first;
-    const char *at = static_cast<const char *>(v[first].iov_base) + off;
-    const ssize_t w = off > 0 || first + 1 == count ? sys_write(fd, at, v[first].iov_len - off)
-                                                    : sys_writev(fd, v + first, count - first);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      const int err = errno;
-      while (done > 0 && ::syscall(SYS_ftruncate, fd, static_cast<off_t>(size)) != 0 &&
-             errno == EINTR) {
-      }
-      return err;
-    }
-    done += static_cast<size_t>(w);
-    for (size_t k = static_cast<size_t>(w); k > 0;) {
-      const size_t take = std::min(k, v[first].iov_len - off);
-      off += take;
-      k -= take;
-      if (off == v[first].iov_len) {
-        ++first;
-        off = 0;
-      }
-    }
-  }
-  return 0;
-}
-
 // The program holds every number its soft RLIMIT_NOFILE allows (EMFILE): the work is done by a
 // child that shares this memory but has a copy of the descriptor table, in which the number
 // below the limit is freed (the program's table stays as it is). fn(arg) runs there with system
@@ -302,6 +271,39 @@ int borrowed_create_child(void *arg) {
 }
 
 }  // namespace
+
+// Writes all n bytes of v to fd (a short write is finished member by member); on an error, a
+// member written in part (a full file system) is cut off at `size` (the file ends with whole
+// members) and the errno is returned; 0 when all was written. Only system calls: a child made
+// by write_borrowed runs it.
+int write_whole(int fd, const struct iovec *v, size_t count, size_t n, uint64_t size) {
+  size_t done = 0, first = 0, off = 0;
+  while (done < n) {
+    while (v[first].iov_len == 0) ++first;
+    const char *at = static_cast<const char *>(v[first].iov_base) + off;
+    const ssize_t w = off > 0 || first + 1 == count ? sys_write(fd, at, v[first].iov_len - off)
+                                                    : sys_writev(fd, v + first, count - first);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      const int err = errno;
+      while (done > 0 && ::syscall(SYS_ftruncate, fd, static_cast<off_t>(size)) != 0 &&
+             errno == EINTR) {
+      }
+      return err;
+    }
+    done += static_cast<size_t>(w);
+    for (size_t k = static_cast<size_t>(w); k > 0;) {
+      const size_t take = std::min(k, v[first].iov_len - off);
+      off += take;
+      k -= take;
+      if (off == v[first].iov_len) {
+        ++first;
+        off = 0;
+      }
+    }
+  }
+  return 0;
+}
 
 void grow_descriptor_table() {
   const int fd = sys_open("/", O_PATH | O_DIRECTORY | O_CLOEXEC, 0);
@@ -550,7 +552,7 @@ bool output_file::write_last(const char *p, size_t n) {
   return append(&v, 1, true);
 }
 
-bool output_file::append(const struct iovec *v, size_t count, bool quiet) {
+bool output_file::append(const struct iovec *v, size_t count, bool quiet, bool direct) {
   const bool locked = lock_within(fd_mutex_, std::chrono::milliseconds(1000));
   struct unlock_at_end {
     output_file &f;
@@ -582,7 +584,8 @@ bool output_file::append(const struct iovec *v, size_t count, bool quiet) {
     return fail("the file would grow past the file-size limit (RLIMIT_FSIZE)", EFBIG, true);
   int err = 0;
   if (still_ours()) {
-    err = write_whole(fd_, v, count, n, size_);
+    err = direct && !direct_refused_ && fd_ >= 0 ? write_direct(v, count, n)
+                                                 : write_whole(fd_, v, count, n, size_);
   } else if (errno == EMFILE && let_go_ && locked) {
     // The program holds every number its limit allows: the write is made by a child that
     // shares this memory but has a copy of the table, where one number is freed for it.
@@ -661,6 +664,7 @@ void output_file::close() {
 }
 
 output_file::~output_file() {
+  if (direct_buf_) munmap(direct_buf_, k_direct_buffer);
   output_file *self = this;
   g_trace_file.compare_exchange_strong(self, nullptr);
 }
@@ -673,6 +677,8 @@ void output_file::fork_child(std::string path, std::string header) {
   size_ = 0;
   reopened_ = false;
   room_failure_ = false;
+  direct_refused_ = false;  // (its buffer stays, the child's copy)
+  direct_bytes_ = 0;
   state_.store(state::untried, std::memory_order_release);
   failed_ = false;
   new (&fd_mutex_) std::mutex();

@@ -91,6 +91,17 @@ class output_file {
   // write is finished member by member); a failure cuts the file back to where they began.
   static constexpr size_t k_max_members = 1024;  // IOV_MAX
   bool write_many(const struct iovec *members, size_t count);
+  // The same with O_DIRECT (the flight recorder's dump, ring.direct): the bytes up to the
+  // first multiple of k_direct_align in the file and the tail after the last one are written
+  // as write_many writes, the rest copied through an aligned buffer (mapped at the first call,
+  // kept) and written around the page cache. A file system that refuses O_DIRECT (EINVAL: a
+  // tmpfs of an older kernel, ramfs, some FUSE file systems) gets write_many's writes, from
+  // then on for this file (said once at log_level info). Not for the fatal-signal path.
+  static constexpr size_t k_direct_align = 4096;
+  static constexpr size_t k_direct_buffer = size_t{1} << 20;
+  bool write_many_direct(const struct iovec *members, size_t count);
+  // Bytes written so far with O_DIRECT (tests and benchmarks).
+  uint64_t direct_bytes() const { return direct_bytes_; }
   // After a failure: the end line's member, when it fits where the failed member was (a full
   // file system freed that room; a file-size limit may leave room for it).
   bool write_last(const char *p, size_t n);
@@ -140,7 +151,9 @@ class output_file {
   std::string header_;
   std::string path_;  // the path in use (planned_ or a free name near it)
   mutable std::mutex path_mutex_;
-  bool append(const struct iovec *v, size_t count, bool quiet);
+  bool append(const struct iovec *v, size_t count, bool quiet, bool direct = false);
+  // append's O_DIRECT write of v (defined in output_direct.cpp); 0 or the errno.
+  int write_direct(const struct iovec *v, size_t count, size_t n);
   bool still_ours();  // the descriptor is the file's, or the file was opened again
   bool take_back();   // the file opened again by its path (the same inode), fd_
   void let_go();      // a trace file's descriptor closed after each write
@@ -165,9 +178,12 @@ class output_file {
   uint64_t size_ = 0;    // bytes of whole members in the file
   std::mutex fd_mutex_;  // a write against a move of the descriptor (release_trace_fd)
   std::atomic<bool> failed_{false};
-  bool tool_ = false;                // create(): failures are said by the tool, not logged
-  bool path_may_be_ours_ = false;    // path_may_be_ours()
-  int fail_errno_ = 0;               // the last failure's errno, or
+  bool tool_ = false;              // create(): failures are said by the tool, not logged
+  bool path_may_be_ours_ = false;  // path_may_be_ours()
+  int fail_errno_ = 0;             // the last failure's errno, or
+  char *direct_buf_ = nullptr;     // write_many_direct's aligned buffer (k_direct_buffer)
+  bool direct_refused_ = false;    // the file system refused O_DIRECT (said once)
+  uint64_t direct_bytes_ = 0;
   const char *fail_what_ = nullptr;  // its reason
 };
 

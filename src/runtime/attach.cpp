@@ -132,7 +132,7 @@ std::string duration_text(uint64_t ns) {
 
 }  // namespace
 
-void runtime::attach_start_locked() {
+void runtime::attach_start_locked(bool sweep) {
   if (!cfg_.attach) return;
   const std::string dir = attach_dir_path(cfg_.attach_dir);
   std::string why;
@@ -140,6 +140,7 @@ void runtime::attach_start_locked() {
     log(log_level::warn, "attach: %s; dftrace attach can not reach this process", why.c_str());
     return;
   }
+  if (sweep) sweep_attach_channel(dir);  // the files of processes killed before their end
   const std::string ready = "pid " + std::to_string(pid_) + "\nstart " +
                             std::to_string(process_start_ticks(pid_)) + "\ntrace_dir " +
                             directory_of(path_from_config()) + "\n";
@@ -279,10 +280,11 @@ window_state runtime::window_locked() const {
 }
 
 void runtime::follow_window_locked(const window_state &w) {
+  if (cfg_.ring) return follow_window_ring_locked(w);
   // Only a window of the parent's is closed here; one asked of this process is its own.
   if (attach_.open && attach_.inherited && (!w.open || w.gen != attach_.followed))
     attach_close_locked("as the parent's window ended");
-  if (!w.open || attach_.open || attach_.pending || w.gen == attach_.followed || cfg_.ring) return;
+  if (!w.open || attach_.open || attach_.pending || w.gen == attach_.followed) return;
   attach_.followed = w.gen;
   if (recording() && !cfg_.aggregation) return;  // it traces in full by itself
   attach_.user_on = writer_ ? user_on_ : false;
@@ -290,13 +292,35 @@ void runtime::follow_window_locked(const window_state &w) {
   attach_.until_ns = attach_.steps_left = 0;  // the parent's time or steps end it
   attach_.steps = w.steps;
   attach_.for_ns = w.for_ns;
-  attach_.after = w.for_ns ? duration_text(w.for_ns) : std::to_string(w.steps) + " steps";
+  const bool ring = w.gen & k_ring_window;
+  attach_.after = ring       ? std::string("the parent's full detail")
+                  : w.for_ns ? duration_text(w.for_ns)
+                             : std::to_string(w.steps) + " steps";
   attach_.level = k_levels[w.level < 3 ? w.level : 0];
-  attach_.what = attach_.level + " tracing for " + attach_.after +
-                 ", the window of the parent (pid " + std::to_string(w.pid) + ")";
+  attach_.what =
+      attach_.level + " tracing for " + attach_.after +
+      (ring ? ", after a trigger of the parent (pid " : ", the window of the parent (pid ") +
+      std::to_string(w.pid) + ")";
   attach_.inherited = true;
   attach_switch_locked(true);
   log(log_level::info, "attach: %s", attach_.what.c_str());
+}
+
+void runtime::follow_window_ring_locked(const window_state &w) {
+  // In ring mode the parent's window is a trigger here: this process's ring (the time before
+  // it), then full detail until the parent's window closes.
+  if (ring_followed_open_ && (!w.open || w.gen != ring_followed_)) {
+    ring_followed_open_ = false;
+    if (writer_) writer_->ring_release();
+  }
+  if (!w.open || w.gen == ring_followed_) return;
+  ring_followed_ = w.gen;
+  if (!writer_ || !writer_->ring_on() || !recording()) return;
+  const std::string what = w.gen & k_ring_window ? "a trigger of the parent (pid "
+                                                 : "an attach window of the parent (pid ";
+  ring_followed_open_ = writer_->trigger("parent", what + std::to_string(w.pid) + ")", mono_ns(), 0,
+                                         "the parent's window");
+  if (ring_followed_open_) hold_steps_left_ = 0;  // the parent's window ends it
 }
 
 int runtime::attach_wants(std::string_view category) {

@@ -222,6 +222,7 @@ void runtime::create_writer_locked() {
   ws.header = header_text();
   if (cfg_.ring) ring_settings(ws);
   writer_ = std::make_unique<writer>(std::move(ws));
+  announce_ring_locked();
   generation_.fetch_add(1, std::memory_order_release);
   disabled_reason_.clear();
 }
@@ -250,6 +251,7 @@ void runtime::ring_settings(writer_settings &ws) const {
   ws.ring_after_text = cfg_.ring_after_steps ? std::to_string(cfg_.ring_after_steps) + " steps"
                                              : seconds_text(cfg_.ring_after_seconds);
   ws.trigger_min_gap = cfg_.trigger_min_gap;
+  ws.ring_direct = cfg_.ring_direct;
 }
 
 std::shared_ptr<const event_rules> runtime::compile_rules() {
@@ -359,6 +361,17 @@ int runtime::step_phase() {
 
 void runtime::publish_schedule_locked() {
   if (share_ && !following_) share_->publish({schedule_, step_.load(), gate_, window_locked()});
+  announce_ring_locked();
+}
+
+void runtime::announce_ring_locked() {
+  // Ring mode: the full detail after each trigger is told on the page this process publishes,
+  // for its children to follow (docs/attach.md, "A process in ring mode").
+  if (!writer_ || !writer_->ring_on()) return;
+  if (share_ && !following_)
+    writer_->ring_announce(share_->ring_word(), share_->wake_word());
+  else
+    writer_->ring_announce(nullptr, nullptr);
 }
 
 bool runtime::sync_schedule_locked() {
@@ -374,7 +387,11 @@ bool runtime::sync_schedule_locked() {
   }
   schedule_ = st.s;
   step_.store(st.step);
-  follow_window_locked(st.window);  // (it sets the gate as the parent's window does)
+  // The parent's window: an attach window, or in ring mode the full detail after its trigger.
+  window_state w = st.window;
+  const uint64_t ring = share_->ring_state();
+  if (!w.open && (ring & 1)) w = {true, 0, st.window.pid, (ring >> 1) | k_ring_window, 0, 0};
+  follow_window_locked(w);  // (it sets the gate as the parent's window does)
   if (st.gate == gate_) return true;
   gate_ = st.gate;
   apply_recording_locked();
@@ -401,26 +418,25 @@ void runtime::stop_following_locked(const char *how) {
 void runtime::follow_ancestor_locked() {
   // A process started by exec (spawn, posix_spawn, a subprocess) inherits nothing of its
   // parent's memory: it finds the page of the nearest ancestor that publishes one in the
-  // channel, and follows it as a forked child does. A process in ring mode, or one with no such
-  // ancestor, has its own (for the processes it starts). Nothing is said when none is found.
+  // channel, and follows it as a forked child does (in ring mode too: its ring is written when
+  // the ancestor's window opens). One with no such ancestor has its own page (for the
+  // processes it starts). Nothing is said when none is found.
   if (!cfg_.attach || share_ || following_) return;
   const std::string dir = attach_dir_path(cfg_.attach_dir);
   std::string why;
   if (!attach_dir_ready(dir, false, &why)) return;  // (attach_start_locked said why)
   pid_t publisher = 0;
-  if (!cfg_.ring)
-    if (const schedule_page *page = ancestor_page(dir, &publisher)) {
-      // Read-only: a follower never publishes (publish_schedule_locked).
-      share_ = const_cast<schedule_page *>(page);
-      following_ = schedule_follower_start(share_, follow_parent_schedule);
-      if (following_) {
-        log(log_level::info, "attach: following the windows of pid %d",
-            static_cast<int>(publisher));
-        sync_schedule_locked();  // a window open already opens here now
-        return;
-      }
-      share_ = nullptr;
+  if (const schedule_page *page = ancestor_page(dir, &publisher)) {
+    // Read-only: a follower never publishes (publish_schedule_locked).
+    share_ = const_cast<schedule_page *>(page);
+    following_ = schedule_follower_start(share_, follow_parent_schedule);
+    if (following_) {
+      log(log_level::info, "attach: following the windows of pid %d", static_cast<int>(publisher));
+      sync_schedule_locked();  // a window open already opens here now
+      return;
     }
+    share_ = nullptr;
+  }
   own_page_locked();
 }
 
@@ -538,9 +554,9 @@ uint64_t runtime::events_dropped() const {
 
 void runtime::on_fork_prepare() {
   init_mutex_.lock();
-  // A schedule counted here, and the attach windows opened here, are shared with the child,
-  // which counts no step of its own.
-  if (!following_ && (schedule_.on() || (cfg_.attach && !cfg_.ring)) && initialized_.load()) {
+  // A schedule counted here, the attach windows opened here and, in ring mode, the full detail
+  // after its triggers are shared with the child, which counts no step of its own.
+  if (!following_ && (schedule_.on() || cfg_.attach || cfg_.ring) && initialized_.load()) {
     if (!share_) share_ = schedule_page::create();
     publish_schedule_locked();
   }
@@ -577,12 +593,14 @@ void runtime::on_fork_child() {
   // The child's steps are its own: the first lasts from the fork, no full detail is owed.
   step_watch_.start(start_mono_);
   hold_steps_left_ = 0;
+  ring_followed_ = 0;  // (the writer's full detail is the parent's: a window open is taken anew)
+  ring_followed_open_ = false;
   // The child's file defines nothing yet; the parent's definitions stay known, so that an
   // inherited descriptor's hash is defined again where the child uses it.
   for (auto &m : defined_) m.new_file();
   define_header_hashes_locked();
   held_fds_fork_child();  // the parent's inotify instance and node lock stay the parent's
-  if (initialized_.load()) attach_start_locked();  // its own PID.ready and thread
+  if (initialized_.load()) attach_start_locked(false);  // its own PID.ready and thread
   hash_mutex_.unlock();
   tree_.mutex().unlock();
   init_mutex_.unlock();
@@ -591,9 +609,8 @@ void runtime::on_fork_child() {
     emit_thread_name(*ts, exec_);
   }
   telemetry_fork_child();
-  // The parent's schedule, followed until the child counts a step of its own. (In ring mode
-  // with no schedule there is nothing to follow: the page is there for children started by exec.)
-  if (cfg_.ring && !schedule_.on()) share_ = nullptr;
+  // The parent's schedule and windows (an attach window, or in ring mode the full detail after
+  // a trigger), followed until the child counts a step of its own.
   if (share_ && initialized_.load()) {
     std::lock_guard<std::mutex> lock(init_mutex_);
     following_ = schedule_follower_start(share_, follow_parent_schedule);

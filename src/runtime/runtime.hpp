@@ -434,10 +434,16 @@ class runtime {
     uint64_t gen = 0;        // windows opened here (the shared page says it)
     uint64_t followed = 0;   // a child: the parent's last window followed (its gen)
   } attach_;
-  window_state window_locked() const;                // attach_ as the shared page says it
-  void follow_window_locked(const window_state &w);  // a child: the parent's window
-  void attach_start_locked();  // init: the thread that waits for requests (attach.enable)
-  void attach_stop_locked();   // finalize: the thread ends, PID.ready is removed
+  window_state window_locked() const;                     // attach_ as the shared page says it
+  void follow_window_locked(const window_state &w);       // a child: the parent's window
+  void follow_window_ring_locked(const window_state &w);  // the same in ring mode: a trigger
+  uint64_t ring_followed_ = 0;       // the parent's last window taken as a trigger (its gen)
+  bool ring_followed_open_ = false;  // its full detail is on here
+  void announce_ring_locked();       // the writer told where to announce its full detail
+  // init: the thread that waits for requests (attach.enable); `sweep`: the channel's files of
+  // processes that are gone removed first (not in a forked child: its parent did at its init).
+  void attach_start_locked(bool sweep = true);
+  void attach_stop_locked();  // finalize: the thread ends, PID.ready is removed
   std::string attach_open_locked(const std::string &request_text);  // "" when opened, else why
   std::string attach_ring_locked(const attach_request &r);          // the same, in ring mode
   void attach_switch_locked(bool on);

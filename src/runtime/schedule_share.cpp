@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -29,7 +30,7 @@ schedule_page *schedule_page::create() {
 }
 
 namespace {
-constexpr uint32_t k_page_magic = 0x64667370;  // "dfsp"
+constexpr uint32_t k_page_magic = k_channel_page_magic;  // (the channel's sweep reads it)
 
 // The parent of pid (/proc/PID/stat, field 4), 0 when unknown.
 pid_t parent_of(pid_t pid) { return static_cast<pid_t>(process_stat_field(pid, 4)); }
@@ -48,6 +49,12 @@ schedule_page *schedule_page::create_named(const std::string &path) {
     return nullptr;
   }
   auto *page = new (p) schedule_page;
+  // sweep_attach_channel reads a page's head as channel_page_head.
+  static_assert(
+      offsetof(schedule_page, magic_) == offsetof(channel_page_head, magic) &&
+          offsetof(schedule_page, owner_pid_) == offsetof(channel_page_head, owner_pid) &&
+          offsetof(schedule_page, owner_start_) == offsetof(channel_page_head, owner_start),
+      "a page begins as channel_page_head");
   page->owner_pid_ = static_cast<uint64_t>(getpid());
   page->owner_start_ = process_start_ticks(getpid());
   page->magic_ = k_page_magic;
@@ -203,10 +210,12 @@ void *follower_main(void *p) {
   const follower_args args = *static_cast<follower_args *>(p);
   delete static_cast<follower_args *>(p);
   uint32_t seen = ~0u;
+  uint64_t seen_ring = 0;
   while (g_follower_gen.load() == args.gen) {
     const uint32_t now = args.page->sequence();
-    const bool changed = now != seen && !(now & 1u);
-    if (changed) seen = now;
+    const uint64_t ring = args.page->ring_state();
+    const bool changed = (now != seen && !(now & 1u)) || ring != seen_ring;
+    if (changed) seen = now, seen_ring = ring;
     try {
       if (!args.follow(changed)) break;
     } catch (...) {  // (out of memory) never out of the thread: this change is seen again

@@ -31,6 +31,10 @@ struct window_state {
   }
 };
 
+// A window's gen with this bit: the flight recorder's full detail after a trigger of the
+// publisher (its ring word), not an attach window.
+constexpr uint64_t k_ring_window = uint64_t{1} << 63;
+
 struct schedule_state {
   schedule s;
   uint64_t step = 0;
@@ -62,6 +66,12 @@ class schedule_page {
   // Blocks until the state changes from the sequence `seen` or timeout_ms pass (futex).
   void wait(uint32_t seen, int timeout_ms) const;
   uint32_t sequence() const { return seq_.load(std::memory_order_acquire); }
+  // The flight recorder's full detail in the publisher (ring mode): (windows << 1) | open.
+  // Written by the publisher's writer thread alone (writer::ring_announce), outside the
+  // sequence; a change wakes the waiters of wait() through wake_word().
+  std::atomic<uint64_t> *ring_word() { return &ring_word_; }
+  std::atomic<uint32_t> *wake_word() { return &seq_; }
+  uint64_t ring_state() const { return ring_word_.load(std::memory_order_acquire); }
 
  private:
   std::atomic<uint32_t> seq_{0};              // odd while the writer writes; the futex word
@@ -72,6 +82,7 @@ class schedule_page {
   std::atomic<uint32_t> gate_{1};
   std::atomic<uint32_t> win_open_{0}, win_level_{0}, win_pid_{0};
   std::atomic<uint64_t> win_gen_{0}, win_for_ns_{0}, win_steps_{0};
+  std::atomic<uint64_t> ring_word_{0};
   window_state window_relaxed() const;
 };
 
@@ -85,9 +96,9 @@ namespace dftrace::detail {
 const schedule_page *ancestor_page(const std::string &dir, pid_t *publisher, int depth = 16);
 
 // The thread of a forked child that follows `page`: follow(true) after each change of its
-// sequence, follow(false) at least every 200 ms; it ends when follow returns false or at stop()
-// (at finalize, at the child's own step). An exception of follow never leaves the thread (the
-// change is offered again). False when the thread could not start.
+// sequence or of its ring word, follow(false) at least every 200 ms; it ends when follow returns
+// false or at stop() (at finalize, at the child's own step). An exception of follow never leaves
+// the thread (the change is offered again). False when the thread could not start.
 bool schedule_follower_start(const schedule_page *page, bool (*follow)(bool changed));
 void schedule_follower_stop();
 }  // namespace dftrace::detail

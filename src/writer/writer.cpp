@@ -428,6 +428,7 @@ void writer::finish(end_fields end) {
     std::lock_guard<std::mutex> io(io_mutex_);
     if (finished_) return;
     cycle(true);
+    if (holding_) ring_tell(false);  // (the children's windows end with the trace)
     try {
       builder_.add_aggregates(0, true);  // every interval still open, written before the end
       builder_.close();                  // line so that its count holds their events

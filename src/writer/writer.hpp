@@ -58,6 +58,7 @@ struct writer_settings {
   size_t ring_bytes{};
   double ring_after_seconds{};
   std::string ring_after_text;  // what the trigger line says of it ("2s", "3 steps")
+  bool ring_direct{};           // a trigger's dump of the ring written with O_DIRECT
   double trigger_min_gap{};     // seconds between two triggers
 };
 
@@ -122,6 +123,14 @@ class writer {
   // The full detail after a trigger ends (ring.after in steps): what is committed when the
   // writer's next pass runs is written, later members go to the ring again.
   void ring_release();
+  // Where the full detail after a trigger is told to other processes (the runtime's page
+  // shared with its children): `word` (shared memory) is set to (windows << 1) | 1 when a
+  // trigger's full detail begins and (windows << 1) when it ends, and the waiters on the futex
+  // word `wake` (the same memory) are woken. Null: told nowhere. Any thread.
+  void ring_announce(std::atomic<uint64_t> *word, std::atomic<uint32_t> *wake) {
+    announce_wake_.store(wake, std::memory_order_relaxed);
+    announce_word_.store(word, std::memory_order_release);
+  }
   uint64_t triggers() const { return triggers_.load(std::memory_order_relaxed); }
   // How many times the writer thread's sleep ended (a wake, a deadline): it sleeps until work,
   // a tick anchor, the flush interval or the end of full detail, and polls nothing.
@@ -259,6 +268,10 @@ class writer {
   uint64_t pass_ns_ = 0;          // when the pass began (io_mutex_)
   uint64_t last_trigger_ns_ = 0;  // trigger_mutex_
   bool any_trigger_ = false;      // trigger_mutex_
+  std::atomic<std::atomic<uint64_t> *> announce_word_{nullptr};  // ring_announce's
+  std::atomic<std::atomic<uint32_t> *> announce_wake_{nullptr};
+  uint64_t announced_ = 0;    // windows of full detail told (io_mutex_)
+  void ring_tell(bool open);  // the window's start or end, to announce_word_
   std::atomic<uint64_t> triggers_{0};
 
   bool finished_ = false;

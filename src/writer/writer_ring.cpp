@@ -1,7 +1,12 @@
 // writer_ring.cpp: the writer's flight recorder (output.mode: ring): members of events kept in
 // a member_ring instead of written, triggers that write the ring and a trigger line, full
 // detail after a trigger, and the ring on the fatal-signal path.
+#include <linux/futex.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <climits>
 
 #include <cstring>
 
@@ -109,8 +114,10 @@ void writer::write_trigger(const pending_trigger &p) {
   t.from_ns = mono_ns > window ? mono_ns - window : 0;
   write_trigger_line(t);
   triggers_.fetch_add(1, std::memory_order_relaxed);
+  const bool opens = !holding_;
   if (!holding_) window_ = p;
   holding_ = true;
+  if (opens) ring_tell(true);
   if (after_seconds > 0) {
     const uint64_t until = mono_ns + static_cast<uint64_t>(after_seconds * 1e9);
     if (until > hold_until_ns_.load(std::memory_order_relaxed))
@@ -128,7 +135,10 @@ const size_t k_ring_batch = 8;
 void writer::ring_write_out() {
   uint64_t events = 0;
   const auto out = [&] {
-    const bool ok = !file_.failed() && file_.write_many(ring_iov_.data(), ring_iov_.size());
+    const bool ok =
+        !file_.failed() &&
+        (settings_.ring_direct ? file_.write_many_direct(ring_iov_.data(), ring_iov_.size())
+                               : file_.write_many(ring_iov_.data(), ring_iov_.size()));
     (ok ? events_written_ : dropped_).fetch_add(events, std::memory_order_relaxed);
     ring_iov_.clear();
     events = 0;
@@ -189,6 +199,7 @@ void writer::ring_after_pass() {
   if ((until && pass_ns_ >= until) || (!until && released)) {
     holding_ = false;
     hold_until_ns_.store(0, std::memory_order_relaxed);
+    ring_tell(false);
     if (file_.is_open() && !file_.failed()) {  // the window's end: its trigger_end line
       trigger_fields t;
       t.source = window_.source;
@@ -203,7 +214,21 @@ void writer::ring_after_pass() {
   }
 }
 
+void writer::ring_tell(bool open) {
+  std::atomic<uint64_t> *word = announce_word_.load(std::memory_order_acquire);
+  if (!word) return;
+  if (open) ++announced_;
+  word->store(announced_ << 1 | (open ? 1 : 0), std::memory_order_release);
+  if (std::atomic<uint32_t> *wake = announce_wake_.load(std::memory_order_relaxed))
+    ::syscall(SYS_futex, reinterpret_cast<uint32_t *>(wake), FUTEX_WAKE, INT_MAX, nullptr, nullptr,
+              0);  // (shared between processes: no FUTEX_PRIVATE_FLAG)
+}
+
 void writer::ring_fork_child() {
+  // The page the parent tells its windows on is the parent's.
+  announce_word_.store(nullptr, std::memory_order_relaxed);
+  announce_wake_.store(nullptr, std::memory_order_relaxed);
+  announced_ = 0;
   // The parent's window, its triggers pending or taken (a signal that reached the parent
   // included) and its full detail are the parent's: the child's ring starts empty.
   if (ring_) ring_->forget();

@@ -19,7 +19,9 @@
  * a program started by exec, which inherits nothing of the parent's memory. It tells the
  * parent when it sees tracing on (a byte on its fd 4), and the parent, once it sees tracing
  * on, waits for that (at most 120 s) before its next step: the window, in steps, stays open
- * until the child is in it, however late its thread wakes.
+ * until the child is in it, however late its thread wakes. With ATTACH_PROG_CHILD_OFF=1 in its
+ * environment, the copy is started with DFTRACE_ENABLE=0 and DFTRACE_OUTPUT_MODE=file (not
+ * traced, waiting for an attach, whatever the parent's mode).
  * Usage: attach_prog MAXSTEPS [DIR|-] [fork|follow|spawn|spin|spawned] */
 #include <dftrace/dftrace.h>
 #include <fcntl.h>
@@ -105,6 +107,10 @@ static pid_t spawn_copy(const char *self, int done[2], int seen[2]) {
   pid_t pid = -1;
   char *argv[] = {(char *)self, "1000000", "-", "spawned", NULL};
   if (posix_spawn_file_actions_init(&fa) != 0) return -1;
+  if (getenv("ATTACH_PROG_CHILD_OFF")) { /* (the parent's configuration was read at its init) */
+    setenv("DFTRACE_ENABLE", "0", 1);
+    setenv("DFTRACE_OUTPUT_MODE", "file", 1);
+  }
   posix_spawn_file_actions_adddup2(&fa, done[0], 3);
   posix_spawn_file_actions_addclose(&fa, done[1]);
   posix_spawn_file_actions_adddup2(&fa, seen[1], 4);

@@ -2,7 +2,9 @@
 program (ring_prog.c): what a trigger writes (the window before it, full detail after it, a
 trigger line), slow steps, the trigger signal (and a signal the program ignores left alone), no
 trigger (only the header, metadata, aggregated records and the end line), and the memory bound at
-a high event rate, a forked child's own ring, a burst's drops counted exactly. Every trace passes `dftrace validate` and is read
+a high event rate, a forked child's own ring, a burst's drops counted exactly, and ring.direct
+(the dump with O_DIRECT: around the page cache on a disk, through it where the file system
+refuses O_DIRECT, one message on a full file system). Every trace passes `dftrace validate` and is read
 by `dftrace.read`, the same events as the file holds."""
 import json
 import os
@@ -464,3 +466,130 @@ def test_a_ring_past_the_file_size_limit_is_one_message_and_leaves_no_blocks_pas
     assert st.st_blocks * 512 <= -(-st.st_size // 4096) * 4096 + 4096, (st.st_size, st.st_blocks)
     ms = tc.members(path)
     assert ms and all(m[2] is not None for m in ms)  # whole members only
+
+
+# ---- ring.direct: the ring's dump written with O_DIRECT
+
+def resident_fraction(path):
+    """The part of the file's pages in the page cache (mincore over a mapping of it)."""
+    import ctypes
+    import mmap
+    size = os.path.getsize(path)
+    pages = -(-size // mmap.PAGESIZE)
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                          ctypes.c_int, ctypes.c_long]
+    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p]
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        at = libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
+        assert at not in (None, ctypes.c_void_p(-1).value), ctypes.get_errno()
+        vec = ctypes.create_string_buffer(pages)
+        assert libc.mincore(at, size, vec) == 0, ctypes.get_errno()
+        libc.munmap(at, size)
+    finally:
+        os.close(fd)
+    return sum(b & 1 for b in vec.raw) / pages
+
+
+def fs_type(path):
+    return subprocess.run(["stat", "-f", "-c", "%T", path], capture_output=True,
+                          text=True).stdout.strip()
+
+
+def dump_run(tmp_path, direct, **env):
+    p = run(tmp_path, "latency", 1000000, DFTRACE_RING_BYTES="16MiB",
+            DFTRACE_RING_SECONDS="3600", DFTRACE_RING_DIRECT=direct, **env)
+    assert "trigger 1" in p.stdout, p.stdout
+    return p
+
+
+def test_ring_direct_writes_the_dump_around_the_page_cache_and_the_trace_reads_the_same(tmp_path):
+    # 1 M regions (about 13 MB of members) in a 16 MiB ring, then a trigger: with ring.direct
+    # the dump's pages are written with O_DIRECT, so most of the file is not in the page cache
+    # afterwards (looked at before anything reads it); the file is the same kind of trace.
+    if fs_type(str(tmp_path)) in ("tmpfs", "ramfs"):
+        pytest.skip("the test directory is on %s, whose O_DIRECT (if any) goes through the page "
+                    "cache: run it with TMPDIR on a disk" % fs_type(str(tmp_path)))
+    dump_run(tmp_path, 1)
+    path = tc.only_file(str(tmp_path / "traces"))
+    size = os.path.getsize(path)
+    assert size > 8 << 20, size
+    resident = resident_fraction(path)
+    assert resident < 0.25, resident
+    events, triggers, end = trace(tmp_path)
+    assert [t["args"]["name"] for t in triggers] == ["api"]
+    assert end["args"]["num_events"] == len(work(events))
+    assert end["args"]["dropped_events"] == 0, end
+    # zcat reads it as one gzip stream, and dftrace stat counts what the file holds.
+    z = subprocess.run(["sh", "-c", "zcat '%s' | wc -l" % path], capture_output=True, text=True)
+    assert z.returncode == 0 and int(z.stdout) >= len(events), (z.stdout, z.stderr)
+    s = subprocess.run([CLI, "stat", "--json", path], capture_output=True, text=True, timeout=120)
+    assert s.returncode == 0, s.stderr
+    assert json.dumps(json.loads(s.stdout)).count('"api"') >= 1
+    # Without the option the same dump stays in the page cache (the check above tells them apart).
+    other = tmp_path / "buffered"
+    other.mkdir()
+    dump_run(other, 0)
+    assert resident_fraction(tc.only_file(str(other / "traces"))) > 0.75
+
+
+def in_private_mount(tmp_path, fstype, options, args, **env):
+    """ring_prog ARGS with its traces on a new file system of `fstype` (a user and mount
+    namespace of its own), the traces copied out before the namespace ends."""
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    out = tmp_path / "traces"
+    script = ('mount -t %s -o %s none "$1" || exit 97; shift; "$@"; rc=$?; '
+              'cp -r "$DIRECT_MNT/traces" "$DIRECT_OUT"; exit $rc') % (fstype, options)
+    e = ring_env(tmp_path, **env)
+    e.update(DFTRACE_LOG_FILE=str(mnt / "traces" / "t"), DIRECT_MNT=str(mnt), DIRECT_OUT=str(out))
+    probe = subprocess.run(["unshare", "-Urm", "true"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        pytest.skip("no user and mount namespace here (unshare -Urm: %s): a file system of its "
+                    "own can not be made" % probe.stderr.strip())
+    p = subprocess.run(["unshare", "-Urm", "sh", "-c", script, "sh", str(mnt), PROG,
+                        *map(str, args)], env=e, capture_output=True, text=True, timeout=120)
+    if p.returncode == 97:
+        pytest.skip("%s can not be mounted in a user namespace here: %s" % (fstype, p.stderr))
+    return p
+
+
+def test_ring_direct_on_a_file_system_that_refuses_o_direct_writes_through_the_page_cache(
+        tmp_path):
+    # ramfs refuses O_DIRECT (EINVAL): the dump goes through the page cache, said once at
+    # info, and the trace is whole.
+    p = in_private_mount(tmp_path, "ramfs", "mode=0755", ["latency", 300000],
+                         DFTRACE_RING_BYTES="16MiB", DFTRACE_RING_SECONDS="3600",
+                         DFTRACE_RING_DIRECT="1", DFTRACE_LOG_LEVEL="info")
+    assert p.returncode == 0, (p.returncode, p.stdout, p.stderr)
+    assert "trigger 1" in p.stdout, p.stdout
+    said = [l for l in p.stderr.splitlines() if "refuses O_DIRECT" in l]
+    assert len(said) == 1, p.stderr
+    events, triggers, end = trace(tmp_path)
+    assert [t["args"]["name"] for t in triggers] == ["api"]
+    assert end["args"]["dropped_events"] == 0, end
+    assert end["args"]["num_events"] == len(work(events)) > 100000
+
+
+def test_ring_direct_on_a_full_file_system_is_one_message_and_the_program_unharmed(tmp_path):
+    # A 3 MiB tmpfs (it takes O_DIRECT since Linux 6.6) and a dump of about 4 MB: the dump
+    # fails with ENOSPC; the program ends as it would, one message says why, and the file
+    # holds whole members only.
+    p = in_private_mount(tmp_path, "tmpfs", "size=3m", ["latency", 300000],
+                         DFTRACE_RING_BYTES="16MiB", DFTRACE_RING_SECONDS="3600",
+                         DFTRACE_RING_DIRECT="1")
+    assert p.returncode == 0, (p.returncode, p.stdout, p.stderr)
+    assert "trigger 1" in p.stdout and "vmhwm_kb" in p.stdout, p.stdout
+    lines = [l for l in p.stderr.splitlines() if l.startswith("dftrace:")]
+    assert len(lines) == 1 and "No space left on device" in lines[0], p.stderr
+    path = tc.only_file(str(tmp_path / "traces"))
+    ms = tc.members(path)
+    assert ms and all(m[2] is not None for m in ms)  # whole members only
+    v = subprocess.run([CLI, "validate", path], capture_output=True, text=True, timeout=120)
+    assert v.returncode == 0, v.stdout + v.stderr
+    end = tc.load(path)[-1]
+    assert end["name"] == "end", end
+    assert end["args"]["num_events"] + end["args"]["dropped_events"] == 300000, end
