@@ -190,6 +190,10 @@ void tick_map::anchor_at(uint64_t tick, uint64_t ns, bool force) {
     raw_tick_ = tick;
     raw_ns_ = ns;
     next_due_ns_.store(ns + spacing(n + 1), std::memory_order_relaxed);
+  } else {
+    // Full (or out of memory): no anchor is due again, else the writer would find this one
+    // due at once, round after round.
+    next_due_ns_.store(~uint64_t{0} >> 2, std::memory_order_relaxed);
   }
 }
 

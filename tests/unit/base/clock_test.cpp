@@ -81,6 +81,19 @@ TEST(TickMap, TicksBeforeTheFirstAnchorAndNoProgress) {
   EXPECT_EQ(m.anchors(), 1u);
 }
 
+TEST(TickMap, FullMapHasNoAnchorDue) {
+  tick_map m;
+  m.reset(1000, 1000, k_one);
+  size_t added = 1;
+  for (uint64_t t = 2000; m.anchors() == added; t += 1000) {  // until an anchor is not taken
+    m.anchor_at(t, t, true);
+    ++added;
+  }
+  EXPECT_GT(m.anchors(), 4000000u);
+  // The writer sleeps until the next anchor is due: with none ever taken again, never.
+  EXPECT_GT(m.ns_until_due(), uint64_t{3600} * 1000000000u);
+}
+
 #ifdef DFTRACE_HAVE_TSC
 TEST(TickMap, RealTscTracksClockMonotonic) {
   const char *why = "";
