@@ -18,6 +18,7 @@
 #include <cstring>
 #include <ctime>
 #include <new>
+#include <optional>
 
 #include "base/held_fds.hpp"
 #include "base/lock_within.hpp"
@@ -554,6 +555,10 @@ bool output_file::write_last(const char *p, size_t n) {
 
 bool output_file::append(const struct iovec *v, size_t count, bool quiet, bool direct) {
   const bool locked = lock_within(fd_mutex_, std::chrono::milliseconds(1000));
+  // A file opened for this write alone takes a number until let_go(): a program's call that
+  // meets EMFILE meanwhile waits for it and is made again (destroyed after `unlock` below).
+  std::optional<momentary_fds> writing;
+  if (!holds()) writing.emplace();
   struct unlock_at_end {
     output_file &f;
     bool locked;
