@@ -47,6 +47,7 @@ void run_analysis(const std::vector<std::string> &files, const analysis::layer_t
   out->names = analysis::summarize_names(c.names, &c.spill, &out->names_unread,
                                          analysis::durations_budget(c.spill_after));
   out->names_held = analysis::held_names_line(out->names);
+  out->names_calls_held = analysis::held_calls_line(out->names);
   decltype(c.names)().swap(c.names);
   out->r = analysis::analyze(c, table);
 }

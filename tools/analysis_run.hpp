@@ -25,9 +25,11 @@ struct analysis_run {
   std::vector<std::string> names_unread;
   // The names whose total time is held at 2^64-1 ns (analysis::held_names_line), or "".
   std::string names_held;
+  // The names whose count of calls is held at 2^64-1 (analysis::held_calls_line), or "".
+  std::string names_calls_held;
   bool damaged() const {
     return !in.damaged.empty() || !r.process_problems.empty() || !names_unread.empty() ||
-           !names_held.empty();
+           !names_held.empty() || !names_calls_held.empty();
   }
 };
 

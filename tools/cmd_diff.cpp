@@ -116,6 +116,8 @@ bool load_run(const std::string &arg, const std::string &list, const layer_table
     error_line(std::string("diff: ") + what + ": NOT READ: " + p);
   if (!run.names_held.empty())
     error_line(std::string("diff: ") + what + ": NOT READ: " + run.names_held);
+  if (!run.names_calls_held.empty())
+    error_line(std::string("diff: ") + what + ": NOT READ: " + run.names_calls_held);
   for (const auto &n : run.names_unread)
     error_line(std::string("diff: ") + what + ": NOT READ: the durations of " + n +
                " (spill file): its p50 and p99 are unknown");

@@ -137,7 +137,7 @@ void note_io_on(partial &r, scan_state &st, const name_cache_entry &ce, const jv
     if (!c || !detail::value_u64(*c, &n)) n = 0;
     dur = 0;
   }
-  io.calls[dir] += n;
+  analysis::add_count(&io.calls[dir], n);
   analysis::add_ns(&io.ns[dir], dur);
   analysis::add_bytes(&io.bytes[dir], bytes);
   if (!analysis::add_bytes(&r.all_bytes, bytes)) r.bytes_overflow = true;
@@ -174,7 +174,7 @@ void note_call(partial &r, scan_state &st, time_unit unit, const event_fields &f
   if (ce.name_text == "end" && ce.cat_text == "dftracer") {
     if (const jvalue *d = pl.arg_value("dropped_events")) {
       uint64_t v = 0;
-      if (detail::value_u64(*d, &v)) r.dropped += v;
+      if (detail::value_u64(*d, &v)) analysis::add_count(&r.dropped, v);
     }
   }
   note_io(r, st, ce, f, unit);
@@ -185,11 +185,11 @@ void note_call(partial &r, scan_state &st, time_unit unit, const event_fields &f
     uint64_t n = 0, sum = 0;
     if (!detail::aggregated_calls(pl, unit, &n, &sum)) return;
     ++r.aggregated;
-    ns.count += n;
+    analysis::add_count(&ns.count, n);
     analysis::add_ns(&ns.total, sum);
     return;
   }
-  ++ns.count;
+  analysis::count_one(&ns.count);
   analysis::add_ns(&ns.total, f.dur);
   ns.durs.push_back(f.dur);
 }
@@ -346,6 +346,12 @@ int cmd_stat(const args_t &a) {
     error_line(
         "stat: the durations of the events reach 2^64-1 ns: the time figures are held at "
         "2^64-1, not exact");
+    j.ok = false;
+  }
+  if (j.all.calls_held()) {
+    error_line(
+        "stat: the calls of the events reach 2^64-1: the counts of calls are held at 2^64-1, "
+        "not exact");
     j.ok = false;
   }
   const std::string out = stat::report(j.all, j.summaries, a.has("--json"), j.fast);

@@ -44,7 +44,7 @@ struct io_stats {
   void merge(const io_stats &o) {
     for (int k = 0; k < 2; ++k) {
       analysis::add_bytes(&bytes[k], o.bytes[k]);
-      calls[k] += o.calls[k];
+      analysis::add_count(&calls[k], o.calls[k]);
       analysis::add_ns(&ns[k], o.ns[k]);
     }
   }
@@ -94,12 +94,25 @@ struct partial : detail::block_result {
     return false;
   }
 
+  // Whether a count of calls (a name's, a file's reads or writes, or either summed over the
+  // files) or the dropped events the end lines name reached 2^64-1: held there
+  // (analysis::add_count), not exact.
+  bool calls_held() const {
+    uint64_t all[2] = {};
+    for (const auto &kv : io)
+      for (int k = 0; k < 2; ++k) analysis::add_count(&all[k], kv.second.calls[k]);
+    if (analysis::held(all[0]) || analysis::held(all[1]) || analysis::held(dropped)) return true;
+    for (const auto &kv : names)
+      if (analysis::held(kv.second.count)) return true;
+    return false;
+  }
+
   void merge(partial &o) {
     lines += o.lines;
     objects += o.objects;
     invalid += o.invalid;
     for (int i = 0; i < 128; ++i) by_ph[i] += o.by_ph[i];
-    dropped += o.dropped;
+    analysis::add_count(&dropped, o.dropped);
     aggregated += o.aggregated;
     ts_min = std::min(ts_min, o.ts_min);
     end_max = std::max(end_max, o.end_max);
@@ -109,7 +122,7 @@ struct partial : detail::block_result {
         bytes_overflow || o.bytes_overflow || !analysis::add_bytes(&all_bytes, o.all_bytes);
     for (auto &kv : o.names) {
       auto &d = names[kv.first];
-      d.count += kv.second.count;
+      analysis::add_count(&d.count, kv.second.count);
       analysis::add_ns(&d.total, kv.second.total);
       if (d.durs.empty()) {
         d.durs = std::move(kv.second.durs);

@@ -104,12 +104,17 @@ std::vector<proc> build_processes(std::map<std::string, process_facts> &procs,
   return ps;
 }
 
-// The sums of durations that reached 2^64-1 ns (held there by add_ns, never wrapped), listed
+// The sums of durations (add_ns) and counts of calls (add_count) that reached 2^64-1, held
+// there, never wrapped, listed
 // as the byte sums are. A group's figures need none: each is a measure within its span.
-void list_held_times(analysis_result *r) {
+void list_held_totals(analysis_result *r) {
   if (r->io.ns_held)
     r->process_problems.push_back(
         "the durations of the I/O calls reach 2^64-1 ns: the io section's time figures are held "
+        "at 2^64-1, not exact");
+  if (r->io.calls_held)
+    r->process_problems.push_back(
+        "the calls of the I/O records reach 2^64-1: the io section's counts of calls are held "
         "at 2^64-1, not exact");
   if (held(r->step_total))  // the bound_by totals are parts of it
     r->process_problems.push_back(
@@ -249,6 +254,12 @@ void check_counts(const std::vector<proc> &ps, analysis_result *r) {
     }
     // dftrace counts events (aggregated records by dft_cnt); DFTracer every line with an id,
     // metadata included, which `dftrace merge` keeps once for all processes.
+    if (held(f.event_records)) {  // aggregated records' dft_cnt: no count to check against
+      r->process_problems.push_back("process " + p.pid + (p.host.empty() ? "" : " on " + p.host) +
+                                    ": its events (aggregated records' dft_cnt) reach 2^64-1: "
+                                    "their count is held at 2^64-1, not checked");
+      continue;
+    }
     if (f.end_num_events == f.event_records) continue;
     if (!f.dftrace_writer && f.end_num_events == f.id_lines) continue;
     const std::string what = "process " + p.pid + (p.host.empty() ? "" : " on " + p.host) +
@@ -536,7 +547,7 @@ bool merge_partials(std::vector<analysis_partial> &parts, const layer_table &tab
     r.process_problems.push_back(
         "the bytes of the I/O calls add up past 2^64-1: the io section's byte figures are held "
         "at 2^64-1, not exact");
-  list_held_times(&r);
+  list_held_totals(&r);
   *out = std::move(r);
   return true;
 }

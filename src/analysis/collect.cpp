@@ -142,7 +142,7 @@ void process_facts::merge(const process_facts &o) {
   }
   dftrace_writer = dftrace_writer || o.dftrace_writer;
   shared_file = shared_file || o.shared_file;
-  event_records += o.event_records;
+  add_count(&event_records, o.event_records);
   id_lines += o.id_lines;
   ts_min = std::min(ts_min, o.ts_min);
   end_max = std::max(end_max, o.end_max);
@@ -167,7 +167,7 @@ std::string pid_of_key(const std::string &key) {
 }
 
 void name_durations::merge(name_durations &o) {
-  calls += o.calls;
+  add_count(&calls, o.calls);
   add_ns(&total, o.total);
   if (durs.empty())
     durs = std::move(o.durs);
@@ -314,7 +314,7 @@ name_durations &name_entry(const parsed_line &pl, std::string *key,
 void name_call(const parsed_line &pl, char ph, uint64_t dur, detail::time_unit unit,
                name_durations &n) {
   if (ph == 'X') {
-    ++n.calls;
+    count_one(&n.calls);
     add_ns(&n.total, dur);
     n.durs.push_back(dur);
     return;
@@ -327,7 +327,7 @@ void name_call(const parsed_line &pl, char ph, uint64_t dur, detail::time_unit u
   if (d && detail::value_ns(*d, unit, &sum) && !pl.arg_value("dur_sum") &&
       __builtin_mul_overflow(sum, cnt, &sum))
     sum = UINT64_MAX;  // held, as the sum it stands for
-  n.calls += cnt;
+  add_count(&n.calls, cnt);
   add_ns(&n.total, sum);
 }
 
@@ -377,7 +377,8 @@ void left_out_for_its_time(const parsed_line &pl, char ph, bool is_end, process_
   uint64_t cnt = 1;
   const jvalue *c = ph == 'A' ? pl.arg_value("dft_cnt") : nullptr;
   if (c && !detail::value_u64(*c, &cnt)) cnt = 0;
-  if (!(pl.cat.text == "dftracer" && (is_end || pl.name.text == "start"))) pf->event_records += cnt;
+  if (!(pl.cat.text == "dftracer" && (is_end || pl.name.text == "start")))
+    add_count(&pf->event_records, cnt);
 }
 
 void checkpoint_event(uint64_t dur, process_facts *pf) {
@@ -440,14 +441,14 @@ void scan_block(detail::text_block &b, detail::time_unit unit, const layer_table
     if (ph == 'A') {
       uint64_t cnt = 0;
       const jvalue *c = pl.arg_value("dft_cnt");
-      if (c && detail::value_u64(*c, &cnt)) pf->event_records += cnt;
+      if (c && detail::value_u64(*c, &cnt)) add_count(&pf->event_records, cnt);
       return true;
     }
     if (pl.cat.text == "dftracer" && (is_end || pl.name.text == "start")) {
       start_or_end(pl, is_end, pf);
       return true;
     }
-    ++pf->event_records;
+    count_one(&pf->event_records);
     if (ph != 'X') return true;
     if (pl.cat.text == "checkpoint") checkpoint_event(dur, pf);
     if (table.name_stats() && pl.cat.text != "dftracer") {

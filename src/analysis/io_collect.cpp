@@ -223,13 +223,13 @@ void io_data::merge(io_data &o) {
   bytes_overflow = bytes_overflow || o.bytes_overflow || !add_bytes(&all_bytes, o.all_bytes);
   for (int d = 0; d < 2; ++d) {
     add_bytes(&bytes[d], o.bytes[d]);
-    ops[d] += o.ops[d];
+    add_count(&ops[d], o.ops[d]);
     add_ns(&ns[d], o.ns[d]);
-    unbinned[d] += o.unbinned[d];
+    add_count(&unbinned[d], o.unbinned[d]);
     offset_unknown[d] += o.offset_unknown[d];
     for (size_t b = 0; b < k_size_buckets; ++b) hist[d][b] += o.hist[d][b];
   }
-  meta_ops += o.meta_ops;
+  add_count(&meta_ops, o.meta_ops);
   add_ns(&meta_ns, o.meta_ns);
   copies.merge(o.copies);
   for (const auto &kv : o.sizes) sizes[kv.first] += kv.second;
@@ -242,13 +242,13 @@ void io_data::merge(io_data &o) {
 void file_io::merge(const file_io &o) {
   for (int k = 0; k < 2; ++k) {
     add_bytes(&bytes[k], o.bytes[k]);
-    ops[k] += o.ops[k];
+    add_count(&ops[k], o.ops[k]);
     add_ns(&ns[k], o.ns[k]);
     seq[k] += o.seq[k];
     consec[k] += o.consec[k];
     ordered[k] += o.ordered[k];
   }
-  meta_ops += o.meta_ops;
+  add_count(&meta_ops, o.meta_ops);
   add_ns(&meta_ns, o.meta_ns);
   procs.insert(o.procs.begin(), o.procs.end());
 }
@@ -257,14 +257,14 @@ void io_folder::apply(std::unordered_map<int64_t, fd_state> &fds, time_bins &bin
                       file_io *f, io_data *job) {
   if (!add_bytes(&job->all_bytes, op.bytes)) job->bytes_overflow = true;
   if (op.dir < 0) {
-    job->meta_ops += op.calls;
+    add_count(&job->meta_ops, op.calls);
     add_ns(&job->meta_ns, op.dur);
     if (op.copy == io_op::copy_ends_unknown) {
-      job->copies.unattributed_calls += op.calls;
+      add_count(&job->copies.unattributed_calls, op.calls);
       add_bytes(&job->copies.unattributed_bytes, op.bytes);
     }
     if (f) {
-      f->meta_ops += op.calls;
+      add_count(&f->meta_ops, op.calls);
       add_ns(&f->meta_ns, op.dur);
     }
     if (op.failed) return;
@@ -283,18 +283,18 @@ void io_folder::apply(std::unordered_map<int64_t, fd_state> &fds, time_bins &bin
   }
   const int d = op.dir;
   add_bytes(&job->bytes[d], op.bytes);
-  job->ops[d] += op.calls;
+  add_count(&job->ops[d], op.calls);
   if (op.copy == io_op::copy_with_no_file) add_bytes(&job->copies.no_file[1 - d], op.bytes);
   if (op.job_time) add_ns(&job->ns[d], op.dur);
   if (f) {
     add_bytes(&f->bytes[d], op.bytes);
-    f->ops[d] += op.calls;
+    add_count(&f->ops[d], op.calls);
     add_ns(&f->ns[d], op.dur);
   }
   if (op.bytes) bins.add(op.ts, d, op.bytes);
   if (op.failed) return;
   if (!op.single) {
-    job->unbinned[d] += op.calls;
+    add_count(&job->unbinned[d], op.calls);
     return;
   }
   ++job->hist[d][size_bucket(op.bytes)];
@@ -428,6 +428,9 @@ io_summary summarize_io(io_data &d, const std::function<long(const std::string &
   add_ns(&s.data_ns, s.ns[1]);
   s.ns_held = held(s.data_ns) || held(s.meta_ns);  // data_ns: ns[0] and ns[1] are parts of it
   s.copies = d.copies;
+  for (uint64_t v :
+       {s.ops[0], s.ops[1], s.meta_ops, s.unbinned[0], s.unbinned[1], s.copies.unattributed_calls})
+    s.calls_held = s.calls_held || held(v);
   s.bytes_overflow = d.bytes_overflow;
   s.common_sizes = most_common(d.sizes);
   for (auto &kv : d.files) {
@@ -437,6 +440,8 @@ io_summary summarize_io(io_data &d, const std::function<long(const std::string &
     f.name = f.path_known ? p->second : kv.first;
     f.fig = std::move(kv.second);
     for (uint64_t v : {f.fig.ns[0], f.fig.ns[1], f.fig.meta_ns}) s.ns_held = s.ns_held || held(v);
+    for (uint64_t v : {f.fig.ops[0], f.fig.ops[1], f.fig.meta_ops})
+      s.calls_held = s.calls_held || held(v);
     std::set<size_t> gs;
     for (const std::string &k : f.fig.procs) {
       const long g = group_of(k);

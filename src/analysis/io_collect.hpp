@@ -99,7 +99,7 @@ struct copy_figures {
   uint64_t unattributed_calls = 0, unattributed_bytes = 0;
   void merge(const copy_figures &o) {
     for (int k = 0; k < 2; ++k) add_bytes(&no_file[k], o.no_file[k]);
-    unattributed_calls += o.unattributed_calls;
+    add_count(&unattributed_calls, o.unattributed_calls);
     add_bytes(&unattributed_bytes, o.unattributed_bytes);
   }
 };
@@ -147,6 +147,9 @@ struct io_summary {
   // A time figure (the job's or a file's read, write, data or metadata time) reached 2^64-1 ns:
   // held there (add_ns), never wrapped, and the run is damaged.
   bool ns_held = false;
+  // A count of calls (the job's or a file's reads, writes or metadata calls, those of unknown
+  // size, or the copies with no known end) reached 2^64-1: held there (add_count).
+  bool calls_held = false;
   std::vector<std::pair<uint64_t, uint64_t>> common_sizes;  // (size, calls), most calls first
   std::vector<io_file_summary> files;                       // most bytes first, then by name
   uint64_t bin_ns = 0, bin_start_ns = 0;

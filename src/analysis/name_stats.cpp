@@ -164,17 +164,34 @@ bool select_durations(name_durations &d, const spill_store *store, const std::ve
   return true;
 }
 
-std::string held_names_line(const std::map<std::string, name_summary> &names) {
+namespace {
+
+// "WHAT of a, b and c (and N more names) reach 2^64-1UNIT: ...", the names whose figure is held.
+std::string held_line(const std::map<std::string, name_summary> &names,
+                      uint64_t name_summary::*figure, const char *what, const char *unit,
+                      const char *held_one, const char *held_many) {
   std::vector<const std::string *> v;
   for (const auto &kv : names)
-    if (held(kv.second.total)) v.push_back(&kv.first);
+    if (held(kv.second.*figure)) v.push_back(&kv.first);
   if (v.empty()) return "";
-  std::string o = "the durations of " + *v[0];
+  std::string o = std::string(what) + " of " + *v[0];
   const size_t shown = std::min<size_t>(v.size(), 3);
   for (size_t i = 1; i < shown; ++i) o += (i + 1 < shown || v.size() > 3 ? ", " : " and ") + *v[i];
-  if (v.size() > 3) o += " and " + std::to_string(v.size() - 3) + " more name(s)";
-  return o + (v.size() == 1 ? " reach 2^64-1 ns: its total is held at 2^64-1, not exact"
-                            : " reach 2^64-1 ns: their totals are held at 2^64-1, not exact");
+  if (v.size() > 3) o += " and " + std::to_string(v.size() - 3) + " more names";
+  return o + " reach 2^64-1" + unit + ": " + (v.size() == 1 ? held_one : held_many) +
+         " held at 2^64-1, not exact";
+}
+
+}  // namespace
+
+std::string held_names_line(const std::map<std::string, name_summary> &names) {
+  return held_line(names, &name_summary::total, "the durations", " ns", "its total is",
+                   "their totals are");
+}
+
+std::string held_calls_line(const std::map<std::string, name_summary> &names) {
+  return held_line(names, &name_summary::calls, "the calls", "", "its count of calls is",
+                   "their counts of calls are");
 }
 
 std::map<std::string, name_summary> summarize_names(

@@ -41,4 +41,8 @@ std::map<std::string, name_summary> summarize_names(
 // never wrapped: not exact), the first three by name and how many more; "" when none did.
 std::string held_names_line(const std::map<std::string, name_summary> &names);
 
+// The same for the names whose count of calls reached 2^64-1 (an aggregated record's dft_cnt
+// added by add_count); "" when none did.
+std::string held_calls_line(const std::map<std::string, name_summary> &names);
+
 }  // namespace dftrace::analysis

@@ -319,11 +319,13 @@ def _compare(base, files, partial=None, names=None):
     out += "<h3>Names (largest change in total time first)</h3>"
     out += _table(["cat/name", "base calls", "new calls", "base total ms", "new total ms"], nrows)
     out += _cut_note(_MAX_TABLE, len(names), "names listed")
-    held = [n["name"] for n in d["names"] for side in ("base", "new")
-            if (n[side] or {}).get("total_ns") == 2 ** 64 - 1]
-    if held:  # as `dftrace diff` lists them
-        out += ("<p>The durations of %s reach 2^64-1 ns in a run: held there, not exact.</p>"
-                % _html(", ".join(sorted(set(held))[:_MAX_TABLE])))
+    for key, what in (("total_ns", "The durations of %s reach 2^64-1 ns"),
+                      ("calls", "The calls of %s reach 2^64-1")):
+        held = [n["name"] for n in d["names"] for side in ("base", "new")
+                if (n[side] or {}).get(key) == 2 ** 64 - 1]
+        if held:  # as `dftrace diff` lists them
+            out += ("<p>" + what + " in a run: held there, not exact.</p>") % _html(
+                ", ".join(sorted(set(held))[:_MAX_TABLE]))
     for what in ("appeared", "vanished"):
         if d[what]:
             out += "<p>%s: %s</p>" % (what.capitalize(), _html(", ".join(d[what][:_MAX_TABLE])))

@@ -24,6 +24,8 @@ import sys
 import tempfile
 import time
 
+from ._held import HELD as _HELD  # a total of durations is held there, as analyze holds it
+
 _CLEAR = "\x1b[H\x1b[2J"
 
 
@@ -42,6 +44,7 @@ class Follower:
         self.first_ts = None
         self.last_ts = None
         self.events = 0
+        self.problems = []       # the reader's, each once (damaged members, held times)
 
     def poll(self):
         from . import _reader
@@ -56,43 +59,65 @@ class Follower:
             last -= 1
         if last < self.next_part:
             return
-        raw = _reader.read_columns([self.path], None, None, None, None, ["memory"], 1,
-                                   [(self.next_part, last)])
+        raw = _reader.read_columns([self.path], None, None, None, None, ["memory", "dft_cnt"],
+                                   1, [(self.next_part, last)])
         self.next_part = last + 1
         self._fold(raw)
 
     def _fold(self, raw):
         import numpy as np
         from . import _read
+        from ._held import exact_sum
+        for p in raw["problems"]:
+            if p not in self.problems:
+                self.problems.append(p)
         rows = raw["rows"]
         if not rows:
             return
         ints = _read.int_columns(raw)
         ts, dur = ints[2], ints[3]
+        # an end held at 2^63-1 (the columns' limit) where ts + dur would wrap the int64
+        end = ts + np.minimum(dur, np.iinfo(np.int64).max - ts)
         names = np.asarray(raw["names"], dtype=object)[np.frombuffer(raw["name"], dtype=np.int32)]
         cats = np.asarray(raw["cats"], dtype=object)[np.frombuffer(raw["cat"], dtype=np.int32)]
         phs = np.asarray(raw["phs"], dtype=object)[np.frombuffer(raw["ph"], dtype=np.int32)]
         x = phs == "X"
         user = x & (cats != "dftracer")
-        self.events += int(user.sum())
+        agg = (phs == "A") & (cats != "dftracer")  # dft_cnt calls of dur ns in all
+        self.events += int(user.sum()) + self._calls(raw["args"][1], agg)
         if user.any():
-            lo, hi = int(ts[user].min()), int((ts[user] + dur[user]).max())
+            lo, hi = int(ts[user].min()), int(end[user].max())
             self.first_ts = lo if self.first_ts is None else min(self.first_ts, lo)
             self.last_ts = hi if self.last_ts is None else max(self.last_ts, hi)
         steps = x & (names == "step") & (cats == "compute")
         order = np.argsort(ts[steps], kind="stable")
         self.step_durs += dur[steps][order].tolist()
-        self.step_ends += (ts[steps] + dur[steps])[order].tolist()
+        self.step_ends += end[steps][order].tolist()
         opt = x & (names == "step.optimizer")
-        self.opt_ends += np.sort(ts[opt] + dur[opt]).tolist()
-        top = user & ~steps
+        self.opt_ends += np.sort(end[opt]).tolist()
+        top = (user & ~steps) | agg  # exact sums (numpy's int64 sums wrap past 2^63-1)
         for c in set(cats[top].tolist()):
-            self.by_cat[c] = self.by_cat.get(c, 0) + int(dur[top & (cats == c)].sum())
-        self.fetch_ns += int(dur[x & (names == "fetch") & (cats == "dataloader")].sum())
+            self.by_cat[c] = self.by_cat.get(c, 0) + exact_sum(dur[top & (cats == c)])
+        self.fetch_ns += exact_sum(dur[(x | agg) & (names == "fetch") & (cats == "dataloader")])
         vals = _read.arg_floats(raw["args"][0])
         have = ~np.isnan(vals)
         if have.any():
             self.memory = float(vals[have][np.argmax(ts[have])])
+
+    @staticmethod
+    def _calls(c, rows):
+        """The calls the aggregated records of rows stand for (their dft_cnt), exactly."""
+        import numpy as np
+        kind = np.frombuffer(c["kind"], dtype=np.uint8)[rows]
+        v = np.frombuffer(c["v"], dtype=np.int64)[rows]
+        n = sum(int(a) for a in v[(kind == 1) & (v > 0)].tolist())
+        big = v[kind == 2].view(np.float64)  # a count past 2^63-1 is read as a double
+        return n + sum(int(b) for b in big[big >= 0].tolist())
+
+    def _held(self):
+        """The categories whose time reached 2^64-1 ns, the data loader's wait among them."""
+        out = [c for c, v in self.by_cat.items() if v >= _HELD]
+        return out + (["data loader wait"] if self.fetch_ns >= _HELD else [])
 
     def _steps(self):
         """(durations, ends) of the steps: the compute.step events, or, in a loop nobody
@@ -121,18 +146,27 @@ class Follower:
                             step_durs[-1] / 1e6))
         else:
             lines.append("step time: no step yet")
+        held = self._held()
+        if held:  # as `dftrace analyze` holds a total past 2^64-1 ns
+            lines.append("HELD at 2^64-1 ns, not exact: time of " + ", ".join(sorted(held)))
+        if self.problems:
+            more = " (+%d more)" % (len(self.problems) - 1) if len(self.problems) > 1 else ""
+            import textwrap  # two lines at most: the frame is 80 wide
+            lines += textwrap.wrap("DAMAGED: " + self.problems[0].split(": ", 1)[-1] + more,
+                                   80, subsequent_indent="  ")[:2]
         busy = sum(step_durs)
         if busy:
             # `step` events leave the wait for the batch out (it lies between steps); steps
             # measured from one optimizer step to the next hold it
             loop = busy + self.fetch_ns if self.step_durs else busy
             lines.append("data loader wait: %.1f%% of the loop (waiting + steps)"
-                         % (100.0 * self.fetch_ns / loop))
+                         % (100.0 * min(self.fetch_ns, _HELD) / min(loop, _HELD)))
         if self.memory is not None:
             lines.append("memory: %.1f MiB" % (self.memory / 2**20))
         lines += ["", "time per category (inside and outside steps):"]
-        total = sum(self.by_cat.values()) or 1
-        for c, v in sorted(self.by_cat.items(), key=lambda kv: -kv[1])[:8]:
+        cat_ns = {c: min(v, _HELD) for c, v in self.by_cat.items()}
+        total = sum(cat_ns.values()) or 1
+        for c, v in sorted(cat_ns.items(), key=lambda kv: -kv[1])[:8]:
             bar = "#" * int(30 * v / total)
             lines.append("  %-12s %9.1f ms %5.1f%% %s" % (c[:12], v / 1e6, 100.0 * v / total, bar))
         lines.append("")
