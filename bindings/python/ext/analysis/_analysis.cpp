@@ -135,8 +135,9 @@ PyObject *document_text(const merged_run &m, bool step_items, bool as_bytes = fa
   // grown part by part would copy the document (hundreds of MB) again at each doubling.
   std::vector<std::string> parts;
   size_t total = 0;
+  bool whole = true;
   auto work = [&] {
-    result_json(
+    whole = result_json(
         m.in, m.r, m.processes,
         [&](std::string &part) {
           total += part.size();
@@ -146,6 +147,12 @@ PyObject *document_text(const merged_run &m, bool step_items, bool as_bytes = fa
         step_items);
   };
   if (!dftrace::python::without_gil(work)) return nullptr;
+  if (!whole) {
+    PyErr_SetString(PyExc_OSError,
+                    "the analysis's temporary file could not be read back while the document "
+                    "was written: its step items or stragglers are incomplete");
+    return nullptr;
+  }
   PyObject *bytes = PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(total));
   if (!bytes) return nullptr;
   char *at = PyBytes_AS_STRING(bytes);
