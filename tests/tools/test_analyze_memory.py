@@ -389,3 +389,47 @@ def test_peak_does_not_grow_with_the_number_of_stragglers(tmp_path):
     grown = (peak - base) / 1024
     assert grown < 5, (f"the peak grew by {grown:.1f} MiB with {len(want)} stragglers "
                        f"(none {base} KiB, then {peak} KiB)")
+
+
+# One partial per batch of files (argv: the number of batches, then the files), into files.
+_BATCHES = """import sys
+from dftrace import _analysis
+n, files = int(sys.argv[1]), sys.argv[2:]
+per = len(files) // n
+for b in range(n):
+    with open(f"{files[0]}.{b}.part", "wb") as f:
+        f.write(_analysis.partial(files[b * per:(b + 1) * per], None, None, 1))
+"""
+
+
+def test_client_merge_holds_one_step_rows_budget_for_all_partials(tmp_path):
+    """The client merges the same 131,072 steps (64 ranks of 2,048, the step rows' budget at
+    this spill budget) as 4 partials of 16 ranks or as 64 partials of one: each decoded
+    partial's steps held in memory up to a budget of its own kept every row of the 64
+    (64 x 2,048 x 88 bytes: 10 MiB more than the 4, before); the partials share one budget
+    (512 rows each at least), so the merge's peak may differ by that, not by the number of
+    partials times the budget."""
+    ranks, steps = 64, 2048
+    env = dict(os.environ, DFTRACE_NO_PROGRESS="1",
+               DFTRACE_ANALYZE_SPILL_EVENTS=str(16384))  # step rows' budget: 2,048
+    for r in range(ranks):
+        write_trace(tmp_path / f"r{r:02d}.pfw.gz", steps, 0, rank=r, pid=100 + r)
+    traces = sorted(map(str, tmp_path.glob("*.pfw.gz")))
+    grown, docs = {}, {}
+    for n in (4, 64):
+        p = subprocess.run([sys.executable, "-c", _BATCHES, str(n), *traces],
+                           capture_output=True, text=True, env=env, timeout=600)
+        assert p.returncode == 0, p.stderr
+        parts = [f"{traces[0]}.{b}.part" for b in range(n)]
+        out = tmp_path / f"doc{n}.json"
+        p = subprocess.run([sys.executable, "-c", _MERGE, str(out), *parts], capture_output=True,
+                           text=True, env=env, timeout=600)
+        assert p.returncode == 0, p.stderr
+        before, after = map(int, p.stdout.split())
+        grown[n], docs[n] = after - before, load(out)
+    assert docs[4] == docs[64]
+    assert docs[64]["steps"]["count"] == ranks * steps
+    assert docs[64]["inputs"]["complete"], docs[64]["inputs"]["damaged"]
+    more = (grown[64] - grown[4]) / 1024
+    assert more < 5, (f"the merge of 64 partials added {more:.1f} MiB more than that of 4 "
+                      f"({grown[4]} KiB, then {grown[64]} KiB)")

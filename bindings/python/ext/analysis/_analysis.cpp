@@ -95,6 +95,7 @@ bool merge_args(PyObject *args, merged_run *out) {
   std::vector<input_report> ins(static_cast<size_t>(n));
   std::vector<analysis_partial> parts(static_cast<size_t>(n));
   decoded_calls calls;  // the partials' collective calls together: memory up to one budget
+  const size_t step_rows = shared_step_rows(static_cast<size_t>(n));  // and their step rows
   for (Py_ssize_t i = 0; i < n; ++i) {
     char *data = nullptr;
     Py_ssize_t len = 0;
@@ -103,7 +104,7 @@ bool merge_args(PyObject *args, merged_run *out) {
       return false;
     }
     if (!decode_partial(std::string_view(data, static_cast<size_t>(len)), &ins[i], &parts[i], &why,
-                        &calls)) {
+                        &calls, step_rows)) {
       Py_DECREF(fast);
       PyErr_SetString(PyExc_ValueError, why.c_str());
       return false;
