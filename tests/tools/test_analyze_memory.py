@@ -433,3 +433,59 @@ def test_client_merge_holds_one_step_rows_budget_for_all_partials(tmp_path):
     more = (grown[64] - grown[4]) / 1024
     assert more < 5, (f"the merge of 64 partials added {more:.1f} MiB more than that of 4 "
                       f"({grown[4]} KiB, then {grown[64]} KiB)")
+
+
+# Merges partials read from files as an iterable of bytes: "iter", a generator that reads
+# each file only when the merge asks for it; and prints the high-water mark of the process's
+# memory before and after the merge.
+_MERGE_ITER = """import resource, sys
+from dftrace import _analysis
+paths = sys.argv[2:]
+class Parts:
+    def __length_hint__(self):
+        return len(paths)
+    def __iter__(self):
+        for p in paths:
+            with open(p, "rb") as f:
+                yield f.read()
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+text = _analysis.merge(Parts(), None, None, None)
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+with open(sys.argv[1], "w") as f:
+    f.write(text)
+print(before, after)
+"""
+
+
+def test_client_merge_takes_the_partials_one_at_a_time(tmp_path):
+    """dftrace.analyze on a cluster fetches the workers' partials as the merge decodes them
+    (dftrace._analyze._Arrivals): the merge takes an iterable and lets each partial's bytes go
+    once decoded (its calls into the shared budget and file), so from a generator it never
+    holds them all: 8 ranks of 250,000 collective calls (46 MB of partials) must add less
+    than half the partials' bytes to the peak (the merge made a list of them all before)."""
+    ranks, events = 8, 250_000
+    env = {"DFTRACE_ANALYZE_SPILL_EVENTS": str(16384)}
+    for r in range(ranks):
+        write_comm_trace(tmp_path / f"r{r}.pfw.gz", events, events, rank=r, pid=100 + r,
+                         ranks=ranks, skew=lambda k, r=r: r * (k % 3))
+    traces = sorted(tmp_path.glob("*.pfw.gz"))
+    e = dict(os.environ, DFTRACE_NO_PROGRESS="1", **env)
+    parts = [tmp_path / (t.name + ".part") for t in traces]
+    args = [str(x) for pair in zip(traces, parts) for x in pair]
+    p = subprocess.run([sys.executable, "-c", _PARTIALS, *args], capture_output=True, text=True,
+                       env=e, timeout=600)
+    assert p.returncode == 0, p.stderr
+    total = sum(x.stat().st_size for x in parts)
+    p = subprocess.run([sys.executable, "-c", _MERGE_ITER, str(tmp_path / "doc.json"),
+                        *map(str, parts)], capture_output=True, text=True, env=e, timeout=600)
+    assert p.returncode == 0, p.stderr
+    before, after = map(int, p.stdout.split())
+    doc = load(tmp_path / "doc.json")
+    assert doc["collectives"]["instances"] == events
+    assert doc["inputs"]["complete"], doc["inputs"]["damaged"]
+    analyze_peak_kib(*traces, out=tmp_path / "one.json", env=env)
+    assert load(tmp_path / "one.json")["collectives"] == doc["collectives"]
+    grown = (after - before) * 1024
+    assert grown < total // 2, (f"the merge added {grown} bytes to the peak for {total} bytes "
+                                f"of partials taken one at a time (before {before} KiB, "
+                                f"after {after} KiB)")
