@@ -55,7 +55,7 @@ def main():
             batches = _analyze._place(client, files)
             row["place"] = time.process_time() - t
             t = time.process_time()
-            parts = _analyze._compute(client, batches, None, None, 1)
+            parts = list(_analyze._compute(client, batches, None, None, 1))  # fetched here
             row["compute"] = time.process_time() - t
             t = time.process_time()
             doc = _analyze._join(client, files, parts, None, None, None, 1,

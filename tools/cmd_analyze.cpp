@@ -86,12 +86,10 @@ void text_steps(std::string &o, const analysis_result &r) {
                   r.steps_compared, r.imbalance_max, r.imbalance_mean, r.imbalance_p50);
     o += buf;
   }
-  const size_t shown = r.stragglers.size() < 10 ? r.stragglers.size() : 10;
   if (!r.stragglers.empty())
     o += "stragglers (over 1.25 x the step's median and 1 ms more): " +
          std::to_string(r.stragglers.size()) + "\n";
-  for (size_t i = 0; i < shown; ++i) {
-    const straggler &s = r.stragglers[i];
+  for (const straggler &s : r.stragglers.head()) {  // the first 10
     o += "  " + group_label(r.groups[s.group]) + " step " + s.step + ": " + ms(s.dur) +
          " ms, median " + ms(s.median) + " ms\n";
   }
@@ -219,8 +217,9 @@ int cmd_analyze(const args_t &a) {
   const input_report &in = run.in;
   const size_t procs = run.processes;
   std::string out;
+  bool whole = true;  // the document's temporary files read back whole
   if (a.has("--json")) {
-    result_json(in, r, procs, [](std::string &part) {
+    whole = result_json(in, r, procs, [](std::string &part) {
       fwrite(part.data(), 1, part.size(), stdout);
       part.clear();
     });
@@ -234,6 +233,12 @@ int cmd_analyze(const args_t &a) {
   }
   fwrite(out.data(), 1, out.size(), stdout);
   fflush(stdout);
+  if (!whole) {  // the document already said its input was read: it must not pass for whole
+    error_line(
+        "analyze: the analysis's temporary file could not be read back while the document was "
+        "written: its step items or stragglers are incomplete");
+    return 2;
+  }
   if (run.damaged() && !a.has("--allow-damaged")) {
     error_line(
         "analyze: part of the input could not be read (listed above); --allow-damaged "

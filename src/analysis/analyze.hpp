@@ -13,6 +13,7 @@
 #include "analysis/io_collect.hpp"
 #include "analysis/layers.hpp"
 #include "analysis/step_store.hpp"
+#include "analysis/straggler_list.hpp"
 
 namespace dftrace::analysis {
 
@@ -34,12 +35,6 @@ struct group_result {
   uint64_t checkpoint_events = 0, checkpoint_max_ns = 0;  // its processes' `checkpoint` events
 };
 
-struct straggler {
-  size_t group = 0;
-  std::string step;  // the step's key: "epoch:step", "step" or "#index"
-  uint64_t dur = 0, median = 0;
-};
-
 // What a rule found (findings.hpp).
 struct finding {
   std::string rule, severity, metric, suggestion;  // severity: critical, warning, info
@@ -56,7 +51,7 @@ struct analysis_result {
   uint64_t step_p50 = 0, step_p99 = 0, step_total = 0;
   uint64_t bound_total[k_nbound + 1] = {};
   // across ranks
-  std::vector<straggler> stragglers;
+  straggler_list stragglers;  // in order (excess, group, step) once the steps are compared
   size_t steps_compared = 0;  // step keys seen in at least two groups
   double imbalance_max = 0, imbalance_mean = 0, imbalance_p50 = 0;
   std::string imbalance_worst_step;

@@ -211,11 +211,12 @@ observed stragglers(const analysis_result &r) {
   if (!r.steps_compared) return o;
   o.available = true;
   o.count = r.stragglers.size();
-  for (const straggler &s : r.stragglers) add_ns(&o.ns, s.dur - s.median);
+  o.ns = r.stragglers.excess_ns();
   o.value = pct(o.count, r.steps.size());
   std::string worst = "[";
-  for (size_t i = 0; i < r.stragglers.size() && i < 5; ++i) {
-    const straggler &s = r.stragglers[i];
+  const std::vector<straggler> &head = r.stragglers.head();
+  for (size_t i = 0; i < head.size() && i < 5; ++i) {
+    const straggler &s = head[i];
     worst += std::string(i ? "," : "") + "{\"rank\":" + rank_of(r, s.group) +
              ",\"step\":" + detail::json_quote(s.step) + ",\"dur_ns\":" + num(s.dur) +
              ",\"median_ns\":" + num(s.median) + "}";

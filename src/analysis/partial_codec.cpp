@@ -447,8 +447,14 @@ std::string encode_partial(const input_report &in, const analysis_partial &p) {
   return std::move(w.o);
 }
 
+size_t shared_step_rows(size_t n) {
+  const size_t budget = step_rows_budget();
+  if (!budget) return 0;  // never to the file, as on one machine
+  return std::max<size_t>(std::min<size_t>(budget, 512), budget / std::max<size_t>(n, 1));
+}
+
 bool decode_partial(std::string_view bytes, input_report *in, analysis_partial *p, std::string *why,
-                    decoded_calls *calls) {
+                    decoded_calls *calls, size_t step_rows) {
   if (bytes.size() < sizeof k_tag || std::memcmp(bytes.data(), k_tag, sizeof k_tag) != 0) {
     *why = "not a partial analysis of this version";
     return false;
@@ -460,8 +466,9 @@ bool decode_partial(std::string_view bytes, input_report *in, analysis_partial *
     get_facts(r, &p->procs[key]);
   }
   p->groups.resize(r.n());
-  p->steps = step_store(step_rows_budget());  // a worker's steps: in the file past the budget
-  decoded_calls own;                          // and its collective calls, past the budget
+  // a worker's steps: in the file past the budget
+  p->steps = step_store(step_rows ? step_rows : step_rows_budget());
+  decoded_calls own;  // and its collective calls, past the budget
   decoded_calls *sink = calls ? calls : &own;
   for (group_partial &g : p->groups)
     if (r.ok) get_group(r, &g, &p->steps, sink);

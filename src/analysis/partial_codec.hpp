@@ -23,9 +23,13 @@ struct decoded_calls {
   std::shared_ptr<spill_store> file;
 };
 // False with *why when the bytes are not a whole partial of this version. calls: shared by the
-// partials that are merged together (nullptr: this partial's own).
+// partials that are merged together (nullptr: this partial's own). step_rows: the step rows its
+// step_store holds in memory before its file (0: step_rows_budget()).
 bool decode_partial(std::string_view bytes, input_report *in, analysis_partial *p, std::string *why,
-                    decoded_calls *calls = nullptr);
+                    decoded_calls *calls = nullptr, size_t step_rows = 0);
+// The step rows each of n partials merged together holds in memory: one step rows' budget
+// shared among them, at least 512 each (so that each write to its file is 44 KiB or more).
+size_t shared_step_rows(size_t n);
 
 // A run's name figures (summarize_names) and the names whose durations could not be read back,
 // as bytes: what a read that also collected names (`dftrace report --compare`) keeps for the

@@ -208,12 +208,14 @@ std::string group_label(const group_result &g) {
          (g.host.empty() ? "" : " on " + g.host);
 }
 
-std::string result_json(const input_report &in, const analysis_result &r, size_t processes) {
+std::string result_json(const input_report &in, const analysis_result &r, size_t processes,
+                        bool *read_whole) {
   std::string all;
-  result_json(in, r, processes, [&](std::string &part) {
+  const bool whole = result_json(in, r, processes, [&](std::string &part) {
     all += part;
     part.clear();
   });
+  if (read_whole) *read_whole = whole;
   return all;
 }
 
@@ -276,7 +278,35 @@ void collectives_json(std::string &o, const analysis_result &r) {
   o += "]}";
 }
 
-void result_json(const input_report &in, const analysis_result &r, size_t processes,
+// The stragglers (read back in order: false when their file cannot be) and the imbalance.
+bool stragglers_json(std::string &o, const analysis_result &r,
+                     const std::function<void(std::string &)> &sink) {
+  o += ",\"stragglers\":[";
+  bool first = true;
+  const bool whole = r.stragglers.for_each([&](const straggler &s) {
+    o += (first ? "" : ",") + std::string("{\"rank\":") + rank_json(r.groups[s.group]) +
+         ",\"group\":" + num(s.group) + ",\"step\":" + detail::json_quote(s.step) +
+         ",\"dur_ns\":" + num(s.dur) + ",\"median_ns\":" + num(s.median) + "}";
+    first = false;
+    if (o.size() >= (1u << 20)) sink(o);
+  });
+  o += "],\"imbalance\":{\"factor\":" + ratio(double(k_straggler_num) / double(k_straggler_den)) +
+       ",\"margin_ns\":" + num(k_straggler_margin_ns) +
+       ",\"steps_compared\":" + num(r.steps_compared) +
+       ",\"max_over_median_max\":" + ratio(r.imbalance_max) +
+       ",\"max_over_median_mean\":" + ratio(r.imbalance_mean) +
+       ",\"max_over_median_p50\":" + ratio(r.imbalance_p50) + ",\"worst\":";
+  if (r.steps_compared)
+    o += "{\"step\":" + detail::json_quote(r.imbalance_worst_step) +
+         ",\"rank\":" + rank_json(r.groups[r.imbalance_worst_group]) +
+         ",\"group\":" + num(r.imbalance_worst_group) + "}";
+  else
+    o += "null";
+  o += "}";
+  return whole;
+}
+
+bool result_json(const input_report &in, const analysis_result &r, size_t processes,
                  const std::function<void(std::string &)> &sink, bool step_items) {
   std::string o = "{\"version\":1,";
   inputs_json(o, in, r, processes);
@@ -307,33 +337,15 @@ void result_json(const input_report &in, const analysis_result &r, size_t proces
   o += ",\"other_ns\":" + num(r.bound_total[k_nbound]) + "},\"items\":[";
   std::vector<std::string> ranks(r.groups.size());
   for (size_t g = 0; g < r.groups.size(); ++g) ranks[g] = rank_json(r.groups[g]);
+  bool whole = true;
   if (step_items)
-    r.steps.for_each([&](const step_result &s, size_t i) {
+    whole = r.steps.for_each([&](const step_result &s, size_t i) {
       if (i) o += ',';
       append_step(o, s, ranks[s.group]);
       if (o.size() >= (1u << 20)) sink(o);
     });
-  o += "]},\"stragglers\":[";
-  for (size_t i = 0; i < r.stragglers.size(); ++i) {
-    const straggler &s = r.stragglers[i];
-    o += (i ? "," : "") + std::string("{\"rank\":") + rank_json(r.groups[s.group]) +
-         ",\"group\":" + num(s.group) + ",\"step\":" + detail::json_quote(s.step) +
-         ",\"dur_ns\":" + num(s.dur) + ",\"median_ns\":" + num(s.median) + "}";
-    if (o.size() >= (1u << 20)) sink(o);
-  }
-  o += "],\"imbalance\":{\"factor\":" + ratio(double(k_straggler_num) / double(k_straggler_den)) +
-       ",\"margin_ns\":" + num(k_straggler_margin_ns) +
-       ",\"steps_compared\":" + num(r.steps_compared) +
-       ",\"max_over_median_max\":" + ratio(r.imbalance_max) +
-       ",\"max_over_median_mean\":" + ratio(r.imbalance_mean) +
-       ",\"max_over_median_p50\":" + ratio(r.imbalance_p50) + ",\"worst\":";
-  if (r.steps_compared)
-    o += "{\"step\":" + detail::json_quote(r.imbalance_worst_step) +
-         ",\"rank\":" + rank_json(r.groups[r.imbalance_worst_group]) +
-         ",\"group\":" + num(r.imbalance_worst_group) + "}";
-  else
-    o += "null";
-  o += "}";
+  o += "]}";
+  whole = stragglers_json(o, r, sink) && whole;
   collectives_json(o, r);
   io_json(o, r, sink);
   o += ",\"findings\":[";
@@ -349,6 +361,7 @@ void result_json(const input_report &in, const analysis_result &r, size_t proces
   }
   o += "]}\n";
   sink(o);
+  return whole;
 }
 
 }  // namespace dftrace::analysis

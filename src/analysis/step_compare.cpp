@@ -50,7 +50,7 @@ void compare_key(const std::vector<key_row> &same, bool by_arg, analysis_result 
     if (s.dur > worst->dur) worst = &s;
     if (s.dur > median && s.dur - median > k_straggler_margin_ns &&
         s.dur * k_straggler_den > median * k_straggler_num)
-      r->stragglers.push_back({s.group, key, s.dur, median});
+      r->stragglers.add(s.group, key, s.dur, median);
   }
   key_figure_row k;
   std::memcpy(k.text, key.data(), std::min(key.size(), sizeof k.text - 1));  // 41 at most
@@ -194,30 +194,28 @@ bool key_totals(figure_sorter &keys, analysis_result *r) {
 
 // Stragglers and imbalance: steps matched across groups by their `step` (and `epoch`)
 // arguments when every step has one and no group repeats one, else by index. The keys are
-// taken in the order of their text (key_totals), stragglers by excess, group and key.
+// taken in the order of their text (key_totals), stragglers by excess, group and key
+// (straggler_list: sorted past the step rows' budget through temporary files).
 void compare_steps(analysis_result *r, const std::vector<uint8_t> &increasing, bool all_args) {
   const bool by_arg = !r->steps.empty() && all_args;
   bool streamed = true;
   for (size_t g = 0; g < increasing.size() && by_arg; ++g) streamed = streamed && increasing[g];
   figure_sorter keys(step_rows_budget());
-  const size_t stragglers_before = r->stragglers.size();
+  r->stragglers = straggler_list(step_rows_budget());
   key_walk walk{by_arg, r, &keys, {}, false};
   bool ok = streamed ? compare_streamed(*r, &walk) : compare_sorted(*r, &walk);
   if (walk.repeated) {  // a group repeats a key: every step matched by index
     keys = figure_sorter(step_rows_budget());
-    r->stragglers.resize(stragglers_before);
+    r->stragglers = straggler_list(step_rows_budget());
     walk = key_walk{false, r, &keys, {}, false};
     ok = compare_streamed(*r, &walk) && ok;
   }
   ok = key_totals(keys, r) && ok;
+  ok = r->stragglers.finish() && ok;
   if (!ok)
     r->process_problems.push_back(
         "the analysis's temporary file of steps could not be read back: the steps' comparison "
         "(stragglers, imbalance) is incomplete");
-  std::sort(r->stragglers.begin(), r->stragglers.end(), [](const straggler &a, const straggler &b) {
-    if (a.dur - a.median != b.dur - b.median) return a.dur - a.median > b.dur - b.median;
-    return a.group != b.group ? a.group < b.group : a.step < b.step;
-  });
 }
 
 // One pass over the steps: the totals, p50 and p99 (the durations selected as `dftrace diff`

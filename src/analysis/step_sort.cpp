@@ -27,6 +27,12 @@ bool key_figure_row::operator<(const key_figure_row &o) const {
   return std::strcmp(text, o.text) < 0;
 }
 
+bool straggler_row::operator<(const straggler_row &o) const {
+  if (excess != o.excess) return excess > o.excess;
+  if (group != o.group) return group < o.group;
+  return std::strcmp(step, o.step) < 0;
+}
+
 template <class Row>
 void run_sorter<Row>::add(const Row &r) {
   buf_.push_back(r);
@@ -152,5 +158,6 @@ bool run_sorter<Row>::for_each_sorted(const std::function<bool(const Row &)> &fn
 
 template class run_sorter<key_row>;
 template class run_sorter<key_figure_row>;
+template class run_sorter<straggler_row>;
 
 }  // namespace dftrace::analysis

@@ -1,7 +1,8 @@
-// step_sort.hpp: the steps' match keys, and the compared keys' figures, put in order past a
-// memory budget (an external sort: sorted runs in an unlinked temporary file, merged k at a
-// time), so that steps whose `step` arguments do not increase are compared across groups by the
-// same streaming walk as the rest, and no key's figures are all held at once.
+// step_sort.hpp: the steps' match keys, the compared keys' figures and the stragglers put in
+// order past a memory budget (an external sort: sorted runs in an unlinked temporary file,
+// merged k at a time), so that steps whose `step` arguments do not increase are compared across
+// groups by the same streaming walk as the rest, and no key's figures nor every straggler are
+// held at once.
 #pragma once
 
 #include <cstddef>
@@ -48,12 +49,24 @@ struct key_figure_row {
 };
 static_assert(sizeof(key_figure_row) == 64, "a key_figure_row is written as 64 bytes");
 
-// Rows (key_row or key_figure_row) added in any order, read back in their order (operator<).
-// Holds up to `budget` rows in memory (0: all of them), then writes each budget's worth as a
-// sorted run; the runs are merged 64 at a time (a level's merged runs go to the same file)
-// until one pass of 64 or fewer reads them all, 512 rows of each at a time. Memory: the budget
-// and 64 pieces of 512 rows, whatever the number of rows. A run that cannot be written stays in
-// memory (as the step rows do, unsaid). Not thread-safe.
+// A straggler (step_compare) as the document lists it, put in that order: the greatest excess
+// over its step's median first, then by group, then by the step's key text (bytewise). 64 bytes.
+struct straggler_row {
+  uint64_t excess = 0;  // dur - median
+  uint64_t median = 0;
+  uint32_t group = 0;
+  char step[44] = {};  // NUL-terminated: `epoch:step`, `step` or `#index`, 41 characters at most
+
+  bool operator<(const straggler_row &o) const;
+};
+static_assert(sizeof(straggler_row) == 64, "a straggler_row is written as 64 bytes");
+
+// Rows (key_row, key_figure_row or straggler_row) added in any order, read back in their order
+// (operator<). Holds up to `budget` rows in memory (0: all of them), then writes each budget's
+// worth as a sorted run; the runs are merged 64 at a time (a level's merged runs go to the same
+// file) until one pass of 64 or fewer reads them all, 512 rows of each at a time. Memory: the
+// budget and 64 pieces of 512 rows, whatever the number of rows. A run that cannot be written stays
+// in memory (as the step rows do, unsaid). Not thread-safe.
 template <class Row>
 class run_sorter {
  public:
@@ -87,5 +100,6 @@ class run_sorter {
 
 using key_sorter = run_sorter<key_row>;
 using figure_sorter = run_sorter<key_figure_row>;
+using straggler_sorter = run_sorter<straggler_row>;
 
 }  // namespace dftrace::analysis

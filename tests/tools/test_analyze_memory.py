@@ -335,3 +335,157 @@ def test_client_merge_does_not_grow_with_the_number_of_collective_calls(tmp_path
     assert more < 4, (f"the merge added {more:.1f} MiB more with {ranks * events} collective "
                       f"calls than with {ranks * 100} (few {grown['few']} KiB, "
                       f"many {grown['many']} KiB)")
+
+
+def write_straggler_trace(path, steps, rank, pid, ranks, slow):
+    """One ranked process of `steps` step events (with increasing `step` arguments), one every
+    3 ms: 1 ms long, or 2.5 ms when slow(k, rank) (more than 1.25 x the median of step k and
+    1 ms more when fewer than half the ranks are slow at k: a straggler)."""
+    with gzip.open(path, "wt", compresslevel=1) as f:
+        f.write('[\n'
+                f'{{"id":1,"name":"PR","cat":"dftracer","pid":{pid},"tid":{pid},"ph":"M",'
+                '"args":{"name":"time_metric","value":"ns"}}\n'
+                f'{{"id":2,"name":"PR","cat":"dftracer","pid":{pid},"tid":{pid},"ph":"M",'
+                f'"args":{{"name":"rank","value":{rank}}}}}\n'
+                f'{{"id":3,"name":"start","cat":"dftracer","pid":{pid},"tid":{pid},"ts":{T0},'
+                '"dur":0,"ph":"X","args":{"ppid":1}}\n')
+        for k in range(steps):
+            dur = 2_500_000 if slow(k, rank) else 1_000_000
+            f.write(f'{{"id":{k + 4},"name":"step","cat":"compute","pid":{pid},"tid":{pid},'
+                    f'"ts":{T0 + 3_000_000 * k},"dur":{dur},"ph":"X","args":{{"step":{k}}}}}\n')
+        f.write(f'{{"id":{steps + 4},"name":"end","cat":"dftracer","pid":{pid},"tid":{pid},'
+                f'"ts":{T0 + 3_000_000 * steps},"dur":0,"ph":"X",'
+                f'"args":{{"num_events":{steps}}}}}\n]\n')
+
+
+def test_peak_does_not_grow_with_the_number_of_stragglers(tmp_path):
+    """The same 400,000 steps on 16 ranks, all as long as each other (no straggler) or with 7
+    of the 16 ranks slow at every step (175,000 stragglers, the ranks taking turns): the
+    stragglers go through an external sort and a temporary file past the step rows' budget and
+    are read back in order as the document is written, so the peak may differ by the budgets,
+    not by every straggler's 56 bytes and its key's text (13.3 MiB more before)."""
+    ranks, steps, slow_ranks = 16, 25_000, 7
+    shapes = {"none": lambda k, r: False,
+              "every": lambda k, r: (r - k) % ranks < slow_ranks}
+    for sub, slow in shapes.items():
+        (tmp_path / sub).mkdir()
+        for r in range(ranks):
+            write_straggler_trace(tmp_path / sub / f"r{r}.pfw.gz", steps, rank=r, pid=100 + r,
+                                  ranks=ranks, slow=slow)
+    paths = {sub: sorted((tmp_path / sub).iterdir()) for sub in shapes}
+    env = {"DFTRACE_ANALYZE_SPILL_EVENTS": str(16384)}
+    base = analyze_peak_kib(*paths["none"], out=tmp_path / "none.json", env=env)
+    peak = analyze_peak_kib(*paths["every"], out=tmp_path / "every.json", env=env)
+    none, every = load(tmp_path / "none.json"), load(tmp_path / "every.json")
+    assert none["inputs"]["events"] == every["inputs"]["events"]
+    assert none["stragglers"] == []
+    assert every["imbalance"]["steps_compared"] == steps
+    # every straggler, in the documented order: the greatest excess first, then group, then step
+    want = sorted(({"rank": r, "group": r, "step": str(k), "dur_ns": 2_500_000,
+                    "median_ns": 1_000_000}
+                   for k in range(steps) for r in range(ranks) if shapes["every"](k, r)),
+                  key=lambda s: (s["median_ns"] - s["dur_ns"], s["group"], s["step"]))
+    assert every["stragglers"] == want
+    grown = (peak - base) / 1024
+    assert grown < 5, (f"the peak grew by {grown:.1f} MiB with {len(want)} stragglers "
+                       f"(none {base} KiB, then {peak} KiB)")
+
+
+# One partial per batch of files (argv: the number of batches, then the files), into files.
+_BATCHES = """import sys
+from dftrace import _analysis
+n, files = int(sys.argv[1]), sys.argv[2:]
+per = len(files) // n
+for b in range(n):
+    with open(f"{files[0]}.{b}.part", "wb") as f:
+        f.write(_analysis.partial(files[b * per:(b + 1) * per], None, None, 1))
+"""
+
+
+def test_client_merge_holds_one_step_rows_budget_for_all_partials(tmp_path):
+    """The client merges the same 131,072 steps (64 ranks of 2,048, the step rows' budget at
+    this spill budget) as 4 partials of 16 ranks or as 64 partials of one: each decoded
+    partial's steps held in memory up to a budget of its own kept every row of the 64
+    (64 x 2,048 x 88 bytes: 10 MiB more than the 4, before); the partials share one budget
+    (512 rows each at least), so the merge's peak may differ by that, not by the number of
+    partials times the budget."""
+    ranks, steps = 64, 2048
+    env = dict(os.environ, DFTRACE_NO_PROGRESS="1",
+               DFTRACE_ANALYZE_SPILL_EVENTS=str(16384))  # step rows' budget: 2,048
+    for r in range(ranks):
+        write_trace(tmp_path / f"r{r:02d}.pfw.gz", steps, 0, rank=r, pid=100 + r)
+    traces = sorted(map(str, tmp_path.glob("*.pfw.gz")))
+    grown, docs = {}, {}
+    for n in (4, 64):
+        p = subprocess.run([sys.executable, "-c", _BATCHES, str(n), *traces],
+                           capture_output=True, text=True, env=env, timeout=600)
+        assert p.returncode == 0, p.stderr
+        parts = [f"{traces[0]}.{b}.part" for b in range(n)]
+        out = tmp_path / f"doc{n}.json"
+        p = subprocess.run([sys.executable, "-c", _MERGE, str(out), *parts], capture_output=True,
+                           text=True, env=env, timeout=600)
+        assert p.returncode == 0, p.stderr
+        before, after = map(int, p.stdout.split())
+        grown[n], docs[n] = after - before, load(out)
+    assert docs[4] == docs[64]
+    assert docs[64]["steps"]["count"] == ranks * steps
+    assert docs[64]["inputs"]["complete"], docs[64]["inputs"]["damaged"]
+    more = (grown[64] - grown[4]) / 1024
+    assert more < 5, (f"the merge of 64 partials added {more:.1f} MiB more than that of 4 "
+                      f"({grown[4]} KiB, then {grown[64]} KiB)")
+
+
+# Merges partials read from files as an iterable of bytes: "iter", a generator that reads
+# each file only when the merge asks for it; and prints the high-water mark of the process's
+# memory before and after the merge.
+_MERGE_ITER = """import resource, sys
+from dftrace import _analysis
+paths = sys.argv[2:]
+class Parts:
+    def __length_hint__(self):
+        return len(paths)
+    def __iter__(self):
+        for p in paths:
+            with open(p, "rb") as f:
+                yield f.read()
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+text = _analysis.merge(Parts(), None, None, None)
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+with open(sys.argv[1], "w") as f:
+    f.write(text)
+print(before, after)
+"""
+
+
+def test_client_merge_takes_the_partials_one_at_a_time(tmp_path):
+    """dftrace.analyze on a cluster fetches the workers' partials as the merge decodes them
+    (dftrace._analyze._Arrivals): the merge takes an iterable and lets each partial's bytes go
+    once decoded (its calls into the shared budget and file), so from a generator it never
+    holds them all: 8 ranks of 250,000 collective calls (46 MB of partials) must add less
+    than half the partials' bytes to the peak (the merge made a list of them all before)."""
+    ranks, events = 8, 250_000
+    env = {"DFTRACE_ANALYZE_SPILL_EVENTS": str(16384)}
+    for r in range(ranks):
+        write_comm_trace(tmp_path / f"r{r}.pfw.gz", events, events, rank=r, pid=100 + r,
+                         ranks=ranks, skew=lambda k, r=r: r * (k % 3))
+    traces = sorted(tmp_path.glob("*.pfw.gz"))
+    e = dict(os.environ, DFTRACE_NO_PROGRESS="1", **env)
+    parts = [tmp_path / (t.name + ".part") for t in traces]
+    args = [str(x) for pair in zip(traces, parts) for x in pair]
+    p = subprocess.run([sys.executable, "-c", _PARTIALS, *args], capture_output=True, text=True,
+                       env=e, timeout=600)
+    assert p.returncode == 0, p.stderr
+    total = sum(x.stat().st_size for x in parts)
+    p = subprocess.run([sys.executable, "-c", _MERGE_ITER, str(tmp_path / "doc.json"),
+                        *map(str, parts)], capture_output=True, text=True, env=e, timeout=600)
+    assert p.returncode == 0, p.stderr
+    before, after = map(int, p.stdout.split())
+    doc = load(tmp_path / "doc.json")
+    assert doc["collectives"]["instances"] == events
+    assert doc["inputs"]["complete"], doc["inputs"]["damaged"]
+    analyze_peak_kib(*traces, out=tmp_path / "one.json", env=env)
+    assert load(tmp_path / "one.json")["collectives"] == doc["collectives"]
+    grown = (after - before) * 1024
+    assert grown < total // 2, (f"the merge added {grown} bytes to the peak for {total} bytes "
+                                f"of partials taken one at a time (before {before} KiB, "
+                                f"after {after} KiB)")

@@ -199,7 +199,27 @@ def _compute(client, batches, steps, layers, threads):
                              workers=[workers[i % len(workers)]] if workers else None,
                              allow_other_workers=True)
                for i, b in enumerate(batches)]
-    return client.gather(futures, direct=_direct(client, workers))
+    return _Arrivals(client, futures, _direct(client, workers))
+
+
+class _Arrivals:
+    """The partials, fetched one at a time in batch order as the merge decodes them: each
+    future let go once fetched, so neither this process nor its worker holds every partial's
+    bytes at once (the merge reads __length_hint__ to share its step rows' budget)."""
+
+    def __init__(self, client, futures, direct):
+        self._client, self._futures, self._direct = client, futures, direct
+
+    def __length_hint__(self):
+        return len(self._futures)
+
+    def __iter__(self):
+        for i in range(len(self._futures)):
+            future, self._futures[i] = self._futures[i], None
+            part = self._client.gather(future, direct=self._direct)
+            del future
+            yield part
+            del part
 
 
 def _host(address):

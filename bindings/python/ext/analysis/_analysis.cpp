@@ -89,27 +89,36 @@ bool merge_args(PyObject *args, merged_run *out) {
     PyErr_SetString(PyExc_ValueError, ("rules: " + why).c_str());
     return false;
   }
-  PyObject *fast = PySequence_Fast(parts_o, "partials must be a sequence of bytes");
-  if (!fast) return false;
-  const Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
-  std::vector<input_report> ins(static_cast<size_t>(n));
-  std::vector<analysis_partial> parts(static_cast<size_t>(n));
+  // Each partial decoded as it comes from the iterable and let go (its steps and calls into
+  // their budgets and files), so a generator that fetches one at a time never has them all.
+  PyObject *it = PyObject_GetIter(parts_o);
+  if (!it) return false;
+  const Py_ssize_t hint = PyObject_LengthHint(parts_o, 1);
+  if (hint < 0) {
+    Py_DECREF(it);
+    return false;
+  }
+  std::vector<input_report> ins;
+  std::vector<analysis_partial> parts;
   decoded_calls calls;  // the partials' collective calls together: memory up to one budget
-  for (Py_ssize_t i = 0; i < n; ++i) {
+  const size_t step_rows = shared_step_rows(static_cast<size_t>(hint));  // and their step rows
+  while (PyObject *item = PyIter_Next(it)) {
     char *data = nullptr;
     Py_ssize_t len = 0;
-    if (PyBytes_AsStringAndSize(PySequence_Fast_GET_ITEM(fast, i), &data, &len) != 0) {
-      Py_DECREF(fast);
-      return false;
-    }
-    if (!decode_partial(std::string_view(data, static_cast<size_t>(len)), &ins[i], &parts[i], &why,
-                        &calls)) {
-      Py_DECREF(fast);
-      PyErr_SetString(PyExc_ValueError, why.c_str());
+    ins.emplace_back();
+    parts.emplace_back();
+    const bool ok = PyBytes_AsStringAndSize(item, &data, &len) == 0 &&
+                    decode_partial(std::string_view(data, static_cast<size_t>(len)), &ins.back(),
+                                   &parts.back(), &why, &calls, step_rows);
+    Py_DECREF(item);
+    if (!ok) {
+      Py_DECREF(it);
+      if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, why.c_str());
       return false;
     }
   }
-  Py_DECREF(fast);
+  Py_DECREF(it);
+  if (PyErr_Occurred()) return false;
   bool split = false;
   auto work = [&] {
     if (merge_partials(parts, table, &out->r, &why)) {
@@ -135,8 +144,9 @@ PyObject *document_text(const merged_run &m, bool step_items, bool as_bytes = fa
   // grown part by part would copy the document (hundreds of MB) again at each doubling.
   std::vector<std::string> parts;
   size_t total = 0;
+  bool whole = true;
   auto work = [&] {
-    result_json(
+    whole = result_json(
         m.in, m.r, m.processes,
         [&](std::string &part) {
           total += part.size();
@@ -146,6 +156,12 @@ PyObject *document_text(const merged_run &m, bool step_items, bool as_bytes = fa
         step_items);
   };
   if (!dftrace::python::without_gil(work)) return nullptr;
+  if (!whole) {
+    PyErr_SetString(PyExc_OSError,
+                    "the analysis's temporary file could not be read back while the document "
+                    "was written: its step items or stragglers are incomplete");
+    return nullptr;
+  }
   PyObject *bytes = PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(total));
   if (!bytes) return nullptr;
   char *at = PyBytes_AS_STRING(bytes);
