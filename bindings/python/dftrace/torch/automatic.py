@@ -60,7 +60,7 @@ class _AutoSteps:
             self.close(skipped=True)
         if not self.open:
             if torch.cuda.is_initialized():
-                torch.cuda.reset_peak_memory_stats()
+                _common._cuda_reset_peak()
             self.open, self.backward = True, False
             self.region = self.node._begin()
 
