@@ -7,6 +7,8 @@ process.
 2. Layers: a stack of --modules small modules (Linear 16x16 under no_grad), per module call:
    plain, traced with trace_model(forward only), and the same with tracing switched off
    (dftrace.set_enabled(False)).
+3. auto()'s module wrapper: a Sequential of --modules identity modules, per module call
+   (the outermost and every inner one), plain and under dftrace.torch.auto().
 
 Run: DFTRACE_ENABLE=1 DFTRACE_LOG_FILE=/tmp/tb/t PYTHONPATH=build/bindings/python \\
      /usr/bin/python3 bench/torch_bench.py [--repeat 7] [--steps 200]
@@ -97,6 +99,37 @@ def bench_layers(a):
         med["plain"], med["traced"] - med["plain"], med["disabled"] - med["plain"]))
 
 
+class _Identity(torch.nn.Module):
+    def forward(self, x):
+        return x
+
+
+def bench_auto_modules(a):
+    """What auto()'s Module.__call__ wrapper adds to every module call, inner ones included."""
+    model = torch.nn.Sequential(*[_Identity() for _ in range(a.modules)])
+    x = torch.randn(1, 4)
+    calls = a.modules + 1
+    n = max(1, a.calls // 2)
+    rows = {"plain": [], "auto": []}
+    for _ in range(a.repeat):
+        rows["plain"].append(per_call_grad(model, x, n))
+        handle = dt.auto()
+        rows["auto"].append(per_call_grad(model, x, n))
+        handle.remove()
+    med = {k: statistics.median(v) / (n * calls) * 1e9 for k, v in rows.items()}
+    print("auto modules: Sequential of %d identity modules, %d forwards with gradients, %d repeats"
+          % (a.modules, n, a.repeat))
+    print("  plain %.0f ns per module call; under auto() +%.0f ns" % (
+        med["plain"], med["auto"] - med["plain"]))
+
+
+def per_call_grad(model, x, calls):
+    t0 = CLOCK()
+    for _ in range(calls):
+        model(x)
+    return CLOCK() - t0
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--steps", type=int, default=200)
@@ -115,6 +148,7 @@ def main():
     print(open("/proc/loadavg").read().strip(), "(load average at start)")
     bench_steps(a)
     bench_layers(a)
+    bench_auto_modules(a)
     print(open("/proc/loadavg").read().strip(), "(load average at end)")
     print("events written", dftrace.events_written())
 

@@ -658,3 +658,41 @@ def test_dftrace_run_script_without_torch_imports_no_torch(tmp_path):
                        env=_cli_env(), capture_output=True, text=True, timeout=300)
     assert p.returncode == 0 and "torch loaded False" in p.stdout, p.stdout + p.stderr
     assert "auto-instrumentation off" not in p.stderr
+
+
+CUDA_PEAK = """
+import torch
+import torch.cuda.memory as memory
+from dftrace.torch import _common
+
+# No GPU here: the allocator's statistics are given, as torch's C function returns them (nested
+# dicts), to both torch's own reading (memory_stats flattens them) and dftrace's.
+stats = {kind: {pool: {"current": 7, "peak": 100 + len(kind) + len(pool), "allocated": 9,
+                       "freed": 2} for pool in ("all", "large_pool", "small_pool")}
+         for kind in ("active", "active_bytes", "allocated_bytes", "allocation", "segment",
+                      "reserved_bytes", "requested_bytes")}
+stats.update(num_alloc_retries=0, num_ooms=0)
+asked = []
+
+
+def nested(device=None):
+    asked.append(device)
+    return stats
+
+
+torch.cuda.is_initialized = memory.is_initialized = lambda: True
+torch.cuda.memory_stats_as_nested_dict = memory.memory_stats_as_nested_dict = nested
+torch.cuda.current_device = lambda: 3
+print("peak", _common._memory_bytes(), torch.cuda.max_memory_allocated())
+print("device", asked[0])  # dftrace names the current device (torch's None means the same)
+stats.pop("allocated_bytes")  # a layout without it: torch's reading, as before
+print("other", _common._memory_bytes(), torch.cuda.max_memory_allocated())
+"""
+
+
+def test_cuda_step_memory_is_torchs_peak(runner):
+    p = runner.run(CUDA_PEAK)
+    lines = dict((l.split()[0], l.split()[1:]) for l in p.stdout.splitlines())
+    assert lines["peak"] == ["118", "118"], p.stdout  # allocated_bytes.all.peak
+    assert lines["device"] == ["3"], p.stdout
+    assert lines["other"] == ["0", "0"], p.stdout

@@ -20,6 +20,10 @@ from .model import ModelHandle, trace_model
 from .transfers import instrument_transfers
 
 
+_get_ident = threading.get_ident
+_grad_enabled = torch.is_grad_enabled
+
+
 def _all_subclasses(cls) -> list:
     out, todo = [], list(cls.__subclasses__())
     while todo:
@@ -39,6 +43,7 @@ class _AutoSteps:
 
     def __init__(self) -> None:
         self.main = threading.main_thread().ident
+        self.node = ai.compute.step  # looked up once: each step uses it three times
         self.open = False
         self.region = 0
         self.backward = False
@@ -49,18 +54,18 @@ class _AutoSteps:
         self.after_step: Callable[[], None] = lambda: None
 
     def forward(self) -> None:
-        if threading.get_ident() != self.main or not torch.is_grad_enabled():
+        if _get_ident() != self.main or not _grad_enabled():
             return
         if self.open and self.backward:
             self.close(skipped=True)
         if not self.open:
             if torch.cuda.is_initialized():
-                torch.cuda.reset_peak_memory_stats()
+                _common._cuda_reset_peak()
             self.open, self.backward = True, False
-            self.region = ai.compute.step._begin()
+            self.region = self.node._begin()
 
     def close(self, skipped: bool = False) -> None:
-        if threading.get_ident() != self.main:
+        if _get_ident() != self.main:
             return
         if not self.open:
             if self.bare:
@@ -71,8 +76,8 @@ class _AutoSteps:
         if skipped:
             with _optimizer_node()(args={"skipped": True}):
                 pass
-        ai.compute.step._counter("memory", float(_memory_bytes()))
-        ai.compute.step._end(self.region)
+        self.node._counter("memory", float(_memory_bytes()))
+        self.node._end(self.region)
         self.open, self.region = False, 0
         self.counted = True
         dftrace.step()
@@ -90,10 +95,11 @@ def _module_call(steps: _AutoSteps, deep: bool, layers: List[ModelHandle]):
     depth = [0]
     traced: "weakref.WeakSet" = weakref.WeakSet()
     forward = ai.compute.forward
+    explicit = _common._explicit  # the list itself: read at each call, never rebound
 
     def make_call(call):
         def module_call(self, *args, **kwargs):
-            if depth[0] or _common._explicit[0]:
+            if depth[0] or explicit[0]:  # an inner module (most calls): the original at once
                 return call(self, *args, **kwargs)
             depth[0] += 1
             try:

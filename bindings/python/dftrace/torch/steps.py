@@ -32,7 +32,7 @@ class step:
     def __enter__(self) -> "step":
         _common._explicit[0] += 1  # auto() leaves what this block times to it
         if torch.cuda.is_initialized():
-            torch.cuda.reset_peak_memory_stats()
+            _common._cuda_reset_peak()
         self._region = ai.compute.step._begin()
         if self.model is not None:
             pending: List[int] = []
