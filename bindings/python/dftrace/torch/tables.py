@@ -30,7 +30,7 @@ def summary(paths=None, top: int = 30, show: bool = True):
     """
     import numpy as np
     import pandas as pd
-    from .._held import HELD, group_sums, held
+    from .._held import HELD, held
     if paths is None:
         dftrace.flush()
         paths = dftrace.output_path()
@@ -39,31 +39,7 @@ def summary(paths=None, top: int = 30, show: bool = True):
     df = dftrace.read(paths, resolve=False, args=["dft_cnt"])
     ev = df[df.ph.isin(["X", "A"]) & (df.cat != "dftracer")]
     x = ev[ev.ph == "X"]
-    # Self time: an event's duration minus its direct children's (same pid, p_idx = its id),
-    # every sum exact (Python ints: pandas' int64 sums wrap past 2^63-1).
-    kid = x[x.p_idx >= 0]
-    kids = dict(zip(*group_sums(kid, ["pid", "p_idx"], "dur"))) if len(kid) else {}
-    per = [kids.get(k, 0) for k in zip(x.pid.tolist(), x.id.tolist())] if kids else [0] * len(x)
-    x = x.assign(_kh=np.array([v >> 31 for v in per], dtype=np.int64),
-                 _kl=np.array([v & 0x7FFFFFFF for v in per], dtype=np.int64))
-    fig = {}  # (cat, name) -> [calls, total ns, children's ns]
-    if len(x):
-        idx, tot = group_sums(x, ["cat", "name"], "dur")
-        _, kh = group_sums(x, ["cat", "name"], "_kh")
-        _, kl = group_sums(x, ["cat", "name"], "_kl")
-        n = x.groupby(["cat", "name"], observed=True).size().reindex(idx).tolist()
-        for k, c, t, h, lo in zip(idx.tolist(), n, tot, kh, kl):
-            fig[k] = [c, t, (h << 31) + lo]
-    agg = ev[ev.ph == "A"]  # aggregated records: dft_cnt calls whose durations sum to dur
-    for c, nm, d, cnt in zip(agg.cat.tolist(), agg.name.tolist(), agg.dur.tolist(),
-                             agg["dft_cnt"].astype(object).tolist()):
-        if isinstance(cnt, float) and cnt == cnt and cnt >= 0:
-            cnt = int(cnt)  # a count past 2^63-1 is read as a double: held below in any case
-        if not isinstance(cnt, int) or cnt < 0:
-            continue  # no count of calls: left out, as `dftrace stat` leaves it out
-        f = fig.setdefault((c, nm), [0, 0, 0])
-        f[0] += cnt
-        f[1] += int(d)
+    fig = _figures(x, ev[ev.ph == "A"])
     q = x.groupby(["cat", "name"], observed=True).dur.agg(["median", lambda s: s.quantile(0.99)])
     q.columns = ["p50", "p99"]
     keys = sorted(fig, key=lambda k: (str(k[0]), str(k[1])))
@@ -83,14 +59,7 @@ def summary(paths=None, top: int = 30, show: bool = True):
     t = t.sort_values("total_ms", ascending=False, kind="stable")
     t.attrs["held"] = held_names
     if show:
-        lines = ["%-12s %-28s %8s %11s %11s %10s %10s %10s" % (
-            "cat", "name", "calls", "total ms", "self ms", "mean ms", "p50 ms", "p99 ms")]
-        for (cat, name), calls, total, mean, p50, p99, own in t.head(top).itertuples():
-            lines.append("%-12s %-28s %8d %11.3f %11.3f %10.4f %10.4f %10.4f" % (
-                str(cat)[:12], str(name)[:28], calls, total, own, mean, p50, p99))
-        if held_names:
-            lines.append(_held_line(held_names, HELD))
-        print("\n".join(lines))
+        _show(t, top, held_names, HELD)
     return t
 
 
@@ -99,3 +68,48 @@ def _held_line(names, limit):
     shown = ", ".join(names[:3]) + (" and %d more" % (len(names) - 3) if len(names) > 3 else "")
     return ("held at %d (2^64-1), not exact: the calls or durations of %s add up to it or "
             "past it" % (limit, shown))
+
+
+def _figures(x, agg):
+    """Per (cat, name): [calls, total ns, children's ns], exact Python ints, from the complete
+    events x and the aggregated records agg."""
+    import numpy as np
+    from .._held import group_sums
+    # Self time: an event's duration minus its direct children's (same pid, p_idx = its id),
+    # every sum exact (Python ints: pandas' int64 sums wrap past 2^63-1).
+    kid = x[x.p_idx >= 0]
+    kids = dict(zip(*group_sums(kid, ["pid", "p_idx"], "dur"))) if len(kid) else {}
+    per = [kids.get(k, 0) for k in zip(x.pid.tolist(), x.id.tolist())] if kids else [0] * len(x)
+    x = x.assign(_kh=np.array([v >> 31 for v in per], dtype=np.int64),
+                 _kl=np.array([v & 0x7FFFFFFF for v in per], dtype=np.int64))
+    fig = {}  # (cat, name) -> [calls, total ns, children's ns]
+    if len(x):
+        idx, tot = group_sums(x, ["cat", "name"], "dur")
+        _, kh = group_sums(x, ["cat", "name"], "_kh")
+        _, kl = group_sums(x, ["cat", "name"], "_kl")
+        n = x.groupby(["cat", "name"], observed=True).size().reindex(idx).tolist()
+        for k, c, t, h, lo in zip(idx.tolist(), n, tot, kh, kl):
+            fig[k] = [c, t, (h << 31) + lo]
+    # agg: aggregated records, dft_cnt calls whose durations sum to dur
+    for c, nm, d, cnt in zip(agg.cat.tolist(), agg.name.tolist(), agg.dur.tolist(),
+                             agg["dft_cnt"].astype(object).tolist()):
+        if isinstance(cnt, float) and cnt == cnt and cnt >= 0:
+            cnt = int(cnt)  # a count past 2^63-1 is read as a double: held below in any case
+        if not isinstance(cnt, int) or cnt < 0:
+            continue  # no count of calls: left out, as `dftrace stat` leaves it out
+        f = fig.setdefault((c, nm), [0, 0, 0])
+        f[0] += cnt
+        f[1] += int(d)
+    return fig
+
+
+def _show(t, top, held_names, limit):
+    """Prints the table's first `top` rows and, when some are held, the line that names them."""
+    lines = ["%-12s %-28s %8s %11s %11s %10s %10s %10s" % (
+        "cat", "name", "calls", "total ms", "self ms", "mean ms", "p50 ms", "p99 ms")]
+    for (cat, name), calls, total, mean, p50, p99, own in t.head(top).itertuples():
+        lines.append("%-12s %-28s %8d %11.3f %11.3f %10.4f %10.4f %10.4f" % (
+            str(cat)[:12], str(name)[:28], calls, total, own, mean, p50, p99))
+    if held_names:
+        lines.append(_held_line(held_names, limit))
+    print("\n".join(lines))
