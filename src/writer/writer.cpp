@@ -606,7 +606,9 @@ void writer::crash_flush(end_fields *end, int fatal_sig) {
         finished_ = true;  // the process is ending: nothing may follow "]"
       }
     }
-    file_.sync();
+    // A new file's fsync waits for the file system's journal: milliseconds at each exit of a
+    // forked worker. Only a process dying of a signal has it synced.
+    if (fatal_sig) file_.sync();
   }
   io_mutex_.unlock();
 }
