@@ -681,7 +681,10 @@ void writer::fork_child(thread_buffer *survivor, int64_t new_pid, std::string pa
   new (&meta_mutex_) std::mutex();
   writer_wake().forget_sleepers();
   new (&space_cv_) std::condition_variable();
-  if (!finished_) {
+  // The thread starts as in the parent: with the first buffer. The forking thread's buffer, the
+  // only one here, is registered already; without it (no event recorded on that thread yet:
+  // a worker forked by a process that traced nothing) the first buffer or trigger starts it.
+  if (!finished_ && survivor) {
     std::lock_guard<std::mutex> lock(queue_mutex_);
     start_thread();
   }
