@@ -8,7 +8,9 @@
 # this) and of the wall time, and the CPU time per child beyond the untraced run's.
 #   untraced             no dftrace
 #   traced (preload)     LD_PRELOAD libdftrace_io, DFTRACE_ENABLE=1, the children's reads traced
-# With OTHER_BUILD, its "traced (preload)" is measured in the same rounds (before/after).
+#   nothing traced       the same with the data directory elsewhere: no event (each process
+#                        still writes its trace: the header and the end line)
+# With OTHER_BUILD, its two preloaded ways are measured in the same rounds (before/after).
 set -euo pipefail
 build=$(cd "$1" && pwd) rounds=${2:-10} other=${3:-}
 [ -f "$build/libdftrace_io.so" ] || { echo "fork_child: build $build first" >&2; exit 2; }
@@ -35,12 +37,16 @@ with open(prog, "w") as f:
             "    os.waitpid(pid, 0)\n" % CHILDREN)
 base = {k: v for k, v in os.environ.items()
         if not k.startswith(("DFTRACE_", "DFTRACER_")) and k != "LD_PRELOAD"}
-def traced_env(b):
-    return dict(base, LD_PRELOAD=b + "/libdftrace_io.so", DFTRACE_ENABLE="1",
-                DFTRACE_LOG_FILE=d + "/traces/t", DFTRACE_IO_DATA_DIR=d + "/data")
-ways = [("untraced", base), ("traced (preload)", traced_env(build))]
+def traced_env(b, data=d + "/data"):
+    # (LD_LIBRARY_PATH: a copy of a build's libraries elsewhere loads its own libdftrace)
+    return dict(base, LD_PRELOAD=b + "/libdftrace_io.so", LD_LIBRARY_PATH=b, DFTRACE_ENABLE="1",
+                DFTRACE_LOG_FILE=d + "/traces/t", DFTRACE_IO_DATA_DIR=data)
+os.makedirs(d + "/none")
+ways = [("untraced", base), ("traced (preload)", traced_env(build)),
+        ("nothing traced (preload)", traced_env(build, d + "/none"))]
 if other:
     ways.append(("other build, traced (preload)", traced_env(other)))
+    ways.append(("other build, nothing traced", traced_env(other, d + "/none")))
 cpu = {w: [] for w, _ in ways}
 wall = {w: [] for w, _ in ways}
 for _ in range(rounds):
@@ -54,9 +60,11 @@ for _ in range(rounds):
         for f in os.listdir(d + "/traces"):
             os.unlink(os.path.join(d + "/traces", f))
 plain = statistics.median(cpu["untraced"])
+plain_wall = statistics.median(wall["untraced"])
 for name, _ in ways:
     c = statistics.median(cpu[name])
-    extra = "" if name == "untraced" else ", +%.2f ms CPU per child" % ((c - plain) * 1e3 / CHILDREN)
+    extra = "" if name == "untraced" else ", +%.2f ms CPU, +%.2f ms wall per child" % (
+        (c - plain) * 1e3 / CHILDREN, (statistics.median(wall[name]) - plain_wall) * 1e3 / CHILDREN)
     print("%-30s CPU median %.3f s (%.3f to %.3f), wall median %.3f s%s"
           % (name, c, min(cpu[name]), max(cpu[name]), statistics.median(wall[name]), extra))
 PY

@@ -116,10 +116,10 @@ DFTRACE_API int dftrace_flush(void);
 
 /* The same from a signal handler: writes what every thread has recorded so far without
  * allocating, waiting at most about a second for each lock (skipping what it cannot take), as
- * dftrace does itself on a fatal signal. With `ending` false the trace stays open and
- * dftrace_finalize may follow; with `ending` true the end line is written too and nothing
- * after it (the process leaves right after: a handler that calls _exit). libdftrace_io's
- * _exit calls it before finalizing. */
+ * dftrace does itself on a fatal signal (but without that path's fsync). With `ending` false
+ * the trace stays open and dftrace_finalize may follow; with `ending` true the end line is
+ * written too and nothing after it (the process leaves right after: a handler that calls
+ * _exit). libdftrace_io's _exit calls it before finalizing. */
 DFTRACE_API void dftrace_flush_from_signal(bool ending);
 
 /* True while events are being recorded (initialised and enabled). */

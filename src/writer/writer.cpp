@@ -606,7 +606,9 @@ void writer::crash_flush(end_fields *end, int fatal_sig) {
         finished_ = true;  // the process is ending: nothing may follow "]"
       }
     }
-    file_.sync();
+    // A new file's fsync waits for the file system's journal: milliseconds at each exit of a
+    // forked worker. Only a process dying of a signal has it synced.
+    if (fatal_sig) file_.sync();
   }
   io_mutex_.unlock();
 }
@@ -679,7 +681,10 @@ void writer::fork_child(thread_buffer *survivor, int64_t new_pid, std::string pa
   new (&meta_mutex_) std::mutex();
   writer_wake().forget_sleepers();
   new (&space_cv_) std::condition_variable();
-  if (!finished_) {
+  // The thread starts as in the parent: with the first buffer. The forking thread's buffer, the
+  // only one here, is registered already; without it (no event recorded on that thread yet:
+  // a worker forked by a process that traced nothing) the first buffer or trigger starts it.
+  if (!finished_ && survivor) {
     std::lock_guard<std::mutex> lock(queue_mutex_);
     start_thread();
   }

@@ -100,7 +100,8 @@ class writer {
   // (the process is about to die), then the end line and "]" as the last member, and the file
   // is finished. No allocation.
   // `fatal_sig`: the fatal signal that called it (0: another path, such as _exit): in ring mode
-  // the ring is written first, with a trigger line naming the signal.
+  // the ring is written first, with a trigger line naming the signal. Only a fatal signal's
+  // flush syncs the file: _exit and exec leave the written data to the kernel as exit does.
   void crash_flush(end_fields *end, int fatal_sig = 0);
   // fork() support: prepare locks everything, parent unlocks, child unlocks and forgets the
   // parent's data, file and threads (keeping `survivor`, the forking thread's buffer), and

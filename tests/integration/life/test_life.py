@@ -357,3 +357,49 @@ def test_no_address_space_limit_aborts_a_traced_program(tmp_path):
         # Out of memory is said, never once per lost event.
         assert len(p.stderr.splitlines()) <= 3, (mb, p.stderr[-2000:])
     assert len(tried) >= 5, tried
+
+
+# ------------------------------------------------------------------ no fsync of its own on leaving
+
+FORKS_AND_EXEC = textwrap.dedent("""
+    import os, sys
+    for _ in range(3):  # as a DataLoader's or a fork Pool's workers leave: os._exit
+        pid = os.fork()
+        if pid == 0:
+            with open(sys.argv[1], "rb") as f:
+                f.read()
+            os._exit(0)
+        os.waitpid(pid, 0)
+    os.execv("/bin/true", ["true"])  # the image replaced: its trace finished first
+""")
+
+
+@pytest.mark.parametrize("traced_dir", ["data", "empty"])
+def test_leaving_by_exit_or_exec_makes_no_fsync(tmp_path, traced_dir):
+    """A process that leaves with _exit or replaces its image writes its trace's end first, but
+    does not fsync it: its writes are the kernel's already, and a sync of a new file waits for
+    the file system's journal (milliseconds, at every worker's exit). Nor does the program's
+    own fsync go missing: the data file's fsync is the program's, and is still made."""
+    strace = shutil.which("strace")
+    if not strace:
+        pytest.skip("strace is not installed (scripts/setup-debian.sh installs it)")
+    for d in ("traces", "data", "empty"):
+        (tmp_path / d).mkdir()
+    sample = tmp_path / "data" / "sample"
+    sample.write_bytes(b"x" * 4096)
+    script = tmp_path / "forks.py"
+    script.write_text(FORKS_AND_EXEC)
+    log = tmp_path / "strace.log"
+    cmd = [CLI, "run", "--prefix", str(tmp_path / "traces" / "t"), "--data-dirs",
+           str(tmp_path / traced_dir), "--", strace, "-f", "-qq", "-o", str(log), "-e",
+           "trace=fsync,fdatasync,sync_file_range", sys.executable, str(script), str(sample)]
+    p = subprocess.run(cmd, capture_output=True, text=True, env=clean_env(), timeout=120)
+    if p.returncode != 0 and "ptrace" in p.stderr:
+        pytest.skip("strace can not trace here: " + p.stderr.strip())
+    assert p.returncode == 0, p.stderr[-2000:]
+    syncs = [c for c in log.read_text().splitlines() if "sync" in c and "resumed" not in c]
+    assert syncs == [], syncs
+    # Every process's trace is whole (its end line written at _exit and before the exec).
+    files = glob.glob(str(tmp_path / "traces" / "*.pfw.gz"))
+    ends = [tc.load(f)[-1]["name"] for f in files if "-python" in f or "-forks" in f]
+    assert len(ends) == 4 and set(ends) == {"end"}, (files, ends)
