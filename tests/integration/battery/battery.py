@@ -161,6 +161,22 @@ def session_processes(sid):
     return out
 
 
+# The signals whose disposition a program gets from whoever started the test: a shell's `cmd &`
+# in a script ignores SIGINT and SIGQUIT, nohup SIGHUP, and a program started with them ignored
+# keeps them ignored (Python installs no KeyboardInterrupt). Each run starts with the default
+# action of every one and no signal blocked, as from a terminal.
+RESET_SIGNALS = (signal.SIGINT, signal.SIGQUIT, signal.SIGHUP, signal.SIGTERM, signal.SIGUSR1,
+                 signal.SIGUSR2, signal.SIGALRM, signal.SIGCHLD, signal.SIGTSTP, signal.SIGTTIN,
+                 signal.SIGTTOU)
+
+
+def default_signals():
+    """In the forked child, before exec: the default action of RESET_SIGNALS, an empty mask."""
+    for sig in RESET_SIGNALS:
+        signal.signal(sig, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_SETMASK, ())
+
+
 def execute(argv, work, env, case, outdir):
     """Runs argv in work, in a new session, stdout and stderr into files outside work. Returns
     (status or None on a hang, stdout, stderr, problems)."""
@@ -168,7 +184,7 @@ def execute(argv, work, env, case, outdir):
     out_path, err_path = os.path.join(outdir, "stdout"), os.path.join(outdir, "stderr")
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
         p = subprocess.Popen(argv, cwd=work, env=env, stdin=subprocess.DEVNULL, stdout=out,
-                             stderr=err, start_new_session=True)
+                             stderr=err, start_new_session=True, preexec_fn=default_signals)
     deadline = time.monotonic() + case.timeout
     if case.kill:
         sig, ms, marker = case.kill
