@@ -185,9 +185,10 @@ CORNERS = [
     Case("mkfifo_pipe", "mkfifo p && { seq 100000 > p & } && cat p > out.txt && wait && wc -l < out.txt && "
          "mkfifo q && exec 3<>q && echo through >&3 && read l <&3 && echo $l && exec 3>&-",
          io_bytes=[("write", "out.txt", 1)], timeout=30),
-    # ---- flock: a holder, a refused -n, a waiter that gets it
-    Case("flock", "flock lk -c 'touch held; sleep 1; echo holder done' & "
-         "while [ ! -e held ]; do sleep 0.01; done; flock -n lk true; echo rc=$?; "
+    # ---- flock: a holder, a refused -n, a waiter that gets it (the holder lets go once the -n
+    # was refused, not after a time: on a loaded machine the -n may come late)
+    Case("flock", "flock lk -c 'touch held; while [ ! -e probed ]; do sleep 0.01; done; echo holder done' & "
+         "while [ ! -e held ]; do sleep 0.01; done; flock -n lk true; echo rc=$?; touch probed; "
          "flock -w 20 lk -c 'echo waiter got it >> log.txt'; wait; cat log.txt",
          timeout=40, needs=["flock"]),
     # ---- timeout: SIGTERM (124), --preserve-status (143), SIGKILL (137), -k after an ignored TERM

@@ -161,6 +161,22 @@ def session_processes(sid):
     return out
 
 
+# The signals whose disposition a program gets from whoever started the test: a shell's `cmd &`
+# in a script ignores SIGINT and SIGQUIT, nohup SIGHUP, and a program started with them ignored
+# keeps them ignored (Python installs no KeyboardInterrupt). Each run starts with the default
+# action of every one and no signal blocked, as from a terminal.
+RESET_SIGNALS = (signal.SIGINT, signal.SIGQUIT, signal.SIGHUP, signal.SIGTERM, signal.SIGUSR1,
+                 signal.SIGUSR2, signal.SIGALRM, signal.SIGCHLD, signal.SIGTSTP, signal.SIGTTIN,
+                 signal.SIGTTOU)
+
+
+def default_signals():
+    """In the forked child, before exec: the default action of RESET_SIGNALS, an empty mask."""
+    for sig in RESET_SIGNALS:
+        signal.signal(sig, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_SETMASK, ())
+
+
 def execute(argv, work, env, case, outdir):
     """Runs argv in work, in a new session, stdout and stderr into files outside work. Returns
     (status or None on a hang, stdout, stderr, problems)."""
@@ -168,7 +184,7 @@ def execute(argv, work, env, case, outdir):
     out_path, err_path = os.path.join(outdir, "stdout"), os.path.join(outdir, "stderr")
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
         p = subprocess.Popen(argv, cwd=work, env=env, stdin=subprocess.DEVNULL, stdout=out,
-                             stderr=err, start_new_session=True)
+                             stderr=err, start_new_session=True, preexec_fn=default_signals)
     deadline = time.monotonic() + case.timeout
     if case.kill:
         sig, ms, marker = case.kill
@@ -343,6 +359,8 @@ def run_case(case, root, cli, calibrate=False):
                 shutil.rmtree(d)
                 os.makedirs(d)
         (s1, o1, e1, p1), (s2, o2, e2, p2) = runs["untraced"], runs["traced"]
+        with open(os.path.join(root, "statuses.json"), "w") as f:
+            json.dump({"untraced": describe_status(s1), "traced": describe_status(s2)}, f)
         diffs = ["untraced run: " + p for p in p1] + ["traced run: " + p for p in p2]
         if s1 != s2:
             diffs.append("exit status: %s untraced, %s traced" % (describe_status(s1), describe_status(s2)))
@@ -368,6 +386,68 @@ def run_case(case, root, cli, calibrate=False):
             subprocess.run(["umount", "-l", trace_dir], capture_output=True)
 
 
+def _tail(path, n=15):
+    try:
+        with open(path, "rb") as f:
+            lines = f.read().decode(errors="replace").splitlines()
+    except OSError as e:
+        return ["(%s)" % e]
+    return (["... (%d lines before)" % (len(lines) - n)] if len(lines) > n else []) + \
+        [l[:200] for l in lines[-n:]]
+
+
+def _trace_summary(trace_dir):
+    """Per trace file: its size, its events, whether it has its `end`, and its last events."""
+    out = []
+    try:
+        files = sorted(f for f in os.listdir(trace_dir) if ".pfw" in f)
+    except OSError as e:
+        return ["(%s)" % e]
+    for name in files:
+        path = os.path.join(trace_dir, name)
+        _, events, _ = tc.trace_problems(path)
+        timed = [e for e in events if isinstance(e, dict) and "ts" in e]
+        last = ", ".join("%s@%s" % (e.get("name"), e.get("ts")) for e in timed[-3:])
+        ends = [e for e in events if e.get("name") == "end" and e.get("cat") == "dftracer"]
+        sig = (ends[-1].get("args") or {}).get("signal") if ends else None
+        end = "NO end" if not ends else "end (%s)" % sig if sig else "end"
+        out.append("%s: %d bytes, %d events, %s; last: %s"
+                   % (name, os.path.getsize(path), len(events), end, last))
+    return out
+
+
+def failure_context(root):
+    """What a failing case's report shows besides its differences: both runs' statuses, the tails
+    of their stdout and stderr, and a summary of each trace file."""
+    lines = []
+    try:
+        with open(os.path.join(root, "statuses.json")) as f:
+            lines.append("statuses: %s" % json.load(f))
+    except (OSError, ValueError) as e:
+        lines.append("statuses: (%s)" % e)
+    for mode in ("untraced", "traced"):
+        for stream in ("stdout", "stderr"):
+            lines.append("%s %s:" % (mode, stream))
+            lines += ["    " + l for l in _tail(os.path.join(root, mode + ".out", stream))]
+    lines.append("trace files:")
+    lines += ["    " + l for l in _trace_summary(os.path.join(root, "trace"))]
+    return lines
+
+
+def keep_failure(base, case_root, name, report):
+    """pytest empties --basetemp at its next start: a failing case's folder and report are copied
+    to BASETEMP-failures/NAME-TIME/ (the report in report.txt), where the next run leaves them."""
+    keep = os.path.join(base.rstrip(os.sep) + "-failures",
+                        "%s-%s" % (name, time.strftime("%Y%m%dT%H%M%S", time.gmtime())))
+    try:
+        shutil.copytree(case_root, keep, symlinks=True, ignore_dangling_symlinks=True)
+    except (OSError, shutil.Error):
+        os.makedirs(keep, exist_ok=True)
+    with open(os.path.join(keep, "report.txt"), "w") as f:
+        f.write(report + "\n")
+    return keep
+
+
 def check_case(case, tmp_path_factory):
     """The body of a battery test: runs the case untraced and traced (untraced twice with
     BATTERY_CALIBRATE=1), skips it saying why where it can not run, appends a line to
@@ -385,8 +465,13 @@ def check_case(case, tmp_path_factory):
     with open(os.path.join(base, "summary.jsonl"), "a") as f:
         f.write(json.dumps({"case": case.name, "defects": case.defects, "differences": diffs,
                             "seconds": seconds}) + "\n")
-    assert not diffs, "%s (%s): %d difference(s):\n  - %s" % (
-        case.name, case.defects, len(diffs), "\n  - ".join(diffs))
+    if diffs:
+        root = os.path.join(base, case.name)
+        report = "%s (%s): %d difference(s):\n  - %s\n%s" % (
+            case.name, case.defects, len(diffs), "\n  - ".join(diffs),
+            "\n".join("  " + l for l in failure_context(root)))
+        report += "\n  kept in %s" % keep_failure(base, root, case.name, report)
+        pytest.fail(report, pytrace=False)
 
 
 def selected(cases):
