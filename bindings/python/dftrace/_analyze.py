@@ -19,8 +19,9 @@ import warnings
 import zlib
 
 from ._read import trace_files
+from ._steps import STEP_COLUMNS, StepItems, Steps
 
-__all__ = ["analyze", "Analysis", "DamagedTraceError"]
+__all__ = ["analyze", "Analysis", "DamagedTraceError", "StepItems"]
 
 # Text read from the start of each file to place it (its processes, ranks and parents).
 _HEAD_BYTES = 1 << 20
@@ -61,11 +62,15 @@ class Analysis(dict):
 
     def steps_frame(self):
         """One row per step: rank, group, index, step, epoch, ts_ns, dur_ns and its split
-        (compute_ns, comm_ns, io_ns, data_ns, other_ns: they sum to dur_ns)."""
+        (compute_ns, comm_ns, io_ns, data_ns, other_ns: they sum to dur_ns). Built from the
+        merged steps' columns, with no dict per step, unless steps.items was already asked for
+        as a list (then from that list, as it may have been changed)."""
         import pandas as pd
-        cols = ["rank", "group", "index", "step", "epoch", "ts_ns", "dur_ns", "compute_ns",
-                "comm_ns", "io_ns", "data_ns", "other_ns"]
-        return pd.DataFrame(self["steps"]["items"], columns=cols)
+        items = self["steps"]
+        items = dict.get(items, "items") if isinstance(items, dict) else None
+        if isinstance(items, StepItems):
+            return items.frame()
+        return pd.DataFrame(self["steps"]["items"], columns=STEP_COLUMNS)
 
 
 def analyze(paths, client=None, steps=None, layers=None, allow_damaged=False, rules=None,
@@ -95,10 +100,12 @@ def analyze(paths, client=None, steps=None, layers=None, allow_damaged=False, ru
 
 
 def _result(doc, allow_damaged):
-    """The Analysis of merge_doc's (text, step items)."""
-    text, items = doc
+    """The Analysis of merge_doc's (text, steps held): the items stay in the extension's
+    store until asked for (StepItems), no text to parse and no dict per step made here."""
+    text, held = doc
     result = Analysis(json.loads(text))
-    result["steps"]["items"] = items  # built as objects by the extension: no text to parse
+    steps = result["steps"] = Steps(result["steps"])
+    dict.__setitem__(steps, "items", StepItems(held))  # the text's place for them: `[]`
     if not allow_damaged and not result["inputs"]["complete"]:
         raise DamagedTraceError(result)
     return result
