@@ -5,6 +5,7 @@
 import copy
 import gc
 import json
+import os
 import pickle
 import sys
 import tracemalloc
@@ -63,8 +64,9 @@ def test_items_and_frame_equal_the_text(tmp_path, ref_files):
         # the frame from the columns: the values and dtypes pandas gives the list of dicts
         pd.testing.assert_frame_equal(r.steps_frame(), pd.DataFrame(want, columns=COLS))
         # the lazy sequence: equal to the list, indexed, sliced, iterated
-        lazy = dict.__getitem__(r["steps"], "items")
+        lazy = r.step_items()
         assert isinstance(lazy, _analyze.StepItems), name
+        assert lazy is dict.__getitem__(r["steps"], "items")
         assert lazy == want and want == lazy and not (lazy != want), name
         assert len(lazy) == len(want) and list(lazy) == want
         assert lazy[1:3] == want[1:3] and lazy[::2] == want[::2] and lazy[::-3] == want[::-3]
@@ -89,7 +91,7 @@ def test_items_become_the_list_on_first_read(tmp_path):
     r = dftrace.analyze(paths)
     items = r["steps"]["items"]
     assert type(items) is list and items == want
-    assert r["steps"]["items"] is items  # made once, kept: changes stay
+    assert r["steps"]["items"] is items and r.step_items() is items  # made once, kept
     items[0]["step"] = "changed"
     assert r["steps"]["items"][0]["step"] == "changed"
     assert r.steps_frame()["step"].iloc[0] == "changed"  # the frame of the list as it is now
@@ -125,6 +127,7 @@ def test_python_objects_do_not_grow_with_the_steps(tmp_path):
     tracemalloc.start()
     try:
         r = dftrace.analyze(paths)
+        last = r.step_items()[-10:]  # a few items of a long run: only those made
         held, _ = tracemalloc.get_traced_memory()
         grown = sys.getallocatedblocks() - blocks
         assert r["steps"]["count"] == n
@@ -134,6 +137,7 @@ def test_python_objects_do_not_grow_with_the_steps(tmp_path):
     finally:
         tracemalloc.stop()
     assert len(f) == n and (f["dur_ns"] == f[COLS[7:]].sum(axis=1)).all()
+    assert pd.DataFrame(last, columns=COLS).equals(f.iloc[-10:].reset_index(drop=True))
     assert list(f["rank"].unique()) == list(range(ranks))
     assert grown < n // 100, f"{grown} more blocks allocated after analyze() of {n} steps"
     assert held < 16 * n, f"analyze() holds {held / n:.0f} bytes a step of Python objects"
@@ -152,3 +156,38 @@ def test_steps_held_are_read_in_ranges(tmp_path):
     assert _analysis.step_items(held, 8, 1) == [] and _analysis.step_items(held, -1, 0) == []
     with pytest.raises(ValueError):
         _analysis.step_count(object())
+
+
+def test_a_lost_steps_file_is_an_error_never_fewer_items(tmp_path, monkeypatch):
+    """The steps stay in the merged store's temporary file past its budget (a budget of 1024
+    events, so 128 step rows in memory): when that file can no longer be read, reading the items
+    or the frame raises OSError, never a shorter list."""
+    (tmp_path / "run").mkdir()
+    (tmp_path / "tmp").mkdir()
+    paths = []
+    for r in range(2):
+        p = Proc(300 + r, rank=r)
+        for k in range(1000):
+            p.ev("step", "compute", 100 * k, 100 * k + 90, step=k)
+        paths.append(p.write(tmp_path / "run"))
+    want = json.loads(dftrace._analyze.analyze_text(paths))["steps"]["items"]
+    monkeypatch.setenv("DFTRACE_ANALYZE_SPILL_EVENTS", "1024")
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    r = dftrace.analyze(paths)
+    lazy = r.step_items()
+    assert len(lazy) == 2000 and lazy == want  # read back from the files
+    spilled = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink("/proc/self/fd/" + fd)
+        except OSError:
+            continue
+        if target.startswith(str(tmp_path / "tmp" / "dftrace-analyze-")):
+            spilled.append(fd)
+    assert spilled, "no temporary file held the steps"
+    for fd in spilled:
+        os.ftruncate(int(fd), 0)
+    for read in (lambda: r.steps_frame(), lambda: lazy[0], lambda: list(lazy),
+                 lambda: r["steps"]["items"], lambda: json.dumps(r)):
+        with pytest.raises(OSError, match="could not be read back"):
+            read()
