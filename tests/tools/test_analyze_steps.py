@@ -13,7 +13,8 @@ import tracemalloc
 import pytest
 
 from conftest import need
-from test_analyze import Proc
+from test_analyze import T0, Proc
+from test_analyze_hostile_time import step_traces
 from test_analyze_memory import write_trace
 
 need("pandas")
@@ -51,7 +52,15 @@ def inputs(tmp_path, ref_files):
             p.ev("step", "compute", 1000 * k, 1000 * k + 900 + r, step=k, epoch=0)
             p.ev("allreduce", "comm", 1000 * k + 100, 1000 * k + 300)
         ranked.append(p.write(tmp_path / "ranked"))
+    # steps that start past 2^63 ns (a uint64 column), and steps of 2^63-1 ns each (their total
+    # held: damaged input)
+    late = Proc(77, rank=0)
+    for k in range(3):
+        late.ev("step", "compute", 2 ** 63 - T0 + 100 * k, 2 ** 63 - T0 + 100 * k + 90, step=k)
+    (tmp_path / "late").mkdir()
+    (tmp_path / "long").mkdir()
     return [("mixed", mixed_run(tmp_path / "mixed")), ("ranked", ranked),
+            ("late", [late.write(tmp_path / "late")]), ("long", step_traces(tmp_path / "long")),
             ("dftracer", ref_files)]
 
 
