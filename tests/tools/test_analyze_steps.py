@@ -78,6 +78,10 @@ def test_items_and_frame_equal_the_text(tmp_path, ref_files):
         assert lazy is dict.__getitem__(r["steps"], "items")
         assert lazy == want and want == lazy and not (lazy != want), name
         assert len(lazy) == len(want) and list(lazy) == want
+        assert list(reversed(lazy)) == want[::-1]
+        with pytest.MonkeyPatch.context() as m:  # ranges of 3 items: their edges crossed
+            m.setattr(_analyze.StepItems, "_CHUNK", 3)
+            assert list(lazy) == want and list(reversed(lazy)) == want[::-1] and lazy == want
         assert lazy[1:3] == want[1:3] and lazy[::2] == want[::2] and lazy[::-3] == want[::-3]
         assert lazy[5:2] == [] and lazy[len(want):] == []
         with pytest.raises(IndexError):

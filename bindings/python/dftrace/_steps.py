@@ -50,6 +50,12 @@ class StepItems(collections.abc.Sequence):
         for first in range(0, self._n, self._CHUNK):
             yield from _analysis.step_items(self._held, first, self._CHUNK)
 
+    def __reversed__(self):
+        from . import _analysis
+        for end in range(self._n, 0, -self._CHUNK):
+            first = max(0, end - self._CHUNK)
+            yield from reversed(_analysis.step_items(self._held, first, end - first))
+
     def __eq__(self, other):
         if isinstance(other, StepItems) and other._held is self._held:
             return True
