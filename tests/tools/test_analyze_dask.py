@@ -81,9 +81,10 @@ def test_single_machine_equals_the_command(run6):
 
 
 def test_step_items_built_as_objects_equal_the_text(run6, ref_files, tmp_path):
-    # merge_doc gives the document without its step items and the items as dicts: together, key
-    # order and value types included, they are the text merge writes. Steps with `step` and
-    # `epoch` arguments, without, and groups without a rank (DFTracer's traces).
+    # merge_doc gives the document without its step items and the steps held, step_items the
+    # items as dicts: together, key order and value types included, they are the text merge
+    # writes. Steps with `step` and `epoch` arguments, without, and groups without a rank
+    # (DFTracer's traces).
     p = Proc(4242, rank=None)
     for k in range(5):
         p.ev("step", "compute", 100 * k, 100 * k + 90, step=k, epoch=-k)
@@ -91,7 +92,8 @@ def test_step_items_built_as_objects_equal_the_text(run6, ref_files, tmp_path):
     for paths in (run6, ref_files, [str(tmp_path / "t-4242.pfw.gz")]):
         parts = [_analysis.partial(paths, None, None, 1)]
         text = _analysis.merge(parts, None, None, None)
-        rest, items = _analysis.merge_doc(parts, None, None, None)
+        rest, held = _analysis.merge_doc(parts, None, None, None)
+        items = _analysis.step_items(held, 0, _analysis.step_count(held))
         doc = json.loads(rest)
         assert doc["steps"]["items"] == []
         doc["steps"]["items"] = items

@@ -19,8 +19,9 @@ import warnings
 import zlib
 
 from ._read import trace_files
+from ._steps import STEP_COLUMNS, StepItems, Steps
 
-__all__ = ["analyze", "Analysis", "DamagedTraceError"]
+__all__ = ["analyze", "Analysis", "DamagedTraceError", "StepItems"]
 
 # Text read from the start of each file to place it (its processes, ranks and parents).
 _HEAD_BYTES = 1 << 20
@@ -59,13 +60,24 @@ class Analysis(dict):
             rows.append(row)
         return pd.DataFrame(rows)
 
+    def step_items(self):
+        """The items of `steps` as a sequence, without making the whole list: a StepItems (each
+        item a dict made when indexed; slices and iteration a range at a time) while
+        r["steps"]["items"] has not been read, else that list."""
+        steps = self["steps"]
+        items = dict.get(steps, "items") if isinstance(steps, dict) else None
+        return items if items is not None else steps["items"]
+
     def steps_frame(self):
         """One row per step: rank, group, index, step, epoch, ts_ns, dur_ns and its split
-        (compute_ns, comm_ns, io_ns, data_ns, other_ns: they sum to dur_ns)."""
+        (compute_ns, comm_ns, io_ns, data_ns, other_ns: they sum to dur_ns). Built from the
+        merged steps' columns, with no dict per step, unless steps.items was already asked for
+        as a list (then from that list, as it may have been changed)."""
         import pandas as pd
-        cols = ["rank", "group", "index", "step", "epoch", "ts_ns", "dur_ns", "compute_ns",
-                "comm_ns", "io_ns", "data_ns", "other_ns"]
-        return pd.DataFrame(self["steps"]["items"], columns=cols)
+        items = self.step_items()
+        if isinstance(items, StepItems):
+            return items.frame()
+        return pd.DataFrame(items, columns=STEP_COLUMNS)
 
 
 def analyze(paths, client=None, steps=None, layers=None, allow_damaged=False, rules=None,
@@ -83,7 +95,8 @@ def analyze(paths, client=None, steps=None, layers=None, allow_damaged=False, ru
         threads: reader threads per partial (0: the machine's cores).
 
     Returns:
-        An Analysis: the JSON document as a dict, with groups_frame() and steps_frame().
+        An Analysis: the JSON document as a dict, with groups_frame(), steps_frame() and
+        step_items().
 
     Example:
         >>> r = dftrace.analyze("traces/")
@@ -95,10 +108,12 @@ def analyze(paths, client=None, steps=None, layers=None, allow_damaged=False, ru
 
 
 def _result(doc, allow_damaged):
-    """The Analysis of merge_doc's (text, step items)."""
-    text, items = doc
+    """The Analysis of merge_doc's (text, steps held): the items stay in the extension's
+    store until asked for (StepItems), no text to parse and no dict per step made here."""
+    text, held = doc
     result = Analysis(json.loads(text))
-    result["steps"]["items"] = items  # built as objects by the extension: no text to parse
+    steps = result["steps"] = Steps(result["steps"])
+    dict.__setitem__(steps, "items", StepItems(held))  # the text's place for them: `[]`
     if not allow_damaged and not result["inputs"]["complete"]:
         raise DamagedTraceError(result)
     return result

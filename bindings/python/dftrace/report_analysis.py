@@ -89,6 +89,8 @@ def _steps_frame(r):
     """The steps' items as a DataFrame (one row per step: group, index, dur_ns and its parts)."""
     import pandas as pd
     cols = ["group", "index", "step", "ts_ns", "dur_ns"] + [p + "_ns" for p in _PARTS]
+    if hasattr(r, "steps_frame"):  # an Analysis: from its steps' columns, no dict per step
+        return r.steps_frame()[cols]
     return pd.DataFrame.from_records(r["steps"]["items"], columns=cols)
 
 

@@ -192,17 +192,42 @@ PyObject *merge_text(PyObject *, PyObject *args) {
   return Py_BuildValue("(NO)", text, inputs_complete(m.in, m.r) ? Py_True : Py_False);
 }
 
+// The document without its step items, and the steps themselves in a capsule (step_items.hpp)
+// that step_items() and step_columns() read: no item is an object until it is asked for.
 PyObject *merge_doc(PyObject *, PyObject *args) {
   merged_run m;
   if (!merge_args(args, &m)) return nullptr;
   PyObject *text = document_text(m, false);
   if (!text) return nullptr;
-  PyObject *items = dftrace::python::step_items(m.r);
-  if (!items) {
+  PyObject *steps = dftrace::python::steps_capsule(m.r);
+  if (!steps) {
     Py_DECREF(text);
     return nullptr;
   }
-  return Py_BuildValue("(NN)", text, items);
+  return Py_BuildValue("(NN)", text, steps);
+}
+
+PyObject *step_count(PyObject *, PyObject *capsule) {
+  const dftrace::python::held_steps *h = dftrace::python::steps_of(capsule);
+  return h ? PyLong_FromSize_t(h->steps.size()) : nullptr;
+}
+
+// step_items(steps, first, n): the items [first, first + n), clipped to the steps held.
+PyObject *step_items(PyObject *, PyObject *args) {
+  PyObject *capsule;
+  Py_ssize_t first = 0, n = 0;
+  if (!PyArg_ParseTuple(args, "Onn", &capsule, &first, &n)) return nullptr;
+  const dftrace::python::held_steps *h = dftrace::python::steps_of(capsule);
+  if (!h) return nullptr;
+  const size_t size = h->steps.size();
+  const size_t from = first < 0 ? 0 : std::min(static_cast<size_t>(first), size);
+  const size_t count = n < 0 ? 0 : std::min(static_cast<size_t>(n), size - from);
+  return dftrace::python::step_items(*h, from, count);
+}
+
+PyObject *step_columns(PyObject *, PyObject *capsule) {
+  const dftrace::python::held_steps *h = dftrace::python::steps_of(capsule);
+  return h ? dftrace::python::step_columns(*h) : nullptr;
 }
 
 // A run read whole (its names' durations collected) into *out, as `dftrace diff` reads each.
@@ -296,8 +321,13 @@ PyMethodDef methods[] = {
      "merge_text(partials, steps, layers, rules) -> (bytes, bool): merge()'s document as UTF-8, "
      "and its inputs.complete"},
     {"merge_doc", merge_doc, METH_VARARGS,
-     "merge_doc(partials, steps, layers, rules) -> (str, list): the document with steps.items "
-     "empty, and the items as dicts"},
+     "merge_doc(partials, steps, layers, rules) -> (str, steps): the document with steps.items "
+     "empty, and the steps held for step_items() and step_columns()"},
+    {"step_count", step_count, METH_O, "step_count(steps) -> int: how many steps merge_doc held"},
+    {"step_items", step_items, METH_VARARGS,
+     "step_items(steps, first, n) -> list: the items [first, first + n) as dicts"},
+    {"step_columns", step_columns, METH_O,
+     "step_columns(steps) -> dict: every step as columns of integers (bytes), and the ranks"},
     {"diff", diff, METH_VARARGS,
      "diff(base_paths, new_paths, new_partial, new_names, steps, layers, threads) -> str: the "
      "document of `dftrace diff --json --allow-damaged`"},
