@@ -14,6 +14,17 @@ from conftest import CLI
 T0 = 1_700_000_000_000_000_000
 
 
+def trace_head(rank, pid):
+    """A process's first lines: the array's opening, its time unit, its rank and its start."""
+    return ('[\n'
+            f'{{"id":1,"name":"PR","cat":"dftracer","pid":{pid},"tid":{pid},"ph":"M",'
+            '"args":{"name":"time_metric","value":"ns"}}\n'
+            f'{{"id":2,"name":"PR","cat":"dftracer","pid":{pid},"tid":{pid},"ph":"M",'
+            f'"args":{{"name":"rank","value":{rank}}}}}\n'
+            f'{{"id":3,"name":"start","cat":"dftracer","pid":{pid},"tid":{pid},"ts":{T0},'
+            '"dur":0,"ph":"X","args":{"ppid":1}}\n')
+
+
 def write_trace(path, steps, iters_per_step, rank=0, pid=9, step_arg=None):
     """One ranked process: `steps` step events (compute.step, with a `step` argument: k for the
     k-th, or step_arg(k)), each holding `iters_per_step` nested `.iter` events (frames: in no
@@ -21,13 +32,7 @@ def write_trace(path, steps, iters_per_step, rank=0, pid=9, step_arg=None):
     step_arg = step_arg or (lambda k: k)
     # Written line by line: the whole text would be hundreds of MB of Python strings.
     with gzip.open(path, "wt", compresslevel=1) as f:
-        f.write('[\n'
-                f'{{"id":1,"name":"PR","cat":"dftracer","pid":{pid},"tid":{pid},"ph":"M",'
-                '"args":{"name":"time_metric","value":"ns"}}\n'
-                f'{{"id":2,"name":"PR","cat":"dftracer","pid":{pid},"tid":{pid},"ph":"M",'
-                f'"args":{{"name":"rank","value":{rank}}}}}\n'
-                f'{{"id":3,"name":"start","cat":"dftracer","pid":{pid},"tid":{pid},"ts":{T0},'
-                '"dur":0,"ph":"X","args":{"ppid":1}}\n')
+        f.write(trace_head(rank, pid))
         nid, width = 3, 10 * (iters_per_step + 1)
         for k in range(steps):
             t = T0 + k * width
@@ -164,13 +169,7 @@ def write_comm_trace(path, events, collectives, rank, pid, ranks, skew=None):
     sends (in the comm layer too, never matched). Event k starts skew(k) ns into its 10 ns
     slot (rank by default)."""
     with gzip.open(path, "wt", compresslevel=1) as f:
-        f.write('[\n'
-                f'{{"id":1,"name":"PR","cat":"dftracer","pid":{pid},"tid":{pid},"ph":"M",'
-                '"args":{"name":"time_metric","value":"ns"}}\n'
-                f'{{"id":2,"name":"PR","cat":"dftracer","pid":{pid},"tid":{pid},"ph":"M",'
-                f'"args":{{"name":"rank","value":{rank}}}}}\n'
-                f'{{"id":3,"name":"start","cat":"dftracer","pid":{pid},"tid":{pid},"ts":{T0},'
-                '"dur":0,"ph":"X","args":{"ppid":1}}\n')
+        f.write(trace_head(rank, pid))
         for k in range(events):
             name = "all_reduce" if k < collectives else "send"
             f.write(f'{{"id":{k + 4},"name":"{name}","cat":"comm","pid":{pid},"tid":{pid},'
@@ -213,13 +212,7 @@ def write_wait_trace(path, events, waits, rank, pid, ranks, calls=100):
     with a comm_id) and their comm.wait events, then `waits` more comm.wait events with ids no
     call has (kept until the process's group is analysed, then dropped), the rest sends."""
     with gzip.open(path, "wt", compresslevel=1) as f:
-        f.write('[\n'
-                f'{{"id":1,"name":"PR","cat":"dftracer","pid":{pid},"tid":{pid},"ph":"M",'
-                '"args":{"name":"time_metric","value":"ns"}}\n'
-                f'{{"id":2,"name":"PR","cat":"dftracer","pid":{pid},"tid":{pid},"ph":"M",'
-                f'"args":{{"name":"rank","value":{rank}}}}}\n'
-                f'{{"id":3,"name":"start","cat":"dftracer","pid":{pid},"tid":{pid},"ts":{T0},'
-                '"dur":0,"ph":"X","args":{"ppid":1}}\n')
+        f.write(trace_head(rank, pid))
         for k in range(events):
             if k < 2 * calls:
                 name, cid = ("all_reduce", k // 2) if k % 2 == 0 else ("wait", k // 2)
@@ -342,13 +335,7 @@ def write_straggler_trace(path, steps, rank, pid, ranks, slow):
     3 ms: 1 ms long, or 2.5 ms when slow(k, rank) (more than 1.25 x the median of step k and
     1 ms more when fewer than half the ranks are slow at k: a straggler)."""
     with gzip.open(path, "wt", compresslevel=1) as f:
-        f.write('[\n'
-                f'{{"id":1,"name":"PR","cat":"dftracer","pid":{pid},"tid":{pid},"ph":"M",'
-                '"args":{"name":"time_metric","value":"ns"}}\n'
-                f'{{"id":2,"name":"PR","cat":"dftracer","pid":{pid},"tid":{pid},"ph":"M",'
-                f'"args":{{"name":"rank","value":{rank}}}}}\n'
-                f'{{"id":3,"name":"start","cat":"dftracer","pid":{pid},"tid":{pid},"ts":{T0},'
-                '"dur":0,"ph":"X","args":{"ppid":1}}\n')
+        f.write(trace_head(rank, pid))
         for k in range(steps):
             dur = 2_500_000 if slow(k, rank) else 1_000_000
             f.write(f'{{"id":{k + 4},"name":"step","cat":"compute","pid":{pid},"tid":{pid},'
