@@ -580,6 +580,13 @@ void dftrace_note_ending_signal(int sig) {
   }
 }
 
+void dftrace_default_action_restored(int sig) {
+  try {
+    the_runtime().on_default_action_restored(sig);
+  } catch (...) {  // (allocates nothing; a first use that makes the runtime may fail)
+  }
+}
+
 bool dftrace_hash_redefine(int kind, uint64_t hash) {
   return guarded([&] { return the_runtime().redefine_hash(kind, hash); }, false);
 }

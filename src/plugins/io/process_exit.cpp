@@ -8,10 +8,12 @@
 // C library's allocator or one of dftrace's locks, which finalizing needs (a SIGALRM handler that
 // calls _exit while the program allocates): finalize_before_image_ends (image_end.hpp) writes the
 // end line the signal-safe way first and finalizes under a watchdog.
+#include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "dftrace/plugin.h"
 #include "plugins/io/image_end.hpp"
 #include "plugins/io/interpose.hpp"
 
@@ -85,6 +87,25 @@ int raise(int sig) {
   DFTRACE_IO_REAL(raise);
   if (signal_ends_this_process(sig)) finalize_before_image_ends(sig);
   return real_raise(sig);
+}
+
+// A signal's default action put back. Python does so for SIGINT as it finalizes after an
+// uncaught KeyboardInterrupt, some time before it kills itself with SIGINT (kill, above): a
+// second SIGINT landing in between (`timeout` sends one to the process and one to its group)
+// ended the process by the default action with no handler of dftrace's in front, and the trace
+// lost its end line and what was still buffered. The runtime puts its fatal-signal handler in
+// front of the default action again (a request to end, as at initialisation); the signal still
+// ends the process as it would have untraced.
+int sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
+  DFTRACE_IO_REAL(sigaction);
+  const int rc = real_sigaction(sig, act, old);
+  if (rc == 0 && act && !(act->sa_flags & SA_SIGINFO) && act->sa_handler == SIG_DFL &&
+      g_ready.load(std::memory_order_acquire) && !t_inside && !in_vfork_child()) {
+    const int saved_errno = errno;
+    dftrace_default_action_restored(sig);
+    errno = saved_errno;
+  }
+  return rc;
 }
 
 // The registry's entries of the table's EXIT_OWN rows: those written here and the exec family

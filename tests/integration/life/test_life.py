@@ -254,6 +254,48 @@ def test_ctrl_c_on_a_traced_python_loop_raises_keyboard_interrupt(tmp_path):
     assert ev[-1]["name"] == "end"
 
 
+# Python's own exit after an uncaught KeyboardInterrupt puts SIGINT's default action back as it
+# finalizes and then kills itself with SIGINT; `timeout` sends a second SIGINT (to the process
+# group) that may land in between. The default action put back, the second SIGINT from outside.
+DEFAULT_BACK = textwrap.dedent("""
+    import signal, sys, time
+    with open(sys.argv[1], "w") as f:
+        for i in range(100):
+            f.write("step %d\\n" % i)
+            f.flush()
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    print("ready", flush=True)
+    time.sleep(120)
+""")
+
+
+def interrupt_after_default_back(tmp_path, name, wrap):
+    script = tmp_path / "back.py"
+    script.write_text(DEFAULT_BACK)
+    p = subprocess.Popen(wrap(sys.executable, str(script), str(tmp_path / name)),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=clean_env(DFTRACE_OUTPUT_FLUSH_INTERVAL="600s"))
+    line = p.stdout.readline().strip()
+    assert line == "ready", (line, p.stderr.read() if p.poll() is not None else "")
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    return p.returncode, out, err, (tmp_path / name).read_text()
+
+
+def test_sigint_after_python_puts_its_default_action_back_still_ends_the_trace(tmp_path):
+    (tmp_path / "traces").mkdir()
+    want = interrupt_after_default_back(tmp_path, "untraced.log", lambda *c: list(c))
+    assert want[0] == -signal.SIGINT, want
+    got = interrupt_after_default_back(tmp_path, "traced.log", lambda *c: traced(tmp_path, *c))
+    assert got[0] == want[0], got
+    assert got[1:] == want[1:], got
+    # The process died of SIGINT, as untraced, with its trace whole: the buffered writes and
+    # the end line naming the signal.
+    ev = tc.load(tc.only_file(str(tmp_path / "traces")))
+    assert sum(e.get("name") == "write" and e.get("cat") == "POSIX" for e in ev) >= 100
+    assert ev[-1]["name"] == "end" and ev[-1]["args"].get("signal") == "SIGINT", ev[-3:]
+
+
 FORKSERVER = textwrap.dedent("""
     import multiprocessing as mp
     def square(x):
