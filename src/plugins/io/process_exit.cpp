@@ -96,16 +96,32 @@ int raise(int sig) {
 // lost its end line and what was still buffered. The runtime puts its fatal-signal handler in
 // front of the default action again (a request to end, as at initialisation); the signal still
 // ends the process as it would have untraced.
+namespace {
+
+void default_action_set(int sig) {
+  if (!g_ready.load(std::memory_order_acquire) || t_inside || in_vfork_child()) return;
+  const int saved_errno = errno;
+  dftrace_default_action_restored(sig);
+  errno = saved_errno;
+}
+
+}  // namespace
+
 int sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
   DFTRACE_IO_REAL(sigaction);
   const int rc = real_sigaction(sig, act, old);
-  if (rc == 0 && act && !(act->sa_flags & SA_SIGINFO) && act->sa_handler == SIG_DFL &&
-      g_ready.load(std::memory_order_acquire) && !t_inside && !in_vfork_child()) {
-    const int saved_errno = errno;
-    dftrace_default_action_restored(sig);
-    errno = saved_errno;
-  }
+  if (rc == 0 && act && !(act->sa_flags & SA_SIGINFO) && act->sa_handler == SIG_DFL)
+    default_action_set(sig);
   return rc;
+}
+
+// signal() sets the action inside the C library, without the sigaction symbol: a C program's
+// signal(SIGINT, SIG_DFL) after a handler of its own.
+sighandler_t signal(int sig, sighandler_t handler) {
+  DFTRACE_IO_REAL(signal);
+  const sighandler_t previous = real_signal(sig, handler);
+  if (previous != SIG_ERR && handler == SIG_DFL) default_action_set(sig);
+  return previous;
 }
 
 // The registry's entries of the table's EXIT_OWN rows: those written here and the exec family

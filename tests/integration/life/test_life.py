@@ -362,6 +362,21 @@ def test_a_c_program_killed_by_a_request_to_end_still_gets_its_end_line(tmp_path
     assert ev[-1]["name"] == "end" and ev[-1]["args"]["signal"] == signal.Signals(sig).name
 
 
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_default_action_put_back_after_initialisation_still_gets_the_end_line(tmp_path, sig):
+    # term_prog's own handlers replace dftrace's; it then puts the default actions back
+    # (SIGINT's with signal(), SIGTERM's with sigaction()), which the preloaded library sees.
+    (tmp_path / "traces").mkdir()
+    p = subprocess.Popen(traced(tmp_path, os.path.join(BIN, "term_prog"), "back"),
+                         stdout=subprocess.PIPE, env=clean_env(), text=True)
+    assert p.stdout.readline().strip() == "ready"
+    p.send_signal(sig)
+    p.wait(timeout=60)
+    assert p.returncode == -sig
+    ev = tc.load(tc.only_file(str(tmp_path / "traces")))
+    assert ev[-1]["name"] == "end" and ev[-1]["args"]["signal"] == signal.Signals(sig).name
+
+
 def test_a_request_to_end_the_application_handles_stays_its_own(tmp_path):
     env = clean_env(DFTRACE_ENABLE="1", DFTRACE_LOG_FILE=str(tmp_path / "trace"))
     p = subprocess.run([os.path.join(BIN, "term_prog"), "handled"], capture_output=True,
