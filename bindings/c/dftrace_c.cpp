@@ -19,6 +19,7 @@
 #include "dftrace/plugin.h"
 #include "output/output_file.hpp"
 #include "runtime/runtime.hpp"
+#include "runtime/signals.hpp"
 
 using dftrace::detail::json_quote;
 using dftrace::detail::node;
@@ -579,6 +580,8 @@ void dftrace_note_ending_signal(int sig) {
   } catch (...) {  // (allocates nothing; a first use that makes the runtime may fail)
   }
 }
+
+bool dftrace_default_action_behind(int sig) { return dftrace::detail::default_action_behind(sig); }
 
 void dftrace_default_action_restored(int sig) {
   try {

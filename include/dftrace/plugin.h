@@ -69,6 +69,10 @@ DFTRACE_API void dftrace_note_ending_signal(int sig);
  * written (Python puts SIGINT's back as it finalizes). Async-signal-safe. */
 DFTRACE_API void dftrace_default_action_restored(int sig);
 
+/* Whether the action of `sig` in place is dftrace's fatal-signal handler with the default action
+ * behind it (the signal ends the process once its trace is written). Async-signal-safe. */
+DFTRACE_API bool dftrace_default_action_behind(int sig);
+
 /* The effective value of the configuration key `key` ("io.data_dir"), as
  * dftrace_config_describe writes it, copied into buf[size] and always NUL-terminated when size
  * is not 0 (cut to fit). Returns the value's full length in bytes (a result >= size means it

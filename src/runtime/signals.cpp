@@ -92,6 +92,15 @@ bool takes_over_request(int sig, const struct sigaction &old, python host) {
 
 }  // namespace
 
+bool default_action_behind(int sig) {
+  if (sig <= 0 || sig >= 65 || !g_installed[sig]) return false;
+  struct sigaction now {};
+  if (::sigaction(sig, nullptr, &now) != 0) return false;
+  if (!(now.sa_flags & SA_SIGINFO) || now.sa_sigaction != fatal_signal) return false;
+  const struct sigaction &old = g_old_actions[sig];
+  return !(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_DFL;
+}
+
 python python_host() {
   void *f = ::dlsym(RTLD_DEFAULT, "Py_IsInitialized");
   if (!f) return python::none;

@@ -58,7 +58,10 @@ bool signal_ends_this_process(int sig) {
   if (sig == SIGKILL) return true;
   struct sigaction sa {};
   if (::sigaction(sig, nullptr, &sa) != 0) return false;
-  if ((sa.sa_flags & SA_SIGINFO) || sa.sa_handler != SIG_DFL) return false;
+  // (dftrace's fatal-signal handler in front of the default action ends it too, after a
+  // signal-safe flush only: finalized here instead, as with the default action alone)
+  const bool by_default = !(sa.sa_flags & SA_SIGINFO) && sa.sa_handler == SIG_DFL;
+  if (!by_default && !dftrace_default_action_behind(sig)) return false;
   sigset_t blocked;
   if (::pthread_sigmask(SIG_BLOCK, nullptr, &blocked) != 0) return false;
   return sigismember(&blocked, sig) == 0;
