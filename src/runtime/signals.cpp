@@ -20,9 +20,17 @@ bool g_installed[65];
 // Set once a fatal signal puts its default action back to end the process: from then on a
 // default action set (die_of's own) is never taken over again.
 volatile sig_atomic_t g_dying = 0;
-// Py_IsInitialized where the process is a Python interpreter (found at installation: dlsym is
-// not signal-safe, and the default action may be put back in a signal handler).
+// Py_IsInitialized and Py_IsFinalizing (_Py_IsFinalizing before 3.13) where the process is a
+// Python interpreter, found at installation (dlsym is not signal-safe, and the default action
+// may be put back in a signal handler). Py_IsInitialized is false again as it finalizes.
 int (*g_py_is_initialized)() = nullptr;
+int (*g_py_is_finalizing)() = nullptr;
+
+// An interpreter that has not started yet: it still reads the dispositions (signals.hpp).
+bool python_not_started() {
+  if (!g_py_is_initialized || g_py_is_initialized()) return false;
+  return !(g_py_is_finalizing && g_py_is_finalizing());
+}
 const int k_fatal_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT,
                                SIGTERM, SIGINT, SIGHUP, SIGPIPE};
 
@@ -105,6 +113,9 @@ python python_host() {
   void *f = ::dlsym(RTLD_DEFAULT, "Py_IsInitialized");
   if (!f) return python::none;
   g_py_is_initialized = reinterpret_cast<int (*)()>(f);
+  void *fin = ::dlsym(RTLD_DEFAULT, "Py_IsFinalizing");
+  if (!fin) fin = ::dlsym(RTLD_DEFAULT, "_Py_IsFinalizing");
+  g_py_is_finalizing = reinterpret_cast<int (*)()>(fin);
   return g_py_is_initialized() ? python::started : python::starting;
 }
 
@@ -139,8 +150,7 @@ void runtime::install_signal_handlers() {
 void runtime::on_default_action_restored(int sig) {
   if (sig <= 0 || sig >= 65 || !is_request(sig) || g_dying) return;
   if (!initialized() || !cfg_.signals) return;
-  // An interpreter that has not started yet reads the dispositions still (signals.hpp).
-  if (g_py_is_initialized && !g_py_is_initialized()) return;
+  if (python_not_started()) return;
   struct sigaction now {};
   if (::sigaction(sig, nullptr, &now) != 0) return;
   if ((now.sa_flags & SA_SIGINFO) || now.sa_handler != SIG_DFL) return;

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
@@ -291,6 +292,63 @@ def test_sigint_after_python_puts_its_default_action_back_still_ends_the_trace(t
     assert got[1:] == want[1:], got
     # The process died of SIGINT, as untraced, with its trace whole: the buffered writes and
     # the end line naming the signal.
+    ev = tc.load(tc.only_file(str(tmp_path / "traces")))
+    assert sum(e.get("name") == "write" and e.get("cat") == "POSIX" for e in ev) >= 100
+    assert ev[-1]["name"] == "end" and ev[-1]["args"].get("signal") == "SIGINT", ev[-3:]
+
+
+# The same window in Python's own finalization: a low-level exit function (Py_AtExit, run
+# after the interpreter put SIGINT's default action back, before its kill) that reads standard
+# input holds the process there; the second SIGINT (`timeout`'s to the process group) lands
+# while it reads.
+FINALIZING = textwrap.dedent("""
+    import ctypes, os, sys
+    with open(sys.argv[1], "w") as f:
+        for i in range(100):
+            f.write("step %d\\n" % i)
+            f.flush()
+    ctypes.pythonapi.Py_AtExit.argtypes = [ctypes.c_void_p]
+    ctypes.pythonapi.Py_AtExit(ctypes.cast(ctypes.CDLL(None).getchar, ctypes.c_void_p).value)
+    print(os.getpid(), flush=True)
+    raise KeyboardInterrupt
+""")
+READ_SYSCALL = {"x86_64": "0", "aarch64": "63"}  # (/proc/PID/syscall: number, then arguments)
+
+
+def reading_stdin(pid):
+    try:
+        with open("/proc/%d/syscall" % pid) as f:
+            call = f.read().split()
+    except OSError:
+        return False
+    return call[:2] == [READ_SYSCALL[os.uname().machine], "0x0"]
+
+
+def interrupt_while_finalizing(tmp_path, name, wrap):
+    script = tmp_path / "finalizing.py"
+    script.write_text(FINALIZING)
+    p = subprocess.Popen(wrap(sys.executable, str(script), str(tmp_path / name)),
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, env=clean_env(DFTRACE_OUTPUT_FLUSH_INTERVAL="600s"))
+    pid = int(p.stdout.readline())
+    for _ in range(6000):  # until it reads in its exit function (a minute at most)
+        if reading_stdin(pid) or p.poll() is not None:
+            break
+        time.sleep(0.01)
+    assert reading_stdin(pid), p.poll()
+    os.kill(pid, signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    return p.returncode, out, err.count("KeyboardInterrupt"), (tmp_path / name).read_text()
+
+
+def test_sigint_while_python_finalizes_after_keyboard_interrupt_still_ends_the_trace(tmp_path):
+    if os.uname().machine not in READ_SYSCALL:
+        pytest.skip("no read syscall number known for " + os.uname().machine)
+    (tmp_path / "traces").mkdir()
+    want = interrupt_while_finalizing(tmp_path, "untraced.log", lambda *c: list(c))
+    assert want[0] == -signal.SIGINT and want[2] > 0, want
+    got = interrupt_while_finalizing(tmp_path, "traced.log", lambda *c: traced(tmp_path, *c))
+    assert got == want, got
     ev = tc.load(tc.only_file(str(tmp_path / "traces")))
     assert sum(e.get("name") == "write" and e.get("cat") == "POSIX" for e in ev) >= 100
     assert ev[-1]["name"] == "end" and ev[-1]["args"].get("signal") == "SIGINT", ev[-3:]
