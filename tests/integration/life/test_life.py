@@ -358,6 +358,46 @@ def test_sigint_while_python_finalizes_after_keyboard_interrupt_still_ends_the_t
     assert ev[-1]["name"] == "end" and ev[-1]["args"].get("signal") == "SIGINT", ev[-3:]
 
 
+# What `timeout -s INT` does (SIGINT to the process, SIGINT to its group, SIGCONT to both), with
+# the second SIGINT a little later each time: from about half a millisecond to two and a half
+# after the first it landed, untraced-equivalent but trace-losing, while the interpreter
+# finalized with SIGINT's default action back. Every run dies of SIGINT with its end line,
+# whenever the second signal lands.
+SIGLOOP = textwrap.dedent("""
+    import os, sys, time
+    fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o644)
+    print(os.getpid(), flush=True)
+    while True:
+        os.pwrite(fd, b"step", 0)
+        time.sleep(0.001)
+""")
+
+
+def test_timeouts_two_sigints_at_any_spacing_leave_the_trace_its_end(tmp_path):
+    script = tmp_path / "sigloop.py"
+    script.write_text(SIGLOOP)
+    for n, delay in enumerate(x / 4 for x in range(2, 14)):
+        traces = tmp_path / ("traces%d" % n)
+        traces.mkdir()
+        p = subprocess.Popen([CLI, "run", "--prefix", str(traces / "t"), "--", sys.executable,
+                              str(script), str(tmp_path / "progress")],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=clean_env(DFTRACE_OUTPUT_FLUSH_INTERVAL="200ms"))
+        pid = int(p.stdout.readline())
+        os.kill(pid, signal.SIGINT)
+        time.sleep(delay / 1000)
+        for sig in (signal.SIGINT, signal.SIGCONT):
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        out, err = p.communicate(timeout=60)
+        assert p.returncode == -signal.SIGINT and "KeyboardInterrupt" in err, (delay, err)
+        ev = tc.load(tc.only_file(str(traces)))
+        end = ev[-1]
+        assert end["name"] == "end" and end["args"].get("signal") == "SIGINT", (delay, ev[-3:])
+
+
 FORKSERVER = textwrap.dedent("""
     import multiprocessing as mp
     def square(x):
