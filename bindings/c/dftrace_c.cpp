@@ -19,6 +19,7 @@
 #include "dftrace/plugin.h"
 #include "output/output_file.hpp"
 #include "runtime/runtime.hpp"
+#include "runtime/signals.hpp"
 
 using dftrace::detail::json_quote;
 using dftrace::detail::node;
@@ -576,6 +577,15 @@ void dftrace_held_fds_release(void) {
 void dftrace_note_ending_signal(int sig) {
   try {
     the_runtime().note_ending_signal(sig);
+  } catch (...) {  // (allocates nothing; a first use that makes the runtime may fail)
+  }
+}
+
+bool dftrace_default_action_behind(int sig) { return dftrace::detail::default_action_behind(sig); }
+
+void dftrace_default_action_restored(int sig) {
+  try {
+    the_runtime().on_default_action_restored(sig);
   } catch (...) {  // (allocates nothing; a first use that makes the runtime may fail)
   }
 }

@@ -63,6 +63,16 @@ DFTRACE_API bool dftrace_hash_redefine(int kind, uint64_t hash);
  * on the fatal-signal handler's path. Async-signal-safe; 0 forgets it. */
 DFTRACE_API void dftrace_note_ending_signal(int sig);
 
+/* The application has just put back the default action of `sig` (sigaction): where `sig` is a
+ * request to end (SIGINT, SIGTERM, SIGHUP, SIGPIPE) and fatal-signal handling is on, its handler
+ * goes in front of that default action again, so that the signal ends the process with its trace
+ * written (Python puts SIGINT's back as it finalizes). Async-signal-safe. */
+DFTRACE_API void dftrace_default_action_restored(int sig);
+
+/* Whether the action of `sig` in place is dftrace's fatal-signal handler with the default action
+ * behind it (the signal ends the process once its trace is written). Async-signal-safe. */
+DFTRACE_API bool dftrace_default_action_behind(int sig);
+
 /* The effective value of the configuration key `key` ("io.data_dir"), as
  * dftrace_config_describe writes it, copied into buf[size] and always NUL-terminated when size
  * is not 0 (cut to fit). Returns the value's full length in bytes (a result >= size means it

@@ -314,6 +314,11 @@ class runtime {
   // The process ends next by `sig`, which it sends itself: the end line's "signal" (as
   // on_fatal_signal's). Signal-safe.
   void note_ending_signal(int sig) { last_signal_.store(sig, std::memory_order_relaxed); }
+  // The application put back the default action of `sig`: a request to end (SIGINT, SIGTERM,
+  // SIGHUP, SIGPIPE) gets the fatal-signal handler in front of it again, as at initialisation
+  // (Python does so for SIGINT as it finalizes, before it kills itself with it).
+  // Signal-safe.
+  void on_default_action_restored(int sig);
 
   // Appends per-use arguments to out in their raw form (writer/record.hpp: raw_arg).
   static void append_args(std::string &out, const dftrace_arg *args, size_t nargs);

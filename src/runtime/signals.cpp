@@ -17,6 +17,20 @@ namespace {
 
 struct sigaction g_old_actions[65];
 bool g_installed[65];
+// Set once a fatal signal puts its default action back to end the process: from then on a
+// default action set (die_of's own) is never taken over again.
+volatile sig_atomic_t g_dying = 0;
+// Py_IsInitialized and Py_IsFinalizing (_Py_IsFinalizing before 3.13) where the process is a
+// Python interpreter, found at installation (dlsym is not signal-safe, and the default action
+// may be put back in a signal handler). Py_IsInitialized is false again as it finalizes.
+int (*g_py_is_initialized)() = nullptr;
+int (*g_py_is_finalizing)() = nullptr;
+
+// An interpreter that has not started yet: it still reads the dispositions (signals.hpp).
+bool python_not_started() {
+  if (!g_py_is_initialized || g_py_is_initialized()) return false;
+  return !(g_py_is_finalizing && g_py_is_finalizing());
+}
 const int k_fatal_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT,
                                SIGTERM, SIGINT, SIGHUP, SIGPIPE};
 
@@ -29,6 +43,7 @@ bool is_request(int sig) {
 // The default action of `sig` put back, and the signal raised: the process ends as it would
 // have untraced.
 void die_of(int sig) {
+  g_dying = 1;
   ::sigaction(sig, &g_old_actions[sig], nullptr);
   g_installed[sig] = false;
   ::raise(sig);
@@ -85,10 +100,23 @@ bool takes_over_request(int sig, const struct sigaction &old, python host) {
 
 }  // namespace
 
+bool default_action_behind(int sig) {
+  if (sig <= 0 || sig >= 65 || !g_installed[sig]) return false;
+  struct sigaction now {};
+  if (::sigaction(sig, nullptr, &now) != 0) return false;
+  if (!(now.sa_flags & SA_SIGINFO) || now.sa_sigaction != fatal_signal) return false;
+  const struct sigaction &old = g_old_actions[sig];
+  return !(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_DFL;
+}
+
 python python_host() {
   void *f = ::dlsym(RTLD_DEFAULT, "Py_IsInitialized");
   if (!f) return python::none;
-  return reinterpret_cast<int (*)()>(f)() ? python::started : python::starting;
+  g_py_is_initialized = reinterpret_cast<int (*)()>(f);
+  void *fin = ::dlsym(RTLD_DEFAULT, "Py_IsFinalizing");
+  if (!fin) fin = ::dlsym(RTLD_DEFAULT, "_Py_IsFinalizing");
+  g_py_is_finalizing = reinterpret_cast<int (*)()>(fin);
+  return g_py_is_initialized() ? python::started : python::starting;
 }
 
 void signals_in_fork_child() {
@@ -117,6 +145,21 @@ void runtime::install_signal_handlers() {
     sigemptyset(&sa.sa_mask);
     if (::sigaction(sig, &sa, &g_old_actions[sig]) == 0) g_installed[sig] = true;
   }
+}
+
+void runtime::on_default_action_restored(int sig) {
+  if (sig <= 0 || sig >= 65 || !is_request(sig) || g_dying) return;
+  if (!initialized() || !cfg_.signals) return;
+  if (python_not_started()) return;
+  struct sigaction now {};
+  if (::sigaction(sig, nullptr, &now) != 0) return;
+  if ((now.sa_flags & SA_SIGINFO) || now.sa_handler != SIG_DFL) return;
+  struct sigaction sa {};
+  sa.sa_sigaction = fatal_signal;
+  sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+  sigemptyset(&sa.sa_mask);
+  // Its old action is the default just put back: fatal_signal ends the process by it.
+  if (::sigaction(sig, &sa, &g_old_actions[sig]) == 0) g_installed[sig] = true;
 }
 
 void runtime::on_signal_flush(bool ending) {

@@ -12,4 +12,8 @@ namespace dftrace::detail {
 enum class python { none, starting, started };
 python python_host();
 
+// Whether the action of `sig` in place is the fatal-signal handler with the default action
+// behind it (it ends the process once the trace is written). Signal-safe.
+bool default_action_behind(int sig);
+
 }  // namespace dftrace::detail

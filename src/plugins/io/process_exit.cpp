@@ -8,10 +8,12 @@
 // C library's allocator or one of dftrace's locks, which finalizing needs (a SIGALRM handler that
 // calls _exit while the program allocates): finalize_before_image_ends (image_end.hpp) writes the
 // end line the signal-safe way first and finalizes under a watchdog.
+#include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "dftrace/plugin.h"
 #include "plugins/io/image_end.hpp"
 #include "plugins/io/interpose.hpp"
 
@@ -56,7 +58,10 @@ bool signal_ends_this_process(int sig) {
   if (sig == SIGKILL) return true;
   struct sigaction sa {};
   if (::sigaction(sig, nullptr, &sa) != 0) return false;
-  if ((sa.sa_flags & SA_SIGINFO) || sa.sa_handler != SIG_DFL) return false;
+  // (dftrace's fatal-signal handler in front of the default action ends it too, after a
+  // signal-safe flush only: finalized here instead, as with the default action alone)
+  const bool by_default = !(sa.sa_flags & SA_SIGINFO) && sa.sa_handler == SIG_DFL;
+  if (!by_default && !dftrace_default_action_behind(sig)) return false;
   sigset_t blocked;
   if (::pthread_sigmask(SIG_BLOCK, nullptr, &blocked) != 0) return false;
   return sigismember(&blocked, sig) == 0;
@@ -85,6 +90,41 @@ int raise(int sig) {
   DFTRACE_IO_REAL(raise);
   if (signal_ends_this_process(sig)) finalize_before_image_ends(sig);
   return real_raise(sig);
+}
+
+// A signal's default action put back. Python does so for SIGINT as it finalizes after an
+// uncaught KeyboardInterrupt, some time before it kills itself with SIGINT (kill, above): a
+// second SIGINT landing in between (`timeout` sends one to the process and one to its group)
+// ended the process by the default action with no handler of dftrace's in front, and the trace
+// lost its end line and what was still buffered. The runtime puts its fatal-signal handler in
+// front of the default action again (a request to end, as at initialisation); the signal still
+// ends the process as it would have untraced.
+namespace {
+
+void default_action_set(int sig) {
+  if (!g_ready.load(std::memory_order_acquire) || t_inside || in_vfork_child()) return;
+  const int saved_errno = errno;
+  dftrace_default_action_restored(sig);
+  errno = saved_errno;
+}
+
+}  // namespace
+
+int sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
+  DFTRACE_IO_REAL(sigaction);
+  const int rc = real_sigaction(sig, act, old);
+  if (rc == 0 && act && !(act->sa_flags & SA_SIGINFO) && act->sa_handler == SIG_DFL)
+    default_action_set(sig);
+  return rc;
+}
+
+// signal() sets the action inside the C library, without the sigaction symbol: a C program's
+// signal(SIGINT, SIG_DFL) after a handler of its own.
+sighandler_t signal(int sig, sighandler_t handler) {
+  DFTRACE_IO_REAL(signal);
+  const sighandler_t previous = real_signal(sig, handler);
+  if (previous != SIG_ERR && handler == SIG_DFL) default_action_set(sig);
+  return previous;
 }
 
 // The registry's entries of the table's EXIT_OWN rows: those written here and the exec family

@@ -4,7 +4,9 @@
  * With "handled", it installs its own SIGTERM and SIGINT handlers before its first event (which
  * initialises dftrace), then prints "own" for each that is still its own after initialisation:
  * dftrace leaves a request to end that the application handles to the application.
- * Usage: term_prog [handled] */
+ * With "back", it installs the same handlers, and once dftrace has initialised puts their
+ * default actions back (SIGINT's with signal, SIGTERM's with sigaction) before "ready".
+ * Usage: term_prog [handled|back] */
 #include <dftrace/dftrace.h>
 #include <signal.h>
 #include <stdio.h>
@@ -22,7 +24,8 @@ static void still_own(int sig, const char *name) {
 
 int main(int argc, char **argv) {
   const int handled = argc > 1 && strcmp(argv[1], "handled") == 0;
-  if (handled) {
+  const int back = argc > 1 && strcmp(argv[1], "back") == 0;
+  if (handled || back) {
     signal(SIGTERM, on_request);
     signal(SIGINT, on_request);
   }
@@ -34,6 +37,14 @@ int main(int argc, char **argv) {
       still_own(SIGTERM, "SIGTERM");
       still_own(SIGINT, "SIGINT");
       return 0;
+    }
+    if (i == 100 && back) {
+      struct sigaction dfl;
+      memset(&dfl, 0, sizeof dfl);
+      dfl.sa_handler = SIG_DFL;
+      sigemptyset(&dfl.sa_mask);
+      signal(SIGINT, SIG_DFL);
+      sigaction(SIGTERM, &dfl, NULL);
     }
     if (i == 100) {
       printf("ready\n");

@@ -1,7 +1,9 @@
 """test_life.py: a traced process lives as it does untraced (src/runtime, src/plugins/io, src/topology,
 src/writer): its exit status when its first interposed call comes during exit, hwloc's plugins
 and X servers left alone, SIGINT in Python (KeyboardInterrupt, signal.getsignal, a forkserver
-Pool), SIGTERM in C (the trace's end line), and an address-space limit (no abort)."""
+Pool), SIGTERM in C (the trace's end line), a default action put back (SIGINT as Python
+finalizes, `signal`/`sigaction` in C: the signal still ends the process, the trace gets its end
+line), and an address-space limit (no abort)."""
 import glob
 import os
 import resource
@@ -10,6 +12,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
@@ -254,6 +257,147 @@ def test_ctrl_c_on_a_traced_python_loop_raises_keyboard_interrupt(tmp_path):
     assert ev[-1]["name"] == "end"
 
 
+# Python's own exit after an uncaught KeyboardInterrupt puts SIGINT's default action back as it
+# finalizes and then kills itself with SIGINT; `timeout` sends a second SIGINT (to the process
+# group) that may land in between. The default action put back, the second SIGINT from outside.
+DEFAULT_BACK = textwrap.dedent("""
+    import signal, sys, time
+    with open(sys.argv[1], "w") as f:
+        for i in range(100):
+            f.write("step %d\\n" % i)
+            f.flush()
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    print("ready", flush=True)
+    time.sleep(120)
+""")
+
+
+def interrupt_after_default_back(tmp_path, name, wrap):
+    script = tmp_path / "back.py"
+    script.write_text(DEFAULT_BACK)
+    p = subprocess.Popen(wrap(sys.executable, str(script), str(tmp_path / name)),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=clean_env(DFTRACE_OUTPUT_FLUSH_INTERVAL="600s"))
+    line = p.stdout.readline().strip()
+    assert line == "ready", (line, p.stderr.read() if p.poll() is not None else "")
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    return p.returncode, out, err, (tmp_path / name).read_text()
+
+
+def test_sigint_after_python_puts_its_default_action_back_still_ends_the_trace(tmp_path):
+    (tmp_path / "traces").mkdir()
+    want = interrupt_after_default_back(tmp_path, "untraced.log", lambda *c: list(c))
+    assert want[0] == -signal.SIGINT, want
+    got = interrupt_after_default_back(tmp_path, "traced.log", lambda *c: traced(tmp_path, *c))
+    assert got[0] == want[0], got
+    assert got[1:] == want[1:], got
+    # The process died of SIGINT, as untraced, with its trace whole: the buffered writes and
+    # the end line naming the signal.
+    ev = tc.load(tc.only_file(str(tmp_path / "traces")))
+    assert sum(e.get("name") == "write" and e.get("cat") == "POSIX" for e in ev) >= 100
+    assert ev[-1]["name"] == "end" and ev[-1]["args"].get("signal") == "SIGINT", ev[-3:]
+
+
+# The same window in Python's own finalization: a low-level exit function (Py_AtExit, run
+# after the interpreter put SIGINT's default action back, before its kill) that reads standard
+# input holds the process there; the second SIGINT (`timeout`'s to the process group) lands
+# while it reads.
+FINALIZING = textwrap.dedent("""
+    import ctypes, os, sys
+    with open(sys.argv[1], "w") as f:
+        for i in range(100):
+            f.write("step %d\\n" % i)
+            f.flush()
+    ctypes.pythonapi.Py_AtExit.argtypes = [ctypes.c_void_p]
+    ctypes.pythonapi.Py_AtExit(ctypes.cast(ctypes.CDLL(None).getchar, ctypes.c_void_p).value)
+    print(os.getpid(), flush=True)
+    raise KeyboardInterrupt
+""")
+READ_SYSCALL = {"x86_64": "0", "aarch64": "63"}  # (/proc/PID/syscall: number, then arguments)
+
+
+def reading_stdin(pid):
+    try:
+        with open("/proc/%d/syscall" % pid) as f:
+            call = f.read().split()
+    except OSError:
+        return False
+    return call[:2] == [READ_SYSCALL[os.uname().machine], "0x0"]
+
+
+def interrupt_while_finalizing(tmp_path, name, wrap):
+    script = tmp_path / "finalizing.py"
+    script.write_text(FINALIZING)
+    p = subprocess.Popen(wrap(sys.executable, str(script), str(tmp_path / name)),
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, env=clean_env(DFTRACE_OUTPUT_FLUSH_INTERVAL="600s"))
+    pid = int(p.stdout.readline())
+    for _ in range(6000):  # until it reads in its exit function (a minute at most)
+        if reading_stdin(pid) or p.poll() is not None:
+            break
+        time.sleep(0.01)
+    assert reading_stdin(pid), p.poll()
+    os.kill(pid, signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    return p.returncode, out, err.count("KeyboardInterrupt"), (tmp_path / name).read_text()
+
+
+def test_sigint_while_python_finalizes_after_keyboard_interrupt_still_ends_the_trace(tmp_path):
+    if os.uname().machine not in READ_SYSCALL:
+        pytest.skip("no read syscall number known for " + os.uname().machine)
+    if not os.access("/proc/self/syscall", os.R_OK):
+        pytest.skip("/proc/PID/syscall can not be read here")
+    (tmp_path / "traces").mkdir()
+    want = interrupt_while_finalizing(tmp_path, "untraced.log", lambda *c: list(c))
+    assert want[0] == -signal.SIGINT and want[2] > 0, want
+    got = interrupt_while_finalizing(tmp_path, "traced.log", lambda *c: traced(tmp_path, *c))
+    assert got == want, got
+    ev = tc.load(tc.only_file(str(tmp_path / "traces")))
+    assert sum(e.get("name") == "write" and e.get("cat") == "POSIX" for e in ev) >= 100
+    assert ev[-1]["name"] == "end" and ev[-1]["args"].get("signal") == "SIGINT", ev[-3:]
+
+
+# What `timeout -s INT` does (SIGINT to the process, SIGINT to its group, SIGCONT to both), with
+# the second SIGINT a little later each time: from about half a millisecond to two and a half
+# after the first it landed, untraced-equivalent but trace-losing, while the interpreter
+# finalized with SIGINT's default action back. Every run dies of SIGINT with its end line,
+# whenever the second signal lands.
+SIGLOOP = textwrap.dedent("""
+    import os, sys, time
+    fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o644)
+    print(os.getpid(), flush=True)
+    while True:
+        os.pwrite(fd, b"step", 0)
+        time.sleep(0.001)
+""")
+
+
+def test_timeouts_two_sigints_at_any_spacing_leave_the_trace_its_end(tmp_path):
+    script = tmp_path / "sigloop.py"
+    script.write_text(SIGLOOP)
+    for n, delay in enumerate(x / 4 for x in range(2, 14)):
+        traces = tmp_path / ("traces%d" % n)
+        traces.mkdir()
+        p = subprocess.Popen([CLI, "run", "--prefix", str(traces / "t"), "--", sys.executable,
+                              str(script), str(tmp_path / "progress")],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=clean_env(DFTRACE_OUTPUT_FLUSH_INTERVAL="200ms"))
+        pid = int(p.stdout.readline())
+        os.kill(pid, signal.SIGINT)
+        time.sleep(delay / 1000)
+        for sig in (signal.SIGINT, signal.SIGCONT):
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        out, err = p.communicate(timeout=60)
+        assert p.returncode == -signal.SIGINT and "KeyboardInterrupt" in err, (delay, err)
+        ev = tc.load(tc.only_file(str(traces)))
+        end = ev[-1]
+        assert end["name"] == "end" and end["args"].get("signal") == "SIGINT", (delay, ev[-3:])
+
+
 FORKSERVER = textwrap.dedent("""
     import multiprocessing as mp
     def square(x):
@@ -317,6 +461,21 @@ def test_a_c_program_killed_by_a_request_to_end_still_gets_its_end_line(tmp_path
     p.wait(timeout=60)
     assert p.returncode == -sig
     ev = tc.load(tc.only_file(str(tmp_path)))
+    assert ev[-1]["name"] == "end" and ev[-1]["args"]["signal"] == signal.Signals(sig).name
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_default_action_put_back_after_initialisation_still_gets_the_end_line(tmp_path, sig):
+    # term_prog's own handlers replace dftrace's; it then puts the default actions back
+    # (SIGINT's with signal(), SIGTERM's with sigaction()), which the preloaded library sees.
+    (tmp_path / "traces").mkdir()
+    p = subprocess.Popen(traced(tmp_path, os.path.join(BIN, "term_prog"), "back"),
+                         stdout=subprocess.PIPE, env=clean_env(), text=True)
+    assert p.stdout.readline().strip() == "ready"
+    p.send_signal(sig)
+    p.wait(timeout=60)
+    assert p.returncode == -sig
+    ev = tc.load(tc.only_file(str(tmp_path / "traces")))
     assert ev[-1]["name"] == "end" and ev[-1]["args"]["signal"] == signal.Signals(sig).name
 
 
