@@ -92,13 +92,11 @@ int raise(int sig) {
   return real_raise(sig);
 }
 
-// A signal's default action put back. Python does so for SIGINT as it finalizes after an
-// uncaught KeyboardInterrupt, some time before it kills itself with SIGINT (kill, above): a
-// second SIGINT landing in between (`timeout` sends one to the process and one to its group)
-// ended the process by the default action with no handler of dftrace's in front, and the trace
-// lost its end line and what was still buffered. The runtime puts its fatal-signal handler in
-// front of the default action again (a request to end, as at initialisation); the signal still
-// ends the process as it would have untraced.
+// A signal's default action put back by the application (Python puts SIGINT's back as it
+// finalizes after an uncaught KeyboardInterrupt, before it kills itself with it): where the
+// signal is a request to end, the runtime puts its fatal-signal handler in front of that default
+// action again, as at initialisation, so that the signal ends the process as it would untraced,
+// with its trace written.
 namespace {
 
 void default_action_set(int sig) {
