@@ -171,8 +171,10 @@ uint64_t runtime::attach_poll(const std::string &dir) {
   std::lock_guard<std::mutex> lock(init_mutex_);
   if (!initialized_.load()) return 0;
   uint64_t now = mono_ns();
-  if (attach_.open && attach_.until_ns && now >= attach_.until_ns)
+  if (attach_.open && attach_.until_ns && now >= attach_.until_ns) {
     attach_close_locked("its time ran out");
+    if (following_) sync_schedule_locked();  // a window of the parent's still open: followed
+  }
   const std::string base = dir + "/" + std::to_string(pid_);
   struct stat st;
   if (lstat((base + ".req").c_str(), &st) == 0) {
