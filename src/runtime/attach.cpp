@@ -171,8 +171,10 @@ uint64_t runtime::attach_poll(const std::string &dir) {
   std::lock_guard<std::mutex> lock(init_mutex_);
   if (!initialized_.load()) return 0;
   uint64_t now = mono_ns();
-  if (attach_.open && attach_.until_ns && now >= attach_.until_ns)
+  if (attach_.open && attach_.until_ns && now >= attach_.until_ns) {
     attach_close_locked("its time ran out");
+    if (following_) sync_schedule_locked();  // a window of the parent's still open: followed
+  }
   const std::string base = dir + "/" + std::to_string(pid_);
   struct stat st;
   if (lstat((base + ".req").c_str(), &st) == 0) {
@@ -308,10 +310,11 @@ void runtime::follow_window_locked(const window_state &w) {
 
 void runtime::follow_window_ring_locked(const window_state &w) {
   // In ring mode the parent's window is a trigger here: this process's ring (the time before
-  // it), then full detail until the parent's window closes.
+  // it), then full detail until the parent's window closes. The writer keeps it apart from this
+  // process's own window (its own trigger, attach or ring.after): each ends by itself.
   if (ring_followed_open_ && (!w.open || w.gen != ring_followed_)) {
     ring_followed_open_ = false;
-    if (writer_) writer_->ring_release();
+    if (writer_) writer_->ring_release(true);
   }
   if (!w.open || w.gen == ring_followed_) return;
   ring_followed_ = w.gen;
@@ -319,8 +322,7 @@ void runtime::follow_window_ring_locked(const window_state &w) {
   const std::string what = w.gen & k_ring_window ? "a trigger of the parent (pid "
                                                  : "an attach window of the parent (pid ";
   ring_followed_open_ = writer_->trigger("parent", what + std::to_string(w.pid) + ")", mono_ns(), 0,
-                                         "the parent's window");
-  if (ring_followed_open_) hold_steps_left_ = 0;  // the parent's window ends it
+                                         "the parent's window", true);
 }
 
 int runtime::attach_wants(std::string_view category) {

@@ -410,6 +410,10 @@ bool runtime::schedule_follow() {
 void runtime::stop_following_locked(const char *how) {
   // A window of the parent's ends here as well: this process's steps are its own from now.
   if (attach_.open && attach_.inherited) attach_close_locked(how);
+  if (ring_followed_open_) {  // in ring mode, the full detail it followed (its own goes on)
+    ring_followed_open_ = false;
+    if (writer_) writer_->ring_release(true);
+  }
   following_ = false;
   share_ = nullptr;  // the parent's; this process makes its own page at its next fork
   schedule_follower_stop();

@@ -118,12 +118,16 @@ class writer {
   // last trigger accepted.
   // after_seconds and after_text, when after_text is given, replace ring_after_seconds and
   // ring_after_text for this trigger's full detail (dftrace attach's window; 0 s: until
-  // ring_release()).
+  // ring_release()). `followed`: the window of a process this one follows (its parent's), kept
+  // apart from this process's own: full detail lasts while either is open, and each ends by
+  // itself (ring_release(true) ends the followed one, its time or ring_release() the own one),
+  // each with its trigger_end line; trigger_min_gap neither refuses it nor counts it.
   bool trigger(std::string_view source, std::string_view reason, uint64_t mono_ns,
-               double after_seconds = 0, std::string_view after_text = {});
-  // The full detail after a trigger ends (ring.after in steps): what is committed when the
-  // writer's next pass runs is written, later members go to the ring again.
-  void ring_release();
+               double after_seconds = 0, std::string_view after_text = {}, bool followed = false);
+  // The full detail after a trigger ends (ring.after in steps; `followed`: the followed
+  // window): what is committed when the writer's next pass runs is written, later members go
+  // to the ring again unless the other window is open.
+  void ring_release(bool followed = false);
   // Where the full detail after a trigger is told to other processes (the runtime's page
   // shared with its children): `word` (shared memory) is set to (windows << 1) | 1 when a
   // trigger's full detail begins and (windows << 1) when it ends, and the waiters on the futex
@@ -200,9 +204,11 @@ class writer {
     uint64_t mono_ns = 0;
     double after_seconds = 0;
     std::string after_text;  // empty: ring_after_seconds and ring_after_text
+    bool followed = false;   // the followed process's window (trigger's `followed`)
   };
   void write_trigger(const pending_trigger &p);
   void write_trigger_line(const trigger_fields &t);  // a member of its own
+  void write_window_end(const pending_trigger &w);   // its trigger_end line, at pass_ns_
   bool ring_due() const;     // a signal's trigger waits, or full detail's time ran out
   void crash_ring(int sig);  // the fatal-signal path's write of the ring
   void ring_fork_child();    // fork's child: a ring of its own, empty
@@ -250,13 +256,17 @@ class writer {
   void keep_failed_metadata() noexcept;
   std::vector<char> out_;
 
-  // Ring mode (null otherwise); holding_: full detail after a trigger (io_mutex_), until
-  // hold_until_ns_ (0: until ring_release).
+  // Ring mode (null otherwise); holding_: full detail after a trigger (io_mutex_), while this
+  // process's own window (own_open_, until hold_until_ns_; 0: until ring_release()) or the
+  // followed one (followed_open_, until ring_release(true)) is open.
   std::unique_ptr<member_ring> ring_;
   std::vector<struct iovec> ring_iov_;  // ring_write_out's, reserved (io_mutex_)
   bool holding_ = false;
+  bool own_open_ = false;       // (io_mutex_)
+  bool followed_open_ = false;  // (io_mutex_)
   std::atomic<uint64_t> hold_until_ns_{0};
   std::atomic<bool> release_wanted_{false};
+  std::atomic<uint32_t> followed_releases_{0};  // ring_release(true)s not yet taken
   bool steal_wanted_ = false;  // a trigger or a release wants the threads' chunks (queue_mutex_)
   bool crash_wrote_ring_ = false;
   int crash_sig_ = 0;      // what crash_flush was given (crash_ring's reason)
@@ -265,7 +275,8 @@ class writer {
   std::vector<pending_trigger> pending_;      // trigger_mutex_
   std::atomic<bool> trigger_waiting_{false};  // pending_ is not empty (looked at mid-pass)
   std::function<void()> take_triggers_;       // ring_take_triggers, for the compressors
-  pending_trigger window_;        // the trigger of the window in full detail (io_mutex_)
+  pending_trigger window_;        // the trigger of the own window in full detail (io_mutex_)
+  pending_trigger followed_;      // the trigger of the followed window (io_mutex_)
   uint64_t pass_ns_ = 0;          // when the pass began (io_mutex_)
   uint64_t last_trigger_ns_ = 0;  // trigger_mutex_
   bool any_trigger_ = false;      // trigger_mutex_

@@ -30,7 +30,8 @@ void signal_trigger(int sig, uint64_t mono_ns) noexcept {
 bool writer::ring_due() const {
   if (g_signal_trigger_ns.load(std::memory_order_relaxed)) return true;
   const uint64_t until = hold_until_ns_.load(std::memory_order_relaxed);
-  return (until && mono_ns() >= until) || release_wanted_.load(std::memory_order_relaxed);
+  return (until && mono_ns() >= until) || release_wanted_.load(std::memory_order_relaxed) ||
+         followed_releases_.load(std::memory_order_relaxed);
 }
 
 void writer::ring_keep(member &m) {
@@ -54,13 +55,15 @@ bool writer::accept_trigger(uint64_t mono_ns) {
 }
 
 bool writer::trigger(std::string_view source, std::string_view reason, uint64_t mono_ns,
-                     double after_seconds, std::string_view after_text) {
+                     double after_seconds, std::string_view after_text, bool followed) {
   if (!ring_) return false;
   {
     std::lock_guard<std::mutex> lock(trigger_mutex_);
-    if (!accept_trigger(mono_ns)) return false;
+    // (the followed process's windows are held to its own min_gap: neither refused by this
+    // process's triggers nor refusing them)
+    if (!followed && !accept_trigger(mono_ns)) return false;
     pending_.push_back({std::string(source), std::string(reason), mono_ns, after_seconds,
-                        std::string(after_text)});
+                        std::string(after_text), followed});
     trigger_waiting_.store(true, std::memory_order_relaxed);
   }
   {
@@ -73,9 +76,12 @@ bool writer::trigger(std::string_view source, std::string_view reason, uint64_t 
   return true;
 }
 
-void writer::ring_release() {
+void writer::ring_release(bool followed) {
   if (!ring_) return;
-  release_wanted_.store(true, std::memory_order_relaxed);
+  if (followed)
+    followed_releases_.fetch_add(1, std::memory_order_relaxed);
+  else
+    release_wanted_.store(true, std::memory_order_relaxed);
   {
     std::lock_guard<std::mutex> lock(queue_mutex_);
     flush_wanted_ = steal_wanted_ = true;
@@ -115,9 +121,22 @@ void writer::write_trigger(const pending_trigger &p) {
   write_trigger_line(t);
   triggers_.fetch_add(1, std::memory_order_relaxed);
   const bool opens = !holding_;
-  if (!holding_) window_ = p;
   holding_ = true;
   if (opens) ring_tell(true);
+  if (p.followed) {
+    // A new window of the followed process while its last one is open here: that one ended
+    // (the release that came before this trigger is its).
+    if (followed_open_) {
+      if (followed_releases_.load(std::memory_order_relaxed))
+        followed_releases_.fetch_sub(1, std::memory_order_relaxed);
+      write_window_end(followed_);
+    }
+    followed_ = p;
+    followed_open_ = true;
+    return;
+  }
+  if (!own_open_) window_ = p;
+  own_open_ = true;
   if (after_seconds > 0) {
     const uint64_t until = mono_ns + static_cast<uint64_t>(after_seconds * 1e9);
     if (until > hold_until_ns_.load(std::memory_order_relaxed))
@@ -184,34 +203,45 @@ void writer::ring_take_triggers() {
   for (const pending_trigger &p : pending) write_trigger(p);
 }
 
+void writer::write_window_end(const pending_trigger &w) {
+  if (!file_.is_open() || file_.failed()) return;
+  trigger_fields t;
+  t.source = w.source;
+  t.reason = w.reason;
+  t.after = w.after_text.empty() ? std::string_view(settings_.ring_after_text)
+                                 : std::string_view(w.after_text);
+  t.mono_ns = pass_ns_;
+  t.from_ns = w.mono_ns;
+  t.end = true;
+  write_trigger_line(t);
+}
+
 void writer::ring_after_pass() {
   if (!ring_) return;
-  if (!holding_) {
-    release_wanted_.store(false, std::memory_order_relaxed);
-    return;
-  }
+  // A trigger that came during the pass is taken first: a release never comes before the
+  // trigger of the window it ends, and is never lost to it.
+  ring_take_triggers();
+  const bool released = release_wanted_.exchange(false, std::memory_order_relaxed);
+  if (!holding_) return;
   // Full detail ends at the first pass that began at or after its time: every event committed
   // before that time is in this pass or an earlier one, all in the file (a pass that takes
   // long, behind a backlog, does not send events of the window to the ring); later members go
-  // to the ring.
+  // to the ring. The own window and the followed one end each by itself (its trigger_end
+  // line); full detail, when both have.
   const uint64_t until = hold_until_ns_.load(std::memory_order_relaxed);
-  const bool released = release_wanted_.exchange(false, std::memory_order_relaxed);
-  if ((until && pass_ns_ >= until) || (!until && released)) {
-    holding_ = false;
+  if (own_open_ && ((until && pass_ns_ >= until) || (!until && released))) {
+    own_open_ = false;
     hold_until_ns_.store(0, std::memory_order_relaxed);
-    ring_tell(false);
-    if (file_.is_open() && !file_.failed()) {  // the window's end: its trigger_end line
-      trigger_fields t;
-      t.source = window_.source;
-      t.reason = window_.reason;
-      t.after = window_.after_text.empty() ? std::string_view(settings_.ring_after_text)
-                                           : std::string_view(window_.after_text);
-      t.mono_ns = pass_ns_;
-      t.from_ns = window_.mono_ns;
-      t.end = true;
-      write_trigger_line(t);
-    }
+    write_window_end(window_);
   }
+  if (followed_open_ && followed_releases_.load(std::memory_order_relaxed)) {
+    followed_releases_.fetch_sub(1, std::memory_order_relaxed);  // (this thread alone takes)
+    followed_open_ = false;
+    write_window_end(followed_);
+  }
+  if (own_open_ || followed_open_) return;
+  holding_ = false;
+  ring_tell(false);
 }
 
 void writer::ring_tell(bool open) {
@@ -232,9 +262,10 @@ void writer::ring_fork_child() {
   // The parent's window, its triggers pending or taken (a signal that reached the parent
   // included) and its full detail are the parent's: the child's ring starts empty.
   if (ring_) ring_->forget();
-  holding_ = crash_wrote_ring_ = steal_wanted_ = false;
+  holding_ = own_open_ = followed_open_ = crash_wrote_ring_ = steal_wanted_ = false;
   hold_until_ns_ = 0;
   release_wanted_ = false;
+  followed_releases_ = 0;
   triggers_ = 0;
   pending_.clear();
   trigger_waiting_ = false;

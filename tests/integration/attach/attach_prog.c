@@ -11,7 +11,8 @@
  * STEP NS" (CLOCK_MONOTONIC) before each step's region instead, and ends after the step where PATH
  * exists. With `follow`, the child forked after the first step counts no step of its own: each
  * 5 ms a region `work` (argument `step`: its own count), saying "on-PID N" and "off-PID N" as the
- * parent does, until three of them after "off" or until the parent ends its loop (a pipe).
+ * parent does, until three of them after "off" or until the parent ends its loop (a pipe), when
+ * it says "end-PID N" (N: its last region's).
  * With `spin`, a second thread begins and ends regions `spin` (about one a microsecond) from
  * the start until the loop ends, whatever the steps: a window closes while it records.
  * With `spawn`, it starts after the first step, by posix_spawn, a copy of itself with
@@ -95,7 +96,10 @@ static int follower(dftrace_node_t *work, int done_fd, int on_fd) {
     dftrace_region_end(r);
     if (off_at >= 0 && i >= off_at + 3) return 0;
     char c;
-    if (read(done_fd, &c, 1) == 0) return 0; /* the parent's loop is over */
+    if (read(done_fd, &c, 1) == 0) { /* the parent's loop is over */
+      say("end", i);
+      return 0;
+    }
     struct timespec t = {0, 5 * 1000000L};
     nanosleep(&t, NULL);
   }

@@ -1,26 +1,29 @@
 """test_attach_ring_children.py: what a process in ring mode passes on to its children
 (docs/attach.md, "A process in ring mode"): a trigger in the parent (here from `dftrace trigger`
 and `dftrace attach`) writes the ring of a child started by exec (posix_spawn) and of a forked
-child, which keep full detail while the parent's lasts, and opens a window of full tracing in a
-child not in ring mode that waits for an attach; and the channel's files left by a
-process killed with SIGKILL, removed by the next process that waits and by `dftrace attach`."""
+child, which keep full detail while the parent's lasts (and while a window of their own lasts:
+each ends by itself), and opens a window of full tracing in a child not in ring mode that waits
+for an attach; and the channel's files left by a process killed with SIGKILL, removed by the
+next process that waits and by `dftrace attach`."""
 import os
 import signal
 import subprocess
 import sys
 import time
 
+import pytest
+
 sys.path.insert(0, os.path.dirname(__file__))
 from test_attach import (CLI, PROG, WAIT_S, Program, attach, clean_env, trace_of,  # noqa: E402
                          two_readies, parent_pid)
+import tracecheck as tc  # noqa: E402  (its folder on the path: test_attach puts it there)
 
 
 def ring_program(tmp_path, mode, stop, **extra):
-    env = clean_env(tmp_path, DFTRACE_ENABLE="1", DFTRACE_ATTACH="1",
-                    DFTRACE_OUTPUT_MODE="ring", DFTRACE_RING_SECONDS="60",
-                    DFTRACE_TRIGGER_STEP_FACTOR="0", DFTRACE_TRIGGER_MIN_GAP="0",
-                    DFTRACE_LOG_FILE=str(tmp_path / "traces" / "t"), ATTACH_PROG_STOP=stop,
-                    **extra)
+    env = clean_env(tmp_path, **{**dict(
+        DFTRACE_ENABLE="1", DFTRACE_ATTACH="1", DFTRACE_OUTPUT_MODE="ring",
+        DFTRACE_RING_SECONDS="60", DFTRACE_TRIGGER_STEP_FACTOR="0", DFTRACE_TRIGGER_MIN_GAP="0",
+        DFTRACE_LOG_FILE=str(tmp_path / "traces" / "t"), ATTACH_PROG_STOP=stop), **extra})
     return Program([PROG, "1000000", "-", mode], env)
 
 
@@ -124,6 +127,94 @@ def test_an_attach_window_of_a_ring_mode_parent_writes_the_ring_of_its_forked_ch
     assert len(p_end) == 1, p_lines
     start, end = check_child_window(tmp_path, child, parent, "a trigger of the parent")
     assert p_start[0]["time"] <= start["time"] <= p_end[0]["time"], (p_start, start, p_end)
+
+
+# ---- a child's own window and its parent's, each ended by itself
+
+def wait_for_text(tmp_path, pid, text):
+    """Waits until the whole members of pid's trace (as it is being written) hold text."""
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline:
+        names = [f for f in os.listdir(tmp_path / "traces") if "-%d-" % pid in f]
+        if names and any(t is not None and text in t
+                         for _, _, t in tc.members(str(tmp_path / "traces" / names[0]))):
+            return
+        time.sleep(0.05)
+    raise AssertionError("the trace of %d never held %r" % (pid, text))
+
+
+def own_and_parent_windows(tmp_path, prog, child):
+    """The child's trigger lines (its own, source `attach`, then the parent's), its trigger_end
+    lines, and the steps of the `work` regions in its trace against all it made (0 to the N of
+    its "end-PID N" line)."""
+    end = [ln.split()[1] for ln in prog.lines if ln.startswith("end-%d " % child)]
+    assert len(end) == 1, prog.lines
+    events, lines, _ = trace_of(tmp_path, child)
+    starts = [ln["args"] for ln in lines if ln["name"] == "trigger"]
+    ends = [ln["args"] for ln in lines if ln["name"] == "trigger_end"]
+    assert [s["name"] for s in starts] == ["attach", "parent"], starts
+    steps = sorted(e["args"]["step"] for e in events if e["ph"] == "X" and e["cat"] == "attach")
+    return starts, ends, steps, list(range(int(end[0]) + 1))
+
+
+def test_a_forked_child_keeps_its_own_window_when_the_parents_ends_first(tmp_path):
+    # The forked child (`follow`: it counts no step, so a window of 3 steps of its own lasts
+    # until it ends) is attached first, then its ring-mode parent for 5 steps, which the child
+    # follows. The parent's window closing ends the child's following of it (its trigger_end
+    # line, from the parent's trigger), not the child's own window: every region the child made
+    # until its end is in its trace (its ring holds them all from the start, 60 s).
+    stop = tmp_path / "stop"
+    prog = ring_program(tmp_path, "follow", stop, DFTRACE_TRIGGER_MIN_GAP="1ms")
+    try:
+        readies = two_readies(prog)
+        child = [p for p in readies if parent_pid(p) in readies][0]
+        parent = [p for p in readies if p != child][0]
+        for pid, steps in ((child, 3), (parent, 5)):
+            r = attach(tmp_path, pid, "--steps", steps)
+            assert r.returncode == 0, r.stdout + r.stderr
+        wait_for_text(tmp_path, child, '"name":"trigger_end"')  # the parent's window over there
+        steps_after(prog, 20)
+        stop.write_text("")
+        prog.finish()
+    finally:
+        prog.kill()
+    starts, ends, steps, made = own_and_parent_windows(tmp_path, prog, child)
+    assert starts[0]["after"] == "3 steps", starts
+    assert [e["from"] for e in ends] == [starts[1]["time"]], (starts, ends)
+    assert steps == made, (steps[-3:], made[-3:])
+
+
+@pytest.mark.parametrize("min_gap", ["1ms", "10s"])
+def test_a_forked_child_keeps_its_parents_window_when_its_own_ends_first(tmp_path, min_gap):
+    # The other way round: the child's own window is 1 s, the parent's lasts until it ends (a
+    # window of many steps). The child's own window ends by its time (its trigger_end line,
+    # from its own trigger), not the parent's: every region the child made until its end is in
+    # its trace. The child's trigger.min_gap (10 s: the default) does not refuse the parent's
+    # window, held to the parent's own.
+    stop = tmp_path / "stop"
+    prog = ring_program(tmp_path, "follow", stop, DFTRACE_TRIGGER_MIN_GAP=min_gap)
+    try:
+        readies = two_readies(prog)
+        child = [p for p in readies if parent_pid(p) in readies][0]
+        parent = [p for p in readies if p != child][0]
+        r = attach(tmp_path, child, "--for", "1s")
+        assert r.returncode == 0, r.stdout + r.stderr
+        r = attach(tmp_path, parent, "--steps", 1000000)
+        assert r.returncode == 0, r.stdout + r.stderr
+        wait_for_text(tmp_path, child, '"name":"parent"')  # the parent's window taken there
+        wait_for_text(tmp_path, child, '"name":"trigger_end"')  # its own second over
+        steps_after(prog, 20)
+        stop.write_text("")
+        prog.finish()
+    finally:
+        prog.kill()
+    starts, ends, steps, made = own_and_parent_windows(tmp_path, prog, child)
+    assert starts[0]["after"] == "1s", starts
+    # (the parent's window ends with the parent's trace, which the child may see before its end)
+    froms = [e["from"] for e in ends]
+    assert froms[0] == starts[0]["time"], (starts, ends)
+    assert froms[1:] in ([], [starts[1]["time"]]), (starts, ends)
+    assert steps == made, (steps[-3:], made[-3:])
 
 
 def test_a_child_not_in_ring_mode_follows_the_trigger_of_its_ring_mode_parent_as_a_window(
