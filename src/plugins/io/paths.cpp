@@ -128,8 +128,13 @@ bool traced_file(const char *abs) {
   if (!included) return false;
   for (const path_pattern &p : r.patterns)
     if (p.matches(abs, n)) return false;
+  // Only a directory at least as long as the include that matched can exclude: the shorter
+  // ones (/proc, /usr/lib, ... against a data directory) are not compared; nor those whose
+  // byte after the leading '/' differs (most of the default list, without a call).
   for (const std::string &d : r.exclude)
-    if (under(abs, n, d) && d.size() + 1 > exc) exc = d.size() + 1;
+    if (d.size() + 1 >= inc && d.size() + 1 > exc && (d.size() == 1 || d[1] == abs[1]) &&
+        under(abs, n, d))
+      exc = d.size() + 1;
   return exc == 0 || inc > exc;
 }
 
