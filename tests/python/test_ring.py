@@ -82,6 +82,45 @@ def test_unhandled_exception_writes_the_window(runner):
     assert n[-1] == 599 and n[0] > 100, n  # the last second, not the whole run
 
 
+def test_the_interpreters_end_hooks_run_no_bytecode(runner):
+    """sys.excepthook and the atexit function the package adds are C functions: a second SIGINT
+    (timeout's to the process group) can not raise a KeyboardInterrupt inside them and change
+    the report Python prints. The hook calls the one set before the import."""
+    p = runner.run('''
+        import inspect, sys
+        seen = []
+        sys.excepthook = lambda *a: (seen.append(a[0].__name__), sys.__excepthook__(*a))
+        import dftrace
+        print(inspect.isfunction(sys.excepthook), type(sys.excepthook).__name__)
+        try:
+            raise KeyError("k")
+        except KeyError:
+            sys.excepthook(*sys.exc_info())
+        print(seen)
+    ''', check=False)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split("\n")[:2] == ["False builtin_function_or_method", "['KeyError']"], \
+        p.stdout
+    assert "KeyError: 'k'" in p.stderr, p.stderr
+
+
+def test_an_exception_whose_str_fails_is_still_reported_and_named(runner):
+    p = runner.run('''
+        import time
+        from dftrace import ai
+        class Bad(Exception):
+            def __str__(self):
+                raise RuntimeError("no text")
+        for i in range(300):
+            with ai.compute.forward(args={"n": i}):
+                time.sleep(0.005)
+        raise Bad()
+    ''', env=RING, check=False)
+    assert p.returncode == 1 and "Bad" in p.stderr, p.stderr
+    (line,) = triggers(runner.trace())
+    assert line["args"]["value"] == "unhandled exception Bad", line
+
+
 def test_several_windows(runner):
     runner.run('''
         import time

@@ -364,35 +364,14 @@ def finalize() -> int:
 _nodes: Dict[Tuple[str, str], Profiler] = {}
 
 
-def _finalize_after_keyboard_interrupt() -> None:
-    # An uncaught KeyboardInterrupt ends Python by raising SIGINT again after Python's own
-    # exit handlers, so the C library's exit handler never runs and the trace would lack its
-    # end line: finalize here. (SIGINT is Python's: the library never takes it from the
-    # interpreter, so the end line does not name it.)
-    if isinstance(getattr(sys, "last_value", None), KeyboardInterrupt):
-        finalize()
-
-
 import atexit as _atexit  # noqa: E402
 
-_atexit.register(_finalize_after_keyboard_interrupt)
-
-_previous_excepthook = sys.excepthook
-
-
-def _trigger_on_unhandled(kind, value, tb) -> None:
-    # An unhandled exception ends the interpreter: in ring mode (the flight recorder) the
-    # window before it is written with a trigger line that names it (finalize, at exit, writes
-    # it). Nothing happens when tracing is off or not in ring mode. Then Python's own report.
-    try:
-        if _dftrace.is_enabled():
-            _dftrace.trigger("unhandled exception %s: %s" % (kind.__name__, value))
-    except Exception:  # noqa: BLE001  (the report must come whatever happens here)
-        pass
-    _previous_excepthook(kind, value, tb)
-
-
-sys.excepthook = _trigger_on_unhandled
+# The interpreter's end (ext/core/exit_hooks.c, in C so that a second SIGINT can not land in
+# them): the trace finalized after an uncaught KeyboardInterrupt, and in ring mode a trigger that
+# names an unhandled exception before Python's own report.
+_atexit.register(_dftrace._finalize_after_keyboard_interrupt)
+_dftrace._set_previous_excepthook(sys.excepthook)
+sys.excepthook = _dftrace._excepthook
 
 
 def _node(name: str, cat: str) -> Profiler:

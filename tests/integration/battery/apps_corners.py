@@ -4,10 +4,9 @@ signals sent by others; descriptors closed or exhausted; file-size limits), part
 table (test_apps.py, ctest integration.apps). Where the bytes a program moves are known exactly
 (a file it writes whole), `io_bytes` checks the trace's figures against the files' sizes."""
 import os
-import re
 
 from battery import Case
-from cases import PY, text_file
+from cases import PY, bash_job_pids, text_file
 
 CORNER_SCRIPTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "programs")
 
@@ -121,11 +120,6 @@ os.write(fds[2], ("descriptors %s\n" % fds).encode())
 """
 
 
-def bash_pids(s):
-    """bash's report of a child killed by a signal names its pid."""
-    return re.sub(r"(line \d+: +)\d+ ", r"\1PID ", s)
-
-
 CORNERS = [
     # ---- processes: multiprocessing's fork and spawn children writing files
     Case("py_mp_fork_files", [PY, "-c", MP_FILES, "fork"], io_bytes=[("write", "fork_*.txt", 1)]),
@@ -194,11 +188,11 @@ CORNERS = [
     # ---- timeout: SIGTERM (124), --preserve-status (143), SIGKILL (137), -k after an ignored TERM
     Case("timeout_statuses", "timeout 1 sleep 5; echo rc=$?; timeout --preserve-status 1 sleep 5; echo rc=$?; "
          "timeout -s KILL 1 sleep 5; echo rc=$?; timeout -k 1 1 bash -c 'trap \"\" TERM; sleep 5'; echo rc=$?; "
-         "timeout 5 true; echo rc=$?", timeout=40, normalise=bash_pids, needs=["timeout"]),
+         "timeout 5 true; echo rc=$?", timeout=40, normalise=bash_job_pids, needs=["timeout"]),
     # ---- nohup: SIGHUP ignored through exec (a program's own kill -HUP must not end it)
     Case("nohup_sighup", "nohup bash -c 'kill -HUP $$; echo survived' > o.txt 2> e.txt; echo rc=$?; "
          "cat o.txt e.txt; bash -c 'kill -HUP $$; echo not reached'; echo rc=$?",
-         normalise=bash_pids, needs=["nohup"]),
+         normalise=bash_job_pids, needs=["nohup"]),
     # ---- a closed stdout: EBADF stays the program's, the next descriptor is 1
     Case("closed_stdout", [PY, "-c", CLOSED_STDOUT_PY], io_bytes=[("write", "a.txt", 1)]),
     Case("closed_std_fds", "exec 0<&- 1>&- 2>&-; %s -c '%s'; exec 2> err.txt; echo hi; echo rc=$? >&2"
@@ -213,5 +207,5 @@ CORNERS = [
     # ---- ulimit -f: head dies of SIGXFSZ; Python (which ignores it) gets EFBIG
     Case("ulimit_f_small", "ulimit -f 10; head -c 20000 /dev/zero > big.bin; echo rc=$?; "
          "%s -c 'open(\"p.bin\", \"wb\").write(b\"x\" * 20000)' 2>&1 | tail -1; "
-         "ls -l big.bin p.bin | awk '{print $5, $9}'" % PY, normalise=bash_pids),
+         "ls -l big.bin p.bin | awk '{print $5, $9}'" % PY, normalise=bash_job_pids),
 ]

@@ -79,8 +79,9 @@ def strip_cmake_times(s):
 
 
 def bash_job_pids(s):
-    """bash's report of a job killed by a signal names its pid."""
-    return re.sub(r"(line \d+: +)\d+ ", r"\1PID ", s)
+    """bash's report of a job killed by a signal names its pid, right-aligned in a field of 5
+    (a 4-digit pid gets one more space)."""
+    return re.sub(r"(line \d+:) +\d+ ", r"\1 PID ", s)
 
 
 def dftrace_disk_full(s):

@@ -113,6 +113,10 @@ PyObject *mod_open_depth(PyObject *m, PyObject *u);
 PyObject *mod_watch_windows(PyObject *m, PyObject *fn); /* window.c */
 PyObject *mod_window_changes(PyObject *m, PyObject *u);
 PyObject *mod_attach_wants(PyObject *m, PyObject *category);
+/* exit_hooks.c */
+PyObject *mod_set_previous_excepthook(PyObject *m, PyObject *hook);
+PyObject *mod_excepthook(PyObject *m, PyObject *const *argv, Py_ssize_t n);
+PyObject *mod_finalize_after_keyboard_interrupt(PyObject *m, PyObject *u);
 void materialize_slow(NodeObject *self); /* converts the pending per-use arguments (once) */
 
 /* Whether a use with this override would begin a region now (the cheap check first). */

@@ -349,6 +349,11 @@ static PyMethodDef module_methods[] = {
     {"_set_capture_factory", mod_set_capture_factory, METH_O, NULL},
     {"_open_depth", mod_open_depth, METH_NOARGS, NULL},
     {"_after_fork_child", mod_after_fork_child, METH_NOARGS, NULL},
+    {"_set_previous_excepthook", mod_set_previous_excepthook, METH_O, NULL},
+    {"_excepthook", (PyCFunction)(void (*)(void))mod_excepthook, METH_FASTCALL,
+     "sys.excepthook: a trigger that names the unhandled exception, then the previous hook."},
+    {"_finalize_after_keyboard_interrupt", mod_finalize_after_keyboard_interrupt, METH_NOARGS,
+     NULL},
     {NULL, NULL, 0, NULL}};
 
 /* The built-in AI tree of dftrace/ai_tree.def as ((category, enum name, (event, ...)), ...):
