@@ -15,8 +15,10 @@
 #include "analysis/inputs.hpp"
 #include "analysis/partial_codec.hpp"
 #include "analysis/result_json.hpp"
+#include "analysis/temp_files.hpp"
 
 using namespace dftrace::analysis;
+using dftrace::test::cut_temporary_files;
 
 namespace {
 
@@ -53,25 +55,6 @@ std::string write_rank(const std::string &dir, int rank, int calls, int steps) {
   fprintf(f, "]\n");
   fclose(f);
   return path;
-}
-
-// Cuts every temporary file of the analysis this process holds (unlinked, so reached through
-// its descriptor) to nothing; how many it cut.
-int cut_temporary_files() {
-  int cut = 0;
-  DIR *d = opendir("/proc/self/fd");
-  if (!d) return 0;
-  while (dirent *e = readdir(d)) {
-    char link[4096];
-    const std::string fd_path = std::string("/proc/self/fd/") + e->d_name;
-    const ssize_t n = readlink(fd_path.c_str(), link, sizeof link - 1);
-    if (n <= 0) continue;
-    link[n] = 0;
-    if (std::string(link).find("dftrace-analyze-") == std::string::npos) continue;
-    if (ftruncate(atoi(e->d_name), 0) == 0) ++cut;
-  }
-  closedir(d);
-  return cut;
 }
 
 struct merged {
