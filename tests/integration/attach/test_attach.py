@@ -517,6 +517,9 @@ def test_forked_child_follows_the_parents_window_once_its_own_ends(tmp_path):
             r = attach(tmp_path, pid, *how)
             assert r.returncode == 0, r.stdout + r.stderr
         prog.expect("off-%d" % parent)
+        # The child switches on its own thread, after the parent: its end of the window it
+        # follows is seen before it finishes.
+        prog.expect("off-%d" % child)
         prog.finish()
     finally:
         prog.kill()
