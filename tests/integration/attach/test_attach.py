@@ -896,6 +896,8 @@ def test_workers_started_by_spawn_follow_the_parents_window(tmp_path):
         on = int(prog.expect("on")[0])
         b = int(prog.expect("inside")[0])
         off = int(prog.expect("off")[0])
+        for w in (a, b):  # each worker switches on its own thread, after the parent
+            prog.expect("off-%d" % w)
         prog.finish()
     finally:
         prog.kill()
