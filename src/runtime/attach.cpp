@@ -172,8 +172,11 @@ uint64_t runtime::attach_poll(const std::string &dir) {
   if (!initialized_.load()) return 0;
   uint64_t now = mono_ns();
   if (attach_.open && attach_.until_ns && now >= attach_.until_ns) {
+    attach_.handover = following_;  // a window of the parent's still open: followed, no gap
     attach_close_locked("its time ran out");
-    if (following_) sync_schedule_locked();  // a window of the parent's still open: followed
+    if (following_) sync_schedule_locked();
+    attach_.handover = false;
+    apply_recording_locked();  // off now if no window of the parent's followed
   }
   const std::string base = dir + "/" + std::to_string(pid_);
   struct stat st;
@@ -242,7 +245,8 @@ void runtime::attach_switch_locked(bool on) {
   if (on) {
     attach_.open = true;
     if (!attach_.inherited) ++attach_.gen;
-    attach_.start_ns = ticks().to_ns(tick_now());  // the events' clock
+    // (the events' clock; a window handed over to begins where the one before ended)
+    attach_.start_ns = attach_.handover ? attach_.end_ns : ticks().to_ns(tick_now());
     const std::vector<std::string> cats = level_categories(attach_.level);
     if (cats.empty()) {  // full: every event, nothing folded
       if (cfg_.aggregation) tree_.set_aggregation(false, {});
@@ -288,7 +292,8 @@ void runtime::follow_window_locked(const window_state &w) {
     attach_close_locked("as the parent's window ended");
   if (!w.open || attach_.open || attach_.pending || w.gen == attach_.followed) return;
   attach_.followed = w.gen;
-  if (recording() && !cfg_.aggregation) return;  // it traces in full by itself
+  // It traces in full by itself (not as its own window is handed over, still recording)
+  if (recording() && !cfg_.aggregation && !attach_.handover) return;
   attach_.user_on = writer_ ? user_on_ : false;
   create_writer_locked();
   attach_.until_ns = attach_.steps_left = 0;  // the parent's time or steps end it

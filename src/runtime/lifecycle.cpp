@@ -288,6 +288,7 @@ void runtime::apply_recording_locked() {
     disabled_reason_ =
         "outside the schedule's active steps (step " + std::to_string(step_.load()) + ")";
   const bool on = user_on_ && gate_ && writer_ != nullptr;
+  if (!on && attach_.handover) return;  // (attach_poll: its own window to the parent's)
   recording_.store(on, std::memory_order_relaxed);
   tree_.set_recording(on);
 }

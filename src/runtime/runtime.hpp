@@ -438,6 +438,9 @@ class runtime {
     bool inherited = false;  // the parent's window, followed (it ends when the parent's does)
     uint64_t gen = 0;        // windows opened here (the shared page says it)
     uint64_t followed = 0;   // a child: the parent's last window followed (its gen)
+    // While its own window hands over to the parent's it follows: recording is not switched
+    // off between them, and the parent's starts where its own ended.
+    bool handover = false;
   } attach_;
   window_state window_locked() const;                     // attach_ as the shared page says it
   void follow_window_locked(const window_state &w);       // a child: the parent's window

@@ -503,9 +503,11 @@ def test_forked_child_follows_the_parents_window(tmp_path):
 
 
 def test_forked_child_follows_the_parents_window_once_its_own_ends(tmp_path):
-    # The child (`follow`) is attached for 1 s, then its parent for 600 steps (at least 3 s: a
+    # The child (`follow`) is attached for 2 s, then its parent for 600 steps (at least 3 s: a
     # step sleeps 5 ms), which opens while the child's own window is open. When its own ends,
-    # the child follows the rest of the parent's: a second line, ended with the parent's.
+    # the child follows the rest of the parent's: a second line, ended with the parent's, that
+    # begins where its own ended (recording is not switched off between them: the child's
+    # "off" is the end of the parent's window).
     env = clean_env(tmp_path, DFTRACE_ENABLE="0", DFTRACE_ATTACH="1",
                     DFTRACE_LOG_FILE=str(tmp_path / "traces" / "t"))
     prog = Program([PROG, "1000000", "-", "follow"], env)
@@ -513,7 +515,7 @@ def test_forked_child_follows_the_parents_window_once_its_own_ends(tmp_path):
     try:
         child = next_ready_child(prog, parent)
         prog.expect("ready-%d" % parent)
-        for pid, how in ((child, ("--for", "1s")), (parent, ("--steps", 600))):
+        for pid, how in ((child, ("--for", "2s")), (parent, ("--steps", 600))):
             r = attach(tmp_path, pid, *how)
             assert r.returncode == 0, r.stdout + r.stderr
         prog.expect("off-%d" % parent)
@@ -527,10 +529,11 @@ def test_forked_child_follows_the_parents_window_once_its_own_ends(tmp_path):
     c_events, c_lines, _ = trace_of(tmp_path, child)
     assert len(p_lines) == 1 and len(c_lines) == 2, (p_lines, c_lines)
     own, followed = (ln["args"] for ln in c_lines)
-    assert own["value"].endswith("ended its time ran out") and own["after"] == "1s", own
+    assert own["value"].endswith("ended its time ran out") and own["after"] == "2s", own
     assert "the window of the parent (pid %d)" % parent in followed["value"], followed
     assert followed["value"].endswith("ended as the parent's window ended"), followed
-    assert own["to"] <= followed["from"] and followed["to"] >= p_lines[0]["args"]["to"]
+    assert own["to"] == followed["from"] and followed["to"] >= p_lines[0]["args"]["to"], \
+        (own, followed, p_lines)
     work = [e["ts"] for e in c_events if e["ph"] == "X" and e["cat"] == "attach"]
     assert [t for t in work if followed["from"] <= t <= followed["to"]], (followed, work)
 
