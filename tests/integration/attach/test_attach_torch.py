@@ -250,7 +250,14 @@ def test_time_window_of_level_torch(tmp_path):
     assert wrapped == list(range(2, wrapped[-1] + 1)), seen
     for i, o, w, layers in seen:
         assert w in ([False] * 4, [True] * 4), (i, w)
-    assert inside(x, a, b) == x, (a, b)
+    # The time runs out on the listener's thread: every event begins within the window, and
+    # those that end after `to` were in flight then (the loop's stack at `to`: each holds it and
+    # holds the next).
+    assert not begun_outside(x, lines[0]["args"]), (a, b)
+    late = sorted((e for e in x if e["ts"] + e["dur"] > b), key=lambda e: e["ts"])
+    assert all(e["ts"] <= b for e in late), late
+    assert all(o["ts"] <= i["ts"] and i["ts"] + i["dur"] <= o["ts"] + o["dur"]
+               for o, i in zip(late, late[1:])), late
     # Every step that began wrapped, whole, but the last (the window ended in it): its events
     # from its start to the window's end only.
     steps = sorted(e["ts"] for e in x if e["name"] == "step")
