@@ -1,14 +1,14 @@
 /* legacy_signal_prog.c: a C program that sets SIGINT's action with one of the C library's older
- * calls (sysv_signal, __sysv_signal, bsd_signal, sigset, or signal), handles a first SIGINT,
- * then puts SIGINT's default action back with the same call and waits for a second SIGINT,
- * which ends it. test_life.py checks that it dies of SIGINT as untraced, that its trace ends
- * with an end line naming the signal, and that what it prints of its own view is the same.
+ * calls (sysv_signal, __sysv_signal, bsd_signal, ssignal, sigset; or signal), handles a first
+ * SIGINT, then puts SIGINT's default action back with the same call and waits for a second
+ * SIGINT, which ends it. test_life.py checks that it dies of SIGINT as untraced, that its trace
+ * ends with an end line naming the signal, and that what it prints of its own view is the same.
  * With "hold" (sigset only), SIGINT is held (SIG_HOLD) before its default action is put back:
- * sigset then returns SIG_HOLD, and the held signal ends the process as it is released.
+ * sigset then returns SIG_HOLD and releases it.
  * Prints, one a line: what a call on an invalid signal returned and its errno, what each later
  * call returned ("own", "dfl", "ign", "hold", "err", "other"), and "ready" before each SIGINT
  * is awaited.
- * Usage: legacy_signal_prog sysv_signal|__sysv_signal|bsd_signal|sigset|signal [hold] */
+ * Usage: legacy_signal_prog sysv_signal|__sysv_signal|bsd_signal|ssignal|sigset|signal [hold] */
 #define _GNU_SOURCE
 #include <dftrace/dftrace.h>
 #include <errno.h>
@@ -36,6 +36,7 @@ static handler_t set_with(const char *call, int sig, handler_t h) {
   if (strcmp(call, "__sysv_signal") == 0) return __sysv_signal(sig, h);
   if (strcmp(call, "bsd_signal") == 0) return bsd_signal(sig, h);
   if (strcmp(call, "sigset") == 0) return sigset(sig, h);
+  if (strcmp(call, "ssignal") == 0) return ssignal(sig, h);
   return signal(sig, h);
 }
 
