@@ -106,6 +106,12 @@ void default_action_set(int sig) {
   errno = saved_errno;
 }
 
+// `previous`, what a call that set `handler` as the action of `sig` returned.
+sighandler_t handler_set(int sig, sighandler_t handler, sighandler_t previous) {
+  if (previous != SIG_ERR && handler == SIG_DFL) default_action_set(sig);
+  return previous;
+}
+
 }  // namespace
 
 int sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
@@ -120,14 +126,51 @@ int sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
 // signal(SIGINT, SIG_DFL) after a handler of its own.
 sighandler_t signal(int sig, sighandler_t handler) {
   DFTRACE_IO_REAL(signal);
-  const sighandler_t previous = real_signal(sig, handler);
-  if (previous != SIG_ERR && handler == SIG_DFL) default_action_set(sig);
-  return previous;
+  return handler_set(sig, handler, real_signal(sig, handler));
 }
+
+// The C library's older calls set the action inside it too, past both symbols: System V's (the
+// handler reset to the default as it runs), BSD's and ssignal (glibc's signal under other
+// symbols), and sigset, whose SIG_HOLD blocks the signal instead and which returns SIG_HOLD where
+// the signal was blocked (the default action is set then too, and the signal released). Each
+// returns the C library's result, errno untouched.
+sighandler_t sysv_signal(int sig, sighandler_t handler) {
+  DFTRACE_IO_REAL(sysv_signal);
+  return handler_set(sig, handler, real_sysv_signal(sig, handler));
+}
+
+sighandler_t __sysv_signal(int sig, sighandler_t handler) {
+  DFTRACE_IO_REAL(__sysv_signal);
+  return handler_set(sig, handler, real___sysv_signal(sig, handler));
+}
+
+// (declared for X/Open before 2008 only)
+extern "C" sighandler_t bsd_signal(int sig, sighandler_t handler);
+
+sighandler_t bsd_signal(int sig, sighandler_t handler) {
+  DFTRACE_IO_REAL(bsd_signal);
+  return handler_set(sig, handler, real_bsd_signal(sig, handler));
+}
+
+sighandler_t ssignal(int sig, sighandler_t handler) {
+  DFTRACE_IO_REAL(ssignal);
+  return handler_set(sig, handler, real_ssignal(sig, handler));
+}
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"  // (sigset: the application's call)
+sighandler_t sigset(int sig, sighandler_t disposition) {
+  DFTRACE_IO_REAL(sigset);
+  return handler_set(sig, disposition, real_sigset(sig, disposition));
+}
+#pragma GCC diagnostic pop
 
 // The registry's entries of the table's EXIT_OWN rows: those written here and the exec family
 // (process_exec.cpp).
 #define DFTRACE_IO_SHAPE_EXIT_OWN(cat, name, ...) DFTRACE_IO_REGISTER(name);
 #include "plugins/io/shapes.hpp"
 #define DFTRACE_IO_CALL DFTRACE_IO_WRAPPER
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"  // (sigset's entry)
 #include "dftrace/io_calls.def"
+#pragma GCC diagnostic pop
