@@ -4,11 +4,13 @@
  * SIGINT, which ends it. test_life.py checks that it dies of SIGINT as untraced, that its trace
  * ends with an end line naming the signal, and that what it prints of its own view is the same.
  * With "hold" (sigset only), SIGINT is held (SIG_HOLD) before its default action is put back:
- * sigset then returns SIG_HOLD and releases it.
+ * sigset then returns SIG_HOLD and releases it. With "pending" (sigset only), the second SIGINT
+ * comes while SIGINT is held, and the release by sigset(SIGINT, SIG_DFL) delivers it.
  * Prints, one a line: what a call on an invalid signal returned and its errno, what each later
  * call returned ("own", "dfl", "ign", "hold", "err", "other"), and "ready" before each SIGINT
  * is awaited.
- * Usage: legacy_signal_prog sysv_signal|__sysv_signal|bsd_signal|ssignal|sigset|signal [hold] */
+ * Usage: legacy_signal_prog sysv_signal|__sysv_signal|bsd_signal|ssignal|sigset|signal
+ *        [hold|pending] */
 #define _GNU_SOURCE
 #include <dftrace/dftrace.h>
 #include <errno.h>
@@ -57,6 +59,7 @@ static void say(const char *what) {
 int main(int argc, char **argv) {
   const char *call = argc > 1 ? argv[1] : "signal";
   const int hold = argc > 2 && strcmp(argv[2], "hold") == 0;
+  const int pending = argc > 2 && strcmp(argv[2], "pending") == 0;
   dftrace_node_t *n = dftrace_node_child(dftrace_category("legacy"), "tick");
   dftrace_region_end(dftrace_region_begin(n));  // (initialises dftrace: its handlers go in)
   errno = 0;
@@ -66,9 +69,17 @@ int main(int argc, char **argv) {
   say(name_of(set_with(call, SIGINT, on_int)));
   say("ready");
   while (!g_seen) dftrace_region_end(dftrace_region_begin(n)), usleep(1000);
-  if (hold) say(name_of(set_with(call, SIGINT, SIG_HOLD)));
+  if (hold || pending) say(name_of(set_with(call, SIGINT, SIG_HOLD)));
+  if (pending) {  // (the second SIGINT comes while held: sigset's release delivers it)
+    say("ready");
+    sigset_t waiting;
+    do {
+      dftrace_region_end(dftrace_region_begin(n));
+      usleep(1000);
+    } while (sigpending(&waiting) != 0 || sigismember(&waiting, SIGINT) != 1);
+  }
   say(name_of(set_with(call, SIGINT, SIG_DFL)));  // (sigset releases a held SIGINT)
-  say("ready");
+  if (!pending) say("ready");
   for (;;) {
     dftrace_region_end(dftrace_region_begin(n));
     usleep(1000);
