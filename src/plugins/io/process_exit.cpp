@@ -132,8 +132,8 @@ sighandler_t signal(int sig, sighandler_t handler) {
 // The C library's older calls set the action inside it too, past both symbols: System V's (the
 // handler reset to the default as it runs), BSD's and ssignal (glibc's signal under other
 // symbols), and sigset, whose SIG_HOLD blocks the signal instead and which returns SIG_HOLD where
-// the signal was blocked (the default action is set then too, and the signal released). Each
-// returns the C library's result, errno untouched.
+// the signal was blocked (the default action is set then too, and the signal released: below).
+// Each returns the C library's result, errno untouched.
 sighandler_t sysv_signal(int sig, sighandler_t handler) {
   DFTRACE_IO_REAL(sysv_signal);
   return handler_set(sig, handler, real_sysv_signal(sig, handler));
@@ -157,10 +157,39 @@ sighandler_t ssignal(int sig, sighandler_t handler) {
   return handler_set(sig, handler, real_ssignal(sig, handler));
 }
 
+namespace {
+
+// Whether `sig` is blocked in the calling thread.
+bool held_here(int sig) {
+  sigset_t mask;
+  if (sig <= 0 || sig >= NSIG || ::pthread_sigmask(SIG_BLOCK, nullptr, &mask) != 0) return false;
+  return sigismember(&mask, sig) == 1;
+}
+
+// sigset's SIG_DFL for a held signal, in glibc's steps (the action set, then the signal released;
+// SIG_HOLD returned) with the handler put in front between them: a signal that came while held
+// is delivered as the call releases it, and would otherwise find the default action alone.
+sighandler_t default_of_held(int sig) {
+  DFTRACE_IO_REAL(sigaction);
+  struct sigaction act {};
+  act.sa_handler = SIG_DFL;
+  sigemptyset(&act.sa_mask);
+  if (real_sigaction(sig, &act, nullptr) != 0) return SIG_ERR;
+  default_action_set(sig);
+  sigset_t one;
+  sigemptyset(&one);
+  sigaddset(&one, sig);
+  if (::sigprocmask(SIG_UNBLOCK, &one, nullptr) != 0) return SIG_ERR;
+  return SIG_HOLD;
+}
+
+}  // namespace
+
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"  // (sigset: the application's call)
 sighandler_t sigset(int sig, sighandler_t disposition) {
   DFTRACE_IO_REAL(sigset);
+  if (disposition == SIG_DFL && held_here(sig)) return default_of_held(sig);
   return handler_set(sig, disposition, real_sigset(sig, disposition));
 }
 #pragma GCC diagnostic pop
