@@ -2,8 +2,9 @@
 src/writer): its exit status when its first interposed call comes during exit, hwloc's plugins
 and X servers left alone, SIGINT in Python (KeyboardInterrupt, signal.getsignal, a forkserver
 Pool), SIGTERM in C (the trace's end line), a default action put back (SIGINT as Python
-finalizes, `signal`/`sigaction` and the older `sysv_signal`/`bsd_signal`/`sigset` in C: the
-signal still ends the process, the trace gets its end line), and an address-space limit (no abort)."""
+finalizes, `signal`/`sigaction` and the older `sysv_signal`/`bsd_signal`/`ssignal`/`sigset` in
+C: the signal still ends the process, the trace gets its end line), and an address-space limit
+(no abort)."""
 import glob
 import os
 import resource
