@@ -1,7 +1,7 @@
 /* legacy_signal_prog.c: a C program that sets SIGINT's action with one of the C library's older
- * calls (sysv_signal, __sysv_signal, bsd_signal, ssignal, sigset; or signal), handles a first
- * SIGINT, then puts SIGINT's default action back with the same call and waits for a second
- * SIGINT, which ends it. test_life.py checks that it dies of SIGINT as untraced, that its trace
+ * calls (sysv_signal, __sysv_signal, bsd_signal, ssignal, sigset, __sigaction; or signal or
+ * sigaction), handles a first SIGINT, then puts SIGINT's default action back with the same call
+ * and waits for a second SIGINT, which ends it. test_life.py checks that it dies of SIGINT as untraced, that its trace
  * ends with an end line naming the signal, and that what it prints of its own view is the same.
  * With "hold" (sigset only), SIGINT is held (SIG_HOLD) before its default action is put back:
  * sigset then returns SIG_HOLD and releases it. With "pending" (sigset only), the second SIGINT
@@ -9,8 +9,9 @@
  * Prints, one a line: what a call on an invalid signal returned and its errno, what each later
  * call returned ("own", "dfl", "ign", "hold", "err", "other"), and "ready" before each SIGINT
  * is awaited.
- * Usage: legacy_signal_prog sysv_signal|__sysv_signal|bsd_signal|ssignal|sigset|signal
- *        [hold|pending] */
+ * Usage: legacy_signal_prog
+ *   sysv_signal|__sysv_signal|bsd_signal|ssignal|sigset|__sigaction|signal|sigaction
+ *   [hold|pending] */
 #define _GNU_SOURCE
 #include <dftrace/dftrace.h>
 #include <errno.h>
@@ -26,6 +27,7 @@ extern handler_t __sysv_signal(int, handler_t);
 extern handler_t sigset(int, handler_t);
 extern handler_t bsd_signal(int, handler_t);
 extern handler_t sysv_signal(int, handler_t);
+extern int __sigaction(int, const struct sigaction *, struct sigaction *);
 
 static volatile sig_atomic_t g_seen = 0;
 static void on_int(int sig) {
@@ -33,7 +35,19 @@ static void on_int(int sig) {
   g_seen = 1;
 }
 
+// sigaction's way, through one of its symbols: what it reports of the old action.
+static handler_t by_sigaction(int (*set)(int, const struct sigaction *, struct sigaction *),
+                              int sig, handler_t h) {
+  struct sigaction act, old;
+  memset(&act, 0, sizeof act);
+  act.sa_handler = h;
+  sigemptyset(&act.sa_mask);
+  return set(sig, &act, &old) == 0 ? old.sa_handler : SIG_ERR;
+}
+
 static handler_t set_with(const char *call, int sig, handler_t h) {
+  if (strcmp(call, "sigaction") == 0) return by_sigaction(sigaction, sig, h);
+  if (strcmp(call, "__sigaction") == 0) return by_sigaction(__sigaction, sig, h);
   if (strcmp(call, "sysv_signal") == 0) return sysv_signal(sig, h);
   if (strcmp(call, "__sysv_signal") == 0) return __sysv_signal(sig, h);
   if (strcmp(call, "bsd_signal") == 0) return bsd_signal(sig, h);

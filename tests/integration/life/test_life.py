@@ -495,11 +495,13 @@ def interrupt_twice(args, env):
     return p.wait(timeout=60), lines
 
 
-@pytest.mark.parametrize("call", ["signal", "sysv_signal", "__sysv_signal", "bsd_signal",
-                                  "ssignal", "sigset", "sigset hold", "sigset pending"])
+@pytest.mark.parametrize("call", ["signal", "sigaction", "sysv_signal", "__sysv_signal",
+                                  "bsd_signal", "ssignal", "sigset", "sigset hold",
+                                  "sigset pending", "__sigaction"])
 def test_a_default_action_put_back_by_an_older_call_still_gets_the_end_line(tmp_path, call):
     # The program handles a first SIGINT, puts its default action back with the same call
-    # (the C library's older ones set it past the sigaction and signal symbols) and dies of the
+    # (the C library's older ones, and sigaction's other symbol, set it past the sigaction and
+    # signal symbols) and dies of the
     # second (with sigset's "pending", the second comes while SIGINT is held, and sigset's
     # SIG_DFL releases it): as untraced, what each call returned (sigset's SIG_HOLD of a held
     # signal included) and its errno are the same, and the trace ends with its end line.
