@@ -106,6 +106,13 @@ void default_action_set(int sig) {
   errno = saved_errno;
 }
 
+// `rc`, what a sigaction of `act` for `sig` returned.
+int action_set(int sig, const struct sigaction *act, int rc) {
+  if (rc == 0 && act && !(act->sa_flags & SA_SIGINFO) && act->sa_handler == SIG_DFL)
+    default_action_set(sig);
+  return rc;
+}
+
 // `previous`, what a call that set `handler` as the action of `sig` returned.
 sighandler_t handler_set(int sig, sighandler_t handler, sighandler_t previous) {
   if (previous != SIG_ERR && handler == SIG_DFL) default_action_set(sig);
@@ -116,10 +123,15 @@ sighandler_t handler_set(int sig, sighandler_t handler, sighandler_t previous) {
 
 int sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
   DFTRACE_IO_REAL(sigaction);
-  const int rc = real_sigaction(sig, act, old);
-  if (rc == 0 && act && !(act->sa_flags & SA_SIGINFO) && act->sa_handler == SIG_DFL)
-    default_action_set(sig);
-  return rc;
+  return action_set(sig, act, real_sigaction(sig, act, old));
+}
+
+// glibc's sigaction under its other exported symbol (declared by no header).
+extern "C" int __sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+
+int __sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
+  DFTRACE_IO_REAL(__sigaction);
+  return action_set(sig, act, real___sigaction(sig, act, old));
 }
 
 // signal() sets the action inside the C library, without the sigaction symbol: a C program's
