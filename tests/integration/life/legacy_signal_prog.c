@@ -1,14 +1,13 @@
 /* legacy_signal_prog.c: a C program that sets SIGINT's action with one of the C library's older
  * calls (sysv_signal, __sysv_signal, bsd_signal, ssignal, sigset, __sigaction; or signal or
  * sigaction), handles a first SIGINT, then puts SIGINT's default action back with the same call
- * and waits for a second SIGINT, which ends it. test_life.py checks that it dies of SIGINT as untraced, that its trace
- * ends with an end line naming the signal, and that what it prints of its own view is the same.
- * With "hold" (sigset only), SIGINT is held (SIG_HOLD) before its default action is put back:
- * sigset then returns SIG_HOLD and releases it. With "pending" (sigset only), the second SIGINT
- * comes while SIGINT is held, and the release by sigset(SIGINT, SIG_DFL) delivers it.
- * Prints, one a line: what a call on an invalid signal returned and its errno, what each later
- * call returned ("own", "dfl", "ign", "hold", "err", "other"), and "ready" before each SIGINT
- * is awaited.
+ * and waits for a second SIGINT, which ends it. test_life.py checks that it dies of SIGINT as
+ * untraced, that its trace ends with an end line naming the signal, and that what it prints is
+ * the same: what a call on an invalid signal returned and its errno, what each later call
+ * returned ("own", "dfl", "ign", "hold", "err", "other"), and "ready" before each SIGINT is
+ * awaited. With "hold" (sigset only), SIGINT is held (SIG_HOLD) before its default action is put
+ * back: sigset then returns SIG_HOLD and releases it. With "pending" (sigset only), the second
+ * SIGINT comes while SIGINT is held, and sigset(SIGINT, SIG_DFL) delivers it as it releases it.
  * Usage: legacy_signal_prog
  *   sysv_signal|__sysv_signal|bsd_signal|ssignal|sigset|__sigaction|signal|sigaction
  *   [hold|pending] */
