@@ -495,9 +495,11 @@ def interrupt_twice(args, env):
     return p.wait(timeout=60), lines
 
 
-@pytest.mark.parametrize("call", ["signal", "sigaction", "sysv_signal", "__sysv_signal",
-                                  "bsd_signal", "ssignal", "sigset", "sigset hold",
-                                  "sigset pending", "__sigaction"])
+SETTERS = ["signal", "sigaction", "sysv_signal", "__sysv_signal", "bsd_signal", "ssignal",
+           "sigset", "sigset hold", "sigset pending", "__sigaction"]
+
+
+@pytest.mark.parametrize("call", SETTERS)
 def test_a_default_action_put_back_by_an_older_call_still_gets_the_end_line(tmp_path, call):
     # The program handles a first SIGINT, puts its default action back with the same call
     # (the C library's older ones, and sigaction's other symbol, set it past the sigaction and
@@ -513,6 +515,19 @@ def test_a_default_action_put_back_by_an_older_call_still_gets_the_end_line(tmp_
     assert got == want
     ev = tc.load(tc.only_file(str(tmp_path / "traces")))
     assert sum(e.get("name") == "tick" for e in ev) >= 1
+    assert ev[-1]["name"] == "end" and ev[-1]["args"].get("signal") == "SIGINT", ev[-3:]
+
+
+@pytest.mark.parametrize("call", SETTERS)
+def test_the_same_in_the_application_mode(tmp_path, call):
+    # libdftrace_io loaded by the program's dftrace (data directories set), not preloaded: the
+    # calls are bound in the loaded objects.
+    prog = [os.path.join(BIN, "legacy_signal_prog"), *call.split()]
+    want = interrupt_twice(prog, clean_env())
+    got = interrupt_twice(prog, clean_env(DFTRACE_ENABLE="1", DFTRACER_DATA_DIR=str(tmp_path),
+                                          DFTRACE_LOG_FILE=str(tmp_path / "trace")))
+    assert got == want and got[0] == -signal.SIGINT, (got, want)
+    ev = tc.load(tc.only_file(str(tmp_path)))
     assert ev[-1]["name"] == "end" and ev[-1]["args"].get("signal") == "SIGINT", ev[-3:]
 
 
