@@ -106,28 +106,112 @@ void default_action_set(int sig) {
   errno = saved_errno;
 }
 
+// `rc`, what a sigaction of `act` for `sig` returned.
+int action_set(int sig, const struct sigaction *act, int rc) {
+  if (rc == 0 && act && !(act->sa_flags & SA_SIGINFO) && act->sa_handler == SIG_DFL)
+    default_action_set(sig);
+  return rc;
+}
+
+// `previous`, what a call that set `handler` as the action of `sig` returned.
+sighandler_t handler_set(int sig, sighandler_t handler, sighandler_t previous) {
+  if (previous != SIG_ERR && handler == SIG_DFL) default_action_set(sig);
+  return previous;
+}
+
 }  // namespace
 
 int sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
   DFTRACE_IO_REAL(sigaction);
-  const int rc = real_sigaction(sig, act, old);
-  if (rc == 0 && act && !(act->sa_flags & SA_SIGINFO) && act->sa_handler == SIG_DFL)
-    default_action_set(sig);
-  return rc;
+  return action_set(sig, act, real_sigaction(sig, act, old));
+}
+
+// glibc's sigaction under its other exported symbol (declared by no header).
+extern "C" int __sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+
+int __sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
+  DFTRACE_IO_REAL(__sigaction);
+  return action_set(sig, act, real___sigaction(sig, act, old));
 }
 
 // signal() sets the action inside the C library, without the sigaction symbol: a C program's
 // signal(SIGINT, SIG_DFL) after a handler of its own.
 sighandler_t signal(int sig, sighandler_t handler) {
   DFTRACE_IO_REAL(signal);
-  const sighandler_t previous = real_signal(sig, handler);
-  if (previous != SIG_ERR && handler == SIG_DFL) default_action_set(sig);
-  return previous;
+  return handler_set(sig, handler, real_signal(sig, handler));
 }
+
+// The C library's older calls set the action inside it too, past both symbols: System V's (the
+// handler reset to the default as it runs), BSD's and ssignal (glibc's signal under other
+// symbols), and sigset, whose SIG_HOLD blocks the signal instead and which returns SIG_HOLD where
+// the signal was blocked (the default action is set then too, and the signal released: below).
+// Each returns the C library's result, errno untouched.
+sighandler_t sysv_signal(int sig, sighandler_t handler) {
+  DFTRACE_IO_REAL(sysv_signal);
+  return handler_set(sig, handler, real_sysv_signal(sig, handler));
+}
+
+sighandler_t __sysv_signal(int sig, sighandler_t handler) {
+  DFTRACE_IO_REAL(__sysv_signal);
+  return handler_set(sig, handler, real___sysv_signal(sig, handler));
+}
+
+// (declared for X/Open before 2008 only)
+extern "C" sighandler_t bsd_signal(int sig, sighandler_t handler);
+
+sighandler_t bsd_signal(int sig, sighandler_t handler) {
+  DFTRACE_IO_REAL(bsd_signal);
+  return handler_set(sig, handler, real_bsd_signal(sig, handler));
+}
+
+sighandler_t ssignal(int sig, sighandler_t handler) {
+  DFTRACE_IO_REAL(ssignal);
+  return handler_set(sig, handler, real_ssignal(sig, handler));
+}
+
+namespace {
+
+// Whether `sig` is blocked in the calling thread.
+bool held_here(int sig) {
+  sigset_t mask;
+  if (sig <= 0 || sig >= NSIG || ::pthread_sigmask(SIG_BLOCK, nullptr, &mask) != 0) return false;
+  return sigismember(&mask, sig) == 1;
+}
+
+// sigset's SIG_DFL for a held signal, in glibc's steps (the action set, then the signal released;
+// SIG_HOLD returned) with the handler put in front between them: a signal that came while held
+// is delivered as the call releases it, and would otherwise find the default action alone.
+sighandler_t default_of_held(int sig) {
+  DFTRACE_IO_REAL(sigaction);
+  struct sigaction act {};
+  act.sa_handler = SIG_DFL;
+  sigemptyset(&act.sa_mask);
+  if (real_sigaction(sig, &act, nullptr) != 0) return SIG_ERR;
+  default_action_set(sig);
+  sigset_t one;
+  sigemptyset(&one);
+  sigaddset(&one, sig);
+  if (::sigprocmask(SIG_UNBLOCK, &one, nullptr) != 0) return SIG_ERR;
+  return SIG_HOLD;
+}
+
+}  // namespace
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"  // (sigset: the application's call)
+sighandler_t sigset(int sig, sighandler_t disposition) {
+  DFTRACE_IO_REAL(sigset);
+  if (disposition == SIG_DFL && held_here(sig)) return default_of_held(sig);
+  return handler_set(sig, disposition, real_sigset(sig, disposition));
+}
+#pragma GCC diagnostic pop
 
 // The registry's entries of the table's EXIT_OWN rows: those written here and the exec family
 // (process_exec.cpp).
 #define DFTRACE_IO_SHAPE_EXIT_OWN(cat, name, ...) DFTRACE_IO_REGISTER(name);
 #include "plugins/io/shapes.hpp"
 #define DFTRACE_IO_CALL DFTRACE_IO_WRAPPER
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"  // (sigset's entry)
 #include "dftrace/io_calls.def"
+#pragma GCC diagnostic pop

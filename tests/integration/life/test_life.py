@@ -2,8 +2,9 @@
 src/writer): its exit status when its first interposed call comes during exit, hwloc's plugins
 and X servers left alone, SIGINT in Python (KeyboardInterrupt, signal.getsignal, a forkserver
 Pool), SIGTERM in C (the trace's end line), a default action put back (SIGINT as Python
-finalizes, `signal`/`sigaction` in C: the signal still ends the process, the trace gets its end
-line), and an address-space limit (no abort)."""
+finalizes, `signal`/`sigaction` and the older `sysv_signal`/`bsd_signal`/`ssignal`/`sigset` in
+C: the signal still ends the process, the trace gets its end line), and an address-space limit
+(no abort)."""
 import glob
 import os
 import resource
@@ -477,6 +478,57 @@ def test_a_default_action_put_back_after_initialisation_still_gets_the_end_line(
     assert p.returncode == -sig
     ev = tc.load(tc.only_file(str(tmp_path / "traces")))
     assert ev[-1]["name"] == "end" and ev[-1]["args"]["signal"] == signal.Signals(sig).name
+
+
+def interrupt_twice(args, env):
+    """legacy_signal_prog's lines, a SIGINT after each "ready", and its exit status."""
+    p = subprocess.Popen(args, stdout=subprocess.PIPE, env=env, text=True)
+    lines = []
+    for _ in range(2):
+        for line in p.stdout:
+            lines.append(line.strip())
+            if lines[-1] == "ready":
+                break
+        assert lines[-1] == "ready", lines
+        p.send_signal(signal.SIGINT)
+    lines += p.stdout.read().splitlines()
+    return p.wait(timeout=60), lines
+
+
+SETTERS = ["signal", "sigaction", "sysv_signal", "__sysv_signal", "bsd_signal", "ssignal",
+           "sigset", "sigset hold", "sigset pending", "__sigaction"]
+
+
+@pytest.mark.parametrize("call", SETTERS)
+def test_a_default_action_put_back_by_an_older_call_still_gets_the_end_line(tmp_path, call):
+    # The program handles a first SIGINT, puts its default action back with the same call
+    # (the C library's older ones, and sigaction's other symbol, set it past the sigaction and
+    # signal symbols) and dies of the
+    # second (with sigset's "pending", the second comes while SIGINT is held, and sigset's
+    # SIG_DFL releases it): as untraced, what each call returned (sigset's SIG_HOLD of a held
+    # signal included) and its errno are the same, and the trace ends with its end line.
+    prog = [os.path.join(BIN, "legacy_signal_prog"), *call.split()]
+    want = interrupt_twice(prog, clean_env())
+    assert want[0] == -signal.SIGINT, want
+    (tmp_path / "traces").mkdir()
+    got = interrupt_twice(traced(tmp_path, *prog), clean_env())
+    assert got == want
+    ev = tc.load(tc.only_file(str(tmp_path / "traces")))
+    assert sum(e.get("name") == "tick" for e in ev) >= 1
+    assert ev[-1]["name"] == "end" and ev[-1]["args"].get("signal") == "SIGINT", ev[-3:]
+
+
+@pytest.mark.parametrize("call", SETTERS)
+def test_the_same_in_the_application_mode(tmp_path, call):
+    # libdftrace_io loaded by the program's dftrace (data directories set), not preloaded: the
+    # calls are bound in the loaded objects.
+    prog = [os.path.join(BIN, "legacy_signal_prog"), *call.split()]
+    want = interrupt_twice(prog, clean_env())
+    got = interrupt_twice(prog, clean_env(DFTRACE_ENABLE="1", DFTRACER_DATA_DIR=str(tmp_path),
+                                          DFTRACE_LOG_FILE=str(tmp_path / "trace")))
+    assert got == want and got[0] == -signal.SIGINT, (got, want)
+    ev = tc.load(tc.only_file(str(tmp_path)))
+    assert ev[-1]["name"] == "end" and ev[-1]["args"].get("signal") == "SIGINT", ev[-3:]
 
 
 def test_a_request_to_end_the_application_handles_stays_its_own(tmp_path):
