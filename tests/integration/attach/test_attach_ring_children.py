@@ -22,7 +22,7 @@ import tracecheck as tc  # noqa: E402  (its folder on the path: test_attach puts
 def ring_program(tmp_path, mode, stop, **extra):
     env = clean_env(tmp_path, **{**dict(
         DFTRACE_ENABLE="1", DFTRACE_ATTACH="1", DFTRACE_OUTPUT_MODE="ring",
-        DFTRACE_RING_SECONDS="60", DFTRACE_TRIGGER_STEP_FACTOR="0", DFTRACE_TRIGGER_MIN_GAP="0",
+        DFTRACE_RING_SECONDS="60", DFTRACE_TRIGGER_STEP_FACTOR="0",
         DFTRACE_LOG_FILE=str(tmp_path / "traces" / "t"), ATTACH_PROG_STOP=stop), **extra})
     return Program([PROG, "1000000", "-", mode], env)
 
