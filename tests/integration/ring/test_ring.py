@@ -536,6 +536,56 @@ def test_ring_direct_writes_the_dump_around_the_page_cache_and_the_trace_reads_t
     assert resident_fraction(tc.only_file(str(other / "traces"))) > 0.75
 
 
+LOCAL_BLOCK = {0xEF53: "ext2/ext3/ext4", 0x58465342: "xfs", 0x9123683E: "btrfs",
+               0xF2F52010: "f2fs"}
+TRIED = {0x01021994: "tmpfs", 0x794C7630: "overlay", 0x858458F6: "ramfs"}
+
+
+def auto_expectation(directory):
+    """(file system, O_DIRECT on) for ring.direct auto, from what statfs says of the directory
+    (stat -f) and, for the file systems that are tried, whether a file there opens with
+    O_DIRECT."""
+    magic = int(subprocess.run(["stat", "-f", "-c", "%t", directory], capture_output=True,
+                               text=True, check=True).stdout.strip(), 16)
+    if magic in LOCAL_BLOCK:
+        return LOCAL_BLOCK[magic], True
+    if magic not in TRIED:
+        return None, False  # a network or parallel file system, or one not known: off
+    probe = os.path.join(directory, "probe")
+    try:
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_DIRECT, 0o600))
+        return TRIED[magic], True
+    except OSError:
+        return TRIED[magic], False
+    finally:
+        if os.path.exists(probe):
+            os.unlink(probe)
+
+
+def test_ring_direct_auto_decides_by_the_trace_directory_file_system(tmp_path):
+    # ring.direct: auto on the test's own directory: the decision is what statfs says there,
+    # said once at info, and written in the trigger line; the trace is whole either way.
+    fs, on = auto_expectation(str(tmp_path))
+    p = dump_run(tmp_path, "auto", DFTRACE_LOG_LEVEL="info")
+    said = [l for l in p.stderr.splitlines() if "ring.direct auto" in l]
+    assert len(said) == 1, p.stderr
+    how = "the ring is written " + ("with O_DIRECT" if on else "through the page cache")
+    assert said[0].endswith(how), (fs, on, said)
+    if fs:
+        assert ("is on %s: " % fs) in said[0], (fs, said)
+    if on and fs not in ("tmpfs", "ramfs"):  # (their O_DIRECT goes through the page cache)
+        # Looked at before anything reads the file: the dump's pages are not in the page cache.
+        assert resident_fraction(tc.only_file(str(tmp_path / "traces"))) < 0.25
+    events, triggers, end = trace(tmp_path)
+    assert [t["args"]["name"] for t in triggers] == ["api"]
+    direct = triggers[0]["args"]["direct"]
+    assert direct.startswith("auto: on, " if on else "auto: off, "), direct
+    if fs:
+        assert direct.endswith(", " + fs), direct
+    assert end["args"]["dropped_events"] == 0, end
+    assert end["args"]["num_events"] == len(work(events))
+
+
 def in_private_mount(tmp_path, fstype, options, args, **env):
     """ring_prog ARGS with its traces on a new file system of `fstype` (a user and mount
     namespace of its own), the traces copied out before the namespace ends."""
@@ -557,19 +607,28 @@ def in_private_mount(tmp_path, fstype, options, args, **env):
     return p
 
 
+@pytest.mark.parametrize("direct", ["1", "auto"])
 def test_ring_direct_on_a_file_system_that_refuses_o_direct_writes_through_the_page_cache(
-        tmp_path):
-    # ramfs refuses O_DIRECT (EINVAL): the dump goes through the page cache, said once at
-    # info, and the trace is whole.
+        tmp_path, direct):
+    # ramfs refuses O_DIRECT (EINVAL). Forced on (1): the dump's first O_DIRECT attempt fails
+    # and the dump goes through the page cache, said once at info. auto: ramfs is tried, found
+    # to refuse it, and the dump is written through the page cache, said once. Both: the trace
+    # is whole.
     p = in_private_mount(tmp_path, "ramfs", "mode=0755", ["latency", 300000],
                          DFTRACE_RING_BYTES="16MiB", DFTRACE_RING_SECONDS="3600",
-                         DFTRACE_RING_DIRECT="1", DFTRACE_LOG_LEVEL="info")
+                         DFTRACE_RING_DIRECT=direct, DFTRACE_LOG_LEVEL="info")
     assert p.returncode == 0, (p.returncode, p.stdout, p.stderr)
     assert "trigger 1" in p.stdout, p.stdout
-    said = [l for l in p.stderr.splitlines() if "refuses O_DIRECT" in l]
-    assert len(said) == 1, p.stderr
+    said = [l for l in p.stderr.splitlines()
+            if "refuses O_DIRECT" in l or "ring.direct auto" in l]
+    if direct == "1":
+        assert len(said) == 1 and "refuses O_DIRECT" in said[0], p.stderr
+    else:
+        assert len(said) == 1 and "is on ramfs: the ring is written through the page cache" \
+            in said[0], p.stderr
     events, triggers, end = trace(tmp_path)
     assert [t["args"]["name"] for t in triggers] == ["api"]
+    assert triggers[0]["args"]["direct"] == ("on" if direct == "1" else "auto: off, ramfs")
     assert end["args"]["dropped_events"] == 0, end
     assert end["args"]["num_events"] == len(work(events)) > 100000
 
