@@ -592,7 +592,12 @@ def in_private_mount(tmp_path, fstype, options, args, **env):
     mnt = tmp_path / "mnt"
     mnt.mkdir()
     out = tmp_path / "traces"
-    script = ('mount -t %s -o %s none "$1" || exit 97; shift; "$@"; rc=$?; '
+    # With DIRECT_PROBE set: first says whether a file there opens with O_DIRECT (dd's
+    # oflag=direct), "o_direct: yes" or "o_direct: no" on stdout.
+    script = ('mount -t %s -o %s none "$1" || exit 97; shift; '
+              'if [ -n "$DIRECT_PROBE" ]; then if dd if=/dev/zero of="$DIRECT_MNT/probe" bs=4096 '
+              'count=1 oflag=direct 2>/dev/null; then echo "o_direct: yes"; else '
+              'echo "o_direct: no"; fi; rm -f "$DIRECT_MNT/probe"; fi; "$@"; rc=$?; '
               'cp -r "$DIRECT_MNT/traces" "$DIRECT_OUT"; exit $rc') % (fstype, options)
     e = ring_env(tmp_path, **env)
     e.update(DFTRACE_LOG_FILE=str(mnt / "traces" / "t"), DIRECT_MNT=str(mnt), DIRECT_OUT=str(out))
@@ -605,6 +610,25 @@ def in_private_mount(tmp_path, fstype, options, args, **env):
     if p.returncode == 97:
         pytest.skip("%s can not be mounted in a user namespace here: %s" % (fstype, p.stderr))
     return p
+
+
+def test_ring_direct_auto_on_tmpfs_takes_o_direct_only_where_it_opens(tmp_path):
+    # tmpfs is tried: O_DIRECT where a file there opens with it (Linux 6.6 and later), the page
+    # cache where it does not; the expectation is dd's open with oflag=direct in the same mount.
+    p = in_private_mount(tmp_path, "tmpfs", "size=64m", ["latency", 300000],
+                         DFTRACE_RING_BYTES="16MiB", DFTRACE_RING_SECONDS="3600",
+                         DFTRACE_RING_DIRECT="auto", DFTRACE_LOG_LEVEL="info", DIRECT_PROBE="1")
+    assert p.returncode == 0, (p.returncode, p.stdout, p.stderr)
+    on = "o_direct: yes" in p.stdout
+    assert on or "o_direct: no" in p.stdout, p.stdout
+    said = [l for l in p.stderr.splitlines() if "ring.direct auto" in l]
+    how = "with O_DIRECT" if on else "through the page cache"
+    assert len(said) == 1 and said[0].endswith("is on tmpfs: the ring is written " + how), \
+        p.stderr
+    events, triggers, end = trace(tmp_path)
+    assert triggers[0]["args"]["direct"] == ("auto: on, tmpfs" if on else "auto: off, tmpfs")
+    assert end["args"]["dropped_events"] == 0, end
+    assert end["args"]["num_events"] == len(work(events)) > 100000
 
 
 @pytest.mark.parametrize("direct", ["1", "auto"])
