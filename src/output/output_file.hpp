@@ -105,6 +105,8 @@ class output_file {
   // ring.direct auto: whether this file's dump goes with O_DIRECT (decide_direct, made at the
   // first call for the file and kept; said once at log_level info). After open().
   direct_decision direct_auto();
+  // The file system refused O_DIRECT for this file (its writes go through the page cache).
+  bool direct_refused() const { return direct_refused_; }
   // Bytes written so far with O_DIRECT (tests and benchmarks).
   uint64_t direct_bytes() const { return direct_bytes_; }
   // After a failure: the end line's member, when it fits where the failed member was (a full

@@ -200,7 +200,8 @@ class writer {
   void ring_after_pass();  // the end of full detail
   void ring_write_out();   // the ring's members to the file, a writev for many, then empty
   // Whether ring_write_out writes with O_DIRECT (ring.direct, or auto's decision for the file);
-  // *said: what the trigger line says of it ("on", "auto: off, nfs"), "" when off.
+  // *said: what the trigger line says of it ("on", "auto: off, nfs", "auto: on, xfs (refused)"
+  // when the file system refused it and the page cache took the dump), "" when off.
   bool ring_direct(std::string *said);
   bool accept_trigger(uint64_t mono_ns);  // min_gap (trigger_mutex_ held)
   struct pending_trigger {

@@ -155,13 +155,15 @@ const size_t k_ring_batch = 8;
 }  // namespace
 
 bool writer::ring_direct(std::string *said) {
+  const char *refused = file_.direct_refused() ? " (refused)" : "";
   if (settings_.ring_direct) {
-    if (said) *said = "on";
+    if (said) *said = std::string("on") + refused;
     return true;
   }
   if (!settings_.ring_direct_auto || !file_.is_open()) return false;
   const direct_decision d = file_.direct_auto();
-  if (said) *said = std::string("auto: ") + (d.on ? "on, " : "off, ") + d.fs;
+  if (said)
+    *said = std::string("auto: ") + (d.on ? "on, " : "off, ") + d.fs + (d.on ? refused : "");
   return d.on;
 }
 

@@ -652,7 +652,8 @@ def test_ring_direct_on_a_file_system_that_refuses_o_direct_writes_through_the_p
             in said[0], p.stderr
     events, triggers, end = trace(tmp_path)
     assert [t["args"]["name"] for t in triggers] == ["api"]
-    assert triggers[0]["args"]["direct"] == ("on" if direct == "1" else "auto: off, ramfs")
+    assert triggers[0]["args"]["direct"] == ("on (refused)" if direct == "1"
+                                             else "auto: off, ramfs")
     assert end["args"]["dropped_events"] == 0, end
     assert end["args"]["num_events"] == len(work(events)) > 100000
 
