@@ -392,8 +392,10 @@ def test_a_forked_child_has_its_own_ring(tmp_path):
     # window of 4 s would reach back before the fork if it held the parent's members), has its
     # own file, and takes `dftrace trigger CHILD`; the parent's trigger after the child ended
     # writes the parent's window across the fork, and none of the child's events.
-    env = ring_env(tmp_path, DFTRACE_RING_SECONDS="4", DFTRACE_RING_AFTER="0.2s")
-    p = subprocess.Popen([PROG, "fork", "3"], env=env, stdout=subprocess.PIPE, text=True)
+    env = ring_env(tmp_path, DFTRACE_RING_SECONDS="4", DFTRACE_RING_AFTER="0.2s",
+                   DFTRACE_LOG_LEVEL="info")
+    p = subprocess.Popen([PROG, "fork", "3"], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
     line = p.stdout.readline().split()
     assert line[0] == "child", line
     child = int(line[1])
@@ -414,6 +416,14 @@ def test_a_forked_child_has_its_own_ring(tmp_path):
     p_events, p_triggers, _ = by_pid[p.pid]
     assert [(x["args"]["name"], x["args"]["value"]) for x in c_triggers] == [("signal", "SIGUSR2")]
     assert [(x["args"]["name"], x["args"]["value"]) for x in p_triggers] == [("api", "parent")]
+    # ring.direct auto (the default) decided for each file, the child's again (said once a
+    # file): both files lie in one directory, so both decided alike.
+    said = [l for l in p.stderr.read().splitlines() if "ring.direct auto" in l]
+    assert sorted(int(l.split("-app.pfw")[0].rsplit("-", 1)[1]) for l in said) == \
+        sorted([child, p.pid]), said
+    fs, on = auto_expectation(str(tmp_path / "traces"))
+    for x in c_triggers + p_triggers:
+        assert x["args"]["direct"].startswith("auto: on, " if on else "auto: off, "), (x, fs)
     c_ms = sorted(e["args"]["ms"] for e in work(c_events))
     p_ms = sorted(e["args"]["ms"] for e in work(p_events))
     # The child's window: its own regions only, from the fork (at 2 s) on.
