@@ -10,7 +10,9 @@
 # ring), ring_prog signal, and the CPU time dftrace's threads took meanwhile (the writer's copy of
 # the ring into the page cache, most of it the kernel's).
 # DIRECT=1: with ring.direct (DFTRACE_RING_DIRECT=1, the dump with O_DIRECT); DIRECT=both: each
-# round takes both, side by side (the line says which).
+# round takes both, side by side (the line says which); DIRECT=auto: the library's default (the
+# trace directory's file system decides). Without DIRECT the dump goes through the page cache
+# (DFTRACE_RING_DIRECT=0), whatever the default.
 set -euo pipefail
 build=$1 rounds=${2:-5} mode=${MODE:-latency}
 shift $(($# > 1 ? 2 : 1))

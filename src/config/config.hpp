@@ -64,7 +64,10 @@ struct config {
   size_t ring_bytes{};
   uint64_t ring_after_steps{};
   double ring_after_seconds{};
-  bool ring_direct{};  // ring.direct: a trigger's dump of the ring with O_DIRECT
+  // ring.direct: a trigger's dump of the ring with O_DIRECT (on), not (off), or as the trace
+  // file's file system says (automatic: output/fs_direct.hpp).
+  enum class ring_direct_mode : uint8_t { off, on, automatic };
+  ring_direct_mode ring_direct = ring_direct_mode::automatic;
   // Triggers: a step longer than step_factor x the median of the recent steps (0: off) or than
   // step_ns (0: off); a signal (0: none); at least min_gap seconds apart.
   double trigger_step_factor{};

@@ -259,6 +259,29 @@ entry step_factor_key() {
           [](const config &c) { return to_text(c.trigger_step_factor); }};
 }
 
+// ring.direct: a boolean, or auto (the trace's file system decides: docs/flight-recorder.md).
+entry ring_direct_key() {
+  return {{"ring.direct", "DFTRACE_RING_DIRECT", nullptr, "auto"},
+          false,
+          [](config &c, const std::string &v, std::string &why) {
+            bool on = false;
+            if (lower(trim(v)) == "auto") {
+              c.ring_direct = config::ring_direct_mode::automatic;
+            } else if (parse_bool(v, &on)) {
+              c.ring_direct = on ? config::ring_direct_mode::on : config::ring_direct_mode::off;
+            } else {
+              why = "is not a boolean (1/0, true/false, yes/no, on/off) or 'auto'";
+              return false;
+            }
+            return true;
+          },
+          [](const config &c) {
+            return std::string(c.ring_direct == config::ring_direct_mode::automatic ? "auto"
+                               : c.ring_direct == config::ring_direct_mode::on      ? "true"
+                                                                                    : "false");
+          }};
+}
+
 // trigger.signal: a signal's name (USR2, SIGUSR2) or number; none or 0: no signal.
 entry trigger_signal_key() {
   return {{"trigger.signal", "DFTRACE_TRIGGER_SIGNAL", nullptr, "SIGUSR2"},
@@ -432,8 +455,7 @@ void add_ring_keys(std::vector<entry> &v) {
   v.push_back(size_key("ring.bytes", "DFTRACE_RING_BYTES", nullptr, "67108864", &config::ring_bytes,
                        65536, size_t{64} << 30));
   v.push_back(ring_after_key());
-  v.push_back(
-      bool_key("ring.direct", "DFTRACE_RING_DIRECT", nullptr, "false", &config::ring_direct));
+  v.push_back(ring_direct_key());
   v.push_back(step_factor_key());
   v.push_back(count_key("trigger.step_ns", "DFTRACE_TRIGGER_STEP_NS", "0", "nanoseconds",
                         &config::trigger_step_ns));

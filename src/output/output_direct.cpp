@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/lock_within.hpp"
 #include "base/log.hpp"
 #include "output/output_file.hpp"
 #include "output/write_whole.hpp"
@@ -46,6 +47,19 @@ struct iov_cursor {
 };
 
 }  // namespace
+
+direct_decision output_file::direct_auto() {
+  if (direct_decided_) return direct_auto_;
+  direct_decided_ = true;
+  {  // (the descriptor is not moved meanwhile: release_trace_fd; without it, by the path)
+    const bool locked = lock_within(fd_mutex_, std::chrono::milliseconds(1000));
+    direct_auto_ = decide_direct(locked ? fd_ : -1, path());
+    if (locked) fd_mutex_.unlock();
+  }
+  log(log_level::info, "ring.direct auto: '%s' is on %s: the ring is written %s", path().c_str(),
+      direct_auto_.fs, direct_auto_.on ? "with O_DIRECT" : "through the page cache");
+  return direct_auto_;
+}
 
 bool output_file::write_many_direct(const struct iovec *members, size_t count) {
   if (!is_open() || failed_ || count > k_max_members) return false;

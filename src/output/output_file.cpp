@@ -684,6 +684,7 @@ void output_file::fork_child(std::string path, std::string header) {
   room_failure_ = false;
   direct_refused_ = false;  // (its buffer stays, the child's copy)
   direct_bytes_ = 0;
+  direct_decided_ = false;
   state_.store(state::untried, std::memory_order_release);
   failed_ = false;
   new (&fd_mutex_) std::mutex();

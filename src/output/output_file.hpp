@@ -14,6 +14,8 @@
 #include <mutex>
 #include <string>
 
+#include "output/fs_direct.hpp"
+
 namespace dftrace::detail {
 
 // While a write holds the trace file's descriptor, it is moved to the lowest free number at or
@@ -100,6 +102,11 @@ class output_file {
   static constexpr size_t k_direct_align = 4096;
   static constexpr size_t k_direct_buffer = size_t{1} << 20;
   bool write_many_direct(const struct iovec *members, size_t count);
+  // ring.direct auto: whether this file's dump goes with O_DIRECT (decide_direct, made at the
+  // first call for the file and kept; said once at log_level info). After open().
+  direct_decision direct_auto();
+  // The file system refused O_DIRECT for this file (its writes go through the page cache).
+  bool direct_refused() const { return direct_refused_; }
   // Bytes written so far with O_DIRECT (tests and benchmarks).
   uint64_t direct_bytes() const { return direct_bytes_; }
   // After a failure: the end line's member, when it fits where the failed member was (a full
@@ -184,6 +191,8 @@ class output_file {
   char *direct_buf_ = nullptr;     // write_many_direct's aligned buffer (k_direct_buffer)
   bool direct_refused_ = false;    // the file system refused O_DIRECT (said once)
   uint64_t direct_bytes_ = 0;
+  bool direct_decided_ = false;  // direct_auto_ holds the decision for this file
+  direct_decision direct_auto_;
   const char *fail_what_ = nullptr;  // its reason
 };
 

@@ -251,7 +251,8 @@ void runtime::ring_settings(writer_settings &ws) const {
   ws.ring_after_text = cfg_.ring_after_steps ? std::to_string(cfg_.ring_after_steps) + " steps"
                                              : seconds_text(cfg_.ring_after_seconds);
   ws.trigger_min_gap = cfg_.trigger_min_gap;
-  ws.ring_direct = cfg_.ring_direct;
+  ws.ring_direct = cfg_.ring_direct == config::ring_direct_mode::on;
+  ws.ring_direct_auto = cfg_.ring_direct == config::ring_direct_mode::automatic;
 }
 
 std::shared_ptr<const event_rules> runtime::compile_rules() {

@@ -184,8 +184,9 @@ size_t end_line_into(const line_format &f, const end_fields &e, char *buf, size_
 size_t trigger_line_into(const line_format &f, const trigger_fields &t, char *buf, size_t cap) {
   const std::string_view reason = t.reason.substr(0, 512);
   const std::string_view source = t.source.substr(0, 64), after = t.after.substr(0, 64);
-  if (cap <
-      256 + f.hhash_field.size() + escaped_bound(reason.size() + source.size() + after.size()))
+  const std::string_view direct = t.direct.substr(0, 64);
+  if (cap < 256 + f.hhash_field.size() +
+                escaped_bound(reason.size() + source.size() + after.size() + direct.size()))
     return 0;
   meta_writer w(buf);
   w.lit(t.end ? "{\"name\":\"trigger_end\"" : "{\"name\":\"trigger\"");
@@ -204,7 +205,9 @@ size_t trigger_line_into(const line_format &f, const trigger_fields &t, char *bu
     p = format_time(f, p, t.to_ns);
   }
   meta_writer w3(p);
-  w3.lit(",\"after\":").quoted(after).lit("}}\n");
+  w3.lit(",\"after\":").quoted(after);
+  if (!direct.empty()) w3.lit(",\"direct\":").quoted(direct);
+  w3.lit("}}\n");
   return static_cast<size_t>(w3.end() - buf);
 }
 

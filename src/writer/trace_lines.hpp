@@ -71,6 +71,8 @@ struct trigger_fields {
   std::string_view source, reason, after;
   uint64_t mono_ns = 0, from_ns = 0;
   uint64_t to_ns = 0;  // the window's end, when known (an attach window): "to":T
+  // How the dump before it was written, with ring.direct ("on", "auto: on, xfs"): "direct":D.
+  std::string_view direct;
   // The line that closes a window (`trigger_end`): its full detail ended at mono_ns; from_ns
   // is the time of the trigger that opened it.
   bool end = false;

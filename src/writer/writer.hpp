@@ -59,6 +59,7 @@ struct writer_settings {
   double ring_after_seconds{};
   std::string ring_after_text;  // what the trigger line says of it ("2s", "3 steps")
   bool ring_direct{};           // a trigger's dump of the ring written with O_DIRECT
+  bool ring_direct_auto{};      // ... where the file's file system says (output_file::direct_auto)
   double trigger_min_gap{};     // seconds between two triggers
 };
 
@@ -198,6 +199,10 @@ class writer {
   void ring_take_triggers();
   void ring_after_pass();  // the end of full detail
   void ring_write_out();   // the ring's members to the file, a writev for many, then empty
+  // Whether ring_write_out writes with O_DIRECT (ring.direct, or auto's decision for the file);
+  // *said: what the trigger line says of it ("on", "auto: off, nfs", "auto: on, xfs (refused)"
+  // when the file system refused it and the page cache took the dump), "" when off.
+  bool ring_direct(std::string *said);
   bool accept_trigger(uint64_t mono_ns);  // min_gap (trigger_mutex_ held)
   struct pending_trigger {
     std::string source, reason;

@@ -108,11 +108,14 @@ void writer::write_trigger(const pending_trigger &p) {
   const bool own = !p.after_text.empty();
   const double after_seconds = own ? p.after_seconds : settings_.ring_after_seconds;
   const uint64_t window = ring_->window_ns();
-  if (!holding_) {  // the window before the trigger, oldest member first
+  std::string direct;  // how the dump was written (ring.direct), for the trigger line
+  if (!holding_) {     // the window before the trigger, oldest member first
     ring_->forget_before(mono_ns > window ? mono_ns - window : 0);
     ring_write_out();
+    ring_direct(&direct);
   }
   trigger_fields t;
+  t.direct = direct;
   t.source = p.source;
   t.reason = p.reason;
   t.after = own ? std::string_view(p.after_text) : std::string_view(settings_.ring_after_text);
@@ -151,13 +154,26 @@ const size_t k_ring_span = 1 << 20;
 const size_t k_ring_batch = 8;
 }  // namespace
 
+bool writer::ring_direct(std::string *said) {
+  const char *refused = file_.direct_refused() ? " (refused)" : "";
+  if (settings_.ring_direct) {
+    if (said) *said = std::string("on") + refused;
+    return true;
+  }
+  if (!settings_.ring_direct_auto || !file_.is_open()) return false;
+  const direct_decision d = file_.direct_auto();
+  if (said)
+    *said = std::string("auto: ") + (d.on ? "on, " : "off, ") + d.fs + (d.on ? refused : "");
+  return d.on;
+}
+
 void writer::ring_write_out() {
   uint64_t events = 0;
+  const bool direct = ring_direct(nullptr);
   const auto out = [&] {
     const bool ok =
-        !file_.failed() &&
-        (settings_.ring_direct ? file_.write_many_direct(ring_iov_.data(), ring_iov_.size())
-                               : file_.write_many(ring_iov_.data(), ring_iov_.size()));
+        !file_.failed() && (direct ? file_.write_many_direct(ring_iov_.data(), ring_iov_.size())
+                                   : file_.write_many(ring_iov_.data(), ring_iov_.size()));
     (ok ? events_written_ : dropped_).fetch_add(events, std::memory_order_relaxed);
     ring_iov_.clear();
     events = 0;

@@ -392,8 +392,10 @@ def test_a_forked_child_has_its_own_ring(tmp_path):
     # window of 4 s would reach back before the fork if it held the parent's members), has its
     # own file, and takes `dftrace trigger CHILD`; the parent's trigger after the child ended
     # writes the parent's window across the fork, and none of the child's events.
-    env = ring_env(tmp_path, DFTRACE_RING_SECONDS="4", DFTRACE_RING_AFTER="0.2s")
-    p = subprocess.Popen([PROG, "fork", "3"], env=env, stdout=subprocess.PIPE, text=True)
+    env = ring_env(tmp_path, DFTRACE_RING_SECONDS="4", DFTRACE_RING_AFTER="0.2s",
+                   DFTRACE_LOG_LEVEL="info")
+    p = subprocess.Popen([PROG, "fork", "3"], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
     line = p.stdout.readline().split()
     assert line[0] == "child", line
     child = int(line[1])
@@ -414,6 +416,14 @@ def test_a_forked_child_has_its_own_ring(tmp_path):
     p_events, p_triggers, _ = by_pid[p.pid]
     assert [(x["args"]["name"], x["args"]["value"]) for x in c_triggers] == [("signal", "SIGUSR2")]
     assert [(x["args"]["name"], x["args"]["value"]) for x in p_triggers] == [("api", "parent")]
+    # ring.direct auto (the default) decided for each file, the child's again (said once a
+    # file): both files lie in one directory, so both decided alike.
+    said = [l for l in p.stderr.read().splitlines() if "ring.direct auto" in l]
+    assert sorted(int(l.split("-app.pfw")[0].rsplit("-", 1)[1]) for l in said) == \
+        sorted([child, p.pid]), said
+    fs, on = auto_expectation(str(tmp_path / "traces"))
+    for x in c_triggers + p_triggers:
+        assert x["args"]["direct"].startswith("auto: on, " if on else "auto: off, "), (x, fs)
     c_ms = sorted(e["args"]["ms"] for e in work(c_events))
     p_ms = sorted(e["args"]["ms"] for e in work(p_events))
     # The child's window: its own regions only, from the fork (at 2 s) on.
@@ -536,13 +546,68 @@ def test_ring_direct_writes_the_dump_around_the_page_cache_and_the_trace_reads_t
     assert resident_fraction(tc.only_file(str(other / "traces"))) > 0.75
 
 
+LOCAL_BLOCK = {0xEF53: "ext2/ext3/ext4", 0x58465342: "xfs", 0x9123683E: "btrfs",
+               0xF2F52010: "f2fs"}
+TRIED = {0x01021994: "tmpfs", 0x794C7630: "overlay", 0x858458F6: "ramfs"}
+
+
+def auto_expectation(directory):
+    """(file system, O_DIRECT on) for ring.direct auto, from what statfs says of the directory
+    (stat -f) and, for the file systems that are tried, whether a file there opens with
+    O_DIRECT."""
+    magic = int(subprocess.run(["stat", "-f", "-c", "%t", directory], capture_output=True,
+                               text=True, check=True).stdout.strip(), 16)
+    if magic in LOCAL_BLOCK:
+        return LOCAL_BLOCK[magic], True
+    if magic not in TRIED:
+        return None, False  # a network or parallel file system, or one not known: off
+    probe = os.path.join(directory, "probe")
+    try:
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_DIRECT, 0o600))
+        return TRIED[magic], True
+    except OSError:
+        return TRIED[magic], False
+    finally:
+        if os.path.exists(probe):
+            os.unlink(probe)
+
+
+def test_ring_direct_auto_decides_by_the_trace_directory_file_system(tmp_path):
+    # ring.direct: auto on the test's own directory: the decision is what statfs says there,
+    # said once at info, and written in the trigger line; the trace is whole either way.
+    fs, on = auto_expectation(str(tmp_path))
+    p = dump_run(tmp_path, "auto", DFTRACE_LOG_LEVEL="info")
+    said = [l for l in p.stderr.splitlines() if "ring.direct auto" in l]
+    assert len(said) == 1, p.stderr
+    how = "the ring is written " + ("with O_DIRECT" if on else "through the page cache")
+    assert said[0].endswith(how), (fs, on, said)
+    if fs:
+        assert ("is on %s: " % fs) in said[0], (fs, said)
+    if on and fs not in ("tmpfs", "ramfs"):  # (their O_DIRECT goes through the page cache)
+        # Looked at before anything reads the file: the dump's pages are not in the page cache.
+        assert resident_fraction(tc.only_file(str(tmp_path / "traces"))) < 0.25
+    events, triggers, end = trace(tmp_path)
+    assert [t["args"]["name"] for t in triggers] == ["api"]
+    direct = triggers[0]["args"]["direct"]
+    assert direct.startswith("auto: on, " if on else "auto: off, "), direct
+    if fs:
+        assert direct.endswith(", " + fs), direct
+    assert end["args"]["dropped_events"] == 0, end
+    assert end["args"]["num_events"] == len(work(events))
+
+
 def in_private_mount(tmp_path, fstype, options, args, **env):
     """ring_prog ARGS with its traces on a new file system of `fstype` (a user and mount
     namespace of its own), the traces copied out before the namespace ends."""
     mnt = tmp_path / "mnt"
     mnt.mkdir()
     out = tmp_path / "traces"
-    script = ('mount -t %s -o %s none "$1" || exit 97; shift; "$@"; rc=$?; '
+    # With DIRECT_PROBE set: first says whether a file there opens with O_DIRECT (dd's
+    # oflag=direct), "o_direct: yes" or "o_direct: no" on stdout.
+    script = ('mount -t %s -o %s none "$1" || exit 97; shift; '
+              'if [ -n "$DIRECT_PROBE" ]; then if dd if=/dev/zero of="$DIRECT_MNT/probe" bs=4096 '
+              'count=1 oflag=direct 2>/dev/null; then echo "o_direct: yes"; else '
+              'echo "o_direct: no"; fi; rm -f "$DIRECT_MNT/probe"; fi; "$@"; rc=$?; '
               'cp -r "$DIRECT_MNT/traces" "$DIRECT_OUT"; exit $rc') % (fstype, options)
     e = ring_env(tmp_path, **env)
     e.update(DFTRACE_LOG_FILE=str(mnt / "traces" / "t"), DIRECT_MNT=str(mnt), DIRECT_OUT=str(out))
@@ -557,19 +622,48 @@ def in_private_mount(tmp_path, fstype, options, args, **env):
     return p
 
 
+def test_ring_direct_auto_on_tmpfs_takes_o_direct_only_where_it_opens(tmp_path):
+    # tmpfs is tried: O_DIRECT where a file there opens with it (Linux 6.6 and later), the page
+    # cache where it does not; the expectation is dd's open with oflag=direct in the same mount.
+    p = in_private_mount(tmp_path, "tmpfs", "size=64m", ["latency", 300000],
+                         DFTRACE_RING_BYTES="16MiB", DFTRACE_RING_SECONDS="3600",
+                         DFTRACE_RING_DIRECT="auto", DFTRACE_LOG_LEVEL="info", DIRECT_PROBE="1")
+    assert p.returncode == 0, (p.returncode, p.stdout, p.stderr)
+    on = "o_direct: yes" in p.stdout
+    assert on or "o_direct: no" in p.stdout, p.stdout
+    said = [l for l in p.stderr.splitlines() if "ring.direct auto" in l]
+    how = "with O_DIRECT" if on else "through the page cache"
+    assert len(said) == 1 and said[0].endswith("is on tmpfs: the ring is written " + how), \
+        p.stderr
+    events, triggers, end = trace(tmp_path)
+    assert triggers[0]["args"]["direct"] == ("auto: on, tmpfs" if on else "auto: off, tmpfs")
+    assert end["args"]["dropped_events"] == 0, end
+    assert end["args"]["num_events"] == len(work(events)) > 100000
+
+
+@pytest.mark.parametrize("direct", ["1", "auto"])
 def test_ring_direct_on_a_file_system_that_refuses_o_direct_writes_through_the_page_cache(
-        tmp_path):
-    # ramfs refuses O_DIRECT (EINVAL): the dump goes through the page cache, said once at
-    # info, and the trace is whole.
+        tmp_path, direct):
+    # ramfs refuses O_DIRECT (EINVAL). Forced on (1): the dump's first O_DIRECT attempt fails
+    # and the dump goes through the page cache, said once at info. auto: ramfs is tried, found
+    # to refuse it, and the dump is written through the page cache, said once. Both: the trace
+    # is whole.
     p = in_private_mount(tmp_path, "ramfs", "mode=0755", ["latency", 300000],
                          DFTRACE_RING_BYTES="16MiB", DFTRACE_RING_SECONDS="3600",
-                         DFTRACE_RING_DIRECT="1", DFTRACE_LOG_LEVEL="info")
+                         DFTRACE_RING_DIRECT=direct, DFTRACE_LOG_LEVEL="info")
     assert p.returncode == 0, (p.returncode, p.stdout, p.stderr)
     assert "trigger 1" in p.stdout, p.stdout
-    said = [l for l in p.stderr.splitlines() if "refuses O_DIRECT" in l]
-    assert len(said) == 1, p.stderr
+    said = [l for l in p.stderr.splitlines()
+            if "refuses O_DIRECT" in l or "ring.direct auto" in l]
+    if direct == "1":
+        assert len(said) == 1 and "refuses O_DIRECT" in said[0], p.stderr
+    else:
+        assert len(said) == 1 and "is on ramfs: the ring is written through the page cache" \
+            in said[0], p.stderr
     events, triggers, end = trace(tmp_path)
     assert [t["args"]["name"] for t in triggers] == ["api"]
+    assert triggers[0]["args"]["direct"] == ("on (refused)" if direct == "1"
+                                             else "auto: off, ramfs")
     assert end["args"]["dropped_events"] == 0, end
     assert end["args"]["num_events"] == len(work(events)) > 100000
 

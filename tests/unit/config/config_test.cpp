@@ -531,3 +531,23 @@ TEST_F(Config, LayerOverridingAnotherIsSaidAtInfoLevel) {
   EXPECT_EQ(err, "");
   unsetenv("DFTRACE_LOG_FILE");
 }
+
+TEST_F(Config, RingDirectTakesAutoBesideTheBooleans) {
+  using mode = config::ring_direct_mode;
+  std::string err;
+  EXPECT_EQ(load("", &err).ring_direct, mode::automatic);  // the default
+  const std::pair<const char *, mode> values[] = {
+      {"auto", mode::automatic}, {"AUTO", mode::automatic}, {"true", mode::on}, {"1", mode::on},
+      {"yes", mode::on},         {"false", mode::off},      {"0", mode::off},   {"off", mode::off}};
+  for (const auto &v : values) {
+    EXPECT_EQ(load(yaml(std::string("ring:\n  direct: ") + v.first + "\n"), &err).ring_direct,
+              v.second)
+        << v.first;
+    EXPECT_EQ(err, "") << v.first;
+    setenv("DFTRACE_RING_DIRECT", v.first, 1);
+    EXPECT_EQ(load("", &err).ring_direct, v.second) << v.first;
+    unsetenv("DFTRACE_RING_DIRECT");
+  }
+  const config c = expect_one_line(yaml("ring:\n  direct: maybe\n"), "or 'auto'");
+  EXPECT_EQ(c.ring_direct, mode::automatic);
+}
