@@ -35,6 +35,12 @@ void at_exit() {
 void fork_prepare() { runtime::get().on_fork_prepare(); }
 void fork_parent() { runtime::get().on_fork_parent(); }
 void fork_child() { runtime::get().on_fork_child(); }
+// The parent's ring-mode window last closed on its page (its gen; none open): windows over
+// before this process follows the page are not its own to take (sync_schedule_locked).
+uint64_t ring_window_over(const schedule_page &page) {
+  const uint64_t ring = page.ring_state();
+  return ring & 1 ? 0 : (ring >> 1) | k_ring_window;
+}
 // The schedule follower's step (schedule_share.hpp): it ends with the process's exit.
 bool follow_parent_schedule(bool changed) {
   if (runtime::exit_begun()) return false;
@@ -392,7 +398,14 @@ bool runtime::sync_schedule_locked() {
   // The parent's window: an attach window, or in ring mode the full detail after its trigger.
   window_state w = st.window;
   const uint64_t ring = share_->ring_state();
-  if (!w.open && (ring & 1)) w = {true, 0, st.window.pid, (ring >> 1) | k_ring_window, 0, 0};
+  const window_state ring_window{true, 0, st.window.pid, (ring >> 1) | k_ring_window, 0, 0};
+  if (!w.open && (ring & 1)) {
+    w = ring_window;
+  } else if (!w.open && cfg_.ring && (ring >> 1) && ring_window.gen != ring_followed_) {
+    // A window of the parent's that opened and closed before this thread woke (a busy machine
+    // wakes it late): its ring is written all the same, the window taken and released at once.
+    follow_window_locked(ring_window);
+  }
   follow_window_locked(w);  // (it sets the gate as the parent's window does)
   if (st.gate == gate_) return true;
   gate_ = st.gate;
@@ -438,6 +451,7 @@ void runtime::follow_ancestor_locked() {
     following_ = schedule_follower_start(share_, follow_parent_schedule);
     if (following_) {
       log(log_level::info, "attach: following the windows of pid %d", static_cast<int>(publisher));
+      ring_followed_ = ring_window_over(*share_);
       sync_schedule_locked();  // a window open already opens here now
       return;
     }
@@ -628,6 +642,7 @@ void runtime::on_fork_child() {
         attach_.followed = attach_.gen;
         attach_.until_ns = attach_.steps_left = 0;
       }
+      ring_followed_ = ring_window_over(*share_);
       sync_schedule_locked();
     } else {
       share_ = nullptr;  // the state at the fork stays; the parent's page is never written

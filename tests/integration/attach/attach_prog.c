@@ -11,8 +11,8 @@
  * STEP NS" (CLOCK_MONOTONIC) before each step's region instead, and ends after the step where PATH
  * exists. With `follow`, the child forked after the first step counts no step of its own: each
  * 5 ms a region `work` (argument `step`: its own count), saying "on-PID N" and "off-PID N" as the
- * parent does, until three of them after "off" or until the parent ends its loop (a pipe), when
- * it says "end-PID N" (N: its last region's).
+ * parent does, "first-PID 0" after its first region, until three of them after "off" or until
+ * the parent ends its loop (a pipe), when it says "end-PID N" (N: its last region's).
  * With `spin`, a second thread begins and ends regions `spin` (about one a microsecond) from
  * the start until the loop ends, whatever the steps: a window closes while it records.
  * With `spawn`, it starts after the first step, by posix_spawn, a copy of itself with
@@ -94,6 +94,7 @@ static int follower(dftrace_node_t *work, int done_fd, int on_fd) {
     dftrace_region_t r = dftrace_region_begin(work);
     dftrace_region_arg_int(r, "step", i);
     dftrace_region_end(r);
+    if (i == 0) say("first", i); /* its first region made (in its ring, in ring mode) */
     if (off_at >= 0 && i >= off_at + 3) return 0;
     char c;
     if (read(done_fd, &c, 1) == 0) { /* the parent's loop is over */

@@ -129,6 +129,41 @@ def test_an_attach_window_of_a_ring_mode_parent_writes_the_ring_of_its_forked_ch
     assert p_start[0]["time"] <= start["time"] <= p_end[0]["time"], (p_start, start, p_end)
 
 
+def test_a_forked_child_that_wakes_after_the_parents_window_ended_still_takes_it(tmp_path):
+    # The child's thread wakes after the parent's window opened and closed (a busy machine
+    # wakes it late; here the child is stopped through the window): the parent's trigger still
+    # writes the child's ring, with its trigger line and its trigger_end line.
+    stop = tmp_path / "stop"
+    prog = ring_program(tmp_path, "follow", stop)
+    try:
+        readies = two_readies(prog)
+        child = [p for p in readies if parent_pid(p) in readies][0]
+        parent = [p for p in readies if p != child][0]
+        prog.expect("first-%d" % child)  # (its first region in its ring)
+        os.kill(child, signal.SIGSTOP)
+        try:
+            r = attach(tmp_path, parent, "--steps", 5)
+            assert r.returncode == 0, r.stdout + r.stderr
+            wait_for_text(tmp_path, parent, '"name":"trigger_end"')  # the parent's window over
+        finally:
+            os.kill(child, signal.SIGCONT)
+        wait_for_text(tmp_path, child, '"name":"trigger_end"')
+        stop.write_text("")
+        prog.finish()
+    finally:
+        prog.kill()
+    events, lines, _ = trace_of(tmp_path, child)
+    starts = [ln["args"] for ln in lines if ln["name"] == "trigger"]
+    ends = [ln["args"] for ln in lines if ln["name"] == "trigger_end"]
+    assert len(starts) == 1 and len(ends) == 1, lines
+    assert starts[0]["name"] == "parent", starts
+    assert starts[0]["value"] == "a trigger of the parent (pid %d)" % parent, starts
+    assert [e["from"] for e in ends] == [starts[0]["time"]], (starts, ends)
+    # Its ring from its first region on, up to the window's end.
+    steps = sorted(e["args"]["step"] for e in events if e["ph"] == "X" and e["cat"] == "attach")
+    assert steps and steps == list(range(len(steps))), steps
+
+
 # ---- a child's own window and its parent's, each ended by itself
 
 def wait_for_text(tmp_path, pid, text):
