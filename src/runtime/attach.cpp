@@ -158,8 +158,9 @@ void runtime::attach_stop_locked() {
   if (!cfg_.attach) return;
   g_listener_gen.fetch_add(1);
   const std::string base = attach_dir_path(cfg_.attach_dir) + "/" + std::to_string(pid_);
+  // (PID.ack stays: the asker reads and removes it, and may not have yet when a window's last
+  // step is the program's last; sweep_attach_channel removes one left by a process gone.)
   unlink((base + ".ready").c_str());
-  unlink((base + ".ack").c_str());
   if (own_page_) {  // children started later find none (those following keep their mapping)
     unlink((base + ".page").c_str());
     own_page_ = false;

@@ -296,6 +296,29 @@ def wait_answer(channel, pid):
     return text
 
 
+def test_answer_outlives_a_process_that_ends_after_its_window(tmp_path):
+    # A window whose last step is near the program's last: the program may end before the asker
+    # reads its answer (it polls every 20 ms), which must still be there then.
+    prog = c_program(tmp_path)
+    channel = tmp_path / "channel"
+    tmp = channel / "incoming"
+    tmp.write_text("dftrace-attach 1\nfor 0\nsteps 1\nlevel full\n")
+    os.chmod(tmp, 0o600)
+    try:
+        os.rename(tmp, channel / ("%d.req" % prog.p.pid))  # as dftrace attach asks
+        prog.expect("off")
+        prog.finish()  # it ends 3 steps after its window; nobody has read the answer
+    finally:
+        prog.kill()
+    ack = channel / ("%d.ack" % prog.p.pid)
+    assert ack.exists(), sorted(os.listdir(channel))
+    assert ack.read_text().startswith("ok full tracing for 1 steps"), ack.read_text()
+    assert not (channel / ("%d.ready" % prog.p.pid)).exists(), sorted(os.listdir(channel))
+    # The next asker's sweep removes what a process gone left.
+    r = attach(tmp_path, "--all", str(tmp_path / "traces"))
+    assert not ack.exists(), (r.stdout, r.stderr, sorted(os.listdir(channel)))
+
+
 @pytest.mark.parametrize("kind", ["garbage", "both", "partial", "symlink", "huge"])
 def test_malformed_or_hostile_request_changes_nothing(tmp_path, kind):
     prog = c_program(tmp_path)
