@@ -243,10 +243,9 @@ uint64_t runtime::iter_step(uint64_t previous, node *n, int enable, uint32_t cou
 
 uint64_t runtime::begin_at(node *n, int enable, const dftrace_arg *args, size_t nargs,
                            uint32_t count, uint64_t now) {
-  if (!n) return 0;
-  const bool on = enable < 0 ? n->active.load(std::memory_order_relaxed)
-                             : (enable > 0 && recording_.load(std::memory_order_relaxed));
-  if (!on) return 0;
+  if (!n || !enable) return 0;
+  const std::atomic<bool> &on = enable < 0 ? n->active : recording_;  // (read twice, below)
+  if (!on.load(std::memory_order_relaxed)) return 0;
   thread_state &ts = thread();
   if (!ts.w) return 0;
   // The first use may have initialised the runtime just now (enabled by the environment),
@@ -274,6 +273,14 @@ uint64_t runtime::begin_at(node *n, int enable, const dftrace_arg *args, size_t 
   a.forwarded = forward_;
   if (__builtin_expect(forward_, 0)) nvtx_forward::push(n);
   a.start_tick = now ? now : tick_now();
+  // Switched off on another thread since the check above (a window's close while this thread
+  // was preempted): the event would begin after the window's `to`; it is not recorded.
+  std::atomic_signal_fence(std::memory_order_seq_cst);  // (the load stays after the clock read)
+  if (__builtin_expect(!on.load(std::memory_order_relaxed), 0)) {
+    if (a.forwarded) nvtx_forward::pop();
+    ts.scratch.resize(a.args_off);
+    return 0;
+  }
   ts.stack.push_back(a);
   return a.id;
 }
@@ -389,6 +396,11 @@ uint64_t runtime::leaf_begin(node *n) {
   if (!ts.w || !n->active.load(std::memory_order_relaxed)) return 0;
   if (__builtin_expect(forward_, 0)) nvtx_forward::push(n);
   const uint64_t t = tick_now();
+  std::atomic_signal_fence(std::memory_order_seq_cst);  // switched off since: as in begin_at
+  if (__builtin_expect(!n->active.load(std::memory_order_relaxed), 0)) {
+    if (forward_) nvtx_forward::pop();
+    return 0;
+  }
   return t ? t : 1;  // 0 says "not recording"
 }
 
@@ -525,6 +537,8 @@ void runtime::instant(node *n, const dftrace_arg *args, size_t nargs) {
   if (nargs && args) append_args(ts.use_args, args, nargs);
   if (__builtin_expect(forward_, 0)) nvtx_forward::mark(n);
   const uint64_t now = tick_now();
+  std::atomic_signal_fence(std::memory_order_seq_cst);  // switched off since: as in begin_at
+  if (__builtin_expect(!n->active.load(std::memory_order_relaxed), 0)) return;
   write_record(ts, rec_type::instant, n, next_id(ts), now, now, ts.tid,
                static_cast<uint32_t>(ts.stack.size() + 1),
                ts.stack.empty() ? -1 : static_cast<int64_t>(ts.stack.back().id), ts.use_args);

@@ -1,9 +1,11 @@
 /* nvtx_prog.c: regions and instants through the C ABI, on the main thread and on a second
  * thread, with one region ended before the region inside it (out of order). With
- * nvtx.forward, test_nvtx.py checks the NVTX calls against this program's own trace. */
+ * nvtx.forward, test_nvtx.py checks the NVTX calls against this program's own trace. With
+ * NVTX_PROG_SWITCHED in its environment, a last region `app.switched`. */
 #include <dftrace/dftrace.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 static void step(void) {
   dftrace_region_t s = dftrace_region_begin(dftrace_node_find("compute.step"));
@@ -40,5 +42,9 @@ int main(int argc, char **argv) {
   /* A cancelled region leaves no event, and its NVTX range closes too. */
   dftrace_region_cancel(dftrace_region_begin(dftrace_node_find("comm.all_reduce")));
   if (pthread_create(&t, NULL, worker, NULL) != 0 || pthread_join(t, NULL) != 0) return 1;
+  /* With NVTX_PROG_SWITCHED: a region the tool switches dftrace off in (as it is pushed). */
+  if (getenv("NVTX_PROG_SWITCHED"))
+    dftrace_region_end(
+        dftrace_region_begin(dftrace_node_child(dftrace_category("app"), "switched")));
   return dftrace_finalize() == DFTRACE_OK ? 0 : 1;
 }

@@ -2,10 +2,15 @@
  * and calls InitializeInjectionNvtx2, where it fills the NVTX domain entry points it records.
  * Each call becomes one line in the file named by NVTX_RECORD_FILE ("<tid> <what> ..."), written
  * with one write(2) so that threads do not interleave within a line. Without NVTX_RECORD_FILE
- * the calls are only counted (the benchmark's "a tool is attached"). */
+ * the calls are only counted (the benchmark's "a tool is attached"). With
+ * NVTX_RECORD_SWITCH_OFF_AT=MESSAGE, the push of a range of that message switches dftrace off
+ * (dftrace_set_enabled, found in the process) before it returns: a switch that comes between
+ * dftrace's check that it records and the region's clock read, as another thread's may. */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +21,7 @@
 
 static int g_fd = -1;
 static atomic_ulong g_calls;
+static const char *g_switch_off_at; /* NVTX_RECORD_SWITCH_OFF_AT, read once */
 
 static void record(const char *fmt, const char *what, unsigned a, const char *text) {
   atomic_fetch_add_explicit(&g_calls, 1, memory_order_relaxed);
@@ -53,6 +59,12 @@ static void name_category(nvtxDomainHandle_t d, uint32_t id, const char *name) {
 static int range_push(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a) {
   (void)d;
   record("%s %u %s", "push", a->category, message_of(a));
+  if (g_switch_off_at && strcmp(g_switch_off_at, message_of(a)) == 0) {
+    void (*set_enabled)(bool) = (void (*)(bool))dlsym(RTLD_DEFAULT, "dftrace_set_enabled");
+    if (!set_enabled) abort();
+    set_enabled(false);
+    record("%s %u %s", "switched-off", 0, "");
+  }
   return 0;
 }
 static int range_pop(nvtxDomainHandle_t d) {
@@ -73,6 +85,7 @@ __attribute__((visibility("default"))) int InitializeInjectionNvtx2(
     NvtxGetExportTableFunc_t get_export_table) {
   const char *path = getenv("NVTX_RECORD_FILE");
   if (path && *path) g_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  g_switch_off_at = getenv("NVTX_RECORD_SWITCH_OFF_AT");
   const NvtxExportTableCallbacks *cb =
       (const NvtxExportTableCallbacks *)get_export_table(NVTX_ETID_CALLBACKS);
   NvtxFunctionTable table = 0;

@@ -134,6 +134,24 @@ def test_c_regions_instants_threads_and_out_of_order_ends(tmp_path):
                               ("pop", ""), ("pop", "")]
 
 
+def test_a_region_begun_as_recording_switches_off_is_not_recorded(tmp_path):
+    # The tool switches dftrace off as the region's range is pushed: after dftrace checked that
+    # it records, before the region's clock read (where another thread's switch may fall while
+    # this one is preempted). The region would begin after the switch: it is not recorded, and
+    # its range is closed.
+    events, calls, _ = run(tmp_path, [os.path.join(BIN, "nvtx_prog_c")],
+                           extra={"NVTX_RECORD_SWITCH_OFF_AT": "app.switched",
+                                  "NVTX_PROG_SWITCHED": "1"})
+    what = [c[1:] for c in calls if c[1] in ("push", "pop", "switched-off")]
+    at = [i for i, c in enumerate(what) if c[0] == "push" and c[2] == "app.switched"]
+    assert len(at) == 1 and what[at[0] + 1][0] == "switched-off", what
+    assert what[at[0] + 2][0] == "pop" and len(what) == at[0] + 3, what
+    assert not [e for e in events if e.get("name") == "switched"], "recorded after the switch"
+    # The program's other regions are all there.
+    assert {"step", "forward", "backward", "fetch", "preprocess"} <= {
+        e.get("name") for e in events if e.get("ph") == "X"}
+
+
 def test_cpp_scopes(tmp_path):
     check_program(tmp_path, [os.path.join(BIN, "nvtx_prog_cpp")])
 
