@@ -270,8 +270,11 @@ class writer {
   bool own_open_ = false;       // (io_mutex_)
   bool followed_open_ = false;  // (io_mutex_)
   std::atomic<uint64_t> hold_until_ns_{0};
-  std::atomic<bool> release_wanted_{false};
-  std::atomic<uint32_t> followed_releases_{0};  // ring_release(true)s not yet taken
+  // ring_release()'s time (0: none wanted); the own window ends at the first pass that began
+  // at or after it, as at hold_until_ns_ (every event committed before it is in the file)
+  std::atomic<uint64_t> release_at_ns_{0};
+  std::atomic<uint32_t> followed_releases_{0};       // ring_release(true)s not yet taken
+  std::atomic<uint64_t> followed_release_at_ns_{0};  // the last one's time
   bool steal_wanted_ = false;  // a trigger or a release wants the threads' chunks (queue_mutex_)
   bool crash_wrote_ring_ = false;
   int crash_sig_ = 0;      // what crash_flush was given (crash_ring's reason)

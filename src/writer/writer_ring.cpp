@@ -30,7 +30,7 @@ void signal_trigger(int sig, uint64_t mono_ns) noexcept {
 bool writer::ring_due() const {
   if (g_signal_trigger_ns.load(std::memory_order_relaxed)) return true;
   const uint64_t until = hold_until_ns_.load(std::memory_order_relaxed);
-  return (until && mono_ns() >= until) || release_wanted_.load(std::memory_order_relaxed) ||
+  return (until && mono_ns() >= until) || release_at_ns_.load(std::memory_order_relaxed) ||
          followed_releases_.load(std::memory_order_relaxed);
 }
 
@@ -78,10 +78,13 @@ bool writer::trigger(std::string_view source, std::string_view reason, uint64_t 
 
 void writer::ring_release(bool followed) {
   if (!ring_) return;
-  if (followed)
-    followed_releases_.fetch_add(1, std::memory_order_relaxed);
-  else
-    release_wanted_.store(true, std::memory_order_relaxed);
+  const uint64_t now = mono_ns();
+  if (followed) {
+    followed_release_at_ns_.store(now, std::memory_order_relaxed);
+    followed_releases_.fetch_add(1, std::memory_order_release);
+  } else {
+    release_at_ns_.store(now, std::memory_order_release);
+  }
   {
     std::lock_guard<std::mutex> lock(queue_mutex_);
     flush_wanted_ = steal_wanted_ = true;
@@ -237,20 +240,25 @@ void writer::ring_after_pass() {
   // A trigger that came during the pass is taken first: a release never comes before the
   // trigger of the window it ends, and is never lost to it.
   ring_take_triggers();
-  const bool released = release_wanted_.exchange(false, std::memory_order_relaxed);
+  // Full detail ends at the first pass that began at or after its time (hold_until_ns_, or the
+  // release's): every event committed before that time is in this pass or an earlier one, all
+  // in the file (a pass that takes long, behind a backlog or a slow dump of the ring, does not
+  // send events of the window to the ring); later members go to the ring. A release not yet
+  // due stays wanted (ring_due: the next pass comes at once). The own window and the followed
+  // one end each by itself (its trigger_end line); full detail, when both have.
+  uint64_t release_at = release_at_ns_.load(std::memory_order_acquire);
+  const bool released = release_at && pass_ns_ >= release_at;
+  if (released)  // (a release that came since stays)
+    release_at_ns_.compare_exchange_strong(release_at, 0, std::memory_order_relaxed);
   if (!holding_) return;
-  // Full detail ends at the first pass that began at or after its time: every event committed
-  // before that time is in this pass or an earlier one, all in the file (a pass that takes
-  // long, behind a backlog, does not send events of the window to the ring); later members go
-  // to the ring. The own window and the followed one end each by itself (its trigger_end
-  // line); full detail, when both have.
   const uint64_t until = hold_until_ns_.load(std::memory_order_relaxed);
   if (own_open_ && ((until && pass_ns_ >= until) || (!until && released))) {
     own_open_ = false;
     hold_until_ns_.store(0, std::memory_order_relaxed);
     write_window_end(window_);
   }
-  if (followed_open_ && followed_releases_.load(std::memory_order_relaxed)) {
+  if (followed_open_ && followed_releases_.load(std::memory_order_acquire) &&
+      pass_ns_ >= followed_release_at_ns_.load(std::memory_order_relaxed)) {
     followed_releases_.fetch_sub(1, std::memory_order_relaxed);  // (this thread alone takes)
     followed_open_ = false;
     write_window_end(followed_);
@@ -280,8 +288,9 @@ void writer::ring_fork_child() {
   if (ring_) ring_->forget();
   holding_ = own_open_ = followed_open_ = crash_wrote_ring_ = steal_wanted_ = false;
   hold_until_ns_ = 0;
-  release_wanted_ = false;
+  release_at_ns_ = 0;
   followed_releases_ = 0;
+  followed_release_at_ns_ = 0;
   triggers_ = 0;
   pending_.clear();
   trigger_waiting_ = false;

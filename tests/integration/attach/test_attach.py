@@ -629,6 +629,52 @@ def test_ring_mode_window_writes_the_ring_then_full_detail(tmp_path):
     read_back(path, events)
 
 
+def test_ring_mode_window_of_steps_ends_after_its_release(tmp_path):
+    # A second thread records a region about every microsecond: the writer's passes are long
+    # (each compresses what came since the last), and the window of one step (about 10 ms) is
+    # released while the pass that took its trigger is under way. Full detail ends at the first
+    # pass that began after the release: the window's step, still in the main thread's buffer
+    # then, is in the file, and the window ends after it began.
+    stop = tmp_path / "stop"
+    env = clean_env(tmp_path, DFTRACE_ENABLE="1", DFTRACE_ATTACH="1",
+                    DFTRACE_OUTPUT_MODE="ring", DFTRACE_RING_SECONDS="60",
+                    DFTRACE_RING_BYTES="2097152", DFTRACE_TRIGGER_STEP_FACTOR="0",
+                    DFTRACE_LOG_FILE=str(tmp_path / "traces" / "t"), ATTACH_PROG_STOP=stop)
+    prog = Program([PROG, "1000000", "-", "spin"], env)
+    try:
+        while not any(ln.startswith("at 50 ") for ln in prog.lines):
+            line = prog.p.stdout.readline()
+            assert line, prog.lines
+            prog.lines.append(line.strip())
+        r = attach(tmp_path, prog.p.pid, "--steps", 1)
+        assert r.returncode == 0, r.stdout + r.stderr
+        answered = time.monotonic_ns()
+        first_after = None
+        while True:
+            line = prog.p.stdout.readline()
+            assert line, prog.lines[-5:]
+            word = line.split()
+            if word[0] == "at" and int(word[2]) > answered:
+                first_after = first_after if first_after is not None else int(word[1])
+                if int(word[1]) >= first_after + 10:
+                    break
+        stop.write_text("")
+        prog.finish()
+    finally:
+        prog.kill()
+    events, lines, _ = trace(tmp_path / "traces")
+    starts = [ln["args"] for ln in lines if ln["name"] == "trigger"]
+    ends = [ln["args"] for ln in lines if ln["name"] == "trigger_end"]
+    assert len(starts) == 1 and len(ends) == 1, lines
+    assert ends[0]["time"] >= starts[0]["time"], (starts, ends)
+    steps = work_steps(events)
+    assert steps and steps == list(range(steps[0], steps[-1] + 1)), steps[-5:]
+    at_trigger = max(e["args"]["step"] for e in events if e["ph"] == "X" and
+                     e["name"] == "work" and e["ts"] <= starts[0]["time"])
+    # The step in progress at the trigger, then one whole step.
+    assert steps[-1] >= at_trigger + 1, (steps[-1], at_trigger)
+
+
 def read_back(path, events):
     """`dftrace.read` of the file: as many complete events as the file holds."""
     try:
