@@ -23,6 +23,7 @@
  * until the child is in it, however late its thread wakes. With ATTACH_PROG_CHILD_OFF=1 in its
  * environment, the copy is started with DFTRACE_ENABLE=0 and DFTRACE_OUTPUT_MODE=file (not
  * traced, waiting for an attach, whatever the parent's mode).
+ * With ATTACH_PROG_HOLD=PATH, the loop makes no next step while PATH exists (at most 120 s).
  * Usage: attach_prog MAXSTEPS [DIR|-] [fork|follow|spawn|spin|spawned] */
 #include <dftrace/dftrace.h>
 #include <fcntl.h>
@@ -144,6 +145,7 @@ int main(int argc, char **argv) {
   pthread_t spin_thread;
   int done[2] = {-1, -1}, seen[2] = {-1, -1};
   const char *stop = getenv("ATTACH_PROG_STOP");
+  const char *hold = getenv("ATTACH_PROG_HOLD");
   pid_t child = -1;
   dftrace_node_t *work = dftrace_node_child(dftrace_category("attach"), "work");
   int seen_on = 0;
@@ -207,6 +209,11 @@ int main(int argc, char **argv) {
     dftrace_step();
     if (off_at >= 0 && i >= off_at + 3) break;
     if (stop && access(stop, F_OK) == 0) break;
+    /* (a hang guard, not a measure: the test removes the file when it saw what it waits for) */
+    for (int n = 0; hold && access(hold, F_OK) == 0 && n < 120 * 1000; ++n) {
+      struct timespec h = {0, 1000000L};
+      nanosleep(&h, NULL);
+    }
   }
   if (spin) {
     atomic_store(&spin_stop, 1);

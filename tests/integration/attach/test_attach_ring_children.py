@@ -105,16 +105,22 @@ def test_a_trigger_in_a_ring_mode_parent_writes_the_ring_of_its_child_started_by
 def test_an_attach_window_of_a_ring_mode_parent_writes_the_ring_of_its_forked_child(tmp_path):
     # attach_prog `follow` in ring mode: the forked child counts no step; an attach of the
     # parent for 5 steps is its ring and 5 steps of detail, and the child's ring and detail
-    # while the parent's lasts.
-    stop = tmp_path / "stop"
-    prog = ring_program(tmp_path, "follow", stop)
+    # while the parent's lasts. The parent makes no step (its window stays open) until the
+    # child's trace holds its trigger line and a region after it: the child is in the window
+    # however late its thread wakes (one that wakes after the window closed takes it and
+    # releases it at once, with no detail: the next test).
+    stop, hold = tmp_path / "stop", tmp_path / "hold"
+    prog = ring_program(tmp_path, "follow", stop, ATTACH_PROG_HOLD=hold)
     try:
         readies = two_readies(prog)
         child = [p for p in readies if parent_pid(p) in readies][0]
         parent = [p for p in readies if p != child][0]
-        time.sleep(0.3)
+        prog.expect("first-%d" % child)  # (its first region in its ring)
+        hold.write_text("")
         r = attach(tmp_path, parent, "--steps", 5)
         assert r.returncode == 0, r.stdout + r.stderr
+        wait_for_detail(tmp_path, child)
+        hold.unlink()
         steps_after(prog, 40)
         stop.write_text("")
         prog.finish()
@@ -127,6 +133,21 @@ def test_an_attach_window_of_a_ring_mode_parent_writes_the_ring_of_its_forked_ch
     assert len(p_end) == 1, p_lines
     start, end = check_child_window(tmp_path, child, parent, "a trigger of the parent")
     assert p_start[0]["time"] <= start["time"] <= p_end[0]["time"], (p_start, start, p_end)
+
+
+def wait_for_detail(tmp_path, pid):
+    """Waits until pid's trace (as it is being written) holds a whole member with a `work`
+    region after the member with its trigger line (its ring): detail of its window."""
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline:
+        names = [f for f in os.listdir(tmp_path / "traces") if "-%d-" % pid in f]
+        texts = [t for _, _, t in tc.members(str(tmp_path / "traces" / names[0]))
+                 if t is not None] if names else []
+        at = [i for i, t in enumerate(texts) if '"name":"trigger"' in t]
+        if at and any('"name":"work"' in t for t in texts[at[0] + 1:]):
+            return
+        time.sleep(0.05)
+    raise AssertionError("the trace of %d never held detail after its trigger" % pid)
 
 
 def test_a_forked_child_that_wakes_after_the_parents_window_ended_still_takes_it(tmp_path):
