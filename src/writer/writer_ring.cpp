@@ -250,6 +250,12 @@ void writer::ring_after_pass() {
   const bool released = release_at && pass_ns_ >= release_at;
   if (released)  // (a release that came since stays)
     release_at_ns_.compare_exchange_strong(release_at, 0, std::memory_order_relaxed);
+  // Releases of a followed window whose trigger, taken, opened nothing here (the file failed)
+  // end nothing: dropped, or ring_due would stay true and the thread would never wait. (A
+  // trigger is pending before its release is counted: none pending, none of theirs to come.)
+  uint32_t releases = followed_releases_.load(std::memory_order_acquire);
+  if (!followed_open_ && releases && !trigger_waiting_.load(std::memory_order_relaxed))
+    followed_releases_.compare_exchange_strong(releases, 0, std::memory_order_relaxed);
   if (!holding_) return;
   const uint64_t until = hold_until_ns_.load(std::memory_order_relaxed);
   if (own_open_ && ((until && pass_ns_ >= until) || (!until && released))) {
